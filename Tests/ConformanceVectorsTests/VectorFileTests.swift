@@ -1,0 +1,206 @@
+import ConformanceVectors
+import Crypto
+import Foundation
+import SecretCrypto
+import Testing
+
+/// Paths of the project's and the shared vector files.
+enum VectorPaths {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let projectDirectory = packageRoot.appendingPathComponent("testvectors")
+    static let wycheproofDirectory = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors/wycheproof")
+
+    static func jsonFiles(in directory: URL) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasSuffix(".json") }.sorted().map { directory.appendingPathComponent($0).path }
+    }
+
+    static var project: [String] { jsonFiles(in: projectDirectory) }
+    static var wycheproof: [String] { jsonFiles(in: wycheproofDirectory) }
+    static var hasWycheproof: Bool { !wycheproof.isEmpty }
+}
+
+@Suite("Vector files through the CLI's loader")
+struct VectorFileTests {
+    @Test("the project ships the RFC files and the session-secret file")
+    func projectFiles() {
+        let names = Set(VectorPaths.project.map { URL(fileURLWithPath: $0).lastPathComponent })
+        #expect(names.isSuperset(of: [
+            "rfc7748-x25519.json", "rfc5869-hkdf-sha256.json", "rfc8439-chacha20-poly1305.json",
+            "rfc4231-hmac-sha256.json", "session-secret-v1.json",
+        ]))
+    }
+
+    @Test("every project vector passes", arguments: VectorPaths.project)
+    func projectVectors(path: String) throws {
+        let report = try VectorVerifier.verify(path: path)
+        #expect(report.passed > 0)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.declaredCountMismatch == nil)
+    }
+
+    @Test("every Wycheproof vector passes", .enabled(if: VectorPaths.hasWycheproof, "shared/vectors/wycheproof is absent"),
+          arguments: VectorPaths.wycheproof)
+    func wycheproofVectors(path: String) throws {
+        let report = try VectorVerifier.verify(path: path)
+        #expect(report.passed > 0)
+        #expect(report.failures.isEmpty, "\(report.failures.prefix(5))")
+    }
+
+    /// The field holding each algorithm's expected output.
+    static let expectedField: [String: String] = [
+        "XDH": "shared", "CHACHA20-POLY1305": "tag", "HKDF-SHA-256": "okm", "HMACSHA256": "tag",
+        "UNBOUND-SESSION-SECRET-V1": "plaintext",
+    ]
+
+    @Test("changing one byte of any expected value makes exactly that test fail", arguments: VectorPaths.project)
+    func mutation(path: String) throws {
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        var json = try #require(JSONSerialization.jsonObject(with: original) as? [String: Any])
+        let algorithm = try #require(json["algorithm"] as? String)
+        let field = try #require(Self.expectedField[algorithm])
+        var groups = try #require(json["testGroups"] as? [[String: Any]])
+        var mutated = 0
+        for g in groups.indices {
+            var tests = try #require(groups[g]["tests"] as? [[String: Any]])
+            for t in tests.indices where tests[t]["result"] as? String == "valid" {
+                let value = try #require(tests[t][field] as? String)
+                // Flip the last character: a hex digit for byte fields, a base64url one for secrets.
+                let last = value.last!
+                let replacement: Character = last == "0" ? "1" : (last == "A" ? "E" : (last.isHexDigit ? "0" : "A"))
+                var copy = tests
+                copy[t][field] = String(value.dropLast()) + String(replacement)
+                var groupsCopy = groups
+                groupsCopy[g]["tests"] = copy
+                json["testGroups"] = groupsCopy
+                let data = try JSONSerialization.data(withJSONObject: json)
+                let report = try VectorVerifier.verify(data: data, path: path)
+                let tcId = try #require(tests[t]["tcId"] as? Int)
+                let failed = report.failures.map(\.tcId)
+                #expect(failed == [tcId], "mutating \(field) of tcId \(tcId)")
+                mutated += 1
+            }
+            tests = try #require(groups[g]["tests"] as? [[String: Any]])
+            groups[g]["tests"] = tests
+        }
+        #expect(mutated > 0)
+    }
+
+    @Test("an unknown algorithm is an error, not a skip")
+    func unknownAlgorithm() throws {
+        let data = Data(#"{"algorithm":"ROT13","testGroups":[]}"#.utf8)
+        #expect {
+            try VectorVerifier.verify(data: data, path: "x.json")
+        } throws: { error in
+            (error as? VectorFileError)?.code == .unknownAlgorithm("ROT13")
+        }
+    }
+
+    @Test("malformed files are errors", arguments: [
+        "", "{", "[]", #"{"testGroups":[]}"#,
+        #"{"algorithm":"XDH","testGroups":[{"curve":"curve25519","tests":[{"tcId":1,"comment":"","result":"valid"}]}]}"#,
+        #"{"algorithm":"XDH","testGroups":[{"curve":"curve25519","tests":[{"tcId":1,"comment":"","public":"zz","private":"00","shared":"00","result":"valid"}]}]}"#,
+        #"{"algorithm":"HMACSHA256","testGroups":[{"keySize":1,"tagSize":256,"tests":[{"tcId":1,"comment":"","key":"","msg":"","tag":"","result":"maybe"}]}]}"#,
+    ])
+    func malformed(text: String) {
+        #expect {
+            try VectorVerifier.verify(data: Data(text.utf8), path: "x.json")
+        } throws: { error in
+            (error as? VectorFileError)?.code == .malformed
+        }
+    }
+
+    @Test("an unreadable file is an error")
+    func unreadable() {
+        #expect {
+            try VectorVerifier.verify(path: "/nonexistent/vectors.json")
+        } throws: { error in
+            (error as? VectorFileError)?.code == .unreadable
+        }
+    }
+}
+
+@Suite("session-secret-v1.json")
+struct SessionSecretVectorTests {
+    static let path = VectorPaths.projectDirectory.appendingPathComponent("session-secret-v1.json").path
+
+    static func tests() throws -> [EnvelopeGroup.Test] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return try VectorLoader.decode(EnvelopeGroup.self, from: data, path: path).testGroups.flatMap(\.tests)
+    }
+
+    @Test("the committed file is exactly what `vectors generate` writes")
+    func reproducible() throws {
+        let committed = try Data(contentsOf: URL(fileURLWithPath: Self.path))
+        let generated = try SessionSecretVectorGenerator.generate()
+        #expect(committed == generated, "run `sync-cli vectors generate -o testvectors/session-secret-v1.json`")
+    }
+
+    @Test("has at least 40 cases covering every required kind")
+    func coverage() throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: Self.path))
+        let json = try #require(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let tests = try #require((json["testGroups"] as? [[String: Any]])?.first?["tests"] as? [[String: Any]])
+        #expect(tests.count >= 40)
+        let flags = Set(tests.flatMap { $0["flags"] as? [String] ?? [] })
+        #expect(flags.isSuperset(of: [
+            "Deterministic", "UppercaseSessionId", "ByteaAsciiHex", "ByteaRawHex", "Modified", "WrongSession",
+            "LowOrderEphemeral", "Truncated", "MalformedPlaintext",
+        ]))
+        #expect(tests.contains { $0["result"] as? String == "valid" })
+        #expect(tests.contains { $0["result"] as? String == "invalid" })
+    }
+
+    @Test("swift-crypto (CryptoKit API) opens every valid case and no invalid one to a secret")
+    func independentImplementation() throws {
+        var opened = 0
+        for test in try Self.tests() {
+            let outcome: String? = {
+                guard let raw = try? SecretEnvelope.decodeEncryptedSecret(test.encryptedSecret) else { return nil }
+                return try? CryptoKitCrossCheckHelper.open(
+                    ephemeral: test.ephemeralPublicKey, encrypted: raw,
+                    privateKey: Data(test.recipientPrivateKey.bytes), sessionID: test.sessionId
+                )
+            }()
+            switch test.result {
+            case .valid:
+                #expect(outcome == test.plaintext, "tcId \(test.tcId): \(test.comment)")
+                opened += 1
+            case .invalid, .acceptable:
+                // CryptoKit opens the "authentic but not a secret" cases; the text check must then refuse.
+                if let outcome {
+                    #expect(!CryptoKitCrossCheckHelper.isSecretTextForm(outcome), "tcId \(test.tcId): \(test.comment)")
+                }
+            }
+        }
+        #expect(opened >= 15)
+    }
+}
+
+/// The iOS app's decryption path, written against the CryptoKit API only.
+enum CryptoKitCrossCheckHelper {
+    static func open(ephemeral: String, encrypted: [UInt8], privateKey: Data, sessionID: String) throws -> String {
+        guard UUID(uuidString: sessionID) != nil, let ephemeralBytes = Data(base64Encoded: ephemeral) else {
+            throw CryptoKitError.incorrectParameterSize
+        }
+        let recipient = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: privateKey)
+        let shared = try recipient.sharedSecretFromKeyAgreement(with: .init(rawRepresentation: ephemeralBytes))
+        let key = shared.hkdfDerivedSymmetricKey(
+            using: SHA256.self, salt: Data(sessionID.lowercased().utf8),
+            sharedInfo: Data("unbound-session-secret-v1".utf8), outputByteCount: 32
+        )
+        let plaintext = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: Data(encrypted)), using: key)
+        return String(decoding: plaintext, as: UTF8.self)
+    }
+
+    /// An independent check of the text form: prefix, alphabet, length, canonical final character.
+    static func isSecretTextForm(_ text: String) -> Bool {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        guard text.hasPrefix("sess_"), text.count == 48 else { return false }
+        let values = text.dropFirst(5).map { alphabet.firstIndex(of: $0) }
+        guard values.allSatisfy({ $0 != nil }) else { return false }
+        // 43 characters carry 258 bits for 256: the last character's low 2 bits must be zero.
+        return values.last!! % 4 == 0
+    }
+}

@@ -1,9 +1,9 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
     name: "SessionSecretSync",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "SecretCrypto", targets: ["SecretCrypto"]),
         .library(name: "LocalStore", targets: ["LocalStore"]),
@@ -13,6 +13,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // Test-only: an independent, CryptoKit-compatible implementation to cross-check envelopes.
         .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
     ],
@@ -24,9 +25,14 @@ let package = Package(
         ),
         .target(name: "SecretCrypto", dependencies: ["CSodium"]),
         .target(name: "ConformanceVectors", dependencies: ["SecretCrypto"]),
-        .target(name: "LocalStore", dependencies: ["SecretCrypto"]),
-        .target(name: "RemoteStore", dependencies: ["SecretCrypto"]),
-        .target(name: "PostLoginSync", dependencies: ["SecretCrypto", "LocalStore", "RemoteStore"]),
+        // Domain records shared by both stores (no I/O).
+        .target(name: "SyncModel"),
+        .target(
+            name: "LocalStore",
+            dependencies: ["SecretCrypto", "SyncModel", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .target(name: "RemoteStore", dependencies: ["SecretCrypto", "SyncModel"]),
+        .target(name: "PostLoginSync", dependencies: ["SecretCrypto", "SyncModel", "LocalStore", "RemoteStore"]),
         .executableTarget(
             name: "sync-cli",
             dependencies: [
@@ -37,7 +43,20 @@ let package = Package(
         ),
         // The benchmark's floor: the envelope's libsodium calls in plain C, no Swift around them.
         .target(name: "CSodiumFloor", dependencies: ["CSodium"]),
-        .executableTarget(name: "sync-bench", dependencies: ["SecretCrypto", "CSodiumFloor"]),
+        .executableTarget(name: "sync-bench", dependencies: ["SecretCrypto", "CSodiumFloor", "LocalStore"]),
+        // A child process for LocalStore's tests: holds the lease, or is killed mid-write.
+        .executableTarget(
+            name: "localstore-test-helper",
+            dependencies: ["LocalStore"],
+            path: "Tests/Helpers/localstore-test-helper"
+        ),
+        .testTarget(
+            name: "LocalStoreTests",
+            dependencies: [
+                "LocalStore", "SyncModel", "SecretCrypto", "localstore-test-helper",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .testTarget(
             name: "SecretCryptoTests",
             dependencies: [

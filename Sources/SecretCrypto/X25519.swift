@@ -48,6 +48,17 @@ public struct X25519PublicKey: Sendable, Hashable, CustomStringConvertible {
         return status != 0
     }
 
+    /// A short, stable name for the key: hex of the first 16 bytes of its SHA-256.
+    ///
+    /// The distribution ledger records it to notice when a recipient's key changed.
+    public var fingerprint: String {
+        Sodium.ensureInitialized()
+        var digest = [UInt8](repeating: 0, count: 32)
+        let status = crypto_hash_sha256(&digest, rawRepresentation, UInt64(rawRepresentation.count))
+        precondition(status == 0, "crypto_hash_sha256 failed")
+        return ByteEncoding.hex(digest.prefix(16))
+    }
+
     public var description: String { "X25519PublicKey(\(base64))" }
 }
 

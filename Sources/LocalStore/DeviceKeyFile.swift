@@ -1,0 +1,97 @@
+import Foundation
+import SecretCrypto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The device's X25519 private key on disk: exactly 32 raw bytes, mode 0600, owned by the user.
+///
+/// Written atomically (a `0600` temporary file created with `O_EXCL`, fsynced, renamed over the
+/// target, directory fsynced) and loaded only when nobody else can read it, as ssh insists for
+/// private keys.
+public enum DeviceKeyFile {
+    /// Writes `key` to `path`, refusing to replace an existing file.
+    ///
+    /// - Throws: ``LocalStoreError`` with `.identityExists` or `.io`.
+    public static func create(_ key: X25519PrivateKey, at path: String) throws {
+        guard access(path, F_OK) != 0 else {
+            throw LocalStoreError(.identityExists, "a device key already exists at \(path)")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw ioError("cannot create \(temporary)") }
+        var ok = false
+        defer {
+            if !ok { unlink(temporary) }
+        }
+        let written = key.rawRepresentation.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        let synced = fsync(descriptor)
+        close(descriptor)
+        guard written == X25519PrivateKey.byteCount, synced == 0 else { throw ioError("cannot write \(temporary)") }
+        // link() fails if the target appeared meanwhile, so two initialisations cannot both win.
+        guard link(temporary, path) == 0 else {
+            if errno == EEXIST { throw LocalStoreError(.identityExists, "a device key already exists at \(path)") }
+            throw ioError("cannot create \(path)")
+        }
+        unlink(temporary)
+        ok = true
+        syncDirectory(directory)
+    }
+
+    /// Loads the key at `path`.
+    ///
+    /// - Throws: ``LocalStoreError`` with `.keyFileMissing`, `.keyFileTooOpen` (group or others
+    ///   have any permission, or another user owns it) or `.keyFileMalformed` (not a regular
+    ///   file of exactly 32 bytes).
+    public static func load(from path: String) throws -> X25519PrivateKey {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { throw LocalStoreError(.keyFileMissing, "no device key at \(path); run `sync-cli init` first") }
+            if errno == ELOOP { throw LocalStoreError(.keyFileMalformed, "\(path) is a symbolic link; refusing to use it") }
+            throw ioError("cannot open \(path)")
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw ioError("cannot stat \(path)") }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw LocalStoreError(.keyFileMalformed, "\(path) is not a regular file")
+        }
+        let permissions = info.st_mode & 0o777
+        guard permissions & 0o077 == 0 else {
+            throw LocalStoreError(.keyFileTooOpen, String(
+                format: "permissions 0%o for %@ are too open: the device key must not be accessible by others (chmod 600 %@)",
+                permissions, path, path))
+        }
+        guard info.st_uid == geteuid() else {
+            throw LocalStoreError(.keyFileTooOpen, "\(path) is owned by uid \(info.st_uid), not by the current user")
+        }
+        guard info.st_size == off_t(X25519PrivateKey.byteCount) else {
+            throw LocalStoreError(.keyFileMalformed, "\(path) is \(info.st_size) bytes; a device key is exactly 32 raw bytes")
+        }
+        let key = try SecureBytes(count: X25519PrivateKey.byteCount) { buffer in
+            var total = 0
+            while total < buffer.count {
+                let n = read(descriptor, buffer.baseAddress! + total, buffer.count - total)
+                if n <= 0 { break }
+                total += n
+            }
+            if total != buffer.count { throw LocalStoreError(.keyFileMalformed, "\(path) could not be read in full") }
+        }
+        return try X25519PrivateKey(rawRepresentation: key)
+    }
+
+    static func ioError(_ message: String) -> LocalStoreError {
+        LocalStoreError(.io, "\(message): \(String(cString: strerror(errno)))")
+    }
+
+    static func syncDirectory(_ path: String) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if descriptor >= 0 {
+            fsync(descriptor)
+            close(descriptor)
+        }
+    }
+}

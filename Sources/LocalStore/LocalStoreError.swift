@@ -1,0 +1,87 @@
+import Foundation
+import GRDB
+
+/// The one error type of LocalStore.
+///
+/// A struct with an extensible code, like postgres-nio's `PSQLError`: `code` says what went
+/// wrong, `sqliteCode` carries SQLite's extended result code when SQLite said it. The
+/// `description` never holds SQL arguments, row contents, keys or secrets.
+public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        let name: String
+        public var description: String { name }
+
+        /// The file exists but is not a SQLite database; it was left untouched.
+        public static let notADatabase = Code(name: "notADatabase")
+        /// The store was written by a newer version of this program; it was left untouched.
+        public static let schemaTooNew = Code(name: "schemaTooNew")
+        /// The device key file is readable or writable by group or others.
+        public static let keyFileTooOpen = Code(name: "keyFileTooOpen")
+        /// The device key file is not 32 raw bytes, or is not a regular file.
+        public static let keyFileMalformed = Code(name: "keyFileMalformed")
+        /// The device key file does not exist.
+        public static let keyFileMissing = Code(name: "keyFileMissing")
+        /// The device key does not match the public key recorded for this store's identity.
+        public static let keyMismatch = Code(name: "keyMismatch")
+        /// The store has no device identity yet (`init` was not run).
+        public static let identityMissing = Code(name: "identityMissing")
+        /// The store already has a device identity.
+        public static let identityExists = Code(name: "identityExists")
+        /// A unique key would be violated (the remote would reject the same rows).
+        public static let uniqueViolation = Code(name: "uniqueViolation")
+        /// A row references a row that does not exist.
+        public static let foreignKeyViolation = Code(name: "foreignKeyViolation")
+        /// Another process holds the store's sync lease.
+        public static let storeBusy = Code(name: "storeBusy")
+        /// The requested row does not exist.
+        public static let notFound = Code(name: "notFound")
+        /// A stored envelope could not be opened with this device's key.
+        public static let secretUnreadable = Code(name: "secretUnreadable")
+        /// A row in the database is not what this program wrote.
+        public static let corruptRow = Code(name: "corruptRow")
+        /// Any other SQLite failure.
+        public static let database = Code(name: "database")
+        /// A file-system operation failed.
+        public static let io = Code(name: "io")
+    }
+
+    /// The kind of failure.
+    public let code: Code
+    /// A secret-free explanation.
+    public let message: String
+    /// SQLite's extended result code, when SQLite reported the failure.
+    public let sqliteCode: Int32?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, sqliteCode: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.sqliteCode = sqliteCode
+    }
+
+    public var description: String {
+        sqliteCode.map { "\(message) (SQLite code \($0))" } ?? message
+    }
+
+    /// Maps a GRDB error to a store error, keeping SQLite's message but never its arguments.
+    static func wrap(_ error: Error, context: String) -> Error {
+        if error is LocalStoreError || error is CancellationError { return error }
+        guard let error = error as? DatabaseError else {
+            return LocalStoreError(.database, "\(context): \(type(of: error))")
+        }
+        let code: Code
+        switch error.extendedResultCode {
+        case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY: code = .uniqueViolation
+        case .SQLITE_CONSTRAINT_FOREIGNKEY: code = .foreignKeyViolation
+        case .SQLITE_NOTADB: code = .notADatabase
+        default: code = error.resultCode == .SQLITE_NOTADB ? .notADatabase : .database
+        }
+        return LocalStoreError(code, "\(context): \(error.message ?? "SQLite error")", sqliteCode: error.extendedResultCode.rawValue)
+    }
+}
+
+/// Runs `body`, mapping any GRDB error to a ``LocalStoreError``.
+func mapErrors<T>(_ context: String, _ body: () async throws -> T) async throws -> T {
+    do { return try await body() } catch { throw LocalStoreError.wrap(error, context: context) }
+}

@@ -1,0 +1,107 @@
+import GRDB
+
+/// The store's schema as named, append-only migrations.
+///
+/// Never edit a migration that has shipped: add a new one. A store whose database knows a
+/// migration this list does not was written by a newer program and is refused, untouched.
+///
+/// Timestamps are REAL seconds since 2001-01-01 UTC (Foundation's reference date), which
+/// round-trips a `Date` exactly; UUIDs are canonical lowercase TEXT.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: identity, repositories, sessions, secrets, ledger, cursors") { db in
+            try db.execute(sql: """
+                CREATE TABLE device_identity (
+                    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+                    id TEXT NOT NULL,
+                    user_id TEXT,
+                    name TEXT NOT NULL,
+                    device_type TEXT NOT NULL,
+                    hostname TEXT,
+                    role TEXT NOT NULL CHECK (role IN ('desktop', 'mobile')),
+                    public_key TEXT NOT NULL,
+                    created_at REAL NOT NULL
+                );
+
+                CREATE TABLE repositories (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    local_path TEXT NOT NULL,
+                    remote_url TEXT,
+                    default_branch TEXT,
+                    parent_repository_id TEXT,
+                    is_worktree INTEGER NOT NULL DEFAULT 0,
+                    worktree_branch TEXT,
+                    status TEXT NOT NULL CHECK (status IN ('active', 'archived')),
+                    last_synced_at REAL,
+                    created_at REAL NOT NULL,
+                    updated_at REAL NOT NULL,
+                    UNIQUE (device_id, local_path)
+                );
+                CREATE INDEX repositories_updated ON repositories (updated_at, id);
+
+                CREATE TABLE sessions (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    repository_id TEXT NOT NULL REFERENCES repositories (id) ON DELETE CASCADE,
+                    title TEXT,
+                    session_pid INTEGER,
+                    session_started_at REAL NOT NULL,
+                    session_ended_at REAL,
+                    status TEXT NOT NULL CHECK (status IN ('active', 'paused', 'ended')),
+                    current_branch TEXT,
+                    working_directory TEXT,
+                    last_heartbeat_at REAL,
+                    is_worktree INTEGER NOT NULL DEFAULT 0,
+                    worktree_path TEXT,
+                    created_at REAL NOT NULL,
+                    updated_at REAL NOT NULL
+                );
+                CREATE INDEX sessions_repository ON sessions (repository_id);
+                CREATE INDEX sessions_updated ON sessions (updated_at, id);
+
+                -- Desktop: each session's secret, sealed to this device's own key (never plaintext).
+                CREATE TABLE own_session_secrets (
+                    session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                    ephemeral_public_key TEXT NOT NULL,
+                    encrypted_secret TEXT NOT NULL
+                );
+
+                -- Phone: envelopes addressed to this device, exactly as received.
+                CREATE TABLE received_envelopes (
+                    session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                    ephemeral_public_key TEXT NOT NULL,
+                    encrypted_secret TEXT NOT NULL,
+                    fetched_at REAL NOT NULL
+                );
+
+                -- Desktop: which (session, recipient) pairs were accepted by the remote, for which key.
+                CREATE TABLE distribution_ledger (
+                    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                    recipient_device_id TEXT NOT NULL,
+                    recipient_key_fingerprint TEXT NOT NULL,
+                    sent_at REAL NOT NULL,
+                    PRIMARY KEY (session_id, recipient_device_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX distribution_ledger_recipient ON distribution_ledger (recipient_device_id);
+
+                CREATE TABLE pull_cursors (
+                    table_name TEXT PRIMARY KEY NOT NULL,
+                    updated_at TEXT NOT NULL,
+                    last_id TEXT NOT NULL
+                );
+
+                CREATE TABLE last_sync_report (
+                    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+                    finished_at REAL NOT NULL,
+                    report TEXT NOT NULL
+                );
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import SecretCrypto
+import SyncModel
+
+/// Which side of sync this device plays.
+public enum SyncRole: String, Sendable, Codable, CaseIterable {
+    /// Owns repositories, sessions and their secrets; pushes.
+    case desktop
+    /// Owns only its device row and key; pulls.
+    case mobile
+}
+
+/// This device: what its remote `devices` row says about it, and its public key.
+public struct DeviceIdentity: Sendable, Hashable {
+    public var id: UUID
+    /// Set at login.
+    public var userID: UUID?
+    public var name: String
+    public var deviceType: DeviceType
+    public var hostname: String?
+    public var role: SyncRole
+    public var publicKey: X25519PublicKey
+    public var createdAt: Date
+
+    /// Creates an identity value.
+    public init(id: UUID, userID: UUID?, name: String, deviceType: DeviceType, hostname: String?,
+                role: SyncRole, publicKey: X25519PublicKey, createdAt: Date) {
+        self.id = id
+        self.userID = userID
+        self.name = name
+        self.deviceType = deviceType
+        self.hostname = hostname
+        self.role = role
+        self.publicKey = publicKey
+        self.createdAt = createdAt
+    }
+}
+
+/// One envelope the remote accepted for a (session, recipient device) pair.
+public struct LedgerEntry: Sendable, Hashable {
+    public var sessionID: UUID
+    public var recipientDeviceID: UUID
+    /// ``SecretCrypto/X25519PublicKey/fingerprint`` of the key the envelope was sealed to.
+    public var recipientKeyFingerprint: String
+    public var sentAt: Date
+
+    /// Creates a ledger entry.
+    public init(sessionID: UUID, recipientDeviceID: UUID, recipientKeyFingerprint: String, sentAt: Date = Date()) {
+        self.sessionID = sessionID
+        self.recipientDeviceID = recipientDeviceID
+        self.recipientKeyFingerprint = recipientKeyFingerprint
+        self.sentAt = sentAt
+    }
+}
+
+/// An envelope a phone received, kept as received.
+public struct ReceivedEnvelope: Sendable, Hashable {
+    public var sessionID: UUID
+    public var envelope: SecretEnvelope
+    public var fetchedAt: Date
+
+    /// Creates a received envelope.
+    public init(sessionID: UUID, envelope: SecretEnvelope, fetchedAt: Date = Date()) {
+        self.sessionID = sessionID
+        self.envelope = envelope
+        self.fetchedAt = fetchedAt
+    }
+}
+
+/// Row counts, for `status` and reports.
+public struct StoreCounts: Sendable, Hashable, Codable {
+    public var repositories: Int
+    public var sessions: Int
+    public var ownSecrets: Int
+    public var receivedEnvelopes: Int
+    public var ledgerEntries: Int
+
+    /// Creates a set of counts.
+    public init(repositories: Int, sessions: Int, ownSecrets: Int, receivedEnvelopes: Int, ledgerEntries: Int) {
+        self.repositories = repositories
+        self.sessions = sessions
+        self.ownSecrets = ownSecrets
+        self.receivedEnvelopes = receivedEnvelopes
+        self.ledgerEntries = ledgerEntries
+    }
+}
+
+/// The tables a pull keeps a cursor for.
+public enum CursorTable: String, Sendable, CaseIterable {
+    case repositories, sessions, envelopes
+}

@@ -1,0 +1,157 @@
+import Foundation
+
+/// The remote `device_type` enum.
+public enum DeviceType: String, Sendable, Codable, CaseIterable {
+    case macDesktop = "mac-desktop"
+    case winDesktop = "win-desktop"
+    case linuxDesktop = "linux-desktop"
+    case iosTablet = "ios-tablet"
+    case iosPhone = "ios-phone"
+    case androidTablet = "android-tablet"
+    case androidPhone = "android-phone"
+    case webBrowser = "web-browser"
+
+    /// Whether this kind of device runs sessions (and so pushes).
+    public var isDesktop: Bool { [.macDesktop, .winDesktop, .linuxDesktop].contains(self) }
+}
+
+/// The remote `device_role` enum (managed by the trust flow, never sent by sync).
+public enum DeviceTrustRole: String, Sendable, Codable, CaseIterable {
+    case trustRoot = "trust_root"
+    case trustedExecutor = "trusted_executor"
+    case temporaryViewer = "temporary_viewer"
+}
+
+/// The remote `repository_status` enum.
+public enum RepositoryStatus: String, Sendable, Codable, CaseIterable {
+    case active, archived
+}
+
+/// The remote `coding_session_status` enum.
+public enum SessionStatus: String, Sendable, Codable, CaseIterable {
+    case active, paused, ended
+}
+
+/// A row of `repositories`: a checkout on one desktop.
+///
+/// Unique on `(deviceID, localPath)`, locally as remotely: two desktops may have the same path.
+public struct RepositoryRecord: Sendable, Hashable, Codable {
+    public var id: UUID
+    public var userID: UUID
+    public var deviceID: UUID
+    public var name: String
+    public var localPath: String
+    public var remoteURL: String?
+    public var defaultBranch: String?
+    public var parentRepositoryID: UUID?
+    public var isWorktree: Bool
+    public var worktreeBranch: String?
+    public var status: RepositoryStatus
+    public var lastSyncedAt: Date?
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    /// Creates a repository row.
+    public init(
+        id: UUID = UUID(), userID: UUID, deviceID: UUID, name: String, localPath: String,
+        remoteURL: String? = nil, defaultBranch: String? = nil, parentRepositoryID: UUID? = nil,
+        isWorktree: Bool = false, worktreeBranch: String? = nil, status: RepositoryStatus = .active,
+        lastSyncedAt: Date? = nil, createdAt: Date = Date(), updatedAt: Date = Date()
+    ) {
+        self.id = id
+        self.userID = userID
+        self.deviceID = deviceID
+        self.name = name
+        self.localPath = localPath
+        self.remoteURL = remoteURL
+        self.defaultBranch = defaultBranch
+        self.parentRepositoryID = parentRepositoryID
+        self.isWorktree = isWorktree
+        self.worktreeBranch = worktreeBranch
+        self.status = status
+        self.lastSyncedAt = lastSyncedAt
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A row of `agent_coding_sessions`.
+public struct SessionRecord: Sendable, Hashable, Codable {
+    public var id: UUID
+    public var userID: UUID
+    public var deviceID: UUID
+    public var repositoryID: UUID
+    public var title: String?
+    public var sessionPID: Int?
+    public var sessionStartedAt: Date
+    public var sessionEndedAt: Date?
+    public var status: SessionStatus
+    public var currentBranch: String?
+    public var workingDirectory: String?
+    public var lastHeartbeatAt: Date?
+    public var isWorktree: Bool
+    public var worktreePath: String?
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    /// Creates a session row.
+    public init(
+        id: UUID = UUID(), userID: UUID, deviceID: UUID, repositoryID: UUID, title: String? = nil,
+        sessionPID: Int? = nil, sessionStartedAt: Date = Date(), sessionEndedAt: Date? = nil,
+        status: SessionStatus = .active, currentBranch: String? = nil, workingDirectory: String? = nil,
+        lastHeartbeatAt: Date? = nil, isWorktree: Bool = false, worktreePath: String? = nil,
+        createdAt: Date = Date(), updatedAt: Date = Date()
+    ) {
+        self.id = id
+        self.userID = userID
+        self.deviceID = deviceID
+        self.repositoryID = repositoryID
+        self.title = title
+        self.sessionPID = sessionPID
+        self.sessionStartedAt = sessionStartedAt
+        self.sessionEndedAt = sessionEndedAt
+        self.status = status
+        self.currentBranch = currentBranch
+        self.workingDirectory = workingDirectory
+        self.lastHeartbeatAt = lastHeartbeatAt
+        self.isWorktree = isWorktree
+        self.worktreePath = worktreePath
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A session secret sealed to one device, as stored (`agent_coding_session_secrets` without
+/// its server-generated id).
+public struct EnvelopeRecord: Sendable, Hashable, Codable {
+    public var sessionID: UUID
+    /// The recipient device.
+    public var deviceID: UUID
+    /// Standard base64 of the 32-byte ephemeral public key.
+    public var ephemeralPublicKey: String
+    /// As stored or received: base64, or a bytea `\x` form.
+    public var encryptedSecret: String
+
+    /// Creates an envelope row.
+    public init(sessionID: UUID, deviceID: UUID, ephemeralPublicKey: String, encryptedSecret: String) {
+        self.sessionID = sessionID
+        self.deviceID = deviceID
+        self.ephemeralPublicKey = ephemeralPublicKey
+        self.encryptedSecret = encryptedSecret
+    }
+}
+
+/// A position in a table ordered by `(updated_at, id)`: rows after it are "changed since".
+///
+/// `updatedAt` is kept as the exact text the remote returned, so a filter built from it matches
+/// to the microsecond (a `Date` would round).
+public struct PullCursor: Sendable, Hashable, Codable {
+    public var updatedAt: String
+    public var id: UUID
+
+    /// Creates a cursor.
+    public init(updatedAt: String, id: UUID) {
+        self.updatedAt = updatedAt
+        self.id = id
+    }
+}

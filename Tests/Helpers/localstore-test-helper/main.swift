@@ -1,0 +1,44 @@
+import Foundation
+import LocalStore
+import SyncModel
+
+// A child process for LocalStore's tests.
+//
+//   localstore-test-helper hold-lease DIR SECONDS
+//       takes DIR's sync lease, prints "held", sleeps, exits (releasing it).
+//   localstore-test-helper bulk-write DIR REPOSITORY_ID COUNT
+//       upserts COUNT new sessions under REPOSITORY_ID in one transaction; after the first
+//       1,000 rows it prints "writing" and sleeps inside the transaction, to be SIGKILLed.
+
+/// Writes a line unbuffered, so the parent sees it at once.
+func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else {
+    FileHandle.standardError.write(Data("usage: localstore-test-helper hold-lease|bulk-write DIR ...\n".utf8))
+    exit(64)
+}
+let store = try LocalStore(directory: URL(fileURLWithPath: arguments[2]))
+
+switch arguments[1] {
+case "hold-lease":
+    let lease = try await store.acquireSyncLease(purpose: "test helper")
+    say("held")
+    try await Task.sleep(for: .seconds(Double(arguments[3]) ?? 5))
+    lease.release()
+case "bulk-write":
+    let repository = UUID(uuidString: arguments[3])!
+    let identity = try await store.requireIdentity()
+    let count = Int(arguments[4]) ?? 10_000
+    let user = identity.userID ?? UUID()
+    let rows = (0..<count).map { _ in SessionRecord(userID: user, deviceID: identity.id, repositoryID: repository) }
+    try await store.upsertSessions(rows) { written in
+        if written == 1000 {
+            say("writing")
+            Thread.sleep(forTimeInterval: 60)
+        }
+    }
+    say("finished")
+default:
+    exit(64)
+}

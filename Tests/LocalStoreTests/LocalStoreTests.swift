@@ -1,0 +1,399 @@
+import Foundation
+import GRDB
+import LocalStore
+import SecretCrypto
+import SyncModel
+import Testing
+
+@Suite("LocalStore: round trips")
+struct RoundTripTests {
+    @Test("identity and key file survive reopening")
+    func identity() async throws {
+        let fixture = try await Fixture()
+        let reopened = try LocalStore(directory: fixture.temporary.store)
+        let identity = try #require(try await reopened.identity())
+        #expect(identity == DeviceIdentity(id: fixture.identity.id, userID: fixture.user, name: "test desktop",
+                                           deviceType: .linuxDesktop, hostname: "box", role: .desktop,
+                                           publicKey: fixture.identity.publicKey, createdAt: identity.createdAt))
+        #expect(try await reopened.deviceKey().publicKey == identity.publicKey)
+        let mode = try FileManager.default.attributesOfItem(atPath: reopened.keyPath)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: reopened.keyPath)).count == 32)
+    }
+
+    @Test("a second identity is refused")
+    func secondIdentity() async throws {
+        let fixture = try await Fixture()
+        await #expect(throws: LocalStoreError.self) {
+            try await fixture.store.createIdentity(name: "again", deviceType: .iosPhone, role: .mobile)
+        }
+        #expect(try await fixture.store.identity()?.id == fixture.identity.id)
+    }
+
+    @Test("repositories and sessions round-trip every column")
+    func content() async throws {
+        let fixture = try await Fixture()
+        var repository = fixture.repository()
+        repository.parentRepositoryID = UUID()
+        repository.isWorktree = true
+        repository.worktreeBranch = "feature"
+        repository.status = .archived
+        repository.lastSyncedAt = Date(timeIntervalSince1970: 1_700_000_000.123456)
+        try await fixture.store.upsertRepositories([repository])
+        #expect(try await fixture.store.repositories() == [repository])
+
+        var session = fixture.session(in: repository)
+        session.sessionEndedAt = Date(timeIntervalSince1970: 1_700_000_100.5)
+        session.status = .ended
+        session.lastHeartbeatAt = Date(timeIntervalSince1970: 1_700_000_050)
+        session.isWorktree = true
+        session.worktreePath = "/tmp/wt"
+        try await fixture.store.upsertSessions([session])
+        #expect(try await fixture.store.sessions() == [session])
+        #expect(try await fixture.store.session(id: session.id) == session)
+
+        session.title = "renamed"
+        try await fixture.store.upsertSessions([session])
+        #expect(try await fixture.store.sessions() == [session])
+    }
+
+    @Test("changed-since returns only newer rows, in (updated_at, id) order")
+    func changedSince() async throws {
+        let fixture = try await Fixture()
+        let old = Date(timeIntervalSince1970: 1_000)
+        let new = Date(timeIntervalSince1970: 2_000)
+        var a = fixture.repository()
+        a.updatedAt = old
+        var b = fixture.repository()
+        b.updatedAt = new
+        try await fixture.store.upsertRepositories([b, a])
+        #expect(try await fixture.store.repositories().map(\.id) == [a.id, b.id])
+        #expect(try await fixture.store.repositories(changedSince: old).map(\.id) == [b.id])
+    }
+
+    @Test("a desktop session's secret is stored sealed and opens on demand")
+    func ownSecret() async throws {
+        let fixture = try await Fixture()
+        let repository = fixture.repository()
+        try await fixture.store.upsertRepositories([repository])
+        let session = try await fixture.store.createSession(fixture.session(in: repository))
+        let secret = try await fixture.store.openOwnSecret(sessionID: session.id)
+        #expect(try await fixture.store.openOwnSecret(sessionID: session.id) == secret)
+        // The plaintext text form is nowhere in the database files.
+        let text = Data(secret.revealTextForm().utf8)
+        for suffix in ["", "-wal"] {
+            if let bytes = FileManager.default.contents(atPath: fixture.store.databasePath + suffix) {
+                #expect(bytes.range(of: text) == nil)
+            }
+        }
+        #expect(try await fixture.store.ownSealedSecrets().keys.contains(session.id))
+        await #expect(throws: LocalStoreError.self) { try await fixture.store.openOwnSecret(sessionID: UUID()) }
+    }
+
+    @Test("a phone keeps envelopes as received and opens them on demand")
+    func receivedEnvelopes() async throws {
+        let fixture = try await Fixture(role: .mobile)
+        let repository = fixture.repository(device: UUID())
+        let session = fixture.session(in: repository)
+        try await fixture.store.applyRepositories([repository], retaining: nil)
+        try await fixture.store.applySessions([session], retaining: nil)
+        let secret = SessionSecret()
+        let sealed = try SecretEnvelope.seal(secret, for: fixture.identity.publicKey, sessionID: SessionID(session.id))
+        // Arrives in the bytea \x form; stored exactly so.
+        let received = SecretEnvelope(ephemeralPublicKey: sealed.ephemeralPublicKey,
+                                      encryptedSecret: "\\x" + ByteEncoding.hex(Array(sealed.encryptedSecret.utf8)))
+        try await fixture.store.upsertReceivedEnvelopes([ReceivedEnvelope(sessionID: session.id, envelope: received)])
+        #expect(try await fixture.store.receivedEnvelopes().map(\.envelope) == [received])
+        #expect(try await fixture.store.openReceivedSecret(sessionID: session.id) == secret)
+
+        // An envelope for another device's key is reported, not crashed on.
+        let foreign = try SecretEnvelope.seal(secret, for: X25519PrivateKey().publicKey, sessionID: SessionID(session.id))
+        try await fixture.store.upsertReceivedEnvelopes([ReceivedEnvelope(sessionID: session.id, envelope: foreign)])
+        await #expect {
+            try await fixture.store.openReceivedSecret(sessionID: session.id)
+        } throws: { ($0 as? LocalStoreError)?.code == .secretUnreadable }
+    }
+
+    @Test("ledger, cursors and the last report round-trip")
+    func bookkeeping() async throws {
+        let fixture = try await Fixture()
+        let repository = fixture.repository()
+        try await fixture.store.upsertRepositories([repository])
+        let session = try await fixture.store.createSession(fixture.session(in: repository))
+        let recipient = UUID()
+        let entry = LedgerEntry(sessionID: session.id, recipientDeviceID: recipient, recipientKeyFingerprint: "abc",
+                                sentAt: Date(timeIntervalSince1970: 5))
+        try await fixture.store.recordDistributions([entry])
+        #expect(try await fixture.store.ledger() == [entry])
+        var changed = entry
+        changed.recipientKeyFingerprint = "def"
+        try await fixture.store.recordDistributions([changed])
+        #expect(try await fixture.store.ledger() == [changed])
+        #expect(try await fixture.store.deleteLedgerEntries(recipients: [recipient]) == 1)
+        #expect(try await fixture.store.ledger().isEmpty)
+
+        let cursor = PullCursor(updatedAt: "2026-01-01T00:00:00.123456+00:00", id: UUID())
+        try await fixture.store.setCursor(cursor, for: .sessions)
+        #expect(try await fixture.store.cursor(for: .sessions) == cursor)
+        #expect(try await fixture.store.cursor(for: .repositories) == nil)
+        try await fixture.store.setCursor(nil, for: .sessions)
+        #expect(try await fixture.store.cursor(for: .sessions) == nil)
+
+        try await fixture.store.saveLastReport(#"{"ok":true}"#)
+        #expect(try await fixture.store.lastReport()?.json == #"{"ok":true}"#)
+        let counts = try await fixture.store.counts()
+        #expect(counts == StoreCounts(repositories: 1, sessions: 1, ownSecrets: 1, receivedEnvelopes: 0, ledgerEntries: 0))
+    }
+}
+
+@Suite("LocalStore: keys and constraints")
+struct ConstraintTests {
+    @Test("two repositories with one (device, path) collide, as remotely; nothing is written")
+    func repositoryUniqueKey() async throws {
+        let fixture = try await Fixture()
+        let first = fixture.repository(path: "/src/app")
+        try await fixture.store.upsertRepositories([first])
+        let clash = fixture.repository(path: "/src/app")
+        let other = fixture.repository(path: "/src/other")
+        await #expect {
+            try await fixture.store.upsertRepositories([other, clash])
+        } throws: { ($0 as? LocalStoreError)?.code == .uniqueViolation }
+        #expect(try await fixture.store.repositories() == [first])
+    }
+
+    @Test("the same path on two desktops does not collide")
+    func samePathTwoDevices() async throws {
+        let fixture = try await Fixture(role: .mobile)
+        let a = fixture.repository(path: "/Users/q/app", device: UUID())
+        let b = fixture.repository(path: "/Users/q/app", device: UUID())
+        try await fixture.store.applyRepositories([a, b], retaining: nil)
+        #expect(try await fixture.store.repositories().count == 2)
+    }
+
+    @Test("a session before its repository fails; the batch is not applied")
+    func foreignKey() async throws {
+        let fixture = try await Fixture()
+        let repository = fixture.repository()
+        try await fixture.store.upsertRepositories([repository])
+        let good = fixture.session(in: repository)
+        let orphan = fixture.session(in: fixture.repository())
+        await #expect {
+            try await fixture.store.upsertSessions([good, orphan])
+        } throws: { ($0 as? LocalStoreError)?.code == .foreignKeyViolation }
+        #expect(try await fixture.store.sessions().isEmpty)
+    }
+
+    @Test("a session id used twice is refused by createSession")
+    func duplicateSession() async throws {
+        let fixture = try await Fixture()
+        let repository = fixture.repository()
+        try await fixture.store.upsertRepositories([repository])
+        let session = try await fixture.store.createSession(fixture.session(in: repository))
+        await #expect {
+            try await fixture.store.createSession(session)
+        } throws: { ($0 as? LocalStoreError)?.code == .uniqueViolation }
+    }
+
+    @Test("deleting rows missing from a set removes exactly those, cascading to sessions and secrets")
+    func deleteMissing() async throws {
+        let fixture = try await Fixture()
+        let keep = fixture.repository()
+        let drop = fixture.repository()
+        try await fixture.store.upsertRepositories([keep, drop])
+        let kept = try await fixture.store.createSession(fixture.session(in: keep))
+        let dropped = try await fixture.store.createSession(fixture.session(in: drop))
+        let extra = try await fixture.store.createSession(fixture.session(in: keep))
+        try await fixture.store.recordDistributions([LedgerEntry(sessionID: dropped.id, recipientDeviceID: UUID(), recipientKeyFingerprint: "x")])
+
+        #expect(try await fixture.store.deleteRepositories(notIn: [keep.id]) == 1)
+        #expect(Set(try await fixture.store.sessions().map(\.id)) == [kept.id, extra.id])
+        #expect(try await fixture.store.deleteSessions(notIn: [kept.id]) == 1)
+        #expect(try await fixture.store.sessions().map(\.id) == [kept.id])
+        let counts = try await fixture.store.counts()
+        #expect(counts.ownSecrets == 1 && counts.ledgerEntries == 0)
+        #expect(try await fixture.store.deleteSessions(notIn: []) == 1)
+        #expect(try await fixture.store.deleteRepositories(ids: [keep.id]) == 1)
+    }
+
+    @Test("a pull applies deletions before upserts, so a freed path can be reused")
+    func applyOrder() async throws {
+        let fixture = try await Fixture(role: .mobile)
+        let device = UUID()
+        let old = fixture.repository(path: "/p", device: device)
+        try await fixture.store.applyRepositories([old], retaining: nil)
+        let replacement = fixture.repository(path: "/p", device: device)
+        try await fixture.store.applyRepositories([replacement], retaining: [replacement.id])
+        #expect(try await fixture.store.repositories().map(\.id) == [replacement.id])
+    }
+
+    @Test("uppercase UUIDs land lowercase")
+    func uppercase() async throws {
+        let fixture = try await Fixture()
+        let upper = "A1B2C3D4-E5F6-4A7B-8C9D-0E1F2A3B4C5D"
+        let repository = RepositoryRecord(id: try #require(UUID.parse(upper)), userID: fixture.user,
+                                          deviceID: try #require(UUID.parse(upper.replacingOccurrences(of: "A1", with: "B2"))),
+                                          name: "r", localPath: "/x")
+        try await fixture.store.upsertRepositories([repository])
+        let ids = try await DatabaseQueue(path: fixture.store.databasePath).read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM repositories UNION ALL SELECT device_id FROM repositories UNION ALL SELECT id FROM device_identity")
+        }
+        #expect(ids.contains(upper.lowercased()))
+        #expect(ids.allSatisfy { $0 == $0.lowercased() && $0.count == 36 })
+        #expect(try await fixture.store.repository(id: try #require(UUID.parse(upper.lowercased()))) == repository)
+    }
+}
+
+@Suite("LocalStore: refusing bad files")
+struct BadFileTests {
+    @Test("a key file readable by group or others is refused, as ssh does", arguments: [0o640, 0o604, 0o644, 0o660, 0o666, 0o700])
+    func tooOpen(mode: Int) async throws {
+        let fixture = try await Fixture()
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: fixture.store.keyPath)
+        let allowed = mode & 0o077 == 0
+        if allowed {
+            _ = try await fixture.store.deviceKey()
+        } else {
+            await #expect {
+                try await fixture.store.deviceKey()
+            } throws: { error in
+                let error = error as? LocalStoreError
+                return error?.code == .keyFileTooOpen && error!.description.contains("too open")
+            }
+        }
+    }
+
+    @Test("a malformed key file is refused", arguments: [0, 31, 33, 64])
+    func malformedKey(size: Int) async throws {
+        let fixture = try await Fixture()
+        try Data(repeating: 7, count: size).write(to: URL(fileURLWithPath: fixture.store.keyPath))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: fixture.store.keyPath)
+        await #expect {
+            try await fixture.store.deviceKey()
+        } throws: { ($0 as? LocalStoreError)?.code == .keyFileMalformed }
+    }
+
+    @Test("a key that is not this identity's, a missing key and a symlinked key are refused")
+    func wrongKey() async throws {
+        let fixture = try await Fixture()
+        let path = fixture.store.keyPath
+        try FileManager.default.removeItem(atPath: path)
+        await #expect { try await fixture.store.deviceKey() } throws: { ($0 as? LocalStoreError)?.code == .keyFileMissing }
+        try DeviceKeyFile.create(X25519PrivateKey(), at: path)
+        await #expect { try await fixture.store.deviceKey() } throws: { ($0 as? LocalStoreError)?.code == .keyMismatch }
+        let elsewhere = fixture.temporary.url.appendingPathComponent("other.key").path
+        try FileManager.default.moveItem(atPath: path, toPath: elsewhere)
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: elsewhere)
+        await #expect { try await fixture.store.deviceKey() } throws: { ($0 as? LocalStoreError)?.code == .keyFileMalformed }
+    }
+
+    @Test("a file that is not a SQLite database is refused and left byte-for-byte intact")
+    func notADatabase() throws {
+        let temporary = TemporaryDirectory()
+        try FileManager.default.createDirectory(at: temporary.store, withIntermediateDirectories: true)
+        let path = temporary.store.appendingPathComponent("store.sqlite")
+        let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try garbage.write(to: path)
+        #expect { try LocalStore(directory: temporary.store) } throws: { ($0 as? LocalStoreError)?.code == .notADatabase }
+        #expect(try Data(contentsOf: path) == garbage)
+    }
+
+    @Test("a database with a corrupted page fails clearly")
+    func corruptedPage() async throws {
+        let fixture = try await Fixture()
+        let repositories = (0..<300).map { _ in fixture.repository() }
+        try await fixture.store.upsertRepositories(repositories)
+        let path = fixture.store.databasePath
+        // Checkpoint the WAL into the main file, then overwrite pages after the header.
+        try await DatabaseQueue(path: path).writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+        try handle.seek(toOffset: 4096)
+        handle.write(Data(repeating: 0xA5, count: 4096 * 8))
+        try handle.close()
+        await #expect(throws: LocalStoreError.self) {
+            let store = try LocalStore(directory: fixture.temporary.store)
+            _ = try await store.repositories()
+        }
+    }
+
+    @Test("a store written by a newer schema is refused and not modified")
+    func newerSchema() async throws {
+        let fixture = try await Fixture()
+        let path = fixture.store.databasePath
+        try await DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')")
+        }
+        let before = try await DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
+        #expect {
+            try LocalStore(directory: fixture.temporary.store)
+        } throws: { error in
+            let error = error as? LocalStoreError
+            return error?.code == .schemaTooNew && error!.description.contains("newer version")
+        }
+        let after = try await DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
+        #expect(before == after)
+    }
+
+    @Test("the default directory follows XDG_DATA_HOME, else ~/.local/share")
+    func defaultDirectory() {
+        #expect(LocalStore.defaultDirectory(environment: ["XDG_DATA_HOME": "/x/data", "HOME": "/h"]).path == "/x/data/session-sync")
+        #expect(LocalStore.defaultDirectory(environment: ["HOME": "/h"]).path == "/h/.local/share/session-sync")
+        #expect(LocalStore.defaultDirectory(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]).path == "/h/.local/share/session-sync")
+    }
+}
+
+@Suite("LocalStore: processes")
+struct ProcessTests {
+    @Test("a second process's lease request waits, then fails naming the holder; it succeeds once released")
+    func leaseContention() async throws {
+        let fixture = try await Fixture()
+        let child = try Helper(["hold-lease", fixture.temporary.store.path, "2"])
+        #expect(child.wait(for: "held"))
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await fixture.store.acquireSyncLease(purpose: "push", timeout: .milliseconds(300))
+        } throws: { error in
+            let error = error as? LocalStoreError
+            return error?.code == .storeBusy && error!.description.contains("pid \(child.process.processIdentifier)")
+                && error!.description.contains("test helper")
+        }
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
+        // Waiting long enough gets the lease when the child exits.
+        let lease = try await fixture.store.acquireSyncLease(purpose: "push", timeout: .seconds(20))
+        #expect(lease.holder.contains("push"))
+        lease.release()
+        child.process.waitUntilExit()
+    }
+
+    @Test("two leases conflict within one process too")
+    func leaseInProcess() async throws {
+        let fixture = try await Fixture()
+        let first = try await fixture.store.acquireSyncLease(purpose: "push")
+        await #expect { _ = try await fixture.store.acquireSyncLease(purpose: "pull") } throws: { ($0 as? LocalStoreError)?.code == .storeBusy }
+        first.release()
+        let second = try await fixture.store.acquireSyncLease(purpose: "pull")
+        second.release()
+    }
+
+    @Test("a process killed with SIGKILL in the middle of a bulk write leaves the previous state intact")
+    func killMidWrite() async throws {
+        let fixture = try await Fixture()
+        let repository = fixture.repository()
+        try await fixture.store.upsertRepositories([repository])
+        var previous: [SessionRecord] = []
+        for _ in 0..<10 { previous.append(try await fixture.store.createSession(fixture.session(in: repository))) }
+        let before = try await fixture.store.sessions()
+
+        let child = try Helper(["bulk-write", fixture.temporary.store.path, repository.id.canonical, "5000"])
+        #expect(child.wait(for: "writing"))
+        child.kill()
+        #expect(child.process.terminationReason == .uncaughtSignal)
+
+        let reopened = try LocalStore(directory: fixture.temporary.store)
+        #expect(try await reopened.sessions() == before)
+        #expect(try await reopened.counts().sessions == 10)
+        #expect(try await reopened.openOwnSecret(sessionID: previous[0].id) == fixture.store.openOwnSecret(sessionID: previous[0].id))
+        // And the store still takes writes.
+        try await reopened.upsertSessions([fixture.session(in: repository)])
+        #expect(try await reopened.counts().sessions == 11)
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import LocalStore
+import SyncModel
+
+/// A fresh temporary directory per test, removed when the value is released.
+final class TemporaryDirectory: Sendable {
+    let url: URL
+
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("localstore-\(UUID().canonical)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    var store: URL { url.appendingPathComponent("store") }
+}
+
+/// A store with a desktop identity, plus helpers to build rows.
+struct Fixture {
+    let temporary = TemporaryDirectory()
+    let store: LocalStore
+    let identity: DeviceIdentity
+    let user = UUID()
+
+    init(role: SyncRole = .desktop) async throws {
+        store = try LocalStore(directory: temporary.store)
+        identity = try await store.createIdentity(name: "test desktop", deviceType: .linuxDesktop, hostname: "box", role: role)
+        try await store.setUserID(user)
+    }
+
+    func repository(path: String = "/src/\(UUID().canonical)", device: UUID? = nil) -> RepositoryRecord {
+        RepositoryRecord(userID: user, deviceID: device ?? identity.id, name: "repo", localPath: path,
+                         remoteURL: "git@example.com:a/b.git", defaultBranch: "main")
+    }
+
+    func session(in repository: RepositoryRecord) -> SessionRecord {
+        SessionRecord(userID: user, deviceID: identity.id, repositoryID: repository.id, title: "work",
+                      sessionPID: 4242, currentBranch: "main", workingDirectory: repository.localPath)
+    }
+}
+
+/// Runs the test helper executable built next to the test bundle.
+struct Helper {
+    static var path: String {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent(".build/debug"),
+        ].map { $0.appendingPathComponent("localstore-test-helper").path }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+    }
+
+    let process = Process()
+    let output = Pipe()
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: Self.path)
+        process.arguments = arguments
+        process.standardOutput = output
+        try process.run()
+    }
+
+    /// Reads stdout until `line` appears (or the child exits).
+    func wait(for line: String) -> Bool {
+        var seen = ""
+        let handle = output.fileHandleForReading
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { return false }
+            seen += String(decoding: chunk, as: UTF8.self)
+            if seen.split(separator: "\n").contains(Substring(line)) { return true }
+        }
+    }
+
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}

@@ -31,7 +31,10 @@ let package = Package(
             name: "LocalStore",
             dependencies: ["SecretCrypto", "SyncModel", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        .target(name: "RemoteStore", dependencies: ["SecretCrypto", "SyncModel"]),
+        .target(
+            name: "RemoteStore",
+            dependencies: ["SecretCrypto", "SyncModel", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .target(name: "PostLoginSync", dependencies: ["SecretCrypto", "SyncModel", "LocalStore", "RemoteStore"]),
         .executableTarget(
             name: "sync-cli",
@@ -49,6 +52,10 @@ let package = Package(
             name: "localstore-test-helper",
             dependencies: ["LocalStore"],
             path: "Tests/Helpers/localstore-test-helper"
+        ),
+        .testTarget(
+            name: "RemoteStoreTests",
+            dependencies: ["RemoteStore", "SyncModel", "SecretCrypto"]
         ),
         .testTarget(
             name: "LocalStoreTests",

@@ -1,4 +1,239 @@
-/// The remote (Supabase/PostgREST or embedded) behind one protocol.
+import Foundation
+import SecretCrypto
+import SyncModel
+
+/// The remote, in domain words: what post-login sync needs from Supabase (or the embedded
+/// default), and nothing about how it is spoken.
 ///
-/// Filled by the RemoteStore issue; present now to fix the package layout.
-public enum RemoteStoreModule {}
+/// Every implementation is scoped to one signed-in user, as row-level security scopes a
+/// Supabase user: it never reads or writes another user's rows. Every UUID it sends or returns
+/// is canonical lowercase.
+///
+/// Bulk writes accept any number of rows. An implementation batches them, and when a batch is
+/// refused for something in its rows it narrows the batch down to the rows at fault; those come
+/// back in ``BulkWriteResult/rejected`` and the rest are written. Failures that no row caused
+/// (the remote is unreachable, the session expired beyond refresh) are thrown.
+public protocol RemoteStore: Sendable {
+    /// The user every call is scoped to.
+    var userID: UUID { get }
+
+    /// Inserts or updates this device's own row, sending only the columns a device owns
+    /// (never trust fields such as `is_trusted`).
+    func upsertOwnDevice(_ device: OwnDeviceRow) async throws
+
+    /// Every device row of the user.
+    func listDevices() async throws -> [RemoteDevice]
+
+    /// Inserts or updates repositories by id.
+    func upsertRepositories(_ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?) async throws -> BulkWriteResult
+
+    /// Inserts or updates sessions by id (their repositories must exist).
+    func upsertSessions(_ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?) async throws -> BulkWriteResult
+
+    /// Inserts or updates envelopes by `(session_id, device_id)`.
+    func upsertEnvelopes(_ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?) async throws -> BulkWriteResult
+
+    /// Every `(session_id, device_id)` pair that has an envelope, over the user's sessions.
+    func listEnvelopePairs() async throws -> [EnvelopePair]
+
+    /// Deletes every envelope addressed to these devices. Returns how many were deleted, when known.
+    @discardableResult
+    func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int?
+
+    /// Deletes every envelope of these sessions.
+    @discardableResult
+    func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int?
+
+    /// Deletes these envelope rows.
+    @discardableResult
+    func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int?
+
+    /// Repositories ordered by `(updated_at, id)`: all, or only those after `cursor`.
+    func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>]
+
+    /// Sessions ordered by `(updated_at, id)`: all, or only those after `cursor`.
+    func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>]
+
+    /// The ids of every repository, optionally only one device's.
+    func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID>
+
+    /// The ids of every session, optionally only one device's.
+    func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID>
+
+    /// Deletes repositories (their sessions and envelopes cascade).
+    @discardableResult
+    func deleteRepositories(ids: Set<UUID>) async throws -> Int?
+
+    /// Deletes sessions (their envelopes cascade).
+    @discardableResult
+    func deleteSessions(ids: Set<UUID>) async throws -> Int?
+
+    /// The envelopes addressed to one device.
+    func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord]
+
+    /// Requests made, bytes moved and retries so far.
+    func metrics() -> RemoteMetrics
+}
+
+/// Called after the remote accepted a batch, with that batch's rows (for the distribution
+/// ledger, which must only record what the remote holds, and for progress).
+public typealias BatchHandler<Row> = @Sendable ([Row]) async throws -> Void
+
+/// What a bulk write did.
+public struct BulkWriteResult: Sendable, Hashable {
+    /// Rows the remote accepted (after de-duplication by conflict key).
+    public var accepted: Int
+    /// Rows the remote refused, each with why; the other rows were written.
+    public var rejected: [RejectedRow]
+
+    /// Creates a result.
+    public init(accepted: Int = 0, rejected: [RejectedRow] = []) {
+        self.accepted = accepted
+        self.rejected = rejected
+    }
+}
+
+/// A row the remote refused.
+public struct RejectedRow: Sendable, Hashable {
+    /// The row's key (its id, or `session_id/device_id`); never row contents.
+    public var key: String
+    /// Why.
+    public var error: RemoteStoreError
+
+    /// Creates a rejected row.
+    public init(key: String, error: RemoteStoreError) {
+        self.key = key
+        self.error = error
+    }
+}
+
+/// A record with the exact `updated_at` text the remote returned, for pull cursors.
+public struct Versioned<Record: Sendable & Hashable>: Sendable, Hashable {
+    public var record: Record
+    public var updatedAt: String
+
+    /// Creates a versioned record.
+    public init(record: Record, updatedAt: String) {
+        self.record = record
+        self.updatedAt = updatedAt
+    }
+}
+
+/// One `(session_id, device_id)` pair of `agent_coding_session_secrets`.
+public struct EnvelopePair: Sendable, Hashable {
+    public var sessionID: UUID
+    public var deviceID: UUID
+
+    /// Creates a pair.
+    public init(sessionID: UUID, deviceID: UUID) {
+        self.sessionID = sessionID
+        self.deviceID = deviceID
+    }
+
+    /// `session_id/device_id`, for reports.
+    public var key: String { "\(sessionID.canonical)/\(deviceID.canonical)" }
+}
+
+/// The columns of `devices` that the device itself owns, the only ones its upsert sends.
+///
+/// Trust fields (`is_trusted`, `device_role`, `is_primary_trust_root`, `verified_at`,
+/// `has_seen_trust_prompt`) belong to the trust flow; a deployed daemon that sent
+/// `is_trusted: false` reset trust at every login.
+public struct OwnDeviceRow: Sendable, Hashable {
+    public var id: UUID
+    public var userID: UUID
+    public var name: String
+    public var deviceType: DeviceType
+    public var hostname: String?
+    /// Standard base64 of the 32-byte X25519 public key.
+    public var publicKey: String
+    public var isActive: Bool
+    public var lastSeenAt: Date
+    /// iOS push registration; sent only when present, so a device without it never clears it.
+    public var apns: APNsRegistration?
+
+    /// Creates the row.
+    public init(id: UUID, userID: UUID, name: String, deviceType: DeviceType, hostname: String?, publicKey: String,
+                isActive: Bool = true, lastSeenAt: Date = Date(), apns: APNsRegistration? = nil) {
+        self.id = id
+        self.userID = userID
+        self.name = name
+        self.deviceType = deviceType
+        self.hostname = hostname
+        self.publicKey = publicKey
+        self.isActive = isActive
+        self.lastSeenAt = lastSeenAt
+        self.apns = apns
+    }
+}
+
+/// An iOS device's push registration.
+public struct APNsRegistration: Sendable, Hashable {
+    public var token: String
+    /// `sandbox` or `production`.
+    public var environment: String
+    public var pushEnabled: Bool
+    public var updatedAt: Date
+
+    /// Creates a registration.
+    public init(token: String, environment: String, pushEnabled: Bool, updatedAt: Date = Date()) {
+        self.token = token
+        self.environment = environment
+        self.pushEnabled = pushEnabled
+        self.updatedAt = updatedAt
+    }
+}
+
+/// A `devices` row as read.
+public struct RemoteDevice: Sendable, Hashable {
+    public var id: UUID
+    public var userID: UUID
+    public var name: String
+    /// `nil` when the remote holds a value this program does not know.
+    public var deviceType: DeviceType?
+    public var hostname: String?
+    public var isActive: Bool
+    /// `nil` when absent or unknown.
+    public var deviceRole: DeviceTrustRole?
+    /// As stored: standard base64, or `nil`. Not validated here.
+    public var publicKey: String?
+    public var isTrusted: Bool
+    public var lastSeenAt: Date?
+
+    /// Creates a device row.
+    public init(id: UUID, userID: UUID, name: String, deviceType: DeviceType?, hostname: String? = nil,
+                isActive: Bool = true, deviceRole: DeviceTrustRole? = .trustedExecutor, publicKey: String?,
+                isTrusted: Bool = false, lastSeenAt: Date? = nil) {
+        self.id = id
+        self.userID = userID
+        self.name = name
+        self.deviceType = deviceType
+        self.hostname = hostname
+        self.isActive = isActive
+        self.deviceRole = deviceRole
+        self.publicKey = publicKey
+        self.isTrusted = isTrusted
+        self.lastSeenAt = lastSeenAt
+    }
+}
+
+/// Counters for reports and benchmarks.
+public struct RemoteMetrics: Sendable, Hashable, Codable {
+    public var requests = 0
+    public var bytesSent = 0
+    public var bytesReceived = 0
+    public var retries = 0
+
+    /// Creates zeroed counters.
+    public init() {}
+
+    /// The difference `self - earlier`, for one phase's share.
+    public func since(_ earlier: RemoteMetrics) -> RemoteMetrics {
+        var delta = RemoteMetrics()
+        delta.requests = requests - earlier.requests
+        delta.bytesSent = bytesSent - earlier.bytesSent
+        delta.bytesReceived = bytesReceived - earlier.bytesReceived
+        delta.retries = retries - earlier.retries
+        return delta
+    }
+}

@@ -1,0 +1,479 @@
+import Foundation
+import GRDB
+import Synchronization
+import SyncModel
+
+/// ``RemoteStore`` on one local SQLite file: the default remote when no Supabase URL is set.
+///
+/// The file has the remote's four tables with the same unique keys and foreign keys (envelopes
+/// cascade with their session). A store is opened for one user and behaves as row-level
+/// security does for that user: reads see only that user's rows; writing a row that belongs to
+/// another user, or naming another user, is refused as `permissionDenied`. WAL and a busy
+/// timeout let several local processes (a desktop and phones in a demo) share one file.
+///
+/// `updated_at` is set on every write, as the project's own migrations' triggers do, in the
+/// same text form PostgREST returns, so pull cursors work the same on both remotes.
+public final class EmbeddedRemoteStore: RemoteStore {
+    public let userID: UUID
+    /// The database file.
+    public let path: String
+    let pool: DatabasePool
+    let counters = Mutex(RemoteMetrics())
+    /// Rows per transaction for bulk writes, as the PostgREST client batches.
+    let batchSize = 500
+
+    /// Opens (creating if needed) the embedded remote at `path`, scoped to `userID`.
+    ///
+    /// - Throws: ``RemoteStoreError`` `.storage`.
+    public init(path: String, userID: UUID, busyTimeout: TimeInterval = 15) throws {
+        self.userID = userID
+        self.path = path
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.label = "EmbeddedRemoteStore"
+        do {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(pool)
+        } catch {
+            throw Self.wrap(error, "opening embedded remote at \(path)")
+        }
+    }
+
+    public func metrics() -> RemoteMetrics { counters.withLock { $0 } }
+
+    func count(_ operations: Int = 1) { counters.withLock { $0.requests += operations } }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: devices, repositories, sessions, secrets") { db in
+            try db.execute(sql: """
+                CREATE TABLE devices (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    device_type TEXT NOT NULL CHECK (device_type IN ('mac-desktop','win-desktop','linux-desktop','ios-tablet','ios-phone','android-tablet','android-phone','web-browser')),
+                    hostname TEXT,
+                    is_active INTEGER NOT NULL DEFAULT 1,
+                    last_seen_at TEXT,
+                    created_at TEXT NOT NULL,
+                    updated_at TEXT NOT NULL,
+                    device_role TEXT NOT NULL DEFAULT 'trusted_executor' CHECK (device_role IN ('trust_root','trusted_executor','temporary_viewer')),
+                    public_key TEXT,
+                    is_primary_trust_root INTEGER NOT NULL DEFAULT 0,
+                    verified_at TEXT,
+                    is_trusted INTEGER NOT NULL DEFAULT 0 CHECK (NOT (is_trusted AND device_type = 'web-browser')),
+                    has_seen_trust_prompt INTEGER NOT NULL DEFAULT 0,
+                    apns_token TEXT,
+                    apns_environment TEXT DEFAULT 'sandbox' CHECK (apns_environment IN ('sandbox','production')),
+                    push_enabled INTEGER NOT NULL DEFAULT 0,
+                    apns_token_updated_at TEXT,
+                    capabilities TEXT DEFAULT '{}'
+                );
+                CREATE INDEX devices_user ON devices (user_id);
+
+                CREATE TABLE repositories (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    local_path TEXT NOT NULL,
+                    remote_url TEXT,
+                    default_branch TEXT,
+                    parent_repository_id TEXT REFERENCES repositories (id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED,
+                    is_worktree INTEGER NOT NULL DEFAULT 0,
+                    worktree_branch TEXT,
+                    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active','archived')),
+                    last_synced_at TEXT,
+                    created_at TEXT NOT NULL,
+                    updated_at TEXT NOT NULL,
+                    UNIQUE (device_id, local_path)
+                );
+                CREATE INDEX repositories_user_updated ON repositories (user_id, updated_at, id);
+
+                CREATE TABLE agent_coding_sessions (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    repository_id TEXT NOT NULL REFERENCES repositories (id) ON DELETE CASCADE,
+                    title TEXT,
+                    session_pid INTEGER,
+                    session_started_at TEXT NOT NULL,
+                    session_ended_at TEXT,
+                    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active','paused','ended')),
+                    current_branch TEXT,
+                    working_directory TEXT,
+                    last_heartbeat_at TEXT,
+                    created_at TEXT NOT NULL,
+                    updated_at TEXT NOT NULL,
+                    is_worktree INTEGER NOT NULL DEFAULT 0,
+                    worktree_path TEXT
+                );
+                CREATE INDEX sessions_user_updated ON agent_coding_sessions (user_id, updated_at, id);
+                CREATE INDEX sessions_repository ON agent_coding_sessions (repository_id);
+
+                CREATE TABLE agent_coding_session_secrets (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    session_id TEXT NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
+                    device_id TEXT NOT NULL,
+                    ephemeral_public_key TEXT NOT NULL DEFAULT '',
+                    encrypted_secret TEXT NOT NULL,
+                    created_at TEXT NOT NULL,
+                    UNIQUE (session_id, device_id)
+                );
+                CREATE INDEX secrets_device ON agent_coding_session_secrets (device_id);
+                """)
+        }
+        return migrator
+    }
+
+    static func wrap(_ error: Error, _ context: String) -> Error {
+        if error is RemoteStoreError || error is CancellationError { return error }
+        guard let error = error as? DatabaseError else { return RemoteStoreError(.storage, "\(context): \(type(of: error))") }
+        switch error.extendedResultCode {
+        case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY:
+            return RemoteStoreError(.conflict, "\(context): duplicate key value violates a unique constraint", postgrestCode: "23505")
+        case .SQLITE_CONSTRAINT_FOREIGNKEY:
+            return RemoteStoreError(.foreignKeyViolation, "\(context): a referenced row does not exist", postgrestCode: "23503")
+        case .SQLITE_CONSTRAINT_NOTNULL:
+            return RemoteStoreError(.http, "\(context): a required column is null", postgrestCode: "23502")
+        case .SQLITE_CONSTRAINT_CHECK:
+            return RemoteStoreError(.http, "\(context): a value is outside its allowed set", postgrestCode: "23514")
+        default:
+            return RemoteStoreError(.storage, "\(context): \(error.message ?? "SQLite error")")
+        }
+    }
+
+    func read<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        count()
+        do { return try await pool.read(body) } catch { throw Self.wrap(error, context) }
+    }
+
+    func write<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        count()
+        do { return try await pool.write(body) } catch { throw Self.wrap(error, context) }
+    }
+
+    var me: String { userID.canonical }
+    static var now: String { Timestamp.format(Date()) }
+
+    /// Refuses a row naming another user (RLS `WITH CHECK`).
+    func checkOwner(_ owner: UUID) throws {
+        guard owner == userID else {
+            throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: "42501")
+        }
+    }
+
+    /// Refuses to touch an existing row that belongs to another user (RLS `USING`).
+    func checkExisting(_ db: Database, table: String, id: String) throws {
+        if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM \(table) WHERE id = ?", arguments: [id]), owner != me {
+            throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: "42501")
+        }
+    }
+
+    // MARK: - Devices
+
+    public func upsertOwnDevice(_ device: OwnDeviceRow) async throws {
+        try checkOwner(device.userID)
+        let me = self.me
+        try await write("upserting device") { db in
+            try self.checkExisting(db, table: "devices", id: device.id.canonical)
+            let now = Self.now
+            try db.execute(sql: """
+                INSERT INTO devices (id, user_id, name, device_type, hostname, public_key, is_active, last_seen_at, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, name = excluded.name, device_type = excluded.device_type,
+                    hostname = excluded.hostname, public_key = excluded.public_key, is_active = excluded.is_active,
+                    last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at
+                """, arguments: [device.id.canonical, me, device.name, device.deviceType.rawValue, device.hostname, device.publicKey,
+                                 device.isActive, Timestamp.format(device.lastSeenAt), now, now])
+            if let apns = device.apns {
+                try db.execute(sql: """
+                    UPDATE devices SET apns_token = ?, apns_environment = ?, push_enabled = ?, apns_token_updated_at = ? WHERE id = ?
+                    """, arguments: [apns.token, apns.environment, apns.pushEnabled, Timestamp.format(apns.updatedAt), device.id.canonical])
+            }
+        }
+    }
+
+    public func listDevices() async throws -> [RemoteDevice] {
+        let me = self.me
+        return try await read("listing devices") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [me]).map { row in
+                try RemoteDevice(json: Self.json(row))
+            }
+        }
+    }
+
+    /// Sets trust fields, as the trust flow would (the sync engine never does); for tests and demos.
+    public func setTrust(deviceID: UUID, isTrusted: Bool? = nil, role: DeviceTrustRole? = nil, isActive: Bool? = nil, publicKey: String?? = nil) async throws {
+        let me = self.me
+        try await write("setting trust") { db in
+            if let isTrusted { try db.execute(sql: "UPDATE devices SET is_trusted = ? WHERE id = ? AND user_id = ?", arguments: [isTrusted, deviceID.canonical, me]) }
+            if let role { try db.execute(sql: "UPDATE devices SET device_role = ? WHERE id = ? AND user_id = ?", arguments: [role.rawValue, deviceID.canonical, me]) }
+            if let isActive { try db.execute(sql: "UPDATE devices SET is_active = ? WHERE id = ? AND user_id = ?", arguments: [isActive, deviceID.canonical, me]) }
+            if let publicKey { try db.execute(sql: "UPDATE devices SET public_key = ? WHERE id = ? AND user_id = ?", arguments: [publicKey, deviceID.canonical, me]) }
+        }
+    }
+
+    // MARK: - Bulk writes
+
+    public func upsertRepositories(_ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?) async throws -> BulkWriteResult {
+        try await bulk(rows, key: { $0.id.canonical }, onBatchAccepted: onBatchAccepted) { db, row in
+            try self.checkOwner(row.userID)
+            try self.checkExisting(db, table: "repositories", id: row.id.canonical)
+            let now = Self.now
+            try db.execute(sql: """
+                INSERT INTO repositories (id, user_id, device_id, name, local_path, remote_url, default_branch, parent_repository_id,
+                    is_worktree, worktree_branch, status, last_synced_at, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET device_id = excluded.device_id, name = excluded.name, local_path = excluded.local_path,
+                    remote_url = excluded.remote_url, default_branch = excluded.default_branch,
+                    parent_repository_id = excluded.parent_repository_id, is_worktree = excluded.is_worktree,
+                    worktree_branch = excluded.worktree_branch, status = excluded.status,
+                    last_synced_at = excluded.last_synced_at, updated_at = excluded.updated_at
+                """, arguments: [row.id.canonical, row.userID.canonical, row.deviceID.canonical, row.name, row.localPath, row.remoteURL,
+                                 row.defaultBranch, row.parentRepositoryID?.canonical, row.isWorktree, row.worktreeBranch,
+                                 row.status.rawValue, row.lastSyncedAt.map(Timestamp.format), Timestamp.format(row.createdAt), now])
+        }
+    }
+
+    public func upsertSessions(_ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?) async throws -> BulkWriteResult {
+        try await bulk(rows, key: { $0.id.canonical }, onBatchAccepted: onBatchAccepted) { db, row in
+            try self.checkOwner(row.userID)
+            try self.checkExisting(db, table: "agent_coding_sessions", id: row.id.canonical)
+            let now = Self.now
+            // `title` is kept when a row has none, as the PostgREST client omits the key then.
+            try db.execute(sql: """
+                INSERT INTO agent_coding_sessions (id, user_id, device_id, repository_id, title, session_pid, session_started_at,
+                    session_ended_at, status, current_branch, working_directory, last_heartbeat_at, created_at, updated_at,
+                    is_worktree, worktree_path)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET device_id = excluded.device_id, repository_id = excluded.repository_id,
+                    title = coalesce(excluded.title, title), session_pid = excluded.session_pid,
+                    session_started_at = excluded.session_started_at, session_ended_at = excluded.session_ended_at,
+                    status = excluded.status, current_branch = excluded.current_branch,
+                    working_directory = excluded.working_directory, last_heartbeat_at = excluded.last_heartbeat_at,
+                    updated_at = excluded.updated_at, is_worktree = excluded.is_worktree, worktree_path = excluded.worktree_path
+                """, arguments: [row.id.canonical, row.userID.canonical, row.deviceID.canonical, row.repositoryID.canonical, row.title,
+                                 row.sessionPID, Timestamp.format(row.sessionStartedAt), row.sessionEndedAt.map(Timestamp.format),
+                                 row.status.rawValue, row.currentBranch, row.workingDirectory, row.lastHeartbeatAt.map(Timestamp.format),
+                                 Timestamp.format(row.createdAt), now, row.isWorktree, row.worktreePath])
+            // A session whose repository is another user's would be refused by RLS too.
+            if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM repositories WHERE id = ?", arguments: [row.repositoryID.canonical]),
+               owner != self.me {
+                throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: "42501")
+            }
+        }
+    }
+
+    public func upsertEnvelopes(_ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?) async throws -> BulkWriteResult {
+        try await bulk(rows, key: { $0.pair.key }, onBatchAccepted: onBatchAccepted) { db, row in
+            guard let owner = try String.fetchOne(db, sql: "SELECT user_id FROM agent_coding_sessions WHERE id = ?", arguments: [row.sessionID.canonical]) else {
+                throw RemoteStoreError(.foreignKeyViolation, "insert or update on agent_coding_session_secrets violates foreign key constraint", postgrestCode: "23503")
+            }
+            guard owner == self.me else {
+                throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: "42501")
+            }
+            try db.execute(sql: """
+                INSERT INTO agent_coding_session_secrets (session_id, device_id, ephemeral_public_key, encrypted_secret, created_at)
+                VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (session_id, device_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
+                    encrypted_secret = excluded.encrypted_secret
+                """, arguments: [row.sessionID.canonical, row.deviceID.canonical, row.ephemeralPublicKey, row.encryptedSecret, Self.now])
+        }
+    }
+
+    /// De-duplicates by key (last wins), writes in transactions of ``batchSize`` rows with a
+    /// savepoint per row, so a refused row is reported and the others are written.
+    func bulk<Row: Sendable>(
+        _ rows: [Row], key: (Row) -> String, onBatchAccepted: BatchHandler<Row>?,
+        apply: @Sendable @escaping (Database, Row) throws -> Void
+    ) async throws -> BulkWriteResult {
+        var latest: [String: Int] = [:]
+        for (index, row) in rows.enumerated() { latest[key(row)] = index }
+        let unique = rows.enumerated().filter { latest[key($0.element)] == $0.offset }.map { (key: key($0.element), row: $0.element) }
+        var result = BulkWriteResult()
+        for start in stride(from: 0, to: unique.count, by: batchSize) {
+            let batch = Array(unique[start..<min(start + batchSize, unique.count)])
+            let outcome: (accepted: [Row], rejected: [RejectedRow]) = try await write("writing rows") { db in
+                var accepted: [Row] = []
+                var rejected: [RejectedRow] = []
+                for item in batch {
+                    do {
+                        try db.inSavepoint {
+                            try apply(db, item.row)
+                            return .commit
+                        }
+                        accepted.append(item.row)
+                    } catch {
+                        let mapped = Self.wrap(error, "row \(item.key)")
+                        guard let remoteError = mapped as? RemoteStoreError else { throw mapped }
+                        rejected.append(RejectedRow(key: item.key, error: remoteError))
+                    }
+                }
+                return (accepted, rejected)
+            }
+            result.accepted += outcome.accepted.count
+            result.rejected += outcome.rejected
+            if !outcome.accepted.isEmpty { try await onBatchAccepted?(outcome.accepted) }
+        }
+        return result
+    }
+
+    // MARK: - Envelope pairs and deletes
+
+    public func listEnvelopePairs() async throws -> [EnvelopePair] {
+        let me = self.me
+        return try await read("listing envelope pairs") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT s.session_id, s.device_id FROM agent_coding_session_secrets s
+                JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? ORDER BY s.session_id, s.device_id
+                """, arguments: [me]).map { row in
+                EnvelopePair(sessionID: try Self.uuid(row["session_id"]), deviceID: try Self.uuid(row["device_id"]))
+            }
+        }
+    }
+
+    public func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? {
+        try await deleteSecrets(column: "device_id", ids: recipients)
+    }
+
+    public func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? {
+        try await deleteSecrets(column: "session_id", ids: sessions)
+    }
+
+    func deleteSecrets(column: String, ids: Set<UUID>) async throws -> Int? {
+        let me = self.me
+        let list = Self.jsonArray(ids)
+        return try await write("deleting envelopes") { db in
+            try db.execute(sql: """
+                DELETE FROM agent_coding_session_secrets WHERE \(column) IN (SELECT value FROM json_each(?))
+                AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
+                """, arguments: [list, me])
+            return db.changesCount
+        }
+    }
+
+    public func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? {
+        let me = self.me
+        return try await write("deleting envelopes") { db in
+            let statement = try db.cachedStatement(sql: """
+                DELETE FROM agent_coding_session_secrets WHERE session_id = ? AND device_id = ?
+                AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
+                """)
+            var deleted = 0
+            for pair in pairs {
+                try statement.execute(arguments: [pair.sessionID.canonical, pair.deviceID.canonical, me])
+                deleted += db.changesCount
+            }
+            return deleted
+        }
+    }
+
+    public func deleteRepositories(ids: Set<UUID>) async throws -> Int? {
+        try await deleteOwned("repositories", ids: ids)
+    }
+
+    public func deleteSessions(ids: Set<UUID>) async throws -> Int? {
+        try await deleteOwned("agent_coding_sessions", ids: ids)
+    }
+
+    func deleteOwned(_ table: String, ids: Set<UUID>) async throws -> Int? {
+        let me = self.me
+        let list = Self.jsonArray(ids)
+        return try await write("deleting \(table)") { db in
+            try db.execute(sql: "DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?)) AND user_id = ?", arguments: [list, me])
+            return db.changesCount
+        }
+    }
+
+    // MARK: - Reads
+
+    public func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>] {
+        try await fetchVersioned("repositories", after: cursor, decode: RepositoryRecord.init(json:))
+    }
+
+    public func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] {
+        try await fetchVersioned("agent_coding_sessions", after: cursor, decode: SessionRecord.init(json:))
+    }
+
+    func fetchVersioned<Record: Sendable & Hashable>(
+        _ table: String, after cursor: PullCursor?, decode: @Sendable @escaping ([String: Any]) throws -> Record
+    ) async throws -> [Versioned<Record>] {
+        let me = self.me
+        return try await read("reading \(table)") { db in
+            let rows: [Row]
+            if let cursor {
+                rows = try Row.fetchAll(db, sql: """
+                    SELECT * FROM \(table) WHERE user_id = ? AND (updated_at > ? OR (updated_at = ? AND id > ?)) ORDER BY updated_at, id
+                    """, arguments: [me, cursor.updatedAt, cursor.updatedAt, cursor.id.canonical])
+            } else {
+                rows = try Row.fetchAll(db, sql: "SELECT * FROM \(table) WHERE user_id = ? ORDER BY updated_at, id", arguments: [me])
+            }
+            return try rows.map { row in Versioned(record: try decode(Self.json(row)), updatedAt: row["updated_at"]) }
+        }
+    }
+
+    public func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> {
+        try await listIDs("repositories", deviceID: deviceID)
+    }
+
+    public func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> {
+        try await listIDs("agent_coding_sessions", deviceID: deviceID)
+    }
+
+    func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
+        let me = self.me
+        return try await read("listing \(table)") { db in
+            let ids: [String]
+            if let deviceID {
+                ids = try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ? AND device_id = ?", arguments: [me, deviceID.canonical])
+            } else {
+                ids = try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ?", arguments: [me])
+            }
+            return Set(try ids.map(Self.uuid))
+        }
+    }
+
+    public func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
+        let me = self.me
+        return try await read("reading envelopes") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
+                JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ? ORDER BY s.session_id
+                """, arguments: [me, deviceID.canonical]).map { try EnvelopeRecord(json: Self.json($0)) }
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// A SQLite row as the JSON object PostgREST would return (booleans as booleans).
+    static func json(_ row: Row) -> [String: Any] {
+        var object: [String: Any] = [:]
+        for (column, value) in row {
+            switch value.storage {
+            case .null: object[column] = NSNull()
+            case let .int64(number):
+                object[column] = booleanColumns.contains(column) ? (number != 0) as Any : Int(number) as Any
+            case let .double(number): object[column] = number
+            case let .string(text): object[column] = text
+            case let .blob(data): object[column] = data.base64EncodedString()
+            }
+        }
+        return object
+    }
+
+    static let booleanColumns: Set<String> = [
+        "is_active", "is_primary_trust_root", "is_trusted", "has_seen_trust_prompt", "push_enabled", "is_worktree",
+    ]
+
+    static func uuid(_ text: String?) throws -> UUID {
+        guard let text, let uuid = UUID.parse(text) else { throw RemoteStoreError(.storage, "a stored id is not a UUID") }
+        return uuid
+    }
+
+    static func jsonArray(_ ids: some Sequence<UUID>) -> String {
+        "[" + ids.map { "\"\($0.canonical)\"" }.joined(separator: ",") + "]"
+    }
+}

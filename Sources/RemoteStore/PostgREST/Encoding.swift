@@ -1,0 +1,189 @@
+import Foundation
+import SyncModel
+
+/// How PostgREST wants values written in URLs and bodies (postgrest.md).
+enum PostgREST {
+    /// Characters left as they are in a query component; everything else is percent-encoded.
+    /// `+` is not among them: PostgREST decodes `+` as a space, so timestamps carry `%2B`.
+    static let queryAllowed: CharacterSet = {
+        var set = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        set.insert(charactersIn: "-._~(),:*")
+        return set
+    }()
+
+    /// Percent-encodes one query name or value.
+    static func encodeComponent(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: queryAllowed) ?? text
+    }
+
+    /// A value inside `in.(...)` or `or=(...)`: wrapped in double quotes, with `\` and `"`
+    /// escaped, whenever it holds a character PostgREST's grammar reserves there.
+    static func listValue(_ value: String) -> String {
+        let reserved = CharacterSet(charactersIn: ",.:()\"\\ ")
+        guard value.isEmpty || value.unicodeScalars.contains(where: reserved.contains) else { return value }
+        let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return "\"\(escaped)\""
+    }
+
+    /// `in.(a,b,c)` with each value quoted as needed.
+    static func inList(_ values: some Sequence<String>) -> String {
+        "in.(" + values.map(listValue).joined(separator: ",") + ")"
+    }
+
+    /// The query string of `items`, each name and value percent-encoded.
+    static func queryString(_ items: [(String, String)]) -> String {
+        items.map { "\(encodeComponent($0.0))=\(encodeComponent($0.1))" }.joined(separator: "&")
+    }
+
+    /// The filter selecting rows strictly after `cursor` in `(updated_at, id)` order.
+    static func afterCursor(_ cursor: PullCursor) -> (String, String) {
+        let time = listValue(cursor.updatedAt)
+        return ("or", "(updated_at.gt.\(time),and(updated_at.eq.\(time),id.gt.\(cursor.id.canonical)))")
+    }
+}
+
+/// A JSON value for request bodies, written by hand so that key order, `null` versus an absent
+/// key, and number formatting are exactly what is meant.
+enum JSONValue: Sendable, Hashable {
+    case string(String)
+    case int(Int)
+    case bool(Bool)
+    case null
+
+    static func string(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+    static func int(_ value: Int?) -> JSONValue { value.map(JSONValue.int) ?? .null }
+    static func uuid(_ value: UUID?) -> JSONValue { value.map { .string($0.canonical) } ?? .null }
+    static func timestamp(_ value: Date?) -> JSONValue { value.map { .string(Timestamp.format($0)) } ?? .null }
+}
+
+/// One row to send: its fields in order. A field that is absent is not a key at all (the
+/// column keeps its value); a field set to `.null` clears the column.
+struct JSONRow: Sendable {
+    var fields: [(String, JSONValue)]
+
+    /// The key names, which decide which rows may share a request.
+    var signature: String { fields.map(\.0).joined(separator: ",") }
+
+    /// The row as JSON text.
+    func write(into out: inout String) {
+        out.append("{")
+        for (index, (name, value)) in fields.enumerated() {
+            if index > 0 { out.append(",") }
+            JSONWriter.string(name, into: &out)
+            out.append(":")
+            switch value {
+            case let .string(text): JSONWriter.string(text, into: &out)
+            case let .int(number): out.append(String(number))
+            case let .bool(flag): out.append(flag ? "true" : "false")
+            case .null: out.append("null")
+            }
+        }
+        out.append("}")
+    }
+
+    var json: String {
+        var out = ""
+        write(into: &out)
+        return out
+    }
+}
+
+enum JSONWriter {
+    /// Writes `text` as a JSON string (RFC 8259 escapes).
+    static func string(_ text: String, into out: inout String) {
+        out.append("\"")
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out.append("\\\"")
+            case "\\": out.append("\\\\")
+            case "\n": out.append("\\n")
+            case "\r": out.append("\\r")
+            case "\t": out.append("\\t")
+            case _ where scalar.value < 0x20:
+                out.append(String(format: "\\u%04x", scalar.value))
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out.append("\"")
+    }
+}
+
+/// `timestamptz` text as PostgREST reads and writes it: `2026-01-01T00:00:00.123456+00:00`.
+public enum Timestamp {
+    /// Formats `date` in UTC with microseconds, as PostgreSQL stores them.
+    public static func format(_ date: Date) -> String {
+        var micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        if micros < 0 { micros = 0 }
+        let total = Int64(micros)
+        var seconds = time_t(total / 1_000_000)
+        let fraction = Int(total % 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00",
+                      Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), fraction)
+    }
+
+    /// Parses `YYYY-MM-DD[T ]HH:MM:SS[.fraction](Z|±HH[:MM])`.
+    ///
+    /// - Returns: The instant, or `nil` for any other text.
+    public static func parse(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        var index = 0
+        func number(_ count: Int) -> Int? {
+            guard index + count <= bytes.count else { return nil }
+            var value = 0
+            for byte in bytes[index..<index + count] {
+                guard byte >= 48 && byte <= 57 else { return nil }
+                value = value * 10 + Int(byte - 48)
+            }
+            index += count
+            return value
+        }
+        func expect(_ characters: String) -> Bool {
+            guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
+            index += 1
+            return true
+        }
+        guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
+              expect("T "), let hour = number(2), expect(":"), let minute = number(2), expect(":"), let second = number(2)
+        else { return nil }
+        var fraction = 0.0
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale = 0.1
+            let start = index
+            while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                fraction += Double(bytes[index] - 48) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        var offset = 0
+        guard index < bytes.count else { return nil }
+        if bytes[index] == UInt8(ascii: "Z") {
+            index += 1
+        } else {
+            let sign = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+            guard expect("+-"), let hours = number(2) else { return nil }
+            var minutes = 0
+            if index < bytes.count {
+                if bytes[index] == UInt8(ascii: ":") { index += 1 }
+                guard let m = number(2) else { return nil }
+                minutes = m
+            }
+            offset = sign * (hours * 3600 + minutes * 60)
+        }
+        guard index == bytes.count, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month - 1)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        let seconds = timegm(&parts)
+        return Date(timeIntervalSince1970: Double(seconds - offset) + fraction)
+    }
+}

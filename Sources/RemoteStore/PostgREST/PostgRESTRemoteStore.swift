@@ -1,0 +1,456 @@
+import Foundation
+import Synchronization
+import SyncModel
+
+/// Supplies the user's access token (a JWT) for each request.
+///
+/// Called with `forceRefresh: false` before every request; after a 401 with `PGRST301` or
+/// `PGRST303` it is called once with `true` and the request is retried. Whatever it returns is
+/// sent in `Authorization: Bearer` and never stored or printed by the client.
+public typealias AccessTokenProvider = @Sendable (_ forceRefresh: Bool) async throws -> String
+
+/// How the PostgREST client connects and batches.
+public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
+    /// The project URL (`https://xyz.supabase.co`); the client adds `/rest/v1`.
+    public var projectURL: URL
+    /// The anon or publishable key, sent as `apikey`.
+    public var apiKey: String
+    /// The signed-in user (the JWT's `sub`).
+    public var userID: UUID
+    /// The access-token provider.
+    public var accessToken: AccessTokenProvider
+    /// Seconds before one request is abandoned.
+    public var requestTimeout: TimeInterval = 30
+    /// The `User-Agent` header.
+    public var userAgent = "session-sync/1"
+    /// Rows per write request (≤ 500, sync.md).
+    public var maxRowsPerBatch = 500
+    /// Body bytes per write request (≤ 512 KiB, well under common 1 MB proxy limits).
+    public var maxBytesPerBatch = 512 * 1024
+    /// Rows asked for per page (Supabase caps responses at 1000).
+    public var pageSize = 1000
+    /// Values per `in.(...)` filter, to stay clear of URL length limits.
+    public var inFilterChunk = 200
+    /// Attempts for a retryable failure (network, 502, 503, 504, 520), the first included.
+    public var maxAttempts = 5
+    /// First backoff delay; it doubles per attempt, capped at ``maxBackoff``, with full jitter.
+    public var baseBackoff: Duration = .milliseconds(200)
+    /// Longest backoff delay.
+    public var maxBackoff: Duration = .seconds(5)
+
+    /// Creates a configuration.
+    public init(projectURL: URL, apiKey: String, userID: UUID, accessToken: @escaping AccessTokenProvider) {
+        self.projectURL = projectURL
+        self.apiKey = apiKey
+        self.userID = userID
+        self.accessToken = accessToken
+    }
+
+    /// Never shows the key.
+    public var description: String { "PostgRESTConfiguration(\(projectURL.absoluteString), user \(userID.canonical))" }
+}
+
+/// ``RemoteStore`` over Supabase's PostgREST, speaking exactly what postgrest.md describes.
+///
+/// - Writes: uniform-key batches bounded by rows and bytes, de-duplicated by conflict key,
+///   `Prefer: resolution=merge-duplicates,return=minimal` with `on_conflict=`; a 413 halves the
+///   batch; a batch refused for its rows is narrowed down to the rows at fault.
+/// - Reads: every list pages with `Range` in a stable order until `Content-Range` says done;
+///   long `in.()` filters are chunked; timestamps go as `%2B`, list values are quoted.
+/// - Retries network errors and 502/503/504/520 with capped exponential backoff and jitter;
+///   refreshes the token once on a 401 `PGRST301`/`PGRST303`; never retries other 4xx.
+public final class PostgRESTRemoteStore: RemoteStore {
+    public let configuration: PostgRESTConfiguration
+    let transport: any HTTPTransport
+    let counters = Mutex(RemoteMetrics())
+    /// Optional columns (``OptionalColumns``) this deployment turned out not to have.
+    let missingColumns = Mutex<Set<String>>([])
+    let restBase: String
+
+    public var userID: UUID { configuration.userID }
+
+    /// Creates a client.
+    ///
+    /// - Parameters:
+    ///   - configuration: Where and how to connect.
+    ///   - transport: The HTTP transport; URLSession by default.
+    public init(configuration: PostgRESTConfiguration, transport: any HTTPTransport = URLSessionTransport()) {
+        self.configuration = configuration
+        self.transport = transport
+        var base = configuration.projectURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        restBase = base + "/rest/v1/"
+    }
+
+    public func metrics() -> RemoteMetrics { counters.withLock { $0 } }
+
+    // MARK: - Devices
+
+    public func upsertOwnDevice(_ device: OwnDeviceRow) async throws {
+        let body = Data(("[" + device.jsonRow.json + "]").utf8)
+        _ = try await send("POST", RemoteTable.devices, query: [("on_conflict", "id")],
+                           prefer: "resolution=merge-duplicates,return=minimal", body: body)
+    }
+
+    public func listDevices() async throws -> [RemoteDevice] {
+        try await fetchAll(RemoteTable.devices, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")], order: "id.asc")
+            .map(RemoteDevice.init(json:))
+    }
+
+    // MARK: - Bulk writes
+
+    public func upsertRepositories(_ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?) async throws -> BulkWriteResult {
+        try await upsert(RemoteTable.repositories, rows, conflict: "id", key: { $0.id.canonical }, encode: { $0.jsonRow }, onBatchAccepted: onBatchAccepted)
+    }
+
+    public func upsertSessions(_ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?) async throws -> BulkWriteResult {
+        try await upsert(RemoteTable.sessions, rows, conflict: "id", key: { $0.id.canonical }, encode: { $0.jsonRow },
+                         optionalColumns: OptionalColumns.sessions, onBatchAccepted: onBatchAccepted)
+    }
+
+    public func upsertEnvelopes(_ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?) async throws -> BulkWriteResult {
+        try await upsert(RemoteTable.secrets, rows, conflict: "session_id,device_id", key: { $0.pair.key }, encode: { $0.jsonRow }, onBatchAccepted: onBatchAccepted)
+    }
+
+    /// A prepared row: its key, its fields and JSON text, and the record to hand back when accepted.
+    struct Prepared<Row: Sendable>: Sendable {
+        let key: String
+        let fields: JSONRow
+        let json: String
+        let row: Row
+
+        init(key: String, fields: JSONRow, row: Row) {
+            self.key = key
+            self.fields = fields
+            self.json = fields.json
+            self.row = row
+        }
+
+        func dropping(_ columns: Set<String>) -> Prepared {
+            Prepared(key: key, fields: JSONRow(fields: fields.fields.filter { !columns.contains($0.0) }), row: row)
+        }
+    }
+
+    func upsert<Row: Sendable>(
+        _ table: String, _ rows: [Row], conflict: String, key: (Row) -> String, encode: (Row) -> JSONRow,
+        optionalColumns: Set<String> = [], onBatchAccepted: BatchHandler<Row>?
+    ) async throws -> BulkWriteResult {
+        let missing = missingColumns.withLock { $0 }
+        // De-duplicate by conflict key (the last row wins, as it would had they been sent in
+        // order), then group by key set: PostgREST rejects a batch whose objects differ in keys.
+        var latest: [String: Int] = [:]
+        for (index, row) in rows.enumerated() { latest[key(row)] = index }
+        var groups: [String: [Prepared<Row>]] = [:]
+        var groupOrder: [String] = []
+        for (index, row) in rows.enumerated() where latest[key(row)] == index {
+            let prepared = Prepared(key: key(row), fields: encode(row), row: row).dropping(missing)
+            let signature = prepared.fields.signature
+            if groups[signature] == nil { groupOrder.append(signature) }
+            groups[signature, default: []].append(prepared)
+        }
+        var result = BulkWriteResult()
+        for signature in groupOrder {
+            var pending = chunk(groups[signature]!)
+            while !pending.isEmpty {
+                let batch = pending.removeFirst()
+                let body = Data(("[" + batch.map(\.json).joined(separator: ",") + "]").utf8)
+                do {
+                    _ = try await send("POST", table, query: [("on_conflict", conflict)],
+                                       prefer: "resolution=merge-duplicates,return=minimal", body: body)
+                } catch let error as RemoteStoreError
+                    where error.postgrestCode == "PGRST204" && optionalColumns.contains(where: { error.message.contains("'\($0)'") }) {
+                    // An old deployment without a later-added column: stop sending it, keep the rest.
+                    let absent = optionalColumns.filter { error.message.contains("'\($0)'") }
+                    missingColumns.withLock { $0.formUnion(absent) }
+                    pending = pending.map { $0.map { $0.dropping(absent) } }
+                    pending.insert(batch.map { $0.dropping(absent) }, at: 0)
+                    continue
+                } catch let error as RemoteStoreError where error.status == 413 || error.isCausedByRows {
+                    if batch.count > 1 {
+                        // Halve: a 413 to fit, a refused batch to narrow down the rows at fault.
+                        let middle = batch.count / 2
+                        pending.insert(contentsOf: [Array(batch[..<middle]), Array(batch[middle...])], at: 0)
+                    } else if error.status == 413 {
+                        result.rejected.append(RejectedRow(key: batch[0].key, error: RemoteStoreError(
+                            .rowTooLarge, "one row is larger than the remote accepts in a request", status: 413)))
+                    } else {
+                        result.rejected.append(RejectedRow(key: batch[0].key, error: error))
+                    }
+                    continue
+                }
+                result.accepted += batch.count
+                try await onBatchAccepted?(batch.map(\.row))
+            }
+        }
+        return result
+    }
+
+    /// Splits rows into batches bounded by row count and body bytes.
+    func chunk<Row>(_ rows: [Prepared<Row>]) -> [[Prepared<Row>]] {
+        var batches: [[Prepared<Row>]] = []
+        var current: [Prepared<Row>] = []
+        var bytes = 2
+        for row in rows {
+            let size = row.json.utf8.count + 1
+            if !current.isEmpty && (current.count >= configuration.maxRowsPerBatch || bytes + size > configuration.maxBytesPerBatch) {
+                batches.append(current)
+                current = []
+                bytes = 2
+            }
+            current.append(row)
+            bytes += size
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
+    }
+
+    // MARK: - Envelope pairs and deletes
+
+    public func listEnvelopePairs() async throws -> [EnvelopePair] {
+        try await fetchAll(RemoteTable.secrets, query: [("select", "session_id,device_id")], order: "session_id.asc,device_id.asc")
+            .map { row in
+                let r = RowReader(row, table: RemoteTable.secrets)
+                return EnvelopePair(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id"))
+            }
+    }
+
+    public func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? {
+        try await deleteWhere(RemoteTable.secrets, column: "device_id", in: recipients)
+    }
+
+    public func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? {
+        try await deleteWhere(RemoteTable.secrets, column: "session_id", in: sessions)
+    }
+
+    public func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? {
+        var total: Int? = 0
+        let chunkSize = max(1, configuration.inFilterChunk / 2)
+        for start in stride(from: 0, to: pairs.count, by: chunkSize) {
+            let chunk = pairs[start..<min(start + chunkSize, pairs.count)]
+            let filter = "(" + chunk.map { "and(session_id.eq.\($0.sessionID.canonical),device_id.eq.\($0.deviceID.canonical))" }.joined(separator: ",") + ")"
+            let count = try await deleteRequest(RemoteTable.secrets, query: [("or", filter)])
+            total = total.flatMap { sum in count.map { sum + $0 } }
+        }
+        return total
+    }
+
+    public func deleteRepositories(ids: Set<UUID>) async throws -> Int? {
+        try await deleteWhere(RemoteTable.repositories, column: "id", in: ids)
+    }
+
+    public func deleteSessions(ids: Set<UUID>) async throws -> Int? {
+        try await deleteWhere(RemoteTable.sessions, column: "id", in: ids)
+    }
+
+    func deleteWhere(_ table: String, column: String, in ids: Set<UUID>) async throws -> Int? {
+        let values = ids.map(\.canonical).sorted()
+        var total: Int? = 0
+        for start in stride(from: 0, to: values.count, by: configuration.inFilterChunk) {
+            let chunk = values[start..<min(start + configuration.inFilterChunk, values.count)]
+            let count = try await deleteRequest(table, query: [(column, PostgREST.inList(chunk))])
+            total = total.flatMap { sum in count.map { sum + $0 } }
+        }
+        return total
+    }
+
+    func deleteRequest(_ table: String, query: [(String, String)]) async throws -> Int? {
+        let response = try await send("DELETE", table, query: query, prefer: "return=minimal,count=exact", body: nil)
+        return response.headers["content-range"].flatMap(ContentRange.init).flatMap(\.total)
+    }
+
+    // MARK: - Reads
+
+    public func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>] {
+        try await fetchVersioned(RemoteTable.repositories, after: cursor, decode: RepositoryRecord.init(json:))
+    }
+
+    public func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] {
+        try await fetchVersioned(RemoteTable.sessions, after: cursor, decode: SessionRecord.init(json:))
+    }
+
+    func fetchVersioned<Record>(_ table: String, after cursor: PullCursor?, decode: ([String: Any]) throws -> Record) async throws -> [Versioned<Record>] {
+        var query: [(String, String)] = [("select", "*"), ("user_id", "eq.\(userID.canonical)")]
+        if let cursor { query.append(PostgREST.afterCursor(cursor)) }
+        return try await fetchAll(table, query: query, order: "updated_at.asc,id.asc").map { row in
+            guard let updatedAt = row["updated_at"] as? String else {
+                throw RemoteStoreError(.malformedResponse, "\(table).updated_at is missing")
+            }
+            return Versioned(record: try decode(row), updatedAt: updatedAt)
+        }
+    }
+
+    public func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> {
+        try await listIDs(RemoteTable.repositories, deviceID: deviceID)
+    }
+
+    public func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> {
+        try await listIDs(RemoteTable.sessions, deviceID: deviceID)
+    }
+
+    func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
+        var query: [(String, String)] = [("select", "id"), ("user_id", "eq.\(userID.canonical)")]
+        if let deviceID { query.append(("device_id", "eq.\(deviceID.canonical)")) }
+        return Set(try await fetchAll(table, query: query, order: "id.asc").map { try RowReader($0, table: table).uuid("id") })
+    }
+
+    public func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
+        try await fetchAll(RemoteTable.secrets, query: [
+            ("select", "session_id,device_id,ephemeral_public_key,encrypted_secret"), ("device_id", "eq.\(deviceID.canonical)"),
+        ], order: "session_id.asc").map(EnvelopeRecord.init(json:))
+    }
+
+    /// Pages through every row: `Range` requests of ``PostgRESTConfiguration/pageSize`` until the
+    /// `Content-Range` total is reached or a page comes back empty.
+    func fetchAll(_ table: String, query: [(String, String)], order: String) async throws -> [[String: Any]] {
+        var rows: [[String: Any]] = []
+        var offset = 0
+        while true {
+            let range = "\(offset)-\(offset + configuration.pageSize - 1)"
+            let response = try await send("GET", table, query: query + [("order", order)], prefer: "count=exact", body: nil,
+                                          extraHeaders: [("Range-Unit", "items"), ("Range", range)])
+            let page = try decodeArray(response.body, table: table)
+            rows += page
+            guard let header = response.headers["content-range"] else {
+                // A server that ignores Range sent everything at once.
+                return rows
+            }
+            guard let contentRange = ContentRange(header) else {
+                throw RemoteStoreError(.malformedResponse, "\(table): unreadable Content-Range", status: response.status)
+            }
+            if page.isEmpty { return rows }
+            guard contentRange.first == offset, let last = contentRange.last, last - offset + 1 == page.count else {
+                throw RemoteStoreError(.malformedResponse, "\(table): Content-Range does not match the rows returned", status: response.status)
+            }
+            offset = last + 1
+            if let total = contentRange.total, offset >= total { return rows }
+        }
+    }
+
+    func decodeArray(_ body: Data, table: String) throws -> [[String: Any]] {
+        guard let array = try? JSONSerialization.jsonObject(with: body) as? [Any] else {
+            throw RemoteStoreError(.malformedResponse, "\(table): response is not a JSON array")
+        }
+        return try array.map { element in
+            guard let object = element as? [String: Any] else {
+                throw RemoteStoreError(.malformedResponse, "\(table): response holds something other than rows")
+            }
+            return object
+        }
+    }
+
+    // MARK: - The request loop
+
+    /// Sends one request, with token refresh and retries; returns only a 2xx response.
+    func send(
+        _ method: String, _ table: String, query: [(String, String)], prefer: String?, body: Data?,
+        extraHeaders: [(String, String)] = []
+    ) async throws -> HTTPResponse {
+        let queryString = PostgREST.queryString(query)
+        guard let url = URL(string: restBase + table + (queryString.isEmpty ? "" : "?" + queryString)) else {
+            throw RemoteStoreError(.configuration, "cannot build a URL for \(table)")
+        }
+        var refreshed = false
+        var attempt = 1
+        while true {
+            try Task.checkCancellation()
+            let token = try await configuration.accessToken(refreshed)
+            var headers: [(String, String)] = [
+                ("apikey", configuration.apiKey), ("Authorization", "Bearer \(token)"),
+                ("Accept", "application/json"), ("User-Agent", configuration.userAgent),
+            ]
+            if body != nil { headers.append(("Content-Type", "application/json")) }
+            if let prefer { headers.append(("Prefer", prefer)) }
+            headers += extraHeaders
+            let request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: configuration.requestTimeout)
+            counters.withLock {
+                $0.requests += 1
+                $0.bytesSent += (body?.count ?? 0)
+            }
+
+            let response: HTTPResponse
+            do {
+                response = try await transport.send(request)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                if Task.isCancelled { throw CancellationError() }
+                guard attempt < configuration.maxAttempts else {
+                    throw RemoteStoreError(.network, "\(method) \(table): no response after \(attempt) attempts (\(Self.describe(error)))")
+                }
+                try await backoff(attempt)
+                attempt += 1
+                continue
+            }
+            counters.withLock { $0.bytesReceived += response.body.count }
+            if (200..<300).contains(response.status) { return response }
+
+            let error = Self.decodeError(response, method: method, table: table)
+            if response.status == 401 {
+                if !refreshed, error.postgrestCode == "PGRST301" || error.postgrestCode == "PGRST303" || error.postgrestCode == nil {
+                    refreshed = true
+                    continue
+                }
+                var unauthorized = error
+                unauthorized.code = .unauthorized
+                throw unauthorized
+            }
+            if [502, 503, 504, 520].contains(response.status), attempt < configuration.maxAttempts {
+                try await backoff(attempt)
+                attempt += 1
+                continue
+            }
+            throw error
+        }
+    }
+
+    /// Sleeps a full-jitter exponential delay, counting the retry; throws on cancellation.
+    func backoff(_ attempt: Int) async throws {
+        counters.withLock { $0.retries += 1 }
+        let ceiling = min(configuration.maxBackoff, configuration.baseBackoff * (1 << min(attempt - 1, 20)))
+        let nanos = ceiling.components.seconds * 1_000_000_000 + ceiling.components.attoseconds / 1_000_000_000
+        try await Task.sleep(for: .nanoseconds(Int64.random(in: 0...max(nanos, 1))))
+    }
+
+    /// PostgREST's error body, or a generic one; row values stay in `details` only.
+    static func decodeError(_ response: HTTPResponse, method: String, table: String) -> RemoteStoreError {
+        let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
+        let postgrestCode = object?["code"] as? String
+        let message = (object?["message"] as? String) ?? "\(method) \(table) failed"
+        let code: RemoteStoreError.Code
+        switch (response.status, postgrestCode) {
+        case (_, "23505"): code = .conflict
+        case (_, "23503"): code = .foreignKeyViolation
+        case (_, "42501"), (403, _): code = .permissionDenied
+        default: code = .http
+        }
+        return RemoteStoreError(code, message, status: response.status, postgrestCode: postgrestCode,
+                                details: object?["details"] as? String, hint: object?["hint"] as? String)
+    }
+
+    static func describe(_ error: Error) -> String {
+        if let error = error as? URLError { return "URL error \(error.code.rawValue)" }
+        return String(describing: type(of: error))
+    }
+}
+
+/// `Content-Range: 0-999/5000`, `*/0`, `0-9/*`.
+struct ContentRange {
+    var first: Int?
+    var last: Int?
+    var total: Int?
+
+    init?(_ header: String) {
+        let parts = header.split(separator: "/", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return nil }
+        if parts[0] != "*" {
+            let bounds = parts[0].split(separator: "-").map { Int($0) }
+            guard bounds.count == 2, let a = bounds[0], let b = bounds[1] else { return nil }
+            first = a
+            last = b
+        }
+        if parts[1] != "*" {
+            guard let count = Int(parts[1]) else { return nil }
+            total = count
+        }
+    }
+}

@@ -1,0 +1,395 @@
+import Foundation
+import RemoteStore
+import SecretCrypto
+import Synchronization
+import SyncModel
+import Testing
+
+/// Hands out tokens and remembers how it was asked.
+final class TokenBox: Sendable {
+    let calls = Mutex<[Bool]>([])
+
+    var provider: AccessTokenProvider {
+        { [self] force in
+            self.calls.withLock { $0.append(force) }
+            return force ? "fresh-token" : "stale-token"
+        }
+    }
+
+    var refreshes: Int { calls.withLock { $0.filter { $0 }.count } }
+}
+
+func makeClient(_ server: LoopbackHTTPServer, tokens: TokenBox = TokenBox(), user: UUID = UUID(),
+                _ configure: (inout PostgRESTConfiguration) -> Void = { _ in }) -> PostgRESTRemoteStore {
+    var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon-key-123", userID: user, accessToken: tokens.provider)
+    configuration.baseBackoff = .milliseconds(1)
+    configuration.maxBackoff = .milliseconds(5)
+    configure(&configuration)
+    return PostgRESTRemoteStore(configuration: configuration)
+}
+
+let created = HTTPResponse(status: 201)
+
+func repositories(_ count: Int, user: UUID = UUID(), device: UUID = UUID()) -> [RepositoryRecord] {
+    (0..<count).map { RepositoryRecord(userID: user, deviceID: device, name: "r\($0)", localPath: "/src/r\($0)") }
+}
+
+@Suite("PostgREST client on the wire")
+struct PostgRESTWireTests {
+    @Test("an upsert is one POST with exactly the PostgREST headers, query and a uniform-key body")
+    func upsertRequest() async throws {
+        let server = try LoopbackHTTPServer { _ in created }
+        let user = UUID()
+        let rows = repositories(3, user: user)
+        let result = try await makeClient(server, user: user).upsertRepositories(rows, onBatchAccepted: nil)
+        #expect(result == BulkWriteResult(accepted: 3))
+        let request = try #require(server.requests.first)
+        #expect(server.requests.count == 1)
+        #expect(request.method == "POST")
+        #expect(request.path == "/rest/v1/repositories")
+        #expect(request.queryValue("on_conflict") == "id")
+        #expect(request.headers["apikey"] == "anon-key-123")
+        #expect(request.headers["authorization"] == "Bearer stale-token")
+        #expect(request.headers["prefer"] == "resolution=merge-duplicates,return=minimal")
+        #expect(request.headers["content-type"] == "application/json")
+        let body = try #require(request.jsonArray)
+        #expect(body.count == 3)
+        #expect(Set(body.map { $0.keys.sorted() }).count == 1)
+        #expect(body[0]["id"] as? String == rows[0].id.canonical)
+        #expect(body[0]["user_id"] as? String == user.canonical)
+        #expect(body[0]["remote_url"] is NSNull)
+    }
+
+    @Test("rows with and without an optional column go in separate uniform requests and never send it as null")
+    func mixedOptionalFields() async throws {
+        let server = try LoopbackHTTPServer { _ in created }
+        let user = UUID()
+        let repository = UUID()
+        let sessions = (0..<6).map { i in
+            SessionRecord(userID: user, deviceID: UUID(), repositoryID: repository, title: i.isMultiple(of: 2) ? "t\(i)" : nil)
+        }
+        let result = try await makeClient(server, user: user).upsertSessions(sessions, onBatchAccepted: nil)
+        #expect(result.accepted == 6)
+        #expect(server.requests.count == 2)
+        for request in server.requests {
+            let body = try #require(request.jsonArray)
+            #expect(Set(body.map { $0.keys.sorted() }).count == 1, "non-uniform keys in one request")
+            for row in body where row.keys.contains("title") {
+                #expect(row["title"] is String, "title sent as null would clear another writer's value")
+            }
+        }
+        let withTitle = server.requests.compactMap(\.jsonArray).first { $0.first?.keys.contains("title") == true }
+        #expect(withTitle?.count == 3)
+    }
+
+    @Test("an old deployment without sessions.title gets the sessions without it, once told")
+    func missingOptionalColumn() async throws {
+        let server = try LoopbackHTTPServer { request in
+            (request.jsonArray?.first?.keys.contains("title") ?? false)
+                ? .postgrestError(400, code: "PGRST204", message: "Could not find the 'title' column of 'agent_coding_sessions' in the schema cache")
+                : created
+        }
+        let user = UUID()
+        let client = makeClient(server, user: user)
+        let sessions = (0..<4).map { SessionRecord(userID: user, deviceID: UUID(), repositoryID: UUID(), title: "t\($0)") }
+        #expect(try await client.upsertSessions(sessions, onBatchAccepted: nil) == BulkWriteResult(accepted: 4))
+        #expect(try await client.upsertSessions(sessions, onBatchAccepted: nil) == BulkWriteResult(accepted: 4))
+        #expect(server.requests.count == 3, "one refusal, then never sent again")
+    }
+
+    @Test("a device upsert sends only device-owned columns, never trust fields")
+    func deviceUpsert() async throws {
+        let server = try LoopbackHTTPServer { _ in created }
+        let user = UUID()
+        let key = X25519PrivateKey().publicKey.base64
+        try await makeClient(server, user: user).upsertOwnDevice(
+            OwnDeviceRow(id: UUID(), userID: user, name: "mac", deviceType: .macDesktop, hostname: "h", publicKey: key))
+        let row = try #require(server.requests.first?.jsonArray?.first)
+        #expect(Set(row.keys) == ["id", "user_id", "name", "device_type", "hostname", "public_key", "is_active", "last_seen_at"])
+        #expect(server.requests.first?.queryValue("on_conflict") == "id")
+    }
+
+    @Test("a batch is de-duplicated by its conflict key, the last row winning")
+    func deduplicated() async throws {
+        let server = try LoopbackHTTPServer { _ in created }
+        let pair = (session: UUID(), device: UUID())
+        let rows = ["first", "second"].map {
+            EnvelopeRecord(sessionID: pair.session, deviceID: pair.device, ephemeralPublicKey: "e", encryptedSecret: $0)
+        } + [EnvelopeRecord(sessionID: UUID(), deviceID: pair.device, ephemeralPublicKey: "e", encryptedSecret: "x")]
+        let result = try await makeClient(server).upsertEnvelopes(rows, onBatchAccepted: nil)
+        #expect(result.accepted == 2)
+        let body = try #require(server.requests.first?.jsonArray)
+        #expect(body.count == 2)
+        #expect(body.contains { $0["encrypted_secret"] as? String == "second" })
+        #expect(!body.contains { $0["encrypted_secret"] as? String == "first" })
+        #expect(server.requests.first?.queryValue("on_conflict") == "session_id,device_id")
+    }
+
+    @Test("batches are bounded by rows and by bytes")
+    func batchBounds() async throws {
+        let server = try LoopbackHTTPServer { _ in created }
+        let accepted = Mutex<[Int]>([])
+        _ = try await makeClient(server).upsertRepositories(repositories(1_200)) { batch in accepted.withLock { $0.append(batch.count) } }
+        #expect(server.requests.compactMap(\.jsonArray).map(\.count) == [500, 500, 200])
+        #expect(accepted.withLock { $0 } == [500, 500, 200])
+
+        let small = try LoopbackHTTPServer { _ in created }
+        _ = try await makeClient(small) { $0.maxBytesPerBatch = 4_096 }.upsertRepositories(repositories(100), onBatchAccepted: nil)
+        #expect(small.requests.count > 1)
+        #expect(small.requests.allSatisfy { $0.body.count <= 4_096 })
+        #expect(small.requests.compactMap(\.jsonArray).map(\.count).reduce(0, +) == 100)
+    }
+
+    @Test("a 413 halves the batch and retries until it fits")
+    func payloadTooLarge() async throws {
+        let server = try LoopbackHTTPServer { request in
+            (request.jsonArray?.count ?? 0) > 100 ? .postgrestError(413, code: "PGRST413", message: "Payload Too Large") : created
+        }
+        let result = try await makeClient(server).upsertRepositories(repositories(400), onBatchAccepted: nil)
+        #expect(result == BulkWriteResult(accepted: 400))
+        let sizes = server.requests.compactMap(\.jsonArray).map(\.count)
+        #expect(sizes == [400, 200, 100, 100, 200, 100, 100])
+    }
+
+    @Test("a refused batch is narrowed to the rows at fault; the rest are written; details stay out of descriptions")
+    func narrowToBadRow() async throws {
+        let rows = repositories(40)
+        let bad = rows[17].id.canonical
+        let server = try LoopbackHTTPServer { request in
+            let ids = request.jsonArray?.compactMap { $0["id"] as? String } ?? []
+            return ids.contains(bad)
+                ? .postgrestError(409, code: "23505", message: "duplicate key value violates unique constraint \"repositories_device_id_local_path_key\"",
+                                  details: "Key (device_id, local_path)=(x, /secret/path) already exists.")
+                : created
+        }
+        let result = try await makeClient(server).upsertRepositories(rows, onBatchAccepted: nil)
+        #expect(result.accepted == 39)
+        let rejected = try #require(result.rejected.first)
+        #expect(result.rejected.count == 1 && rejected.key == bad)
+        #expect(rejected.error.code == .conflict && rejected.error.status == 409 && rejected.error.postgrestCode == "23505")
+        #expect(!rejected.error.description.contains("/secret/path"))
+        #expect(rejected.error.debugDescription.contains("/secret/path"))
+        #expect(server.requests.count <= 1 + 2 * 6)
+    }
+
+    @Test("a 400 for one row is not retried")
+    func noRetryOn4xx() async throws {
+        let server = try LoopbackHTTPServer { _ in .postgrestError(400, code: "PGRST102", message: "All object keys must match") }
+        let result = try await makeClient(server).upsertRepositories(repositories(1), onBatchAccepted: nil)
+        #expect(result.accepted == 0 && result.rejected.count == 1)
+        #expect(server.requests.count == 1)
+    }
+
+    @Test("a 401 JWT expired refreshes the token once and retries; a second 401 fails as unauthorized")
+    func tokenRefresh() async throws {
+        let server = try LoopbackHTTPServer { request in
+            request.headers["authorization"] == "Bearer fresh-token" ? created : .postgrestError(401, code: "PGRST303", message: "JWT expired")
+        }
+        let tokens = TokenBox()
+        let result = try await makeClient(server, tokens: tokens).upsertRepositories(repositories(2), onBatchAccepted: nil)
+        #expect(result.accepted == 2)
+        #expect(tokens.refreshes == 1)
+        #expect(server.requests.map { $0.headers["authorization"] } == ["Bearer stale-token", "Bearer fresh-token"])
+
+        let never = try LoopbackHTTPServer { _ in .postgrestError(401, code: "PGRST301", message: "JWSError JWSInvalidSignature") }
+        await #expect {
+            _ = try await makeClient(never).listDevices()
+        } throws: { error in
+            let error = error as? RemoteStoreError
+            return error?.code == .unauthorized && error?.status == 401 && !(error!.description.contains("token"))
+        }
+        #expect(never.requests.count == 2)
+    }
+
+    @Test("503 then success is retried with backoff and counted")
+    func retryOn503() async throws {
+        let count = Mutex(0)
+        let server = try LoopbackHTTPServer { _ in
+            count.withLock { $0 += 1; return $0 } <= 2 ? .postgrestError(503, code: "PGRST000", message: "Could not connect") : created
+        }
+        let client = makeClient(server)
+        let result = try await client.upsertRepositories(repositories(5), onBatchAccepted: nil)
+        #expect(result.accepted == 5)
+        let metrics = client.metrics()
+        #expect(metrics.requests == 3 && metrics.retries == 2)
+        #expect(metrics.bytesSent > 0)
+    }
+
+    @Test("retries give up after the configured attempts on a server that stays down")
+    func retriesExhausted() async throws {
+        let server = try LoopbackHTTPServer { _ in .postgrestError(503, code: "PGRST000", message: "down") }
+        await #expect {
+            _ = try await makeClient(server) { $0.maxAttempts = 3 }.listDevices()
+        } throws: { ($0 as? RemoteStoreError)?.status == 503 }
+        #expect(server.requests.count == 3)
+    }
+
+    @Test("an unreachable server is a network error after retries")
+    func unreachable() async throws {
+        let server = try LoopbackHTTPServer { _ in created }
+        let url = server.baseURL
+        server.stop()
+        var configuration = PostgRESTConfiguration(projectURL: url, apiKey: "k", userID: UUID(), accessToken: { _ in "t" })
+        configuration.maxAttempts = 2
+        configuration.baseBackoff = .milliseconds(1)
+        await #expect {
+            _ = try await PostgRESTRemoteStore(configuration: configuration).listDevices()
+        } throws: { ($0 as? RemoteStoreError)?.code == .network }
+    }
+
+    @Test("cancellation stops the retry loop")
+    func cancellation() async throws {
+        let server = try LoopbackHTTPServer { _ in .postgrestError(503, code: "PGRST000", message: "down") }
+        let client = makeClient(server) {
+            $0.maxAttempts = 1_000
+            $0.baseBackoff = .milliseconds(50)
+            $0.maxBackoff = .milliseconds(50)
+        }
+        let task = Task { try await client.listDevices() }
+        try await Task.sleep(for: .milliseconds(150))
+        task.cancel()
+        let started = ContinuousClock.now
+        await #expect(throws: CancellationError.self) { _ = try await task.value }
+        #expect(ContinuousClock.now - started < .seconds(2))
+    }
+
+    @Test("reads page with Range until Content-Range says done, even when the server caps pages")
+    func paging() async throws {
+        let user = UUID()
+        let all = (0..<2_500).map { i -> [String: Any] in
+            ["id": String(format: "00000000-0000-4000-8000-%012d", i), "user_id": user.canonical, "device_id": UUID().canonical,
+             "name": "r\(i)", "local_path": "/p\(i)", "is_worktree": false, "status": "active",
+             "created_at": "2026-01-01T00:00:00+00:00", "updated_at": "2026-01-01T00:00:00.000001+00:00"]
+        }
+        // JSON text per row: Sendable, unlike [String: Any].
+        let encoded = try all.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }
+        let server = try LoopbackHTTPServer { request in
+            let bounds = (request.headers["range"] ?? "0-999").split(separator: "-").compactMap { Int($0) }
+            let first = bounds[0]
+            let last = min(bounds[1], first + 999, encoded.count - 1)  // db-max-rows = 1000
+            guard first < encoded.count else { return .json(200, [Any](), headers: ["content-range": "*/\(encoded.count)"]) }
+            let body = Data(("[" + encoded[first...last].joined(separator: ",") + "]").utf8)
+            return HTTPResponse(status: 206, headers: ["content-range": "\(first)-\(last)/\(encoded.count)"], body: body)
+        }
+        let rows = try await makeClient(server, user: user) { $0.pageSize = 5_000 }.fetchRepositories(after: nil)
+        #expect(rows.count == 2_500)
+        #expect(Set(rows.map(\.record.id)).count == 2_500)
+        #expect(server.requests.map { $0.headers["range"] } == ["0-4999", "1000-5999", "2000-6999"])
+        let request = try #require(server.requests.first)
+        #expect(request.queryValue("order") == "updated_at.asc,id.asc")
+        #expect(request.queryValue("user_id") == "eq.\(user.canonical)")
+        #expect(request.headers["range-unit"] == "items")
+        #expect(rows.first?.updatedAt == "2026-01-01T00:00:00.000001+00:00")
+    }
+
+    @Test("a cursor filter sends its timestamp quoted and with %2B, never a bare +")
+    func cursorEncoding() async throws {
+        let server = try LoopbackHTTPServer { _ in .json(200, [Any](), headers: ["content-range": "*/0"]) }
+        let cursor = PullCursor(updatedAt: "2026-03-04T05:06:07.123456+00:00", id: UUID())
+        _ = try await makeClient(server).fetchSessions(after: cursor)
+        let request = try #require(server.requests.first)
+        #expect(!request.rawQuery.contains("+"))
+        #expect(request.rawQuery.contains("%2B00"))
+        #expect(request.queryValue("or") == "(updated_at.gt.\"2026-03-04T05:06:07.123456+00:00\",and(updated_at.eq.\"2026-03-04T05:06:07.123456+00:00\",id.gt.\(cursor.id.canonical)))")
+        #expect(request.path == "/rest/v1/agent_coding_sessions")
+    }
+
+    @Test("long in.() filters are chunked")
+    func inChunks() async throws {
+        let server = try LoopbackHTTPServer { _ in HTTPResponse(status: 204, headers: ["content-range": "*/10"]) }
+        let ids = Set((0..<450).map { _ in UUID() })
+        let deleted = try await makeClient(server).deleteEnvelopes(recipients: ids)
+        #expect(deleted == 30)
+        #expect(server.requests.count == 3)
+        var seen = Set<String>()
+        for request in server.requests {
+            #expect(request.method == "DELETE")
+            let filter = try #require(request.queryValue("device_id"))
+            #expect(filter.hasPrefix("in.(") && filter.hasSuffix(")"))
+            let values = filter.dropFirst(4).dropLast().split(separator: ",").map(String.init)
+            #expect(values.count <= 200)
+            seen.formUnion(values)
+        }
+        #expect(seen == Set(ids.map(\.canonical)))
+    }
+
+    @Test("envelopes arrive in any bytea form and still open")
+    func byteaForms() async throws {
+        let recipient = X25519PrivateKey()
+        let device = UUID()
+        let sessions = (0..<3).map { _ in UUID() }
+        let secret = SessionSecret()
+        let sealed = try sessions.map { try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: SessionID($0)) }
+        let forms = [
+            sealed[0].encryptedSecret,
+            "\\x" + ByteEncoding.hex(Array(sealed[1].encryptedSecret.utf8)),
+            "\\x" + ByteEncoding.hex(try SecretEnvelope.decodeEncryptedSecret(sealed[2].encryptedSecret)),
+        ]
+        let server = try LoopbackHTTPServer { _ in
+            .json(200, (0..<3).map { i in
+                ["session_id": sessions[i].canonical, "device_id": device.canonical,
+                 "ephemeral_public_key": sealed[i].ephemeralPublicKey, "encrypted_secret": forms[i]]
+            }, headers: ["content-range": "0-2/3"])
+        }
+        let envelopes = try await makeClient(server).fetchEnvelopes(addressedTo: device)
+        #expect(envelopes.map(\.encryptedSecret) == forms)
+        for envelope in envelopes {
+            let opened = try SecretEnvelope(ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: envelope.encryptedSecret)
+                .open(sessionID: SessionID(envelope.sessionID), using: recipient)
+            #expect(opened == secret)
+        }
+        #expect(server.requests.first?.queryValue("device_id") == "eq.\(device.canonical)")
+    }
+
+    @Test("a malformed JSON response is a clear error, not a crash", arguments: ["{not json", "{\"a\":1}", "[1,2]", "[{\"id\":\"nope\"}]"])
+    func malformedResponse(body: String) async throws {
+        let server = try LoopbackHTTPServer { _ in HTTPResponse(status: 200, headers: ["content-range": "0-0/1"], body: Data(body.utf8)) }
+        await #expect {
+            _ = try await makeClient(server).fetchRepositories(after: nil)
+        } throws: { ($0 as? RemoteStoreError)?.code == .malformedResponse }
+    }
+
+    @Test("a batch-accepted handler sees exactly the rows the remote accepted")
+    func acceptedHandler() async throws {
+        let rows = repositories(10)
+        let bad = rows[3].id.canonical
+        let server = try LoopbackHTTPServer { request in
+            (request.jsonArray?.contains { $0["id"] as? String == bad } ?? false) ? .postgrestError(409, code: "23503", message: "fk") : created
+        }
+        let seen = Mutex<[UUID]>([])
+        let result = try await makeClient(server).upsertRepositories(rows) { batch in seen.withLock { $0 += batch.map(\.id) } }
+        #expect(Set(seen.withLock { $0 }) == Set(rows.map(\.id)).subtracting([rows[3].id]))
+        #expect(result.rejected.map(\.error.code) == [.foreignKeyViolation])
+    }
+
+    @Test("the configuration never prints the apikey")
+    func configurationDescription() {
+        let configuration = PostgRESTConfiguration(projectURL: URL(string: "https://x.supabase.co")!, apiKey: "sb_secret_key", userID: UUID()) { _ in "t" }
+        #expect(!"\(configuration)".contains("sb_secret_key"))
+    }
+}
+
+@Suite("Timestamps")
+struct TimestampTests {
+    @Test("PostgREST forms parse", arguments: [
+        ("2026-01-01T00:00:00+00:00", 1_767_225_600.0), ("2026-01-01T00:00:00.5Z", 1_767_225_600.5),
+        ("2026-01-01 01:00:00.25+01:00", 1_767_225_600.25), ("2026-01-01T00:00:00.123456-00:30", 1_767_227_400.123456),
+    ])
+    func parse(text: String, expected: Double) throws {
+        let date = try #require(Timestamp.parse(text))
+        #expect(abs(date.timeIntervalSince1970 - expected) < 1e-6)
+    }
+
+    @Test("garbage does not parse", arguments: ["", "2026-01-01", "2026-13-01T00:00:00Z", "2026-01-01T00:00:00", "2026-01-01T00:00:00+0x:00", "yesterday"])
+    func rejects(text: String) {
+        #expect(Timestamp.parse(text) == nil)
+    }
+
+    @Test("formatting round-trips to the microsecond")
+    func roundTrip() throws {
+        let date = Date(timeIntervalSince1970: 1_767_225_600.123456)
+        let text = Timestamp.format(date)
+        #expect(text == "2026-01-01T00:00:00.123456+00:00")
+        #expect(abs(try #require(Timestamp.parse(text)).timeIntervalSince1970 - date.timeIntervalSince1970) < 1e-6)
+    }
+}

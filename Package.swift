@@ -14,6 +14,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // The PostgREST-compatible test server only (never linked into sync-cli).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // Test-only: an independent, CryptoKit-compatible implementation to cross-check envelopes.
         .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
     ],
@@ -42,6 +46,16 @@ let package = Package(
                 "PostLoginSync",
                 "ConformanceVectors",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // A PostgREST-compatible server over a real PostgreSQL, for tests and benchmarks.
+        .executableTarget(
+            name: "postgrest-server",
+            dependencies: [
+                "SecretCrypto",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         // The benchmark's floor: the envelope's libsodium calls in plain C, no Swift around them.

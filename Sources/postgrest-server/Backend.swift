@@ -1,0 +1,235 @@
+import Foundation
+import Logging
+import PostgresNIO
+import SecretCrypto
+
+/// The server's configuration, from the environment (secrets never come from flags).
+struct ServerConfiguration: Sendable {
+    var host = "127.0.0.1"
+    var port = 54321
+    var databaseHost = "127.0.0.1"
+    var databasePort = 54329
+    var databaseUser = "authenticator"
+    var databaseName = "postgres"
+    var schema = "public"
+    /// Supabase's `db-max-rows`.
+    var maxRows = 1000
+    var jwtExpiry = 3600
+    var jwtSecret: SecureBytes
+
+    static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
+        guard let secret = environment["PGRST_JWT_SECRET"], secret.utf8.count >= 32 else {
+            throw APIError(status: 500, code: "CONFIG", message: "PGRST_JWT_SECRET must be set to at least 32 characters")
+        }
+        var configuration = ServerConfiguration(jwtSecret: SecureBytes(copying: Array(secret.utf8)))
+        if let value = environment["PGRST_SERVER_HOST"] { configuration.host = value }
+        if let value = environment["PGRST_SERVER_PORT"].flatMap(Int.init) { configuration.port = value }
+        if let value = environment["PGRST_DB_HOST"] { configuration.databaseHost = value }
+        if let value = environment["PGRST_DB_PORT"].flatMap(Int.init) { configuration.databasePort = value }
+        if let value = environment["PGRST_DB_USER"] { configuration.databaseUser = value }
+        if let value = environment["PGRST_DB_NAME"] { configuration.databaseName = value }
+        if let value = environment["PGRST_DB_SCHEMA"] { configuration.schema = value }
+        if let value = environment["PGRST_DB_MAX_ROWS"].flatMap(Int.init) { configuration.maxRows = value }
+        if let value = environment["PGRST_JWT_EXPIRY"].flatMap(Int.init) { configuration.jwtExpiry = value }
+        return configuration
+    }
+
+    /// A Supabase-style API key: a long-lived JWT for `role`.
+    func apiKey(role: String) -> String {
+        JWT.sign(["role": role, "iss": "postgrest-server", "iat": 1_767_225_600, "exp": 4_102_444_800], secret: jwtSecret)
+    }
+}
+
+/// An HTTP answer before it becomes a Hummingbird response.
+struct Answer: Sendable {
+    var status: Int
+    var headers: [(String, String)] = []
+    var body: String? = nil
+
+    static func json(_ status: Int, _ text: String, headers: [(String, String)] = []) -> Answer {
+        Answer(status: status, headers: [("Content-Type", "application/json; charset=utf-8")] + headers, body: text)
+    }
+
+    static func error(_ error: APIError) -> Answer {
+        let object: [String: Any] = ["code": error.code, "message": error.message,
+                                     "details": error.details as Any? ?? NSNull(), "hint": error.hint as Any? ?? NSNull()]
+        let text = String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+        return .json(error.status, text, headers: error.headers)
+    }
+}
+
+/// Everything behind the HTTP layer: the PostgreSQL pool, the schema cache, the JWT secret.
+actor Backend {
+    let client: PostgresClient
+    let configuration: ServerConfiguration
+    let logger: Logger
+    private var cache: SchemaCache?
+
+    init(client: PostgresClient, configuration: ServerConfiguration, logger: Logger) {
+        self.client = client
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    func schema() async throws -> SchemaCache {
+        if let cache { return cache }
+        let loaded = try await SchemaCache.load(client: client, schema: configuration.schema, logger: logger)
+        cache = loaded
+        return loaded
+    }
+
+    func table(_ name: String) async throws -> SchemaCache.Table {
+        guard let table = try await schema().tables[name] else {
+            throw APIError(status: 404, code: "PGRST205", message: "Could not find the table '\(configuration.schema).\(name)' in the schema cache")
+        }
+        return table
+    }
+
+    // MARK: - Authentication
+
+    /// The role and claims JSON for a request: a bearer token, else the apikey (as Supabase's
+    /// gateway forwards it), else `anon`.
+    nonisolated func authenticate(authorization: String?, apiKey: String?) throws -> (role: String, claims: String) {
+        let token: String?
+        if let authorization {
+            guard authorization.lowercased().hasPrefix("bearer ") else {
+                throw invalidToken("JWSError (CompactDecodeError Invalid number of parts: Expected 3 parts; got 1)", code: "PGRST301")
+            }
+            token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        } else {
+            token = apiKey
+        }
+        guard let token, !token.isEmpty else { return ("anon", #"{"role":"anon"}"#) }
+        do {
+            let (json, claims) = try JWT.verify(token, secret: configuration.jwtSecret)
+            let role = claims["role"] as? String ?? "anon"
+            guard ["anon", "authenticated", "service_role"].contains(role) else {
+                throw invalidToken("role \"\(role)\" does not exist", code: "PGRST301")
+            }
+            return (role, json)
+        } catch let failure as JWT.Failure {
+            switch failure {
+            case .expired: throw invalidToken("JWT expired", code: "PGRST303")
+            case let .invalid(message): throw invalidToken(message, code: "PGRST301")
+            }
+        }
+    }
+
+    nonisolated func invalidToken(_ message: String, code: String) -> APIError {
+        APIError(status: 401, code: code, message: message,
+                 headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\", error_description=\"\(message)\"")])
+    }
+
+    // MARK: - Transactions
+
+    /// Runs `statements` in one transaction as `role` with the JWT claims set, as PostgREST does.
+    /// Returns the rows of the last statement as text columns.
+    func run(role: String, claims: String, _ statements: [(String, [String?])]) async throws -> [[String?]] {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(SQLBuilder.identifier(role))"), logger: logger)
+                var claimBinds = PostgresBindings()
+                claimBinds.append(claims)
+                try await connection.query(PostgresQuery(unsafeSQL: "SELECT set_config('request.jwt.claims', $1, true)", binds: claimBinds), logger: logger)
+                try await connection.query("SET LOCAL TIME ZONE 'UTC'", logger: logger)
+                var result: [[String?]] = []
+                for (sql, values) in statements {
+                    var binds = PostgresBindings()
+                    for value in values {
+                        if let value { binds.append(value) } else { binds.appendNull() }
+                    }
+                    let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+                    result = []
+                    for try await row in rows {
+                        var columns: [String?] = []
+                        for cell in row {
+                            columns.append(try cell.decode(String?.self))
+                        }
+                        result.append(columns)
+                    }
+                }
+                return result
+            }
+        } catch let error as PostgresTransactionError {
+            throw Self.translate(error.closureError ?? error.beginError ?? error.commitError ?? error, role: role)
+        } catch {
+            throw Self.translate(error, role: role)
+        }
+    }
+
+    /// PostgreSQL errors as PostgREST reports them (postgrest.md's table).
+    static func translate(_ error: Error, role: String) -> Error {
+        if error is APIError { return error }
+        guard let error = error as? PSQLError, let info = error.serverInfo, let state = info[.sqlState] else {
+            return APIError(status: 503, code: "PGRST000", message: "Database connection error. Retrying the connection.")
+        }
+        let status: Int
+        switch state {
+        case "23505", "23503": status = 409
+        case "23502", "23514", "22P02", "22007", "22008", "22023", "42P10", "42703", "P0001", "22001", "22003": status = 400
+        case "42501": status = role == "anon" ? 401 : 403
+        case "21000": status = 500
+        case "42883": status = 404
+        case "25006": status = 405
+        case _ where state.hasPrefix("08") || state.hasPrefix("53"): status = 503
+        default: status = 500
+        }
+        return APIError(status: status, code: state, message: info[.message] ?? "database error", details: info[.detail], hint: info[.hint])
+    }
+
+    // MARK: - Auth (GoTrue-compatible subset)
+
+    /// Issues an access token and a fresh refresh token for `user`.
+    func session(user: String, email: String) async throws -> String {
+        let now = Int(Date().timeIntervalSince1970)
+        let access = JWT.sign(["sub": user, "role": "authenticated", "aud": "authenticated", "email": email,
+                               "iat": now, "exp": now + configuration.jwtExpiry], secret: configuration.jwtSecret)
+        let refresh = JWT.base64URL(SecureBytes(randomCount: 24).withUnsafeBytes { Array($0) })
+        _ = try await client.query("INSERT INTO auth.refresh_tokens (token, user_id) VALUES (\(refresh), \(user)::uuid)", logger: logger)
+        let object: [String: Any] = [
+            "access_token": access, "token_type": "bearer", "expires_in": configuration.jwtExpiry, "expires_at": now + configuration.jwtExpiry,
+            "refresh_token": refresh, "user": ["id": user, "email": email, "aud": "authenticated", "role": "authenticated"],
+        ]
+        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    func signUp(email: String, password: String) async throws -> Answer {
+        guard !email.isEmpty, password.count >= 6 else {
+            return .json(422, #"{"code":422,"error_code":"weak_password","msg":"Password should be at least 6 characters."}"#)
+        }
+        let rows = try await client.query("""
+            INSERT INTO auth.users (email, encrypted_password) VALUES (\(email), crypt(\(password), gen_salt('bf', 6)))
+            ON CONFLICT (email) DO NOTHING RETURNING id::text
+            """, logger: logger)
+        var id: String?
+        for try await (value) in rows.decode(String.self) { id = value }
+        guard let id else { return .json(422, #"{"code":422,"error_code":"user_already_exists","msg":"User already registered"}"#) }
+        return .json(200, try await session(user: id, email: email))
+    }
+
+    func passwordGrant(email: String, password: String) async throws -> Answer {
+        let rows = try await client.query("""
+            SELECT id::text FROM auth.users WHERE email = \(email) AND encrypted_password = crypt(\(password), encrypted_password)
+            """, logger: logger)
+        var id: String?
+        for try await (value) in rows.decode(String.self) { id = value }
+        guard let id else { return Self.invalidGrant("Invalid login credentials", code: "invalid_credentials") }
+        return .json(200, try await session(user: id, email: email))
+    }
+
+    func refreshGrant(token: String) async throws -> Answer {
+        let rows = try await client.query("""
+            UPDATE auth.refresh_tokens r SET revoked = true FROM auth.users u
+            WHERE r.token = \(token) AND NOT r.revoked AND u.id = r.user_id RETURNING u.id::text, u.email
+            """, logger: logger)
+        var found: (String, String)?
+        for try await (id, email) in rows.decode((String, String).self) { found = (id, email) }
+        guard let (id, email) = found else { return Self.invalidGrant("Invalid Refresh Token: Refresh Token Not Found", code: "refresh_token_not_found") }
+        return .json(200, try await session(user: id, email: email))
+    }
+
+    static func invalidGrant(_ message: String, code: String) -> Answer {
+        let object: [String: Any] = ["code": 400, "error_code": code, "msg": message, "error": "invalid_grant", "error_description": message]
+        return .json(400, String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(), as: UTF8.self))
+    }
+}

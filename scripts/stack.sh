@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# The test backend: a throwaway PostgreSQL cluster on 127.0.0.1 and the PostgREST-compatible
+# server over it, twice: the project's own schema and the deployed variant (bytea secrets).
+#
+#   scripts/stack.sh start   install PostgreSQL if missing, init/start the cluster, apply the
+#                            bootstrap and migrations, start both servers, write $STACK_DIR/stack.env
+#   scripts/stack.sh stop    stop what start started, by pid
+#   scripts/stack.sh env     print the environment file
+#   scripts/stack.sh info    how to use the running stack
+#
+# Settings (environment): STACK_DIR (default /tmp/session-sync-stack), STACK_PG_PORT (54329),
+# STACK_API_PORT (54321, the project's schema), STACK_DEPLOYED_API_PORT (54322).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+STACK_DIR=${STACK_DIR:-/tmp/session-sync-stack}
+PG_PORT=${STACK_PG_PORT:-54329}
+API_PORT=${STACK_API_PORT:-54321}
+DEPLOYED_API_PORT=${STACK_DEPLOYED_API_PORT:-54322}
+SERVER=${STACK_SERVER:-$root/.build/debug/postgrest-server}
+PGDATA="$STACK_DIR/pgdata"
+
+log() { echo "stack: $*" >&2; }
+
+as_postgres() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+pg_bin() {
+  local dir
+  dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$dir" ] && [ -x "$dir/initdb" ] && { echo "$dir"; return; }
+  return 1
+}
+
+install_postgres() {
+  pg_bin >/dev/null && return
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    log "installing PostgreSQL"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y --no-install-recommends postgresql postgresql-contrib >/dev/null 2>&1 || {
+      apt-get update >/dev/null
+      apt-get install -y --no-install-recommends postgresql postgresql-contrib >/dev/null
+    }
+  else
+    log "PostgreSQL is missing: install it with: sudo apt-get install postgresql postgresql-contrib"
+    exit 1
+  fi
+}
+
+psql_as() {  # database, then psql arguments
+  local db=$1; shift
+  PGOPTIONS="-c client_min_messages=warning" "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d "$db" "$@"
+}
+
+wait_for_http() {
+  local url=$1 pid=$2
+  for _ in $(seq 1 200); do
+    if ! kill -0 "$pid" 2>/dev/null; then log "server exited; see $STACK_DIR/*.log"; return 1; fi
+    if curl -s -o /dev/null "$url" 2>/dev/null || (exec 3<>"/dev/tcp/127.0.0.1/${url##*:}") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  log "server did not come up at $url"
+  return 1
+}
+
+start_server() {  # name, port, database
+  local name=$1 port=$2 db=$3
+  PGRST_JWT_SECRET="$JWT_SECRET" PGRST_SERVER_PORT="$port" PGRST_DB_PORT="$PG_PORT" PGRST_DB_NAME="$db" \
+    PGRST_DB_USER=authenticator nohup "$SERVER" >"$STACK_DIR/$name.log" 2>&1 &
+  echo $! >"$STACK_DIR/$name.pid"
+  wait_for_http "http://127.0.0.1:$port" "$(cat "$STACK_DIR/$name.pid")"
+}
+
+create_database() {  # name, secrets migration file, with triggers (yes/no)
+  local db=$1 secrets=$2 triggers=$3
+  if [ "$(psql_as postgres -tA -c "SELECT 1 FROM pg_database WHERE datname = '$db'")" = "1" ]; then return; fi
+  psql_as postgres -c "CREATE DATABASE $db"
+  psql_as "$db" -f "$root/supabase/bootstrap/plain-postgres.sql"
+  psql_as "$db" -f "$root/supabase/migrations/20261122000100_tables.sql"
+  psql_as "$db" -f "$secrets"
+  psql_as "$db" -f "$root/supabase/migrations/20261122000300_rls_and_grants.sql"
+  if [ "$triggers" = yes ]; then psql_as "$db" -f "$root/supabase/migrations/20261122000400_updated_at_triggers.sql"; fi
+}
+
+start() {
+  install_postgres
+  BIN=$(pg_bin)
+  [ -x "$SERVER" ] || { log "building postgrest-server"; (cd "$root" && swift build --product postgrest-server >&2); }
+  mkdir -p "$STACK_DIR"
+  chmod 755 "$STACK_DIR"
+  if [ "$(id -u)" -eq 0 ]; then chown postgres "$STACK_DIR"; fi
+  if [ ! -f "$PGDATA/PG_VERSION" ]; then
+    log "initialising a throwaway cluster in $PGDATA"
+    as_postgres "$BIN/initdb" -D "$PGDATA" -U postgres -A trust --no-sync -E UTF8 >"$STACK_DIR/initdb.log" 2>&1
+  fi
+  if ! as_postgres "$BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
+    log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
+    as_postgres "$BIN/pg_ctl" -D "$PGDATA" -l "$STACK_DIR/postgres.log" -w -t 60 start \
+      -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -c unix_socket_directories=$STACK_DIR -c timezone=UTC -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" >/dev/null
+  fi
+  create_database sync_own "$root/supabase/migrations/20261122000200_session_secrets.sql" yes
+  create_database sync_deployed "$root/supabase/variants/deployed_session_secrets.sql" no
+
+  if [ ! -f "$STACK_DIR/jwt-secret" ]; then
+    (umask 077; head -c 48 /dev/urandom | base64 | tr -d '\n/+=' >"$STACK_DIR/jwt-secret")
+  fi
+  JWT_SECRET=$(cat "$STACK_DIR/jwt-secret")
+  stop_servers
+  start_server api "$API_PORT" sync_own
+  start_server api-deployed "$DEPLOYED_API_PORT" sync_deployed
+
+  local keys anon service
+  keys=$(PGRST_JWT_SECRET="$JWT_SECRET" "$SERVER" keys)
+  anon=$(echo "$keys" | sed -n 's/^anon=//p')
+  service=$(echo "$keys" | sed -n 's/^service_role=//p')
+  (umask 077; cat >"$STACK_DIR/stack.env" <<ENV
+export SYNC_STACK_URL=http://127.0.0.1:$API_PORT
+export SYNC_STACK_DEPLOYED_URL=http://127.0.0.1:$DEPLOYED_API_PORT
+export SYNC_STACK_ANON_KEY=$anon
+export SYNC_STACK_SERVICE_KEY=$service
+export SYNC_STACK_JWT_SECRET=$JWT_SECRET
+export SYNC_STACK_DB="host=127.0.0.1 port=$PG_PORT user=postgres dbname=sync_own"
+ENV
+  )
+  log "up: API http://127.0.0.1:$API_PORT (deployed variant :$DEPLOYED_API_PORT), PostgreSQL 127.0.0.1:$PG_PORT"
+}
+
+stop_servers() {
+  for name in api api-deployed; do
+    if [ -f "$STACK_DIR/$name.pid" ]; then
+      local pid
+      pid=$(cat "$STACK_DIR/$name.pid")
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+      rm -f "$STACK_DIR/$name.pid"
+    fi
+  done
+}
+
+stop() {
+  [ -d "$STACK_DIR" ] || return 0
+  stop_servers
+  if BIN=$(pg_bin) && [ -f "$PGDATA/postmaster.pid" ]; then
+    as_postgres "$BIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  log "stopped"
+}
+
+info() {
+  # shellcheck disable=SC1091
+  source "$STACK_DIR/stack.env"
+  cat <<INFO
+
+  REST API      $SYNC_STACK_URL/rest/v1/   (deployed-schema variant: $SYNC_STACK_DEPLOYED_URL)
+  apikey        $SYNC_STACK_ANON_KEY
+  environment   source $STACK_DIR/stack.env
+
+  A user token (GoTrue-style):
+    curl -s -X POST $SYNC_STACK_URL/auth/v1/signup -H 'Content-Type: application/json' \\
+         -d '{"email":"you@example.com","password":"choose-a-password"}'
+    curl -s -X POST "$SYNC_STACK_URL/auth/v1/token?grant_type=password" -H 'Content-Type: application/json' \\
+         -d '{"email":"you@example.com","password":"choose-a-password"}'
+  then send  apikey: <apikey>  and  Authorization: Bearer <access_token>.
+
+  Stop it with: make stack-stop
+INFO
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  env) cat "$STACK_DIR/stack.env" ;;
+  info) info ;;
+  *) echo "usage: $0 start|stop|env|info" >&2; exit 64 ;;
+esac

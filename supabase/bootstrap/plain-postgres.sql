@@ -1,0 +1,53 @@
+-- What a Supabase project provides and plain PostgreSQL lacks: the API roles, the auth schema
+-- with auth.uid(), and a minimal user store for the test server's /auth/v1 endpoints.
+-- Applied only to the throwaway test cluster; NEVER to a real Supabase project.
+
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'anon') THEN
+        CREATE ROLE anon NOLOGIN NOINHERIT;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN
+        CREATE ROLE authenticated NOLOGIN NOINHERIT;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'service_role') THEN
+        CREATE ROLE service_role NOLOGIN NOINHERIT BYPASSRLS;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticator') THEN
+        CREATE ROLE authenticator LOGIN NOINHERIT;
+    END IF;
+END
+$$;
+GRANT anon, authenticated, service_role TO authenticator;
+
+CREATE EXTENSION IF NOT EXISTS pgcrypto;
+
+CREATE SCHEMA IF NOT EXISTS auth;
+
+-- Supabase's auth.uid(): the JWT's sub, from the claims PostgREST sets per request.
+CREATE OR REPLACE FUNCTION auth.uid() RETURNS uuid LANGUAGE sql STABLE AS $$
+    SELECT nullif(current_setting('request.jwt.claims', true)::json ->> 'sub', '')::uuid
+$$;
+CREATE OR REPLACE FUNCTION auth.role() RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT current_setting('request.jwt.claims', true)::json ->> 'role'
+$$;
+CREATE OR REPLACE FUNCTION auth.jwt() RETURNS jsonb LANGUAGE sql STABLE AS $$
+    SELECT coalesce(current_setting('request.jwt.claims', true), '{}')::jsonb
+$$;
+
+CREATE TABLE IF NOT EXISTS auth.users (
+    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    email text NOT NULL UNIQUE,
+    encrypted_password text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS auth.refresh_tokens (
+    token text PRIMARY KEY,
+    user_id uuid NOT NULL REFERENCES auth.users (id) ON DELETE CASCADE,
+    revoked boolean NOT NULL DEFAULT false,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+
+GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role, authenticator;
+GRANT EXECUTE ON FUNCTION auth.uid(), auth.role(), auth.jwt() TO anon, authenticated, service_role;
+GRANT SELECT, INSERT, UPDATE ON auth.users, auth.refresh_tokens TO authenticator;

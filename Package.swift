@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // Test-only: an independent, CryptoKit-compatible implementation to cross-check envelopes.
         .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -39,7 +40,10 @@ let package = Package(
             name: "RemoteStore",
             dependencies: ["SecretCrypto", "SyncModel", .product(name: "GRDB", package: "GRDB.swift")]
         ),
-        .target(name: "PostLoginSync", dependencies: ["SecretCrypto", "SyncModel", "LocalStore", "RemoteStore"]),
+        .target(
+            name: "PostLoginSync",
+            dependencies: ["SecretCrypto", "SyncModel", "LocalStore", "RemoteStore", .product(name: "Logging", package: "swift-log")]
+        ),
         .executableTarget(
             name: "sync-cli",
             dependencies: [
@@ -67,9 +71,19 @@ let package = Package(
             dependencies: ["LocalStore"],
             path: "Tests/Helpers/localstore-test-helper"
         ),
+        // Helpers shared by test targets: the PostgreSQL test stack's environment and tokens.
+        .target(name: "SyncTestSupport", dependencies: ["SecretCrypto", "SyncModel"], path: "Tests/SyncTestSupport"),
         .testTarget(
             name: "RemoteStoreTests",
-            dependencies: ["RemoteStore", "SyncModel", "SecretCrypto"]
+            dependencies: ["RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport"]
+        ),
+        .testTarget(
+            name: "SyncCLITests",
+            dependencies: ["sync-cli", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto"]
+        ),
+        .testTarget(
+            name: "PostLoginSyncTests",
+            dependencies: ["PostLoginSync", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport"]
         ),
         .testTarget(
             name: "LocalStoreTests",

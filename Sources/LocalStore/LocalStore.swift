@@ -259,8 +259,9 @@ public final class LocalStore: Sendable {
         let envelope = try SecretEnvelope.seal(SessionSecret(), for: identity.publicKey, sessionID: SessionID(session.id))
         try await mapErrors("creating session") {
             try await pool.write { db in
-                try db.execute(sql: "INSERT INTO sessions (\(SessionRecord.columns.joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: SessionRecord.columns.count).joined(separator: ", ")))",
-                               arguments: StatementArguments(session.values))
+                let sequence = try Self.nextChangeSequence(db)
+                try db.execute(sql: "INSERT INTO sessions (\((SessionRecord.columns + ["change_seq"]).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: SessionRecord.columns.count + 1).joined(separator: ", ")))",
+                               arguments: StatementArguments(session.values + [sequence]))
                 try db.execute(sql: "INSERT INTO own_session_secrets (session_id, ephemeral_public_key, encrypted_secret) VALUES (?, ?, ?)",
                                arguments: [session.id.canonical, envelope.ephemeralPublicKey, envelope.encryptedSecret])
             }
@@ -490,6 +491,103 @@ public final class LocalStore: Sendable {
         }
     }
 
+    // MARK: - Desktop: what a push must send
+
+    /// Repositories written after change sequence `sequence`, with the highest sequence among them.
+    public func repositories(changedAfter sequence: Int64) async throws -> (rows: [RepositoryRecord], through: Int64) {
+        try await changed(RepositoryRecord.self, after: sequence)
+    }
+
+    /// Sessions written after change sequence `sequence`, with the highest sequence among them.
+    public func sessions(changedAfter sequence: Int64) async throws -> (rows: [SessionRecord], through: Int64) {
+        try await changed(SessionRecord.self, after: sequence)
+    }
+
+    func changed<R: LocalRow>(_ type: R.Type, after sequence: Int64) async throws -> (rows: [R], through: Int64) {
+        try await mapErrors("reading \(R.table)") {
+            try await pool.read { db in
+                let rows = try Row.fetchAll(db, sql: "SELECT \(R.columns.joined(separator: ", ")), change_seq FROM \(R.table) WHERE change_seq > ? ORDER BY change_seq, id",
+                                            arguments: [sequence])
+                let through = rows.last.map { $0[R.columns.count] as Int64 } ?? sequence
+                return (try rows.map(R.init(row:)), through)
+            }
+        }
+    }
+
+    /// Deletes repositories here and remembers to delete them remotely (their sessions cascade
+    /// on both sides).
+    @discardableResult
+    public func removeRepositories(ids: Set<UUID>) async throws -> Int {
+        try await remove("repositories", ids: ids)
+    }
+
+    /// Deletes sessions here and remembers to delete them remotely.
+    @discardableResult
+    public func removeSessions(ids: Set<UUID>) async throws -> Int {
+        try await remove("sessions", ids: ids)
+    }
+
+    func remove(_ table: String, ids: Set<UUID>) async throws -> Int {
+        try await mapErrors("removing \(table)") {
+            try await pool.write { db in
+                let list = jsonArray(ids)
+                try db.execute(sql: "INSERT OR IGNORE INTO pending_remote_deletions (table_name, id) SELECT ?, value FROM json_each(?) WHERE value IN (SELECT id FROM \(table))",
+                               arguments: [table, list])
+                try db.execute(sql: "DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?))", arguments: [list])
+                return db.changesCount
+            }
+        }
+    }
+
+    /// Remote deletions still to make: repository ids and session ids.
+    public func pendingRemoteDeletions() async throws -> (repositories: Set<UUID>, sessions: Set<UUID>) {
+        try await mapErrors("reading pending deletions") {
+            try await pool.read { db in
+                var repositories = Set<UUID>(), sessions = Set<UUID>()
+                for row in try Row.fetchAll(db, sql: "SELECT table_name, id FROM pending_remote_deletions") {
+                    let id = try row.uuid("id")
+                    if (row["table_name"] as String) == "repositories" { repositories.insert(id) } else { sessions.insert(id) }
+                }
+                return (repositories, sessions)
+            }
+        }
+    }
+
+    /// Forgets pending deletions the remote has made.
+    public func clearPendingRemoteDeletions(repositories: Set<UUID>, sessions: Set<UUID>) async throws {
+        try await mapErrors("clearing pending deletions") {
+            try await pool.write { db in
+                try db.execute(sql: "DELETE FROM pending_remote_deletions WHERE table_name = 'repositories' AND id IN (SELECT value FROM json_each(?))",
+                               arguments: [jsonArray(repositories)])
+                try db.execute(sql: "DELETE FROM pending_remote_deletions WHERE table_name = 'sessions' AND id IN (SELECT value FROM json_each(?))",
+                               arguments: [jsonArray(sessions)])
+            }
+        }
+    }
+
+    // MARK: - Settings
+
+    /// A stored setting (remote URL, sync bookkeeping); never a secret.
+    public func setting(_ key: String) async throws -> String? {
+        try await mapErrors("reading setting") {
+            try await pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [key]) }
+        }
+    }
+
+    /// Stores (or, with `nil`, removes) a setting.
+    public func setSetting(_ key: String, _ value: String?) async throws {
+        try await mapErrors("saving setting") {
+            try await pool.write { db in
+                if let value {
+                    try db.execute(sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                                   arguments: [key, value])
+                } else {
+                    try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [key])
+                }
+            }
+        }
+    }
+
     // MARK: - Generic bulk operations
 
     func upsert<R: LocalRow>(_ rows: [R], progress: (@Sendable (Int) -> Void)?) async throws {
@@ -499,15 +597,22 @@ public final class LocalStore: Sendable {
     }
 
     static func upsert<R: LocalRow>(_ rows: [R], in db: Database, progress: (@Sendable (Int) -> Void)?) throws {
-        let statement = try db.cachedStatement(sql: R.upsertSQL)
+        let sequence = try nextChangeSequence(db)
+        let statement = try db.cachedStatement(sql: R.upsertWithSequenceSQL)
         for (index, row) in rows.enumerated() {
-            try statement.execute(arguments: StatementArguments(row.values))
+            try statement.execute(arguments: StatementArguments(row.values + [sequence]))
             if (index + 1) % 1000 == 0 { progress?(index + 1) }
         }
         progress?(rows.count)
     }
 
-    func apply<R: LocalRow>(_ rows: [R], retaining: Set<UUID>?) async throws {
+    /// Takes the next change sequence number for the current transaction.
+    static func nextChangeSequence(_ db: Database) throws -> Int64 {
+        try db.execute(sql: "UPDATE change_counter SET value = value + 1")
+        return try Int64.fetchOne(db, sql: "SELECT value FROM change_counter") ?? 0
+    }
+
+        func apply<R: LocalRow>(_ rows: [R], retaining: Set<UUID>?) async throws {
         try await mapErrors("applying \(R.table)") {
             try await pool.write { db in
                 if let retaining {

@@ -23,6 +23,14 @@ extension LocalRow {
     }
 
     static var selectSQL: String { "SELECT \(columns.joined(separator: ", ")) FROM \(table)" }
+
+    /// The upsert with the transaction's change sequence as one more bound value.
+    static var upsertWithSequenceSQL: String {
+        let list = (columns + ["change_seq"]).joined(separator: ", ")
+        let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
+        let updates = (columns.dropFirst() + ["change_seq"]).map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+        return "INSERT INTO \(table) (\(list)) VALUES (\(marks)) ON CONFLICT (id) DO UPDATE SET \(updates)"
+    }
 }
 
 extension Date {

@@ -102,6 +102,33 @@ enum Schema {
                 );
                 """)
         }
+        migrator.registerMigration("v2: change sequence, tombstones, settings") { db in
+            // change_seq: the transaction that last wrote a row, from one counter, so a push
+            // sends exactly the rows written since the last accepted push, whatever the clock does.
+            try db.execute(sql: """
+                ALTER TABLE repositories ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE sessions ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+                CREATE INDEX repositories_change_seq ON repositories (change_seq);
+                CREATE INDEX sessions_change_seq ON sessions (change_seq);
+                CREATE TABLE change_counter (
+                    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+                    value INTEGER NOT NULL
+                );
+                INSERT INTO change_counter (singleton, value) VALUES (1, 0);
+
+                -- Desktop: rows deleted here that the remote still has to delete.
+                CREATE TABLE pending_remote_deletions (
+                    table_name TEXT NOT NULL CHECK (table_name IN ('repositories', 'sessions')),
+                    id TEXT NOT NULL,
+                    PRIMARY KEY (table_name, id)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE settings (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

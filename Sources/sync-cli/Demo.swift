@@ -1,51 +1,102 @@
 import ArgumentParser
 import Foundation
+import LocalStore
+import PostLoginSync
+import RemoteStore
 import SecretCrypto
+import SyncModel
 
 extension SyncCLI {
     struct Demo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show the engine's main job, step by step, on throwaway keys.",
+            abstract: "Run the whole flow on throwaway stores and an embedded remote, step by step.",
             discussion: """
-                Today: two device key pairs are made, a fresh session secret is sealed for one \
-                device and opened by it, and the other device is shown to be unable to open it. \
-                Nothing is written to disk or sent anywhere; no secret is printed.
+                In a fresh temporary directory: a phone registers, a desktop adds two repositories and \
+                five sessions and pushes, the phone pulls and opens every secret, both sides compare \
+                them, and a second push seals nothing. No secret is printed; the directory is removed \
+                afterwards unless --keep is given.
                 """
         )
 
+        @Flag(help: "Keep the temporary directory and print where it is.") var keep = false
+
         func run() async throws {
-            let sessionID = SessionID(UUID())
-            print("1. Desktop and phone each generate an X25519 device key pair")
-            let desktop = X25519PrivateKey()
-            let phone = X25519PrivateKey()
-            print("   desktop public key \(desktop.publicKey.base64)")
-            print("   phone   public key \(phone.publicKey.base64)")
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("sync-demo-\(UUID().canonical.prefix(8))")
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            defer { if !keep { try? FileManager.default.removeItem(at: root) } }
+            let user = UUID()
+            let remotePath = root.appendingPathComponent("embedded-remote.sqlite").path
+            func remote() throws -> any RemoteStore { try EmbeddedRemoteStore(path: remotePath, userID: user) }
+            var step = 0
+            func say(_ text: String) { step += 1; print("\(step). \(text)") }
 
-            print("2. Desktop starts session \(sessionID) with a fresh 32-byte secret")
-            let secret = SessionSecret()
+            say("A phone creates its store and X25519 key pair and registers with the remote")
+            let phoneStore = try LocalStore(directory: root.appendingPathComponent("phone"))
+            let phone = try await phoneStore.createIdentity(name: "Quinn's iPhone", deviceType: .iosPhone, role: .mobile)
+            try await phoneStore.setUserID(user)
+            let phoneSync = PostLoginSync(local: phoneStore, remote: try remote())
+            _ = try await phoneSync.pull()
+            print("   phone \(phone.id.canonical.prefix(8)), public key \(phone.publicKey.base64)")
 
-            print("3. Desktop seals the secret to the phone's public key (envelope v1)")
-            let envelope = try SecretEnvelope.seal(secret, for: phone.publicKey, sessionID: sessionID)
-            print("   ephemeral_public_key \(envelope.ephemeralPublicKey)")
-            print("   encrypted_secret     \(envelope.encryptedSecret.prefix(24))... (\(try SecretEnvelope.decodeEncryptedSecret(envelope.encryptedSecret).count) bytes)")
+            say("A desktop creates its store and key pair")
+            let desktopStore = try LocalStore(directory: root.appendingPathComponent("desktop"))
+            let desktop = try await desktopStore.createIdentity(name: "Quinn's workstation", deviceType: .linuxDesktop, role: .desktop)
+            try await desktopStore.setUserID(user)
 
-            print("4. Phone opens the envelope with its private key")
-            let opened = try envelope.open(sessionID: sessionID, using: phone)
-            let matched = opened == secret
-            print("   secret matches the desktop's: \(matched ? "yes" : "NO")")
-
-            print("5. The desktop's own key cannot open an envelope sealed to the phone")
-            let refused: Bool
-            do {
-                _ = try envelope.open(sessionID: sessionID, using: desktop)
-                refused = false
-            } catch {
-                refused = true
+            say("The desktop adds two repositories and starts five sessions, each with a fresh secret")
+            let repositories = ["api-server", "mobile-app"].map { name in
+                RepositoryRecord(userID: user, deviceID: desktop.id, name: name, localPath: root.appendingPathComponent("src/\(name)").path,
+                                 remoteURL: "git@example.com:quinn/\(name).git", defaultBranch: "main")
             }
-            print("   refused: \(refused ? "yes" : "NO")")
+            try await desktopStore.upsertRepositories(repositories)
+            for index in 0..<5 {
+                let repository = repositories[index % 2]
+                let session = try await desktopStore.createSession(SessionRecord(
+                    userID: user, deviceID: desktop.id, repositoryID: repository.id, title: "task \(index + 1)",
+                    sessionPID: 4000 + index, currentBranch: "main", workingDirectory: repository.localPath))
+                print("   session \(session.id.canonical.prefix(8)) in \(repository.name) (secret sealed to the desktop's own key at rest)")
+            }
 
-            print(matched && refused ? "Summary: 1 envelope sealed, 1 opened, secret matched." : "Summary: FAILED")
-            if !(matched && refused) { throw ExitCode.failure }
+            say("The desktop pushes: device, repositories, sessions, and one envelope per session and recipient")
+            let desktopSync = PostLoginSync(local: desktopStore, remote: try remote())
+            let push = try await desktopSync.push()
+            describe(push)
+
+            say("The phone pulls: repositories, sessions and the envelopes addressed to it")
+            let pull = try await phoneSync.pull()
+            describe(pull)
+
+            say("The phone opens every secret with its private key; the desktop opens its own copies; they are compared")
+            let desktopKey = try await desktopStore.deviceKey()
+            let phoneKey = try await phoneStore.deviceKey()
+            var matched = 0
+            let sessions = try await desktopStore.sessions()
+            for session in sessions {
+                let mine = try await desktopStore.openOwnSecret(sessionID: session.id, using: desktopKey)
+                let theirs = try await phoneStore.openReceivedSecret(sessionID: session.id, using: phoneKey)
+                let same = mine == theirs
+                if same { matched += 1 }
+                print("   session \(session.id.canonical.prefix(8)): \(same ? "match" : "MISMATCH")")
+            }
+
+            say("The desktop pushes again with nothing changed")
+            let again = try await desktopSync.push()
+            describe(again)
+
+            let ok = matched == sessions.count && again.envelopesSealed == 0 && push.outcome == .success && pull.outcome == .success
+            print("")
+            print("Summary: \(sessions.count) sessions, \(push.envelopesSealed) envelopes sealed on the first push "
+                  + "(\(push.recipients.filter(\.receives).count) recipients each), \(pull.envelopesOpened) opened by the phone, "
+                  + "\(matched)/\(sessions.count) secrets matched, \(again.envelopesSealed) sealed on the second push.")
+            print(ok ? "Every secret matched." : "FAILED")
+            if keep { print("Files kept in \(root.path)") }
+            if !ok { throw ExitCode.failure }
+        }
+
+        func describe(_ report: SyncReport) {
+            let phases = report.phases.map { "\($0.phase.rawValue) \($0.applied)" }.joined(separator: ", ")
+            print("   \(report.outcome.rawValue): \(phases); \(report.envelopesSealed) sealed, \(report.envelopesOpened) opened, "
+                  + "\(report.requests) remote operations, \(String(format: "%.0f", report.durationSeconds * 1000)) ms")
         }
     }
 }

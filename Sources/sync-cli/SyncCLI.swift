@@ -7,9 +7,16 @@ struct SyncCLI: AsyncParsableCommand {
         commandName: "sync-cli",
         abstract: "End-to-end encrypted session-secret sync.",
         discussion: """
-            Sessions' secrets are sealed per recipient device (X25519 + HKDF-SHA256 + \
-            ChaCha20-Poly1305, envelope v1); the server only ever sees ciphertext.
+            A desktop pushes its repositories, sessions and each session's secret sealed to every \
+            trusted device of the same user (X25519 + HKDF-SHA256 + ChaCha20-Poly1305, envelope \
+            v1); a phone pulls and opens secrets on demand. The server only ever sees ciphertext.
+
+            Start with `sync-cli demo`. By hand: `init`, `login`, then `repo add` and `session start` \
+            on a desktop, and `sync` on every device.
             """,
-        subcommands: [Demo.self, Vectors.self]
+        subcommands: [
+            Demo.self, Init.self, Login.self, Repo.self, Session.self, Push.self, Pull.self, Sync.self,
+            Status.self, Devices.self, Secrets.self, Vectors.self,
+        ]
     )
 }

@@ -83,6 +83,3 @@ extension SyncCLI.Vectors {
     }
 }
 
-func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
-}

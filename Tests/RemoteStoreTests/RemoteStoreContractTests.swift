@@ -2,6 +2,7 @@ import Foundation
 import RemoteStore
 import SecretCrypto
 import SyncModel
+import SyncTestSupport
 import Testing
 
 /// What the contract suite needs besides the ``RemoteStore`` protocol itself: a store per user,

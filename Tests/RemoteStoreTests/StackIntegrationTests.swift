@@ -3,6 +3,7 @@ import RemoteStore
 import SecretCrypto
 import Synchronization
 import SyncModel
+import SyncTestSupport
 import Testing
 
 /// Integration tests that need the real PostgreSQL stack: they fail with how to start it when

@@ -1,5 +1,4 @@
 import Foundation
-import RemoteStore
 import SecretCrypto
 import SyncModel
 #if canImport(FoundationNetworking)
@@ -7,22 +6,22 @@ import FoundationNetworking
 #endif
 
 /// The PostgreSQL-backed test stack that `make test` starts (scripts/with-stack.sh).
-struct StackEnvironment: Sendable {
-    let url: URL
-    let deployedURL: URL
-    let anonKey: String
-    let serviceKey: String
-    let jwtSecret: String
+public struct StackEnvironment: Sendable {
+    public let url: URL
+    public let deployedURL: URL
+    public let anonKey: String
+    public let serviceKey: String
+    public let jwtSecret: String
 
-    static let howToStart = """
+    public static let howToStart = """
         the PostgreSQL test stack is not running: run the suite with `make test`, or start it with \
         `make stack` and `source /tmp/session-sync-stack/stack.env` before `swift test`; \
         set SYNC_SKIP_STACK_TESTS=1 to skip these tests deliberately
         """
 
-    static var skipped: Bool { ProcessInfo.processInfo.environment["SYNC_SKIP_STACK_TESTS"] == "1" }
+    public static var skipped: Bool { ProcessInfo.processInfo.environment["SYNC_SKIP_STACK_TESTS"] == "1" }
 
-    static var current: StackEnvironment? {
+    public static var current: StackEnvironment? {
         let env = ProcessInfo.processInfo.environment
         guard let url = env["SYNC_STACK_URL"].flatMap(URL.init(string:)),
               let deployed = env["SYNC_STACK_DEPLOYED_URL"].flatMap(URL.init(string:)),
@@ -31,17 +30,17 @@ struct StackEnvironment: Sendable {
         return StackEnvironment(url: url, deployedURL: deployed, anonKey: anon, serviceKey: service, jwtSecret: secret)
     }
 
-    struct Missing: Error, CustomStringConvertible {
-        var description: String { StackEnvironment.howToStart }
+    public struct Missing: Error, CustomStringConvertible {
+        public var description: String { StackEnvironment.howToStart }
     }
 
-    static func require() throws -> StackEnvironment {
+    public static func require() throws -> StackEnvironment {
         guard let current else { throw Missing() }
         return current
     }
 
     /// An HS256 access token for `user`, as Supabase Auth would issue it.
-    func token(for user: UUID, expiresIn seconds: Int = 3600) -> String {
+    public func token(for user: UUID, expiresIn seconds: Int = 3600) -> String {
         let now = Int(Date().timeIntervalSince1970)
         let claims = #"{"aud":"authenticated","exp":\#(now + seconds),"iat":\#(now),"role":"authenticated","sub":"\#(user.canonical)"}"#
         func base64URL(_ data: Data) -> String {
@@ -53,7 +52,7 @@ struct StackEnvironment: Sendable {
     }
 
     /// A raw request to the stack, for behaviours the client never exercises.
-    func request(_ method: String, _ path: String, base: URL? = nil, token: String? = nil, headers: [String: String] = [:],
+    public func request(_ method: String, _ path: String, base: URL? = nil, token: String? = nil, headers: [String: String] = [:],
                  body: String? = nil) async throws -> (status: Int, headers: [String: String], body: String) {
         var request = URLRequest(url: URL(string: (base ?? url).absoluteString + path)!)
         request.httpMethod = method
@@ -72,28 +71,15 @@ struct StackEnvironment: Sendable {
         }
         return (http.statusCode, fields, String(decoding: data, as: UTF8.self))
     }
+
+    /// Sets device columns as the trust flow would, with the service_role key (RLS bypassed).
+    public func setDevice(_ device: UUID, base: URL? = nil, fields: String) async throws {
+        let response = try await request("PATCH", "/rest/v1/devices?id=eq.\(device.canonical)", base: base, token: serviceKey, body: fields)
+        guard response.status == 204 else { throw DeviceUpdateFailed(status: response.status) }
+    }
 }
 
-/// A ``RemoteHarness`` on the PostgREST client against the stack.
-final class PostgRESTHarness: RemoteHarness {
-    let stack: StackEnvironment
-    let base: URL
-
-    init(deployedVariant: Bool) throws {
-        stack = try StackEnvironment.require()
-        base = deployedVariant ? stack.deployedURL : stack.url
-    }
-
-    func store(for user: UUID) async throws -> any RemoteStore {
-        let stack = self.stack
-        var configuration = PostgRESTConfiguration(projectURL: base, apiKey: stack.anonKey, userID: user) { _ in stack.token(for: user) }
-        configuration.baseBackoff = .milliseconds(10)
-        return PostgRESTRemoteStore(configuration: configuration)
-    }
-
-    func setTrust(user: UUID, device: UUID, isTrusted: Bool) async throws {
-        let response = try await stack.request("PATCH", "/rest/v1/devices?id=eq.\(device.canonical)", base: base, token: stack.serviceKey,
-                                               body: #"{"is_trusted":\#(isTrusted)}"#)
-        precondition(response.status == 204, "setting trust failed: \(response.status)")
-    }
+/// The stack refused a trust-flow update.
+public struct DeviceUpdateFailed: Error {
+    public let status: Int
 }

@@ -1,0 +1,71 @@
+import Foundation
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+/// Which of the user's devices receive session secrets, with the options sync.md names.
+public struct RecipientOptions: Sendable, Hashable, Codable {
+    /// Also require `is_trusted`.
+    public var requireTrusted = false
+    /// Seal a copy for this device itself (its backup copy, as deployed daemons do).
+    public var includeSelf = true
+
+    /// Creates options; the defaults are sync.md's default policy.
+    public init(requireTrusted: Bool = false, includeSelf: Bool = true) {
+        self.requireTrusted = requireTrusted
+        self.includeSelf = includeSelf
+    }
+}
+
+/// A device that receives envelopes, with its validated key.
+struct Recipient: Sendable {
+    let deviceID: UUID
+    let publicKey: X25519PublicKey
+    let fingerprint: String
+}
+
+/// sync.md's recipient policy.
+///
+/// A device receives when it is active, has a `public_key` that decodes to 32 bytes and is not
+/// of low order, is not a web browser, is not a temporary viewer, and (with the option) is
+/// trusted. A bad key is reported, never fatal.
+public enum RecipientPolicy {
+    /// Decides for every device.
+    ///
+    /// - Parameters:
+    ///   - devices: The user's device rows.
+    ///   - selfID: This device.
+    ///   - options: The policy options.
+    /// - Returns: One decision per device, and the issues for devices whose key failed validation.
+    public static func evaluate(_ devices: [RemoteDevice], selfID: UUID, options: RecipientOptions) -> [DeviceDecision] {
+        decide(devices, selfID: selfID, options: options).map(\.decision)
+    }
+
+    static func decide(_ devices: [RemoteDevice], selfID: UUID, options: RecipientOptions)
+        -> [(decision: DeviceDecision, recipient: Recipient?, issue: SyncIssue?)] {
+        devices.map { device in
+            func no(_ reason: String, issue: Bool = false) -> (DeviceDecision, Recipient?, SyncIssue?) {
+                let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
+                                              receives: false, reason: reason, keyFingerprint: nil)
+                let problem = issue ? SyncIssue(phase: .secrets, code: "invalidPublicKey", rowID: device.id.canonical,
+                                                message: "device \"\(device.name)\" skipped: \(reason)") : nil
+                return (decision, nil, problem)
+            }
+            if device.id == selfID && !options.includeSelf { return no("this device (self copy disabled)") }
+            guard device.isActive else { return no("inactive") }
+            guard let type = device.deviceType else { return no("unknown device type") }
+            guard type != .webBrowser else { return no("web browsers never receive secrets") }
+            guard device.deviceRole != .temporaryViewer else { return no("temporary viewer") }
+            if options.requireTrusted && !device.isTrusted { return no("not trusted (trusted devices required)") }
+            guard let text = device.publicKey, !text.isEmpty else { return no("no public key yet") }
+            guard let key = try? X25519PublicKey(base64: text) else {
+                return no("public key is not the base64 of 32 bytes", issue: true)
+            }
+            guard !key.isLowOrder else { return no("public key is a low-order point", issue: true) }
+            let fingerprint = key.fingerprint
+            let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: type.rawValue,
+                                          receives: true, reason: nil, keyFingerprint: fingerprint)
+            return (decision, Recipient(deviceID: device.id, publicKey: key, fingerprint: fingerprint), nil)
+        }
+    }
+}

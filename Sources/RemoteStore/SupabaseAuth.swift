@@ -1,0 +1,78 @@
+import Foundation
+import SyncModel
+
+/// A signed-in Supabase Auth session. Never printed: `description` hides the tokens.
+public struct AuthSession: Sendable, Codable, CustomStringConvertible {
+    public var accessToken: String
+    public var refreshToken: String
+    public var expiresAt: Date
+    public var userID: UUID
+    public var email: String?
+
+    /// Creates a session.
+    public init(accessToken: String, refreshToken: String, expiresAt: Date, userID: UUID, email: String?) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.expiresAt = expiresAt
+        self.userID = userID
+        self.email = email
+    }
+
+    public var description: String { "AuthSession(user \(userID.canonical), expires \(expiresAt), tokens <redacted>)" }
+}
+
+/// Supabase Auth (GoTrue): the password and refresh_token grants.
+public struct SupabaseAuth: Sendable {
+    let projectURL: URL
+    let apiKey: String
+    let transport: any HTTPTransport
+
+    /// Creates a client for `<projectURL>/auth/v1`.
+    public init(projectURL: URL, apiKey: String, transport: any HTTPTransport = URLSessionTransport()) {
+        self.projectURL = projectURL
+        self.apiKey = apiKey
+        self.transport = transport
+    }
+
+    /// Signs in with email and password.
+    ///
+    /// - Throws: ``RemoteStoreError`` `.unauthorized` for wrong credentials, `.network`, `.malformedResponse`.
+    public func signIn(email: String, password: String) async throws -> AuthSession {
+        try await grant("password", body: ["email": email, "password": password])
+    }
+
+    /// Exchanges a refresh token for a new session (refresh tokens are single-use).
+    public func refresh(_ refreshToken: String) async throws -> AuthSession {
+        try await grant("refresh_token", body: ["refresh_token": refreshToken])
+    }
+
+    func grant(_ type: String, body: [String: String]) async throws -> AuthSession {
+        var base = projectURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let url = URL(string: "\(base)/auth/v1/token?grant_type=\(type)") else {
+            throw RemoteStoreError(.configuration, "invalid project URL")
+        }
+        let request = HTTPRequest(method: "POST", url: url, headers: [
+            ("apikey", apiKey), ("Content-Type", "application/json"), ("Accept", "application/json"),
+        ], body: try JSONSerialization.data(withJSONObject: body))
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(request)
+        } catch {
+            throw RemoteStoreError(.network, "cannot reach \(projectURL.host ?? "the auth server")")
+        }
+        let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] ?? [:]
+        guard (200..<300).contains(response.status) else {
+            let message = (object["error_description"] as? String) ?? (object["msg"] as? String) ?? "sign-in refused"
+            throw RemoteStoreError(response.status == 400 || response.status == 401 ? .unauthorized : .http, message, status: response.status,
+                                   postgrestCode: object["error_code"] as? String)
+        }
+        guard let access = object["access_token"] as? String, let refresh = object["refresh_token"] as? String,
+              let user = (object["user"] as? [String: Any])?["id"] as? String, let userID = UUID.parse(user) else {
+            throw RemoteStoreError(.malformedResponse, "the auth server's answer lacks tokens or a user id")
+        }
+        let expiresIn = (object["expires_in"] as? Int) ?? 3600
+        return AuthSession(accessToken: access, refreshToken: refresh, expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn)),
+                           userID: userID, email: (object["user"] as? [String: Any])?["email"] as? String)
+    }
+}

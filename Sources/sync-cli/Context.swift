@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import PostLoginSync
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+/// `--store`: which local store a command works on.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "The store directory (default: $SYNC_STORE_DIR, else $XDG_DATA_HOME/session-sync, else ~/.local/share/session-sync).",
+        valueName: "dir"))
+    var store: String?
+
+    var directory: URL {
+        if let store { return URL(fileURLWithPath: store) }
+        if let env = ProcessInfo.processInfo.environment["SYNC_STORE_DIR"], !env.isEmpty { return URL(fileURLWithPath: env) }
+        return LocalStore.defaultDirectory()
+    }
+
+    func open() throws -> LocalStore { try LocalStore(directory: directory) }
+}
+
+/// `--remote`: where the remote is.
+struct RemoteOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "The remote: a Supabase project URL (apikey from $SUPABASE_ANON_KEY) or embedded:PATH. Default: $SYNC_REMOTE, else what `login` saved, else embedded:<store>/../embedded-remote.sqlite.",
+        valueName: "url"))
+    var remote: String?
+
+    /// The remote's address: this option, the environment, the store's saved choice, the default.
+    func address(for store: LocalStore) async throws -> String {
+        if let remote { return remote }
+        if let env = ProcessInfo.processInfo.environment["SYNC_REMOTE"], !env.isEmpty { return env }
+        if let saved = try await store.setting("remote") { return saved }
+        return "embedded:" + store.directory.deletingLastPathComponent().appendingPathComponent("embedded-remote.sqlite").path
+    }
+}
+
+/// Builds the remote a signed-in store talks to.
+enum RemoteFactory {
+    static func make(address: String, store: LocalStore) async throws -> any RemoteStore {
+        let identity = try await store.requireIdentity()
+        guard let user = identity.userID else { throw CLIError("this store is not logged in; run `sync-cli login` first") }
+        if address.hasPrefix("embedded:") {
+            return try EmbeddedRemoteStore(path: String(address.dropFirst("embedded:".count)), userID: user)
+        }
+        guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
+            throw CLIError("--remote must be an http(s) Supabase project URL or embedded:PATH")
+        }
+        let apiKey = try anonKey()
+        let provider: AccessTokenProvider
+        if let token = ProcessInfo.processInfo.environment["SYNC_ACCESS_TOKEN"], !token.isEmpty {
+            provider = { _ in token }
+        } else {
+            guard let session = try store.loadAuthSession() else {
+                throw CLIError("no saved session for \(url.absoluteString); run `sync-cli login --remote \(url.absoluteString)`")
+            }
+            let tokens = AccessTokens(session: session, auth: SupabaseAuth(projectURL: url, apiKey: apiKey)) { refreshed in
+                try store.saveAuthSession(refreshed)
+            }
+            provider = tokens.provider
+        }
+        return PostgRESTRemoteStore(configuration: PostgRESTConfiguration(projectURL: url, apiKey: apiKey, userID: user, accessToken: provider))
+    }
+
+    static func anonKey() throws -> String {
+        guard let key = ProcessInfo.processInfo.environment["SUPABASE_ANON_KEY"], !key.isEmpty else {
+            throw CLIError("set SUPABASE_ANON_KEY to the project's anon (publishable) key")
+        }
+        return key
+    }
+}
+
+/// A failure at run time: printed as `Error: <message>`, exit status 1, no usage text.
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    init(_ message: String) { description = message }
+}
+
+/// Writes to standard error.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+/// Resolves a session or repository given as an id or an unambiguous id prefix.
+func resolveID(_ text: String, among ids: [UUID], kind: String) throws -> UUID {
+    if let id = UUID.parse(text), ids.contains(id) { return id }
+    let matches = ids.filter { $0.canonical.hasPrefix(text.lowercased()) }
+    guard matches.count == 1 else {
+        throw CLIError(matches.isEmpty ? "no \(kind) matches \(text)" : "\(text) matches \(matches.count) \(kind)s; give more of the id")
+    }
+    return matches[0]
+}

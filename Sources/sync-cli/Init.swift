@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import SyncModel
+
+extension SyncRole: ExpressibleByArgument {}
+extension DeviceType: ExpressibleByArgument {}
+
+extension SyncCLI {
+    struct Init: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create this device's store and X25519 key pair.",
+            discussion: """
+                Creates the store directory (0700) with store.sqlite and device.key (the private key, 0600). \
+                A desktop owns repositories and sessions and pushes; a mobile device pulls.
+                """
+        )
+
+        @OptionGroup var storeOptions: StoreOptions
+
+        @Option(help: "desktop (pushes) or mobile (pulls).")
+        var role: SyncRole
+
+        @Option(help: "A human name for this device, shown on the user's other devices.")
+        var name: String
+
+        @Option(help: ArgumentHelp("The remote device_type: \(DeviceType.allCases.map(\.rawValue).joined(separator: ", ")). Default: linux-desktop or ios-phone by role."))
+        var deviceType: DeviceType?
+
+        @Option(help: "The hostname to publish (default: this machine's).")
+        var hostname: String?
+
+        func validate() throws {
+            guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("--name must not be empty") }
+            if let deviceType, deviceType.isDesktop != (role == .desktop) {
+                throw ValidationError("--device-type \(deviceType.rawValue) does not fit --role \(role.rawValue)")
+            }
+        }
+
+        func run() async throws {
+            let store = try storeOptions.open()
+            let type = deviceType ?? (role == .desktop ? .linuxDesktop : .iosPhone)
+            let identity = try await store.createIdentity(name: name, deviceType: type, hostname: hostname ?? ProcessInfo.processInfo.hostName, role: role)
+            print("Created \(role.rawValue) store at \(store.directory.path)")
+            print("  device id    \(identity.id.canonical)")
+            print("  device type  \(type.rawValue)")
+            print("  public key   \(identity.publicKey.base64)")
+            print("Next: sync-cli login")
+        }
+    }
+}

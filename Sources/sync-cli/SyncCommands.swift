@@ -1,0 +1,155 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import PostLoginSync
+import Synchronization
+import SyncModel
+
+/// Exit statuses of push, pull and sync (also in `--help` and the README).
+enum SyncExit {
+    static let success: Int32 = 0
+    static let error: Int32 = 1
+    static let partial: Int32 = 2
+    static let failure: Int32 = 3
+
+    static let help = """
+        Exit status: 0 everything synced; 2 partial success (some rows, devices or phases \
+        failed; see the report); 3 every phase failed; 1 nothing ran (not initialised or \
+        logged in, store busy, bad key file or arguments).
+        """
+}
+
+/// Options every sync command shares.
+struct SyncRunOptions: ParsableArguments {
+    @Flag(help: "Print the report as JSON on standard output (no progress bar).")
+    var json = false
+
+    @Flag(help: "Only devices marked trusted receive secrets.")
+    var requireTrusted = false
+
+    @Flag(help: "Do not seal a copy of each secret for this device itself.")
+    var excludeSelf = false
+
+    @Option(help: "Seconds to wait for another sync of this store before giving up.")
+    var wait: Double = 30
+
+    func validate() throws {
+        guard wait >= 0 else { throw ValidationError("--wait must not be negative") }
+    }
+
+    var options: SyncOptions {
+        var options = SyncOptions()
+        options.recipients = RecipientOptions(requireTrusted: requireTrusted, includeSelf: !excludeSelf)
+        options.leaseTimeout = .milliseconds(Int(wait * 1000))
+        return options
+    }
+}
+
+/// Draws progress: a bar on a terminal, plain lines otherwise, on standard error.
+final class ProgressPrinter: Sendable {
+    let terminal = isatty(STDERR_FILENO) == 1
+    private let state = Mutex<(phase: SyncPhase?, lastPercent: Int, width: Int)>((nil, -1, 0))
+
+    func handle(_ event: SyncProgress) {
+        state.withLock { state in
+            let percent = event.total > 0 ? min(100, event.completed * 100 / event.total) : (event.completed > 0 ? 100 : 0)
+            if terminal {
+                let filled = percent * 20 / 100
+                let bar = String(repeating: "=", count: filled) + (filled < 20 ? ">" : "") + String(repeating: " ", count: max(0, 19 - filled))
+                let line = "[\(bar)] \(String(format: "%3d", percent))% \(event.message)"
+                FileHandle.standardError.write(Data(("\r" + line.padding(toLength: max(line.count, state.width), withPad: " ", startingAt: 0)).utf8))
+                state.width = line.count
+            } else if event.phase != state.phase || percent >= state.lastPercent + 25 || (percent == 100 && state.lastPercent != 100) {
+                let count = event.total > 0 ? " \(event.completed)/\(event.total)" : ""
+                FileHandle.standardError.write(Data("\(event.message)\(count)\n".utf8))
+                state.lastPercent = percent
+            }
+            state.phase = event.phase
+        }
+    }
+
+    func finish() {
+        if terminal && state.withLock({ $0.width }) > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}
+
+enum SyncRunner {
+    static func run(_ direction: SyncRole?, store storeOptions: StoreOptions, remote remoteOptions: RemoteOptions, options: SyncRunOptions) async throws {
+        let store = try storeOptions.open()
+        let identity = try await store.requireIdentity()
+        if let direction, direction != identity.role {
+            throw CLIError("this store is a \(identity.role.rawValue): use `sync-cli \(identity.role == .desktop ? "push" : "pull")` (or `sync`)")
+        }
+        let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+        let engine = PostLoginSync(local: store, remote: remote, options: options.options)
+        let printer = ProgressPrinter()
+        let report: SyncReport
+        do {
+            report = try await engine.sync(progress: options.json ? nil : printer.handle)
+        } catch let error as SyncError {
+            throw CLIError(error.message)
+        }
+        printer.finish()
+        if options.json {
+            print(report.json())
+        } else {
+            printSummary(report)
+        }
+        switch report.outcome {
+        case .success: return
+        case .partial: throw ExitCode(SyncExit.partial)
+        case .failure: throw ExitCode(SyncExit.failure)
+        }
+    }
+
+    static func printSummary(_ report: SyncReport) {
+        print("\(report.direction.capitalized) \(report.outcome.rawValue) in \(String(format: "%.2f", report.durationSeconds)) s: "
+              + "\(report.requests) requests, \(report.bytesSent) bytes sent, \(report.bytesReceived) received, "
+              + "\(report.envelopesSealed) envelopes sealed, \(report.envelopesOpened) opened")
+        for phase in report.phases {
+            print("  \(phase.phase.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(phase.status.padding(toLength: 7, withPad: " ", startingAt: 0)) "
+                  + "sent \(phase.sent), applied \(phase.applied), skipped \(phase.skipped), failed \(phase.failed), deleted \(phase.deleted)")
+        }
+        let errors = report.errors
+        for issue in errors.prefix(20) { print("  ! \(issue)") }
+        if errors.count > 20 { print("  ! ... and \(errors.count - 20) more (use --json for all)") }
+    }
+}
+
+extension SyncCLI {
+    struct Push: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Desktop: push the device row, repositories, sessions and sealed secrets.",
+            discussion: "Only what changed since the last push is sent; only missing or stale envelopes are sealed.\n\n" + SyncExit.help
+        )
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @OptionGroup var syncOptions: SyncRunOptions
+
+        func run() async throws { try await SyncRunner.run(.desktop, store: storeOptions, remote: remoteOptions, options: syncOptions) }
+    }
+
+    struct Pull: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Mobile: pull repositories, sessions and the envelopes addressed to this device.",
+            discussion: "Only rows changed since the last pull are fetched, plus an id listing to find deletions. Secrets stay sealed on disk.\n\n" + SyncExit.help
+        )
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @OptionGroup var syncOptions: SyncRunOptions
+
+        func run() async throws { try await SyncRunner.run(.mobile, store: storeOptions, remote: remoteOptions, options: syncOptions) }
+    }
+
+    struct Sync: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Push on a desktop, pull on a mobile device.",
+            discussion: SyncExit.help
+        )
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @OptionGroup var syncOptions: SyncRunOptions
+
+        func run() async throws { try await SyncRunner.run(nil, store: storeOptions, remote: remoteOptions, options: syncOptions) }
+    }
+}

@@ -1,0 +1,336 @@
+import Foundation
+import LocalStore
+import PostLoginSync
+import RemoteStore
+import SecretCrypto
+import Synchronization
+import SyncModel
+import SyncTestSupport
+import Testing
+
+@Suite("Post-login sync end to end")
+struct PostLoginSyncTests {
+    @Test("a desktop and two phones: every phone opens every secret; a second push seals nothing", arguments: Backend.available)
+    func everyPhoneOpensEverySecret(backend: Backend) async throws {
+        let world = try World(backend)
+        let phones = [try await world.device("phone-1", role: .mobile), try await world.device("phone-2", role: .mobile)]
+        for phone in phones { _ = try await phone.engine.pull() }   // registers their device rows
+        let desktop = try await world.desktop(repositories: 2, sessions: 5)
+
+        let first = try await desktop.engine.push()
+        #expect(first.outcome == .success, "\(first.errors)")
+        #expect(first.envelopesSealed == 5 * 3, "two phones and the desktop's own copy")
+        #expect(first.phases.first { $0.phase == .sessions }?.applied == 5)
+
+        let expected = try await world.secrets(of: desktop)
+        for phone in phones {
+            let pulled = try await phone.engine.pull()
+            #expect(pulled.outcome == .success, "\(pulled.errors)")
+            #expect(pulled.envelopesOpened == 5)
+            #expect(try await phone.store.repositories().count == 2)
+            #expect(try await phone.store.sessions().count == 5)
+            #expect(try await world.opened(by: phone) == expected)
+        }
+
+        let second = try await desktop.engine.push()
+        #expect(second.outcome == .success)
+        #expect(second.envelopesSealed == 0)
+        #expect(second.phases.map(\.sent) == [1, 0, 0, 0], "device row only")
+    }
+
+    @Test("a phone added later receives only its missing envelopes", arguments: Backend.available)
+    func lateComer(backend: Backend) async throws {
+        let world = try World(backend)
+        let desktop = try await world.desktop(repositories: 1, sessions: 4)
+        let early = try await world.device("early", role: .mobile)
+        _ = try await early.engine.pull()
+        #expect(try await desktop.engine.push().envelopesSealed == 8)
+
+        let late = try await world.device("late", role: .mobile)
+        _ = try await late.engine.pull()
+        let push = try await desktop.engine.push()
+        #expect(push.envelopesSealed == 4, "only the new phone's four")
+        _ = try await late.engine.pull()
+        #expect(try await world.opened(by: late) == world.secrets(of: desktop))
+    }
+
+    @Test("a deactivated phone loses its rows", arguments: Backend.available)
+    func deactivated(backend: Backend) async throws {
+        let world = try World(backend)
+        let desktop = try await world.desktop(sessions: 3)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        _ = try await desktop.engine.push()
+        _ = try await phone.engine.pull()
+        #expect(try await phone.store.receivedEnvelopes().count == 3)
+
+        try await world.setDevice(phone.identity.id, isActive: false)
+        let push = try await desktop.engine.push()
+        #expect(push.phases.first { $0.phase == .secrets }?.deleted == 3)
+        #expect(push.recipients.first { $0.deviceID == phone.identity.id }?.reason == "inactive")
+        let remote = try world.remote()
+        #expect(try await remote.fetchEnvelopes(addressedTo: phone.identity.id).isEmpty)
+        // Its own pull would re-activate it; read what it is still owed directly instead.
+        #expect(try await remote.listEnvelopePairs().allSatisfy { $0.deviceID != phone.identity.id })
+    }
+
+    @Test("a phone whose key changed gets envelopes for the new key", arguments: Backend.available)
+    func rekeyedPhone(backend: Backend) async throws {
+        let world = try World(backend)
+        let desktop = try await world.desktop(sessions: 3)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        _ = try await desktop.engine.push()
+
+        // The phone is reinstalled: same device id, new key pair, in a new store.
+        let reinstalled = try await world.device("phone-reinstalled", role: .mobile, id: phone.identity.id)
+        #expect(reinstalled.identity.publicKey != phone.identity.publicKey)
+        _ = try await reinstalled.engine.pull()
+        let push = try await desktop.engine.push()
+        #expect(push.envelopesSealed == 3)
+        let pulled = try await reinstalled.engine.pull()
+        #expect(pulled.envelopesOpened == 3)
+        #expect(try await world.opened(by: reinstalled) == world.secrets(of: desktop))
+    }
+
+    @Test("a session deleted on the desktop disappears from the phone; a renamed repository propagates", arguments: Backend.available)
+    func deletionsAndRenames(backend: Backend) async throws {
+        let world = try World(backend)
+        let desktop = try await world.desktop(repositories: 2, sessions: 4)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        _ = try await desktop.engine.push()
+        _ = try await phone.engine.pull()
+
+        let victim = try #require(try await desktop.store.sessions().first)
+        try await desktop.store.removeSessions(ids: [victim.id])
+        var repository = try #require(try await desktop.store.repositories().first)
+        repository.name = "renamed"
+        repository.updatedAt = Date()
+        try await desktop.store.upsertRepositories([repository])
+        let push = try await desktop.engine.push()
+        #expect(push.phases.first { $0.phase == .sessions }?.deleted == 1)
+        #expect(push.phases.first { $0.phase == .repositories }?.sent == 1, "only the changed row")
+
+        let pull = try await phone.engine.pull()
+        #expect(pull.outcome == .success, "\(pull.errors)")
+        #expect(try await phone.store.session(id: victim.id) == nil)
+        #expect(try await phone.store.sessions().count == 3)
+        #expect(try await phone.store.receivedEnvelopes().count == 3)
+        #expect(try await phone.store.repository(id: repository.id)?.name == "renamed")
+    }
+
+    @Test("a push that failed after batch k converges when run again, with no duplicate rows", arguments: Backend.available)
+    func crashAfterBatch(backend: Backend) async throws {
+        let world = try World(backend)
+        let phones = [try await world.device("p1", role: .mobile), try await world.device("p2", role: .mobile)]
+        for phone in phones { _ = try await phone.engine.pull() }
+        let real = try world.remote()
+        // A fault we cannot provoke in a real remote on cue: the connection drops right after the
+        // remote accepted the second envelope batch.
+        let flaky = FailAfterBatches(real, envelopeBatches: 2)
+        var options = SyncOptions()
+        options.sealChunk = 30
+        let desktop = try await world.desktop(repositories: 3, sessions: 40, options: options)
+        let failing = PostLoginSync(local: desktop.store, remote: flaky, options: options)
+        let first = try await failing.push()
+        #expect(first.outcome == .partial)
+        #expect(first.phases.first { $0.phase == .secrets }?.status == "failed")
+        let recorded = try await desktop.store.ledger().count
+        #expect(recorded > 0 && recorded < 120, "the ledger holds exactly what the remote accepted")
+
+        let second = try await desktop.engine.push()
+        #expect(second.outcome == .success, "\(second.errors)")
+        #expect(second.envelopesSealed == 120 - recorded)
+        let pairs = try await real.listEnvelopePairs()
+        #expect(pairs.count == 120 && Set(pairs).count == 120)
+        #expect(try await desktop.engine.push().envelopesSealed == 0)
+    }
+
+    @Test("two concurrent pushes on one store never interleave", arguments: Backend.available)
+    func concurrentPushes(backend: Backend) async throws {
+        let world = try World(backend)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        let desktop = try await world.desktop(sessions: 30)
+        let second = PostLoginSync(local: desktop.store, remote: try world.remote(), options: desktop.engine.options)
+        async let a = desktop.engine.push()
+        async let b = second.push()
+        let reports = try await [a, b]
+        #expect(reports.map(\.envelopesSealed).reduce(0, +) == 60, "the second push found everything done")
+        #expect(reports.allSatisfy { $0.outcome == .success })
+        #expect(try await world.remote().listEnvelopePairs().count == 60)
+
+        // Without waiting, the second one fails at once, naming the holder.
+        var impatient = SyncOptions()
+        impatient.leaseTimeout = .zero
+        let lease = try await desktop.store.acquireSyncLease(purpose: "push")
+        await #expect {
+            _ = try await PostLoginSync(local: desktop.store, remote: try world.remote(), options: impatient).push()
+        } throws: { ($0 as? LocalStoreError)?.code == .storeBusy && "\($0)".contains("push") }
+        lease.release()
+    }
+
+    @Test("a malformed device key on the remote is skipped and reported; the others still get theirs", arguments: Backend.available)
+    func malformedKey(backend: Backend) async throws {
+        let world = try World(backend)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        let broken = UUID()
+        let remote = try world.remote()
+        try await remote.upsertOwnDevice(OwnDeviceRow(id: broken, userID: world.user, name: "broken", deviceType: .iosPhone,
+                                                      hostname: nil, publicKey: "not-a-key"))
+        let lowOrder = UUID()
+        try await remote.upsertOwnDevice(OwnDeviceRow(id: lowOrder, userID: world.user, name: "zero", deviceType: .iosPhone,
+                                                      hostname: nil, publicKey: ByteEncoding.base64([UInt8](repeating: 0, count: 32))))
+        let desktop = try await world.desktop(sessions: 2)
+        let push = try await desktop.engine.push()
+        #expect(push.outcome == .partial)
+        let issues = push.errors.filter { $0.code == "invalidPublicKey" }
+        #expect(Set(issues.compactMap(\.rowID)) == [broken.canonical, lowOrder.canonical])
+        #expect(push.envelopesSealed == 4)
+        _ = try await phone.engine.pull()
+        #expect(try await world.opened(by: phone).count == 2)
+    }
+
+    @Test("web browsers and temporary viewers never receive; trusted-only and no-self options are honoured")
+    func recipientPolicy() {
+        let me = UUID()
+        let key = X25519PrivateKey().publicKey.base64
+        let devices = [
+            RemoteDevice(id: me, userID: UUID(), name: "me", deviceType: .macDesktop, publicKey: key, isTrusted: true),
+            RemoteDevice(id: UUID(), userID: UUID(), name: "browser", deviceType: .webBrowser, publicKey: key),
+            RemoteDevice(id: UUID(), userID: UUID(), name: "viewer", deviceType: .iosPhone, deviceRole: .temporaryViewer, publicKey: key),
+            RemoteDevice(id: UUID(), userID: UUID(), name: "untrusted", deviceType: .iosPhone, publicKey: key, isTrusted: false),
+            RemoteDevice(id: UUID(), userID: UUID(), name: "nokey", deviceType: .iosPhone, publicKey: nil),
+        ]
+        let standard = RecipientPolicy.evaluate(devices, selfID: me, options: RecipientOptions())
+        #expect(standard.filter(\.receives).map(\.name) == ["me", "untrusted"])
+        let strict = RecipientPolicy.evaluate(devices, selfID: me, options: RecipientOptions(requireTrusted: true, includeSelf: false))
+        #expect(strict.filter(\.receives).isEmpty)
+        #expect(strict.first { $0.name == "untrusted" }?.reason?.contains("trusted") == true)
+    }
+
+    @Test("the JSON report and the stored report contain none of the secrets or keys", arguments: Backend.available)
+    func reportHasNoSecrets(backend: Backend) async throws {
+        let world = try World(backend)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        let desktop = try await world.desktop(sessions: 6)
+        let push = try await desktop.engine.push()
+        let pull = try await phone.engine.pull()
+        var forbidden: [String] = []
+        for secret in try await world.secrets(of: desktop).values {
+            forbidden.append(secret.revealTextForm())
+            forbidden.append(secret.rawRepresentation.withUnsafeBytes { ByteEncoding.base64(Array($0)) })
+            forbidden.append(secret.rawRepresentation.withUnsafeBytes { ByteEncoding.hex(Array($0)) })
+        }
+        for device in [desktop, phone] {
+            let key = try await device.store.deviceKey()
+            forbidden.append(key.rawRepresentation.withUnsafeBytes { ByteEncoding.base64(Array($0)) })
+            forbidden.append(key.rawRepresentation.withUnsafeBytes { ByteEncoding.hex(Array($0)) })
+        }
+        let texts = [push.json(), pull.json(), try await desktop.store.lastReport()?.json ?? "", try await phone.store.lastReport()?.json ?? ""]
+        #expect(forbidden.count == 6 * 3 + 4)
+        for text in texts {
+            #expect(!text.isEmpty)
+            for secret in forbidden { #expect(!text.contains(secret)) }
+        }
+        #expect(SyncReport.decode(texts[2])?.envelopesSealed == push.envelopesSealed)
+    }
+
+    @Test("progress events arrive for each phase with sensible totals")
+    func progress() async throws {
+        let world = try World(.embedded)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        let desktop = try await world.desktop(sessions: 12)
+        let events = Mutex<[SyncProgress]>([])
+        _ = try await desktop.engine.push { event in events.withLock { $0.append(event) } }
+        let seen = events.withLock { $0 }
+        #expect(Set(seen.map(\.phase)) == [.device, .repositories, .sessions, .secrets])
+        let last = try #require(seen.last { $0.phase == .secrets })
+        #expect(last.completed == 24 && last.total == 24)
+        #expect(seen.allSatisfy { $0.completed <= max($0.total, $0.completed) })
+    }
+
+    @Test("a store that is not logged in, or logged in as someone else, is refused before anything is sent")
+    func notLoggedIn() async throws {
+        let world = try World(.embedded)
+        let store = try LocalStore(directory: world.directory.appendingPathComponent("fresh"))
+        try await store.createIdentity(name: "d", deviceType: .linuxDesktop, role: .desktop)
+        await #expect { _ = try await PostLoginSync(local: store, remote: try world.remote()).push() } throws: {
+            ($0 as? SyncError)?.code == .notLoggedIn
+        }
+        try await store.setUserID(UUID())
+        await #expect { _ = try await PostLoginSync(local: store, remote: try world.remote()).push() } throws: {
+            ($0 as? SyncError)?.code == .userMismatch
+        }
+        await #expect { _ = try await PostLoginSync(local: store, remote: try world.remote()).pull() } throws: {
+            ($0 as? SyncError)?.code == .wrongRole
+        }
+        #expect(try await world.remote().listDevices().isEmpty)
+    }
+
+    @Test("a remote that is down fails every phase: the outcome is failure, and nothing local is lost")
+    func remoteDown() async throws {
+        let world = try World(.embedded)
+        let desktop = try await world.desktop(sessions: 2)
+        var configuration = PostgRESTConfiguration(projectURL: URL(string: "http://127.0.0.1:9")!, apiKey: "k", userID: world.user) { _ in "t" }
+        configuration.maxAttempts = 1
+        let report = try await PostLoginSync(local: desktop.store, remote: PostgRESTRemoteStore(configuration: configuration)).push()
+        #expect(report.outcome == .failure)
+        #expect(report.phases.allSatisfy { $0.status == "failed" })
+        #expect(try await desktop.store.sessions().count == 2)
+        // Nothing was marked as pushed: the next push against a working remote sends everything.
+        let retry = try await desktop.engine.push()
+        #expect(retry.phases.first { $0.phase == .sessions }?.applied == 2)
+    }
+}
+
+/// Delegates to a real remote, and drops the connection after it accepted `envelopeBatches`
+/// envelope batches (the handler is where the engine records the ledger, so the ledger holds
+/// exactly what the remote accepted).
+struct FailAfterBatches: RemoteStore {
+    let base: any RemoteStore
+    let limit: Int
+    let accepted = Counter()
+
+    init(_ base: any RemoteStore, envelopeBatches: Int) {
+        self.base = base
+        limit = envelopeBatches
+    }
+
+    final class Counter: Sendable {
+        let value = Mutex(0)
+        func next() -> Int { value.withLock { $0 += 1; return $0 } }
+    }
+
+    var userID: UUID { base.userID }
+    func upsertOwnDevice(_ device: OwnDeviceRow) async throws { try await base.upsertOwnDevice(device) }
+    func listDevices() async throws -> [RemoteDevice] { try await base.listDevices() }
+    func upsertRepositories(_ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?) async throws -> BulkWriteResult {
+        try await base.upsertRepositories(rows, onBatchAccepted: onBatchAccepted)
+    }
+    func upsertSessions(_ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?) async throws -> BulkWriteResult {
+        try await base.upsertSessions(rows, onBatchAccepted: onBatchAccepted)
+    }
+    func upsertEnvelopes(_ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?) async throws -> BulkWriteResult {
+        try await base.upsertEnvelopes(rows) { batch in
+            try await onBatchAccepted?(batch)
+            if accepted.next() >= limit { throw RemoteStoreError(.network, "connection reset (simulated)") }
+        }
+    }
+    func listEnvelopePairs() async throws -> [EnvelopePair] { try await base.listEnvelopePairs() }
+    func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(recipients: recipients) }
+    func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(sessions: sessions) }
+    func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? { try await base.deleteEnvelopes(pairs: pairs) }
+    func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>] { try await base.fetchRepositories(after: cursor) }
+    func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] { try await base.fetchSessions(after: cursor) }
+    func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> { try await base.listRepositoryIDs(deviceID: deviceID) }
+    func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> { try await base.listSessionIDs(deviceID: deviceID) }
+    func deleteRepositories(ids: Set<UUID>) async throws -> Int? { try await base.deleteRepositories(ids: ids) }
+    func deleteSessions(ids: Set<UUID>) async throws -> Int? { try await base.deleteSessions(ids: ids) }
+    func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] { try await base.fetchEnvelopes(addressedTo: deviceID) }
+    func metrics() -> RemoteMetrics { base.metrics() }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import LocalStore
+import PostLoginSync
+import RemoteStore
+import SecretCrypto
+import SyncModel
+import SyncTestSupport
+
+/// Which remote a scenario runs on.
+enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
+    case embedded
+    case postgrest
+
+    var description: String { rawValue }
+
+    static var available: [Backend] { StackEnvironment.skipped ? [.embedded] : allCases }
+}
+
+/// One user's devices on one remote, each with its own store in a temporary directory.
+final class World: Sendable {
+    let backend: Backend
+    let user = UUID()
+    let directory: URL
+
+    init(_ backend: Backend) throws {
+        self.backend = backend
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("world-\(UUID().canonical)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        if backend == .postgrest { _ = try StackEnvironment.require() }
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    /// A remote signed in as this world's user (or `user`).
+    func remote(as user: UUID? = nil) throws -> any RemoteStore {
+        let user = user ?? self.user
+        switch backend {
+        case .embedded:
+            return try EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+        case .postgrest:
+            let stack = try StackEnvironment.require()
+            var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) { _ in stack.token(for: user) }
+            configuration.baseBackoff = .milliseconds(10)
+            return PostgRESTRemoteStore(configuration: configuration)
+        }
+    }
+
+    /// Sets device columns as the trust flow would.
+    func setDevice(_ id: UUID, isActive: Bool? = nil, publicKey: String? = nil) async throws {
+        switch backend {
+        case .embedded:
+            let store = try EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+            try await store.setTrust(deviceID: id, isActive: isActive, publicKey: publicKey.map { .some($0) })
+        case .postgrest:
+            var fields: [String] = []
+            if let isActive { fields.append(#""is_active":\#(isActive)"#) }
+            if let publicKey { fields.append(#""public_key":"\#(publicKey)""#) }
+            try await StackEnvironment.require().setDevice(id, fields: "{" + fields.joined(separator: ",") + "}")
+        }
+    }
+
+    /// A device: its store, identity and sync engine.
+    struct Device: Sendable {
+        let store: LocalStore
+        let identity: DeviceIdentity
+        let engine: PostLoginSync
+    }
+
+    func device(_ name: String, role: SyncRole, type: DeviceType? = nil, id: UUID = UUID(), options: SyncOptions = SyncOptions(),
+                remote: (any RemoteStore)? = nil) async throws -> Device {
+        let store = try LocalStore(directory: directory.appendingPathComponent(name))
+        let identity: DeviceIdentity
+        if let existing = try await store.identity() {
+            identity = existing
+        } else {
+            identity = try await store.createIdentity(name: name, deviceType: type ?? (role == .desktop ? .linuxDesktop : .iosPhone),
+                                                      hostname: nil, role: role, id: id)
+            try await store.setUserID(user)
+        }
+        return Device(store: store, identity: identity, engine: PostLoginSync(local: store, remote: try remote ?? self.remote(), options: options))
+    }
+
+    /// A desktop with `repositories` repositories and `sessions` sessions spread over them.
+    func desktop(repositories: Int = 2, sessions: Int = 5, options: SyncOptions = SyncOptions()) async throws -> Device {
+        let desktop = try await device("desktop", role: .desktop, options: options)
+        let repos = (0..<repositories).map { i in
+            RepositoryRecord(userID: user, deviceID: desktop.identity.id, name: "repo-\(i)", localPath: "/src/repo-\(i)",
+                             remoteURL: "git@example.com:team/repo-\(i).git", defaultBranch: "main")
+        }
+        try await desktop.store.upsertRepositories(repos)
+        for i in 0..<sessions {
+            let repository = repos[i % repos.count]
+            try await desktop.store.createSession(SessionRecord(userID: user, deviceID: desktop.identity.id, repositoryID: repository.id,
+                                                                title: "session \(i)", sessionPID: 100 + i, workingDirectory: repository.localPath))
+        }
+        return desktop
+    }
+
+    /// Every session's secret as the desktop holds it.
+    func secrets(of desktop: Device) async throws -> [UUID: SessionSecret] {
+        var result: [UUID: SessionSecret] = [:]
+        let key = try await desktop.store.deviceKey()
+        for session in try await desktop.store.sessions() {
+            result[session.id] = try await desktop.store.openOwnSecret(sessionID: session.id, using: key)
+        }
+        return result
+    }
+
+    /// Every secret a phone can open, by session.
+    func opened(by phone: Device) async throws -> [UUID: SessionSecret] {
+        var result: [UUID: SessionSecret] = [:]
+        let key = try await phone.store.deviceKey()
+        for envelope in try await phone.store.receivedEnvelopes() {
+            result[envelope.sessionID] = try await phone.store.openReceivedSecret(sessionID: envelope.sessionID, using: key)
+        }
+        return result
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import LocalStore
+import RemoteStore
+import SecretCrypto
+import SyncModel
+import Testing
+
+/// Runs the built `sync-cli` as a user would.
+struct CLI {
+    static var path: String {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent(".build/debug"),
+        ].map { $0.appendingPathComponent("sync-cli").path }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+    }
+
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("cli-\(UUID().canonical)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    /// Runs `arguments`; returns exit status, stdout and stderr.
+    @discardableResult
+    func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.path)
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        var env = ProcessInfo.processInfo.environment
+        env["SYNC_REMOTE"] = "embedded:" + directory.appendingPathComponent("remote.sqlite").path
+        env.removeValue(forKey: "SYNC_STORE_DIR")
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    }
+
+    func store(_ name: String) -> String { directory.appendingPathComponent(name).path }
+}
+
+@Suite("sync-cli")
+struct SyncCLITests {
+    static let commands: [[String]] = [
+        [], ["demo"], ["init"], ["login"], ["repo"], ["repo", "add"], ["repo", "list"], ["repo", "remove"], ["session"],
+        ["session", "start"], ["session", "end"], ["session", "list"], ["session", "delete"], ["push"], ["pull"], ["sync"],
+        ["status"], ["devices", "list"], ["secrets", "show"], ["vectors", "verify"], ["vectors", "generate"],
+    ]
+
+    @Test("every command has help", arguments: commands)
+    func help(command: [String]) throws {
+        let result = try CLI().run(command + ["--help"])
+        #expect(result.status == 0)
+        #expect(result.out.contains("USAGE:"))
+    }
+
+    @Test("sync commands document their exit statuses")
+    func exitStatusesDocumented() throws {
+        for command in ["push", "pull", "sync"] {
+            let result = try CLI().run([command, "--help"])
+            #expect(result.out.contains("2 partial success") && result.out.contains("3 every phase failed"))
+        }
+    }
+
+    @Test("the demo ends with every secret matched")
+    func demo() throws {
+        let result = try CLI().run(["demo"])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("5/5 secrets matched"))
+        #expect(result.out.contains("0 sealed on the second push"))
+        #expect(result.out.hasSuffix("Every secret matched.\n"))
+    }
+
+    @Test("by hand: init, login, repo add, session start, push, pull, secrets show; exit codes and output hold no secret")
+    func byHand() async throws {
+        let cli = try CLI()
+        let repo = cli.directory.appendingPathComponent("project")
+        try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
+        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
+        // Before login, a push refuses to run: status 1, a clear message.
+        let early = try cli.run(["push", "--store", cli.store("d")])
+        #expect(early.status == 1 && early.err.contains("login"))
+        for store in ["d", "p"] {
+            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
+        }
+        #expect(try cli.run(["pull", "--store", cli.store("p")]).status == 0)
+        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let started = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path, "--title", "t"])
+        let session = started.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(started.status == 0 && UUID.parse(session) != nil)
+        let push = try cli.run(["push", "--store", cli.store("d"), "--json"])
+        #expect(push.status == 0)
+        #expect(push.out.contains("\"envelopesSealed\" : 2"))
+        let pull = try cli.run(["pull", "--store", cli.store("p")])
+        #expect(pull.status == 0 && pull.out.contains("1 opened"))
+
+        let shown = try cli.run(["secrets", "show", "--store", cli.store("p"), String(session.prefix(8))])
+        #expect(shown.status == 0 && !shown.out.contains("sess_"))
+        let revealed = try cli.run(["secrets", "show", "--store", cli.store("p"), session, "--reveal"])
+        let secret = revealed.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(secret.hasPrefix("sess_") && secret.count == 48)
+        let desktopCopy = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"])
+        #expect(desktopCopy.out.trimmingCharacters(in: .whitespacesAndNewlines) == secret)
+        for output in [push, pull, shown, try cli.run(["status", "--store", cli.store("d")])] {
+            #expect(!output.out.contains(secret) && !output.err.contains(secret))
+        }
+
+        // A malformed device key on the remote: partial success, exit status 2, reported.
+        let user = try #require(try await LocalStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
+        let remote = try EmbeddedRemoteStore(path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
+        let broken = UUID()
+        try await remote.upsertOwnDevice(OwnDeviceRow(id: broken, userID: user, name: "broken", deviceType: .iosPhone,
+                                                      hostname: nil, publicKey: "bm90IGEga2V5"))
+        let partial = try cli.run(["push", "--store", cli.store("d")])
+        #expect(partial.status == 2)
+        #expect(partial.out.contains("invalidPublicKey") && partial.out.contains(broken.canonical))
+        let devices = try cli.run(["devices", "list", "--store", cli.store("d")])
+        #expect(devices.out.contains("broken") && devices.out.contains("no: public key is not the base64 of 32 bytes"))
+
+        // The wrong role is refused.
+        #expect(try cli.run(["push", "--store", cli.store("p")]).status == 1)
+    }
+
+    @Test("a key file readable by others stops the command with ssh's advice")
+    func openKeyFile() throws {
+        let cli = try CLI()
+        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: cli.store("d") + "/device.key")
+        let result = try cli.run(["push", "--store", cli.store("d")])
+        #expect(result.status == 1 && result.err.contains("too open") && result.err.contains("chmod 600"))
+    }
+}

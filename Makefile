@@ -26,9 +26,14 @@ demo: deps
 	$(SWIFT) build --product sync-cli
 	$(CLI) demo
 
-## Crypto throughput beside the bare libsodium floor (release build).
+## The benchmarks (release build): crypto beside the libsodium floor, the local store, and push
+## and pull at sizes S, M, L on the embedded remote and on a private PostgreSQL stack (release
+## server), beside the per-row baseline and the floor. Figures are printed; JSON goes to
+## .build/sync-bench.json.
 bench: deps
-	$(SWIFT) run -c release sync-bench
+	$(SWIFT) build -c release --product sync-bench
+	$(SWIFT) build -c release --product postgrest-server
+	STACK_SERVER=$(CURDIR)/.build/release/postgrest-server scripts/with-stack.sh .build/release/sync-bench
 
 ## The same stack in the background, for trying the engine against PostgREST by hand.
 stack: deps

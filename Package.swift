@@ -64,7 +64,13 @@ let package = Package(
         ),
         // The benchmark's floor: the envelope's libsodium calls in plain C, no Swift around them.
         .target(name: "CSodiumFloor", dependencies: ["CSodium"]),
-        .executableTarget(name: "sync-bench", dependencies: ["SecretCrypto", "CSodiumFloor", "LocalStore"]),
+        .executableTarget(
+            name: "sync-bench",
+            dependencies: [
+                "SecretCrypto", "CSodiumFloor", "LocalStore", "RemoteStore", "PostLoginSync", "SyncModel", "SyncTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
         // A child process for LocalStore's tests: holds the lease, or is killed mid-write.
         .executableTarget(
             name: "localstore-test-helper",

@@ -255,18 +255,28 @@ public final class LocalStore: Sendable {
     /// - Throws: ``LocalStoreError`` `.uniqueViolation` when the id exists, `.foreignKeyViolation`.
     @discardableResult
     public func createSession(_ session: SessionRecord) async throws -> SessionRecord {
+        try await createSessions([session])
+        return session
+    }
+
+    /// Creates many sessions, each with a fresh secret sealed to this device's own key, in one
+    /// transaction.
+    ///
+    /// - Throws: ``LocalStoreError`` `.uniqueViolation` or `.foreignKeyViolation`; nothing is written then.
+    public func createSessions(_ sessions: [SessionRecord]) async throws {
         let identity = try await requireIdentity()
-        let envelope = try SecretEnvelope.seal(SessionSecret(), for: identity.publicKey, sessionID: SessionID(session.id))
-        try await mapErrors("creating session") {
+        let sealed = try sessions.map { try SecretEnvelope.seal(SessionSecret(), for: identity.publicKey, sessionID: SessionID($0.id)) }
+        try await mapErrors("creating sessions") {
             try await pool.write { db in
                 let sequence = try Self.nextChangeSequence(db)
-                try db.execute(sql: "INSERT INTO sessions (\((SessionRecord.columns + ["change_seq"]).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: SessionRecord.columns.count + 1).joined(separator: ", ")))",
-                               arguments: StatementArguments(session.values + [sequence]))
-                try db.execute(sql: "INSERT INTO own_session_secrets (session_id, ephemeral_public_key, encrypted_secret) VALUES (?, ?, ?)",
-                               arguments: [session.id.canonical, envelope.ephemeralPublicKey, envelope.encryptedSecret])
+                let insert = try db.cachedStatement(sql: "INSERT INTO sessions (\((SessionRecord.columns + ["change_seq"]).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: SessionRecord.columns.count + 1).joined(separator: ", ")))")
+                let secret = try db.cachedStatement(sql: "INSERT INTO own_session_secrets (session_id, ephemeral_public_key, encrypted_secret) VALUES (?, ?, ?)")
+                for (session, envelope) in zip(sessions, sealed) {
+                    try insert.execute(arguments: StatementArguments(session.values + [sequence]))
+                    try secret.execute(arguments: [session.id.canonical, envelope.ephemeralPublicKey, envelope.encryptedSecret])
+                }
             }
         }
-        return session
     }
 
     /// The sealed secrets of this desktop's sessions, keyed by session id.

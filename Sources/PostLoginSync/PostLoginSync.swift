@@ -270,10 +270,16 @@ public struct PostLoginSync: Sendable {
         let recipients = decisions.compactMap(\.recipient)
         let recipientIDs = Set(recipients.map(\.deviceID))
 
-        let remotePairs = Set(try await remote.listEnvelopePairs())
-        let ownSecrets = try await local.ownSealedSecrets()
+        // The remote listing and the local reads overlap: one waits on the network, the other on disk.
+        async let listing = remote.listEnvelopePairs()
+        async let secrets = local.ownSealedSecrets()
+        async let entries = local.ledger()
+        let remotePairs = Set(try await listing)
+        let ownSecrets = try await secrets
         var ledger: [EnvelopePair: String] = [:]
-        for item in try await local.ledger() {
+        let ledgerEntries = try await entries
+        ledger.reserveCapacity(ledgerEntries.count)
+        for item in ledgerEntries {
             ledger[EnvelopePair(sessionID: item.sessionID, deviceID: item.recipientDeviceID)] = item.recipientKeyFingerprint
         }
 
@@ -287,7 +293,7 @@ public struct PostLoginSync: Sendable {
         // Exactly the pairs missing remotely or sealed to a key the recipient no longer has.
         var work: [(session: UUID, envelope: SecretEnvelope, recipients: [Recipient])] = []
         var needed = 0
-        for (session, envelope) in ownSecrets.sorted(by: { $0.key.canonical < $1.key.canonical }) {
+        for (session, envelope) in ownSecrets {
             let missing = recipients.filter { recipient in
                 let pair = EnvelopePair(sessionID: session, deviceID: recipient.deviceID)
                 return !remotePairs.contains(pair) || ledger[pair] != recipient.fingerprint

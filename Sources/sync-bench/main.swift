@@ -2,30 +2,47 @@ import Foundation
 
 // sync-bench: the project's benchmarks, figures printed, never asserted.
 //
-//   sync-bench [crypto|localstore|all] [--iterations N] [--runs R]
+//   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sizes S,M,L] [--json PATH]
 
 struct Options {
     var mode = "all"
     var iterations: Int?
     var runs = 5
+    var syncRuns = 3
+    var sizes = ["S", "M", "L"]
+    var json = ".build/sync-bench.json"
+    var worker: [String] = []
 
     init(_ arguments: [String]) {
         var rest = arguments.dropFirst()
         while let argument = rest.popFirst() {
             switch argument {
-            case "crypto", "localstore", "all": mode = argument
+            case "crypto", "localstore", "sync", "all": mode = argument
+            case "worker":
+                mode = "worker"
+                worker = Array(rest)
+                rest = []
+            case "--sizes": sizes = (rest.popFirst() ?? "").split(separator: ",").map(String.init)
+            case "--sync-runs": syncRuns = Int(rest.popFirst() ?? "") ?? syncRuns
+            case "--json": json = rest.popFirst() ?? json
             case "--iterations": iterations = Int(rest.popFirst() ?? "")
             case "--runs": runs = Int(rest.popFirst() ?? "") ?? runs
             case "-h", "--help":
                 print("""
-                    usage: sync-bench [crypto|localstore|all] [--iterations N] [--runs R]
+                    usage: sync-bench [crypto|localstore|sync|all] [options]
                       crypto      envelope v1 seals/s and opens/s on one core and on all cores, beside
-                                  the libsodium floor (the same calls in C); N operations per worker
-                                  (default 5000)
+                                  the libsodium floor (the same calls in C); --iterations N operations
+                                  per worker (default 5000), median of --runs R (default 5)
                       localstore  apply 10,000 sessions and 100 repositories to a fresh store and read
-                                  them back
-                      all         both (default)
-                    Figures are medians of R runs (default 5). Build with -c release.
+                                  them back, median of --runs R
+                      sync        push and pull at sizes S, M, L (--sizes S,M,L) on the embedded remote
+                                  and, when reachable, the PostgreSQL stack ($SYNC_STACK_URL or the
+                                  one `make stack` started): first push, no-change push, push after a
+                                  new device, first pull, no-change pull; median of --sync-runs R
+                                  (default 3); the per-row baseline on S and M; the floor (crypto +
+                                  direct bulk INSERT); JSON to --json PATH (default .build/sync-bench.json)
+                      all         all three (default)
+                    Build with -c release (`make bench`).
                     """)
                 exit(0)
             default:
@@ -51,11 +68,18 @@ func progress(_ line: String) {
 
 let options = Options(CommandLine.arguments)
 #if DEBUG
-print("warning: debug build; run `swift run -c release sync-bench` for real figures")
+if options.mode != "worker" { print("warning: debug build; run `swift run -c release sync-bench` for real figures") }
 #endif
 if options.mode == "crypto" || options.mode == "all" {
     await CryptoBench.run(iterations: options.iterations ?? 5_000, runs: options.runs)
 }
 if options.mode == "localstore" || options.mode == "all" {
     try await LocalStoreBench.run(runs: options.runs)
+}
+if options.mode == "sync" || options.mode == "all" {
+    try await SyncBench.run(runs: options.syncRuns, sizeNames: options.sizes, jsonPath: options.json)
+}
+if options.mode == "worker" {
+    let arguments = options.worker
+    try await SyncBench.worker(size: arguments[0], remote: arguments[1], runs: Int(arguments[2]) ?? 3)
 }

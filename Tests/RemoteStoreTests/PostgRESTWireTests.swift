@@ -282,6 +282,26 @@ struct PostgRESTWireTests {
         #expect(rows.first?.updatedAt == "2026-01-01T00:00:00.000001+00:00")
     }
 
+    @Test("the pair listing pages by keyset on the identity column, without asking for counts, until an empty page")
+    func keysetPaging() async throws {
+        let pairs = (0..<2_300).map { i in (id: 10 + i * 3, session: UUID().canonical, device: UUID().canonical) }
+        let server = try LoopbackHTTPServer { request in
+            // Apply the keyset filter the way PostgREST would, then cap at 1000 rows.
+            let after = request.queryValue("id").map { Int($0.dropFirst(3))! } ?? Int.min
+            let page = Array(pairs.filter { $0.id > after }.prefix(1000))
+            let total = "*"
+            let body = "[" + page.map { #"{"id":\#($0.id),"session_id":"\#($0.session)","device_id":"\#($0.device)"}"# }.joined(separator: ",") + "]"
+            let range = page.isEmpty ? "*/\(total)" : "0-\(page.count - 1)/\(total)"
+            return HTTPResponse(status: 200, headers: ["content-range": range], body: Data(body.utf8))
+        }
+        let listed = try await makeClient(server).listEnvelopePairs()
+        #expect(listed.count == 2_300 && Set(listed).count == 2_300)
+        #expect(server.requests.count == 4, "three pages and the empty one that ends the listing")
+        #expect(server.requests.allSatisfy { $0.headers["prefer"] == nil })
+        #expect(server.requests.allSatisfy { $0.headers["range"] == "0-999" && $0.queryValue("order") == "id.asc" })
+        #expect(server.requests.map { $0.queryValue("id") } == [nil, "gt.\(pairs[999].id)", "gt.\(pairs[1999].id)", "gt.\(pairs[2299].id)"])
+    }
+
     @Test("a cursor filter sends its timestamp quoted and with %2B, never a bare +")
     func cursorEncoding() async throws {
         let server = try LoopbackHTTPServer { _ in .json(200, [Any](), headers: ["content-range": "*/0"]) }

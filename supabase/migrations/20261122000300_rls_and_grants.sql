@@ -1,4 +1,6 @@
 -- Row-level security as deployed: every row belongs to auth.uid(); secrets through their session.
+-- `(SELECT auth.uid())` rather than `auth.uid()`: PostgreSQL then evaluates it once per
+-- statement instead of once per row (Supabase's own advice); bulk writes and listings need it.
 
 ALTER TABLE public.devices ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.repositories ENABLE ROW LEVEL SECURITY;
@@ -6,14 +8,14 @@ ALTER TABLE public.agent_coding_sessions ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.agent_coding_session_secrets ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY devices_owner ON public.devices FOR ALL TO authenticated
-    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+    USING (user_id = (SELECT auth.uid())) WITH CHECK (user_id = (SELECT auth.uid()));
 CREATE POLICY repositories_owner ON public.repositories FOR ALL TO authenticated
-    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+    USING (user_id = (SELECT auth.uid())) WITH CHECK (user_id = (SELECT auth.uid()));
 CREATE POLICY agent_coding_sessions_owner ON public.agent_coding_sessions FOR ALL TO authenticated
-    USING (user_id = auth.uid()) WITH CHECK (user_id = auth.uid());
+    USING (user_id = (SELECT auth.uid())) WITH CHECK (user_id = (SELECT auth.uid()));
 CREATE POLICY agent_coding_session_secrets_owner ON public.agent_coding_session_secrets FOR ALL TO authenticated
-    USING (EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = session_id AND s.user_id = auth.uid()))
-    WITH CHECK (EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = session_id AND s.user_id = auth.uid()));
+    USING (EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = session_id AND s.user_id = (SELECT auth.uid())))
+    WITH CHECK (EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = session_id AND s.user_id = (SELECT auth.uid())));
 
 GRANT USAGE ON SCHEMA public TO anon, authenticated, service_role;
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.repositories, public.agent_coding_sessions,

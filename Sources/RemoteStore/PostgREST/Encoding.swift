@@ -35,6 +35,19 @@ enum PostgREST {
         items.map { "\(encodeComponent($0.0))=\(encodeComponent($0.1))" }.joined(separator: "&")
     }
 
+    /// The filter selecting rows strictly after `values` in the order of `columns` (a keyset page).
+    static func afterKey(columns: [String], values: [String]) -> (String, String) {
+        if columns.count == 1 { return (columns[0], "gt.\(values[0])") }
+        // (a, b) > (x, y)  <=>  a > x OR (a = x AND b > y), and so on for more columns.
+        var terms: [String] = []
+        for index in columns.indices {
+            var parts = (0..<index).map { "\(columns[$0]).eq.\(listValue(values[$0]))" }
+            parts.append("\(columns[index]).gt.\(listValue(values[index]))")
+            terms.append(parts.count == 1 ? parts[0] : "and(" + parts.joined(separator: ",") + ")")
+        }
+        return ("or", "(" + terms.joined(separator: ",") + ")")
+    }
+
     /// The filter selecting rows strictly after `cursor` in `(updated_at, id)` order.
     static func afterCursor(_ cursor: PullCursor) -> (String, String) {
         let time = listValue(cursor.updatedAt)

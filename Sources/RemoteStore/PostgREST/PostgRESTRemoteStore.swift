@@ -93,8 +93,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
     }
 
     public func listDevices() async throws -> [RemoteDevice] {
-        try await fetchAll(RemoteTable.devices, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")], order: "id.asc")
-            .map(RemoteDevice.init(json:))
+        try await fetchAll(RemoteTable.devices, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")], order: "id.asc",
+                           decode: RemoteDevice.init(json:))
     }
 
     // MARK: - Bulk writes
@@ -207,11 +207,11 @@ public final class PostgRESTRemoteStore: RemoteStore {
     // MARK: - Envelope pairs and deletes
 
     public func listEnvelopePairs() async throws -> [EnvelopePair] {
-        try await fetchAll(RemoteTable.secrets, query: [("select", "session_id,device_id")], order: "session_id.asc,device_id.asc")
-            .map { row in
-                let r = RowReader(row, table: RemoteTable.secrets)
-                return EnvelopePair(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id"))
-            }
+        // Keyset on the table's bigint identity: one index range per page, however deep.
+        try await fetchAll(RemoteTable.secrets, query: [("select", "id,session_id,device_id")], order: "id.asc", keyset: ["id"]) { row in
+            let r = RowReader(row, table: RemoteTable.secrets)
+            return EnvelopePair(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id"))
+        }
     }
 
     public func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? {
@@ -271,7 +271,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
     func fetchVersioned<Record>(_ table: String, after cursor: PullCursor?, decode: ([String: Any]) throws -> Record) async throws -> [Versioned<Record>] {
         var query: [(String, String)] = [("select", "*"), ("user_id", "eq.\(userID.canonical)")]
         if let cursor { query.append(PostgREST.afterCursor(cursor)) }
-        return try await fetchAll(table, query: query, order: "updated_at.asc,id.asc").map { row in
+        return try await fetchAll(table, query: query, order: "updated_at.asc,id.asc") { row in
             guard let updatedAt = row["updated_at"] as? String else {
                 throw RemoteStoreError(.malformedResponse, "\(table).updated_at is missing")
             }
@@ -290,26 +290,48 @@ public final class PostgRESTRemoteStore: RemoteStore {
     func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
         var query: [(String, String)] = [("select", "id"), ("user_id", "eq.\(userID.canonical)")]
         if let deviceID { query.append(("device_id", "eq.\(deviceID.canonical)")) }
-        return Set(try await fetchAll(table, query: query, order: "id.asc").map { try RowReader($0, table: table).uuid("id") })
+        return Set(try await fetchAll(table, query: query, order: "id.asc", keyset: ["id"]) { try RowReader($0, table: table).uuid("id") })
     }
 
     public func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
         try await fetchAll(RemoteTable.secrets, query: [
             ("select", "session_id,device_id,ephemeral_public_key,encrypted_secret"), ("device_id", "eq.\(deviceID.canonical)"),
-        ], order: "session_id.asc").map(EnvelopeRecord.init(json:))
+        ], order: "session_id.asc", keyset: ["session_id"], decode: EnvelopeRecord.init(json:))
     }
 
-    /// Pages through every row: `Range` requests of ``PostgRESTConfiguration/pageSize`` until the
-    /// `Content-Range` total is reached or a page comes back empty.
-    func fetchAll(_ table: String, query: [(String, String)], order: String) async throws -> [[String: Any]] {
-        var rows: [[String: Any]] = []
+    /// Pages through every row: `Range` requests of ``PostgRESTConfiguration/pageSize`` until a
+    /// page comes back empty (or a `Content-Range` total, if the server volunteers one, is
+    /// reached). A short page does not mean the end: a server may cap pages below what was asked.
+    /// It never asks for `Prefer: count=exact`: under row-level security an exact count
+    /// re-checks every row of the table and cost 20 times a page on the test stack.
+    ///
+    /// With `keyset` (columns that are unique together, in `order`'s order) each page after the
+    /// first filters on the last row's key instead of skipping an offset, so every page costs the
+    /// same however deep it is: the pair listing reads 100,000 rows at the L size.
+    func fetchAll<Row>(
+        _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil,
+        decode: ([String: Any]) throws -> Row
+    ) async throws -> [Row] {
+        // Each page becomes typed rows at once: 100,000 JSON objects held to the end cost ~170 MB.
+        var rows: [Row] = []
+        var fetched = 0
         var offset = 0
+        var total: Int?
+        var after: [String]?
         while true {
-            let range = "\(offset)-\(offset + configuration.pageSize - 1)"
-            let response = try await send("GET", table, query: query + [("order", order)], prefer: "count=exact", body: nil,
+            var pageQuery = query
+            var first = offset
+            if let keyset, let after {
+                pageQuery.append(PostgREST.afterKey(columns: keyset, values: after))
+                first = 0
+            }
+            let range = "\(first)-\(first + configuration.pageSize - 1)"
+            let response = try await send("GET", table, query: pageQuery + [("order", order)], prefer: nil, body: nil,
                                           extraHeaders: [("Range-Unit", "items"), ("Range", range)])
             let page = try decodeArray(response.body, table: table)
-            rows += page
+            rows.reserveCapacity(rows.count + page.count)
+            for object in page { rows.append(try decode(object)) }
+            fetched += page.count
             guard let header = response.headers["content-range"] else {
                 // A server that ignores Range sent everything at once.
                 return rows
@@ -317,12 +339,21 @@ public final class PostgRESTRemoteStore: RemoteStore {
             guard let contentRange = ContentRange(header) else {
                 throw RemoteStoreError(.malformedResponse, "\(table): unreadable Content-Range", status: response.status)
             }
+            if total == nil { total = contentRange.total }
             if page.isEmpty { return rows }
-            guard contentRange.first == offset, let last = contentRange.last, last - offset + 1 == page.count else {
+            guard contentRange.first == first, let last = contentRange.last, last - first + 1 == page.count else {
                 throw RemoteStoreError(.malformedResponse, "\(table): Content-Range does not match the rows returned", status: response.status)
             }
-            offset = last + 1
-            if let total = contentRange.total, offset >= total { return rows }
+            offset += page.count
+            if let total, fetched >= total { return rows }
+            if let keyset, let lastRow = page.last {
+                after = try keyset.map { column in
+                    guard let value = (lastRow[column] as? String) ?? (lastRow[column] as? Int).map(String.init) else {
+                        throw RemoteStoreError(.malformedResponse, "\(table).\(column) is missing")
+                    }
+                    return value
+                }
+            }
         }
     }
 

@@ -1,0 +1,387 @@
+import CSodiumFloor
+import Foundation
+import LocalStore
+import Logging
+import PostgresNIO
+import PostLoginSync
+import RemoteStore
+import SecretCrypto
+import SyncModel
+import SyncTestSupport
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Push and pull measured at three sizes on both remotes, beside the design's per-row flow and
+/// the floor (crypto on all cores + a direct bulk INSERT), in one run.
+enum SyncBench {
+    struct Size: Sendable {
+        let name: String
+        let repositories: Int
+        let sessions: Int
+        /// Devices of the user, the desktop included; all receive envelopes.
+        let devices: Int
+        var pairs: Int { sessions * devices }
+    }
+
+    static let sizes = [
+        Size(name: "S", repositories: 10, sessions: 100, devices: 3),
+        Size(name: "M", repositories: 50, sessions: 1_000, devices: 10),
+        Size(name: "L", repositories: 200, sessions: 10_000, devices: 10),
+    ]
+
+    static let scenarios = ["first push", "no-change push", "push after new device", "first pull", "no-change pull"]
+
+    /// One measured operation.
+    struct Measure: Codable, Sendable {
+        var seconds: Double
+        var requests: Int
+        var bytesSent: Int
+        var bytesReceived: Int
+        var sealed: Int
+        var opened: Int
+        var outcome: String
+        /// Seconds per phase, from the report.
+        var phaseSeconds: [String: Double] = [:]
+    }
+
+    /// What one worker process reports.
+    struct WorkerResult: Codable, Sendable {
+        var size: String
+        var remote: String
+        var runs: Int
+        /// Scenario -> one measure per run.
+        var measures: [String: [Measure]]
+        var baseline: Measure?
+        var floorCryptoSeconds: Double?
+        var floorInsertSeconds: Double?
+        var peakRSSKiB: Int
+    }
+
+    // MARK: - The parent: one child process per (size, remote)
+
+    static func run(runs: Int, sizeNames: [String], jsonPath: String) async throws {
+        let stack = stackEnvironment()
+        var remotes = ["embedded"]
+        if let stack, await reachable(stack.url) { remotes.append("postgrest") } else {
+            print("sync: PostgreSQL stack not reachable (start it with `make stack`); measuring the embedded remote only")
+        }
+        var results: [WorkerResult] = []
+        for size in sizes where sizeNames.contains(size.name) {
+            for remote in remotes {
+                progress("  sync: size \(size.name) on \(remote) (\(runs) runs)...")
+                results.append(try runWorker(size: size.name, remote: remote, runs: runs))
+            }
+        }
+        print(table(results, runs: runs))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let machine = "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB, \(ProcessInfo.processInfo.operatingSystemVersionString)"
+        let document: [String: AnyEncodable] = ["machine": AnyEncodable(machine), "runs": AnyEncodable(runs), "results": AnyEncodable(results)]
+        try encoder.encode(document).write(to: URL(fileURLWithPath: jsonPath))
+        print("JSON written to \(jsonPath)")
+    }
+
+    struct AnyEncodable: Encodable {
+        let value: any Encodable
+        init(_ value: any Encodable) { self.value = value }
+        func encode(to encoder: Encoder) throws { try value.encode(to: encoder) }
+    }
+
+    static func runWorker(size: String, remote: String, runs: Int) throws -> WorkerResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        process.arguments = ["worker", size, remote, String(runs)]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, let result = try? JSONDecoder().decode(WorkerResult.self, from: data) else {
+            throw CLIFailure("worker for \(size)/\(remote) failed with status \(process.terminationStatus)")
+        }
+        return result
+    }
+
+    struct CLIFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ message: String) { description = message }
+    }
+
+    static func stackEnvironment() -> StackEnvironment? {
+        if let current = StackEnvironment.current { return current }
+        // `make stack` writes its environment here.
+        guard let text = try? String(contentsOfFile: "/tmp/session-sync-stack/stack.env", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("export ") {
+            let pair = line.dropFirst(7).split(separator: "=", maxSplits: 1).map(String.init)
+            if pair.count == 2 { setenv(pair[0], pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")), 1) }
+        }
+        return StackEnvironment.current
+    }
+
+    static func reachable(_ url: URL) async -> Bool {
+        guard let (_, response) = try? await URLSession.shared.data(from: url.appendingPathComponent("rest/v1/devices")) else { return false }
+        return (response as? HTTPURLResponse) != nil
+    }
+
+    // MARK: - A worker: one size on one remote
+
+    static func worker(size name: String, remote: String, runs: Int) async throws {
+        guard let size = sizes.first(where: { $0.name == name }) else { throw CLIFailure("unknown size \(name)") }
+        let stack = remote == "postgrest" ? stackEnvironment() : nil
+        if remote == "postgrest" && stack == nil { throw CLIFailure("no stack") }
+        var result = WorkerResult(size: name, remote: remote, runs: runs, measures: [:], peakRSSKiB: 0)
+        for run in 1...runs {
+            let world = try World(size: size, stack: stack)
+            defer { world.remove() }
+            for (scenario, measure) in try await world.scenarios() {
+                result.measures[scenario, default: []].append(measure)
+            }
+            progress("    run \(run)/\(runs) done")
+        }
+        if size.name != "L" {
+            let world = try World(size: size, stack: stack)
+            defer { world.remove() }
+            result.baseline = try await world.perRowBaseline()
+        }
+        if let stack {
+            result.floorCryptoSeconds = Double(size.pairs) / floorSealRate()
+            result.floorInsertSeconds = try await bulkInsertSeconds(size: size, stack: stack)
+        }
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        result.peakRSSKiB = Int(usage.ru_maxrss)
+        FileHandle.standardOutput.write(try JSONEncoder().encode(result))
+    }
+
+    /// One user's world: a desktop with the dataset, a phone, and synthetic other devices.
+    struct World {
+        let size: Size
+        let stack: StackEnvironment?
+        let user = UUID()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sync-bench-\(UUID().canonical)")
+
+        init(size: Size, stack: StackEnvironment?) throws {
+            self.size = size
+            self.stack = stack
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: directory) }
+
+        func remote(batchRows: Int = 500) -> any RemoteStore {
+            if let stack {
+                let user = self.user
+                var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) { _ in stack.token(for: user) }
+                configuration.maxRowsPerBatch = batchRows
+                return PostgRESTRemoteStore(configuration: configuration)
+            }
+            return try! EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+        }
+
+        func store(_ name: String, role: SyncRole) async throws -> LocalStore {
+            let store = try LocalStore(directory: directory.appendingPathComponent(name))
+            try await store.createIdentity(name: name, deviceType: role == .desktop ? .linuxDesktop : .iosPhone, role: role)
+            try await store.setUserID(user)
+            return store
+        }
+
+        func registerSyntheticDevice(_ remote: any RemoteStore) async throws {
+            try await remote.upsertOwnDevice(OwnDeviceRow(id: UUID(), userID: user, name: "tablet", deviceType: .iosTablet,
+                                                          hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
+        }
+
+        func desktopData(_ desktop: LocalStore) async throws {
+            let identity = try await desktop.requireIdentity()
+            let repositories = (0..<size.repositories).map { i in
+                RepositoryRecord(userID: user, deviceID: identity.id, name: "repo-\(i)", localPath: "/src/repo-\(i)",
+                                 remoteURL: "git@example.com:team/repo-\(i).git", defaultBranch: "main")
+            }
+            try await desktop.upsertRepositories(repositories)
+            try await desktop.createSessions((0..<size.sessions).map { i in
+                SessionRecord(userID: user, deviceID: identity.id, repositoryID: repositories[i % repositories.count].id,
+                              title: "session \(i)", sessionPID: 10_000 + i, currentBranch: "main", workingDirectory: "/src/repo-\(i % repositories.count)")
+            })
+        }
+
+        /// first push, no-change push, push after a new device, first pull, no-change pull.
+        func scenarios() async throws -> [(String, Measure)] {
+            let desktop = try await store("desktop", role: .desktop)
+            let phone = try await store("phone", role: .mobile)
+            try await desktopData(desktop)
+            let remote = self.remote()
+            let phoneSync = PostLoginSync(local: phone, remote: remote)
+            try await remote.upsertOwnDevice(OwnDeviceRow(id: try await phone.requireIdentity().id, userID: user, name: "phone",
+                                                          deviceType: .iosPhone, hostname: nil, publicKey: try await phone.requireIdentity().publicKey.base64))
+            for _ in 0..<(size.devices - 2) { try await registerSyntheticDevice(remote) }
+            let desktopSync = PostLoginSync(local: desktop, remote: remote)
+
+            var out: [(String, Measure)] = []
+            out.append(("first push", try await measure { try await desktopSync.push() }))
+            out.append(("no-change push", try await measure { try await desktopSync.push() }))
+            try await registerSyntheticDevice(remote)
+            out.append(("push after new device", try await measure { try await desktopSync.push() }))
+            out.append(("first pull", try await measure { try await phoneSync.pull() }))
+            out.append(("no-change pull", try await measure { try await phoneSync.pull() }))
+            return out
+        }
+
+        func measure(_ body: () async throws -> SyncReport) async throws -> Measure {
+            let start = ContinuousClock.now
+            let report = try await body()
+            return Measure(seconds: seconds(ContinuousClock.now - start), requests: report.requests, bytesSent: report.bytesSent,
+                           bytesReceived: report.bytesReceived, sealed: report.envelopesSealed, opened: report.envelopesOpened,
+                           outcome: report.outcome.rawValue,
+                           phaseSeconds: Dictionary(uniqueKeysWithValues: report.phases.map { ($0.phase.rawValue, $0.durationSeconds) }))
+        }
+
+        /// What the design's sequence diagram does at every login: one request per device,
+        /// repository, session and secret row, re-sealing every pair, one after the other.
+        func perRowBaseline() async throws -> Measure {
+            let desktop = try await store("desktop", role: .desktop)
+            try await desktopData(desktop)
+            let setup = self.remote()
+            for _ in 0..<(size.devices - 1) { try await registerSyntheticDevice(setup) }
+            let remote = self.remote(batchRows: 1)
+            let identity = try await desktop.requireIdentity()
+            let key = try await desktop.deviceKey()
+            let start = ContinuousClock.now
+            try await remote.upsertOwnDevice(OwnDeviceRow(id: identity.id, userID: user, name: "desktop", deviceType: .linuxDesktop,
+                                                          hostname: nil, publicKey: identity.publicKey.base64))
+            let devices = try await remote.listDevices().compactMap { device in device.publicKey.flatMap { try? X25519PublicKey(base64: $0) }.map { (device.id, $0) } }
+            for repository in try await desktop.repositories() { _ = try await remote.upsertRepositories([repository], onBatchAccepted: nil) }
+            let sessions = try await desktop.sessions()
+            for session in sessions { _ = try await remote.upsertSessions([session], onBatchAccepted: nil) }
+            var sealed = 0
+            for session in sessions {
+                let secret = try await desktop.openOwnSecret(sessionID: session.id, using: key)
+                for (device, publicKey) in devices {
+                    let envelope = try SecretEnvelope.seal(secret, for: publicKey, sessionID: SessionID(session.id))
+                    _ = try await remote.upsertEnvelopes([EnvelopeRecord(sessionID: session.id, deviceID: device,
+                                                                         ephemeralPublicKey: envelope.ephemeralPublicKey,
+                                                                         encryptedSecret: envelope.encryptedSecret)], onBatchAccepted: nil)
+                    sealed += 1
+                }
+            }
+            let metrics = remote.metrics()
+            return Measure(seconds: seconds(ContinuousClock.now - start), requests: metrics.requests, bytesSent: metrics.bytesSent,
+                           bytesReceived: metrics.bytesReceived, sealed: sealed, opened: 0, outcome: "success")
+        }
+    }
+
+    /// libsodium seals per second on all cores: the floor's C loop, one worker per core.
+    static func floorSealRate() -> Double {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let perWorker = 3_000
+        let recipient = X25519PrivateKey().publicKey.rawRepresentation
+        let secret = [UInt8](repeating: 7, count: 32)
+        let session = Array(UUID().canonical.utf8).map { CChar(bitPattern: $0) }
+        let start = ContinuousClock.now
+        DispatchQueue.concurrentPerform(iterations: cores) { _ in
+            var eph = [CChar](repeating: 0, count: 45)
+            var enc = [CChar](repeating: 0, count: 128)
+            for _ in 0..<perWorker {
+                _ = floor_envelope_seal(secret, recipient, session, session.count, &eph, eph.count, &enc, enc.count)
+            }
+        }
+        return Double(cores * perWorker) / seconds(ContinuousClock.now - start)
+    }
+
+    /// PostgreSQL inserting the same rows in bulk: multi-row INSERTs over postgres-nio, as the
+    /// superuser (no HTTP, no RLS), 1,000 rows per statement.
+    static func bulkInsertSeconds(size: Size, stack: StackEnvironment) async throws -> Double {
+        let settings = Dictionary(uniqueKeysWithValues: (ProcessInfo.processInfo.environment["SYNC_STACK_DB"] ?? "")
+            .split(separator: " ").compactMap { part -> (String, String)? in
+                let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+                return pair.count == 2 ? (pair[0], pair[1]) : nil
+            })
+        let client = PostgresClient(configuration: .init(host: settings["host"] ?? "127.0.0.1", port: Int(settings["port"] ?? "54329") ?? 54329,
+                                                         username: settings["user"] ?? "postgres", password: nil,
+                                                         database: settings["dbname"] ?? "sync_own", tls: .disable))
+        return try await withThrowingTaskGroup(of: Double?.self) { group in
+            group.addTask { await client.run(); return nil }
+            let user = UUID().canonical
+            let devices = (0..<size.devices).map { _ in UUID().canonical }
+            let repositories = (0..<size.repositories).map { _ in UUID().canonical }
+            let sessions = (0..<size.sessions).map { _ in UUID().canonical }
+            let envelope = String(repeating: "A", count: 104)
+            let ephemeral = String(repeating: "B", count: 43) + "="
+            func insert(_ table: String, _ columns: [String], _ rows: [[String]]) async throws {
+                for start in stride(from: 0, to: rows.count, by: 1000) {
+                    var binds = PostgresBindings()
+                    var tuples: [String] = []
+                    for row in rows[start..<min(start + 1000, rows.count)] {
+                        let marks = row.map { value -> String in binds.append(value); return "$\(binds.count)" }
+                        tuples.append("(" + zip(marks, columns).map { "\($0)::\(columnType($1))" }.joined(separator: ",") + ")")
+                    }
+                    _ = try await client.query(PostgresQuery(unsafeSQL: "INSERT INTO public.\(table) (\(columns.joined(separator: ","))) VALUES \(tuples.joined(separator: ","))", binds: binds))
+                }
+            }
+            let start = ContinuousClock.now
+            try await insert("devices", ["id", "user_id", "name", "device_type", "public_key"], devices.map { [$0, user, "d", "ios-phone", ephemeral] })
+            try await insert("repositories", ["id", "user_id", "device_id", "name", "local_path"],
+                             repositories.enumerated().map { [$1, user, devices[0], "r\($0)", "/r/\($0)"] })
+            try await insert("agent_coding_sessions", ["id", "user_id", "device_id", "repository_id", "session_started_at"],
+                             sessions.enumerated().map { [$1, user, devices[0], repositories[$0 % repositories.count], "2026-01-01T00:00:00+00:00"] })
+            try await insert("agent_coding_session_secrets", ["session_id", "device_id", "ephemeral_public_key", "encrypted_secret"],
+                             sessions.flatMap { session in devices.map { [session, $0, ephemeral, envelope] } })
+            let elapsed = seconds(ContinuousClock.now - start)
+            _ = try await client.query(PostgresQuery(unsafeSQL: "DELETE FROM public.repositories WHERE user_id = '\(user)'"))
+            _ = try await client.query(PostgresQuery(unsafeSQL: "DELETE FROM public.devices WHERE user_id = '\(user)'"))
+            group.cancelAll()
+            return elapsed
+        }
+    }
+
+    static func columnType(_ column: String) -> String {
+        switch column {
+        case "id", "user_id", "repository_id", "session_id": return "uuid"
+        case "device_id": return "uuid"
+        case "device_type": return "device_type"
+        case "session_started_at": return "timestamptz"
+        default: return "text"
+        }
+    }
+
+    // MARK: - The table
+
+    static func table(_ results: [WorkerResult], runs: Int) -> String {
+        var lines: [String] = []
+        func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
+        func lpad(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+        lines.append("sync: wall time = median of \(runs) runs (fresh world each); requests, bytes, sealed/opened from that median run; peak RSS of the worker process")
+        lines.append(pad("remote", 10) + pad("size", 5) + pad("scenario", 23) + lpad("time s", 9) + lpad("requests", 10) + lpad("sent KiB", 10)
+                     + lpad("recv KiB", 10) + lpad("sealed", 8) + lpad("opened", 8) + lpad("peak MiB", 10))
+        for result in results {
+            for scenario in scenarios {
+                guard let measures = result.measures[scenario], !measures.isEmpty else { continue }
+                let sorted = measures.sorted { $0.seconds < $1.seconds }
+                let m = sorted[sorted.count / 2]
+                lines.append(pad(result.remote, 10) + pad(result.size, 5) + pad(scenario, 23) + lpad(String(format: "%.3f", m.seconds), 9)
+                             + lpad("\(m.requests)", 10) + lpad(String(m.bytesSent / 1024), 10) + lpad(String(m.bytesReceived / 1024), 10)
+                             + lpad("\(m.sealed)", 8) + lpad("\(m.opened)", 8) + lpad(String(result.peakRSSKiB / 1024), 10))
+            }
+        }
+        lines.append("")
+        lines.append("per-row baseline (the design's flow: a request per row, every pair re-sealed, one at a time) vs our first push:")
+        for result in results {
+            guard let baseline = result.baseline, let ours = result.measures["first push"]?.map(\.seconds).sorted() else { continue }
+            let median = ours[ours.count / 2]
+            lines.append("  \(pad(result.remote, 10)) \(result.size): baseline \(String(format: "%.2f", baseline.seconds)) s, \(baseline.requests) requests; "
+                         + "ours \(String(format: "%.3f", median)) s -> \(String(format: "%.1f", baseline.seconds / median))x faster")
+        }
+        lines.append("")
+        lines.append("floor for the first push (crypto: pairs / libsodium seals per second on all cores; insert: the same rows by multi-row INSERT over postgres-nio):")
+        for result in results {
+            guard let crypto = result.floorCryptoSeconds, let insert = result.floorInsertSeconds,
+                  let ours = result.measures["first push"]?.map(\.seconds).sorted() else { continue }
+            let median = ours[ours.count / 2]
+            lines.append("  \(pad(result.remote, 10)) \(result.size): crypto \(String(format: "%.3f", crypto)) s + insert \(String(format: "%.3f", insert)) s = "
+                         + "\(String(format: "%.3f", crypto + insert)) s; first push \(String(format: "%.3f", median)) s = \(String(format: "%.2f", median / (crypto + insert)))x the floor")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

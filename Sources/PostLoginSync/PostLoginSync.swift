@@ -344,46 +344,52 @@ public struct PostLoginSync: Sendable {
     /// ``SyncOptions/cryptoConcurrency`` tasks.
     func seal(_ work: [(session: UUID, envelope: SecretEnvelope, recipients: [Recipient])], key: X25519PrivateKey) async throws
         -> ([EnvelopeRecord], [SyncIssue]) {
-        let workers = max(1, min(options.cryptoConcurrency, work.count))
-        let slice = (work.count + workers - 1) / workers
-        return try await withThrowingTaskGroup(of: ([EnvelopeRecord], [SyncIssue]).self) { group in
-            for start in stride(from: 0, to: work.count, by: slice) {
-                let part = Array(work[start..<min(start + slice, work.count)])
-                group.addTask {
-                    var sealed: [EnvelopeRecord] = []
-                    var problems: [SyncIssue] = []
-                    for item in part {
-                        try Task.checkCancellation()
-                        let sessionID = SessionID(item.session)
-                        let secret: SessionSecret
-                        do {
-                            secret = try item.envelope.open(sessionID: sessionID, using: key)
-                        } catch {
-                            problems.append(SyncIssue(phase: .secrets, code: "secretUnreadable", rowID: item.session.canonical,
-                                                      message: "this session's own secret cannot be opened with the device key"))
-                            continue
-                        }
-                        for recipient in item.recipients {
-                            do {
-                                let envelope = try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: sessionID)
-                                sealed.append(EnvelopeRecord(sessionID: item.session, deviceID: recipient.deviceID,
-                                                             ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: envelope.encryptedSecret))
-                            } catch {
-                                problems.append(SyncIssue(phase: .secrets, code: "sealFailed", rowID: "\(item.session.canonical)/\(recipient.deviceID.canonical)",
-                                                          message: "\(error)"))
-                            }
-                        }
-                    }
-                    return (sealed, problems)
-                }
-            }
+        let parts = try await inParallel(work) { part in
             var sealed: [EnvelopeRecord] = []
             var problems: [SyncIssue] = []
-            for try await (part, issues) in group {
-                sealed += part
-                problems += issues
+            for item in part {
+                try Task.checkCancellation()
+                let sessionID = SessionID(item.session)
+                let secret: SessionSecret
+                do {
+                    secret = try item.envelope.open(sessionID: sessionID, using: key)
+                } catch {
+                    problems.append(SyncIssue(phase: .secrets, code: "secretUnreadable", rowID: item.session.canonical,
+                                              message: "this session's own secret cannot be opened with the device key"))
+                    continue
+                }
+                for recipient in item.recipients {
+                    do {
+                        let envelope = try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: sessionID)
+                        sealed.append(EnvelopeRecord(sessionID: item.session, deviceID: recipient.deviceID,
+                                                     ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: envelope.encryptedSecret))
+                    } catch {
+                        problems.append(SyncIssue(phase: .secrets, code: "sealFailed", rowID: "\(item.session.canonical)/\(recipient.deviceID.canonical)",
+                                                  message: "\(error)"))
+                    }
+                }
             }
             return (sealed, problems)
+        }
+        return (parts.flatMap(\.0), parts.flatMap(\.1))
+    }
+
+    /// Runs `body` over ``SyncOptions/cryptoConcurrency`` slices of `items` at once, in a
+    /// bounded task group; returns the slices' results in no particular order.
+    func inParallel<Item: Sendable, Result: Sendable>(
+        _ items: [Item], _ body: @escaping @Sendable ([Item]) async throws -> Result
+    ) async throws -> [Result] {
+        guard !items.isEmpty else { return [] }
+        let workers = max(1, min(options.cryptoConcurrency, items.count))
+        let slice = (items.count + workers - 1) / workers
+        return try await withThrowingTaskGroup(of: Result.self) { group in
+            for start in stride(from: 0, to: items.count, by: slice) {
+                let part = Array(items[start..<min(start + slice, items.count)])
+                group.addTask { try await body(part) }
+            }
+            var results: [Result] = []
+            for try await result in group { results.append(result) }
+            return results
         }
     }
 
@@ -474,25 +480,15 @@ public struct PostLoginSync: Sendable {
         // Check that every new envelope opens; the plaintext is dropped at once, never stored.
         guard !fresh.isEmpty else { return }
         let key = try await local.deviceKey()
-        let workers = max(1, min(options.cryptoConcurrency, fresh.count))
-        let slice = (fresh.count + workers - 1) / workers
-        let failures = try await withThrowingTaskGroup(of: [UUID].self) { group in
-            for start in stride(from: 0, to: fresh.count, by: slice) {
-                let part = Array(fresh[start..<min(start + slice, fresh.count)])
-                group.addTask {
-                    var failed: [UUID] = []
-                    for item in part {
-                        try Task.checkCancellation()
-                        let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
-                        if (try? envelope.open(sessionID: SessionID(item.sessionID), using: key)) == nil { failed.append(item.sessionID) }
-                    }
-                    return failed
-                }
+        let failures = try await inParallel(fresh) { part in
+            var failed: [UUID] = []
+            for item in part {
+                try Task.checkCancellation()
+                let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
+                if (try? envelope.open(sessionID: SessionID(item.sessionID), using: key)) == nil { failed.append(item.sessionID) }
             }
-            var all: [UUID] = []
-            for try await part in group { all += part }
-            return all
-        }
+            return failed
+        }.flatMap { $0 }
         recorder.report.envelopesOpened += fresh.count - failures.count
         entry.failed = failures.count
         entry.errors += failures.sorted { $0.canonical < $1.canonical }.map {

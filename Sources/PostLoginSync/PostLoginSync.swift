@@ -30,6 +30,8 @@ public struct SyncOptions: Sendable {
     public var cryptoConcurrency = ProcessInfo.processInfo.activeProcessorCount
     /// Envelopes sealed per chunk before they are sent.
     public var sealChunk = 4_000
+    /// Envelope uploads in flight at once.
+    public var uploadConcurrency = 2
     /// How long to wait for another sync of the same store.
     public var leaseTimeout: Duration = .seconds(30)
     /// Seconds a pull cursor is moved back, so rows committed late by a concurrent writer with
@@ -325,7 +327,8 @@ public struct PostLoginSync: Sendable {
             entry.errors += problems
             entry.failed += problems.count
             let local = self.local
-            let result = try await remote.upsertEnvelopes(sealed) { batch in
+            let remote = self.remote
+            let handler: BatchHandler<EnvelopeRecord> = { batch in
                 let now = Date()
                 try await local.recordDistributions(batch.map {
                     LedgerEntry(sessionID: $0.sessionID, recipientDeviceID: $0.deviceID,
@@ -334,6 +337,11 @@ public struct PostLoginSync: Sendable {
                 let completed = done.add(batch.count)
                 progress?(SyncProgress(phase: .secrets, completed: completed, total: total, message: "Syncing secrets..."))
             }
+            // Two uploads in flight: the remote works on one batch while the next travels.
+            let parts = try await inParallel(sealed, workers: options.uploadConcurrency) { part in
+                try await remote.upsertEnvelopes(part, onBatchAccepted: handler)
+            }
+            let result = BulkWriteResult(accepted: parts.map(\.accepted).reduce(0, +), rejected: parts.flatMap(\.rejected))
             entry.applied += result.accepted
             entry.failed += result.rejected.count
             entry.errors += Self.issues(result.rejected, phase: .secrets)
@@ -377,10 +385,10 @@ public struct PostLoginSync: Sendable {
     /// Runs `body` over ``SyncOptions/cryptoConcurrency`` slices of `items` at once, in a
     /// bounded task group; returns the slices' results in no particular order.
     func inParallel<Item: Sendable, Result: Sendable>(
-        _ items: [Item], _ body: @escaping @Sendable ([Item]) async throws -> Result
+        _ items: [Item], workers: Int? = nil, _ body: @escaping @Sendable ([Item]) async throws -> Result
     ) async throws -> [Result] {
         guard !items.isEmpty else { return [] }
-        let workers = max(1, min(options.cryptoConcurrency, items.count))
+        let workers = max(1, min(workers ?? options.cryptoConcurrency, items.count))
         let slice = (items.count + workers - 1) / workers
         return try await withThrowingTaskGroup(of: Result.self) { group in
             for start in stride(from: 0, to: items.count, by: slice) {

@@ -28,6 +28,19 @@ func desktopStore(_ options: StoreOptions) async throws -> (LocalStore, DeviceId
     return (store, identity, user)
 }
 
+/// The absolute, symlink-free form of a path, as repositories are stored.
+func canonicalPath(_ path: String) -> String {
+    URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+}
+
+/// A repository given as its path, its id or an unambiguous id prefix.
+func resolveRepository(_ text: String, among repositories: [RepositoryRecord]) throws -> RepositoryRecord {
+    let path = canonicalPath(text)
+    if let match = repositories.first(where: { $0.localPath == path }) { return match }
+    let id = try resolveID(text, among: repositories.map(\.id), kind: "repository")
+    return repositories.first { $0.id == id }!
+}
+
 /// Runs git in `path`, returning its trimmed output, or nil.
 func git(_ arguments: [String], in path: String) -> String? {
     let process = Process()
@@ -58,7 +71,7 @@ extension SyncCLI.Repo {
         func run() async throws {
             let (store, identity, user) = try await desktopStore(storeOptions)
             var isDirectory: ObjCBool = false
-            let absolute = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+            let absolute = canonicalPath(path)
             guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), isDirectory.boolValue else {
                 throw CLIError("\(path) is not a directory")
             }
@@ -103,9 +116,7 @@ extension SyncCLI.Repo {
 
         func run() async throws {
             let (store, _, _) = try await desktopStore(storeOptions)
-            let all = try await store.repositories()
-            let path = URL(fileURLWithPath: repository).standardizedFileURL.resolvingSymlinksInPath().path
-            let id = try all.first { $0.localPath == path }?.id ?? resolveID(repository, among: all.map(\.id), kind: "repository")
+            let id = try resolveRepository(repository, among: try await store.repositories()).id
             try await store.removeRepositories(ids: [id])
             print("Removed repository \(id.canonical); the next push deletes it remotely.")
         }
@@ -124,10 +135,8 @@ extension SyncCLI.Session {
 
         func run() async throws {
             let (store, identity, user) = try await desktopStore(storeOptions)
-            let all = try await store.repositories()
-            let path = URL(fileURLWithPath: repo).standardizedFileURL.resolvingSymlinksInPath().path
-            let id = try all.first { $0.localPath == path }?.id ?? resolveID(repo, among: all.map(\.id), kind: "repository")
-            let repository = all.first { $0.id == id }!
+            let repository = try resolveRepository(repo, among: try await store.repositories())
+            let id = repository.id
             let session = try await store.createSession(SessionRecord(
                 userID: user, deviceID: identity.id, repositoryID: id, title: title, sessionPID: Int(getpid()),
                 currentBranch: branch ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: repository.localPath),

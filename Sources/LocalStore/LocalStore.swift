@@ -608,7 +608,7 @@ public final class LocalStore: Sendable {
 
     static func upsert<R: LocalRow>(_ rows: [R], in db: Database, progress: (@Sendable (Int) -> Void)?) throws {
         let sequence = try nextChangeSequence(db)
-        let statement = try db.cachedStatement(sql: R.upsertWithSequenceSQL)
+        let statement = try db.cachedStatement(sql: R.upsertSQL)
         for (index, row) in rows.enumerated() {
             try statement.execute(arguments: StatementArguments(row.values + [sequence]))
             if (index + 1) % 1000 == 0 { progress?(index + 1) }

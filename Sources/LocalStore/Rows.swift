@@ -13,19 +13,12 @@ protocol LocalRow: Sendable {
 }
 
 extension LocalRow {
-    static var upsertSQL: String {
-        let list = columns.joined(separator: ", ")
-        let marks = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-        let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-        // Conflict target is the primary key only: a clash on another unique key (for
-        // repositories, (device_id, local_path)) fails as it would remotely.
-        return "INSERT INTO \(table) (\(list)) VALUES (\(marks)) ON CONFLICT (id) DO UPDATE SET \(updates)"
-    }
-
     static var selectSQL: String { "SELECT \(columns.joined(separator: ", ")) FROM \(table)" }
 
-    /// The upsert with the transaction's change sequence as one more bound value.
-    static var upsertWithSequenceSQL: String {
+    /// The upsert, with the transaction's change sequence as one more bound value. Its conflict
+    /// target is the primary key only: a clash on another unique key (for repositories,
+    /// (device_id, local_path)) fails as it would remotely.
+    static var upsertSQL: String {
         let list = (columns + ["change_seq"]).joined(separator: ", ")
         let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
         let updates = (columns.dropFirst() + ["change_seq"]).map { "\($0) = excluded.\($0)" }.joined(separator: ", ")

@@ -35,9 +35,4 @@ public enum SecretFile {
         }
         return FileManager.default.contents(atPath: path)
     }
-
-    /// Removes `path` if it exists.
-    public static func remove(_ path: String) {
-        unlink(path)
-    }
 }

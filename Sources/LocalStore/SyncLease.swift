@@ -76,17 +76,6 @@ extension LocalStore {
         return SyncLease(descriptor: fd, holder: holder)
     }
 
-    /// Runs `body` while holding the sync lease.
-    ///
-    /// - Throws: ``LocalStoreError`` `.storeBusy`, or what `body` throws.
-    public func withSyncLease<T: Sendable>(
-        purpose: String, timeout: Duration = .zero, _ body: () async throws -> T
-    ) async throws -> T {
-        let lease = try await acquireSyncLease(purpose: purpose, timeout: timeout)
-        defer { lease.release() }
-        return try await body()
-    }
-
     private static func readHolder(_ fd: Int32) -> String {
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = pread(fd, &buffer, buffer.count, 0)

@@ -22,10 +22,6 @@ public struct HTTPRequest: Sendable {
         self.timeout = timeout
     }
 
-    /// The first value of a header, by case-insensitive name.
-    public func header(_ name: String) -> String? {
-        headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
-    }
 }
 
 /// An HTTP response.

@@ -66,10 +66,6 @@ public enum ByteEncoding {
 
     // MARK: - Internal
 
-    static func base64URLNoPadding(raw: UnsafeRawBufferPointer) -> String {
-        base64(raw: raw, variant: sodium_base64_VARIANT_URLSAFE_NO_PADDING)
-    }
-
     static func base64(raw: UnsafeRawBufferPointer, variant: Int32) -> String {
         let length = sodium_base64_encoded_len(raw.count, variant)
         return String(unsafeUninitializedCapacity: length) { out in

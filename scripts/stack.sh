@@ -66,21 +66,31 @@ wait_for_http() {
 
 start_server() {  # name, port, database
   local name=$1 port=$2 db=$3
+  # Supabase's own statement timeout for `authenticated` is 8 s; connections without a complete
+  # request head, or with a body still arriving, are closed after 5 s.
   PGRST_JWT_SECRET="$JWT_SECRET" PGRST_SERVER_PORT="$port" PGRST_DB_PORT="$PG_PORT" PGRST_DB_NAME="$db" \
-    PGRST_DB_USER=authenticator nohup "$SERVER" >"$STACK_DIR/$name.log" 2>&1 &
+    PGRST_DB_USER=authenticator PGRST_AUTH_DB_USER=supabase_auth_admin PGRST_STATEMENT_TIMEOUT_MS=8000 \
+    PGRST_IDLE_TIMEOUT_S=5 PGRST_BODY_TIMEOUT_S=5 nohup "$SERVER" >"$STACK_DIR/$name.log" 2>&1 &
   echo $! >"$STACK_DIR/$name.pid"
   wait_for_http "http://127.0.0.1:$port" "$(cat "$STACK_DIR/$name.pid")"
 }
 
-create_database() {  # name, secrets migration file, with triggers (yes/no)
-  local db=$1 secrets=$2 triggers=$3
+create_database() {  # name, variant (own | deployed)
+  local db=$1 variant=$2 file name
   if [ "$(psql_as postgres -tA -c "SELECT 1 FROM pg_database WHERE datname = '$db'")" = "1" ]; then return; fi
   psql_as postgres -c "CREATE DATABASE $db"
   psql_as "$db" -f "$root/supabase/bootstrap/plain-postgres.sql"
-  psql_as "$db" -f "$root/supabase/migrations/20261122000100_tables.sql"
-  psql_as "$db" -f "$secrets"
-  psql_as "$db" -f "$root/supabase/migrations/20261122000300_rls_and_grants.sql"
-  if [ "$triggers" = yes ]; then psql_as "$db" -f "$root/supabase/migrations/20261122000400_updated_at_triggers.sql"; fi
+  for file in "$root"/supabase/migrations/*.sql; do
+    name=$(basename "$file")
+    if [ "$variant" = deployed ]; then
+      # The deployed variant: its own secrets table, no updated_at triggers, no column limits.
+      case "$name" in
+        *_session_secrets.sql) file="$root/supabase/variants/deployed_session_secrets.sql" ;;
+        *_updated_at_triggers.sql|*_column_limits.sql) continue ;;
+      esac
+    fi
+    psql_as "$db" -f "$file"
+  done
 }
 
 start() {
@@ -99,8 +109,8 @@ start() {
     as_postgres "$BIN/pg_ctl" -D "$PGDATA" -l "$STACK_DIR/postgres.log" -w -t 60 start \
       -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -c unix_socket_directories=$STACK_DIR -c timezone=UTC -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" >/dev/null
   fi
-  create_database sync_own "$root/supabase/migrations/20261122000200_session_secrets.sql" yes
-  create_database sync_deployed "$root/supabase/variants/deployed_session_secrets.sql" no
+  create_database sync_own own
+  create_database sync_deployed deployed
 
   if [ ! -f "$STACK_DIR/jwt-secret" ]; then
     (umask 077; head -c 48 /dev/urandom | base64 | tr -d '\n/+=' >"$STACK_DIR/jwt-secret")

@@ -47,7 +47,9 @@ public enum DeviceKeyFile {
     ///   have any permission, or another user owns it) or `.keyFileMalformed` (not a regular
     ///   file of exactly 32 bytes).
     public static func load(from path: String) throws -> X25519PrivateKey {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // O_NONBLOCK: opening a FIFO planted as the key file must fail the type check below,
+        // not block until some writer appears.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
             if errno == ENOENT { throw LocalStoreError(.keyFileMissing, "no device key at \(path); run `sync-cli init` first") }
             if errno == ELOOP { throw LocalStoreError(.keyFileMalformed, "\(path) is a symbolic link; refusing to use it") }

@@ -2,6 +2,9 @@ import Foundation
 import GRDB
 import SecretCrypto
 import SyncModel
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The device's own store: a directory holding `store.sqlite` (WAL, foreign keys on) and
 /// `device.key` (the X25519 private key, 0600).
@@ -52,7 +55,9 @@ public final class LocalStore: Sendable {
             throw LocalStoreError(.io, "cannot create store directory \(directory.path)")
         }
         let path = directory.appendingPathComponent("store.sqlite").path
+        try Self.checkDirectory(directory.path)
         try Self.checkHeader(path)
+        try Self.createPrivately(path)
 
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
@@ -73,6 +78,38 @@ public final class LocalStore: Sendable {
         } catch {
             throw LocalStoreError.wrap(error, context: "cannot prepare \(path)")
         }
+    }
+
+    /// Refuses a store directory that is not a directory, belongs to another user, or that
+    /// group or others may write (they could swap the key file or the database).
+    static func checkDirectory(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            throw LocalStoreError(.io, "\(path) is not a directory")
+        }
+        guard info.st_uid == geteuid() else {
+            throw LocalStoreError(.storeDirectoryUnsafe, "\(path) is owned by uid \(info.st_uid), not by the current user")
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            throw LocalStoreError(.storeDirectoryUnsafe, String(
+                format: "permissions 0%o for %@ let others write to the store (chmod 700 %@)", info.st_mode & 0o777, path, path))
+        }
+    }
+
+    /// Creates the database file with mode 0600 before SQLite does (SQLite gives its WAL and
+    /// shared-memory files the database file's mode); an existing file is narrowed to 0600.
+    static func createPrivately(_ path: String) throws {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard descriptor >= 0 else {
+            if errno == ELOOP { throw LocalStoreError(.notADatabase, "\(path) is a symbolic link; refusing to open it") }
+            throw LocalStoreError(.io, "cannot open \(path)")
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw LocalStoreError(.notADatabase, "\(path) is not a regular file; refusing to open it")
+        }
+        if info.st_mode & 0o077 != 0 { fchmod(descriptor, 0o600) }
     }
 
     /// Refuses a non-empty file that does not start with SQLite's magic header, before SQLite

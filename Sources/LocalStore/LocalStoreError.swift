@@ -44,6 +44,8 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
         public static let database = Code(name: "database")
         /// A file-system operation failed.
         public static let io = Code(name: "io")
+        /// The store directory belongs to another user or others may write to it.
+        public static let storeDirectoryUnsafe = Code(name: "storeDirectoryUnsafe")
     }
 
     /// The kind of failure.

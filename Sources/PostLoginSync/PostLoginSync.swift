@@ -266,7 +266,7 @@ public struct PostLoginSync: Sendable {
 
     func pushSecrets(identity: DeviceIdentity, key: X25519PrivateKey, entry: inout PhaseReport, recorder: Recorder) async throws {
         let devices = try await remote.listDevices()
-        let decisions = RecipientPolicy.decide(devices, selfID: identity.id, options: options.recipients)
+        let decisions = RecipientPolicy.decide(devices, userID: remote.userID, selfID: identity.id, options: options.recipients)
         recorder.report.recipients = decisions.map(\.decision)
         entry.errors += decisions.compactMap(\.issue)
         let recipients = decisions.compactMap(\.recipient)
@@ -310,7 +310,7 @@ public struct PostLoginSync: Sendable {
         guard needed > 0 else { return }
 
         let total = needed
-        let fingerprints = Dictionary(uniqueKeysWithValues: recipients.map { ($0.deviceID, $0.fingerprint) })
+        let fingerprints = Dictionary(recipients.map { ($0.deviceID, $0.fingerprint) }, uniquingKeysWith: { first, _ in first })
         let done = Counter()
         let progress = recorder.progress
         var chunkStart = 0
@@ -468,6 +468,9 @@ public struct PostLoginSync: Sendable {
         }
     }
 
+    /// Fetches the envelopes addressed to this device and keeps only those that open: an
+    /// envelope that does not is reported and never stored (a junk row must not displace a
+    /// good envelope kept from an earlier pull, nor sit in the store looking like a secret).
     func pullEnvelopes(identity: DeviceIdentity, entry: inout PhaseReport, recorder: Recorder) async throws {
         let fetched = try await remote.fetchEnvelopes(addressedTo: identity.id)
         let sessions = Set(try await local.sessions().map(\.id))
@@ -478,30 +481,33 @@ public struct PostLoginSync: Sendable {
         let fresh = kept.filter {
             existing[$0.sessionID] != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
         }
+
+        // Open every new envelope first; the plaintext is dropped at once, never stored.
+        var failures: Set<UUID> = []
+        if !fresh.isEmpty {
+            let key = try await local.deviceKey()
+            failures = Set(try await inParallel(fresh) { part in
+                var failed: [UUID] = []
+                for item in part {
+                    try Task.checkCancellation()
+                    let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
+                    if (try? envelope.open(sessionID: SessionID(item.sessionID), using: key)) == nil { failed.append(item.sessionID) }
+                }
+                return failed
+            }.flatMap { $0 })
+        }
+        let good = fresh.filter { !failures.contains($0.sessionID) }
         let now = Date()
-        try await local.upsertReceivedEnvelopes(fresh.map {
+        try await local.upsertReceivedEnvelopes(good.map {
             ReceivedEnvelope(sessionID: $0.sessionID, envelope: SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret), fetchedAt: now)
         })
         entry.deleted = try await local.deleteReceivedEnvelopes(notIn: Set(kept.map(\.sessionID)))
-        entry.applied = fresh.count
-
-        // Check that every new envelope opens; the plaintext is dropped at once, never stored.
-        guard !fresh.isEmpty else { return }
-        let key = try await local.deviceKey()
-        let failures = try await inParallel(fresh) { part in
-            var failed: [UUID] = []
-            for item in part {
-                try Task.checkCancellation()
-                let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
-                if (try? envelope.open(sessionID: SessionID(item.sessionID), using: key)) == nil { failed.append(item.sessionID) }
-            }
-            return failed
-        }.flatMap { $0 }
-        recorder.report.envelopesOpened += fresh.count - failures.count
+        entry.applied = good.count
+        recorder.report.envelopesOpened += good.count
         entry.failed = failures.count
         entry.errors += failures.sorted { $0.canonical < $1.canonical }.map {
             SyncIssue(phase: .envelopes, code: "envelopeUnreadable", rowID: $0.canonical,
-                      message: "the envelope for this session cannot be opened with this device's key")
+                      message: "the envelope for this session cannot be opened with this device's key; it was not stored")
         }
         recorder.emit(.envelopes, fresh.count, fresh.count, "Syncing envelopes...")
     }

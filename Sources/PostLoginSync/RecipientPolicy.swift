@@ -33,23 +33,37 @@ public enum RecipientPolicy {
     /// Decides for every device.
     ///
     /// - Parameters:
-    ///   - devices: The user's device rows.
+    ///   - devices: The user's device rows, as the remote listed them.
+    ///   - userID: The signed-in user: a row of any other user never receives, whatever the
+    ///     remote claims, and is reported as a possible attack.
     ///   - selfID: This device.
     ///   - options: The policy options.
-    /// - Returns: One decision per device, and the issues for devices whose key failed validation.
-    public static func evaluate(_ devices: [RemoteDevice], selfID: UUID, options: RecipientOptions) -> [DeviceDecision] {
-        decide(devices, selfID: selfID, options: options).map(\.decision)
+    /// - Returns: One decision per distinct device id (a second row with an id already seen is
+    ///   dropped and reported).
+    public static func evaluate(_ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions) -> [DeviceDecision] {
+        decide(devices, userID: userID, selfID: selfID, options: options).map(\.decision)
     }
 
-    static func decide(_ devices: [RemoteDevice], selfID: UUID, options: RecipientOptions)
+    static func decide(_ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions)
         -> [(decision: DeviceDecision, recipient: Recipient?, issue: SyncIssue?)] {
-        devices.map { device in
-            func no(_ reason: String, issue: Bool = false) -> (DeviceDecision, Recipient?, SyncIssue?) {
+        // Ids are UUIDs, so two spellings of one id (case) are already one value here; a device
+        // listed twice keeps its first row, and the repeat is reported rather than trapping
+        // on a duplicate dictionary key later.
+        var seen = Set<UUID>()
+        return devices.map { device in
+            func no(_ reason: String, issue code: String? = nil) -> (DeviceDecision, Recipient?, SyncIssue?) {
                 let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
                                               receives: false, reason: reason, keyFingerprint: nil)
-                let problem = issue ? SyncIssue(phase: .secrets, code: "invalidPublicKey", rowID: device.id.canonical,
-                                                message: "device \"\(device.name)\" skipped: \(reason)") : nil
+                let problem = code.map {
+                    SyncIssue(phase: .secrets, code: $0, rowID: device.id.canonical, message: "device skipped: \(reason)")
+                }
                 return (decision, nil, problem)
+            }
+            guard seen.insert(device.id).inserted else {
+                return no("listed more than once by the remote (possible attack)", issue: "duplicateDevice")
+            }
+            guard device.userID == userID else {
+                return no("belongs to another user than the one signed in (possible attack)", issue: "foreignDevice")
             }
             if device.id == selfID && !options.includeSelf { return no("this device (self copy disabled)") }
             guard device.isActive else { return no("inactive") }
@@ -59,9 +73,9 @@ public enum RecipientPolicy {
             if options.requireTrusted && !device.isTrusted { return no("not trusted (trusted devices required)") }
             guard let text = device.publicKey, !text.isEmpty else { return no("no public key yet") }
             guard let key = try? X25519PublicKey(base64: text) else {
-                return no("public key is not the base64 of 32 bytes", issue: true)
+                return no("public key is not the base64 of 32 bytes", issue: "invalidPublicKey")
             }
-            guard !key.isLowOrder else { return no("public key is a low-order point", issue: true) }
+            guard !key.isLowOrder else { return no("public key is a low-order point", issue: "invalidPublicKey") }
             let fingerprint = key.fingerprint
             let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: type.rawValue,
                                           receives: true, reason: nil, keyFingerprint: fingerprint)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -50,27 +51,141 @@ public protocol HTTPTransport: Sendable {
 }
 
 /// ``HTTPTransport`` on Foundation's `URLSession` (FoundationNetworking on Linux).
-public struct URLSessionTransport: HTTPTransport {
+///
+/// Built for servers it does not trust:
+/// - **No redirects are followed.** A 3xx comes back as the response it is (the client treats
+///   it as a failure): following one would send `Authorization` and `apikey` to wherever it
+///   points, and turn a POST into a GET (301/302) or drop its body (307/308) while the caller
+///   believed its write succeeded.
+/// - **Bounded size:** a response whose body grows past ``maxResponseBytes`` is cancelled and
+///   reported as `.responseTooLarge`, never retried.
+/// - **Bounded time:** no byte for ``connectTimeout`` seconds (connecting included) fails the
+///   attempt, and so does a whole request that takes longer than the request's `timeout`,
+///   however slowly the server drips bytes.
+public final class URLSessionTransport: HTTPTransport {
     let session: URLSession
+    let delegate: TransportDelegate
+    /// The largest response body accepted.
+    public let maxResponseBytes: Int
+    /// Seconds without any byte (connecting, or between bytes) before an attempt fails.
+    public let connectTimeout: TimeInterval
 
-    /// Creates a transport on `session` (an ephemeral session by default: no cookies, no cache).
-    public init(session: URLSession = URLSession(configuration: .ephemeral)) {
-        self.session = session
+    /// Creates a transport on an ephemeral session (no cookies, no cache).
+    ///
+    /// - Parameters:
+    ///   - maxResponseBytes: The largest response body accepted (64 MiB by default; a page of
+    ///     1,000 rows is well under 1 MiB).
+    ///   - connectTimeout: Seconds without any byte before an attempt fails.
+    public init(maxResponseBytes: Int = 64 * 1024 * 1024, connectTimeout: TimeInterval = 10) {
+        self.maxResponseBytes = maxResponseBytes
+        self.connectTimeout = connectTimeout
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = connectTimeout
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.urlCache = nil
+        delegate = TransportDelegate()
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
+    deinit { session.finishTasksAndInvalidate() }
+
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        var urlRequest = URLRequest(url: request.url, timeoutInterval: request.timeout)
+        var urlRequest = URLRequest(url: request.url, timeoutInterval: min(request.timeout, connectTimeout))
         urlRequest.httpMethod = request.method
         for (name, value) in request.headers { urlRequest.addValue(value, forHTTPHeaderField: name) }
         urlRequest.httpBody = request.body
-        let (data, response) = try await session.data(for: urlRequest)
-        guard let http = response as? HTTPURLResponse else {
-            throw RemoteStoreError(.malformedResponse, "not an HTTP response")
+        let task = session.dataTask(with: urlRequest)
+        let delegate = self.delegate
+        let limit = maxResponseBytes
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, Error>) in
+                delegate.register(task, limit: limit, continuation: continuation)
+                let deadline = DispatchTime.now() + .milliseconds(Int(max(request.timeout, 0.001) * 1000))
+                DispatchQueue.global().asyncAfter(deadline: deadline) {
+                    delegate.fail(task, with: RemoteStoreError(.network, "no complete response within \(Int(request.timeout)) s"))
+                }
+                task.resume()
+            }
+        } onCancel: {
+            delegate.fail(task, with: CancellationError())
+        }
+    }
+}
+
+/// The session delegate behind ``URLSessionTransport``: collects each task's body under a
+/// size limit, refuses redirects, and resumes each task's continuation exactly once.
+final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    struct Pending {
+        var continuation: CheckedContinuation<HTTPResponse, Error>
+        var limit: Int
+        var body = Data()
+        var response: HTTPURLResponse?
+        var failure: Error?
+    }
+
+    let pending = Mutex<[Int: Pending]>([:])
+
+    func register(_ task: URLSessionTask, limit: Int, continuation: CheckedContinuation<HTTPResponse, Error>) {
+        pending.withLock { $0[task.taskIdentifier] = Pending(continuation: continuation, limit: limit) }
+    }
+
+    /// Ends `task` with `error` (if it has not ended yet) and cancels it.
+    func fail(_ task: URLSessionTask, with error: Error) {
+        let entry = pending.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        guard let entry else { return }
+        task.cancel()
+        entry.continuation.resume(throwing: error)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        let tooLarge = pending.withLock { state -> Bool in
+            guard var entry = state[dataTask.taskIdentifier] else { return false }
+            entry.response = response as? HTTPURLResponse
+            state[dataTask.taskIdentifier] = entry
+            return response.expectedContentLength > Int64(entry.limit)
+        }
+        if tooLarge {
+            completionHandler(.cancel)
+            fail(dataTask, with: Self.tooLarge)
+        } else {
+            completionHandler(.allow)
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let tooLarge = pending.withLock { state -> Bool in
+            guard var entry = state[dataTask.taskIdentifier] else { return false }
+            guard entry.body.count + data.count <= entry.limit else { return true }
+            entry.body.append(data)
+            state[dataTask.taskIdentifier] = entry
+            return false
+        }
+        if tooLarge { fail(dataTask, with: Self.tooLarge) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        guard let entry = pending.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        if let error {
+            entry.continuation.resume(throwing: error)
+            return
+        }
+        guard let http = entry.response ?? task.response as? HTTPURLResponse else {
+            entry.continuation.resume(throwing: RemoteStoreError(.malformedResponse, "not an HTTP response"))
+            return
         }
         var headers: [String: String] = [:]
         for (name, value) in http.allHeaderFields {
             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
-        return HTTPResponse(status: http.statusCode, headers: headers, body: data)
+        entry.continuation.resume(returning: HTTPResponse(status: http.statusCode, headers: headers, body: entry.body))
     }
+
+    static let tooLarge = RemoteStoreError(.responseTooLarge, "the response is larger than this client accepts")
 }

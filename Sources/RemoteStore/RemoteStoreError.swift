@@ -32,6 +32,13 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
         public static let configuration = Code(name: "configuration")
         /// The embedded store's database failed.
         public static let storage = Code(name: "storage")
+        /// The remote answered with a redirect; redirects are never followed (they would carry
+        /// the credentials elsewhere, and a redirected write is not a written row).
+        public static let redirected = Code(name: "redirected")
+        /// A response was larger than the client accepts.
+        public static let responseTooLarge = Code(name: "responseTooLarge")
+        /// A listing did not end: pages stopped advancing, or passed the row or time bound.
+        public static let listingDidNotEnd = Code(name: "listingDidNotEnd")
     }
 
     public var code: Code

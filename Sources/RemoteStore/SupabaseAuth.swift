@@ -63,9 +63,9 @@ public struct SupabaseAuth: Sendable {
         }
         let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] ?? [:]
         guard (200..<300).contains(response.status) else {
-            let message = (object["error_description"] as? String) ?? (object["msg"] as? String) ?? "sign-in refused"
+            let message = ((object["error_description"] as? String) ?? (object["msg"] as? String) ?? "sign-in refused").escapingControlCharacters
             throw RemoteStoreError(response.status == 400 || response.status == 401 ? .unauthorized : .http, message, status: response.status,
-                                   postgrestCode: object["error_code"] as? String)
+                                   postgrestCode: (object["error_code"] as? String)?.escapingControlCharacters)
         }
         guard let access = object["access_token"] as? String, let refresh = object["refresh_token"] as? String,
               let user = (object["user"] as? [String: Any])?["id"] as? String, let userID = UUID.parse(user) else {

@@ -41,7 +41,11 @@ public struct RepositoryRecord: Sendable, Hashable, Codable {
     public var deviceID: UUID
     public var name: String
     public var localPath: String
-    public var remoteURL: String?
+    /// The git remote, always without credentials (``RemoteURL/redacted(_:)``): a token in a
+    /// remote URL would otherwise be stored, printed and copied to every phone.
+    public var remoteURL: String? {
+        didSet { if let remoteURL, RemoteURL.redacted(remoteURL) != remoteURL { self.remoteURL = RemoteURL.redacted(remoteURL) } }
+    }
     public var defaultBranch: String?
     public var parentRepositoryID: UUID?
     public var isWorktree: Bool
@@ -63,7 +67,7 @@ public struct RepositoryRecord: Sendable, Hashable, Codable {
         self.deviceID = deviceID
         self.name = name
         self.localPath = localPath
-        self.remoteURL = remoteURL
+        self.remoteURL = remoteURL.map(RemoteURL.redacted)
         self.defaultBranch = defaultBranch
         self.parentRepositoryID = parentRepositoryID
         self.isWorktree = isWorktree

@@ -10,12 +10,27 @@ struct ServerConfiguration: Sendable {
     var databaseHost = "127.0.0.1"
     var databasePort = 54329
     var databaseUser = "authenticator"
+    /// The role the GoTrue-style `/auth/v1` endpoints connect as; the API roles cannot read
+    /// `auth.*` at all.
+    var authDatabaseUser = "supabase_auth_admin"
     var databaseName = "postgres"
     var schema = "public"
     /// Supabase's `db-max-rows`.
     var maxRows = 1000
     var jwtExpiry = 3600
+    /// The `aud` every token must carry (GoTrue issues `authenticated`).
+    var jwtAudience = "authenticated"
     var jwtSecret: SecureBytes
+    /// The largest request body accepted; larger ones get 413 before they are held.
+    var maxBodyBytes = 4 * 1024 * 1024
+    /// The longest a request's query string may be (a gateway's URL limit); longer gets 414.
+    var maxQueryBytes = 32 * 1024
+    /// Every statement of a request is cancelled after this long (`statement_timeout`).
+    var statementTimeoutMilliseconds = 15_000
+    /// Seconds a connection may sit without a complete request head (Hummingbird's idle
+    /// timeout), and seconds a request's body may take to arrive once its head has.
+    var idleTimeoutSeconds: Int64 = 10
+    var bodyTimeoutSeconds: Int64 = 15
 
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
         guard let secret = environment["PGRST_JWT_SECRET"], secret.utf8.count >= 32 else {
@@ -27,16 +42,22 @@ struct ServerConfiguration: Sendable {
         if let value = environment["PGRST_DB_HOST"] { configuration.databaseHost = value }
         if let value = environment["PGRST_DB_PORT"].flatMap(Int.init) { configuration.databasePort = value }
         if let value = environment["PGRST_DB_USER"] { configuration.databaseUser = value }
+        if let value = environment["PGRST_AUTH_DB_USER"] { configuration.authDatabaseUser = value }
         if let value = environment["PGRST_DB_NAME"] { configuration.databaseName = value }
         if let value = environment["PGRST_DB_SCHEMA"] { configuration.schema = value }
-        if let value = environment["PGRST_DB_MAX_ROWS"].flatMap(Int.init) { configuration.maxRows = value }
+        if let value = environment["PGRST_DB_MAX_ROWS"].flatMap(Int.init), value > 0 { configuration.maxRows = value }
         if let value = environment["PGRST_JWT_EXPIRY"].flatMap(Int.init) { configuration.jwtExpiry = value }
+        if let value = environment["PGRST_JWT_AUD"], !value.isEmpty { configuration.jwtAudience = value }
+        if let value = environment["PGRST_MAX_BODY_BYTES"].flatMap(Int.init), value > 0 { configuration.maxBodyBytes = value }
+        if let value = environment["PGRST_STATEMENT_TIMEOUT_MS"].flatMap(Int.init), value > 0 { configuration.statementTimeoutMilliseconds = value }
+        if let value = environment["PGRST_IDLE_TIMEOUT_S"].flatMap(Int64.init), value > 0 { configuration.idleTimeoutSeconds = value }
+        if let value = environment["PGRST_BODY_TIMEOUT_S"].flatMap(Int64.init), value > 0 { configuration.bodyTimeoutSeconds = value }
         return configuration
     }
 
     /// A Supabase-style API key: a long-lived JWT for `role`.
     func apiKey(role: String) -> String {
-        JWT.sign(["role": role, "iss": "postgrest-server", "iat": 1_767_225_600, "exp": 4_102_444_800], secret: jwtSecret)
+        JWT.sign(["role": role, "iss": "postgrest-server", "aud": jwtAudience, "iat": 1_767_225_600, "exp": 4_102_444_800], secret: jwtSecret)
     }
 }
 
@@ -61,14 +82,20 @@ struct Answer: Sendable {
 /// Everything behind the HTTP layer: the PostgreSQL pool, the schema cache, the JWT secret.
 actor Backend {
     let client: PostgresClient
+    /// The pool the `/auth/v1` endpoints use, connected as ``ServerConfiguration/authDatabaseUser``.
+    let authClient: PostgresClient
     let configuration: ServerConfiguration
     let logger: Logger
+    /// The anon and service_role keys: the only `apikey` values accepted.
+    nonisolated let knownKeys: [String]
     private var cache: SchemaCache?
 
-    init(client: PostgresClient, configuration: ServerConfiguration, logger: Logger) {
+    init(client: PostgresClient, authClient: PostgresClient, configuration: ServerConfiguration, logger: Logger) {
         self.client = client
+        self.authClient = authClient
         self.configuration = configuration
         self.logger = logger
+        knownKeys = [configuration.apiKey(role: "anon"), configuration.apiKey(role: "service_role")]
     }
 
     func schema() async throws -> SchemaCache {
@@ -79,7 +106,7 @@ actor Backend {
     }
 
     func table(_ name: String) async throws -> SchemaCache.Table {
-        guard let table = try await schema().tables[name] else {
+        guard Grammar.isIdentifier(name), let table = try await schema().tables[name] else {
             throw APIError(status: 404, code: "PGRST205", message: "Could not find the table '\(configuration.schema).\(name)' in the schema cache")
         }
         return table
@@ -87,24 +114,26 @@ actor Backend {
 
     // MARK: - Authentication
 
-    /// The role and claims JSON for a request: a bearer token, else the apikey (as Supabase's
-    /// gateway forwards it), else `anon`.
+    /// The role and claims JSON for a request.
+    ///
+    /// As Supabase's gateway does, every request must carry a known `apikey` (the anon or the
+    /// service_role key), whether or not it also has a bearer token; the bearer token, when
+    /// present, then decides the role, else the apikey does.
     nonisolated func authenticate(authorization: String?, apiKey: String?) throws -> (role: String, claims: String) {
-        let token: String?
+        try requireKnownAPIKey(apiKey)
+        let token: String
         if let authorization {
-            guard authorization.lowercased().hasPrefix("bearer ") else {
+            guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
                 throw invalidToken("JWSError (CompactDecodeError Invalid number of parts: Expected 3 parts; got 1)", code: "PGRST301")
             }
-            token = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+            token = String(authorization.dropFirst(7))
         } else {
-            token = apiKey
+            token = apiKey ?? ""
         }
-        guard let token, !token.isEmpty else { return ("anon", #"{"role":"anon"}"#) }
         do {
-            let (json, claims) = try JWT.verify(token, secret: configuration.jwtSecret)
-            let role = claims["role"] as? String ?? "anon"
+            let (json, role) = try JWT.verify(token, secret: configuration.jwtSecret, audience: configuration.jwtAudience)
             guard ["anon", "authenticated", "service_role"].contains(role) else {
-                throw invalidToken("role \"\(role)\" does not exist", code: "PGRST301")
+                throw invalidToken("role does not exist", code: "PGRST301")
             }
             return (role, json)
         } catch let failure as JWT.Failure {
@@ -112,6 +141,20 @@ actor Backend {
             case .expired: throw invalidToken("JWT expired", code: "PGRST303")
             case let .invalid(message): throw invalidToken(message, code: "PGRST301")
             }
+        }
+    }
+
+    /// Refuses a request without the anon or service_role key, as Supabase's gateway does.
+    nonisolated func requireKnownAPIKey(_ apiKey: String?) throws {
+        guard let apiKey, !apiKey.isEmpty else {
+            throw APIError(status: 401, code: "PGRST000", message: "No API key found in request",
+                           hint: "No `apikey` request header or url param was found.")
+        }
+        let given = SecureBytes(copying: Array(apiKey.utf8))
+        let known = knownKeys.contains { SecureBytes(copying: Array($0.utf8)) == given }
+        guard known else {
+            throw APIError(status: 401, code: "PGRST000", message: "Invalid API key",
+                           hint: "Double check your Supabase `anon` or `service_role` API key.")
         }
     }
 
@@ -124,34 +167,50 @@ actor Backend {
 
     /// Runs `statements` in one transaction as `role` with the JWT claims set, as PostgREST does.
     /// Returns the rows of the last statement as text columns.
+    ///
+    /// Nothing a request does can outlive it on the pooled connection: the transaction starts
+    /// with `RESET ALL` (undoing anything a previous user of the connection left at session
+    /// level), sets everything else with `SET LOCAL`, runs under a statement timeout, and the
+    /// connection is `DISCARD ALL`ed before it goes back to the pool, whatever happened.
     func run(role: String, claims: String, _ statements: [(String, [String?])]) async throws -> [[String?]] {
+        let logger = self.logger
+        let timeout = configuration.statementTimeoutMilliseconds
         do {
-            return try await client.withTransaction(logger: logger) { connection in
-                try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(SQLBuilder.identifier(role))"), logger: logger)
-                var claimBinds = PostgresBindings()
-                claimBinds.append(claims)
-                try await connection.query(PostgresQuery(unsafeSQL: "SELECT set_config('request.jwt.claims', $1, true)", binds: claimBinds), logger: logger)
-                try await connection.query("SET LOCAL TIME ZONE 'UTC'", logger: logger)
-                var result: [[String?]] = []
-                for (sql, values) in statements {
-                    var binds = PostgresBindings()
-                    for value in values {
-                        if let value { binds.append(value) } else { binds.appendNull() }
-                    }
-                    let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-                    result = []
-                    for try await row in rows {
-                        var columns: [String?] = []
-                        for cell in row {
-                            columns.append(try cell.decode(String?.self))
+            return try await client.withConnection { connection in
+                try await connection.query("BEGIN", logger: logger)
+                do {
+                    try await connection.query("RESET ALL", logger: logger)
+                    try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(try SQLBuilder.identifier(role))"), logger: logger)
+                    var claimBinds = PostgresBindings()
+                    claimBinds.append(claims)
+                    try await connection.query(PostgresQuery(unsafeSQL: "SELECT set_config('request.jwt.claims', $1, true)", binds: claimBinds), logger: logger)
+                    try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = \(timeout)"), logger: logger)
+                    try await connection.query("SET LOCAL TIME ZONE 'UTC'", logger: logger)
+                    var result: [[String?]] = []
+                    for (sql, values) in statements {
+                        var binds = PostgresBindings()
+                        for value in values {
+                            if let value { binds.append(value) } else { binds.appendNull() }
                         }
-                        result.append(columns)
+                        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+                        result = []
+                        for try await row in rows {
+                            var columns: [String?] = []
+                            for cell in row {
+                                columns.append(try cell.decode(String?.self))
+                            }
+                            result.append(columns)
+                        }
                     }
+                    try await connection.query("COMMIT", logger: logger)
+                    _ = try? await connection.query("DISCARD ALL", logger: logger)
+                    return result
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    _ = try? await connection.query("DISCARD ALL", logger: logger)
+                    throw error
                 }
-                return result
             }
-        } catch let error as PostgresTransactionError {
-            throw Self.translate(error.closureError ?? error.beginError ?? error.commitError ?? error, role: role)
         } catch {
             throw Self.translate(error, role: role)
         }
@@ -170,6 +229,7 @@ actor Backend {
         case "42501": status = role == "anon" ? 401 : 403
         case "21000": status = 500
         case "42883": status = 404
+        case "57014": status = 504
         case "25006": status = 405
         case _ where state.hasPrefix("08") || state.hasPrefix("53"): status = 503
         default: status = 500
@@ -185,7 +245,10 @@ actor Backend {
         let access = JWT.sign(["sub": user, "role": "authenticated", "aud": "authenticated", "email": email,
                                "iat": now, "exp": now + configuration.jwtExpiry], secret: configuration.jwtSecret)
         let refresh = JWT.base64URL(SecureBytes(randomCount: 24).withUnsafeBytes { Array($0) })
-        _ = try await client.query("INSERT INTO auth.refresh_tokens (token, user_id) VALUES (\(refresh), \(user)::uuid)", logger: logger)
+        // Only a digest is stored: a copy of the table gives nobody a usable refresh token.
+        _ = try await authClient.query("""
+            INSERT INTO auth.refresh_tokens (token, user_id) VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid)
+            """, logger: logger)
         let object: [String: Any] = [
             "access_token": access, "token_type": "bearer", "expires_in": configuration.jwtExpiry, "expires_at": now + configuration.jwtExpiry,
             "refresh_token": refresh, "user": ["id": user, "email": email, "aud": "authenticated", "role": "authenticated"],
@@ -197,7 +260,7 @@ actor Backend {
         guard !email.isEmpty, password.count >= 6 else {
             return .json(422, #"{"code":422,"error_code":"weak_password","msg":"Password should be at least 6 characters."}"#)
         }
-        let rows = try await client.query("""
+        let rows = try await authClient.query("""
             INSERT INTO auth.users (email, encrypted_password) VALUES (\(email), crypt(\(password), gen_salt('bf', 6)))
             ON CONFLICT (email) DO NOTHING RETURNING id::text
             """, logger: logger)
@@ -208,7 +271,7 @@ actor Backend {
     }
 
     func passwordGrant(email: String, password: String) async throws -> Answer {
-        let rows = try await client.query("""
+        let rows = try await authClient.query("""
             SELECT id::text FROM auth.users WHERE email = \(email) AND encrypted_password = crypt(\(password), encrypted_password)
             """, logger: logger)
         var id: String?
@@ -218,9 +281,9 @@ actor Backend {
     }
 
     func refreshGrant(token: String) async throws -> Answer {
-        let rows = try await client.query("""
+        let rows = try await authClient.query("""
             UPDATE auth.refresh_tokens r SET revoked = true FROM auth.users u
-            WHERE r.token = \(token) AND NOT r.revoked AND u.id = r.user_id RETURNING u.id::text, u.email
+            WHERE r.token = encode(digest(\(token), 'sha256'), 'hex') AND NOT r.revoked AND u.id = r.user_id RETURNING u.id::text, u.email
             """, logger: logger)
         var found: (String, String)?
         for try await (id, email) in rows.decode((String, String).self) { found = (id, email) }

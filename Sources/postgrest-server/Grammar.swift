@@ -62,25 +62,35 @@ enum Grammar {
         return .filter(column: column, negated: negated, op: op, value: .single(value))
     }
 
-    struct Scanner {
-        let characters: [Character]
-        var position = 0
+    /// Limits on a filter tree, so a hostile query cannot exhaust the parser's stack or the
+    /// planner: PostgREST itself recurses without a bound; its gateway limits the URL.
+    static let maxDepth = 16
+    static let maxNodes = 1_000
 
-        init(_ text: String) { characters = Array(text) }
+    /// Scans over Unicode scalars, never grapheme clusters: a combining mark after `"` or `,`
+    /// must not hide the punctuation from the grammar.
+    struct Scanner {
+        let characters: [Unicode.Scalar]
+        var position = 0
+        var depth = 0
+        var nodes = 0
+
+        init(_ text: String) { characters = Array(text.unicodeScalars) }
 
         var atEnd: Bool { position >= characters.count }
-        var peek: Character? { atEnd ? nil : characters[position] }
+        var peek: Unicode.Scalar? { atEnd ? nil : characters[position] }
+        var text: String { var s = ""; s.unicodeScalars.append(contentsOf: characters); return s }
 
-        mutating func expect(_ character: Character) throws {
+        mutating func expect(_ character: Unicode.Scalar) throws {
             guard peek == character else {
-                throw APIError.parse("\"failed to parse logic tree (\(String(characters)))\" (line 1, column \(position + 1))",
+                throw APIError.parse("\"failed to parse logic tree (\(text))\" (line 1, column \(position + 1))",
                                      details: "unexpected \(peek.map { "\"\($0)\"" } ?? "end of input") expecting \"\(character)\"")
             }
             position += 1
         }
 
         mutating func consume(_ prefix: String) -> Bool {
-            let p = Array(prefix)
+            let p = Array(prefix.unicodeScalars)
             guard position + p.count <= characters.count, Array(characters[position..<position + p.count]) == p else { return false }
             position += p.count
             return true
@@ -88,9 +98,20 @@ enum Grammar {
 
         /// `(item,item,...)`
         mutating func list() throws -> [Condition] {
+            depth += 1
+            guard depth <= Grammar.maxDepth else {
+                throw APIError.parse("\"failed to parse logic tree\" (line 1, column \(position + 1))",
+                                     details: "logic tree nested deeper than \(Grammar.maxDepth) levels")
+            }
+            defer { depth -= 1 }
             try expect("(")
             var items: [Condition] = []
             repeat {
+                nodes += 1
+                guard nodes <= Grammar.maxNodes else {
+                    throw APIError.parse("\"failed to parse logic tree\" (line 1, column \(position + 1))",
+                                         details: "more than \(Grammar.maxNodes) conditions")
+                }
                 items.append(try item())
             } while consume(",")
             try expect(")")
@@ -107,21 +128,24 @@ enum Grammar {
             }
             position = start
             let column = word(until: ".")
+            guard Grammar.isIdentifier(column) else {
+                throw APIError.parse("\"failed to parse logic tree (\(text))\" (line 1, column \(start + 1))", details: "invalid column name")
+            }
             try expect(".")
             let filterNegated = consume("not.")
             let op = word(until: ".")
             guard Grammar.operators.contains(op) else {
-                throw APIError.parse("\"failed to parse logic tree (\(String(characters)))\" (line 1, column \(position + 1))", details: "unknown operator \(op)")
+                throw APIError.parse("\"failed to parse logic tree (\(text))\" (line 1, column \(position + 1))", details: "unknown operator")
             }
             try expect(".")
             if op == "in" { return .filter(column: column, negated: filterNegated, op: op, value: .list(try valueList())) }
             return .filter(column: column, negated: filterNegated, op: op, value: .single(try value()))
         }
 
-        mutating func word(until stop: Character) -> String {
+        mutating func word(until stop: Unicode.Scalar) -> String {
             var out = ""
             while let c = peek, c != stop, c != ",", c != ")", c != "(" {
-                out.append(c)
+                out.unicodeScalars.append(c)
                 position += 1
             }
             return out
@@ -136,9 +160,9 @@ enum Grammar {
                     if c == "\\" {
                         position += 1
                         guard let escaped = peek else { break }
-                        out.append(escaped)
+                        out.unicodeScalars.append(escaped)
                     } else {
-                        out.append(c)
+                        out.unicodeScalars.append(c)
                     }
                     position += 1
                 }
@@ -151,7 +175,7 @@ enum Grammar {
                 if depth == 0 && (c == "," || c == ")") { break }
                 if c == "(" { depth += 1 }
                 if c == ")" { depth -= 1 }
-                out.append(c)
+                out.unicodeScalars.append(c)
                 position += 1
             }
             return out
@@ -167,37 +191,86 @@ enum Grammar {
             }
             repeat {
                 values.append(try value())
+                guard values.count <= Grammar.maxNodes else {
+                    throw APIError.parse("\"failed to parse filter\"", details: "more than \(Grammar.maxNodes) values in a list")
+                }
             } while consume(",")
             try expect(")")
             return values
         }
     }
 
-    /// `select=a,b:c,d::text` -> (alias, column, cast)
-    static func select(_ text: String) throws -> [(alias: String?, column: String, cast: String?)] {
-        try text.split(separator: ",", omittingEmptySubsequences: false).map { raw in
-            var item = raw.trimmingCharacters(in: .whitespaces)
-            guard !item.isEmpty else { throw APIError.parse("\"failed to parse select parameter (\(text))\" (line 1, column 1)") }
-            var cast: String?
+    /// An identifier a request may name (a column, an alias, an `on_conflict` target): ASCII
+    /// letters, digits and `_`, not starting with a digit, at most 63 bytes (PostgreSQL's
+    /// NAMEDATALEN). An explicit whitelist, checked on bytes: nothing else reaches the SQL text.
+    static func isIdentifier(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard let first = bytes.first, bytes.count <= 63, !(0x30...0x39).contains(first) else { return false }
+        return bytes.allSatisfy { (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }
+    }
+
+    /// The casts `select=col::type` may ask for, each mapped to the SQL written for it. A cast
+    /// outside this list is refused; the request's text never reaches the SQL.
+    static let casts: [String: String] = [
+        "text": "text", "varchar": "text", "uuid": "uuid", "json": "json", "jsonb": "jsonb",
+        "int": "integer", "int4": "integer", "integer": "integer", "int2": "smallint", "smallint": "smallint",
+        "int8": "bigint", "bigint": "bigint", "numeric": "numeric", "real": "real", "float4": "real",
+        "float8": "double precision", "bool": "boolean", "boolean": "boolean", "date": "date",
+        "timestamptz": "timestamptz", "timestamp": "timestamp", "bytea": "bytea",
+    ]
+
+    /// One item of `select=`: `column`, `alias:column`, `column::cast`, `alias:column::cast` or `*`.
+    struct SelectItem {
+        var alias: String?
+        var column: String
+        /// The SQL type name from ``Grammar/casts``, never the request's text.
+        var castSQL: String?
+    }
+
+    /// `select=a,b:c,d::text`. Every column and alias must be an ``isIdentifier(_:)``, every
+    /// cast one of ``casts``; embedding (`rel(...)`) is not supported.
+    static func select(_ text: String) throws -> [SelectItem] {
+        func refuse(_ why: String) -> APIError {
+            APIError.parse("\"failed to parse select parameter\" (line 1, column 1)", details: why)
+        }
+        let items = text.unicodeScalars.split(separator: ",", omittingEmptySubsequences: false)
+        guard items.count <= 50 else { throw refuse("more than 50 items") }
+        return try items.map { scalars in
+            var item = String(String.UnicodeScalarView(scalars))
+            item = item.trimmingCharacters(in: CharacterSet(charactersIn: " "))
+            guard !item.isEmpty else { throw refuse("empty item") }
+            if item.unicodeScalars.contains("(") {
+                throw APIError(status: 400, code: "PGRST200", message: "Could not find a relationship in the schema cache")
+            }
+            var castSQL: String?
             if let range = item.range(of: "::") {
-                cast = String(item[range.upperBound...])
+                let cast = String(item[range.upperBound...]).lowercased()
+                guard let sql = casts[cast] else { throw refuse("unsupported cast") }
+                castSQL = sql
                 item = String(item[..<range.lowerBound])
             }
             var alias: String?
-            if let colon = item.firstIndex(of: ":") {
-                alias = String(item[..<colon])
-                item = String(item[item.index(after: colon)...])
+            if let colon = item.unicodeScalars.firstIndex(of: ":") {
+                let name = String(item.unicodeScalars[..<colon])
+                guard isIdentifier(name) else { throw refuse("invalid alias") }
+                alias = name
+                item = String(item.unicodeScalars[item.unicodeScalars.index(after: colon)...])
             }
-            if item.contains("(") { throw APIError(status: 400, code: "PGRST200", message: "Could not find a relationship in the schema cache") }
-            return (alias, item, cast)
+            guard item == "*" || isIdentifier(item) else { throw refuse("invalid column name") }
+            guard item != "*" || (alias == nil && castSQL == nil) else { throw refuse("`*` takes no alias or cast") }
+            return SelectItem(alias: alias, column: item, castSQL: castSQL)
         }
     }
 
     /// `order=a.desc.nullslast,b` -> SQL terms
     static func order(_ text: String) throws -> [(column: String, descending: Bool, nulls: String?)] {
-        try text.split(separator: ",").map { term in
-            let parts = term.split(separator: ".").map(String.init)
-            guard let column = parts.first, !column.isEmpty else { throw APIError.parse("\"failed to parse order (\(text))\" (line 1, column 1)") }
+        let terms = text.split(separator: ",")
+        guard terms.count <= 50 else { throw APIError.parse("\"failed to parse order\" (line 1, column 1)", details: "more than 50 terms") }
+        return try terms.map { term in
+            let parts = term.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard let column = parts.first, isIdentifier(column) else {
+                throw APIError.parse("\"failed to parse order\" (line 1, column 1)", details: "invalid column name")
+            }
             var descending = false
             var nulls: String?
             for modifier in parts.dropFirst() {
@@ -206,7 +279,7 @@ enum Grammar {
                 case "desc": descending = true
                 case "nullsfirst": nulls = "FIRST"
                 case "nullslast": nulls = "LAST"
-                default: throw APIError.parse("\"failed to parse order (\(text))\" (line 1, column 1)", details: "unexpected \"\(modifier)\"")
+                default: throw APIError.parse("\"failed to parse order\" (line 1, column 1)", details: "unexpected modifier")
                 }
             }
             return (column, descending, nulls)
@@ -235,8 +308,18 @@ struct SQLBuilder {
         return "$\(binds.count)"
     }
 
-    static func identifier(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    /// Quotes an identifier for SQL, on UTF-8 bytes: every `"` byte doubled (a `"` followed by
+    /// a combining mark is still a `"` byte), a NUL refused. Callers pass names from the schema
+    /// cache; request text is checked by ``Grammar/isIdentifier(_:)`` before it is looked up.
+    static func identifier(_ name: String) throws(APIError) -> String {
+        var bytes: [UInt8] = [0x22]
+        for byte in name.utf8 {
+            guard byte != 0 else { throw APIError.parse("identifier contains a NUL byte") }
+            if byte == 0x22 { bytes.append(0x22) }
+            bytes.append(byte)
+        }
+        bytes.append(0x22)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// SQL for a condition tree against `table`.
@@ -246,10 +329,10 @@ struct SQLBuilder {
             let inner = try items.map { try self.condition($0, table: table) }.joined(separator: isOr ? " OR " : " AND ")
             return (negated ? "NOT " : "") + "(" + (inner.isEmpty ? "TRUE" : inner) + ")"
         case let .filter(column, negated, op, value):
-            guard let info = table.column(column) else {
+            guard Grammar.isIdentifier(column), let info = table.column(column) else {
                 throw APIError(status: 400, code: "42703", message: "column \(table.name).\(column) does not exist")
             }
-            let name = "_t." + Self.identifier(column)
+            let name = "_t." + (try Self.identifier(info.name))
             let type = info.type
             let sql: String
             switch (op, value) {

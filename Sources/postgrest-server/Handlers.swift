@@ -60,14 +60,17 @@ extension Backend {
         return conditions.isEmpty ? "TRUE" : conditions.joined(separator: " AND ")
     }
 
-    func requireColumn(_ name: String, _ table: SchemaCache.Table) throws {
-        guard table.column(name) != nil else {
+    /// The schema cache's column for a name the request gave, which must be an identifier.
+    @discardableResult
+    func requireColumn(_ name: String, _ table: SchemaCache.Table) throws -> SchemaCache.Column {
+        guard Grammar.isIdentifier(name), let column = table.column(name) else {
             throw APIError(status: 400, code: "42703", message: "column \(table.name).\(name) does not exist")
         }
+        return column
     }
 
-    var qualifiedName: (SchemaCache.Table) -> String {
-        { [configuration] in SQLBuilder.identifier(configuration.schema) + "." + SQLBuilder.identifier($0.name) }
+    func qualifiedName(_ table: SchemaCache.Table) throws -> String {
+        try SQLBuilder.identifier(configuration.schema) + "." + SQLBuilder.identifier(table.name)
     }
 
     // MARK: GET
@@ -77,24 +80,23 @@ extension Backend {
         let condition = try whereClause(request, table: table, builder: &builder)
         let parameters = Dictionary(request.query, uniquingKeysWith: { _, last in last })
 
+        // Column names come from the schema cache; an alias is an identifier from the ASCII
+        // allow-list (Grammar.isIdentifier), quoted byte-correctly; a cast is a fixed type name.
         var columns = "_t.*"
         if let select = parameters["select"], select != "*" {
             columns = try Grammar.select(select).map { item in
                 if item.column == "*" { return "_t.*" }
-                try requireColumn(item.column, table)
-                var sql = "_t." + SQLBuilder.identifier(item.column)
-                if let cast = item.cast {
-                    guard cast.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == " " }) else { throw APIError.parse("invalid cast") }
-                    sql += "::" + cast
-                }
-                return sql + " AS " + SQLBuilder.identifier(item.alias ?? item.column)
+                let column = try requireColumn(item.column, table)
+                var sql = "_t." + (try SQLBuilder.identifier(column.name))
+                if let cast = item.castSQL { sql += "::" + cast }
+                return sql + " AS " + (try SQLBuilder.identifier(item.alias ?? column.name))
             }.joined(separator: ", ")
         }
         var orderSQL = ""
         if let order = parameters["order"] {
             orderSQL = " ORDER BY " + (try Grammar.order(order).map { term in
-                try requireColumn(term.column, table)
-                return "_t." + SQLBuilder.identifier(term.column) + (term.descending ? " DESC" : " ASC") + (term.nulls.map { " NULLS \($0)" } ?? "")
+                let column = try requireColumn(term.column, table)
+                return "_t." + (try SQLBuilder.identifier(column.name)) + (term.descending ? " DESC" : " ASC") + (term.nulls.map { " NULLS \($0)" } ?? "")
             }.joined(separator: ", "))
         }
 
@@ -102,31 +104,33 @@ extension Backend {
         var offset = 0
         var limit: Int?
         if let range = request.headers["range"] {
+            // Bounds are parsed as non-negative Ints and the span is clamped to db-max-rows
+            // before any arithmetic, so `0-9223372036854775807` cannot overflow.
             let bounds = range.split(separator: "-", omittingEmptySubsequences: false)
-            if bounds.count == 2, let lower = Int(bounds[0]) {
+            if bounds.count == 2, let lower = Int(bounds[0]), lower >= 0 {
                 offset = lower
                 if let upper = Int(bounds[1]) {
                     guard upper >= lower else {
                         throw APIError(status: 416, code: "PGRST103", message: "Requested range not satisfiable",
                                        details: "The lower boundary must be lower than or equal to the upper boundary in the Range header.")
                     }
-                    limit = upper - lower + 1
+                    limit = min(upper - lower, configuration.maxRows - 1) + 1
                 }
             }
         }
         if let value = parameters["offset"] {
-            guard let number = Int(value), number >= 0 else { throw APIError.parse("\"failed to parse offset parameter (\(value))\"") }
+            guard let number = Int(value), number >= 0 else { throw APIError.parse("\"failed to parse offset parameter\"") }
             offset = number
         }
         if let value = parameters["limit"] {
-            guard let number = Int(value), number >= 0 else { throw APIError.parse("\"failed to parse limit parameter (\(value))\"") }
+            guard let number = Int(value), number >= 0 else { throw APIError.parse("\"failed to parse limit parameter\"") }
             limit = number
         }
         let effectiveLimit = min(limit ?? configuration.maxRows, configuration.maxRows)
         let preferences = Preferences(request.headers["prefer"])
         let wantsCount = preferences.count != nil
 
-        let from = "FROM \(qualifiedName(table)) AS _t WHERE \(condition)"
+        let from = "FROM \(try qualifiedName(table)) AS _t WHERE \(condition)"
         let countSQL = "(SELECT count(*) \(from))::text"
         let sql = """
             SELECT _body::text, json_array_length(_body)::text, \(wantsCount ? countSQL : "NULL")
@@ -157,7 +161,8 @@ extension Backend {
             return .json(200, request.method == "HEAD" ? "" : object, headers: [("Content-Range", "0-0/\(total.map(String.init) ?? "*")")])
         }
         let totalText = wantsCount ? total.map(String.init) ?? "*" : "*"
-        let contentRange = count > 0 ? "\(offset)-\(offset + count - 1)/\(totalText)" : "*/\(totalText)"
+        let last = offset.addingReportingOverflow(count - 1)
+        let contentRange = count > 0 && !last.overflow ? "\(offset)-\(last.partialValue)/\(totalText)" : "*/\(totalText)"
         let partial = wantsCount && (total.map { count < $0 } ?? false)
         var headers = [("Content-Range", contentRange)]
         if !preferences.applied.isEmpty { headers.append(("Preference-Applied", preferences.applied.filter { $0.hasPrefix("count") }.joined(separator: ", "))) }
@@ -190,28 +195,30 @@ extension Backend {
                 throw APIError(status: 400, code: "PGRST102", message: "All object keys must match")
             }
         }
-        for key in keys.sorted() where table.column(key) == nil {
+        for key in keys.sorted() where !Grammar.isIdentifier(key) || table.column(key) == nil {
             throw APIError(status: 400, code: "PGRST204", message: "Could not find the '\(key)' column of '\(table.name)' in the schema cache")
         }
         let columns = table.columns.map(\.name).filter(keys.contains)
-        let list = columns.map(SQLBuilder.identifier).joined(separator: ", ")
+        let list = try columns.map { name throws(APIError) in try SQLBuilder.identifier(name) }.joined(separator: ", ")
 
         var conflict = ""
         if let onConflict = parameters["on_conflict"], preferences.resolution != nil {
             let targets = onConflict.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
-            for target in targets { try requireColumn(target, table) }
-            conflict = targets.map(SQLBuilder.identifier).joined(separator: ", ")
+            conflict = try targets.map { try SQLBuilder.identifier(try requireColumn($0, table).name) }.joined(separator: ", ")
         } else if preferences.resolution != nil {
-            conflict = table.primaryKey.map(SQLBuilder.identifier).joined(separator: ", ")
+            conflict = try table.primaryKey.map { name throws(APIError) in try SQLBuilder.identifier(name) }.joined(separator: ", ")
         }
         var onConflictSQL = ""
         if !conflict.isEmpty, let resolution = preferences.resolution {
-            let updates = columns.map { "\(SQLBuilder.identifier($0)) = EXCLUDED.\(SQLBuilder.identifier($0))" }.joined(separator: ", ")
+            let updates = try columns.map { name throws(APIError) in
+                let quoted = try SQLBuilder.identifier(name)
+                return "\(quoted) = EXCLUDED.\(quoted)"
+            }.joined(separator: ", ")
             onConflictSQL = resolution == "ignore-duplicates" || updates.isEmpty
                 ? " ON CONFLICT (\(conflict)) DO NOTHING" : " ON CONFLICT (\(conflict)) DO UPDATE SET \(updates)"
         }
         let payload = String(decoding: try JSONSerialization.data(withJSONObject: objects), as: UTF8.self)
-        let name = qualifiedName(table)
+        let name = try qualifiedName(table)
         let insertSQL = columns.isEmpty
             ? "INSERT INTO \(name) AS _t DEFAULT VALUES"
             : "INSERT INTO \(name) AS _t (\(list)) SELECT \(list) FROM json_populate_recordset(NULL::\(name), $1::json) _src\(onConflictSQL)"
@@ -240,7 +247,7 @@ extension Backend {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(request.body.utf8))) as? [String: Any] else {
             throw APIError(status: 400, code: "PGRST102", message: "Empty or invalid json")
         }
-        for key in object.keys.sorted() where table.column(key) == nil {
+        for key in object.keys.sorted() where !Grammar.isIdentifier(key) || table.column(key) == nil {
             throw APIError(status: 400, code: "PGRST204", message: "Could not find the '\(key)' column of '\(table.name)' in the schema cache")
         }
         var builder = SQLBuilder()
@@ -248,8 +255,11 @@ extension Backend {
         let condition = try whereClause(request, table: table, builder: &builder)
         let columns = table.columns.map(\.name).filter(object.keys.contains)
         guard !columns.isEmpty else { return Answer(status: 204, headers: [("Content-Range", "*/*")]) }
-        let sets = columns.map { "\(SQLBuilder.identifier($0)) = _src.\(SQLBuilder.identifier($0))" }.joined(separator: ", ")
-        let name = qualifiedName(table)
+        let sets = try columns.map { name throws(APIError) in
+            let quoted = try SQLBuilder.identifier(name)
+            return "\(quoted) = _src.\(quoted)"
+        }.joined(separator: ", ")
+        let name = try qualifiedName(table)
         let sql = """
             WITH _w AS (UPDATE \(name) AS _t SET \(sets) FROM json_populate_record(NULL::\(name), \(payload)::json) _src
                         WHERE \(condition) RETURNING to_json(_t) AS _row)
@@ -265,7 +275,7 @@ extension Backend {
         var builder = SQLBuilder()
         let condition = try whereClause(request, table: table, builder: &builder)
         let sql = """
-            WITH _w AS (DELETE FROM \(qualifiedName(table)) AS _t WHERE \(condition) RETURNING to_json(_t) AS _row)
+            WITH _w AS (DELETE FROM \(try qualifiedName(table)) AS _t WHERE \(condition) RETURNING to_json(_t) AS _row)
             SELECT count(*)::text, coalesce(json_agg(_row), '[]'::json)::text FROM _w
             """
         return try await finishWrite(run(role: role, claims: claims, [(sql, builder.binds)]), preferences: preferences)

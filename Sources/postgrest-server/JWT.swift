@@ -2,6 +2,14 @@ import Foundation
 import SecretCrypto
 
 /// HS256 JSON Web Tokens, as Supabase issues and PostgREST verifies them.
+///
+/// Verification is strict: three parts, each the canonical unpadded base64url of its bytes
+/// (a re-encoded signature with padding or the standard alphabet is refused, so one token has
+/// one spelling); `alg` HS256; a 32-byte signature compared in constant time; a numeric `exp`
+/// (required); `nbf` and `iat`, when present, numeric and not in the future; `aud` equal to (or,
+/// as an array, containing) the configured audience; `role` a string; for `authenticated`, a
+/// `sub` that is a UUID. `nbf` and `iat` may be up to 5 seconds ahead (clock skew between the
+/// issuer and this server); `exp` has no grace.
 enum JWT {
     enum Failure: Error {
         /// Empty, undecodable or badly signed: PostgREST's PGRST301.
@@ -10,15 +18,25 @@ enum JWT {
         case expired
     }
 
+    /// Seconds `nbf` and `iat` may lie in the future.
+    static let clockSkew: Double = 5
+    /// The latest `exp` accepted (9999-12-31T23:59:59Z): `1e300` is not a date.
+    static let latestExpiry: Double = 253_402_300_799
+
     static func base64URL(_ bytes: some Sequence<UInt8>) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
+    /// Decodes one part, accepting only its canonical unpadded base64url spelling.
     static func decodeBase64URL(_ text: Substring) -> Data? {
+        guard text.utf8.allSatisfy({ byte in
+            (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
+        }) else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64)
+        guard let data = Data(base64Encoded: base64), base64URL(data) == text else { return nil }
+        return data
     }
 
     /// Signs `claims` with `secret`.
@@ -30,25 +48,70 @@ enum JWT {
         return input + "." + base64URL(signature)
     }
 
-    /// Verifies the signature and expiry and returns the claims' JSON text and object.
-    static func verify(_ token: String, secret: SecureBytes, now: Date = Date()) throws(Failure) -> (json: String, claims: [String: Any]) {
+    /// The registered claims this server checks, decoded with their JSON types enforced (a
+    /// string, `null` or boolean `exp` fails to decode).
+    struct Registered: Decodable {
+        var exp: Double
+        var nbf: Double?
+        var iat: Double?
+        var aud: Audience?
+        var role: String?
+        var sub: String?
+    }
+
+    enum Audience: Decodable {
+        case one(String)
+        case many([String])
+
+        init(from decoder: Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let value = try? container.decode(String.self) { self = .one(value); return }
+            self = .many(try container.decode([String].self))
+        }
+
+        func contains(_ audience: String) -> Bool {
+            switch self {
+            case let .one(value): value == audience
+            case let .many(values): values.contains(audience)
+            }
+        }
+    }
+
+    /// Verifies the token and returns the claims' JSON text and the role it asks for.
+    static func verify(_ token: String, secret: SecureBytes, audience: String, now: Date = Date()) throws(Failure) -> (json: String, role: String) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerData = decodeBase64URL(parts[0]), let payload = decodeBase64URL(parts[1]),
-              let signature = decodeBase64URL(parts[2]) else {
+        guard parts.count == 3 else {
             throw .invalid("JWSError (CompactDecodeError Invalid number of parts: Expected 3 parts; got \(parts.count))")
+        }
+        guard let headerData = decodeBase64URL(parts[0]), let payload = decodeBase64URL(parts[1]),
+              let signature = decodeBase64URL(parts[2]) else {
+            throw .invalid("JWSError (CompactDecodeError Invalid base64url encoding)")
         }
         guard let header = (try? JSONSerialization.jsonObject(with: headerData)) as? [String: Any], header["alg"] as? String == "HS256" else {
             throw .invalid("JWSError JWSInvalidSignature")
         }
         let input = Array((parts[0] + "." + parts[1]).utf8)
-        guard HMACSHA256.isValidAuthenticationCode(Array(signature), for: input, using: secret), signature.count == 32 else {
+        guard signature.count == 32, HMACSHA256.isValidAuthenticationCode(Array(signature), for: input, using: secret) else {
             throw .invalid("JWSError JWSInvalidSignature")
         }
-        guard let claims = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any] else {
-            throw .invalid("JWTClaimsSetDecodeError")
+        guard (try? JSONSerialization.jsonObject(with: payload)) is [String: Any],
+              let claims = try? JSONDecoder().decode(Registered.self, from: payload) else {
+            throw .invalid("JWTClaimsSetDecodeError: exp must be a number; nbf, iat numbers; aud a string or array; role, sub strings")
         }
-        if let exp = claims["exp"] as? Double, exp <= now.timeIntervalSince1970 { throw .expired }
-        if let exp = claims["exp"] as? Int, Double(exp) <= now.timeIntervalSince1970 { throw .expired }
-        return (String(decoding: payload, as: UTF8.self), claims)
+        let time = now.timeIntervalSince1970
+        guard claims.exp.isFinite, claims.exp > 0, claims.exp <= latestExpiry else { throw .invalid("JWT exp is not a valid date") }
+        guard claims.exp > time else { throw .expired }
+        if let nbf = claims.nbf {
+            guard nbf.isFinite, nbf <= time + clockSkew else { throw .invalid("JWT not yet valid") }
+        }
+        if let iat = claims.iat {
+            guard iat.isFinite, iat <= time + clockSkew else { throw .invalid("JWT issued at future") }
+        }
+        guard let aud = claims.aud, aud.contains(audience) else { throw .invalid("JWT not in audience") }
+        let role = claims.role ?? "anon"
+        if role == "authenticated" {
+            guard let sub = claims.sub, UUID(uuidString: sub) != nil else { throw .invalid("JWT sub is not a user id") }
+        }
+        return (String(decoding: payload, as: UTF8.self), role)
     }
 }

@@ -2,6 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
+import NIOHTTPTypes
 import PostgresNIO
 
 // postgrest-server: a PostgREST-compatible HTTP server over PostgreSQL, for the project's tests
@@ -11,7 +13,15 @@ import PostgresNIO
 // `SET LOCAL ROLE` + `request.jwt.claims`; and /auth/v1/signup and /auth/v1/token
 // (password and refresh_token grants).
 //
-// Configuration comes from the environment (PGRST_JWT_SECRET, PGRST_SERVER_PORT, PGRST_DB_*).
+// Configuration comes from the environment (PGRST_JWT_SECRET, PGRST_SERVER_PORT, PGRST_DB_*,
+// PGRST_AUTH_DB_USER, PGRST_JWT_AUD, PGRST_MAX_BODY_BYTES, PGRST_STATEMENT_TIMEOUT_MS,
+// PGRST_IDLE_TIMEOUT_S, PGRST_BODY_TIMEOUT_S).
+//
+// Hostile requests meet limits before they reach PostgreSQL: a known `apikey` on every request,
+// bodies over PGRST_MAX_BODY_BYTES refused with 413 (by Content-Length, or while reading),
+// query strings over 32 KiB with 414, connections without a complete request head closed after
+// PGRST_IDLE_TIMEOUT_S, bodies that take longer than PGRST_BODY_TIMEOUT_S closed, every
+// statement under a timeout.
 //   postgrest-server            serve
 //   postgrest-server keys       print the anon and service_role API keys, then exit
 
@@ -29,35 +39,40 @@ if CommandLine.arguments.dropFirst().first == "keys" {
     exit(0)
 }
 
-var logger = Logger(label: "postgrest-server")
-logger.logLevel = .error
-let client = PostgresClient(
-    configuration: .init(host: configuration.databaseHost, port: configuration.databasePort, username: configuration.databaseUser,
-                         password: nil, database: configuration.databaseName, tls: .disable),
-    backgroundLogger: logger
-)
-let backend = Backend(client: client, configuration: configuration, logger: logger)
+let logger: Logger = {
+    var logger = Logger(label: "postgrest-server")
+    logger.logLevel = .error
+    return logger
+}()
+func pool(user: String) -> PostgresClient {
+    PostgresClient(
+        configuration: .init(host: configuration.databaseHost, port: configuration.databasePort, username: user,
+                             password: nil, database: configuration.databaseName, tls: .disable),
+        backgroundLogger: logger
+    )
+}
+let client = pool(user: configuration.databaseUser)
+let authClient = pool(user: configuration.authDatabaseUser)
+let backend = Backend(client: client, authClient: authClient, configuration: configuration, logger: logger)
+
+/// The 413 a gateway answers for a body over the limit, in PostgREST's error shape.
+let tooLarge = Answer.error(APIError(status: 413, code: "PGRST413", message: "Payload Too Large",
+                                     details: "The request body is larger than \(configuration.maxBodyBytes) bytes."))
 
 let responder = CallbackResponder<BasicRequestContext> { request, _ in
     var request = request
-    let buffer = try await request.collectBody(upTo: 64 * 1024 * 1024)
-    let body = String(buffer: buffer)
-    var headers: [String: String] = [:]
-    for field in request.headers { headers[field.name.canonicalName] = field.value }
-    let path = request.uri.path
-    let query = Grammar.decodeQuery(request.uri.query ?? "")
     let answer: Answer
-    if path.hasPrefix("/auth/v1/") {
-        answer = await auth(path: String(path.dropFirst("/auth/v1/".count)), method: request.method.rawValue, query: query, body: body)
+    if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes {
+        answer = tooLarge
+    } else if (request.uri.query ?? "").utf8.count > configuration.maxQueryBytes {
+        answer = .error(APIError(status: 414, code: "PGRST414", message: "URI Too Long",
+                                 details: "The query string is longer than \(configuration.maxQueryBytes) bytes."))
     } else {
-        var table = path
-        if table.hasPrefix("/rest/v1") { table.removeFirst("/rest/v1".count) }
-        table = String(table.drop { $0 == "/" })
-        if table.isEmpty || table.contains("/") {
-            answer = .error(APIError(status: 404, code: "PGRST125", message: "Invalid path specified in request URL"))
-        } else {
-            answer = await backend.handle(RESTRequest(method: request.method.rawValue, table: table.removingPercentEncoding ?? table,
-                                                      query: query, headers: headers, body: body))
+        do {
+            let buffer = try await request.collectBody(upTo: configuration.maxBodyBytes)
+            answer = await route(request, body: String(buffer: buffer))
+        } catch is NIOTooManyBytesError {
+            answer = tooLarge
         }
     }
     var fields = HTTPFields()
@@ -66,6 +81,61 @@ let responder = CallbackResponder<BasicRequestContext> { request, _ in
     }
     let bytes = ByteBuffer(string: answer.body ?? "")
     return Response(status: .init(code: answer.status), headers: fields, body: .init(byteBuffer: bytes))
+}
+
+func route(_ request: Request, body: String) async -> Answer {
+    var headers: [String: String] = [:]
+    for field in request.headers { headers[field.name.canonicalName] = field.value }
+    let path = request.uri.path
+    let query = Grammar.decodeQuery(request.uri.query ?? "")
+    if path.hasPrefix("/auth/v1/") {
+        do {
+            try backend.requireKnownAPIKey(headers["apikey"])
+        } catch let error as APIError {
+            return .error(error)
+        } catch {
+            return .error(APIError(status: 401, code: "PGRST000", message: "Invalid API key"))
+        }
+        return await auth(path: String(path.dropFirst("/auth/v1/".count)), method: request.method.rawValue, query: query, body: body)
+    }
+    var table = path
+    if table.hasPrefix("/rest/v1") { table.removeFirst("/rest/v1".count) }
+    table = String(table.drop { $0 == "/" })
+    if table.isEmpty || table.contains("/") {
+        return .error(APIError(status: 404, code: "PGRST125", message: "Invalid path specified in request URL"))
+    }
+    return await backend.handle(RESTRequest(method: request.method.rawValue, table: table.removingPercentEncoding ?? table,
+                                            query: query, headers: headers, body: body))
+}
+
+/// Closes a connection whose request body has not fully arrived this long after its head
+/// (a slow-body slowloris); Hummingbird's idle timeout covers a head that never completes.
+final class BodyDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    let timeout: TimeAmount
+    var deadline: Scheduled<Void>?
+
+    init(timeout: TimeAmount) { self.timeout = timeout }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            deadline?.cancel()
+            deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { context.close(promise: nil) }
+        case .end:
+            deadline?.cancel()
+            deadline = nil
+        case .body:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = nil
+    }
 }
 
 func auth(path: String, method: String, query: [(String, String)], body: String) async -> Answer {
@@ -86,13 +156,22 @@ func auth(path: String, method: String, query: [(String, String)], body: String)
     }
 }
 
+let bodyTimeout = TimeAmount.seconds(configuration.bodyTimeoutSeconds)
 var app = Application(
     responder: responder,
+    server: .http1(configuration: .init(additionalChannelHandlers: [BodyDeadlineHandler(timeout: bodyTimeout)],
+                                        idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
     configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "postgrest-server"),
-    onServerRunning: { _ in
-        FileHandle.standardOutput.write(Data("postgrest-server listening on http://\(configuration.host):\(configuration.port)\n".utf8))
+    onServerRunning: { channel in
+        let port = channel.localAddress?.port ?? configuration.port
+        FileHandle.standardOutput.write(Data("postgrest-server listening on http://\(configuration.host):\(port)\n".utf8))
     },
     logger: logger
 )
-app.addServices(client)
-try await app.runService()
+app.addServices(client, authClient)
+do {
+    try await app.runService()
+} catch {
+    FileHandle.standardError.write(Data("postgrest-server: cannot serve on \(configuration.host):\(configuration.port): \(error)\n".utf8))
+    exit(1)
+}

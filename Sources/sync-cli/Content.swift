@@ -86,10 +86,10 @@ extension SyncCLI.Repo {
             record.defaultBranch = defaultBranch ?? record.defaultBranch
             record.updatedAt = Date()
             try await store.upsertRepositories([record])
-            print("\(existing == nil ? "Added" : "Updated") repository \(record.name) (\(record.id.canonical))")
-            print("  path            \(root)")
-            if let remoteURL = record.remoteURL { print("  remote          \(remoteURL)") }
-            if let branch = record.defaultBranch { print("  default branch  \(branch)") }
+            output("\(existing == nil ? "Added" : "Updated") repository \(record.name) (\(record.id.canonical))")
+            output("  path            \(root)")
+            if let remoteURL = record.remoteURL { output("  remote          \(remoteURL)") }
+            if let branch = record.defaultBranch { output("  default branch  \(branch)") }
         }
     }
 
@@ -100,9 +100,9 @@ extension SyncCLI.Repo {
         func run() async throws {
             let store = try storeOptions.open()
             let repositories = try await store.repositories()
-            if repositories.isEmpty { print("No repositories.") }
+            if repositories.isEmpty { output("No repositories.") }
             for repository in repositories.sorted(by: { $0.name < $1.name }) {
-                print("\(repository.id.canonical)  \(repository.name)  \(repository.localPath)  [\(repository.status.rawValue)]")
+                output("\(repository.id.canonical)  \(repository.name)  \(repository.localPath)  [\(repository.status.rawValue)]")
             }
         }
     }
@@ -118,7 +118,7 @@ extension SyncCLI.Repo {
             let (store, _, _) = try await desktopStore(storeOptions)
             let id = try resolveRepository(repository, among: try await store.repositories()).id
             try await store.removeRepositories(ids: [id])
-            print("Removed repository \(id.canonical); the next push deletes it remotely.")
+            output("Removed repository \(id.canonical); the next push deletes it remotely.")
         }
     }
 }
@@ -141,7 +141,7 @@ extension SyncCLI.Session {
                 userID: user, deviceID: identity.id, repositoryID: id, title: title, sessionPID: Int(getpid()),
                 currentBranch: branch ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: repository.localPath),
                 workingDirectory: repository.localPath))
-            print(session.id.canonical)
+            output(session.id.canonical)
         }
     }
 
@@ -159,7 +159,7 @@ extension SyncCLI.Session {
             record.sessionEndedAt = Date()
             record.updatedAt = Date()
             try await store.upsertSessions([record])
-            print("Ended session \(id.canonical)")
+            output("Ended session \(id.canonical)")
         }
     }
 
@@ -170,9 +170,9 @@ extension SyncCLI.Session {
         func run() async throws {
             let store = try storeOptions.open()
             let sessions = try await store.sessions()
-            if sessions.isEmpty { print("No sessions.") }
+            if sessions.isEmpty { output("No sessions.") }
             for session in sessions {
-                print("\(session.id.canonical)  \(session.status.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  \(session.title ?? "(untitled)")")
+                output("\(session.id.canonical)  \(session.status.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  \(session.title ?? "(untitled)")")
             }
         }
     }
@@ -188,7 +188,7 @@ extension SyncCLI.Session {
             let (store, _, _) = try await desktopStore(storeOptions)
             let id = try resolveID(session, among: try await store.sessions().map(\.id), kind: "session")
             try await store.removeSessions(ids: [id])
-            print("Deleted session \(id.canonical); the next push deletes it remotely.")
+            output("Deleted session \(id.canonical); the next push deletes it remotely.")
         }
     }
 }

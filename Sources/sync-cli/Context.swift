@@ -79,9 +79,16 @@ struct CLIError: Error, CustomStringConvertible {
     init(_ message: String) { description = message }
 }
 
-/// Writes to standard error.
+/// Writes to standard error, with control characters escaped (messages quote servers).
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
+    FileHandle.standardError.write(Data((message.escapingControlCharacters + "\n").utf8))
+}
+
+/// Prints one line of human output. Names, paths and messages in it may come from the remote
+/// or another device, so control characters are escaped: a device called "\u{1B}]0;..." must not
+/// retitle or recolour the terminal. `--json` output goes through `print` (JSON escapes them).
+func output(_ text: String) {
+    print(text.escapingControlCharacters)
 }
 
 /// Resolves a session or repository given as an id or an unambiguous id prefix.

@@ -28,7 +28,7 @@ extension SyncCLI {
             let remotePath = root.appendingPathComponent("embedded-remote.sqlite").path
             func remote() throws -> any RemoteStore { try EmbeddedRemoteStore(path: remotePath, userID: user) }
             var step = 0
-            func say(_ text: String) { step += 1; print("\(step). \(text)") }
+            func say(_ text: String) { step += 1; output("\(step). \(text)") }
 
             say("A phone creates its store and X25519 key pair and registers with the remote")
             let phoneStore = try LocalStore(directory: root.appendingPathComponent("phone"))
@@ -36,7 +36,7 @@ extension SyncCLI {
             try await phoneStore.setUserID(user)
             let phoneSync = PostLoginSync(local: phoneStore, remote: try remote())
             _ = try await phoneSync.pull()
-            print("   phone \(phone.id.canonical.prefix(8)), public key \(phone.publicKey.base64)")
+            output("   phone \(phone.id.canonical.prefix(8)), public key \(phone.publicKey.base64)")
 
             say("A desktop creates its store and key pair")
             let desktopStore = try LocalStore(directory: root.appendingPathComponent("desktop"))
@@ -54,7 +54,7 @@ extension SyncCLI {
                 let session = try await desktopStore.createSession(SessionRecord(
                     userID: user, deviceID: desktop.id, repositoryID: repository.id, title: "task \(index + 1)",
                     sessionPID: 4000 + index, currentBranch: "main", workingDirectory: repository.localPath))
-                print("   session \(session.id.canonical.prefix(8)) in \(repository.name) (secret sealed to the desktop's own key at rest)")
+                output("   session \(session.id.canonical.prefix(8)) in \(repository.name) (secret sealed to the desktop's own key at rest)")
             }
 
             say("The desktop pushes: device, repositories, sessions, and one envelope per session and recipient")
@@ -76,7 +76,7 @@ extension SyncCLI {
                 let theirs = try await phoneStore.openReceivedSecret(sessionID: session.id, using: phoneKey)
                 let same = mine == theirs
                 if same { matched += 1 }
-                print("   session \(session.id.canonical.prefix(8)): \(same ? "match" : "MISMATCH")")
+                output("   session \(session.id.canonical.prefix(8)): \(same ? "match" : "MISMATCH")")
             }
 
             say("The desktop pushes again with nothing changed")
@@ -84,18 +84,18 @@ extension SyncCLI {
             describe(again)
 
             let ok = matched == sessions.count && again.envelopesSealed == 0 && push.outcome == .success && pull.outcome == .success
-            print("")
-            print("Summary: \(sessions.count) sessions, \(push.envelopesSealed) envelopes sealed on the first push "
+            output("")
+            output("Summary: \(sessions.count) sessions, \(push.envelopesSealed) envelopes sealed on the first push "
                   + "(\(push.recipients.filter(\.receives).count) recipients each), \(pull.envelopesOpened) opened by the phone, "
                   + "\(matched)/\(sessions.count) secrets matched, \(again.envelopesSealed) sealed on the second push.")
-            print(ok ? "Every secret matched." : "FAILED")
-            if keep { print("Files kept in \(root.path)") }
+            output(ok ? "Every secret matched." : "FAILED")
+            if keep { output("Files kept in \(root.path)") }
             if !ok { throw ExitCode.failure }
         }
 
         func describe(_ report: SyncReport) {
             let phases = report.phases.map { "\($0.phase.rawValue) \($0.applied)" }.joined(separator: ", ")
-            print("   \(report.outcome.rawValue): \(phases); \(report.envelopesSealed) sealed, \(report.envelopesOpened) opened, "
+            output("   \(report.outcome.rawValue): \(phases); \(report.envelopesSealed) sealed, \(report.envelopesOpened) opened, "
                   + "\(report.requests) remote operations, \(String(format: "%.0f", report.durationSeconds * 1000)) ms")
         }
     }

@@ -41,11 +41,11 @@ extension SyncCLI {
             let store = try storeOptions.open()
             let type = deviceType ?? (role == .desktop ? .linuxDesktop : .iosPhone)
             let identity = try await store.createIdentity(name: name, deviceType: type, hostname: hostname ?? ProcessInfo.processInfo.hostName, role: role)
-            print("Created \(role.rawValue) store at \(store.directory.path)")
-            print("  device id    \(identity.id.canonical)")
-            print("  device type  \(type.rawValue)")
-            print("  public key   \(identity.publicKey.base64)")
-            print("Next: sync-cli login")
+            output("Created \(role.rawValue) store at \(store.directory.path)")
+            output("  device id    \(identity.id.canonical)")
+            output("  device type  \(type.rawValue)")
+            output("  public key   \(identity.publicKey.base64)")
+            output("Next: sync-cli login")
         }
     }
 }

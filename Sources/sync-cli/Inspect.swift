@@ -15,24 +15,24 @@ extension SyncCLI {
         func run() async throws {
             let store = try storeOptions.open()
             guard let identity = try await store.identity() else {
-                print("No device identity in \(store.directory.path); run `sync-cli init`.")
+                output("No device identity in \(store.directory.path); run `sync-cli init`.")
                 throw ExitCode(SyncExit.error)
             }
-            print("Device      \(identity.name) (\(identity.deviceType.rawValue), \(identity.role.rawValue))")
-            print("  id        \(identity.id.canonical)")
-            print("  key       \(identity.publicKey.base64) (fingerprint \(identity.publicKey.fingerprint))")
-            print("  user      \(identity.userID?.canonical ?? "not logged in")")
-            print("  remote    \(try await remoteOptions.address(for: store))")
-            print("  store     \(store.directory.path)")
+            output("Device      \(identity.name) (\(identity.deviceType.rawValue), \(identity.role.rawValue))")
+            output("  id        \(identity.id.canonical)")
+            output("  key       \(identity.publicKey.base64) (fingerprint \(identity.publicKey.fingerprint))")
+            output("  user      \(identity.userID?.canonical ?? "not logged in")")
+            output("  remote    \(try await remoteOptions.address(for: store))")
+            output("  store     \(store.directory.path)")
             let counts = try await store.counts()
-            print("Rows        \(counts.repositories) repositories, \(counts.sessions) sessions, "
+            output("Rows        \(counts.repositories) repositories, \(counts.sessions) sessions, "
                   + (identity.role == .desktop ? "\(counts.ownSecrets) sealed secrets, \(counts.ledgerEntries) envelopes distributed"
                                                : "\(counts.receivedEnvelopes) envelopes received"))
             if let (json, finished) = try await store.lastReport(), let report = SyncReport.decode(json) {
-                print("Last sync   \(report.direction) \(report.outcome.rawValue) at \(ISO8601DateFormatter().string(from: finished))")
+                output("Last sync   \(report.direction) \(report.outcome.rawValue) at \(ISO8601DateFormatter().string(from: finished))")
                 SyncRunner.printSummary(report)
             } else {
-                print("Last sync   never")
+                output("Last sync   never")
             }
         }
     }
@@ -54,13 +54,13 @@ extension SyncCLI {
                 let identity = try await store.requireIdentity()
                 let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
                 let devices = try await remote.listDevices()
-                let decisions = RecipientPolicy.evaluate(devices, selfID: identity.id,
+                let decisions = RecipientPolicy.evaluate(devices, userID: remote.userID, selfID: identity.id,
                                                          options: RecipientOptions(requireTrusted: requireTrusted, includeSelf: !excludeSelf))
-                if decisions.isEmpty { print("No devices registered yet.") }
+                if decisions.isEmpty { output("No devices registered yet.") }
                 for decision in decisions {
                     let me = decision.deviceID == identity.id ? " (this device)" : ""
                     let verdict = decision.receives ? "receives secrets" : "no: \(decision.reason ?? "")"
-                    print("\(decision.deviceID.canonical)  \(decision.name)\(me)  [\(decision.deviceType ?? "?")]  \(verdict)")
+                    output("\(decision.deviceID.canonical)  \(decision.name)\(me)  [\(decision.deviceType ?? "?")]  \(verdict)")
                 }
             }
         }
@@ -88,7 +88,7 @@ extension SyncCLI {
                 if reveal {
                     print(secret.revealTextForm())
                 } else {
-                    print("The secret of session \(id.canonical) opens with this device's key (use --reveal to print it).")
+                    output("The secret of session \(id.canonical) opens with this device's key (use --reveal to print it).")
                 }
             }
         }

@@ -67,7 +67,7 @@ extension SyncCLI {
             }
             try await store.setUserID(userID)
             try await store.setSetting("remote", address)
-            print("Logged in as user \(userID.canonical) on \(address.hasPrefix("embedded:") ? address : URL(string: address)?.host ?? address)")
+            output("Logged in as user \(userID.canonical) on \(address.hasPrefix("embedded:") ? address : URL(string: address)?.host ?? address)")
         }
 
         /// The same user id for the same email, on every device (embedded remote only).

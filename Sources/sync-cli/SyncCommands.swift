@@ -103,15 +103,15 @@ enum SyncRunner {
     }
 
     static func printSummary(_ report: SyncReport) {
-        print("\(report.direction.capitalized) \(report.outcome.rawValue) in \(String(format: "%.2f", report.durationSeconds)) s: "
+        output("\(report.direction.capitalized) \(report.outcome.rawValue) in \(String(format: "%.2f", report.durationSeconds)) s: "
               + "\(report.requests) requests, \(report.bytesSent) bytes sent, \(report.bytesReceived) received, "
               + "\(report.envelopesSealed) envelopes sealed, \(report.envelopesOpened) opened")
         for phase in report.phases {
-            print("  \(phase.phase.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(phase.status.padding(toLength: 7, withPad: " ", startingAt: 0)) "
+            output("  \(phase.phase.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(phase.status.padding(toLength: 7, withPad: " ", startingAt: 0)) "
                   + "sent \(phase.sent), applied \(phase.applied), skipped \(phase.skipped), failed \(phase.failed), deleted \(phase.deleted)")
         }
         let errors = report.errors
-        for issue in errors.prefix(20) { print("  ! \(issue)") }
+        for issue in errors.prefix(20) { output("  ! \(issue)") }
         if errors.count > 20 { print("  ! ... and \(errors.count - 20) more (use --json for all)") }
     }
 }

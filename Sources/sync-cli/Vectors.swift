@@ -41,9 +41,9 @@ extension SyncCLI.Vectors {
                     let report = try VectorVerifier.verify(path: path)
                     passed += report.passed
                     failed += report.failures.count
-                    print("\(path): \(report.algorithm.rawValue): \(report.passed) passed, \(report.failures.count) failed")
+                    output("\(path): \(report.algorithm.rawValue): \(report.passed) passed, \(report.failures.count) failed")
                     for failure in report.failures {
-                        print("  tcId \(failure.tcId) (\(failure.comment)): \(failure.reason)")
+                        output("  tcId \(failure.tcId) (\(failure.comment)): \(failure.reason)")
                     }
                     if let declared = report.declaredCountMismatch {
                         printError("\(path): warning: numberOfTests says \(declared), found \(report.passed + report.failures.count)")
@@ -53,7 +53,7 @@ extension SyncCLI.Vectors {
                     printError("error: \(error)")
                 }
             }
-            print("\(passed) passed, \(failed) failed")
+            output("\(passed) passed, \(failed) failed")
             if fileErrors > 0 { throw ExitCode(2) }
             if failed > 0 { throw ExitCode(1) }
         }

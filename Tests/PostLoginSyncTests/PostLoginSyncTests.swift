@@ -173,7 +173,8 @@ struct PostLoginSyncTests {
 
     @Test("a malformed device key on the remote is skipped and reported; the others still get theirs", arguments: Backend.available)
     func malformedKey(backend: Backend) async throws {
-        let world = try World(backend)
+        // The project's schema refuses such keys outright; the deployed schema stores them.
+        let world = try World(backend, deployedSchema: true)
         let phone = try await world.device("phone", role: .mobile)
         _ = try await phone.engine.pull()
         let broken = UUID()
@@ -196,17 +197,18 @@ struct PostLoginSyncTests {
     @Test("web browsers and temporary viewers never receive; trusted-only and no-self options are honoured")
     func recipientPolicy() {
         let me = UUID()
+        let user = UUID()
         let key = X25519PrivateKey().publicKey.base64
         let devices = [
-            RemoteDevice(id: me, userID: UUID(), name: "me", deviceType: .macDesktop, publicKey: key, isTrusted: true),
-            RemoteDevice(id: UUID(), userID: UUID(), name: "browser", deviceType: .webBrowser, publicKey: key),
-            RemoteDevice(id: UUID(), userID: UUID(), name: "viewer", deviceType: .iosPhone, deviceRole: .temporaryViewer, publicKey: key),
-            RemoteDevice(id: UUID(), userID: UUID(), name: "untrusted", deviceType: .iosPhone, publicKey: key, isTrusted: false),
-            RemoteDevice(id: UUID(), userID: UUID(), name: "nokey", deviceType: .iosPhone, publicKey: nil),
+            RemoteDevice(id: me, userID: user, name: "me", deviceType: .macDesktop, publicKey: key, isTrusted: true),
+            RemoteDevice(id: UUID(), userID: user, name: "browser", deviceType: .webBrowser, publicKey: key),
+            RemoteDevice(id: UUID(), userID: user, name: "viewer", deviceType: .iosPhone, deviceRole: .temporaryViewer, publicKey: key),
+            RemoteDevice(id: UUID(), userID: user, name: "untrusted", deviceType: .iosPhone, publicKey: key, isTrusted: false),
+            RemoteDevice(id: UUID(), userID: user, name: "nokey", deviceType: .iosPhone, publicKey: nil),
         ]
-        let standard = RecipientPolicy.evaluate(devices, selfID: me, options: RecipientOptions())
+        let standard = RecipientPolicy.evaluate(devices, userID: user, selfID: me, options: RecipientOptions())
         #expect(standard.filter(\.receives).map(\.name) == ["me", "untrusted"])
-        let strict = RecipientPolicy.evaluate(devices, selfID: me, options: RecipientOptions(requireTrusted: true, includeSelf: false))
+        let strict = RecipientPolicy.evaluate(devices, userID: user, selfID: me, options: RecipientOptions(requireTrusted: true, includeSelf: false))
         #expect(strict.filter(\.receives).isEmpty)
         #expect(strict.first { $0.name == "untrusted" }?.reason?.contains("trusted") == true)
     }

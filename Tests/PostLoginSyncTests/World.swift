@@ -21,9 +21,12 @@ final class World: Sendable {
     let backend: Backend
     let user = UUID()
     let directory: URL
+    /// On the stack: the deployed-schema variant (no column checks) instead of the project's.
+    let deployedSchema: Bool
 
-    init(_ backend: Backend) throws {
+    init(_ backend: Backend, deployedSchema: Bool = false) throws {
         self.backend = backend
+        self.deployedSchema = deployedSchema
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("world-\(UUID().canonical)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         if backend == .postgrest { _ = try StackEnvironment.require() }
@@ -39,7 +42,8 @@ final class World: Sendable {
             return try EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
         case .postgrest:
             let stack = try StackEnvironment.require()
-            var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) { _ in stack.token(for: user) }
+            var configuration = PostgRESTConfiguration(projectURL: deployedSchema ? stack.deployedURL : stack.url, apiKey: stack.anonKey,
+                                                       userID: user) { _ in stack.token(for: user) }
             configuration.baseBackoff = .milliseconds(10)
             return PostgRESTRemoteStore(configuration: configuration)
         }
@@ -55,7 +59,8 @@ final class World: Sendable {
             var fields: [String] = []
             if let isActive { fields.append(#""is_active":\#(isActive)"#) }
             if let publicKey { fields.append(#""public_key":"\#(publicKey)""#) }
-            try await StackEnvironment.require().setDevice(id, fields: "{" + fields.joined(separator: ",") + "}")
+            let stack = try StackEnvironment.require()
+            try await stack.setDevice(id, base: deployedSchema ? stack.deployedURL : stack.url, fields: "{" + fields.joined(separator: ",") + "}")
         }
     }
 

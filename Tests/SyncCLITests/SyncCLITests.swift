@@ -144,3 +144,53 @@ struct SyncCLITests {
         #expect(result.status == 1 && result.err.contains("too open") && result.err.contains("chmod 600"))
     }
 }
+
+@Suite("sync-cli security findings")
+struct SyncCLISecurityTests {
+    @Test("repo add strips credentials from the origin URL before storing, printing or pushing it")
+    func credentialsInRemoteURL() async throws {
+        let cli = try CLI()
+        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
+        let checkout = cli.directory.appendingPathComponent("checkout")
+        try FileManager.default.createDirectory(at: checkout, withIntermediateDirectories: true)
+        for arguments in [["init", "-q"], ["remote", "add", "origin", "https://quinn:ghp_TOPSECRET@github.com/org/repo.git?token=ghp_TOPSECRET"]] {
+            let git = Process()
+            git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            git.arguments = ["git", "-C", checkout.path] + arguments
+            try git.run()
+            git.waitUntilExit()
+            try #require(git.terminationStatus == 0)
+        }
+        let added = try cli.run(["repo", "add", "--store", cli.store("d"), checkout.path])
+        #expect(added.status == 0)
+        #expect(added.out.contains("https://github.com/org/repo.git"))
+        let listed = try cli.run(["repo", "list", "--store", cli.store("d")])
+        let pushed = try cli.run(["push", "--store", cli.store("d")])
+        for output in [added, listed, pushed] {
+            #expect(!output.out.contains("TOPSECRET") && !output.err.contains("TOPSECRET"))
+        }
+        let user = try #require(try await LocalStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
+        let remote = try EmbeddedRemoteStore(path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
+        let rows = try await remote.fetchRepositories(after: nil)
+        #expect(rows.map(\.record.remoteURL) == ["https://github.com/org/repo.git"])
+    }
+
+    @Test("device names and server messages cannot drive the terminal: control characters are escaped")
+    func terminalEscapes() async throws {
+        let cli = try CLI()
+        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
+        let user = try #require(try await LocalStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
+        let remote = try EmbeddedRemoteStore(path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
+        try await remote.upsertOwnDevice(OwnDeviceRow(id: UUID(), userID: user, name: "evil\u{1B}]0;pwned\u{07}\u{1B}[2J\r\u{9B}31m", deviceType: .iosPhone,
+                                                      hostname: nil, publicKey: "bm90IGEga2V5"))
+        let listed = try cli.run(["devices", "list", "--store", cli.store("d")])
+        let pushed = try cli.run(["push", "--store", cli.store("d")])
+        for output in [listed, pushed] {
+            let text = output.out + output.err
+            #expect(!text.unicodeScalars.contains { [0x1B, 0x07, 0x0D, 0x9B].contains($0.value) })
+        }
+        #expect(listed.out.contains("evil\\u{1B}]0;pwned"))
+    }
+}

@@ -42,21 +42,52 @@ public struct StackEnvironment: Sendable {
     /// An HS256 access token for `user`, as Supabase Auth would issue it.
     public func token(for user: UUID, expiresIn seconds: Int = 3600) -> String {
         let now = Int(Date().timeIntervalSince1970)
-        let claims = #"{"aud":"authenticated","exp":\#(now + seconds),"iat":\#(now),"role":"authenticated","sub":"\#(user.canonical)"}"#
-        func base64URL(_ data: Data) -> String {
-            data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-        }
-        let input = base64URL(Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "." + base64URL(Data(claims.utf8))
+        return sign(claims: #"{"aud":"authenticated","exp":\#(now + seconds),"iat":\#(now),"role":"authenticated","sub":"\#(user.canonical)"}"#)
+    }
+
+    /// A token with exactly these claims (JSON text), signed with the stack's secret: for the
+    /// tests that forge every shape of JWT.
+    public func sign(claims: String, header: String = #"{"alg":"HS256","typ":"JWT"}"#) -> String {
+        let input = Self.base64URL(Data(header.utf8)) + "." + Self.base64URL(Data(claims.utf8))
         let signature = HMACSHA256.authenticationCode(for: Array(input.utf8), using: SecureBytes(copying: Array(jwtSecret.utf8)))
-        return input + "." + base64URL(Data(signature))
+        return input + "." + Self.base64URL(Data(signature))
+    }
+
+    public static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    /// Runs SQL on the stack's PostgreSQL as its superuser (`psql`), for tests that must see
+    /// what the API cannot show (connection state, grants). Returns psql's unaligned output.
+    public func sql(_ statement: String, database: String = "sync_own") throws -> String {
+        guard let settings = ProcessInfo.processInfo.environment["SYNC_STACK_DB"] else { throw Missing() }
+        let connection = settings.replacingOccurrences(of: "dbname=sync_own", with: "dbname=\(database)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", connection, "-c", statement]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw SQLFailed(status: process.terminationStatus) }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The REST server's process id (for memory checks), when the stack runs from with-stack.sh.
+    public func serverPID(deployed: Bool = false) -> Int32? {
+        guard let directory = ProcessInfo.processInfo.environment["STACK_DIR"],
+              let text = try? String(contentsOfFile: directory + (deployed ? "/api-deployed.pid" : "/api.pid"), encoding: .utf8) else { return nil }
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// A raw request to the stack, for behaviours the client never exercises.
     public func request(_ method: String, _ path: String, base: URL? = nil, token: String? = nil, headers: [String: String] = [:],
-                 body: String? = nil) async throws -> (status: Int, headers: [String: String], body: String) {
+                 body: String? = nil, apiKey: String?? = .none) async throws -> (status: Int, headers: [String: String], body: String) {
         var request = URLRequest(url: URL(string: (base ?? url).absoluteString + path)!)
         request.httpMethod = method
-        request.setValue(anonKey, forHTTPHeaderField: "apikey")
+        if let key = apiKey ?? anonKey { request.setValue(key, forHTTPHeaderField: "apikey") }
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let body {
@@ -77,6 +108,11 @@ public struct StackEnvironment: Sendable {
         let response = try await request("PATCH", "/rest/v1/devices?id=eq.\(device.canonical)", base: base, token: serviceKey, body: fields)
         guard response.status == 204 else { throw DeviceUpdateFailed(status: response.status) }
     }
+}
+
+/// psql failed.
+public struct SQLFailed: Error {
+    public let status: Int32
 }
 
 /// The stack refused a trust-flow update.

@@ -16,9 +16,16 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticator') THEN
         CREATE ROLE authenticator LOGIN NOINHERIT;
     END IF;
+    -- The /auth/v1 endpoints connect as this role; the API roles cannot touch auth.* tables.
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'supabase_auth_admin') THEN
+        CREATE ROLE supabase_auth_admin LOGIN NOINHERIT;
+    END IF;
 END
 $$;
 GRANT anon, authenticated, service_role TO authenticator;
+-- A statement that runs away is cancelled even if a request could reset its own timeout.
+ALTER ROLE authenticator SET statement_timeout = '15s';
+ALTER ROLE supabase_auth_admin SET statement_timeout = '10s';
 
 CREATE EXTENSION IF NOT EXISTS pgcrypto;
 
@@ -48,6 +55,8 @@ CREATE TABLE IF NOT EXISTS auth.refresh_tokens (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 
-GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role, authenticator;
+-- refresh_tokens.token holds the SHA-256 (hex) of each token, never the token itself.
+GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role, authenticator, supabase_auth_admin;
 GRANT EXECUTE ON FUNCTION auth.uid(), auth.role(), auth.jwt() TO anon, authenticated, service_role;
-GRANT SELECT, INSERT, UPDATE ON auth.users, auth.refresh_tokens TO authenticator;
+REVOKE ALL ON auth.users, auth.refresh_tokens FROM PUBLIC, anon, authenticated, service_role, authenticator;
+GRANT SELECT, INSERT, UPDATE ON auth.users, auth.refresh_tokens TO supabase_auth_admin;

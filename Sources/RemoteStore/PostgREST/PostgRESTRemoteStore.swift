@@ -37,6 +37,10 @@ public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
     public var baseBackoff: Duration = .milliseconds(200)
     /// Longest backoff delay.
     public var maxBackoff: Duration = .seconds(5)
+    /// The most rows one listing may return before it is abandoned as endless.
+    public var maxListedRows = 2_000_000
+    /// The longest one listing may take, all its pages included.
+    public var listingDeadline: Duration = .seconds(900)
 
     /// Creates a configuration.
     public init(projectURL: URL, apiKey: String, userID: UUID, accessToken: @escaping AccessTokenProvider) {
@@ -318,7 +322,15 @@ public final class PostgRESTRemoteStore: RemoteStore {
         var offset = 0
         var total: Int?
         var after: [String]?
+        let deadline = ContinuousClock.now + configuration.listingDeadline
         while true {
+            // A server whose Content-Range never says done must not keep the client paging forever.
+            guard fetched <= configuration.maxListedRows else {
+                throw RemoteStoreError(.listingDidNotEnd, "\(table): the listing passed \(configuration.maxListedRows) rows without ending")
+            }
+            guard ContinuousClock.now < deadline else {
+                throw RemoteStoreError(.listingDidNotEnd, "\(table): the listing did not end within \(configuration.listingDeadline)")
+            }
             var pageQuery = query
             var first = offset
             if let keyset, let after {
@@ -347,12 +359,17 @@ public final class PostgRESTRemoteStore: RemoteStore {
             offset += page.count
             if let total, fetched >= total { return rows }
             if let keyset, let lastRow = page.last {
-                after = try keyset.map { column in
+                let next = try keyset.map { column in
                     guard let value = (lastRow[column] as? String) ?? (lastRow[column] as? Int).map(String.init) else {
                         throw RemoteStoreError(.malformedResponse, "\(table).\(column) is missing")
                     }
                     return value
                 }
+                // The next page starts after this key; the same key again means no progress.
+                guard next != after else {
+                    throw RemoteStoreError(.listingDidNotEnd, "\(table): a page did not advance past the previous one")
+                }
+                after = next
             }
         }
     }
@@ -403,6 +420,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 response = try await transport.send(request)
             } catch is CancellationError {
                 throw CancellationError()
+            } catch let error as RemoteStoreError where error.code == .responseTooLarge {
+                throw error
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 guard attempt < configuration.maxAttempts else {
@@ -415,6 +434,10 @@ public final class PostgRESTRemoteStore: RemoteStore {
             counters.withLock { $0.bytesReceived += response.body.count }
             if (200..<300).contains(response.status) { return response }
 
+            if (300..<400).contains(response.status) {
+                throw RemoteStoreError(.redirected, "\(method) \(table): the remote answered with a redirect, which is never followed",
+                                       status: response.status)
+            }
             let error = Self.decodeError(response, method: method, table: table)
             if response.status == 401 {
                 if !refreshed, error.postgrestCode == "PGRST301" || error.postgrestCode == "PGRST303" || error.postgrestCode == nil {
@@ -445,8 +468,10 @@ public final class PostgRESTRemoteStore: RemoteStore {
     /// PostgREST's error body, or a generic one; row values stay in `details` only.
     static func decodeError(_ response: HTTPResponse, method: String, table: String) -> RemoteStoreError {
         let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
-        let postgrestCode = object?["code"] as? String
-        let message = (object?["message"] as? String) ?? "\(method) \(table) failed"
+        // Everything here came from the server: control characters are escaped so that an
+        // error message cannot drive the terminal it is printed on.
+        let postgrestCode = (object?["code"] as? String)?.escapingControlCharacters
+        let message = (object?["message"] as? String)?.escapingControlCharacters ?? "\(method) \(table) failed"
         let code: RemoteStoreError.Code
         switch (response.status, postgrestCode) {
         case (_, "23505"): code = .conflict
@@ -455,7 +480,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
         default: code = .http
         }
         return RemoteStoreError(code, message, status: response.status, postgrestCode: postgrestCode,
-                                details: object?["details"] as? String, hint: object?["hint"] as? String)
+                                details: (object?["details"] as? String)?.escapingControlCharacters,
+                                hint: (object?["hint"] as? String)?.escapingControlCharacters)
     }
 
     static func describe(_ error: Error) -> String {

@@ -1,0 +1,150 @@
+import Foundation
+import RemoteStore
+import SecretCrypto
+import Synchronization
+import SyncModel
+import SyncTestSupport
+import Testing
+
+/// The PostgREST client against servers that misbehave on purpose (security findings 13, 14,
+/// 16 and 18 of the audit). Each test fails if its defence is removed: following redirects,
+/// paging without bounds, reading without a size cap or a deadline, or quoting a server's
+/// message raw.
+@Suite("PostgREST client against hostile servers")
+struct HostileServerTests {
+    static func client(_ server: HostileServer, maxResponseBytes: Int = 64 * 1024 * 1024, connectTimeout: TimeInterval = 10,
+                       configure: (inout PostgRESTConfiguration) -> Void = { _ in }) -> PostgRESTRemoteStore {
+        var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon-key", userID: UUID()) { _ in "user-token" }
+        configuration.baseBackoff = .milliseconds(5)
+        configure(&configuration)
+        return PostgRESTRemoteStore(configuration: configuration,
+                                    transport: URLSessionTransport(maxResponseBytes: maxResponseBytes, connectTimeout: connectTimeout))
+    }
+
+    static func repositories(_ count: Int) -> [RepositoryRecord] {
+        let user = UUID(), device = UUID()
+        return (0..<count).map { RepositoryRecord(userID: user, deviceID: device, name: "r\($0)", localPath: "/r/\($0)") }
+    }
+
+    @Test("a redirected write is a failure: nothing reaches the other origin and no batch counts as accepted",
+          arguments: [301, 302, 303, 307, 308])
+    func redirectedWrite(status: Int) async throws {
+        let elsewhere = try HostileServer { _, connection in connection.respond(200, body: Data("[]".utf8)) }
+        defer { elsewhere.stop() }
+        let target = elsewhere.baseURL.absoluteString
+        let server = try HostileServer { request, connection in
+            connection.respond(status, headers: ["location": target + request.path + "?" + request.rawQuery])
+        }
+        defer { server.stop() }
+        let accepted = Mutex(0)
+        let store = Self.client(server)
+        var refused: RemoteStoreError?
+        do {
+            let result = try await store.upsertRepositories(Self.repositories(3)) { batch in accepted.withLock { $0 += batch.count } }
+            refused = result.rejected.first?.error
+        } catch let error as RemoteStoreError {
+            refused = error
+        }
+        #expect(refused?.code == .redirected)
+        #expect(accepted.withLock { $0 } == 0, "a write that was redirected was never acknowledged")
+        #expect(elsewhere.requests.isEmpty, "the credentials must not travel to another origin")
+    }
+
+    @Test("a redirected read is an error, and the other origin never sees the token")
+    func redirectedRead() async throws {
+        let elsewhere = try HostileServer { _, connection in connection.json(200, "[]") }
+        defer { elsewhere.stop() }
+        let target = elsewhere.baseURL.absoluteString
+        let server = try HostileServer { request, connection in connection.respond(302, headers: ["location": target + request.path]) }
+        defer { server.stop() }
+        await #expect { _ = try await Self.client(server).listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .redirected }
+        #expect(elsewhere.requests.allSatisfy { $0.headers["authorization"] == nil && $0.headers["apikey"] == nil })
+        #expect(elsewhere.requests.isEmpty)
+    }
+
+    @Test("a keyset listing whose pages stop advancing ends with an error after a few requests")
+    func pagesThatDoNotAdvance() async throws {
+        let row = #"[{"id":1,"session_id":"\#(UUID().canonical)","device_id":"\#(UUID().canonical)"}]"#
+        let server = try HostileServer { _, connection in connection.json(200, row, headers: ["content-range": "0-0/*"]) }
+        defer { server.stop() }
+        await #expect { _ = try await Self.client(server).listEnvelopePairs() } throws: {
+            ($0 as? RemoteStoreError)?.code == .listingDidNotEnd
+        }
+        #expect(server.requests.count <= 3)
+    }
+
+    @Test("a listing that never ends is cut at the row bound")
+    func endlessListing() async throws {
+        let counter = Mutex(0)
+        let server = try HostileServer { request, connection in
+            // Every page holds ten new rows and claims more are coming.
+            let page = counter.withLock { value -> Int in value += 1; return value }
+            let rows = (0..<10).map { #"{"id":"\#(UUID().canonical)","user_id":"\#(UUID().canonical)","name":"d\#(page)-\#($0)","device_type":"ios-phone","is_active":true}"# }
+            let first = request.headers["range"].flatMap { Int($0.split(separator: "-")[0]) } ?? 0
+            connection.json(200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "\(first)-\(first + 9)/*"])
+        }
+        defer { server.stop() }
+        let store = Self.client(server) { $0.maxListedRows = 100; $0.pageSize = 10 }
+        await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .listingDidNotEnd }
+        #expect(server.requests.count <= 12)
+    }
+
+    @Test("a response over the size cap is refused as it arrives, with or without a Content-Length", arguments: [true, false])
+    func oversizedResponse(announced: Bool) async throws {
+        let server = try HostileServer { _, connection in
+            let chunk = Data(repeating: 0x20, count: 64 * 1024)
+            var head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
+            head += announced ? "content-length: \(64 * 1024 * 1024)\r\n\r\n" : "\r\n"
+            guard connection.write(Data(head.utf8)) else { return }
+            for _ in 0..<1024 { guard connection.write(chunk) else { return } }
+        }
+        defer { server.stop() }
+        let store = Self.client(server, maxResponseBytes: 256 * 1024) { $0.maxAttempts = 1 }
+        let start = ContinuousClock.now
+        await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .responseTooLarge }
+        #expect(ContinuousClock.now - start < .seconds(20))
+    }
+
+    @Test("a server that accepts and never answers fails the attempt at the connect timeout")
+    func silentServer() async throws {
+        let server = try HostileServer { _, _ in Thread.sleep(forTimeInterval: 20) }
+        defer { server.stop() }
+        let store = Self.client(server, connectTimeout: 1) { $0.maxAttempts = 1; $0.requestTimeout = 30 }
+        let start = ContinuousClock.now
+        await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .network }
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
+    @Test("a server that drips one byte at a time is cut at the whole-request deadline")
+    func drippingServer() async throws {
+        let server = try HostileServer { _, connection in
+            guard connection.write(Data("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n[".utf8)) else { return }
+            for _ in 0..<200 {
+                Thread.sleep(forTimeInterval: 0.2)
+                guard connection.write(Data(" ".utf8)) else { return }
+            }
+        }
+        defer { server.stop() }
+        // The idle timeout (1 s) never fires: a byte arrives every 0.2 s. Only the deadline ends it.
+        let store = Self.client(server, connectTimeout: 1) { $0.maxAttempts = 1; $0.requestTimeout = 2 }
+        let start = ContinuousClock.now
+        await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .network }
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
+    @Test("a server's error message cannot carry terminal control sequences into descriptions")
+    func escapedErrorMessage() async throws {
+        let server = try HostileServer { _, connection in
+            connection.json(400, #"{"code":"XX\u001b[2J","message":"bad \u001b]0;pwned\u0007 row\r\n","details":"\u001b[31m","hint":null}"#)
+        }
+        defer { server.stop() }
+        do {
+            _ = try await Self.client(server).listDevices()
+            Issue.record("a 400 must throw")
+        } catch let error as RemoteStoreError {
+            let text = error.description + error.debugDescription
+            #expect(!text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x0D })
+            #expect(text.contains("\\u{1B}"))
+        }
+    }
+}

@@ -1,7 +1,11 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
 SWIFT ?= swift
-WYCHEPROOF ?= ../shared/vectors/wycheproof
+# The folder of shared conformance data beside a checkout, when there is one: its copies are
+# verified too whenever they differ from the vendored ones in testvectors/third_party/.
+SHARED_VECTORS ?= ../shared/vectors
 CLI := .build/debug/sync-cli
+# An import of a module the target does not declare fails the build.
+BUILD_FLAGS := --explicit-target-dependency-import-check error
 
 .PHONY: all deps build test demo bench stack stack-stop clean
 
@@ -11,15 +15,15 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
-	$(SWIFT) build
+	$(SWIFT) build $(BUILD_FLAGS)
 
 ## Starts a private PostgreSQL + PostgREST-compatible stack, runs the whole suite against it,
 ## stops the stack (by pid, even when tests fail), then runs every vector file through
 ## `sync-cli vectors verify`.
 test: deps
-	$(SWIFT) build
-	scripts/with-stack.sh $(SWIFT) test
-	$(CLI) vectors verify testvectors/*.json $(wildcard $(WYCHEPROOF)/*.json)
+	$(SWIFT) build $(BUILD_FLAGS) --build-tests
+	scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS)
+	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS)/wycheproof)
 
 ## Shows the engine's main job step by step.
 demo: deps

@@ -40,7 +40,7 @@ let package = Package(
         ),
         .target(
             name: "RemoteStore",
-            dependencies: ["SecretCrypto", "SyncModel", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["SyncModel", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .target(
             name: "PostLoginSync",
@@ -49,8 +49,7 @@ let package = Package(
         .executableTarget(
             name: "sync-cli",
             dependencies: [
-                "PostLoginSync",
-                "ConformanceVectors",
+                "PostLoginSync", "LocalStore", "RemoteStore", "SecretCrypto", "SyncModel", "ConformanceVectors",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -69,28 +68,31 @@ let package = Package(
         ),
         // The benchmark's floor: the envelope's libsodium calls in plain C, no Swift around them.
         .target(name: "CSodiumFloor", dependencies: ["CSodium"]),
+        // The PostgreSQL test stack's environment and tokens: for the tests and for sync-bench.
+        .target(name: "TestStack", dependencies: ["SecretCrypto", "SyncModel"]),
         .executableTarget(
             name: "sync-bench",
             dependencies: [
-                "SecretCrypto", "CSodiumFloor", "LocalStore", "RemoteStore", "PostLoginSync", "SyncModel", "SyncTestSupport",
+                "SecretCrypto", "CSodiumFloor", "LocalStore", "RemoteStore", "PostLoginSync", "SyncModel", "TestStack",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // A child process for LocalStore's tests: holds the lease, or is killed mid-write.
         .executableTarget(
             name: "localstore-test-helper",
-            dependencies: ["LocalStore"],
+            dependencies: ["LocalStore", "SyncModel"],
             path: "Tests/Helpers/localstore-test-helper"
         ),
-        // Helpers shared by test targets: the PostgreSQL test stack's environment and tokens.
-        .target(name: "SyncTestSupport", dependencies: ["SecretCrypto", "SyncModel"], path: "Tests/SyncTestSupport"),
+        // Test-only helpers: a hostile loopback HTTP server; re-exports TestStack.
+        .target(name: "SyncTestSupport", dependencies: ["TestStack"], path: "Tests/SyncTestSupport"),
         .testTarget(
             name: "RemoteStoreTests",
             dependencies: ["RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport"]
         ),
         .testTarget(
             name: "SyncCLITests",
-            dependencies: ["sync-cli", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto"]
+            dependencies: ["sync-cli", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "TestStack"]
         ),
         .testTarget(
             name: "PostLoginSyncTests",
@@ -116,8 +118,7 @@ let package = Package(
                 "ConformanceVectors",
                 "SecretCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            resources: []
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -8,15 +8,17 @@
 #   scripts/stack.sh env     print the environment file
 #   scripts/stack.sh info    how to use the running stack
 #
-# Settings (environment): STACK_DIR (default /tmp/session-sync-stack), STACK_PG_PORT (54329),
-# STACK_API_PORT (54321, the project's schema), STACK_DEPLOYED_API_PORT (54322).
+# Settings (environment): STACK_DIR (default /tmp/session-sync-stack), STACK_PG_PORT (25329),
+# STACK_API_PORT (25321, the project's schema), STACK_DEPLOYED_API_PORT (25322). The defaults sit
+# below the kernel's ephemeral range (32768-60999), where outgoing connections never take them.
+# The databases are rebuilt whenever supabase/ changes (its digest is kept in $STACK_DIR).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 STACK_DIR=${STACK_DIR:-/tmp/session-sync-stack}
-PG_PORT=${STACK_PG_PORT:-54329}
-API_PORT=${STACK_API_PORT:-54321}
-DEPLOYED_API_PORT=${STACK_DEPLOYED_API_PORT:-54322}
+PG_PORT=${STACK_PG_PORT:-25329}
+API_PORT=${STACK_API_PORT:-25321}
+DEPLOYED_API_PORT=${STACK_DEPLOYED_API_PORT:-25322}
 SERVER=${STACK_SERVER:-$root/.build/debug/postgrest-server}
 PGDATA="$STACK_DIR/pgdata"
 
@@ -109,8 +111,16 @@ start() {
     as_postgres "$BIN/pg_ctl" -D "$PGDATA" -l "$STACK_DIR/postgres.log" -w -t 60 start \
       -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -c unix_socket_directories=$STACK_DIR -c timezone=UTC -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" >/dev/null
   fi
+  local digest
+  digest=$(cat "$root"/supabase/bootstrap/*.sql "$root"/supabase/migrations/*.sql "$root"/supabase/variants/*.sql | sha256sum | cut -d' ' -f1)
+  if [ -f "$STACK_DIR/schema.sha256" ] && [ "$(cat "$STACK_DIR/schema.sha256")" != "$digest" ]; then
+    log "supabase/ changed: rebuilding the databases"
+    stop_servers
+    psql_as postgres -c "DROP DATABASE IF EXISTS sync_own" -c "DROP DATABASE IF EXISTS sync_deployed"
+  fi
   create_database sync_own own
   create_database sync_deployed deployed
+  echo "$digest" >"$STACK_DIR/schema.sha256"
 
   if [ ! -f "$STACK_DIR/jwt-secret" ]; then
     (umask 077; head -c 48 /dev/urandom | base64 | tr -d '\n/+=' >"$STACK_DIR/jwt-secret")

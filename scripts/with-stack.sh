@@ -4,9 +4,23 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export STACK_DIR=${STACK_DIR:-$(mktemp -d /tmp/session-sync-test-XXXXXX)}
-export STACK_PG_PORT=${STACK_PG_PORT:-55432}
-export STACK_API_PORT=${STACK_API_PORT:-55321}
-export STACK_DEPLOYED_API_PORT=${STACK_DEPLOYED_API_PORT:-55322}
+# Free ports below the kernel's ephemeral range (32768-60999): a port there can be taken by any
+# outgoing connection between the check and the bind.
+free_port() {
+  local port taken
+  for _ in $(seq 1 200); do
+    port=$((20000 + RANDOM % 12000))
+    taken=no
+    for used in "$@"; do [ "$used" = "$port" ] && taken=yes; done
+    [ "$taken" = yes ] && continue
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
+  done
+  echo "with-stack: no free port found" >&2
+  return 1
+}
+export STACK_PG_PORT=${STACK_PG_PORT:-$(free_port)}
+export STACK_API_PORT=${STACK_API_PORT:-$(free_port "$STACK_PG_PORT")}
+export STACK_DEPLOYED_API_PORT=${STACK_DEPLOYED_API_PORT:-$(free_port "$STACK_PG_PORT" "$STACK_API_PORT")}
 cleanup() {
   "$root/scripts/stack.sh" stop || true
   rm -rf "$STACK_DIR"

@@ -51,7 +51,7 @@ public enum RecipientPolicy {
         // on a duplicate dictionary key later.
         var seen = Set<UUID>()
         return devices.map { device in
-            func no(_ reason: String, issue code: String? = nil) -> (DeviceDecision, Recipient?, SyncIssue?) {
+            func no(_ reason: String, issue code: SyncIssue.Code? = nil) -> (DeviceDecision, Recipient?, SyncIssue?) {
                 let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
                                               receives: false, reason: reason, keyFingerprint: nil)
                 let problem = code.map {
@@ -60,10 +60,10 @@ public enum RecipientPolicy {
                 return (decision, nil, problem)
             }
             guard seen.insert(device.id).inserted else {
-                return no("listed more than once by the remote (possible attack)", issue: "duplicateDevice")
+                return no("listed more than once by the remote (possible attack)", issue: .duplicateDevice)
             }
             guard device.userID == userID else {
-                return no("belongs to another user than the one signed in (possible attack)", issue: "foreignDevice")
+                return no("belongs to another user than the one signed in (possible attack)", issue: .foreignDevice)
             }
             if device.id == selfID && !options.includeSelf { return no("this device (self copy disabled)") }
             guard device.isActive else { return no("inactive") }
@@ -73,9 +73,9 @@ public enum RecipientPolicy {
             if options.requireTrusted && !device.isTrusted { return no("not trusted (trusted devices required)") }
             guard let text = device.publicKey, !text.isEmpty else { return no("no public key yet") }
             guard let key = try? X25519PublicKey(base64: text) else {
-                return no("public key is not the base64 of 32 bytes", issue: "invalidPublicKey")
+                return no("public key is not the base64 of 32 bytes", issue: .invalidPublicKey)
             }
-            guard !key.isLowOrder else { return no("public key is a low-order point", issue: "invalidPublicKey") }
+            guard !key.isLowOrder else { return no("public key is a low-order point", issue: .invalidPublicKey) }
             let fingerprint = key.fingerprint
             let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: type.rawValue,
                                           receives: true, reason: nil, keyFingerprint: fingerprint)

@@ -1,4 +1,6 @@
 import Foundation
+import LocalStore
+import RemoteStore
 
 /// The steps of a sync, in order.
 public enum SyncPhase: String, Sendable, Codable, CaseIterable {
@@ -35,15 +37,56 @@ public typealias ProgressHandler = @Sendable (SyncProgress) -> Void
 
 /// One recorded problem: typed, with the row it concerns, never with secret material.
 public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// What kind of problem: a stable name, the same in reports, JSON and logs.
+    ///
+    /// Engine problems have their own codes below; a failure reported by a store carries that
+    /// store's error code (``init(remote:)``, ``init(local:)``), never text parsed out of a
+    /// description.
+    public struct Code: Sendable, Hashable, Codable, CustomStringConvertible, ExpressibleByStringLiteral {
+        public let rawValue: String
+        public var description: String { rawValue }
+
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(stringLiteral value: String) { rawValue = value }
+        public init(from decoder: Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+        public func encode(to encoder: Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+
+        /// A remote failure, named by `RemoteStoreError.Code` (`network`, `conflict`, ...).
+        public init(remote code: RemoteStoreError.Code) { rawValue = code.description }
+        /// A local store failure, named by `LocalStoreError.Code`.
+        public init(local code: LocalStoreError.Code) { rawValue = code.description }
+
+        /// A device's `public_key` is not the base64 of a usable X25519 key; it was skipped.
+        public static let invalidPublicKey: Code = "invalidPublicKey"
+        /// A listed device belongs to another user than the one signed in (possible attack).
+        public static let foreignDevice: Code = "foreignDevice"
+        /// The remote listed one device id more than once (possible attack).
+        public static let duplicateDevice: Code = "duplicateDevice"
+        /// An envelope addressed to this device does not open with its key; it was not stored.
+        public static let envelopeUnreadable: Code = "envelopeUnreadable"
+        /// A desktop's own sealed secret does not open with its key.
+        public static let secretUnreadable: Code = "secretUnreadable"
+        /// Sealing for one recipient failed.
+        public static let sealFailed: Code = "sealFailed"
+        /// A pulled session's repository is not available; the session was skipped.
+        public static let missingRepository: Code = "missingRepository"
+        /// A cryptographic operation failed.
+        public static let crypto: Code = "crypto"
+        /// Any other failure.
+        public static let error: Code = "error"
+    }
+
     public var phase: SyncPhase
-    /// A stable code (`conflict`, `foreignKeyViolation`, `invalidPublicKey`, `envelopeUnreadable`, `network`, ...).
-    public var code: String
+    public var code: Code
     /// The row or device concerned, when there is one.
     public var rowID: String?
     public var message: String
 
     /// Creates an issue.
-    public init(phase: SyncPhase, code: String, rowID: String? = nil, message: String) {
+    public init(phase: SyncPhase, code: Code, rowID: String? = nil, message: String) {
         self.phase = phase
         self.code = code
         self.rowID = rowID
@@ -56,10 +99,20 @@ public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
 }
 
 /// What one phase did.
+///
+/// | counter | push (desktop) | pull (phone) |
+/// |---|---|---|
+/// | `sent` | device: 1; repositories, sessions: rows changed since the last accepted push; secrets: envelopes that had to be sealed (missing remotely or sealed to an old key) | device: 1; else 0 |
+/// | `applied` | rows (or envelopes) the remote accepted | device: 1; repositories, sessions: changed rows written locally; envelopes: new envelopes that opened and were stored |
+/// | `skipped` | secrets: pairs already in place (sessions x recipients - sent) | sessions: rows whose repository is missing; envelopes: rows for sessions this phone does not have |
+/// | `failed` | rows the remote refused; envelopes that could not be sealed | envelopes that did not open (never stored) |
+/// | `deleted` | rows deleted remotely (removed here; envelopes of devices that stopped qualifying) | rows deleted locally because they disappeared remotely |
+/// | `requests`, `bytesSent`, `bytesReceived`, `retries` | HTTP traffic of this phase | the same |
 public struct PhaseReport: Sendable, Codable, Hashable {
     public var phase: SyncPhase
     /// `ok`, `partial` (some rows failed), `failed` (the phase could not run) or `skipped`.
     public var status = "ok"
+    /// See the table above.
     public var sent = 0
     public var applied = 0
     public var skipped = 0

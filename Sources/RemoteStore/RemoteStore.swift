@@ -1,5 +1,4 @@
 import Foundation
-import SecretCrypto
 import SyncModel
 
 /// The remote, in domain words: what post-login sync needs from Supabase (or the embedded

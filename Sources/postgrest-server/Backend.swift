@@ -6,9 +6,9 @@ import SecretCrypto
 /// The server's configuration, from the environment (secrets never come from flags).
 struct ServerConfiguration: Sendable {
     var host = "127.0.0.1"
-    var port = 54321
+    var port = 25321
     var databaseHost = "127.0.0.1"
-    var databasePort = 54329
+    var databasePort = 25329
     var databaseUser = "authenticator"
     /// The role the GoTrue-style `/auth/v1` endpoints connect as; the API roles cannot read
     /// `auth.*` at all.
@@ -234,26 +234,70 @@ actor Backend {
         case _ where state.hasPrefix("08") || state.hasPrefix("53"): status = 503
         default: status = 500
         }
-        return APIError(status: status, code: state, message: info[.message] ?? "database error", details: info[.detail], hint: info[.hint])
+        // A 401 always says how to authenticate, as PostgREST's do.
+        let headers = status == 401 ? [("WWW-Authenticate", "Bearer")] : []
+        return APIError(status: status, code: state, message: info[.message] ?? "database error", details: info[.detail], hint: info[.hint],
+                        headers: headers)
     }
 
     // MARK: - Auth (GoTrue-compatible subset)
 
-    /// Issues an access token and a fresh refresh token for `user`.
-    func session(user: String, email: String) async throws -> String {
+    /// The user object GoTrue returns (`GET /auth/v1/user`, and inside every grant).
+    static func userObject(id: String, email: String, createdAt: String, signedInAt: String) -> [String: Any] {
+        [
+            "id": id, "aud": "authenticated", "role": "authenticated", "email": email, "phone": "",
+            "email_confirmed_at": createdAt, "confirmed_at": createdAt, "last_sign_in_at": signedInAt,
+            "app_metadata": ["provider": "email", "providers": ["email"]], "user_metadata": [String: Any](),
+            "identities": [[
+                "identity_id": id, "id": id, "user_id": id, "provider": "email",
+                "identity_data": ["email": email, "sub": id, "email_verified": true], "created_at": createdAt, "updated_at": createdAt,
+                "last_sign_in_at": signedInAt, "email": email,
+            ] as [String: Any]],
+            "created_at": createdAt, "updated_at": signedInAt, "is_anonymous": false,
+        ]
+    }
+
+    /// Issues an access token and a fresh refresh token for `user`, in GoTrue's shape.
+    func session(user: String, email: String, createdAt: String) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
-        let access = JWT.sign(["sub": user, "role": "authenticated", "aud": "authenticated", "email": email,
-                               "iat": now, "exp": now + configuration.jwtExpiry], secret: configuration.jwtSecret)
+        let access = JWT.sign(["sub": user, "role": "authenticated", "aud": configuration.jwtAudience, "email": email,
+                               "iat": now, "exp": now + configuration.jwtExpiry, "session_id": UUID().uuidString.lowercased(),
+                               "is_anonymous": false], secret: configuration.jwtSecret)
         let refresh = JWT.base64URL(SecureBytes(randomCount: 24).withUnsafeBytes { Array($0) })
         // Only a digest is stored: a copy of the table gives nobody a usable refresh token.
         _ = try await authClient.query("""
             INSERT INTO auth.refresh_tokens (token, user_id) VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid)
             """, logger: logger)
+        let signedIn = ISO8601DateFormatter().string(from: Date())
         let object: [String: Any] = [
             "access_token": access, "token_type": "bearer", "expires_in": configuration.jwtExpiry, "expires_at": now + configuration.jwtExpiry,
-            "refresh_token": refresh, "user": ["id": user, "email": email, "aud": "authenticated", "role": "authenticated"],
+            "refresh_token": refresh, "user": Self.userObject(id: user, email: email, createdAt: createdAt, signedInAt: signedIn),
         ]
         return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    /// `GET /auth/v1/user`: the user of a valid bearer token.
+    func currentUser(authorization: String?) async throws -> Answer {
+        guard let authorization, authorization.prefix(7).lowercased() == "bearer " else {
+            return .json(401, #"{"code":401,"error_code":"no_authorization","msg":"This endpoint requires a Bearer token"}"#)
+        }
+        let claims: String
+        do {
+            (claims, _) = try JWT.verify(String(authorization.dropFirst(7)), secret: configuration.jwtSecret, audience: configuration.jwtAudience)
+        } catch {
+            return .json(403, #"{"code":403,"error_code":"bad_jwt","msg":"invalid JWT: unable to parse or verify signature"}"#)
+        }
+        guard let sub = (try? JSONSerialization.jsonObject(with: Data(claims.utf8)) as? [String: Any])?["sub"] as? String, UUID(uuidString: sub) != nil else {
+            return .json(403, #"{"code":403,"error_code":"bad_jwt","msg":"invalid claim: missing sub claim"}"#)
+        }
+        let rows = try await authClient.query("""
+            SELECT id::text, email, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM auth.users WHERE id = \(sub)::uuid
+            """, logger: logger)
+        for try await (id, email, created) in rows.decode((String, String, String).self) {
+            let object = Self.userObject(id: id, email: email, createdAt: created, signedInAt: created)
+            return .json(200, String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
+        }
+        return .json(404, #"{"code":404,"error_code":"user_not_found","msg":"User from sub claim in JWT does not exist"}"#)
     }
 
     func signUp(email: String, password: String) async throws -> Answer {
@@ -262,33 +306,35 @@ actor Backend {
         }
         let rows = try await authClient.query("""
             INSERT INTO auth.users (email, encrypted_password) VALUES (\(email), crypt(\(password), gen_salt('bf', 6)))
-            ON CONFLICT (email) DO NOTHING RETURNING id::text
+            ON CONFLICT (email) DO NOTHING RETURNING id::text, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
             """, logger: logger)
-        var id: String?
-        for try await (value) in rows.decode(String.self) { id = value }
-        guard let id else { return .json(422, #"{"code":422,"error_code":"user_already_exists","msg":"User already registered"}"#) }
-        return .json(200, try await session(user: id, email: email))
+        var found: (String, String)?
+        for try await (id, created) in rows.decode((String, String).self) { found = (id, created) }
+        guard let (id, created) = found else { return .json(422, #"{"code":422,"error_code":"user_already_exists","msg":"User already registered"}"#) }
+        return .json(200, try await session(user: id, email: email, createdAt: created))
     }
 
     func passwordGrant(email: String, password: String) async throws -> Answer {
         let rows = try await authClient.query("""
-            SELECT id::text FROM auth.users WHERE email = \(email) AND encrypted_password = crypt(\(password), encrypted_password)
+            SELECT id::text, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM auth.users
+            WHERE email = \(email) AND encrypted_password = crypt(\(password), encrypted_password)
             """, logger: logger)
-        var id: String?
-        for try await (value) in rows.decode(String.self) { id = value }
-        guard let id else { return Self.invalidGrant("Invalid login credentials", code: "invalid_credentials") }
-        return .json(200, try await session(user: id, email: email))
+        var found: (String, String)?
+        for try await (id, created) in rows.decode((String, String).self) { found = (id, created) }
+        guard let (id, created) = found else { return Self.invalidGrant("Invalid login credentials", code: "invalid_credentials") }
+        return .json(200, try await session(user: id, email: email, createdAt: created))
     }
 
     func refreshGrant(token: String) async throws -> Answer {
         let rows = try await authClient.query("""
             UPDATE auth.refresh_tokens r SET revoked = true FROM auth.users u
-            WHERE r.token = encode(digest(\(token), 'sha256'), 'hex') AND NOT r.revoked AND u.id = r.user_id RETURNING u.id::text, u.email
+            WHERE r.token = encode(digest(\(token), 'sha256'), 'hex') AND NOT r.revoked AND u.id = r.user_id
+            RETURNING u.id::text, u.email, to_char(u.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
             """, logger: logger)
-        var found: (String, String)?
-        for try await (id, email) in rows.decode((String, String).self) { found = (id, email) }
-        guard let (id, email) = found else { return Self.invalidGrant("Invalid Refresh Token: Refresh Token Not Found", code: "refresh_token_not_found") }
-        return .json(200, try await session(user: id, email: email))
+        var found: (String, String, String)?
+        for try await (id, email, created) in rows.decode((String, String, String).self) { found = (id, email, created) }
+        guard let (id, email, created) = found else { return Self.invalidGrant("Invalid Refresh Token: Refresh Token Not Found", code: "refresh_token_not_found") }
+        return .json(200, try await session(user: id, email: email, createdAt: created))
     }
 
     static func invalidGrant(_ message: String, code: String) -> Answer {

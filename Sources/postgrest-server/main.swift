@@ -96,7 +96,13 @@ func route(_ request: Request, body: String) async -> Answer {
         } catch {
             return .error(APIError(status: 401, code: "PGRST000", message: "Invalid API key"))
         }
-        return await auth(path: String(path.dropFirst("/auth/v1/".count)), method: request.method.rawValue, query: query, body: body)
+        let endpoint = String(path.dropFirst("/auth/v1/".count))
+        if endpoint == "user" && request.method == .get {
+            do { return try await backend.currentUser(authorization: headers["authorization"]) } catch {
+                return .json(500, #"{"code":500,"msg":"auth backend error"}"#)
+            }
+        }
+        return await auth(path: endpoint, method: request.method.rawValue, query: query, body: body)
     }
     var table = path
     if table.hasPrefix("/rest/v1") { table.removeFirst("/rest/v1".count) }

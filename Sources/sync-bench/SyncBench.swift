@@ -7,7 +7,7 @@ import PostLoginSync
 import RemoteStore
 import SecretCrypto
 import SyncModel
-import SyncTestSupport
+import TestStack
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -298,7 +298,7 @@ enum SyncBench {
                 let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
                 return pair.count == 2 ? (pair[0], pair[1]) : nil
             })
-        let client = PostgresClient(configuration: .init(host: settings["host"] ?? "127.0.0.1", port: Int(settings["port"] ?? "54329") ?? 54329,
+        let client = PostgresClient(configuration: .init(host: settings["host"] ?? "127.0.0.1", port: Int(settings["port"] ?? "25329") ?? 25329,
                                                          username: settings["user"] ?? "postgres", password: nil,
                                                          database: settings["dbname"] ?? "sync_own", tls: .disable))
         return try await withThrowingTaskGroup(of: Double?.self) { group in

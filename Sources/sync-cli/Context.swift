@@ -54,11 +54,11 @@ enum RemoteFactory {
         if let token = ProcessInfo.processInfo.environment["SYNC_ACCESS_TOKEN"], !token.isEmpty {
             provider = { _ in token }
         } else {
-            guard let session = try store.loadAuthSession() else {
+            guard let session = try store.authSessionFile.load() else {
                 throw CLIError("no saved session for \(url.absoluteString); run `sync-cli login --remote \(url.absoluteString)`")
             }
             let tokens = AccessTokens(session: session, auth: SupabaseAuth(projectURL: url, apiKey: apiKey)) { refreshed in
-                try store.saveAuthSession(refreshed)
+                try store.authSessionFile.save(refreshed)
             }
             provider = tokens.provider
         }
@@ -99,4 +99,42 @@ func resolveID(_ text: String, among ids: [UUID], kind: String) throws -> UUID {
         throw CLIError(matches.isEmpty ? "no \(kind) matches \(text)" : "\(text) matches \(matches.count) \(kind)s; give more of the id")
     }
     return matches[0]
+}
+
+/// Requires a desktop store with a user.
+func desktopStore(_ options: StoreOptions) async throws -> (LocalStore, DeviceIdentity, UUID) {
+    let store = try options.open()
+    let identity = try await store.requireIdentity()
+    guard identity.role == .desktop else { throw CLIError("this is a mobile store; repositories and sessions live on desktops") }
+    guard let user = identity.userID else { throw CLIError("this store is not logged in; run `sync-cli login` first") }
+    return (store, identity, user)
+}
+
+/// The absolute, symlink-free form of a path, as repositories are stored.
+func canonicalPath(_ path: String) -> String {
+    URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+}
+
+/// A repository given as its path, its id or an unambiguous id prefix.
+func resolveRepository(_ text: String, among repositories: [RepositoryRecord]) throws -> RepositoryRecord {
+    let path = canonicalPath(text)
+    if let match = repositories.first(where: { $0.localPath == path }) { return match }
+    let id = try resolveID(text, among: repositories.map(\.id), kind: "repository")
+    return repositories.first { $0.id == id }!
+}
+
+/// Runs git in `path`, returning its trimmed output, or nil.
+func git(_ arguments: [String], in path: String) -> String? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["git", "-C", path] + arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    do { try process.run() } catch { return nil }
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { return nil }
+    let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    return text.isEmpty ? nil : text
 }

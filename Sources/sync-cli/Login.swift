@@ -58,7 +58,7 @@ extension SyncCLI {
                     let password = try Self.readPassword()
                     let auth = SupabaseAuth(projectURL: url, apiKey: try RemoteFactory.anonKey())
                     let session = try await auth.signIn(email: email, password: password)
-                    try store.saveAuthSession(session)
+                    try store.authSessionFile.save(session)
                     userID = session.userID
                 }
             }

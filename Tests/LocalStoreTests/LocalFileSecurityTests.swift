@@ -1,5 +1,5 @@
 import Foundation
-import LocalStore
+@testable import LocalStore
 import SyncModel
 import Testing
 #if canImport(Glibc)

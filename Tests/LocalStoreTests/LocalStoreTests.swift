@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import LocalStore
+@testable import LocalStore
 import SecretCrypto
 import SyncModel
 import Testing

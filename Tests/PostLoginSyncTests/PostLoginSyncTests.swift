@@ -1,5 +1,5 @@
 import Foundation
-import LocalStore
+@testable import LocalStore
 import PostLoginSync
 import RemoteStore
 import SecretCrypto
@@ -187,7 +187,7 @@ struct PostLoginSyncTests {
         let desktop = try await world.desktop(sessions: 2)
         let push = try await desktop.engine.push()
         #expect(push.outcome == .partial)
-        let issues = push.errors.filter { $0.code == "invalidPublicKey" }
+        let issues = push.errors.filter { $0.code == .invalidPublicKey }
         #expect(Set(issues.compactMap(\.rowID)) == [broken.canonical, lowOrder.canonical])
         #expect(push.envelopesSealed == 4)
         _ = try await phone.engine.pull()

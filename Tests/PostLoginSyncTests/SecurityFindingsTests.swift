@@ -79,7 +79,7 @@ struct SecurityFindingsTests {
         let recipients = Set(sealed.all)
         #expect(recipients == [selfID.canonical, phone.canonical])
         #expect(!recipients.contains(intruder.canonical))
-        #expect(report.errors.contains { $0.code == "foreignDevice" && $0.rowID == intruder.canonical })
+        #expect(report.errors.contains { $0.code == .foreignDevice && $0.rowID == intruder.canonical })
         #expect(report.envelopesSealed == 6)
     }
 
@@ -112,7 +112,7 @@ struct SecurityFindingsTests {
         let rows = sealed.all
         #expect(rows.count == 2)
         #expect(Set(rows) == [selfID.canonical, phone.canonical])
-        #expect(report.errors.filter { (issue: SyncIssue) in issue.code == "duplicateDevice" }.count == 2)
+        #expect(report.errors.filter { (issue: SyncIssue) in issue.code == .duplicateDevice }.count == 2)
         // The first listing of the phone wins: its envelope opens with the phone's first key.
         #expect(report.recipients.filter(\.receives).count == 2)
     }
@@ -150,7 +150,7 @@ struct SecurityFindingsTests {
         let pull = try await phone.engine.pull()
         let phase = try #require(pull.phases.first { $0.phase == .envelopes })
         #expect(phase.failed == 8 && phase.applied == 0)
-        #expect(pull.errors.filter { $0.code == "envelopeUnreadable" }.count == 8)
+        #expect(pull.errors.filter { $0.code == .envelopeUnreadable }.count == 8)
         let stored = try await phone.store.receivedEnvelopes()
         let junkSet = Set(rows.map { SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret) })
         #expect(stored.allSatisfy { !junkSet.contains($0.envelope) }, "a junk envelope was stored")

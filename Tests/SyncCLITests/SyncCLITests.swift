@@ -3,6 +3,7 @@ import LocalStore
 import RemoteStore
 import SecretCrypto
 import SyncModel
+import TestStack
 import Testing
 
 /// Runs the built `sync-cli` as a user would.
@@ -192,5 +193,28 @@ struct SyncCLISecurityTests {
             #expect(!text.unicodeScalars.contains { [0x1B, 0x07, 0x0D, 0x9B].contains($0.value) })
         }
         #expect(listed.out.contains("evil\\u{1B}]0;pwned"))
+    }
+}
+
+@Suite("sync-cli login against the stack", .enabled(if: !StackEnvironment.skipped))
+struct SyncCLILoginTests {
+    @Test("login with a password from the environment saves a 0600 session; a wrong password fails without echoing it")
+    func login() async throws {
+        let stack = try StackEnvironment.require()
+        let cli = try CLI()
+        let email = "cli-\(UUID().canonical)@example.test"
+        let signup = try await stack.request("POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"hunter2-but-longer"}"#)
+        try #require(signup.status == 200)
+        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        let environment = ["SUPABASE_ANON_KEY": stack.anonKey, "SYNC_REMOTE": stack.url.absoluteString]
+        let wrong = try cli.run(["login", "--store", cli.store("d"), "--email", email], environment: environment.merging(["SYNC_PASSWORD": "not-the-password"]) { a, _ in a })
+        #expect(wrong.status != 0)
+        #expect(!wrong.out.contains("not-the-password") && !wrong.err.contains("not-the-password"))
+        let right = try cli.run(["login", "--store", cli.store("d"), "--email", email], environment: environment.merging(["SYNC_PASSWORD": "hunter2-but-longer"]) { a, _ in a })
+        #expect(right.status == 0, "\(right.err)")
+        let mode = try FileManager.default.attributesOfItem(atPath: cli.store("d") + "/auth.json")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let pushed = try cli.run(["push", "--store", cli.store("d")], environment: environment)
+        #expect(pushed.status == 0, "\(pushed.out) \(pushed.err)")
     }
 }

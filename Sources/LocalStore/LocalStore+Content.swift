@@ -1,0 +1,91 @@
+import Foundation
+import GRDB
+import SecretCrypto
+import SyncModel
+
+// Repositories and sessions: the rows both roles keep (a desktop as the source, a phone as a cache).
+extension LocalStore {
+    // MARK: - Repositories
+
+    /// Inserts or updates `rows` by id, in one transaction.
+    ///
+    /// - Parameters:
+    ///   - rows: The repositories; a row whose `(deviceID, localPath)` belongs to another id fails.
+    ///   - progress: Called with the number of rows written so far, every 1,000 rows and at the end.
+    /// - Throws: ``LocalStoreError`` `.uniqueViolation`; nothing is written then.
+    public func upsertRepositories(_ rows: [RepositoryRecord], progress: (@Sendable (Int) -> Void)? = nil) async throws {
+        try await upsert(rows, progress: progress)
+    }
+
+    /// Every repository, ordered by `(updated_at, id)`.
+    public func repositories() async throws -> [RepositoryRecord] {
+        try await fetch(RepositoryRecord.self, changedSince: nil)
+    }
+
+    /// Repositories updated after `since`, ordered by `(updated_at, id)`.
+    func repositories(changedSince since: Date) async throws -> [RepositoryRecord] {
+        try await fetch(RepositoryRecord.self, changedSince: since)
+    }
+
+    /// One repository.
+    func repository(id: UUID) async throws -> RepositoryRecord? {
+        try await fetchOne(RepositoryRecord.self, id: id)
+    }
+
+    /// Deletes every repository (and, by cascade, its sessions) whose id is not in `ids`.
+    ///
+    /// - Returns: The number of repositories deleted.
+    @discardableResult
+    func deleteRepositories(notIn ids: Set<UUID>) async throws -> Int {
+        try await deleteRows(RepositoryRecord.self, notIn: ids)
+    }
+
+    /// Deletes the repositories with these ids (and their sessions).
+    @discardableResult
+    func deleteRepositories(ids: Set<UUID>) async throws -> Int {
+        try await deleteRows(RepositoryRecord.self, ids: ids)
+    }
+
+    /// A pull's view of the remote, applied in one transaction: rows not in `retaining` are
+    /// deleted first (so a path freed remotely can be reused), then `rows` are upserted.
+    public func applyRepositories(_ rows: [RepositoryRecord], retaining: Set<UUID>?) async throws {
+        try await apply(rows, retaining: retaining)
+    }
+
+    // MARK: - Sessions
+
+    /// Inserts or updates `rows` by id, in one transaction.
+    ///
+    /// - Throws: ``LocalStoreError`` `.foreignKeyViolation` for a session whose repository is
+    ///   unknown; nothing is written then.
+    public func upsertSessions(_ rows: [SessionRecord], progress: (@Sendable (Int) -> Void)? = nil) async throws {
+        try await upsert(rows, progress: progress)
+    }
+
+    /// Every session, ordered by `(updated_at, id)`.
+    public func sessions() async throws -> [SessionRecord] {
+        try await fetch(SessionRecord.self, changedSince: nil)
+    }
+
+    /// One session.
+    public func session(id: UUID) async throws -> SessionRecord? {
+        try await fetchOne(SessionRecord.self, id: id)
+    }
+
+    /// Deletes every session whose id is not in `ids`.
+    @discardableResult
+    func deleteSessions(notIn ids: Set<UUID>) async throws -> Int {
+        try await deleteRows(SessionRecord.self, notIn: ids)
+    }
+
+    /// Deletes the sessions with these ids.
+    @discardableResult
+    func deleteSessions(ids: Set<UUID>) async throws -> Int {
+        try await deleteRows(SessionRecord.self, ids: ids)
+    }
+
+    /// A pull's view of the remote sessions, applied in one transaction (deletions first).
+    public func applySessions(_ rows: [SessionRecord], retaining: Set<UUID>?) async throws {
+        try await apply(rows, retaining: retaining)
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import GRDB
+import SecretCrypto
+import SyncModel
+
+// What only a desktop keeps: its sessions' own secrets, sealed at rest, and the change
+// sequence and tombstones that tell a push what to send.
+extension LocalStore {
+    // MARK: - Desktop: own sessions and their secrets
+
+    /// Creates a session with a fresh secret, sealed to this device's own key, in one transaction.
+    ///
+    /// - Parameter session: The session row (its repository must exist).
+    /// - Returns: The stored session.
+    /// - Throws: ``LocalStoreError`` `.uniqueViolation` when the id exists, `.foreignKeyViolation`.
+    @discardableResult
+    public func createSession(_ session: SessionRecord) async throws -> SessionRecord {
+        try await createSessions([session])
+        return session
+    }
+
+    /// Creates many sessions, each with a fresh secret sealed to this device's own key, in one
+    /// transaction.
+    ///
+    /// - Throws: ``LocalStoreError`` `.uniqueViolation` or `.foreignKeyViolation`; nothing is written then.
+    public func createSessions(_ sessions: [SessionRecord]) async throws {
+        let identity = try await requireIdentity()
+        let sealed = try sessions.map { try SecretEnvelope.seal(SessionSecret(), for: identity.publicKey, sessionID: SessionID($0.id)) }
+        try await mapErrors("creating sessions") {
+            try await pool.write { db in
+                let sequence = try Self.nextChangeSequence(db)
+                let insert = try db.cachedStatement(sql: "INSERT INTO sessions (\((SessionRecord.columns + ["change_seq"]).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: SessionRecord.columns.count + 1).joined(separator: ", ")))")
+                let secret = try db.cachedStatement(sql: "INSERT INTO own_session_secrets (session_id, ephemeral_public_key, encrypted_secret) VALUES (?, ?, ?)")
+                for (session, envelope) in zip(sessions, sealed) {
+                    try insert.execute(arguments: StatementArguments(session.values + [sequence]))
+                    try secret.execute(arguments: [session.id.canonical, envelope.ephemeralPublicKey, envelope.encryptedSecret])
+                }
+            }
+        }
+    }
+
+    /// The sealed secrets of this desktop's sessions, keyed by session id.
+    public func ownSealedSecrets() async throws -> [UUID: SecretEnvelope] {
+        try await mapErrors("reading session secrets") {
+            try await pool.read { db in
+                var result: [UUID: SecretEnvelope] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT session_id, ephemeral_public_key, encrypted_secret FROM own_session_secrets") {
+                    result[try row.uuid("session_id")] = SecretEnvelope(ephemeralPublicKey: row["ephemeral_public_key"], encryptedSecret: row["encrypted_secret"])
+                }
+                return result
+            }
+        }
+    }
+
+    /// Opens a session's secret (desktop side) with the device key.
+    ///
+    /// - Parameters:
+    ///   - sessionID: The session.
+    ///   - key: The device key, when the caller already loaded it; otherwise it is loaded.
+    /// - Throws: ``LocalStoreError`` `.notFound` or `.secretUnreadable`.
+    public func openOwnSecret(sessionID: UUID, using key: X25519PrivateKey? = nil) async throws -> SessionSecret {
+        let envelope = try await mapErrors("reading session secret") {
+            try await pool.read { db in
+                try Row.fetchOne(db, sql: "SELECT ephemeral_public_key, encrypted_secret FROM own_session_secrets WHERE session_id = ?", arguments: [sessionID.canonical])
+                    .map { SecretEnvelope(ephemeralPublicKey: $0["ephemeral_public_key"], encryptedSecret: $0["encrypted_secret"]) }
+            }
+        }
+        guard let envelope else { throw LocalStoreError(.notFound, "no secret for session \(sessionID.canonical)") }
+        let deviceKey: X25519PrivateKey
+        if let key { deviceKey = key } else { deviceKey = try await self.deviceKey() }
+        do {
+            return try envelope.open(sessionID: SessionID(sessionID), using: deviceKey)
+        } catch {
+            throw LocalStoreError(.secretUnreadable, "the secret of session \(sessionID.canonical) cannot be opened with this device's key")
+        }
+    }
+
+    // MARK: - Desktop: what a push must send
+
+    /// Repositories written after change sequence `sequence`, with the highest sequence among them.
+    public func repositories(changedAfter sequence: Int64) async throws -> (rows: [RepositoryRecord], through: Int64) {
+        try await changed(RepositoryRecord.self, after: sequence)
+    }
+
+    /// Sessions written after change sequence `sequence`, with the highest sequence among them.
+    public func sessions(changedAfter sequence: Int64) async throws -> (rows: [SessionRecord], through: Int64) {
+        try await changed(SessionRecord.self, after: sequence)
+    }
+
+    func changed<R: LocalRow>(_ type: R.Type, after sequence: Int64) async throws -> (rows: [R], through: Int64) {
+        try await mapErrors("reading \(R.table)") {
+            try await pool.read { db in
+                let rows = try Row.fetchAll(db, sql: "SELECT \(R.columns.joined(separator: ", ")), change_seq FROM \(R.table) WHERE change_seq > ? ORDER BY change_seq, id",
+                                            arguments: [sequence])
+                let through = rows.last.map { $0[R.columns.count] as Int64 } ?? sequence
+                return (try rows.map(R.init(row:)), through)
+            }
+        }
+    }
+
+    /// Deletes repositories here and remembers to delete them remotely (their sessions cascade
+    /// on both sides).
+    @discardableResult
+    public func removeRepositories(ids: Set<UUID>) async throws -> Int {
+        try await remove("repositories", ids: ids)
+    }
+
+    /// Deletes sessions here and remembers to delete them remotely.
+    @discardableResult
+    public func removeSessions(ids: Set<UUID>) async throws -> Int {
+        try await remove("sessions", ids: ids)
+    }
+
+    func remove(_ table: String, ids: Set<UUID>) async throws -> Int {
+        try await mapErrors("removing \(table)") {
+            try await pool.write { db in
+                let list = jsonArray(ids)
+                try db.execute(sql: "INSERT OR IGNORE INTO pending_remote_deletions (table_name, id) SELECT ?, value FROM json_each(?) WHERE value IN (SELECT id FROM \(table))",
+                               arguments: [table, list])
+                try db.execute(sql: "DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?))", arguments: [list])
+                return db.changesCount
+            }
+        }
+    }
+
+    /// Remote deletions still to make: repository ids and session ids.
+    public func pendingRemoteDeletions() async throws -> (repositories: Set<UUID>, sessions: Set<UUID>) {
+        try await mapErrors("reading pending deletions") {
+            try await pool.read { db in
+                var repositories = Set<UUID>(), sessions = Set<UUID>()
+                for row in try Row.fetchAll(db, sql: "SELECT table_name, id FROM pending_remote_deletions") {
+                    let id = try row.uuid("id")
+                    if (row["table_name"] as String) == "repositories" { repositories.insert(id) } else { sessions.insert(id) }
+                }
+                return (repositories, sessions)
+            }
+        }
+    }
+
+    /// Forgets pending deletions the remote has made.
+    public func clearPendingRemoteDeletions(repositories: Set<UUID>, sessions: Set<UUID>) async throws {
+        try await mapErrors("clearing pending deletions") {
+            try await pool.write { db in
+                try db.execute(sql: "DELETE FROM pending_remote_deletions WHERE table_name = 'repositories' AND id IN (SELECT value FROM json_each(?))",
+                               arguments: [jsonArray(repositories)])
+                try db.execute(sql: "DELETE FROM pending_remote_deletions WHERE table_name = 'sessions' AND id IN (SELECT value FROM json_each(?))",
+                               arguments: [jsonArray(sessions)])
+            }
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import GRDB
+import SecretCrypto
+import SyncModel
+
+// The desktop's distribution ledger: which envelope each recipient got, under which key.
+extension LocalStore {
+    // MARK: - Distribution ledger
+
+    /// Every ledger entry.
+    public func ledger() async throws -> [LedgerEntry] {
+        try await mapErrors("reading ledger") {
+            try await pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM distribution_ledger").map { row in
+                    LedgerEntry(sessionID: try row.uuid("session_id"), recipientDeviceID: try row.uuid("recipient_device_id"),
+                                recipientKeyFingerprint: row["recipient_key_fingerprint"], sentAt: row.date("sent_at"))
+                }
+            }
+        }
+    }
+
+    /// Records envelopes the remote accepted (replacing older entries for the same pairs).
+    public func recordDistributions(_ entries: [LedgerEntry]) async throws {
+        try await mapErrors("writing ledger") {
+            try await pool.write { db in
+                let statement = try db.cachedStatement(sql: """
+                    INSERT INTO distribution_ledger (session_id, recipient_device_id, recipient_key_fingerprint, sent_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (session_id, recipient_device_id) DO UPDATE SET
+                        recipient_key_fingerprint = excluded.recipient_key_fingerprint, sent_at = excluded.sent_at
+                    """)
+                for entry in entries {
+                    try statement.execute(arguments: [entry.sessionID.canonical, entry.recipientDeviceID.canonical, entry.recipientKeyFingerprint, entry.sentAt.epoch])
+                }
+            }
+        }
+    }
+
+    /// Forgets every entry for these recipients (their rows were deleted remotely).
+    @discardableResult
+    func deleteLedgerEntries(recipients: Set<UUID>) async throws -> Int {
+        try await mapErrors("deleting ledger entries") {
+            try await pool.write { db in
+                try db.execute(sql: "DELETE FROM distribution_ledger WHERE recipient_device_id IN (SELECT value FROM json_each(?))", arguments: [jsonArray(recipients)])
+                return db.changesCount
+            }
+        }
+    }
+
+    /// Forgets the entries for these (session, recipient) pairs.
+    @discardableResult
+    public func deleteLedgerEntries(pairs: [(sessionID: UUID, recipientDeviceID: UUID)]) async throws -> Int {
+        try await mapErrors("deleting ledger entries") {
+            try await pool.write { db in
+                let statement = try db.cachedStatement(sql: "DELETE FROM distribution_ledger WHERE session_id = ? AND recipient_device_id = ?")
+                var deleted = 0
+                for pair in pairs {
+                    try statement.execute(arguments: [pair.sessionID.canonical, pair.recipientDeviceID.canonical])
+                    deleted += db.changesCount
+                }
+                return deleted
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import LocalStore
+import Logging
+import RemoteStore
+import SecretCrypto
+import Synchronization
+import SyncModel
+
+// Runs a sync's phases and accumulates its report: push and pull share it.
+extension PostLoginSync {
+
+    /// Accumulates a report while phases run.
+    final class Recorder: @unchecked Sendable {
+        // @unchecked: only ever used from the one task running the sync, never concurrently.
+        var report: SyncReport
+        let remote: any RemoteStore
+        let progress: ProgressHandler?
+        let logger: Logger?
+
+        init(direction: String, deviceID: UUID, remote: any RemoteStore, progress: ProgressHandler?, logger: Logger?) {
+            report = SyncReport(direction: direction, deviceID: deviceID, startedAt: Date(), finishedAt: Date(), durationSeconds: 0,
+                                outcome: .success, phases: [])
+            self.remote = remote
+            self.progress = progress
+            self.logger = logger
+        }
+
+        /// Runs one phase; an error that escapes it fails the phase, not the sync.
+        func phase(_ phase: SyncPhase, _ body: (inout PhaseReport) async throws -> Void) async throws {
+            var entry = PhaseReport(phase: phase)
+            let before = remote.metrics()
+            let start = ContinuousClock.now
+            emit(phase, 0, 0, "Syncing \(phase.rawValue)...")
+            do {
+                try await body(&entry)
+                if entry.failed > 0 || !entry.errors.isEmpty { entry.status = "partial" }
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                entry.status = "failed"
+                entry.errors.append(SyncIssue(phase: phase, code: Self.code(of: error), message: "\(error)"))
+            }
+            let delta = remote.metrics().since(before)
+            entry.requests = delta.requests
+            entry.bytesSent = delta.bytesSent
+            entry.bytesReceived = delta.bytesReceived
+            entry.retries = delta.retries
+            entry.durationSeconds = (ContinuousClock.now - start).seconds
+            logger?.info("\(phase.rawValue): \(entry.status), applied \(entry.applied), failed \(entry.failed), \(entry.requests) requests")
+            report.phases.append(entry)
+        }
+
+        func emit(_ phase: SyncPhase, _ completed: Int, _ total: Int, _ message: String) {
+            progress?(SyncProgress(phase: phase, completed: completed, total: total, message: message))
+        }
+
+        static func code(of error: Error) -> SyncIssue.Code {
+            switch error {
+            case let error as RemoteStoreError: SyncIssue.Code(remote: error.code)
+            case let error as LocalStoreError: SyncIssue.Code(local: error.code)
+            case is CryptoError: .crypto
+            default: .error
+            }
+        }
+
+        func finish(local: LocalStore) async -> SyncReport {
+            report.finishedAt = Date()
+            report.durationSeconds = report.finishedAt.timeIntervalSince(report.startedAt)
+            let metrics = report.phases
+            report.requests = metrics.map(\.requests).reduce(0, +)
+            report.bytesSent = metrics.map(\.bytesSent).reduce(0, +)
+            report.bytesReceived = metrics.map(\.bytesReceived).reduce(0, +)
+            report.retries = metrics.map(\.retries).reduce(0, +)
+            let failed = report.phases.filter { $0.status == "failed" }.count
+            if !report.phases.isEmpty && failed == report.phases.count {
+                report.outcome = .failure
+            } else if failed > 0 || !report.errors.isEmpty {
+                report.outcome = .partial
+            } else {
+                report.outcome = .success
+            }
+            try? await local.saveLastReport(report.json(pretty: false), finishedAt: report.finishedAt)
+            return report
+        }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import LocalStore
+import Logging
+import RemoteStore
+import SecretCrypto
+import Synchronization
+import SyncModel
+
+// Pull (phone): own device row, repositories and sessions changed since the cursor plus an id
+// listing to find deletions, then the envelopes addressed to this device.
+extension PostLoginSync {
+
+    /// Pulls into this phone's store: its device row, repositories, sessions and envelopes.
+    ///
+    /// - Parameter progress: Receives progress events.
+    /// - Returns: The report (also saved as the store's last report).
+    /// - Throws: ``SyncError`` or `LocalStoreError` before anything is fetched; `CancellationError`.
+    public func pull(progress: ProgressHandler? = nil) async throws -> SyncReport {
+        let (identity, user, lease) = try await prepare(role: .mobile, purpose: "pull")
+        defer { lease.release() }
+        let recorder = Recorder(direction: "pull", deviceID: identity.id, remote: remote, progress: progress, logger: logger)
+
+        try await recorder.phase(.device) { entry in
+            entry.sent = 1
+            try await remote.upsertOwnDevice(try await ownDeviceRow(identity, user: user))
+            entry.applied = 1
+        }
+        try await recorder.phase(.repositories) { entry in
+            let cursor = try await local.cursor(for: .repositories)
+            let changed = try await remote.fetchRepositories(after: cursor)
+            let ids = try await remote.listRepositoryIDs(deviceID: nil)
+            let before = Set(try await local.repositories().map(\.id))
+            try await local.applyRepositories(changed.map(\.record), retaining: ids)
+            entry.applied = changed.count
+            entry.deleted = before.subtracting(ids).count
+            try await advance(.repositories, to: changed.last.map { ($0.updatedAt, $0.record.id) })
+            recorder.emit(.repositories, changed.count, changed.count, "Syncing repositories...")
+        }
+        try await recorder.phase(.sessions) { entry in
+            let cursor = try await local.cursor(for: .sessions)
+            let changed = try await remote.fetchSessions(after: cursor)
+            let ids = try await remote.listSessionIDs(deviceID: nil)
+            let repositories = Set(try await local.repositories().map(\.id))
+            let before = Set(try await local.sessions().map(\.id))
+            // A session whose repository did not arrive cannot be kept (foreign key); report it.
+            let (keep, orphans) = changed.reduce(into: ([SessionRecord](), [SessionRecord]())) { result, item in
+                if repositories.contains(item.record.repositoryID) { result.0.append(item.record) } else { result.1.append(item.record) }
+            }
+            try await local.applySessions(keep, retaining: ids)
+            entry.applied = keep.count
+            entry.skipped = orphans.count
+            entry.errors += orphans.map {
+                SyncIssue(phase: .sessions, code: .missingRepository, rowID: $0.id.canonical,
+                          message: "session skipped: its repository \($0.repositoryID.canonical) is not available")
+            }
+            entry.deleted = before.subtracting(ids).count
+            // Orphans are retried next pull: do not move the cursor past them.
+            if orphans.isEmpty { try await advance(.sessions, to: changed.last.map { ($0.updatedAt, $0.record.id) }) }
+            recorder.emit(.sessions, changed.count, changed.count, "Syncing sessions...")
+        }
+        try await recorder.phase(.envelopes) { entry in
+            try await pullEnvelopes(identity: identity, entry: &entry, recorder: recorder)
+        }
+        return await recorder.finish(local: local)
+    }
+
+    /// Moves a pull cursor to just before the last row seen (by ``SyncOptions/cursorOverlap``).
+    func advance(_ table: CursorTable, to last: (updatedAt: String, id: UUID)?) async throws {
+        guard let last else { return }
+        if let date = Timestamp.parse(last.updatedAt), options.cursorOverlap > 0 {
+            let earlier = Timestamp.format(date.addingTimeInterval(-options.cursorOverlap))
+            try await local.setCursor(PullCursor(updatedAt: earlier, id: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), for: table)
+        } else {
+            try await local.setCursor(PullCursor(updatedAt: last.updatedAt, id: last.id), for: table)
+        }
+    }
+
+    /// Fetches the envelopes addressed to this device and keeps only those that open: an
+    /// envelope that does not is reported and never stored (a junk row must not displace a
+    /// good envelope kept from an earlier pull, nor sit in the store looking like a secret).
+    func pullEnvelopes(identity: DeviceIdentity, entry: inout PhaseReport, recorder: Recorder) async throws {
+        let fetched = try await remote.fetchEnvelopes(addressedTo: identity.id)
+        let sessions = Set(try await local.sessions().map(\.id))
+        let kept = fetched.filter { sessions.contains($0.sessionID) }
+        entry.skipped = fetched.count - kept.count
+        var existing: [UUID: SecretEnvelope] = [:]
+        for item in try await local.receivedEnvelopes() { existing[item.sessionID] = item.envelope }
+        let fresh = kept.filter {
+            existing[$0.sessionID] != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
+        }
+
+        // Open every new envelope first; the plaintext is dropped at once, never stored.
+        var failures: Set<UUID> = []
+        if !fresh.isEmpty {
+            let key = try await local.deviceKey()
+            failures = Set(try await inParallel(fresh) { part in
+                var failed: [UUID] = []
+                for item in part {
+                    try Task.checkCancellation()
+                    let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
+                    if (try? envelope.open(sessionID: SessionID(item.sessionID), using: key)) == nil { failed.append(item.sessionID) }
+                }
+                return failed
+            }.flatMap { $0 })
+        }
+        let good = fresh.filter { !failures.contains($0.sessionID) }
+        let now = Date()
+        try await local.upsertReceivedEnvelopes(good.map {
+            ReceivedEnvelope(sessionID: $0.sessionID, envelope: SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret), fetchedAt: now)
+        })
+        entry.deleted = try await local.deleteReceivedEnvelopes(notIn: Set(kept.map(\.sessionID)))
+        entry.applied = good.count
+        recorder.report.envelopesOpened += good.count
+        entry.failed = failures.count
+        entry.errors += failures.sorted { $0.canonical < $1.canonical }.map {
+            SyncIssue(phase: .envelopes, code: .envelopeUnreadable, rowID: $0.canonical,
+                      message: "the envelope for this session cannot be opened with this device's key; it was not stored")
+        }
+        recorder.emit(.envelopes, fresh.count, fresh.count, "Syncing envelopes...")
+    }
+}

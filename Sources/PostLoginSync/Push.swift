@@ -1,0 +1,204 @@
+import Foundation
+import LocalStore
+import Logging
+import RemoteStore
+import SecretCrypto
+import Synchronization
+import SyncModel
+
+// Push (desktop): own device row, repositories, sessions, then envelopes for exactly the
+// (session, recipient) pairs that are missing remotely or were sealed to an older key.
+extension PostLoginSync {
+
+    /// Pushes this desktop's device row, repositories, sessions and envelopes.
+    ///
+    /// - Parameter progress: Receives progress events.
+    /// - Returns: The report (also saved as the store's last report).
+    /// - Throws: ``SyncError``, `LocalStoreError` (`.storeBusy`, key file problems) before
+    ///   anything is sent; `CancellationError`.
+    public func push(progress: ProgressHandler? = nil) async throws -> SyncReport {
+        let (identity, user, lease) = try await prepare(role: .desktop, purpose: "push")
+        defer { lease.release() }
+        let key = try await local.deviceKey()
+        let recorder = Recorder(direction: "push", deviceID: identity.id, remote: remote, progress: progress, logger: logger)
+
+        try await recorder.phase(.device) { entry in
+            entry.sent = 1
+            try await remote.upsertOwnDevice(try await ownDeviceRow(identity, user: user))
+            entry.applied = 1
+        }
+        try await recorder.phase(.repositories) { entry in
+            let pending = try await local.pendingRemoteDeletions()
+            if !pending.repositories.isEmpty {
+                entry.deleted = try await remote.deleteRepositories(ids: pending.repositories) ?? pending.repositories.count
+                try await local.clearPendingRemoteDeletions(repositories: pending.repositories, sessions: [])
+            }
+            try await pushRows(.repositories, entry: &entry, recorder: recorder,
+                               changed: { try await local.repositories(changedAfter: $0) },
+                               send: { rows, handler in try await remote.upsertRepositories(rows, onBatchAccepted: handler) },
+                               stamp: { $0.updatedAt = $1 })
+        }
+        try await recorder.phase(.sessions) { entry in
+            let pending = try await local.pendingRemoteDeletions()
+            if !pending.sessions.isEmpty {
+                entry.deleted = try await remote.deleteSessions(ids: pending.sessions) ?? pending.sessions.count
+                try await local.clearPendingRemoteDeletions(repositories: [], sessions: pending.sessions)
+            }
+            try await pushRows(.sessions, entry: &entry, recorder: recorder,
+                               changed: { try await local.sessions(changedAfter: $0) },
+                               send: { rows, handler in try await remote.upsertSessions(rows, onBatchAccepted: handler) },
+                               stamp: { $0.updatedAt = $1 })
+        }
+        try await recorder.phase(.secrets) { entry in
+            try await pushSecrets(identity: identity, key: key, entry: &entry, recorder: recorder)
+        }
+        return await recorder.finish(local: local)
+    }
+
+    /// Sends the rows written since the last accepted push; advances the push mark only when
+    /// every row was accepted, so refused rows are retried next time.
+    func pushRows<Row: Sendable>(
+        _ phase: SyncPhase, entry: inout PhaseReport, recorder: Recorder,
+        changed: (Int64) async throws -> (rows: [Row], through: Int64),
+        send: ([Row], BatchHandler<Row>?) async throws -> BulkWriteResult,
+        stamp: (inout Row, Date) -> Void
+    ) async throws {
+        let markKey = "push.\(phase.rawValue).through"
+        let mark = Int64(try await local.setting(markKey) ?? "0") ?? 0
+        var (rows, through) = try await changed(mark)
+        // Deployed tables have no updated_at trigger: stamp the send time so pulls see the change.
+        let now = Date()
+        for index in rows.indices { stamp(&rows[index], now) }
+        entry.sent = rows.count
+        guard !rows.isEmpty else { return }
+        let total = rows.count
+        let done = Counter()
+        let progress = recorder.progress
+        let result = try await send(rows) { batch in
+            let completed = done.add(batch.count)
+            progress?(SyncProgress(phase: phase, completed: completed, total: total, message: "Syncing \(phase.rawValue)..."))
+        }
+        entry.applied = result.accepted
+        entry.failed = result.rejected.count
+        entry.errors += Self.issues(result.rejected, phase: phase)
+        if result.rejected.isEmpty { try await local.setSetting(markKey, String(through)) }
+    }
+
+    func pushSecrets(identity: DeviceIdentity, key: X25519PrivateKey, entry: inout PhaseReport, recorder: Recorder) async throws {
+        let devices = try await remote.listDevices()
+        let decisions = RecipientPolicy.decide(devices, userID: remote.userID, selfID: identity.id, options: options.recipients)
+        recorder.report.recipients = decisions.map(\.decision)
+        entry.errors += decisions.compactMap(\.issue)
+        let recipients = decisions.compactMap(\.recipient)
+        let recipientIDs = Set(recipients.map(\.deviceID))
+
+        // The remote listing and the local reads overlap: one waits on the network, the other on disk.
+        async let listing = remote.listEnvelopePairs()
+        async let secrets = local.ownSealedSecrets()
+        async let entries = local.ledger()
+        let remotePairs = Set(try await listing)
+        let ownSecrets = try await secrets
+        var ledger: [EnvelopePair: String] = [:]
+        let ledgerEntries = try await entries
+        ledger.reserveCapacity(ledgerEntries.count)
+        for item in ledgerEntries {
+            ledger[EnvelopePair(sessionID: item.sessionID, deviceID: item.recipientDeviceID)] = item.recipientKeyFingerprint
+        }
+
+        // Envelopes of this desktop's sessions for devices that no longer qualify go.
+        let stale = remotePairs.filter { ownSecrets[$0.sessionID] != nil && !recipientIDs.contains($0.deviceID) }
+        if !stale.isEmpty {
+            entry.deleted = try await remote.deleteEnvelopes(pairs: Array(stale)) ?? stale.count
+            try await local.deleteLedgerEntries(pairs: stale.map { ($0.sessionID, $0.deviceID) })
+        }
+
+        // Exactly the pairs missing remotely or sealed to a key the recipient no longer has.
+        var work: [(session: UUID, envelope: SecretEnvelope, recipients: [Recipient])] = []
+        var needed = 0
+        for (session, envelope) in ownSecrets {
+            let missing = recipients.filter { recipient in
+                let pair = EnvelopePair(sessionID: session, deviceID: recipient.deviceID)
+                return !remotePairs.contains(pair) || ledger[pair] != recipient.fingerprint
+            }
+            if !missing.isEmpty {
+                work.append((session, envelope, missing))
+                needed += missing.count
+            }
+        }
+        entry.sent = needed
+        entry.skipped = ownSecrets.count * recipients.count - needed
+        guard needed > 0 else { return }
+
+        let total = needed
+        let fingerprints = Dictionary(recipients.map { ($0.deviceID, $0.fingerprint) }, uniquingKeysWith: { first, _ in first })
+        let done = Counter()
+        let progress = recorder.progress
+        var chunkStart = 0
+        while chunkStart < work.count {
+            var chunkEnd = chunkStart
+            var pairs = 0
+            while chunkEnd < work.count && (pairs == 0 || pairs + work[chunkEnd].recipients.count <= options.sealChunk) {
+                pairs += work[chunkEnd].recipients.count
+                chunkEnd += 1
+            }
+            let (sealed, problems) = try await seal(Array(work[chunkStart..<chunkEnd]), key: key)
+            chunkStart = chunkEnd
+            recorder.report.envelopesSealed += sealed.count
+            entry.errors += problems
+            entry.failed += problems.count
+            let local = self.local
+            let remote = self.remote
+            let handler: BatchHandler<EnvelopeRecord> = { batch in
+                let now = Date()
+                try await local.recordDistributions(batch.map {
+                    LedgerEntry(sessionID: $0.sessionID, recipientDeviceID: $0.deviceID,
+                                recipientKeyFingerprint: fingerprints[$0.deviceID] ?? "", sentAt: now)
+                })
+                let completed = done.add(batch.count)
+                progress?(SyncProgress(phase: .secrets, completed: completed, total: total, message: "Syncing secrets..."))
+            }
+            // Two uploads in flight: the remote works on one batch while the next travels.
+            let parts = try await inParallel(sealed, workers: options.uploadConcurrency) { part in
+                try await remote.upsertEnvelopes(part, onBatchAccepted: handler)
+            }
+            let result = BulkWriteResult(accepted: parts.map(\.accepted).reduce(0, +), rejected: parts.flatMap(\.rejected))
+            entry.applied += result.accepted
+            entry.failed += result.rejected.count
+            entry.errors += Self.issues(result.rejected, phase: .secrets)
+        }
+    }
+
+    /// Opens each session's own secret once and seals it for its recipients, spread over
+    /// ``SyncOptions/cryptoConcurrency`` tasks.
+    func seal(_ work: [(session: UUID, envelope: SecretEnvelope, recipients: [Recipient])], key: X25519PrivateKey) async throws
+        -> ([EnvelopeRecord], [SyncIssue]) {
+        let parts = try await inParallel(work) { part in
+            var sealed: [EnvelopeRecord] = []
+            var problems: [SyncIssue] = []
+            for item in part {
+                try Task.checkCancellation()
+                let sessionID = SessionID(item.session)
+                let secret: SessionSecret
+                do {
+                    secret = try item.envelope.open(sessionID: sessionID, using: key)
+                } catch {
+                    problems.append(SyncIssue(phase: .secrets, code: .secretUnreadable, rowID: item.session.canonical,
+                                              message: "this session's own secret cannot be opened with the device key"))
+                    continue
+                }
+                for recipient in item.recipients {
+                    do {
+                        let envelope = try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: sessionID)
+                        sealed.append(EnvelopeRecord(sessionID: item.session, deviceID: recipient.deviceID,
+                                                     ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: envelope.encryptedSecret))
+                    } catch {
+                        problems.append(SyncIssue(phase: .secrets, code: .sealFailed, rowID: "\(item.session.canonical)/\(recipient.deviceID.canonical)",
+                                                  message: "\(error)"))
+                    }
+                }
+            }
+            return (sealed, problems)
+        }
+        return (parts.flatMap(\.0), parts.flatMap(\.1))
+    }
+}

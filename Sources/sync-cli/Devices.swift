@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import PostLoginSync
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+extension SyncCLI {
+    struct Devices: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The user's devices.", subcommands: [List.self])
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "List the user's devices: which receive secrets, and why the others do not."
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Flag(help: "Apply the policy as `push --require-trusted` would.") var requireTrusted = false
+            @Flag(help: "Apply the policy as `push --exclude-self` would.") var excludeSelf = false
+
+            func run() async throws {
+                let store = try storeOptions.open()
+                let identity = try await store.requireIdentity()
+                let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+                let devices = try await remote.listDevices()
+                let decisions = RecipientPolicy.evaluate(devices, userID: remote.userID, selfID: identity.id,
+                                                         options: RecipientOptions(requireTrusted: requireTrusted, includeSelf: !excludeSelf))
+                if decisions.isEmpty { output("No devices registered yet.") }
+                for decision in decisions {
+                    let me = decision.deviceID == identity.id ? " (this device)" : ""
+                    let verdict = decision.receives ? "receives secrets" : "no: \(decision.reason ?? "")"
+                    output("\(decision.deviceID.canonical)  \(decision.name)\(me)  [\(decision.deviceType ?? "?")]  \(verdict)")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import SyncModel
+
+extension SyncCLI {
+    struct Repo: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Manage this desktop's repositories.",
+            subcommands: [Add.self, List.self, Remove.self]
+        )
+    }
+}
+
+extension SyncCLI.Repo {
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a repository (a git checkout or any directory).",
+            discussion: "For a git checkout the name, remote URL and default branch are read with git; flags override them."
+        )
+
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument(help: "The repository's directory.", completion: .directory) var path: String
+        @Option(help: "The name (default: the checkout's directory name).") var name: String?
+
+        func run() async throws {
+            let (store, identity, user) = try await desktopStore(storeOptions)
+            var isDirectory: ObjCBool = false
+            let absolute = canonicalPath(path)
+            guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw CLIError("\(path) is not a directory")
+            }
+            let root = git(["rev-parse", "--show-toplevel"], in: absolute) ?? absolute
+            let remoteURL = git(["config", "--get", "remote.origin.url"], in: root)
+            let defaultBranch = git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], in: root).map { $0.replacingOccurrences(of: "origin/", with: "") }
+                ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: root)
+            let existing = try await store.repositories().first { $0.deviceID == identity.id && $0.localPath == root }
+            var record = existing ?? RepositoryRecord(userID: user, deviceID: identity.id, name: "", localPath: root)
+            record.name = name ?? existing?.name ?? URL(fileURLWithPath: root).lastPathComponent
+            record.remoteURL = remoteURL ?? record.remoteURL
+            record.defaultBranch = defaultBranch ?? record.defaultBranch
+            record.updatedAt = Date()
+            try await store.upsertRepositories([record])
+            output("\(existing == nil ? "Added" : "Updated") repository \(record.name) (\(record.id.canonical))")
+            output("  path            \(root)")
+            if let remoteURL = record.remoteURL { output("  remote          \(remoteURL)") }
+            if let branch = record.defaultBranch { output("  default branch  \(branch)") }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the repositories in this store.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let store = try storeOptions.open()
+            let repositories = try await store.repositories()
+            if repositories.isEmpty { output("No repositories.") }
+            for repository in repositories.sorted(by: { $0.name < $1.name }) {
+                output("\(repository.id.canonical)  \(repository.name)  \(repository.localPath)  [\(repository.status.rawValue)]")
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a repository and its sessions, here and (at the next push) on the remote."
+        )
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument(help: "The repository's id (or an unambiguous prefix) or path.") var repository: String
+
+        func run() async throws {
+            let (store, _, _) = try await desktopStore(storeOptions)
+            let id = try resolveRepository(repository, among: try await store.repositories()).id
+            try await store.removeRepositories(ids: [id])
+            output("Removed repository \(id.canonical); the next push deletes it remotely.")
+        }
+    }
+}

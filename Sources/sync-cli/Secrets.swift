@@ -1,0 +1,37 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import PostLoginSync
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+extension SyncCLI {
+    struct Secrets: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Session secrets.", subcommands: [Show.self])
+
+        struct Show: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Open a session's secret with this device's key.",
+                discussion: "Without --reveal only whether it opens is printed. With --reveal the secret's text form is printed: treat the terminal as sensitive."
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @Argument(help: "The session's id or an unambiguous prefix.") var session: String
+            @Flag(help: "Print the secret itself.") var reveal = false
+
+            func run() async throws {
+                let store = try storeOptions.open()
+                let identity = try await store.requireIdentity()
+                let id = try resolveID(session, among: try await store.sessions().map(\.id), kind: "session")
+                let secret = identity.role == .desktop
+                    ? try await store.openOwnSecret(sessionID: id)
+                    : try await store.openReceivedSecret(sessionID: id)
+                if reveal {
+                    print(secret.revealTextForm())
+                } else {
+                    output("The secret of session \(id.canonical) opens with this device's key (use --reveal to print it).")
+                }
+            }
+        }
+    }
+}

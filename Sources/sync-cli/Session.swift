@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import SyncModel
+
+extension SyncCLI {
+    struct Session: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Manage this desktop's agent sessions.",
+            subcommands: [Start.self, End.self, List.self, Delete.self]
+        )
+    }
+}
+
+extension SyncCLI.Session {
+    struct Start: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Start a session with a fresh secret (sealed to this device's key at rest)."
+        )
+        @OptionGroup var storeOptions: StoreOptions
+        @Option(help: "The repository: id, id prefix or path.") var repo: String
+        @Option(help: "A title for the session.") var title: String?
+        @Option(help: "The branch the session works on.") var branch: String?
+
+        func run() async throws {
+            let (store, identity, user) = try await desktopStore(storeOptions)
+            let repository = try resolveRepository(repo, among: try await store.repositories())
+            let id = repository.id
+            let session = try await store.createSession(SessionRecord(
+                userID: user, deviceID: identity.id, repositoryID: id, title: title, sessionPID: Int(getpid()),
+                currentBranch: branch ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: repository.localPath),
+                workingDirectory: repository.localPath))
+            output(session.id.canonical)
+        }
+    }
+
+    struct End: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Mark a session ended.")
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument(help: "The session's id or an unambiguous prefix.") var session: String
+
+        func run() async throws {
+            let (store, _, _) = try await desktopStore(storeOptions)
+            let id = try resolveID(session, among: try await store.sessions().map(\.id), kind: "session")
+            guard var record = try await store.session(id: id) else { throw CLIError("no session \(id.canonical)") }
+            record.status = .ended
+            record.sessionEndedAt = Date()
+            record.updatedAt = Date()
+            try await store.upsertSessions([record])
+            output("Ended session \(id.canonical)")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the sessions in this store.")
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let store = try storeOptions.open()
+            let sessions = try await store.sessions()
+            if sessions.isEmpty { output("No sessions.") }
+            for session in sessions {
+                output("\(session.id.canonical)  \(session.status.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  \(session.title ?? "(untitled)")")
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a session here and (at the next push) on the remote and every phone."
+        )
+        @OptionGroup var storeOptions: StoreOptions
+        @Argument(help: "The session's id or an unambiguous prefix.") var session: String
+
+        func run() async throws {
+            let (store, _, _) = try await desktopStore(storeOptions)
+            let id = try resolveID(session, among: try await store.sessions().map(\.id), kind: "session")
+            try await store.removeSessions(ids: [id])
+            output("Deleted session \(id.canonical); the next push deletes it remotely.")
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import PostLoginSync
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+extension SyncCLI {
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show this device's identity, the last sync report and row counts.")
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+
+        func run() async throws {
+            let store = try storeOptions.open()
+            guard let identity = try await store.identity() else {
+                output("No device identity in \(store.directory.path); run `sync-cli init`.")
+                throw ExitCode(SyncExit.error)
+            }
+            output("Device      \(identity.name) (\(identity.deviceType.rawValue), \(identity.role.rawValue))")
+            output("  id        \(identity.id.canonical)")
+            output("  key       \(identity.publicKey.base64) (fingerprint \(identity.publicKey.fingerprint))")
+            output("  user      \(identity.userID?.canonical ?? "not logged in")")
+            output("  remote    \(try await remoteOptions.address(for: store))")
+            output("  store     \(store.directory.path)")
+            let counts = try await store.counts()
+            output("Rows        \(counts.repositories) repositories, \(counts.sessions) sessions, "
+                  + (identity.role == .desktop ? "\(counts.ownSecrets) sealed secrets, \(counts.ledgerEntries) envelopes distributed"
+                                               : "\(counts.receivedEnvelopes) envelopes received"))
+            if let (json, finished) = try await store.lastReport(), let report = SyncReport.decode(json) {
+                output("Last sync   \(report.direction) \(report.outcome.rawValue) at \(ISO8601DateFormatter().string(from: finished))")
+                SyncRunner.printSummary(report)
+            } else {
+                output("Last sync   never")
+            }
+        }
+    }
+}

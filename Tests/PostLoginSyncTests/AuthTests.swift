@@ -1,0 +1,99 @@
+import Foundation
+import PostLoginSync
+import RemoteStore
+import SyncModel
+import SyncTestSupport
+import Synchronization
+import Testing
+
+/// Supabase Auth as the engine speaks it, against the stack's GoTrue-compatible endpoints.
+@Suite("Auth against the stack", .enabled(if: !StackEnvironment.skipped))
+struct AuthTests {
+    static func newUser(_ stack: StackEnvironment) async throws -> (email: String, password: String) {
+        let email = "auth-\(UUID().canonical)@example.test"
+        let password = "correct horse battery"
+        let r = try await stack.request("POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"\#(password)"}"#)
+        try #require(r.status == 200)
+        return (email, password)
+    }
+
+    @Test("password grant, a wrong password, a refresh, and a refresh token used twice")
+    func grants() async throws {
+        let stack = try StackEnvironment.require()
+        let (email, password) = try await Self.newUser(stack)
+        let auth = SupabaseAuth(projectURL: stack.url, apiKey: stack.anonKey)
+        await #expect { _ = try await auth.signIn(email: email, password: "wrong password") } throws: {
+            ($0 as? RemoteStoreError)?.code == .unauthorized && !"\($0)".contains("wrong password")
+        }
+        let session = try await auth.signIn(email: email, password: password)
+        #expect(!session.accessToken.isEmpty && session.expiresAt > Date())
+        #expect(!"\(session)".contains(session.accessToken) && !"\(session)".contains(session.refreshToken))
+        let refreshed = try await auth.refresh(session.refreshToken)
+        #expect(refreshed.userID == session.userID && refreshed.refreshToken != session.refreshToken)
+        await #expect { _ = try await auth.refresh(session.refreshToken) } throws: { ($0 as? RemoteStoreError)?.code == .unauthorized }
+    }
+
+    @Test("two concurrent token requests near expiry cause exactly one refresh, and both get its token")
+    func singleFlightRefresh() async throws {
+        let stack = try StackEnvironment.require()
+        let (email, password) = try await Self.newUser(stack)
+        let auth = SupabaseAuth(projectURL: stack.url, apiKey: stack.anonKey)
+        var session = try await auth.signIn(email: email, password: password)
+        session.expiresAt = Date().addingTimeInterval(10)
+        let saved = SavedSessions()
+        let tokens = AccessTokens(session: session, auth: auth) { saved.append($0) }
+        async let first = tokens.token(forceRefresh: false)
+        async let second = tokens.token(forceRefresh: false)
+        let (a, b) = try await (first, second)
+        #expect(a == b && a != session.accessToken)
+        #expect(await tokens.refreshCount == 1)
+        #expect(saved.count == 1)
+        // A 401 for the old token right after: the fresh token is handed out, no second refresh.
+        #expect(try await tokens.token(forceRefresh: true) == a)
+        #expect(await tokens.refreshCount == 1)
+    }
+
+    @Test("the auth endpoints answer in GoTrue's shape, and GET /auth/v1/user returns the token's user")
+    func goTrueShape() async throws {
+        let stack = try StackEnvironment.require()
+        let (email, password) = try await Self.newUser(stack)
+        let r = try await stack.request("POST", "/auth/v1/token?grant_type=password", body: #"{"email":"\#(email)","password":"\#(password)"}"#)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any])
+        for key in ["access_token", "token_type", "expires_in", "expires_at", "refresh_token", "user"] { #expect(object[key] != nil, "\(key)") }
+        let user = try #require(object["user"] as? [String: Any])
+        for key in ["id", "aud", "role", "email", "email_confirmed_at", "phone", "confirmed_at", "last_sign_in_at", "app_metadata",
+                    "user_metadata", "identities", "created_at", "updated_at", "is_anonymous"] {
+            #expect(user[key] != nil, "user.\(key)")
+        }
+        let access = try #require(object["access_token"] as? String)
+        let me = try await stack.request("GET", "/auth/v1/user", token: access)
+        #expect(me.status == 200 && me.body.contains(email))
+        let anonymous = try await stack.request("GET", "/rest/v1/devices", token: nil)
+        #expect(anonymous.status == 401 && anonymous.headers["www-authenticate"]?.hasPrefix("Bearer") == true)
+    }
+
+    @Test("a session row without the columns the deployed schema defaults gets those defaults")
+    func deployedDefaults() async throws {
+        let stack = try StackEnvironment.require()
+        let user = UUID(), device = UUID(), repository = UUID()
+        let token = stack.token(for: user)
+        var r = try await stack.request("POST", "/rest/v1/devices", token: token,
+                                        body: #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"d","device_type":"linux-desktop"}]"#)
+        #expect(r.status == 201)
+        r = try await stack.request("POST", "/rest/v1/repositories", token: token,
+                                    body: #"[{"id":"\#(repository.canonical)","user_id":"\#(user.canonical)","device_id":"\#(device.canonical)","name":"r","local_path":"/r"}]"#)
+        #expect(r.status == 201)
+        r = try await stack.request("POST", "/rest/v1/agent_coding_sessions", token: token, headers: ["Prefer": "return=representation"],
+                                    body: #"[{"user_id":"\#(user.canonical)","device_id":"\#(device.canonical)","repository_id":"\#(repository.canonical)"}]"#)
+        #expect(r.status == 201)
+        let row = try #require((try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [[String: Any]])?.first)
+        #expect(row["id"] is String && row["session_started_at"] is String && row["last_heartbeat_at"] is String && row["status"] as? String == "active")
+    }
+}
+
+/// Sessions handed to the save callback.
+final class SavedSessions: Sendable {
+    private let sessions = Mutex<[AuthSession]>([])
+    func append(_ session: AuthSession) { sessions.withLock { $0.append(session) } }
+    var count: Int { sessions.withLock { $0.count } }
+}

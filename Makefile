@@ -23,7 +23,7 @@ build: deps
 test: deps
 	$(SWIFT) build $(BUILD_FLAGS) --build-tests
 	scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS)
-	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS)/wycheproof)
+	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS))
 
 ## Shows the engine's main job step by step.
 demo: deps

@@ -174,13 +174,107 @@ public struct EnvelopeGroup: VectorGroup {
     }
 }
 
-/// The algorithms `sync-cli vectors verify` knows, by their `algorithm` field.
+/// `EDDSA` (Ed25519): the group's `publicKey.pk`, each test's `msg` and `sig`.
+public struct EdDSAGroup: VectorGroup {
+    public struct PublicKey: Decodable, Sendable {
+        public let pk: HexBytes
+    }
+
+    public let publicKey: PublicKey
+    public let tests: [Test]
+
+    public struct Test: VectorTest {
+        public let tcId: Int
+        public let comment: String
+        public let result: ExpectedResult
+        public let msg: HexBytes
+        public let sig: HexBytes
+    }
+}
+
+/// `UNBOUND-SESSION-SECRET-V2`: envelope-v2.md.
+public struct EnvelopeV2Group: VectorGroup {
+    public let tests: [Test]
+
+    public struct Test: VectorTest {
+        public let tcId: Int
+        public let comment: String
+        public let result: ExpectedResult
+        public let recipientPrivateKey: HexBytes
+        /// UUID text in any case.
+        public let recipientDeviceId: String
+        /// Base64 of the 32-byte key the reader resolved for the header's sender.
+        public let senderPublicKey: String
+        /// UUID text in any case.
+        public let sessionId: String
+        /// As stored: `v2:` + base64.
+        public let ephemeralPublicKey: String
+        /// As stored: base64 or a `\x` bytea form.
+        public let encryptedSecret: String
+        /// The secret's text form (or, for some invalid cases, what was sealed instead).
+        public let plaintext: String
+        /// When present with `ephemeralPrivateKey`: re-seal and compare both fields.
+        public let senderPrivateKey: HexBytes?
+        public let ephemeralPrivateKey: HexBytes?
+        /// Optional expectations of a valid case (otherwise the header's values are reported).
+        public let senderDeviceId: String?
+        public let generation: UInt32?
+    }
+}
+
+/// One suite entry of RFC 9180's test-vectors.json (the CFRG layout).
+public struct HPKEVector: Decodable, Sendable {
+    public let mode: UInt8
+    public let kem_id: UInt16
+    public let kdf_id: UInt16
+    public let aead_id: UInt16
+    public let info: HexBytes
+    public let ikmR: HexBytes
+    public let ikmS: HexBytes?
+    public let ikmE: HexBytes
+    public let skRm: HexBytes
+    public let skSm: HexBytes?
+    public let skEm: HexBytes
+    public let pkRm: HexBytes
+    public let pkSm: HexBytes?
+    public let pkEm: HexBytes
+    public let psk: HexBytes?
+    public let psk_id: HexBytes?
+    public let enc: HexBytes
+    public let shared_secret: HexBytes
+    public let key_schedule_context: HexBytes
+    public let secret: HexBytes
+    public let key: HexBytes
+    public let base_nonce: HexBytes
+    public let exporter_secret: HexBytes
+    public let encryptions: [Encryption]
+    public let exports: [Export]
+
+    public struct Encryption: Decodable, Sendable {
+        public let aad: HexBytes
+        public let ct: HexBytes
+        public let nonce: HexBytes
+        public let pt: HexBytes
+    }
+
+    public struct Export: Decodable, Sendable {
+        public let exporter_context: HexBytes
+        public let L: Int
+        public let exported_value: HexBytes
+    }
+}
+
+/// The algorithms `sync-cli vectors verify` knows, by their `algorithm` field (`HPKE` files
+/// are a top-level array without one).
 public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case xdh = "XDH"
     case chacha20Poly1305 = "CHACHA20-POLY1305"
     case hkdfSHA256 = "HKDF-SHA-256"
     case hmacSHA256 = "HMACSHA256"
     case sessionSecretV1 = "UNBOUND-SESSION-SECRET-V1"
+    case sessionSecretV2 = "UNBOUND-SESSION-SECRET-V2"
+    case eddsa = "EDDSA"
+    case hpke = "HPKE"
 }
 
 /// Loads vector files; the one loader the CLI and the tests share.
@@ -204,6 +298,10 @@ public enum VectorLoader {
     ///
     /// - Throws: ``VectorFileError`` when the JSON has no `algorithm` or names an unknown one.
     public static func algorithm(of data: Data, path: String) throws -> VectorAlgorithm {
+        // RFC 9180's layout: a top-level array of suites, no `algorithm` field.
+        if let first = data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }), first == UInt8(ascii: "[") {
+            return .hpke
+        }
         let header: Header
         do {
             header = try JSONDecoder().decode(Header.self, from: data)

@@ -51,6 +51,9 @@ public enum VectorVerifier {
         case .hkdfSHA256: return try run(HKDFGroup.self, data, algorithm, path) { _, test in check(test) }
         case .hmacSHA256: return try run(HMACGroup.self, data, algorithm, path) { group, test in check(test, tagSize: group.tagSize) }
         case .sessionSecretV1: return try run(EnvelopeGroup.self, data, algorithm, path) { _, test in check(test) }
+        case .sessionSecretV2: return try run(EnvelopeV2Group.self, data, algorithm, path) { _, test in check(test) }
+        case .eddsa: return try run(EdDSAGroup.self, data, algorithm, path) { group, test in check(test, publicKey: group.publicKey.pk.bytes) }
+        case .hpke: return try verifyHPKE(data: data, path: path)
         }
     }
 
@@ -162,6 +165,115 @@ public enum VectorVerifier {
             return nil
         } catch {
             return "reseal: rejected (\(error))"
+        }
+    }
+
+    static func check(_ test: EdDSAGroup.Test, publicKey: [UInt8]) -> String? {
+        let outcome: Bool? = {
+            guard let key = try? Ed25519PublicKey(rawRepresentation: publicKey),
+                  key.isValidSignature(test.sig.bytes, for: test.msg.bytes) else { return nil }
+            return true
+        }()
+        return judge(test.result, outcome)
+    }
+
+    static func check(_ test: EnvelopeV2Group.Test) -> String? {
+        let envelope = SecretEnvelope(ephemeralPublicKey: test.ephemeralPublicKey, encryptedSecret: test.encryptedSecret)
+        guard envelope.version == 2 else {
+            return judge(test.result, nil).map { "open: not a version-2 envelope; " + $0 }
+        }
+        let opened: Bool? = {
+            guard let sessionID = try? SessionID(test.sessionId), let recipientID = UUID(uuidString: test.recipientDeviceId),
+                  let key = try? X25519PrivateKey(rawRepresentation: SecureBytes(copying: test.recipientPrivateKey.bytes)),
+                  let senderKey = try? X25519PublicKey(base64: test.senderPublicKey),
+                  let result = try? envelope.open(sessionID: sessionID, recipientDeviceID: recipientID, using: key, senderKey: { _ in senderKey })
+            else { return nil }
+            guard result.secret.withTextFormBytes({ $0.elementsEqual(test.plaintext.utf8) }), result.authenticated else { return false }
+            if let sender = test.senderDeviceId, UUID(uuidString: sender) != result.senderDeviceID { return false }
+            if let generation = test.generation, generation != result.generation { return false }
+            return true
+        }()
+        if let reason = judge(test.result, opened) { return "open: " + reason }
+        guard test.result == .valid, let senderPrivate = test.senderPrivateKey, let ephemeral = test.ephemeralPrivateKey else { return nil }
+        do {
+            guard let (sender, generation) = envelope.headerV2 else { return "reseal: no header" }
+            let resealed = try SecretEnvelope.sealV2Deterministically(
+                plaintext: Array(test.plaintext.utf8),
+                for: X25519PrivateKey(rawRepresentation: SecureBytes(copying: test.recipientPrivateKey.bytes)).publicKey,
+                recipientDeviceID: UUID(uuidString: test.recipientDeviceId)!, sessionID: SessionID(test.sessionId),
+                sender: X25519PrivateKey(rawRepresentation: SecureBytes(copying: senderPrivate.bytes)), senderDeviceID: sender,
+                generation: generation, ephemeral: X25519PrivateKey(rawRepresentation: SecureBytes(copying: ephemeral.bytes)))
+            guard resealed.ephemeralPublicKey == test.ephemeralPublicKey else { return "reseal: ephemeralPublicKey differs" }
+            guard try resealed.encryptedSecret == envelope.canonicalEncryptedSecret() else { return "reseal: encryptedSecret differs" }
+            return nil
+        } catch {
+            return "reseal: rejected (\(error))"
+        }
+    }
+
+    /// RFC 9180's layout: every suite entry is one test (its key derivation, key schedule,
+    /// every encryption and every export); suites other than A.2 are unsupported, a failure.
+    static func verifyHPKE(data: Data, path: String) throws -> VectorFileReport {
+        let suites: [HPKEVector]
+        do {
+            suites = try JSONDecoder().decode([HPKEVector].self, from: data)
+        } catch {
+            throw VectorFileError(code: .malformed, path: path, detail: VectorLoader.describe(error))
+        }
+        guard !suites.isEmpty else { throw VectorFileError(code: .malformed, path: path, detail: "no suites") }
+        var passed = 0
+        var failures: [VectorFileReport.Failure] = []
+        for (index, suite) in suites.enumerated() {
+            let name = "mode \(suite.mode), kem 0x\(String(suite.kem_id, radix: 16)), kdf 0x\(String(suite.kdf_id, radix: 16)), aead 0x\(String(suite.aead_id, radix: 16))"
+            let reasons = check(suite)
+            passed += suite.encryptions.count + suite.exports.count + 1 - reasons.count
+            for reason in reasons { failures.append(.init(tcId: index + 1, comment: name, reason: reason)) }
+        }
+        return VectorFileReport(path: path, algorithm: .hpke, passed: passed, failures: failures, declaredCountMismatch: nil)
+    }
+
+    /// Every problem with one suite entry: one for the setup, one per failing encryption or export.
+    static func check(_ v: HPKEVector) -> [String] {
+        // A setup failure fails the entry's every encryption and export as well.
+        func all(_ reason: String) -> [String] { Array(repeating: reason, count: v.encryptions.count + v.exports.count + 1) }
+        guard v.kem_id == HPKE.kemID, v.kdf_id == HPKE.kdfID, v.aead_id == HPKE.aeadID else { return all("unsupported suite") }
+        guard let mode = HPKE.Mode(rawValue: v.mode) else { return all("unknown mode") }
+        func bytes(_ key: SecureBytes?) -> [UInt8]? { key?.withUnsafeBytes { Array($0) } }
+        do {
+            let recipient = try HPKE.deriveKeyPair(ikm: v.ikmR.bytes)
+            let ephemeral = try HPKE.deriveKeyPair(ikm: v.ikmE.bytes)
+            var sender: X25519PrivateKey?
+            if let ikmS = v.ikmS { sender = try HPKE.deriveKeyPair(ikm: ikmS.bytes) }
+            guard bytes(recipient.rawRepresentation) == v.skRm.bytes, recipient.publicKey.rawRepresentation == v.pkRm.bytes,
+                  bytes(ephemeral.rawRepresentation) == v.skEm.bytes, ephemeral.publicKey.rawRepresentation == v.pkEm.bytes,
+                  bytes(sender?.rawRepresentation) == v.skSm?.bytes, sender?.publicKey.rawRepresentation == v.pkSm?.bytes else {
+                return all("DeriveKeyPair does not reproduce the keys")
+            }
+            let psk = v.psk.map { SecureBytes(copying: $0.bytes) }
+            var context = try HPKE.deterministicSender(mode: mode, to: recipient.publicKey, info: v.info.bytes, sender: sender,
+                                                        psk: psk, pskID: v.psk_id?.bytes ?? [], ephemeral: ephemeral)
+            let schedule = context.scheduleForTesting
+            guard context.encapsulatedKey == v.enc.bytes else { return all("enc differs") }
+            guard bytes(schedule.key) == v.key.bytes, bytes(schedule.baseNonce) == v.base_nonce.bytes,
+                  bytes(schedule.exporterSecret) == v.exporter_secret.bytes else { return all("key schedule differs") }
+            var receiver = try HPKE.RecipientContext(mode: mode, encapsulatedKey: v.enc.bytes, recipient: recipient, info: v.info.bytes,
+                                                     sender: sender?.publicKey, psk: psk, pskID: v.psk_id?.bytes ?? [])
+            var reasons: [String] = []
+            for (index, encryption) in v.encryptions.enumerated() {
+                let ct = try context.seal(encryption.pt.bytes, aad: encryption.aad.bytes)
+                let pt = try? receiver.open(encryption.ct.bytes, aad: encryption.aad.bytes)
+                if ct != encryption.ct.bytes || bytes(pt) != encryption.pt.bytes { reasons.append("encryption \(index) differs") }
+            }
+            for (index, export) in v.exports.enumerated() {
+                let value = try context.exportSecret(context: export.exporter_context.bytes, outputByteCount: export.L)
+                let other = try receiver.exportSecret(context: export.exporter_context.bytes, outputByteCount: export.L)
+                if bytes(value) != export.exported_value.bytes || bytes(other) != export.exported_value.bytes {
+                    reasons.append("export \(index) differs")
+                }
+            }
+            return reasons
+        } catch {
+            return all("rejected (\(error))")
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import SecretCrypto
 import SyncModel
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,6 +24,8 @@ public final class LocalStore: Sendable {
     /// The store directory.
     public let directory: URL
     let pool: DatabasePool
+    /// This store's entry in ``openStores``.
+    let openKey: String
 
     /// The database file's path.
     public var databasePath: String { directory.appendingPathComponent("store.sqlite").path }
@@ -56,8 +59,16 @@ public final class LocalStore: Sendable {
         }
         let path = directory.appendingPathComponent("store.sqlite").path
         try Self.checkDirectory(directory.path)
-        try Self.checkHeader(path)
-        try Self.createPrivately(path)
+        // Closing any descriptor of a SQLite file drops every POSIX lock this process holds on
+        // it, so the file is opened for these checks only when no store of this process has it
+        // open (it was checked then).
+        let key = (path as NSString).standardizingPath
+        try Self.openStores.withLock { open in
+            if open[key, default: 0] == 0 { try Self.checkHeader(path) }
+            try Self.createPrivately(path)
+            open[key, default: 0] += 1
+        }
+        openKey = key
 
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
@@ -66,6 +77,7 @@ public final class LocalStore: Sendable {
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
         } catch {
+            Self.release(key)
             throw LocalStoreError.wrap(error, context: "cannot open \(path)")
         }
         do {
@@ -82,6 +94,18 @@ public final class LocalStore: Sendable {
 
     /// Refuses a store directory that is not a directory, belongs to another user, or that
     /// group or others may write (they could swap the key file or the database).
+    /// Database files this process has open, with how many stores hold each.
+    static let openStores = Mutex<[String: Int]>([:])
+
+    static func release(_ key: String) {
+        openStores.withLock { open in
+            open[key, default: 1] -= 1
+            if open[key] == 0 { open[key] = nil }
+        }
+    }
+
+    deinit { Self.release(openKey) }
+
     static func checkDirectory(_ path: String) throws {
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
@@ -97,19 +121,20 @@ public final class LocalStore: Sendable {
     }
 
     /// Creates the database file with mode 0600 before SQLite does (SQLite gives its WAL and
-    /// shared-memory files the database file's mode); an existing file is narrowed to 0600.
+    /// shared-memory files the database file's mode); an existing file is narrowed to 0600 by
+    /// path (`chmod` takes no descriptor, so it cannot drop a lock).
     static func createPrivately(_ path: String) throws {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
-        guard descriptor >= 0 else {
-            if errno == ELOOP { throw LocalStoreError(.notADatabase, "\(path) is a symbolic link; refusing to open it") }
-            throw LocalStoreError(.io, "cannot open \(path)")
-        }
-        defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            throw LocalStoreError(.notADatabase, "\(path) is not a regular file; refusing to open it")
+        if lstat(path, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFREG else {
+                throw LocalStoreError(.notADatabase, "\(path) is not a regular file; refusing to open it")
+            }
+            if info.st_mode & 0o077 != 0 { chmod(path, 0o600) }
+            return
         }
-        if info.st_mode & 0o077 != 0 { fchmod(descriptor, 0o600) }
+        // The file does not exist, so no connection of this process can hold locks on it.
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if descriptor >= 0 { close(descriptor) }
     }
 
     /// Refuses a non-empty file that does not start with SQLite's magic header, before SQLite

@@ -101,6 +101,11 @@ public final class URLSessionTransport: HTTPTransport {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, Error>) in
                 delegate.register(task, limit: limit, continuation: continuation)
+                // A cancellation that arrived before the task was registered found nothing to end.
+                if Task.isCancelled {
+                    delegate.fail(task, with: CancellationError())
+                    return
+                }
                 let deadline = DispatchTime.now() + .milliseconds(Int(max(request.timeout, 0.001) * 1000))
                 DispatchQueue.global().asyncAfter(deadline: deadline) {
                     delegate.fail(task, with: RemoteStoreError(.network, "no complete response within \(Int(request.timeout)) s"))

@@ -21,6 +21,11 @@ public enum CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidSessionID
     /// Decryption failed: the ciphertext, key, tag or envelope did not verify.
     case authenticationFailure
+    /// HPKE inputs that do not fit the mode: a sender key in a mode without one (or none in
+    /// an auth mode), a PSK without its id or the reverse, a PSK in a mode without one.
+    case invalidHPKEInput
+    /// A version-2 envelope names a sender whose key the reader could not find.
+    case unknownSender
 
     public var description: String {
         switch self {
@@ -40,6 +45,10 @@ public enum CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
             return "session id is not a UUID"
         case .authenticationFailure:
             return "decryption failed: authentication failure"
+        case .invalidHPKEInput:
+            return "HPKE inputs do not fit the mode"
+        case .unknownSender:
+            return "the envelope's sender is not a known device"
         }
     }
 }

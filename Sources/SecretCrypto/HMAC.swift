@@ -129,4 +129,29 @@ public enum HKDFSHA256 {
             }
         }
     }
+
+    /// HKDF-Extract: `PRK = HMAC(salt, ikm parts...)`, 32 bytes into `prk`.
+    static func extract(salt: UnsafeRawBufferPointer, ikm: [UnsafeRawBufferPointer], into prk: UnsafeMutableRawPointer) {
+        HMACSHA256.mac(key: salt, parts: ikm, into: prk)
+    }
+
+    /// HKDF-Expand with `info` given in parts; every intermediate block is wiped.
+    static func expand(prk: UnsafeRawBufferPointer, info: [UnsafeRawBufferPointer], into output: UnsafeMutableRawBufferPointer) {
+        withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { block in
+            defer { sodium_memzero(block.baseAddress, block.count) }
+            var written = 0
+            var counter: UInt8 = 1
+            var previous = UnsafeRawBufferPointer(start: nil, count: 0)
+            while written < output.count {
+                withUnsafeBytes(of: &counter) { counterByte in
+                    HMACSHA256.mac(key: prk, parts: [previous] + info + [counterByte], into: block.baseAddress!)
+                }
+                let take = Swift.min(32, output.count - written)
+                output.baseAddress!.advanced(by: written).copyMemory(from: block.baseAddress!, byteCount: take)
+                written += take
+                previous = UnsafeRawBufferPointer(block)
+                counter &+= 1
+            }
+        }
+    }
 }

@@ -61,19 +61,26 @@ extension SyncCLI.Vectors {
 
     struct Generate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write the project's session-secret-v1 vectors, reproducibly.",
+            abstract: "Write the project's session-secret vectors (v1 or v2), reproducibly.",
             discussion: """
-                Every key, nonce and secret is derived from a fixed seed, so the output is the \
-                same on every run and every machine: testvectors/session-secret-v1.json is this \
-                command's output.
+                Every key, nonce, id and secret is derived from a fixed seed, so the output is the \
+                same on every run and every machine: testvectors/session-secret-v1.json and \
+                testvectors/session-secret-v2.json are this command's output.
                 """
         )
+
+        @Option(help: "The envelope version: 1 or 2.")
+        var version = 1
 
         @Option(name: .shortAndLong, help: "Write to this file instead of standard output.")
         var output: String?
 
+        func validate() throws {
+            guard version == 1 || version == 2 else { throw ValidationError("--version must be 1 or 2") }
+        }
+
         func run() async throws {
-            let data = try SessionSecretVectorGenerator.generate()
+            let data = version == 1 ? try SessionSecretVectorGenerator.generate() : try SessionSecretV2VectorGenerator.generate()
             if let output {
                 try data.write(to: URL(fileURLWithPath: output), options: .atomic)
             } else {
@@ -82,4 +89,3 @@ extension SyncCLI.Vectors {
         }
     }
 }
-

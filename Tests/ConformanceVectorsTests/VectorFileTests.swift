@@ -28,7 +28,7 @@ struct VectorFileTests {
         let names = Set(VectorPaths.project.map { URL(fileURLWithPath: $0).lastPathComponent })
         #expect(names.isSuperset(of: [
             "rfc7748-x25519.json", "rfc5869-hkdf-sha256.json", "rfc8439-chacha20-poly1305.json",
-            "rfc4231-hmac-sha256.json", "session-secret-v1.json",
+            "rfc4231-hmac-sha256.json", "session-secret-v1.json", "session-secret-v2.json",
         ]))
     }
 
@@ -57,8 +57,49 @@ struct VectorFileTests {
     /// The field holding each algorithm's expected output.
     static let expectedField: [String: String] = [
         "XDH": "shared", "CHACHA20-POLY1305": "tag", "HKDF-SHA-256": "okm", "HMACSHA256": "tag",
-        "UNBOUND-SESSION-SECRET-V1": "plaintext",
+        "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext",
     ]
+
+    static let thirdParty = VectorPaths.projectDirectory.appendingPathComponent("third_party")
+
+    @Test("the vendored HPKE and EdDSA files pass in full")
+    func vendoredHPKEAndEdDSA() throws {
+        let hpke = try VectorVerifier.verify(path: Self.thirdParty.appendingPathComponent("hpke/rfc9180_x25519_sha256_chachapoly.json").path)
+        #expect(hpke.algorithm == .hpke && hpke.passed == 4 * (257 + 3 + 1) && hpke.failures.isEmpty)
+        let eddsa = try VectorVerifier.verify(path: Self.thirdParty.appendingPathComponent("eddsa/ed25519_test.json").path)
+        #expect(eddsa.algorithm == .eddsa && eddsa.passed == 151 && eddsa.failures.isEmpty)
+    }
+
+    @Test("one changed byte in an HPKE ciphertext, export, key schedule value or EdDSA signature fails that test",
+          arguments: [("encryptions", "ct"), ("exports", "exported_value"), ("", "key"), ("", "enc")])
+    func hpkeMutation(list: String, field: String) throws {
+        let path = Self.thirdParty.appendingPathComponent("hpke/rfc9180_x25519_sha256_chachapoly.json").path
+        var suites = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [[String: Any]])
+        func flip(_ hex: String) -> String { String(hex.dropLast()) + (hex.last == "0" ? "1" : "0") }
+        if list.isEmpty {
+            suites[2][field] = flip(try #require(suites[2][field] as? String))
+        } else {
+            var items = try #require(suites[2][list] as? [[String: Any]])
+            items[1][field] = flip(try #require(items[1][field] as? String))
+            suites[2][list] = items
+        }
+        let report = try VectorVerifier.verify(data: JSONSerialization.data(withJSONObject: suites), path: path)
+        #expect(!report.failures.isEmpty && report.failures.allSatisfy { $0.tcId == 3 })
+    }
+
+    @Test("a valid EdDSA signature with one bit flipped fails")
+    func eddsaMutation() throws {
+        let path = Self.thirdParty.appendingPathComponent("eddsa/ed25519_test.json").path
+        var json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        var groups = try #require(json["testGroups"] as? [[String: Any]])
+        var tests = try #require(groups[0]["tests"] as? [[String: Any]])
+        let sig = try #require(tests[0]["sig"] as? String)
+        tests[0]["sig"] = (sig.first == "0" ? "1" : "0") + String(sig.dropFirst())
+        groups[0]["tests"] = tests
+        json["testGroups"] = groups
+        let report = try VectorVerifier.verify(data: JSONSerialization.data(withJSONObject: json), path: path)
+        #expect(report.failures.map(\.tcId) == [try #require(tests[0]["tcId"] as? Int)])
+    }
 
     @Test("changing one byte of any expected value makes exactly that test fail", arguments: VectorPaths.project)
     func mutation(path: String) throws {
@@ -208,5 +249,31 @@ enum CryptoKitCrossCheckHelper {
         guard values.allSatisfy({ $0 != nil }) else { return false }
         // 43 characters carry 258 bits for 256: the last character's low 2 bits must be zero.
         return values.last!! % 4 == 0
+    }
+}
+
+@Suite("session-secret-v2.json")
+struct SessionSecretV2FileTests {
+    static let path = VectorPaths.projectDirectory.appendingPathComponent("session-secret-v2.json").path
+
+    @Test("the committed file is exactly what `vectors generate --version 2` writes")
+    func reproducible() throws {
+        let committed = try Data(contentsOf: URL(fileURLWithPath: Self.path))
+        #expect(committed == (try SessionSecretV2VectorGenerator.generate()),
+                "run `sync-cli vectors generate --version 2 -o testvectors/session-secret-v2.json`")
+    }
+
+    @Test("has at least 60 cases covering every invalid family envelope-v2.md lists")
+    func coverage() throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: Self.path))
+        let json = try #require(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let tests = try #require((json["testGroups"] as? [[String: Any]])?.first?["tests"] as? [[String: Any]])
+        #expect(tests.count >= 60)
+        let flags = Set(tests.flatMap { $0["flags"] as? [String] ?? [] })
+        #expect(flags.isSuperset(of: [
+            "Deterministic", "ModifiedTag", "ModifiedGeneration", "ModifiedSender", "WrongRecipient", "WrongSession", "WrongSender",
+            "LowOrderEnc", "LowOrderSender", "Truncated", "WrongVersion", "V1BodyWithV2Prefix", "MalformedPlaintext",
+            "ByteaAsciiHex", "ByteaRawHex", "ZeroGeneration",
+        ]))
     }
 }

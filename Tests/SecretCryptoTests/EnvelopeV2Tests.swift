@@ -1,0 +1,91 @@
+import Foundation
+@_spi(TestVectors) import SecretCrypto
+import Testing
+
+@Suite("Envelope v2 and Ed25519")
+struct EnvelopeV2Tests {
+    struct Parties {
+        let recipient = X25519PrivateKey(), sender = X25519PrivateKey()
+        let recipientID = UUID(), senderID = UUID(), sessionID = SessionID(UUID())
+        func resolve(_ id: UUID) -> X25519PublicKey? { id == senderID ? sender.publicKey : nil }
+    }
+
+    @Test("a v2 envelope opens with its sender, generation and authenticated flag; its wire form is exact")
+    func roundTrip() throws {
+        let p = Parties()
+        let secret = SessionSecret()
+        let envelope = try SecretEnvelope.sealV2(secret, for: p.recipient.publicKey, recipientDeviceID: p.recipientID, sessionID: p.sessionID,
+                                                 sender: p.sender, senderDeviceID: p.senderID, generation: 3)
+        #expect(envelope.version == 2 && envelope.ephemeralPublicKey.hasPrefix("v2:") && envelope.ephemeralPublicKey.count == 47)
+        #expect(try SecretEnvelope.decodeEncryptedSecret(envelope.encryptedSecret).count == 85)
+        let opened = try envelope.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: p.recipient, senderKey: p.resolve)
+        #expect(opened.secret == secret && opened.senderDeviceID == p.senderID && opened.generation == 3 && opened.authenticated && opened.version == 2)
+    }
+
+    @Test("an unknown sender is its own typed error; every other failure is authenticationFailure")
+    func failures() throws {
+        let p = Parties()
+        let envelope = try SecretEnvelope.sealV2(SessionSecret(), for: p.recipient.publicKey, recipientDeviceID: p.recipientID,
+                                                 sessionID: p.sessionID, sender: p.sender, senderDeviceID: p.senderID, generation: 1)
+        #expect(throws: CryptoError.unknownSender) {
+            try envelope.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: p.recipient) { _ in nil }
+        }
+        #expect(throws: CryptoError.authenticationFailure) {
+            try envelope.open(sessionID: p.sessionID, recipientDeviceID: UUID(), using: p.recipient, senderKey: p.resolve)
+        }
+        #expect(throws: CryptoError.authenticationFailure) {
+            try envelope.open(sessionID: SessionID(UUID()), recipientDeviceID: p.recipientID, using: p.recipient, senderKey: p.resolve)
+        }
+        #expect(throws: CryptoError.authenticationFailure) {
+            try envelope.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: p.recipient) { _ in X25519PrivateKey().publicKey }
+        }
+        #expect(throws: CryptoError.invalidHPKEInput) {
+            _ = try SecretEnvelope.sealV2(SessionSecret(), for: p.recipient.publicKey, recipientDeviceID: p.recipientID,
+                                          sessionID: p.sessionID, sender: p.sender, senderDeviceID: p.senderID, generation: 0)
+        }
+    }
+
+    @Test("a v1 envelope opened through the same call is unauthenticated, generation 1")
+    func version1() throws {
+        let p = Parties()
+        let secret = SessionSecret()
+        let envelope = try SecretEnvelope.seal(secret, for: p.recipient.publicKey, sessionID: p.sessionID)
+        let opened = try envelope.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: p.recipient) { _ in nil }
+        #expect(opened.secret == secret && !opened.authenticated && opened.generation == 1 && opened.senderDeviceID == nil)
+    }
+
+    @Test("HPKE modes refuse inputs that do not fit them")
+    func hpkeInputs() throws {
+        let r = X25519PrivateKey(), s = X25519PrivateKey()
+        #expect(throws: CryptoError.invalidHPKEInput) { _ = try HPKE.seal(mode: .auth, to: r.publicKey, info: [UInt8](), plaintext: [UInt8]()) }
+        #expect(throws: CryptoError.invalidHPKEInput) { _ = try HPKE.seal(mode: .base, to: r.publicKey, info: [UInt8](), plaintext: [UInt8](), sender: s) }
+        #expect(throws: CryptoError.invalidHPKEInput) {
+            _ = try HPKE.seal(mode: .psk, to: r.publicKey, info: [UInt8](), plaintext: [UInt8](), psk: SecureBytes(randomCount: 32))
+        }
+        let (enc, ct) = try HPKE.seal(mode: .authPSK, to: r.publicKey, info: [1, 2], aad: [3], plaintext: [4, 5, 6], sender: s,
+                                      psk: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), pskID: [7])
+        let pt = try HPKE.open(mode: .authPSK, encapsulatedKey: enc, ciphertext: ct, recipient: r, info: [1, 2], aad: [3], sender: s.publicKey,
+                               psk: SecureBytes(copying: [UInt8](repeating: 9, count: 32)), pskID: [7])
+        #expect(pt.withUnsafeBytes { Array($0) } == [4, 5, 6])
+        #expect(throws: CryptoError.authenticationFailure) {
+            _ = try HPKE.open(mode: .authPSK, encapsulatedKey: enc, ciphertext: ct, recipient: r, info: [1, 2], aad: [3], sender: s.publicKey,
+                              psk: SecureBytes(copying: [UInt8](repeating: 8, count: 32)), pskID: [7])
+        }
+    }
+
+    @Test("Ed25519 signs, verifies, refuses wrong lengths and modified messages, and never prints its seed")
+    func ed25519() throws {
+        let key = Ed25519PrivateKey()
+        let message = Array("statement".utf8)
+        let signature = key.signature(for: message)
+        #expect(signature.count == 64 && key.publicKey.isValidSignature(signature, for: message))
+        #expect(!key.publicKey.isValidSignature(signature, for: Array("statemenT".utf8)))
+        #expect(!key.publicKey.isValidSignature(Array(signature.prefix(63)), for: message))
+        #expect(!key.publicKey.isValidSignature(signature + [0], for: message))
+        #expect(throws: CryptoError.invalidKeyLength(expected: 32, actual: 31)) { _ = try Ed25519PublicKey(rawRepresentation: [UInt8](repeating: 1, count: 31)) }
+        #expect(throws: CryptoError.invalidKeyLength(expected: 32, actual: 33)) { _ = try Ed25519PrivateKey(seed: SecureBytes(randomCount: 33)) }
+        let again = try Ed25519PrivateKey(seed: key.seedRepresentation)
+        #expect(again.publicKey == key.publicKey && again.signature(for: message) == signature)
+        #expect("\(key)".contains("redacted") && !String(reflecting: key).contains(key.publicKey.base64.prefix(8)))
+    }
+}

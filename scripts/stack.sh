@@ -88,7 +88,7 @@ create_database() {  # name, variant (own | deployed)
       # The deployed variant: its own secrets table, no updated_at triggers, no column limits.
       case "$name" in
         *_session_secrets.sql) file="$root/supabase/variants/deployed_session_secrets.sql" ;;
-        *_updated_at_triggers.sql|*_column_limits.sql) continue ;;
+        *_updated_at_triggers.sql|*_column_limits.sql|*_capabilities_merge.sql) continue ;;
       esac
     fi
     psql_as "$db" -f "$file"

@@ -78,3 +78,126 @@ done:
     sodium_memzero(text, sizeof text);
     return rc;
 }
+
+/* ---- Envelope v2: RFC 9180 HPKE auth mode, suite A.2 ---- */
+
+static const unsigned char KEM_SUITE[5] = {'K', 'E', 'M', 0x00, 0x20};
+static const unsigned char HPKE_SUITE[10] = {'H', 'P', 'K', 'E', 0x00, 0x20, 0x00, 0x01, 0x00, 0x03};
+
+static void hmac_parts(const unsigned char *key, size_t key_len, const unsigned char *const *parts, const size_t *lens,
+                       size_t count, unsigned char out[32]) {
+    crypto_auth_hmacsha256_state state;
+    crypto_auth_hmacsha256_init(&state, key, key_len);
+    for (size_t i = 0; i < count; i++) crypto_auth_hmacsha256_update(&state, parts[i], lens[i]);
+    crypto_auth_hmacsha256_final(&state, out);
+    sodium_memzero(&state, sizeof state);
+}
+
+static void labeled_extract(const unsigned char *suite, size_t suite_len, const unsigned char *salt, size_t salt_len,
+                            const char *label, const unsigned char *ikm, size_t ikm_len, unsigned char out[32]) {
+    const unsigned char *parts[4] = {(const unsigned char *)"HPKE-v1", suite, (const unsigned char *)label, ikm};
+    size_t lens[4] = {7, suite_len, strlen(label), ikm_len};
+    hmac_parts(salt, salt_len, parts, lens, 4, out);
+}
+
+/* Every output here is at most 32 bytes: one HKDF-Expand block. */
+static void labeled_expand(const unsigned char *suite, size_t suite_len, const unsigned char prk[32], const char *label,
+                           const unsigned char *info, size_t info_len, size_t length, unsigned char *out) {
+    unsigned char length_bytes[2] = {(unsigned char)(length >> 8), (unsigned char)length};
+    unsigned char counter = 1, block[32];
+    const unsigned char *parts[6] = {length_bytes, (const unsigned char *)"HPKE-v1", suite, (const unsigned char *)label, info, &counter};
+    size_t lens[6] = {2, 7, suite_len, strlen(label), info_len, 1};
+    hmac_parts(prk, 32, parts, lens, 6, block);
+    memcpy(out, block, length);
+    sodium_memzero(block, sizeof block);
+}
+
+static size_t build_info(unsigned char info[150], const char session_id[36], const char sender_id[36], const char recipient_id[36],
+                         unsigned int generation) {
+    size_t n = 0;
+    memcpy(info, "unbound-session-secret-v2", 25); n += 25;
+    info[n++] = 0; memcpy(info + n, session_id, 36); n += 36;
+    info[n++] = 0; memcpy(info + n, sender_id, 36); n += 36;
+    info[n++] = 0; memcpy(info + n, recipient_id, 36); n += 36;
+    info[n++] = 0;
+    info[n++] = (unsigned char)(generation >> 24); info[n++] = (unsigned char)(generation >> 16);
+    info[n++] = (unsigned char)(generation >> 8); info[n++] = (unsigned char)generation;
+    return n;
+}
+
+/* shared_secret from dh (64 bytes) and kem_context (96 bytes), then key and base_nonce. */
+static void schedule(const unsigned char dh[64], const unsigned char kem_context[96], const unsigned char *info, size_t info_len,
+                     unsigned char key[32], unsigned char nonce[12]) {
+    unsigned char prk[32], shared[32], psk_id_hash[32], info_hash[32], secret[32], context[65];
+    labeled_extract(KEM_SUITE, 5, NULL, 0, "eae_prk", dh, 64, prk);
+    labeled_expand(KEM_SUITE, 5, prk, "shared_secret", kem_context, 96, 32, shared);
+    labeled_extract(HPKE_SUITE, 10, NULL, 0, "psk_id_hash", NULL, 0, psk_id_hash);
+    labeled_extract(HPKE_SUITE, 10, NULL, 0, "info_hash", info, info_len, info_hash);
+    context[0] = 0x02;
+    memcpy(context + 1, psk_id_hash, 32);
+    memcpy(context + 33, info_hash, 32);
+    labeled_extract(HPKE_SUITE, 10, shared, 32, "secret", NULL, 0, secret);
+    labeled_expand(HPKE_SUITE, 10, secret, "key", context, 65, 32, key);
+    labeled_expand(HPKE_SUITE, 10, secret, "base_nonce", context, 65, 12, nonce);
+    sodium_memzero(prk, 32); sodium_memzero(shared, 32); sodium_memzero(secret, 32);
+}
+
+int floor_envelope_v2_seal(const unsigned char plaintext[48], const unsigned char recipient_pk[32],
+                           const unsigned char sender_sk[32], const unsigned char sender_pk[32],
+                           const char session_id[36], const char sender_id[36], const char recipient_id[36],
+                           const unsigned char sender_raw_id[16], unsigned int generation,
+                           char *eph_b64, size_t eph_b64_len, char *enc_b64, size_t enc_b64_len) {
+    unsigned char esk[32], epk[32], dh[64], kem_context[96], info[150], key[32], nonce[12], field[21 + 48 + 16];
+    randombytes_buf(esk, 32);
+    if (crypto_scalarmult_base(epk, esk) != 0) return -1;
+    if (crypto_scalarmult(dh, esk, recipient_pk) != 0 || crypto_scalarmult(dh + 32, sender_sk, recipient_pk) != 0) {
+        sodium_memzero(esk, 32); sodium_memzero(dh, 64);
+        return -1;
+    }
+    memcpy(kem_context, epk, 32); memcpy(kem_context + 32, recipient_pk, 32); memcpy(kem_context + 64, sender_pk, 32);
+    size_t info_len = build_info(info, session_id, sender_id, recipient_id, generation);
+    schedule(dh, kem_context, info, info_len, key, nonce);
+    field[0] = 0x02;
+    memcpy(field + 1, sender_raw_id, 16);
+    field[17] = (unsigned char)(generation >> 24); field[18] = (unsigned char)(generation >> 16);
+    field[19] = (unsigned char)(generation >> 8); field[20] = (unsigned char)generation;
+    unsigned long long written = 0;
+    crypto_aead_chacha20poly1305_ietf_encrypt(field + 21, &written, plaintext, 48, NULL, 0, NULL, nonce, key);
+    sodium_bin2base64(eph_b64, eph_b64_len, epk, 32, sodium_base64_VARIANT_ORIGINAL);
+    sodium_bin2base64(enc_b64, enc_b64_len, field, sizeof field, sodium_base64_VARIANT_ORIGINAL);
+    sodium_memzero(esk, 32); sodium_memzero(dh, 64); sodium_memzero(key, 32);
+    return 0;
+}
+
+int floor_envelope_v2_open(const char *eph_b64, size_t eph_b64_len, const char *enc_b64, size_t enc_b64_len,
+                           const unsigned char recipient_sk[32], const unsigned char recipient_pk[32],
+                           const unsigned char sender_pk[32], const char session_id[36], const char recipient_id[36],
+                           unsigned char plaintext_out[48]) {
+    unsigned char enc[32], field[21 + 48 + 16 + 4], dh[64], kem_context[96], info[150], key[32], nonce[12];
+    size_t enc_len = 0, field_len = 0;
+    char sender_id[37];
+    if (eph_b64_len < 3 || memcmp(eph_b64, "v2:", 3) != 0) return -1;
+    if (sodium_base642bin(enc, sizeof enc, eph_b64 + 3, eph_b64_len - 3, NULL, &enc_len, NULL, sodium_base64_VARIANT_ORIGINAL) != 0 || enc_len != 32) return -1;
+    if (sodium_base642bin(field, sizeof field, enc_b64, enc_b64_len, NULL, &field_len, NULL, sodium_base64_VARIANT_ORIGINAL) != 0) return -1;
+    if (field_len != 21 + 48 + 16 || field[0] != 0x02) return -1;
+    unsigned int generation = ((unsigned int)field[17] << 24) | ((unsigned int)field[18] << 16) | ((unsigned int)field[19] << 8) | field[20];
+    if (generation == 0) return -1;
+    static const char hex[] = "0123456789abcdef";
+    size_t pos = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) sender_id[pos++] = '-';
+        sender_id[pos++] = hex[field[1 + i] >> 4];
+        sender_id[pos++] = hex[field[1 + i] & 15];
+    }
+    if (crypto_scalarmult(dh, recipient_sk, enc) != 0 || crypto_scalarmult(dh + 32, recipient_sk, sender_pk) != 0) {
+        sodium_memzero(dh, 64);
+        return -1;
+    }
+    memcpy(kem_context, enc, 32); memcpy(kem_context + 32, recipient_pk, 32); memcpy(kem_context + 64, sender_pk, 32);
+    size_t info_len = build_info(info, session_id, sender_id, recipient_id, generation);
+    schedule(dh, kem_context, info, info_len, key, nonce);
+    unsigned long long written = 0;
+    int status = crypto_aead_chacha20poly1305_ietf_decrypt(plaintext_out, &written, NULL, field + 21, 48 + 16, NULL, 0, nonce, key);
+    sodium_memzero(dh, 64); sodium_memzero(key, 32);
+    return status == 0 ? 0 : -1;
+}

@@ -16,6 +16,14 @@ public enum DeviceKeyFile {
     ///
     /// - Throws: ``LocalStoreError`` with `.identityExists` or `.io`.
     public static func create(_ key: X25519PrivateKey, at path: String) throws {
+        try create(bytes: key.rawRepresentation, at: path)
+    }
+
+    /// Writes 32 secret bytes to `path`, refusing to replace an existing file (link() makes the
+    /// creation atomic: two processes creating the same key cannot both win).
+    ///
+    /// - Throws: ``LocalStoreError`` with `.identityExists` or `.io`.
+    static func create(bytes: SecureBytes, at path: String) throws {
         guard access(path, F_OK) != 0 else {
             throw LocalStoreError(.identityExists, "a device key already exists at \(path)")
         }
@@ -27,7 +35,7 @@ public enum DeviceKeyFile {
         defer {
             if !ok { unlink(temporary) }
         }
-        let written = key.rawRepresentation.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         let synced = fsync(descriptor)
         close(descriptor)
         guard written == X25519PrivateKey.byteCount, synced == 0 else { throw ioError("cannot write \(temporary)") }
@@ -47,6 +55,11 @@ public enum DeviceKeyFile {
     ///   have any permission, or another user owns it) or `.keyFileMalformed` (not a regular
     ///   file of exactly 32 bytes).
     public static func load(from path: String) throws -> X25519PrivateKey {
+        try X25519PrivateKey(rawRepresentation: loadBytes(from: path))
+    }
+
+    /// The 32 secret bytes at `path`, under the same rules as ``load(from:)``.
+    static func loadBytes(from path: String) throws -> SecureBytes {
         // O_NONBLOCK: opening a FIFO planted as the key file must fail the type check below,
         // not block until some writer appears.
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
@@ -82,7 +95,7 @@ public enum DeviceKeyFile {
             }
             if total != buffer.count { throw LocalStoreError(.keyFileMalformed, "\(path) could not be read in full") }
         }
-        return try X25519PrivateKey(rawRepresentation: key)
+        return key
     }
 
     static func ioError(_ message: String) -> LocalStoreError {

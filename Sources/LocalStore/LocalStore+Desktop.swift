@@ -40,12 +40,14 @@ extension LocalStore {
     }
 
     /// The sealed secrets of this desktop's sessions, keyed by session id.
-    public func ownSealedSecrets() async throws -> [UUID: SecretEnvelope] {
+    public func ownSealedSecrets() async throws -> [UUID: OwnSealedSecret] {
         try await mapErrors("reading session secrets") {
             try await pool.read { db in
-                var result: [UUID: SecretEnvelope] = [:]
-                for row in try Row.fetchAll(db, sql: "SELECT session_id, ephemeral_public_key, encrypted_secret FROM own_session_secrets") {
-                    result[try row.uuid("session_id")] = SecretEnvelope(ephemeralPublicKey: row["ephemeral_public_key"], encryptedSecret: row["encrypted_secret"])
+                var result: [UUID: OwnSealedSecret] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT session_id, ephemeral_public_key, encrypted_secret, generation FROM own_session_secrets") {
+                    result[try row.uuid("session_id")] = OwnSealedSecret(
+                        envelope: SecretEnvelope(ephemeralPublicKey: row["ephemeral_public_key"], encryptedSecret: row["encrypted_secret"]),
+                        generation: UInt32(clamping: row["generation"] as Int64))
                 }
                 return result
             }

@@ -85,4 +85,28 @@ extension LocalStore {
         }
         return key
     }
+
+    /// The signing key file's path.
+    public var signingKeyPath: String { directory.appendingPathComponent("signing.key").path }
+
+    /// This device's Ed25519 signing key (`signing.key`: the 32-byte seed, 0600, the same file
+    /// rules as `device.key`), created atomically on first use: a store made before signing keys
+    /// existed gains one the first time it is asked, and nothing else about it changes.
+    ///
+    /// - Throws: ``LocalStoreError`` `.keyFileTooOpen`, `.keyFileMalformed`, `.io`, `.identityMissing`.
+    public func signingKey() async throws -> Ed25519PrivateKey {
+        _ = try await requireIdentity()
+        do {
+            return try Ed25519PrivateKey(seed: DeviceKeyFile.loadBytes(from: signingKeyPath))
+        } catch let error as LocalStoreError where error.code == .keyFileMissing {
+            let fresh = Ed25519PrivateKey()
+            do {
+                try DeviceKeyFile.create(bytes: fresh.seedRepresentation, at: signingKeyPath)
+                return fresh
+            } catch let error as LocalStoreError where error.code == .identityExists {
+                // Another process created it first: use theirs.
+                return try Ed25519PrivateKey(seed: DeviceKeyFile.loadBytes(from: signingKeyPath))
+            }
+        }
+    }
 }

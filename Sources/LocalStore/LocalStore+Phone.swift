@@ -14,12 +14,18 @@ extension LocalStore {
         try await mapErrors("saving envelopes") {
             try await pool.write { db in
                 let statement = try db.cachedStatement(sql: """
-                    INSERT INTO received_envelopes (session_id, ephemeral_public_key, encrypted_secret, fetched_at) VALUES (?, ?, ?, ?)
+                    INSERT INTO received_envelopes (session_id, ephemeral_public_key, encrypted_secret, fetched_at,
+                                                    sender_device_id, sender_public_key, generation, authenticated)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (session_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
-                        encrypted_secret = excluded.encrypted_secret, fetched_at = excluded.fetched_at
+                        encrypted_secret = excluded.encrypted_secret, fetched_at = excluded.fetched_at,
+                        sender_device_id = excluded.sender_device_id, sender_public_key = excluded.sender_public_key,
+                        generation = excluded.generation, authenticated = excluded.authenticated
                     """)
                 for item in envelopes {
-                    try statement.execute(arguments: [item.sessionID.canonical, item.envelope.ephemeralPublicKey, item.envelope.encryptedSecret, item.fetchedAt.epoch])
+                    try statement.execute(arguments: [item.sessionID.canonical, item.envelope.ephemeralPublicKey, item.envelope.encryptedSecret,
+                                                      item.fetchedAt.epoch, item.senderDeviceID?.canonical, item.senderPublicKey?.base64,
+                                                      Int64(item.generation), item.authenticated])
                 }
             }
         }
@@ -30,11 +36,7 @@ extension LocalStore {
         try await mapErrors("reading envelopes") {
             try await pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT * FROM received_envelopes ORDER BY session_id").map { row in
-                    ReceivedEnvelope(
-                        sessionID: try row.uuid("session_id"),
-                        envelope: SecretEnvelope(ephemeralPublicKey: row["ephemeral_public_key"], encryptedSecret: row["encrypted_secret"]),
-                        fetchedAt: row.date("fetched_at")
-                    )
+                    try Self.receivedEnvelope(row)
                 }
             }
         }
@@ -51,23 +53,47 @@ extension LocalStore {
         }
     }
 
-    /// Opens a received envelope with the device key.
+    static func receivedEnvelope(_ row: Row) throws -> ReceivedEnvelope {
+        ReceivedEnvelope(
+            sessionID: try row.uuid("session_id"),
+            envelope: SecretEnvelope(ephemeralPublicKey: row["ephemeral_public_key"], encryptedSecret: row["encrypted_secret"]),
+            fetchedAt: row.date("fetched_at"),
+            senderDeviceID: try row.optionalUUID("sender_device_id"),
+            senderPublicKey: (row["sender_public_key"] as String?).flatMap { try? X25519PublicKey(base64: $0) },
+            generation: UInt32(clamping: row["generation"] as Int64),
+            authenticated: row["authenticated"]
+        )
+    }
+
+    /// Opens a received envelope with the device key: its secret, sender, generation and
+    /// whether the sender was authenticated. A version-2 envelope is checked again against the
+    /// sender key it was verified with on receipt.
     ///
     /// - Throws: ``LocalStoreError`` `.notFound` or `.secretUnreadable`.
-    public func openReceivedSecret(sessionID: UUID, using key: X25519PrivateKey? = nil) async throws -> SessionSecret {
-        let envelope = try await mapErrors("reading envelope") {
+    public func openReceived(sessionID: UUID, using key: X25519PrivateKey? = nil) async throws -> OpenedSecret {
+        let received = try await mapErrors("reading envelope") {
             try await pool.read { db in
-                try Row.fetchOne(db, sql: "SELECT ephemeral_public_key, encrypted_secret FROM received_envelopes WHERE session_id = ?", arguments: [sessionID.canonical])
-                    .map { SecretEnvelope(ephemeralPublicKey: $0["ephemeral_public_key"], encryptedSecret: $0["encrypted_secret"]) }
+                try Row.fetchOne(db, sql: "SELECT * FROM received_envelopes WHERE session_id = ?", arguments: [sessionID.canonical])
+                    .map(Self.receivedEnvelope)
             }
         }
-        guard let envelope else { throw LocalStoreError(.notFound, "no envelope for session \(sessionID.canonical)") }
+        guard let received else { throw LocalStoreError(.notFound, "no envelope for session \(sessionID.canonical)") }
         let deviceKey: X25519PrivateKey
         if let key { deviceKey = key } else { deviceKey = try await self.deviceKey() }
+        let identity = try await requireIdentity()
         do {
-            return try envelope.open(sessionID: SessionID(sessionID), using: deviceKey)
+            return try received.envelope.open(sessionID: SessionID(sessionID), recipientDeviceID: identity.id, using: deviceKey) { sender in
+                sender == received.senderDeviceID ? received.senderPublicKey : nil
+            }
         } catch {
             throw LocalStoreError(.secretUnreadable, "the envelope for session \(sessionID.canonical) cannot be opened with this device's key")
         }
+    }
+
+    /// Opens a received envelope's secret with the device key.
+    ///
+    /// - Throws: ``LocalStoreError`` `.notFound` or `.secretUnreadable`.
+    public func openReceivedSecret(sessionID: UUID, using key: X25519PrivateKey? = nil) async throws -> SessionSecret {
+        try await openReceived(sessionID: sessionID, using: key).secret
     }
 }

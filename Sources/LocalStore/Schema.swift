@@ -129,6 +129,17 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v3: secret generations, envelope senders") { db in
+            try db.execute(sql: """
+                -- Desktop: a session's secret has a generation (1 for every secret made before v3).
+                ALTER TABLE own_session_secrets ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;
+                -- Phone: what an envelope said about its sealer, checked when it was received.
+                ALTER TABLE received_envelopes ADD COLUMN sender_device_id TEXT;
+                ALTER TABLE received_envelopes ADD COLUMN sender_public_key TEXT;
+                ALTER TABLE received_envelopes ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE received_envelopes ADD COLUMN authenticated INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }
 }

@@ -53,17 +53,42 @@ public struct LedgerEntry: Sendable, Hashable {
     }
 }
 
-/// An envelope a phone received, kept as received.
+/// An envelope a phone received, kept as received, with what opening it showed.
 public struct ReceivedEnvelope: Sendable, Hashable {
     public var sessionID: UUID
     public var envelope: SecretEnvelope
     public var fetchedAt: Date
+    /// Version 2: the sealing device, and the X25519 key it was verified against on receipt
+    /// (kept so the envelope opens later without asking the remote again).
+    public var senderDeviceID: UUID?
+    public var senderPublicKey: X25519PublicKey?
+    /// The secret's generation (1 for version 1).
+    public var generation: UInt32
+    /// Whether the sender was authenticated (version 2).
+    public var authenticated: Bool
 
     /// Creates a received envelope.
-    public init(sessionID: UUID, envelope: SecretEnvelope, fetchedAt: Date = Date()) {
+    public init(sessionID: UUID, envelope: SecretEnvelope, fetchedAt: Date = Date(), senderDeviceID: UUID? = nil,
+                senderPublicKey: X25519PublicKey? = nil, generation: UInt32 = 1, authenticated: Bool = false) {
         self.sessionID = sessionID
         self.envelope = envelope
         self.fetchedAt = fetchedAt
+        self.senderDeviceID = senderDeviceID
+        self.senderPublicKey = senderPublicKey
+        self.generation = generation
+        self.authenticated = authenticated
+    }
+}
+
+/// A desktop session's own secret: sealed to this device's key at rest, with its generation.
+public struct OwnSealedSecret: Sendable, Hashable {
+    public var envelope: SecretEnvelope
+    public var generation: UInt32
+
+    /// Creates the record.
+    public init(envelope: SecretEnvelope, generation: UInt32 = 1) {
+        self.envelope = envelope
+        self.generation = generation
     }
 }
 

@@ -32,6 +32,9 @@ public struct SyncOptions: Sendable {
     public var sealChunk = 4_000
     /// Envelope uploads in flight at once.
     public var uploadConcurrency = 2
+    /// The envelope versions this device reads, advertised in its `capabilities`; a desktop
+    /// writes version 2 to recipients that list it only when this includes 2.
+    public var envelopeVersions: [Int] = [1, 2]
     /// How long to wait for another sync of the same store.
     public var leaseTimeout: Duration = .seconds(30)
     /// Seconds a pull cursor is moved back, so rows committed late by a concurrent writer with
@@ -99,6 +102,11 @@ public struct PostLoginSync: Sendable {
         }
     }
 
+    /// The store setting holding the envelope versions last advertised successfully.
+    static let advertisedKey = "capabilities.envelope_versions"
+
+    /// The own device row; it carries the envelope versions this device reads until they were
+    /// advertised once (after that the upsert leaves `capabilities` alone).
     func ownDeviceRow(_ identity: DeviceIdentity, user: UUID) async throws -> OwnDeviceRow {
         var row = OwnDeviceRow(id: identity.id, userID: user, name: identity.name, deviceType: identity.deviceType,
                                hostname: identity.hostname, publicKey: identity.publicKey.base64)
@@ -106,7 +114,20 @@ public struct PostLoginSync: Sendable {
             row.apns = APNsRegistration(token: token, environment: environment,
                                         pushEnabled: (try await local.setting("apns.push_enabled")) == "true")
         }
+        let versions = options.envelopeVersions.sorted()
+        if try await local.setting(Self.advertisedKey) != versions.map(String.init).joined(separator: ",") {
+            row.envelopeVersions = versions
+        }
         return row
+    }
+
+    /// Upserts the own device row and remembers what it advertised.
+    func upsertOwnDevice(_ identity: DeviceIdentity, user: UUID) async throws {
+        let row = try await ownDeviceRow(identity, user: user)
+        try await remote.upsertOwnDevice(row)
+        if let versions = row.envelopeVersions {
+            try await local.setSetting(Self.advertisedKey, versions.map(String.init).joined(separator: ","))
+        }
     }
 
     static func issues(_ rejected: [RejectedRow], phase: SyncPhase) -> [SyncIssue] {

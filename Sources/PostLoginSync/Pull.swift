@@ -22,7 +22,7 @@ extension PostLoginSync {
 
         try await recorder.phase(.device) { entry in
             entry.sent = 1
-            try await remote.upsertOwnDevice(try await ownDeviceRow(identity, user: user))
+            try await upsertOwnDevice(identity, user: user)
             entry.applied = 1
         }
         try await recorder.phase(.repositories) { entry in
@@ -89,32 +89,63 @@ extension PostLoginSync {
             existing[$0.sessionID] != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
         }
 
+        // Version-2 envelopes name their sealer: resolve it among the user's own devices (a row
+        // of another user, or one listed twice, resolves to nothing).
+        var senderKeys: [UUID: X25519PublicKey] = [:]
+        if fresh.contains(where: { $0.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) }) {
+            var seen = Set<UUID>(), repeated = Set<UUID>()
+            for device in try await remote.listDevices() where device.userID == remote.userID {
+                guard seen.insert(device.id).inserted else { repeated.insert(device.id); continue }
+                if let text = device.publicKey, let key = try? X25519PublicKey(base64: text), !key.isLowOrder { senderKeys[device.id] = key }
+            }
+            for id in repeated { senderKeys[id] = nil }
+        }
+
         // Open every new envelope first; the plaintext is dropped at once, never stored.
-        var failures: Set<UUID> = []
+        var outcomes: [UUID: Result<ReceivedEnvelope, CryptoError>] = [:]
         if !fresh.isEmpty {
             let key = try await local.deviceKey()
-            failures = Set(try await inParallel(fresh) { part in
-                var failed: [UUID] = []
+            let me = identity.id
+            let resolved = senderKeys
+            let now = Date()
+            for (session, outcome) in try await inParallel(fresh, { part in
+                var results: [(UUID, Result<ReceivedEnvelope, CryptoError>)] = []
                 for item in part {
                     try Task.checkCancellation()
                     let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
-                    if (try? envelope.open(sessionID: SessionID(item.sessionID), using: key)) == nil { failed.append(item.sessionID) }
+                    do {
+                        let opened = try envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key) { resolved[$0] }
+                        results.append((item.sessionID, .success(ReceivedEnvelope(
+                            sessionID: item.sessionID, envelope: envelope, fetchedAt: now, senderDeviceID: opened.senderDeviceID,
+                            senderPublicKey: opened.senderDeviceID.flatMap { resolved[$0] }, generation: opened.generation,
+                            authenticated: opened.authenticated))))
+                    } catch let error as CryptoError {
+                        results.append((item.sessionID, .failure(error)))
+                    } catch {
+                        results.append((item.sessionID, .failure(.authenticationFailure)))
+                    }
                 }
-                return failed
-            }.flatMap { $0 })
+                return results
+            }).joined() {
+                outcomes[session] = outcome
+            }
         }
-        let good = fresh.filter { !failures.contains($0.sessionID) }
-        let now = Date()
-        try await local.upsertReceivedEnvelopes(good.map {
-            ReceivedEnvelope(sessionID: $0.sessionID, envelope: SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret), fetchedAt: now)
-        })
+        let good = outcomes.values.compactMap { try? $0.get() }
+        let failures = outcomes.compactMap { session, outcome -> (UUID, CryptoError)? in
+            if case let .failure(error) = outcome { return (session, error) }
+            return nil
+        }.sorted { $0.0.canonical < $1.0.canonical }
+        try await local.upsertReceivedEnvelopes(good)
         entry.deleted = try await local.deleteReceivedEnvelopes(notIn: Set(kept.map(\.sessionID)))
         entry.applied = good.count
         recorder.report.envelopesOpened += good.count
         entry.failed = failures.count
-        entry.errors += failures.sorted { $0.canonical < $1.canonical }.map {
-            SyncIssue(phase: .envelopes, code: .envelopeUnreadable, rowID: $0.canonical,
-                      message: "the envelope for this session cannot be opened with this device's key; it was not stored")
+        entry.errors += failures.map { session, error in
+            error == .unknownSender
+                ? SyncIssue(phase: .envelopes, code: .unknownSender, rowID: session.canonical,
+                            message: "the envelope for this session names a sender that is not one of the user's devices; it was not stored")
+                : SyncIssue(phase: .envelopes, code: .envelopeUnreadable, rowID: session.canonical,
+                            message: "the envelope for this session cannot be opened with this device's key; it was not stored")
         }
         recorder.emit(.envelopes, fresh.count, fresh.count, "Syncing envelopes...")
     }

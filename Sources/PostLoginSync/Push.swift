@@ -24,7 +24,7 @@ extension PostLoginSync {
 
         try await recorder.phase(.device) { entry in
             entry.sent = 1
-            try await remote.upsertOwnDevice(try await ownDeviceRow(identity, user: user))
+            try await upsertOwnDevice(identity, user: user)
             entry.applied = 1
         }
         try await recorder.phase(.repositories) { entry in
@@ -98,6 +98,12 @@ extension PostLoginSync {
         async let entries = local.ledger()
         let remotePairs = Set(try await listing)
         let ownSecrets = try await secrets
+        let writesV2 = options.envelopeVersions.contains(2)
+        // This desktop's own row no longer lists what it reads (another client rewrote
+        // capabilities): advertise again at the next run.
+        if let me = devices.first(where: { $0.id == identity.id }), !Set(options.envelopeVersions).isSubset(of: me.envelopeVersions) {
+            try await local.setSetting(Self.advertisedKey, nil)
+        }
         var ledger: [EnvelopePair: String] = [:]
         let ledgerEntries = try await entries
         ledger.reserveCapacity(ledgerEntries.count)
@@ -113,15 +119,15 @@ extension PostLoginSync {
         }
 
         // Exactly the pairs missing remotely or sealed to a key the recipient no longer has.
-        var work: [(session: UUID, envelope: SecretEnvelope, recipients: [Recipient])] = []
+        var work: [SealWork] = []
         var needed = 0
-        for (session, envelope) in ownSecrets {
+        for (session, own) in ownSecrets {
             let missing = recipients.filter { recipient in
                 let pair = EnvelopePair(sessionID: session, deviceID: recipient.deviceID)
-                return !remotePairs.contains(pair) || ledger[pair] != recipient.fingerprint
+                return !remotePairs.contains(pair) || ledger[pair] != recipient.ledgerMark(version: recipient.version(writingVersion2: writesV2))
             }
             if !missing.isEmpty {
-                work.append((session, envelope, missing))
+                work.append(SealWork(session: session, own: own, recipients: missing))
                 needed += missing.count
             }
         }
@@ -130,7 +136,8 @@ extension PostLoginSync {
         guard needed > 0 else { return }
 
         let total = needed
-        let fingerprints = Dictionary(recipients.map { ($0.deviceID, $0.fingerprint) }, uniquingKeysWith: { first, _ in first })
+        let fingerprints = Dictionary(recipients.map { ($0.deviceID, $0.ledgerMark(version: $0.version(writingVersion2: writesV2))) },
+                                      uniquingKeysWith: { first, _ in first })
         let done = Counter()
         let progress = recorder.progress
         var chunkStart = 0
@@ -141,7 +148,7 @@ extension PostLoginSync {
                 pairs += work[chunkEnd].recipients.count
                 chunkEnd += 1
             }
-            let (sealed, problems) = try await seal(Array(work[chunkStart..<chunkEnd]), key: key)
+            let (sealed, problems) = try await seal(Array(work[chunkStart..<chunkEnd]), key: key, sender: identity.id, writesV2: writesV2)
             chunkStart = chunkEnd
             recorder.report.envelopesSealed += sealed.count
             entry.errors += problems
@@ -168,10 +175,17 @@ extension PostLoginSync {
         }
     }
 
-    /// Opens each session's own secret once and seals it for its recipients, spread over
-    /// ``SyncOptions/cryptoConcurrency`` tasks.
-    func seal(_ work: [(session: UUID, envelope: SecretEnvelope, recipients: [Recipient])], key: X25519PrivateKey) async throws
-        -> ([EnvelopeRecord], [SyncIssue]) {
+    /// One session's own secret and the recipients it must be sealed to.
+    struct SealWork: Sendable {
+        let session: UUID
+        let own: OwnSealedSecret
+        let recipients: [Recipient]
+    }
+
+    /// Opens each session's own secret once and seals it for its recipients (version 2,
+    /// authenticated by this desktop's key, to those that read it; version 1 to the rest),
+    /// spread over ``SyncOptions/cryptoConcurrency`` tasks.
+    func seal(_ work: [SealWork], key: X25519PrivateKey, sender: UUID, writesV2: Bool) async throws -> ([EnvelopeRecord], [SyncIssue]) {
         let parts = try await inParallel(work) { part in
             var sealed: [EnvelopeRecord] = []
             var problems: [SyncIssue] = []
@@ -180,7 +194,7 @@ extension PostLoginSync {
                 let sessionID = SessionID(item.session)
                 let secret: SessionSecret
                 do {
-                    secret = try item.envelope.open(sessionID: sessionID, using: key)
+                    secret = try item.own.envelope.open(sessionID: sessionID, using: key)
                 } catch {
                     problems.append(SyncIssue(phase: .secrets, code: .secretUnreadable, rowID: item.session.canonical,
                                               message: "this session's own secret cannot be opened with the device key"))
@@ -188,7 +202,10 @@ extension PostLoginSync {
                 }
                 for recipient in item.recipients {
                     do {
-                        let envelope = try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: sessionID)
+                        let envelope = recipient.version(writingVersion2: writesV2) == 2
+                            ? try SecretEnvelope.sealV2(secret, for: recipient.publicKey, recipientDeviceID: recipient.deviceID, sessionID: sessionID,
+                                                        sender: key, senderDeviceID: sender, generation: item.own.generation)
+                            : try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: sessionID)
                         sealed.append(EnvelopeRecord(sessionID: item.session, deviceID: recipient.deviceID,
                                                      ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: envelope.encryptedSecret))
                     } catch {

@@ -22,6 +22,15 @@ struct Recipient: Sendable {
     let deviceID: UUID
     let publicKey: X25519PublicKey
     let fingerprint: String
+    /// The device advertises envelope version 2.
+    let readsVersion2: Bool
+
+    /// The envelope version this device is sealed with: 2 when it reads it and the sealer writes it.
+    func version(writingVersion2: Bool) -> Int { writingVersion2 && readsVersion2 ? 2 : 1 }
+
+    /// What the ledger records for an envelope sealed to this device: the key's fingerprint,
+    /// prefixed `v2:` for a version-2 envelope, so a change of key or of format makes it stale.
+    func ledgerMark(version: Int) -> String { version == 2 ? "v2:" + fingerprint : fingerprint }
 }
 
 /// sync.md's recipient policy.
@@ -78,8 +87,10 @@ public enum RecipientPolicy {
             guard !key.isLowOrder else { return no("public key is a low-order point", issue: .invalidPublicKey) }
             let fingerprint = key.fingerprint
             let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: type.rawValue,
-                                          receives: true, reason: nil, keyFingerprint: fingerprint)
-            return (decision, Recipient(deviceID: device.id, publicKey: key, fingerprint: fingerprint), nil)
+                                          receives: true, reason: nil, keyFingerprint: fingerprint,
+                                          envelopeVersions: device.envelopeVersions.sorted())
+            return (decision, Recipient(deviceID: device.id, publicKey: key, fingerprint: fingerprint,
+                                        readsVersion2: device.envelopeVersions.contains(2)), nil)
         }
     }
 }

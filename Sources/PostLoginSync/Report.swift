@@ -67,6 +67,8 @@ public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
         public static let duplicateDevice: Code = "duplicateDevice"
         /// An envelope addressed to this device does not open with its key; it was not stored.
         public static let envelopeUnreadable: Code = "envelopeUnreadable"
+        /// A version-2 envelope names a sender that is not one of the user's devices; not stored.
+        public static let unknownSender: Code = "unknownSender"
         /// A desktop's own sealed secret does not open with its key.
         public static let secretUnreadable: Code = "secretUnreadable"
         /// Sealing for one recipient failed.
@@ -150,6 +152,8 @@ public struct DeviceDecision: Sendable, Hashable, Codable {
     public var reason: String?
     /// The fingerprint of the key envelopes are sealed to, when it receives.
     public var keyFingerprint: String?
+    /// The envelope versions the device advertises.
+    public var envelopeVersions: [Int]? = nil
 }
 
 /// The typed result of a push or pull.

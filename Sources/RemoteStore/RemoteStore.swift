@@ -150,10 +150,15 @@ public struct OwnDeviceRow: Sendable, Hashable {
     public var lastSeenAt: Date
     /// iOS push registration; sent only when present, so a device without it never clears it.
     public var apns: APNsRegistration?
+    /// The envelope versions this device reads, advertised as
+    /// `capabilities.session_secret_envelopes`; `nil` leaves `capabilities` as it is. The key
+    /// is merged into the column: keys other clients keep there are never erased.
+    public var envelopeVersions: [Int]?
 
     /// Creates the row.
     public init(id: UUID, userID: UUID, name: String, deviceType: DeviceType, hostname: String?, publicKey: String,
-                isActive: Bool = true, lastSeenAt: Date = Date(), apns: APNsRegistration? = nil) {
+                isActive: Bool = true, lastSeenAt: Date = Date(), apns: APNsRegistration? = nil, envelopeVersions: [Int]? = nil) {
+        self.envelopeVersions = envelopeVersions
         self.id = id
         self.userID = userID
         self.name = name
@@ -198,11 +203,15 @@ public struct RemoteDevice: Sendable, Hashable {
     public var publicKey: String?
     public var isTrusted: Bool
     public var lastSeenAt: Date?
+    /// The envelope versions the device advertises (`capabilities.session_secret_envelopes`);
+    /// `[1]` when it advertises none, as every deployed client reads version 1.
+    public var envelopeVersions: Set<Int>
 
     /// Creates a device row.
     public init(id: UUID, userID: UUID, name: String, deviceType: DeviceType?, hostname: String? = nil,
                 isActive: Bool = true, deviceRole: DeviceTrustRole? = .trustedExecutor, publicKey: String?,
-                isTrusted: Bool = false, lastSeenAt: Date? = nil) {
+                isTrusted: Bool = false, lastSeenAt: Date? = nil, envelopeVersions: Set<Int> = [1]) {
+        self.envelopeVersions = envelopeVersions
         self.id = id
         self.userID = userID
         self.name = name
@@ -213,6 +222,29 @@ public struct RemoteDevice: Sendable, Hashable {
         self.publicKey = publicKey
         self.isTrusted = isTrusted
         self.lastSeenAt = lastSeenAt
+    }
+}
+
+/// The `capabilities` key under which a device lists the envelope versions it reads.
+public enum EnvelopeCapability {
+    public static let key = "session_secret_envelopes"
+
+    /// The versions a `capabilities` value (a JSON object, or its text) lists; `[1]` when none.
+    public static func versions(in capabilities: Any?) -> Set<Int> {
+        var object = capabilities
+        if let text = capabilities as? String { object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) }
+        guard let list = (object as? [String: Any])?[key] as? [Any] else { return [1] }
+        let versions = Set(list.compactMap { ($0 as? Int) ?? (($0 as? NSNumber)?.intValue) }.filter { $0 > 0 })
+        return versions.isEmpty ? [1] : versions
+    }
+
+    /// `existing` (a JSON object's text, or nil) with this device's versions set under ``key``;
+    /// every other key is kept.
+    public static func merged(_ existing: String?, versions: [Int]) -> String {
+        var object = existing.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
+        object[key] = versions
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
     }
 }
 

@@ -30,7 +30,7 @@ struct Options {
             case "-h", "--help":
                 print("""
                     usage: sync-bench [crypto|localstore|sync|all] [options]
-                      crypto      envelope v1 seals/s and opens/s on one core and on all cores, beside
+                      crypto      envelope v1 and v2 seals/s and opens/s on one core and on all cores, beside
                                   the libsodium floor (the same calls in C); --iterations N operations
                                   per worker (default 5000), median of --runs R (default 5)
                       localstore  apply 10,000 sessions and 100 repositories to a fresh store and read

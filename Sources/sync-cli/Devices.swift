@@ -29,7 +29,8 @@ extension SyncCLI {
                 if decisions.isEmpty { output("No devices registered yet.") }
                 for decision in decisions {
                     let me = decision.deviceID == identity.id ? " (this device)" : ""
-                    let verdict = decision.receives ? "receives secrets" : "no: \(decision.reason ?? "")"
+                    let format = (decision.envelopeVersions ?? [1]).contains(2) ? "v2" : "v1"
+                    let verdict = decision.receives ? "receives secrets (envelope \(format))" : "no: \(decision.reason ?? "")"
                     output("\(decision.deviceID.canonical)  \(decision.name)\(me)  [\(decision.deviceType ?? "?")]  \(verdict)")
                 }
             }

@@ -23,14 +23,18 @@ extension SyncCLI {
                 let store = try storeOptions.open()
                 let identity = try await store.requireIdentity()
                 let id = try resolveID(session, among: try await store.sessions().map(\.id), kind: "session")
-                let secret = identity.role == .desktop
-                    ? try await store.openOwnSecret(sessionID: id)
-                    : try await store.openReceivedSecret(sessionID: id)
-                if reveal {
-                    print(secret.revealTextForm())
-                } else {
+                if identity.role == .desktop {
+                    let secret = try await store.openOwnSecret(sessionID: id)
+                    if reveal { print(secret.revealTextForm()); return }
                     output("The secret of session \(id.canonical) opens with this device's key (use --reveal to print it).")
+                    return
                 }
+                let opened = try await store.openReceived(sessionID: id)
+                if reveal { print(opened.secret.revealTextForm()); return }
+                let origin = opened.authenticated
+                    ? "envelope v2, sealed by device \(opened.senderDeviceID?.canonical ?? "?") (authenticated), generation \(opened.generation)"
+                    : "envelope v1: its sender is not authenticated"
+                output("The secret of session \(id.canonical) opens with this device's key; \(origin) (use --reveal to print it).")
             }
         }
     }

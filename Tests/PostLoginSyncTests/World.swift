@@ -64,6 +64,34 @@ final class World: Sendable {
         }
     }
 
+    /// Writes `devices.capabilities` as another client of the device would (service role on the stack).
+    func setCapabilities(_ id: UUID, json: String) async throws {
+        switch backend {
+        case .embedded:
+            let store = try EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+            try await store.setCapabilities(deviceID: id, json: json)
+        case .postgrest:
+            let stack = try StackEnvironment.require()
+            try await stack.setDevice(id, base: deployedSchema ? stack.deployedURL : stack.url, fields: #"{"capabilities":\#(json)}"#)
+        }
+    }
+
+    /// `devices.capabilities` as stored, JSON text.
+    func capabilities(_ id: UUID) async throws -> String? {
+        switch backend {
+        case .embedded:
+            let store = try EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+            return try await store.capabilities(deviceID: id)
+        case .postgrest:
+            let stack = try StackEnvironment.require()
+            let r = try await stack.request("GET", "/rest/v1/devices?select=capabilities&id=eq.\(id.canonical)", base: deployedSchema ? stack.deployedURL : stack.url,
+                                            token: stack.token(for: user))
+            guard let row = (try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [[String: Any]])?.first,
+                  let value = row["capabilities"] as? [String: Any] else { return nil }
+            return String(decoding: try JSONSerialization.data(withJSONObject: value), as: UTF8.self)
+        }
+    }
+
     /// A device: its store, identity and sync engine.
     struct Device: Sendable {
         let store: LocalStore

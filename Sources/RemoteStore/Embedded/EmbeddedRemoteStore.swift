@@ -188,6 +188,11 @@ public final class EmbeddedRemoteStore: RemoteStore {
                     last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at
                 """, arguments: [device.id.canonical, me, device.name, device.deviceType.rawValue, device.hostname, device.publicKey,
                                  device.isActive, Timestamp.format(device.lastSeenAt), now, now])
+            if let versions = device.envelopeVersions {
+                // Set this device's key, keep every other key (json_patch merges objects).
+                try db.execute(sql: "UPDATE devices SET capabilities = json_patch(coalesce(capabilities, '{}'), ?) WHERE id = ?",
+                               arguments: [EnvelopeCapability.merged(nil, versions: versions), device.id.canonical])
+            }
             if let apns = device.apns {
                 try db.execute(sql: """
                     UPDATE devices SET apns_token = ?, apns_environment = ?, push_enabled = ?, apns_token_updated_at = ? WHERE id = ?
@@ -202,6 +207,23 @@ public final class EmbeddedRemoteStore: RemoteStore {
             try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [me]).map { row in
                 try RemoteDevice(json: Self.json(row))
             }
+        }
+    }
+
+    /// Replaces a device's `capabilities` (JSON object text), as another client of the device
+    /// would; for tests and demos.
+    public func setCapabilities(deviceID: UUID, json: String) async throws {
+        let me = self.me
+        try await write("setting capabilities") { db in
+            try db.execute(sql: "UPDATE devices SET capabilities = json(?) WHERE id = ? AND user_id = ?", arguments: [json, deviceID.canonical, me])
+        }
+    }
+
+    /// A device's `capabilities`, JSON text.
+    public func capabilities(deviceID: UUID) async throws -> String? {
+        let me = self.me
+        return try await read("reading capabilities") { db in
+            try String.fetchOne(db, sql: "SELECT capabilities FROM devices WHERE id = ? AND user_id = ?", arguments: [deviceID.canonical, me])
         }
     }
 

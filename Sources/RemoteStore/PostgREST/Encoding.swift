@@ -62,6 +62,8 @@ enum JSONValue: Sendable, Hashable {
     case int(Int)
     case bool(Bool)
     case null
+    /// JSON text produced by JSONSerialization (an object or array), written as it is.
+    case json(String)
 
     static func string(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
     static func int(_ value: Int?) -> JSONValue { value.map(JSONValue.int) ?? .null }
@@ -89,6 +91,7 @@ struct JSONRow: Sendable {
             case let .int(number): out.append(String(number))
             case let .bool(flag): out.append(flag ? "true" : "false")
             case .null: out.append("null")
+            case let .json(text): out.append(text)
             }
         }
         out.append("}")

@@ -90,10 +90,43 @@ public final class PostgRESTRemoteStore: RemoteStore {
 
     // MARK: - Devices
 
+    /// Upserts the device row. With ``OwnDeviceRow/envelopeVersions`` it first reads the row's
+    /// `capabilities` and sends them back with this device's key set, so a deployment without
+    /// a server-side merge keeps the keys other clients store there; an old deployment without
+    /// the column is detected once (`PGRST204`/`42703`) and the column is not sent again.
     public func upsertOwnDevice(_ device: OwnDeviceRow) async throws {
-        let body = Data(("[" + device.jsonRow.json + "]").utf8)
-        _ = try await send("POST", RemoteTable.devices, query: [("on_conflict", "id")],
-                           prefer: "resolution=merge-duplicates,return=minimal", body: body)
+        var row = device.jsonRow
+        if let versions = device.envelopeVersions, !missingColumns.withLock({ $0.contains("capabilities") }) {
+            do {
+                let existing = try await currentCapabilities(of: device.id)
+                row.fields.append(("capabilities", .json(EnvelopeCapability.merged(existing, versions: versions))))
+            } catch let error as RemoteStoreError where Self.isMissingColumn(error, "capabilities") {
+                missingColumns.withLock { _ = $0.insert("capabilities") }
+            }
+        }
+        do {
+            _ = try await send("POST", RemoteTable.devices, query: [("on_conflict", "id")],
+                               prefer: "resolution=merge-duplicates,return=minimal", body: Data(("[" + row.json + "]").utf8))
+        } catch let error as RemoteStoreError where Self.isMissingColumn(error, "capabilities") && row.signature.contains("capabilities") {
+            missingColumns.withLock { _ = $0.insert("capabilities") }
+            row.fields.removeAll { $0.0 == "capabilities" }
+            _ = try await send("POST", RemoteTable.devices, query: [("on_conflict", "id")],
+                               prefer: "resolution=merge-duplicates,return=minimal", body: Data(("[" + row.json + "]").utf8))
+        }
+    }
+
+    /// The `capabilities` object of one device row, as JSON text; `nil` when there is no row yet.
+    func currentCapabilities(of id: UUID) async throws -> String? {
+        let response = try await send("GET", RemoteTable.devices, query: [("select", "capabilities"), ("id", "eq.\(id.canonical)")],
+                                      prefer: nil, body: nil)
+        guard let value = try decodeArray(response.body, table: RemoteTable.devices).first?["capabilities"] as? [String: Any] else { return nil }
+        return String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    /// Whether `error` says the deployment lacks `column` (PostgREST's PGRST204 on writes,
+    /// PostgreSQL's 42703 on reads).
+    static func isMissingColumn(_ error: RemoteStoreError, _ column: String) -> Bool {
+        (error.postgrestCode == "PGRST204" || error.postgrestCode == "42703") && error.message.contains(column)
     }
 
     public func listDevices() async throws -> [RemoteDevice] {

@@ -13,6 +13,7 @@ enum RemoteTable {
 /// one neither fails on a missing column nor clears another writer's value.
 enum OptionalColumns {
     static let sessions: Set<String> = ["title"]
+    static let devices: Set<String> = ["capabilities"]
 }
 
 extension OwnDeviceRow {
@@ -118,7 +119,8 @@ extension RemoteDevice {
             hostname: try r.optionalString("hostname"), isActive: try r.bool("is_active", default: true),
             deviceRole: (try? r.optionalString("device_role")).flatMap { $0.flatMap(DeviceTrustRole.init(rawValue:)) },
             publicKey: try r.optionalString("public_key"), isTrusted: try r.bool("is_trusted", default: false),
-            lastSeenAt: try r.optionalDate("last_seen_at")
+            lastSeenAt: try r.optionalDate("last_seen_at"),
+            envelopeVersions: EnvelopeCapability.versions(in: row["capabilities"])
         )
     }
 }

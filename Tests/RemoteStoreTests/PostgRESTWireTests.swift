@@ -109,6 +109,46 @@ struct PostgRESTWireTests {
         #expect(server.requests.first?.queryValue("on_conflict") == "id")
     }
 
+    @Test("advertising capabilities reads the row, sends it back merged, and keeps other clients' keys")
+    func capabilitiesMerged() async throws {
+        let server = try LoopbackHTTPServer { request in
+            request.method == "GET"
+                ? .json(200, [["capabilities": ["cli.version": "2.3.1", "session_secret_envelopes": [1]]]], headers: ["content-range": "0-0/*"])
+                : created
+        }
+        let user = UUID()
+        try await makeClient(server, user: user).upsertOwnDevice(
+            OwnDeviceRow(id: UUID(), userID: user, name: "p", deviceType: .iosPhone, hostname: nil,
+                         publicKey: X25519PrivateKey().publicKey.base64, envelopeVersions: [1, 2]))
+        #expect(server.requests.first?.queryValue("select") == "capabilities")
+        let row = try #require(server.requests.last?.jsonArray?.first)
+        let capabilities = try #require(row["capabilities"] as? [String: Any])
+        #expect(capabilities["cli.version"] as? String == "2.3.1")
+        #expect(capabilities["session_secret_envelopes"] as? [Int] == [1, 2])
+    }
+
+    @Test("an old deployment without devices.capabilities is detected once; the device row still goes", arguments: [true, false])
+    func missingCapabilitiesColumn(refusedOnRead: Bool) async throws {
+        let server = try LoopbackHTTPServer { request in
+            if request.method == "GET" {
+                return refusedOnRead ? .postgrestError(400, code: "42703", message: "column devices.capabilities does not exist")
+                                     : .json(200, [[String: Any]](), headers: ["content-range": "*/*"])
+            }
+            return (request.jsonArray?.first?.keys.contains("capabilities") ?? false)
+                ? .postgrestError(400, code: "PGRST204", message: "Could not find the 'capabilities' column of 'devices' in the schema cache")
+                : created
+        }
+        let user = UUID()
+        let client = makeClient(server, user: user)
+        let row = OwnDeviceRow(id: UUID(), userID: user, name: "p", deviceType: .iosPhone, hostname: nil,
+                               publicKey: X25519PrivateKey().publicKey.base64, envelopeVersions: [1, 2])
+        try await client.upsertOwnDevice(row)
+        let first = server.requests.count
+        try await client.upsertOwnDevice(row)
+        #expect(server.requests.count == first + 1, "the second upsert neither reads nor sends capabilities")
+        #expect(server.requests.last?.jsonArray?.first?.keys.contains("capabilities") == false)
+    }
+
     @Test("a batch is de-duplicated by its conflict key, the last row winning")
     func deduplicated() async throws {
         let server = try LoopbackHTTPServer { _ in created }

@@ -37,6 +37,8 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
         public static let redirected = Code(name: "redirected")
         /// A response was larger than the client accepts.
         public static let responseTooLarge = Code(name: "responseTooLarge")
+        /// The remote has no database function of that name taking those arguments (404 PGRST202).
+        public static let missingFunction = Code(name: "missingFunction")
         /// A listing did not end: pages stopped advancing, or passed the row or time bound.
         public static let listingDidNotEnd = Code(name: "listingDidNotEnd")
     }

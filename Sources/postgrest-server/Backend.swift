@@ -89,6 +89,7 @@ actor Backend {
     /// The anon and service_role keys: the only `apikey` values accepted.
     nonisolated let knownKeys: [String]
     private var cache: SchemaCache?
+    private var functionCache: FunctionCache?
 
     init(client: PostgresClient, authClient: PostgresClient, configuration: ServerConfiguration, logger: Logger) {
         self.client = client
@@ -102,6 +103,13 @@ actor Backend {
         if let cache { return cache }
         let loaded = try await SchemaCache.load(client: client, schema: configuration.schema, logger: logger)
         cache = loaded
+        return loaded
+    }
+
+    func functions(reload: Bool = false) async throws -> FunctionCache {
+        if let functionCache, !reload { return functionCache }
+        let loaded = try await FunctionCache.load(client: client, schema: configuration.schema, logger: logger)
+        functionCache = loaded
         return loaded
     }
 

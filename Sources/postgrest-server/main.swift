@@ -107,6 +107,11 @@ func route(_ request: Request, body: String) async -> Answer {
     var table = path
     if table.hasPrefix("/rest/v1") { table.removeFirst("/rest/v1".count) }
     table = String(table.drop { $0 == "/" })
+    if table.hasPrefix("rpc/") {
+        let function = String(table.dropFirst("rpc/".count))
+        return await backend.call(RESTRequest(method: request.method.rawValue, table: function, query: query, headers: headers, body: body),
+                                  function: function.removingPercentEncoding ?? function)
+    }
     if table.isEmpty || table.contains("/") {
         return .error(APIError(status: 404, code: "PGRST125", message: "Invalid path specified in request URL"))
     }

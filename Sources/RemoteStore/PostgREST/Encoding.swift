@@ -71,6 +71,20 @@ enum JSONValue: Sendable, Hashable {
     static func timestamp(_ value: Date?) -> JSONValue { value.map { .string(Timestamp.format($0)) } ?? .null }
 }
 
+/// One named argument of an RPC call.
+public struct RPCArgument: Sendable, Hashable {
+    let value: JSONValue
+
+    /// A string (UUIDs, timestamps and text go as strings).
+    public static func string(_ text: String?) -> RPCArgument { RPCArgument(value: .string(text)) }
+    /// An integer.
+    public static func int(_ number: Int?) -> RPCArgument { RPCArgument(value: .int(number)) }
+    /// A boolean.
+    public static func bool(_ flag: Bool) -> RPCArgument { RPCArgument(value: .bool(flag)) }
+    /// JSON `null`: the argument does not apply.
+    public static let null = RPCArgument(value: .null)
+}
+
 /// One row to send: its fields in order. A field that is absent is not a key at all (the
 /// column keeps its value); a field set to `.null` clears the column.
 struct JSONRow: Sendable {

@@ -134,6 +134,32 @@ public final class PostgRESTRemoteStore: RemoteStore {
                            decode: RemoteDevice.init(json:))
     }
 
+    // MARK: - RPC
+
+    /// Calls a database function through PostgREST: `POST /rest/v1/rpc/<name>` with the
+    /// arguments as a JSON object of named values (`null` for an argument that does not apply).
+    ///
+    /// - Parameters:
+    ///   - name: The function's name (letters, digits and `_`).
+    ///   - arguments: The named arguments, as JSON values already encoded (strings, numbers,
+    ///     booleans, objects or `null`).
+    /// - Returns: The response body: the function's result as JSON (a scalar, an object, or an
+    ///   array for a set-returning function); empty for `void`.
+    /// - Throws: ``RemoteStoreError`` `.missingFunction` (404 `PGRST202`: no such function, or
+    ///   none with these argument names), or any other error of the request loop.
+    public func rpc(_ name: String, arguments: [String: RPCArgument]) async throws -> Data {
+        guard !name.isEmpty, name.utf8.allSatisfy({ $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) else {
+            throw RemoteStoreError(.configuration, "not a function name")
+        }
+        let row = JSONRow(fields: arguments.keys.sorted().map { ($0, arguments[$0]!.value) })
+        do {
+            return try await send("POST", "rpc/" + name, query: [], prefer: nil, body: Data(row.json.utf8)).body
+        } catch var error as RemoteStoreError where error.postgrestCode == "PGRST202" {
+            error.code = .missingFunction
+            throw error
+        }
+    }
+
     // MARK: - Bulk writes
 
     public func upsertRepositories(_ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?) async throws -> BulkWriteResult {

@@ -61,8 +61,13 @@ final class LoopbackHTTPServer: Sendable {
         thread.start()
     }
 
+    /// Idempotent: closing the listener's number twice could close a file that reused it.
     func stop() {
-        state.withLock { $0.stopped = true }
+        let first = state.withLock { state -> Bool in
+            defer { state.stopped = true }
+            return !state.stopped
+        }
+        guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }

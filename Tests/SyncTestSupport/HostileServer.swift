@@ -85,14 +85,21 @@ public final class HostileServer: Sendable {
     }
 
     /// Stops accepting and closes every open connection.
+    ///
+    /// Idempotent: the listener is closed exactly once (`deinit` calls this too), since closing
+    /// a descriptor number twice can close whatever file reused it meanwhile.
     public func stop() {
-        let open = state.withLock { state -> Set<Int32> in
+        let open = state.withLock { state -> Set<Int32>? in
+            guard !state.stopped else { return nil }
             state.stopped = true
             return state.open
         }
+        guard let open else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
-        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+        state.withLock { state in
+            for fd in open where state.open.contains(fd) { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 
     deinit { stop() }
@@ -115,6 +122,7 @@ public final class HostileServer: Sendable {
                 var idle = timeval(tv_sec: 1, tv_usec: 0)
                 setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &idle, socklen_t(MemoryLayout<timeval>.size))
                 while read(connection, &sink, sink.count) > 0 {}
+                // Removed under the lock before closing, so stop() never touches a reused number.
                 self.state.withLock { _ = $0.open.remove(connection) }
                 close(connection)
             }.start()

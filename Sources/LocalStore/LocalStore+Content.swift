@@ -84,6 +84,21 @@ extension LocalStore {
         try await deleteRows(SessionRecord.self, ids: ids)
     }
 
+    /// Records the live status this desktop reported for one of its sessions, without marking
+    /// the session changed (a push never sends the status; the remote got it directly).
+    ///
+    /// - Returns: whether the session exists here.
+    @discardableResult
+    public func recordRuntimeStatus(_ status: RuntimeStatus) async throws -> Bool {
+        try await mapErrors("recording runtime status") {
+            try await pool.write { db in
+                try db.execute(sql: "UPDATE sessions SET runtime_status = ?, runtime_status_updated_at = ? WHERE id = ?",
+                               arguments: [status.jsonText, status.reportedAt?.epoch, status.sessionID.canonical])
+                return db.changesCount > 0
+            }
+        }
+    }
+
     /// A pull's view of the remote sessions, applied in one transaction (deletions first).
     public func applySessions(_ rows: [SessionRecord], retaining: Set<UUID>?) async throws {
         try await apply(rows, retaining: retaining)

@@ -111,13 +111,14 @@ extension SessionRecord: LocalRow {
     static let columns = [
         "id", "user_id", "device_id", "repository_id", "title", "session_pid", "session_started_at",
         "session_ended_at", "status", "current_branch", "working_directory", "last_heartbeat_at", "is_worktree",
-        "worktree_path", "created_at", "updated_at",
+        "worktree_path", "created_at", "updated_at", "runtime_status", "runtime_status_updated_at",
     ]
 
     var values: [(any DatabaseValueConvertible)?] {
         [id.canonical, userID.canonical, deviceID.canonical, repositoryID.canonical, title, sessionPID,
          sessionStartedAt.epoch, sessionEndedAt?.epoch, status.rawValue, currentBranch, workingDirectory,
-         lastHeartbeatAt?.epoch, isWorktree, worktreePath, createdAt.epoch, updatedAt.epoch]
+         lastHeartbeatAt?.epoch, isWorktree, worktreePath, createdAt.epoch, updatedAt.epoch,
+         runtimeStatus?.jsonText, runtimeStatus?.reportedAt?.epoch]
     }
 
     init(row: Row) throws {
@@ -128,6 +129,8 @@ extension SessionRecord: LocalRow {
             lastHeartbeatAt: row.optionalDate(11), isWorktree: row[12], worktreePath: row[13],
             createdAt: row.date(14), updatedAt: row.date(15)
         )
+        let reportedAt = row.optionalDate(17)
+        runtimeStatus = (row[16] as String?).flatMap { RuntimeStatus(json: $0, sessionID: id, reportedAt: reportedAt) }
     }
 }
 

@@ -140,6 +140,13 @@ enum Schema {
                 ALTER TABLE received_envelopes ADD COLUMN authenticated INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        migrator.registerMigration("v4: session runtime status") { db in
+            try db.execute(sql: """
+                -- The live status the session's desktop reported (JSON text), and when the remote got it.
+                ALTER TABLE sessions ADD COLUMN runtime_status TEXT;
+                ALTER TABLE sessions ADD COLUMN runtime_status_updated_at REAL;
+                """)
+        }
         return migrator
     }
 }

@@ -6,7 +6,8 @@ import RemoteStore
 import SecretCrypto
 import SyncModel
 
-/// Errors that stop a sync before it starts (anything later is recorded in the report).
+/// Errors that stop a sync (or a coordination call) before it starts; anything later in a sync
+/// is recorded in the report.
 public struct SyncError: Error, Sendable, CustomStringConvertible {
     public enum Code: String, Sendable {
         /// The store has no user yet: log in first.
@@ -15,6 +16,8 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case userMismatch
         /// A push was asked of a phone, or a pull of a desktop.
         case wrongRole
+        /// A session this device does not have (or, for a status report, does not run).
+        case unknownSession
     }
 
     public let code: Code

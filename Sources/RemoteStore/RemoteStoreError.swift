@@ -39,6 +39,9 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
         public static let responseTooLarge = Code(name: "responseTooLarge")
         /// The remote has no database function of that name taking those arguments (404 PGRST202).
         public static let missingFunction = Code(name: "missingFunction")
+        /// A value is outside what the remote allows: a CHECK (23514), an invalid argument
+        /// (22023), text that is not of its type (22P02) or too long (22001).
+        public static let invalidValue = Code(name: "invalidValue")
         /// A listing did not end: pages stopped advancing, or passed the row or time bound.
         public static let listingDidNotEnd = Code(name: "listingDidNotEnd")
     }
@@ -85,7 +88,7 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
     /// integrity SQLSTATE (classes 21, 22, 23).
     var isCausedByRows: Bool {
         guard let status else {
-            return [.conflict, .foreignKeyViolation, .permissionDenied, .rowTooLarge].contains(code)
+            return [.conflict, .foreignKeyViolation, .permissionDenied, .rowTooLarge, .invalidValue].contains(code)
         }
         if status == 500, let sqlState = postgrestCode {
             return ["21", "22", "23"].contains(String(sqlState.prefix(2)))

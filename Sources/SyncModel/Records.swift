@@ -97,6 +97,9 @@ public struct SessionRecord: Sendable, Hashable, Codable {
     public var worktreePath: String?
     public var createdAt: Date
     public var updatedAt: Date
+    /// The live status the session's desktop last reported (`runtime_status`); set by
+    /// ``RuntimeStatus`` updates, never by a push, which leaves the remote column alone.
+    public var runtimeStatus: RuntimeStatus?
 
     /// Creates a session row.
     public init(
@@ -104,8 +107,9 @@ public struct SessionRecord: Sendable, Hashable, Codable {
         sessionPID: Int? = nil, sessionStartedAt: Date = Date(), sessionEndedAt: Date? = nil,
         status: SessionStatus = .active, currentBranch: String? = nil, workingDirectory: String? = nil,
         lastHeartbeatAt: Date? = nil, isWorktree: Bool = false, worktreePath: String? = nil,
-        createdAt: Date = Date(), updatedAt: Date = Date()
+        createdAt: Date = Date(), updatedAt: Date = Date(), runtimeStatus: RuntimeStatus? = nil
     ) {
+        self.runtimeStatus = runtimeStatus
         self.id = id
         self.userID = userID
         self.deviceID = deviceID

@@ -40,7 +40,7 @@ struct RemoteOptions: ParsableArguments {
 
 /// Builds the remote a signed-in store talks to.
 enum RemoteFactory {
-    static func make(address: String, store: LocalStore) async throws -> any RemoteStore {
+    static func make(address: String, store: LocalStore) async throws -> any CoordinationStore {
         let identity = try await store.requireIdentity()
         guard let user = identity.userID else { throw CLIError("this store is not logged in; run `sync-cli login` first") }
         if address.hasPrefix("embedded:") {

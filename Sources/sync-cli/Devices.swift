@@ -12,7 +12,7 @@ extension SyncCLI {
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "List the user's devices: which receive secrets, and why the others do not."
+                abstract: "List the user's devices: online or when last seen (15 s window), which receive secrets, and why the others do not."
             )
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
@@ -27,11 +27,14 @@ extension SyncCLI {
                 let decisions = RecipientPolicy.evaluate(devices, userID: remote.userID, selfID: identity.id,
                                                          options: RecipientOptions(requireTrusted: requireTrusted, includeSelf: !excludeSelf))
                 if decisions.isEmpty { output("No devices registered yet.") }
+                let now = Date()
+                let presence = Dictionary(devices.map { ($0.id, $0.presence(now: now).text(now: now)) }, uniquingKeysWith: { first, _ in first })
                 for decision in decisions {
                     let me = decision.deviceID == identity.id ? " (this device)" : ""
                     let format = (decision.envelopeVersions ?? [1]).contains(2) ? "v2" : "v1"
                     let verdict = decision.receives ? "receives secrets (envelope \(format))" : "no: \(decision.reason ?? "")"
-                    output("\(decision.deviceID.canonical)  \(decision.name)\(me)  [\(decision.deviceType ?? "?")]  \(verdict)")
+                    let seen = presence[decision.deviceID] ?? "never seen"
+                    output("\(decision.deviceID.canonical)  \(decision.name)\(me)  [\(decision.deviceType ?? "?")]  \(seen)  \(verdict)")
                 }
             }
         }

@@ -6,8 +6,8 @@ import SyncModel
 extension SyncCLI {
     struct Session: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Manage this desktop's agent sessions.",
-            subcommands: [Start.self, End.self, List.self, Delete.self]
+            abstract: "Agent sessions: start, end and delete them on a desktop; list, claim and report their status.",
+            subcommands: [Start.self, End.self, List.self, Delete.self, Activity.self, RuntimeState.self]
         )
     }
 }
@@ -52,7 +52,7 @@ extension SyncCLI.Session {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the sessions in this store.")
+        static let configuration = CommandConfiguration(abstract: "List the sessions in this store, with the live status their desktop last reported.")
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
@@ -60,7 +60,10 @@ extension SyncCLI.Session {
             let sessions = try await store.sessions()
             if sessions.isEmpty { output("No sessions.") }
             for session in sessions {
-                output("\(session.id.canonical)  \(session.status.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  \(session.title ?? "(untitled)")")
+                let live = session.runtimeStatus.map { status in
+                    "  [\(status.state.rawValue)\(status.errorMessage.map { ": \($0)" } ?? "")]"
+                } ?? ""
+                output("\(session.id.canonical)  \(session.status.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  \(session.title ?? "(untitled)")\(live)")
             }
         }
     }

@@ -58,6 +58,8 @@ struct SyncCLITests {
         [], ["demo"], ["init"], ["login"], ["repo"], ["repo", "add"], ["repo", "list"], ["repo", "remove"], ["session"],
         ["session", "start"], ["session", "end"], ["session", "list"], ["session", "delete"], ["push"], ["pull"], ["sync"],
         ["status"], ["devices", "list"], ["secrets", "show"], ["vectors", "verify"], ["vectors", "generate"],
+        ["session", "activity"], ["session", "status"], ["push-token"], ["push-token", "register"], ["push-token", "invalidate"],
+        ["push-token", "status"], ["approvals", "clear"], ["outbox", "list"],
     ]
 
     @Test("every command has help", arguments: commands)
@@ -133,6 +135,69 @@ struct SyncCLITests {
 
         // The wrong role is refused.
         #expect(try cli.run(["push", "--store", cli.store("p")]).status == 1)
+    }
+
+    @Test("coordination by hand: tokens, handoff, approval clearing, runtime status, outbox, presence; no token printed whole")
+    func coordination() throws {
+        let cli = try CLI()
+        let repo = cli.directory.appendingPathComponent("project")
+        try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
+        for (store, role) in [("d", "desktop"), ("p", "mobile")] {
+            #expect(try cli.run(["init", "--store", cli.store(store), "--role", role, "--name", store]).status == 0)
+            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "c@example.com"]).status == 0)
+        }
+        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        // Before the phone's first sync the remote does not know it: a clear refusal.
+        let early = try cli.run(["session", "activity", "--store", cli.store("p"), session])
+        #expect(early.status == 1 && early.err.contains("sync-cli sync"))
+        #expect(try cli.run(["sync", "--store", cli.store("d")]).status == 0)
+        #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
+
+        let desktopToken = "d0d0d0d0d0d0d0d0d0d0aa11", phoneToken = "f0f0f0f0f0f0f0f0f0f0bb22", rotated = "f0f0f0f0f0f0f0f0f0f0cc33"
+        #expect(try cli.run(["push-token", "register", "--store", cli.store("d"), desktopToken]).status == 0)
+        let registered = try cli.run(["push-token", "register", "--store", cli.store("p"), phoneToken, "--environment", "development"])
+        #expect(registered.status == 0 && registered.out.contains("…f0bb22") && !registered.out.contains(phoneToken))
+        let rotation = try cli.run(["push-token", "register", "--store", cli.store("p"), rotated, "--previous", phoneToken])
+        #expect(rotation.out.contains("no longer valid"))
+        let status = try cli.run(["push-token", "status", "--store", cli.store("p"), "--json"])
+        let statusObject = try JSONSerialization.jsonObject(with: Data(status.out.utf8)) as? [String: Any]
+        #expect(statusObject?["deviceTokenRegistered"] as? Bool == true && (statusObject?["liveActivityTokens"] as? [Any])?.isEmpty == true)
+        let missingActivity = try cli.run(["push-token", "register", "--store", cli.store("p"), "abc", "--type", "live_activity"])
+        #expect(missingActivity.status == 64 && missingActivity.err.contains("--activity-id"))
+
+        #expect(try cli.run(["session", "activity", "--store", cli.store("d"), session]).out.contains("not handed off"))
+        let handoff = try cli.run(["session", "activity", "--store", cli.store("p"), String(session.prefix(8)), "--json"])
+        let claim = try JSONSerialization.jsonObject(with: Data(handoff.out.utf8)) as? [String: Any]
+        #expect(claim?["handed_off"] as? Bool == true && claim?["notified"] as? Int == 1)
+        let unknownClient = try cli.run(["session", "activity", "--store", cli.store("p"), session, "--client", "android"])
+        #expect(unknownClient.status == 64)
+
+        for _ in 0..<2 {
+            let cleared = try cli.run(["approvals", "clear", "--store", cli.store("p"), "req-9", "--exclude-token", rotated, "--json"])
+            let answer = try JSONSerialization.jsonObject(with: Data(cleared.out.utf8)) as? [String: Any]
+            #expect(answer?["success"] as? Bool == true && answer?["devicesNotified"] as? Int == 1)
+        }
+
+        let reported = try cli.run(["session", "status", "--store", cli.store("d"), session, "waiting", "--message", "approve \u{1B}[31m?"])
+        #expect(reported.status == 0, "\(reported.err)")
+        #expect(try cli.run(["session", "status", "--store", cli.store("p"), session, "idle"]).status == 1, "a phone does not report")
+        #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
+        let listed = try cli.run(["session", "list", "--store", cli.store("p")])
+        #expect(listed.out.contains("[waiting: approve") && !listed.out.contains("\u{1B}"))
+
+        let outbox = try cli.run(["outbox", "list", "--store", cli.store("p"), "--json"])
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(outbox.out.utf8)) as? [[String: Any]])
+        #expect(rows.count == 2, "one handoff to the desktop, one approval clearing to the desktop")
+        #expect(Set(rows.compactMap { $0["token"] as? String }) == ["…" + String(desktopToken.suffix(6))])
+        let human = try cli.run(["outbox", "list", "--store", cli.store("d")])
+        #expect(human.out.contains("session_handoff") && human.out.contains("clearApprovalId"))
+        for output in [registered, rotation, status, handoff, outbox, human] {
+            for token in [desktopToken, phoneToken, rotated] { #expect(!output.out.contains(token) && !output.err.contains(token)) }
+        }
+        let devices = try cli.run(["devices", "list", "--store", cli.store("p")])
+        #expect(devices.out.contains("online"))
     }
 
     @Test("a key file readable by others stops the command with ssh's advice")

@@ -536,6 +536,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
         case (_, "23505"): code = .conflict
         case (_, "23503"): code = .foreignKeyViolation
         case (_, "42501"), (403, _): code = .permissionDenied
+        case (_, "23514"), (_, "22023"), (_, "22P02"), (_, "22001"): code = .invalidValue
         default: code = .http
         }
         return RemoteStoreError(code, message, status: response.status, postgrestCode: postgrestCode,

@@ -87,6 +87,9 @@ extension SessionRecord {
             createdAt: try r.optionalDate("created_at") ?? Date(timeIntervalSince1970: 0),
             updatedAt: try r.optionalDate("updated_at") ?? Date(timeIntervalSince1970: 0)
         )
+        // A malformed status (a deployment without the CHECKs) is dropped; the row is kept.
+        runtimeStatus = RuntimeStatus(json: row["runtime_status"], sessionID: id,
+                                      reportedAt: (try? r.optionalDate("runtime_status_updated_at")) ?? nil)
     }
 }
 

@@ -1,0 +1,270 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import PostLoginSync
+import RemoteStore
+import SyncModel
+
+extension ClientType: ExpressibleByArgument {}
+extension PushTokenType: ExpressibleByArgument {}
+extension PushEnvironment: ExpressibleByArgument {}
+extension RuntimeStatus.State: ExpressibleByArgument {}
+
+/// Opens the store and its remote as a ``Coordinator``; remote refusals get a hint at the fix.
+struct CoordinationContext {
+    let store: LocalStore
+    let identity: DeviceIdentity
+    let coordinator: Coordinator
+
+    init(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws {
+        store = try storeOptions.open()
+        identity = try await store.requireIdentity()
+        let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+        coordinator = Coordinator(store: store, remote: remote)
+    }
+
+    /// Runs one remote call, turning the refusals a person can fix into a message that says how.
+    func run<T>(_ body: (Coordinator) async throws -> T) async throws -> T {
+        do {
+            return try await body(coordinator)
+        } catch let error as RemoteStoreError where error.code == .missingFunction {
+            throw CLIError("the remote has no coordination functions (\(error.message)); apply the project's supabase/migrations/*_coordination.sql to it")
+        } catch let error as RemoteStoreError where error.code == .permissionDenied {
+            throw CLIError("\(error.message) (a device or session the remote does not know yet: run `sync-cli sync` on the device that owns it first)")
+        } catch let error as RemoteStoreError where error.code == .invalidValue {
+            throw CLIError(error.message)
+        }
+    }
+
+    /// A session given as a full id, or an id or unambiguous prefix of one this store has.
+    func session(_ text: String) async throws -> UUID {
+        if let id = UUID.parse(text) { return id }
+        return try resolveID(text, among: try await store.sessions().map(\.id), kind: "session")
+    }
+}
+
+/// Prints a value as pretty, key-sorted JSON.
+func printJSON<T: Encodable>(_ value: T) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+extension SyncCLI.Session {
+    struct Activity: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Claim a session for this device (the one driving it now).",
+            discussion: """
+                When another device held the session, it is handed off: every valid device push \
+                token of that device gets the silent handoff payload in the push outbox.
+                """
+        )
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Argument(help: "The session: a full id, or an id or unambiguous prefix of one in this store.") var session: String
+        @Option(help: "Claim as this client type (ios, desktop, web). Default: what this device is.") var client: ClientType?
+        @Flag(help: "Print the function's answer as JSON.") var json = false
+
+        func run() async throws {
+            let context = try await CoordinationContext(storeOptions, remoteOptions)
+            let id = try await context.session(session)
+            let claim = try await context.run { try await $0.claim(sessionID: id, clientType: client) }
+            if json { return try printJSON(claim) }
+            let as_ = (client ?? ClientType(context.identity.deviceType)).rawValue
+            if claim.handedOff {
+                output("Claimed session \(id.canonical) as \(as_): handed off from device \(claim.previousDeviceID?.canonical ?? "?") (\(claim.previousClientType ?? "?")); \(claim.notified) handoff push\(claim.notified == 1 ? "" : "es") queued.")
+            } else {
+                output("Claimed session \(id.canonical) as \(as_): not handed off (no other device held it).")
+            }
+        }
+    }
+
+    struct RuntimeState: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "status",
+            abstract: "Report a session's live status (on the desktop that runs it); phones get it at their next pull."
+        )
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Argument(help: "The session's id or an unambiguous prefix.") var session: String
+        @Argument(help: "running, idle, waiting, not-available or error.") var state: RuntimeStatus.State
+        @Option(help: "A message to show with the status (at most \(RuntimeStatus.maxErrorMessageLength) characters are kept).") var message: String?
+        @Flag(help: "Print the stored runtime_status and runtime_status_updated_at as JSON.") var json = false
+
+        func run() async throws {
+            let context = try await CoordinationContext(storeOptions, remoteOptions)
+            let id = try resolveID(session, among: try await context.store.sessions().map(\.id), kind: "session")
+            let status = try await context.run { try await $0.reportRuntimeStatus(sessionID: id, state: state, errorMessage: message) }
+            if json {
+                let object: [String: Any] = [
+                    "runtime_status": (try? JSONSerialization.jsonObject(with: Data(status.jsonText.utf8))) ?? [:],
+                    "runtime_status_updated_at": status.reportedAt.map(Timestamp.format) ?? NSNull(),
+                ]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+                return print(String(decoding: data, as: UTF8.self))
+            }
+            output("Session \(id.canonical) is \(status.state.rawValue)\(status.errorMessage.map { ": \($0)" } ?? "") (reported to the remote).")
+        }
+    }
+}
+
+extension SyncCLI {
+    struct PushToken: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "push-token",
+            abstract: "This device's push tokens on the remote.",
+            subcommands: [Register.self, Invalidate.self, Status.self]
+        )
+
+        struct Register: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Register a push token for this device (moving it here if another device or user had it).",
+                discussion: "With --previous, that token stops being valid: the device keeps exactly one."
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Argument(help: "The token (1 to 512 characters of A-Z a-z 0-9 . _ : -).") var token: String
+            @Option(help: "device or live_activity.") var type: PushTokenType = .device
+            @Option(help: "development or production.") var environment: PushEnvironment = .production
+            @Option(help: "The platform (lowercase letters).") var platform = "ios"
+            @Option(name: .customLong("activity-id"), help: "The live activity (live_activity tokens only; required there).") var activityID: String?
+            @Option(name: .customLong("session-id"), help: "The session the live activity shows (live_activity tokens only; required there).") var sessionID: String?
+            @Option(help: "The token this one replaces; it becomes invalid.") var previous: String?
+            @Flag(help: "Print the function's answer as JSON.") var json = false
+
+            func validate() throws {
+                if type == .liveActivity, activityID == nil || sessionID == nil {
+                    throw ValidationError("a live_activity token needs --activity-id and --session-id")
+                }
+                if type == .device, activityID != nil || sessionID != nil {
+                    throw ValidationError("--activity-id and --session-id apply to live_activity tokens only")
+                }
+            }
+
+            func run() async throws {
+                let context = try await CoordinationContext(storeOptions, remoteOptions)
+                var session: UUID?
+                if let sessionID { session = try await context.session(sessionID) }
+                let registered = try await context.run {
+                    try await $0.registerPushToken(token, type: type, environment: environment, platform: platform,
+                                                   activityID: activityID, sessionID: session, previousToken: previous)
+                }
+                if json { return try printJSON(registered) }
+                var line = "Registered \(type.rawValue) token \(PushTokenText.hint(token)) for this device (\(environment.rawValue))"
+                if registered.reassigned { line += "; it moved here from another device or user" }
+                if registered.previousInvalidated, let previous { line += "; \(PushTokenText.hint(previous)) is no longer valid" }
+                output(line + ".")
+            }
+        }
+
+        struct Invalidate: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Mark one of your push tokens invalid.")
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Argument(help: "The token.") var token: String
+
+            func run() async throws {
+                let context = try await CoordinationContext(storeOptions, remoteOptions)
+                guard try await context.run({ try await $0.invalidatePushToken(token) }) else {
+                    throw CLIError("you have no push token \(PushTokenText.hint(token))")
+                }
+                output("Push token \(PushTokenText.hint(token)) is no longer valid.")
+            }
+        }
+
+        struct Status: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Whether this device has a valid device token, and its live-activity tokens.")
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Flag(help: "Print the design's status object as JSON.") var json = false
+
+            func run() async throws {
+                let context = try await CoordinationContext(storeOptions, remoteOptions)
+                let status = try await context.run { try await $0.pushTokenStatus() }
+                if json { return try printJSON(status) }
+                output("Device token     \(status.deviceTokenRegistered ? "registered" : "none")")
+                output("Live activities  \(status.liveActivityTokens.isEmpty ? "none" : String(status.liveActivityTokens.count))")
+                for live in status.liveActivityTokens {
+                    output("  \(live.activityId)  session \(live.sessionId.canonical)  registered \(live.registeredAt)")
+                }
+            }
+        }
+    }
+
+    struct Approvals: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Approval prompts across the user's devices.", subcommands: [Clear.self]
+        )
+
+        struct Clear: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Clear an answered approval prompt on the user's other devices.",
+                discussion: """
+                    Queues the silent payload {"aps":{"content-available":1},"clearApprovalId":..., \
+                    "reason":"approved_on_other_device"} for every valid device token but the excluded \
+                    one, once per request and token: asking again queues nothing new and answers the same.
+                    """
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Argument(help: "The approval request's id.") var requestID: String
+            @Option(name: .customLong("exclude-token"), help: "A device token not to notify (the answering device's own).") var excludeToken: String?
+            @Flag(help: "Print the design's response as JSON.") var json = false
+
+            func run() async throws {
+                let context = try await CoordinationContext(storeOptions, remoteOptions)
+                let result = try await context.run { try await $0.clearApproval(requestID: requestID, excludingToken: excludeToken) }
+                if json { return try printJSON(result) }
+                output("Cleared approval \(requestID): \(result.devicesNotified) device\(result.devicesNotified == 1 ? "" : "s") notified.")
+            }
+        }
+    }
+
+    struct Outbox: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "What is queued for delivery to the user's devices.",
+            discussion: "A backend delivery worker sends these to APNs and marks them delivered; this engine never does.",
+            subcommands: [List.self]
+        )
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "List the push outbox, newest first (tokens shown by their last characters).")
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Option(help: "At most this many rows (1 to 10000).") var limit = 50
+            @Flag(help: "Print the rows as JSON (tokens as hints too).") var json = false
+
+            func validate() throws {
+                guard (1...10_000).contains(limit) else { throw ValidationError("--limit must be between 1 and 10000") }
+            }
+
+            func run() async throws {
+                let context = try await CoordinationContext(storeOptions, remoteOptions)
+                let entries = try await context.run { try await $0.outbox(limit: limit) }
+                if json {
+                    let rows: [[String: Any]] = entries.map { entry in
+                        var row: [String: Any] = [
+                            "id": entry.id, "token": entry.tokenHint, "push_type": entry.pushType, "priority": entry.priority,
+                            "attempts": entry.attempts,
+                            "payload": (try? JSONSerialization.jsonObject(with: Data(entry.payload.utf8))) ?? entry.payload,
+                        ]
+                        row["device_id"] = entry.deviceID?.canonical ?? NSNull()
+                        row["collapse_id"] = entry.collapseID ?? NSNull()
+                        row["created_at"] = entry.createdAt.map(Timestamp.format) ?? NSNull()
+                        row["delivered_at"] = entry.deliveredAt.map(Timestamp.format) ?? NSNull()
+                        row["last_error"] = entry.lastError ?? NSNull()
+                        return row
+                    }
+                    let data = try JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+                    return print(String(decoding: data, as: UTF8.self))
+                }
+                if entries.isEmpty { return output("The outbox is empty.") }
+                for entry in entries {
+                    let state = entry.deliveredAt.map { "delivered \(Timestamp.format($0))" } ?? "pending (\(entry.attempts) attempts)"
+                    output("#\(entry.id)  \(entry.pushType)/\(entry.priority)  to \(entry.deviceID?.canonical ?? "?") \(entry.tokenHint)  \(state)")
+                    output("    \(entry.payload)")
+                }
+            }
+        }
+    }
+}

@@ -13,7 +13,8 @@ extension LocalStore {
             try await pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT * FROM distribution_ledger").map { row in
                     LedgerEntry(sessionID: try row.uuid("session_id"), recipientDeviceID: try row.uuid("recipient_device_id"),
-                                recipientKeyFingerprint: row["recipient_key_fingerprint"], sentAt: row.date("sent_at"))
+                                recipientKeyFingerprint: row["recipient_key_fingerprint"], sentAt: row.date("sent_at"),
+                                ephemeralPublicKey: row["ephemeral_public_key"])
                 }
             }
         }
@@ -24,12 +25,31 @@ extension LocalStore {
         try await mapErrors("writing ledger") {
             try await pool.write { db in
                 let statement = try db.cachedStatement(sql: """
-                    INSERT INTO distribution_ledger (session_id, recipient_device_id, recipient_key_fingerprint, sent_at) VALUES (?, ?, ?, ?)
+                    INSERT INTO distribution_ledger (session_id, recipient_device_id, recipient_key_fingerprint, sent_at, ephemeral_public_key)
+                    VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (session_id, recipient_device_id) DO UPDATE SET
-                        recipient_key_fingerprint = excluded.recipient_key_fingerprint, sent_at = excluded.sent_at
+                        recipient_key_fingerprint = excluded.recipient_key_fingerprint, sent_at = excluded.sent_at,
+                        ephemeral_public_key = excluded.ephemeral_public_key
                     """)
                 for entry in entries {
-                    try statement.execute(arguments: [entry.sessionID.canonical, entry.recipientDeviceID.canonical, entry.recipientKeyFingerprint, entry.sentAt.epoch])
+                    try statement.execute(arguments: [entry.sessionID.canonical, entry.recipientDeviceID.canonical, entry.recipientKeyFingerprint,
+                                                      entry.sentAt.epoch, entry.ephemeralPublicKey])
+                }
+            }
+        }
+    }
+
+    /// Fills in the `ephemeral_public_key` of entries written before the ledger recorded it, from
+    /// what the remote holds for those pairs; entries that have one are left alone.
+    public func adoptLedgerKeys(_ keys: [(sessionID: UUID, recipientDeviceID: UUID, ephemeralPublicKey: String)]) async throws {
+        try await mapErrors("writing ledger") {
+            try await pool.write { db in
+                let statement = try db.cachedStatement(sql: """
+                    UPDATE distribution_ledger SET ephemeral_public_key = ?
+                    WHERE session_id = ? AND recipient_device_id = ? AND ephemeral_public_key IS NULL
+                    """)
+                for key in keys {
+                    try statement.execute(arguments: [key.ephemeralPublicKey, key.sessionID.canonical, key.recipientDeviceID.canonical])
                 }
             }
         }

@@ -147,6 +147,12 @@ enum Schema {
                 ALTER TABLE sessions ADD COLUMN runtime_status_updated_at REAL;
                 """)
         }
+        migrator.registerMigration("v5: ledger envelope keys") { db in
+            try db.execute(sql: """
+                -- Desktop: each accepted envelope's ephemeral_public_key, which the remote's envelope digest hashes.
+                ALTER TABLE distribution_ledger ADD COLUMN ephemeral_public_key TEXT;
+                """)
+        }
         return migrator
     }
 }

@@ -43,9 +43,13 @@ public struct LedgerEntry: Sendable, Hashable {
     /// ``SecretCrypto/X25519PublicKey/fingerprint`` of the key the envelope was sealed to.
     public var recipientKeyFingerprint: String
     public var sentAt: Date
+    /// The accepted envelope's `ephemeral_public_key`, which the envelope digest hashes; `nil`
+    /// for entries written before the ledger recorded it (learned from the remote later).
+    public var ephemeralPublicKey: String?
 
     /// Creates a ledger entry.
-    public init(sessionID: UUID, recipientDeviceID: UUID, recipientKeyFingerprint: String, sentAt: Date = Date()) {
+    public init(sessionID: UUID, recipientDeviceID: UUID, recipientKeyFingerprint: String, sentAt: Date = Date(), ephemeralPublicKey: String? = nil) {
+        self.ephemeralPublicKey = ephemeralPublicKey
         self.sessionID = sessionID
         self.recipientDeviceID = recipientDeviceID
         self.recipientKeyFingerprint = recipientKeyFingerprint

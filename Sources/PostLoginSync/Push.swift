@@ -92,12 +92,12 @@ extension PostLoginSync {
         let recipients = decisions.compactMap(\.recipient)
         let recipientIDs = Set(recipients.map(\.deviceID))
 
-        // The remote listing and the local reads overlap: one waits on the network, the other on disk.
-        async let listing = remote.listEnvelopePairs()
         async let secrets = local.ownSealedSecrets()
         async let entries = local.ledger()
-        let remotePairs = Set(try await listing)
         let ownSecrets = try await secrets
+        let ledgerEntries = try await entries
+        let (remotePairs, replaced) = try await remoteEnvelopePairs(owner: identity.id, ownSessions: ownSecrets, ledger: ledgerEntries,
+                                                                    expected: ownSecrets.count * recipients.count, recorder: recorder)
         let writesV2 = options.envelopeVersions.contains(2)
         // This desktop's own row no longer lists what it reads (another client rewrote
         // capabilities): advertise again at the next run.
@@ -105,7 +105,6 @@ extension PostLoginSync {
             try await local.setSetting(Self.advertisedKey, nil)
         }
         var ledger: [EnvelopePair: String] = [:]
-        let ledgerEntries = try await entries
         ledger.reserveCapacity(ledgerEntries.count)
         for item in ledgerEntries {
             ledger[EnvelopePair(sessionID: item.sessionID, deviceID: item.recipientDeviceID)] = item.recipientKeyFingerprint
@@ -124,7 +123,8 @@ extension PostLoginSync {
         for (session, own) in ownSecrets {
             let missing = recipients.filter { recipient in
                 let pair = EnvelopePair(sessionID: session, deviceID: recipient.deviceID)
-                return !remotePairs.contains(pair) || ledger[pair] != recipient.ledgerMark(version: recipient.version(writingVersion2: writesV2))
+                return !remotePairs.contains(pair) || replaced.contains(pair)
+                    || ledger[pair] != recipient.ledgerMark(version: recipient.version(writingVersion2: writesV2))
             }
             if !missing.isEmpty {
                 work.append(SealWork(session: session, own: own, recipients: missing))
@@ -159,7 +159,7 @@ extension PostLoginSync {
                 let now = Date()
                 try await local.recordDistributions(batch.map {
                     LedgerEntry(sessionID: $0.sessionID, recipientDeviceID: $0.deviceID,
-                                recipientKeyFingerprint: fingerprints[$0.deviceID] ?? "", sentAt: now)
+                                recipientKeyFingerprint: fingerprints[$0.deviceID] ?? "", sentAt: now, ephemeralPublicKey: $0.ephemeralPublicKey)
                 })
                 let completed = done.add(batch.count)
                 progress?(SyncProgress(phase: .secrets, completed: completed, total: total, message: "Syncing secrets..."))
@@ -173,6 +173,70 @@ extension PostLoginSync {
             entry.failed += result.rejected.count
             entry.errors += Self.issues(result.rejected, phase: .secrets)
         }
+    }
+
+    /// The envelope pairs of this desktop's sessions that the remote holds, and those of them
+    /// that another writer replaced since this desktop wrote them (to be sealed again).
+    ///
+    /// By digest when the remote has one: the ledger's digest is compared with the remote's in
+    /// one request, and only the buckets that differ are listed. A listed row whose
+    /// `ephemeral_public_key` is not the one the ledger recorded was replaced; one the ledger
+    /// knows without a key (entries older than the key column) adopts the remote's. Without a
+    /// digest function, every pair is listed, as before (a replaced row goes unnoticed then).
+    func remoteEnvelopePairs(owner: UUID, ownSessions: [UUID: OwnSealedSecret], ledger: [LedgerEntry], expected: Int,
+                             recorder: Recorder) async throws -> (present: Set<EnvelopePair>, replaced: Set<EnvelopePair>) {
+        let own = ledger.filter { ownSessions[$0.sessionID] != nil }
+        let buckets = SecretDigest.bucketCount(forPairs: max(own.count, expected))
+        let remoteDigest: [DigestBucket]
+        do {
+            remoteDigest = try await remote.secretDigest(ownerDeviceID: owner, buckets: buckets)
+        } catch let error as RemoteStoreError where error.code == .missingFunction {
+            logger?.notice("the remote has no envelope digest; listing every envelope pair")
+            let pairs = Set(try await remote.listEnvelopePairs())
+            recorder.report.reconciliation = Reconciliation(method: "listing", rowsListed: pairs.count)
+            return (pairs, [])
+        }
+        var localDigest: [Int: DigestBucket] = [:]
+        var differing: Set<Int> = []
+        for entry in own {
+            let bucket = SecretDigest.bucket(of: entry.sessionID, buckets: buckets)
+            guard let key = entry.ephemeralPublicKey else { differing.insert(bucket); continue }
+            localDigest[bucket, default: DigestBucket(bucket: bucket)]
+                .add(SecretDigest.rowHash(sessionID: entry.sessionID.canonical, deviceID: entry.recipientDeviceID.canonical, ephemeralPublicKey: key))
+        }
+        let remoteByBucket = Dictionary(remoteDigest.map { ($0.bucket, $0) }, uniquingKeysWith: { first, _ in first })
+        for bucket in Set(localDigest.keys).union(remoteByBucket.keys) where localDigest[bucket] != remoteByBucket[bucket] {
+            differing.insert(bucket)
+        }
+
+        var pairs = Set<EnvelopePair>()
+        var recorded: [EnvelopePair: String?] = [:]
+        for entry in own {
+            let pair = EnvelopePair(sessionID: entry.sessionID, deviceID: entry.recipientDeviceID)
+            if differing.contains(SecretDigest.bucket(of: entry.sessionID, buckets: buckets)) {
+                recorded[pair] = .some(entry.ephemeralPublicKey)
+            } else {
+                pairs.insert(pair)
+            }
+        }
+        let sessions = Set(ownSessions.keys.filter { differing.contains(SecretDigest.bucket(of: $0, buckets: buckets)) })
+        let listed = sessions.isEmpty ? [] : try await remote.listEnvelopeKeys(sessions: sessions)
+        var adopted: [(sessionID: UUID, recipientDeviceID: UUID, ephemeralPublicKey: String)] = []
+        var replaced = Set<EnvelopePair>()
+        for row in listed {
+            switch recorded[row.pair] {
+            case .some(.some(let key)) where key != row.ephemeralPublicKey:
+                replaced.insert(row.pair)
+            case .some(.none):
+                adopted.append((row.pair.sessionID, row.pair.deviceID, row.ephemeralPublicKey))
+            default:
+                break
+            }
+            pairs.insert(row.pair)
+        }
+        if !adopted.isEmpty { try await local.adoptLedgerKeys(adopted) }
+        recorder.report.reconciliation = Reconciliation(method: "digest", buckets: buckets, bucketsListed: differing.count, rowsListed: listed.count)
+        return (pairs, replaced)
     }
 
     /// One session's own secret and the recipients it must be sealed to.

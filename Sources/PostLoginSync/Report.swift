@@ -157,6 +157,27 @@ public struct DeviceDecision: Sendable, Hashable, Codable {
 }
 
 /// The typed result of a push or pull.
+/// How a push learned which envelope rows the remote holds (sync.md, "Reconciliation that scales").
+public struct Reconciliation: Sendable, Codable, Hashable {
+    /// `digest` (one request, then only the buckets that differ) or `listing` (every pair: the
+    /// remote has no digest function).
+    public var method: String
+    /// Buckets of the digest (0 for a listing).
+    public var buckets = 0
+    /// Buckets whose digests differed, so their rows were listed.
+    public var bucketsListed = 0
+    /// Envelope rows listed.
+    public var rowsListed = 0
+
+    /// Creates a record.
+    public init(method: String, buckets: Int = 0, bucketsListed: Int = 0, rowsListed: Int = 0) {
+        self.method = method
+        self.buckets = buckets
+        self.bucketsListed = bucketsListed
+        self.rowsListed = rowsListed
+    }
+}
+
 public struct SyncReport: Sendable, Codable, Hashable {
     /// `push` or `pull`.
     public var direction: String
@@ -174,6 +195,8 @@ public struct SyncReport: Sendable, Codable, Hashable {
     public var retries = 0
     /// Desktop: every device of the user and whether it receives envelopes.
     public var recipients: [DeviceDecision] = []
+    /// Desktop: how the secrets step learned which envelopes the remote holds.
+    public var reconciliation: Reconciliation?
 
     /// Every recorded problem, phase by phase.
     public var errors: [SyncIssue] { phases.flatMap(\.errors) }

@@ -35,6 +35,18 @@ public protocol RemoteStore: Sendable {
     /// Every `(session_id, device_id)` pair that has an envelope, over the user's sessions.
     func listEnvelopePairs() async throws -> [EnvelopePair]
 
+    /// The digest of the user's envelope rows whose session belongs to `ownerDeviceID`, one entry
+    /// per non-empty bucket (``SecretDigest``); `buckets` a power of two up to 65,536. One
+    /// request whatever the size.
+    ///
+    /// - Throws: `RemoteStoreError` `.missingFunction` when the remote has no digest (then list
+    ///   the pairs instead), `.invalidValue` for a bad bucket count.
+    func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket]
+
+    /// The envelope rows of these sessions, with each row's `ephemeral_public_key` (what the
+    /// digest hashes), for the buckets whose digests differ.
+    func listEnvelopeKeys(sessions: Set<UUID>) async throws -> [EnvelopeKey]
+
     /// Deletes every envelope addressed to these devices. Returns how many were deleted, when known.
     @discardableResult
     func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int?
@@ -131,6 +143,25 @@ public struct EnvelopePair: Sendable, Hashable {
 
     /// `session_id/device_id`, for reports.
     public var key: String { "\(sessionID.canonical)/\(deviceID.canonical)" }
+}
+
+/// One envelope row's pair and `ephemeral_public_key`.
+public struct EnvelopeKey: Sendable, Hashable {
+    public var pair: EnvelopePair
+    public var ephemeralPublicKey: String
+
+    /// Creates a row.
+    public init(pair: EnvelopePair, ephemeralPublicKey: String) {
+        self.pair = pair
+        self.ephemeralPublicKey = ephemeralPublicKey
+    }
+}
+
+extension RemoteStore {
+    /// A remote without a digest: `.missingFunction`, so the caller lists the pairs.
+    public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
+        throw RemoteStoreError(.missingFunction, "this remote has no envelope digest")
+    }
 }
 
 /// The columns of `devices` that the device itself owns, the only ones its upsert sends.

@@ -106,6 +106,11 @@ enum SyncRunner {
         output("\(report.direction.capitalized) \(report.outcome.rawValue) in \(String(format: "%.2f", report.durationSeconds)) s: "
               + "\(report.requests) requests, \(report.bytesSent) bytes sent, \(report.bytesReceived) received, "
               + "\(report.envelopesSealed) envelopes sealed, \(report.envelopesOpened) opened")
+        if let reconciliation = report.reconciliation {
+            output(reconciliation.method == "digest"
+                   ? "  reconciled by digest: \(reconciliation.bucketsListed) of \(reconciliation.buckets) buckets listed (\(reconciliation.rowsListed) rows)"
+                   : "  reconciled by listing every pair (the remote has no digest function): \(reconciliation.rowsListed) rows")
+        }
         for phase in report.phases {
             output("  \(phase.phase.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(phase.status.padding(toLength: 7, withPad: " ", startingAt: 0)) "
                   + "sent \(phase.sent), applied \(phase.applied), skipped \(phase.skipped), failed \(phase.failed), deleted \(phase.deleted)")

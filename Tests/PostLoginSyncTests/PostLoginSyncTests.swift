@@ -324,6 +324,10 @@ struct FailAfterBatches: RemoteStore {
         }
     }
     func listEnvelopePairs() async throws -> [EnvelopePair] { try await base.listEnvelopePairs() }
+    func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
+        try await base.secretDigest(ownerDeviceID: ownerDeviceID, buckets: buckets)
+    }
+    func listEnvelopeKeys(sessions: Set<UUID>) async throws -> [EnvelopeKey] { try await base.listEnvelopeKeys(sessions: sessions) }
     func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(recipients: recipients) }
     func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(sessions: sessions) }
     func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? { try await base.deleteEnvelopes(pairs: pairs) }

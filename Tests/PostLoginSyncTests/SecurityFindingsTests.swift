@@ -35,6 +35,9 @@ struct SecurityFindingsTests {
                 let rows = (try? JSONSerialization.jsonObject(with: request.body)) as? [[String: Any]] ?? []
                 envelopes.ids.withLock { $0 += rows.compactMap { $0["device_id"] as? String } }
                 connection.respond(201)
+            case ("POST", _) where request.path.contains("/rpc/"):
+                // A deployment without the project's functions.
+                connection.json(404, #"{"code":"PGRST202","message":"Could not find the function"}"#)
             case ("POST", _):
                 connection.respond(201)
             default:

@@ -409,6 +409,37 @@ public final class EmbeddedRemoteStore: RemoteStore {
         }
     }
 
+    public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
+        guard SecretDigest.isValidBucketCount(buckets) else {
+            throw RemoteStoreError(.invalidValue, "buckets must be a power of two from 1 to 65536", postgrestCode: "22023")
+        }
+        let me = self.me
+        let rows = try await read("computing the envelope digest") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT s.session_id, s.device_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
+                JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND c.device_id = ?
+                """, arguments: [me, ownerDeviceID.canonical]).map { row in
+                (try Self.uuid(row["session_id"]), row["device_id"] as String, row["ephemeral_public_key"] as String)
+            }
+        }
+        return SecretDigest.digest(rows, buckets: buckets).values.sorted { $0.bucket < $1.bucket }
+    }
+
+    public func listEnvelopeKeys(sessions: Set<UUID>) async throws -> [EnvelopeKey] {
+        let me = self.me
+        let list = Self.jsonArray(sessions)
+        return try await read("listing envelope keys") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT s.session_id, s.device_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
+                JOIN agent_coding_sessions c ON c.id = s.session_id
+                WHERE c.user_id = ? AND s.session_id IN (SELECT value FROM json_each(?)) ORDER BY s.session_id, s.device_id
+                """, arguments: [me, list]).map { row in
+                EnvelopeKey(pair: EnvelopePair(sessionID: try Self.uuid(row["session_id"]), deviceID: try Self.uuid(row["device_id"])),
+                            ephemeralPublicKey: row["ephemeral_public_key"])
+            }
+        }
+    }
+
     public func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? {
         try await deleteSecrets(column: "device_id", ids: recipients)
     }

@@ -160,6 +160,32 @@ public final class PostgRESTRemoteStore: RemoteStore {
         }
     }
 
+    // MARK: - Envelope digest
+
+    public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
+        let data = try await rpc("session_secret_digest", arguments: ["owner_device_id": .string(ownerDeviceID.canonical), "buckets": .int(buckets)])
+        guard let digest = try? JSONDecoder().decode([DigestBucket].self, from: data) else {
+            throw RemoteStoreError(.malformedResponse, "session_secret_digest answered something other than bucket digests")
+        }
+        return digest
+    }
+
+    public func listEnvelopeKeys(sessions: Set<UUID>) async throws -> [EnvelopeKey] {
+        let ids = sessions.map(\.canonical).sorted()
+        var keys: [EnvelopeKey] = []
+        for start in stride(from: 0, to: ids.count, by: configuration.inFilterChunk) {
+            let chunk = ids[start..<min(start + configuration.inFilterChunk, ids.count)]
+            keys += try await fetchAll(RemoteTable.secrets, query: [
+                ("select", "id,session_id,device_id,ephemeral_public_key"), ("session_id", PostgREST.inList(chunk)),
+            ], order: "id.asc", keyset: ["id"]) { row in
+                let r = RowReader(row, table: RemoteTable.secrets)
+                return EnvelopeKey(pair: EnvelopePair(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id")),
+                                   ephemeralPublicKey: try r.optionalString("ephemeral_public_key") ?? "")
+            }
+        }
+        return keys
+    }
+
     // MARK: - Bulk writes
 
     public func upsertRepositories(_ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?) async throws -> BulkWriteResult {

@@ -196,13 +196,20 @@ extension PostLoginSync {
             recorder.report.reconciliation = Reconciliation(method: "listing", rowsListed: pairs.count)
             return (pairs, [])
         }
+        // Each session's text and bucket, each device's text, once: 100,000 rows share 10,000 sessions.
+        var sessionInfo: [UUID: (text: String, bucket: Int)] = [:]
+        sessionInfo.reserveCapacity(ownSessions.count)
+        for session in ownSessions.keys { sessionInfo[session] = (session.canonical, SecretDigest.bucket(of: session, buckets: buckets)) }
+        var deviceText: [UUID: String] = [:]
         var localDigest: [Int: DigestBucket] = [:]
         var differing: Set<Int> = []
         for entry in own {
-            let bucket = SecretDigest.bucket(of: entry.sessionID, buckets: buckets)
-            guard let key = entry.ephemeralPublicKey else { differing.insert(bucket); continue }
-            localDigest[bucket, default: DigestBucket(bucket: bucket)]
-                .add(SecretDigest.rowHash(sessionID: entry.sessionID.canonical, deviceID: entry.recipientDeviceID.canonical, ephemeralPublicKey: key))
+            guard let session = sessionInfo[entry.sessionID] else { continue }
+            guard let key = entry.ephemeralPublicKey else { differing.insert(session.bucket); continue }
+            let device = deviceText[entry.recipientDeviceID] ?? entry.recipientDeviceID.canonical
+            deviceText[entry.recipientDeviceID] = device
+            localDigest[session.bucket, default: DigestBucket(bucket: session.bucket)]
+                .add(SecretDigest.rowHash(sessionID: session.text, deviceID: device, ephemeralPublicKey: key))
         }
         let remoteByBucket = Dictionary(remoteDigest.map { ($0.bucket, $0) }, uniquingKeysWith: { first, _ in first })
         for bucket in Set(localDigest.keys).union(remoteByBucket.keys) where localDigest[bucket] != remoteByBucket[bucket] {
@@ -213,13 +220,13 @@ extension PostLoginSync {
         var recorded: [EnvelopePair: String?] = [:]
         for entry in own {
             let pair = EnvelopePair(sessionID: entry.sessionID, deviceID: entry.recipientDeviceID)
-            if differing.contains(SecretDigest.bucket(of: entry.sessionID, buckets: buckets)) {
+            if let session = sessionInfo[entry.sessionID], differing.contains(session.bucket) {
                 recorded[pair] = .some(entry.ephemeralPublicKey)
             } else {
                 pairs.insert(pair)
             }
         }
-        let sessions = Set(ownSessions.keys.filter { differing.contains(SecretDigest.bucket(of: $0, buckets: buckets)) })
+        let sessions = Set(sessionInfo.filter { differing.contains($0.value.bucket) }.keys)
         let listed = sessions.isEmpty ? [] : try await remote.listEnvelopeKeys(sessions: sessions)
         var adopted: [(sessionID: UUID, recipientDeviceID: UUID, ephemeralPublicKey: String)] = []
         var replaced = Set<EnvelopePair>()

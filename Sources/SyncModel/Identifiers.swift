@@ -6,7 +6,24 @@ extension UUID {
     ///
     /// Foundation's `uuidString` is uppercase; deployed clients that used it failed to match
     /// lowercase rows and derived the wrong HKDF salt.
-    public var canonical: String { uuidString.lowercased() }
+    public var canonical: String {
+        // Formatted by hand: ids are printed by the hundred thousand (ledgers, digests, filters)
+        // and `uuidString.lowercased()` formats and then copies again.
+        withUnsafeBytes(of: uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var position = 0
+                for (index, byte) in bytes.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 { out[position] = 45; position += 1 }
+                    out[position] = Self.hexDigit(byte >> 4)
+                    out[position + 1] = Self.hexDigit(byte & 0x0F)
+                    position += 2
+                }
+                return position
+            }
+        }
+    }
+
+    @inline(__always) private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 48 + nibble : 87 + nibble }
 
     /// Parses UUID text in any case.
     ///

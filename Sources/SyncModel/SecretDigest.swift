@@ -49,33 +49,36 @@ public enum SecretDigest {
 
     /// The bucket of a session.
     public static func bucket(of sessionID: UUID, buckets: Int) -> Int {
-        let hash = MD5.hash(Array(sessionID.canonical.utf8))
-        return (Int(hash[0]) << 8 | Int(hash[1])) % buckets
+        bucket(ofSessionText: sessionID.canonical, buckets: buckets)
+    }
+
+    /// The bucket of a session given as its lowercase text.
+    public static func bucket(ofSessionText text: String, buckets: Int) -> Int {
+        Int(MD5.halves(of: text).0 >> 48) % buckets
     }
 
     /// `row_hash` as (h1, h2).
     public static func rowHash(sessionID: String, deviceID: String, ephemeralPublicKey: String) -> (Int64, Int64) {
-        let hash = MD5.hash(Array((sessionID + ":" + deviceID + ":" + ephemeralPublicKey).utf8))
-        var h1: UInt64 = 0, h2: UInt64 = 0
-        for index in 0..<8 {
-            h1 = h1 << 8 | UInt64(hash[index])
-            h2 = h2 << 8 | UInt64(hash[index + 8])
-        }
-        return (Int64(bitPattern: h1), Int64(bitPattern: h2))
+        let hash = MD5.halves(of: sessionID, ":", deviceID, ":", ephemeralPublicKey)
+        return (Int64(bitPattern: hash.0), Int64(bitPattern: hash.1))
     }
 
-    /// The digest of rows given as (session id, device id text, ephemeral public key), keyed by bucket.
-    public static func digest(_ rows: some Sequence<(UUID, String, String)>, buckets: Int) -> [Int: DigestBucket] {
+    /// The digest of rows given as (session id text, device id text, ephemeral public key), the
+    /// texts as stored, keyed by bucket.
+    public static func digest(_ rows: some Sequence<(String, String, String)>, buckets: Int) -> [Int: DigestBucket] {
         var result: [Int: DigestBucket] = [:]
+        var sessions: [String: Int] = [:]
         for (session, device, key) in rows {
-            let bucket = bucket(of: session, buckets: buckets)
-            result[bucket, default: DigestBucket(bucket: bucket)].add(rowHash(sessionID: session.canonical, deviceID: device, ephemeralPublicKey: key))
+            let bucket = sessions[session] ?? bucket(ofSessionText: session.lowercased(), buckets: buckets)
+            sessions[session] = bucket
+            result[bucket, default: DigestBucket(bucket: bucket)].add(rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: key))
         }
         return result
     }
 }
 
-/// MD5 (RFC 1321), for the digest's checksums only.
+/// MD5 (RFC 1321), for the digest's checksums only. Written for short messages hashed by the
+/// hundred thousand: no heap allocation per hash.
 public enum MD5 {
     static let shifts: [UInt32] = [
         7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
@@ -87,39 +90,73 @@ public enum MD5 {
 
     /// The 16-byte MD5 of `message`.
     public static func hash(_ message: [UInt8]) -> [UInt8] {
-        var bytes = message
-        let bitLength = UInt64(message.count) &* 8
-        bytes.append(0x80)
-        while bytes.count % 64 != 56 { bytes.append(0) }
-        for index in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: bitLength >> (8 * UInt64(index)))) }
-        var a0: UInt32 = 0x6745_2301, b0: UInt32 = 0xEFCD_AB89, c0: UInt32 = 0x98BA_DCFE, d0: UInt32 = 0x1032_5476
-        var words = [UInt32](repeating: 0, count: 16)
-        for chunk in stride(from: 0, to: bytes.count, by: 64) {
-            for index in 0..<16 {
-                let base = chunk + index * 4
-                words[index] = UInt32(bytes[base]) | UInt32(bytes[base + 1]) << 8 | UInt32(bytes[base + 2]) << 16 | UInt32(bytes[base + 3]) << 24
-            }
-            var a = a0, b = b0, c = c0, d = d0
-            for round in 0..<64 {
-                var f: UInt32
-                let g: Int
-                switch round {
-                case 0..<16: f = (b & c) | (~b & d); g = round
-                case 16..<32: f = (d & b) | (~d & c); g = (5 * round + 1) % 16
-                case 32..<48: f = b ^ c ^ d; g = (3 * round + 5) % 16
-                default: f = c ^ (b | ~d); g = (7 * round) % 16
-                }
-                f = f &+ a &+ constants[round] &+ words[g]
-                a = d
-                d = c
-                c = b
-                b = b &+ (f << shifts[round] | f >> (32 - shifts[round]))
-            }
-            a0 = a0 &+ a
-            b0 = b0 &+ b
-            c0 = c0 &+ c
-            d0 = d0 &+ d
+        let (high, low) = padded(length: message.count) { buffer in
+            for (index, byte) in message.enumerated() { buffer[index] = byte }
         }
-        return [a0, b0, c0, d0].flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> (8 * UInt32($0))) } }
+        return (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * UInt64($0))) }
+            + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * UInt64($0))) }
+    }
+
+    /// The MD5 of the UTF-8 of `parts` joined, as its bytes 0-7 and 8-15 read big-endian.
+    public static func halves(of parts: String...) -> (UInt64, UInt64) {
+        var length = 0
+        for part in parts { length += part.utf8.count }
+        return padded(length: length) { buffer in
+            var offset = 0
+            for part in parts {
+                for byte in part.utf8 { buffer[offset] = byte; offset += 1 }
+            }
+        }
+    }
+
+    /// Writes a `length`-byte message with `fill` into a stack buffer, pads it and hashes it.
+    static func padded(length: Int, fill: (UnsafeMutableBufferPointer<UInt8>) -> Void) -> (UInt64, UInt64) {
+        let total = (length + 8) / 64 * 64 + 64
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total) { buffer in
+            fill(buffer)
+            buffer[length] = 0x80
+            for index in (length + 1)..<(total - 8) { buffer[index] = 0 }
+            let bits = UInt64(length) &* 8
+            for index in 0..<8 { buffer[total - 8 + index] = UInt8(truncatingIfNeeded: bits >> (8 * UInt64(index))) }
+            return digest(UnsafeBufferPointer(buffer))
+        }
+    }
+
+    static func digest(_ bytes: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64) {
+        var a0: UInt32 = 0x6745_2301, b0: UInt32 = 0xEFCD_AB89, c0: UInt32 = 0x98BA_DCFE, d0: UInt32 = 0x1032_5476
+        constants.withUnsafeBufferPointer { k in
+            shifts.withUnsafeBufferPointer { s in
+                withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 16) { words in
+                    for chunk in stride(from: 0, to: bytes.count, by: 64) {
+                        for index in 0..<16 {
+                            let base = chunk + index * 4
+                            words[index] = UInt32(bytes[base]) | UInt32(bytes[base + 1]) << 8 | UInt32(bytes[base + 2]) << 16 | UInt32(bytes[base + 3]) << 24
+                        }
+                        var a = a0, b = b0, c = c0, d = d0
+                        for round in 0..<64 {
+                            var f: UInt32
+                            let g: Int
+                            switch round {
+                            case 0..<16: f = (b & c) | (~b & d); g = round
+                            case 16..<32: f = (d & b) | (~d & c); g = (5 &* round &+ 1) & 15
+                            case 32..<48: f = b ^ c ^ d; g = (3 &* round &+ 5) & 15
+                            default: f = c ^ (b | ~d); g = (7 &* round) & 15
+                            }
+                            f = f &+ a &+ k[round] &+ words[g]
+                            a = d
+                            d = c
+                            c = b
+                            b = b &+ (f << s[round] | f >> (32 &- s[round]))
+                        }
+                        a0 = a0 &+ a
+                        b0 = b0 &+ b
+                        c0 = c0 &+ c
+                        d0 = d0 &+ d
+                    }
+                }
+            }
+        }
+        // The digest is a0..d0 little-endian; read as bytes 0-7 and 8-15 big-endian.
+        return (UInt64(a0.byteSwapped) << 32 | UInt64(b0.byteSwapped), UInt64(c0.byteSwapped) << 32 | UInt64(d0.byteSwapped))
     }
 }

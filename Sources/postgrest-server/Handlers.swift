@@ -174,6 +174,23 @@ extension Backend {
 
     func insert(_ request: RESTRequest, table: SchemaCache.Table, role: String, claims: String) async throws -> Answer {
         let preferences = Preferences(request.headers["prefer"])
+        let statement = try insertStatement(request, table: table, preferences: preferences)
+        let rows = try await run(role: role, claims: claims, [statement])
+        let inserted = rows.first?[0].flatMap(Int.init) ?? 0
+        let affected = rows.first?[1].flatMap(Int.init) ?? 0
+        let status = inserted > 0 || preferences.resolution == nil ? 201 : 200
+        var headers: [(String, String)] = []
+        if !preferences.applied.isEmpty { headers.append(("Preference-Applied", preferences.applied.joined(separator: ", "))) }
+        headers.append(("Content-Range", "*/\(preferences.count != nil ? String(affected) : "*")"))
+        if preferences.returning == "representation" {
+            return .json(status, rows.first?[2] ?? "[]", headers: headers)
+        }
+        return Answer(status: status, headers: headers)
+    }
+
+    /// The INSERT (or upsert) of a POST and its one bound payload. Kept out of the async
+    /// handler: Swift 6.3.1's optimizer crashes splitting that coroutine when this code is in it.
+    func insertStatement(_ request: RESTRequest, table: SchemaCache.Table, preferences: Preferences) throws -> (String, [String?]) {
         let parameters = Dictionary(request.query, uniquingKeysWith: { _, last in last })
         guard let parsed = try? JSONSerialization.jsonObject(with: Data(request.body.utf8)) else {
             throw APIError(status: 400, code: "PGRST102", message: "Empty or invalid json")
@@ -227,17 +244,7 @@ extension Backend {
             SELECT (SELECT count(*) FROM _w WHERE _inserted)::text, (SELECT count(*) FROM _w)::text,
                    (SELECT coalesce(json_agg(_row), '[]'::json) FROM _w)::text
             """
-        let rows = try await run(role: role, claims: claims, [(sql, columns.isEmpty ? [] : [payload])])
-        let inserted = rows.first?[0].flatMap(Int.init) ?? 0
-        let affected = rows.first?[1].flatMap(Int.init) ?? 0
-        let status = inserted > 0 || preferences.resolution == nil ? 201 : 200
-        var headers: [(String, String)] = []
-        if !preferences.applied.isEmpty { headers.append(("Preference-Applied", preferences.applied.joined(separator: ", "))) }
-        headers.append(("Content-Range", "*/\(preferences.count != nil ? String(affected) : "*")"))
-        if preferences.returning == "representation" {
-            return .json(status, rows.first?[2] ?? "[]", headers: headers)
-        }
-        return Answer(status: status, headers: headers)
+        return (sql, columns.isEmpty ? [] : [payload])
     }
 
     // MARK: PATCH

@@ -95,6 +95,14 @@ struct DigestReconciliationTests {
         #expect(SecretDigest.bucketCount(forPairs: 10_000_000) == 65_536)
     }
 
+    @Test("canonical ids are Foundation's, lowercased")
+    func canonical() {
+        for uuid in (0..<1000).map({ _ in UUID() }) + [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                                                       UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))] {
+            #expect(uuid.canonical == uuid.uuidString.lowercased())
+        }
+    }
+
     @Test("MD5 matches RFC 1321's test suite")
     func md5() {
         let suite: [(String, String)] = [

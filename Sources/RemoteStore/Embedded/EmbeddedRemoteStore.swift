@@ -419,7 +419,7 @@ public final class EmbeddedRemoteStore: RemoteStore {
                 SELECT s.session_id, s.device_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
                 JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND c.device_id = ?
                 """, arguments: [me, ownerDeviceID.canonical]).map { row in
-                (try Self.uuid(row["session_id"]), row["device_id"] as String, row["ephemeral_public_key"] as String)
+                (row[0] as String, row[1] as String, row[2] as String)
             }
         }
         return SecretDigest.digest(rows, buckets: buckets).values.sorted { $0.bucket < $1.bucket }

@@ -196,21 +196,15 @@ extension PostLoginSync {
             recorder.report.reconciliation = Reconciliation(method: "listing", rowsListed: pairs.count)
             return (pairs, [])
         }
-        // Each session's text and bucket, each device's text, once: 100,000 rows share 10,000 sessions.
+        // Each session's text and bucket once: 100,000 rows share 10,000 sessions.
         var sessionInfo: [UUID: (text: String, bucket: Int)] = [:]
         sessionInfo.reserveCapacity(ownSessions.count)
         for session in ownSessions.keys { sessionInfo[session] = (session.canonical, SecretDigest.bucket(of: session, buckets: buckets)) }
-        var deviceText: [UUID: String] = [:]
-        var localDigest: [Int: DigestBucket] = [:]
-        var differing: Set<Int> = []
-        for entry in own {
-            guard let session = sessionInfo[entry.sessionID] else { continue }
-            guard let key = entry.ephemeralPublicKey else { differing.insert(session.bucket); continue }
-            let device = deviceText[entry.recipientDeviceID] ?? entry.recipientDeviceID.canonical
-            deviceText[entry.recipientDeviceID] = device
-            localDigest[session.bucket, default: DigestBucket(bucket: session.bucket)]
-                .add(SecretDigest.rowHash(sessionID: session.text, deviceID: device, ephemeralPublicKey: key))
-        }
+        // Entries without a recorded key cannot be hashed: their buckets are listed.
+        var differing = Set(own.filter { $0.ephemeralPublicKey == nil }.compactMap { sessionInfo[$0.sessionID]?.bucket })
+        let localDigest = SecretDigest.digest(own.lazy.compactMap { entry in
+            entry.ephemeralPublicKey.flatMap { key in sessionInfo[entry.sessionID].map { ($0.text, entry.recipientDeviceID.canonical, key) } }
+        }, buckets: buckets)
         let remoteByBucket = Dictionary(remoteDigest.map { ($0.bucket, $0) }, uniquingKeysWith: { first, _ in first })
         for bucket in Set(localDigest.keys).union(remoteByBucket.keys) where localDigest[bucket] != remoteByBucket[bucket] {
             differing.insert(bucket)

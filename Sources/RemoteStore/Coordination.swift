@@ -130,6 +130,14 @@ public struct PushTokenRegistration: Sendable, Hashable {
     }
 }
 
+extension PushTokenRegistration: CustomStringConvertible {
+    /// The registration with its tokens shown only as ``PushTokenText/hint(_:)``.
+    public var description: String {
+        "PushTokenRegistration(device: \(deviceID.canonical), token: \(PushTokenText.hint(token)), type: \(type.rawValue), "
+            + "environment: \(environment.rawValue), previous: \(previousToken.map(PushTokenText.hint) ?? "none"))"
+    }
+}
+
 /// What `register_push_token` answered.
 public struct PushTokenRegistered: Sendable, Hashable, Codable {
     /// The token row's id.
@@ -222,6 +230,13 @@ public struct OutboxEntry: Sendable, Hashable {
 
     /// The token's last 6 characters, enough to tell tokens apart in a listing.
     public var tokenHint: String { PushTokenText.hint(token) }
+}
+
+extension OutboxEntry: CustomStringConvertible {
+    /// The row with its token shown only as ``tokenHint``.
+    public var description: String {
+        "OutboxEntry(#\(id), device: \(deviceID?.canonical ?? "none"), token: \(tokenHint), \(pushType)/\(priority), collapse: \(collapseID ?? "none"))"
+    }
 }
 
 /// Checks on the text values coordination takes, the same on both remotes.

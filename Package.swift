@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "SecretCrypto", targets: ["SecretCrypto"]),
         .library(name: "LocalStore", targets: ["LocalStore"]),
         .library(name: "RemoteStore", targets: ["RemoteStore"]),
+        .library(name: "DeviceTrust", targets: ["DeviceTrust"]),
         .library(name: "PostLoginSync", targets: ["PostLoginSync"]),
         .executable(name: "sync-cli", targets: ["sync-cli"]),
     ],
@@ -30,8 +31,15 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
         ),
+        .systemLibrary(
+            name: "CQREncode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]
+        ),
         .target(name: "SecretCrypto", dependencies: ["CSodium"]),
-        .target(name: "ConformanceVectors", dependencies: ["SecretCrypto"]),
+        // Device trust's signed statements, pairing codes and their QR codes (trust.md).
+        .target(name: "DeviceTrust", dependencies: ["SecretCrypto", "CQREncode"]),
+        .target(name: "ConformanceVectors", dependencies: ["SecretCrypto", "DeviceTrust"]),
         // Domain records shared by both stores (no I/O).
         .target(name: "SyncModel"),
         .target(
@@ -44,12 +52,12 @@ let package = Package(
         ),
         .target(
             name: "PostLoginSync",
-            dependencies: ["SecretCrypto", "SyncModel", "LocalStore", "RemoteStore", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["SecretCrypto", "SyncModel", "LocalStore", "RemoteStore", "DeviceTrust", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "sync-cli",
             dependencies: [
-                "PostLoginSync", "LocalStore", "RemoteStore", "SecretCrypto", "SyncModel", "ConformanceVectors",
+                "PostLoginSync", "LocalStore", "RemoteStore", "SecretCrypto", "SyncModel", "ConformanceVectors", "DeviceTrust",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

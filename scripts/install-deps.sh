@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs the system libraries the package links (libsodium, libsqlite3) when they are missing.
+# Installs the system libraries the package links (libsodium, libsqlite3, libqrencode) when they
+# are missing.
 # As root it uses apt-get; otherwise it says what to install and fails.
 set -euo pipefail
 
 missing=()
 pkg-config --exists libsodium 2>/dev/null || missing+=(libsodium-dev)
 pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)
+pkg-config --exists libqrencode 2>/dev/null || missing+=(libqrencode-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -60,14 +60,9 @@ extension LocalStore {
     ///   - sessionID: The session.
     ///   - key: The device key, when the caller already loaded it; otherwise it is loaded.
     /// - Throws: ``LocalStoreError`` `.notFound` or `.secretUnreadable`.
-    public func openOwnSecret(sessionID: UUID, using key: X25519PrivateKey? = nil) async throws -> SessionSecret {
-        let envelope = try await mapErrors("reading session secret") {
-            try await pool.read { db in
-                try Row.fetchOne(db, sql: "SELECT ephemeral_public_key, encrypted_secret FROM own_session_secrets WHERE session_id = ?", arguments: [sessionID.canonical])
-                    .map { SecretEnvelope(ephemeralPublicKey: $0["ephemeral_public_key"], encryptedSecret: $0["encrypted_secret"]) }
-            }
-        }
-        guard let envelope else { throw LocalStoreError(.notFound, "no secret for session \(sessionID.canonical)") }
+    ///   - generation: An earlier generation kept after a rotation; `nil` for the current one.
+    public func openOwnSecret(sessionID: UUID, generation: UInt32? = nil, using key: X25519PrivateKey? = nil) async throws -> SessionSecret {
+        let envelope = try await ownSealedSecret(sessionID: sessionID, generation: generation).envelope
         let deviceKey: X25519PrivateKey
         if let key { deviceKey = key } else { deviceKey = try await self.deviceKey() }
         do {

@@ -59,7 +59,7 @@ extension LocalStore {
 
     /// Forgets every entry for these recipients (their rows were deleted remotely).
     @discardableResult
-    func deleteLedgerEntries(recipients: Set<UUID>) async throws -> Int {
+    public func deleteLedgerEntries(recipients: Set<UUID>) async throws -> Int {
         try await mapErrors("deleting ledger entries") {
             try await pool.write { db in
                 try db.execute(sql: "DELETE FROM distribution_ledger WHERE recipient_device_id IN (SELECT value FROM json_each(?))", arguments: [jsonArray(recipients)])

@@ -70,14 +70,9 @@ extension LocalStore {
     /// sender key it was verified with on receipt.
     ///
     /// - Throws: ``LocalStoreError`` `.notFound` or `.secretUnreadable`.
-    public func openReceived(sessionID: UUID, using key: X25519PrivateKey? = nil) async throws -> OpenedSecret {
-        let received = try await mapErrors("reading envelope") {
-            try await pool.read { db in
-                try Row.fetchOne(db, sql: "SELECT * FROM received_envelopes WHERE session_id = ?", arguments: [sessionID.canonical])
-                    .map(Self.receivedEnvelope)
-            }
-        }
-        guard let received else { throw LocalStoreError(.notFound, "no envelope for session \(sessionID.canonical)") }
+    /// - Parameter generation: An earlier generation kept after a rotation; `nil` for the current one.
+    public func openReceived(sessionID: UUID, generation: UInt32? = nil, using key: X25519PrivateKey? = nil) async throws -> OpenedSecret {
+        let received = try await receivedEnvelope(sessionID: sessionID, generation: generation)
         let deviceKey: X25519PrivateKey
         if let key { deviceKey = key } else { deviceKey = try await self.deviceKey() }
         let identity = try await requireIdentity()

@@ -153,6 +153,64 @@ enum Schema {
                 ALTER TABLE distribution_ledger ADD COLUMN ephemeral_public_key TEXT;
                 """)
         }
+        migrator.registerMigration("v6: device trust, secret generations kept") { db in
+            // Foundation's reference date is Julian day 2451910.5: the triggers stamp REAL
+            // seconds since then, like every other timestamp here.
+            try db.execute(sql: """
+                -- Desktop: every earlier generation of a session's own secret, sealed at rest as the current one.
+                CREATE TABLE own_secret_history (
+                    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                    generation INTEGER NOT NULL,
+                    ephemeral_public_key TEXT NOT NULL,
+                    encrypted_secret TEXT NOT NULL,
+                    retired_at REAL NOT NULL,
+                    PRIMARY KEY (session_id, generation)
+                ) WITHOUT ROWID;
+                CREATE TRIGGER own_secret_keep_generation BEFORE UPDATE OF generation ON own_session_secrets
+                WHEN NEW.generation <> OLD.generation BEGIN
+                    INSERT OR REPLACE INTO own_secret_history (session_id, generation, ephemeral_public_key, encrypted_secret, retired_at)
+                    VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, (julianday('now') - 2451910.5) * 86400.0);
+                END;
+
+                -- Phone: every earlier generation of a received envelope, as received.
+                CREATE TABLE received_envelope_history (
+                    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                    generation INTEGER NOT NULL,
+                    ephemeral_public_key TEXT NOT NULL,
+                    encrypted_secret TEXT NOT NULL,
+                    fetched_at REAL NOT NULL,
+                    sender_device_id TEXT,
+                    sender_public_key TEXT,
+                    authenticated INTEGER NOT NULL,
+                    PRIMARY KEY (session_id, generation)
+                ) WITHOUT ROWID;
+                CREATE TRIGGER received_envelope_keep_generation BEFORE UPDATE OF generation ON received_envelopes
+                WHEN NEW.generation <> OLD.generation BEGIN
+                    INSERT OR REPLACE INTO received_envelope_history (session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
+                                                                       sender_device_id, sender_public_key, authenticated)
+                    VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, OLD.fetched_at,
+                            OLD.sender_device_id, OLD.sender_public_key, OLD.authenticated);
+                END;
+
+                -- Trust root: open pairing invites (the pairing secret never leaves this file and the screen).
+                CREATE TABLE pairing_invites (
+                    invite_id TEXT PRIMARY KEY NOT NULL,
+                    secret BLOB NOT NULL,
+                    created_at REAL NOT NULL,
+                    expires_at REAL NOT NULL,
+                    used_at REAL,
+                    used_by TEXT
+                ) WITHOUT ROWID;
+
+                -- Every device revocation this device verified, kept even if the remote forgets it.
+                CREATE TABLE known_revocations (
+                    device_id TEXT PRIMARY KEY NOT NULL,
+                    x25519_public_key TEXT NOT NULL,
+                    revoked_at REAL NOT NULL,
+                    seen_at REAL NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

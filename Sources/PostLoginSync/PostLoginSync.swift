@@ -18,6 +18,21 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case wrongRole
         /// A session this device does not have (or, for a status report, does not run).
         case unknownSession
+        /// The remote publishes another identity key than the one this device pinned (or none):
+        /// every command that needs trust stops until the user re-pairs (trust.md).
+        case identityChanged
+        /// The remote has no device-trust tables: verified trust needs the migration.
+        case trustUnavailable
+        /// `trust init` when the user already has an identity key (join instead).
+        case identityExists
+        /// Verified trust was asked for, but this device has pinned no identity (init or join first).
+        case noIdentity
+        /// An operation only the trust root (the device holding `identity.key`) can do.
+        case notTrustRoot
+        /// A pairing code or request was refused (malformed code, fingerprint mismatch, expired invite).
+        case pairingRefused
+        /// A device id that is not one of the user's devices.
+        case unknownDevice
     }
 
     public let code: Code
@@ -38,6 +53,9 @@ public struct SyncOptions: Sendable {
     /// The envelope versions this device reads, advertised in its `capabilities`; a desktop
     /// writes version 2 to recipients that list it only when this includes 2.
     public var envelopeVersions: [Int] = [1, 2]
+    /// Pull: refuse version-1 envelopes (which carry no sender) instead of keeping them marked
+    /// unauthenticated.
+    public var requireAuthenticated = false
     /// How long to wait for another sync of the same store.
     public var leaseTimeout: Duration = .seconds(30)
     /// Seconds a pull cursor is moved back, so rows committed late by a concurrent writer with
@@ -104,6 +122,40 @@ public struct PostLoginSync: Sendable {
             throw error
         }
     }
+
+    /// The trust mode in force, the verified trust records (with a pinned identity) and the
+    /// report's summary. Runs before anything is sent.
+    ///
+    /// - Throws: ``SyncError`` `.identityChanged` (the remote's identity key is not the pinned
+    ///   one), `.noIdentity` (mode `verified` asked for without a pinned identity).
+    func trustContext(phase: SyncPhase) async throws -> (mode: TrustMode, snapshot: TrustSnapshot?, summary: TrustSummary) {
+        let snapshot = try await TrustSnapshot.load(local: local, remote: remote, phase: phase)
+        let mode = RecipientPolicy.mode(options.recipients, hasPinnedIdentity: snapshot != nil)
+        if mode == .verified && snapshot == nil {
+            throw SyncError(code: .noIdentity, message: "trust mode verified needs the user's identity pinned on this device: "
+                            + "run `sync-cli trust init` on the first device or `sync-cli trust join CODE` here")
+        }
+        var summary = TrustSummary(mode: mode.rawValue, identityFingerprint: snapshot?.fingerprint.description)
+        summary.invalidStatements = snapshot?.problems.count ?? 0
+        // Without a pinned identity: say once per store when the remote cannot do verified trust.
+        if snapshot == nil, try await local.setting(Self.trustTablesKey) == nil {
+            do {
+                _ = try await remote.fetchIdentityKey()
+                try await local.setSetting(Self.trustTablesKey, "present")
+            } catch let error as RemoteStoreError where error.code == .missingTable {
+                summary.note = "verified trust needs the device-trust migration (supabase/migrations/20261122001200_device_trust.sql); "
+                    + "this remote has none of its tables, so every active device of the user receives secrets (trust mode any)"
+                logger?.notice("\(summary.note ?? "")")
+                try await local.setSetting(Self.trustTablesKey, "missing")
+            } catch {
+                // Not knowing is not fatal: ask again next time.
+            }
+        }
+        return (mode, snapshot, summary)
+    }
+
+    /// The store setting recording whether the remote had the device-trust tables when asked.
+    static let trustTablesKey = "trust.remote_tables"
 
     /// The store setting holding the envelope versions last advertised successfully.
     static let advertisedKey = "capabilities.envelope_versions"

@@ -18,7 +18,9 @@ extension PostLoginSync {
     public func pull(progress: ProgressHandler? = nil) async throws -> SyncReport {
         let (identity, user, lease) = try await prepare(role: .mobile, purpose: "pull")
         defer { lease.release() }
+        let trust = try await trustContext(phase: .envelopes)
         let recorder = Recorder(direction: "pull", deviceID: identity.id, remote: remote, progress: progress, logger: logger)
+        recorder.report.trust = trust.summary
 
         try await recorder.phase(.device) { entry in
             entry.sent = 1
@@ -59,7 +61,7 @@ extension PostLoginSync {
             recorder.emit(.sessions, changed.count, changed.count, "Syncing sessions...")
         }
         try await recorder.phase(.envelopes) { entry in
-            try await pullEnvelopes(identity: identity, entry: &entry, recorder: recorder)
+            try await pullEnvelopes(identity: identity, trust: trust.mode == .verified ? trust.snapshot : nil, entry: &entry, recorder: recorder)
         }
         return await recorder.finish(local: local)
     }
@@ -78,13 +80,24 @@ extension PostLoginSync {
     /// Fetches the envelopes addressed to this device and keeps only those that open: an
     /// envelope that does not is reported and never stored (a junk row must not displace a
     /// good envelope kept from an earlier pull, nor sit in the store looking like a secret).
-    func pullEnvelopes(identity: DeviceIdentity, entry: inout PhaseReport, recorder: Recorder) async throws {
+    ///
+    /// With verified trust (`trust` given), a version-2 envelope's sender is resolved only to its
+    /// certified key: a sender without a valid certificate is refused (`uncertifiedSender`); a
+    /// version-1 envelope, which names no sender, is kept marked unauthenticated, or refused with
+    /// ``SyncOptions/requireAuthenticated``. An envelope of an older generation than the one held
+    /// is refused (a rollback), whatever the mode.
+    func pullEnvelopes(identity: DeviceIdentity, trust: TrustSnapshot?, entry: inout PhaseReport, recorder: Recorder) async throws {
+        if let trust { entry.errors += trust.problems }
         let fetched = try await remote.fetchEnvelopes(addressedTo: identity.id)
         let sessions = Set(try await local.sessions().map(\.id))
         let kept = fetched.filter { sessions.contains($0.sessionID) }
         entry.skipped = fetched.count - kept.count
         var existing: [UUID: SecretEnvelope] = [:]
-        for item in try await local.receivedEnvelopes() { existing[item.sessionID] = item.envelope }
+        var heldGeneration: [UUID: UInt32] = [:]
+        for item in try await local.receivedEnvelopes() {
+            existing[item.sessionID] = item.envelope
+            heldGeneration[item.sessionID] = item.generation
+        }
         let fresh = kept.filter {
             existing[$0.sessionID] != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
         }
@@ -92,7 +105,9 @@ extension PostLoginSync {
         // Version-2 envelopes name their sealer: resolve it among the user's own devices (a row
         // of another user, or one listed twice, resolves to nothing).
         var senderKeys: [UUID: X25519PublicKey] = [:]
-        if fresh.contains(where: { $0.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) }) {
+        if let trust {
+            for id in trust.certificates.keys { senderKeys[id] = trust.certifiedKey(of: id) }
+        } else if fresh.contains(where: { $0.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) }) {
             var seen = Set<UUID>(), repeated = Set<UUID>()
             for device in try await remote.listDevices() where device.userID == remote.userID {
                 guard seen.insert(device.id).inserted else { repeated.insert(device.id); continue }
@@ -130,7 +145,21 @@ extension PostLoginSync {
                 outcomes[session] = outcome
             }
         }
-        let good = outcomes.values.compactMap { try? $0.get() }
+        var good: [ReceivedEnvelope] = []
+        var refusals: [SyncIssue] = []
+        for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: { $0.sessionID.canonical < $1.sessionID.canonical }) {
+            if let held = heldGeneration[item.sessionID], item.generation < held {
+                refusals.append(SyncIssue(phase: .envelopes, code: .staleGeneration, rowID: item.sessionID.canonical,
+                                          message: "the envelope for this session is of generation \(item.generation), older than the \(held) held; it was not stored"))
+            } else if !item.authenticated && options.requireAuthenticated {
+                recorder.report.trust?.rejectedEnvelopes += 1
+                refusals.append(SyncIssue(phase: .envelopes, code: .unauthenticatedEnvelope, rowID: item.sessionID.canonical,
+                                          message: "the envelope for this session is version 1 (no sender) and authenticated envelopes are required; it was not stored"))
+            } else {
+                if !item.authenticated { recorder.report.trust?.unauthenticatedEnvelopes += 1 }
+                good.append(item)
+            }
+        }
         let failures = outcomes.compactMap { session, outcome -> (UUID, CryptoError)? in
             if case let .failure(error) = outcome { return (session, error) }
             return nil
@@ -139,9 +168,15 @@ extension PostLoginSync {
         entry.deleted = try await local.deleteReceivedEnvelopes(notIn: Set(kept.map(\.sessionID)))
         entry.applied = good.count
         recorder.report.envelopesOpened += good.count
-        entry.failed = failures.count
+        entry.failed = failures.count + refusals.count
+        entry.errors += refusals
         entry.errors += failures.map { session, error in
-            error == .unknownSender
+            if error == .unknownSender && trust != nil {
+                recorder.report.trust?.rejectedEnvelopes += 1
+                return SyncIssue(phase: .envelopes, code: .uncertifiedSender, rowID: session.canonical,
+                                 message: "the envelope for this session was sealed by a device without a valid certificate; it was not stored")
+            }
+            return error == .unknownSender
                 ? SyncIssue(phase: .envelopes, code: .unknownSender, rowID: session.canonical,
                             message: "the envelope for this session names a sender that is not one of the user's devices; it was not stored")
                 : SyncIssue(phase: .envelopes, code: .envelopeUnreadable, rowID: session.canonical,

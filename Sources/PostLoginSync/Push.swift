@@ -20,7 +20,9 @@ extension PostLoginSync {
         let (identity, user, lease) = try await prepare(role: .desktop, purpose: "push")
         defer { lease.release() }
         let key = try await local.deviceKey()
+        let trust = try await trustContext(phase: .secrets)
         let recorder = Recorder(direction: "push", deviceID: identity.id, remote: remote, progress: progress, logger: logger)
+        recorder.report.trust = trust.summary
 
         try await recorder.phase(.device) { entry in
             entry.sent = 1
@@ -50,7 +52,7 @@ extension PostLoginSync {
                                stamp: { $0.updatedAt = $1 })
         }
         try await recorder.phase(.secrets) { entry in
-            try await pushSecrets(identity: identity, key: key, entry: &entry, recorder: recorder)
+            try await pushSecrets(identity: identity, key: key, trust: trust.snapshot, entry: &entry, recorder: recorder)
         }
         return await recorder.finish(local: local)
     }
@@ -84,11 +86,24 @@ extension PostLoginSync {
         if result.rejected.isEmpty { try await local.setSetting(markKey, String(through)) }
     }
 
-    func pushSecrets(identity: DeviceIdentity, key: X25519PrivateKey, entry: inout PhaseReport, recorder: Recorder) async throws {
+    func pushSecrets(identity: DeviceIdentity, key: X25519PrivateKey, trust: TrustSnapshot?, entry: inout PhaseReport,
+                     recorder: Recorder) async throws {
         let devices = try await remote.listDevices()
-        let decisions = RecipientPolicy.decide(devices, userID: remote.userID, selfID: identity.id, options: options.recipients)
+        if let trust {
+            entry.errors += trust.problems
+            try await applyRevocations(trust, identity: identity, entry: &entry, recorder: recorder)
+        }
+        let decisions = RecipientPolicy.decide(devices, userID: remote.userID, selfID: identity.id, options: options.recipients,
+                                               trust: trust, selfKey: identity.publicKey)
         recorder.report.recipients = decisions.map(\.decision)
         entry.errors += decisions.compactMap(\.issue)
+        if trust != nil {
+            let standings = decisions.compactMap(\.decision.trust)
+            recorder.report.trust?.verified = standings.filter { $0 == DeviceTrustStatus.verified.rawValue }.count
+            recorder.report.trust?.unverified = standings.filter { $0 == DeviceTrustStatus.unverified.rawValue }.count
+            recorder.report.trust?.revoked = standings.filter { $0 == DeviceTrustStatus.revoked.rawValue }.count
+            recorder.report.trust?.keyMismatch = decisions.filter { $0.issue?.code == .keyMismatch }.count
+        }
         let recipients = decisions.compactMap(\.recipient)
         let recipientIDs = Set(recipients.map(\.deviceID))
 
@@ -173,6 +188,33 @@ extension PostLoginSync {
             entry.failed += result.rejected.count
             entry.errors += Self.issues(result.rejected, phase: .secrets)
         }
+    }
+
+    /// Honours verified revocations (trust.md): deletes the envelopes this desktop addressed to
+    /// revoked devices and rotates the secret of every session that is not ended and that a
+    /// revoked device had received (the ledger knows which): a fresh secret, generation + 1,
+    /// sealed at rest; the earlier generation stays in the store. The sessions' ledger entries
+    /// go with the rotation, so the rest of the push seals the new secret to every recipient.
+    func applyRevocations(_ trust: TrustSnapshot, identity: DeviceIdentity, entry: inout PhaseReport, recorder: Recorder) async throws {
+        let revoked = Set(trust.revocations.keys)
+        guard !revoked.isEmpty else { return }
+        let hit = try await local.ledger().filter { revoked.contains($0.recipientDeviceID) }
+        guard !hit.isEmpty else { return }
+        let recipients = Set(hit.map(\.recipientDeviceID))
+        entry.deleted += try await remote.deleteEnvelopes(recipients: recipients) ?? 0
+        let touched = Set(hit.map(\.sessionID))
+        let active = Set(try await local.sessions().filter { touched.contains($0.id) && $0.status != .ended }.map(\.id))
+        let own = try await local.ownSealedSecrets()
+        var rotations: [(sessionID: UUID, sealed: OwnSealedSecret)] = []
+        for session in active.sorted(by: { $0.canonical < $1.canonical }) {
+            guard let current = own[session] else { continue }
+            let envelope = try SecretEnvelope.seal(SessionSecret(), for: identity.publicKey, sessionID: SessionID(session))
+            rotations.append((session, OwnSealedSecret(envelope: envelope, generation: current.generation + 1)))
+        }
+        try await local.rotateOwnSecrets(rotations)
+        try await local.deleteLedgerEntries(recipients: recipients)
+        recorder.report.trust?.sessionsRotated = rotations.count
+        logger?.notice("revocations: \(recipients.count) revoked devices had envelopes; \(rotations.count) session secrets rotated")
     }
 
     /// The envelope pairs of this desktop's sessions that the remote holds, and those of them

@@ -5,15 +5,27 @@ import SyncModel
 
 /// Which of the user's devices receive session secrets, with the options sync.md names.
 public struct RecipientOptions: Sendable, Hashable, Codable {
-    /// Also require `is_trusted`.
-    public var requireTrusted = false
+    /// The trust mode (trust.md); `nil` is the default: `verified` once the store has pinned the
+    /// user's identity key, `any` before.
+    public var trust: TrustMode?
     /// Seal a copy for this device itself (its backup copy, as deployed daemons do).
     public var includeSelf = true
 
-    /// Creates options; the defaults are sync.md's default policy.
-    public init(requireTrusted: Bool = false, includeSelf: Bool = true) {
-        self.requireTrusted = requireTrusted
+    /// Also require `is_trusted`: trust mode `flagged` (the old option, kept as an alias).
+    public var requireTrusted: Bool {
+        get { trust == .flagged }
+        set { trust = newValue ? .flagged : (trust == .flagged ? nil : trust) }
+    }
+
+    /// Creates options; the defaults are sync.md's default policy, or `verified` with a pinned identity.
+    public init(trust: TrustMode? = nil, includeSelf: Bool = true) {
+        self.trust = trust
         self.includeSelf = includeSelf
+    }
+
+    /// Creates options with the old `requireTrusted` switch.
+    public init(requireTrusted: Bool, includeSelf: Bool = true) {
+        self.init(trust: requireTrusted ? .flagged : nil, includeSelf: includeSelf)
     }
 }
 
@@ -49,20 +61,33 @@ public enum RecipientPolicy {
     ///   - options: The policy options.
     /// - Returns: One decision per distinct device id (a second row with an id already seen is
     ///   dropped and reported).
-    public static func evaluate(_ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions) -> [DeviceDecision] {
-        decide(devices, userID: userID, selfID: selfID, options: options).map(\.decision)
+    ///   - trust: The verified trust records, when the store has pinned an identity: revoked
+    ///     devices and rows whose key differs from their certificate never receive, and in mode
+    ///     `verified` neither do devices without a valid certificate.
+    ///   - selfKey: This device's own public key: its row must carry it, or it is a key mismatch.
+    public static func evaluate(_ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions,
+                                trust: TrustSnapshot? = nil, selfKey: X25519PublicKey? = nil) -> [DeviceDecision] {
+        decide(devices, userID: userID, selfID: selfID, options: options, trust: trust, selfKey: selfKey).map(\.decision)
     }
 
-    static func decide(_ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions)
+    /// The mode in force: the explicit one, else `verified` with a pinned identity, else `any`.
+    public static func mode(_ options: RecipientOptions, hasPinnedIdentity: Bool) -> TrustMode {
+        options.trust ?? (hasPinnedIdentity ? .verified : .any)
+    }
+
+    static func decide(_ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions,
+                       trust: TrustSnapshot? = nil, selfKey: X25519PublicKey? = nil)
         -> [(decision: DeviceDecision, recipient: Recipient?, issue: SyncIssue?)] {
+        let mode = mode(options, hasPinnedIdentity: trust != nil)
         // Ids are UUIDs, so two spellings of one id (case) are already one value here; a device
         // listed twice keeps its first row, and the repeat is reported rather than trapping
         // on a duplicate dictionary key later.
         var seen = Set<UUID>()
         return devices.map { device in
+            let standing = trust?.status(of: device)
             func no(_ reason: String, issue code: SyncIssue.Code? = nil) -> (DeviceDecision, Recipient?, SyncIssue?) {
                 let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
-                                              receives: false, reason: reason, keyFingerprint: nil)
+                                              receives: false, reason: reason, keyFingerprint: nil, trust: standing?.rawValue)
                 let problem = code.map {
                     SyncIssue(phase: .secrets, code: $0, rowID: device.id.canonical, message: "device skipped: \(reason)")
                 }
@@ -79,16 +104,26 @@ public enum RecipientPolicy {
             guard let type = device.deviceType else { return no("unknown device type") }
             guard type != .webBrowser else { return no("web browsers never receive secrets") }
             guard device.deviceRole != .temporaryViewer else { return no("temporary viewer") }
-            if options.requireTrusted && !device.isTrusted { return no("not trusted (trusted devices required)") }
+            if standing == .revoked { return no("revoked by the user's identity key", issue: .revokedDevice) }
+            if mode == .flagged && !device.isTrusted { return no("not trusted (trusted devices required)") }
             guard let text = device.publicKey, !text.isEmpty else { return no("no public key yet") }
             guard let key = try? X25519PublicKey(base64: text) else {
                 return no("public key is not the base64 of 32 bytes", issue: .invalidPublicKey)
             }
             guard !key.isLowOrder else { return no("public key is a low-order point", issue: .invalidPublicKey) }
+            if device.id == selfID, let selfKey, key != selfKey {
+                return no("this device's row carries another key than this device's own (possible attack)", issue: .keyMismatch)
+            }
+            if standing == .keyMismatch {
+                return no("its row's key differs from its certificate's (possible attack)", issue: .keyMismatch)
+            }
+            if mode == .verified && standing != .verified {
+                return no("no valid certificate under the user's identity key (unverified)")
+            }
             let fingerprint = key.fingerprint
             let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: type.rawValue,
                                           receives: true, reason: nil, keyFingerprint: fingerprint,
-                                          envelopeVersions: device.envelopeVersions.sorted())
+                                          envelopeVersions: device.envelopeVersions.sorted(), trust: standing?.rawValue)
             return (decision, Recipient(deviceID: device.id, publicKey: key, fingerprint: fingerprint,
                                         readsVersion2: device.envelopeVersions.contains(2)), nil)
         }

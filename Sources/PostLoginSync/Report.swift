@@ -77,6 +77,21 @@ public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
         public static let missingRepository: Code = "missingRepository"
         /// A cryptographic operation failed.
         public static let crypto: Code = "crypto"
+        /// A certificate or revocation row does not verify under the pinned identity key (bad
+        /// signature, another user or device, trailing bytes, another signer); it was ignored.
+        public static let invalidStatement: Code = "invalidStatement"
+        /// A device row's key differs from its certificate's (possible attack); never sealed to.
+        public static let keyMismatch: Code = "keyMismatch"
+        /// A verified revocation names this device; it receives nothing.
+        public static let revokedDevice: Code = "revokedDevice"
+        /// A version-2 envelope's sender has no valid certificate; it was not stored.
+        public static let uncertifiedSender: Code = "uncertifiedSender"
+        /// A version-1 envelope (no sender) was refused because authenticated envelopes are required.
+        public static let unauthenticatedEnvelope: Code = "unauthenticatedEnvelope"
+        /// An envelope of an older generation than the one this device holds was refused (a rollback).
+        public static let staleGeneration: Code = "staleGeneration"
+        /// The remote has no device-trust tables: verified trust needs the migration (said once per store).
+        public static let trustUnavailable: Code = "trustUnavailable"
         /// Any other failure.
         public static let error: Code = "error"
     }
@@ -154,6 +169,41 @@ public struct DeviceDecision: Sendable, Hashable, Codable {
     public var keyFingerprint: String?
     /// The envelope versions the device advertises.
     public var envelopeVersions: [Int]? = nil
+    /// `verified`, `unverified`, `revoked` or `key-mismatch` when this device has a pinned
+    /// identity (trust.md); `nil` before.
+    public var trust: String? = nil
+}
+
+/// What device trust decided in one sync (trust.md).
+public struct TrustSummary: Sendable, Codable, Hashable {
+    /// `any`, `flagged` or `verified`.
+    public var mode: String
+    /// The pinned identity key's fingerprint, when there is one.
+    public var identityFingerprint: String?
+    /// Push: devices with a valid certificate that matches their row.
+    public var verified = 0
+    /// Push: devices without a valid certificate (in `verified` mode they receive nothing).
+    public var unverified = 0
+    /// Push: devices a verified revocation names.
+    public var revoked = 0
+    /// Push: devices whose row key differs from their certificate (possible attack).
+    public var keyMismatch = 0
+    /// Certificate or revocation rows that did not verify and were ignored.
+    public var invalidStatements = 0
+    /// Push: sessions whose secret was rotated after a revocation.
+    public var sessionsRotated = 0
+    /// Pull: version-1 envelopes kept but marked unauthenticated.
+    public var unauthenticatedEnvelopes = 0
+    /// Pull: envelopes refused by trust (uncertified sender, or unauthenticated when required).
+    public var rejectedEnvelopes = 0
+    /// A one-time notice (the remote has no device-trust tables).
+    public var note: String?
+
+    /// Creates a summary.
+    public init(mode: String, identityFingerprint: String? = nil) {
+        self.mode = mode
+        self.identityFingerprint = identityFingerprint
+    }
 }
 
 /// The typed result of a push or pull.
@@ -197,6 +247,8 @@ public struct SyncReport: Sendable, Codable, Hashable {
     public var recipients: [DeviceDecision] = []
     /// Desktop: how the secrets step learned which envelopes the remote holds.
     public var reconciliation: Reconciliation?
+    /// Device trust: the mode and what it decided.
+    public var trust: TrustSummary?
 
     /// Every recorded problem, phase by phase.
     public var errors: [SyncIssue] { phases.flatMap(\.errors) }

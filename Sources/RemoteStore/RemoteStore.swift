@@ -82,8 +82,35 @@ public protocol RemoteStore: Sendable {
     /// The envelopes addressed to one device.
     func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord]
 
+    /// Marks one of the user's devices active or inactive (trust revocation marks the revoked
+    /// device inactive).
+    func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws
+
     /// Requests made, bytes moved and retries so far.
     func metrics() -> RemoteMetrics
+
+    // MARK: Device trust (trust.md); each throws `.missingTable` where the tables do not exist.
+
+    /// The user's published identity public key (standard base64, unverified), or `nil`.
+    func fetchIdentityKey() async throws -> String?
+    /// Publishes the identity public key; `.conflict` when the user already has one (never replaced).
+    func publishIdentityKey(_ publicKey: String) async throws
+    /// Every certificate row of the user.
+    func listCertificates() async throws -> [SignedStatementRow]
+    /// Inserts or replaces a device's certificate row.
+    func publishCertificate(_ row: SignedStatementRow) async throws
+    /// Deletes a device's certificate row.
+    func deleteCertificate(deviceID: UUID) async throws
+    /// Every revocation row of the user.
+    func listRevocations() async throws -> [SignedStatementRow]
+    /// Inserts or replaces a device's revocation row.
+    func publishRevocation(_ row: SignedStatementRow) async throws
+    /// Inserts a pairing request.
+    func insertPairingRequest(_ row: PairingRequestRow) async throws
+    /// Every pairing request row of the user.
+    func listPairingRequests() async throws -> [PairingRequestRow]
+    /// Deletes a pairing request.
+    func deletePairingRequest(id: UUID) async throws
 }
 
 /// Called after the remote accepted a batch, with that batch's rows (for the distribution

@@ -39,6 +39,9 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
         public static let responseTooLarge = Code(name: "responseTooLarge")
         /// The remote has no database function of that name taking those arguments (404 PGRST202).
         public static let missingFunction = Code(name: "missingFunction")
+        /// The remote has no table of that name (404 `PGRST205`, or `42P01`): a deployment
+        /// without a migration.
+        public static let missingTable = Code(name: "missingTable")
         /// A value is outside what the remote allows: a CHECK (23514), an invalid argument
         /// (22023), text that is not of its type (22P02) or too long (22001).
         public static let invalidValue = Code(name: "invalidValue")

@@ -15,7 +15,8 @@ enum SyncExit {
     static let help = """
         Exit status: 0 everything synced; 2 partial success (some rows, devices or phases \
         failed; see the report); 3 every phase failed; 1 nothing ran (not initialised or \
-        logged in, store busy, bad key file or arguments).
+        logged in, store busy, bad key file or arguments); 4 nothing ran because the user's \
+        identity key on the remote is not the one this device pinned (re-pair).
         """
 }
 
@@ -24,8 +25,16 @@ struct SyncRunOptions: ParsableArguments {
     @Flag(help: "Print the report as JSON on standard output (no progress bar).")
     var json = false
 
-    @Flag(help: "Only devices marked trusted receive secrets.")
+    @Option(help: ArgumentHelp(
+        "Who receives secrets: any (every qualifying device), flagged (also is_trusted), verified (a valid certificate under the pinned identity). Default: verified once this store pinned the user's identity (trust init/join), any before.",
+        valueName: "mode"))
+    var trust: TrustMode?
+
+    @Flag(help: "The same as --trust flagged (kept for scripts).")
     var requireTrusted = false
+
+    @Flag(help: "Pull: refuse version-1 envelopes (no authenticated sender) instead of keeping them marked unauthenticated.")
+    var requireAuthenticated = false
 
     @Flag(help: "Do not seal a copy of each secret for this device itself.")
     var excludeSelf = false
@@ -35,11 +44,13 @@ struct SyncRunOptions: ParsableArguments {
 
     func validate() throws {
         guard wait >= 0 else { throw ValidationError("--wait must not be negative") }
+        if requireTrusted, let trust, trust != .flagged { throw ValidationError("--require-trusted is --trust flagged; it contradicts --trust \(trust.rawValue)") }
     }
 
     var options: SyncOptions {
         var options = SyncOptions()
-        options.recipients = RecipientOptions(requireTrusted: requireTrusted, includeSelf: !excludeSelf)
+        options.recipients = RecipientOptions(trust: requireTrusted ? .flagged : trust, includeSelf: !excludeSelf)
+        options.requireAuthenticated = requireAuthenticated
         options.leaseTimeout = .milliseconds(Int(wait * 1000))
         return options
     }
@@ -87,7 +98,9 @@ enum SyncRunner {
         do {
             report = try await engine.sync(progress: options.json ? nil : printer.handle)
         } catch let error as SyncError {
-            throw CLIError(error.message)
+            printer.finish()
+            printError("Error: \(error.message)")
+            throw ExitCode(error.code == .identityChanged ? TrustExit.identityChanged : SyncExit.error)
         }
         printer.finish()
         if options.json {
@@ -110,6 +123,19 @@ enum SyncRunner {
             output(reconciliation.method == "digest"
                    ? "  reconciled by digest: \(reconciliation.bucketsListed) of \(reconciliation.buckets) buckets listed (\(reconciliation.rowsListed) rows)"
                    : "  reconciled by listing every pair (the remote has no digest function): \(reconciliation.rowsListed) rows")
+        }
+        if let trust = report.trust {
+            var line = "  trust \(trust.mode)"
+            if let fingerprint = trust.identityFingerprint { line += " (identity \(fingerprint))" }
+            if report.direction == "push" && trust.identityFingerprint != nil {
+                line += ": \(trust.verified) verified, \(trust.unverified) unverified, \(trust.revoked) revoked, \(trust.keyMismatch) key mismatch"
+                if trust.sessionsRotated > 0 { line += "; \(trust.sessionsRotated) session secrets rotated" }
+            } else if report.direction == "pull" {
+                line += ": \(trust.unauthenticatedEnvelopes) unauthenticated (v1) envelopes kept, \(trust.rejectedEnvelopes) refused"
+            }
+            if trust.invalidStatements > 0 { line += "; \(trust.invalidStatements) invalid certificates or revocations ignored" }
+            output(line)
+            if let note = trust.note { output("  note: \(note)") }
         }
         for phase in report.phases {
             output("  \(phase.phase.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(phase.status.padding(toLength: 7, withPad: " ", startingAt: 0)) "

@@ -328,6 +328,7 @@ struct FailAfterBatches: RemoteStore {
         try await base.secretDigest(ownerDeviceID: ownerDeviceID, buckets: buckets)
     }
     func listEnvelopeKeys(sessions: Set<UUID>) async throws -> [EnvelopeKey] { try await base.listEnvelopeKeys(sessions: sessions) }
+    func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws { try await base.setDeviceActive(deviceID, isActive: isActive) }
     func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(recipients: recipients) }
     func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(sessions: sessions) }
     func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? { try await base.deleteEnvelopes(pairs: pairs) }

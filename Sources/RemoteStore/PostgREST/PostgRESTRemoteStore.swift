@@ -563,6 +563,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
         case (_, "23503"): code = .foreignKeyViolation
         case (_, "42501"), (403, _): code = .permissionDenied
         case (_, "23514"), (_, "22023"), (_, "22P02"), (_, "22001"): code = .invalidValue
+        case (_, "PGRST205"), (_, "42P01"): code = .missingTable
         default: code = .http
         }
         return RemoteStoreError(code, message, status: response.status, postgrestCode: postgrestCode,

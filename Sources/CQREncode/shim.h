@@ -1,0 +1,4 @@
+#ifndef CQRENCODE_SHIM_H
+#define CQRENCODE_SHIM_H
+#include <qrencode.h>
+#endif

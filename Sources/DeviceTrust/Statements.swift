@@ -1,0 +1,362 @@
+import Foundation
+import SecretCrypto
+
+/// Why a signed statement (a device certificate or revocation) was refused.
+///
+/// Every refusal names what was wrong and never quotes the statement's bytes.
+public struct TrustStatementError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The ways a statement is refused (trust.md).
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// `body` or `signature` is not canonical standard base64.
+        case notBase64
+        /// The signature is not 64 bytes, or does not verify under the pinned identity key.
+        case badSignature
+        /// The body does not start with the statement's prefix and its 0x00.
+        case wrongPrefix
+        /// The body ends before its last field.
+        case truncated
+        /// Bytes follow the last field.
+        case trailingBytes
+        /// A UUID field is not 36 bytes of canonical lowercase hyphenated text, or a separator
+        /// is not 0x00.
+        case malformedIdentifier
+        /// `device_type` or `device_role` is empty or not printable ASCII.
+        case invalidText
+        /// The statement is for another user than the one expected.
+        case wrongUser
+        /// The statement is for another device than the one expected.
+        case wrongDevice
+        /// The statement's X25519 key is not the one expected.
+        case wrongKey
+        /// A text field is longer than 255 bytes (it cannot be encoded).
+        case textTooLong
+    }
+
+    public let code: Code
+    public let message: String
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// A statement as the remote stores it: standard base64 of the body and of the 64-byte
+/// Ed25519 signature over it.
+public struct SignedStatement: Sendable, Hashable {
+    public var body: String
+    public var signature: String
+
+    /// Wraps stored text.
+    public init(body: String, signature: String) {
+        self.body = body
+        self.signature = signature
+    }
+
+    /// Decodes both fields and checks the signature under `identityKey`; returns the body's bytes.
+    ///
+    /// - Throws: ``TrustStatementError`` `.notBase64` or `.badSignature`.
+    func verifiedBody(identityKey: Ed25519PublicKey) throws(TrustStatementError) -> [UInt8] {
+        let bytes: [UInt8], signatureBytes: [UInt8]
+        do {
+            bytes = try ByteEncoding.bytes(base64: body)
+            signatureBytes = try ByteEncoding.bytes(base64: signature)
+        } catch {
+            throw TrustStatementError(.notBase64, "the statement's body or signature is not standard base64")
+        }
+        guard signatureBytes.count == Ed25519PrivateKey.signatureByteCount,
+              identityKey.isValidSignature(signatureBytes, for: bytes) else {
+            throw TrustStatementError(.badSignature, "the statement's signature does not verify under the user's identity key")
+        }
+        return bytes
+    }
+}
+
+/// A device certificate (trust.md): the user's identity key vouches that `deviceID` of
+/// `userID` holds these two keys.
+///
+/// ```
+/// "unbound-device-certificate-v1" || 0x00 || user_id || 0x00 || device_id || 0x00
+///   || x25519_public_key (32) || ed25519_public_key (32)
+///   || len8(device_type) || device_type || len8(device_role) || device_role
+///   || issued_at (8 bytes, big-endian Unix seconds)
+/// ```
+public struct DeviceCertificate: Sendable, Hashable {
+    /// The body's prefix.
+    public static let prefix = "unbound-device-certificate-v1"
+
+    public var userID: UUID
+    public var deviceID: UUID
+    public var x25519PublicKey: X25519PublicKey
+    public var ed25519PublicKey: Ed25519PublicKey
+    /// The device's type as its row names it (`mac-desktop`, `ios-phone`, ...).
+    public var deviceType: String
+    /// The device's role as its row names it (`trusted_executor`, ...).
+    public var deviceRole: String
+    /// When the certificate was signed, in Unix seconds.
+    public var issuedAt: UInt64
+
+    /// Creates a certificate.
+    public init(userID: UUID, deviceID: UUID, x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey,
+                deviceType: String, deviceRole: String, issuedAt: UInt64) {
+        self.userID = userID
+        self.deviceID = deviceID
+        self.x25519PublicKey = x25519PublicKey
+        self.ed25519PublicKey = ed25519PublicKey
+        self.deviceType = deviceType
+        self.deviceRole = deviceRole
+        self.issuedAt = issuedAt
+    }
+
+    /// The exact bytes that are signed.
+    ///
+    /// - Throws: ``TrustStatementError`` `.textTooLong` or `.invalidText` for a type or role that
+    ///   cannot be encoded.
+    public func body() throws(TrustStatementError) -> [UInt8] {
+        var out = StatementWriter(prefix: Self.prefix)
+        out.identifier(userID)
+        out.separator()
+        out.identifier(deviceID)
+        out.separator()
+        out.bytes(x25519PublicKey.rawRepresentation)
+        out.bytes(ed25519PublicKey.rawRepresentation)
+        try out.text(deviceType)
+        try out.text(deviceRole)
+        out.integer(issuedAt)
+        return out.bytes
+    }
+
+    /// Parses a body strictly: exact prefix, canonical identifiers, exact lengths, nothing after.
+    public static func parse(_ bytes: [UInt8]) throws(TrustStatementError) -> DeviceCertificate {
+        var reader = StatementReader(bytes)
+        try reader.prefix(Self.prefix)
+        let user = try reader.identifier()
+        try reader.separator()
+        let device = try reader.identifier()
+        try reader.separator()
+        let x25519 = try reader.x25519()
+        let ed25519 = try reader.ed25519()
+        let type = try reader.text()
+        let role = try reader.text()
+        let issued = try reader.integer()
+        try reader.end()
+        return DeviceCertificate(userID: user, deviceID: device, x25519PublicKey: x25519, ed25519PublicKey: ed25519,
+                                 deviceType: type, deviceRole: role, issuedAt: issued)
+    }
+
+    /// Signs the certificate with the user's identity key.
+    public func signed(by identityKey: Ed25519PrivateKey) throws(TrustStatementError) -> SignedStatement {
+        let bytes = try body()
+        return SignedStatement(body: ByteEncoding.base64(bytes), signature: ByteEncoding.base64(identityKey.signature(for: bytes)))
+    }
+
+    /// Verifies a stored certificate under the pinned identity key and checks it is for this
+    /// user and device; when `x25519PublicKey` is given, that the certificate names that key.
+    ///
+    /// - Returns: The certificate, every field verified.
+    /// - Throws: ``TrustStatementError``.
+    public static func verify(_ statement: SignedStatement, identityKey: Ed25519PublicKey, userID: UUID, deviceID: UUID,
+                              x25519PublicKey: X25519PublicKey? = nil) throws(TrustStatementError) -> DeviceCertificate {
+        let certificate = try parse(statement.verifiedBody(identityKey: identityKey))
+        guard certificate.userID == userID else { throw TrustStatementError(.wrongUser, "the certificate is for another user") }
+        guard certificate.deviceID == deviceID else { throw TrustStatementError(.wrongDevice, "the certificate is for another device") }
+        if let x25519PublicKey, certificate.x25519PublicKey != x25519PublicKey {
+            throw TrustStatementError(.wrongKey, "the certificate names another X25519 key than the device row")
+        }
+        return certificate
+    }
+}
+
+/// A device revocation (trust.md): the user's identity key withdraws `deviceID`.
+///
+/// ```
+/// "unbound-device-revocation-v1" || 0x00 || user_id || 0x00 || device_id || 0x00
+///   || x25519_public_key (32) || revoked_at (8 bytes, big-endian Unix seconds)
+/// ```
+public struct DeviceRevocation: Sendable, Hashable {
+    /// The body's prefix.
+    public static let prefix = "unbound-device-revocation-v1"
+
+    public var userID: UUID
+    public var deviceID: UUID
+    public var x25519PublicKey: X25519PublicKey
+    /// When the device was revoked, in Unix seconds.
+    public var revokedAt: UInt64
+
+    /// Creates a revocation.
+    public init(userID: UUID, deviceID: UUID, x25519PublicKey: X25519PublicKey, revokedAt: UInt64) {
+        self.userID = userID
+        self.deviceID = deviceID
+        self.x25519PublicKey = x25519PublicKey
+        self.revokedAt = revokedAt
+    }
+
+    /// The exact bytes that are signed.
+    public func body() -> [UInt8] {
+        var out = StatementWriter(prefix: Self.prefix)
+        out.identifier(userID)
+        out.separator()
+        out.identifier(deviceID)
+        out.separator()
+        out.bytes(x25519PublicKey.rawRepresentation)
+        out.integer(revokedAt)
+        return out.bytes
+    }
+
+    /// Parses a body strictly.
+    public static func parse(_ bytes: [UInt8]) throws(TrustStatementError) -> DeviceRevocation {
+        var reader = StatementReader(bytes)
+        try reader.prefix(Self.prefix)
+        let user = try reader.identifier()
+        try reader.separator()
+        let device = try reader.identifier()
+        try reader.separator()
+        let x25519 = try reader.x25519()
+        let revoked = try reader.integer()
+        try reader.end()
+        return DeviceRevocation(userID: user, deviceID: device, x25519PublicKey: x25519, revokedAt: revoked)
+    }
+
+    /// Signs the revocation with the user's identity key.
+    public func signed(by identityKey: Ed25519PrivateKey) -> SignedStatement {
+        let bytes = body()
+        return SignedStatement(body: ByteEncoding.base64(bytes), signature: ByteEncoding.base64(identityKey.signature(for: bytes)))
+    }
+
+    /// Verifies a stored revocation under the pinned identity key and checks it is for this
+    /// user and device.
+    public static func verify(_ statement: SignedStatement, identityKey: Ed25519PublicKey, userID: UUID,
+                              deviceID: UUID) throws(TrustStatementError) -> DeviceRevocation {
+        let revocation = try parse(statement.verifiedBody(identityKey: identityKey))
+        guard revocation.userID == userID else { throw TrustStatementError(.wrongUser, "the revocation is for another user") }
+        guard revocation.deviceID == deviceID else { throw TrustStatementError(.wrongDevice, "the revocation is for another device") }
+        return revocation
+    }
+}
+
+/// The user's identity key's fingerprint for people: the first 16 bytes of SHA-256 of the
+/// public key, shown as 8 groups of 4 hex digits.
+public struct IdentityFingerprint: Sendable, Hashable, CustomStringConvertible {
+    /// The 16 bytes.
+    public let bytes: [UInt8]
+
+    /// The fingerprint of an identity public key.
+    public init(_ key: Ed25519PublicKey) {
+        bytes = Array(SHA256.hash(key.rawRepresentation).prefix(16))
+    }
+
+    /// Wraps 16 bytes (from a pairing code).
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 16 else { return nil }
+        self.bytes = bytes
+    }
+
+    /// `0a1b 2c3d ...`: 8 groups of 4 lowercase hex digits.
+    public var description: String {
+        let hex = ByteEncoding.hex(bytes)
+        return stride(from: 0, to: hex.count, by: 4).map { start in
+            let from = hex.index(hex.startIndex, offsetBy: start)
+            return String(hex[from..<hex.index(from, offsetBy: 4)])
+        }.joined(separator: " ")
+    }
+}
+
+// MARK: - Exact byte layout
+
+struct StatementWriter {
+    var bytes: [UInt8]
+
+    init(prefix: String) {
+        bytes = Array(prefix.utf8)
+        bytes.append(0)
+    }
+
+    mutating func separator() { bytes.append(0) }
+    mutating func identifier(_ id: UUID) { bytes += Array(id.uuidString.lowercased().utf8) }
+    mutating func bytes(_ raw: [UInt8]) { bytes += raw }
+
+    mutating func text(_ value: String) throws(TrustStatementError) {
+        let utf8 = Array(value.utf8)
+        guard utf8.count <= 255 else { throw TrustStatementError(.textTooLong, "a certificate's text field is longer than 255 bytes") }
+        guard StatementReader.isPrintableASCII(utf8) else {
+            throw TrustStatementError(.invalidText, "a certificate's text field is empty or not printable ASCII")
+        }
+        bytes.append(UInt8(utf8.count))
+        bytes += utf8
+    }
+
+    mutating func integer(_ value: UInt64) {
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+}
+
+struct StatementReader {
+    let bytes: [UInt8]
+    var offset = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    static func isPrintableASCII(_ bytes: some Collection<UInt8>) -> Bool {
+        !bytes.isEmpty && bytes.allSatisfy { (0x20...0x7E).contains($0) }
+    }
+
+    mutating func take(_ count: Int) throws(TrustStatementError) -> ArraySlice<UInt8> {
+        guard bytes.count - offset >= count else { throw TrustStatementError(.truncated, "the statement ends before its last field") }
+        defer { offset += count }
+        return bytes[offset..<offset + count]
+    }
+
+    mutating func prefix(_ text: String) throws(TrustStatementError) {
+        let expected = Array(text.utf8) + [0]
+        guard bytes.count >= expected.count, Array(bytes[0..<expected.count]) == expected else {
+            throw TrustStatementError(.wrongPrefix, "the statement does not start with \(text)")
+        }
+        offset = expected.count
+    }
+
+    mutating func separator() throws(TrustStatementError) {
+        guard try take(1).first == 0 else { throw TrustStatementError(.malformedIdentifier, "a field separator is not 0x00") }
+    }
+
+    /// 36 bytes of canonical lowercase hyphenated UUID text.
+    mutating func identifier() throws(TrustStatementError) -> UUID {
+        let raw = try take(36)
+        let text = String(decoding: raw, as: UTF8.self)
+        guard let id = UUID(uuidString: text), id.uuidString.lowercased() == text else {
+            throw TrustStatementError(.malformedIdentifier, "an identifier is not a canonical lowercase UUID")
+        }
+        return id
+    }
+
+    mutating func text() throws(TrustStatementError) -> String {
+        let length = Int(try take(1).first!)
+        let raw = try take(length)
+        guard Self.isPrintableASCII(raw) else {
+            throw TrustStatementError(.invalidText, "a certificate's text field is empty or not printable ASCII")
+        }
+        return String(decoding: raw, as: UTF8.self)
+    }
+
+    mutating func x25519() throws(TrustStatementError) -> X25519PublicKey {
+        let raw = try take(32)
+        guard let key = try? X25519PublicKey(rawRepresentation: raw) else { throw TrustStatementError(.truncated, "a key is cut short") }
+        return key
+    }
+
+    mutating func ed25519() throws(TrustStatementError) -> Ed25519PublicKey {
+        let raw = try take(32)
+        guard let key = try? Ed25519PublicKey(rawRepresentation: raw) else { throw TrustStatementError(.truncated, "a key is cut short") }
+        return key
+    }
+
+    mutating func integer() throws(TrustStatementError) -> UInt64 {
+        try take(8).reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    func end() throws(TrustStatementError) {
+        guard offset == bytes.count else { throw TrustStatementError(.trailingBytes, "bytes follow the statement's last field") }
+    }
+}

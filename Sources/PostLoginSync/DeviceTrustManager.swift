@@ -1,0 +1,405 @@
+import DeviceTrust
+import Foundation
+import LocalStore
+import Logging
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+/// Pairing, status and revocation (trust.md), as library calls a desktop app can make from its
+/// own UI; `sync-cli trust` is a thin layer over them.
+///
+/// The trust root is the device that created the user's identity key and holds `identity.key`;
+/// every other device pins the identity's public key when it joins with a pairing code.
+public struct DeviceTrustManager: Sendable {
+    public let local: LocalStore
+    public let remote: any RemoteStore
+    let logger: Logger?
+
+    /// How long an invite is valid.
+    public static let inviteLifetime: TimeInterval = 600
+
+    /// Creates the manager for this device's store and the signed-in remote.
+    public init(local: LocalStore, remote: any RemoteStore, logger: Logger? = nil) {
+        self.local = local
+        self.remote = remote
+        self.logger = logger
+    }
+
+    // MARK: - trust init
+
+    /// Makes this device the trust root: creates the user's identity key, publishes its public
+    /// key, pins it, and certifies this device.
+    ///
+    /// - Returns: The identity's fingerprint.
+    /// - Throws: ``SyncError`` `.identityExists` when the user already has an identity key (join
+    ///   instead), `.trustUnavailable` without the device-trust tables, `.notLoggedIn`,
+    ///   `.userMismatch`; remote and local errors.
+    @discardableResult
+    public func initialize(now: Date = Date()) async throws -> IdentityFingerprint {
+        let (identity, user) = try await signedIn()
+        let published = try await publishedIdentityKey()
+        let existing = try await local.identityKey()
+        if let published {
+            // A retry after a run that published but did not finish certifying is allowed.
+            guard let existing, existing.publicKey.base64 == published else {
+                throw SyncError(code: .identityExists, message: "the user already has an identity key (\(Self.fingerprint(published))); "
+                                + "pair this device with `sync-cli trust join CODE` using a code from the trust root")
+            }
+        }
+        let key: Ed25519PrivateKey
+        if let existing { key = existing } else { key = try await local.createIdentityKey() }
+        if published == nil {
+            do {
+                try await remote.publishIdentityKey(key.publicKey.base64)
+            } catch let error as RemoteStoreError where error.code == .conflict {
+                if existing == nil { try local.removeIdentityKey() }
+                throw SyncError(code: .identityExists, message: "another device published the user's identity key first; join it instead")
+            }
+        }
+        try await local.pinIdentityKey(key.publicKey)
+        try await engine.upsertOwnDevice(identity, user: user)
+        let row = try await remote.listDevices().first { $0.id == identity.id && $0.userID == user }
+        let certificate = DeviceCertificate(
+            userID: user, deviceID: identity.id, x25519PublicKey: identity.publicKey, ed25519PublicKey: try await local.signingKey().publicKey,
+            deviceType: identity.deviceType.rawValue, deviceRole: row?.deviceRole?.rawValue ?? DeviceTrustRole.trustedExecutor.rawValue,
+            issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
+        try await publish(certificate, signedBy: key)
+        logger?.notice("this device is the trust root of identity \(IdentityFingerprint(key.publicKey))")
+        return IdentityFingerprint(key.publicKey)
+    }
+
+    // MARK: - trust invite
+
+    /// Opens a single-use invite, valid ``inviteLifetime``; the returned code is shown on this
+    /// screen (text and QR) and typed or scanned on the new device.
+    ///
+    /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`.
+    public func invite(now: Date = Date()) async throws -> (code: PairingCode, expiresAt: Date) {
+        let key = try await trustRootKey()
+        try await TrustSnapshot.checkPublishedIdentity(pinned: key.publicKey, remote: remote)
+        try await local.deleteInvites(expiredBefore: now.addingTimeInterval(-86_400))
+        let inviteID = SecureBytes(randomCount: 8).withUnsafeBytes { Array($0) }
+        let code = try PairingCode(inviteID: inviteID, secret: SecureBytes(randomCount: 16), fingerprint: IdentityFingerprint(key.publicKey))
+        let expiresAt = now.addingTimeInterval(Self.inviteLifetime)
+        try await local.createInvite(PairingInvite(id: code.inviteIDText, secret: code.secret, createdAt: now, expiresAt: expiresAt))
+        return (code, expiresAt)
+    }
+
+    // MARK: - trust join
+
+    /// Joins the user's identity with a pairing code: checks the published identity key against
+    /// the code's fingerprint (the server cannot substitute it), pins it, and asks the trust root
+    /// for a certificate with a request only the code's holder can make.
+    ///
+    /// - Returns: The pinned identity's fingerprint.
+    /// - Throws: ``SyncError`` `.pairingRefused` (no identity published, or not the code's),
+    ///   `.trustUnavailable`; remote and local errors. Nothing is pinned when it throws.
+    @discardableResult
+    public func join(code: PairingCode) async throws -> IdentityFingerprint {
+        let (identity, user) = try await signedIn()
+        guard let published = try await publishedIdentityKey() else {
+            throw SyncError(code: .pairingRefused, message: "the user has no identity key yet: run `sync-cli trust init` on the first device")
+        }
+        guard let key = try? Ed25519PublicKey(base64: published), IdentityFingerprint(key) == code.fingerprint else {
+            throw SyncError(code: .pairingRefused, message: "the identity key the remote publishes (\(Self.fingerprint(published))) is not the one "
+                            + "in the pairing code (\(code.fingerprint)): it was substituted, or the code is mistyped; nothing was pinned")
+        }
+        try await engine.upsertOwnDevice(identity, user: user)
+        let signing = try await local.signingKey().publicKey
+        let mac = PairingMAC.mac(secret: code.secret, inviteID: code.inviteID, userID: user, deviceID: identity.id,
+                                 x25519PublicKey: identity.publicKey, ed25519PublicKey: signing)
+        try await remote.insertPairingRequest(PairingRequestRow(
+            userID: user, inviteID: code.inviteIDText, deviceID: identity.id, x25519PublicKey: identity.publicKey.base64,
+            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac)))
+        try await local.pinIdentityKey(key)
+        return IdentityFingerprint(key)
+    }
+
+    // MARK: - trust approve
+
+    /// Verifies every pairing request for this trust root's invites and certifies the devices
+    /// whose requests are genuine; refused requests are deleted and reported.
+    ///
+    /// A request is refused when its invite is unknown, expired or already used (a replay), its
+    /// MAC does not verify (compared in constant time), its keys are not the device row's, or
+    /// the device was revoked. A wrong MAC does not use up the invite.
+    ///
+    /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`; remote and local errors.
+    public func approve(now: Date = Date()) async throws -> ApprovalReport {
+        let key = try await trustRootKey()
+        try await TrustSnapshot.checkPublishedIdentity(pinned: key.publicKey, remote: remote)
+        let user = remote.userID
+        let invites = Dictionary(try await local.invites().map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let revoked = Set(try await local.knownRevocations().map(\.deviceID))
+        let requests = try await remote.listPairingRequests()
+        guard !requests.isEmpty else { return ApprovalReport() }
+        let devices = try await remote.listDevices().filter { $0.userID == user }
+        var report = ApprovalReport()
+        for request in requests {
+            func refuse(_ reason: String) async throws {
+                report.refused.append(RefusedPairing(requestID: request.id, deviceID: request.deviceID, inviteID: request.inviteID, reason: reason))
+                try await remote.deletePairingRequest(id: request.id)
+            }
+            guard request.userID == user else { try await refuse("the request names another user"); continue }
+            guard let invite = invites[request.inviteID] else { try await refuse("no invite of this trust root has this id"); continue }
+            guard invite.usedAt == nil else { try await refuse("the invite was already used (a replayed request)"); continue }
+            guard invite.expiresAt > now else { try await refuse("the invite expired"); continue }
+            guard let x25519 = try? X25519PublicKey(base64: request.x25519PublicKey), !x25519.isLowOrder,
+                  let ed25519 = try? Ed25519PublicKey(base64: request.ed25519PublicKey),
+                  let mac = try? ByteEncoding.bytes(base64: request.mac),
+                  let inviteID = try? ByteEncoding.bytes(hex: request.inviteID), inviteID.count == 8 else {
+                try await refuse("the request's keys, MAC or invite id are malformed")
+                continue
+            }
+            guard PairingMAC.isValid(mac, secret: invite.secret, inviteID: inviteID, userID: user, deviceID: request.deviceID,
+                                     x25519PublicKey: x25519, ed25519PublicKey: ed25519) else {
+                try await refuse("the MAC does not verify: the request was not made with this invite's code")
+                continue
+            }
+            guard let device = devices.first(where: { $0.id == request.deviceID }) else {
+                try await refuse("the device has no row")
+                continue
+            }
+            guard let text = device.publicKey, let rowKey = try? X25519PublicKey(base64: text), rowKey == x25519 else {
+                try await refuse("the request's key is not the device row's")
+                continue
+            }
+            guard !revoked.contains(device.id) else { try await refuse("the device was revoked"); continue }
+            guard try await local.useInvite(id: invite.id, by: device.id, at: now) else {
+                try await refuse("the invite was already used (a replayed request)")
+                continue
+            }
+            let certificate = DeviceCertificate(
+                userID: user, deviceID: device.id, x25519PublicKey: x25519, ed25519PublicKey: ed25519,
+                deviceType: device.deviceType?.rawValue ?? "unknown", deviceRole: device.deviceRole?.rawValue ?? DeviceTrustRole.trustedExecutor.rawValue,
+                issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
+            try await publish(certificate, signedBy: key)
+            try await remote.deletePairingRequest(id: request.id)
+            report.approved.append(ApprovedDevice(deviceID: device.id, name: device.name, inviteID: invite.id))
+        }
+        return report
+    }
+
+    /// Approves until a device joins with this invite, or it expires (`trust invite --wait`).
+    ///
+    /// - Parameters:
+    ///   - inviteID: The invite's id (``PairingCode/inviteIDText``).
+    ///   - pollInterval: Time between looks at the pairing requests.
+    /// - Throws: ``SyncError`` `.pairingRefused` when the invite expires first; `CancellationError`.
+    public func waitForJoin(inviteID: String, pollInterval: Duration = .seconds(2),
+                            onRound: (@Sendable (ApprovalReport) -> Void)? = nil) async throws -> ApprovalReport {
+        var all = ApprovalReport()
+        while true {
+            try Task.checkCancellation()
+            let round = try await approve()
+            all.approved += round.approved
+            all.refused += round.refused
+            if !(round.approved.isEmpty && round.refused.isEmpty) { onRound?(round) }
+            if round.approved.contains(where: { $0.inviteID == inviteID }) { return all }
+            guard let invite = try await local.invites().first(where: { $0.id == inviteID }), invite.expiresAt > Date() else {
+                throw SyncError(code: .pairingRefused, message: "the invite expired before a device joined with it")
+            }
+            try await Task.sleep(for: pollInterval)
+        }
+    }
+
+    // MARK: - trust status
+
+    /// The identity, this device's certificate and every device's standing.
+    ///
+    /// - Throws: ``SyncError`` `.identityChanged` when the remote publishes another identity
+    ///   than the pinned one; remote errors.
+    public func status() async throws -> TrustStatus {
+        let (identity, user) = try await signedIn()
+        let devices = try await remote.listDevices().filter { $0.userID == user }
+        var status = TrustStatus(deviceID: identity.id, isTrustRoot: try await local.identityKey() != nil)
+        guard let snapshot = try await TrustSnapshot.load(local: local, remote: remote) else {
+            do {
+                status.remoteHasIdentity = try await remote.fetchIdentityKey() != nil
+            } catch let error as RemoteStoreError where error.code == .missingTable {
+                status.remoteHasTrustTables = false
+            }
+            status.devices = devices.map { TrustStatus.Device(deviceID: $0.id, name: $0.name, deviceType: $0.deviceType?.rawValue,
+                                                               isActive: $0.isActive, status: nil, isThisDevice: $0.id == identity.id) }
+            return status
+        }
+        status.remoteHasIdentity = true
+        status.identityFingerprint = snapshot.fingerprint.description
+        status.problems = snapshot.problems.map(\.description)
+        var listed = Set<UUID>()
+        status.devices = devices.map { device in
+            listed.insert(device.id)
+            var state = snapshot.status(of: device)
+            if device.id == identity.id, state == .verified, device.publicKey != identity.publicKey.base64 { state = .keyMismatch }
+            return TrustStatus.Device(deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
+                                      isActive: device.isActive, status: state, isThisDevice: device.id == identity.id)
+        }
+        // Revoked devices whose row is gone are still shown.
+        for (id, _) in snapshot.revocations where !listed.contains(id) {
+            status.devices.append(TrustStatus.Device(deviceID: id, name: "(no device row)", deviceType: nil, isActive: false,
+                                                     status: .revoked, isThisDevice: id == identity.id))
+        }
+        status.thisDevice = status.devices.first { $0.isThisDevice }?.status ?? .unverified
+        return status
+    }
+
+    // MARK: - trust revoke
+
+    /// Revokes devices: signs and publishes each revocation, deletes its certificate and every
+    /// envelope addressed to it, and marks its row inactive. Each desktop's next push then
+    /// rotates the secrets the device had received.
+    ///
+    /// - Parameter deviceIDs: Devices of the user; this device itself cannot be revoked here.
+    /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`, `.unknownDevice`.
+    public func revoke(_ deviceIDs: Set<UUID>, now: Date = Date()) async throws -> RevocationReport {
+        let key = try await trustRootKey()
+        let (identity, user) = try await signedIn()
+        guard let snapshot = try await TrustSnapshot.load(local: local, remote: remote) else {
+            throw SyncError(code: .noIdentity, message: "this store has pinned no identity")
+        }
+        guard !deviceIDs.contains(identity.id) else {
+            throw SyncError(code: .unknownDevice, message: "the trust root cannot revoke itself")
+        }
+        let devices = Dictionary(try await remote.listDevices().filter { $0.userID == user }.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        var targets: [(UUID, X25519PublicKey)] = []
+        for id in deviceIDs.sorted(by: { $0.canonical < $1.canonical }) {
+            if let certified = snapshot.certificates[id]?.x25519PublicKey {
+                targets.append((id, certified))
+            } else if let text = devices[id]?.publicKey, let rowKey = try? X25519PublicKey(base64: text) {
+                targets.append((id, rowKey))
+            } else if let known = snapshot.revocations[id] {
+                targets.append((id, known.x25519PublicKey))
+            } else {
+                throw SyncError(code: .unknownDevice, message: "device \(id.canonical) is not one of the user's devices (or has no key to revoke)")
+            }
+        }
+        var report = RevocationReport()
+        for (id, x25519) in targets {
+            let revocation = DeviceRevocation(userID: user, deviceID: id, x25519PublicKey: x25519, revokedAt: UInt64(max(0, now.timeIntervalSince1970)))
+            let signed = revocation.signed(by: key)
+            try await remote.publishRevocation(SignedStatementRow(deviceID: id, userID: user, body: signed.body, signature: signed.signature))
+            try await local.recordRevocations([KnownRevocation(deviceID: id, x25519PublicKey: x25519, revokedAt: now)])
+            try await remote.deleteCertificate(deviceID: id)
+            report.envelopesDeleted += try await remote.deleteEnvelopes(recipients: [id]) ?? 0
+            if devices[id] != nil { try await remote.setDeviceActive(id, isActive: false) }
+            report.revoked.append(id)
+        }
+        return report
+    }
+
+    /// "Sign out everywhere else": revokes every device of the user but this one that is not
+    /// revoked yet.
+    public func revokeAllOthers(now: Date = Date()) async throws -> RevocationReport {
+        let (identity, user) = try await signedIn()
+        let known = Set(try await local.knownRevocations().map(\.deviceID))
+        let others = Set(try await remote.listDevices().filter { $0.userID == user && $0.id != identity.id && !known.contains($0.id) }.map(\.id))
+        guard !others.isEmpty else { return RevocationReport() }
+        return try await revoke(others, now: now)
+    }
+
+    // MARK: - Helpers
+
+    var engine: PostLoginSync { PostLoginSync(local: local, remote: remote, logger: logger) }
+
+    func signedIn() async throws -> (DeviceIdentity, UUID) {
+        let identity = try await local.requireIdentity()
+        guard let user = identity.userID else {
+            throw SyncError(code: .notLoggedIn, message: "this store is not logged in; run `sync-cli login` first")
+        }
+        guard user == remote.userID else {
+            throw SyncError(code: .userMismatch, message: "this store belongs to user \(user.canonical), but the remote is signed in as \(remote.userID.canonical)")
+        }
+        return (identity, user)
+    }
+
+    /// The identity key of this trust root, checked against the pin.
+    func trustRootKey() async throws -> Ed25519PrivateKey {
+        guard let key = try await local.identityKey() else {
+            throw SyncError(code: .notTrustRoot, message: "this device is not the trust root (it has no identity.key); run this on the device where `trust init` ran")
+        }
+        guard let pinned = try await local.pinnedIdentityKey(), pinned == key.publicKey else {
+            throw SyncError(code: .identityChanged, message: "identity.key does not match the identity this store pinned")
+        }
+        return key
+    }
+
+    /// The published identity key's text, or `nil`; `.trustUnavailable` without the tables.
+    func publishedIdentityKey() async throws -> String? {
+        do {
+            return try await remote.fetchIdentityKey()
+        } catch let error as RemoteStoreError where error.code == .missingTable {
+            throw SyncError(code: .trustUnavailable, message: "verified trust needs the device-trust migration "
+                            + "(supabase/migrations/20261122001200_device_trust.sql); this remote has none of its tables")
+        }
+    }
+
+    func publish(_ certificate: DeviceCertificate, signedBy key: Ed25519PrivateKey) async throws {
+        let signed = try certificate.signed(by: key)
+        try await remote.publishCertificate(SignedStatementRow(deviceID: certificate.deviceID, userID: certificate.userID,
+                                                               body: signed.body, signature: signed.signature))
+    }
+
+    static func fingerprint(_ published: String) -> String {
+        (try? Ed25519PublicKey(base64: published)).map { IdentityFingerprint($0).description } ?? "an unreadable key"
+    }
+}
+
+/// What `approve` did.
+public struct ApprovalReport: Sendable, Codable, Hashable {
+    public var approved: [ApprovedDevice] = []
+    public var refused: [RefusedPairing] = []
+    public init() {}
+}
+
+/// A device certified by `approve`.
+public struct ApprovedDevice: Sendable, Codable, Hashable {
+    public var deviceID: UUID
+    public var name: String
+    public var inviteID: String
+}
+
+/// A pairing request `approve` refused (and deleted).
+public struct RefusedPairing: Sendable, Codable, Hashable {
+    public var requestID: UUID
+    public var deviceID: UUID
+    public var inviteID: String
+    public var reason: String
+}
+
+/// What `revoke` did.
+public struct RevocationReport: Sendable, Codable, Hashable {
+    public var revoked: [UUID] = []
+    /// Envelopes addressed to the revoked devices that were deleted.
+    public var envelopesDeleted = 0
+    public init() {}
+}
+
+/// `trust status`.
+public struct TrustStatus: Sendable, Codable, Hashable {
+    /// One of the user's devices.
+    public struct Device: Sendable, Codable, Hashable {
+        public var deviceID: UUID
+        public var name: String
+        public var deviceType: String?
+        public var isActive: Bool
+        /// `nil` when this device has pinned no identity.
+        public var status: DeviceTrustStatus?
+        public var isThisDevice: Bool
+    }
+
+    public var deviceID: UUID
+    /// This device holds `identity.key`.
+    public var isTrustRoot: Bool
+    /// The pinned identity's fingerprint (8 groups of 4 hex digits), or `nil` before init/join.
+    public var identityFingerprint: String?
+    /// This device's own standing (`nil` before init/join).
+    public var thisDevice: DeviceTrustStatus?
+    /// The remote publishes an identity key for the user.
+    public var remoteHasIdentity = false
+    /// The remote has the device-trust tables.
+    public var remoteHasTrustTables = true
+    public var devices: [Device] = []
+    /// Certificates or revocations that did not verify.
+    public var problems: [String] = []
+}

@@ -1,0 +1,130 @@
+import DeviceTrust
+import Foundation
+import LocalStore
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+/// Who receives session secrets (trust.md).
+public enum TrustMode: String, Sendable, Codable, CaseIterable {
+    /// sync.md's policy: every qualifying active device of the user.
+    case any
+    /// Also requires the server-side `is_trusted` flag (the old `--require-trusted`).
+    case flagged
+    /// A recipient must hold a certificate that verifies under the pinned identity key, for its
+    /// user, device id and row key, and no verified revocation.
+    case verified
+}
+
+/// A device's standing under the pinned identity (trust.md).
+public enum DeviceTrustStatus: String, Sendable, Codable, Hashable {
+    /// A valid certificate that names the device row's key, and no revocation.
+    case verified
+    /// No valid certificate.
+    case unverified
+    /// A verified revocation names it.
+    case revoked
+    /// Its row's key differs from its certificate's (possible attack).
+    case keyMismatch = "key-mismatch"
+}
+
+/// The user's device trust as this device verified it: the pinned identity key, the
+/// certificates and revocations that verify under it, and what was refused.
+public struct TrustSnapshot: Sendable {
+    /// The pinned identity key (the remote publishes the same one: loading checks it).
+    public let identityKey: Ed25519PublicKey
+    /// Verified certificates by device id.
+    public let certificates: [UUID: DeviceCertificate]
+    /// Verified revocations by device id (the remote's and the ones this device remembers).
+    public let revocations: [UUID: KnownRevocation]
+    /// Statements that did not verify: ignored, reported.
+    public let problems: [SyncIssue]
+
+    /// The identity key's fingerprint.
+    public var fingerprint: IdentityFingerprint { IdentityFingerprint(identityKey) }
+
+    /// A device row's standing.
+    public func status(of device: RemoteDevice) -> DeviceTrustStatus {
+        if revocations[device.id] != nil { return .revoked }
+        guard let certificate = certificates[device.id] else { return .unverified }
+        guard let text = device.publicKey, let key = try? X25519PublicKey(base64: text), key == certificate.x25519PublicKey else {
+            return .keyMismatch
+        }
+        return .verified
+    }
+
+    /// The certified X25519 key of a device that is verified by certificate and not revoked.
+    public func certifiedKey(of deviceID: UUID) -> X25519PublicKey? {
+        guard revocations[deviceID] == nil else { return nil }
+        return certificates[deviceID]?.x25519PublicKey
+    }
+
+    /// Loads and verifies the user's trust records, or `nil` when this store has pinned no
+    /// identity.
+    ///
+    /// - Throws: ``SyncError`` `.identityChanged` when the remote publishes another identity key
+    ///   than the pinned one, or none, or has lost the tables; remote errors.
+    public static func load(local: LocalStore, remote: any RemoteStore, phase: SyncPhase = .secrets) async throws -> TrustSnapshot? {
+        guard let pinned = try await local.pinnedIdentityKey() else { return nil }
+        try await checkPublishedIdentity(pinned: pinned, remote: remote)
+        let user = remote.userID
+        var problems: [SyncIssue] = []
+        func refused(_ kind: String, _ row: SignedStatementRow, _ why: String) {
+            problems.append(SyncIssue(phase: phase, code: .invalidStatement, rowID: row.deviceID.canonical, message: "\(kind) ignored: \(why)"))
+        }
+
+        var revocations: [UUID: KnownRevocation] = [:]
+        var fresh: [KnownRevocation] = []
+        for row in try await remote.listRevocations() {
+            do {
+                guard row.userID == user else { throw TrustStatementError(.wrongUser, "the row names another user") }
+                let revocation = try DeviceRevocation.verify(SignedStatement(body: row.body, signature: row.signature),
+                                                             identityKey: pinned, userID: user, deviceID: row.deviceID)
+                let known = KnownRevocation(deviceID: revocation.deviceID, x25519PublicKey: revocation.x25519PublicKey,
+                                            revokedAt: Date(timeIntervalSince1970: TimeInterval(revocation.revokedAt)))
+                revocations[known.deviceID] = known
+                fresh.append(known)
+            } catch {
+                refused("revocation", row, "\(error)")
+            }
+        }
+        // A revocation once verified stays: the remote cannot take it back by deleting the row.
+        for known in try await local.knownRevocations() where revocations[known.deviceID] == nil {
+            revocations[known.deviceID] = known
+        }
+        try await local.recordRevocations(fresh)
+
+        var certificates: [UUID: DeviceCertificate] = [:]
+        for row in try await remote.listCertificates() {
+            do {
+                guard row.userID == user else { throw TrustStatementError(.wrongUser, "the row names another user") }
+                certificates[row.deviceID] = try DeviceCertificate.verify(SignedStatement(body: row.body, signature: row.signature),
+                                                                          identityKey: pinned, userID: user, deviceID: row.deviceID)
+            } catch {
+                refused("certificate", row, "\(error)")
+            }
+        }
+        return TrustSnapshot(identityKey: pinned, certificates: certificates, revocations: revocations, problems: problems)
+    }
+
+    /// Refuses to go on when the remote's identity key is not the pinned one.
+    static func checkPublishedIdentity(pinned: Ed25519PublicKey, remote: any RemoteStore) async throws {
+        let published: String?
+        do {
+            published = try await remote.fetchIdentityKey()
+        } catch let error as RemoteStoreError where error.code == .missingTable {
+            throw SyncError(code: .identityChanged, message: "the user's identity key changed: the remote no longer has the device-trust tables, "
+                            + "but this device pinned identity \(IdentityFingerprint(pinned)); re-pair with `sync-cli trust join`")
+        }
+        guard let published else {
+            throw SyncError(code: .identityChanged, message: "the user's identity key changed: the remote publishes none, "
+                            + "but this device pinned identity \(IdentityFingerprint(pinned)); re-pair with `sync-cli trust join`")
+        }
+        guard let key = try? Ed25519PublicKey(base64: published), key == pinned else {
+            let shown = (try? Ed25519PublicKey(base64: published)).map { "\(IdentityFingerprint($0))" } ?? "an unreadable key"
+            throw SyncError(code: .identityChanged, message: "the user's identity key changed: the remote publishes \(shown), "
+                            + "but this device pinned \(IdentityFingerprint(pinned)); nothing was sent. Re-pair with `sync-cli trust join` "
+                            + "if the user really made a new identity")
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import SyncModel
+
+/// A certificate or revocation row: `device_certificates` / `device_revocations`.
+///
+/// `body` and `signature` are stored text, unverified: the server can write anything here, and
+/// only the client's check against the pinned identity key gives them meaning.
+public struct SignedStatementRow: Sendable, Hashable {
+    public var deviceID: UUID
+    public var userID: UUID
+    /// Standard base64 of the statement's bytes.
+    public var body: String
+    /// Standard base64 of the 64-byte signature.
+    public var signature: String
+
+    /// Creates a row.
+    public init(deviceID: UUID, userID: UUID, body: String, signature: String) {
+        self.deviceID = deviceID
+        self.userID = userID
+        self.body = body
+        self.signature = signature
+    }
+}
+
+/// A `pairing_requests` row: a new device asking the trust root for a certificate.
+public struct PairingRequestRow: Sendable, Hashable {
+    public var id: UUID
+    public var userID: UUID
+    /// The invite's id, 16 lowercase hex digits (as stored: unverified).
+    public var inviteID: String
+    public var deviceID: UUID
+    /// Standard base64 of the device's X25519 key (as stored: unverified).
+    public var x25519PublicKey: String
+    /// Standard base64 of the device's Ed25519 key (as stored: unverified).
+    public var ed25519PublicKey: String
+    /// Standard base64 of the 32-byte MAC (as stored: unverified).
+    public var mac: String
+    public var createdAt: Date?
+
+    /// Creates a row.
+    public init(id: UUID = UUID(), userID: UUID, inviteID: String, deviceID: UUID, x25519PublicKey: String,
+                ed25519PublicKey: String, mac: String, createdAt: Date? = nil) {
+        self.id = id
+        self.userID = userID
+        self.inviteID = inviteID
+        self.deviceID = deviceID
+        self.x25519PublicKey = x25519PublicKey
+        self.ed25519PublicKey = ed25519PublicKey
+        self.mac = mac
+        self.createdAt = createdAt
+    }
+}
+
+/// The device-trust tables of trust.md, as ``RemoteStore`` requirements with defaults that
+/// say the deployment has none of them (`.missingTable`): an implementation without them, or a
+/// deployment without the migration, keeps working in trust mode `any`.
+extension RemoteStore {
+    static var trustUnavailable: RemoteStoreError {
+        RemoteStoreError(.missingTable, "this remote has no device-trust tables (verified trust needs the device_trust migration)")
+    }
+
+    public func fetchIdentityKey() async throws -> String? { throw Self.trustUnavailable }
+    public func publishIdentityKey(_ publicKey: String) async throws { throw Self.trustUnavailable }
+    public func listCertificates() async throws -> [SignedStatementRow] { throw Self.trustUnavailable }
+    public func publishCertificate(_ row: SignedStatementRow) async throws { throw Self.trustUnavailable }
+    public func deleteCertificate(deviceID: UUID) async throws { throw Self.trustUnavailable }
+    public func listRevocations() async throws -> [SignedStatementRow] { throw Self.trustUnavailable }
+    public func publishRevocation(_ row: SignedStatementRow) async throws { throw Self.trustUnavailable }
+    public func insertPairingRequest(_ row: PairingRequestRow) async throws { throw Self.trustUnavailable }
+    public func listPairingRequests() async throws -> [PairingRequestRow] { throw Self.trustUnavailable }
+    public func deletePairingRequest(id: UUID) async throws { throw Self.trustUnavailable }
+}

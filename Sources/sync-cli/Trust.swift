@@ -1,0 +1,260 @@
+import ArgumentParser
+import DeviceTrust
+import Foundation
+import LocalStore
+import PostLoginSync
+import SyncModel
+
+extension TrustMode: ExpressibleByArgument {}
+
+/// How trust failures leave the program.
+enum TrustExit {
+    /// The remote's identity key is not the pinned one.
+    static let identityChanged: Int32 = 4
+
+    static let help = "Exit status: 0 done; 1 refused or failed (the message says why); 4 the user's identity key changed (re-pair)."
+
+    /// Runs `body`, turning a ``SyncError`` into its message and exit status.
+    static func run(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let error as SyncError {
+            printError("Error: \(error.message)")
+            throw ExitCode(error.code == .identityChanged ? identityChanged : 1)
+        }
+    }
+}
+
+extension SyncCLI {
+    struct Trust: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Device trust the client verifies: pair devices by code, see who is verified, revoke.",
+            discussion: """
+                The first device runs `trust init` and becomes the trust root: it creates the \
+                user's identity key (identity.key, 0600) and publishes its public key. Every other \
+                device joins with a pairing code the trust root shows (`trust invite`), typed or \
+                scanned: `trust join CODE`. The trust root then certifies it (`trust approve`, or \
+                `trust invite --wait`). From then on a desktop seals secrets only to devices with a \
+                valid certificate (`--trust verified`, the default once an identity is pinned).
+                """,
+            subcommands: [Init.self, Invite.self, Join.self, Approve.self, Status.self, Revoke.self]
+        )
+
+        struct Init: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Make this device the trust root: create and publish the user's identity key, certify this device.",
+                discussion: "Refused when the user already has an identity key: join it instead.\n\n" + TrustExit.help
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Flag(help: "Print the result as JSON.") var json = false
+
+            func run() async throws {
+                try await TrustExit.run {
+                    let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    let fingerprint = try await manager.initialize()
+                    if json { return try printJSON(["identityFingerprint": fingerprint.description, "trustRoot": "true"]) }
+                    output("This device is now the trust root.")
+                    output("Identity fingerprint: \(fingerprint)")
+                    output("Pair another device: `sync-cli trust invite` here, then `sync-cli trust join CODE` there.")
+                }
+            }
+        }
+
+        struct Invite: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Show a pairing code (text and QR) for a new device; valid 10 minutes, single use.",
+                discussion: """
+                    The code is secret until used: show it only on this screen. With --wait the \
+                    command approves the new device itself as soon as it joins.
+
+                    \(TrustExit.help)
+                    """
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Flag(help: "Wait for the device to join and approve it (until the invite expires).") var wait = false
+            @Flag(help: "Do not draw the QR code.") var noQr = false
+            @Flag(help: "Print the code as JSON (for a UI that shows it itself).") var json = false
+
+            func run() async throws {
+                try await TrustExit.run {
+                    let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    let (code, expiresAt) = try await manager.invite()
+                    let text = code.revealText()
+                    if json {
+                        try printJSON(["code": text, "inviteId": code.inviteIDText, "expiresAt": Timestamp.format(expiresAt),
+                                   "identityFingerprint": code.fingerprint.description])
+                    } else {
+                        output("Pairing code (valid until \(TrustCommand.time(expiresAt)), single use):")
+                        output("")
+                        output("    \(text)")
+                        output("")
+                        if !noQr { print(try TerminalQRCode.render(text)) }
+                        output("On the new device: sync-cli trust join \(text)")
+                        output("Identity fingerprint: \(code.fingerprint)")
+                    }
+                    guard wait else {
+                        if !json { output("Then approve it here: sync-cli trust approve") }
+                        return
+                    }
+                    if !json { output("Waiting for the device to join (Ctrl-C to stop; the invite stays valid until it expires)...") }
+                    let report = try await manager.waitForJoin(inviteID: code.inviteIDText) { round in
+                        if !json { TrustCommand.printApproval(round) }
+                    }
+                    if json { try printJSON(report) }
+                }
+            }
+        }
+
+        struct Join: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Join the user's identity with a pairing code from the trust root.",
+                discussion: """
+                    Checks that the identity key the remote publishes is the one the code names \
+                    (the server cannot substitute it), pins it, and asks the trust root to certify \
+                    this device. Spaces, hyphens and case in the code do not matter.
+
+                    \(TrustExit.help)
+                    """
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Argument(help: "The pairing code (one argument or several groups).") var code: [String]
+            @Flag(help: "Print the result as JSON.") var json = false
+
+            func run() async throws {
+                let parsed: PairingCode
+                do { parsed = try PairingCode(parsing: code.joined()) } catch { throw CLIError("\(error)") }
+                try await TrustExit.run {
+                    let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    let fingerprint = try await manager.join(code: parsed)
+                    if json { return try printJSON(["identityFingerprint": fingerprint.description, "requested": "true"]) }
+                    output("Pinned the user's identity \(fingerprint).")
+                    output("Asked the trust root for a certificate: run `sync-cli trust approve` there (or it is waiting with --wait).")
+                }
+            }
+        }
+
+        struct Approve: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Trust root: certify the devices that joined with this device's invites.",
+                discussion: """
+                    Each request's MAC is checked against the invite's pairing secret, which the \
+                    server never saw; requests for unknown, expired or used invites, with a wrong \
+                    MAC, or whose keys are not the device row's are refused and deleted.
+
+                    \(TrustExit.help)
+                    """
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Flag(help: "Print the result as JSON.") var json = false
+
+            func run() async throws {
+                try await TrustExit.run {
+                    let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    let report = try await manager.approve()
+                    if json { return try printJSON(report) }
+                    if report.approved.isEmpty && report.refused.isEmpty { output("No pairing requests.") }
+                    TrustCommand.printApproval(report)
+                }
+            }
+        }
+
+        struct Status: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "The identity fingerprint, this device's certificate, and every device: verified, unverified, revoked or key-mismatch.",
+                discussion: TrustExit.help
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Flag(help: "Print the status as JSON.") var json = false
+
+            func run() async throws {
+                try await TrustExit.run {
+                    let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    let status = try await manager.status()
+                    if json { return try printJSON(status) }
+                    if let fingerprint = status.identityFingerprint {
+                        output("Identity fingerprint: \(fingerprint)\(status.isTrustRoot ? " (this device is the trust root)" : "")")
+                        output("This device: \(status.thisDevice?.rawValue ?? "unverified")")
+                    } else if !status.remoteHasTrustTables {
+                        output("This remote has no device-trust tables: verified trust needs the device_trust migration (trust mode any).")
+                    } else if status.remoteHasIdentity {
+                        output("No identity pinned here: the user has one; join it with `sync-cli trust join CODE` (code from `trust invite` on the trust root).")
+                    } else {
+                        output("No identity yet: run `sync-cli trust init` on the first device.")
+                    }
+                    for device in status.devices {
+                        let me = device.isThisDevice ? " (this device)" : ""
+                        let active = device.isActive ? "" : " inactive"
+                        output("\(device.deviceID.canonical)  \(device.name)\(me)  [\(device.deviceType ?? "?")\(active)]  \(device.status?.rawValue ?? "-")")
+                    }
+                    for problem in status.problems { output("  ! \(problem)") }
+                }
+            }
+        }
+
+        struct Revoke: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Trust root: revoke devices (sign out); desktops then rotate every secret they had received.",
+                discussion: """
+                    Publishes a signed revocation, deletes the device's certificate and every \
+                    envelope addressed to it, and marks its row inactive. A revoked device keeps \
+                    what it already received; rotation protects what comes after.
+
+                    \(TrustExit.help)
+                    """
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Argument(help: "Device ids (or unambiguous prefixes) to revoke.") var devices: [String] = []
+            @Flag(help: "Revoke every device of the user but this one (sign out everywhere else).") var allOthers = false
+            @Flag(help: "Print the result as JSON.") var json = false
+
+            func validate() throws {
+                guard allOthers != !devices.isEmpty else { throw ValidationError("give device ids or --all-others (not both)") }
+            }
+
+            func run() async throws {
+                try await TrustExit.run {
+                    let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    let report: RevocationReport
+                    if allOthers {
+                        report = try await manager.revokeAllOthers()
+                    } else {
+                        let known = try await manager.remote.listDevices().map(\.id)
+                        let ids = try devices.map { try resolveID($0, among: known, kind: "device") }
+                        report = try await manager.revoke(Set(ids))
+                    }
+                    if json { return try printJSON(report) }
+                    if report.revoked.isEmpty { output("Nothing to revoke.") }
+                    for id in report.revoked { output("Revoked \(id.canonical).") }
+                    if !report.revoked.isEmpty {
+                        output("Deleted \(report.envelopesDeleted) envelopes addressed to them; each desktop's next push rotates the secrets they had.")
+                    }
+                }
+            }
+        }
+    }
+}
+
+enum TrustCommand {
+    static func manager(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws -> DeviceTrustManager {
+        let store = try storeOptions.open()
+        let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+        return DeviceTrustManager(local: store, remote: remote)
+    }
+
+    static func printApproval(_ report: ApprovalReport) {
+        for device in report.approved { output("Certified \(device.name) (\(device.deviceID.canonical)).") }
+        for refused in report.refused { output("Refused a request from \(refused.deviceID.canonical): \(refused.reason).") }
+    }
+
+    static func time(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        return formatter.string(from: date)
+    }
+}

@@ -104,7 +104,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PostLoginSyncTests",
-            dependencies: ["PostLoginSync", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport"]
+            dependencies: [
+                "PostLoginSync", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport", "DeviceTrust",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "LocalStoreTests",

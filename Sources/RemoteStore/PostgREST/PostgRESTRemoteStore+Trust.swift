@@ -5,7 +5,7 @@ import SyncModel
 /// (or `42P01`), which arrives as `.missingTable`.
 extension PostgRESTRemoteStore {
     public func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws {
-        let body = JSONRow(fields: [("is_active", .bool(isActive)), ("updated_at", .timestamp(Date()))])
+        let body = JSONRow(fields: [("is_active", .bool(isActive))])
         let response = try await send("PATCH", RemoteTable.devices, query: [
             ("id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
         ], prefer: "return=representation", body: Data(body.json.utf8))

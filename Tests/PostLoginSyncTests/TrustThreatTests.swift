@@ -1,0 +1,367 @@
+import DeviceTrust
+import Foundation
+import GRDB
+@testable import LocalStore
+@testable import PostLoginSync
+import RemoteStore
+import SecretCrypto
+import SyncModel
+import SyncTestSupport
+import Testing
+
+/// The seven threats of trust.md, each against the embedded remote and the PostgreSQL stack
+/// (the project's schema and the deployed variant), with a second actor holding the user's
+/// token or the service role (the superuser on the stack, the file itself for the embedded
+/// remote) as the attacker.
+@Suite("Device trust: the threats of trust.md")
+struct TrustThreatTests {
+    static var remotes: [(Backend, Bool)] {
+        Backend.available.flatMap { backend in backend == .embedded ? [(backend, false)] : [(backend, false), (backend, true)] }
+    }
+
+    /// A desktop (the trust root) with sessions, and a phone paired with it; both synced once.
+    struct Paired {
+        let world: World
+        let desktop: World.Device
+        let phone: World.Device
+        let root: DeviceTrustManager
+    }
+
+    static func paired(_ backend: Backend, _ deployed: Bool, sessions: Int = 3) async throws -> Paired {
+        let world = try World(backend, deployedSchema: deployed)
+        let phone = try await world.device("phone", role: .mobile)
+        let desktop = try await world.desktop(sessions: sessions)
+        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote())
+        try await root.initialize()
+        try await join(phone, world: world, root: root)
+        #expect(try await desktop.engine.push().outcome == .success)
+        #expect(try await phone.engine.pull().outcome == .success)
+        return Paired(world: world, desktop: desktop, phone: phone, root: root)
+    }
+
+    static func join(_ device: World.Device, world: World, root: DeviceTrustManager) async throws {
+        let (code, _) = try await root.invite()
+        try await DeviceTrustManager(local: device.store, remote: try world.remote()).join(code: PairingCode(parsing: code.revealText()))
+        let approval = try await root.approve()
+        #expect(approval.approved.map(\.deviceID) == [device.identity.id])
+    }
+
+    /// Runs SQL with the powers of the service role: the stack's superuser, or the embedded file.
+    static func asServiceRole(_ world: World, _ sql: String) async throws {
+        switch world.backend {
+        case .embedded:
+            let queue = try DatabaseQueue(path: world.directory.appendingPathComponent("remote.sqlite").path)
+            try await queue.write { try $0.execute(sql: sql) }
+        case .postgrest:
+            _ = try StackEnvironment.require().sql(sql, database: world.deployedSchema ? "sync_deployed" : "sync_own")
+        }
+    }
+
+    /// Whether any envelope addressed to `device` opens with `key`.
+    static func anyOpens(_ world: World, for device: UUID, with key: X25519PrivateKey) async throws -> Bool {
+        for row in try await world.remote().fetchEnvelopes(addressedTo: device) {
+            let envelope = SecretEnvelope(ephemeralPublicKey: row.ephemeralPublicKey, encryptedSecret: row.encryptedSecret)
+            if (try? envelope.open(sessionID: SessionID(row.sessionID), recipientDeviceID: device, using: key) { _ in nil }) != nil { return true }
+            if (try? envelope.open(sessionID: SessionID(row.sessionID), using: key)) != nil { return true }
+        }
+        return false
+    }
+
+    // MARK: 1
+
+    @Test("1. a device row inserted with an attacker's key (token holder or service role) receives nothing from a verified desktop",
+          arguments: remotes)
+    func insertedDevice(backend: Backend, deployed: Bool) async throws {
+        let p = try await Self.paired(backend, deployed)
+        let attackerKey = X25519PrivateKey()
+        let byToken = UUID(), byService = UUID()
+        try await p.world.remote().upsertOwnDevice(OwnDeviceRow(id: byToken, userID: p.world.user, name: "totally my laptop",
+                                                                deviceType: .macDesktop, hostname: nil, publicKey: attackerKey.publicKey.base64))
+        try await Self.asServiceRole(p.world, """
+            INSERT INTO devices (id, user_id, name, device_type, public_key, is_active, is_trusted, created_at, updated_at)
+            VALUES ('\(byService.canonical)', '\(p.world.user.canonical)', 'operator phone', 'ios-phone', '\(attackerKey.publicKey.base64)',
+                    TRUE, TRUE, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')
+            """)
+        let push = try await p.desktop.engine.push()
+        for id in [byToken, byService] {
+            let decision = try #require(push.recipients.first { $0.deviceID == id })
+            #expect(!decision.receives && decision.trust == "unverified")
+            #expect(try await p.world.remote().fetchEnvelopes(addressedTo: id).isEmpty)
+            #expect(try await !Self.anyOpens(p.world, for: id, with: attackerKey))
+        }
+        #expect(push.trust?.mode == "verified" && push.trust?.unverified == 2 && push.trust?.verified == 2)
+        // The defence is the mode: with `--trust any` the same rows would have received.
+        var any = SyncOptions()
+        any.recipients.trust = .any
+        let open = PostLoginSync(local: p.desktop.store, remote: try p.world.remote(), options: any)
+        #expect(RecipientPolicy.evaluate(try await p.world.remote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
+                                         options: any.recipients).filter { [byToken, byService].contains($0.deviceID) }.allSatisfy(\.receives))
+        _ = open
+    }
+
+    // MARK: 2
+
+    @Test("2. a certified device's public_key swapped in its row: nothing is sealed to the new key, and it is reported", arguments: remotes)
+    func swappedKey(backend: Backend, deployed: Bool) async throws {
+        let p = try await Self.paired(backend, deployed)
+        let attackerKey = X25519PrivateKey()
+        try await p.world.setDevice(p.phone.identity.id, publicKey: attackerKey.publicKey.base64)
+        try await p.desktop.store.createSession(SessionRecord(userID: p.world.user, deviceID: p.desktop.identity.id,
+                                                              repositoryID: try await p.desktop.store.repositories()[0].id, title: "new"))
+        let push = try await p.desktop.engine.push()
+        #expect(push.trust?.keyMismatch == 1)
+        #expect(push.errors.contains { $0.code == .keyMismatch && $0.rowID == p.phone.identity.id.canonical })
+        let decision = try #require(push.recipients.first { $0.deviceID == p.phone.identity.id })
+        #expect(!decision.receives && decision.trust == "key-mismatch")
+        #expect(try await !Self.anyOpens(p.world, for: p.phone.identity.id, with: attackerKey))
+        let status = try await p.root.status()
+        #expect(status.devices.first { $0.deviceID == p.phone.identity.id }?.status == .keyMismatch)
+    }
+
+    @Test("2b. this desktop's own row with a swapped key gets no self copy sealed to it", arguments: Backend.available)
+    func swappedOwnKey(backend: Backend) async throws {
+        let p = try await Self.paired(backend, false)
+        let attackerKey = X25519PrivateKey()
+        try await p.world.setDevice(p.desktop.identity.id, publicKey: attackerKey.publicKey.base64)
+        var options = SyncOptions()
+        options.recipients.trust = .any
+        // Even in mode any: the engine knows its own key, so a swapped own row is an attack.
+        let decisions = RecipientPolicy.evaluate(try await p.world.remote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
+                                                 options: options.recipients, selfKey: p.desktop.identity.publicKey)
+        #expect(decisions.first { $0.deviceID == p.desktop.identity.id }?.receives == false)
+    }
+
+    // MARK: 3
+
+    @Test("3. certificates and revocations with a bad signature, for another user or device, with trailing bytes, or signed by another key are ignored and reported",
+          arguments: remotes)
+    func forgedStatements(backend: Backend, deployed: Bool) async throws {
+        let p = try await Self.paired(backend, deployed)
+        let uik = try #require(try await p.desktop.store.identityKey())
+        let attackerKey = X25519PrivateKey()
+        let attackerSigning = Ed25519PrivateKey()
+        let remote = try p.world.remote()
+        func plantDevice() async throws -> UUID {
+            let id = UUID()
+            try await remote.upsertOwnDevice(OwnDeviceRow(id: id, userID: p.world.user, name: "plant", deviceType: .iosPhone, hostname: nil,
+                                                          publicKey: attackerKey.publicKey.base64))
+            return id
+        }
+        func certificate(for id: UUID, user: UUID? = nil) -> DeviceCertificate {
+            DeviceCertificate(userID: user ?? p.world.user, deviceID: id, x25519PublicKey: attackerKey.publicKey,
+                              ed25519PublicKey: attackerSigning.publicKey, deviceType: "ios-phone", deviceRole: "trusted_executor", issuedAt: 1)
+        }
+        func plant(_ id: UUID, body: [UInt8], signature: [UInt8]) async throws {
+            try await remote.publishCertificate(SignedStatementRow(deviceID: id, userID: p.world.user, body: ByteEncoding.base64(body),
+                                                                   signature: ByteEncoding.base64(signature)))
+        }
+        // Signed by a key other than the pinned identity.
+        let otherSigner = try await plantDevice()
+        let body1 = try certificate(for: otherSigner).body()
+        try await plant(otherSigner, body: body1, signature: attackerSigning.signature(for: body1))
+        // The pinned identity's signature, flipped.
+        let badSignature = try await plantDevice()
+        let body2 = try certificate(for: badSignature).body()
+        var signature2 = uik.signature(for: body2)
+        signature2[10] ^= 1
+        try await plant(badSignature, body: body2, signature: signature2)
+        // Genuinely signed, but for another user.
+        let otherUser = try await plantDevice()
+        let body3 = try certificate(for: otherUser, user: UUID()).body()
+        try await plant(otherUser, body: body3, signature: uik.signature(for: body3))
+        // Genuinely signed, but for another device (the row's id is not the body's).
+        let otherDevice = try await plantDevice()
+        let body4 = try certificate(for: UUID()).body()
+        try await plant(otherDevice, body: body4, signature: uik.signature(for: body4))
+        // Genuinely signed, with trailing bytes.
+        let trailing = try await plantDevice()
+        let body5 = try certificate(for: trailing).body() + [0]
+        try await plant(trailing, body: body5, signature: uik.signature(for: body5))
+        // A revocation of the phone signed by the attacker: ignored, the phone still receives.
+        let revocation = DeviceRevocation(userID: p.world.user, deviceID: p.phone.identity.id, x25519PublicKey: p.phone.identity.publicKey, revokedAt: 2)
+        try await remote.publishRevocation(SignedStatementRow(deviceID: p.phone.identity.id, userID: p.world.user, body: ByteEncoding.base64(revocation.body()),
+                                                              signature: ByteEncoding.base64(attackerSigning.signature(for: revocation.body()))))
+
+        let push = try await p.desktop.engine.push()
+        for id in [otherSigner, badSignature, otherUser, otherDevice, trailing] {
+            #expect(push.recipients.first { $0.deviceID == id }?.receives == false)
+            #expect(try await remote.fetchEnvelopes(addressedTo: id).isEmpty)
+            #expect(push.errors.contains { $0.code == .invalidStatement && $0.rowID == id.canonical })
+        }
+        #expect(push.trust?.invalidStatements == 6)
+        #expect(push.errors.contains { $0.code == .invalidStatement && $0.rowID == p.phone.identity.id.canonical })
+        #expect(push.recipients.first { $0.deviceID == p.phone.identity.id }?.receives == true)
+        #expect(try await remote.fetchEnvelopes(addressedTo: p.phone.identity.id).count == 3)
+    }
+
+    // MARK: 4
+
+    @Test("4. the published identity key replaced: every command that needs trust fails with identityChanged", arguments: remotes)
+    func replacedIdentity(backend: Backend, deployed: Bool) async throws {
+        let p = try await Self.paired(backend, deployed)
+        let usurper = Ed25519PrivateKey()
+        try await Self.asServiceRole(p.world, "UPDATE user_identity_keys SET public_key = '\(usurper.publicKey.base64)' WHERE user_id = '\(p.world.user.canonical)'")
+        let before = try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id)
+        await #expect { try await p.desktop.engine.push() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+        await #expect { try await p.phone.engine.pull() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+        await #expect { try await p.root.status() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+        await #expect { try await p.root.invite() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+        await #expect { try await p.root.approve() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+        await #expect { try await p.root.revokeAllOthers() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+        #expect(try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id) == before)
+        // A join with a code for the real identity refuses the substituted key and pins nothing.
+        let third = try await p.world.device("tablet", role: .mobile, type: .iosTablet)
+        let code = try PairingCode(inviteID: Array(repeating: 1, count: 8), secret: SecureBytes(randomCount: 16),
+                                   fingerprint: IdentityFingerprint(try #require(try await p.desktop.store.pinnedIdentityKey())))
+        await #expect { try await DeviceTrustManager(local: third.store, remote: try p.world.remote()).join(code: code) } throws: {
+            ($0 as? SyncError)?.code == .pairingRefused
+        }
+        #expect(try await third.store.pinnedIdentityKey() == nil)
+        // Deleting the published key is the same change.
+        try await Self.asServiceRole(p.world, "DELETE FROM user_identity_keys WHERE user_id = '\(p.world.user.canonical)'")
+        await #expect { try await p.desktop.engine.push() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+    }
+
+    // MARK: 5
+
+    @Test("5. pairing requests with a wrong MAC, for an expired or used invite, or replayed are refused", arguments: remotes)
+    func forgedPairing(backend: Backend, deployed: Bool) async throws {
+        let p = try await Self.paired(backend, deployed)
+        let remote = try p.world.remote()
+        let tablet = try await p.world.device("tablet", role: .mobile, type: .iosTablet)
+        _ = try await tablet.engine.pull()
+        let signing = try await tablet.store.signingKey().publicKey
+
+        // Wrong MAC for an open invite: refused, and the invite is still usable.
+        let (code, _) = try await p.root.invite()
+        try await remote.insertPairingRequest(PairingRequestRow(
+            userID: p.world.user, inviteID: code.inviteIDText, deviceID: tablet.identity.id, x25519PublicKey: tablet.identity.publicKey.base64,
+            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64([UInt8](repeating: 7, count: 32))))
+        let wrong = try await p.root.approve()
+        #expect(wrong.approved.isEmpty && wrong.refused.count == 1 && wrong.refused[0].reason.contains("MAC"))
+        #expect(try await remote.listPairingRequests().isEmpty)
+
+        // A genuine request whose keys were altered on the way (the server swaps the X25519 key).
+        let swapped = X25519PrivateKey()
+        let mac = PairingMAC.mac(secret: code.secret, inviteID: code.inviteID, userID: p.world.user, deviceID: tablet.identity.id,
+                                 x25519PublicKey: tablet.identity.publicKey, ed25519PublicKey: signing)
+        try await remote.insertPairingRequest(PairingRequestRow(
+            userID: p.world.user, inviteID: code.inviteIDText, deviceID: tablet.identity.id, x25519PublicKey: swapped.publicKey.base64,
+            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac)))
+        #expect(try await p.root.approve().refused.count == 1)
+
+        // The genuine request is approved once; the same request again is a replay.
+        let genuine = PairingRequestRow(userID: p.world.user, inviteID: code.inviteIDText, deviceID: tablet.identity.id,
+                                        x25519PublicKey: tablet.identity.publicKey.base64, ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac))
+        try await remote.insertPairingRequest(genuine)
+        #expect(try await p.root.approve().approved.map(\.deviceID) == [tablet.identity.id])
+        var replay = genuine
+        replay.id = UUID()
+        try await remote.insertPairingRequest(replay)
+        let replayed = try await p.root.approve()
+        #expect(replayed.approved.isEmpty && replayed.refused.first?.reason.contains("already used") == true)
+
+        // An expired invite.
+        let (late, _) = try await p.root.invite()
+        let lateMAC = PairingMAC.mac(secret: late.secret, inviteID: late.inviteID, userID: p.world.user, deviceID: tablet.identity.id,
+                                     x25519PublicKey: tablet.identity.publicKey, ed25519PublicKey: signing)
+        try await remote.insertPairingRequest(PairingRequestRow(
+            userID: p.world.user, inviteID: late.inviteIDText, deviceID: tablet.identity.id, x25519PublicKey: tablet.identity.publicKey.base64,
+            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(lateMAC)))
+        let expired = try await p.root.approve(now: Date().addingTimeInterval(DeviceTrustManager.inviteLifetime + 1))
+        #expect(expired.approved.isEmpty && expired.refused.first?.reason.contains("expired") == true)
+
+        // An invite this trust root never made.
+        try await remote.insertPairingRequest(PairingRequestRow(
+            userID: p.world.user, inviteID: "0011223344556677", deviceID: tablet.identity.id, x25519PublicKey: tablet.identity.publicKey.base64,
+            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(lateMAC)))
+        #expect(try await p.root.approve().refused.count == 1)
+    }
+
+    // MARK: 6
+
+    @Test("6. an envelope planted for a phone by a device without a certificate: v2 rejected, v1 kept unauthenticated or rejected when required",
+          arguments: remotes)
+    func plantedEnvelope(backend: Backend, deployed: Bool) async throws {
+        let p = try await Self.paired(backend, deployed, sessions: 2)
+        let remote = try p.world.remote()
+        let sessions = try await p.desktop.store.sessions().map(\.id).sorted { $0.canonical < $1.canonical }
+        let genuine = try await p.world.secrets(of: p.desktop)
+        // The attacker registers a device row (token holder) and seals its own secret to the phone as v2.
+        let attacker = X25519PrivateKey(), attackerID = UUID()
+        try await remote.upsertOwnDevice(OwnDeviceRow(id: attackerID, userID: p.world.user, name: "evil", deviceType: .linuxDesktop,
+                                                      hostname: nil, publicKey: attacker.publicKey.base64))
+        let planted = SessionSecret()
+        let v2 = try SecretEnvelope.sealV2(planted, for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
+                                           sessionID: SessionID(sessions[0]), sender: attacker, senderDeviceID: attackerID, generation: 1)
+        let v1 = try SecretEnvelope.seal(planted, for: p.phone.identity.publicKey, sessionID: SessionID(sessions[1]))
+        _ = try await remote.upsertEnvelopes([
+            EnvelopeRecord(sessionID: sessions[0], deviceID: p.phone.identity.id, ephemeralPublicKey: v2.ephemeralPublicKey, encryptedSecret: v2.encryptedSecret),
+            EnvelopeRecord(sessionID: sessions[1], deviceID: p.phone.identity.id, ephemeralPublicKey: v1.ephemeralPublicKey, encryptedSecret: v1.encryptedSecret),
+        ], onBatchAccepted: nil)
+
+        let pull = try await p.phone.engine.pull()
+        #expect(pull.errors.contains { $0.code == .uncertifiedSender && $0.rowID == sessions[0].canonical })
+        #expect(try await p.phone.store.openReceivedSecret(sessionID: sessions[0]) == genuine[sessions[0]])
+        let kept = try await p.phone.store.openReceived(sessionID: sessions[1])
+        #expect(!kept.authenticated && kept.secret == planted)
+        #expect(pull.trust?.unauthenticatedEnvelopes == 1 && pull.trust?.rejectedEnvelopes == 1)
+
+        // With authenticated envelopes required, the v1 one is refused too (the phone re-reads it after a reset).
+        var strict = SyncOptions()
+        strict.requireAuthenticated = true
+        try await p.phone.store.deleteReceivedEnvelopes(notIn: [])
+        let strictPull = try await PostLoginSync(local: p.phone.store, remote: remote, options: strict).pull()
+        #expect(strictPull.errors.contains { $0.code == .unauthenticatedEnvelope && $0.rowID == sessions[1].canonical })
+        await #expect(throws: LocalStoreError.self) { try await p.phone.store.openReceived(sessionID: sessions[1]) }
+    }
+
+    // MARK: 7
+
+    @Test("7. after a revocation no envelope is addressed to the device, and every active session it had gets a new secret it never received",
+          arguments: remotes)
+    func revocationRotates(backend: Backend, deployed: Bool) async throws {
+        let p = try await Self.paired(backend, deployed, sessions: 4)
+        let tablet = try await p.world.device("tablet", role: .mobile, type: .iosTablet)
+        try await Self.join(tablet, world: p.world, root: p.root)
+        let all = try await p.desktop.store.sessions()
+        let ended = all[0]
+        var endedRecord = ended
+        endedRecord.status = .ended
+        endedRecord.sessionEndedAt = Date()
+        try await p.desktop.store.upsertSessions([endedRecord])
+        #expect(try await p.desktop.engine.push().outcome == .success)
+        _ = try await p.phone.engine.pull()
+        let phoneHad = try await p.world.opened(by: p.phone)
+        #expect(phoneHad.count == 4)
+
+        let revoked = try await p.root.revoke([p.phone.identity.id])
+        #expect(revoked.revoked == [p.phone.identity.id])
+        #expect(try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id).isEmpty)
+        let push = try await p.desktop.engine.push()
+        #expect(push.trust?.sessionsRotated == 3 && push.trust?.revoked == 1)
+        #expect(try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id).isEmpty)
+        #expect(push.recipients.first { $0.deviceID == p.phone.identity.id }?.trust == "revoked")
+
+        let now = try await p.world.secrets(of: p.desktop)
+        for session in all where session.id != ended.id {
+            #expect(now[session.id] != phoneHad[session.id])
+            #expect(try await p.desktop.store.ownSealedSecret(sessionID: session.id).generation == 2)
+            // The earlier generation stays readable here.
+            #expect(try await p.desktop.store.openOwnSecret(sessionID: session.id, generation: 1) == phoneHad[session.id])
+        }
+        #expect(now[ended.id] == phoneHad[ended.id])
+        // The remaining recipient gets generation 2, authenticated; the phone's key opens none of it.
+        _ = try await tablet.engine.pull()
+        #expect(try await p.world.opened(by: tablet) == now)
+        for session in all where session.id != ended.id {
+            #expect(try await tablet.store.openReceived(sessionID: session.id).generation == 2)
+        }
+        #expect(try await !Self.anyOpens(p.world, for: p.phone.identity.id, with: try await p.phone.store.deviceKey()))
+        // A second push rotates nothing more; a deleted revocation row is remembered.
+        try await Self.asServiceRole(p.world, "DELETE FROM device_revocations")
+        try await Self.asServiceRole(p.world, "UPDATE devices SET is_active = TRUE")
+        let again = try await p.desktop.engine.push()
+        #expect(again.trust?.sessionsRotated == 0 && again.recipients.first { $0.deviceID == p.phone.identity.id }?.receives == false)
+    }
+}

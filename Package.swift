@@ -116,6 +116,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        .testTarget(name: "DeviceTrustTests", dependencies: ["DeviceTrust", "SecretCrypto"]),
         .testTarget(
             name: "SecretCryptoTests",
             dependencies: [
@@ -127,6 +128,7 @@ let package = Package(
             name: "ConformanceVectorsTests",
             dependencies: [
                 "ConformanceVectors",
+                "DeviceTrust",
                 "SecretCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

@@ -222,6 +222,63 @@ public struct EnvelopeV2Group: VectorGroup {
     }
 }
 
+/// `UNBOUND-DEVICE-CERTIFICATE-V1` (trust.md): a stored certificate, the identity key it must
+/// verify under, and the fields it must yield.
+public struct DeviceCertificateGroup: VectorGroup {
+    public let tests: [Test]
+
+    public struct Test: VectorTest {
+        public let tcId: Int
+        public let comment: String
+        public let result: ExpectedResult
+        /// Base64 of the 32-byte identity public key.
+        public let identityPublicKey: String
+        /// As stored: standard base64.
+        public let body: String
+        public let signature: String
+        public let userId: String
+        public let deviceId: String
+        /// Base64 (or hex) of the expected keys.
+        public let x25519PublicKey: String
+        public let ed25519PublicKey: String
+        public let deviceType: String
+        public let deviceRole: String
+        public let issuedAt: UInt64
+        /// When present: the identity's seed (hex), to re-sign a valid case.
+        public let identityPrivateKey: HexBytes?
+
+        enum CodingKeys: String, CodingKey {
+            case tcId, comment, result, identityPublicKey, body, signature, userId, deviceId, x25519PublicKey, ed25519PublicKey
+            case deviceType, deviceRole, issuedAt, identityPrivateKey
+        }
+
+        public init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            tcId = try c.decode(Int.self, forKey: .tcId)
+            comment = try c.decode(String.self, forKey: .comment)
+            result = try c.decode(ExpectedResult.self, forKey: .result)
+            identityPublicKey = try c.decode(String.self, forKey: .identityPublicKey)
+            body = try c.decode(String.self, forKey: .body)
+            signature = try c.decode(String.self, forKey: .signature)
+            userId = try c.decode(String.self, forKey: .userId)
+            deviceId = try c.decode(String.self, forKey: .deviceId)
+            x25519PublicKey = try c.decode(String.self, forKey: .x25519PublicKey)
+            ed25519PublicKey = try c.decode(String.self, forKey: .ed25519PublicKey)
+            deviceType = try c.decode(String.self, forKey: .deviceType)
+            deviceRole = try c.decode(String.self, forKey: .deviceRole)
+            // A JSON number, or its decimal text (2^64-1 does not fit a double).
+            if let number = try? c.decode(UInt64.self, forKey: .issuedAt) {
+                issuedAt = number
+            } else if let number = UInt64(try c.decode(String.self, forKey: .issuedAt)) {
+                issuedAt = number
+            } else {
+                throw DecodingError.dataCorruptedError(forKey: .issuedAt, in: c, debugDescription: "issuedAt is not an unsigned 64-bit integer")
+            }
+            identityPrivateKey = try c.decodeIfPresent(HexBytes.self, forKey: .identityPrivateKey)
+        }
+    }
+}
+
 /// One suite entry of RFC 9180's test-vectors.json (the CFRG layout).
 public struct HPKEVector: Decodable, Sendable {
     public let mode: UInt8
@@ -275,6 +332,7 @@ public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case sessionSecretV2 = "UNBOUND-SESSION-SECRET-V2"
     case eddsa = "EDDSA"
     case hpke = "HPKE"
+    case deviceCertificateV1 = "UNBOUND-DEVICE-CERTIFICATE-V1"
 }
 
 /// Loads vector files; the one loader the CLI and the tests share.

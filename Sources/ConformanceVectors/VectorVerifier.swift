@@ -1,3 +1,4 @@
+import DeviceTrust
 import Foundation
 @_spi(TestVectors) import SecretCrypto
 
@@ -53,6 +54,7 @@ public enum VectorVerifier {
         case .sessionSecretV1: return try run(EnvelopeGroup.self, data, algorithm, path) { _, test in check(test) }
         case .sessionSecretV2: return try run(EnvelopeV2Group.self, data, algorithm, path) { _, test in check(test) }
         case .eddsa: return try run(EdDSAGroup.self, data, algorithm, path) { group, test in check(test, publicKey: group.publicKey.pk.bytes) }
+        case .deviceCertificateV1: return try run(DeviceCertificateGroup.self, data, algorithm, path) { _, test in check(test) }
         case .hpke: return try verifyHPKE(data: data, path: path)
         }
     }
@@ -175,6 +177,38 @@ public enum VectorVerifier {
             return true
         }()
         return judge(test.result, outcome)
+    }
+
+    /// A 32-byte key given as base64 or as hex.
+    static func keyBytes(_ text: String) -> [UInt8]? {
+        if let bytes = try? ByteEncoding.bytes(base64: text), bytes.count == 32 { return bytes }
+        if let bytes = try? ByteEncoding.bytes(hex: text), bytes.count == 32 { return bytes }
+        return nil
+    }
+
+    static func check(_ test: DeviceCertificateGroup.Test) -> String? {
+        let expected: DeviceCertificate? = {
+            guard let user = UUID(uuidString: test.userId), let device = UUID(uuidString: test.deviceId),
+                  let x = keyBytes(test.x25519PublicKey).flatMap({ try? X25519PublicKey(rawRepresentation: $0) }),
+                  let ed = keyBytes(test.ed25519PublicKey).flatMap({ try? Ed25519PublicKey(rawRepresentation: $0) }) else { return nil }
+            return DeviceCertificate(userID: user, deviceID: device, x25519PublicKey: x, ed25519PublicKey: ed,
+                                     deviceType: test.deviceType, deviceRole: test.deviceRole, issuedAt: test.issuedAt)
+        }()
+        let outcome: Bool? = {
+            guard let expected, let identity = keyBytes(test.identityPublicKey).flatMap({ try? Ed25519PublicKey(rawRepresentation: $0) }),
+                  let certificate = try? DeviceCertificate.verify(SignedStatement(body: test.body, signature: test.signature), identityKey: identity,
+                                                                  userID: expected.userID, deviceID: expected.deviceID,
+                                                                  x25519PublicKey: expected.x25519PublicKey) else { return nil }
+            return certificate == expected
+        }()
+        if let reason = judge(test.result, outcome) { return "verify: " + reason }
+        guard test.result == .valid, let seed = test.identityPrivateKey, let expected else { return nil }
+        guard let key = try? Ed25519PrivateKey(seed: SecureBytes(copying: seed.bytes)), let signed = try? expected.signed(by: key) else {
+            return "re-sign: rejected"
+        }
+        guard signed.body == test.body else { return "re-sign: body differs" }
+        guard signed.signature == test.signature else { return "re-sign: signature differs" }
+        return nil
     }
 
     static func check(_ test: EnvelopeV2Group.Test) -> String? {

@@ -311,6 +311,9 @@ struct StatementReader {
 
     mutating func prefix(_ text: String) throws(TrustStatementError) {
         let expected = Array(text.utf8) + [0]
+        if bytes.count < expected.count && expected.starts(with: bytes) {
+            throw TrustStatementError(.truncated, "the statement ends inside its prefix")
+        }
         guard bytes.count >= expected.count, Array(bytes[0..<expected.count]) == expected else {
             throw TrustStatementError(.wrongPrefix, "the statement does not start with \(text)")
         }

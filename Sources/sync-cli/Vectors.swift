@@ -61,13 +61,21 @@ extension SyncCLI.Vectors {
 
     struct Generate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write the project's session-secret vectors (v1 or v2), reproducibly.",
+            abstract: "Write the project's vectors (session-secret envelopes v1 or v2, device certificates), reproducibly.",
             discussion: """
                 Every key, nonce, id and secret is derived from a fixed seed, so the output is the \
-                same on every run and every machine: testvectors/session-secret-v1.json and \
-                testvectors/session-secret-v2.json are this command's output.
+                same on every run and every machine: testvectors/session-secret-v1.json, \
+                testvectors/session-secret-v2.json (--version 2) and \
+                testvectors/device-certificate-v1.json (--kind certificate) are this command's output.
                 """
         )
+
+        enum Kind: String, ExpressibleByArgument, CaseIterable {
+            case envelope, certificate
+        }
+
+        @Option(help: "What to generate: envelope (session-secret envelopes) or certificate (device certificates).")
+        var kind: Kind = .envelope
 
         @Option(help: "The envelope version: 1 or 2.")
         var version = 1
@@ -80,7 +88,8 @@ extension SyncCLI.Vectors {
         }
 
         func run() async throws {
-            let data = version == 1 ? try SessionSecretVectorGenerator.generate() : try SessionSecretV2VectorGenerator.generate()
+            let data = kind == .certificate ? try DeviceCertificateVectorGenerator.generate()
+                : version == 1 ? try SessionSecretVectorGenerator.generate() : try SessionSecretV2VectorGenerator.generate()
             if let output {
                 try data.write(to: URL(fileURLWithPath: output), options: .atomic)
             } else {

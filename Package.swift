@@ -100,7 +100,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncCLITests",
-            dependencies: ["sync-cli", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "TestStack"]
+            dependencies: ["sync-cli", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "TestStack", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "PostLoginSyncTests",

@@ -60,6 +60,7 @@ struct SyncCLITests {
         ["status"], ["devices", "list"], ["secrets", "show"], ["vectors", "verify"], ["vectors", "generate"],
         ["session", "activity"], ["session", "status"], ["push-token"], ["push-token", "register"], ["push-token", "invalidate"],
         ["push-token", "status"], ["approvals", "clear"], ["outbox", "list"],
+        ["trust"], ["trust", "init"], ["trust", "invite"], ["trust", "join"], ["trust", "approve"], ["trust", "status"], ["trust", "revoke"],
     ]
 
     @Test("every command has help", arguments: commands)

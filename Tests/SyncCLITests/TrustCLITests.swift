@@ -1,0 +1,96 @@
+import Foundation
+import GRDB
+import LocalStore
+import SecretCrypto
+import SyncModel
+import Testing
+
+@Suite("sync-cli trust")
+struct TrustCLITests {
+    /// The README's flow: init, login, trust init, trust invite, trust join CODE, trust approve, sync on both.
+    @Test("pairing by hand: a desktop and a phone that verify each other, then revocation with rotation; the code is printed only by invite")
+    func pairing() throws {
+        let cli = try CLI()
+        let repo = cli.directory.appendingPathComponent("project")
+        try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
+        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
+        for store in ["d", "p"] { #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0) }
+        // Before trust init: mode any, and status says to init.
+        #expect(try cli.run(["trust", "status", "--store", cli.store("d")]).out.contains("trust init"))
+        #expect(try cli.run(["trust", "invite", "--store", cli.store("d")]).status == 1)
+
+        let initialised = try cli.run(["trust", "init", "--store", cli.store("d")])
+        #expect(initialised.status == 0 && initialised.out.contains("trust root"))
+        let again = try cli.run(["trust", "init", "--store", cli.store("p")])
+        #expect(again.status == 1 && again.err.contains("already has an identity key"))
+        let keyMode = try FileManager.default.attributesOfItem(atPath: cli.store("d") + "/identity.key")[.posixPermissions] as? Int
+        #expect(keyMode == 0o600)
+
+        let invite = try cli.run(["trust", "invite", "--store", cli.store("d")])
+        #expect(invite.status == 0 && invite.out.contains("█"))
+        let code = try #require(invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { $0.count == 79 && $0.split(separator: "-").count == 16 })
+        // A mistyped code is refused before anything is pinned.
+        let typo = String(code.dropLast()) + (code.hasSuffix("A") ? "B" : "A")
+        let refused = try cli.run(["trust", "join", "--store", cli.store("p"), typo])
+        #expect(refused.status == 1 && refused.err.contains("not the one in the pairing code"))
+        let joined = try cli.run(["trust", "join", "--store", cli.store("p"), code.lowercased()])
+        #expect(joined.status == 0, "\(joined.err)")
+        let approved = try cli.run(["trust", "approve", "--store", cli.store("d"), "--json"])
+        #expect(approved.status == 0 && approved.out.contains("\"approved\""))
+        let replay = try cli.run(["trust", "approve", "--store", cli.store("d")])
+        #expect(replay.out.contains("No pairing requests"))
+
+        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let push = try cli.run(["sync", "--store", cli.store("d")])
+        #expect(push.status == 0 && push.out.contains("trust verified") && push.out.contains("2 verified, 0 unverified"))
+        let pull = try cli.run(["sync", "--store", cli.store("p")])
+        #expect(pull.status == 0 && pull.out.contains("1 opened"))
+        let shown = try cli.run(["secrets", "show", "--store", cli.store("p"), session])
+        #expect(shown.out.contains("(authenticated), generation 1"))
+        for store in ["d", "p"] {
+            let status = try cli.run(["trust", "status", "--store", cli.store(store), "--json"])
+            let json = try #require(JSONSerialization.jsonObject(with: Data(status.out.utf8)) as? [String: Any])
+            #expect(json["thisDevice"] as? String == "verified")
+            #expect((json["devices"] as? [[String: Any]])?.allSatisfy { $0["status"] as? String == "verified" } == true)
+        }
+        let devices = try cli.run(["devices", "list", "--store", cli.store("d")])
+        #expect(devices.out.contains("Trust mode verified: 2 of 2 devices receive secrets"))
+
+        // Revocation: the next push rotates the session's secret; generation 1 stays readable here.
+        let before = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"]).out
+        let revoked = try cli.run(["trust", "revoke", "--store", cli.store("d"), "--all-others"])
+        #expect(revoked.status == 0 && revoked.out.contains("Revoked"))
+        let rotated = try cli.run(["push", "--store", cli.store("d"), "--json"])
+        #expect(rotated.status == 0 && rotated.out.contains("\"sessionsRotated\" : 1"))
+        let after = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"]).out
+        let old = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal", "--generation", "1"]).out
+        #expect(after != before && old == before)
+        #expect(try cli.run(["secrets", "show", "--store", cli.store("d"), session]).out.contains("Generations held: 2, 1"))
+
+        // The pairing code appears only in invite's output.
+        for output in [initialised, joined, approved, push, pull, shown, revoked, rotated] {
+            #expect(!output.out.contains(code) && !output.err.contains(code))
+        }
+
+        // The published identity replaced behind everyone's back: exit status 4, nothing sent.
+        let database = try DatabaseQueue(path: cli.directory.appendingPathComponent("remote.sqlite").path)
+        try database.write { try $0.execute(sql: "UPDATE user_identity_keys SET public_key = ?", arguments: [Ed25519PrivateKey().publicKey.base64]) }
+        let changed = try cli.run(["push", "--store", cli.store("d")])
+        #expect(changed.status == 4 && changed.err.contains("identity key changed"))
+        #expect(try cli.run(["trust", "status", "--store", cli.store("p")]).status == 4)
+        #expect(try cli.run(["devices", "list", "--store", cli.store("d")]).status == 4)
+    }
+
+    @Test("--trust is validated, --require-trusted stays an alias, and help tells the modes")
+    func options() throws {
+        let cli = try CLI()
+        let help = try cli.run(["push", "--help"])
+        #expect(help.out.contains("--trust") && help.out.contains("verified") && help.out.contains("--require-trusted"))
+        #expect(try cli.run(["pull", "--help"]).out.contains("--require-authenticated"))
+        #expect(try cli.run(["push", "--trust", "sometimes"]).status != 0)
+        #expect(try cli.run(["push", "--trust", "any", "--require-trusted"]).status != 0)
+    }
+}

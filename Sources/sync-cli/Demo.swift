@@ -1,4 +1,5 @@
 import ArgumentParser
+import DeviceTrust
 import Foundation
 import LocalStore
 import PostLoginSync
@@ -12,9 +13,11 @@ extension SyncCLI {
             abstract: "Run the whole flow on throwaway stores and an embedded remote, step by step.",
             discussion: """
                 In a fresh temporary directory: a phone registers, a desktop adds two repositories and \
-                five sessions and pushes, the phone pulls and opens every secret, both sides compare \
-                them, and a second push seals nothing. No secret is printed; the directory is removed \
-                afterwards unless --keep is given.
+                five sessions, becomes the trust root and shows a pairing code (text and QR), the phone \
+                joins with it and the desktop certifies it; the desktop pushes to verified devices only, \
+                the phone pulls and opens every secret (authenticated, envelope v2), both sides compare \
+                them, and a second push seals nothing. No secret is printed (the pairing code is shown \
+                because pairing is what is shown); the directory is removed afterwards unless --keep is given.
                 """
         )
 
@@ -57,7 +60,25 @@ extension SyncCLI {
                 output("   session \(session.id.canonical.prefix(8)) in \(repository.name) (secret sealed to the desktop's own key at rest)")
             }
 
-            say("The desktop pushes: device, repositories, sessions, and one envelope per session and recipient")
+            say("The desktop becomes the trust root: it creates the user's identity key and certifies itself")
+            let trustRoot = DeviceTrustManager(local: desktopStore, remote: try remote())
+            let fingerprint = try await trustRoot.initialize()
+            output("   identity fingerprint \(fingerprint)")
+
+            say("The desktop shows a pairing code (valid 10 minutes, single use) as text and as a QR code")
+            let (code, _) = try await trustRoot.invite()
+            output("   \(code.revealText())")
+            print(try TerminalQRCode.render(code.revealText()).split(separator: "\n").map { "   " + $0 }.joined(separator: "\n"))
+
+            say("The phone joins with the code: it checks the published identity against the code's fingerprint and asks for a certificate")
+            let joined = try await DeviceTrustManager(local: phoneStore, remote: try remote()).join(code: PairingCode(parsing: code.revealText()))
+            output("   pinned identity \(joined)")
+
+            say("The desktop approves: it checks the request's MAC against the code's secret and certifies the phone")
+            let approval = try await trustRoot.approve()
+            output("   certified \(approval.approved.map { $0.name }.joined(separator: ", ")); refused \(approval.refused.count)")
+
+            say("The desktop pushes (trust mode verified): device, repositories, sessions, and one envelope per session and certified recipient")
             let desktopSync = PostLoginSync(local: desktopStore, remote: try remote())
             let push = try await desktopSync.push()
             describe(push)
@@ -83,11 +104,14 @@ extension SyncCLI {
             let again = try await desktopSync.push()
             describe(again)
 
+            let authenticated = try await phoneStore.receivedEnvelopes().allSatisfy(\.authenticated)
             let ok = matched == sessions.count && again.envelopesSealed == 0 && push.outcome == .success && pull.outcome == .success
+                && authenticated && push.trust?.mode == TrustMode.verified.rawValue
             output("")
             output("Summary: \(sessions.count) sessions, \(push.envelopesSealed) envelopes sealed on the first push "
                   + "(\(push.recipients.filter(\.receives).count) recipients each), \(pull.envelopesOpened) opened by the phone, "
-                  + "\(matched)/\(sessions.count) secrets matched, \(again.envelopesSealed) sealed on the second push.")
+                  + "\(matched)/\(sessions.count) secrets matched, \(again.envelopesSealed) sealed on the second push; "
+                  + (authenticated ? "every envelope authenticated (sealed by the certified desktop)." : "UNAUTHENTICATED envelopes."))
             output(ok ? "Every secret matched." : "FAILED")
             if keep { output("Files kept in \(root.path)") }
             if !ok { throw ExitCode.failure }

@@ -227,6 +227,9 @@ public final class EmbeddedRemoteStore: RemoteStore {
             return RemoteStoreError(.http, "\(context): a required column is null", postgrestCode: "23502")
         case .SQLITE_CONSTRAINT_CHECK:
             return RemoteStoreError(.invalidValue, "\(context): a value is outside its allowed set", postgrestCode: "23514")
+        case _ where error.resultCode == .SQLITE_ERROR && (error.message ?? "").hasPrefix("no such table"):
+            // A file whose tables were dropped behaves as a deployment without the migration.
+            return RemoteStoreError(.missingTable, "\(context): \(error.message ?? "no such table")", postgrestCode: "42P01")
         default:
             return RemoteStoreError(.storage, "\(context): \(error.message ?? "SQLite error")")
         }

@@ -142,14 +142,20 @@ public struct DeviceTrustManager: Sendable {
                 try await remote.deletePairingRequest(id: request.id)
             }
             guard request.userID == user else { try await refuse("the request names another user"); continue }
-            guard let invite = invites[request.inviteID] else { try await refuse("no invite of this trust root has this id"); continue }
+            // Fields are read in the encodings this engine writes (hex invite id, base64 keys and
+            // MAC) and in the other common one, so a client that wrote hex keys still pairs; the
+            // MAC decides either way.
+            guard let inviteID = Self.bytes(request.inviteID, count: 8) else {
+                try await refuse("the request's invite id is not 8 bytes of hex or base64")
+                continue
+            }
+            guard let invite = invites[ByteEncoding.hex(inviteID)] else { try await refuse("no invite of this trust root has this id"); continue }
             guard invite.usedAt == nil else { try await refuse("the invite was already used (a replayed request)"); continue }
             guard invite.expiresAt > now else { try await refuse("the invite expired"); continue }
-            guard let x25519 = try? X25519PublicKey(base64: request.x25519PublicKey), !x25519.isLowOrder,
-                  let ed25519 = try? Ed25519PublicKey(base64: request.ed25519PublicKey),
-                  let mac = try? ByteEncoding.bytes(base64: request.mac),
-                  let inviteID = try? ByteEncoding.bytes(hex: request.inviteID), inviteID.count == 8 else {
-                try await refuse("the request's keys, MAC or invite id are malformed")
+            guard let x25519 = Self.bytes(request.x25519PublicKey, count: 32).flatMap({ try? X25519PublicKey(rawRepresentation: $0) }), !x25519.isLowOrder,
+                  let ed25519 = Self.bytes(request.ed25519PublicKey, count: 32).flatMap({ try? Ed25519PublicKey(rawRepresentation: $0) }),
+                  let mac = Self.bytes(request.mac, count: 32) else {
+                try await refuse("the request's keys or MAC are malformed")
                 continue
             }
             guard PairingMAC.isValid(mac, secret: invite.secret, inviteID: inviteID, userID: user, deviceID: request.deviceID,
@@ -338,6 +344,15 @@ public struct DeviceTrustManager: Sendable {
         let signed = try certificate.signed(by: key)
         try await remote.publishCertificate(SignedStatementRow(deviceID: certificate.deviceID, userID: certificate.userID,
                                                                body: signed.body, signature: signed.signature))
+    }
+
+    /// `count` bytes from hex (either case) or standard, URL-safe or unpadded base64; `nil` otherwise.
+    static func bytes(_ text: String, count: Int) -> [UInt8]? {
+        if text.count == count * 2, let bytes = try? ByteEncoding.bytes(hex: text) { return bytes }
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let bytes = try? ByteEncoding.bytes(base64: base64), bytes.count == count else { return nil }
+        return bytes
     }
 
     static func fingerprint(_ published: String) -> String {

@@ -57,7 +57,7 @@ struct VectorFileTests {
     /// The field holding each algorithm's expected output.
     static let expectedField: [String: String] = [
         "XDH": "shared", "CHACHA20-POLY1305": "tag", "HKDF-SHA-256": "okm", "HMACSHA256": "tag",
-        "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext",
+        "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext", "UNBOUND-DEVICE-CERTIFICATE-V1": "deviceRole",
     ]
 
     static let thirdParty = VectorPaths.projectDirectory.appendingPathComponent("third_party")

@@ -40,6 +40,10 @@ public struct DeviceTrustManager: Sendable {
         let (identity, user) = try await signedIn()
         let published = try await publishedIdentityKey()
         let existing = try await local.identityKey()
+        if let pinned = try await local.pinnedIdentityKey(), published != pinned.base64 {
+            throw SyncError(code: .identityChanged, message: "the user's identity key changed: the remote publishes "
+                            + "\(published.map(Self.fingerprint) ?? "none"), but this device pinned \(IdentityFingerprint(pinned))")
+        }
         if let published {
             // A retry after a run that published but did not finish certifying is allowed.
             guard let existing, existing.publicKey.base64 == published else {

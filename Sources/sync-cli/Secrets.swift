@@ -19,6 +19,23 @@ extension SyncCLI {
             @Argument(help: "The session's id or an unambiguous prefix.") var session: String
             @Flag(help: "Print the secret itself.") var reveal = false
             @Option(help: "An earlier generation of the secret (after a rotation); default: the current one.") var generation: UInt32?
+            @Flag(help: "Print what is known about the secret as JSON (never the secret, even with --reveal).") var json = false
+
+            func validate() throws {
+                if json && reveal { throw ValidationError("--json never prints the secret; drop --reveal") }
+            }
+
+            /// `secrets show --json`: whether it opens, its generation and who sealed it.
+            struct Shown: Encodable {
+                let sessionId: String
+                let generation: UInt32
+                let generationsHeld: [UInt32]
+                let opens: Bool
+                /// Phone: the envelope's version (1 or 2) and whether its sealer was authenticated.
+                let envelopeVersion: Int?
+                let authenticated: Bool?
+                let senderDeviceId: String?
+            }
 
             func run() async throws {
                 let store = try storeOptions.open()
@@ -30,15 +47,24 @@ extension SyncCLI {
                 if identity.role == .desktop {
                     let sealed = try await store.ownSealedSecret(sessionID: id, generation: generation)
                     let secret = try await store.openOwnSecret(sessionID: id, generation: sealed.generation)
+                    if json {
+                        return try printJSON(Shown(sessionId: id.canonical, generation: sealed.generation, generationsHeld: generations, opens: true,
+                                                   envelopeVersion: nil, authenticated: nil, senderDeviceId: nil))
+                    }
                     if reveal { print(secret.revealTextForm()); return }
                     output("The secret of session \(id.canonical), generation \(sealed.generation), opens with this device's key (use --reveal to print it).\(also)")
                     return
                 }
                 let opened = try await store.openReceived(sessionID: id, generation: generation)
+                if json {
+                    return try printJSON(Shown(sessionId: id.canonical, generation: opened.generation, generationsHeld: generations, opens: true,
+                                               envelopeVersion: opened.version, authenticated: opened.authenticated,
+                                               senderDeviceId: opened.senderDeviceID?.canonical))
+                }
                 if reveal { print(opened.secret.revealTextForm()); return }
                 let origin = opened.authenticated
                     ? "envelope v2, sealed by device \(opened.senderDeviceID?.canonical ?? "?") (authenticated), generation \(opened.generation)"
-                    : "envelope v1, generation \(opened.generation): UNAUTHENTICATED, its sender is not known (any writer of the secrets table could have planted it)"
+                    : "envelope v1, generation \(opened.generation): unauthenticated (it names no sender: any writer of the secrets table could have planted it)"
                 output("The secret of session \(id.canonical) opens with this device's key; \(origin) (use --reveal to print it).\(also)")
             }
         }

@@ -208,6 +208,7 @@ struct TrustThreatTests {
         await #expect { try await p.root.invite() } throws: { ($0 as? SyncError)?.code == .identityChanged }
         await #expect { try await p.root.approve() } throws: { ($0 as? SyncError)?.code == .identityChanged }
         await #expect { try await p.root.revokeAllOthers() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+        await #expect { try await p.root.initialize() } throws: { ($0 as? SyncError)?.code == .identityChanged }
         #expect(try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id) == before)
         // A join with a code for the real identity refuses the substituted key and pins nothing.
         let third = try await p.world.device("tablet", role: .mobile, type: .iosTablet)

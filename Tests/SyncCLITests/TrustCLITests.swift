@@ -52,6 +52,10 @@ struct TrustCLITests {
         #expect(pull.status == 0 && pull.out.contains("1 opened"))
         let shown = try cli.run(["secrets", "show", "--store", cli.store("p"), session])
         #expect(shown.out.contains("(authenticated), generation 1"))
+        let shownJSON = try cli.run(["secrets", "show", "--store", cli.store("p"), session, "--json"])
+        let facts = try #require(JSONSerialization.jsonObject(with: Data(shownJSON.out.utf8)) as? [String: Any])
+        #expect(facts["authenticated"] as? Bool == true && facts["envelopeVersion"] as? Int == 2 && facts["generation"] as? Int == 1)
+        #expect(try cli.run(["secrets", "show", "--store", cli.store("p"), session, "--json", "--reveal"]).status != 0)
         for store in ["d", "p"] {
             let status = try cli.run(["trust", "status", "--store", cli.store(store), "--json"])
             let json = try #require(JSONSerialization.jsonObject(with: Data(status.out.utf8)) as? [String: Any])

@@ -67,7 +67,7 @@ extension PostLoginSync {
             report.finishedAt = Date()
             report.durationSeconds = report.finishedAt.timeIntervalSince(report.startedAt)
             let metrics = report.phases
-            report.requests = metrics.map(\.requests).reduce(0, +)
+            report.requests = metrics.map(\.requests).reduce(0, +) + (report.trust?.requests ?? 0)
             report.bytesSent = metrics.map(\.bytesSent).reduce(0, +)
             report.bytesReceived = metrics.map(\.bytesReceived).reduce(0, +)
             report.retries = metrics.map(\.retries).reduce(0, +)

@@ -18,9 +18,11 @@ extension PostLoginSync {
     public func pull(progress: ProgressHandler? = nil) async throws -> SyncReport {
         let (identity, user, lease) = try await prepare(role: .mobile, purpose: "pull")
         defer { lease.release() }
+        let before = remote.metrics()
         let trust = try await trustContext(phase: .envelopes)
         let recorder = Recorder(direction: "pull", deviceID: identity.id, remote: remote, progress: progress, logger: logger)
         recorder.report.trust = trust.summary
+        recorder.report.trust?.requests = remote.metrics().since(before).requests
 
         try await recorder.phase(.device) { entry in
             entry.sent = 1

@@ -20,9 +20,11 @@ extension PostLoginSync {
         let (identity, user, lease) = try await prepare(role: .desktop, purpose: "push")
         defer { lease.release() }
         let key = try await local.deviceKey()
+        let before = remote.metrics()
         let trust = try await trustContext(phase: .secrets)
         let recorder = Recorder(direction: "push", deviceID: identity.id, remote: remote, progress: progress, logger: logger)
         recorder.report.trust = trust.summary
+        recorder.report.trust?.requests = remote.metrics().since(before).requests
 
         try await recorder.phase(.device) { entry in
             entry.sent = 1

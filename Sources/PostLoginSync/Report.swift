@@ -198,6 +198,9 @@ public struct TrustSummary: Sendable, Codable, Hashable {
     public var rejectedEnvelopes = 0
     /// A one-time notice (the remote has no device-trust tables).
     public var note: String?
+    /// Requests made to load and check the trust records before the phases (counted in the
+    /// report's `requests` too).
+    public var requests = 0
 
     /// Creates a summary.
     public init(mode: String, identityFingerprint: String? = nil) {

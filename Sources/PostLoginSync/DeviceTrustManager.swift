@@ -14,15 +14,19 @@ import SyncModel
 public struct DeviceTrustManager: Sendable {
     public let local: LocalStore
     public let remote: any RemoteStore
+    /// The options this device syncs with (its own row is upserted with them: the envelope
+    /// versions it advertises stay what its syncs advertise).
+    public let options: SyncOptions
     let logger: Logger?
 
     /// How long an invite is valid.
     public static let inviteLifetime: TimeInterval = 600
 
     /// Creates the manager for this device's store and the signed-in remote.
-    public init(local: LocalStore, remote: any RemoteStore, logger: Logger? = nil) {
+    public init(local: LocalStore, remote: any RemoteStore, options: SyncOptions = SyncOptions(), logger: Logger? = nil) {
         self.local = local
         self.remote = remote
+        self.options = options
         self.logger = logger
     }
 
@@ -310,7 +314,7 @@ public struct DeviceTrustManager: Sendable {
 
     // MARK: - Helpers
 
-    var engine: PostLoginSync { PostLoginSync(local: local, remote: remote, logger: logger) }
+    var engine: PostLoginSync { PostLoginSync(local: local, remote: remote, options: options, logger: logger) }
 
     func signedIn() async throws -> (DeviceIdentity, UUID) {
         let identity = try await local.requireIdentity()

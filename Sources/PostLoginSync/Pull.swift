@@ -96,9 +96,11 @@ extension PostLoginSync {
         entry.skipped = fetched.count - kept.count
         var existing: [UUID: SecretEnvelope] = [:]
         var heldGeneration: [UUID: UInt32] = [:]
+        var held: [UUID: ReceivedEnvelope] = [:]
         for item in try await local.receivedEnvelopes() {
             existing[item.sessionID] = item.envelope
             heldGeneration[item.sessionID] = item.generation
+            held[item.sessionID] = item
         }
         let fresh = kept.filter {
             existing[$0.sessionID] != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
@@ -125,6 +127,7 @@ extension PostLoginSync {
             let me = identity.id
             let resolved = senderKeys
             let now = Date()
+            let previous = held
             for (session, outcome) in try await inParallel(fresh, { part in
                 var results: [(UUID, Result<ReceivedEnvelope, CryptoError>)] = []
                 for item in part {
@@ -132,9 +135,18 @@ extension PostLoginSync {
                     let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
                     do {
                         let opened = try envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key) { resolved[$0] }
+                        // A version-1 envelope carries no generation: "1 unless the store knows
+                        // better". Replacing a held envelope with another secret is the next
+                        // generation (a rotation sealed as v1), so the held one is kept as history.
+                        var generation = opened.generation
+                        if !opened.authenticated, let before = previous[item.sessionID],
+                           let old = try? before.envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
+                                                               senderKey: { $0 == before.senderDeviceID ? before.senderPublicKey : nil }) {
+                            generation = old.secret == opened.secret ? before.generation : before.generation &+ 1
+                        }
                         results.append((item.sessionID, .success(ReceivedEnvelope(
                             sessionID: item.sessionID, envelope: envelope, fetchedAt: now, senderDeviceID: opened.senderDeviceID,
-                            senderPublicKey: opened.senderDeviceID.flatMap { resolved[$0] }, generation: opened.generation,
+                            senderPublicKey: opened.senderDeviceID.flatMap { resolved[$0] }, generation: generation,
                             authenticated: opened.authenticated))))
                     } catch let error as CryptoError {
                         results.append((item.sessionID, .failure(error)))

@@ -39,9 +39,10 @@ struct TrustThreatTests {
         return Paired(world: world, desktop: desktop, phone: phone, root: root)
     }
 
-    static func join(_ device: World.Device, world: World, root: DeviceTrustManager) async throws {
+    static func join(_ device: World.Device, world: World, root: DeviceTrustManager, options: SyncOptions = SyncOptions()) async throws {
         let (code, _) = try await root.invite()
-        try await DeviceTrustManager(local: device.store, remote: try world.remote()).join(code: PairingCode(parsing: code.revealText()))
+        try await DeviceTrustManager(local: device.store, remote: try world.remote(), options: options)
+            .join(code: PairingCode(parsing: code.revealText()))
         let approval = try await root.approve()
         #expect(approval.approved.map(\.deviceID) == [device.identity.id])
     }
@@ -318,6 +319,29 @@ struct TrustThreatTests {
     }
 
     // MARK: 7
+
+    @Test("a v1-only phone that stays certified gets the rotated secret as v1 and keeps the earlier generation", arguments: Backend.available)
+    func legacyPhoneKeepsGenerations(backend: Backend) async throws {
+        let p = try await Self.paired(backend, false, sessions: 2)
+        var legacy = SyncOptions()
+        legacy.envelopeVersions = [1]
+        let old = try await p.world.device("old-phone", role: .mobile, type: .iosTablet, options: legacy)
+        try await Self.join(old, world: p.world, root: p.root, options: legacy)
+        #expect(try await p.world.remote().listDevices().first { $0.id == old.identity.id }?.envelopeVersions == [1])
+        _ = try await p.desktop.engine.push()
+        _ = try await old.engine.pull()
+        let before = try await p.world.opened(by: old)
+        _ = try await p.root.revoke([p.phone.identity.id])
+        #expect(try await p.desktop.engine.push().trust?.sessionsRotated == 2)
+        _ = try await old.engine.pull()
+        let after = try await p.world.opened(by: old)
+        #expect(after == (try await p.world.secrets(of: p.desktop)) && after != before)
+        for (session, secret) in before {
+            let current = try await old.store.receivedEnvelope(sessionID: session)
+            #expect(current.generation == 2 && !current.authenticated)
+            #expect(try await old.store.openReceived(sessionID: session, generation: 1).secret == secret)
+        }
+    }
 
     @Test("7. after a revocation no envelope is addressed to the device, and every active session it had gets a new secret it never received",
           arguments: remotes)

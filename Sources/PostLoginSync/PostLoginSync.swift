@@ -137,6 +137,9 @@ public struct PostLoginSync: Sendable {
         }
         var summary = TrustSummary(mode: mode.rawValue, identityFingerprint: snapshot?.fingerprint.description)
         summary.invalidStatements = snapshot?.problems.count ?? 0
+        if let snapshot, snapshot.revocations[try await local.requireIdentity().id] != nil {
+            summary.note = "this device was revoked by the user's identity key: it receives no secrets (pair it again from a new store)"
+        }
         // Without a pinned identity: say once per store when the remote cannot do verified trust.
         if snapshot == nil, try await local.setting(Self.trustTablesKey) == nil {
             do {
@@ -177,8 +180,12 @@ public struct PostLoginSync: Sendable {
     }
 
     /// Upserts the own device row and remembers what it advertised.
-    func upsertOwnDevice(_ identity: DeviceIdentity, user: UUID) async throws {
-        let row = try await ownDeviceRow(identity, user: user)
+    ///
+    /// A device the user revoked says so in its row (`is_active = false`) instead of marking
+    /// itself active again at every sync.
+    func upsertOwnDevice(_ identity: DeviceIdentity, user: UUID, revoked: Bool = false) async throws {
+        var row = try await ownDeviceRow(identity, user: user)
+        row.isActive = !revoked
         try await remote.upsertOwnDevice(row)
         if let versions = row.envelopeVersions {
             try await local.setSetting(Self.advertisedKey, versions.map(String.init).joined(separator: ","))

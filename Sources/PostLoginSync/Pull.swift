@@ -26,7 +26,7 @@ extension PostLoginSync {
 
         try await recorder.phase(.device) { entry in
             entry.sent = 1
-            try await upsertOwnDevice(identity, user: user)
+            try await upsertOwnDevice(identity, user: user, revoked: trust.snapshot?.revocations[identity.id] != nil)
             entry.applied = 1
         }
         try await recorder.phase(.repositories) { entry in

@@ -383,6 +383,11 @@ struct TrustThreatTests {
             #expect(try await tablet.store.openReceived(sessionID: session.id).generation == 2)
         }
         #expect(try await !Self.anyOpens(p.world, for: p.phone.identity.id, with: try await p.phone.store.deviceKey()))
+        // The revoked phone's own sync keeps its row inactive and says why.
+        let revokedPull = try await p.phone.engine.pull()
+        #expect(revokedPull.trust?.note?.contains("revoked") == true)
+        #expect(try await p.world.remote().listDevices().first { $0.id == p.phone.identity.id }?.isActive == false)
+        #expect(try await p.phone.store.receivedEnvelopes().isEmpty)
         // A second push rotates nothing more; a deleted revocation row is remembered.
         try await Self.asServiceRole(p.world, "DELETE FROM device_revocations")
         try await Self.asServiceRole(p.world, "UPDATE devices SET is_active = TRUE")

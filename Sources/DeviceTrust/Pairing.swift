@@ -80,26 +80,26 @@ public enum PairingMAC {
     /// The MAC of a request, 32 bytes.
     public static func mac(secret: SecureBytes, inviteID: [UInt8], userID: UUID, deviceID: UUID,
                            x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey) -> [UInt8] {
-        let key = try! HKDFSHA256.deriveKey(inputKeyMaterial: secret, salt: inviteID, info: Array("unbound-pairing-v1".utf8), outputByteCount: 32)
-        return HMACSHA256.authenticationCode(for: message(userID: userID, deviceID: deviceID, x25519PublicKey: x25519PublicKey,
-                                                          ed25519PublicKey: ed25519PublicKey), using: key)
+        HMACSHA256.authenticationCode(for: message(userID: userID, deviceID: deviceID, x25519PublicKey: x25519PublicKey,
+                                                          ed25519PublicKey: ed25519PublicKey), using: key(secret: secret, inviteID: inviteID))
+    }
+
+    /// `K = HKDF-SHA256(ikm: P, salt: invite_id, info: "unbound-pairing-v1", L: 32)`.
+    static func key(secret: SecureBytes, inviteID: [UInt8]) -> SecureBytes {
+        // 32 bytes is far below HKDF's limit: the derivation cannot fail.
+        try! HKDFSHA256.deriveKey(inputKeyMaterial: secret, salt: inviteID, info: Array("unbound-pairing-v1".utf8), outputByteCount: 32)
     }
 
     /// Checks a request's MAC in constant time.
     public static func isValid(_ tag: [UInt8], secret: SecureBytes, inviteID: [UInt8], userID: UUID, deviceID: UUID,
                                x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey) -> Bool {
         guard tag.count == HMACSHA256.byteCount else { return false }
-        let key = try! HKDFSHA256.deriveKey(inputKeyMaterial: secret, salt: inviteID, info: Array("unbound-pairing-v1".utf8), outputByteCount: 32)
         return HMACSHA256.isValidAuthenticationCode(tag, for: message(userID: userID, deviceID: deviceID, x25519PublicKey: x25519PublicKey,
-                                                                      ed25519PublicKey: ed25519PublicKey), using: key)
+                                                                      ed25519PublicKey: ed25519PublicKey), using: key(secret: secret, inviteID: inviteID))
     }
 
     static func message(userID: UUID, deviceID: UUID, x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey) -> [UInt8] {
-        var out = StatementWriter(prefix: "unbound-pairing-request-v1")
-        out.identifier(userID)
-        out.separator()
-        out.identifier(deviceID)
-        out.separator()
+        var out = StatementWriter(prefix: "unbound-pairing-request-v1", userID: userID, deviceID: deviceID)
         out.bytes(x25519PublicKey.rawRepresentation)
         out.bytes(ed25519PublicKey.rawRepresentation)
         return out.bytes

@@ -56,6 +56,17 @@ public struct SignedStatement: Sendable, Hashable {
         self.signature = signature
     }
 
+    /// Signs `bytes` with `key` and encodes both as stored.
+    init(signing bytes: [UInt8], with key: Ed25519PrivateKey) {
+        self.init(body: ByteEncoding.base64(bytes), signature: ByteEncoding.base64(key.signature(for: bytes)))
+    }
+
+    /// Checks that a verified statement names the user and device it was filed under.
+    static func check(kind: String, user: UUID, device: UUID, expectedUser: UUID, expectedDevice: UUID) throws(TrustStatementError) {
+        guard user == expectedUser else { throw TrustStatementError(.wrongUser, "the \(kind) is for another user") }
+        guard device == expectedDevice else { throw TrustStatementError(.wrongDevice, "the \(kind) is for another device") }
+    }
+
     /// Decodes both fields and checks the signature under `identityKey`; returns the body's bytes.
     ///
     /// - Throws: ``TrustStatementError`` `.notBase64` or `.badSignature`.
@@ -116,11 +127,7 @@ public struct DeviceCertificate: Sendable, Hashable {
     /// - Throws: ``TrustStatementError`` `.textTooLong` or `.invalidText` for a type or role that
     ///   cannot be encoded.
     public func body() throws(TrustStatementError) -> [UInt8] {
-        var out = StatementWriter(prefix: Self.prefix)
-        out.identifier(userID)
-        out.separator()
-        out.identifier(deviceID)
-        out.separator()
+        var out = StatementWriter(prefix: Self.prefix, userID: userID, deviceID: deviceID)
         out.bytes(x25519PublicKey.rawRepresentation)
         out.bytes(ed25519PublicKey.rawRepresentation)
         try out.text(deviceType)
@@ -132,11 +139,7 @@ public struct DeviceCertificate: Sendable, Hashable {
     /// Parses a body strictly: exact prefix, canonical identifiers, exact lengths, nothing after.
     public static func parse(_ bytes: [UInt8]) throws(TrustStatementError) -> DeviceCertificate {
         var reader = StatementReader(bytes)
-        try reader.prefix(Self.prefix)
-        let user = try reader.identifier()
-        try reader.separator()
-        let device = try reader.identifier()
-        try reader.separator()
+        let (user, device) = try reader.header(Self.prefix)
         let x25519 = try reader.x25519()
         let ed25519 = try reader.ed25519()
         let type = try reader.text()
@@ -149,8 +152,7 @@ public struct DeviceCertificate: Sendable, Hashable {
 
     /// Signs the certificate with the user's identity key.
     public func signed(by identityKey: Ed25519PrivateKey) throws(TrustStatementError) -> SignedStatement {
-        let bytes = try body()
-        return SignedStatement(body: ByteEncoding.base64(bytes), signature: ByteEncoding.base64(identityKey.signature(for: bytes)))
+        SignedStatement(signing: try body(), with: identityKey)
     }
 
     /// Verifies a stored certificate under the pinned identity key and checks it is for this
@@ -161,8 +163,7 @@ public struct DeviceCertificate: Sendable, Hashable {
     public static func verify(_ statement: SignedStatement, identityKey: Ed25519PublicKey, userID: UUID, deviceID: UUID,
                               x25519PublicKey: X25519PublicKey? = nil) throws(TrustStatementError) -> DeviceCertificate {
         let certificate = try parse(statement.verifiedBody(identityKey: identityKey))
-        guard certificate.userID == userID else { throw TrustStatementError(.wrongUser, "the certificate is for another user") }
-        guard certificate.deviceID == deviceID else { throw TrustStatementError(.wrongDevice, "the certificate is for another device") }
+        try SignedStatement.check(kind: "certificate", user: certificate.userID, device: certificate.deviceID, expectedUser: userID, expectedDevice: deviceID)
         if let x25519PublicKey, certificate.x25519PublicKey != x25519PublicKey {
             throw TrustStatementError(.wrongKey, "the certificate names another X25519 key than the device row")
         }
@@ -196,11 +197,7 @@ public struct DeviceRevocation: Sendable, Hashable {
 
     /// The exact bytes that are signed.
     public func body() -> [UInt8] {
-        var out = StatementWriter(prefix: Self.prefix)
-        out.identifier(userID)
-        out.separator()
-        out.identifier(deviceID)
-        out.separator()
+        var out = StatementWriter(prefix: Self.prefix, userID: userID, deviceID: deviceID)
         out.bytes(x25519PublicKey.rawRepresentation)
         out.integer(revokedAt)
         return out.bytes
@@ -209,11 +206,7 @@ public struct DeviceRevocation: Sendable, Hashable {
     /// Parses a body strictly.
     public static func parse(_ bytes: [UInt8]) throws(TrustStatementError) -> DeviceRevocation {
         var reader = StatementReader(bytes)
-        try reader.prefix(Self.prefix)
-        let user = try reader.identifier()
-        try reader.separator()
-        let device = try reader.identifier()
-        try reader.separator()
+        let (user, device) = try reader.header(Self.prefix)
         let x25519 = try reader.x25519()
         let revoked = try reader.integer()
         try reader.end()
@@ -222,8 +215,7 @@ public struct DeviceRevocation: Sendable, Hashable {
 
     /// Signs the revocation with the user's identity key.
     public func signed(by identityKey: Ed25519PrivateKey) -> SignedStatement {
-        let bytes = body()
-        return SignedStatement(body: ByteEncoding.base64(bytes), signature: ByteEncoding.base64(identityKey.signature(for: bytes)))
+        SignedStatement(signing: body(), with: identityKey)
     }
 
     /// Verifies a stored revocation under the pinned identity key and checks it is for this
@@ -231,8 +223,7 @@ public struct DeviceRevocation: Sendable, Hashable {
     public static func verify(_ statement: SignedStatement, identityKey: Ed25519PublicKey, userID: UUID,
                               deviceID: UUID) throws(TrustStatementError) -> DeviceRevocation {
         let revocation = try parse(statement.verifiedBody(identityKey: identityKey))
-        guard revocation.userID == userID else { throw TrustStatementError(.wrongUser, "the revocation is for another user") }
-        guard revocation.deviceID == deviceID else { throw TrustStatementError(.wrongDevice, "the revocation is for another device") }
+        try SignedStatement.check(kind: "revocation", user: revocation.userID, device: revocation.deviceID, expectedUser: userID, expectedDevice: deviceID)
         return revocation
     }
 }
@@ -272,6 +263,15 @@ struct StatementWriter {
     init(prefix: String) {
         bytes = Array(prefix.utf8)
         bytes.append(0)
+    }
+
+    /// `prefix || 0x00 || user_id || 0x00 || device_id || 0x00`: every statement's start.
+    init(prefix: String, userID: UUID, deviceID: UUID) {
+        self.init(prefix: prefix)
+        identifier(userID)
+        separator()
+        identifier(deviceID)
+        separator()
     }
 
     mutating func separator() { bytes.append(0) }
@@ -318,6 +318,16 @@ struct StatementReader {
             throw TrustStatementError(.wrongPrefix, "the statement does not start with \(text)")
         }
         offset = expected.count
+    }
+
+    /// Reads every statement's start; returns its user and device ids.
+    mutating func header(_ prefix: String) throws(TrustStatementError) -> (UUID, UUID) {
+        try self.prefix(prefix)
+        let user = try identifier()
+        try separator()
+        let device = try identifier()
+        try separator()
+        return (user, device)
     }
 
     mutating func separator() throws(TrustStatementError) {

@@ -6,11 +6,6 @@ public struct PairingError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Code: String, Sendable, Hashable {
         /// The code is not 64 base32 characters (spaces and hyphens aside).
         case malformedCode
-        /// The published identity key's fingerprint is not the one in the code: the server
-        /// (or whoever wrote the row) offered another identity.
-        case fingerprintMismatch
-        /// A pairing request's fields are not what the flow writes.
-        case malformedRequest
     }
 
     public let code: Code

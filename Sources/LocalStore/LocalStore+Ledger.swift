@@ -7,14 +7,15 @@ import SyncModel
 extension LocalStore {
     // MARK: - Distribution ledger
 
-    /// Every ledger entry.
-    public func ledger() async throws -> [LedgerEntry] {
+    /// Every ledger entry, or only those of these recipients (read through the recipient index).
+    public func ledger(recipients: Set<UUID>? = nil) async throws -> [LedgerEntry] {
         try await mapErrors("reading ledger") {
             try await pool.read { db in
                 // Columns by index: 100,000 rows at size L, where name lookups cost more than the rest.
-                try Row.fetchAll(db, sql: """
+                let filter = recipients == nil ? "" : " WHERE recipient_device_id IN (SELECT value FROM json_each(?))"
+                return try Row.fetchAll(db, sql: """
                     SELECT session_id, recipient_device_id, recipient_key_fingerprint, sent_at, ephemeral_public_key FROM distribution_ledger
-                    """).map { row in
+                    """ + filter, arguments: StatementArguments(recipients.map { [jsonArray($0)] } ?? [])).map { row in
                     LedgerEntry(sessionID: try row.uuid(0), recipientDeviceID: try row.uuid(1), recipientKeyFingerprint: row[2],
                                 sentAt: row.date(3), ephemeralPublicKey: row[4])
                 }

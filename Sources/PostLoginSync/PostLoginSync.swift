@@ -128,7 +128,7 @@ public struct PostLoginSync: Sendable {
     ///
     /// - Throws: ``SyncError`` `.identityChanged` (the remote's identity key is not the pinned
     ///   one), `.noIdentity` (mode `verified` asked for without a pinned identity).
-    func trustContext(phase: SyncPhase) async throws -> (mode: TrustMode, snapshot: TrustSnapshot?, summary: TrustSummary) {
+    func trustContext(phase: SyncPhase, selfID: UUID) async throws -> (mode: TrustMode, snapshot: TrustSnapshot?, summary: TrustSummary) {
         let snapshot = try await TrustSnapshot.load(local: local, remote: remote, phase: phase)
         let mode = RecipientPolicy.mode(options.recipients, hasPinnedIdentity: snapshot != nil)
         if mode == .verified && snapshot == nil {
@@ -137,7 +137,7 @@ public struct PostLoginSync: Sendable {
         }
         var summary = TrustSummary(mode: mode.rawValue, identityFingerprint: snapshot?.fingerprint.description)
         summary.invalidStatements = snapshot?.problems.count ?? 0
-        if let snapshot, snapshot.revocations[try await local.requireIdentity().id] != nil {
+        if let snapshot, snapshot.revocations[selfID] != nil {
             summary.note = "this device was revoked by the user's identity key: it receives no secrets (pair it again from a new store)"
         }
         // Without a pinned identity: say once per store when the remote cannot do verified trust.

@@ -19,7 +19,7 @@ extension PostLoginSync {
         let (identity, user, lease) = try await prepare(role: .mobile, purpose: "pull")
         defer { lease.release() }
         let before = remote.metrics()
-        let trust = try await trustContext(phase: .envelopes)
+        let trust = try await trustContext(phase: .envelopes, selfID: identity.id)
         let recorder = Recorder(direction: "pull", deviceID: identity.id, remote: remote, progress: progress, logger: logger)
         recorder.report.trust = trust.summary
         recorder.report.trust?.requests = remote.metrics().since(before).requests
@@ -94,16 +94,10 @@ extension PostLoginSync {
         let sessions = Set(try await local.sessions().map(\.id))
         let kept = fetched.filter { sessions.contains($0.sessionID) }
         entry.skipped = fetched.count - kept.count
-        var existing: [UUID: SecretEnvelope] = [:]
-        var heldGeneration: [UUID: UInt32] = [:]
         var held: [UUID: ReceivedEnvelope] = [:]
-        for item in try await local.receivedEnvelopes() {
-            existing[item.sessionID] = item.envelope
-            heldGeneration[item.sessionID] = item.generation
-            held[item.sessionID] = item
-        }
+        for item in try await local.receivedEnvelopes() { held[item.sessionID] = item }
         let fresh = kept.filter {
-            existing[$0.sessionID] != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
+            held[$0.sessionID]?.envelope != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
         }
 
         // Version-2 envelopes name their sealer: resolve it among the user's own devices (a row
@@ -162,7 +156,7 @@ extension PostLoginSync {
         var good: [ReceivedEnvelope] = []
         var refusals: [SyncIssue] = []
         for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: { $0.sessionID.canonical < $1.sessionID.canonical }) {
-            if let held = heldGeneration[item.sessionID], item.generation < held {
+            if let held = held[item.sessionID]?.generation, item.generation < held {
                 refusals.append(SyncIssue(phase: .envelopes, code: .staleGeneration, rowID: item.sessionID.canonical,
                                           message: "the envelope for this session is of generation \(item.generation), older than the \(held) held; it was not stored"))
             } else if !item.authenticated && options.requireAuthenticated {

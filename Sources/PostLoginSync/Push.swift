@@ -21,7 +21,7 @@ extension PostLoginSync {
         defer { lease.release() }
         let key = try await local.deviceKey()
         let before = remote.metrics()
-        let trust = try await trustContext(phase: .secrets)
+        let trust = try await trustContext(phase: .secrets, selfID: identity.id)
         let recorder = Recorder(direction: "push", deviceID: identity.id, remote: remote, progress: progress, logger: logger)
         recorder.report.trust = trust.summary
         recorder.report.trust?.requests = remote.metrics().since(before).requests
@@ -200,7 +200,8 @@ extension PostLoginSync {
     func applyRevocations(_ trust: TrustSnapshot, identity: DeviceIdentity, entry: inout PhaseReport, recorder: Recorder) async throws {
         let revoked = Set(trust.revocations.keys)
         guard !revoked.isEmpty else { return }
-        let hit = try await local.ledger().filter { revoked.contains($0.recipientDeviceID) }
+        // Only the revoked devices' entries: a revocation stays known for good, so this runs at every push.
+        let hit = try await local.ledger(recipients: revoked)
         guard !hit.isEmpty else { return }
         let recipients = Set(hit.map(\.recipientDeviceID))
         entry.deleted += try await remote.deleteEnvelopes(recipients: recipients) ?? 0

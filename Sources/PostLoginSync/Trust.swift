@@ -73,7 +73,8 @@ public struct TrustSnapshot: Sendable {
             problems.append(SyncIssue(phase: phase, code: .invalidStatement, rowID: row.deviceID.canonical, message: "\(kind) ignored: \(why)"))
         }
 
-        var revocations: [UUID: KnownRevocation] = [:]
+        // A revocation once verified stays: the remote cannot take it back by deleting the row.
+        var revocations = Dictionary(try await local.knownRevocations().map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
         var fresh: [KnownRevocation] = []
         for row in try await remote.listRevocations() {
             do {
@@ -82,15 +83,11 @@ public struct TrustSnapshot: Sendable {
                                                              identityKey: pinned, userID: user, deviceID: row.deviceID)
                 let known = KnownRevocation(deviceID: revocation.deviceID, x25519PublicKey: revocation.x25519PublicKey,
                                             revokedAt: Date(timeIntervalSince1970: TimeInterval(revocation.revokedAt)))
+                if revocations[known.deviceID] == nil { fresh.append(known) }
                 revocations[known.deviceID] = known
-                fresh.append(known)
             } catch {
                 refused("revocation", row, "\(error)")
             }
-        }
-        // A revocation once verified stays: the remote cannot take it back by deleting the row.
-        for known in try await local.knownRevocations() where revocations[known.deviceID] == nil {
-            revocations[known.deviceID] = known
         }
         try await local.recordRevocations(fresh)
 

@@ -59,6 +59,7 @@ let package = Package(
             dependencies: [
                 "PostLoginSync", "LocalStore", "RemoteStore", "SecretCrypto", "SyncModel", "ConformanceVectors", "DeviceTrust",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // A PostgREST-compatible server over a real PostgreSQL, for tests and benchmarks.
@@ -107,6 +108,7 @@ let package = Package(
             dependencies: [
                 "PostLoginSync", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport", "DeviceTrust",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

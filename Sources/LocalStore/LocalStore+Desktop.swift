@@ -84,6 +84,19 @@ extension LocalStore {
         try await changed(SessionRecord.self, after: sequence)
     }
 
+    /// Whether anything waits to be pushed: rows written after these change sequences, or
+    /// remote deletions still to make. One cheap read, for a watch's quiet ticks.
+    public func hasUnpushedChanges(repositoriesAfter: Int64, sessionsAfter: Int64) async throws -> Bool {
+        try await mapErrors("reading the change sequence") {
+            try await pool.read { db in
+                try Bool.fetchOne(db, sql: """
+                    SELECT EXISTS (SELECT 1 FROM repositories WHERE change_seq > ?) OR EXISTS (SELECT 1 FROM sessions WHERE change_seq > ?)
+                        OR EXISTS (SELECT 1 FROM pending_remote_deletions)
+                    """, arguments: [repositoriesAfter, sessionsAfter]) ?? false
+            }
+        }
+    }
+
     func changed<R: LocalRow>(_ type: R.Type, after sequence: Int64) async throws -> (rows: [R], through: Int64) {
         try await mapErrors("reading \(R.table)") {
             try await pool.read { db in

@@ -56,6 +56,9 @@ public struct SyncOptions: Sendable {
     /// Pull: refuse version-1 envelopes (which carry no sender) instead of keeping them marked
     /// unauthenticated.
     public var requireAuthenticated = false
+    /// Pull: ask the owning desktop for the secret of each session that arrived without an
+    /// envelope for this device (one open `session_secret_requests` row per session).
+    public var requestMissingSecrets = true
     /// How long to wait for another sync of the same store.
     public var leaseTimeout: Duration = .seconds(30)
     /// Seconds a pull cursor is moved back, so rows committed late by a concurrent writer with
@@ -106,21 +109,27 @@ public struct PostLoginSync: Sendable {
     func prepare(role: SyncRole, purpose: String) async throws -> (DeviceIdentity, UUID, SyncLease) {
         let lease = try await local.acquireSyncLease(purpose: purpose, timeout: options.leaseTimeout)
         do {
-            let identity = try await local.requireIdentity()
-            guard identity.role == role else {
-                throw SyncError(code: .wrongRole, message: "this store is a \(identity.role.rawValue); it \(identity.role == .desktop ? "pushes" : "pulls")")
-            }
-            guard let user = identity.userID else {
-                throw SyncError(code: .notLoggedIn, message: "this store is not logged in; run `sync-cli login` first")
-            }
-            guard user == remote.userID else {
-                throw SyncError(code: .userMismatch, message: "this store belongs to user \(user.canonical), but the remote is signed in as \(remote.userID.canonical)")
-            }
+            let (identity, user) = try await signedIn(role: role)
             return (identity, user, lease)
         } catch {
             lease.release()
             throw error
         }
+    }
+
+    /// This device's identity and user, checked against the remote (and the role, when given).
+    func signedIn(role: SyncRole?) async throws -> (DeviceIdentity, UUID) {
+        let identity = try await local.requireIdentity()
+        if let role, identity.role != role {
+            throw SyncError(code: .wrongRole, message: "this store is a \(identity.role.rawValue); it \(identity.role == .desktop ? "pushes" : "pulls")")
+        }
+        guard let user = identity.userID else {
+            throw SyncError(code: .notLoggedIn, message: "this store is not logged in; run `sync-cli login` first")
+        }
+        guard user == remote.userID else {
+            throw SyncError(code: .userMismatch, message: "this store belongs to user \(user.canonical), but the remote is signed in as \(remote.userID.canonical)")
+        }
+        return (identity, user)
     }
 
     /// The trust mode in force, the verified trust records (with a pinned identity) and the

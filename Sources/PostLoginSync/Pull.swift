@@ -18,6 +18,11 @@ extension PostLoginSync {
     public func pull(progress: ProgressHandler? = nil) async throws -> SyncReport {
         let (identity, user, lease) = try await prepare(role: .mobile, purpose: "pull")
         defer { lease.release() }
+        return try await pull(identity: identity, user: user, progress: progress)
+    }
+
+    /// The pull itself, with the store lease held by the caller.
+    func pull(identity: DeviceIdentity, user: UUID, progress: ProgressHandler?) async throws -> SyncReport {
         let before = remote.metrics()
         let trust = try await trustContext(phase: .envelopes, selfID: identity.id)
         let recorder = Recorder(direction: "pull", deviceID: identity.id, remote: remote, progress: progress, logger: logger)
@@ -191,5 +196,39 @@ extension PostLoginSync {
                             message: "the envelope for this session cannot be opened with this device's key; it was not stored")
         }
         recorder.emit(.envelopes, fresh.count, fresh.count, "Syncing envelopes...")
+        if options.requestMissingSecrets { try await requestMissingSecrets(deviceID: identity.id, entry: &entry, recorder: recorder) }
+    }
+
+    /// Asks for the secret of every session this phone holds no envelope for: one
+    /// `session_secret_requests` row per such session, never a second while one is open
+    /// (coordination.md). The desktop that owns the session serves it at its next push or watch
+    /// tick. Nothing is asked when nothing is missing, nor of a remote without the table.
+    func requestMissingSecrets(deviceID: UUID, entry: inout PhaseReport, recorder: Recorder) async throws {
+        let held = Set(try await local.receivedEnvelopes().map(\.sessionID))
+        let missing = Set(try await local.sessions().map(\.id)).subtracting(held)
+        guard !missing.isEmpty else { return }
+        let open: [SecretRequestRow]
+        do {
+            open = try await remote.listOpenSecretRequests()
+        } catch let error as RemoteStoreError where error.code == .missingTable {
+            return
+        }
+        let asked = Set(open.filter { $0.requesterDeviceID == deviceID }.map(\.sessionID))
+        var summary = SecretRequestSummary()
+        summary.pending = missing.intersection(asked).count
+        let new = missing.subtracting(asked).sorted { $0.canonical < $1.canonical }
+            .map { SecretRequestRow(userID: remote.userID, sessionID: $0, requesterDeviceID: deviceID) }
+        if !new.isEmpty {
+            let result = try await remote.insertSecretRequests(new)
+            summary.created = result.accepted
+            // A duplicate of an open request (another pull of this device asked meanwhile) is
+            // what was wanted; anything else is reported.
+            let (duplicates, refused) = result.rejected.reduce(into: (0, [RejectedRow]())) { split, row in
+                if row.error.code == .conflict { split.0 += 1 } else { split.1.append(row) }
+            }
+            summary.pending += duplicates
+            entry.errors += Self.issues(refused, phase: .envelopes)
+        }
+        recorder.report.secretRequests = summary
     }
 }

@@ -19,6 +19,11 @@ extension PostLoginSync {
     public func push(progress: ProgressHandler? = nil) async throws -> SyncReport {
         let (identity, user, lease) = try await prepare(role: .desktop, purpose: "push")
         defer { lease.release() }
+        return try await push(identity: identity, user: user, progress: progress)
+    }
+
+    /// The push itself, with the store lease held by the caller.
+    func push(identity: DeviceIdentity, user: UUID, progress: ProgressHandler?) async throws -> SyncReport {
         let key = try await local.deviceKey()
         let before = remote.metrics()
         let trust = try await trustContext(phase: .secrets, selfID: identity.id)
@@ -121,6 +126,7 @@ extension PostLoginSync {
         if let me = devices.first(where: { $0.id == identity.id }), !Set(options.envelopeVersions).isSubset(of: me.envelopeVersions) {
             try await local.setSetting(Self.advertisedKey, nil)
         }
+        let requested = try await openRequests(own: ownSecrets, recipients: recipientIDs, recorder: recorder)
         var ledger: [EnvelopePair: String] = [:]
         ledger.reserveCapacity(ledgerEntries.count)
         for item in ledgerEntries {
@@ -134,13 +140,14 @@ extension PostLoginSync {
             try await local.deleteLedgerEntries(pairs: stale.map { ($0.sessionID, $0.deviceID) })
         }
 
-        // Exactly the pairs missing remotely or sealed to a key the recipient no longer has.
+        // Exactly the pairs missing remotely or sealed to a key the recipient no longer has, and
+        // those a device asked for (it holds none it can open, whatever the ledger says).
         var work: [SealWork] = []
         var needed = 0
         for (session, own) in ownSecrets {
             let missing = recipients.filter { recipient in
                 let pair = EnvelopePair(sessionID: session, deviceID: recipient.deviceID)
-                return !remotePairs.contains(pair) || replaced.contains(pair)
+                return !remotePairs.contains(pair) || replaced.contains(pair) || requested[pair] != nil
                     || ledger[pair] != recipient.ledgerMark(version: recipient.version(writingVersion2: writesV2))
             }
             if !missing.isEmpty {
@@ -157,6 +164,7 @@ extension PostLoginSync {
                                       uniquingKeysWith: { first, _ in first })
         let done = Counter()
         let progress = recorder.progress
+        let served = Mutex(Set<EnvelopePair>())
         var chunkStart = 0
         while chunkStart < work.count {
             var chunkEnd = chunkStart
@@ -178,6 +186,10 @@ extension PostLoginSync {
                     LedgerEntry(sessionID: $0.sessionID, recipientDeviceID: $0.deviceID,
                                 recipientKeyFingerprint: fingerprints[$0.deviceID] ?? "", sentAt: now, ephemeralPublicKey: $0.ephemeralPublicKey)
                 })
+                if !requested.isEmpty {
+                    let pairs = batch.map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.deviceID) }.filter { requested[$0] != nil }
+                    served.withLock { $0.formUnion(pairs) }
+                }
                 let completed = done.add(batch.count)
                 progress?(SyncProgress(phase: .secrets, completed: completed, total: total, message: "Syncing secrets..."))
             }
@@ -190,6 +202,39 @@ extension PostLoginSync {
             entry.failed += result.rejected.count
             entry.errors += Self.issues(result.rejected, phase: .secrets)
         }
+        // Requests whose envelope the remote accepted are fulfilled; the others stay open and
+        // are served at the next push.
+        let fulfilled = Set(served.withLock { $0 }.flatMap { requested[$0] ?? [] })
+        if !fulfilled.isEmpty {
+            try await remote.fulfilSecretRequests(ids: fulfilled)
+            recorder.report.secretRequests?.fulfilled = fulfilled.count
+        }
+    }
+
+    /// The open secret requests for this desktop's sessions (coordination.md), by pair: each
+    /// from a device that qualifies is served; each from one that does not is counted in the
+    /// report (with the device) and left open, not an error: the recipient policy decided.
+    /// Nothing when the remote has no requests table.
+    func openRequests(own: [UUID: OwnSealedSecret], recipients: Set<UUID>, recorder: Recorder) async throws -> [EnvelopePair: [UUID]] {
+        let open: [SecretRequestRow]
+        do {
+            open = try await remote.listOpenSecretRequests().filter { own[$0.sessionID] != nil }
+        } catch let error as RemoteStoreError where error.code == .missingTable {
+            return [:]
+        }
+        var summary = SecretRequestSummary()
+        summary.open = open.count
+        var served: [EnvelopePair: [UUID]] = [:]
+        for request in open {
+            if recipients.contains(request.requesterDeviceID) {
+                served[EnvelopePair(sessionID: request.sessionID, deviceID: request.requesterDeviceID), default: []].append(request.id)
+            } else {
+                summary.refused += 1
+                if !summary.refusedDevices.contains(request.requesterDeviceID) { summary.refusedDevices.append(request.requesterDeviceID) }
+            }
+        }
+        if !open.isEmpty { recorder.report.secretRequests = summary }
+        return served
     }
 
     /// Honours verified revocations (trust.md): deletes the envelopes this desktop addressed to

@@ -209,7 +209,6 @@ public struct TrustSummary: Sendable, Codable, Hashable {
     }
 }
 
-/// The typed result of a push or pull.
 /// How a push learned which envelope rows the remote holds (sync.md, "Reconciliation that scales").
 public struct Reconciliation: Sendable, Codable, Hashable {
     /// `digest` (one request, then only the buckets that differ) or `listing` (every pair: the
@@ -231,6 +230,26 @@ public struct Reconciliation: Sendable, Codable, Hashable {
     }
 }
 
+/// What a sync did with on-demand secret requests (coordination.md).
+public struct SecretRequestSummary: Sendable, Codable, Hashable {
+    /// Push: open requests for this desktop's sessions.
+    public var open = 0
+    /// Push: requests whose envelope was sealed and accepted, now marked fulfilled.
+    public var fulfilled = 0
+    /// Push: requests from devices that do not qualify, answered with nothing and left open.
+    public var refused = 0
+    /// Push: the devices whose requests were refused.
+    public var refusedDevices: [UUID] = []
+    /// Pull: sessions without an envelope for this device that it asked for now.
+    public var created = 0
+    /// Pull: such sessions already asked for (an open request exists).
+    public var pending = 0
+
+    /// Creates an empty summary.
+    public init() {}
+}
+
+/// The typed result of a push or pull.
 public struct SyncReport: Sendable, Codable, Hashable {
     /// `push` or `pull`.
     public var direction: String
@@ -252,6 +271,9 @@ public struct SyncReport: Sendable, Codable, Hashable {
     public var reconciliation: Reconciliation?
     /// Device trust: the mode and what it decided.
     public var trust: TrustSummary?
+    /// On-demand secret requests: served and refused (push), asked (pull); `nil` when the
+    /// remote has no requests table or there was nothing to ask.
+    public var secretRequests: SecretRequestSummary?
 
     /// Every recorded problem, phase by phase.
     public var errors: [SyncIssue] { phases.flatMap(\.errors) }

@@ -86,6 +86,10 @@ public protocol RemoteStore: Sendable {
     /// device inactive).
     func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws
 
+    /// Refreshes this device's heartbeat (`last_seen_at`, coordination.md "Presence") and
+    /// nothing else.
+    func heartbeat(deviceID: UUID) async throws
+
     /// Requests made, bytes moved and retries so far.
     func metrics() -> RemoteMetrics
 
@@ -111,6 +115,20 @@ public protocol RemoteStore: Sendable {
     func listPairingRequests() async throws -> [PairingRequestRow]
     /// Deletes a pairing request.
     func deletePairingRequest(id: UUID) async throws
+
+    // MARK: Secret requests and the change feed (coordination.md; sync.md, "Watch mode"). The
+    // requests throw `.missingTable` where the table does not exist.
+
+    /// The user's open secret requests (`fulfilled_at` null), oldest first.
+    func listOpenSecretRequests() async throws -> [SecretRequestRow]
+    /// Inserts requests; a duplicate of an open one is refused (`.conflict`) in ``BulkWriteResult/rejected``.
+    func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult
+    /// Marks requests fulfilled now.
+    func fulfilSecretRequests(ids: Set<UUID>) async throws
+    /// What changed since `cursor` (everything when `nil`): one request where the remote has a
+    /// change feed, a request per table otherwise. `statements` asks for the trust statements'
+    /// fingerprint too.
+    func changes(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges
 }
 
 /// Called after the remote accepted a batch, with that batch's rows (for the distribution

@@ -3,6 +3,7 @@ import Foundation
 // sync-bench: the project's benchmarks, figures printed, never asserted.
 //
 //   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sizes S,M,L] [--json PATH]
+//   sync-bench watch [--size M] [--minutes 10] [--interval 5]
 
 struct Options {
     var mode = "all"
@@ -12,12 +13,18 @@ struct Options {
     var sizes = ["S", "M", "L"]
     var json = ".build/sync-bench.json"
     var worker: [String] = []
+    var watchSize = "M"
+    var watchMinutes = 10.0
+    var watchInterval = 5.0
 
     init(_ arguments: [String]) {
         var rest = arguments.dropFirst()
         while let argument = rest.popFirst() {
             switch argument {
-            case "crypto", "localstore", "sync", "all": mode = argument
+            case "crypto", "localstore", "sync", "all", "watch": mode = argument
+            case "--size": watchSize = rest.popFirst() ?? watchSize
+            case "--minutes": watchMinutes = Double(rest.popFirst() ?? "") ?? watchMinutes
+            case "--interval": watchInterval = Double(rest.popFirst() ?? "") ?? watchInterval
             case "worker":
                 mode = "worker"
                 worker = Array(rest)
@@ -41,7 +48,11 @@ struct Options {
                                   new device, first pull, no-change pull; median of --sync-runs R
                                   (default 3); the per-row baseline on S and M; the floor (crypto +
                                   direct bulk INSERT); JSON to --json PATH (default .build/sync-bench.json)
-                      all         all three (default)
+                      watch       an idle watch: a desktop at --size (default M) pushed once, then watched
+                                  for --minutes (default 10) with a tick every --interval seconds (default
+                                  5), on the embedded remote and the stack at once: ticks, requests per
+                                  tick, envelopes sealed, median quiet tick. Not part of `all`.
+                      all         crypto, localstore and sync (default)
                     Build with -c release (`make bench`).
                     """)
                 exit(0)
@@ -78,6 +89,9 @@ if options.mode == "localstore" || options.mode == "all" {
 }
 if options.mode == "sync" || options.mode == "all" {
     try await SyncBench.run(runs: options.syncRuns, sizeNames: options.sizes, jsonPath: options.json)
+}
+if options.mode == "watch" {
+    try await WatchBench.run(sizeName: options.watchSize, minutes: options.watchMinutes, interval: options.watchInterval)
 }
 if options.mode == "worker" {
     let arguments = options.worker

@@ -174,13 +174,26 @@ extension SyncCLI {
 
     struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Push on a desktop, pull on a mobile device.",
-            discussion: SyncExit.help
+            abstract: "Push on a desktop, pull on a mobile device; with --watch, keep doing it.",
+            discussion: SyncExit.help + "\n\n" + WatchRunner.help
         )
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
         @OptionGroup var syncOptions: SyncRunOptions
+        @OptionGroup var watchOptions: WatchRunOptions
 
-        func run() async throws { try await SyncRunner.run(nil, store: storeOptions, remote: remoteOptions, options: syncOptions) }
+        func validate() throws {
+            if !watchOptions.watch && (watchOptions.interval != nil || watchOptions.fullEvery != nil || watchOptions.verbose) {
+                throw ValidationError("--interval, --full-every and --verbose go with --watch")
+            }
+        }
+
+        func run() async throws {
+            if watchOptions.watch {
+                try await WatchRunner.run(store: storeOptions, remote: remoteOptions, sync: syncOptions, watch: watchOptions)
+            } else {
+                try await SyncRunner.run(nil, store: storeOptions, remote: remoteOptions, options: syncOptions)
+            }
+        }
     }
 }

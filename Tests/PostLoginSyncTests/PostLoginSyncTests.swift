@@ -339,5 +339,9 @@ struct FailAfterBatches: RemoteStore {
     func deleteRepositories(ids: Set<UUID>) async throws -> Int? { try await base.deleteRepositories(ids: ids) }
     func deleteSessions(ids: Set<UUID>) async throws -> Int? { try await base.deleteSessions(ids: ids) }
     func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] { try await base.fetchEnvelopes(addressedTo: deviceID) }
+    func heartbeat(deviceID: UUID) async throws { try await base.heartbeat(deviceID: deviceID) }
+    func listOpenSecretRequests() async throws -> [SecretRequestRow] { try await base.listOpenSecretRequests() }
+    func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult { try await base.insertSecretRequests(rows) }
+    func fulfilSecretRequests(ids: Set<UUID>) async throws { try await base.fulfilSecretRequests(ids: ids) }
     func metrics() -> RemoteMetrics { base.metrics() }
 }

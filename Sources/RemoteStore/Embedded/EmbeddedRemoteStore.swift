@@ -212,6 +212,22 @@ public final class EmbeddedRemoteStore: RemoteStore {
                 );
                 """)
         }
+        migrator.registerMigration("v4: secret requests") { db in
+            // The same table as the project's *_secret_requests.sql, with its partial unique
+            // index: one open request per (session, requester).
+            try db.execute(sql: """
+                CREATE TABLE session_secret_requests (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL,
+                    session_id TEXT NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
+                    requester_device_id TEXT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+                    created_at TEXT NOT NULL,
+                    fulfilled_at TEXT
+                );
+                CREATE UNIQUE INDEX session_secret_requests_open
+                    ON session_secret_requests (session_id, requester_device_id) WHERE fulfilled_at IS NULL;
+                """)
+        }
         return migrator
     }
 

@@ -130,8 +130,10 @@ public final class PostgRESTRemoteStore: RemoteStore {
     }
 
     public func listDevices() async throws -> [RemoteDevice] {
+        // A user has a handful of devices: counting them is free, and the count ends the listing
+        // after one page instead of asking for an empty second one.
         try await fetchAll(RemoteTable.devices, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")], order: "id.asc",
-                           decode: RemoteDevice.init(json:))
+                           exactCount: true, decode: RemoteDevice.init(json:))
     }
 
     // MARK: - RPC
@@ -221,7 +223,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
     }
 
     func upsert<Row: Sendable>(
-        _ table: String, _ rows: [Row], conflict: String, key: (Row) -> String, encode: (Row) -> JSONRow,
+        _ table: String, _ rows: [Row], conflict: String?, key: (Row) -> String, encode: (Row) -> JSONRow,
         optionalColumns: Set<String> = [], onBatchAccepted: BatchHandler<Row>?
     ) async throws -> BulkWriteResult {
         let missing = missingColumns.withLock { $0 }
@@ -244,8 +246,9 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 let batch = pending.removeFirst()
                 let body = Data(("[" + batch.map(\.json).joined(separator: ",") + "]").utf8)
                 do {
-                    _ = try await send("POST", table, query: [("on_conflict", conflict)],
-                                       prefer: "resolution=merge-duplicates,return=minimal", body: body)
+                    // Without a conflict key, a plain insert (a table a user may not update).
+                    _ = try await send("POST", table, query: conflict.map { [("on_conflict", $0)] } ?? [],
+                                       prefer: conflict == nil ? "return=minimal" : "resolution=merge-duplicates,return=minimal", body: body)
                 } catch let error as RemoteStoreError
                     where error.postgrestCode == "PGRST204" && optionalColumns.contains(where: { error.message.contains("'\($0)'") }) {
                     // An old deployment without a later-added column: stop sending it, keep the rest.
@@ -398,7 +401,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
     /// first filters on the last row's key instead of skipping an offset, so every page costs the
     /// same however deep it is: the pair listing reads 100,000 rows at the L size.
     func fetchAll<Row>(
-        _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil,
+        _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, exactCount: Bool = false,
         decode: ([String: Any]) throws -> Row
     ) async throws -> [Row] {
         // Each page becomes typed rows at once: 100,000 JSON objects held to the end cost ~170 MB.
@@ -423,7 +426,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 first = 0
             }
             let range = "\(first)-\(first + configuration.pageSize - 1)"
-            let response = try await send("GET", table, query: pageQuery + [("order", order)], prefer: nil, body: nil,
+            let response = try await send("GET", table, query: pageQuery + [("order", order)], prefer: exactCount ? "count=exact" : nil, body: nil,
                                           extraHeaders: [("Range-Unit", "items"), ("Range", range)])
             let page = try decodeArray(response.body, table: table)
             rows.reserveCapacity(rows.count + page.count)

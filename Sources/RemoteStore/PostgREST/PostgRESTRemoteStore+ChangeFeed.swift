@@ -1,0 +1,70 @@
+import Foundation
+import SyncModel
+
+/// Secret requests and the change feed over PostgREST. The feed is one call to
+/// `rpc/sync_changes`; a deployment without the function (404 `PGRST202`) is polled table by
+/// table instead, and is not asked for the function again by this client.
+extension PostgRESTRemoteStore {
+    static let requestsTable = "session_secret_requests"
+
+    public func listOpenSecretRequests() async throws -> [SecretRequestRow] {
+        try await fetchAll(Self.requestsTable, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)"), ("fulfilled_at", "is.null")],
+                           order: "created_at.asc,id.asc", decode: SecretRequestRow.init(json:))
+    }
+
+    public func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult {
+        try await upsert(Self.requestsTable, rows, conflict: nil, key: { $0.id.canonical }, encode: { row in
+            JSONRow(fields: [("id", .uuid(row.id)), ("user_id", .uuid(row.userID)), ("session_id", .uuid(row.sessionID)),
+                             ("requester_device_id", .uuid(row.requesterDeviceID))])
+        }, onBatchAccepted: nil)
+    }
+
+    public func fulfilSecretRequests(ids: Set<UUID>) async throws {
+        let sorted = ids.map(\.canonical).sorted()
+        let body = Data(JSONRow(fields: [("fulfilled_at", .timestamp(Date()))]).json.utf8)
+        for start in stride(from: 0, to: sorted.count, by: configuration.inFilterChunk) {
+            let chunk = sorted[start..<min(start + configuration.inFilterChunk, sorted.count)]
+            _ = try await send("PATCH", Self.requestsTable, query: [("id", PostgREST.inList(chunk)), ("user_id", "eq.\(userID.canonical)")],
+                               prefer: "return=minimal", body: body)
+        }
+    }
+
+    public func heartbeat(deviceID: UUID) async throws {
+        let body = JSONRow(fields: [("last_seen_at", .timestamp(Date()))])
+        _ = try await send("PATCH", RemoteTable.devices, query: [("id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)")],
+                           prefer: "return=minimal", body: Data(body.json.utf8))
+    }
+
+    public func changes(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges {
+        if missingColumns.withLock({ $0.contains(Self.feedMarker) }) { return try await pollChanges(statements: statements) }
+        let data: Data
+        do {
+            data = try await rpc("sync_changes", arguments: cursor.map { ["since": .string($0.since)] } ?? [:])
+        } catch let error as RemoteStoreError where error.code == .missingFunction {
+            missingColumns.withLock { _ = $0.insert(Self.feedMarker) }
+            return try await pollChanges(statements: statements)
+        }
+        return try Self.decodeChanges(data, complete: cursor == nil)
+    }
+
+    /// Remembered in ``missingColumns`` when the deployment has no `sync_changes`.
+    static let feedMarker = "rpc:sync_changes"
+
+    static func decodeChanges(_ data: Data, complete: Bool) throws -> RemoteChanges {
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let serverTime = object["server_time"] as? String, Timestamp.parse(serverTime) != nil,
+              let devices = object["devices"] as? [Any], let requests = object["secret_requests"] as? [Any] else {
+            throw RemoteStoreError(.malformedResponse, "sync_changes answered something other than a change set")
+        }
+        func rows(_ array: [Any], _ table: String) throws -> [[String: Any]] {
+            try array.map { element in
+                guard let row = element as? [String: Any] else { throw RemoteStoreError(.malformedResponse, "sync_changes: \(table) holds something other than rows") }
+                return row
+            }
+        }
+        return RemoteChanges(
+            devices: try rows(devices, "devices").map(RemoteDevice.init(json:)), complete: complete,
+            secretRequests: try rows(requests, "secret_requests").map(SecretRequestRow.init(json:)),
+            statements: object["statements"] as? String, cursor: ChangeCursor(since: serverTime), method: "feed")
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import SyncModel
+import TestStack
+import Testing
+
+/// `sync-cli sync --watch` as an agent runs it: a real child process against a real REST server
+/// (a private `postgrest-server` over the stack's PostgreSQL, so this test can stop and start it
+/// without disturbing the other tests), stopped by SIGTERM.
+@Suite("sync-cli sync --watch against a server that goes away", .enabled(if: !StackEnvironment.skipped))
+struct WatchCLITests {
+    /// A `postgrest-server` of our own on a free port.
+    final class Server {
+        let port: Int
+        var process: Process?
+        let stack: StackEnvironment
+
+        init(stack: StackEnvironment) throws {
+            self.stack = stack
+            port = try Self.freePort()
+            try start()
+        }
+
+        var url: String { "http://127.0.0.1:\(port)" }
+
+        func start() throws {
+            guard let settings = ProcessInfo.processInfo.environment["SYNC_STACK_DB"],
+                  let pgPort = settings.split(separator: " ").first(where: { $0.hasPrefix("port=") })?.dropFirst(5) else {
+                throw CLIFailure("SYNC_STACK_DB names no port: start the stack (make stack)")
+            }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CLI.path).deletingLastPathComponent().appendingPathComponent("postgrest-server")
+            process.environment = ProcessInfo.processInfo.environment.merging([
+                "PGRST_JWT_SECRET": stack.jwtSecret, "PGRST_SERVER_PORT": String(port), "PGRST_DB_PORT": String(pgPort),
+                "PGRST_DB_NAME": "sync_own", "PGRST_DB_USER": "authenticator", "PGRST_AUTH_DB_USER": "supabase_auth_admin",
+            ]) { _, new in new }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            self.process = process
+            // Up when it answers (bounded).
+            for _ in 0..<200 {
+                if Self.accepts(port: port) { return }
+                guard process.isRunning else { break }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            throw CLIFailure("the private postgrest-server did not come up")
+        }
+
+        func stop() {
+            guard let process else { return }
+            process.terminate()
+            process.waitUntilExit()
+            self.process = nil
+        }
+
+        deinit { stop() }
+
+        /// Whether something accepts TCP connections on the port.
+        static func accepts(port: Int) -> Bool {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = UInt16(port).bigEndian
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+        }
+
+        static func freePort() throws -> Int {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            }
+            guard bound else { throw CLIFailure("no free port") }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+    }
+
+    struct CLIFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ text: String) { description = text }
+    }
+
+    /// Waits (bounded) until `file` contains `text`; returns whether it did.
+    static func wait(for text: String, in file: URL, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let content = try? String(contentsOf: file, encoding: .utf8), content.contains(text) { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return false
+    }
+
+    @Test("the watch backs off while the server is down, recovers by itself, loses and duplicates nothing, and exits 0 on SIGTERM")
+    func recovers() async throws {
+        let stack = try StackEnvironment.require()
+        let server = try Server(stack: stack)
+        let cli = try CLI()
+        let email = "watch-\(UUID().canonical)@example.test"
+        let signup = try await stack.request("POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"watch-password-long"}"#)
+        try #require(signup.status == 200)
+        let environment = ["SUPABASE_ANON_KEY": stack.anonKey, "SYNC_REMOTE": server.url, "SYNC_PASSWORD": "watch-password-long"]
+        let project = cli.directory.appendingPathComponent("project")
+        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        let store = cli.store("d")
+        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "agent"]).status == 0)
+        #expect(try cli.run(["login", "--store", store, "--email", email], environment: environment).status == 0)
+        #expect(try cli.run(["repo", "add", "--store", store, project.path]).status == 0)
+        let first = try cli.run(["session", "start", "--store", store, "--repo", project.path, "--title", "before"])
+        let firstID = try #require(UUID.parse(first.out.trimmingCharacters(in: .whitespacesAndNewlines)))
+
+        // The agent.
+        let out = cli.directory.appendingPathComponent("watch.out"), err = cli.directory.appendingPathComponent("watch.err")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: CLI.path)
+        watch.arguments = ["sync", "--watch", "--interval", "1", "--store", store]
+        watch.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        watch.standardOutput = try FileHandle(forWritingTo: out)
+        watch.standardError = try FileHandle(forWritingTo: err)
+        try watch.run()
+        defer { if watch.isRunning { watch.terminate() } }
+        #expect(Self.wait(for: "tick 1 full", in: out, seconds: 60), "no first tick")
+
+        // Manual commands run while the watch runs (the lease is per tick).
+        #expect(try cli.run(["status", "--store", store]).status == 0)
+
+        // The server goes away; a session is started meanwhile.
+        server.stop()
+        let second = try cli.run(["session", "start", "--store", store, "--repo", project.path, "--title", "during"])
+        let secondID = try #require(UUID.parse(second.out.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(Self.wait(for: "backing off", in: err, seconds: 30), "no backoff line")
+        // Let it fail a few times, then bring the server back.
+        try await Task.sleep(for: .seconds(3))
+        try server.start()
+        #expect(Self.wait(for: "answers again", in: err, seconds: 90), "no recovery line")
+        #expect(Self.wait(for: "local changes", in: out, seconds: 30), "the session started during the outage was not pushed")
+
+        // SIGTERM: the running tick finishes, exit 0.
+        watch.terminate()
+        let deadline = Date().addingTimeInterval(30)
+        while watch.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!watch.isRunning && watch.terminationStatus == 0)
+        let log = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+        #expect(log.components(separatedBy: "backing off").count == 2, "one line when the remote went away: \(log)")
+        #expect(log.components(separatedBy: "answers again").count == 2)
+        #expect(log.contains("stopped after"))
+
+        // Nothing lost, nothing duplicated: checked in PostgreSQL directly.
+        let ids = [firstID, secondID].map { "'\($0.canonical)'" }.joined(separator: ",")
+        #expect(try stack.sql("SELECT count(*) FROM agent_coding_sessions WHERE id IN (\(ids))") == "2")
+        #expect(try stack.sql("SELECT count(*), count(DISTINCT (session_id, device_id)) FROM agent_coding_session_secrets WHERE session_id IN (\(ids))") == "2|2")
+        // The store is free again.
+        #expect(try cli.run(["push", "--store", store], environment: environment).status == 0)
+    }
+}

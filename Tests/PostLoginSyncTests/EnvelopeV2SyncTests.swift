@@ -11,9 +11,7 @@ import Testing
 @Suite("Envelope v2 in sync")
 struct EnvelopeV2SyncTests {
     /// Every remote: embedded, and the stack with the project's and the deployed schema.
-    static var remotes: [(Backend, Bool)] {
-        Backend.available.flatMap { backend in backend == .embedded ? [(backend, false)] : [(backend, false), (backend, true)] }
-    }
+    static var remotes: [(Backend, Bool)] { Backend.variants }
 
     @Test("a desktop seals v2 to a phone that advertises it and v1 to one that does not; both open theirs", arguments: remotes)
     func mixedRecipients(backend: Backend, deployedSchema: Bool) async throws {

@@ -15,9 +15,7 @@ import Testing
 /// remote) as the attacker.
 @Suite("Device trust: the threats of trust.md")
 struct TrustThreatTests {
-    static var remotes: [(Backend, Bool)] {
-        Backend.available.flatMap { backend in backend == .embedded ? [(backend, false)] : [(backend, false), (backend, true)] }
-    }
+    static var remotes: [(Backend, Bool)] { Backend.variants }
 
     /// A desktop (the trust root) with sessions, and a phone paired with it; both synced once.
     struct Paired {

@@ -15,9 +15,7 @@ import Testing
 /// bounded: "within 2 intervals" is "by the end of the second tick after the change".
 @Suite("Watch mode and secret requests")
 struct WatchTests {
-    static var remotes: [(Backend, Bool)] {
-        Backend.available.flatMap { backend in backend == .embedded ? [(backend, false)] : [(backend, false), (backend, true)] }
-    }
+    static var remotes: [(Backend, Bool)] { Backend.variants }
 
     static var fast: WatchOptions {
         var options = WatchOptions()

@@ -14,6 +14,12 @@ enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
     var description: String { rawValue }
 
     static var available: [Backend] { StackEnvironment.skipped ? [.embedded] : allCases }
+
+    /// Every remote with its schema variants: the embedded file, and on the stack the project's
+    /// schema (`false`) and the deployed one (`true`).
+    static var variants: [(Backend, Bool)] {
+        available.flatMap { backend in backend == .embedded ? [(backend, false)] : [(backend, false), (backend, true)] }
+    }
 }
 
 /// One user's devices on one remote, each with its own store in a temporary directory.

@@ -173,6 +173,9 @@ actor WatchState {
         } catch let error as LocalStoreError where error.code == .storeBusy {
             tick.action = .busy
             tick.reasons = ["the store is busy with another command"]
+        } catch let error as SyncError {
+            // Not logged in, another user, an identity that changed: the same until someone acts.
+            tick.failure = SyncIssue(phase: .device, code: SyncIssue.Code(rawValue: error.code.rawValue), message: error.message)
         } catch {
             tick.failure = SyncIssue(phase: .device, code: PostLoginSync.Recorder.code(of: error), message: "\(error)")
         }
@@ -196,7 +199,7 @@ actor WatchState {
             let delay = capped * Double.random(in: 0.5...1.0)
             wait = .milliseconds(Int64(delay * 1000))
             if failures == 1 {
-                logger?.warning("watch: the remote is unavailable (\(failure.code)); backing off, next try in \(String(format: "%.1f", delay)) s, at most \(Int(options.maxBackoff.seconds)) s apart")
+                logger?.warning("watch: ticks fail (\(failure.code): \(failure.message)); backing off, next try in \(String(format: "%.1f", delay)) s, at most \(Int(options.maxBackoff.seconds)) s apart")
             } else {
                 logger?.debug("watch: still unavailable after \(failures) ticks; next try in \(String(format: "%.1f", delay)) s")
             }

@@ -205,6 +205,17 @@ struct WatchTests {
         lease.release()
     }
 
+    @Test("a store that cannot sync (another user's remote) fails its ticks with the engine's typed code, and backs off")
+    func typedFailure() async throws {
+        let world = try World(.embedded)
+        let desktop = try await world.device("desktop", role: .desktop)
+        let engine = PostLoginSync(local: desktop.store, remote: try world.remote(as: UUID()))
+        var ticks = engine.watch(Self.fast).makeAsyncIterator()
+        let tick = try #require(await ticks.next())
+        #expect(tick.action == .failed && tick.failure?.code == "userMismatch" && tick.consecutiveFailures == 1)
+        #expect(tick.nextTickSeconds >= 1 && tick.nextTickSeconds <= 2)
+    }
+
     @Test("an unreachable remote: ticks fail with a typed code, back off exponentially with jitter up to the cap, one log line")
     func backoff() async throws {
         let world = try World(.embedded)

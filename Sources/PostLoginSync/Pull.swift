@@ -98,6 +98,7 @@ extension PostLoginSync {
         let fetched = try await remote.fetchEnvelopes(addressedTo: identity.id)
         let sessions = Set(try await local.sessions().map(\.id))
         let kept = fetched.filter { sessions.contains($0.sessionID) }
+        let listed = Set(kept.map(\.sessionID))
         entry.skipped = fetched.count - kept.count
         var held: [UUID: ReceivedEnvelope] = [:]
         for item in try await local.receivedEnvelopes() { held[item.sessionID] = item }
@@ -178,7 +179,7 @@ extension PostLoginSync {
             return nil
         }.sorted { $0.0.canonical < $1.0.canonical }
         try await local.upsertReceivedEnvelopes(good)
-        entry.deleted = try await local.deleteReceivedEnvelopes(notIn: Set(kept.map(\.sessionID)))
+        entry.deleted = try await local.deleteReceivedEnvelopes(notIn: listed)
         entry.applied = good.count
         recorder.report.envelopesOpened += good.count
         entry.failed = failures.count + refusals.count
@@ -196,16 +197,19 @@ extension PostLoginSync {
                             message: "the envelope for this session cannot be opened with this device's key; it was not stored")
         }
         recorder.emit(.envelopes, fresh.count, fresh.count, "Syncing envelopes...")
-        if options.requestMissingSecrets { try await requestMissingSecrets(deviceID: identity.id, entry: &entry, recorder: recorder) }
+        if options.requestMissingSecrets {
+            // What the store holds now: the envelopes kept from before or stored just now, for
+            // sessions the remote still addresses to this device.
+            let holding = Set(held.keys).union(good.map(\.sessionID)).intersection(listed)
+            try await requestMissingSecrets(deviceID: identity.id, missing: sessions.subtracting(holding), entry: &entry, recorder: recorder)
+        }
     }
 
     /// Asks for the secret of every session this phone holds no envelope for: one
     /// `session_secret_requests` row per such session, never a second while one is open
     /// (coordination.md). The desktop that owns the session serves it at its next push or watch
     /// tick. Nothing is asked when nothing is missing, nor of a remote without the table.
-    func requestMissingSecrets(deviceID: UUID, entry: inout PhaseReport, recorder: Recorder) async throws {
-        let held = Set(try await local.receivedEnvelopes().map(\.sessionID))
-        let missing = Set(try await local.sessions().map(\.id)).subtracting(held)
+    func requestMissingSecrets(deviceID: UUID, missing: Set<UUID>, entry: inout PhaseReport, recorder: Recorder) async throws {
         guard !missing.isEmpty else { return }
         let open: [SecretRequestRow]
         do {

@@ -72,8 +72,8 @@ extension PostLoginSync {
         send: ([Row], BatchHandler<Row>?) async throws -> BulkWriteResult,
         stamp: (inout Row, Date) -> Void
     ) async throws {
-        let markKey = "push.\(phase.rawValue).through"
-        let mark = Int64(try await local.setting(markKey) ?? "0") ?? 0
+        let markKey = Self.pushMarkKey(phase)
+        let mark = try await pushMark(phase)
         var (rows, through) = try await changed(mark)
         // Deployed tables have no updated_at trigger: stamp the send time so pulls see the change.
         let now = Date()
@@ -91,6 +91,14 @@ extension PostLoginSync {
         entry.failed = result.rejected.count
         entry.errors += Self.issues(result.rejected, phase: phase)
         if result.rejected.isEmpty { try await local.setSetting(markKey, String(through)) }
+    }
+
+    /// The store setting holding the change sequence a phase's last accepted push went through.
+    static func pushMarkKey(_ phase: SyncPhase) -> String { "push.\(phase.rawValue).through" }
+
+    /// The change sequence the last accepted push of `phase` went through (0 before any).
+    func pushMark(_ phase: SyncPhase) async throws -> Int64 {
+        Int64(try await local.setting(Self.pushMarkKey(phase)) ?? "0") ?? 0
     }
 
     func pushSecrets(identity: DeviceIdentity, key: X25519PrivateKey, trust: TrustSnapshot?, entry: inout PhaseReport,

@@ -93,8 +93,7 @@ extension PostLoginSync {
 
     /// Whether the store holds rows or deletions a push has not sent.
     func hasUnpushedChanges() async throws -> Bool {
-        let marks = try await [SyncPhase.repositories, .sessions].asyncMap { Int64(try await local.setting("push.\($0.rawValue).through") ?? "0") ?? 0 }
-        return try await local.hasUnpushedChanges(repositoriesAfter: marks[0], sessionsAfter: marks[1])
+        try await local.hasUnpushedChanges(repositoriesAfter: try await pushMark(.repositories), sessionsAfter: try await pushMark(.sessions))
     }
 }
 
@@ -270,14 +269,5 @@ actor WatchState {
     func moved(_ cursor: ChangeCursor) -> ChangeCursor {
         guard let date = Timestamp.parse(cursor.since) else { return cursor }
         return ChangeCursor(since: Timestamp.format(date.addingTimeInterval(-max(engine.options.cursorOverlap, 1))))
-    }
-}
-
-extension Array {
-    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
-        var results: [T] = []
-        results.reserveCapacity(count)
-        for element in self { results.append(try await transform(element)) }
-        return results
     }
 }

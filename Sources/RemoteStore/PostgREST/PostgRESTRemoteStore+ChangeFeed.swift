@@ -36,19 +36,19 @@ extension PostgRESTRemoteStore {
     }
 
     public func changes(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges {
-        if missingColumns.withLock({ $0.contains(Self.feedMarker) }) { return try await pollChanges(statements: statements) }
+        if missingFunctions.withLock({ $0.contains(Self.feedFunction) }) { return try await pollChanges(statements: statements) }
         let data: Data
         do {
-            data = try await rpc("sync_changes", arguments: cursor.map { ["since": .string($0.since)] } ?? [:])
+            data = try await rpc(Self.feedFunction, arguments: cursor.map { ["since": .string($0.since)] } ?? [:])
         } catch let error as RemoteStoreError where error.code == .missingFunction {
-            missingColumns.withLock { _ = $0.insert(Self.feedMarker) }
+            missingFunctions.withLock { _ = $0.insert(Self.feedFunction) }
             return try await pollChanges(statements: statements)
         }
         return try Self.decodeChanges(data, complete: cursor == nil)
     }
 
-    /// Remembered in ``missingColumns`` when the deployment has no `sync_changes`.
-    static let feedMarker = "rpc:sync_changes"
+    /// The change feed's function, remembered in ``missingFunctions`` when the deployment has none.
+    static let feedFunction = "sync_changes"
 
     static func decodeChanges(_ data: Data, complete: Bool) throws -> RemoteChanges {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],

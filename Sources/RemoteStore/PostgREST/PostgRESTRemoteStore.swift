@@ -69,6 +69,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
     let counters = Mutex(RemoteMetrics())
     /// Optional columns (``OptionalColumns``) this deployment turned out not to have.
     let missingColumns = Mutex<Set<String>>([])
+    /// Optional functions (the change feed) this deployment turned out not to have.
+    let missingFunctions = Mutex<Set<String>>([])
     let restBase: String
 
     public var userID: UUID { configuration.userID }

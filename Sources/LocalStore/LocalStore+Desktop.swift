@@ -54,6 +54,52 @@ extension LocalStore {
         }
     }
 
+    /// The ids of this desktop's sessions (those it holds its own secret for).
+    public func ownSessionIDs() async throws -> Set<UUID> {
+        try await mapErrors("reading session secrets") {
+            try await pool.read { db in
+                var result = Set<UUID>()
+                let rows = try Row.fetchCursor(db, sql: "SELECT session_id FROM own_session_secrets")
+                while let row = try rows.next() { result.insert(try row.uuid(0)) }
+                return result
+            }
+        }
+    }
+
+    /// One page of this desktop's sealed secrets in session id order: at most `limit`, those
+    /// after `after` (from the start when `nil`). Pages keep a push's memory flat however many
+    /// sessions the desktop has.
+    public func ownSealedSecrets(after: UUID?, limit: Int) async throws -> [(sessionID: UUID, sealed: OwnSealedSecret)] {
+        try await mapErrors("reading session secrets") {
+            try await pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT session_id, ephemeral_public_key, encrypted_secret, generation FROM own_session_secrets
+                    WHERE session_id > ? ORDER BY session_id LIMIT ?
+                    """, arguments: [after?.canonical ?? "", max(1, limit)]).map { row in
+                    (try row.uuid(0), OwnSealedSecret(envelope: SecretEnvelope(ephemeralPublicKey: row[1], encryptedSecret: row[2]),
+                                                      generation: UInt32(clamping: row[3] as Int64)))
+                }
+            }
+        }
+    }
+
+    /// The sealed secrets of these sessions of this desktop (those it holds), keyed by session id.
+    public func ownSealedSecrets(sessions: Set<UUID>) async throws -> [UUID: OwnSealedSecret] {
+        try await mapErrors("reading session secrets") {
+            try await pool.read { db in
+                var result: [UUID: OwnSealedSecret] = [:]
+                for row in try Row.fetchAll(db, sql: """
+                    SELECT session_id, ephemeral_public_key, encrypted_secret, generation FROM own_session_secrets
+                    WHERE session_id IN (SELECT value FROM json_each(?))
+                    """, arguments: [jsonArray(sessions)]) {
+                    result[try row.uuid(0)] = OwnSealedSecret(envelope: SecretEnvelope(ephemeralPublicKey: row[1], encryptedSecret: row[2]),
+                                                              generation: UInt32(clamping: row[3] as Int64))
+                }
+                return result
+            }
+        }
+    }
+
     /// Opens a session's secret (desktop side) with the device key.
     ///
     /// - Parameters:

@@ -1,4 +1,5 @@
 import GRDB
+import SyncModel
 
 /// The store's schema as named, append-only migrations.
 ///
@@ -210,6 +211,30 @@ enum Schema {
                     seen_at REAL NOT NULL
                 ) WITHOUT ROWID;
                 """)
+        }
+        migrator.registerMigration("v7: ledger digest kept per session") { db in
+            try db.execute(sql: """
+                -- Counting a recipient's entries by key (a push's coverage check) reads this index alone.
+                DROP INDEX distribution_ledger_recipient;
+                CREATE INDEX distribution_ledger_recipient_key ON distribution_ledger (recipient_device_id, recipient_key_fingerprint);
+
+                -- Desktop: each ledger entry's row_hash (sync.md's envelope digest), split as h1/h2.
+                ALTER TABLE distribution_ledger ADD COLUMN row_h1 INTEGER;
+                ALTER TABLE distribution_ledger ADD COLUMN row_h2 INTEGER;
+                """)
+            // Desktop: per session, the count and XOR of its hashed ledger entries, so a push's
+            // digest reads one row per session instead of hashing every entry.
+            try db.execute(sql: SecretDigest.sqliteKeptDigest(table: "ledger_digests", source: "distribution_ledger"))
+            // Entries written before: hash those that recorded their envelope's key.
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT session_id, recipient_device_id, ephemeral_public_key FROM distribution_ledger WHERE ephemeral_public_key IS NOT NULL
+                """)
+            let update = try db.makeStatement(sql: "UPDATE distribution_ledger SET row_h1 = ?, row_h2 = ? WHERE session_id = ? AND recipient_device_id = ?")
+            for row in rows {
+                let session: String = row[0], device: String = row[1]
+                let hash = SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: row[2])
+                try update.execute(arguments: [hash.0, hash.1, session, device])
+            }
         }
         return migrator
     }

@@ -57,6 +57,21 @@ public struct LedgerEntry: Sendable, Hashable {
     }
 }
 
+/// How many of this desktop's sessions a recipient has a ledger entry for under one key.
+public struct LedgerCoverage: Sendable, Hashable {
+    public var recipientDeviceID: UUID
+    /// The entries' ``LedgerEntry/recipientKeyFingerprint``.
+    public var recipientKeyFingerprint: String
+    public var sessions: Int
+
+    /// Creates a coverage count.
+    public init(recipientDeviceID: UUID, recipientKeyFingerprint: String, sessions: Int) {
+        self.recipientDeviceID = recipientDeviceID
+        self.recipientKeyFingerprint = recipientKeyFingerprint
+        self.sessions = sessions
+    }
+}
+
 /// An envelope a phone received, kept as received, with what opening it showed.
 public struct ReceivedEnvelope: Sendable, Hashable {
     public var sessionID: UUID

@@ -121,91 +121,98 @@ extension PostLoginSync {
         }
         let recipients = decisions.compactMap(\.recipient)
         let recipientIDs = Set(recipients.map(\.deviceID))
-
-        async let secrets = local.ownSealedSecrets()
-        async let entries = local.ledger()
-        let ownSecrets = try await secrets
-        let ledgerEntries = try await entries
-        let (remotePairs, replaced) = try await remoteEnvelopePairs(owner: identity.id, ownSessions: ownSecrets, ledger: ledgerEntries,
-                                                                    expected: ownSecrets.count * recipients.count, recorder: recorder)
         let writesV2 = options.envelopeVersions.contains(2)
         // This desktop's own row no longer lists what it reads (another client rewrote
         // capabilities): advertise again at the next run.
         if let me = devices.first(where: { $0.id == identity.id }), !Set(options.envelopeVersions).isSubset(of: me.envelopeVersions) {
             try await local.setSetting(Self.advertisedKey, nil)
         }
-        let requested = try await openRequests(own: ownSecrets, recipients: recipientIDs, recorder: recorder)
-        var ledger: [EnvelopePair: String] = [:]
-        ledger.reserveCapacity(ledgerEntries.count)
-        for item in ledgerEntries {
-            ledger[EnvelopePair(sessionID: item.sessionID, deviceID: item.recipientDeviceID)] = item.recipientKeyFingerprint
-        }
+        let ownIDs = try await local.ownSessionIDs()
+        // First the ledger is made to say what the remote holds; from then on it alone decides.
+        var stale = try await reconcileLedger(owner: identity.id, own: ownIDs, recipients: recipientIDs,
+                                              expected: ownIDs.count * recipients.count, recorder: recorder)
+        let coverage = try await local.ledgerCoverage()
 
         // Envelopes of this desktop's sessions for devices that no longer qualify go.
-        let stale = remotePairs.filter { ownSecrets[$0.sessionID] != nil && !recipientIDs.contains($0.deviceID) }
+        let gone = Set(coverage.map(\.recipientDeviceID)).subtracting(recipientIDs)
+        if !gone.isEmpty {
+            stale.formUnion(try await local.ledger(recipients: gone).filter { ownIDs.contains($0.sessionID) }
+                .map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) })
+        }
         if !stale.isEmpty {
             entry.deleted = try await remote.deleteEnvelopes(pairs: Array(stale)) ?? stale.count
             try await local.deleteLedgerEntries(pairs: stale.map { ($0.sessionID, $0.deviceID) })
         }
 
-        // Exactly the pairs missing remotely or sealed to a key the recipient no longer has, and
-        // those a device asked for (it holds none it can open, whatever the ledger says).
-        var work: [SealWork] = []
-        var needed = 0
-        for (session, own) in ownSecrets {
-            let missing = recipients.filter { recipient in
-                let pair = EnvelopePair(sessionID: session, deviceID: recipient.deviceID)
-                return !remotePairs.contains(pair) || replaced.contains(pair) || requested[pair] != nil
-                    || ledger[pair] != recipient.ledgerMark(version: recipient.version(writingVersion2: writesV2))
-            }
-            if !missing.isEmpty {
-                work.append(SealWork(session: session, own: own, recipients: missing))
-                needed += missing.count
-            }
+        // Exactly the pairs whose ledger entry is missing or names another key than the
+        // recipient's, and those a device asked for (it holds none it can open, whatever the
+        // ledger says). Counted first from the ledger's coverage, without reading the entries.
+        let requested = try await openRequests(own: ownIDs, recipients: recipientIDs, recorder: recorder)
+        let marks = Dictionary(recipients.map { ($0.deviceID, $0.ledgerMark(version: $0.version(writingVersion2: writesV2))) },
+                               uniquingKeysWith: { first, _ in first })
+        let covered = Dictionary(coverage.filter { marks[$0.recipientDeviceID] == $0.recipientKeyFingerprint }.map { ($0.recipientDeviceID, $0.sessions) },
+                                 uniquingKeysWith: +)
+        let partial = recipients.filter { (covered[$0.deviceID] ?? 0) < ownIDs.count }
+        var needed = partial.reduce(0) { $0 + ownIDs.count - (covered[$1.deviceID] ?? 0) }
+        if !requested.isEmpty {
+            // A requested pair the ledger already covers is sealed again too.
+            let held = try await local.ledger(sessions: Set(requested.keys.map(\.sessionID)))
+            needed += held.filter { requested[EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID)] != nil
+                && marks[$0.recipientDeviceID] == $0.recipientKeyFingerprint }.count
         }
         entry.sent = needed
-        entry.skipped = ownSecrets.count * recipients.count - needed
+        entry.skipped = ownIDs.count * recipients.count - needed
         guard needed > 0 else { return }
 
         let total = needed
-        let fingerprints = Dictionary(recipients.map { ($0.deviceID, $0.ledgerMark(version: $0.version(writingVersion2: writesV2))) },
-                                      uniquingKeysWith: { first, _ in first })
         let done = Counter()
         let progress = recorder.progress
         let served = Mutex(Set<EnvelopePair>())
-        var chunkStart = 0
-        while chunkStart < work.count {
-            var chunkEnd = chunkStart
-            var pairs = 0
-            while chunkEnd < work.count && (pairs == 0 || pairs + work[chunkEnd].recipients.count <= options.sealChunk) {
-                pairs += work[chunkEnd].recipients.count
-                chunkEnd += 1
+        let local = self.local
+        let remote = self.remote
+        let handler: BatchHandler<EnvelopeRecord> = { batch in
+            let now = Date()
+            try await local.recordDistributions(batch.map {
+                LedgerEntry(sessionID: $0.sessionID, recipientDeviceID: $0.deviceID,
+                            recipientKeyFingerprint: marks[$0.deviceID] ?? "", sentAt: now, ephemeralPublicKey: $0.ephemeralPublicKey)
+            })
+            if !requested.isEmpty {
+                let pairs = batch.map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.deviceID) }.filter { requested[$0] != nil }
+                served.withLock { $0.formUnion(pairs) }
             }
-            let (sealed, problems) = try await seal(Array(work[chunkStart..<chunkEnd]), key: key, sender: identity.id, writesV2: writesV2)
-            chunkStart = chunkEnd
-            recorder.report.envelopesSealed += sealed.count
-            entry.errors += problems
-            entry.failed += problems.count
-            let local = self.local
-            let remote = self.remote
-            let handler: BatchHandler<EnvelopeRecord> = { batch in
-                let now = Date()
-                try await local.recordDistributions(batch.map {
-                    LedgerEntry(sessionID: $0.sessionID, recipientDeviceID: $0.deviceID,
-                                recipientKeyFingerprint: fingerprints[$0.deviceID] ?? "", sentAt: now, ephemeralPublicKey: $0.ephemeralPublicKey)
-                })
-                if !requested.isEmpty {
-                    let pairs = batch.map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.deviceID) }.filter { requested[$0] != nil }
-                    served.withLock { $0.formUnion(pairs) }
+            let completed = done.add(batch.count)
+            progress?(SyncProgress(phase: .secrets, completed: completed, total: total, message: "Syncing secrets..."))
+        }
+        let uploadConcurrency = options.uploadConcurrency
+        // A pipeline: a chunk uploads (in `uploadConcurrency` streams) while the next is read and
+        // sealed, so the crypto hides behind the network and the database. One chunk uploading
+        // and one sealing at most: memory stays flat however many sessions there are.
+        let results = try await withThrowingTaskGroup(of: BulkWriteResult.self) { group in
+            var results: [BulkWriteResult] = []
+            var uploading = 0
+            var reader = SealWorkReader(local: local, partial: partial, all: recipients, marks: marks, requested: requested,
+                                        chunkPairs: options.sealChunk)
+            while let chunk = try await reader.next() {
+                let (sealed, problems) = try await seal(chunk, key: key, sender: identity.id, writesV2: writesV2)
+                recorder.report.envelopesSealed += sealed.count
+                entry.errors += problems
+                entry.failed += problems.count
+                if uploading > 0, let result = try await group.next() {
+                    results.append(result)
+                    uploading -= 1
                 }
-                let completed = done.add(batch.count)
-                progress?(SyncProgress(phase: .secrets, completed: completed, total: total, message: "Syncing secrets..."))
+                group.addTask {
+                    let parts = try await self.inParallel(sealed, workers: uploadConcurrency) { part in
+                        try await remote.upsertEnvelopes(part, onBatchAccepted: handler)
+                    }
+                    return BulkWriteResult(accepted: parts.map(\.accepted).reduce(0, +), rejected: parts.flatMap(\.rejected))
+                }
+                uploading += 1
             }
-            // Two uploads in flight: the remote works on one batch while the next travels.
-            let parts = try await inParallel(sealed, workers: options.uploadConcurrency) { part in
-                try await remote.upsertEnvelopes(part, onBatchAccepted: handler)
-            }
-            let result = BulkWriteResult(accepted: parts.map(\.accepted).reduce(0, +), rejected: parts.flatMap(\.rejected))
+            for try await result in group { results.append(result) }
+            return results
+        }
+        for result in results {
             entry.applied += result.accepted
             entry.failed += result.rejected.count
             entry.errors += Self.issues(result.rejected, phase: .secrets)
@@ -219,14 +226,82 @@ extension PostLoginSync {
         }
     }
 
+    /// Reads the sealing work from the store in chunks of about ``SyncOptions/sealChunk`` pairs,
+    /// a page of sessions at a time: each session's own secret with the `partial` recipients
+    /// whose ledger entry is missing or names another key, and the recipients that asked for it.
+    /// When every recipient is covered, only the requested sessions are read.
+    struct SealWorkReader {
+        let local: LocalStore
+        let partial: [Recipient]
+        let marks: [UUID: String]
+        let chunkPairs: Int
+        /// Recipients that asked, by session.
+        var requested: [UUID: [Recipient]]
+        var after: UUID?
+        var finished = false
+
+        init(local: LocalStore, partial: [Recipient], all: [Recipient], marks: [UUID: String], requested: [EnvelopePair: [UUID]], chunkPairs: Int) {
+            self.local = local
+            self.partial = partial
+            self.marks = marks
+            self.chunkPairs = max(1, chunkPairs)
+            let byID = Dictionary(all.map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
+            var bySession: [UUID: [Recipient]] = [:]
+            for pair in requested.keys {
+                if let recipient = byID[pair.deviceID] { bySession[pair.sessionID, default: []].append(recipient) }
+            }
+            self.requested = bySession
+        }
+
+        /// The next chunk, or `nil` when the work is done.
+        mutating func next() async throws -> [SealWork]? {
+            var chunk: [SealWork] = []
+            var pairs = 0
+            while !finished && pairs < chunkPairs {
+                try Task.checkCancellation()
+                let page: [(sessionID: UUID, sealed: OwnSealedSecret)]
+                if partial.isEmpty {
+                    // Only requested sessions: read them by id, in id order, a page at a time.
+                    let ids = requested.keys.filter { after == nil || $0.canonical > after!.canonical }
+                        .sorted { $0.canonical < $1.canonical }.prefix(chunkPairs)
+                    page = try await local.ownSealedSecrets(sessions: Set(ids)).map { (sessionID: $0.key, sealed: $0.value) }
+                        .sorted { $0.sessionID.canonical < $1.sessionID.canonical }
+                    if ids.count < chunkPairs { finished = true }
+                    after = ids.last ?? after
+                } else {
+                    page = try await local.ownSealedSecrets(after: after, limit: max(1, (chunkPairs - pairs) / partial.count))
+                    if page.isEmpty { finished = true }
+                    after = page.last?.sessionID ?? after
+                }
+                guard !page.isEmpty else { continue }
+                var ledger: [UUID: [UUID: String]] = [:]
+                if !partial.isEmpty {
+                    for item in try await local.ledger(sessions: Set(page.map(\.sessionID))) {
+                        ledger[item.sessionID, default: [:]][item.recipientDeviceID] = item.recipientKeyFingerprint
+                    }
+                }
+                for (session, own) in page {
+                    var missing = partial.filter { ledger[session]?[$0.deviceID] != marks[$0.deviceID] }
+                    for recipient in requested[session] ?? [] where !missing.contains(where: { $0.deviceID == recipient.deviceID }) {
+                        missing.append(recipient)
+                    }
+                    guard !missing.isEmpty else { continue }
+                    chunk.append(SealWork(session: session, own: own, recipients: missing))
+                    pairs += missing.count
+                }
+            }
+            return chunk.isEmpty ? nil : chunk
+        }
+    }
+
     /// The open secret requests for this desktop's sessions (coordination.md), by pair: each
     /// from a device that qualifies is served; each from one that does not is counted in the
     /// report (with the device) and left open, not an error: the recipient policy decided.
     /// Nothing when the remote has no requests table.
-    func openRequests(own: [UUID: OwnSealedSecret], recipients: Set<UUID>, recorder: Recorder) async throws -> [EnvelopePair: [UUID]] {
+    func openRequests(own: Set<UUID>, recipients: Set<UUID>, recorder: Recorder) async throws -> [EnvelopePair: [UUID]] {
         let open: [SecretRequestRow]
         do {
-            open = try await remote.listOpenSecretRequests().filter { own[$0.sessionID] != nil }
+            open = try await remote.listOpenSecretRequests().filter { own.contains($0.sessionID) }
         } catch let error as RemoteStoreError where error.code == .missingTable {
             return [:]
         }
@@ -273,69 +348,61 @@ extension PostLoginSync {
         logger?.notice("revocations: \(recipients.count) revoked devices had envelopes; \(rotations.count) session secrets rotated")
     }
 
-    /// The envelope pairs of this desktop's sessions that the remote holds, and those of them
-    /// that another writer replaced since this desktop wrote them (to be sealed again).
+    /// Makes the ledger of this desktop's sessions say what the remote holds, so that from then
+    /// on the ledger alone decides what to seal: entries whose row the remote lost, or whose row
+    /// another writer replaced, are forgotten (sealed again); entries older than the ledger's
+    /// key column adopt the remote's key. Returns the remote's rows of this desktop's sessions
+    /// for devices that are not recipients, to delete.
     ///
-    /// By digest when the remote has one: the ledger's digest is compared with the remote's in
-    /// one request, and only the buckets that differ are listed. A listed row whose
-    /// `ephemeral_public_key` is not the one the ledger recorded was replaced; one the ledger
-    /// knows without a key (entries older than the key column) adopts the remote's. Without a
-    /// digest function, every pair is listed, as before (a replaced row goes unnoticed then).
-    func remoteEnvelopePairs(owner: UUID, ownSessions: [UUID: OwnSealedSecret], ledger: [LedgerEntry], expected: Int,
-                             recorder: Recorder) async throws -> (present: Set<EnvelopePair>, replaced: Set<EnvelopePair>) {
-        let own = ledger.filter { ownSessions[$0.sessionID] != nil }
-        let buckets = SecretDigest.bucketCount(forPairs: max(own.count, expected))
+    /// By digest when the remote has one: the ledger's digest (kept per session by the store)
+    /// is compared with the remote's in one request, and only the buckets that differ are
+    /// listed. Without a digest function, every pair is listed (a replaced row goes unnoticed then).
+    func reconcileLedger(owner: UUID, own: Set<UUID>, recipients: Set<UUID>, expected: Int,
+                         recorder: Recorder) async throws -> Set<EnvelopePair> {
+        let buckets = SecretDigest.bucketCount(forPairs: expected)
         let remoteDigest: [DigestBucket]
         do {
             remoteDigest = try await remote.secretDigest(ownerDeviceID: owner, buckets: buckets)
         } catch let error as RemoteStoreError where error.code == .missingFunction {
             logger?.notice("the remote has no envelope digest; listing every envelope pair")
-            let pairs = Set(try await remote.listEnvelopePairs())
-            recorder.report.reconciliation = Reconciliation(method: "listing", rowsListed: pairs.count)
-            return (pairs, [])
+            let listed = try await remote.listEnvelopePairs()
+            recorder.report.reconciliation = Reconciliation(method: "listing", rowsListed: listed.count)
+            let present = Set(listed.filter { own.contains($0.sessionID) })
+            let lost = try await local.ledger().filter { own.contains($0.sessionID) }
+                .map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) }.filter { !present.contains($0) }
+            try await local.deleteLedgerEntries(pairs: lost.map { ($0.sessionID, $0.deviceID) })
+            return present.filter { !recipients.contains($0.deviceID) }
         }
-        // Each session's text and bucket once: 100,000 rows share 10,000 sessions.
-        var sessionInfo: [UUID: (text: String, bucket: Int)] = [:]
-        sessionInfo.reserveCapacity(ownSessions.count)
-        for session in ownSessions.keys { sessionInfo[session] = (session.canonical, SecretDigest.bucket(of: session, buckets: buckets)) }
-        // Entries without a recorded key cannot be hashed: their buckets are listed.
-        var differing = Set(own.filter { $0.ephemeralPublicKey == nil }.compactMap { sessionInfo[$0.sessionID]?.bucket })
-        let localDigest = SecretDigest.digest(own.lazy.compactMap { entry in
-            entry.ephemeralPublicKey.flatMap { key in sessionInfo[entry.sessionID].map { ($0.text, entry.recipientDeviceID.canonical, key) } }
-        }, buckets: buckets)
+        // Sessions with entries that recorded no key cannot be hashed: their buckets are listed.
+        var differing = Set(try await local.sessionsWithUnhashedLedgerEntries().map { SecretDigest.bucket(of: $0, buckets: buckets) })
+        let localDigest = try await local.ledgerDigest(buckets: buckets)
         let remoteByBucket = Dictionary(remoteDigest.map { ($0.bucket, $0) }, uniquingKeysWith: { first, _ in first })
         for bucket in Set(localDigest.keys).union(remoteByBucket.keys) where localDigest[bucket] != remoteByBucket[bucket] {
             differing.insert(bucket)
         }
-
-        var pairs = Set<EnvelopePair>()
-        var recorded: [EnvelopePair: String?] = [:]
-        for entry in own {
-            let pair = EnvelopePair(sessionID: entry.sessionID, deviceID: entry.recipientDeviceID)
-            if let session = sessionInfo[entry.sessionID], differing.contains(session.bucket) {
-                recorded[pair] = .some(entry.ephemeralPublicKey)
-            } else {
-                pairs.insert(pair)
-            }
-        }
-        let sessions = Set(sessionInfo.filter { differing.contains($0.value.bucket) }.keys)
+        let sessions: Set<UUID> = differing.isEmpty ? [] : own.filter { differing.contains(SecretDigest.bucket(of: $0, buckets: buckets)) }
         let listed = sessions.isEmpty ? [] : try await remote.listEnvelopeKeys(sessions: sessions)
+        recorder.report.reconciliation = Reconciliation(method: "digest", buckets: buckets, bucketsListed: differing.count, rowsListed: listed.count)
+        guard !sessions.isEmpty else { return [] }
+
+        let held = Dictionary(listed.map { ($0.pair, $0.ephemeralPublicKey) }, uniquingKeysWith: { first, _ in first })
+        var forgotten: [(sessionID: UUID, recipientDeviceID: UUID)] = []
         var adopted: [(sessionID: UUID, recipientDeviceID: UUID, ephemeralPublicKey: String)] = []
-        var replaced = Set<EnvelopePair>()
-        for row in listed {
-            switch recorded[row.pair] {
-            case .some(.some(let key)) where key != row.ephemeralPublicKey:
-                replaced.insert(row.pair)
-            case .some(.none):
-                adopted.append((row.pair.sessionID, row.pair.deviceID, row.ephemeralPublicKey))
+        for entry in try await local.ledger(sessions: sessions) {
+            switch (entry.ephemeralPublicKey, held[EnvelopePair(sessionID: entry.sessionID, deviceID: entry.recipientDeviceID)]) {
+            case (_, nil):
+                forgotten.append((entry.sessionID, entry.recipientDeviceID))
+            case (nil, let theirs?):
+                adopted.append((entry.sessionID, entry.recipientDeviceID, theirs))
+            case (let mine?, let theirs?) where mine != theirs:
+                forgotten.append((entry.sessionID, entry.recipientDeviceID))
             default:
                 break
             }
-            pairs.insert(row.pair)
         }
+        if !forgotten.isEmpty { try await local.deleteLedgerEntries(pairs: forgotten) }
         if !adopted.isEmpty { try await local.adoptLedgerKeys(adopted) }
-        recorder.report.reconciliation = Reconciliation(method: "digest", buckets: buckets, bucketsListed: differing.count, rowsListed: listed.count)
-        return (pairs, replaced)
+        return Set(listed.map(\.pair).filter { !recipients.contains($0.deviceID) })
     }
 
     /// One session's own secret and the recipients it must be sealed to.

@@ -233,8 +233,8 @@ actor WatchState {
         let statementsChanged = pinned && changes.statements != statements
         var requests: [SecretRequestRow] = []
         if !changes.secretRequests.isEmpty {
-            let own = try await local.ownSealedSecrets()
-            requests = changes.secretRequests.filter { own[$0.sessionID] != nil && (full || !refused.contains($0.id)) }
+            let own = try await local.ownSessionIDs()
+            requests = changes.secretRequests.filter { own.contains($0.sessionID) && (full || !refused.contains($0.id)) }
         }
         let localChanges = try await engine.hasUnpushedChanges()
 

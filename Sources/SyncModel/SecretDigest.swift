@@ -23,13 +23,6 @@ public struct DigestBucket: Sendable, Hashable, Codable {
         self.h1 = h1
         self.h2 = h2
     }
-
-    /// Adds one row.
-    public mutating func add(_ hash: (Int64, Int64)) {
-        pairs += 1
-        h1 ^= hash.0
-        h2 ^= hash.1
-    }
 }
 
 /// The digest's functions, the same on the pusher and on both remotes.
@@ -63,17 +56,54 @@ public enum SecretDigest {
         return (Int64(bitPattern: hash.0), Int64(bitPattern: hash.1))
     }
 
-    /// The digest of rows given as (session id text, device id text, ephemeral public key), the
-    /// texts as stored, keyed by bucket.
-    public static func digest(_ rows: some Sequence<(String, String, String)>, buckets: Int) -> [Int: DigestBucket] {
-        var result: [Int: DigestBucket] = [:]
-        var sessions: [String: Int] = [:]
-        for (session, device, key) in rows {
-            let bucket = sessions[session] ?? bucket(ofSessionText: session.lowercased(), buckets: buckets)
-            sessions[session] = bucket
-            result[bucket, default: DigestBucket(bucket: bucket)].add(rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: key))
-        }
-        return result
+    /// SQLite statements that create `table` (session_id, pairs, h1, h2): per session, the count
+    /// and XOR of the `row_h1`/`row_h2` of `source`'s rows, kept by triggers on `source` as its
+    /// rows are inserted, updated and deleted (rows whose `row_h1` is NULL are left out). The
+    /// digest then reads one row per session instead of hashing every row.
+    ///
+    /// SQLite has no XOR: `(a | b) - (a & b)` is one, because `a & b`'s bits are a subset of
+    /// `a | b`'s, so the subtraction never borrows and never leaves the 64-bit range.
+    public static func sqliteKeptDigest(table: String, source: String) -> String {
+        func xor(_ a: String, _ b: String) -> String { "((\(a) | \(b)) - (\(a) & \(b)))" }
+        let add = """
+            INSERT INTO \(table) (session_id, pairs, h1, h2) VALUES (NEW.session_id, 1, NEW.row_h1, NEW.row_h2)
+                ON CONFLICT (session_id) DO UPDATE SET pairs = pairs + 1, h1 = \(xor("h1", "excluded.h1")), h2 = \(xor("h2", "excluded.h2"));
+            """
+        let remove = """
+            UPDATE \(table) SET pairs = pairs - 1, h1 = \(xor("h1", "OLD.row_h1")), h2 = \(xor("h2", "OLD.row_h2")) WHERE session_id = OLD.session_id;
+                DELETE FROM \(table) WHERE session_id = OLD.session_id AND pairs <= 0;
+            """
+        return """
+            CREATE TABLE \(table) (
+                session_id TEXT PRIMARY KEY NOT NULL,
+                pairs INTEGER NOT NULL,
+                h1 INTEGER NOT NULL,
+                h2 INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TRIGGER \(table)_insert AFTER INSERT ON \(source) WHEN NEW.row_h1 IS NOT NULL BEGIN
+                \(add)
+            END;
+            CREATE TRIGGER \(table)_delete AFTER DELETE ON \(source) WHEN OLD.row_h1 IS NOT NULL BEGIN
+                \(remove)
+            END;
+            CREATE TRIGGER \(table)_update_out AFTER UPDATE OF row_h1, row_h2 ON \(source) WHEN OLD.row_h1 IS NOT NULL BEGIN
+                \(remove)
+            END;
+            CREATE TRIGGER \(table)_update_in AFTER UPDATE OF row_h1, row_h2 ON \(source) WHEN NEW.row_h1 IS NOT NULL BEGIN
+                \(add)
+            END;
+            """
+    }
+
+    /// Adds one session's part of a digest (kept per session: its rows' count and XORs) to
+    /// `result`, keyed by bucket. `session` is the session id as lowercase text.
+    public static func add(session: String, pairs: Int, h1: Int64, h2: Int64, buckets: Int, to result: inout [Int: DigestBucket]) {
+        let bucket = bucket(ofSessionText: session, buckets: buckets)
+        var digest = result[bucket] ?? DigestBucket(bucket: bucket)
+        digest.pairs += pairs
+        digest.h1 ^= h1
+        digest.h2 ^= h2
+        result[bucket] = digest
     }
 }
 

@@ -31,6 +31,7 @@ enum SyncBench {
         Size(name: "S", repositories: 10, sessions: 100, devices: 3),
         Size(name: "M", repositories: 50, sessions: 1_000, devices: 10),
         Size(name: "L", repositories: 200, sessions: 10_000, devices: 10),
+        Size(name: "XL", repositories: 1_000, sessions: 100_000, devices: 10),
     ]
 
     static let scenarios = ["first push", "no-change push", "push after new device", "first pull", "no-change pull"]
@@ -46,6 +47,9 @@ enum SyncBench {
         var outcome: String
         /// Seconds per phase, from the report.
         var phaseSeconds: [String: Double] = [:]
+        /// The process's peak resident set during this scenario alone (Linux: the peak is reset
+        /// before it), KiB.
+        var peakRSSKiB: Int?
     }
 
     /// What one worker process reports.
@@ -142,13 +146,13 @@ enum SyncBench {
             }
             progress("    run \(run)/\(runs) done")
         }
-        if size.name != "L" {
+        if size.pairs <= 10_000 {
             let world = try World(size: size, stack: stack)
             defer { world.remove() }
             result.baseline = try await world.perRowBaseline()
         }
         if let stack {
-            result.floorCryptoSeconds = Double(size.pairs) / floorSealRate()
+            result.floorCryptoSeconds = Double(size.pairs) / (try floorSealRate())
             result.floorInsertSeconds = try await bulkInsertSeconds(size: size, stack: stack)
         }
         var usage = rusage()
@@ -222,20 +226,26 @@ enum SyncBench {
             var out: [(String, Measure)] = []
             out.append(("first push", try await measure { try await desktopSync.push() }))
             out.append(("no-change push", try await measure { try await desktopSync.push() }))
-            try await registerSyntheticDevice(remote)
-            out.append(("push after new device", try await measure { try await desktopSync.push() }))
+            // At XL the three scenarios issue 14 names: first push, no-change push, first pull.
+            let all = size.pairs <= 100_000
+            if all {
+                try await registerSyntheticDevice(remote)
+                out.append(("push after new device", try await measure { try await desktopSync.push() }))
+            }
             out.append(("first pull", try await measure { try await phoneSync.pull() }))
-            out.append(("no-change pull", try await measure { try await phoneSync.pull() }))
+            if all { out.append(("no-change pull", try await measure { try await phoneSync.pull() })) }
             return out
         }
 
         func measure(_ body: () async throws -> SyncReport) async throws -> Measure {
+            resetPeakRSS()
             let start = ContinuousClock.now
             let report = try await body()
             return Measure(seconds: seconds(ContinuousClock.now - start), requests: report.requests, bytesSent: report.bytesSent,
                            bytesReceived: report.bytesReceived, sealed: report.envelopesSealed, opened: report.envelopesOpened,
                            outcome: report.outcome.rawValue,
-                           phaseSeconds: Dictionary(uniqueKeysWithValues: report.phases.map { ($0.phase.rawValue, $0.durationSeconds) }))
+                           phaseSeconds: Dictionary(uniqueKeysWithValues: report.phases.map { ($0.phase.rawValue, $0.durationSeconds) }),
+                           peakRSSKiB: peakRSSSinceReset())
         }
 
         /// What the design's sequence diagram does at every login: one request per device,
@@ -272,22 +282,31 @@ enum SyncBench {
         }
     }
 
-    /// libsodium seals per second on all cores: the floor's C loop, one worker per core.
-    static func floorSealRate() -> Double {
+    /// libsodium envelope v2 seals per second on all cores (every device of the benchmark reads
+    /// v2, so the push seals v2): the floor's C loop, one worker per core.
+    static func floorSealRate() throws -> Double {
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let perWorker = 3_000
-        let recipient = X25519PrivateKey().publicKey.rawRepresentation
-        let secret = [UInt8](repeating: 7, count: 32)
-        let session = Array(UUID().canonical.utf8).map { CChar(bitPattern: $0) }
+        let perWorker = 2_000
+        let floor = CryptoBench.FloorV2(try CryptoBench.Fixture())
         let start = ContinuousClock.now
         DispatchQueue.concurrentPerform(iterations: cores) { _ in
             var eph = [CChar](repeating: 0, count: 45)
-            var enc = [CChar](repeating: 0, count: 128)
-            for _ in 0..<perWorker {
-                _ = floor_envelope_seal(secret, recipient, session, session.count, &eph, eph.count, &enc, enc.count)
-            }
+            var enc = [CChar](repeating: 0, count: 160)
+            for _ in 0..<perWorker { floor.seal(&eph, &enc) }
         }
         return Double(cores * perWorker) / seconds(ContinuousClock.now - start)
+    }
+
+    /// Resets the kernel's peak-RSS mark of this process (Linux, `/proc/self/clear_refs`).
+    static func resetPeakRSS() {
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    }
+
+    /// The peak resident set since the last reset (`VmHWM`), KiB; nil where /proc is missing.
+    static func peakRSSSinceReset() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+        return Int(line.split(separator: " ").dropFirst().first ?? "")
     }
 
     /// PostgreSQL inserting the same rows in bulk: multi-row INSERTs over postgres-nio, as the
@@ -353,7 +372,7 @@ enum SyncBench {
         var lines: [String] = []
         func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
         func lpad(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
-        lines.append("sync: wall time = median of \(runs) runs (fresh world each); requests, bytes, sealed/opened from that median run; peak RSS of the worker process")
+        lines.append("sync: wall time = median of \(runs) runs (fresh world each); requests, bytes, sealed/opened and peak RSS (the worker's, during that scenario alone) from that median run")
         lines.append(pad("remote", 10) + pad("size", 5) + pad("scenario", 23) + lpad("time s", 9) + lpad("requests", 10) + lpad("sent KiB", 10)
                      + lpad("recv KiB", 10) + lpad("sealed", 8) + lpad("opened", 8) + lpad("peak MiB", 10))
         for result in results {
@@ -363,7 +382,7 @@ enum SyncBench {
                 let m = sorted[sorted.count / 2]
                 lines.append(pad(result.remote, 10) + pad(result.size, 5) + pad(scenario, 23) + lpad(String(format: "%.3f", m.seconds), 9)
                              + lpad("\(m.requests)", 10) + lpad(String(m.bytesSent / 1024), 10) + lpad(String(m.bytesReceived / 1024), 10)
-                             + lpad("\(m.sealed)", 8) + lpad("\(m.opened)", 8) + lpad(String(result.peakRSSKiB / 1024), 10))
+                             + lpad("\(m.sealed)", 8) + lpad("\(m.opened)", 8) + lpad(m.peakRSSKiB.map { String($0 / 1024) } ?? "-", 10))
             }
         }
         lines.append("")
@@ -375,7 +394,7 @@ enum SyncBench {
                          + "ours \(String(format: "%.3f", median)) s -> \(String(format: "%.1f", baseline.seconds / median))x faster")
         }
         lines.append("")
-        lines.append("floor for the first push (crypto: pairs / libsodium seals per second on all cores; insert: the same rows by multi-row INSERT over postgres-nio):")
+        lines.append("floor for the first push (crypto: pairs / libsodium envelope v2 seals per second on all cores; insert: the same rows by multi-row INSERT over postgres-nio):")
         for result in results {
             guard let crypto = result.floorCryptoSeconds, let insert = result.floorInsertSeconds,
                   let ours = result.measures["first push"]?.map(\.seconds).sorted() else { continue }

@@ -2,7 +2,7 @@ import Foundation
 
 // sync-bench: the project's benchmarks, figures printed, never asserted.
 //
-//   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sizes S,M,L] [--json PATH]
+//   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sizes S,M,L,XL] [--sync-runs R] [--json PATH]
 //   sync-bench watch [--size M] [--minutes 10] [--interval 5]
 
 struct Options {
@@ -42,12 +42,14 @@ struct Options {
                                   per worker (default 5000), median of --runs R (default 5)
                       localstore  apply 10,000 sessions and 100 repositories to a fresh store and read
                                   them back, median of --runs R
-                      sync        push and pull at sizes S, M, L (--sizes S,M,L) on the embedded remote
-                                  and, when reachable, the PostgreSQL stack ($SYNC_STACK_URL or the
-                                  one `make stack` started): first push, no-change push, push after a
-                                  new device, first pull, no-change pull; median of --sync-runs R
-                                  (default 3); the per-row baseline on S and M; the floor (crypto +
-                                  direct bulk INSERT); JSON to --json PATH (default .build/sync-bench.json)
+                      sync        push and pull at sizes S, M, L (--sizes S,M,L; XL, 1,000,000 pairs, only
+                                  when named) on the embedded remote and, when reachable, the PostgreSQL
+                                  stack ($SYNC_STACK_URL or the one `make stack` started): first push,
+                                  no-change push, push after a new device, first pull, no-change pull
+                                  (at XL the first three only); median of --sync-runs R (default 3);
+                                  peak RSS per scenario; the per-row baseline on S and M; the floor
+                                  (envelope v2 crypto + direct bulk INSERT); JSON to --json PATH
+                                  (default .build/sync-bench.json)
                       watch       an idle watch: a desktop at --size (default M) pushed once, then watched
                                   for --minutes (default 10) with a tick every --interval seconds (default
                                   5), on the embedded remote and the stack at once: ticks, requests per

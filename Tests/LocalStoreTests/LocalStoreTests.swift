@@ -114,6 +114,56 @@ struct RoundTripTests {
         } throws: { ($0 as? LocalStoreError)?.code == .secretUnreadable }
     }
 
+    @Test("the ledger's kept digest equals the digest of its entries after inserts, replacements, deletions and a session removed")
+    func keptLedgerDigest() async throws {
+        let fixture = try await Fixture()
+        let repository = fixture.repository()
+        try await fixture.store.upsertRepositories([repository])
+        var sessions: [SessionRecord] = []
+        for _ in 0..<12 { sessions.append(try await fixture.store.createSession(fixture.session(in: repository))) }
+        let recipients = (0..<3).map { _ in UUID() }
+        func entry(_ session: SessionRecord, _ recipient: UUID, key: String? = X25519PrivateKey().publicKey.base64) -> LedgerEntry {
+            LedgerEntry(sessionID: session.id, recipientDeviceID: recipient, recipientKeyFingerprint: "fp", ephemeralPublicKey: key)
+        }
+        // Recomputed from the entries, row by row, as the remote's function defines it.
+        func expected(buckets: Int) async throws -> [Int: DigestBucket] {
+            var result: [Int: DigestBucket] = [:]
+            for item in try await fixture.store.ledger() {
+                guard let key = item.ephemeralPublicKey else { continue }
+                let hash = SecretDigest.rowHash(sessionID: item.sessionID.canonical, deviceID: item.recipientDeviceID.canonical, ephemeralPublicKey: key)
+                SecretDigest.add(session: item.sessionID.canonical, pairs: 1, h1: hash.0, h2: hash.1, buckets: buckets, to: &result)
+            }
+            return result
+        }
+        func check(_ step: String) async throws {
+            for buckets in [1, 4, 65_536] {
+                #expect(try await fixture.store.ledgerDigest(buckets: buckets) == expected(buckets: buckets), "\(step), \(buckets) buckets")
+            }
+        }
+        try await fixture.store.recordDistributions(sessions.flatMap { session in recipients.map { entry(session, $0) } })
+        try await check("inserted")
+        #expect(try await fixture.store.ledgerDigest(buckets: 1)[0]?.pairs == 36)
+        try await fixture.store.recordDistributions([entry(sessions[0], recipients[0]), entry(sessions[1], recipients[1])])
+        try await check("replaced")
+        try await fixture.store.deleteLedgerEntries(pairs: [(sessions[2].id, recipients[2])])
+        try await fixture.store.deleteLedgerEntries(recipients: [recipients[1]])
+        try await check("deleted")
+        _ = try await fixture.store.removeSessions(ids: [sessions[3].id])
+        try await check("session removed")
+        // An entry without a key is outside the digest, and its session is named for listing.
+        try await fixture.store.recordDistributions([entry(sessions[4], recipients[1], key: nil)])
+        try await check("unhashed entry")
+        #expect(try await fixture.store.sessionsWithUnhashedLedgerEntries() == [sessions[4].id])
+        try await fixture.store.adoptLedgerKeys([(sessions[4].id, recipients[1], X25519PrivateKey().publicKey.base64)])
+        try await check("key adopted")
+        #expect(try await fixture.store.sessionsWithUnhashedLedgerEntries().isEmpty)
+        #expect(try await fixture.store.ledgerDigest(buckets: 1)[0]?.pairs == 36 - 1 - 12 - 2 + 1)
+        let coverage = try await fixture.store.ledgerCoverage()
+        #expect(Set(coverage) == [LedgerCoverage(recipientDeviceID: recipients[0], recipientKeyFingerprint: "fp", sessions: 11),
+                                  LedgerCoverage(recipientDeviceID: recipients[1], recipientKeyFingerprint: "fp", sessions: 1),
+                                  LedgerCoverage(recipientDeviceID: recipients[2], recipientKeyFingerprint: "fp", sessions: 10)])
+    }
+
     @Test("ledger, cursors and the last report round-trip")
     func bookkeeping() async throws {
         let fixture = try await Fixture()

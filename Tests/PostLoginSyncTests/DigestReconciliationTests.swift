@@ -66,6 +66,55 @@ struct DigestReconciliationTests {
         #expect(after.envelopesSealed == 0 && after.reconciliation?.bucketsListed == 0)
     }
 
+    @Test("the remote's digest, kept per session by triggers, equals the digest of its rows after upserts, replacements, deletions and cascades",
+          arguments: Backend.available)
+    func keptDigest(backend: Backend) async throws {
+        let world = try World(backend)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        let desktop = try await world.desktop(repositories: 2, sessions: 30)
+        _ = try await desktop.engine.push()
+        let remote = try world.remote()
+        // Recomputed from the rows, row by row, as sync.md defines it.
+        func check(_ step: String) async throws {
+            let sessions = Set(try await desktop.store.sessions().map(\.id))
+            let rows = try await remote.listEnvelopeKeys(sessions: sessions)
+            for buckets in [1, 8, 65_536] {
+                var expected: [Int: DigestBucket] = [:]
+                for row in rows {
+                    let hash = SecretDigest.rowHash(sessionID: row.pair.sessionID.canonical, deviceID: row.pair.deviceID.canonical,
+                                                    ephemeralPublicKey: row.ephemeralPublicKey)
+                    SecretDigest.add(session: row.pair.sessionID.canonical, pairs: 1, h1: hash.0, h2: hash.1, buckets: buckets, to: &expected)
+                }
+                let kept = try await remote.secretDigest(ownerDeviceID: desktop.identity.id, buckets: buckets)
+                #expect(kept == expected.values.sorted { $0.bucket < $1.bucket }, "\(step), \(buckets) buckets")
+            }
+        }
+        try await check("pushed")
+        let sessions = try await desktop.store.sessions().map(\.id).sorted { $0.canonical < $1.canonical }
+        // Replaced in place (an upsert's UPDATE) and inserted in the same request.
+        let tablet = UUID()
+        let tabletKey = X25519PrivateKey().publicKey
+        try await remote.upsertOwnDevice(OwnDeviceRow(id: tablet, userID: world.user, name: "tablet", deviceType: .iosTablet,
+                                                      hostname: nil, publicKey: tabletKey.base64))
+        let replaced = try SecretEnvelope.seal(SessionSecret(), for: phone.identity.publicKey, sessionID: SessionID(sessions[0]))
+        let added = try SecretEnvelope.seal(SessionSecret(), for: tabletKey, sessionID: SessionID(sessions[1]))
+        _ = try await remote.upsertEnvelopes([
+            EnvelopeRecord(sessionID: sessions[0], deviceID: phone.identity.id, ephemeralPublicKey: replaced.ephemeralPublicKey, encryptedSecret: replaced.encryptedSecret),
+            EnvelopeRecord(sessionID: sessions[1], deviceID: tablet, ephemeralPublicKey: added.ephemeralPublicKey, encryptedSecret: added.encryptedSecret),
+        ], onBatchAccepted: nil)
+        try await check("replaced and inserted")
+        try await remote.deleteEnvelopes(pairs: [EnvelopePair(sessionID: sessions[2], deviceID: desktop.identity.id)])
+        _ = try await remote.deleteEnvelopes(recipients: [phone.identity.id])
+        try await check("deleted")
+        // A session deleted: its envelopes cascade.
+        _ = try await desktop.store.removeSessions(ids: [sessions[3]])
+        _ = try await desktop.engine.push()
+        try await check("session deleted, envelopes cascaded, the phone's resealed")
+        let final = try await remote.secretDigest(ownerDeviceID: desktop.identity.id, buckets: 1)
+        #expect(final.first?.pairs == 29 * 3, "the desktop, the phone and the tablet for each of the 29 sessions left")
+    }
+
     @Test("a deployment without the digest function falls back to listing every pair")
     func fallback() async throws {
         guard !StackEnvironment.skipped else { return }

@@ -228,6 +228,22 @@ public final class EmbeddedRemoteStore: RemoteStore {
                     ON session_secret_requests (session_id, requester_device_id) WHERE fulfilled_at IS NULL;
                 """)
         }
+        migrator.registerMigration("v5: envelope digest kept per session") { db in
+            // Like the project's *_secret_digest_kept.sql: each row's row_hash is stored as it is
+            // written, and the per-session digest is kept by triggers, so the digest reads one
+            // row per session.
+            try db.execute(sql: """
+                ALTER TABLE agent_coding_session_secrets ADD COLUMN row_h1 INTEGER;
+                ALTER TABLE agent_coding_session_secrets ADD COLUMN row_h2 INTEGER;
+                """)
+            try db.execute(sql: SecretDigest.sqliteKeptDigest(table: "session_secret_digests", source: "agent_coding_session_secrets"))
+            let rows = try Row.fetchAll(db, sql: "SELECT id, session_id, device_id, ephemeral_public_key FROM agent_coding_session_secrets")
+            let update = try db.makeStatement(sql: "UPDATE agent_coding_session_secrets SET row_h1 = ?, row_h2 = ? WHERE id = ?")
+            for row in rows {
+                let hash = SecretDigest.rowHash(sessionID: row[1], deviceID: row[2], ephemeralPublicKey: row[3])
+                try update.execute(arguments: [hash.0, hash.1, row[0] as Int64])
+            }
+        }
         return migrator
     }
 
@@ -403,12 +419,14 @@ public final class EmbeddedRemoteStore: RemoteStore {
             guard owner == self.me else {
                 throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: "42501")
             }
+            let session = row.sessionID.canonical, device = row.deviceID.canonical
+            let hash = SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: row.ephemeralPublicKey)
             try db.execute(sql: """
-                INSERT INTO agent_coding_session_secrets (session_id, device_id, ephemeral_public_key, encrypted_secret, created_at)
-                VALUES (?, ?, ?, ?, ?)
+                INSERT INTO agent_coding_session_secrets (session_id, device_id, ephemeral_public_key, encrypted_secret, created_at, row_h1, row_h2)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (session_id, device_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
-                    encrypted_secret = excluded.encrypted_secret
-                """, arguments: [row.sessionID.canonical, row.deviceID.canonical, row.ephemeralPublicKey, row.encryptedSecret, Self.now])
+                    encrypted_secret = excluded.encrypted_secret, row_h1 = excluded.row_h1, row_h2 = excluded.row_h2
+                """, arguments: [session, device, row.ephemeralPublicKey, row.encryptedSecret, Self.now, hash.0, hash.1])
         }
     }
 
@@ -468,15 +486,17 @@ public final class EmbeddedRemoteStore: RemoteStore {
             throw RemoteStoreError(.invalidValue, "buckets must be a power of two from 1 to 65536", postgrestCode: "22023")
         }
         let me = self.me
-        let rows = try await read("computing the envelope digest") { db in
-            try Row.fetchAll(db, sql: """
-                SELECT s.session_id, s.device_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
-                JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND c.device_id = ?
-                """, arguments: [me, ownerDeviceID.canonical]).map { row in
-                (row[0] as String, row[1] as String, row[2] as String)
+        return try await read("computing the envelope digest") { db in
+            var result: [Int: DigestBucket] = [:]
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT d.session_id, d.pairs, d.h1, d.h2 FROM session_secret_digests d
+                JOIN agent_coding_sessions c ON c.id = d.session_id WHERE c.user_id = ? AND c.device_id = ? AND d.pairs > 0
+                """, arguments: [me, ownerDeviceID.canonical])
+            while let row = try rows.next() {
+                SecretDigest.add(session: (row[0] as String).lowercased(), pairs: row[1], h1: row[2], h2: row[3], buckets: buckets, to: &result)
             }
+            return result.values.sorted { $0.bucket < $1.bucket }
         }
-        return SecretDigest.digest(rows, buckets: buckets).values.sorted { $0.bucket < $1.bucket }
     }
 
     public func listEnvelopeKeys(sessions: Set<UUID>) async throws -> [EnvelopeKey] {

@@ -47,8 +47,7 @@ enum SyncBench {
         var outcome: String
         /// Seconds per phase, from the report.
         var phaseSeconds: [String: Double] = [:]
-        /// The process's peak resident set during this scenario alone (Linux: the peak is reset
-        /// before it), KiB.
+        /// The process's peak resident set while this scenario ran (sampled every 5 ms), KiB.
         var peakRSSKiB: Int?
     }
 
@@ -238,14 +237,15 @@ enum SyncBench {
         }
 
         func measure(_ body: () async throws -> SyncReport) async throws -> Measure {
-            resetPeakRSS()
+            let sampler = RSSSampler()
+            defer { sampler.stop() }
             let start = ContinuousClock.now
             let report = try await body()
             return Measure(seconds: seconds(ContinuousClock.now - start), requests: report.requests, bytesSent: report.bytesSent,
                            bytesReceived: report.bytesReceived, sealed: report.envelopesSealed, opened: report.envelopesOpened,
                            outcome: report.outcome.rawValue,
                            phaseSeconds: Dictionary(uniqueKeysWithValues: report.phases.map { ($0.phase.rawValue, $0.durationSeconds) }),
-                           peakRSSKiB: peakRSSSinceReset())
+                           peakRSSKiB: sampler.stop())
         }
 
         /// What the design's sequence diagram does at every login: one request per device,
@@ -297,16 +297,37 @@ enum SyncBench {
         return Double(cores * perWorker) / seconds(ContinuousClock.now - start)
     }
 
-    /// Resets the kernel's peak-RSS mark of this process (Linux, `/proc/self/clear_refs`).
-    static func resetPeakRSS() {
-        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
-    }
+    /// The process's resident set sampled every 5 ms on a thread of its own, from
+    /// `/proc/self/statm` (Linux): the peak while a scenario runs. (Resetting the kernel's peak
+    /// mark through `/proc/self/clear_refs` does not work on this machine's kernel.)
+    final class RSSSampler: @unchecked Sendable {
+        private let lock = NSLock()
+        private var peakKiB = 0
+        private var running = true
 
-    /// The peak resident set since the last reset (`VmHWM`), KiB; nil where /proc is missing.
-    static func peakRSSSinceReset() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
-        return Int(line.split(separator: " ").dropFirst().first ?? "")
+        init() {
+            Thread.detachNewThread { [self] in
+                while lock.withLock({ running }) {
+                    if let current = Self.residentKiB() { lock.withLock { peakKiB = max(peakKiB, current) } }
+                    usleep(5_000)
+                }
+            }
+        }
+
+        static func residentKiB() -> Int? {
+            guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+                  let pages = text.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+            return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
+        }
+
+        /// Stops sampling; the peak seen, KiB (nil where /proc is missing).
+        @discardableResult
+        func stop() -> Int? {
+            lock.withLock {
+                running = false
+                return peakKiB > 0 ? peakKiB : nil
+            }
+        }
     }
 
     /// PostgreSQL inserting the same rows in bulk: multi-row INSERTs over postgres-nio, as the

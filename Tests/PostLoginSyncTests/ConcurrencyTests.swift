@@ -108,8 +108,14 @@ struct ConcurrencyTests {
         async let pulled = phone.engine.pull()
         async let registered = tablet.engine.pull()
         let (push, pull, register) = try await (pushed, pulled, registered)
-        #expect(push.outcome == .success && pull.outcome == .success && register.outcome == .success,
-                "\(push.errors) \(pull.errors) \(register.errors)")
+        #expect(push.outcome == .success, "\(push.errors)")
+        // A viewer can read the sessions of a push whose repositories it read just before they
+        // landed: those sessions are skipped, typed, and come with the next pull.
+        for viewer in [pull, register] {
+            #expect(viewer.outcome != .failure)
+            #expect(viewer.errors.allSatisfy { $0.code == .missingRepository },
+                    "\(viewer.errors.map(\.code))")
+        }
 
         // The next round: the desktop now sees the tablet; both viewers get everything.
         let again = try await desktop.engine.push()

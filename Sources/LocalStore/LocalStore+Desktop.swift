@@ -43,15 +43,19 @@ extension LocalStore {
     public func ownSealedSecrets() async throws -> [UUID: OwnSealedSecret] {
         try await mapErrors("reading session secrets") {
             try await pool.read { db in
-                var result: [UUID: OwnSealedSecret] = [:]
-                for row in try Row.fetchAll(db, sql: "SELECT session_id, ephemeral_public_key, encrypted_secret, generation FROM own_session_secrets") {
-                    result[try row.uuid("session_id")] = OwnSealedSecret(
-                        envelope: SecretEnvelope(ephemeralPublicKey: row["ephemeral_public_key"], encryptedSecret: row["encrypted_secret"]),
-                        generation: UInt32(clamping: row["generation"] as Int64))
-                }
-                return result
+                Dictionary(try Row.fetchAll(db, sql: "SELECT \(Self.ownSecretColumns) FROM own_session_secrets").map(Self.ownSecret),
+                           uniquingKeysWith: { first, _ in first })
             }
         }
+    }
+
+    /// The columns ``ownSecret(_:)`` reads, in its order.
+    static let ownSecretColumns = "session_id, ephemeral_public_key, encrypted_secret, generation"
+
+    /// A row of ``ownSecretColumns`` as (session id, sealed secret).
+    static func ownSecret(_ row: Row) throws -> (UUID, OwnSealedSecret) {
+        (try row.uuid(0), OwnSealedSecret(envelope: SecretEnvelope(ephemeralPublicKey: row[1], encryptedSecret: row[2]),
+                                          generation: UInt32(clamping: row[3] as Int64)))
     }
 
     /// The ids of this desktop's sessions (those it holds its own secret for).
@@ -72,13 +76,8 @@ extension LocalStore {
     public func ownSealedSecrets(after: UUID?, limit: Int) async throws -> [(sessionID: UUID, sealed: OwnSealedSecret)] {
         try await mapErrors("reading session secrets") {
             try await pool.read { db in
-                try Row.fetchAll(db, sql: """
-                    SELECT session_id, ephemeral_public_key, encrypted_secret, generation FROM own_session_secrets
-                    WHERE session_id > ? ORDER BY session_id LIMIT ?
-                    """, arguments: [after?.canonical ?? "", max(1, limit)]).map { row in
-                    (try row.uuid(0), OwnSealedSecret(envelope: SecretEnvelope(ephemeralPublicKey: row[1], encryptedSecret: row[2]),
-                                                      generation: UInt32(clamping: row[3] as Int64)))
-                }
+                try Row.fetchAll(db, sql: "SELECT \(Self.ownSecretColumns) FROM own_session_secrets WHERE session_id > ? ORDER BY session_id LIMIT ?",
+                                 arguments: [after?.canonical ?? "", max(1, limit)]).map(Self.ownSecret)
             }
         }
     }
@@ -87,15 +86,9 @@ extension LocalStore {
     public func ownSealedSecrets(sessions: Set<UUID>) async throws -> [UUID: OwnSealedSecret] {
         try await mapErrors("reading session secrets") {
             try await pool.read { db in
-                var result: [UUID: OwnSealedSecret] = [:]
-                for row in try Row.fetchAll(db, sql: """
-                    SELECT session_id, ephemeral_public_key, encrypted_secret, generation FROM own_session_secrets
-                    WHERE session_id IN (SELECT value FROM json_each(?))
-                    """, arguments: [jsonArray(sessions)]) {
-                    result[try row.uuid(0)] = OwnSealedSecret(envelope: SecretEnvelope(ephemeralPublicKey: row[1], encryptedSecret: row[2]),
-                                                              generation: UInt32(clamping: row[3] as Int64))
-                }
-                return result
+                Dictionary(try Row.fetchAll(db, sql: """
+                    SELECT \(Self.ownSecretColumns) FROM own_session_secrets WHERE session_id IN (SELECT value FROM json_each(?))
+                    """, arguments: [jsonArray(sessions)]).map(Self.ownSecret), uniquingKeysWith: { first, _ in first })
             }
         }
     }

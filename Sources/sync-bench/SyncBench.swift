@@ -306,6 +306,8 @@ enum SyncBench {
         private var running = true
 
         init() {
+            // One sample at once: a scenario shorter than the interval still has its figure.
+            peakKiB = Self.residentKiB() ?? 0
             Thread.detachNewThread { [self] in
                 while lock.withLock({ running }) {
                     if let current = Self.residentKiB() { lock.withLock { peakKiB = max(peakKiB, current) } }

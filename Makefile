@@ -7,7 +7,7 @@ CLI := .build/debug/sync-cli
 # An import of a module the target does not declare fails the build.
 BUILD_FLAGS := --explicit-target-dependency-import-check error
 
-.PHONY: all deps build test demo bench stack stack-stop clean
+.PHONY: all deps build test demo bench fuzz stack stack-stop clean
 
 all: build
 
@@ -38,6 +38,12 @@ bench: deps
 	$(SWIFT) build -c release --product sync-bench
 	$(SWIFT) build -c release --product postgrest-server
 	STACK_SERVER=$(CURDIR)/.build/release/postgrest-server scripts/with-stack.sh .build/release/sync-bench
+
+## Fuzzing (libFuzzer, address sanitizer): every target SECONDS seconds from the committed seeds
+## in fuzz/corpus/; prints executions, coverage and crashes per target (scripts/fuzz.sh).
+SECONDS ?= 60
+fuzz: deps
+	scripts/fuzz.sh $(SECONDS)
 
 ## The same stack in the background, for trying the engine against PostgREST by hand.
 stack: deps

@@ -62,11 +62,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The test server's request grammar and token check, without I/O: the server and the
+        // fuzz targets share it.
+        .target(name: "PostgRESTCore", dependencies: ["SecretCrypto"]),
         // A PostgREST-compatible server over a real PostgreSQL, for tests and benchmarks.
         .executableTarget(
             name: "postgrest-server",
             dependencies: [
-                "SecretCrypto",
+                "SecretCrypto", "PostgRESTCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -87,6 +90,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // One fuzz target per parser that takes outside bytes, and their seed corpora
+        // (`make fuzz`); the corpus replay runs in `make test`.
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["SecretCrypto", "DeviceTrust", "LocalStore", "RemoteStore", "ConformanceVectors", "PostgRESTCore"]
+        ),
+        .executableTarget(name: "sync-fuzz", dependencies: ["FuzzTargets"]),
         // A child process for LocalStore's tests: holds the lease, or is killed mid-write.
         .executableTarget(
             name: "localstore-test-helper",
@@ -95,6 +105,7 @@ let package = Package(
         ),
         // Test-only helpers: a hostile loopback HTTP server; re-exports TestStack.
         .target(name: "SyncTestSupport", dependencies: ["TestStack"], path: "Tests/SyncTestSupport"),
+        .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "sync-fuzz"]),
         .testTarget(
             name: "RemoteStoreTests",
             dependencies: ["RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport"]

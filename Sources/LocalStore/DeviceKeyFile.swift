@@ -58,6 +58,12 @@ public enum DeviceKeyFile {
         try X25519PrivateKey(rawRepresentation: loadBytes(from: path))
     }
 
+    /// Loads the Ed25519 signing key (its 32-byte seed) at `path`, under the same rules as
+    /// ``load(from:)``.
+    public static func loadSigningKey(from path: String) throws -> Ed25519PrivateKey {
+        try Ed25519PrivateKey(seed: loadBytes(from: path))
+    }
+
     /// The 32 secret bytes at `path`, under the same rules as ``load(from:)``.
     static func loadBytes(from path: String) throws -> SecureBytes {
         // O_NONBLOCK: opening a FIFO planted as the key file must fail the type check below,

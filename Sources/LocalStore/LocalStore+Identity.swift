@@ -97,7 +97,7 @@ extension LocalStore {
     public func signingKey() async throws -> Ed25519PrivateKey {
         _ = try await requireIdentity()
         do {
-            return try Ed25519PrivateKey(seed: DeviceKeyFile.loadBytes(from: signingKeyPath))
+            return try DeviceKeyFile.loadSigningKey(from: signingKeyPath)
         } catch let error as LocalStoreError where error.code == .keyFileMissing {
             let fresh = Ed25519PrivateKey()
             do {
@@ -105,7 +105,7 @@ extension LocalStore {
                 return fresh
             } catch let error as LocalStoreError where error.code == .identityExists {
                 // Another process created it first: use theirs.
-                return try Ed25519PrivateKey(seed: DeviceKeyFile.loadBytes(from: signingKeyPath))
+                return try DeviceKeyFile.loadSigningKey(from: signingKeyPath)
             }
         }
     }

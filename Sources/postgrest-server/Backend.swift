@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import PostgRESTCore
 import SecretCrypto
 
 /// The server's configuration, from the environment (secrets never come from flags).

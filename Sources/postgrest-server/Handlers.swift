@@ -1,4 +1,5 @@
 import Foundation
+import PostgRESTCore
 
 /// A request reduced to what the REST handlers read.
 struct RESTRequest: Sendable {
@@ -205,7 +206,7 @@ extension Backend {
         }
         var keys: Set<String>
         if let columns = parameters["columns"] {
-            keys = Set(columns.split(separator: ",").map { String($0).trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) })
+            keys = Grammar.columns(columns)
         } else {
             keys = Set(objects.first?.keys ?? [:].keys)
             guard objects.allSatisfy({ Set($0.keys) == keys }) else {
@@ -220,8 +221,7 @@ extension Backend {
 
         var conflict = ""
         if let onConflict = parameters["on_conflict"], preferences.resolution != nil {
-            let targets = onConflict.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
-            conflict = try targets.map { try SQLBuilder.identifier(try requireColumn($0, table).name) }.joined(separator: ", ")
+            conflict = try Grammar.onConflict(onConflict).map { try SQLBuilder.identifier(try requireColumn($0, table).name) }.joined(separator: ", ")
         } else if preferences.resolution != nil {
             conflict = try table.primaryKey.map { name throws(APIError) in try SQLBuilder.identifier(name) }.joined(separator: ", ")
         }

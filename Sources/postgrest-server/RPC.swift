@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import PostgRESTCore
 
 /// The functions of the exposed schema, as PostgREST's schema cache knows them.
 struct FunctionCache: Sendable {

@@ -1,22 +1,12 @@
 import Foundation
 import Logging
 import PostgresNIO
+import PostgRESTCore
 
 /// What PostgREST calls its schema cache: the tables of the exposed schema and their columns.
 struct SchemaCache: Sendable {
-    struct Column: Sendable {
-        let name: String
-        /// `format_type()` of the column, used to cast filter values (`uuid`, `timestamp with time zone`, ...).
-        let type: String
-    }
-
-    struct Table: Sendable {
-        let name: String
-        let columns: [Column]
-        let primaryKey: [String]
-
-        func column(_ name: String) -> Column? { columns.first { $0.name == name } }
-    }
+    typealias Column = SchemaTable.Column
+    typealias Table = SchemaTable
 
     let schema: String
     let tables: [String: Table]

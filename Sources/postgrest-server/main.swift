@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 import PostgresNIO
+import PostgRESTCore
 
 // postgrest-server: a PostgREST-compatible HTTP server over PostgreSQL, for the project's tests
 // and benchmarks (never shipped in sync-cli). It serves what the engine and common PostgREST

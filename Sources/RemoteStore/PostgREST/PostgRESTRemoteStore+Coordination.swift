@@ -5,13 +5,13 @@ import SyncModel
 /// PATCH, and the outbox by GET (row-level security shows the user only their own rows).
 extension PostgRESTRemoteStore: CoordinationStore {
     public func claimSessionActivity(sessionID: UUID, deviceID: UUID, clientType: ClientType) async throws -> SessionClaim {
-        try decode(SessionClaim.self, from: try await rpc("claim_session_activity", arguments: [
+        try Self.decode(SessionClaim.self, from: try await rpc("claim_session_activity", arguments: [
             "session_id": .string(sessionID.canonical), "device_id": .string(deviceID.canonical), "client_type": .string(clientType.rawValue),
         ]), function: "claim_session_activity")
     }
 
     public func registerPushToken(_ registration: PushTokenRegistration) async throws -> PushTokenRegistered {
-        try decode(PushTokenRegistered.self, from: try await rpc("register_push_token", arguments: [
+        try Self.decode(PushTokenRegistered.self, from: try await rpc("register_push_token", arguments: [
             "device_id": .string(registration.deviceID.canonical), "token": .string(registration.token),
             "token_type": .string(registration.type.rawValue), "platform": .string(registration.platform),
             "environment": .string(registration.environment.rawValue), "activity_id": .string(registration.activityID),
@@ -20,16 +20,16 @@ extension PostgRESTRemoteStore: CoordinationStore {
     }
 
     public func invalidatePushToken(_ token: String) async throws -> Bool {
-        try decode(Bool.self, from: try await rpc("invalidate_push_token", arguments: ["token": .string(token)]), function: "invalidate_push_token")
+        try Self.decode(Bool.self, from: try await rpc("invalidate_push_token", arguments: ["token": .string(token)]), function: "invalidate_push_token")
     }
 
     public func pushTokenStatus(deviceID: UUID) async throws -> PushTokenStatus {
-        try decode(PushTokenStatus.self, from: try await rpc("push_token_status", arguments: ["device_id": .string(deviceID.canonical)]),
+        try Self.decode(PushTokenStatus.self, from: try await rpc("push_token_status", arguments: ["device_id": .string(deviceID.canonical)]),
                    function: "push_token_status")
     }
 
     public func clearApproval(requestID: String, excludingToken: String?) async throws -> ApprovalClearing {
-        try decode(ApprovalClearing.self, from: try await rpc("clear_approval", arguments: [
+        try Self.decode(ApprovalClearing.self, from: try await rpc("clear_approval", arguments: [
             "request_id": .string(requestID), "exclude_device_token": .string(excludingToken),
         ]), function: "clear_approval")
     }
@@ -44,7 +44,7 @@ extension PostgRESTRemoteStore: CoordinationStore {
         let response = try await send("PATCH", RemoteTable.sessions, query: [
             ("id", "eq.\(status.sessionID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
         ], prefer: "return=representation", body: Data(body.json.utf8))
-        let rows = try decodeArray(response.body, table: RemoteTable.sessions)
+        let rows = try Self.decodeArray(response.body, table: RemoteTable.sessions)
         guard let row = rows.first else {
             throw RemoteStoreError(.permissionDenied, "session \(status.sessionID.canonical) is not one of yours on the remote (push it first)")
         }
@@ -58,10 +58,10 @@ extension PostgRESTRemoteStore: CoordinationStore {
             ("select", "id,device_id,token,push_type,priority,collapse_id,payload,created_at,delivered_at,attempts,last_error"),
             ("user_id", "eq.\(userID.canonical)"), ("order", "id.desc"), ("limit", String(max(0, min(limit, 10_000)))),
         ], prefer: nil, body: nil)
-        return try decodeArray(response.body, table: "push_outbox").map(OutboxEntry.init(json:))
+        return try Self.decodeArray(response.body, table: "push_outbox").map(OutboxEntry.init(json:))
     }
 
-    func decode<T: Decodable>(_ type: T.Type, from data: Data, function: String) throws -> T {
+    package static func decode<T: Decodable>(_ type: T.Type, from data: Data, function: String) throws -> T {
         do {
             return try JSONDecoder().decode(T.self, from: data)
         } catch {

@@ -121,7 +121,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
     func currentCapabilities(of id: UUID) async throws -> String? {
         let response = try await send("GET", RemoteTable.devices, query: [("select", "capabilities"), ("id", "eq.\(id.canonical)")],
                                       prefer: nil, body: nil)
-        guard let value = try decodeArray(response.body, table: RemoteTable.devices).first?["capabilities"] as? [String: Any] else { return nil }
+        guard let value = try Self.decodeArray(response.body, table: RemoteTable.devices).first?["capabilities"] as? [String: Any] else { return nil }
         return String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
     }
 
@@ -168,6 +168,10 @@ public final class PostgRESTRemoteStore: RemoteStore {
 
     public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
         let data = try await rpc("session_secret_digest", arguments: ["owner_device_id": .string(ownerDeviceID.canonical), "buckets": .int(buckets)])
+        return try Self.decodeDigest(data)
+    }
+
+    static func decodeDigest(_ data: Data) throws -> [DigestBucket] {
         guard let digest = try? JSONDecoder().decode([DigestBucket].self, from: data) else {
             throw RemoteStoreError(.malformedResponse, "session_secret_digest answered something other than bucket digests")
         }
@@ -430,7 +434,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
             let range = "\(first)-\(first + configuration.pageSize - 1)"
             let response = try await send("GET", table, query: pageQuery + [("order", order)], prefer: exactCount ? "count=exact" : nil, body: nil,
                                           extraHeaders: [("Range-Unit", "items"), ("Range", range)])
-            let page = try decodeArray(response.body, table: table)
+            let page = try Self.decodeArray(response.body, table: table)
             rows.reserveCapacity(rows.count + page.count)
             for object in page { rows.append(try decode(object)) }
             fetched += page.count
@@ -464,7 +468,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
         }
     }
 
-    func decodeArray(_ body: Data, table: String) throws -> [[String: Any]] {
+    package static func decodeArray(_ body: Data, table: String) throws -> [[String: Any]] {
         guard let array = try? JSONSerialization.jsonObject(with: body) as? [Any] else {
             throw RemoteStoreError(.malformedResponse, "\(table): response is not a JSON array")
         }

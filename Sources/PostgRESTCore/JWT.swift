@@ -10,8 +10,8 @@ import SecretCrypto
 /// as an array, containing) the configured audience; `role` a string; for `authenticated`, a
 /// `sub` that is a UUID. `nbf` and `iat` may be up to 5 seconds ahead (clock skew between the
 /// issuer and this server); `exp` has no grace.
-enum JWT {
-    enum Failure: Error {
+package enum JWT {
+    package enum Failure: Error {
         /// Empty, undecodable or badly signed: PostgREST's PGRST301.
         case invalid(String)
         /// Signed correctly but expired: PostgREST's PGRST303 "JWT expired".
@@ -19,17 +19,17 @@ enum JWT {
     }
 
     /// Seconds `nbf` and `iat` may lie in the future.
-    static let clockSkew: Double = 5
+    package static let clockSkew: Double = 5
     /// The latest `exp` accepted (9999-12-31T23:59:59Z): `1e300` is not a date.
-    static let latestExpiry: Double = 253_402_300_799
+    package static let latestExpiry: Double = 253_402_300_799
 
-    static func base64URL(_ bytes: some Sequence<UInt8>) -> String {
+    package static func base64URL(_ bytes: some Sequence<UInt8>) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
     /// Decodes one part, accepting only its canonical unpadded base64url spelling.
-    static func decodeBase64URL(_ text: Substring) -> Data? {
+    package static func decodeBase64URL(_ text: Substring) -> Data? {
         guard text.utf8.allSatisfy({ byte in
             (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
         }) else { return nil }
@@ -40,7 +40,7 @@ enum JWT {
     }
 
     /// Signs `claims` with `secret`.
-    static func sign(_ claims: [String: Any], secret: SecureBytes) -> String {
+    package static func sign(_ claims: [String: Any], secret: SecureBytes) -> String {
         let header = base64URL(Data(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
         let payload = base64URL((try? JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])) ?? Data())
         let input = header + "." + payload
@@ -78,7 +78,7 @@ enum JWT {
     }
 
     /// Verifies the token and returns the claims' JSON text and the role it asks for.
-    static func verify(_ token: String, secret: SecureBytes, audience: String, now: Date = Date()) throws(Failure) -> (json: String, role: String) {
+    package static func verify(_ token: String, secret: SecureBytes, audience: String, now: Date = Date()) throws(Failure) -> (json: String, role: String) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else {
             throw .invalid("JWSError (CompactDecodeError Invalid number of parts: Expected 3 parts; got \(parts.count))")

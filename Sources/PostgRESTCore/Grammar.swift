@@ -1,37 +1,47 @@
 import Foundation
 
 /// An error answered as PostgREST answers it: HTTP status and the JSON error body.
-struct APIError: Error {
-    var status: Int
-    var code: String
-    var message: String
-    var details: String? = nil
-    var hint: String? = nil
-    var headers: [(String, String)] = []
+package struct APIError: Error {
+    package var status: Int
+    package var code: String
+    package var message: String
+    package var details: String?
+    package var hint: String?
+    package var headers: [(String, String)]
 
-    static func parse(_ message: String, details: String? = nil) -> APIError {
+    package init(status: Int, code: String, message: String, details: String? = nil, hint: String? = nil,
+                 headers: [(String, String)] = []) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+        self.hint = hint
+        self.headers = headers
+    }
+
+    package static func parse(_ message: String, details: String? = nil) -> APIError {
         APIError(status: 400, code: "PGRST100", message: message, details: details)
     }
 }
 
 /// A condition tree from query parameters: `col=op.value`, `or=(...)`, `and=(...)`, `not.`.
-indirect enum Condition {
+package indirect enum Condition {
     case filter(column: String, negated: Bool, op: String, value: FilterValue)
     case group(isOr: Bool, negated: Bool, [Condition])
 }
 
-enum FilterValue {
+package enum FilterValue {
     case single(String)
     case list([String])
 }
 
 /// Parses PostgREST's filter grammar.
-enum Grammar {
-    static let operators: Set<String> = ["eq", "neq", "gt", "gte", "lt", "lte", "like", "ilike", "in", "is", "isdistinct"]
-    static let reservedParameters: Set<String> = ["select", "order", "limit", "offset", "on_conflict", "columns"]
+package enum Grammar {
+    package static let operators: Set<String> = ["eq", "neq", "gt", "gte", "lt", "lte", "like", "ilike", "in", "is", "isdistinct"]
+    package static let reservedParameters: Set<String> = ["select", "order", "limit", "offset", "on_conflict", "columns"]
 
     /// A top-level `column=value` parameter, where the value after the operator is literal.
-    static func topLevel(column: String, _ text: String) throws -> Condition {
+    package static func topLevel(column: String, _ text: String) throws -> Condition {
         if column == "or" || column == "and" || column == "not.or" || column == "not.and" {
             let negated = column.hasPrefix("not.")
             var scanner = Scanner(text)
@@ -64,8 +74,8 @@ enum Grammar {
 
     /// Limits on a filter tree, so a hostile query cannot exhaust the parser's stack or the
     /// planner: PostgREST itself recurses without a bound; its gateway limits the URL.
-    static let maxDepth = 16
-    static let maxNodes = 1_000
+    package static let maxDepth = 16
+    package static let maxNodes = 1_000
 
     /// Scans over Unicode scalars, never grapheme clusters: a combining mark after `"` or `,`
     /// must not hide the punctuation from the grammar.
@@ -203,7 +213,7 @@ enum Grammar {
     /// An identifier a request may name (a column, an alias, an `on_conflict` target): ASCII
     /// letters, digits and `_`, not starting with a digit, at most 63 bytes (PostgreSQL's
     /// NAMEDATALEN). An explicit whitelist, checked on bytes: nothing else reaches the SQL text.
-    static func isIdentifier(_ text: String) -> Bool {
+    package static func isIdentifier(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard let first = bytes.first, bytes.count <= 63, !(0x30...0x39).contains(first) else { return false }
         return bytes.allSatisfy { (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }
@@ -211,7 +221,7 @@ enum Grammar {
 
     /// The casts `select=col::type` may ask for, each mapped to the SQL written for it. A cast
     /// outside this list is refused; the request's text never reaches the SQL.
-    static let casts: [String: String] = [
+    package static let casts: [String: String] = [
         "text": "text", "varchar": "text", "uuid": "uuid", "json": "json", "jsonb": "jsonb",
         "int": "integer", "int4": "integer", "integer": "integer", "int2": "smallint", "smallint": "smallint",
         "int8": "bigint", "bigint": "bigint", "numeric": "numeric", "real": "real", "float4": "real",
@@ -220,16 +230,16 @@ enum Grammar {
     ]
 
     /// One item of `select=`: `column`, `alias:column`, `column::cast`, `alias:column::cast` or `*`.
-    struct SelectItem {
-        var alias: String?
-        var column: String
+    package struct SelectItem {
+        package var alias: String?
+        package var column: String
         /// The SQL type name from ``Grammar/casts``, never the request's text.
-        var castSQL: String?
+        package var castSQL: String?
     }
 
     /// `select=a,b:c,d::text`. Every column and alias must be an ``isIdentifier(_:)``, every
     /// cast one of ``casts``; embedding (`rel(...)`) is not supported.
-    static func select(_ text: String) throws -> [SelectItem] {
+    package static func select(_ text: String) throws -> [SelectItem] {
         func refuse(_ why: String) -> APIError {
             APIError.parse("\"failed to parse select parameter\" (line 1, column 1)", details: why)
         }
@@ -263,7 +273,7 @@ enum Grammar {
     }
 
     /// `order=a.desc.nullslast,b` -> SQL terms
-    static func order(_ text: String) throws -> [(column: String, descending: Bool, nulls: String?)] {
+    package static func order(_ text: String) throws -> [(column: String, descending: Bool, nulls: String?)] {
         let terms = text.split(separator: ",")
         guard terms.count <= 50 else { throw APIError.parse("\"failed to parse order\" (line 1, column 1)", details: "more than 50 terms") }
         return try terms.map { term in
@@ -286,8 +296,19 @@ enum Grammar {
         }
     }
 
+    /// `columns=a,b` of an insert: the names, with quotes and spaces trimmed. Each must then
+    /// be an ``isIdentifier(_:)`` naming a column of the table.
+    package static func columns(_ text: String) -> Set<String> {
+        Set(text.split(separator: ",").map { String($0).trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) })
+    }
+
+    /// `on_conflict=a,b`: the target names, spaces trimmed. Each must then name a column.
+    package static func onConflict(_ text: String) -> [String] {
+        text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+    }
+
     /// Decodes a query string the way PostgREST (Warp) does: `+` is a space, `%XX` a byte.
-    static func decodeQuery(_ raw: String) -> [(String, String)] {
+    package static func decodeQuery(_ raw: String) -> [(String, String)] {
         raw.split(separator: "&", omittingEmptySubsequences: true).map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             func decode(_ s: Substring) -> String {
@@ -300,10 +321,12 @@ enum Grammar {
 }
 
 /// Builds SQL text with `$n` parameters.
-struct SQLBuilder {
-    var binds: [String?] = []
+package struct SQLBuilder {
+    package var binds: [String?] = []
 
-    mutating func bind(_ value: String?) -> String {
+    package init() {}
+
+    package mutating func bind(_ value: String?) -> String {
         binds.append(value)
         return "$\(binds.count)"
     }
@@ -311,7 +334,7 @@ struct SQLBuilder {
     /// Quotes an identifier for SQL, on UTF-8 bytes: every `"` byte doubled (a `"` followed by
     /// a combining mark is still a `"` byte), a NUL refused. Callers pass names from the schema
     /// cache; request text is checked by ``Grammar/isIdentifier(_:)`` before it is looked up.
-    static func identifier(_ name: String) throws(APIError) -> String {
+    package static func identifier(_ name: String) throws(APIError) -> String {
         var bytes: [UInt8] = [0x22]
         for byte in name.utf8 {
             guard byte != 0 else { throw APIError.parse("identifier contains a NUL byte") }
@@ -323,7 +346,7 @@ struct SQLBuilder {
     }
 
     /// SQL for a condition tree against `table`.
-    mutating func condition(_ condition: Condition, table: SchemaCache.Table) throws -> String {
+    package mutating func condition(_ condition: Condition, table: SchemaTable) throws -> String {
         switch condition {
         case let .group(isOr, negated, items):
             let inner = try items.map { try self.condition($0, table: table) }.joined(separator: isOr ? " OR " : " AND ")

@@ -1,0 +1,397 @@
+import ConformanceVectors
+import DeviceTrust
+import Foundation
+import LocalStore
+import PostgRESTCore
+import RemoteStore
+import SecretCrypto
+
+/// What one input did to a parser: accepted it, or refused it with the parser's own typed error.
+/// Anything else (a crash, an untyped error, a broken invariant) stops the process.
+public enum FuzzOutcome: Sendable, Equatable {
+    case accepted
+    case rejected
+}
+
+/// One parser that takes bytes from outside, with the invariants that must hold for every input.
+///
+/// Each target decodes its input, calls exactly the code the engine (or the test server) runs on
+/// such bytes, and checks what must always hold: only the parser's documented error type is
+/// thrown, and what is accepted round-trips to the same bytes. A violation calls `fatalError`,
+/// which libFuzzer reports as a crash and a corpus replay reports as a failed test.
+///
+/// Multi-field inputs are lines of text (`\n`), each field in the encoding the engine reads it
+/// in (base64, hex, UUID text), so libFuzzer's mutations stay meaningful.
+public enum FuzzTarget: String, CaseIterable, Sendable {
+    /// Envelope v1 open: recipient key (hex), session id, `ephemeral_public_key`,
+    /// `encrypted_secret` in any of its wire encodings.
+    case envelopeV1 = "envelope-v1"
+    /// Envelope v2 open: recipient key (hex), recipient id, session id, `ephemeral_public_key`,
+    /// `encrypted_secret`, sender id, sender public key (base64).
+    case envelopeV2 = "envelope-v2"
+    /// A session secret's text form.
+    case secretText = "secret-text"
+    /// A device key file's bytes.
+    case deviceKeyFile = "device-key-file"
+    /// A signing key file's bytes.
+    case signingKeyFile = "signing-key-file"
+    /// A device certificate body.
+    case certificate
+    /// A device revocation body.
+    case revocation
+    /// A stored statement checked under an identity key: identity key (base64), user id,
+    /// device id, body (base64), signature (base64), `certificate` or `revocation`.
+    case statementVerify = "statement-verify"
+    /// A pairing code as typed.
+    case pairingCode = "pairing-code"
+    /// A PostgREST response body: the first byte picks the shape, the rest is the body.
+    case postgrestResponse = "postgrest-response"
+    /// A conformance vector file, loaded and verified.
+    case vectorFile = "vector-file"
+    /// The test server's query grammar: filters, `or`/`and`/`not`, `select`, `order`,
+    /// `on_conflict`, `columns`, as one query string.
+    case postgrestQuery = "postgrest-query"
+    /// The test server's JWT check: the first byte picks a raw token (odd) or a claims set
+    /// signed with the server's secret (even).
+    case jwt
+
+    /// Runs one input through the target.
+    ///
+    /// - Returns: Whether the parser accepted it.
+    public func run(_ data: [UInt8]) -> FuzzOutcome {
+        switch self {
+        case .envelopeV1: return Self.envelopeV1(Self.lines(data))
+        case .envelopeV2: return Self.envelopeV2(Self.lines(data))
+        case .secretText: return Self.secretText(String(decoding: data, as: UTF8.self))
+        case .deviceKeyFile: return Self.keyFile(data, signing: false)
+        case .signingKeyFile: return Self.keyFile(data, signing: true)
+        case .certificate: return Self.certificate(data)
+        case .revocation: return Self.revocation(data)
+        case .statementVerify: return Self.statementVerify(Self.lines(data))
+        case .pairingCode: return Self.pairingCode(String(decoding: data, as: UTF8.self))
+        case .postgrestResponse: return Self.postgrestResponse(data)
+        case .vectorFile: return Self.vectorFile(data)
+        case .postgrestQuery: return Self.postgrestQuery(String(decoding: data, as: UTF8.self))
+        case .jwt: return Self.jwt(data)
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func lines(_ data: [UInt8]) -> [String] {
+        data.split(separator: 0x0A, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    static func field(_ fields: [String], _ index: Int) -> String { index < fields.count ? fields[index] : "" }
+
+    /// Stops the process: an invariant broke. The message names the target and the invariant,
+    /// never the input (libFuzzer saves that to a file).
+    static func violated(_ target: FuzzTarget, _ invariant: String) -> Never {
+        fatalError("fuzz target \(target.rawValue): \(invariant)")
+    }
+
+    static func privateKey(hex: String) -> X25519PrivateKey {
+        let bytes = (try? ByteEncoding.bytes(hex: hex)).flatMap { $0.count == 32 ? $0 : nil } ?? Array(repeating: 1, count: 32)
+        return (try? X25519PrivateKey(rawRepresentation: SecureBytes(copying: bytes)))!
+    }
+
+    // MARK: - Envelopes
+
+    static func envelopeV1(_ fields: [String]) -> FuzzOutcome {
+        let key = privateKey(hex: field(fields, 0))
+        guard let sessionID = try? SessionID(field(fields, 1)) else { return .rejected }
+        let envelope = SecretEnvelope(ephemeralPublicKey: field(fields, 2), encryptedSecret: field(fields, 3))
+        // The encoding check alone must also only ever refuse with CryptoError.
+        do { _ = try envelope.canonicalEncryptedSecret() } catch { if !(error is CryptoError) { violated(.envelopeV1, "canonical form threw \(type(of: error))") } }
+        do {
+            let secret = try envelope.open(sessionID: sessionID, using: key)
+            guard (try? SessionSecret(textForm: secret.revealTextForm())) == secret else {
+                violated(.envelopeV1, "an opened secret does not round-trip its text form")
+            }
+            return .accepted
+        } catch {
+            guard let error = error as? CryptoError, error == .authenticationFailure else {
+                violated(.envelopeV1, "open threw something other than authenticationFailure")
+            }
+            return .rejected
+        }
+    }
+
+    static func envelopeV2(_ fields: [String]) -> FuzzOutcome {
+        let key = privateKey(hex: field(fields, 0))
+        guard let recipient = UUID(uuidString: field(fields, 1)), let sessionID = try? SessionID(field(fields, 2)) else { return .rejected }
+        let envelope = SecretEnvelope(ephemeralPublicKey: field(fields, 3), encryptedSecret: field(fields, 4))
+        let sender = UUID(uuidString: field(fields, 5))
+        let senderKey = try? X25519PublicKey(base64: field(fields, 6))
+        do {
+            let opened = try envelope.open(sessionID: sessionID, recipientDeviceID: recipient, using: key) { id in
+                id == sender ? senderKey : nil
+            }
+            let isV2 = envelope.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix)
+            guard opened.version == (isV2 ? 2 : 1), opened.authenticated == isV2 else {
+                violated(.envelopeV2, "the opened version or authentication does not match the envelope's form")
+            }
+            if isV2, opened.senderDeviceID != sender || sender == nil {
+                violated(.envelopeV2, "a v2 envelope opened under a sender other than the one resolved")
+            }
+            guard (try? SessionSecret(textForm: opened.secret.revealTextForm())) == opened.secret else {
+                violated(.envelopeV2, "an opened secret does not round-trip its text form")
+            }
+            return .accepted
+        } catch {
+            guard let error = error as? CryptoError, error == .authenticationFailure || error == .unknownSender else {
+                violated(.envelopeV2, "open threw something other than authenticationFailure or unknownSender")
+            }
+            return .rejected
+        }
+    }
+
+    static func secretText(_ text: String) -> FuzzOutcome {
+        do {
+            let secret = try SessionSecret(textForm: text)
+            guard secret.revealTextForm() == text else { violated(.secretText, "an accepted text form is not canonical") }
+            return .accepted
+        } catch {
+            guard let error = error as? CryptoError, error == .malformedSessionSecret else {
+                violated(.secretText, "parse threw something other than malformedSessionSecret")
+            }
+            return .rejected
+        }
+    }
+
+    // MARK: - Key files
+
+    /// One scratch file per process, 0600, rewritten for every input.
+    nonisolated(unsafe) static var keyFilePath: String = {
+        let path = NSTemporaryDirectory() + "sync-fuzz-\(getpid()).key"
+        atexit { unlink(NSTemporaryDirectory() + "sync-fuzz-\(getpid()).key") }
+        return path
+    }()
+
+    static func keyFile(_ data: [UInt8], signing: Bool) -> FuzzOutcome {
+        let target: FuzzTarget = signing ? .signingKeyFile : .deviceKeyFile
+        let path = keyFilePath
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { violated(target, "cannot write the scratch key file") }
+        let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        guard written == data.count else { violated(target, "cannot write the scratch key file") }
+        do {
+            if signing { _ = try DeviceKeyFile.loadSigningKey(from: path) } else { _ = try DeviceKeyFile.load(from: path) }
+            guard data.count == 32 else { violated(target, "a key file of \(data.count) bytes loaded") }
+            return .accepted
+        } catch {
+            guard let error = error as? LocalStoreError, error.code == .keyFileMalformed else {
+                violated(target, "load threw something other than keyFileMalformed")
+            }
+            return .rejected
+        }
+    }
+
+    // MARK: - Trust statements
+
+    static func certificate(_ data: [UInt8]) -> FuzzOutcome {
+        do {
+            let certificate = try DeviceCertificate.parse(data)
+            guard (try? certificate.body()) == data else { violated(.certificate, "an accepted body does not re-encode to the same bytes") }
+            return .accepted
+        } catch {
+            return .rejected
+        }
+    }
+
+    static func revocation(_ data: [UInt8]) -> FuzzOutcome {
+        do {
+            let revocation = try DeviceRevocation.parse(data)
+            guard revocation.body() == data else { violated(.revocation, "an accepted body does not re-encode to the same bytes") }
+            return .accepted
+        } catch {
+            return .rejected
+        }
+    }
+
+    static func statementVerify(_ fields: [String]) -> FuzzOutcome {
+        guard let identity = try? Ed25519PublicKey(base64: field(fields, 0)),
+              let user = UUID(uuidString: field(fields, 1)), let device = UUID(uuidString: field(fields, 2)) else { return .rejected }
+        let statement = SignedStatement(body: field(fields, 3), signature: field(fields, 4))
+        do {
+            if field(fields, 5) == "revocation" {
+                let revocation = try DeviceRevocation.verify(statement, identityKey: identity, userID: user, deviceID: device)
+                guard revocation.userID == user, revocation.deviceID == device,
+                      ByteEncoding.base64(revocation.body()) == statement.body else {
+                    violated(.statementVerify, "a verified revocation is not the one filed")
+                }
+            } else {
+                let certificate = try DeviceCertificate.verify(statement, identityKey: identity, userID: user, deviceID: device)
+                guard certificate.userID == user, certificate.deviceID == device,
+                      (try? certificate.body()).map(ByteEncoding.base64) == statement.body else {
+                    violated(.statementVerify, "a verified certificate is not the one filed")
+                }
+            }
+            return .accepted
+        } catch {
+            return .rejected
+        }
+    }
+
+    static func pairingCode(_ text: String) -> FuzzOutcome {
+        do {
+            let code = try PairingCode(parsing: text)
+            let again = try PairingCode(parsing: code.revealText())
+            guard again.inviteID == code.inviteID, again.fingerprint == code.fingerprint,
+                  again.secret.withUnsafeBytes({ Array($0) }) == code.secret.withUnsafeBytes({ Array($0) }) else {
+                violated(.pairingCode, "a parsed code does not round-trip its text")
+            }
+            return .accepted
+        } catch {
+            return .rejected
+        }
+    }
+
+    // MARK: - PostgREST responses
+
+    static func postgrestResponse(_ data: [UInt8]) -> FuzzOutcome {
+        guard let first = data.first else { return .rejected }
+        let shapes = PostgRESTRemoteStore.ResponseShape.allCases
+        let shape = shapes[Int(first) % shapes.count]
+        do {
+            _ = try PostgRESTRemoteStore.decode(shape, body: Data(data.dropFirst()))
+            return .accepted
+        } catch {
+            guard error is RemoteStoreError else { violated(.postgrestResponse, "\(shape.rawValue) threw \(type(of: error))") }
+            return .rejected
+        }
+    }
+
+    // MARK: - Vector files
+
+    static func vectorFile(_ data: [UInt8]) -> FuzzOutcome {
+        do {
+            _ = try VectorVerifier.verify(data: Data(data), path: "fuzz.json")
+            return .accepted
+        } catch {
+            guard error is VectorFileError else { violated(.vectorFile, "verify threw \(type(of: error))") }
+            return .rejected
+        }
+    }
+
+    // MARK: - The test server's grammar
+
+    /// A table shaped like `agent_coding_sessions`, the one every filter kind applies to.
+    static let table = SchemaTable(name: "agent_coding_sessions", columns: [
+        .init(name: "id", type: "uuid"), .init(name: "user_id", type: "uuid"), .init(name: "title", type: "text"),
+        .init(name: "session_pid", type: "integer"), .init(name: "is_worktree", type: "boolean"),
+        .init(name: "updated_at", type: "timestamp with time zone"), .init(name: "runtime_status", type: "jsonb"),
+    ], primaryKey: ["id"])
+
+    /// Everything SQL text built from a request may contain besides quoted identifiers: the
+    /// builder's keywords, `$n` placeholders, casts to the schema's type names. A byte outside
+    /// this set in the SQL (quoted identifiers aside) means request text reached the SQL.
+    static let sqlAlphabet = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ .$()=<>:,".utf8)
+
+    /// Checks SQL text: outside `"..."` identifiers (whose `"` must be doubled), only the
+    /// builder's alphabet; inside, only what ``Grammar/isIdentifier(_:)`` admits.
+    ///
+    /// - Returns: What is wrong, or `nil` when the text is safe.
+    public static func sqlProblem(_ sql: String) -> String? {
+        var bytes = Array(sql.utf8)[...]
+        while let byte = bytes.popFirst() {
+            if byte == 0x22 {
+                var name: [UInt8] = []
+                var closed = false
+                while let next = bytes.popFirst() {
+                    if next == 0x22 {
+                        if bytes.first == 0x22 { bytes.removeFirst(); name.append(0x22); continue }
+                        closed = true
+                        break
+                    }
+                    name.append(next)
+                }
+                guard closed, Grammar.isIdentifier(String(decoding: name, as: UTF8.self)) else {
+                    return "a quoted identifier in the SQL is not one a request may name"
+                }
+            } else if !sqlAlphabet.contains(byte) {
+                return "request text reached the SQL outside a bind parameter"
+            }
+        }
+        return nil
+    }
+
+    static func checkSQL(_ sql: String) {
+        if let problem = sqlProblem(sql) { violated(.postgrestQuery, problem) }
+    }
+
+    static func postgrestQuery(_ text: String) -> FuzzOutcome {
+        var builder = SQLBuilder()
+        var accepted = true
+        for (name, value) in Grammar.decodeQuery(text) {
+            do {
+                switch name {
+                case "select":
+                    for item in try Grammar.select(value) where item.column != "*" {
+                        guard Grammar.isIdentifier(item.column), item.alias.map(Grammar.isIdentifier) ?? true,
+                              item.castSQL.map({ Grammar.casts.values.contains($0) }) ?? true else {
+                            violated(.postgrestQuery, "select accepted a name or cast outside its allow-list")
+                        }
+                        if let column = table.column(item.column) { checkSQL(try SQLBuilder.identifier(column.name)) }
+                    }
+                case "order":
+                    for term in try Grammar.order(value) {
+                        guard Grammar.isIdentifier(term.column), term.nulls == nil || term.nulls == "FIRST" || term.nulls == "LAST" else {
+                            violated(.postgrestQuery, "order accepted a term outside its grammar")
+                        }
+                    }
+                case "on_conflict":
+                    for target in Grammar.onConflict(value) where Grammar.isIdentifier(target) {
+                        if let column = table.column(target) { checkSQL(try SQLBuilder.identifier(column.name)) }
+                    }
+                case "columns":
+                    _ = Grammar.columns(value).filter(Grammar.isIdentifier)
+                case "limit", "offset":
+                    _ = Int(value)
+                default:
+                    let condition = try Grammar.topLevel(column: name, value)
+                    let sql = try builder.condition(condition, table: table)
+                    checkSQL(sql)
+                }
+            } catch {
+                guard error is APIError else { violated(.postgrestQuery, "the grammar threw \(type(of: error))") }
+                accepted = false
+            }
+        }
+        return accepted ? .accepted : .rejected
+    }
+
+    /// The test server's JWT secret in the fuzz target: a fixed test value, not a real one.
+    static let jwtSecret = SecureBytes(copying: Array("fuzz-target-jwt-secret-of-32-bytes-or-more".utf8))
+
+    static func jwt(_ data: [UInt8]) -> FuzzOutcome {
+        guard let mode = data.first else { return .rejected }
+        let rest = Array(data.dropFirst())
+        let token: String
+        if mode & 1 == 1 {
+            token = String(decoding: rest, as: UTF8.self)
+        } else {
+            let input = JWT.base64URL(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "." + JWT.base64URL(rest)
+            token = input + "." + JWT.base64URL(HMACSHA256.authenticationCode(for: Array(input.utf8), using: jwtSecret))
+        }
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        do {
+            let (_, role) = try JWT.verify(token, secret: jwtSecret, audience: "authenticated", now: now)
+            // A claims set this target signed: what was accepted must satisfy the rules as read
+            // by an independent JSON parser.
+            if mode & 1 == 0 {
+                let claims = (try? JSONSerialization.jsonObject(with: Data(rest))) as? [String: Any]
+                guard let exp = (claims?["exp"] as? NSNumber)?.doubleValue, exp > now.timeIntervalSince1970 else {
+                    violated(.jwt, "a token without a future exp was accepted")
+                }
+                if role == "authenticated", (claims?["sub"] as? String).flatMap(UUID.init(uuidString:)) == nil {
+                    violated(.jwt, "an authenticated token without a user id was accepted")
+                }
+            }
+            return .accepted
+        } catch {
+            return .rejected
+        }
+    }
+}

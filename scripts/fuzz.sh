@@ -17,10 +17,13 @@ shift || true
 case "$per_target" in ''|*[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number of seconds, not '$per_target'" >&2; exit 2 ;; esac
 
 scratch=.build/fuzz
-echo "building sync-fuzz with -sanitize=fuzzer,address (first build takes minutes)..."
-swift build -c release --scratch-path "$scratch" --sanitize=fuzzer --sanitize=address \
-    --product sync-fuzz -Xswiftc -DFUZZING 2>&1 | grep -v "^warning: 'swift-distributed-tracing'" | tail -3
 binary="$scratch/release/sync-fuzz"
+# FUZZ_NO_BUILD=1 reuses the binary (a second run beside a first must not relink it under it).
+if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
+    echo "building sync-fuzz with -sanitize=fuzzer,address (first build takes minutes)..."
+    swift build -c release --scratch-path "$scratch" --sanitize=fuzzer --sanitize=address \
+        -Xswiftc -sanitize=fuzzer,address --product sync-fuzz -Xswiftc -DFUZZING 2>&1 | grep -v "^warning: 'swift-distributed-tracing'" | tail -3
+fi
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

@@ -103,8 +103,13 @@ let package = Package(
             dependencies: ["LocalStore", "SyncModel"],
             path: "Tests/Helpers/localstore-test-helper"
         ),
-        // Test-only helpers: a hostile loopback HTTP server; re-exports TestStack.
-        .target(name: "SyncTestSupport", dependencies: ["TestStack"], path: "Tests/SyncTestSupport"),
+        // Test-only helpers: a hostile loopback HTTP server; re-exports TestStack;
+        // and a fault-injecting proxy on SwiftNIO.
+        .target(
+            name: "SyncTestSupport",
+            dependencies: ["TestStack", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Tests/SyncTestSupport"
+        ),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "sync-fuzz"]),
         .testTarget(
             name: "RemoteStoreTests",

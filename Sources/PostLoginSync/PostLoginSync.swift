@@ -64,6 +64,11 @@ public struct SyncOptions: Sendable {
     /// Seconds a pull cursor is moved back, so rows committed late by a concurrent writer with
     /// an earlier `updated_at` are still seen (re-reading a few rows is harmless).
     public var cursorOverlap: TimeInterval = 2
+    /// Tests only: the engine deliberately broken. The push records each chunk in the ledger as
+    /// soon as it is sealed, before the remote has accepted it, instead of after (sync.md: the
+    /// ledger is written only after the remote accepted a batch). The fault-injection test
+    /// proves with it that it would catch a ledger running ahead of the remote.
+    @_spi(FaultTesting) public var ledgerBeforeAcceptance = false
 
     /// Creates the default options.
     public init() {}

@@ -170,12 +170,16 @@ extension PostLoginSync {
         let served = Mutex(Set<EnvelopePair>())
         let local = self.local
         let remote = self.remote
-        let handler: BatchHandler<EnvelopeRecord> = { batch in
+        let ledgerFirst = options.ledgerBeforeAcceptance
+        let record: @Sendable ([EnvelopeRecord]) async throws -> Void = { batch in
             let now = Date()
             try await local.recordDistributions(batch.map {
                 LedgerEntry(sessionID: $0.sessionID, recipientDeviceID: $0.deviceID,
                             recipientKeyFingerprint: marks[$0.deviceID] ?? "", sentAt: now, ephemeralPublicKey: $0.ephemeralPublicKey)
             })
+        }
+        let handler: BatchHandler<EnvelopeRecord> = { batch in
+            if !ledgerFirst { try await record(batch) }
             if !requested.isEmpty {
                 let pairs = batch.map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.deviceID) }.filter { requested[$0] != nil }
                 served.withLock { $0.formUnion(pairs) }
@@ -201,6 +205,7 @@ extension PostLoginSync {
                     results.append(result)
                     uploading -= 1
                 }
+                if ledgerFirst { try await record(sealed) }
                 group.addTask {
                     let parts = try await self.inParallel(sealed, workers: uploadConcurrency) { part in
                         try await remote.upsertEnvelopes(part, onBatchAccepted: handler)

@@ -120,8 +120,9 @@ final class World: Sendable {
     }
 
     /// A desktop with `repositories` repositories and `sessions` sessions spread over them.
-    func desktop(_ name: String = "desktop", repositories: Int = 2, sessions: Int = 5, options: SyncOptions = SyncOptions()) async throws -> Device {
-        let desktop = try await device(name, role: .desktop, options: options)
+    func desktop(_ name: String = "desktop", repositories: Int = 2, sessions: Int = 5, options: SyncOptions = SyncOptions(),
+                 remote: (any RemoteStore)? = nil) async throws -> Device {
+        let desktop = try await device(name, role: .desktop, options: options, remote: remote)
         let repos = (0..<repositories).map { i in
             RepositoryRecord(userID: user, deviceID: desktop.identity.id, name: "repo-\(i)", localPath: "/src/repo-\(i)",
                              remoteURL: "git@example.com:team/repo-\(i).git", defaultBranch: "main")

@@ -231,17 +231,21 @@ actor Backend {
         guard let error = error as? PSQLError, let info = error.serverInfo, let state = info[.sqlState] else {
             return APIError(status: 503, code: "PGRST000", message: "Database connection error. Retrying the connection.")
         }
+        // PostgREST's mapping by SQLSTATE and class; anything else is the request's fault, 400
+        // (an insert into a generated column, 428C9, is a 400 there too, never a 500).
         let status: Int
+        let serverClasses: Set<Substring> = ["09", "25", "2D", "38", "39", "3B", "40", "54", "55", "57", "58", "F0", "HV", "XX"]
         switch state {
         case "23505", "23503": status = 409
-        case "23502", "23514", "22P02", "22007", "22008", "22023", "42P10", "42703", "P0001", "22001", "22003": status = 400
         case "42501": status = role == "anon" ? 401 : 403
-        case "21000": status = 500
-        case "42883": status = 404
+        case "42883", "42P01": status = 404
         case "57014": status = 504
         case "25006": status = 405
+        case "21000", "42P17": status = 500
         case _ where state.hasPrefix("08") || state.hasPrefix("53"): status = 503
-        default: status = 500
+        case _ where ["0L", "0P", "28"].contains(state.prefix(2)): status = 403
+        case _ where serverClasses.contains(state.prefix(2)): status = 500
+        default: status = 400
         }
         // A 401 always says how to authenticate, as PostgREST's do.
         let headers = status == 401 ? [("WWW-Authenticate", "Bearer")] : []

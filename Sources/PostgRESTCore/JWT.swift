@@ -77,6 +77,65 @@ package enum JWT {
         }
     }
 
+    /// Whether the top-level JSON object in `data` names a member twice, after unescaping
+    /// (`"sub"` and `"\u0073ub"` are the same name). Text that is not an object answers `false`;
+    /// the JSON parse after this refuses it.
+    package static func hasDuplicateMembers(_ data: Data) -> Bool {
+        let bytes = Array(data)
+        var index = 0
+        func skipSpace() { while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 } }
+        /// The string literal starting at `index` (a `"`), raw, with `index` moved past it.
+        func string() -> [UInt8]? {
+            guard index < bytes.count, bytes[index] == 0x22 else { return nil }
+            let start = index
+            index += 1
+            while index < bytes.count {
+                if bytes[index] == 0x5C { index += 2; continue }
+                if bytes[index] == 0x22 { index += 1; return Array(bytes[start..<index]) }
+                index += 1
+            }
+            return nil
+        }
+        /// Skips one value: a string, or anything up to the `,` or `}` that ends it at depth 0.
+        func skipValue() -> Bool {
+            skipSpace()
+            if index < bytes.count, bytes[index] == 0x22 { return string() != nil }
+            var depth = 0
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x22: if string() == nil { return false }; continue
+                case 0x7B, 0x5B: depth += 1
+                case 0x7D, 0x5D:
+                    if depth == 0 { return true }
+                    depth -= 1
+                case 0x2C where depth == 0: return true
+                default: break
+                }
+                index += 1
+            }
+            return false
+        }
+        skipSpace()
+        guard index < bytes.count, bytes[index] == 0x7B else { return false }
+        index += 1
+        var names = Set<String>()
+        while true {
+            skipSpace()
+            guard let raw = string() else { return false }
+            // The literal decoded as JSON, so escapes compare by what they mean.
+            let name = (try? JSONSerialization.jsonObject(with: Data(raw), options: .fragmentsAllowed)) as? String
+                ?? String(decoding: raw, as: UTF8.self)
+            if !names.insert(name).inserted { return true }
+            skipSpace()
+            guard index < bytes.count, bytes[index] == 0x3A else { return false }
+            index += 1
+            guard skipValue() else { return false }
+            skipSpace()
+            guard index < bytes.count, bytes[index] == 0x2C else { return false }
+            index += 1
+        }
+    }
+
     /// Verifies the token and returns the claims' JSON text and the role it asks for.
     package static func verify(_ token: String, secret: SecureBytes, audience: String, now: Date = Date()) throws(Failure) -> (json: String, role: String) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
@@ -86,6 +145,13 @@ package enum JWT {
         guard let headerData = decodeBase64URL(parts[0]), let payload = decodeBase64URL(parts[1]),
               let signature = decodeBase64URL(parts[2]) else {
             throw .invalid("JWSError (CompactDecodeError Invalid base64url encoding)")
+        }
+        // RFC 7519 §4: claim names are unique, or the token is refused. Parsers disagree on
+        // which duplicate wins (Foundation's decoder takes the first, PostgreSQL's jsonb, which
+        // reads `request.jwt.claims`, the last), so a token with two `sub`s would mean one user
+        // here and another in SQL.
+        guard !hasDuplicateMembers(headerData), !hasDuplicateMembers(payload) else {
+            throw .invalid("JWTClaimsSetDecodeError: duplicate member names")
         }
         guard let header = (try? JSONSerialization.jsonObject(with: headerData)) as? [String: Any], header["alg"] as? String == "HS256" else {
             throw .invalid("JWSError JWSInvalidSignature")

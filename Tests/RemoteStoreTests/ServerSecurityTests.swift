@@ -201,6 +201,11 @@ struct ServerSecurityTests {
             ("missing aud", stack.sign(claims: claims(#","exp":\#(now + 3600)"#))),
             ("sub not a uuid", stack.sign(claims: #"{"role":"authenticated","sub":"x","aud":"authenticated","exp":\#(now + 3600)}"#)),
             ("alg none", stack.sign(claims: claims(#","aud":"authenticated","exp":\#(now + 3600)"#), header: #"{"alg":"none"}"#)),
+            // RFC 7519 §4: found by the jwt fuzz target; the server read the first `sub`,
+            // PostgreSQL's jsonb the last.
+            ("duplicate sub", stack.sign(claims: #"{"role":"authenticated","sub":"\#(sub)","aud":"authenticated","exp":\#(now + 3600),"sub":"\#(UUID().canonical)"}"#)),
+            ("duplicate sub, escaped", stack.sign(claims: #"{"role":"authenticated","sub":"\#(sub)","aud":"authenticated","exp":\#(now + 3600),"\u0073ub":"x"}"#)),
+            ("duplicate role", stack.sign(claims: #"{"role":"authenticated","role":"service_role","sub":"\#(sub)","aud":"authenticated","exp":\#(now + 3600)}"#)),
             ("padded signature", padded),
             ("standard-alphabet signature", standard),
         ]

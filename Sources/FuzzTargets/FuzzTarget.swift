@@ -162,7 +162,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     // MARK: - Key files
 
     /// One scratch file per process, 0600, rewritten for every input.
-    nonisolated(unsafe) static var keyFilePath: String = {
+    static let keyFilePath: String = {
         let path = NSTemporaryDirectory() + "sync-fuzz-\(getpid()).key"
         atexit { unlink(NSTemporaryDirectory() + "sync-fuzz-\(getpid()).key") }
         return path

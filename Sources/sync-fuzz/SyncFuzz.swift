@@ -4,7 +4,7 @@ import Foundation
 #if FUZZING
 // Built by `scripts/fuzz.sh` with `-sanitize=fuzzer` and `-DFUZZING`: libFuzzer supplies
 // `main`, and the target is named by SYNC_FUZZ_TARGET.
-nonisolated(unsafe) let selected: FuzzTarget = {
+let selected: FuzzTarget = {
     let name = ProcessInfo.processInfo.environment["SYNC_FUZZ_TARGET"] ?? ""
     guard let target = FuzzTarget(rawValue: name) else {
         FileHandle.standardError.write(Data("SYNC_FUZZ_TARGET must be one of: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", "))\n".utf8))

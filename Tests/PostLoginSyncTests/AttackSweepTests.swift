@@ -69,18 +69,22 @@ struct AttackSweepTests {
         return result
     }
 
+    /// The SQL condition picking the victim's rows of a table with `columns`: its `user_id`, or
+    /// (for tables without one) its sessions' rows; `nil` when the table has neither.
+    func scope(_ columns: Set<String>, _ victim: Victim) -> String? {
+        if columns.contains("user_id") { return "t.user_id::text = '\(victim.user.canonical)'" }
+        if columns.contains("session_id") {
+            return "t.session_id::text IN (SELECT id::text FROM public.agent_coding_sessions WHERE user_id::text = '\(victim.user.canonical)')"
+        }
+        return nil
+    }
+
     /// The victim's rows of every table as one digest per table: rows with the victim's
     /// `user_id`, or (for tables without one) rows of the victim's sessions.
     func snapshot(_ stack: StackEnvironment, _ victim: Victim) throws -> [String: String] {
         var result: [String: String] = [:]
         for table in try tables(stack, victim.database) {
-            let names = Set(table.columns.map(\.name))
-            let scope: String
-            if names.contains("user_id") {
-                scope = "t.user_id::text = '\(victim.user.canonical)'"
-            } else if names.contains("session_id") {
-                scope = "t.session_id::text IN (SELECT id::text FROM public.agent_coding_sessions WHERE user_id::text = '\(victim.user.canonical)')"
-            } else {
+            guard let scope = scope(Set(table.columns.map(\.name)), victim) else {
                 Issue.record("\(table.name) has neither user_id nor session_id: the sweep cannot scope it to a user")
                 continue
             }
@@ -93,8 +97,7 @@ struct AttackSweepTests {
 
     /// One row of the victim's in `table`, as JSON, with `user_id` (if any) set to the attacker.
     func victimRow(_ stack: StackEnvironment, _ victim: Victim, table: String, columns: Set<String>, attacker: UUID) throws -> String? {
-        let scope = columns.contains("user_id") ? "t.user_id::text = '\(victim.user.canonical)'"
-            : "t.session_id::text IN (SELECT id::text FROM public.agent_coding_sessions WHERE user_id::text = '\(victim.user.canonical)')"
+        guard let scope = scope(columns, victim) else { return nil }
         let text = try stack.sql("SELECT row_to_json(t)::text FROM public.\(table) t WHERE \(scope) LIMIT 1", database: victim.database)
         guard !text.isEmpty, var row = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
         if columns.contains("user_id") { row["user_id"] = attacker.canonical }

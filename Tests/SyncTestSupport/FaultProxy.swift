@@ -34,14 +34,6 @@ public enum Fault: Sendable, Hashable, CustomStringConvertible {
         case .stall: "stall"
         }
     }
-
-    /// Whether the server may have applied the request although the client saw a failure.
-    public var appliedDespiteFailure: Bool {
-        switch self {
-        case .resetAfter, .truncateBody, .statusAfterForwarding, .stall: true
-        default: false
-        }
-    }
 }
 
 /// A reproducible stream of faults: SplitMix64 from a seed, so a failing round can be replayed.

@@ -16,9 +16,33 @@ public enum Timestamp {
         let fraction = Int(total % 1_000_000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00",
-                      Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), fraction)
+        let year = Int(parts.tm_year) + 1900
+        guard year <= 9999 else {
+            return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00", year, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                          Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), fraction)
+        }
+        // Digits written by hand: `String(format:)` cost more than the rest of a row's encoding.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        func digits(_ value: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            var rest = value
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8((rest / divisor) % 10))
+                rest %= divisor
+                divisor /= 10
+            }
+        }
+        digits(year, 4); bytes.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mon) + 1, 2); bytes.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mday), 2); bytes.append(UInt8(ascii: "T"))
+        digits(Int(parts.tm_hour), 2); bytes.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_min), 2); bytes.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_sec), 2); bytes.append(UInt8(ascii: "."))
+        digits(fraction, 6)
+        bytes.append(contentsOf: "+00:00".utf8)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Parses `YYYY-MM-DD[T ]HH:MM:SS[.fraction](Z|±HH[:MM])`.

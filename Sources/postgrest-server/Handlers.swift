@@ -234,15 +234,20 @@ extension Backend {
             onConflictSQL = resolution == "ignore-duplicates" || updates.isEmpty
                 ? " ON CONFLICT (\(conflict)) DO NOTHING" : " ON CONFLICT (\(conflict)) DO UPDATE SET \(updates)"
         }
-        let payload = String(decoding: try JSONSerialization.data(withJSONObject: objects), as: UTF8.self)
+        // The body goes to PostgreSQL as it came, as PostgREST passes it (re-serialising it was
+        // most of this server's time on a first push); a single object becomes a one-row array.
+        let payload = parsed is [String: Any] ? "[" + request.body + "]" : request.body
         let name = try qualifiedName(table)
         let insertSQL = columns.isEmpty
             ? "INSERT INTO \(name) AS _t DEFAULT VALUES"
             : "INSERT INTO \(name) AS _t (\(list)) SELECT \(list) FROM json_populate_recordset(NULL::\(name), $1::json) _src\(onConflictSQL)"
+        // The rows' JSON only when the client asked for them (return=representation); the
+        // RETURNING stays either way, so the table's SELECT policy applies as it does for PostgREST.
+        let representation = preferences.returning == "representation"
         let sql = """
-            WITH _w AS (\(insertSQL) RETURNING (_t.xmax = 0) AS _inserted, to_json(_t) AS _row)
+            WITH _w AS (\(insertSQL) RETURNING (_t.xmax = 0) AS _inserted\(representation ? ", to_json(_t) AS _row" : ""))
             SELECT (SELECT count(*) FROM _w WHERE _inserted)::text, (SELECT count(*) FROM _w)::text,
-                   (SELECT coalesce(json_agg(_row), '[]'::json) FROM _w)::text
+                   \(representation ? "(SELECT coalesce(json_agg(_row), '[]'::json) FROM _w)::text" : "NULL::text")
             """
         return (sql, columns.isEmpty ? [] : [payload])
     }

@@ -60,6 +60,23 @@ struct PostgRESTWireTests {
         #expect(body[0]["remote_url"] is NSNull)
     }
 
+    @Test("text that needs JSON escapes arrives as it was sent; text that needs none is sent unescaped")
+    func bodyEscapes() async throws {
+        let server = try LoopbackHTTPServer { _ in created }
+        let user = UUID()
+        let titles = ["plain title", "quote \" and backslash \\", "line\nfeed\r\ttab", "bell \u{07} nul \u{00} esc \u{1B}",
+                      "accents é ü, emoji 🧪, U+2028 \u{2028}", "/slash/ and <tag>", ""]
+        let sessions = titles.map { SessionRecord(userID: user, deviceID: UUID(), repositoryID: UUID(), title: $0) }
+        _ = try await makeClient(server, user: user).upsertSessions(sessions, onBatchAccepted: nil)
+        let request = try #require(server.requests.first)
+        let body = try #require(request.jsonArray)
+        #expect(body.map { $0["title"] as? String } == titles)
+        let text = String(decoding: request.body, as: UTF8.self)
+        #expect(text.contains("\"title\":\"plain title\""))
+        #expect(text.contains(#""title":"quote \" and backslash \\""#))
+        #expect(text.contains(#""title":"bell \u0007 nul \u0000 esc \u001b""#))
+    }
+
     @Test("rows with and without an optional column go in separate uniform requests and never send it as null")
     func mixedOptionalFields() async throws {
         let server = try LoopbackHTTPServer { _ in created }
@@ -453,6 +470,24 @@ struct TimestampTests {
         let text = Timestamp.format(date)
         #expect(text == "2026-01-01T00:00:00.123456+00:00")
         #expect(abs(try #require(Timestamp.parse(text)).timeIntervalSince1970 - date.timeIntervalSince1970) < 1e-6)
+    }
+
+    @Test("formatting writes what printf writes, digit for digit, across the range")
+    func formatMatchesPrintf() {
+        var generator = SystemRandomNumberGenerator()
+        var instants: [Double] = [0, 0.000001, 59.999999, 951_782_400, 4_102_444_799.999999, 253_402_300_799.999999]
+        for _ in 0..<2_000 { instants.append(Double.random(in: 0..<253_402_300_800, using: &generator)) }
+        for instant in instants {
+            let date = Date(timeIntervalSince1970: instant)
+            var micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
+            if micros < 0 { micros = 0 }
+            var seconds = time_t(Int64(micros) / 1_000_000)
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            let reference = String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                                   Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(Int64(micros) % 1_000_000))
+            #expect(Timestamp.format(date) == reference, "at \(instant)")
+        }
     }
 }
 

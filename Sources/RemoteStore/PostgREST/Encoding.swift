@@ -122,6 +122,13 @@ enum JSONWriter {
     /// Writes `text` as a JSON string (RFC 8259 escapes).
     static func string(_ text: String, into out: inout String) {
         out.append("\"")
+        // Most values (ids, base64, timestamps) need no escape: appended whole, not scalar by
+        // scalar (the per-scalar path was 8% of a first push's client time).
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(text)
+            out.append("\"")
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": out.append("\\\"")

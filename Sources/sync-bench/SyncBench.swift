@@ -49,6 +49,9 @@ enum SyncBench {
         var phaseSeconds: [String: Double] = [:]
         /// The process's peak resident set while this scenario ran (sampled every 5 ms), KiB.
         var peakRSSKiB: Int?
+        /// CPU seconds (user + system) spent while this scenario ran, by process: "client" (this
+        /// worker), "server" (the test PostgREST server), "postgres" (every PostgreSQL process).
+        var cpuSeconds: [String: Double]?
     }
 
     /// What one worker process reports.
@@ -66,11 +69,13 @@ enum SyncBench {
 
     // MARK: - The parent: one child process per (size, remote)
 
-    static func run(runs: Int, sizeNames: [String], jsonPath: String) async throws {
+    static func run(runs: Int, sizeNames: [String], remoteNames: [String], jsonPath: String) async throws {
         let stack = stackEnvironment()
-        var remotes = ["embedded"]
-        if let stack, await reachable(stack.url) { remotes.append("postgrest") } else {
-            print("sync: PostgreSQL stack not reachable (start it with `make stack`); measuring the embedded remote only")
+        var remotes = remoteNames.filter { $0 == "embedded" }
+        if remoteNames.contains("postgrest") {
+            if let stack, await reachable(stack.url) { remotes.append("postgrest") } else {
+                print("sync: PostgreSQL stack not reachable (start it with `make stack`); not measuring it")
+            }
         }
         var results: [WorkerResult] = []
         for size in sizes where sizeNames.contains(size.name) {
@@ -239,13 +244,15 @@ enum SyncBench {
         func measure(_ body: () async throws -> SyncReport) async throws -> Measure {
             let sampler = RSSSampler()
             defer { sampler.stop() }
+            let cpuBefore = CPUTimes.sample()
             let start = ContinuousClock.now
             let report = try await body()
+            let cpu = CPUTimes.sample().since(cpuBefore)
             return Measure(seconds: seconds(ContinuousClock.now - start), requests: report.requests, bytesSent: report.bytesSent,
                            bytesReceived: report.bytesReceived, sealed: report.envelopesSealed, opened: report.envelopesOpened,
                            outcome: report.outcome.rawValue,
                            phaseSeconds: Dictionary(uniqueKeysWithValues: report.phases.map { ($0.phase.rawValue, $0.durationSeconds) }),
-                           peakRSSKiB: sampler.stop())
+                           peakRSSKiB: sampler.stop(), cpuSeconds: stack == nil ? ["client": cpu["client"] ?? 0] : cpu)
         }
 
         /// What the design's sequence diagram does at every login: one request per device,
@@ -332,6 +339,44 @@ enum SyncBench {
         }
     }
 
+    /// CPU time per process from `/proc` (Linux): this process, the test server and PostgreSQL's
+    /// processes, so a scenario shows where its cycles went on a machine whose cores the client,
+    /// the server and the database share. A PostgreSQL backend that exits during the scenario
+    /// takes its time with it (the server keeps its connections, so this is rare).
+    struct CPUTimes {
+        /// Clock ticks by pid, with the group each pid belongs to.
+        var ticks: [Int32: (group: String, ticks: Int)] = [:]
+
+        static func sample() -> CPUTimes {
+            var result = CPUTimes()
+            let me = getpid()
+            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return result }
+            for entry in entries {
+                guard let pid = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                      let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { continue }
+                let name = stat[stat.index(after: open)..<close]
+                let group: String
+                if pid == me { group = "client" } else if name == "postgres" { group = "postgres" }
+                else if name.hasPrefix("postgrest-serve") { group = "server" } else { continue }
+                // After the name: state is field 3; utime and stime are fields 14 and 15.
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { continue }
+                result.ticks[pid] = (group, user + system)
+            }
+            return result
+        }
+
+        /// Seconds per group spent since `earlier`.
+        func since(_ earlier: CPUTimes) -> [String: Double] {
+            let perSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+            var seconds: [String: Double] = [:]
+            for (pid, now) in ticks {
+                seconds[now.group, default: 0] += Double(now.ticks - (earlier.ticks[pid]?.ticks ?? 0)) / perSecond
+            }
+            return seconds
+        }
+    }
+
     /// PostgreSQL inserting the same rows in bulk: multi-row INSERTs over postgres-nio, as the
     /// superuser (no HTTP, no RLS), 1,000 rows per statement.
     static func bulkInsertSeconds(size: Size, stack: StackEnvironment) async throws -> Double {
@@ -406,6 +451,18 @@ enum SyncBench {
                 lines.append(pad(result.remote, 10) + pad(result.size, 5) + pad(scenario, 23) + lpad(String(format: "%.3f", m.seconds), 9)
                              + lpad("\(m.requests)", 10) + lpad(String(m.bytesSent / 1024), 10) + lpad(String(m.bytesReceived / 1024), 10)
                              + lpad("\(m.sealed)", 8) + lpad("\(m.opened)", 8) + lpad(m.peakRSSKiB.map { String($0 / 1024) } ?? "-", 10))
+            }
+        }
+        lines.append("")
+        lines.append("where the time goes (seconds per phase, from the median run's report; CPU seconds per process while it ran):")
+        for result in results {
+            for scenario in ["first push", "first pull"] {
+                guard let measures = result.measures[scenario], !measures.isEmpty else { continue }
+                let m = measures.sorted { $0.seconds < $1.seconds }[measures.count / 2]
+                let phases = m.phaseSeconds.sorted { $0.value > $1.value }.map { "\($0.key) \(String(format: "%.3f", $0.value))" }
+                let cpu = (m.cpuSeconds ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.2f", $0.value))" }
+                lines.append("  \(pad(result.remote, 10)) \(result.size) \(scenario): " + phases.joined(separator: ", ")
+                             + (cpu.isEmpty ? "" : "; CPU s: " + cpu.joined(separator: ", ")))
             }
         }
         lines.append("")

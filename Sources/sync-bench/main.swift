@@ -2,7 +2,7 @@ import Foundation
 
 // sync-bench: the project's benchmarks, figures printed, never asserted.
 //
-//   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sizes S,M,L,XL] [--sync-runs R] [--json PATH]
+//   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sizes S,M,L,XL] [--remotes embedded,postgrest] [--sync-runs R] [--json PATH]
 //   sync-bench watch [--size M] [--minutes 10] [--interval 5]
 
 struct Options {
@@ -11,6 +11,7 @@ struct Options {
     var runs = 5
     var syncRuns = 3
     var sizes = ["S", "M", "L"]
+    var remotes = ["embedded", "postgrest"]
     var json = ".build/sync-bench.json"
     var worker: [String] = []
     var watchSize = "M"
@@ -30,6 +31,7 @@ struct Options {
                 worker = Array(rest)
                 rest = []
             case "--sizes": sizes = (rest.popFirst() ?? "").split(separator: ",").map(String.init)
+            case "--remotes": remotes = (rest.popFirst() ?? "").split(separator: ",").map(String.init)
             case "--sync-runs": syncRuns = Int(rest.popFirst() ?? "") ?? syncRuns
             case "--json": json = rest.popFirst() ?? json
             case "--iterations": iterations = Int(rest.popFirst() ?? "")
@@ -49,7 +51,8 @@ struct Options {
                                   (at XL the first three only); median of --sync-runs R (default 3);
                                   peak RSS per scenario; the per-row baseline on S and M; the floor
                                   (envelope v2 crypto + direct bulk INSERT); JSON to --json PATH
-                                  (default .build/sync-bench.json)
+                                  (default .build/sync-bench.json); --remotes embedded,postgrest picks
+                                  the remotes (default both)
                       watch       an idle watch: a desktop at --size (default M) pushed once, then watched
                                   for --minutes (default 10) with a tick every --interval seconds (default
                                   5), on the embedded remote and the stack at once: ticks, requests per
@@ -83,6 +86,10 @@ let options = Options(CommandLine.arguments)
 #if DEBUG
 if options.mode != "worker" { print("warning: debug build; run `swift run -c release sync-bench` for real figures") }
 #endif
+if let unknown = options.remotes.first(where: { !["embedded", "postgrest"].contains($0) }) {
+    FileHandle.standardError.write(Data("sync-bench: unknown remote \(unknown); the remotes are embedded and postgrest\n".utf8))
+    exit(64)
+}
 if options.mode == "crypto" || options.mode == "all" {
     await CryptoBench.run(iterations: options.iterations ?? 5_000, runs: options.runs)
 }
@@ -90,7 +97,7 @@ if options.mode == "localstore" || options.mode == "all" {
     try await LocalStoreBench.run(runs: options.runs)
 }
 if options.mode == "sync" || options.mode == "all" {
-    try await SyncBench.run(runs: options.syncRuns, sizeNames: options.sizes, jsonPath: options.json)
+    try await SyncBench.run(runs: options.syncRuns, sizeNames: options.sizes, remoteNames: options.remotes, jsonPath: options.json)
 }
 if options.mode == "watch" {
     try await WatchBench.run(sizeName: options.watchSize, minutes: options.watchMinutes, interval: options.watchInterval)

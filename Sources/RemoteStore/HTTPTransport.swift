@@ -106,9 +106,14 @@ public final class URLSessionTransport: HTTPTransport {
                     delegate.fail(task, with: CancellationError())
                     return
                 }
-                let deadline = DispatchTime.now() + .milliseconds(Int(max(request.timeout, 0.001) * 1000))
-                DispatchQueue.global().asyncAfter(deadline: deadline) {
-                    delegate.fail(task, with: RemoteStoreError(.network, "no complete response within \(Int(request.timeout)) s"))
+                let timeout = request.timeout
+                let deadline = DispatchTime.now() + .milliseconds(Int(max(timeout, 0.001) * 1000))
+                // The timer holds the task weakly and not the request: holding them kept every
+                // request body alive until its deadline, hundreds of MiB on a large first push.
+                // `send` holds the task until it returns, so the timer finds it while it runs.
+                DispatchQueue.global().asyncAfter(deadline: deadline) { [weak task] in
+                    guard let task else { return }
+                    delegate.fail(task, with: RemoteStoreError(.network, "no complete response within \(Int(timeout)) s"))
                 }
                 task.resume()
             }

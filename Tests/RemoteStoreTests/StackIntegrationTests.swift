@@ -157,6 +157,16 @@ struct StackIntegrationTests {
         // DELETE with count=exact reports how many went.
         r = try await stack.request("DELETE", "/rest/v1/repositories?id=eq.\(id)", token: token, headers: ["Prefer": "count=exact"])
         #expect(r.status == 204 && r.headers["content-range"] == "*/1")
+        // A single object (not an array) is one row; return=representation answers the rows written,
+        // as an array, and return=minimal an empty body.
+        func single(_ path: String) -> String {
+            #"{"id":"\#(UUID().canonical)","user_id":"\#(me.user.canonical)","device_id":"\#(device)","name":"one","local_path":"\#(path)"}"#
+        }
+        r = try await stack.request("POST", "/rest/v1/repositories", token: token, headers: ["Prefer": "return=representation"],
+                                    body: single(#"/one \"quoted\""#))
+        #expect(r.status == 201 && r.body.hasPrefix("[{") && r.body.contains(#""local_path":"/one \"quoted\"""#))
+        r = try await stack.request("POST", "/rest/v1/repositories", token: token, headers: ["Prefer": "return=minimal"], body: single("/two"))
+        #expect(r.status == 201 && r.body.isEmpty)
     }
 
     @Test("GoTrue-style sign-up, password and refresh grants issue tokens the REST API accepts")

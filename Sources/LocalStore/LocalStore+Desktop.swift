@@ -113,14 +113,34 @@ extension LocalStore {
 
     // MARK: - Desktop: what a push must send
 
-    /// Repositories written after change sequence `sequence`, with the highest sequence among them.
-    public func repositories(changedAfter sequence: Int64) async throws -> (rows: [RepositoryRecord], through: Int64) {
-        try await changed(RepositoryRecord.self, after: sequence)
+    /// Repositories written after change sequence `sequence`, a page at a time: at most `limit`
+    /// in (change sequence, id) order, after `position` (from the start when `nil`).
+    public func repositories(changedAfter sequence: Int64, from position: ChangePosition? = nil,
+                             limit: Int = .max) async throws -> ChangedPage<RepositoryRecord> {
+        try await changed(RepositoryRecord.self, after: sequence, from: position, limit: limit)
     }
 
-    /// Sessions written after change sequence `sequence`, with the highest sequence among them.
-    public func sessions(changedAfter sequence: Int64) async throws -> (rows: [SessionRecord], through: Int64) {
-        try await changed(SessionRecord.self, after: sequence)
+    /// Sessions written after change sequence `sequence`, a page at a time: at most `limit` in
+    /// (change sequence, id) order, after `position` (from the start when `nil`).
+    public func sessions(changedAfter sequence: Int64, from position: ChangePosition? = nil,
+                         limit: Int = .max) async throws -> ChangedPage<SessionRecord> {
+        try await changed(SessionRecord.self, after: sequence, from: position, limit: limit)
+    }
+
+    /// How many repositories were written after change sequence `sequence`.
+    public func repositoriesChangedCount(after sequence: Int64) async throws -> Int {
+        try await changedCount(RepositoryRecord.self, after: sequence)
+    }
+
+    /// How many sessions were written after change sequence `sequence`.
+    public func sessionsChangedCount(after sequence: Int64) async throws -> Int {
+        try await changedCount(SessionRecord.self, after: sequence)
+    }
+
+    func changedCount<R: LocalRow>(_ type: R.Type, after sequence: Int64) async throws -> Int {
+        try await mapErrors("reading \(R.table)") {
+            try await pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(R.table) WHERE change_seq > ?", arguments: [sequence]) ?? 0 }
+        }
     }
 
     /// Whether anything waits to be pushed: rows written after these change sequences, or
@@ -136,13 +156,24 @@ extension LocalStore {
         }
     }
 
-    func changed<R: LocalRow>(_ type: R.Type, after sequence: Int64) async throws -> (rows: [R], through: Int64) {
+    func changed<R: LocalRow>(_ type: R.Type, after sequence: Int64, from position: ChangePosition?, limit: Int) async throws -> ChangedPage<R> {
         try await mapErrors("reading \(R.table)") {
             try await pool.read { db in
-                let rows = try Row.fetchAll(db, sql: "SELECT \(R.columns.joined(separator: ", ")), change_seq FROM \(R.table) WHERE change_seq > ? ORDER BY change_seq, id",
-                                            arguments: [sequence])
-                let through = rows.last.map { $0[R.columns.count] as Int64 } ?? sequence
-                return (try rows.map(R.init(row:)), through)
+                let columns = R.columns.joined(separator: ", ")
+                // A keyset page: one transaction writes many rows under one change sequence, so
+                // the id orders them within it.
+                let rows: [Row]
+                if let position {
+                    rows = try Row.fetchAll(db, sql: """
+                        SELECT \(columns), change_seq FROM \(R.table)
+                        WHERE change_seq > ? AND (change_seq > ? OR (change_seq = ? AND id > ?)) ORDER BY change_seq, id LIMIT ?
+                        """, arguments: [sequence, position.sequence, position.sequence, position.id, max(1, limit)])
+                } else {
+                    rows = try Row.fetchAll(db, sql: "SELECT \(columns), change_seq FROM \(R.table) WHERE change_seq > ? ORDER BY change_seq, id LIMIT ?",
+                                            arguments: [sequence, max(1, limit)])
+                }
+                let last = rows.last.map { ChangePosition(sequence: $0[R.columns.count], id: $0[0]) }
+                return ChangedPage(rows: try rows.map(R.init(row:)), last: last, complete: rows.count < max(1, limit))
             }
         }
     }
@@ -197,4 +228,22 @@ extension LocalStore {
             }
         }
     }
+}
+
+/// Where a page of changed rows ended: the change sequence and id of its last row.
+public struct ChangePosition: Sendable, Hashable {
+    /// The change sequence of the page's last row.
+    public var sequence: Int64
+    /// The id (canonical text) of the page's last row.
+    public var id: String
+}
+
+/// One page of the rows written after a change sequence.
+public struct ChangedPage<Row: Sendable>: Sendable {
+    /// The rows, in (change sequence, id) order.
+    public var rows: [Row]
+    /// The last row's position, to ask for the next page from (nil when the page is empty).
+    public var last: ChangePosition?
+    /// Whether no row follows this page.
+    public var complete: Bool
 }

@@ -48,6 +48,11 @@ public struct SyncOptions: Sendable {
     public var cryptoConcurrency = ProcessInfo.processInfo.activeProcessorCount
     /// Envelopes sealed per chunk before they are sent.
     public var sealChunk = 4_000
+    /// Repositories or sessions read from the store and sent per page.
+    public var rowPage = 2_000
+    /// About how many envelope rows each bucket of the digest covers (docs/sync.md): fewer
+    /// make a difference cheaper to list and the digest larger.
+    public var rowsPerDigestBucket = 256
     /// Envelope uploads in flight at once.
     public var uploadConcurrency = 2
     /// The envelope versions this device reads, advertised in its `capabilities`; a desktop

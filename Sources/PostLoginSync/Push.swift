@@ -43,7 +43,8 @@ extension PostLoginSync {
                 try await local.clearPendingRemoteDeletions(repositories: pending.repositories, sessions: [])
             }
             try await pushRows(.repositories, entry: &entry, recorder: recorder,
-                               changed: { try await local.repositories(changedAfter: $0) },
+                               count: { try await local.repositoriesChangedCount(after: $0) },
+                               changed: { try await local.repositories(changedAfter: $0, from: $1, limit: $2) },
                                send: { rows, handler in try await remote.upsertRepositories(rows, onBatchAccepted: handler) },
                                stamp: { $0.updatedAt = $1 })
         }
@@ -54,7 +55,8 @@ extension PostLoginSync {
                 try await local.clearPendingRemoteDeletions(repositories: [], sessions: pending.sessions)
             }
             try await pushRows(.sessions, entry: &entry, recorder: recorder,
-                               changed: { try await local.sessions(changedAfter: $0) },
+                               count: { try await local.sessionsChangedCount(after: $0) },
+                               changed: { try await local.sessions(changedAfter: $0, from: $1, limit: $2) },
                                send: { rows, handler in try await remote.upsertSessions(rows, onBatchAccepted: handler) },
                                stamp: { $0.updatedAt = $1 })
         }
@@ -64,33 +66,51 @@ extension PostLoginSync {
         return await recorder.finish(local: local)
     }
 
-    /// Sends the rows written since the last accepted push; advances the push mark only when
-    /// every row was accepted, so refused rows are retried next time.
+    /// Sends the rows written since the last accepted push, a page of ``SyncOptions/rowPage``
+    /// rows at a time (read, sent, let go: memory stays flat however many rows there are).
+    /// Advances the push mark only past rows every one of which was accepted, so refused rows
+    /// are retried next time; after each page, to the sequence before the page's last row (the
+    /// rows of that sequence may go on in the next page).
     func pushRows<Row: Sendable>(
         _ phase: SyncPhase, entry: inout PhaseReport, recorder: Recorder,
-        changed: (Int64) async throws -> (rows: [Row], through: Int64),
+        count: (Int64) async throws -> Int,
+        changed: (Int64, ChangePosition?, Int) async throws -> ChangedPage<Row>,
         send: ([Row], BatchHandler<Row>?) async throws -> BulkWriteResult,
         stamp: (inout Row, Date) -> Void
     ) async throws {
         let markKey = Self.pushMarkKey(phase)
         let mark = try await pushMark(phase)
-        var (rows, through) = try await changed(mark)
+        let pending = try await count(mark)
+        guard pending > 0 else { return }
         // Deployed tables have no updated_at trigger: stamp the send time so pulls see the change.
         let now = Date()
-        for index in rows.indices { stamp(&rows[index], now) }
-        entry.sent = rows.count
-        guard !rows.isEmpty else { return }
-        let total = rows.count
         let done = Counter()
         let progress = recorder.progress
-        let result = try await send(rows) { batch in
-            let completed = done.add(batch.count)
-            progress?(SyncProgress(phase: phase, completed: completed, total: total, message: "Syncing \(phase.rawValue)..."))
+        var position: ChangePosition?
+        var accepted = true
+        var written = mark
+        while true {
+            var page = try await changed(mark, position, max(1, options.rowPage))
+            guard let last = page.last else { break }
+            for index in page.rows.indices { stamp(&page.rows[index], now) }
+            entry.sent += page.rows.count
+            let total = max(pending, entry.sent)
+            let result = try await send(page.rows) { batch in
+                let completed = done.add(batch.count)
+                progress?(SyncProgress(phase: phase, completed: completed, total: total, message: "Syncing \(phase.rawValue)..."))
+            }
+            entry.applied += result.accepted
+            entry.failed += result.rejected.count
+            entry.errors += Self.issues(result.rejected, phase: phase)
+            accepted = accepted && result.rejected.isEmpty
+            let through = page.complete ? last.sequence : last.sequence - 1
+            if accepted && through > written {
+                try await local.setSetting(markKey, String(through))
+                written = through
+            }
+            if page.complete { break }
+            position = last
         }
-        entry.applied = result.accepted
-        entry.failed = result.rejected.count
-        entry.errors += Self.issues(result.rejected, phase: phase)
-        if result.rejected.isEmpty { try await local.setSetting(markKey, String(through)) }
     }
 
     /// The store setting holding the change sequence a phase's last accepted push went through.
@@ -364,7 +384,7 @@ extension PostLoginSync {
     /// listed. Without a digest function, every pair is listed (a replaced row goes unnoticed then).
     func reconcileLedger(owner: UUID, own: Set<UUID>, recipients: Set<UUID>, expected: Int,
                          recorder: Recorder) async throws -> Set<EnvelopePair> {
-        let buckets = SecretDigest.bucketCount(forPairs: expected)
+        let buckets = SecretDigest.bucketCount(forPairs: expected, rowsPerBucket: options.rowsPerDigestBucket)
         let remoteDigest: [DigestBucket]
         do {
             remoteDigest = try await remote.secretDigest(ownerDeviceID: owner, buckets: buckets)

@@ -17,9 +17,14 @@ struct DigestReconciliationTests {
         let world = try World(backend)
         let phone = try await world.device("phone", role: .mobile)
         _ = try await phone.engine.pull()
-        let desktop = try await world.desktop(repositories: 2, sessions: 40)
+        // Four rows a bucket (32 buckets for these 80 pairs), so that a repair lists a few
+        // buckets out of many.
+        var options = SyncOptions()
+        options.rowsPerDigestBucket = 4
+        let desktop = try await world.desktop(repositories: 2, sessions: 40, options: options)
         let first = try await desktop.engine.push()
         #expect(first.outcome == .success && first.envelopesSealed == 80, "\(first.errors)")
+        #expect(first.reconciliation?.buckets == 32)
         #expect(first.reconciliation?.method == "digest")
 
         let quiet = try await desktop.engine.push()
@@ -140,8 +145,9 @@ struct DigestReconciliationTests {
         #expect(SecretDigest.rowHash(sessionID: "s", deviceID: "d", ephemeralPublicKey: "k") == (-5_179_887_269_718_603_891, 2_389_276_972_656_703_777))
         #expect([1, 2, 1024, 65_536].allSatisfy(SecretDigest.isValidBucketCount))
         #expect(![0, 3, 65_537, 131_072, -2].contains(where: SecretDigest.isValidBucketCount))
-        #expect(SecretDigest.bucketCount(forPairs: 0) == 1 && SecretDigest.bucketCount(forPairs: 100_000) == 8192)
-        #expect(SecretDigest.bucketCount(forPairs: 10_000_000) == 65_536)
+        #expect(SecretDigest.bucketCount(forPairs: 0) == 1 && SecretDigest.bucketCount(forPairs: 100_000) == 512)
+        #expect(SecretDigest.bucketCount(forPairs: 10_000_000) == 65_536 && SecretDigest.bucketCount(forPairs: 1_000_000) == 4096)
+        #expect(SecretDigest.bucketCount(forPairs: 100_000, rowsPerBucket: 16) == 8192)
     }
 
     @Test("canonical ids are Foundation's, lowercased")

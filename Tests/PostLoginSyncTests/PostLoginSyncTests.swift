@@ -147,6 +147,43 @@ struct PostLoginSyncTests {
         #expect(try await desktop.engine.push().envelopesSealed == 0)
     }
 
+    @Test("sessions go a page at a time; a push cut off between pages of one change sequence resumes without skipping any", arguments: Backend.available)
+    func pagedRows(backend: Backend) async throws {
+        let world = try World(backend)
+        var options = SyncOptions()
+        options.rowPage = 3
+        let desktop = try await world.desktop(repositories: 1, sessions: 0, options: options)
+        let repository = try #require(try await desktop.store.repositories().first)
+        // Eight sessions in one transaction share one change sequence: pages of 3 split it.
+        try await desktop.store.createSessions((0..<8).map { i in
+            SessionRecord(userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id, title: "s\(i)", workingDirectory: "/w")
+        })
+        let real = try world.remote()
+        // The connection drops after the second page was accepted.
+        let cut = try await PostLoginSync(local: desktop.store, remote: FailAfterBatches(real, envelopeBatches: .max, sessionBatches: 2),
+                                          options: options).push()
+        #expect(cut.phases.first { $0.phase == .sessions }?.status == "failed")
+        #expect(try await real.listSessionIDs(deviceID: nil).count == 6)
+
+        // Two pages were accepted, but every row of their sequence is sent again: the mark
+        // could not pass a sequence whose rows go on in the next page.
+        let resumed = try await desktop.engine.push()
+        #expect(resumed.outcome == .success, "\(resumed.errors)")
+        #expect(resumed.phases.first { $0.phase == .sessions }?.sent == 8)
+        #expect(try await real.listSessionIDs(deviceID: nil).count == 8)
+
+        // Later writes, one transaction each: only they go, a page at a time.
+        for i in 0..<4 {
+            try await desktop.store.createSession(SessionRecord(userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id,
+                                                                title: "later \(i)", workingDirectory: "/w"))
+        }
+        let later = try await desktop.engine.push()
+        #expect(later.phases.first { $0.phase == .sessions }?.sent == 4)
+        #expect(later.phases.first { $0.phase == .sessions }?.applied == 4)
+        #expect(try await real.listSessionIDs(deviceID: nil).count == 12)
+        #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0)
+    }
+
     @Test("two concurrent pushes on one store never interleave", arguments: Backend.available)
     func concurrentPushes(backend: Backend) async throws {
         let world = try World(backend)
@@ -298,9 +335,15 @@ struct FailAfterBatches: RemoteStore {
     let limit: Int
     let accepted = Counter()
 
-    init(_ base: any RemoteStore, envelopeBatches: Int) {
+    let sessionLimit: Int
+    let sessionsAccepted = Counter()
+
+    /// Drops the connection after `envelopeBatches` envelope batches, or `sessionBatches`
+    /// session batches, were accepted.
+    init(_ base: any RemoteStore, envelopeBatches: Int, sessionBatches: Int = .max) {
         self.base = base
         limit = envelopeBatches
+        sessionLimit = sessionBatches
     }
 
     final class Counter: Sendable {
@@ -315,7 +358,10 @@ struct FailAfterBatches: RemoteStore {
         try await base.upsertRepositories(rows, onBatchAccepted: onBatchAccepted)
     }
     func upsertSessions(_ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?) async throws -> BulkWriteResult {
-        try await base.upsertSessions(rows, onBatchAccepted: onBatchAccepted)
+        try await base.upsertSessions(rows) { batch in
+            try await onBatchAccepted?(batch)
+            if sessionsAccepted.next() >= sessionLimit { throw RemoteStoreError(.network, "connection reset (simulated)") }
+        }
     }
     func upsertEnvelopes(_ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?) async throws -> BulkWriteResult {
         try await base.upsertEnvelopes(rows) { batch in

@@ -15,6 +15,10 @@ import FoundationNetworking
 import Glibc
 #endif
 
+/// glibc's `malloc_trim` (malloc.h is not in the Glibc module): returns freed heap memory to the system.
+@_silgen_name("malloc_trim")
+func releaseFreedMemory(_ pad: Int) -> Int32
+
 /// Push and pull measured at three sizes on both remotes, beside the design's per-row flow and
 /// the floor (crypto on all cores + a direct bulk INSERT), in one run.
 enum SyncBench {
@@ -49,6 +53,9 @@ enum SyncBench {
         var phaseSeconds: [String: Double] = [:]
         /// The process's peak resident set while this scenario ran (sampled every 5 ms), KiB.
         var peakRSSKiB: Int?
+        /// The resident set when the scenario started (after freed memory was handed back to
+        /// the system), KiB: what the worker held for the world it built, not for the scenario.
+        var startRSSKiB: Int?
         /// CPU seconds (user + system) spent while this scenario ran, by process: "client" (this
         /// worker), "server" (the test PostgREST server), "postgres" (every PostgreSQL process).
         var cpuSeconds: [String: Double]?
@@ -242,6 +249,10 @@ enum SyncBench {
         }
 
         func measure(_ body: () async throws -> SyncReport) async throws -> Measure {
+            // Memory the setup freed goes back to the system first, so the peak is the
+            // scenario's and not the world-building's high-water mark.
+            _ = releaseFreedMemory(0)
+            let startRSS = RSSSampler.residentKiB()
             let sampler = RSSSampler()
             defer { sampler.stop() }
             let cpuBefore = CPUTimes.sample()
@@ -252,7 +263,7 @@ enum SyncBench {
                            bytesReceived: report.bytesReceived, sealed: report.envelopesSealed, opened: report.envelopesOpened,
                            outcome: report.outcome.rawValue,
                            phaseSeconds: Dictionary(uniqueKeysWithValues: report.phases.map { ($0.phase.rawValue, $0.durationSeconds) }),
-                           peakRSSKiB: sampler.stop(), cpuSeconds: stack == nil ? ["client": cpu["client"] ?? 0] : cpu)
+                           peakRSSKiB: sampler.stop(), startRSSKiB: startRSS, cpuSeconds: stack == nil ? ["client": cpu["client"] ?? 0] : cpu)
         }
 
         /// What the design's sequence diagram does at every login: one request per device,
@@ -440,9 +451,9 @@ enum SyncBench {
         var lines: [String] = []
         func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
         func lpad(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
-        lines.append("sync: wall time = median of \(runs) runs (fresh world each); requests, bytes, sealed/opened and peak RSS (the worker's, during that scenario alone) from that median run")
+        lines.append("sync: wall time = median of \(runs) runs (fresh world each); requests, bytes, sealed/opened and RSS (the worker's at the scenario's start and its peak during it) from that median run")
         lines.append(pad("remote", 10) + pad("size", 5) + pad("scenario", 23) + lpad("time s", 9) + lpad("requests", 10) + lpad("sent KiB", 10)
-                     + lpad("recv KiB", 10) + lpad("sealed", 8) + lpad("opened", 8) + lpad("peak MiB", 10))
+                     + lpad("recv KiB", 10) + lpad("sealed", 8) + lpad("opened", 8) + lpad("start MiB", 11) + lpad("peak MiB", 10))
         for result in results {
             for scenario in scenarios {
                 guard let measures = result.measures[scenario], !measures.isEmpty else { continue }
@@ -450,7 +461,8 @@ enum SyncBench {
                 let m = sorted[sorted.count / 2]
                 lines.append(pad(result.remote, 10) + pad(result.size, 5) + pad(scenario, 23) + lpad(String(format: "%.3f", m.seconds), 9)
                              + lpad("\(m.requests)", 10) + lpad(String(m.bytesSent / 1024), 10) + lpad(String(m.bytesReceived / 1024), 10)
-                             + lpad("\(m.sealed)", 8) + lpad("\(m.opened)", 8) + lpad(m.peakRSSKiB.map { String($0 / 1024) } ?? "-", 10))
+                             + lpad("\(m.sealed)", 8) + lpad("\(m.opened)", 8) + lpad(m.startRSSKiB.map { String($0 / 1024) } ?? "-", 11)
+                             + lpad(m.peakRSSKiB.map { String($0 / 1024) } ?? "-", 10))
             }
         }
         lines.append("")

@@ -91,7 +91,11 @@ extension PostLoginSync {
         var written = mark
         while true {
             var page = try await changed(mark, position, max(1, options.rowPage))
-            guard let last = page.last else { break }
+            guard let last = page.last else {
+                // The previous page was full and ended at the last row: its sequence is done.
+                if accepted, let position, position.sequence > written { try await local.setSetting(markKey, String(position.sequence)) }
+                break
+            }
             for index in page.rows.indices { stamp(&page.rows[index], now) }
             entry.sent += page.rows.count
             let total = max(pending, entry.sent)

@@ -182,6 +182,13 @@ struct PostLoginSyncTests {
         #expect(later.phases.first { $0.phase == .sessions }?.applied == 4)
         #expect(try await real.listSessionIDs(deviceID: nil).count == 12)
         #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0)
+
+        // Exactly one full page: the empty page after it moves the mark past it.
+        try await desktop.store.createSessions((0..<3).map { i in
+            SessionRecord(userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id, title: "page \(i)", workingDirectory: "/w")
+        })
+        #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 3)
+        #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0, "a quiet push sends no session")
     }
 
     @Test("two concurrent pushes on one store never interleave", arguments: Backend.available)

@@ -68,15 +68,12 @@ extension LocalStore {
 
     /// How many of this desktop's sessions each (recipient, key fingerprint) has a ledger entry
     /// for: a recipient whose current fingerprint counts every session needs nothing sealed.
-    /// Counted in SQLite, without reading the entries.
+    /// Read from the counts the ledger's triggers keep, without reading the entries.
     public func ledgerCoverage() async throws -> [LedgerCoverage] {
         try await mapErrors("reading ledger") {
             try await pool.read { db in
-                try Row.fetchAll(db, sql: """
-                    SELECT l.recipient_device_id, l.recipient_key_fingerprint, count(*) FROM distribution_ledger l
-                    JOIN own_session_secrets o ON o.session_id = l.session_id
-                    GROUP BY l.recipient_device_id, l.recipient_key_fingerprint
-                    """).map { LedgerCoverage(recipientDeviceID: try $0.uuid(0), recipientKeyFingerprint: $0[1], sessions: $0[2]) }
+                try Row.fetchAll(db, sql: "SELECT recipient_device_id, recipient_key_fingerprint, sessions FROM ledger_coverage")
+                    .map { LedgerCoverage(recipientDeviceID: try $0.uuid(0), recipientKeyFingerprint: $0[1], sessions: $0[2]) }
             }
         }
     }

@@ -236,6 +236,79 @@ enum Schema {
                 try update.execute(arguments: [hash.0, hash.1, session, device])
             }
         }
+        migrator.registerMigration("v8: ledger coverage kept, unhashed entries indexed") { db in
+            // Desktop: how many of this desktop's sessions (those with an own secret) each
+            // (recipient, key fingerprint) has a ledger entry for, kept by triggers on both
+            // tables, so a push's coverage check reads a few rows instead of joining every
+            // entry with the own secrets (0.7 s at 1,000,000 entries). Counting entries counts
+            // sessions: the ledger holds one entry per (session, recipient).
+            // A session deleted cascades to its own secret and its entries in either order: the
+            // entries that go first are counted out by the ledger's trigger (their own secret is
+            // still there), those left when the own secret goes by the own secrets' trigger.
+            let add = """
+                INSERT INTO ledger_coverage (recipient_device_id, recipient_key_fingerprint, sessions)
+                    SELECT NEW.recipient_device_id, NEW.recipient_key_fingerprint, 1
+                    WHERE EXISTS (SELECT 1 FROM own_session_secrets WHERE session_id = NEW.session_id)
+                    ON CONFLICT (recipient_device_id, recipient_key_fingerprint) DO UPDATE SET sessions = sessions + 1;
+                """
+            let remove = """
+                UPDATE ledger_coverage SET sessions = sessions - 1
+                    WHERE recipient_device_id = OLD.recipient_device_id AND recipient_key_fingerprint = OLD.recipient_key_fingerprint
+                    AND EXISTS (SELECT 1 FROM own_session_secrets WHERE session_id = OLD.session_id);
+                DELETE FROM ledger_coverage
+                    WHERE recipient_device_id = OLD.recipient_device_id AND recipient_key_fingerprint = OLD.recipient_key_fingerprint AND sessions <= 0;
+                """
+            // An own secret that comes (or goes) brings its session's entries in (or out).
+            let ownAdd = """
+                INSERT INTO ledger_coverage (recipient_device_id, recipient_key_fingerprint, sessions)
+                    SELECT recipient_device_id, recipient_key_fingerprint, 1 FROM distribution_ledger WHERE session_id = NEW.session_id
+                    ON CONFLICT (recipient_device_id, recipient_key_fingerprint) DO UPDATE SET sessions = sessions + 1;
+                """
+            let ownRemove = """
+                UPDATE ledger_coverage SET sessions = sessions - 1
+                    WHERE EXISTS (SELECT 1 FROM distribution_ledger l WHERE l.session_id = OLD.session_id
+                                  AND l.recipient_device_id = ledger_coverage.recipient_device_id
+                                  AND l.recipient_key_fingerprint = ledger_coverage.recipient_key_fingerprint);
+                DELETE FROM ledger_coverage WHERE sessions <= 0;
+                """
+            try db.execute(sql: """
+                CREATE TABLE ledger_coverage (
+                    recipient_device_id TEXT NOT NULL,
+                    recipient_key_fingerprint TEXT NOT NULL,
+                    sessions INTEGER NOT NULL,
+                    PRIMARY KEY (recipient_device_id, recipient_key_fingerprint)
+                ) WITHOUT ROWID;
+                INSERT INTO ledger_coverage (recipient_device_id, recipient_key_fingerprint, sessions)
+                    SELECT l.recipient_device_id, l.recipient_key_fingerprint, count(*) FROM distribution_ledger l
+                    JOIN own_session_secrets o ON o.session_id = l.session_id
+                    GROUP BY l.recipient_device_id, l.recipient_key_fingerprint;
+                CREATE TRIGGER ledger_coverage_insert AFTER INSERT ON distribution_ledger BEGIN
+                    \(add)
+                END;
+                CREATE TRIGGER ledger_coverage_delete AFTER DELETE ON distribution_ledger BEGIN
+                    \(remove)
+                END;
+                CREATE TRIGGER ledger_coverage_update AFTER UPDATE OF session_id, recipient_device_id, recipient_key_fingerprint ON distribution_ledger
+                BEGIN
+                    \(remove)
+                    \(add)
+                END;
+                CREATE TRIGGER ledger_coverage_own_insert AFTER INSERT ON own_session_secrets BEGIN
+                    \(ownAdd)
+                END;
+                CREATE TRIGGER ledger_coverage_own_delete AFTER DELETE ON own_session_secrets BEGIN
+                    \(ownRemove)
+                END;
+                CREATE TRIGGER ledger_coverage_own_move AFTER UPDATE OF session_id ON own_session_secrets BEGIN
+                    \(ownRemove)
+                    \(ownAdd)
+                END;
+
+                -- Desktop: the entries written before the ledger kept envelope keys, found without
+                -- reading every entry.
+                CREATE INDEX distribution_ledger_unhashed ON distribution_ledger (session_id) WHERE row_h1 IS NULL;
+                """)
+        }
         return migrator
     }
 }

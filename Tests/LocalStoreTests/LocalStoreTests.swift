@@ -164,6 +164,84 @@ struct RoundTripTests {
                                   LedgerCoverage(recipientDeviceID: recipients[2], recipientKeyFingerprint: "fp", sessions: 10)])
     }
 
+    @Test("the ledger's kept coverage counts this desktop's sessions per recipient and key through every kind of change")
+    func keptLedgerCoverage() async throws {
+        let fixture = try await Fixture()
+        let repository = fixture.repository()
+        try await fixture.store.upsertRepositories([repository])
+        var sessions: [SessionRecord] = []
+        for _ in 0..<6 { sessions.append(try await fixture.store.createSession(fixture.session(in: repository))) }
+        // A session this desktop holds without an own secret (pulled, not started here): its
+        // entries are not coverage of this desktop's sessions.
+        let foreign = fixture.session(in: repository)
+        try await fixture.store.upsertSessions([foreign])
+        let recipients = (0..<3).map { _ in UUID() }
+        func entry(_ session: UUID, _ recipient: UUID, _ fingerprint: String = "fp1") -> LedgerEntry {
+            LedgerEntry(sessionID: session, recipientDeviceID: recipient, recipientKeyFingerprint: fingerprint,
+                        ephemeralPublicKey: X25519PrivateKey().publicKey.base64)
+        }
+        // Counted from the entries, as the join over every entry did before the counts were kept.
+        func check(_ step: String) async throws {
+            let own = try await fixture.store.ownSessionIDs()
+            var expected: [LedgerCoverage] = []
+            let counts = Dictionary(try await fixture.store.ledger().filter { own.contains($0.sessionID) }
+                .map { ("\($0.recipientDeviceID.canonical) \($0.recipientKeyFingerprint)", 1) }, uniquingKeysWith: +)
+            for (key, count) in counts {
+                let parts = key.split(separator: " ", maxSplits: 1).map(String.init)
+                expected.append(LedgerCoverage(recipientDeviceID: try #require(UUID(uuidString: parts[0])), recipientKeyFingerprint: parts[1], sessions: count))
+            }
+            #expect(Set(try await fixture.store.ledgerCoverage()) == Set(expected), "\(step)")
+        }
+        try await fixture.store.recordDistributions((sessions.map(\.id) + [foreign.id]).flatMap { session in recipients.map { entry(session, $0) } })
+        try await check("inserted")
+        #expect(Set(try await fixture.store.ledgerCoverage()) == Set(recipients.map { LedgerCoverage(recipientDeviceID: $0, recipientKeyFingerprint: "fp1", sessions: 6) }))
+        // A recipient's new key: the entries resealed move from one fingerprint to the other.
+        try await fixture.store.recordDistributions(sessions.prefix(2).map { entry($0.id, recipients[0], "fp2") } + [entry(foreign.id, recipients[0], "fp2")])
+        try await check("re-keyed")
+        #expect(Set(try await fixture.store.ledgerCoverage().filter { $0.recipientDeviceID == recipients[0] })
+                == [LedgerCoverage(recipientDeviceID: recipients[0], recipientKeyFingerprint: "fp1", sessions: 4),
+                    LedgerCoverage(recipientDeviceID: recipients[0], recipientKeyFingerprint: "fp2", sessions: 2)])
+        // The same entry written again changes nothing.
+        try await fixture.store.recordDistributions([entry(sessions[3].id, recipients[1])])
+        try await check("rewritten")
+        try await fixture.store.deleteLedgerEntries(pairs: [(sessions[2].id, recipients[2]), (foreign.id, recipients[2])])
+        try await check("pairs deleted")
+        try await fixture.store.deleteLedgerEntries(recipients: [recipients[1]])
+        try await check("recipient deleted")
+        #expect(try await fixture.store.ledgerCoverage().allSatisfy { $0.recipientDeviceID != recipients[1] })
+        // A session removed takes its own secret and its entries (cascades, in SQLite's order).
+        _ = try await fixture.store.removeSessions(ids: [sessions[0].id, sessions[4].id])
+        try await check("sessions removed")
+        _ = try await fixture.store.removeSessions(ids: Set(sessions.map(\.id)).union([foreign.id]))
+        try await check("all removed")
+        #expect(try await fixture.store.ledgerCoverage().isEmpty)
+    }
+
+    @Test("a store migrated to kept coverage starts from the counts of the entries it already holds")
+    func coverageMigration() async throws {
+        let temporary = TemporaryDirectory()
+        let path = temporary.url.appendingPathComponent("store.sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        let session = UUID().canonical, other = UUID().canonical, recipient = UUID().canonical
+        try Schema.migrator.migrate(queue, upTo: "v7: ledger digest kept per session")
+        try await queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO repositories (id, user_id, device_id, name, local_path, status, created_at, updated_at) VALUES ('\(UUID().canonical)', 'u', 'd', 'r', '/r', 'active', 0, 0);
+                """)
+            let repository = try String.fetchOne(db, sql: "SELECT id FROM repositories")!
+            for id in [session, other] {
+                try db.execute(sql: "INSERT INTO sessions (id, user_id, device_id, repository_id, session_started_at, status, created_at, updated_at) VALUES (?, 'u', 'd', ?, 0, 'active', 0, 0)",
+                               arguments: [id, repository])
+                try db.execute(sql: "INSERT INTO distribution_ledger (session_id, recipient_device_id, recipient_key_fingerprint, sent_at) VALUES (?, ?, 'fp', 0)",
+                               arguments: [id, recipient])
+            }
+            try db.execute(sql: "INSERT INTO own_session_secrets (session_id, ephemeral_public_key, encrypted_secret) VALUES (?, 'k', 's')", arguments: [session])
+        }
+        try Schema.migrator.migrate(queue)
+        let rows = try await queue.read { try Row.fetchAll($0, sql: "SELECT recipient_device_id, recipient_key_fingerprint, sessions FROM ledger_coverage") }
+        #expect(rows.map { [$0[0] as String, $0[1] as String, String($0[2] as Int)] } == [[recipient, "fp", "1"]])
+    }
+
     @Test("ledger, cursors and the last report round-trip")
     func bookkeeping() async throws {
         let fixture = try await Fixture()

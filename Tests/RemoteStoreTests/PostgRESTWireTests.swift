@@ -312,7 +312,7 @@ struct PostgRESTWireTests {
         #expect(ContinuousClock.now - started < .seconds(20))
     }
 
-    @Test("reads page with Range until Content-Range says done, even when the server caps pages")
+    @Test("reads rows by keyset pages with Range until Content-Range says done, even when the server caps pages")
     func paging() async throws {
         let user = UUID()
         let all = (0..<2_500).map { i -> [String: Any] in
@@ -322,23 +322,37 @@ struct PostgRESTWireTests {
         }
         // JSON text per row: Sendable, unlike [String: Any].
         let encoded = try all.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }
+        let stamp = "2026-01-01T00:00:00.000001+00:00"
         let server = try LoopbackHTTPServer { request in
+            // Every row has the same updated_at: the keyset filter comes down to the id after
+            // `and(updated_at.eq.<stamp>,id.gt.<id>)`, applied here as PostgREST would.
+            var start = 0
+            if let filter = request.queryValue("or"), let range = filter.range(of: "id.gt.") {
+                let after = String(filter[range.upperBound...].prefix(36))
+                start = encoded.indices.first { String(format: "00000000-0000-4000-8000-%012d", $0) > after } ?? encoded.count
+            }
             let bounds = (request.headers["range"] ?? "0-999").split(separator: "-").compactMap { Int($0) }
-            let first = bounds[0]
-            let last = min(bounds[1], first + 999, encoded.count - 1)  // db-max-rows = 1000
-            guard first < encoded.count else { return .json(200, [Any](), headers: ["content-range": "*/\(encoded.count)"]) }
+            let first = start + bounds[0]
+            let last = min(start + bounds[1], first + 999, encoded.count - 1)  // db-max-rows = 1000
+            guard first < encoded.count else { return .json(200, [Any](), headers: ["content-range": "*/\(encoded.count - start)"]) }
             let body = Data(("[" + encoded[first...last].joined(separator: ",") + "]").utf8)
-            return HTTPResponse(status: 206, headers: ["content-range": "\(first)-\(last)/\(encoded.count)"], body: body)
+            return HTTPResponse(status: 206, headers: ["content-range": "\(first - start)-\(last - start)/\(encoded.count - start)"], body: body)
         }
         let rows = try await makeClient(server, user: user) { $0.pageSize = 5_000 }.fetchRepositories(after: nil)
         #expect(rows.count == 2_500)
         #expect(Set(rows.map(\.record.id)).count == 2_500)
-        #expect(server.requests.map { $0.headers["range"] } == ["0-4999", "1000-5999", "2000-6999"])
+        // Each page starts after the last row of the one before, never at an offset.
+        #expect(server.requests.map { $0.headers["range"] } == ["0-4999", "0-4999", "0-4999"])
+        #expect(server.requests.map { $0.queryValue("or") } == [nil] + [999, 1_999].map { i in
+            "(updated_at.gt.\"\(stamp)\",and(updated_at.eq.\"\(stamp)\",id.gt.\(String(format: "00000000-0000-4000-8000-%012d", i))))"
+        })
+        // The bound an index scan can start from, implied by the row filter.
+        #expect(server.requests.map { $0.queryValue("updated_at") } == [nil, "gte.\(stamp)", "gte.\(stamp)"])
         let request = try #require(server.requests.first)
         #expect(request.queryValue("order") == "updated_at.asc,id.asc")
         #expect(request.queryValue("user_id") == "eq.\(user.canonical)")
         #expect(request.headers["range-unit"] == "items")
-        #expect(rows.first?.updatedAt == "2026-01-01T00:00:00.000001+00:00")
+        #expect(rows.first?.updatedAt == stamp)
     }
 
     @Test("the pair listing pages by keyset on the identity column, without asking for counts, until an empty page")
@@ -361,6 +375,46 @@ struct PostgRESTWireTests {
         #expect(server.requests.map { $0.queryValue("id") } == [nil, "gt.\(pairs[999].id)", "gt.\(pairs[1999].id)", "gt.\(pairs[2299].id)"])
     }
 
+    @Test("a listing whose first page is full fans out into ranges of its uuid key, each a keyset listing from that page on; a short one does not")
+    func fannedListing() async throws {
+        let device = UUID()
+        // 3,500 envelopes in session order, and a second listing of 600.
+        func envelopes(_ count: Int) -> [String] { (0..<count).map { _ in UUID().canonical }.sorted() }
+        let long = envelopes(3_500), short = envelopes(600)
+        let listings = Mutex<[String]>(long)
+        let server = try LoopbackHTTPServer { request in
+            // The filters as PostgREST applies them: every gt/gte/lt on session_id, ANDed.
+            var rows = listings.withLock { $0 }
+            for (name, value) in request.query where name == "session_id" {
+                let (op, bound) = (value.prefix { $0 != "." }, String(value.drop { $0 != "." }.dropFirst()))
+                rows = rows.filter { op == "gt" ? $0 > bound : op == "gte" ? $0 >= bound : op == "lt" ? $0 < bound : false }
+            }
+            let page = Array(rows.prefix(1000))
+            let body = "[" + page.map { #"{"session_id":"\#($0)","device_id":"\#(device.canonical)","ephemeral_public_key":"k","encrypted_secret":"s"}"# }
+                .joined(separator: ",") + "]"
+            return HTTPResponse(status: 206, headers: ["content-range": page.isEmpty ? "*/*" : "0-\(page.count - 1)/*"], body: Data(body.utf8))
+        }
+        let client = makeClient(server) { $0.listingStreams = 4 }
+        let fetched = try await client.fetchEnvelopes(addressedTo: device)
+        #expect(fetched.map(\.sessionID.canonical) == long, "every row once, in session order")
+        let first = try #require(server.requests.first)
+        #expect(first.queryValue("session_id") == nil)
+        let ranged = server.requests.dropFirst()
+        // Each of four ranges that split the uuid space above the first page's last key starts
+        // right after that key, then pages on by its own.
+        #expect(ranged.filter { $0.query.contains { $0 == ("session_id", "gt.\(long[999])") } }.count == 4)
+        #expect(ranged.allSatisfy { $0.query.contains { $0.0 == "session_id" && $0.1.hasPrefix("gt.") && $0.1 >= "gt.\(long[999])" } })
+        let ranges = Set(ranged.map { request in request.query.filter { $0.0 == "session_id" && !$0.1.hasPrefix("gt.") }.map(\.1) })
+        #expect(ranges.count == 4)
+        #expect(ranges.contains { $0.count == 1 && $0[0].hasPrefix("lt.") } && ranges.contains { $0.count == 1 && $0[0].hasPrefix("gte.") })
+        #expect(ranged.count >= 4 + 3, "at least one page and one empty page per range for 2,500 rows")
+
+        listings.withLock { $0 = short }
+        let before = server.requests.count
+        #expect(try await client.fetchEnvelopes(addressedTo: device).map(\.sessionID.canonical) == short)
+        #expect(server.requests.count - before == 2, "a short first page goes on alone: one more page, empty")
+    }
+
     @Test("a cursor filter sends its timestamp quoted and with %2B, never a bare +")
     func cursorEncoding() async throws {
         let server = try LoopbackHTTPServer { _ in .json(200, [Any](), headers: ["content-range": "*/0"]) }
@@ -370,6 +424,7 @@ struct PostgRESTWireTests {
         #expect(!request.rawQuery.contains("+"))
         #expect(request.rawQuery.contains("%2B00"))
         #expect(request.queryValue("or") == "(updated_at.gt.\"2026-03-04T05:06:07.123456+00:00\",and(updated_at.eq.\"2026-03-04T05:06:07.123456+00:00\",id.gt.\(cursor.id.canonical)))")
+        #expect(request.queryValue("updated_at") == "gte.2026-03-04T05:06:07.123456+00:00")
         #expect(request.path == "/rest/v1/agent_coding_sessions")
     }
 

@@ -47,12 +47,6 @@ enum PostgREST {
         }
         return ("or", "(" + terms.joined(separator: ",") + ")")
     }
-
-    /// The filter selecting rows strictly after `cursor` in `(updated_at, id)` order.
-    static func afterCursor(_ cursor: PullCursor) -> (String, String) {
-        let time = listValue(cursor.updatedAt)
-        return ("or", "(updated_at.gt.\(time),and(updated_at.eq.\(time),id.gt.\(cursor.id.canonical)))")
-    }
 }
 
 /// A JSON value for request bodies, written by hand so that key order, `null` versus an absent

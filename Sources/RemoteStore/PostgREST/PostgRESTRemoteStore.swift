@@ -29,6 +29,11 @@ public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
     public var maxBytesPerBatch = 512 * 1024
     /// Rows asked for per page (Supabase caps responses at 1000).
     public var pageSize = 1000
+    /// Streams a long listing fans out into: once the first page of a listing by a uuid key
+    /// comes back full, the rest is read in this many ranges of that key at once, so the
+    /// server's and the database's work on one page overlaps the decoding of another. A listing
+    /// of one page costs the requests it did. 1 reads page after page.
+    public var listingStreams = 4
     /// Values per `in.(...)` filter, to stay clear of URL length limits.
     public var inFilterChunk = 200
     /// Attempts for a retryable failure (network, 502, 503, 504, 520), the first included.
@@ -366,15 +371,29 @@ public final class PostgRESTRemoteStore: RemoteStore {
         try await fetchVersioned(RemoteTable.sessions, after: cursor, decode: SessionRecord.init(json:))
     }
 
-    func fetchVersioned<Record>(_ table: String, after cursor: PullCursor?, decode: ([String: Any]) throws -> Record) async throws -> [Versioned<Record>] {
-        var query: [(String, String)] = [("select", "*"), ("user_id", "eq.\(userID.canonical)")]
-        if let cursor { query.append(PostgREST.afterCursor(cursor)) }
-        return try await fetchAll(table, query: query, order: "updated_at.asc,id.asc") { row in
+    func fetchVersioned<Record>(_ table: String, after cursor: PullCursor?, decode: @escaping @Sendable ([String: Any]) throws -> Record) async throws
+        -> [Versioned<Record>] {
+        // Keyset pages from the cursor on: an offset page re-reads every row before it, which made
+        // the 100th page of 1,000 sessions cost PostgreSQL 25 ms and the whole listing quadratic.
+        let query: [(String, String)] = [("select", "*"), ("user_id", "eq.\(userID.canonical)")]
+        let rows = try await fetchFanned(table, query: query, order: "updated_at.asc,id.asc", keyset: ["updated_at", "id"],
+                                         after: cursor.map { [$0.updatedAt, $0.id.canonical] }, rangesOf: "id") { row in
             guard let updatedAt = row["updated_at"] as? String else {
                 throw RemoteStoreError(.malformedResponse, "\(table).updated_at is missing")
             }
-            return Versioned(record: try decode(row), updatedAt: updatedAt)
+            let id = try RowReader(row, table: table).uuid("id").canonical
+            return OrderedRow(date: Timestamp.parse(updatedAt) ?? .distantPast, id: id, row: Versioned(record: try decode(row), updatedAt: updatedAt))
         }
+        // Ranges of ids come back each in (updated_at, id) order: the whole listing is put in it.
+        let sorted = rows.sorted { $0.date != $1.date ? $0.date < $1.date : $0.id < $1.id }
+        return sorted.map(\.row)
+    }
+
+    /// A row with the (updated_at, id) it is ordered by.
+    struct OrderedRow<Row: Sendable>: Sendable {
+        let date: Date
+        let id: String
+        let row: Row
     }
 
     public func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> {
@@ -388,13 +407,54 @@ public final class PostgRESTRemoteStore: RemoteStore {
     func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
         var query: [(String, String)] = [("select", "id"), ("user_id", "eq.\(userID.canonical)")]
         if let deviceID { query.append(("device_id", "eq.\(deviceID.canonical)")) }
-        return Set(try await fetchAll(table, query: query, order: "id.asc", keyset: ["id"]) { try RowReader($0, table: table).uuid("id") })
+        return Set(try await fetchFanned(table, query: query, order: "id.asc", keyset: ["id"], rangesOf: "id") {
+            try RowReader($0, table: table).uuid("id")
+        })
     }
 
     public func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
-        try await fetchAll(RemoteTable.secrets, query: [
+        try await fetchFanned(RemoteTable.secrets, query: [
             ("select", "session_id,device_id,ephemeral_public_key,encrypted_secret"), ("device_id", "eq.\(deviceID.canonical)"),
-        ], order: "session_id.asc", keyset: ["session_id"], decode: EnvelopeRecord.init(json:))
+        ], order: "session_id.asc", keyset: ["session_id"], rangesOf: "session_id", decode: EnvelopeRecord.init(json:))
+    }
+
+    /// A keyset listing that fans out (``PostgRESTConfiguration/listingStreams``): the first
+    /// page alone; when it comes back full, the rest in that many ranges of the uuid column
+    /// `column` at once (`column=gte.<low>&column=lt.<high>`), each a keyset listing from the
+    /// first page's last key. The ranges cover the uuid space above that key when the key starts
+    /// with `column`, the whole space otherwise; their rows come back in range order.
+    func fetchFanned<Row: Sendable>(
+        _ table: String, query: [(String, String)], order: String, keyset: [String], after start: [String]? = nil,
+        rangesOf column: String, decode: @escaping @Sendable ([String: Any]) throws -> Row
+    ) async throws -> [Row] {
+        let first = try await fetchPages(table, query: query, order: order, keyset: keyset, after: start, maxPages: 1, decode: decode)
+        guard let resume = first.resume else { return first.rows }
+        let streams = configuration.listingStreams
+        guard streams > 1, first.rows.count >= configuration.pageSize else {
+            return first.rows + (try await fetchPages(table, query: query, order: order, keyset: keyset, after: resume, decode: decode).rows)
+        }
+        // Bounds on the uuid's first 32 bits: the ranges [bound(i), bound(i + 1)).
+        let low = keyset[0] == column ? UInt64(UInt32(resume[0].prefix(8), radix: 16) ?? 0) : 0
+        func bound(_ index: Int) -> String {
+            String(format: "%08x-0000-0000-0000-000000000000", UInt32(low + (0x1_0000_0000 - low) * UInt64(index) / UInt64(streams)))
+        }
+        let parts = try await withThrowingTaskGroup(of: (Int, [Row]).self) { group in
+            for index in 0..<streams {
+                var range = query
+                if index > 0 { range.append((column, "gte.\(bound(index))")) }
+                if index < streams - 1 { range.append((column, "lt.\(bound(index + 1))")) }
+                group.addTask {
+                    (index, try await self.fetchPages(table, query: range, order: order, keyset: keyset, after: resume, decode: decode).rows)
+                }
+            }
+            var parts = [[Row]](repeating: [], count: streams)
+            for try await (index, rows) in group { parts[index] = rows }
+            return parts
+        }
+        var rows = first.rows
+        rows.reserveCapacity(rows.count + parts.reduce(0) { $0 + $1.count })
+        for part in parts { rows += part }
+        return rows
     }
 
     /// Pages through every row: `Range` requests of ``PostgRESTConfiguration/pageSize`` until a
@@ -405,17 +465,31 @@ public final class PostgRESTRemoteStore: RemoteStore {
     ///
     /// With `keyset` (columns that are unique together, in `order`'s order) each page after the
     /// first filters on the last row's key instead of skipping an offset, so every page costs the
-    /// same however deep it is: the pair listing reads 100,000 rows at the L size.
+    /// same however deep it is: the pair listing reads 100,000 rows at the L size. `after` starts
+    /// the listing after that key. A key of several columns also bounds the first column from
+    /// below (`gte`), which the row filter implies, so that the index scan starts at the key
+    /// instead of filtering every row before it.
     func fetchAll<Row>(
-        _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, exactCount: Bool = false,
-        decode: ([String: Any]) throws -> Row
+        _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, after start: [String]? = nil,
+        exactCount: Bool = false, decode: ([String: Any]) throws -> Row
     ) async throws -> [Row] {
+        try await fetchPages(table, query: query, order: order, keyset: keyset, after: start, exactCount: exactCount, decode: decode).rows
+    }
+
+    /// ``fetchAll(_:query:order:keyset:after:exactCount:decode:)`` stopping after `maxPages`
+    /// pages: the rows, and when the listing has not ended, the key to go on after (keyset
+    /// listings; an offset listing just stops).
+    func fetchPages<Row>(
+        _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, after start: [String]? = nil,
+        exactCount: Bool = false, maxPages: Int = .max, decode: ([String: Any]) throws -> Row
+    ) async throws -> (rows: [Row], resume: [String]?) {
+        var pages = 0
         // Each page becomes typed rows at once: 100,000 JSON objects held to the end cost ~170 MB.
         var rows: [Row] = []
         var fetched = 0
         var offset = 0
         var total: Int?
-        var after: [String]?
+        var after = keyset == nil ? nil : start
         let deadline = ContinuousClock.now + configuration.listingDeadline
         while true {
             // A server whose Content-Range never says done must not keep the client paging forever.
@@ -429,6 +503,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
             var first = offset
             if let keyset, let after {
                 pageQuery.append(PostgREST.afterKey(columns: keyset, values: after))
+                if keyset.count > 1 { pageQuery.append((keyset[0], "gte.\(after[0])")) }
                 first = 0
             }
             let range = "\(first)-\(first + configuration.pageSize - 1)"
@@ -440,18 +515,18 @@ public final class PostgRESTRemoteStore: RemoteStore {
             fetched += page.count
             guard let header = response.headers["content-range"] else {
                 // A server that ignores Range sent everything at once.
-                return rows
+                return (rows, nil)
             }
             guard let contentRange = ContentRange(header) else {
                 throw RemoteStoreError(.malformedResponse, "\(table): unreadable Content-Range", status: response.status)
             }
             if total == nil { total = contentRange.total }
-            if page.isEmpty { return rows }
+            if page.isEmpty { return (rows, nil) }
             guard contentRange.first == first, let last = contentRange.last, last - first + 1 == page.count else {
                 throw RemoteStoreError(.malformedResponse, "\(table): Content-Range does not match the rows returned", status: response.status)
             }
             offset += page.count
-            if let total, fetched >= total { return rows }
+            if let total, fetched >= total { return (rows, nil) }
             if let keyset, let lastRow = page.last {
                 let next = try keyset.map { column in
                     guard let value = (lastRow[column] as? String) ?? (lastRow[column] as? Int).map(String.init) else {
@@ -465,6 +540,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 }
                 after = next
             }
+            pages += 1
+            if pages >= maxPages { return (rows, after) }
         }
     }
 

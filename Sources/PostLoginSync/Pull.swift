@@ -130,18 +130,22 @@ extension PostLoginSync {
             let previous = held
             for (session, outcome) in try await inParallel(fresh, { part in
                 var results: [(UUID, Result<ReceivedEnvelope, CryptoError>)] = []
+                // Each sender's static exchange once per part: one X25519 an envelope, not two.
+                var exchanges = SenderExchanges()
                 for item in part {
                     try Task.checkCancellation()
                     let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
                     do {
-                        let opened = try envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key) { resolved[$0] }
+                        let opened = try envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
+                                                       senderKey: { resolved[$0] }, exchanges: &exchanges)
                         // A version-1 envelope carries no generation: "1 unless the store knows
                         // better". Replacing a held envelope with another secret is the next
                         // generation (a rotation sealed as v1), so the held one is kept as history.
                         var generation = opened.generation
                         if !opened.authenticated, let before = previous[item.sessionID],
                            let old = try? before.envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
-                                                               senderKey: { $0 == before.senderDeviceID ? before.senderPublicKey : nil }) {
+                                                               senderKey: { $0 == before.senderDeviceID ? before.senderPublicKey : nil },
+                                                               exchanges: &exchanges) {
                             generation = old.secret == opened.secret ? before.generation : before.generation &+ 1
                         }
                         results.append((item.sessionID, .success(ReceivedEnvelope(

@@ -136,6 +136,18 @@ extension SecretEnvelope {
         sessionID: SessionID, recipientDeviceID: UUID, using privateKey: X25519PrivateKey,
         senderKey: (UUID) throws -> X25519PublicKey?
     ) throws -> OpenedSecret {
+        var exchanges = SenderExchanges()
+        return try open(sessionID: sessionID, recipientDeviceID: recipientDeviceID, using: privateKey, senderKey: senderKey,
+                        exchanges: &exchanges)
+    }
+
+    /// ``open(sessionID:recipientDeviceID:using:senderKey:)`` for one of many envelopes opened
+    /// with the same key: `exchanges` keeps each sender's static exchange, computed at its first
+    /// envelope, so the others cost one X25519 instead of two. The result is the same.
+    public func open(
+        sessionID: SessionID, recipientDeviceID: UUID, using privateKey: X25519PrivateKey,
+        senderKey: (UUID) throws -> X25519PublicKey?, exchanges: inout SenderExchanges
+    ) throws -> OpenedSecret {
         guard version == 2 else {
             let secret = try open(sessionID: sessionID, using: privateKey)
             return OpenedSecret(secret: secret, senderDeviceID: nil, generation: 1, authenticated: false, version: 1)
@@ -157,12 +169,37 @@ extension SecretEnvelope {
         guard let senderPublicKey = resolved else { throw CryptoError.unknownSender }
         let info = Self.infoV2(sessionID: sessionID, sender: sender, recipient: recipientDeviceID, generation: generation)
         do {
+            let exchange = try exchanges.exchange(of: privateKey, with: senderPublicKey)
             let plaintext = try HPKE.open(mode: .auth, encapsulatedKey: enc, ciphertext: field[Self.headerByteCount...],
-                                          recipient: privateKey, info: info, sender: senderPublicKey)
+                                          recipient: privateKey, info: info, sender: senderPublicKey, senderExchange: exchange)
             let secret = try plaintext.withUnsafeBytes { try SessionSecret(textFormBytes: $0) }
             return OpenedSecret(secret: secret, senderDeviceID: sender, generation: generation, authenticated: true, version: 2)
         } catch {
             throw CryptoError.authenticationFailure
         }
+    }
+}
+
+/// The static X25519 exchanges `DH(skR, pkS)` of one recipient key with the senders' keys, for
+/// opening many version-2 envelopes: `AuthDecap` needs it for every envelope, and it is the same
+/// for all envelopes one sender sealed to this key. Secret material, held in self-wiping memory;
+/// keep one for a batch of opens by one task, not longer.
+public struct SenderExchanges: Sendable {
+    private var recipient: X25519PublicKey?
+    private var bySender: [X25519PublicKey: SecureBytes] = [:]
+
+    /// An empty set: each sender's exchange is computed at its first envelope.
+    public init() {}
+
+    /// `DH(skR, pkS)`, computed once per sender (and again if the recipient key changes).
+    mutating func exchange(of recipientKey: X25519PrivateKey, with sender: X25519PublicKey) throws -> SecureBytes {
+        if recipient != recipientKey.publicKey {
+            recipient = recipientKey.publicKey
+            bySender = [:]
+        }
+        if let known = bySender[sender] { return known }
+        let computed = try HPKE.staticExchange(recipient: recipientKey, sender: sender)
+        bySender[sender] = computed
+        return computed
     }
 }

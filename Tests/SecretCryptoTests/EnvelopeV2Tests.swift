@@ -45,6 +45,49 @@ struct EnvelopeV2Tests {
         }
     }
 
+    @Test("envelopes opened with kept sender exchanges open exactly as one by one: two senders, a forged one, a wrong key, another recipient")
+    func keptExchanges() throws {
+        let p = Parties()
+        let second = X25519PrivateKey(), secondID = UUID()
+        let keys = [p.senderID: p.sender.publicKey, secondID: second.publicKey]
+        var exchanges = SenderExchanges()
+        for index in 0..<6 {
+            let (sender, senderID) = index.isMultiple(of: 2) ? (p.sender, p.senderID) : (second, secondID)
+            let secret = SessionSecret()
+            let envelope = try SecretEnvelope.sealV2(secret, for: p.recipient.publicKey, recipientDeviceID: p.recipientID, sessionID: p.sessionID,
+                                                     sender: sender, senderDeviceID: senderID, generation: UInt32(index + 1))
+            let kept = try envelope.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: p.recipient,
+                                         senderKey: { keys[$0] }, exchanges: &exchanges)
+            let alone = try envelope.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: p.recipient) { keys[$0] }
+            #expect(kept.secret == alone.secret && kept.generation == alone.generation && kept.senderDeviceID == alone.senderDeviceID
+                    && kept.authenticated == alone.authenticated)
+            #expect(kept.secret == secret && kept.senderDeviceID == senderID && kept.generation == UInt32(index + 1))
+            // A key the sender did not seal with fails, though the other's exchange is kept.
+            #expect(throws: CryptoError.authenticationFailure) {
+                try envelope.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: p.recipient,
+                                  senderKey: { keys[$0] == p.sender.publicKey ? second.publicKey : p.sender.publicKey }, exchanges: &exchanges)
+            }
+        }
+        // An envelope a third device sealed, claiming the first sender's id: the kept exchange is
+        // the first sender's, so it fails.
+        let forged = try SecretEnvelope.sealV2(SessionSecret(), for: p.recipient.publicKey, recipientDeviceID: p.recipientID,
+                                               sessionID: p.sessionID, sender: X25519PrivateKey(), senderDeviceID: p.senderID, generation: 1)
+        #expect(throws: CryptoError.authenticationFailure) {
+            try forged.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: p.recipient, senderKey: { keys[$0] }, exchanges: &exchanges)
+        }
+        // The same exchanges used with another recipient key start over instead of reusing the first's.
+        let other = X25519PrivateKey()
+        let toOther = try SecretEnvelope.sealV2(SessionSecret(), for: other.publicKey, recipientDeviceID: p.recipientID, sessionID: p.sessionID,
+                                                sender: p.sender, senderDeviceID: p.senderID, generation: 1)
+        #expect(try toOther.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: other, senderKey: { keys[$0] },
+                                 exchanges: &exchanges).authenticated)
+        // A low-order sender key is refused, kept exchanges or not.
+        let lowOrder = try X25519PublicKey(rawRepresentation: [UInt8](repeating: 0, count: 32))
+        #expect(throws: CryptoError.authenticationFailure) {
+            try toOther.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: other, senderKey: { _ in lowOrder }, exchanges: &exchanges)
+        }
+    }
+
     @Test("a v1 envelope opened through the same call is unauthenticated, generation 1")
     func version1() throws {
         let p = Parties()

@@ -78,8 +78,19 @@ public enum HPKE {
         info: some ContiguousBytes, aad: some ContiguousBytes = [UInt8](), sender: X25519PublicKey? = nil,
         psk: SecureBytes? = nil, pskID: [UInt8] = []
     ) throws -> SecureBytes {
+        try open(mode: mode, encapsulatedKey: encapsulatedKey, ciphertext: ciphertext, recipient: recipient, info: info, aad: aad,
+                 sender: sender, senderExchange: nil, psk: psk, pskID: pskID)
+    }
+
+    /// ``open(mode:encapsulatedKey:ciphertext:recipient:info:aad:sender:psk:pskID:)`` with
+    /// `DH(skR, pkS)` computed before, for many messages of one sender.
+    static func open(
+        mode: Mode, encapsulatedKey: some ContiguousBytes, ciphertext: some ContiguousBytes, recipient: X25519PrivateKey,
+        info: some ContiguousBytes, aad: some ContiguousBytes = [UInt8](), sender: X25519PublicKey?, senderExchange: SecureBytes?,
+        psk: SecureBytes? = nil, pskID: [UInt8] = []
+    ) throws -> SecureBytes {
         var context = try RecipientContext(mode: mode, encapsulatedKey: encapsulatedKey, recipient: recipient, info: info,
-                                           sender: sender, psk: psk, pskID: pskID, withExporter: false)
+                                           sender: sender, senderExchange: senderExchange, psk: psk, pskID: pskID, withExporter: false)
         return try context.open(ciphertext, aad: aad)
     }
 
@@ -166,18 +177,37 @@ public enum HPKE {
         return (sharedSecret(dh: dh, kemContext: kemContext), enc)
     }
 
-    /// `Decap` / `AuthDecap`.
-    static func decapsulate(_ enc: [UInt8], recipient: X25519PrivateKey, sender: X25519PublicKey?) throws -> SecureBytes {
+    /// `Decap` / `AuthDecap`. `senderExchange`, when given, is `DH(skR, pkS)` computed before
+    /// (``staticExchange(recipient:sender:)``): the same for every message of one sender.
+    static func decapsulate(_ enc: [UInt8], recipient: X25519PrivateKey, sender: X25519PublicKey?,
+                            senderExchange: SecureBytes? = nil) throws -> SecureBytes {
         let dh = try SecureBytes(count: sender == nil ? 32 : 64) { out in
             try recipient.rawRepresentation.withUnsafeBytes { skR in
                 try X25519.exchange(into: out.baseAddress!, privateKey: skR.baseAddress!, publicKey: enc)
-                if let sender {
+                if let senderExchange {
+                    senderExchange.withUnsafeBytes { out.baseAddress!.advanced(by: 32).copyMemory(from: $0.baseAddress!, byteCount: 32) }
+                } else if let sender {
                     try X25519.exchange(into: out.baseAddress! + 32, privateKey: skR.baseAddress!, publicKey: sender.rawRepresentation)
                 }
             }
         }
         let kemContext = enc + recipient.publicKey.rawRepresentation + (sender?.rawRepresentation ?? [])
         return sharedSecret(dh: dh, kemContext: kemContext)
+    }
+
+    /// `DH(skR, pkS)`, the static part of `AuthDecap`.
+    ///
+    /// - Throws: ``CryptoError/authenticationFailure`` for a low-order sender key.
+    static func staticExchange(recipient: X25519PrivateKey, sender: X25519PublicKey) throws -> SecureBytes {
+        do {
+            return try SecureBytes(count: 32) { out in
+                try recipient.rawRepresentation.withUnsafeBytes { skR in
+                    try X25519.exchange(into: out.baseAddress!, privateKey: skR.baseAddress!, publicKey: sender.rawRepresentation)
+                }
+            }
+        } catch {
+            throw CryptoError.authenticationFailure
+        }
     }
 
     // MARK: - Key schedule (RFC 9180 §5.1)
@@ -291,13 +321,13 @@ public enum HPKE {
         }
 
         init(mode: Mode, encapsulatedKey: some ContiguousBytes, recipient: X25519PrivateKey, info: some ContiguousBytes,
-             sender: X25519PublicKey?, psk: SecureBytes?, pskID: [UInt8], withExporter: Bool) throws {
+             sender: X25519PublicKey?, senderExchange: SecureBytes? = nil, psk: SecureBytes?, pskID: [UInt8], withExporter: Bool) throws {
             guard (sender != nil) == mode.authenticatesSender else { throw CryptoError.invalidHPKEInput }
             let enc = encapsulatedKey.withUnsafeBytes { Array($0) }
             guard enc.count == HPKE.encapsulatedKeyByteCount else { throw CryptoError.authenticationFailure }
             let shared: SecureBytes
             do {
-                shared = try HPKE.decapsulate(enc, recipient: recipient, sender: sender)
+                shared = try HPKE.decapsulate(enc, recipient: recipient, sender: sender, senderExchange: senderExchange)
             } catch {
                 throw CryptoError.authenticationFailure
             }

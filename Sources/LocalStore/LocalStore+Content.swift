@@ -22,6 +22,27 @@ extension LocalStore {
         try await fetch(RepositoryRecord.self, changedSince: nil)
     }
 
+    /// The ids of every repository, without reading the rows.
+    public func repositoryIDs() async throws -> Set<UUID> {
+        try await ids(in: "repositories")
+    }
+
+    /// The ids of every session, without reading the rows.
+    public func sessionIDs() async throws -> Set<UUID> {
+        try await ids(in: "sessions")
+    }
+
+    private func ids(in table: String) async throws -> Set<UUID> {
+        try await mapErrors("reading \(table)") {
+            try await pool.read { db in
+                var result = Set<UUID>()
+                let rows = try Row.fetchCursor(db, sql: "SELECT id FROM \(table)")
+                while let row = try rows.next() { result.insert(try row.uuid(0)) }
+                return result
+            }
+        }
+    }
+
     /// Repositories updated after `since`, ordered by `(updated_at, id)`.
     func repositories(changedSince since: Date) async throws -> [RepositoryRecord] {
         try await fetch(RepositoryRecord.self, changedSince: since)

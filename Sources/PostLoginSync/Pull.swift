@@ -35,10 +35,12 @@ extension PostLoginSync {
             entry.applied = 1
         }
         try await recorder.phase(.repositories) { entry in
+            // The changed rows and the id listing are fetched at once.
             let cursor = try await local.cursor(for: .repositories)
+            async let listed = remote.listRepositoryIDs(deviceID: nil)
             let changed = try await remote.fetchRepositories(after: cursor)
-            let ids = try await remote.listRepositoryIDs(deviceID: nil)
-            let before = Set(try await local.repositories().map(\.id))
+            let ids = try await listed
+            let before = try await local.repositoryIDs()
             try await local.applyRepositories(changed.map(\.record), retaining: ids)
             entry.applied = changed.count
             entry.deleted = before.subtracting(ids).count
@@ -47,10 +49,11 @@ extension PostLoginSync {
         }
         try await recorder.phase(.sessions) { entry in
             let cursor = try await local.cursor(for: .sessions)
+            async let listed = remote.listSessionIDs(deviceID: nil)
             let changed = try await remote.fetchSessions(after: cursor)
-            let ids = try await remote.listSessionIDs(deviceID: nil)
-            let repositories = Set(try await local.repositories().map(\.id))
-            let before = Set(try await local.sessions().map(\.id))
+            let ids = try await listed
+            let repositories = try await local.repositoryIDs()
+            let before = try await local.sessionIDs()
             // A session whose repository did not arrive cannot be kept (foreign key); report it.
             let (keep, orphans) = changed.reduce(into: ([SessionRecord](), [SessionRecord]())) { result, item in
                 if repositories.contains(item.record.repositoryID) { result.0.append(item.record) } else { result.1.append(item.record) }
@@ -96,7 +99,7 @@ extension PostLoginSync {
     func pullEnvelopes(identity: DeviceIdentity, trust: TrustSnapshot?, entry: inout PhaseReport, recorder: Recorder) async throws {
         if let trust { entry.errors += trust.problems }
         let fetched = try await remote.fetchEnvelopes(addressedTo: identity.id)
-        let sessions = Set(try await local.sessions().map(\.id))
+        let sessions = try await local.sessionIDs()
         let kept = fetched.filter { sessions.contains($0.sessionID) }
         let listed = Set(kept.map(\.sessionID))
         entry.skipped = fetched.count - kept.count

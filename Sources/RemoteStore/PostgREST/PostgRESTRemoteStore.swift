@@ -42,7 +42,8 @@ public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
     public var baseBackoff: Duration = .milliseconds(200)
     /// Longest backoff delay.
     public var maxBackoff: Duration = .seconds(5)
-    /// The most rows one listing may return before it is abandoned as endless.
+    /// The most rows one listing (each range of a fanned-out one) may return before it is
+    /// abandoned as endless.
     public var maxListedRows = 2_000_000
     /// The longest one listing may take, all its pages included.
     public var listingDeadline: Duration = .seconds(900)
@@ -422,7 +423,9 @@ public final class PostgRESTRemoteStore: RemoteStore {
     /// page alone; when it comes back full, the rest in that many ranges of the uuid column
     /// `column` at once (`column=gte.<low>&column=lt.<high>`), each a keyset listing from the
     /// first page's last key. The ranges cover the uuid space above that key when the key starts
-    /// with `column`, the whole space otherwise; their rows come back in range order.
+    /// with `column`, the whole space otherwise; their rows come back in range order. The server
+    /// gave a full page when asked, so in a range a short page is its last: no empty page is
+    /// asked for to end it.
     func fetchFanned<Row: Sendable>(
         _ table: String, query: [(String, String)], order: String, keyset: [String], after start: [String]? = nil,
         rangesOf column: String, decode: @escaping @Sendable ([String: Any]) throws -> Row
@@ -444,7 +447,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 if index > 0 { range.append((column, "gte.\(bound(index))")) }
                 if index < streams - 1 { range.append((column, "lt.\(bound(index + 1))")) }
                 group.addTask {
-                    (index, try await self.fetchPages(table, query: range, order: order, keyset: keyset, after: resume, decode: decode).rows)
+                    (index, try await self.fetchPages(table, query: range, order: order, keyset: keyset, after: resume,
+                                                      shortPageEnds: true, decode: decode).rows)
                 }
             }
             var parts = [[Row]](repeating: [], count: streams)
@@ -478,10 +482,11 @@ public final class PostgRESTRemoteStore: RemoteStore {
 
     /// ``fetchAll(_:query:order:keyset:after:exactCount:decode:)`` stopping after `maxPages`
     /// pages: the rows, and when the listing has not ended, the key to go on after (keyset
-    /// listings; an offset listing just stops).
+    /// listings; an offset listing just stops). With `shortPageEnds`, a page shorter than
+    /// ``PostgRESTConfiguration/pageSize`` ends the listing (for a server known not to cap below it).
     func fetchPages<Row>(
         _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, after start: [String]? = nil,
-        exactCount: Bool = false, maxPages: Int = .max, decode: ([String: Any]) throws -> Row
+        exactCount: Bool = false, maxPages: Int = .max, shortPageEnds: Bool = false, decode: ([String: Any]) throws -> Row
     ) async throws -> (rows: [Row], resume: [String]?) {
         var pages = 0
         // Each page becomes typed rows at once: 100,000 JSON objects held to the end cost ~170 MB.
@@ -527,6 +532,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
             }
             offset += page.count
             if let total, fetched >= total { return (rows, nil) }
+            if shortPageEnds && page.count < configuration.pageSize { return (rows, nil) }
             if let keyset, let lastRow = page.last {
                 let next = try keyset.map { column in
                     guard let value = (lastRow[column] as? String) ?? (lastRow[column] as? Int).map(String.init) else {

@@ -86,11 +86,10 @@ create_database() {  # name, variant (own | deployed)
     name=$(basename "$file")
     if [ "$variant" = deployed ]; then
       # The deployed variant: its own secrets table, no updated_at triggers, no column limits,
-      # no capabilities merge, none of the coordination functions, no envelope digest, no change
-      # feed, and its envelope policy as deployed.
+      # no capabilities merge, none of the coordination functions, no envelope digest and no change feed.
       case "$name" in
         *_session_secrets.sql) file="$root/supabase/variants/deployed_session_secrets.sql" ;;
-        *_updated_at_triggers.sql|*_column_limits.sql|*_capabilities_merge.sql|*_coordination.sql|*_secret_digest.sql|*_secret_digest_kept.sql|*_change_feed.sql|*_secret_owner_per_row.sql) continue ;;
+        *_updated_at_triggers.sql|*_column_limits.sql|*_capabilities_merge.sql|*_coordination.sql|*_secret_digest.sql|*_secret_digest_kept.sql|*_change_feed.sql) continue ;;
       esac
     fi
     psql_as "$db" -f "$file"

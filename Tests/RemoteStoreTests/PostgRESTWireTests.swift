@@ -375,7 +375,7 @@ struct PostgRESTWireTests {
         #expect(server.requests.map { $0.queryValue("id") } == [nil, "gt.\(pairs[999].id)", "gt.\(pairs[1999].id)", "gt.\(pairs[2299].id)"])
     }
 
-    @Test("a listing whose first page is full fans out into ranges of its uuid key, each a keyset listing from that page on; a short one does not")
+    @Test("a listing whose first two pages are full fans out into ranges of its uuid key, each a keyset listing from there; a shorter one does not")
     func fannedListing() async throws {
         let device = UUID()
         // 3,500 envelopes in session order, and a second listing of 600.
@@ -397,22 +397,24 @@ struct PostgRESTWireTests {
         let client = makeClient(server) { $0.listingStreams = 4 }
         let fetched = try await client.fetchEnvelopes(addressedTo: device)
         #expect(fetched.map(\.sessionID.canonical) == long, "every row once, in session order")
-        let first = try #require(server.requests.first)
-        #expect(first.queryValue("session_id") == nil)
-        let ranged = server.requests.dropFirst()
-        // Each of four ranges that split the uuid space above the first page's last key starts
+        #expect(server.requests.prefix(2).map { $0.query.filter { $0.0 == "session_id" }.map(\.1) } == [[], ["gt.\(long[999])"]])
+        let ranged = server.requests.dropFirst(2)
+        // Each of four ranges that split the uuid space above the second page's last key starts
         // right after that key, then pages on by its own.
-        #expect(ranged.filter { $0.query.contains { $0 == ("session_id", "gt.\(long[999])") } }.count == 4)
-        #expect(ranged.allSatisfy { $0.query.contains { $0.0 == "session_id" && $0.1.hasPrefix("gt.") && $0.1 >= "gt.\(long[999])" } })
+        #expect(ranged.filter { $0.query.contains { $0 == ("session_id", "gt.\(long[1999])") } }.count == 4)
+        #expect(ranged.allSatisfy { $0.query.contains { $0.0 == "session_id" && $0.1.hasPrefix("gt.") && $0.1 >= "gt.\(long[1999])" } })
         let ranges = Set(ranged.map { request in request.query.filter { $0.0 == "session_id" && !$0.1.hasPrefix("gt.") }.map(\.1) })
         #expect(ranges.count == 4)
         #expect(ranges.contains { $0.count == 1 && $0[0].hasPrefix("lt.") } && ranges.contains { $0.count == 1 && $0[0].hasPrefix("gte.") })
-        #expect(ranged.count == 4, "one short page per range (~625 rows each): a short page ends a range, no empty page is asked for")
+        #expect(ranged.count == 4, "one short page per range (~375 rows each): a short page ends a range, no empty page is asked for")
 
-        listings.withLock { $0 = short }
-        let before = server.requests.count
-        #expect(try await client.fetchEnvelopes(addressedTo: device).map(\.sessionID.canonical) == short)
-        #expect(server.requests.count - before == 2, "a short first page goes on alone: one more page, empty")
+        // 600, 1,000 and 1,500 rows: page after page, as before, until an empty page.
+        for (rows, requests) in [(short, 2), (envelopes(1_000), 2), (envelopes(1_500), 3)] {
+            listings.withLock { $0 = rows }
+            let before = server.requests.count
+            #expect(try await client.fetchEnvelopes(addressedTo: device).map(\.sessionID.canonical) == rows)
+            #expect(server.requests.count - before == requests, "\(rows.count) rows")
+        }
     }
 
     @Test("a cursor filter sends its timestamp quoted and with %2B, never a bare +")

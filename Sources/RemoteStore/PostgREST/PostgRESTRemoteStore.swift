@@ -29,10 +29,10 @@ public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
     public var maxBytesPerBatch = 512 * 1024
     /// Rows asked for per page (Supabase caps responses at 1000).
     public var pageSize = 1000
-    /// Streams a long listing fans out into: once the first page of a listing by a uuid key
-    /// comes back full, the rest is read in this many ranges of that key at once, so the
+    /// Streams a long listing fans out into: once the first two pages of a listing by a uuid
+    /// key come back full, the rest is read in this many ranges of that key at once, so the
     /// server's and the database's work on one page overlaps the decoding of another. A listing
-    /// of one page costs the requests it did. 1 reads page after page.
+    /// of up to two pages costs the requests it did. 1 reads page after page.
     public var listingStreams = 4
     /// Values per `in.(...)` filter, to stay clear of URL length limits.
     public var inFilterChunk = 200
@@ -420,20 +420,22 @@ public final class PostgRESTRemoteStore: RemoteStore {
     }
 
     /// A keyset listing that fans out (``PostgRESTConfiguration/listingStreams``): the first
-    /// page alone; when it comes back full, the rest in that many ranges of the uuid column
-    /// `column` at once (`column=gte.<low>&column=lt.<high>`), each a keyset listing from the
-    /// first page's last key. The ranges cover the uuid space above that key when the key starts
-    /// with `column`, the whole space otherwise; their rows come back in range order. The server
-    /// gave a full page when asked, so in a range a short page is its last: no empty page is
-    /// asked for to end it.
+    /// two pages one after the other; when both come back full, the rest in that many ranges of
+    /// the uuid column `column` at once (`column=gte.<low>&column=lt.<high>`), each a keyset
+    /// listing from the second page's last key. The ranges cover the uuid space above that key
+    /// when the key starts with `column`, the whole space otherwise; their rows come back in
+    /// range order. The server gave full pages when asked, so in a range a short page is its
+    /// last: no empty page is asked for to end it.
     func fetchFanned<Row: Sendable>(
         _ table: String, query: [(String, String)], order: String, keyset: [String], after start: [String]? = nil,
         rangesOf column: String, decode: @escaping @Sendable ([String: Any]) throws -> Row
     ) async throws -> [Row] {
-        let first = try await fetchPages(table, query: query, order: order, keyset: keyset, after: start, maxPages: 1, decode: decode)
+        // Two pages first: a listing of exactly one full page (1,000 sessions) ends with the
+        // second, as it always did, instead of asking every range for nothing.
+        let first = try await fetchPages(table, query: query, order: order, keyset: keyset, after: start, maxPages: 2, decode: decode)
         guard let resume = first.resume else { return first.rows }
         let streams = configuration.listingStreams
-        guard streams > 1, first.rows.count >= configuration.pageSize else {
+        guard streams > 1, first.rows.count >= 2 * configuration.pageSize else {
             return first.rows + (try await fetchPages(table, query: query, order: order, keyset: keyset, after: resume, decode: decode).rows)
         }
         // Bounds on the uuid's first 32 bits: the ranges [bound(i), bound(i + 1)).

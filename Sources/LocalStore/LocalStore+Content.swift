@@ -32,11 +32,12 @@ extension LocalStore {
         try await ids(in: "sessions")
     }
 
-    private func ids(in table: String) async throws -> Set<UUID> {
+    /// Every value of a uuid column, read from its index alone where it has one.
+    func ids(in table: String, column: String = "id") async throws -> Set<UUID> {
         try await mapErrors("reading \(table)") {
             try await pool.read { db in
                 var result = Set<UUID>()
-                let rows = try Row.fetchCursor(db, sql: "SELECT id FROM \(table)")
+                let rows = try Row.fetchCursor(db, sql: "SELECT \(column) FROM \(table)")
                 while let row = try rows.next() { result.insert(try row.uuid(0)) }
                 return result
             }

@@ -60,14 +60,7 @@ extension LocalStore {
 
     /// The ids of this desktop's sessions (those it holds its own secret for).
     public func ownSessionIDs() async throws -> Set<UUID> {
-        try await mapErrors("reading session secrets") {
-            try await pool.read { db in
-                var result = Set<UUID>()
-                let rows = try Row.fetchCursor(db, sql: "SELECT session_id FROM own_session_secrets")
-                while let row = try rows.next() { result.insert(try row.uuid(0)) }
-                return result
-            }
-        }
+        try await ids(in: "own_session_secrets", column: "session_id")
     }
 
     /// One page of this desktop's sealed secrets in session id order: at most `limit`, those

@@ -184,7 +184,8 @@ public enum HPKE {
         let dh = try SecureBytes(count: sender == nil ? 32 : 64) { out in
             try recipient.rawRepresentation.withUnsafeBytes { skR in
                 try X25519.exchange(into: out.baseAddress!, privateKey: skR.baseAddress!, publicKey: enc)
-                if let senderExchange {
+                // Only in auth mode (a sender) is there room for the second exchange.
+                if sender != nil, let senderExchange, senderExchange.count == 32 {
                     senderExchange.withUnsafeBytes { out.baseAddress!.advanced(by: 32).copyMemory(from: $0.baseAddress!, byteCount: 32) }
                 } else if let sender {
                     try X25519.exchange(into: out.baseAddress! + 32, privateKey: skR.baseAddress!, publicKey: sender.rawRepresentation)

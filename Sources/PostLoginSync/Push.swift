@@ -91,29 +91,30 @@ extension PostLoginSync {
         var written = mark
         while true {
             var page = try await changed(mark, position, max(1, options.rowPage))
-            guard let last = page.last else {
-                // The previous page was full and ended at the last row: its sequence is done.
-                if accepted, let position, position.sequence > written { try await local.setSetting(markKey, String(position.sequence)) }
-                break
+            if let last = page.last {
+                for index in page.rows.indices { stamp(&page.rows[index], now) }
+                entry.sent += page.rows.count
+                let total = max(pending, entry.sent)
+                let result = try await send(page.rows) { batch in
+                    let completed = done.add(batch.count)
+                    progress?(SyncProgress(phase: phase, completed: completed, total: total, message: "Syncing \(phase.rawValue)..."))
+                }
+                entry.applied += result.accepted
+                entry.failed += result.rejected.count
+                entry.errors += Self.issues(result.rejected, phase: phase)
+                accepted = accepted && result.rejected.isEmpty
+                position = last
             }
-            for index in page.rows.indices { stamp(&page.rows[index], now) }
-            entry.sent += page.rows.count
-            let total = max(pending, entry.sent)
-            let result = try await send(page.rows) { batch in
-                let completed = done.add(batch.count)
-                progress?(SyncProgress(phase: phase, completed: completed, total: total, message: "Syncing \(phase.rawValue)..."))
-            }
-            entry.applied += result.accepted
-            entry.failed += result.rejected.count
-            entry.errors += Self.issues(result.rejected, phase: phase)
-            accepted = accepted && result.rejected.isEmpty
-            let through = page.complete ? last.sequence : last.sequence - 1
-            if accepted && through > written {
-                try await local.setSetting(markKey, String(through))
-                written = through
+            // Once nothing follows, the last row's sequence is done (also when an empty page
+            // follows a full one); before that, only the sequences before it.
+            if accepted, let position {
+                let through = page.complete ? position.sequence : position.sequence - 1
+                if through > written {
+                    try await local.setSetting(markKey, String(through))
+                    written = through
+                }
             }
             if page.complete { break }
-            position = last
         }
     }
 

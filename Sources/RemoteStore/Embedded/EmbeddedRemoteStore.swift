@@ -43,7 +43,7 @@ public final class EmbeddedRemoteStore: RemoteStore {
 
     public func metrics() -> RemoteMetrics { counters.withLock { $0 } }
 
-    func count(_ operations: Int = 1) { counters.withLock { $0.requests += operations } }
+    func count(_ operations: Int = 1) { MetricsTally.record({ $0.requests += operations }, in: counters) }
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -578,7 +578,7 @@ public final class EmbeddedRemoteStore: RemoteStore {
     }
 
     func fetchVersioned<Record: Sendable & Hashable>(
-        _ table: String, after cursor: PullCursor?, decode: @Sendable @escaping ([String: Any]) throws -> Record
+        _ table: String, after cursor: PullCursor?, decode: @Sendable @escaping (ResponseRow) throws -> Record
     ) async throws -> [Versioned<Record>] {
         let me = self.me
         return try await read("reading \(table)") { db in
@@ -628,16 +628,16 @@ public final class EmbeddedRemoteStore: RemoteStore {
     // MARK: - Helpers
 
     /// A SQLite row as the JSON object PostgREST would return (booleans as booleans).
-    static func json(_ row: Row) -> [String: Any] {
-        var object: [String: Any] = [:]
+    /// A stored row as PostgREST would answer it (a `bytea` as its base64 text).
+    static func json(_ row: Row) -> ResponseRow {
+        var object = ResponseRow()
         for (column, value) in row {
             switch value.storage {
-            case .null: object[column] = NSNull()
-            case let .int64(number):
-                object[column] = booleanColumns.contains(column) ? (number != 0) as Any : Int(number) as Any
-            case let .double(number): object[column] = number
-            case let .string(text): object[column] = text
-            case let .blob(data): object[column] = data.base64EncodedString()
+            case .null: object.fields.append((column, .null))
+            case let .int64(number): object.fields.append((column, booleanColumns.contains(column) ? .bool(number != 0) : .int(Int(number))))
+            case let .double(number): object.fields.append((column, .double(number)))
+            case let .string(text): object.fields.append((column, .string(text)))
+            case let .blob(data): object.fields.append((column, .string(data.base64EncodedString())))
             }
         }
         return object

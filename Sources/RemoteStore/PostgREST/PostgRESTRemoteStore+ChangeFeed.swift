@@ -51,20 +51,20 @@ extension PostgRESTRemoteStore {
     static let feedFunction = "sync_changes"
 
     static func decodeChanges(_ data: Data, complete: Bool) throws -> RemoteChanges {
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let serverTime = object["server_time"] as? String, Timestamp.parse(serverTime) != nil,
-              let devices = object["devices"] as? [Any], let requests = object["secret_requests"] as? [Any] else {
+        guard let object = try? ResponseJSON.object(data),
+              case let .string(serverTime)? = object["server_time"], Timestamp.parse(serverTime) != nil,
+              case let .json(devices)? = object["devices"], case let .json(requests)? = object["secret_requests"] else {
             throw RemoteStoreError(.malformedResponse, "sync_changes answered something other than a change set")
         }
-        func rows(_ array: [Any], _ table: String) throws -> [[String: Any]] {
-            try array.map { element in
-                guard let row = element as? [String: Any] else { throw RemoteStoreError(.malformedResponse, "sync_changes: \(table) holds something other than rows") }
-                return row
-            }
+        // Each list is an array of rows (an object member is kept as its checked text).
+        func rows(_ text: String, _ table: String) throws -> [ResponseRow] {
+            try ResponseJSON.rows(Data(text.utf8), table: "sync_changes: \(table)")
         }
+        var statements: String?
+        if case let .string(text)? = object["statements"] { statements = text }
         return RemoteChanges(
             devices: try rows(devices, "devices").map(RemoteDevice.init(json:)), complete: complete,
             secretRequests: try rows(requests, "secret_requests").map(SecretRequestRow.init(json:)),
-            statements: object["statements"] as? String, cursor: ChangeCursor(since: serverTime), method: "feed")
+            statements: statements, cursor: ChangeCursor(since: serverTime), method: "feed")
     }
 }

@@ -44,7 +44,7 @@ extension PostgRESTRemoteStore: CoordinationStore {
         let response = try await send("PATCH", RemoteTable.sessions, query: [
             ("id", "eq.\(status.sessionID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
         ], prefer: "return=representation", body: Data(body.json.utf8))
-        let rows = try Self.decodeArray(response.body, table: RemoteTable.sessions)
+        let rows = try ResponseJSON.rows(response.body, table: RemoteTable.sessions)
         guard let row = rows.first else {
             throw RemoteStoreError(.permissionDenied, "session \(status.sessionID.canonical) is not one of yours on the remote (push it first)")
         }
@@ -58,7 +58,7 @@ extension PostgRESTRemoteStore: CoordinationStore {
             ("select", "id,device_id,token,push_type,priority,collapse_id,payload,created_at,delivered_at,attempts,last_error"),
             ("user_id", "eq.\(userID.canonical)"), ("order", "id.desc"), ("limit", String(max(0, min(limit, 10_000)))),
         ], prefer: nil, body: nil)
-        return try Self.decodeArray(response.body, table: "push_outbox").map(OutboxEntry.init(json:))
+        return try ResponseJSON.rows(response.body, table: "push_outbox").map(OutboxEntry.init(json:))
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, from data: Data, function: String) throws -> T {
@@ -71,11 +71,11 @@ extension PostgRESTRemoteStore: CoordinationStore {
 }
 
 extension OutboxEntry {
-    init(json row: [String: Any]) throws {
+    init(json row: ResponseRow) throws {
         let r = RowReader(row, table: "push_outbox")
-        guard let id = (row["id"] as? NSNumber)?.int64Value else { throw r.fail("id", "is not an integer") }
+        guard let id = try r.optionalInt("id").map(Int64.init) else { throw r.fail("id", "is not an integer") }
         var payload = "{}"
-        if let object = row["payload"], !(object is NSNull) {
+        if let object = r.json("payload") {
             let value = (object as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? object
             guard JSONSerialization.isValidJSONObject(value),
                   let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else {

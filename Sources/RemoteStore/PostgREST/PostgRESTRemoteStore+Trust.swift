@@ -9,7 +9,7 @@ extension PostgRESTRemoteStore {
         let response = try await send("PATCH", RemoteTable.devices, query: [
             ("id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
         ], prefer: "return=representation", body: Data(body.json.utf8))
-        guard try !Self.decodeArray(response.body, table: RemoteTable.devices).isEmpty else {
+        guard try !ResponseJSON.rows(response.body, table: RemoteTable.devices).isEmpty else {
             throw RemoteStoreError(.permissionDenied, "device \(deviceID.canonical) is not one of yours on the remote")
         }
     }
@@ -18,7 +18,7 @@ extension PostgRESTRemoteStore {
         let response = try await send("GET", "user_identity_keys", query: [
             ("select", "public_key"), ("user_id", "eq.\(userID.canonical)"),
         ], prefer: nil, body: nil)
-        let rows = try Self.decodeArray(response.body, table: "user_identity_keys")
+        let rows = try ResponseJSON.rows(response.body, table: "user_identity_keys")
         guard let row = rows.first else { return nil }
         guard rows.count == 1 else { throw RemoteStoreError(.malformedResponse, "user_identity_keys: more than one row for the user") }
         return try RowReader(row, table: "user_identity_keys").string("public_key")
@@ -83,7 +83,7 @@ extension PostgRESTRemoteStore {
     }
 
     /// One row of `device_certificates` or `device_revocations`.
-    static func statementRow(_ row: [String: Any], table: String) throws -> SignedStatementRow {
+    static func statementRow(_ row: ResponseRow, table: String) throws -> SignedStatementRow {
         let r = RowReader(row, table: table)
         return SignedStatementRow(deviceID: try r.uuid("device_id"), userID: try r.uuid("user_id"),
                                   body: try r.string("body"), signature: try r.string("signature"))

@@ -127,7 +127,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
     func currentCapabilities(of id: UUID) async throws -> String? {
         let response = try await send("GET", RemoteTable.devices, query: [("select", "capabilities"), ("id", "eq.\(id.canonical)")],
                                       prefer: nil, body: nil)
-        guard let value = try Self.decodeArray(response.body, table: RemoteTable.devices).first?["capabilities"] as? [String: Any] else { return nil }
+        guard case let .json(text)? = try ResponseJSON.rows(response.body, table: RemoteTable.devices).first?["capabilities"],
+              let value = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return nil }
         return String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
     }
 
@@ -372,17 +373,16 @@ public final class PostgRESTRemoteStore: RemoteStore {
         try await fetchVersioned(RemoteTable.sessions, after: cursor, decode: SessionRecord.init(json:))
     }
 
-    func fetchVersioned<Record>(_ table: String, after cursor: PullCursor?, decode: @escaping @Sendable ([String: Any]) throws -> Record) async throws
+    func fetchVersioned<Record>(_ table: String, after cursor: PullCursor?, decode: @escaping @Sendable (ResponseRow) throws -> Record) async throws
         -> [Versioned<Record>] {
         // Keyset pages from the cursor on: an offset page re-reads every row before it, which made
         // the 100th page of 1,000 sessions cost PostgreSQL 25 ms and the whole listing quadratic.
         let query: [(String, String)] = [("select", "*"), ("user_id", "eq.\(userID.canonical)")]
         let rows = try await fetchFanned(table, query: query, order: "updated_at.asc,id.asc", keyset: ["updated_at", "id"],
                                          after: cursor.map { [$0.updatedAt, $0.id.canonical] }, rangesOf: "id") { row in
-            guard let updatedAt = row["updated_at"] as? String else {
-                throw RemoteStoreError(.malformedResponse, "\(table).updated_at is missing")
-            }
-            let id = try RowReader(row, table: table).uuid("id").canonical
+            let r = RowReader(row, table: table)
+            let updatedAt = try r.string("updated_at")
+            let id = try r.uuid("id").canonical
             return OrderedRow(date: Timestamp.parse(updatedAt) ?? .distantPast, id: id, row: Versioned(record: try decode(row), updatedAt: updatedAt))
         }
         // Ranges of ids come back each in (updated_at, id) order: the whole listing is put in it.
@@ -428,7 +428,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
     /// last: no empty page is asked for to end it.
     func fetchFanned<Row: Sendable>(
         _ table: String, query: [(String, String)], order: String, keyset: [String], after start: [String]? = nil,
-        rangesOf column: String, decode: @escaping @Sendable ([String: Any]) throws -> Row
+        rangesOf column: String, decode: @escaping @Sendable (ResponseRow) throws -> Row
     ) async throws -> [Row] {
         // Two pages first: a listing of exactly one full page (1,000 sessions) ends with the
         // second, as it always did, instead of asking every range for nothing.
@@ -477,7 +477,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
     /// instead of filtering every row before it.
     func fetchAll<Row>(
         _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, after start: [String]? = nil,
-        exactCount: Bool = false, decode: ([String: Any]) throws -> Row
+        exactCount: Bool = false, decode: (ResponseRow) throws -> Row
     ) async throws -> [Row] {
         try await fetchPages(table, query: query, order: order, keyset: keyset, after: start, exactCount: exactCount, decode: decode).rows
     }
@@ -488,7 +488,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
     /// ``PostgRESTConfiguration/pageSize`` ends the listing (for a server known not to cap below it).
     func fetchPages<Row>(
         _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, after start: [String]? = nil,
-        exactCount: Bool = false, maxPages: Int = .max, shortPageEnds: Bool = false, decode: ([String: Any]) throws -> Row
+        exactCount: Bool = false, maxPages: Int = .max, shortPageEnds: Bool = false, decode: (ResponseRow) throws -> Row
     ) async throws -> (rows: [Row], resume: [String]?) {
         var pages = 0
         // Each page becomes typed rows at once: 100,000 JSON objects held to the end cost ~170 MB.
@@ -516,7 +516,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
             let range = "\(first)-\(first + configuration.pageSize - 1)"
             let response = try await send("GET", table, query: pageQuery + [("order", order)], prefer: exactCount ? "count=exact" : nil, body: nil,
                                           extraHeaders: [("Range-Unit", "items"), ("Range", range)])
-            let page = try Self.decodeArray(response.body, table: table)
+            let page = try ResponseJSON.rows(response.body, table: table)
             rows.reserveCapacity(rows.count + page.count)
             for object in page { rows.append(try decode(object)) }
             fetched += page.count
@@ -537,10 +537,11 @@ public final class PostgRESTRemoteStore: RemoteStore {
             if shortPageEnds && page.count < configuration.pageSize { return (rows, nil) }
             if let keyset, let lastRow = page.last {
                 let next = try keyset.map { column in
-                    guard let value = (lastRow[column] as? String) ?? (lastRow[column] as? Int).map(String.init) else {
-                        throw RemoteStoreError(.malformedResponse, "\(table).\(column) is missing")
+                    switch lastRow[column] {
+                    case let .string(value)?: return value
+                    case let .int(value)?: return String(value)
+                    default: throw RemoteStoreError(.malformedResponse, "\(table).\(column) is missing")
                     }
-                    return value
                 }
                 // The next page starts after this key; the same key again means no progress.
                 guard next != after else {
@@ -550,18 +551,6 @@ public final class PostgRESTRemoteStore: RemoteStore {
             }
             pages += 1
             if pages >= maxPages { return (rows, after) }
-        }
-    }
-
-    package static func decodeArray(_ body: Data, table: String) throws -> [[String: Any]] {
-        guard let array = try? JSONSerialization.jsonObject(with: body) as? [Any] else {
-            throw RemoteStoreError(.malformedResponse, "\(table): response is not a JSON array")
-        }
-        return try array.map { element in
-            guard let object = element as? [String: Any] else {
-                throw RemoteStoreError(.malformedResponse, "\(table): response holds something other than rows")
-            }
-            return object
         }
     }
 
@@ -589,10 +578,10 @@ public final class PostgRESTRemoteStore: RemoteStore {
             if let prefer { headers.append(("Prefer", prefer)) }
             headers += extraHeaders
             let request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: configuration.requestTimeout)
-            counters.withLock {
+            MetricsTally.record({
                 $0.requests += 1
                 $0.bytesSent += (body?.count ?? 0)
-            }
+            }, in: counters)
 
             let response: HTTPResponse
             do {
@@ -610,7 +599,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 attempt += 1
                 continue
             }
-            counters.withLock { $0.bytesReceived += response.body.count }
+            MetricsTally.record({ $0.bytesReceived += response.body.count }, in: counters)
             if (200..<300).contains(response.status) { return response }
 
             if (300..<400).contains(response.status) {
@@ -638,7 +627,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
 
     /// Sleeps a full-jitter exponential delay, counting the retry; throws on cancellation.
     func backoff(_ attempt: Int) async throws {
-        counters.withLock { $0.retries += 1 }
+        MetricsTally.record({ $0.retries += 1 }, in: counters)
         let ceiling = min(configuration.maxBackoff, configuration.baseBackoff * (1 << min(attempt - 1, 20)))
         let nanos = ceiling.components.seconds * 1_000_000_000 + ceiling.components.attoseconds / 1_000_000_000
         try await Task.sleep(for: .nanoseconds(Int64.random(in: 0...max(nanos, 1))))

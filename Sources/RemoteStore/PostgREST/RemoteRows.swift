@@ -44,7 +44,7 @@ extension RepositoryRecord {
         ])
     }
 
-    init(json row: [String: Any]) throws {
+    init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.repositories)
         self.init(
             id: try r.uuid("id"), userID: try r.uuid("user_id"), deviceID: try r.uuid("device_id"), name: try r.string("name"),
@@ -74,7 +74,7 @@ extension SessionRecord {
         return JSONRow(fields: fields)
     }
 
-    init(json row: [String: Any]) throws {
+    init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.sessions)
         self.init(
             id: try r.uuid("id"), userID: try r.uuid("user_id"), deviceID: try r.uuid("device_id"),
@@ -88,7 +88,7 @@ extension SessionRecord {
             updatedAt: try r.optionalDate("updated_at") ?? Date(timeIntervalSince1970: 0)
         )
         // A malformed status (a deployment without the CHECKs) is dropped; the row is kept.
-        runtimeStatus = RuntimeStatus(json: row["runtime_status"], sessionID: id,
+        runtimeStatus = RuntimeStatus(json: r.json("runtime_status"), sessionID: id,
                                       reportedAt: (try? r.optionalDate("runtime_status_updated_at")) ?? nil)
     }
 }
@@ -105,7 +105,7 @@ extension EnvelopeRecord {
 
     var pair: EnvelopePair { EnvelopePair(sessionID: sessionID, deviceID: deviceID) }
 
-    init(json row: [String: Any]) throws {
+    init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.secrets)
         self.init(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id"),
                   ephemeralPublicKey: try r.optionalString("ephemeral_public_key") ?? "",
@@ -114,7 +114,7 @@ extension EnvelopeRecord {
 }
 
 extension RemoteDevice {
-    init(json row: [String: Any]) throws {
+    init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.devices)
         self.init(
             id: try r.uuid("id"), userID: try r.uuid("user_id"), name: try r.string("name"),
@@ -123,18 +123,17 @@ extension RemoteDevice {
             deviceRole: (try? r.optionalString("device_role")).flatMap { $0.flatMap(DeviceTrustRole.init(rawValue:)) },
             publicKey: try r.optionalString("public_key"), isTrusted: try r.bool("is_trusted", default: false),
             lastSeenAt: try r.optionalDate("last_seen_at"),
-            envelopeVersions: EnvelopeCapability.versions(in: row["capabilities"])
+            envelopeVersions: EnvelopeCapability.versions(in: r.json("capabilities"))
         )
     }
 }
 
-/// Reads one JSON object of a response, failing with a clear error naming the column (never
-/// its value).
+/// Reads one row of a response, failing with a clear error naming the column (never its value).
 struct RowReader {
-    let row: [String: Any]
+    let row: ResponseRow
     let table: String
 
-    init(_ row: [String: Any], table: String) {
+    init(_ row: ResponseRow, table: String) {
         self.row = row
         self.table = table
     }
@@ -145,8 +144,8 @@ struct RowReader {
 
     func optionalString(_ column: String) throws -> String? {
         switch row[column] {
-        case nil, is NSNull: return nil
-        case let text as String: return text
+        case nil, .null: return nil
+        case let .string(text): return text
         default: throw fail(column, "is not text")
         }
     }
@@ -169,16 +168,16 @@ struct RowReader {
 
     func optionalInt(_ column: String) throws -> Int? {
         switch row[column] {
-        case nil, is NSNull: return nil
-        case let number as Int: return number
+        case nil, .null: return nil
+        case let .int(number): return number
         default: throw fail(column, "is not an integer")
         }
     }
 
     func bool(_ column: String, default fallback: Bool) throws -> Bool {
         switch row[column] {
-        case nil, is NSNull: return fallback
-        case let flag as Bool: return flag
+        case nil, .null: return fallback
+        case let .bool(flag): return flag
         default: throw fail(column, "is not a boolean")
         }
     }
@@ -198,5 +197,10 @@ struct RowReader {
         guard let text = try optionalString(column) else { return fallback }
         guard let value = E(rawValue: text) else { throw fail(column, "holds an unknown value") }
         return value
+    }
+
+    /// A column read as JSON (an object, or text holding one), as `JSONSerialization` would give it.
+    func json(_ column: String) -> Any? {
+        row[column]?.foundationValue
     }
 }

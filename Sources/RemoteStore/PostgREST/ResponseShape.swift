@@ -18,8 +18,8 @@ extension PostgRESTRemoteStore {
     /// - Returns: How many rows (or values) it held.
     /// - Throws: ``RemoteStoreError``, the only error a response may cause.
     package static func decode(_ shape: ResponseShape, body: Data) throws -> Int {
-        func rows<T>(_ table: String, _ decode: ([String: Any]) throws -> T) throws -> Int {
-            try decodeArray(body, table: table).map(decode).count
+        func rows<T>(_ table: String, _ decode: (ResponseRow) throws -> T) throws -> Int {
+            try ResponseJSON.rows(body, table: table).map(decode).count
         }
         switch shape {
         case .devices: return try rows(RemoteTable.devices, RemoteDevice.init(json:))

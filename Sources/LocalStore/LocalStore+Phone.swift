@@ -31,6 +31,11 @@ extension LocalStore {
         }
     }
 
+    /// The sessions this phone holds an envelope for, without reading the envelopes.
+    public func receivedEnvelopeSessionIDs() async throws -> Set<UUID> {
+        try await ids(in: "received_envelopes", column: "session_id")
+    }
+
     /// All received envelopes.
     public func receivedEnvelopes() async throws -> [ReceivedEnvelope] {
         try await mapErrors("reading envelopes") {

@@ -74,6 +74,10 @@ public final class LocalStore: Sendable {
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "LocalStore"
+        // SQLite's temporary files (the statement journal: the pages a statement changes, kept
+        // so that it can be undone alone) stay in memory instead of /var/tmp, outside this 0700
+        // directory. Applying 100,000 pulled sessions wrote about 1,000,000 pages there.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") }
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
         } catch {

@@ -277,7 +277,7 @@ public struct DeviceTrustManager: Sendable {
         }
         let devices = Dictionary(try await remote.listDevices().filter { $0.userID == user }.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         var targets: [(UUID, X25519PublicKey)] = []
-        for id in deviceIDs.sorted(by: { $0.canonical < $1.canonical }) {
+        for id in deviceIDs.sorted(by: { $0.canonicallyPrecedes($1) }) {
             if let certified = snapshot.certificates[id]?.x25519PublicKey {
                 targets.append((id, certified))
             } else if let text = devices[id]?.publicKey, let rowKey = try? X25519PublicKey(base64: text) {

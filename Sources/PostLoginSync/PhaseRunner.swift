@@ -26,13 +26,16 @@ extension PostLoginSync {
         }
 
         /// Runs one phase; an error that escapes it fails the phase, not the sync.
-        func phase(_ phase: SyncPhase, _ body: (inout PhaseReport) async throws -> Void) async throws {
+        ///
+        /// The phase's requests are those its task (and the tasks it starts) made, plus those of
+        /// `earlier`: work begun for this phase while others ran (its time is theirs).
+        func phase(_ phase: SyncPhase, counting earlier: MetricsTally? = nil, _ body: (inout PhaseReport) async throws -> Void) async throws {
             var entry = PhaseReport(phase: phase)
-            let before = remote.metrics()
+            let tally = MetricsTally()
             let start = ContinuousClock.now
             emit(phase, 0, 0, "Syncing \(phase.rawValue)...")
             do {
-                try await body(&entry)
+                try await MetricsTally.$current.withValue(tally) { try await body(&entry) }
                 if entry.failed > 0 || !entry.errors.isEmpty { entry.status = "partial" }
             } catch is CancellationError {
                 throw CancellationError()
@@ -40,7 +43,8 @@ extension PostLoginSync {
                 entry.status = "failed"
                 entry.errors.append(SyncIssue(phase: phase, code: Self.code(of: error), message: "\(error)"))
             }
-            let delta = remote.metrics().since(before)
+            var delta = tally.metrics
+            if let earlier { delta.add(earlier.metrics) }
             entry.requests = delta.requests
             entry.bytesSent = delta.bytesSent
             entry.bytesReceived = delta.bytesReceived

@@ -34,6 +34,28 @@ extension PostLoginSync {
             try await upsertOwnDevice(identity, user: user, revoked: trust.snapshot?.revocations[identity.id] != nil)
             entry.applied = 1
         }
+        // The envelopes are fetched and the new ones opened while the repositories and sessions
+        // are fetched and applied (the sessions' SQLite transaction alone runs on one core for
+        // seconds at 100,000 sessions); the envelopes phase then keeps those of sessions held.
+        let envelopeTally = MetricsTally()
+        let verified = trust.mode == .verified ? trust.snapshot : nil
+        return try await withThrowingTaskGroup(of: OpenedEnvelopes.self) { group in
+            group.addTask {
+                try await MetricsTally.$current.withValue(envelopeTally) {
+                    try await self.fetchAndOpenEnvelopes(identity: identity, trust: verified)
+                }
+            }
+            try await pullRows(recorder: recorder)
+            try await recorder.phase(.envelopes, counting: envelopeTally) { entry in
+                guard let opened = try await group.next() else { throw CancellationError() }
+                try await pullEnvelopes(opened, identity: identity, trust: verified, entry: &entry, recorder: recorder)
+            }
+            return await recorder.finish(local: local)
+        }
+    }
+
+    /// The repositories and sessions phases of a pull.
+    func pullRows(recorder: Recorder) async throws {
         try await recorder.phase(.repositories) { entry in
             // The changed rows and the id listing are fetched at once.
             let cursor = try await local.cursor(for: .repositories)
@@ -70,10 +92,6 @@ extension PostLoginSync {
             if orphans.isEmpty { try await advance(.sessions, to: changed.last.map { ($0.updatedAt, $0.record.id) }) }
             recorder.emit(.sessions, changed.count, changed.count, "Syncing sessions...")
         }
-        try await recorder.phase(.envelopes) { entry in
-            try await pullEnvelopes(identity: identity, trust: trust.mode == .verified ? trust.snapshot : nil, entry: &entry, recorder: recorder)
-        }
-        return await recorder.finish(local: local)
     }
 
     /// Moves a pull cursor to just before the last row seen (by ``SyncOptions/cursorOverlap``).
@@ -87,34 +105,40 @@ extension PostLoginSync {
         }
     }
 
-    /// Fetches the envelopes addressed to this device and keeps only those that open: an
-    /// envelope that does not is reported and never stored (a junk row must not displace a
-    /// good envelope kept from an earlier pull, nor sit in the store looking like a secret).
-    ///
-    /// With verified trust (`trust` given), a version-2 envelope's sender is resolved only to its
-    /// certified key: a sender without a valid certificate is refused (`uncertifiedSender`); a
-    /// version-1 envelope, which names no sender, is kept marked unauthenticated, or refused with
-    /// ``SyncOptions/requireAuthenticated``. An envelope of an older generation than the one held
-    /// is refused (a rollback), whatever the mode.
-    func pullEnvelopes(identity: DeviceIdentity, trust: TrustSnapshot?, entry: inout PhaseReport, recorder: Recorder) async throws {
-        if let trust { entry.errors += trust.problems }
+    /// The envelopes addressed to this device as fetched, what the store held when they were,
+    /// and the outcome of opening each one it did not already hold.
+    struct OpenedEnvelopes: Sendable {
+        var fetched: [EnvelopeRecord]
+        var held: [UUID: ReceivedEnvelope]
+        var outcomes: [UUID: Result<ReceivedEnvelope, CryptoError>]
+    }
+
+    /// Fetches the envelopes addressed to this device and opens every one the store does not
+    /// already hold; the plaintext is dropped at once, never stored. Touches neither the report
+    /// nor the store's rows: it runs while the sessions are applied.
+    func fetchAndOpenEnvelopes(identity: DeviceIdentity, trust: TrustSnapshot?) async throws -> OpenedEnvelopes {
         let fetched = try await remote.fetchEnvelopes(addressedTo: identity.id)
-        let sessions = try await local.sessionIDs()
-        let kept = fetched.filter { sessions.contains($0.sessionID) }
-        let listed = Set(kept.map(\.sessionID))
-        entry.skipped = fetched.count - kept.count
         var held: [UUID: ReceivedEnvelope] = [:]
         for item in try await local.receivedEnvelopes() { held[item.sessionID] = item }
-        let fresh = kept.filter {
+        let fresh = fetched.filter {
             held[$0.sessionID]?.envelope != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
         }
+        return OpenedEnvelopes(fetched: fetched, held: held,
+                               outcomes: try await open(fresh, identity: identity, trust: trust, held: held))
+    }
 
-        // Version-2 envelopes name their sealer: resolve it among the user's own devices (a row
-        // of another user, or one listed twice, resolves to nothing).
+    /// Opens `envelopes`, each against what the store held for its session (`held`).
+    ///
+    /// With verified trust (`trust` given), a version-2 envelope's sender is resolved only to its
+    /// certified key; without it, among the user's own devices (a row of another user, or one
+    /// listed twice, resolves to nothing).
+    func open(_ envelopes: [EnvelopeRecord], identity: DeviceIdentity, trust: TrustSnapshot?,
+              held: [UUID: ReceivedEnvelope]) async throws -> [UUID: Result<ReceivedEnvelope, CryptoError>] {
+        guard !envelopes.isEmpty else { return [:] }
         var senderKeys: [UUID: X25519PublicKey] = [:]
         if let trust {
             for id in trust.certificates.keys { senderKeys[id] = trust.certifiedKey(of: id) }
-        } else if fresh.contains(where: { $0.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) }) {
+        } else if envelopes.contains(where: { $0.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) }) {
             var seen = Set<UUID>(), repeated = Set<UUID>()
             for device in try await remote.listDevices() where device.userID == remote.userID {
                 guard seen.insert(device.id).inserted else { repeated.insert(device.id); continue }
@@ -123,52 +147,76 @@ extension PostLoginSync {
             for id in repeated { senderKeys[id] = nil }
         }
 
-        // Open every new envelope first; the plaintext is dropped at once, never stored.
         var outcomes: [UUID: Result<ReceivedEnvelope, CryptoError>] = [:]
-        if !fresh.isEmpty {
-            let key = try await local.deviceKey()
-            let me = identity.id
-            let resolved = senderKeys
-            let now = Date()
-            let previous = held
-            for (session, outcome) in try await inParallel(fresh, { part in
-                var results: [(UUID, Result<ReceivedEnvelope, CryptoError>)] = []
-                // Each sender's static exchange once per part: one X25519 an envelope, not two.
-                var exchanges = SenderExchanges()
-                for item in part {
-                    try Task.checkCancellation()
-                    let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
-                    do {
-                        let opened = try envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
-                                                       senderKey: { resolved[$0] }, exchanges: &exchanges)
-                        // A version-1 envelope carries no generation: "1 unless the store knows
-                        // better". Replacing a held envelope with another secret is the next
-                        // generation (a rotation sealed as v1), so the held one is kept as history.
-                        var generation = opened.generation
-                        if !opened.authenticated, let before = previous[item.sessionID],
-                           let old = try? before.envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
-                                                               senderKey: { $0 == before.senderDeviceID ? before.senderPublicKey : nil },
-                                                               exchanges: &exchanges) {
-                            generation = old.secret == opened.secret ? before.generation : before.generation &+ 1
-                        }
-                        results.append((item.sessionID, .success(ReceivedEnvelope(
-                            sessionID: item.sessionID, envelope: envelope, fetchedAt: now, senderDeviceID: opened.senderDeviceID,
-                            senderPublicKey: opened.senderDeviceID.flatMap { resolved[$0] }, generation: generation,
-                            authenticated: opened.authenticated))))
-                    } catch let error as CryptoError {
-                        results.append((item.sessionID, .failure(error)))
-                    } catch {
-                        results.append((item.sessionID, .failure(.authenticationFailure)))
+        let key = try await local.deviceKey()
+        let me = identity.id
+        let resolved = senderKeys
+        let now = Date()
+        for (session, outcome) in try await inParallel(envelopes, { part in
+            var results: [(UUID, Result<ReceivedEnvelope, CryptoError>)] = []
+            // Each sender's static exchange once per part: one X25519 an envelope, not two.
+            var exchanges = SenderExchanges()
+            for item in part {
+                try Task.checkCancellation()
+                let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
+                do {
+                    let opened = try envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
+                                                   senderKey: { resolved[$0] }, exchanges: &exchanges)
+                    // A version-1 envelope carries no generation: "1 unless the store knows
+                    // better". Replacing a held envelope with another secret is the next
+                    // generation (a rotation sealed as v1), so the held one is kept as history.
+                    var generation = opened.generation
+                    if !opened.authenticated, let before = held[item.sessionID],
+                       let old = try? before.envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
+                                                           senderKey: { $0 == before.senderDeviceID ? before.senderPublicKey : nil },
+                                                           exchanges: &exchanges) {
+                        generation = old.secret == opened.secret ? before.generation : before.generation &+ 1
                     }
+                    results.append((item.sessionID, .success(ReceivedEnvelope(
+                        sessionID: item.sessionID, envelope: envelope, fetchedAt: now, senderDeviceID: opened.senderDeviceID,
+                        senderPublicKey: opened.senderDeviceID.flatMap { resolved[$0] }, generation: generation,
+                        authenticated: opened.authenticated))))
+                } catch let error as CryptoError {
+                    results.append((item.sessionID, .failure(error)))
+                } catch {
+                    results.append((item.sessionID, .failure(.authenticationFailure)))
                 }
-                return results
-            }).joined() {
-                outcomes[session] = outcome
             }
+            return results
+        }).joined() {
+            outcomes[session] = outcome
         }
+        return outcomes
+    }
+
+    /// Keeps, of the envelopes fetched and opened, those of sessions the store holds and that
+    /// opened: an envelope that does not open is reported and never stored (a junk row must not
+    /// displace a good envelope kept from an earlier pull, nor sit in the store looking like a
+    /// secret).
+    ///
+    /// With verified trust (`trust` given), a sender without a valid certificate is refused
+    /// (`uncertifiedSender`); a version-1 envelope, which names no sender, is kept marked
+    /// unauthenticated, or refused with ``SyncOptions/requireAuthenticated``. An envelope of an
+    /// older generation than the one held is refused (a rollback), whatever the mode.
+    func pullEnvelopes(_ opened: OpenedEnvelopes, identity: DeviceIdentity, trust: TrustSnapshot?, entry: inout PhaseReport,
+                       recorder: Recorder) async throws {
+        if let trust { entry.errors += trust.problems }
+        let sessions = try await local.sessionIDs()
+        let kept = opened.fetched.filter { sessions.contains($0.sessionID) }
+        let listed = Set(kept.map(\.sessionID))
+        entry.skipped = opened.fetched.count - kept.count
+        // Applying the sessions deleted the envelopes of the sessions it deleted. A session
+        // deleted and written again in that one transaction (it changed on the remote between
+        // the id listing and the rows) lost the envelope it held: its envelope is opened again.
+        let stillHeld = try await local.receivedEnvelopeSessionIDs()
+        let held = opened.held.filter { stillHeld.contains($0.key) }
+        var outcomes = opened.outcomes.filter { listed.contains($0.key) }
+        let lost = kept.filter { opened.held[$0.sessionID] != nil && held[$0.sessionID] == nil && opened.outcomes[$0.sessionID] == nil }
+        for (session, outcome) in try await open(lost, identity: identity, trust: trust, held: [:]) { outcomes[session] = outcome }
+
         var good: [ReceivedEnvelope] = []
         var refusals: [SyncIssue] = []
-        for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: { $0.sessionID.canonical < $1.sessionID.canonical }) {
+        for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: { $0.sessionID.canonicallyPrecedes($1.sessionID) }) {
             if let held = held[item.sessionID]?.generation, item.generation < held {
                 refusals.append(SyncIssue(phase: .envelopes, code: .staleGeneration, rowID: item.sessionID.canonical,
                                           message: "the envelope for this session is of generation \(item.generation), older than the \(held) held; it was not stored"))
@@ -184,9 +232,11 @@ extension PostLoginSync {
         let failures = outcomes.compactMap { session, outcome -> (UUID, CryptoError)? in
             if case let .failure(error) = outcome { return (session, error) }
             return nil
-        }.sorted { $0.0.canonical < $1.0.canonical }
+        }.sorted { $0.0.canonicallyPrecedes($1.0) }
         try await local.upsertReceivedEnvelopes(good)
-        entry.deleted = try await local.deleteReceivedEnvelopes(notIn: listed)
+        // What the store holds beyond the listing is what it held before it (`stillHeld`): the
+        // envelopes just stored are all listed. Nothing to delete costs no statement.
+        entry.deleted = stillHeld.isSubset(of: listed) ? 0 : try await local.deleteReceivedEnvelopes(notIn: listed)
         entry.applied = good.count
         recorder.report.envelopesOpened += good.count
         entry.failed = failures.count + refusals.count
@@ -203,7 +253,7 @@ extension PostLoginSync {
                 : SyncIssue(phase: .envelopes, code: .envelopeUnreadable, rowID: session.canonical,
                             message: "the envelope for this session cannot be opened with this device's key; it was not stored")
         }
-        recorder.emit(.envelopes, fresh.count, fresh.count, "Syncing envelopes...")
+        recorder.emit(.envelopes, outcomes.count, outcomes.count, "Syncing envelopes...")
         if options.requestMissingSecrets {
             // What the store holds now: the envelopes kept from before or stored just now, for
             // sessions the remote still addresses to this device.
@@ -227,7 +277,7 @@ extension PostLoginSync {
         let asked = Set(open.filter { $0.requesterDeviceID == deviceID }.map(\.sessionID))
         var summary = SecretRequestSummary()
         summary.pending = missing.intersection(asked).count
-        let new = missing.subtracting(asked).sorted { $0.canonical < $1.canonical }
+        let new = missing.subtracting(asked).sorted { $0.canonicallyPrecedes($1) }
             .map { SecretRequestRow(userID: remote.userID, sessionID: $0, requesterDeviceID: deviceID) }
         if !new.isEmpty {
             let result = try await remote.insertSecretRequests(new)

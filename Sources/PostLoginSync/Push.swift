@@ -293,9 +293,9 @@ extension PostLoginSync {
                 if partial.isEmpty {
                     // Only requested sessions: read them by id, in id order, a page at a time.
                     let ids = requested.keys.filter { after == nil || $0.canonical > after!.canonical }
-                        .sorted { $0.canonical < $1.canonical }.prefix(chunkPairs)
+                        .sorted { $0.canonicallyPrecedes($1) }.prefix(chunkPairs)
                     page = try await local.ownSealedSecrets(sessions: Set(ids)).map { (sessionID: $0.key, sealed: $0.value) }
-                        .sorted { $0.sessionID.canonical < $1.sessionID.canonical }
+                        .sorted { $0.sessionID.canonicallyPrecedes($1.sessionID) }
                     if ids.count < chunkPairs { finished = true }
                     after = ids.last ?? after
                 } else {
@@ -367,7 +367,7 @@ extension PostLoginSync {
         let active = Set(try await local.sessions().filter { touched.contains($0.id) && $0.status != .ended }.map(\.id))
         let own = try await local.ownSealedSecrets()
         var rotations: [(sessionID: UUID, sealed: OwnSealedSecret)] = []
-        for session in active.sorted(by: { $0.canonical < $1.canonical }) {
+        for session in active.sorted(by: { $0.canonicallyPrecedes($1) }) {
             guard let current = own[session] else { continue }
             let envelope = try SecretEnvelope.seal(SessionSecret(), for: identity.publicKey, sessionID: SessionID(session))
             rotations.append((session, OwnSealedSecret(envelope: envelope, generation: current.generation + 1)))

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SyncModel
 
 /// The remote, in domain words: what post-login sync needs from Supabase (or the embedded
@@ -324,6 +325,33 @@ public enum EnvelopeCapability {
     }
 }
 
+/// The requests made by one task and the tasks it starts, beside a store's totals: a sync
+/// phase's share even while another phase's requests run at the same time.
+///
+/// ```swift
+/// let tally = MetricsTally()
+/// try await MetricsTally.$current.withValue(tally) { _ = try await remote.fetchEnvelopes(addressedTo: me) }
+/// print(tally.metrics.requests)
+/// ```
+public final class MetricsTally: Sendable {
+    /// The tally the current task's requests are added to, if any.
+    @TaskLocal public static var current: MetricsTally?
+
+    let counters = Mutex(RemoteMetrics())
+
+    /// Creates a zeroed tally.
+    public init() {}
+
+    /// What has been counted so far.
+    public var metrics: RemoteMetrics { counters.withLock { $0 } }
+
+    /// Adds to the counters of the store and, when there is one, of the current task's tally.
+    static func record(_ change: (inout RemoteMetrics) -> Void, in store: borrowing Mutex<RemoteMetrics>) {
+        store.withLock { change(&$0) }
+        current?.counters.withLock { change(&$0) }
+    }
+}
+
 /// Counters for reports and benchmarks.
 public struct RemoteMetrics: Sendable, Hashable, Codable {
     public var requests = 0
@@ -333,6 +361,14 @@ public struct RemoteMetrics: Sendable, Hashable, Codable {
 
     /// Creates zeroed counters.
     public init() {}
+
+    /// Adds `other`'s counts to these.
+    public mutating func add(_ other: RemoteMetrics) {
+        requests += other.requests
+        bytesSent += other.bytesSent
+        bytesReceived += other.bytesReceived
+        retries += other.retries
+    }
 
     /// The difference `self - earlier`, for one phase's share.
     public func since(_ earlier: RemoteMetrics) -> RemoteMetrics {

@@ -23,6 +23,20 @@ extension UUID {
         }
     }
 
+    /// Whether this id sorts before `other` in ``canonical`` text order, without building the
+    /// text: the lowercase hex of the bytes, in their order, compares as the bytes do.
+    public func canonicallyPrecedes(_ other: UUID) -> Bool {
+        let (a, b) = (orderKey, other.orderKey)
+        return a.high != b.high ? a.high < b.high : a.low < b.low
+    }
+
+    /// The 16 bytes as two big-endian halves.
+    private var orderKey: (high: UInt64, low: UInt64) {
+        withUnsafeBytes(of: uuid) { raw in
+            (UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)), UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }
+    }
+
     @inline(__always) private static func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 48 + nibble : 87 + nibble }
 
     /// Parses UUID text in any case.

@@ -191,6 +191,54 @@ struct PostLoginSyncTests {
         #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0, "a quiet push sends no session")
     }
 
+    @Test("a session deleted and written again by one pull keeps its envelope, though the envelopes were read before", arguments: Backend.available)
+    func sessionRewrittenInOnePull(backend: Backend) async throws {
+        let world = try World(backend)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        let desktop = try await world.desktop(sessions: 3)
+        #expect(try await desktop.engine.push().outcome == .success)
+        #expect(try await phone.engine.pull().outcome == .success)
+        let target = try #require(try await desktop.store.sessions().first)
+        #expect(try await phone.store.receivedEnvelopeSessionIDs().contains(target.id))
+
+        // The session changes on the remote, and the phone's id listing misses it (it changed
+        // between the listing and the rows): the pull deletes it, cascading to its envelope, and
+        // writes it again in the same transaction. Its envelope did not change, so the envelopes
+        // read beside the sessions did not open it.
+        var renamed = target
+        renamed.title = "renamed"
+        renamed.updatedAt = Date()
+        try await desktop.store.upsertSessions([renamed])
+        #expect(try await desktop.engine.push().outcome == .success)
+        var hiding = FailAfterBatches(try world.remote(), envelopeBatches: .max)
+        hiding.unlisted = [target.id]
+        let report = try await PostLoginSync(local: phone.store, remote: hiding).pull()
+        #expect(report.outcome == .success, "\(report.errors)")
+        #expect(try await phone.store.sessions().first { $0.id == target.id }?.title == "renamed")
+        #expect(try await phone.store.receivedEnvelopeSessionIDs().contains(target.id), "the envelope was opened and stored again")
+        #expect(try await world.opened(by: phone) == (try await world.secrets(of: desktop)))
+    }
+
+    @Test("a pull's requests are each counted once, in the phase that made them", arguments: Backend.available)
+    func pullRequestsByPhase(backend: Backend) async throws {
+        let world = try World(backend)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        let desktop = try await world.desktop(sessions: 4)
+        #expect(try await desktop.engine.push().outcome == .success)
+        let remote = try world.remote()
+        let before = remote.metrics()
+        let report = try await PostLoginSync(local: phone.store, remote: remote).pull()
+        let made = remote.metrics().since(before)
+        #expect(report.requests == made.requests)
+        #expect(report.phases.map(\.requests).reduce(0, +) + (report.trust?.requests ?? 0) == made.requests)
+        #expect(report.bytesReceived == made.bytesReceived)
+        // The envelopes were fetched while the sessions were applied, and counted as the envelopes'.
+        #expect((report.phases.first { $0.phase == .envelopes }?.requests ?? 0) >= 1)
+        #expect(report.phases.first { $0.phase == .envelopes }?.applied == 4)
+    }
+
     @Test("two concurrent pushes on one store never interleave", arguments: Backend.available)
     func concurrentPushes(backend: Backend) async throws {
         let world = try World(backend)
@@ -344,6 +392,8 @@ struct FailAfterBatches: RemoteStore {
 
     let sessionLimit: Int
     let sessionsAccepted = Counter()
+    /// Sessions left out of the id listing, as if they were written after it was made.
+    var unlisted: Set<UUID> = []
 
     /// Drops the connection after `envelopeBatches` envelope batches, or `sessionBatches`
     /// session batches, were accepted.
@@ -388,7 +438,7 @@ struct FailAfterBatches: RemoteStore {
     func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>] { try await base.fetchRepositories(after: cursor) }
     func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] { try await base.fetchSessions(after: cursor) }
     func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> { try await base.listRepositoryIDs(deviceID: deviceID) }
-    func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> { try await base.listSessionIDs(deviceID: deviceID) }
+    func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> { try await base.listSessionIDs(deviceID: deviceID).subtracting(unlisted) }
     func deleteRepositories(ids: Set<UUID>) async throws -> Int? { try await base.deleteRepositories(ids: ids) }
     func deleteSessions(ids: Set<UUID>) async throws -> Int? { try await base.deleteSessions(ids: ids) }
     func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] { try await base.fetchEnvelopes(addressedTo: deviceID) }

@@ -13,14 +13,12 @@ extension PostLoginSync {
     final class Recorder: @unchecked Sendable {
         // @unchecked: only ever used from the one task running the sync, never concurrently.
         var report: SyncReport
-        let remote: any RemoteStore
         let progress: ProgressHandler?
         let logger: Logger?
 
-        init(direction: String, deviceID: UUID, remote: any RemoteStore, progress: ProgressHandler?, logger: Logger?) {
+        init(direction: String, deviceID: UUID, progress: ProgressHandler?, logger: Logger?) {
             report = SyncReport(direction: direction, deviceID: deviceID, startedAt: Date(), finishedAt: Date(), durationSeconds: 0,
                                 outcome: .success, phases: [])
-            self.remote = remote
             self.progress = progress
             self.logger = logger
         }

@@ -27,7 +27,7 @@ extension PostLoginSync {
         let key = try await local.deviceKey()
         let before = remote.metrics()
         let trust = try await trustContext(phase: .secrets, selfID: identity.id)
-        let recorder = Recorder(direction: "push", deviceID: identity.id, remote: remote, progress: progress, logger: logger)
+        let recorder = Recorder(direction: "push", deviceID: identity.id, progress: progress, logger: logger)
         recorder.report.trust = trust.summary
         recorder.report.trust?.requests = remote.metrics().since(before).requests
 

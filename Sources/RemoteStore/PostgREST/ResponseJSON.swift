@@ -213,54 +213,41 @@ package enum ResponseJSON {
             var justOpened = false
             repeat {
                 skipSpace()
-                guard let byte = peek() else { throw malformed() }
-                if wantValue {
-                    if justOpened, byte == (open.last! ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
-                        index += 1
-                        open.removeLast()
-                        wantValue = false
-                        justOpened = false
-                        continue
-                    }
-                    justOpened = false
-                    if let inObject = open.last, inObject {
-                        guard byte == UInt8(ascii: "\"") else { throw malformed() }
-                        _ = try string(keep: false)
-                        skipSpace()
-                        try expect(UInt8(ascii: ":"))
-                        skipSpace()
-                        guard let next = peek() else { throw malformed() }
-                        if next == UInt8(ascii: "{") || next == UInt8(ascii: "[") {
-                            guard depth + open.count < ResponseJSON.maxDepth else { throw malformed() }
-                            open.append(next == UInt8(ascii: "{"))
-                            index += 1
-                            justOpened = true
-                            continue
-                        }
-                        _ = try value(depth: depth + open.count)
-                        wantValue = false
-                        continue
-                    }
-                    if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") {
-                        guard depth + open.count <= ResponseJSON.maxDepth else { throw malformed() }
-                        open.append(byte == UInt8(ascii: "{"))
-                        index += 1
-                        justOpened = true
-                        continue
-                    }
-                    _ = try value(depth: depth + open.count)
-                    wantValue = false
-                } else {
+                guard var byte = peek() else { throw malformed() }
+                let close = open.last.map { $0 ? UInt8(ascii: "}") : UInt8(ascii: "]") }
+                if !wantValue || justOpened, byte == close {
                     index += 1
-                    if byte == UInt8(ascii: ",") {
-                        wantValue = true
-                    } else if byte == (open.last! ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
-                        open.removeLast()
-                    } else {
-                        index -= 1
-                        throw malformed()
-                    }
+                    open.removeLast()
+                    wantValue = false
+                    justOpened = false
+                    continue
                 }
+                guard wantValue else {
+                    guard byte == UInt8(ascii: ",") else { throw malformed() }
+                    index += 1
+                    wantValue = true
+                    continue
+                }
+                justOpened = false
+                if open.last == true {
+                    // An object's member: its name and colon, then its value like an element's.
+                    guard byte == UInt8(ascii: "\"") else { throw malformed() }
+                    _ = try string(keep: false)
+                    skipSpace()
+                    try expect(UInt8(ascii: ":"))
+                    skipSpace()
+                    guard let next = peek() else { throw malformed() }
+                    byte = next
+                }
+                if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") {
+                    guard depth + open.count <= ResponseJSON.maxDepth else { throw malformed() }
+                    open.append(byte == UInt8(ascii: "{"))
+                    index += 1
+                    justOpened = true
+                    continue
+                }
+                _ = try value(depth: depth + open.count)
+                wantValue = false
             } while !open.isEmpty
         }
 

@@ -12,7 +12,7 @@ extension LocalStore {
     /// - Throws: ``LocalStoreError`` `.foreignKeyViolation` for an unknown session.
     public func upsertReceivedEnvelopes(_ envelopes: [ReceivedEnvelope]) async throws {
         try await mapErrors("saving envelopes") {
-            try await pool.write { db in
+            try await bulkWrite { db in
                 let statement = try db.cachedStatement(sql: """
                     INSERT INTO received_envelopes (session_id, ephemeral_public_key, encrypted_secret, fetched_at,
                                                     sender_device_id, sender_public_key, generation, authenticated)

@@ -2,13 +2,14 @@ import Foundation
 
 // sync-bench: the project's benchmarks, figures printed, never asserted.
 //
-//   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sizes S,M,L,XL] [--remotes embedded,postgrest] [--sync-runs R] [--json PATH]
+//   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sessions N] [--sizes S,M,L,XL] [--remotes embedded,postgrest] [--sync-runs R] [--json PATH]
 //   sync-bench watch [--size M] [--minutes 10] [--interval 5]
 
 struct Options {
     var mode = "all"
     var iterations: Int?
     var runs = 5
+    var sessions = 10_000
     var syncRuns = 3
     var sizes = ["S", "M", "L"]
     var remotes = ["embedded", "postgrest"]
@@ -36,14 +37,16 @@ struct Options {
             case "--json": json = rest.popFirst() ?? json
             case "--iterations": iterations = Int(rest.popFirst() ?? "")
             case "--runs": runs = Int(rest.popFirst() ?? "") ?? runs
+            case "--sessions": sessions = max(1, Int(rest.popFirst() ?? "") ?? sessions)
             case "-h", "--help":
                 print("""
                     usage: sync-bench [crypto|localstore|sync|all] [options]
                       crypto      envelope v1 and v2 seals/s and opens/s on one core and on all cores, beside
                                   the libsodium floor (the same calls in C); --iterations N operations
                                   per worker (default 5000), median of --runs R (default 5)
-                      localstore  apply 10,000 sessions and 100 repositories to a fresh store and read
-                                  them back, median of --runs R
+                      localstore  apply --sessions N sessions (default 10,000) and 100 repositories
+                                  to a fresh store as a pull does, and read them back, median of
+                                  --runs R
                       sync        push and pull at sizes S, M, L (--sizes S,M,L; XL, 1,000,000 pairs, only
                                   when named) on the embedded remote and, when reachable, the PostgreSQL
                                   stack ($SYNC_STACK_URL or the one `make stack` started): first push,
@@ -95,7 +98,7 @@ if options.mode == "crypto" || options.mode == "all" {
     await CryptoBench.run(iterations: options.iterations ?? 5_000, runs: options.runs)
 }
 if options.mode == "localstore" || options.mode == "all" {
-    try await LocalStoreBench.run(runs: options.runs)
+    try await LocalStoreBench.run(runs: options.runs, sessions: options.sessions)
 }
 if options.mode == "sync" || options.mode == "all" {
     try await SyncBench.run(runs: options.syncRuns, sizeNames: options.sizes, remoteNames: options.remotes, jsonPath: options.json)

@@ -311,6 +311,29 @@ struct ConstraintTests {
         #expect(try await fixture.store.sessions().isEmpty)
     }
 
+    @Test("a pull's bulk apply is all or nothing and gives its larger page cache back")
+    func bulkApply() async throws {
+        let fixture = try await Fixture(role: .mobile)
+        let repository = fixture.repository(device: UUID())
+        try await fixture.store.applyRepositories([repository], retaining: nil)
+        // The pool's one writer connection runs every write, so this reads the cache it used.
+        let cacheSize = { try await fixture.store.pool.write { try Int.fetchOne($0, sql: "PRAGMA cache_size") } }
+        let before = try await cacheSize()
+        #expect(before != -LocalStore.bulkCacheKiB)
+
+        let good = fixture.session(in: repository)
+        let orphan = fixture.session(in: fixture.repository(device: UUID()))
+        await #expect {
+            try await fixture.store.applySessions([good, orphan], retaining: nil)
+        } throws: { ($0 as? LocalStoreError)?.code == .foreignKeyViolation }
+        #expect(try await fixture.store.sessions().isEmpty)
+        #expect(try await cacheSize() == before)
+
+        try await fixture.store.applySessions([good], retaining: nil)
+        #expect(try await fixture.store.sessions().map(\.id) == [good.id])
+        #expect(try await cacheSize() == before)
+    }
+
     @Test("a session id used twice is refused by createSession")
     func duplicateSession() async throws {
         let fixture = try await Fixture()

@@ -41,7 +41,8 @@ extension LocalStore {
     }
 
     /// Runs `updates` in one write transaction with a page cache of up to
-    /// ``bulkCacheKiB`` KiB, then drops the cache back to what it was and frees it.
+    /// ``bulkCacheKiB`` KiB, then sets the cache back to what it was and hands its pages back
+    /// to the allocator (`PRAGMA shrink_memory`), whether the transaction committed or not.
     ///
     /// A pull applies every changed session in one transaction. With SQLite's default 2 MiB
     /// cache, the id and `updated_at` indexes of 100,000 sessions do not fit, so SQLite spills
@@ -61,7 +62,7 @@ extension LocalStore {
     }
 
     /// The page cache, in KiB, of ``bulkWrite(_:)``: an upper bound, filled only as pages are
-    /// touched (100,000 sessions use about 40 MiB).
+    /// touched.
     static let bulkCacheKiB = 65_536
 
     func fetch<R: LocalRow>(_ type: R.Type, changedSince since: Date?) async throws -> [R] {

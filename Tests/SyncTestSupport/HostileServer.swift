@@ -86,8 +86,8 @@ public final class HostileServer: Sendable {
 
     /// Stops accepting and closes every open connection.
     ///
-    /// Idempotent: the listener is closed exactly once (`deinit` calls this too), since closing
-    /// a descriptor number twice can close whatever file reused it meanwhile.
+    /// Idempotent (`deinit` calls this too): the listener is closed exactly once, by the accept
+    /// loop, since closing a descriptor number twice can close whatever file reused it meanwhile.
     public func stop() {
         let open = state.withLock { state -> Set<Int32>? in
             guard !state.stopped else { return nil }
@@ -95,8 +95,10 @@ public final class HostileServer: Sendable {
             return state.open
         }
         guard let open else { return }
+        // Shut down, not closed: the accept loop closes it on its way out. Closed here, its
+        // number could go to another server's listener while the loop still calls `accept`
+        // with it, and the loop would serve that server's connections with this behaviour.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
         state.withLock { state in
             for fd in open where state.open.contains(fd) { shutdown(fd, Int32(SHUT_RDWR)) }
         }
@@ -111,7 +113,10 @@ public final class HostileServer: Sendable {
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
-                if isStopped { return }
+                if isStopped {
+                    close(listener)
+                    return
+                }
                 continue
             }
             state.withLock { _ = $0.open.insert(connection) }

@@ -36,6 +36,12 @@ let package = Package(
             pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]
         ),
+        // The HTTP transport of the PostgREST client (CurlTransport).
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
+        ),
         .target(name: "SecretCrypto", dependencies: ["CSodium"]),
         // Device trust's signed statements, pairing codes and their QR codes (trust.md).
         .target(name: "DeviceTrust", dependencies: ["SecretCrypto", "CQREncode"]),
@@ -48,7 +54,7 @@ let package = Package(
         ),
         .target(
             name: "RemoteStore",
-            dependencies: ["SyncModel", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["SyncModel", "CCurl", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .target(
             name: "PostLoginSync",

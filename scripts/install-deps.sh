@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the system libraries the package links (libsodium, libsqlite3, libqrencode) when they
+# Installs the system libraries the package links (libsodium, libsqlite3, libqrencode, libcurl) when they
 # are missing.
 # As root it uses apt-get; otherwise it says what to install and fails.
 set -euo pipefail
@@ -8,6 +8,7 @@ missing=()
 pkg-config --exists libsodium 2>/dev/null || missing+=(libsodium-dev)
 pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)
 pkg-config --exists libqrencode 2>/dev/null || missing+=(libqrencode-dev)
+pkg-config --exists libcurl 2>/dev/null || missing+=(libcurl4-openssl-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -42,7 +42,8 @@ public struct HTTPResponse: Sendable {
 
 /// The one thing the PostgREST client needs from HTTP.
 ///
-/// The default is ``URLSessionTransport``; tests use a real loopback server or swap this.
+/// The default is ``CurlTransport``; ``URLSessionTransport`` is the alternative. Tests use a real
+/// loopback server or swap this.
 public protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the response, whatever its status.
     ///
@@ -51,6 +52,10 @@ public protocol HTTPTransport: Sendable {
 }
 
 /// ``HTTPTransport`` on Foundation's `URLSession` (FoundationNetworking on Linux).
+///
+/// On Linux it busy-waits: FoundationNetworking leaves a write-readiness source on the socket
+/// while libcurl waits for each response, which costs a core for as long as the server takes
+/// (``CurlTransport`` explains). Prefer ``CurlTransport`` there.
 ///
 /// Built for servers it does not trust:
 /// - **No redirects are followed.** A 3xx comes back as the response it is (the client treats
@@ -163,7 +168,7 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
         }
         if tooLarge {
             completionHandler(.cancel)
-            fail(dataTask, with: Self.tooLarge)
+            fail(dataTask, with: RemoteStoreError.responseTooLargeForClient)
         } else {
             completionHandler(.allow)
         }
@@ -171,13 +176,14 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let tooLarge = pending.withLock { state -> Bool in
-            guard var entry = state[dataTask.taskIdentifier] else { return false }
-            guard entry.body.count + data.count <= entry.limit else { return true }
-            entry.body.append(data)
-            state[dataTask.taskIdentifier] = entry
+            guard let held = state[dataTask.taskIdentifier]?.body.count, let limit = state[dataTask.taskIdentifier]?.limit else { return false }
+            guard held + data.count <= limit else { return true }
+            // Appended in place: an entry copied out of the dictionary would share the body's
+            // storage, and appending would copy the whole body at every chunk.
+            state[dataTask.taskIdentifier]?.body.append(data)
             return false
         }
-        if tooLarge { fail(dataTask, with: Self.tooLarge) }
+        if tooLarge { fail(dataTask, with: RemoteStoreError.responseTooLargeForClient) }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
@@ -196,6 +202,4 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
         }
         entry.continuation.resume(returning: HTTPResponse(status: http.statusCode, headers: headers, body: entry.body))
     }
-
-    static let tooLarge = RemoteStoreError(.responseTooLarge, "the response is larger than this client accepts")
 }

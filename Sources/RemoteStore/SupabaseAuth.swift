@@ -8,7 +8,7 @@ public struct SupabaseAuth: Sendable {
     let transport: any HTTPTransport
 
     /// Creates a client for `<projectURL>/auth/v1`.
-    public init(projectURL: URL, apiKey: String, transport: any HTTPTransport = URLSessionTransport()) {
+    public init(projectURL: URL, apiKey: String, transport: any HTTPTransport = CurlTransport()) {
         self.projectURL = projectURL
         self.apiKey = apiKey
         self.transport = transport

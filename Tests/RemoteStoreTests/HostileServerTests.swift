@@ -12,13 +12,22 @@ import Testing
 /// message raw.
 @Suite("PostgREST client against hostile servers")
 struct HostileServerTests {
-    static func client(_ server: HostileServer, maxResponseBytes: Int = 64 * 1024 * 1024, connectTimeout: TimeInterval = 10,
+    /// Each defence is checked on both transports: libcurl's (the default) and URLSession's.
+    enum Transport: String, CaseIterable, CustomTestStringConvertible {
+        case curl, urlSession
+        var testDescription: String { rawValue }
+    }
+
+    static func client(_ server: HostileServer, _ transport: Transport, maxResponseBytes: Int = 64 * 1024 * 1024, connectTimeout: TimeInterval = 10,
                        configure: (inout PostgRESTConfiguration) -> Void = { _ in }) -> PostgRESTRemoteStore {
         var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon-key", userID: UUID()) { _ in "user-token" }
         configuration.baseBackoff = .milliseconds(5)
         configure(&configuration)
-        return PostgRESTRemoteStore(configuration: configuration,
-                                    transport: URLSessionTransport(maxResponseBytes: maxResponseBytes, connectTimeout: connectTimeout))
+        let http: any HTTPTransport = switch transport {
+        case .curl: CurlTransport(maxResponseBytes: maxResponseBytes, connectTimeout: connectTimeout)
+        case .urlSession: URLSessionTransport(maxResponseBytes: maxResponseBytes, connectTimeout: connectTimeout)
+        }
+        return PostgRESTRemoteStore(configuration: configuration, transport: http)
     }
 
     static func repositories(_ count: Int) -> [RepositoryRecord] {
@@ -27,8 +36,8 @@ struct HostileServerTests {
     }
 
     @Test("a redirected write is a failure: nothing reaches the other origin and no batch counts as accepted",
-          arguments: [301, 302, 303, 307, 308])
-    func redirectedWrite(status: Int) async throws {
+          arguments: Transport.allCases, [301, 302, 303, 307, 308])
+    func redirectedWrite(transport: Transport, status: Int) async throws {
         let elsewhere = try HostileServer { _, connection in connection.respond(200, body: Data("[]".utf8)) }
         defer { elsewhere.stop() }
         let target = elsewhere.baseURL.absoluteString
@@ -37,7 +46,7 @@ struct HostileServerTests {
         }
         defer { server.stop() }
         let accepted = Mutex(0)
-        let store = Self.client(server)
+        let store = Self.client(server, transport)
         var refused: RemoteStoreError?
         do {
             let result = try await store.upsertRepositories(Self.repositories(3)) { batch in accepted.withLock { $0 += batch.count } }
@@ -50,31 +59,31 @@ struct HostileServerTests {
         #expect(elsewhere.requests.isEmpty, "the credentials must not travel to another origin")
     }
 
-    @Test("a redirected read is an error, and the other origin never sees the token")
-    func redirectedRead() async throws {
+    @Test("a redirected read is an error, and the other origin never sees the token", arguments: Transport.allCases)
+    func redirectedRead(transport: Transport) async throws {
         let elsewhere = try HostileServer { _, connection in connection.json(200, "[]") }
         defer { elsewhere.stop() }
         let target = elsewhere.baseURL.absoluteString
         let server = try HostileServer { request, connection in connection.respond(302, headers: ["location": target + request.path]) }
         defer { server.stop() }
-        await #expect { _ = try await Self.client(server).listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .redirected }
+        await #expect { _ = try await Self.client(server, transport).listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .redirected }
         #expect(elsewhere.requests.allSatisfy { $0.headers["authorization"] == nil && $0.headers["apikey"] == nil })
         #expect(elsewhere.requests.isEmpty)
     }
 
-    @Test("a keyset listing whose pages stop advancing ends with an error after a few requests")
-    func pagesThatDoNotAdvance() async throws {
+    @Test("a keyset listing whose pages stop advancing ends with an error after a few requests", arguments: Transport.allCases)
+    func pagesThatDoNotAdvance(transport: Transport) async throws {
         let row = #"[{"id":1,"session_id":"\#(UUID().canonical)","device_id":"\#(UUID().canonical)"}]"#
         let server = try HostileServer { _, connection in connection.json(200, row, headers: ["content-range": "0-0/*"]) }
         defer { server.stop() }
-        await #expect { _ = try await Self.client(server).listEnvelopePairs() } throws: {
+        await #expect { _ = try await Self.client(server, transport).listEnvelopePairs() } throws: {
             ($0 as? RemoteStoreError)?.code == .listingDidNotEnd
         }
         #expect(server.requests.count <= 3)
     }
 
-    @Test("a listing that never ends is cut at the row bound")
-    func endlessListing() async throws {
+    @Test("a listing that never ends is cut at the row bound", arguments: Transport.allCases)
+    func endlessListing(transport: Transport) async throws {
         let counter = Mutex(0)
         let server = try HostileServer { request, connection in
             // Every page holds ten new rows and claims more are coming.
@@ -84,13 +93,14 @@ struct HostileServerTests {
             connection.json(200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "\(first)-\(first + 9)/*"])
         }
         defer { server.stop() }
-        let store = Self.client(server) { $0.maxListedRows = 100; $0.pageSize = 10 }
+        let store = Self.client(server, transport) { $0.maxListedRows = 100; $0.pageSize = 10 }
         await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .listingDidNotEnd }
         #expect(server.requests.count <= 12)
     }
 
-    @Test("a response over the size cap is refused as it arrives, with or without a Content-Length", arguments: [true, false])
-    func oversizedResponse(announced: Bool) async throws {
+    @Test("a response over the size cap is refused as it arrives, with or without a Content-Length",
+          arguments: Transport.allCases, [true, false])
+    func oversizedResponse(transport: Transport, announced: Bool) async throws {
         let server = try HostileServer { _, connection in
             let chunk = Data(repeating: 0x20, count: 64 * 1024)
             var head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
@@ -99,25 +109,25 @@ struct HostileServerTests {
             for _ in 0..<1024 { guard connection.write(chunk) else { return } }
         }
         defer { server.stop() }
-        let store = Self.client(server, maxResponseBytes: 256 * 1024) { $0.maxAttempts = 1 }
+        let store = Self.client(server, transport, maxResponseBytes: 256 * 1024) { $0.maxAttempts = 1 }
         let start = ContinuousClock.now
         await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .responseTooLarge }
         #expect(ContinuousClock.now - start < .seconds(40))
     }
 
-    @Test("a server that accepts and never answers fails the attempt at the connect timeout")
-    func silentServer() async throws {
+    @Test("a server that accepts and never answers fails the attempt at the connect timeout", arguments: Transport.allCases)
+    func silentServer(transport: Transport) async throws {
         let server = try HostileServer { _, _ in Thread.sleep(forTimeInterval: 90) }
         defer { server.stop() }
-        let store = Self.client(server, connectTimeout: 1) { $0.maxAttempts = 1; $0.requestTimeout = 30 }
+        let store = Self.client(server, transport, connectTimeout: 1) { $0.maxAttempts = 1; $0.requestTimeout = 30 }
         let start = ContinuousClock.now
         await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .network }
         // Undefended, this takes the full 90 s; the bound leaves room for a loaded machine.
         #expect(ContinuousClock.now - start < .seconds(40))
     }
 
-    @Test("a server that drips one byte at a time is cut at the whole-request deadline")
-    func drippingServer() async throws {
+    @Test("a server that drips one byte at a time is cut at the whole-request deadline", arguments: Transport.allCases)
+    func drippingServer(transport: Transport) async throws {
         let server = try HostileServer { _, connection in
             guard connection.write(Data("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n[".utf8)) else { return }
             for _ in 0..<450 {
@@ -127,21 +137,21 @@ struct HostileServerTests {
         }
         defer { server.stop() }
         // The idle timeout (1 s) never fires: a byte arrives every 0.2 s. Only the deadline ends it.
-        let store = Self.client(server, connectTimeout: 1) { $0.maxAttempts = 1; $0.requestTimeout = 2 }
+        let store = Self.client(server, transport, connectTimeout: 1) { $0.maxAttempts = 1; $0.requestTimeout = 2 }
         let start = ContinuousClock.now
         await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .network }
         // Undefended, this takes the full 90 s; the bound leaves room for a loaded machine.
         #expect(ContinuousClock.now - start < .seconds(40))
     }
 
-    @Test("a server's error message cannot carry terminal control sequences into descriptions")
-    func escapedErrorMessage() async throws {
+    @Test("a server's error message cannot carry terminal control sequences into descriptions", arguments: Transport.allCases)
+    func escapedErrorMessage(transport: Transport) async throws {
         let server = try HostileServer { _, connection in
             connection.json(400, #"{"code":"XX\u001b[2J","message":"bad \u001b]0;pwned\u0007 row\r\n","details":"\u001b[31m","hint":null}"#)
         }
         defer { server.stop() }
         do {
-            _ = try await Self.client(server).listDevices()
+            _ = try await Self.client(server, transport).listDevices()
             Issue.record("a 400 must throw")
         } catch let error as RemoteStoreError {
             let text = error.description + error.debugDescription

@@ -85,8 +85,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
     ///
     /// - Parameters:
     ///   - configuration: Where and how to connect.
-    ///   - transport: The HTTP transport; URLSession by default.
-    public init(configuration: PostgRESTConfiguration, transport: any HTTPTransport = URLSessionTransport()) {
+    ///   - transport: The HTTP transport; ``CurlTransport`` by default.
+    public init(configuration: PostgRESTConfiguration, transport: any HTTPTransport = CurlTransport()) {
         self.configuration = configuration
         self.transport = transport
         var base = configuration.projectURL.absoluteString
@@ -588,7 +588,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 response = try await transport.send(request)
             } catch is CancellationError {
                 throw CancellationError()
-            } catch let error as RemoteStoreError where error.code == .responseTooLarge {
+            } catch let error as RemoteStoreError where error.code == .responseTooLarge || error.code == .configuration {
+                // Neither changes on a second attempt.
                 throw error
             } catch {
                 if Task.isCancelled { throw CancellationError() }
@@ -656,6 +657,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
 
     static func describe(_ error: Error) -> String {
         if let error = error as? URLError { return "URL error \(error.code.rawValue)" }
+        // The transports' own errors carry secret-free messages (never a URL or a header).
+        if let error = error as? RemoteStoreError { return error.message }
         return String(describing: type(of: error))
     }
 }

@@ -6,8 +6,6 @@
    argument type the transport passes. */
 
 typedef size_t (*ccurl_data_callback)(char *data, size_t size, size_t count, void *context);
-typedef int (*ccurl_progress_callback)(void *context, curl_off_t download_total, curl_off_t downloaded,
-                                       curl_off_t upload_total, curl_off_t uploaded);
 
 static inline CURLcode ccurl_easy_set_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -27,14 +25,8 @@ static inline CURLcode ccurl_easy_set_list(CURL *handle, CURLoption option, stru
 static inline CURLcode ccurl_easy_set_data_callback(CURL *handle, CURLoption option, ccurl_data_callback value) {
     return curl_easy_setopt(handle, option, value);
 }
-static inline CURLcode ccurl_easy_set_progress_callback(CURL *handle, ccurl_progress_callback value) {
-    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, value);
-}
 static inline CURLcode ccurl_easy_get_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
-}
-static inline CURLMcode ccurl_multi_set_long(CURLM *handle, CURLMoption option, long value) {
-    return curl_multi_setopt(handle, option, value);
 }
 /* CURLMsg's `data` is a union Swift reads awkwardly. */
 static inline CURLcode ccurl_message_result(const CURLMsg *message) {

@@ -141,9 +141,12 @@ final class CurlTransfer: @unchecked Sendable {
             throw RemoteStoreError(.configuration, "only http and https URLs are fetched")
         }
         for (name, value) in request.headers {
-            guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenByte), !value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) else {
-                // The value may be a credential: only the name is quoted.
-                throw RemoteStoreError(.configuration, "the \(name.utf8.allSatisfy(Self.isTokenByte) ? name : "request's") header cannot be sent: it holds a line break or NUL")
+            guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenByte) else {
+                throw RemoteStoreError(.configuration, "a header name is not an HTTP token")
+            }
+            // The value may be a credential: only the name is quoted.
+            guard !value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) else {
+                throw RemoteStoreError(.configuration, "the \(name) header cannot be sent: it holds a line break or NUL")
             }
         }
         guard let easy = curl_easy_init() else { throw RemoteStoreError(.network, "libcurl could not create a transfer") }

@@ -61,7 +61,12 @@ final class LoopbackHTTPServer: Sendable {
         thread.start()
     }
 
-    /// Idempotent: closing the listener's number twice could close a file that reused it.
+    /// Stops accepting. Idempotent (`deinit` calls this too).
+    ///
+    /// The listener is shut down here and closed by the accept loop on its way out. Closed here,
+    /// its number could go to the next test's listener while the loop still calls `accept` with
+    /// it, and this server would answer (and record) that server's requests: a test then saw
+    /// its second request missing, answered by a server stopped before it started.
     func stop() {
         let first = state.withLock { state -> Bool in
             defer { state.stopped = true }
@@ -69,7 +74,6 @@ final class LoopbackHTTPServer: Sendable {
         }
         guard first else { return }
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     deinit { stop() }
@@ -78,7 +82,10 @@ final class LoopbackHTTPServer: Sendable {
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
-                if state.withLock({ $0.stopped }) { return }
+                if state.withLock({ $0.stopped }) {
+                    close(listener)
+                    return
+                }
                 continue
             }
             serve(connection)

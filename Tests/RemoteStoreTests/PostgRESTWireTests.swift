@@ -294,6 +294,22 @@ struct PostgRESTWireTests {
         } throws: { ($0 as? RemoteStoreError)?.code == .network }
     }
 
+    @Test("a loopback server stopped before its accept loop ran never answers the next server's requests")
+    func stoppedServerStaysOut() async throws {
+        // The harness's own fault: a server stopped at once closed its listener before its
+        // thread first called `accept`; the next server's listener took the same number, and
+        // the stopped server answered its requests (a token-refresh test lost its second one).
+        for round in 0..<40 {
+            let stopped = try LoopbackHTTPServer { _ in HTTPResponse(status: 201, headers: ["x-server": "stopped"]) }
+            stopped.stop()
+            let live = try LoopbackHTTPServer { _ in HTTPResponse(status: 200, headers: ["x-server": "live"]) }
+            let response = try await CurlTransport().send(HTTPRequest(method: "GET", url: live.baseURL))
+            #expect(response.headers["x-server"] == "live", "round \(round)")
+            #expect(live.requests.count == 1 && stopped.requests.isEmpty, "round \(round)")
+            live.stop()
+        }
+    }
+
     @Test("cancellation stops the retry loop")
     func cancellation() async throws {
         let server = try LoopbackHTTPServer { _ in .postgrestError(503, code: "PGRST000", message: "down") }

@@ -58,8 +58,9 @@ public struct StackEnvironment: Sendable {
     }
 
     /// Runs SQL on the stack's PostgreSQL as its superuser (`psql`), for tests that must see
-    /// what the API cannot show (connection state, grants). Returns psql's unaligned output.
-    public func sql(_ statement: String, database: String = "sync_own") throws -> String {
+    /// what the API cannot show (connection state, grants, plans). Returns psql's unaligned
+    /// output, and with `notices` the server's notices too (what `auto_explain` reports).
+    public func sql(_ statement: String, database: String = "sync_own", notices: Bool = false) throws -> String {
         guard let settings = ProcessInfo.processInfo.environment["SYNC_STACK_DB"] else { throw Missing() }
         let connection = settings.replacingOccurrences(of: "dbname=sync_own", with: "dbname=\(database)")
         let process = Process()
@@ -67,7 +68,7 @@ public struct StackEnvironment: Sendable {
         process.arguments = ["psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", connection, "-c", statement]
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = notices ? output : FileHandle.nullDevice
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

@@ -73,6 +73,26 @@ struct ServerSecurityTests {
 
     // MARK: 2: nothing outlives a request on a pooled connection; a statement timeout
 
+    @Test("the device ownership check reads the device by its key: no scan of devices runs its regex per row",
+          arguments: ["sync_own", "sync_deployed"])
+    func deviceCheckByKey(database: String) throws {
+        // Every row written to repositories, sessions and envelopes calls not_anothers_device
+        // (WITH CHECK). Its first form filtered a scan of every user's devices with a
+        // case-insensitive regex per row: a write cost that grew with the whole table (239 us a
+        // call at 88 devices). auto_explain shows the plan of the function's own statement.
+        // Index scans are off so the scan is the same whatever the table holds: with few rows
+        // and no statistics the planner may take the key, and hide the regex in its condition.
+        let stack = try StackEnvironment.require()
+        let report = try stack.sql("""
+            SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;
+            LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;
+            SET auto_explain.log_level = notice; SELECT public.not_anothers_device(gen_random_uuid()::text);
+            """, database: database, notices: true)
+        let lines = report.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.contains("on devices d") }, "the function's plan was reported")
+        #expect(!lines.contains { $0.contains("Filter:") && $0.contains("~*") })
+    }
+
     @Test("a setting changed with set_config(..., false) inside a request does not persist on the pooled connection")
     func noStateLeaksAcrossRequests() async throws {
         let stack = try StackEnvironment.require()

@@ -161,18 +161,16 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     // MARK: - Key files
 
-    /// One scratch file per process, 0600, rewritten for every input.
-    static let keyFilePath: String = {
-        let path = NSTemporaryDirectory() + "sync-fuzz-\(getpid()).key"
-        atexit { unlink(NSTemporaryDirectory() + "sync-fuzz-\(getpid()).key") }
-        return path
-    }()
-
+    /// Writes `data` to a scratch key file of its own (`mkstemps`: a fresh name, 0600), loads it,
+    /// and removes it. One file per input, not per process: the corpus tests run the two key-file
+    /// targets at once, and a path they shared let one target load the other's bytes.
     static func keyFile(_ data: [UInt8], signing: Bool) -> FuzzOutcome {
         let target: FuzzTarget = signing ? .signingKeyFile : .deviceKeyFile
-        let path = keyFilePath
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { violated(target, "cannot write the scratch key file") }
+        var template = Array((NSTemporaryDirectory() + "sync-fuzz-XXXXXX.key").utf8CString)
+        let descriptor = mkstemps(&template, 4)
+        guard descriptor >= 0 else { violated(target, "cannot create the scratch key file") }
+        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        defer { unlink(path) }
         let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         close(descriptor)
         guard written == data.count else { violated(target, "cannot write the scratch key file") }

@@ -27,6 +27,25 @@ import Testing
         #expect(outcomes.contains(.rejected), "no seed of \(target.rawValue) is refused")
     }
 
+    @Test("the two key-file targets run at once without reading each other's input")
+    func keyFilesAtOnce() async {
+        // They shared one scratch path per process: an input of 31 bytes could load the 32 bytes
+        // another task had just written (a broken invariant, which stops the test process), or
+        // a 32-byte input read a file another task had just truncated.
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<8 {
+                group.addTask {
+                    let target: FuzzTarget = worker % 2 == 0 ? .deviceKeyFile : .signingKeyFile
+                    for round in 0..<300 {
+                        let length = (worker + round) % 2 == 0 ? 32 : 31
+                        let outcome = target.run([UInt8](repeating: UInt8(1 + round % 200), count: length))
+                        #expect(outcome == (length == 32 ? .accepted : .rejected), "\(target.rawValue), \(length) bytes")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("the committed seeds are exactly what the generator makes from testvectors/")
     func seedsAreReproducible() throws {
         let seeds = try FuzzSeeds.generate(vectors: Self.root.appendingPathComponent("testvectors"))

@@ -387,8 +387,11 @@ struct TrustThreatTests {
         #expect(try await p.world.remote().listDevices().first { $0.id == p.phone.identity.id }?.isActive == false)
         #expect(try await p.phone.store.receivedEnvelopes().isEmpty)
         // A second push rotates nothing more; a deleted revocation row is remembered.
-        try await Self.asServiceRole(p.world, "DELETE FROM device_revocations")
-        try await Self.asServiceRole(p.world, "UPDATE devices SET is_active = TRUE")
+        // Scoped to this world's user: the stack is shared, and unscoped these rewrote every
+        // user's devices (their updated_at moves) while the attack sweep compared its victim's.
+        let user = p.world.user.canonical
+        try await Self.asServiceRole(p.world, "DELETE FROM device_revocations WHERE user_id = '\(user)'")
+        try await Self.asServiceRole(p.world, "UPDATE devices SET is_active = TRUE WHERE user_id = '\(user)'")
         let again = try await p.desktop.engine.push()
         #expect(again.trust?.sessionsRotated == 0 && again.recipients.first { $0.deviceID == p.phone.identity.id }?.receives == false)
     }

@@ -32,6 +32,18 @@ extension LocalStore {
         try await ids(in: "sessions")
     }
 
+    /// The device that owns each session (its `device_id`), by session id.
+    public func sessionOwners() async throws -> [UUID: UUID] {
+        try await mapErrors("reading sessions") {
+            try await pool.read { db in
+                var result: [UUID: UUID] = [:]
+                let rows = try Row.fetchCursor(db, sql: "SELECT id, device_id FROM sessions")
+                while let row = try rows.next() { result[try row.uuid(0)] = try row.uuid(1) }
+                return result
+            }
+        }
+    }
+
     /// Every value of a uuid column, read from its index alone where it has one.
     func ids(in table: String, column: String = "id") async throws -> Set<UUID> {
         try await mapErrors("reading \(table)") {

@@ -58,6 +58,22 @@ extension LocalStore {
         }
     }
 
+    /// The high-water mark of every session this phone ever stored an envelope for, including
+    /// sessions deleted since (the marks are never deleted and only rise).
+    public func generationMarks() async throws -> [UUID: GenerationMark] {
+        try await mapErrors("reading generation marks") {
+            try await pool.read { db in
+                var marks: [UUID: GenerationMark] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT session_id, generation, authenticated, sender_device_id FROM session_generation_marks") {
+                    let session = try row.uuid("session_id")
+                    marks[session] = GenerationMark(sessionID: session, generation: UInt32(clamping: row["generation"] as Int64),
+                                                    authenticated: row["authenticated"], senderDeviceID: try row.optionalUUID("sender_device_id"))
+                }
+                return marks
+            }
+        }
+    }
+
     static func receivedEnvelope(_ row: Row) throws -> ReceivedEnvelope {
         ReceivedEnvelope(
             sessionID: try row.uuid("session_id"),
@@ -81,13 +97,20 @@ extension LocalStore {
         let deviceKey: X25519PrivateKey
         if let key { deviceKey = key } else { deviceKey = try await self.deviceKey() }
         let identity = try await requireIdentity()
+        let opened: OpenedSecret
         do {
-            return try received.envelope.open(sessionID: SessionID(sessionID), recipientDeviceID: identity.id, using: deviceKey) { sender in
+            opened = try received.envelope.open(sessionID: SessionID(sessionID), recipientDeviceID: identity.id, using: deviceKey) { sender in
                 sender == received.senderDeviceID ? received.senderPublicKey : nil
             }
         } catch {
             throw LocalStoreError(.secretUnreadable, "the envelope for session \(sessionID.canonical) cannot be opened with this device's key")
         }
+        // The stored generation is the one truth (a version-1 envelope says 1 whatever it is);
+        // a version-2 header that disagrees with it is not the envelope that was stored.
+        guard !opened.authenticated || opened.generation == received.generation else {
+            throw LocalStoreError(.corruptRow, "the envelope for session \(sessionID.canonical) is not of the generation stored with it")
+        }
+        return opened.withGeneration(received.generation)
     }
 
     /// Opens a received envelope's secret with the device key.

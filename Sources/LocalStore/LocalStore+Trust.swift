@@ -65,8 +65,10 @@ extension LocalStore {
         try await mapErrors("saving invite") {
             try await pool.write { db in
                 try invite.secret.withUnsafeBytes { secret in
-                    try db.execute(sql: "INSERT INTO pairing_invites (invite_id, secret, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                                   arguments: [invite.id, Data(secret), invite.createdAt.epoch, invite.expiresAt.epoch])
+                    try db.execute(sql: """
+                        INSERT INTO pairing_invites (invite_id, secret, created_at, expires_at, device_type, device_role) VALUES (?, ?, ?, ?, ?, ?)
+                        """, arguments: [invite.id, Data(secret), invite.createdAt.epoch, invite.expiresAt.epoch,
+                                         invite.deviceType?.rawValue, invite.deviceRole?.rawValue])
                 }
             }
         }
@@ -80,7 +82,9 @@ extension LocalStore {
                     let secret: Data = row["secret"]
                     return PairingInvite(id: row["invite_id"], secret: SecureBytes(copying: secret), createdAt: row.date("created_at"),
                                          expiresAt: row.date("expires_at"), usedAt: (row["used_at"] as Double?).map(Date.init(epoch:)),
-                                         usedBy: try row.optionalUUID("used_by"))
+                                         usedBy: try row.optionalUUID("used_by"),
+                                         deviceType: (row["device_type"] as String?).flatMap(DeviceType.init(rawValue:)),
+                                         deviceRole: (row["device_role"] as String?).flatMap(DeviceTrustRole.init(rawValue:)))
                 }
             }
         }
@@ -226,15 +230,23 @@ public struct PairingInvite: Sendable, CustomStringConvertible {
     public var expiresAt: Date
     public var usedAt: Date?
     public var usedBy: UUID?
+    /// The device type the person said this invite is for: the certificate names it, and a
+    /// joining device whose row says otherwise is refused. `nil`: confirmed at approval.
+    public var deviceType: DeviceType?
+    /// The role the certificate grants (`trusted_executor` when `nil`).
+    public var deviceRole: DeviceTrustRole?
 
     /// Creates an invite.
-    public init(id: String, secret: SecureBytes, createdAt: Date, expiresAt: Date, usedAt: Date? = nil, usedBy: UUID? = nil) {
+    public init(id: String, secret: SecureBytes, createdAt: Date, expiresAt: Date, usedAt: Date? = nil, usedBy: UUID? = nil,
+                deviceType: DeviceType? = nil, deviceRole: DeviceTrustRole? = nil) {
         self.id = id
         self.secret = secret
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.usedAt = usedAt
         self.usedBy = usedBy
+        self.deviceType = deviceType
+        self.deviceRole = deviceRole
     }
 
     public var description: String { "PairingInvite(\(id), <redacted>)" }

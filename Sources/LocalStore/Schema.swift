@@ -309,6 +309,88 @@ enum Schema {
                 CREATE INDEX distribution_ledger_unhashed ON distribution_ledger (session_id) WHERE row_h1 IS NULL;
                 """)
         }
+        migrator.registerMigration("v9: generation high-water marks, history kept, invite expectations") { db in
+            // Phone: per session, the highest generation ever stored, whether an authenticated
+            // envelope was ever stored, and the first authenticated sender. No foreign key: a
+            // pull that deletes the session (the remote left it out once) must not reset it, or
+            // the server could bring back an older secret (docs/trust.md, the high-water rule).
+            // Kept by triggers on received_envelopes, so no writer can forget it; it only rises.
+            let raise = """
+                INSERT INTO session_generation_marks (session_id, generation, authenticated, sender_device_id, updated_at)
+                    VALUES (NEW.session_id, NEW.generation, NEW.authenticated,
+                            CASE WHEN NEW.authenticated THEN NEW.sender_device_id END, (julianday('now') - 2451910.5) * 86400.0)
+                    ON CONFLICT (session_id) DO UPDATE SET
+                        generation = max(generation, excluded.generation),
+                        authenticated = authenticated OR excluded.authenticated,
+                        sender_device_id = coalesce(sender_device_id, excluded.sender_device_id),
+                        updated_at = excluded.updated_at;
+                """
+            try db.execute(sql: """
+                CREATE TABLE session_generation_marks (
+                    session_id TEXT PRIMARY KEY NOT NULL,
+                    generation INTEGER NOT NULL,
+                    authenticated INTEGER NOT NULL,
+                    sender_device_id TEXT,
+                    updated_at REAL NOT NULL
+                ) WITHOUT ROWID;
+                INSERT INTO session_generation_marks (session_id, generation, authenticated, sender_device_id, updated_at)
+                    SELECT session_id, max(generation), max(authenticated),
+                           (SELECT h.sender_device_id FROM (SELECT sender_device_id, generation, authenticated FROM received_envelopes e
+                                                           WHERE e.session_id = a.session_id
+                                                           UNION ALL SELECT sender_device_id, generation, authenticated FROM received_envelope_history r
+                                                           WHERE r.session_id = a.session_id) h
+                            WHERE h.authenticated ORDER BY h.generation LIMIT 1),
+                           (julianday('now') - 2451910.5) * 86400.0
+                    FROM (SELECT session_id, generation, authenticated FROM received_envelopes
+                          UNION ALL SELECT session_id, generation, authenticated FROM received_envelope_history) a
+                    GROUP BY session_id;
+                CREATE TRIGGER received_envelope_mark_insert AFTER INSERT ON received_envelopes BEGIN
+                    \(raise)
+                END;
+                CREATE TRIGGER received_envelope_mark_update AFTER UPDATE ON received_envelopes BEGIN
+                    \(raise)
+                END;
+
+                -- Phone: the history of generations survives the session's deletion too (it
+                -- cascaded before), so older messages stay readable when the session comes back.
+                DROP TRIGGER received_envelope_keep_generation;
+                CREATE TABLE received_envelope_history_kept (
+                    session_id TEXT NOT NULL,
+                    generation INTEGER NOT NULL,
+                    ephemeral_public_key TEXT NOT NULL,
+                    encrypted_secret TEXT NOT NULL,
+                    fetched_at REAL NOT NULL,
+                    sender_device_id TEXT,
+                    sender_public_key TEXT,
+                    authenticated INTEGER NOT NULL,
+                    PRIMARY KEY (session_id, generation)
+                ) WITHOUT ROWID;
+                INSERT INTO received_envelope_history_kept SELECT session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
+                    sender_device_id, sender_public_key, authenticated FROM received_envelope_history;
+                DROP TABLE received_envelope_history;
+                ALTER TABLE received_envelope_history_kept RENAME TO received_envelope_history;
+                CREATE TRIGGER received_envelope_keep_generation BEFORE UPDATE OF generation ON received_envelopes
+                WHEN NEW.generation <> OLD.generation BEGIN
+                    INSERT OR REPLACE INTO received_envelope_history (session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
+                                                                       sender_device_id, sender_public_key, authenticated)
+                    VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, OLD.fetched_at,
+                            OLD.sender_device_id, OLD.sender_public_key, OLD.authenticated);
+                END;
+                -- An envelope deleted (its session deleted, or no longer addressed here) stays in
+                -- the history under its generation: the pull compares a returning version-1
+                -- envelope with it, and older messages stay readable.
+                CREATE TRIGGER received_envelope_keep_deleted BEFORE DELETE ON received_envelopes BEGIN
+                    INSERT OR REPLACE INTO received_envelope_history (session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
+                                                                       sender_device_id, sender_public_key, authenticated)
+                    VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, OLD.fetched_at,
+                            OLD.sender_device_id, OLD.sender_public_key, OLD.authenticated);
+                END;
+
+                -- Trust root: what the person said an invite is for (the type and role certified).
+                ALTER TABLE pairing_invites ADD COLUMN device_type TEXT;
+                ALTER TABLE pairing_invites ADD COLUMN device_role TEXT;
+                """)
+        }
         return migrator
     }
 }

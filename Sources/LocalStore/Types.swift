@@ -72,6 +72,26 @@ public struct LedgerCoverage: Sendable, Hashable {
     }
 }
 
+/// A phone's high-water mark for one session: what it has ever stored, kept when the session is
+/// deleted, so no pull can take the session back below it (docs/trust.md).
+public struct GenerationMark: Sendable, Hashable {
+    public var sessionID: UUID
+    /// The highest generation ever stored.
+    public var generation: UInt32
+    /// Whether an authenticated (version-2) envelope was ever stored: version 1 is refused from then on.
+    public var authenticated: Bool
+    /// The first authenticated sender: later envelopes from another device are refused.
+    public var senderDeviceID: UUID?
+
+    /// Creates a mark.
+    public init(sessionID: UUID, generation: UInt32, authenticated: Bool, senderDeviceID: UUID?) {
+        self.sessionID = sessionID
+        self.generation = generation
+        self.authenticated = authenticated
+        self.senderDeviceID = senderDeviceID
+    }
+}
+
 /// An envelope a phone received, kept as received, with what opening it showed.
 public struct ReceivedEnvelope: Sendable, Hashable {
     public var sessionID: UUID

@@ -67,10 +67,11 @@ public struct DeviceTrustManager: Sendable {
         }
         try await local.pinIdentityKey(key.publicKey)
         try await engine.upsertOwnDevice(identity, user: user)
-        let row = try await remote.listDevices().first { $0.id == identity.id && $0.userID == user }
+        // The root certifies what it knows of itself, never what its row says: its own type, and
+        // the role of a root.
         let certificate = DeviceCertificate(
             userID: user, deviceID: identity.id, x25519PublicKey: identity.publicKey, ed25519PublicKey: try await local.signingKey().publicKey,
-            deviceType: identity.deviceType.rawValue, deviceRole: row?.deviceRole?.rawValue ?? DeviceTrustRole.trustedExecutor.rawValue,
+            deviceType: identity.deviceType.rawValue, deviceRole: DeviceTrustRole.trustRoot.rawValue,
             issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
         try await publish(certificate, signedBy: key)
         logger?.notice("this device is the trust root of identity \(IdentityFingerprint(key.publicKey))")
@@ -82,15 +83,30 @@ public struct DeviceTrustManager: Sendable {
     /// Opens a single-use invite, valid ``inviteLifetime``; the returned code is shown on this
     /// screen (text and QR) and typed or scanned on the new device.
     ///
-    /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`.
-    public func invite(now: Date = Date()) async throws -> (code: PairingCode, expiresAt: Date) {
+    /// The certificate the pairing ends with names a device type and a role, and the device's
+    /// row (which the server controls) must not decide them: say here what the invite is for,
+    /// or have the person confirm the type at approval (``approve(now:confirm:)``).
+    ///
+    /// - Parameters:
+    ///   - deviceType: The kind of device being paired; a device whose row says otherwise is
+    ///     refused. `nil`: the person confirms the row's type at approval.
+    ///   - role: The role certified: `trusted_executor` (receives secrets) or `temporary_viewer`
+    ///     (never does). A device whose row asks for `temporary_viewer` gets that, whatever this says.
+    /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`, `.pairingRefused` for the
+    ///   role `trust_root` (a root certifies itself, by `trust init` or recovery).
+    public func invite(deviceType: DeviceType? = nil, role: DeviceTrustRole = .trustedExecutor,
+                       now: Date = Date()) async throws -> (code: PairingCode, expiresAt: Date) {
+        guard role != .trustRoot else {
+            throw SyncError(code: .pairingRefused, message: "an invite cannot make a trust root: a root certifies itself (trust init, or recovery)")
+        }
         let key = try await trustRootKey()
         try await TrustSnapshot.checkPublishedIdentity(pinned: key.publicKey, remote: remote)
         try await local.deleteInvites(expiredBefore: now.addingTimeInterval(-86_400))
         let inviteID = SecureBytes(randomCount: 8).withUnsafeBytes { Array($0) }
         let code = try PairingCode(inviteID: inviteID, secret: SecureBytes(randomCount: 16), fingerprint: IdentityFingerprint(key.publicKey))
         let expiresAt = now.addingTimeInterval(Self.inviteLifetime)
-        try await local.createInvite(PairingInvite(id: code.inviteIDText, secret: code.secret, createdAt: now, expiresAt: expiresAt))
+        try await local.createInvite(PairingInvite(id: code.inviteIDText, secret: code.secret, createdAt: now, expiresAt: expiresAt,
+                                                   deviceType: deviceType, deviceRole: role))
         return (code, expiresAt)
     }
 
@@ -130,11 +146,18 @@ public struct DeviceTrustManager: Sendable {
     /// whose requests are genuine; refused requests are deleted and reported.
     ///
     /// A request is refused when its invite is unknown, expired or already used (a replay), its
-    /// MAC does not verify (compared in constant time), its keys are not the device row's, or
-    /// the device was revoked. A wrong MAC does not use up the invite.
+    /// MAC does not verify (compared in constant time), its keys are not the device row's, the
+    /// device was revoked, or its row names another type than the invite was opened for. A
+    /// wrong MAC does not use up the invite.
     ///
+    /// The certificate names the type the invite was opened for; for an invite opened without
+    /// one, the type the row names once `confirm` (the person, shown the device) accepts it.
+    /// Without `confirm` such a request stays pending, untouched, for an approval that can ask.
+    ///
+    /// - Parameter confirm: Asks the person whether to certify a device as the type its row
+    ///   names; `false` refuses the request.
     /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`; remote and local errors.
-    public func approve(now: Date = Date()) async throws -> ApprovalReport {
+    public func approve(now: Date = Date(), confirm: PairingConfirmation? = nil) async throws -> ApprovalReport {
         let key = try await trustRootKey()
         try await TrustSnapshot.checkPublishedIdentity(pinned: key.publicKey, remote: remote)
         let user = remote.userID
@@ -180,14 +203,36 @@ public struct DeviceTrustManager: Sendable {
                 continue
             }
             guard !revoked.contains(device.id) else { try await refuse("the device was revoked"); continue }
+            // Never more than the row asks for: a row that asks to be a viewer is certified as one.
+            let role: DeviceTrustRole = device.deviceRole == .temporaryViewer ? .temporaryViewer : (invite.deviceRole ?? .trustedExecutor)
+            let type: DeviceType
+            if let expected = invite.deviceType {
+                guard device.deviceType == expected else {
+                    try await refuse("the device's row says \(device.deviceType?.rawValue ?? "no type"), but the invite was opened for "
+                                     + "\(expected.rawValue) (the row is the server's: possible attack)")
+                    continue
+                }
+                type = expected
+            } else {
+                guard let named = device.deviceType else { try await refuse("the device's row names no device type"); continue }
+                guard let confirm else {
+                    report.pending.append(PendingPairing(requestID: request.id, deviceID: device.id, name: device.name, deviceType: named,
+                                                         role: role, inviteID: invite.id))
+                    continue
+                }
+                guard await confirm(PairingCandidate(deviceID: device.id, name: device.name, deviceType: named, role: role)) else {
+                    try await refuse("the person did not confirm the device")
+                    continue
+                }
+                type = named
+            }
             guard try await local.useInvite(id: invite.id, by: device.id, at: now) else {
                 try await refuse("the invite was already used (a replayed request)")
                 continue
             }
             let certificate = DeviceCertificate(
                 userID: user, deviceID: device.id, x25519PublicKey: x25519, ed25519PublicKey: ed25519,
-                deviceType: device.deviceType?.rawValue ?? "unknown", deviceRole: device.deviceRole?.rawValue ?? DeviceTrustRole.trustedExecutor.rawValue,
-                issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
+                deviceType: type.rawValue, deviceRole: role.rawValue, issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
             try await publish(certificate, signedBy: key)
             try await remote.deletePairingRequest(id: request.id)
             report.approved.append(ApprovedDevice(deviceID: device.id, name: device.name, inviteID: invite.id))
@@ -201,12 +246,12 @@ public struct DeviceTrustManager: Sendable {
     ///   - inviteID: The invite's id (``PairingCode/inviteIDText``).
     ///   - pollInterval: Time between looks at the pairing requests.
     /// - Throws: ``SyncError`` `.pairingRefused` when the invite expires first; `CancellationError`.
-    public func waitForJoin(inviteID: String, pollInterval: Duration = .seconds(2),
+    public func waitForJoin(inviteID: String, pollInterval: Duration = .seconds(2), confirm: PairingConfirmation? = nil,
                             onRound: (@Sendable (ApprovalReport) -> Void)? = nil) async throws -> ApprovalReport {
         var all = ApprovalReport()
         while true {
             try Task.checkCancellation()
-            let round = try await approve()
+            let round = try await approve(confirm: confirm)
             all.approved += round.approved
             all.refused += round.refused
             if !(round.approved.isEmpty && round.refused.isEmpty) { onRound?(round) }
@@ -372,7 +417,34 @@ public struct DeviceTrustManager: Sendable {
 public struct ApprovalReport: Sendable, Codable, Hashable {
     public var approved: [ApprovedDevice] = []
     public var refused: [RefusedPairing] = []
+    /// Genuine requests for invites opened without a device type, left for an approval that
+    /// can ask the person (nothing was certified or deleted).
+    public var pending: [PendingPairing] = []
     public init() {}
+}
+
+/// Asks the person whether to certify a device that joined with an invite opened without a
+/// device type; `true` certifies it as ``PairingCandidate/deviceType``.
+public typealias PairingConfirmation = @Sendable (PairingCandidate) async -> Bool
+
+/// A device whose pairing request verified, shown to the person before it is certified.
+public struct PairingCandidate: Sendable, Hashable {
+    public var deviceID: UUID
+    public var name: String
+    /// The type its row names (the server's word): what the certificate will say if confirmed.
+    public var deviceType: DeviceType
+    /// The role the certificate will grant.
+    public var role: DeviceTrustRole
+}
+
+/// A genuine pairing request that waits for the person to confirm the device's type.
+public struct PendingPairing: Sendable, Codable, Hashable {
+    public var requestID: UUID
+    public var deviceID: UUID
+    public var name: String
+    public var deviceType: DeviceType
+    public var role: DeviceTrustRole
+    public var inviteID: String
 }
 
 /// A device certified by `approve`.

@@ -61,6 +61,10 @@ public struct SyncOptions: Sendable {
     /// Pull: refuse version-1 envelopes (which carry no sender) instead of keeping them marked
     /// unauthenticated.
     public var requireAuthenticated = false
+    /// Pull: how far above the highest generation this device has seen for a session (1 before
+    /// any) an envelope's generation may be. A generation further up is refused: an envelope
+    /// of generation 2^32 - 1 would otherwise lock the session's genuine secrets out for good.
+    public var generationWindow: UInt32 = 64
     /// Pull: ask the owning desktop for the secret of each session that arrived without an
     /// envelope for this device (one open `session_secret_requests` row per session).
     public var requestMissingSecrets = true

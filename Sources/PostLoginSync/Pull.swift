@@ -106,11 +106,20 @@ extension PostLoginSync {
     }
 
     /// The envelopes addressed to this device as fetched, what the store held when they were,
-    /// and the outcome of opening each one it did not already hold.
+    /// its generation marks, and the outcome of opening each one it did not already hold.
     struct OpenedEnvelopes: Sendable {
         var fetched: [EnvelopeRecord]
         var held: [UUID: ReceivedEnvelope]
-        var outcomes: [UUID: Result<ReceivedEnvelope, CryptoError>]
+        var marks: [UUID: GenerationMark]
+        var outcomes: [UUID: Result<OpenedEnvelope, CryptoError>]
+    }
+
+    /// An envelope that opened, as it would be stored.
+    struct OpenedEnvelope: Sendable {
+        var received: ReceivedEnvelope
+        /// A version-1 envelope whose secret differs from the last one stored for its session
+        /// (held now, or kept in the history when the session was deleted).
+        var changesSecret: Bool
     }
 
     /// Fetches the envelopes addressed to this device and opens every one the store does not
@@ -120,20 +129,22 @@ extension PostLoginSync {
         let fetched = try await remote.fetchEnvelopes(addressedTo: identity.id)
         var held: [UUID: ReceivedEnvelope] = [:]
         for item in try await local.receivedEnvelopes() { held[item.sessionID] = item }
+        let marks = try await local.generationMarks()
         let fresh = fetched.filter {
             held[$0.sessionID]?.envelope != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
         }
-        return OpenedEnvelopes(fetched: fetched, held: held,
-                               outcomes: try await open(fresh, identity: identity, trust: trust, held: held))
+        return OpenedEnvelopes(fetched: fetched, held: held, marks: marks,
+                               outcomes: try await open(fresh, identity: identity, trust: trust, held: held, marks: marks))
     }
 
-    /// Opens `envelopes`, each against what the store held for its session (`held`).
+    /// Opens `envelopes`, each against the last envelope stored for its session: the one held
+    /// (`held`), or for a session deleted since, the one its history kept at its mark.
     ///
     /// With verified trust (`trust` given), a version-2 envelope's sender is resolved only to its
     /// certified key; without it, among the user's own devices (a row of another user, or one
     /// listed twice, resolves to nothing).
     func open(_ envelopes: [EnvelopeRecord], identity: DeviceIdentity, trust: TrustSnapshot?,
-              held: [UUID: ReceivedEnvelope]) async throws -> [UUID: Result<ReceivedEnvelope, CryptoError>] {
+              held: [UUID: ReceivedEnvelope], marks: [UUID: GenerationMark]) async throws -> [UUID: Result<OpenedEnvelope, CryptoError>] {
         guard !envelopes.isEmpty else { return [:] }
         var senderKeys: [UUID: X25519PublicKey] = [:]
         if let trust {
@@ -146,14 +157,20 @@ extension PostLoginSync {
             }
             for id in repeated { senderKeys[id] = nil }
         }
+        var previous = held
+        for item in envelopes where held[item.sessionID] == nil && !item.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) {
+            guard let mark = marks[item.sessionID] else { continue }
+            previous[item.sessionID] = try? await local.receivedEnvelope(sessionID: item.sessionID, generation: mark.generation)
+        }
 
-        var outcomes: [UUID: Result<ReceivedEnvelope, CryptoError>] = [:]
+        var outcomes: [UUID: Result<OpenedEnvelope, CryptoError>] = [:]
         let key = try await local.deviceKey()
         let me = identity.id
         let resolved = senderKeys
+        let before = previous
         let now = Date()
         for (session, outcome) in try await inParallel(envelopes, { part in
-            var results: [(UUID, Result<ReceivedEnvelope, CryptoError>)] = []
+            var results: [(UUID, Result<OpenedEnvelope, CryptoError>)] = []
             // Each sender's static exchange once per part: one X25519 an envelope, not two.
             var exchanges = SenderExchanges()
             for item in part {
@@ -162,20 +179,22 @@ extension PostLoginSync {
                 do {
                     let opened = try envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
                                                    senderKey: { resolved[$0] }, exchanges: &exchanges)
-                    // A version-1 envelope carries no generation: "1 unless the store knows
-                    // better". Replacing a held envelope with another secret is the next
-                    // generation (a rotation sealed as v1), so the held one is kept as history.
+                    // A version-1 envelope carries no generation: it is the generation of the
+                    // last secret stored when it carries the same secret, and otherwise the one
+                    // after it (what the pull then does with it depends on the trust mode).
                     var generation = opened.generation
-                    if !opened.authenticated, let before = held[item.sessionID],
-                       let old = try? before.envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
-                                                           senderKey: { $0 == before.senderDeviceID ? before.senderPublicKey : nil },
-                                                           exchanges: &exchanges) {
-                        generation = old.secret == opened.secret ? before.generation : before.generation &+ 1
+                    var changes = false
+                    if !opened.authenticated, let last = before[item.sessionID],
+                       let old = try? last.envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
+                                                         senderKey: { $0 == last.senderDeviceID ? last.senderPublicKey : nil },
+                                                         exchanges: &exchanges) {
+                        changes = old.secret != opened.secret
+                        generation = changes ? last.generation &+ 1 : last.generation
                     }
-                    results.append((item.sessionID, .success(ReceivedEnvelope(
+                    results.append((item.sessionID, .success(OpenedEnvelope(received: ReceivedEnvelope(
                         sessionID: item.sessionID, envelope: envelope, fetchedAt: now, senderDeviceID: opened.senderDeviceID,
                         senderPublicKey: opened.senderDeviceID.flatMap { resolved[$0] }, generation: generation,
-                        authenticated: opened.authenticated))))
+                        authenticated: opened.authenticated), changesSecret: changes))))
                 } catch let error as CryptoError {
                     results.append((item.sessionID, .failure(error)))
                 } catch {
@@ -189,19 +208,83 @@ extension PostLoginSync {
         return outcomes
     }
 
-    /// Keeps, of the envelopes fetched and opened, those of sessions the store holds and that
-    /// opened: an envelope that does not open is reported and never stored (a junk row must not
-    /// displace a good envelope kept from an earlier pull, nor sit in the store looking like a
-    /// secret).
+    /// What the pull knows about one session when it decides on an envelope for it.
+    struct EnvelopeContext {
+        /// The session's high-water mark, if an envelope was ever stored for it.
+        var mark: GenerationMark?
+        /// The device that owns the session (its row's `device_id`).
+        var owner: UUID?
+        /// Verified trust is in force and the owner holds (or held, before a revocation) a
+        /// certificate: it seals version 2, so version 1 is never accepted for the session.
+        var ownerCertified: Bool
+        var verified: Bool
+        var requireAuthenticated: Bool
+        var window: UInt32
+    }
+
+    /// Whether an envelope that opened may be stored (docs/trust.md): `nil` to store it, or the
+    /// reason it is refused.
+    ///
+    /// - The high-water rule: never below the highest generation stored for the session (the
+    ///   mark survives the session's deletion), nor more than `window` above it.
+    /// - The owner rule: a version-2 envelope only from the device that owns the session, and
+    ///   from the first authenticated sender the session had.
+    /// - No downgrade: version 1 never after an authenticated envelope, nor from a certified
+    ///   owner; in verified mode it never replaces a secret (it names no sender).
+    static func refusal(of opened: OpenedEnvelope, _ context: EnvelopeContext) -> (SyncIssue.Code, String)? {
+        let item = opened.received
+        let highest = context.mark?.generation ?? 0
+        if item.generation < highest {
+            return (.staleGeneration, "the envelope for this session is of generation \(item.generation), older than the \(highest) this device "
+                    + "has seen; it was not stored")
+        }
+        if UInt64(item.generation) > UInt64(max(highest, 1)) + UInt64(context.window) {
+            return (.generationJump, "the envelope for this session claims generation \(item.generation), more than \(context.window) above "
+                    + "the \(max(highest, 1)) this device has seen; it was not stored")
+        }
+        if item.authenticated {
+            if let owner = context.owner, item.senderDeviceID != owner {
+                return (.wrongSender, "the envelope for this session was sealed by device \(item.senderDeviceID?.canonical ?? "?"), "
+                        + "not by the device that owns the session; it was not stored")
+            }
+            if let first = context.mark?.senderDeviceID, item.senderDeviceID != first {
+                return (.wrongSender, "the envelope for this session was sealed by another device than its earlier secrets; it was not stored")
+            }
+            return nil
+        }
+        if context.requireAuthenticated {
+            return (.unauthenticatedEnvelope, "the envelope for this session is version 1 (no sender) and authenticated envelopes are required; "
+                    + "it was not stored")
+        }
+        if context.mark?.authenticated == true {
+            return (.downgradeRefused, "the envelope for this session is version 1, but this device holds an authenticated secret for it: "
+                    + "a downgrade, refused; it was not stored")
+        }
+        if context.ownerCertified {
+            return (.downgradeRefused, "the envelope for this session is version 1, but the session's device is certified and seals version 2: "
+                    + "a downgrade, refused; it was not stored")
+        }
+        if context.verified && opened.changesSecret {
+            return (.unauthenticatedReplacement, "the envelope for this session is version 1 (no sender) and carries another secret than the "
+                    + "one stored: it cannot replace it; it was not stored")
+        }
+        return nil
+    }
+
+    /// Keeps, of the envelopes fetched and opened, those of sessions the store holds, that
+    /// opened and that ``refusal(of:_:)`` lets through: an envelope that does not open is
+    /// reported and never stored (a junk row must not displace a good envelope kept from an
+    /// earlier pull, nor sit in the store looking like a secret).
     ///
     /// With verified trust (`trust` given), a sender without a valid certificate is refused
     /// (`uncertifiedSender`); a version-1 envelope, which names no sender, is kept marked
-    /// unauthenticated, or refused with ``SyncOptions/requireAuthenticated``. An envelope of an
-    /// older generation than the one held is refused (a rollback), whatever the mode.
+    /// unauthenticated while the session's owner is not certified, or refused with
+    /// ``SyncOptions/requireAuthenticated``.
     func pullEnvelopes(_ opened: OpenedEnvelopes, identity: DeviceIdentity, trust: TrustSnapshot?, entry: inout PhaseReport,
                        recorder: Recorder) async throws {
         if let trust { entry.errors += trust.problems }
-        let sessions = try await local.sessionIDs()
+        let owners = try await local.sessionOwners()
+        let sessions = Set(owners.keys)
         let kept = opened.fetched.filter { sessions.contains($0.sessionID) }
         let listed = Set(kept.map(\.sessionID))
         entry.skipped = opened.fetched.count - kept.count
@@ -212,22 +295,32 @@ extension PostLoginSync {
         let held = opened.held.filter { stillHeld.contains($0.key) }
         var outcomes = opened.outcomes.filter { listed.contains($0.key) }
         let lost = kept.filter { opened.held[$0.sessionID] != nil && held[$0.sessionID] == nil && opened.outcomes[$0.sessionID] == nil }
-        for (session, outcome) in try await open(lost, identity: identity, trust: trust, held: [:]) { outcomes[session] = outcome }
+        for (session, outcome) in try await open(lost, identity: identity, trust: trust, held: [:], marks: opened.marks) {
+            outcomes[session] = outcome
+        }
 
         var good: [ReceivedEnvelope] = []
         var refusals: [SyncIssue] = []
-        for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: { $0.sessionID.canonicallyPrecedes($1.sessionID) }) {
-            if let held = held[item.sessionID]?.generation, item.generation < held {
-                refusals.append(SyncIssue(phase: .envelopes, code: .staleGeneration, rowID: item.sessionID.canonical,
-                                          message: "the envelope for this session is of generation \(item.generation), older than the \(held) held; it was not stored"))
-            } else if !item.authenticated && options.requireAuthenticated {
+        for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: { $0.received.sessionID.canonicallyPrecedes($1.received.sessionID) }) {
+            let session = item.received.sessionID
+            let owner = owners[session]
+            let context = EnvelopeContext(
+                mark: opened.marks[session], owner: owner,
+                ownerCertified: trust.map { trust in owner.map { trust.certificates[$0] != nil || trust.revocations[$0] != nil } ?? false } ?? false,
+                verified: trust != nil, requireAuthenticated: options.requireAuthenticated, window: options.generationWindow)
+            if let (code, message) = Self.refusal(of: item, context) {
                 recorder.report.trust?.rejectedEnvelopes += 1
-                refusals.append(SyncIssue(phase: .envelopes, code: .unauthenticatedEnvelope, rowID: item.sessionID.canonical,
-                                          message: "the envelope for this session is version 1 (no sender) and authenticated envelopes are required; it was not stored"))
+                refusals.append(SyncIssue(phase: .envelopes, code: code, rowID: session.canonical, message: message))
             } else {
-                if !item.authenticated { recorder.report.trust?.unauthenticatedEnvelopes += 1 }
-                good.append(item)
+                if !item.received.authenticated { recorder.report.trust?.unauthenticatedEnvelopes += 1 }
+                good.append(item.received)
             }
+        }
+        if let trust {
+            // A sender revoked since: what it sealed stays readable, but the revoked device knows
+            // the secret. Counted at every pull while such an envelope is held.
+            let revoked = held.values.filter { $0.senderDeviceID.map { trust.revocations[$0] != nil } ?? false }
+            recorder.report.trust?.revokedSenderEnvelopes = revoked.count
         }
         let failures = outcomes.compactMap { session, outcome -> (UUID, CryptoError)? in
             if case let .failure(error) = outcome { return (session, error) }

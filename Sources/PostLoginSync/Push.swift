@@ -415,7 +415,11 @@ extension PostLoginSync {
             differing.insert(bucket)
         }
         let sessions: Set<UUID> = differing.isEmpty ? [] : own.filter { differing.contains(SecretDigest.bucket(of: $0, buckets: buckets)) }
-        let listed = sessions.isEmpty ? [] : try await remote.listEnvelopeKeys(sessions: sessions)
+        // The digests counted the rows of these buckets: a listing that passes the larger count
+        // (by a margin for writes between the digest and the listing) is a server that never
+        // ends, refused at once rather than after the client's general limits.
+        let counted = differing.reduce(0) { $0 + max(remoteByBucket[$1]?.pairs ?? 0, localDigest[$1]?.pairs ?? 0) }
+        let listed = sessions.isEmpty ? [] : try await remote.listEnvelopeKeys(sessions: sessions, atMost: counted + max(256, counted / 8))
         recorder.report.reconciliation = Reconciliation(method: "digest", buckets: buckets, bucketsListed: differing.count, rowsListed: listed.count)
         guard !sessions.isEmpty else { return [] }
 

@@ -101,10 +101,18 @@ public enum RecipientPolicy {
             }
             if device.id == selfID && !options.includeSelf { return no("this device (self copy disabled)") }
             guard device.isActive else { return no("inactive") }
-            guard let type = device.deviceType else { return no("unknown device type") }
-            guard type != .webBrowser else { return no("web browsers never receive secrets") }
-            guard device.deviceRole != .temporaryViewer else { return no("temporary viewer") }
             if standing == .revoked { return no("revoked by the user's identity key", issue: .revokedDevice) }
+            if standing == .certificateMismatch {
+                return no("its row names another device type than its certificate (possible attack)", issue: .certificateMismatch)
+            }
+            // A certified device's type and role are the certificate's: the row is the server's
+            // (and a web browser may update its own), the certificate the user's identity key signed.
+            let certificate = standing == .verified ? trust?.certificates[device.id] : nil
+            let type = certificate.map { DeviceType(rawValue: $0.deviceType) } ?? device.deviceType
+            let role = certificate.map { DeviceTrustRole(rawValue: $0.deviceRole) } ?? device.deviceRole
+            guard let type else { return no("unknown device type") }
+            guard type != .webBrowser else { return no("web browsers never receive secrets") }
+            guard role != .temporaryViewer else { return no("temporary viewer") }
             if mode == .flagged && !device.isTrusted { return no("not trusted (trusted devices required)") }
             guard let text = device.publicKey, !text.isEmpty else { return no("no public key yet") }
             guard let key = try? X25519PublicKey(base64: text) else {
@@ -124,8 +132,11 @@ public enum RecipientPolicy {
             let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: type.rawValue,
                                           receives: true, reason: nil, keyFingerprint: fingerprint,
                                           envelopeVersions: device.envelopeVersions.sorted(), trust: standing?.rawValue)
+            // A certified device reads version 2 whatever its row's `capabilities` say: only this
+            // engine's pairing certifies devices, and it reads version 2, while the column is the
+            // server's to rewrite (it must not steer a sealer into the sender-less version 1).
             return (decision, Recipient(deviceID: device.id, publicKey: key, fingerprint: fingerprint,
-                                        readsVersion2: device.envelopeVersions.contains(2)), nil)
+                                        readsVersion2: device.envelopeVersions.contains(2) || standing == .verified), nil)
         }
     }
 }

@@ -90,6 +90,21 @@ public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
         public static let unauthenticatedEnvelope: Code = "unauthenticatedEnvelope"
         /// An envelope of an older generation than the one this device holds was refused (a rollback).
         public static let staleGeneration: Code = "staleGeneration"
+        /// A version-2 envelope sealed by a device other than the one that owns the session (or
+        /// than the session's first authenticated sender); it was not stored.
+        public static let wrongSender: Code = "wrongSender"
+        /// An envelope whose generation jumps further above the highest one seen than
+        /// ``SyncOptions/generationWindow`` allows; it was not stored.
+        public static let generationJump: Code = "generationJump"
+        /// A version-1 envelope where only version 2 is accepted (an authenticated envelope was
+        /// stored for the session before, or its owner is a certified device); it was not stored.
+        public static let downgradeRefused: Code = "downgradeRefused"
+        /// In verified mode, a version-1 envelope carrying another secret than the one stored for
+        /// its session (version 1 names no sender, so it cannot replace a secret); not stored.
+        public static let unauthenticatedReplacement: Code = "unauthenticatedReplacement"
+        /// A certified device whose row names another device type than its certificate (possible
+        /// attack); never sealed to.
+        public static let certificateMismatch: Code = "certificateMismatch"
         /// The remote has no device-trust tables: verified trust needs the migration (said once per store).
         public static let trustUnavailable: Code = "trustUnavailable"
         /// Any other failure.
@@ -196,6 +211,9 @@ public struct TrustSummary: Sendable, Codable, Hashable {
     public var unauthenticatedEnvelopes = 0
     /// Pull: envelopes refused by trust (uncertified sender, or unauthenticated when required).
     public var rejectedEnvelopes = 0
+    /// Pull: envelopes this device holds that were sealed by a device revoked since (the
+    /// secret stays readable; the revoked device knows it).
+    public var revokedSenderEnvelopes = 0
     /// A one-time notice (the remote has no device-trust tables).
     public var note: String?
     /// Requests made to load and check the trust records before the phases (counted in the

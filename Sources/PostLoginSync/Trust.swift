@@ -26,6 +26,9 @@ public enum DeviceTrustStatus: String, Sendable, Codable, Hashable {
     case revoked
     /// Its row's key differs from its certificate's (possible attack).
     case keyMismatch = "key-mismatch"
+    /// Its row names another device type than its certificate (possible attack: the row is the
+    /// server's, the certificate the user's).
+    case certificateMismatch = "certificate-mismatch"
 }
 
 /// The user's device trust as this device verified it: the pinned identity key, the
@@ -43,13 +46,18 @@ public struct TrustSnapshot: Sendable {
     /// The identity key's fingerprint.
     public var fingerprint: IdentityFingerprint { IdentityFingerprint(identityKey) }
 
-    /// A device row's standing.
+    /// A device row's standing: its certificate must name the row's key, and the row must name
+    /// the certificate's device type (a device writes its own type, so a genuine row always
+    /// does). The row's role is not compared: the certificate's decides, and users cannot
+    /// write `device_role`, so every row keeps the schema's default `trusted_executor` whatever
+    /// role was certified.
     public func status(of device: RemoteDevice) -> DeviceTrustStatus {
         if revocations[device.id] != nil { return .revoked }
         guard let certificate = certificates[device.id] else { return .unverified }
         guard let text = device.publicKey, let key = try? X25519PublicKey(base64: text), key == certificate.x25519PublicKey else {
             return .keyMismatch
         }
+        guard device.deviceType?.rawValue == certificate.deviceType else { return .certificateMismatch }
         return .verified
     }
 

@@ -40,7 +40,8 @@ public final class CurlTransport: HTTPTransport {
     }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let transfer = try CurlTransfer(request, limit: maxResponseBytes, idleTimeout: min(request.timeout, connectTimeout))
+        let transfer = try CurlTransfer(request, limit: min(maxResponseBytes, request.maxResponseBytes ?? .max),
+                                        idleTimeout: min(request.timeout, connectTimeout))
         let loop = CurlLoop.shared
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, Error>) in

@@ -13,14 +13,19 @@ public struct HTTPRequest: Sendable {
     public var body: Data?
     /// Seconds before the request is abandoned.
     public var timeout: TimeInterval
+    /// The largest response this request accepts, below the transport's own limit: an answer
+    /// known to be small (a database function's) must not be allowed the size of a page.
+    public var maxResponseBytes: Int?
 
     /// Creates a request.
-    public init(method: String, url: URL, headers: [(String, String)] = [], body: Data? = nil, timeout: TimeInterval = 30) {
+    public init(method: String, url: URL, headers: [(String, String)] = [], body: Data? = nil, timeout: TimeInterval = 30,
+                maxResponseBytes: Int? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
     }
 
 }
@@ -102,7 +107,7 @@ public final class URLSessionTransport: HTTPTransport {
         urlRequest.httpBody = request.body
         let task = session.dataTask(with: urlRequest)
         let delegate = self.delegate
-        let limit = maxResponseBytes
+        let limit = min(maxResponseBytes, request.maxResponseBytes ?? .max)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, Error>) in
                 delegate.register(task, limit: limit, continuation: continuation)

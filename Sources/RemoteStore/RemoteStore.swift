@@ -46,7 +46,11 @@ public protocol RemoteStore: Sendable {
 
     /// The envelope rows of these sessions, with each row's `ephemeral_public_key` (what the
     /// digest hashes), for the buckets whose digests differ.
-    func listEnvelopeKeys(sessions: Set<UUID>) async throws -> [EnvelopeKey]
+    ///
+    /// - Parameter atMost: How many rows the caller knows there can be (the digest counted
+    ///   them): a listing that passes it is abandoned at once (`.listingDidNotEnd`) instead of
+    ///   paging on; `nil` bounds it only by the client's general limits.
+    func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey]
 
     /// Deletes every envelope addressed to these devices. Returns how many were deleted, when known.
     @discardableResult

@@ -12,6 +12,12 @@ public struct OpenedSecret: Sendable {
     public let authenticated: Bool
     /// The envelope's format version, 1 or 2.
     public let version: Int
+
+    /// The same secret, recorded under `generation` (a store knows a version-1 envelope's
+    /// generation better than the envelope, which carries none).
+    public func withGeneration(_ generation: UInt32) -> OpenedSecret {
+        OpenedSecret(secret: secret, senderDeviceID: senderDeviceID, generation: generation, authenticated: authenticated, version: version)
+    }
 }
 
 /// Envelope version 2: RFC 9180 HPKE in auth mode, suite A.2, bound to its session, both device

@@ -79,6 +79,20 @@ struct CLIError: Error, CustomStringConvertible {
     init(_ message: String) { description = message }
 }
 
+/// A secret typed by the person (a password, a pairing code): from the environment variable
+/// `environment`, else a prompt without echo on a terminal, else one line of standard input.
+/// Never from a flag or an argument: those show in `ps` and `/proc` to other local users.
+func readSecretLine(environment: String, prompt: String, what: String) throws -> String {
+    if let value = ProcessInfo.processInfo.environment[environment], !value.isEmpty { return value }
+    if isatty(STDIN_FILENO) == 1, let entered = getpass(prompt) {
+        return String(cString: entered)
+    }
+    guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+        throw CLIError("no \(what): set $\(environment) or pipe it on standard input")
+    }
+    return line
+}
+
 /// Writes to standard error, with control characters escaped (messages quote servers).
 func printError(_ message: String) {
     FileHandle.standardError.write(Data((message.escapingControlCharacters + "\n").utf8))

@@ -65,8 +65,8 @@ extension SyncCLI {
             let fingerprint = try await trustRoot.initialize()
             output("   identity fingerprint \(fingerprint)")
 
-            say("The desktop shows a pairing code (valid 10 minutes, single use) as text and as a QR code")
-            let (code, _) = try await trustRoot.invite()
+            say("The desktop shows a pairing code for a phone (valid 10 minutes, single use) as text and as a QR code")
+            let (code, _) = try await trustRoot.invite(deviceType: .iosPhone)
             output("   \(code.revealText())")
             print(try TerminalQRCode.render(code.revealText()).split(separator: "\n").map { "   " + $0 }.joined(separator: "\n"))
 
@@ -74,7 +74,7 @@ extension SyncCLI {
             let joined = try await DeviceTrustManager(local: phoneStore, remote: try remote()).join(code: PairingCode(parsing: code.revealText()))
             output("   pinned identity \(joined)")
 
-            say("The desktop approves: it checks the request's MAC against the code's secret and certifies the phone")
+            say("The desktop approves: it checks the request's MAC against the code's secret and certifies the phone as an ios-phone")
             let approval = try await trustRoot.approve()
             output("   certified \(approval.approved.map { $0.name }.joined(separator: ", ")); refused \(approval.refused.count)")
 

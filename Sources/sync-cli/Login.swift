@@ -92,14 +92,7 @@ extension SyncCLI {
 
         /// The password from $SYNC_PASSWORD, else a prompt without echo on a terminal, else one line of stdin.
         static func readPassword() throws -> String {
-            if let password = ProcessInfo.processInfo.environment["SYNC_PASSWORD"], !password.isEmpty { return password }
-            if isatty(STDIN_FILENO) == 1, let entered = getpass("Password: ") {
-                return String(cString: entered)
-            }
-            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
-                throw CLIError("no password: set $SYNC_PASSWORD or pipe it on standard input")
-            }
-            return line
+            try readSecretLine(environment: "SYNC_PASSWORD", prompt: "Password: ", what: "password")
         }
     }
 }

@@ -6,6 +6,7 @@ import PostLoginSync
 import SyncModel
 
 extension TrustMode: ExpressibleByArgument {}
+extension DeviceTrustRole: ExpressibleByArgument {}
 
 /// How trust failures leave the program.
 enum TrustExit {
@@ -73,6 +74,9 @@ extension SyncCLI {
             )
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
+            @Option(help: ArgumentHelp("The kind of device being paired (\(DeviceType.allCases.map(\.rawValue).joined(separator: ", "))): its certificate names it, and a device whose row says otherwise is refused. Without it, approval asks you to confirm the type the device's row names.",
+                                       valueName: "type")) var deviceType: DeviceType?
+            @Option(help: "The role certified: trusted_executor (receives secrets) or temporary_viewer (never does).") var role: DeviceTrustRole = .trustedExecutor
             @Flag(help: "Wait for the device to join and approve it (until the invite expires).") var wait = false
             @Flag(help: "Do not draw the QR code.") var noQr = false
             @Flag(help: "Print the code as JSON (for a UI that shows it itself).") var json = false
@@ -80,7 +84,7 @@ extension SyncCLI {
             func run() async throws {
                 try await TrustExit.run {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
-                    let (code, expiresAt) = try await manager.invite()
+                    let (code, expiresAt) = try await manager.invite(deviceType: deviceType, role: role)
                     let text = code.revealText()
                     if json {
                         try printJSON(["code": text, "inviteId": code.inviteIDText, "expiresAt": Timestamp.format(expiresAt),
@@ -91,7 +95,7 @@ extension SyncCLI {
                         output("    \(text)")
                         output("")
                         if !noQr { print(try TerminalQRCode.render(text)) }
-                        output("On the new device: sync-cli trust join \(text)")
+                        output("On the new device: sync-cli trust join (type the code at its prompt)")
                         output("Identity fingerprint: \(code.fingerprint)")
                     }
                     guard wait else {
@@ -99,7 +103,7 @@ extension SyncCLI {
                         return
                     }
                     if !json { output("Waiting for the device to join (Ctrl-C to stop; the invite stays valid until it expires)...") }
-                    let report = try await manager.waitForJoin(inviteID: code.inviteIDText) { round in
+                    let report = try await manager.waitForJoin(inviteID: code.inviteIDText, confirm: TrustCommand.confirmation()) { round in
                         if !json { TrustCommand.printApproval(round) }
                     }
                     if json { try printJSON(report) }
@@ -115,17 +119,30 @@ extension SyncCLI {
                     (the server cannot substitute it), pins it, and asks the trust root to certify \
                     this device. Spaces, hyphens and case in the code do not matter.
 
+                    The code is read from $SYNC_PAIRING_CODE, else typed at a prompt that does not \
+                    echo it, else one line of standard input. Given as an argument it still works, \
+                    but other local users can read it in the process list while join runs.
+
                     \(TrustExit.help)
                     """
             )
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
-            @Argument(help: "The pairing code (one argument or several groups).") var code: [String]
+            @Argument(help: "Discouraged: the pairing code as arguments (visible to other local users in `ps`); omit it to be asked.")
+            var code: [String] = []
             @Flag(help: "Print the result as JSON.") var json = false
 
             func run() async throws {
+                let text: String
+                if code.isEmpty {
+                    text = try readSecretLine(environment: "SYNC_PAIRING_CODE", prompt: "Pairing code: ", what: "pairing code")
+                } else {
+                    printError("Warning: the pairing code was given as an argument, which other local users can read in the process "
+                               + "list while this runs; next time omit it and type it at the prompt (or pipe it on standard input)")
+                    text = code.joined()
+                }
                 let parsed: PairingCode
-                do { parsed = try PairingCode(parsing: code.joined()) } catch { throw CLIError("\(error)") }
+                do { parsed = try PairingCode(parsing: text) } catch { throw CLIError("\(error)") }
                 try await TrustExit.run {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                     let fingerprint = try await manager.join(code: parsed)
@@ -144,6 +161,10 @@ extension SyncCLI {
                     server never saw; requests for unknown, expired or used invites, with a wrong \
                     MAC, or whose keys are not the device row's are refused and deleted.
 
+                    The certificate names the device type the invite was opened for \
+                    (--device-type); for an invite opened without one you are asked to confirm the \
+                    type the device's row names, and without a terminal to ask on the request waits.
+
                     \(TrustExit.help)
                     """
             )
@@ -154,9 +175,9 @@ extension SyncCLI {
             func run() async throws {
                 try await TrustExit.run {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
-                    let report = try await manager.approve()
+                    let report = try await manager.approve(confirm: TrustCommand.confirmation())
                     if json { return try printJSON(report) }
-                    if report.approved.isEmpty && report.refused.isEmpty { output("No pairing requests.") }
+                    if report.approved.isEmpty && report.refused.isEmpty && report.pending.isEmpty { output("No pairing requests.") }
                     TrustCommand.printApproval(report)
                 }
             }
@@ -250,6 +271,22 @@ enum TrustCommand {
     static func printApproval(_ report: ApprovalReport) {
         for device in report.approved { output("Certified \(device.name) (\(device.deviceID.canonical)).") }
         for refused in report.refused { output("Refused a request from \(refused.deviceID.canonical): \(refused.reason).") }
+        for pending in report.pending {
+            output("Waiting: \(pending.name) (\(pending.deviceID.canonical)) joined as \(pending.deviceType.rawValue); confirm it by running "
+                   + "`sync-cli trust approve` on a terminal, or open the invite with --device-type.")
+        }
+    }
+
+    /// On a terminal: asks the person to confirm a joining device's type; elsewhere `nil` (the
+    /// request waits for an approval that can ask).
+    static func confirmation() -> PairingConfirmation? {
+        guard isatty(STDIN_FILENO) == 1 else { return nil }
+        return { candidate in
+            output("\(candidate.name) (\(candidate.deviceID.canonical)) joined with a valid code.")
+            output("Certify it as \(candidate.deviceType.rawValue), role \(candidate.role.rawValue)? [y/N] ")
+            let answer = readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces).lowercased()
+            return answer == "y" || answer == "yes"
+        }
     }
 
     static func time(_ date: Date) -> String {

@@ -430,7 +430,9 @@ struct FailAfterBatches: RemoteStore {
     func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
         try await base.secretDigest(ownerDeviceID: ownerDeviceID, buckets: buckets)
     }
-    func listEnvelopeKeys(sessions: Set<UUID>) async throws -> [EnvelopeKey] { try await base.listEnvelopeKeys(sessions: sessions) }
+    func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey] {
+        try await base.listEnvelopeKeys(sessions: sessions, atMost: atMost)
+    }
     func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws { try await base.setDeviceActive(deviceID, isActive: isActive) }
     func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(recipients: recipients) }
     func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(sessions: sessions) }

@@ -120,6 +120,53 @@ struct SecurityFindingsTests {
         #expect(report.recipients.filter(\.receives).count == 2)
     }
 
+    @Test("round 3, finding 9: a push whose digest counted a few rows stops the envelope listing as soon as it passes them")
+    func listingBoundedByDigest() async throws {
+        let world = try World(.embedded)
+        let selfID = UUID()
+        let selfKey = Mutex<X25519PublicKey?>(nil)
+        let user = world.user
+        let pages = Mutex(0)
+        let server = try HostileServer { request, connection in
+            let table = request.path.split(separator: "/").last.map(String.init) ?? ""
+            switch (request.method, table) {
+            case ("GET", "devices"):
+                let me = Self.deviceJSON(selfID.canonical, user: user, name: "desktop", key: selfKey.withLock { $0! })
+                connection.json(200, "[" + me + "]", headers: ["content-range": "0-0/1"])
+            case ("POST", "session_secret_digest"):
+                // One bucket of one row, which differs from the ledger's: its sessions are listed.
+                connection.json(200, #"[{"bucket":0,"pairs":1,"h1":1,"h2":1}]"#)
+            case ("GET", "agent_coding_session_secrets"):
+                // Full pages of new rows, forever.
+                let page = pages.withLock { value -> Int in value += 1; return value }
+                let rows = (0..<1000).map { #"{"id":\#(page * 1000 + $0),"session_id":"\#(UUID().canonical)","device_id":"\#(UUID().canonical)","ephemeral_public_key":"k"}"# }
+                connection.json(200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "0-999/*"])
+            case ("GET", _):
+                connection.json(200, "[]", headers: ["content-range": "*/*"])
+            case ("POST", _) where request.path.contains("/rpc/"):
+                connection.json(404, #"{"code":"PGRST202","message":"Could not find the function"}"#)
+            case ("POST", _):
+                connection.respond(201)
+            default:
+                connection.respond(204)
+            }
+        }
+        defer { server.stop() }
+        var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon", userID: user) { _ in "token" }
+        configuration.baseBackoff = Duration.milliseconds(5)
+        // Undefended, the listing would stop only here: 20 pages.
+        configuration.maxListedRows = 20_000
+        configuration.listingStreams = 1
+        let desktop = try await world.device("desktop", role: .desktop, id: selfID, remote: PostgRESTRemoteStore(configuration: configuration))
+        selfKey.withLock { $0 = desktop.identity.publicKey }
+        let repository = RepositoryRecord(userID: user, deviceID: selfID, name: "r", localPath: "/r")
+        try await desktop.store.upsertRepositories([repository])
+        try await desktop.store.createSession(SessionRecord(userID: user, deviceID: selfID, repositoryID: repository.id))
+        let report = try await desktop.engine.push()
+        #expect(report.errors.contains { $0.code == SyncIssue.Code(remote: .listingDidNotEnd) })
+        #expect(pages.withLock { $0 } == 1)
+    }
+
     @Test("envelopes that do not open are reported and never stored; a good envelope kept earlier is not displaced",
           arguments: Backend.available)
     func junkEnvelopes(backend: Backend) async throws {

@@ -38,7 +38,7 @@ struct TrustThreatTests {
     }
 
     static func join(_ device: World.Device, world: World, root: DeviceTrustManager, options: SyncOptions = SyncOptions()) async throws {
-        let (code, _) = try await root.invite()
+        let (code, _) = try await root.invite(deviceType: device.identity.deviceType)
         try await DeviceTrustManager(local: device.store, remote: try world.remote(), options: options)
             .join(code: PairingCode(parsing: code.revealText()))
         let approval = try await root.approve()
@@ -233,7 +233,7 @@ struct TrustThreatTests {
         let signing = try await tablet.store.signingKey().publicKey
 
         // Wrong MAC for an open invite: refused, and the invite is still usable.
-        let (code, _) = try await p.root.invite()
+        let (code, _) = try await p.root.invite(deviceType: .iosTablet)
         try await remote.insertPairingRequest(PairingRequestRow(
             userID: p.world.user, inviteID: code.inviteIDText, deviceID: tablet.identity.id, x25519PublicKey: tablet.identity.publicKey.base64,
             ed25519PublicKey: signing.base64, mac: ByteEncoding.base64([UInt8](repeating: 7, count: 32))))
@@ -262,7 +262,7 @@ struct TrustThreatTests {
         #expect(replayed.approved.isEmpty && replayed.refused.first?.reason.contains("already used") == true)
 
         // An expired invite.
-        let (late, _) = try await p.root.invite()
+        let (late, _) = try await p.root.invite(deviceType: .iosTablet)
         let lateMAC = PairingMAC.mac(secret: late.secret, inviteID: late.inviteID, userID: p.world.user, deviceID: tablet.identity.id,
                                      x25519PublicKey: tablet.identity.publicKey, ed25519PublicKey: signing)
         try await remote.insertPairingRequest(PairingRequestRow(
@@ -303,9 +303,12 @@ struct TrustThreatTests {
         let pull = try await p.phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .uncertifiedSender && $0.rowID == sessions[0].canonical })
         #expect(try await p.phone.store.openReceivedSecret(sessionID: sessions[0]) == genuine[sessions[0]])
+        // The v1 envelope names no sender and the session's device is certified (and an
+        // authenticated secret is held): a downgrade, refused as an error; the genuine one stays.
+        #expect(pull.errors.contains { $0.code == .downgradeRefused && $0.rowID == sessions[1].canonical })
         let kept = try await p.phone.store.openReceived(sessionID: sessions[1])
-        #expect(!kept.authenticated && kept.secret == planted)
-        #expect(pull.trust?.unauthenticatedEnvelopes == 1 && pull.trust?.rejectedEnvelopes == 1)
+        #expect(kept.authenticated && kept.secret == genuine[sessions[1]])
+        #expect(pull.trust?.unauthenticatedEnvelopes == 0 && pull.trust?.rejectedEnvelopes == 2 && pull.outcome == .partial)
 
         // With authenticated envelopes required, the v1 one is refused too (the phone re-reads it after a reset).
         var strict = SyncOptions()
@@ -318,8 +321,9 @@ struct TrustThreatTests {
 
     // MARK: 7
 
-    @Test("a v1-only phone that stays certified gets the rotated secret as v1 and keeps the earlier generation", arguments: Backend.available)
-    func legacyPhoneKeepsGenerations(backend: Backend) async throws {
+    @Test("a certified phone whose capabilities list only v1 still gets v2 (the server's column cannot steer the sealer into v1), and keeps the earlier generation",
+          arguments: Backend.available)
+    func capabilitiesCannotDowngrade(backend: Backend) async throws {
         let p = try await Self.paired(backend, false, sessions: 2)
         var legacy = SyncOptions()
         legacy.envelopeVersions = [1]
@@ -329,6 +333,8 @@ struct TrustThreatTests {
         _ = try await p.desktop.engine.push()
         _ = try await old.engine.pull()
         let before = try await p.world.opened(by: old)
+        #expect(before.count == 2)
+        for session in before.keys { #expect(try await old.store.receivedEnvelope(sessionID: session).authenticated) }
         _ = try await p.root.revoke([p.phone.identity.id])
         #expect(try await p.desktop.engine.push().trust?.sessionsRotated == 2)
         _ = try await old.engine.pull()
@@ -336,7 +342,7 @@ struct TrustThreatTests {
         #expect(after == (try await p.world.secrets(of: p.desktop)) && after != before)
         for (session, secret) in before {
             let current = try await old.store.receivedEnvelope(sessionID: session)
-            #expect(current.generation == 2 && !current.authenticated)
+            #expect(current.generation == 2 && current.authenticated)
             #expect(try await old.store.openReceived(sessionID: session, generation: 1).secret == secret)
         }
     }

@@ -18,7 +18,7 @@ struct HostileResponseTests {
         ("listRepositoryIDs", { _ = try await $0.listRepositoryIDs(deviceID: nil) }),
         ("listSessionIDs", { _ = try await $0.listSessionIDs(deviceID: nil) }),
         ("listEnvelopePairs", { _ = try await $0.listEnvelopePairs() }),
-        ("listEnvelopeKeys", { _ = try await $0.listEnvelopeKeys(sessions: [UUID()]) }),
+        ("listEnvelopeKeys", { _ = try await $0.listEnvelopeKeys(sessions: [UUID()], atMost: nil) }),
         ("fetchEnvelopes", { _ = try await $0.fetchEnvelopes(addressedTo: UUID()) }),
         ("secretDigest", { _ = try await $0.secretDigest(ownerDeviceID: UUID(), buckets: 16) }),
         ("fetchIdentityKey", { _ = try await $0.fetchIdentityKey() }),

@@ -98,6 +98,60 @@ struct HostileServerTests {
         #expect(server.requests.count <= 12)
     }
 
+    @Test("a page holding more rows than were asked for is refused (round 3, finding 5)", arguments: Transport.allCases)
+    func overfullPage(transport: Transport) async throws {
+        let server = try HostileServer { request, connection in
+            let rows = (0..<11).map { #"{"id":"\#(UUID().canonical)","user_id":"\#(UUID().canonical)","name":"d\#($0)","device_type":"ios-phone","is_active":true}"# }
+            connection.json(200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "0-10/*"])
+        }
+        defer { server.stop() }
+        let store = Self.client(server, transport) { $0.pageSize = 10 }
+        await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .malformedResponse }
+        #expect(server.requests.count == 1)
+    }
+
+    /// A change set of `devices` rows, each with a name of `nameBytes` bytes.
+    static func changeSet(devices: Int, nameBytes: Int) -> String {
+        let name = String(repeating: "n", count: nameBytes)
+        let user = UUID().canonical
+        let rows = (0..<devices).map { _ in #"{"id":"\#(UUID().canonical)","user_id":"\#(user)","name":"\#(name)","device_type":"ios-phone","is_active":true}"# }
+        return #"{"server_time":"2026-11-24T10:00:00.000000+00:00","devices":[\#(rows.joined(separator: ","))],"secret_requests":[]}"#
+    }
+
+    @Test("a change-feed answer over the RPC cap, or with more rows than a feed may hold, is refused (round 3, finding 5)",
+          arguments: Transport.allCases)
+    func changeFeedBounded(transport: Transport) async throws {
+        // 5 MiB in 2,000 rows: under the row cap, over the 4 MiB answer cap.
+        let large = Self.changeSet(devices: 2_000, nameBytes: 2_600)
+        // 10,001 small rows: under the byte cap, over the row cap.
+        let many = Self.changeSet(devices: 10_001, nameBytes: 1)
+        #expect(large.utf8.count > 5 * 1024 * 1024 && many.utf8.count < 4 * 1024 * 1024)
+        for (body, code) in [(large, RemoteStoreError.Code.responseTooLarge), (many, .malformedResponse)] {
+            let server = try HostileServer { _, connection in connection.json(200, body) }
+            defer { server.stop() }
+            let store = Self.client(server, transport) { $0.maxAttempts = 1 }
+            await #expect { _ = try await store.changes(since: nil, statements: false) } throws: { ($0 as? RemoteStoreError)?.code == code }
+        }
+    }
+
+    @Test("a listing that passes the rows the digest counted is abandoned at once, not at the general bound (round 3, finding 9)",
+          arguments: Transport.allCases)
+    func listingPastItsCount(transport: Transport) async throws {
+        let pages = Mutex(0)
+        let server = try HostileServer { _, connection in
+            // Every page holds ten new rows: the listing advances and never ends.
+            let page = pages.withLock { value -> Int in value += 1; return value }
+            let rows = (0..<10).map { #"{"id":\#(page * 100 + $0),"session_id":"\#(UUID().canonical)","device_id":"\#(UUID().canonical)","ephemeral_public_key":"k"}"# }
+            connection.json(200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "0-9/*"])
+        }
+        defer { server.stop() }
+        let store = Self.client(server, transport) { $0.pageSize = 10; $0.maxListedRows = 1_000 }
+        await #expect { _ = try await store.listEnvelopeKeys(sessions: [UUID()], atMost: 15) } throws: {
+            ($0 as? RemoteStoreError)?.code == .listingDidNotEnd
+        }
+        #expect(server.requests.count == 2)
+    }
+
     @Test("a response over the size cap is refused as it arrives, with or without a Content-Length",
           arguments: Transport.allCases, [true, false])
     func oversizedResponse(transport: Transport, announced: Bool) async throws {

@@ -27,18 +27,20 @@ struct TrustCLITests {
         let keyMode = try FileManager.default.attributesOfItem(atPath: cli.store("d") + "/identity.key")[.posixPermissions] as? Int
         #expect(keyMode == 0o600)
 
-        let invite = try cli.run(["trust", "invite", "--store", cli.store("d")])
+        let invite = try cli.run(["trust", "invite", "--store", cli.store("d"), "--device-type", "ios-phone"])
         let drewQR = invite.out.contains("█")
         #expect(invite.status == 0 && drewQR)
         let code = try #require(invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
             .first { $0.count == 79 && $0.split(separator: "-").count == 16 })
-        // A mistyped code is refused before anything is pinned.
+        // A mistyped code is refused before anything is pinned. Given as an argument it still
+        // works, with a warning that other local users can read it (the warning never quotes it).
         let typo = String(code.dropLast()) + (code.hasSuffix("A") ? "B" : "A")
         let refused = try cli.run(["trust", "join", "--store", cli.store("p"), typo])
-        let refusedClearly = refused.err.contains("not the one in the pairing code")
+        let refusedClearly = refused.err.contains("not the one in the pairing code") && refused.err.contains("process list")
         #expect(refused.status == 1 && refusedClearly)
-        let joined = try cli.run(["trust", "join", "--store", cli.store("p"), code.lowercased()])
-        #expect(joined.status == 0)
+        // The code on standard input (what a prompt reads on a terminal): no argument, no warning.
+        let joined = try cli.run(["trust", "join", "--store", cli.store("p")], stdin: code.lowercased() + "\n")
+        #expect(joined.status == 0 && !joined.err.contains("process list"))
         let approved = try cli.run(["trust", "approve", "--store", cli.store("d"), "--json"])
         #expect(approved.status == 0 && approved.out.contains("\"approved\""))
         let replay = try cli.run(["trust", "approve", "--store", cli.store("d")])
@@ -78,7 +80,7 @@ struct TrustCLITests {
 
         // The pairing code appears only in invite's output.
         // (The check is computed apart so that a failure never prints the code itself.)
-        let leaks = [initialised, joined, approved, push, pull, shown, revoked, rotated].filter { $0.out.contains(code) || $0.err.contains(code) }.count
+        let leaks = [initialised, joined, approved, push, pull, shown, revoked, rotated, refused].filter { $0.out.contains(code) || $0.err.contains(code) }.count
         #expect(leaks == 0)
 
         // The published identity replaced behind everyone's back: exit status 4, nothing sent.
@@ -88,6 +90,33 @@ struct TrustCLITests {
         #expect(changed.status == 4 && changed.err.contains("identity key changed"))
         #expect(try cli.run(["trust", "status", "--store", cli.store("p")]).status == 4)
         #expect(try cli.run(["devices", "list", "--store", cli.store("d")]).status == 4)
+    }
+
+    @Test("an invite opened without a device type waits, without a terminal, for the person to confirm; with one the row's type must match")
+    func pairingTypeConfirmed() throws {
+        let cli = try CLI()
+        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try cli.run(["init", "--store", cli.store("t"), "--role", "mobile", "--name", "tablet", "--device-type", "ios-tablet"]).status == 0)
+        for store in ["d", "t"] { #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0) }
+        #expect(try cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
+        func code(_ arguments: [String]) throws -> String {
+            let invite = try cli.run(["trust", "invite", "--store", cli.store("d"), "--json"] + arguments)
+            let json = try #require(JSONSerialization.jsonObject(with: Data(invite.out.utf8)) as? [String: String])
+            return try #require(json["code"])
+        }
+        // Opened for a phone, joined by a tablet: refused, the row's type is not the invite's.
+        let wrongType = try code(["--device-type", "ios-phone"])
+        #expect(try cli.run(["trust", "join", "--store", cli.store("t")], stdin: wrongType + "\n").status == 0)
+        let refused = try cli.run(["trust", "approve", "--store", cli.store("d")])
+        #expect(refused.status == 0 && refused.out.contains("the invite was opened for ios-phone"))
+        // Opened without a type: no terminal to ask on, so the request waits, untouched.
+        let untyped = try code([])
+        #expect(try cli.run(["trust", "join", "--store", cli.store("t")], stdin: untyped + "\n").status == 0)
+        let waiting = try cli.run(["trust", "approve", "--store", cli.store("d"), "--json"])
+        let report = try #require(JSONSerialization.jsonObject(with: Data(waiting.out.utf8)) as? [String: Any])
+        #expect((report["pending"] as? [[String: Any]])?.first?["deviceType"] as? String == "ios-tablet")
+        #expect((report["approved"] as? [Any])?.isEmpty == true && (report["refused"] as? [Any])?.isEmpty == true)
+        #expect(try cli.run(["trust", "approve", "--store", cli.store("d")]).out.contains("Waiting: tablet"))
     }
 
     @Test("--trust is validated, --require-trusted stays an alias, and help tells the modes")

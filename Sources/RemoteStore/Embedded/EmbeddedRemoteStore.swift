@@ -499,7 +499,7 @@ public final class EmbeddedRemoteStore: RemoteStore {
         }
     }
 
-    public func listEnvelopeKeys(sessions: Set<UUID>) async throws -> [EnvelopeKey] {
+    public func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey] {
         let me = self.me
         let list = Self.jsonArray(sessions)
         return try await read("listing envelope keys") { db in

@@ -44,27 +44,25 @@ extension PostgRESTRemoteStore {
             missingFunctions.withLock { _ = $0.insert(Self.feedFunction) }
             return try await pollChanges(statements: statements)
         }
-        return try Self.decodeChanges(data, complete: cursor == nil)
+        return try Self.decodeChanges(data, complete: cursor == nil, maxRows: configuration.maxDeviceRows)
     }
 
     /// The change feed's function, remembered in ``missingFunctions`` when the deployment has none.
     static let feedFunction = "sync_changes"
 
-    static func decodeChanges(_ data: Data, complete: Bool) throws -> RemoteChanges {
-        guard let object = try? ResponseJSON.object(data),
-              case let .string(serverTime)? = object["server_time"], Timestamp.parse(serverTime) != nil,
-              case let .json(devices)? = object["devices"], case let .json(requests)? = object["secret_requests"] else {
+    /// Reads a change set: its two lists straight into rows, each of at most `maxRows` (the
+    /// feed's answer is capped in bytes too, ``PostgRESTConfiguration/maxRPCResponseBytes``).
+    static func decodeChanges(_ data: Data, complete: Bool, maxRows: Int) throws -> RemoteChanges {
+        let (object, lists) = try ResponseJSON.object(data, lists: ["devices", "secret_requests"], maxRows: maxRows, table: "sync_changes")
+        guard case let .string(serverTime)? = object["server_time"], Timestamp.parse(serverTime) != nil,
+              let devices = lists["devices"], let requests = lists["secret_requests"] else {
             throw RemoteStoreError(.malformedResponse, "sync_changes answered something other than a change set")
-        }
-        // Each list is an array of rows (an object member is kept as its checked text).
-        func rows(_ text: String, _ table: String) throws -> [ResponseRow] {
-            try ResponseJSON.rows(Data(text.utf8), table: "sync_changes: \(table)")
         }
         var statements: String?
         if case let .string(text)? = object["statements"] { statements = text }
         return RemoteChanges(
-            devices: try rows(devices, "devices").map(RemoteDevice.init(json:)), complete: complete,
-            secretRequests: try rows(requests, "secret_requests").map(SecretRequestRow.init(json:)),
+            devices: try devices.map(RemoteDevice.init(json:)), complete: complete,
+            secretRequests: try requests.map(SecretRequestRow.init(json:)),
             statements: statements, cursor: ChangeCursor(since: serverTime), method: "feed")
     }
 }

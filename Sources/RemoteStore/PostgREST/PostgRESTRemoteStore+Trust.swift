@@ -79,7 +79,9 @@ extension PostgRESTRemoteStore {
 
     func listStatements(_ table: String) async throws -> [SignedStatementRow] {
         try await fetchAll(table, query: [("select", "device_id,user_id,body,signature"), ("user_id", "eq.\(userID.canonical)")],
-                           order: "device_id.asc", keyset: ["device_id"]) { row in try Self.statementRow(row, table: table) }
+                           order: "device_id.asc", keyset: ["device_id"], atMost: configuration.maxDeviceRows) { row in
+            try Self.statementRow(row, table: table)
+        }
     }
 
     /// One row of `device_certificates` or `device_revocations`.

@@ -47,6 +47,15 @@ public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
     public var maxListedRows = 2_000_000
     /// The longest one listing may take, all its pages included.
     public var listingDeadline: Duration = .seconds(900)
+    /// The largest answer a database function may give (the change feed, coordination calls):
+    /// they answer a few KiB, and an answer the size of a page of rows is an attack on memory.
+    /// The digest is allowed what its bucket count needs.
+    public var maxRPCResponseBytes = 4 * 1024 * 1024
+    /// The most rows a listing of the user's devices, certificates or revocations, or one list
+    /// of the change feed, may hold: a person has a handful of devices.
+    public var maxDeviceRows = Self.defaultMaxDeviceRows
+    /// ``maxDeviceRows``'s default.
+    public static let defaultMaxDeviceRows = 10_000
 
     /// Creates a configuration.
     public init(projectURL: URL, apiKey: String, userID: UUID, accessToken: @escaping AccessTokenProvider) {
@@ -142,7 +151,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
         // A user has a handful of devices: counting them is free, and the count ends the listing
         // after one page instead of asking for an empty second one.
         try await fetchAll(RemoteTable.devices, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")], order: "id.asc",
-                           exactCount: true, decode: RemoteDevice.init(json:))
+                           exactCount: true, atMost: configuration.maxDeviceRows, decode: RemoteDevice.init(json:))
     }
 
     // MARK: - RPC
@@ -159,12 +168,18 @@ public final class PostgRESTRemoteStore: RemoteStore {
     /// - Throws: ``RemoteStoreError`` `.missingFunction` (404 `PGRST202`: no such function, or
     ///   none with these argument names), or any other error of the request loop.
     public func rpc(_ name: String, arguments: [String: RPCArgument]) async throws -> Data {
+        try await rpc(name, arguments: arguments, maxResponseBytes: configuration.maxRPCResponseBytes)
+    }
+
+    /// ``rpc(_:arguments:)`` with its own cap on the answer's size.
+    func rpc(_ name: String, arguments: [String: RPCArgument], maxResponseBytes: Int) async throws -> Data {
         guard !name.isEmpty, name.utf8.allSatisfy({ $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) else {
             throw RemoteStoreError(.configuration, "not a function name")
         }
         let row = JSONRow(fields: arguments.keys.sorted().map { ($0, arguments[$0]!.value) })
         do {
-            return try await send("POST", "rpc/" + name, query: [], prefer: nil, body: Data(row.json.utf8)).body
+            return try await send("POST", "rpc/" + name, query: [], prefer: nil, body: Data(row.json.utf8),
+                                  maxResponseBytes: maxResponseBytes).body
         } catch var error as RemoteStoreError where error.postgrestCode == "PGRST202" {
             error.code = .missingFunction
             throw error
@@ -174,7 +189,9 @@ public final class PostgRESTRemoteStore: RemoteStore {
     // MARK: - Envelope digest
 
     public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
-        let data = try await rpc("session_secret_digest", arguments: ["owner_device_id": .string(ownerDeviceID.canonical), "buckets": .int(buckets)])
+        // A bucket's JSON object is under 100 bytes: 65,536 of them need 6.4 MB.
+        let data = try await rpc("session_secret_digest", arguments: ["owner_device_id": .string(ownerDeviceID.canonical), "buckets": .int(buckets)],
+                                 maxResponseBytes: max(configuration.maxRPCResponseBytes, buckets * 128))
         return try Self.decodeDigest(data)
     }
 
@@ -185,14 +202,14 @@ public final class PostgRESTRemoteStore: RemoteStore {
         return digest
     }
 
-    public func listEnvelopeKeys(sessions: Set<UUID>) async throws -> [EnvelopeKey] {
+    public func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey] {
         let ids = sessions.map(\.canonical).sorted()
         var keys: [EnvelopeKey] = []
         for start in stride(from: 0, to: ids.count, by: configuration.inFilterChunk) {
             let chunk = ids[start..<min(start + configuration.inFilterChunk, ids.count)]
             keys += try await fetchAll(RemoteTable.secrets, query: [
                 ("select", "id,session_id,device_id,ephemeral_public_key"), ("session_id", PostgREST.inList(chunk)),
-            ], order: "id.asc", keyset: ["id"]) { row in
+            ], order: "id.asc", keyset: ["id"], atMost: atMost.map { max(0, $0 - keys.count) }) { row in
                 let r = RowReader(row, table: RemoteTable.secrets)
                 return EnvelopeKey(pair: EnvelopePair(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id")),
                                    ephemeralPublicKey: try r.optionalString("ephemeral_public_key") ?? "")
@@ -475,11 +492,15 @@ public final class PostgRESTRemoteStore: RemoteStore {
     /// the listing after that key. A key of several columns also bounds the first column from
     /// below (`gte`), which the row filter implies, so that the index scan starts at the key
     /// instead of filtering every row before it.
+    ///
+    /// With `atMost` (rows the caller knows there can be at most), a listing that passes it is
+    /// abandoned at once as `.listingDidNotEnd`, instead of at the general limits.
     func fetchAll<Row>(
         _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, after start: [String]? = nil,
-        exactCount: Bool = false, decode: (ResponseRow) throws -> Row
+        exactCount: Bool = false, atMost: Int? = nil, decode: (ResponseRow) throws -> Row
     ) async throws -> [Row] {
-        try await fetchPages(table, query: query, order: order, keyset: keyset, after: start, exactCount: exactCount, decode: decode).rows
+        try await fetchPages(table, query: query, order: order, keyset: keyset, after: start, exactCount: exactCount, atMost: atMost,
+                             decode: decode).rows
     }
 
     /// ``fetchAll(_:query:order:keyset:after:exactCount:decode:)`` stopping after `maxPages`
@@ -488,7 +509,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
     /// ``PostgRESTConfiguration/pageSize`` ends the listing (for a server known not to cap below it).
     func fetchPages<Row>(
         _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, after start: [String]? = nil,
-        exactCount: Bool = false, maxPages: Int = .max, shortPageEnds: Bool = false, decode: (ResponseRow) throws -> Row
+        exactCount: Bool = false, atMost: Int? = nil, maxPages: Int = .max, shortPageEnds: Bool = false, decode: (ResponseRow) throws -> Row
     ) async throws -> (rows: [Row], resume: [String]?) {
         var pages = 0
         // Each page becomes typed rows at once: 100,000 JSON objects held to the end cost ~170 MB.
@@ -516,7 +537,10 @@ public final class PostgRESTRemoteStore: RemoteStore {
             let range = "\(first)-\(first + configuration.pageSize - 1)"
             let response = try await send("GET", table, query: pageQuery + [("order", order)], prefer: exactCount ? "count=exact" : nil, body: nil,
                                           extraHeaders: [("Range-Unit", "items"), ("Range", range)])
-            let page = try ResponseJSON.rows(response.body, table: table)
+            let page = try ResponseJSON.rows(response.body, table: table, maxRows: configuration.pageSize)
+            if let atMost, fetched + page.count > atMost {
+                throw RemoteStoreError(.listingDidNotEnd, "\(table): the listing passed the \(atMost) rows there can be")
+            }
             rows.reserveCapacity(rows.count + page.count)
             for object in page { rows.append(try decode(object)) }
             fetched += page.count
@@ -559,7 +583,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
     /// Sends one request, with token refresh and retries; returns only a 2xx response.
     func send(
         _ method: String, _ table: String, query: [(String, String)], prefer: String?, body: Data?,
-        extraHeaders: [(String, String)] = []
+        extraHeaders: [(String, String)] = [], maxResponseBytes: Int? = nil
     ) async throws -> HTTPResponse {
         let queryString = PostgREST.queryString(query)
         guard let url = URL(string: restBase + table + (queryString.isEmpty ? "" : "?" + queryString)) else {
@@ -577,7 +601,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
             if body != nil { headers.append(("Content-Type", "application/json")) }
             if let prefer { headers.append(("Prefer", prefer)) }
             headers += extraHeaders
-            let request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: configuration.requestTimeout)
+            let request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: configuration.requestTimeout,
+                                      maxResponseBytes: maxResponseBytes)
             MetricsTally.record({
                 $0.requests += 1
                 $0.bytesSent += (body?.count ?? 0)

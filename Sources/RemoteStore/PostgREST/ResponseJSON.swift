@@ -62,8 +62,9 @@ package enum ResponseJSON {
         package let offset: Int
     }
 
-    /// A body that must be an array of objects (a table's rows).
-    package static func rows(_ body: Data, table: String) throws -> [ResponseRow] {
+    /// A body that must be an array of objects (a table's rows), of at most `maxRows` (a page
+    /// holding more than was asked for is refused as soon as the row past it begins).
+    package static func rows(_ body: Data, table: String, maxRows: Int = .max) throws -> [ResponseRow] {
         do {
             return try body.withUnsafeBytes { raw in
                 var reader = Reader(raw.bindMemory(to: UInt8.self))
@@ -71,18 +72,39 @@ package enum ResponseJSON {
                     guard reader.peek() == UInt8(ascii: "[") else {
                         throw RemoteStoreError(.malformedResponse, "\(table): response is not a JSON array")
                     }
-                    var rows: [ResponseRow] = []
-                    try reader.elements(depth: 1) { reader in
-                        guard reader.peek() == UInt8(ascii: "{") else {
-                            throw RemoteStoreError(.malformedResponse, "\(table): response holds something other than rows")
-                        }
-                        rows.append(try reader.row(depth: 2))
-                    }
-                    return rows
+                    return try reader.rowList(depth: 1, maxRows: maxRows, table: table)
                 }
             }
         } catch is Malformed {
             throw RemoteStoreError(.malformedResponse, "\(table): response is not a JSON array")
+        }
+    }
+
+    /// A body that must be one object whose members named in `lists` are arrays of rows, each of
+    /// at most `maxRows`, read straight into rows (not kept as text and read again); the other
+    /// members as in ``object(_:)``.
+    ///
+    /// - Returns: The other members, and each list by name.
+    package static func object(_ body: Data, lists: Set<String>, maxRows: Int, table: String) throws
+        -> (members: ResponseRow, lists: [String: [ResponseRow]]) {
+        do {
+            return try body.withUnsafeBytes { raw in
+                var reader = Reader(raw.bindMemory(to: UInt8.self))
+                return try reader.document { reader in
+                    var members = ResponseRow()
+                    var found: [String: [ResponseRow]] = [:]
+                    try reader.members(depth: 1) { name, reader in
+                        if lists.contains(name), reader.peek() == UInt8(ascii: "[") {
+                            found[name] = try reader.rowList(depth: 2, maxRows: maxRows, table: "\(table): \(name)")
+                        } else {
+                            members.fields.append((name, try reader.value(depth: 2)))
+                        }
+                    }
+                    return (members, found)
+                }
+            }
+        } catch is Malformed {
+            throw RemoteStoreError(.malformedResponse, "\(table): response is not a JSON object")
         }
     }
 
@@ -158,13 +180,27 @@ package enum ResponseJSON {
             }
         }
 
-        /// An object at `index` as a row: scalars typed, nested values as their text.
-        mutating func row(depth: Int) throws(Malformed) -> ResponseRow {
+        /// An array at `index` of objects, read as rows; more than `maxRows` is refused.
+        mutating func rowList(depth: Int, maxRows: Int, table: String) throws -> [ResponseRow] {
+            var rows: [ResponseRow] = []
+            try elements(depth: depth) { reader in
+                guard reader.peek() == UInt8(ascii: "{") else {
+                    throw RemoteStoreError(.malformedResponse, "\(table): response holds something other than rows")
+                }
+                guard rows.count < maxRows else {
+                    throw RemoteStoreError(.malformedResponse, "\(table): response holds more than the \(maxRows) rows asked for")
+                }
+                rows.append(try reader.row(depth: depth + 1))
+            }
+            return rows
+        }
+
+        /// The members of an object at `index`, each value read by `member` (which must consume it).
+        mutating func members(depth: Int, _ member: (String, inout Reader) throws -> Void) throws {
             guard depth <= ResponseJSON.maxDepth else { throw malformed() }
             try expect(UInt8(ascii: "{"))
-            var fields: [(name: String, value: ResponseValue)] = []
             skipSpace()
-            if peek() == UInt8(ascii: "}") { index += 1; return ResponseRow(fields: fields) }
+            if peek() == UInt8(ascii: "}") { index += 1; return }
             while true {
                 skipSpace()
                 guard peek() == UInt8(ascii: "\"") else { throw malformed() }
@@ -172,13 +208,26 @@ package enum ResponseJSON {
                 skipSpace()
                 try expect(UInt8(ascii: ":"))
                 skipSpace()
-                fields.append((name, try value(depth: depth + 1)))
+                try member(name, &self)
                 skipSpace()
                 guard let byte = peek() else { throw malformed() }
                 index += 1
-                if byte == UInt8(ascii: "}") { return ResponseRow(fields: fields) }
+                if byte == UInt8(ascii: "}") { return }
                 guard byte == UInt8(ascii: ",") else { index -= 1; throw malformed() }
             }
+        }
+
+        /// An object at `index` as a row: scalars typed, nested values as their text.
+        mutating func row(depth: Int) throws(Malformed) -> ResponseRow {
+            var fields: [(name: String, value: ResponseValue)] = []
+            do {
+                try members(depth: depth) { name, reader in fields.append((name, try reader.value(depth: depth + 1))) }
+            } catch let error as Malformed {
+                throw error
+            } catch {
+                throw malformed()
+            }
+            return ResponseRow(fields: fields)
         }
 
         /// Any value at `index`; an object or array is checked whole and kept as its text.

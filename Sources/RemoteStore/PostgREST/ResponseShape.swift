@@ -31,7 +31,7 @@ extension PostgRESTRemoteStore {
         case .statements: return try rows("device_certificates") { try statementRow($0, table: "device_certificates") }
         case .identityKeys: return try rows("user_identity_keys") { try RowReader($0, table: "user_identity_keys").string("public_key") }
         case .changes:
-            let changes = try decodeChanges(body, complete: true)
+            let changes = try decodeChanges(body, complete: true, maxRows: PostgRESTConfiguration.defaultMaxDeviceRows)
             return changes.devices.count + changes.secretRequests.count
         case .digest: return try decodeDigest(body).count
         case .sessionClaim: _ = try decode(SessionClaim.self, from: body, function: "claim_session_activity"); return 1

@@ -18,7 +18,8 @@ public protocol CoordinationStore: RemoteStore {
     /// `device` push tokens get the silent handoff payload.
     func claimSessionActivity(sessionID: UUID, deviceID: UUID, clientType: ClientType) async throws -> SessionClaim
 
-    /// Registers (or re-registers, or moves to this user and device) a push token.
+    /// Registers (or re-registers, or moves to this device) a push token; a token another user
+    /// holds moves here only once they invalidated it.
     @discardableResult
     func registerPushToken(_ registration: PushTokenRegistration) async throws -> PushTokenRegistered
 
@@ -139,18 +140,16 @@ extension PushTokenRegistration: CustomStringConvertible {
 }
 
 /// What `register_push_token` answered.
+///
+/// The same whatever became of the token: a token another user holds and has not given up stays
+/// theirs, and the answer does not say so (it would tell anyone whether a token string is
+/// registered). A token moves between users once its owner invalidated it.
 public struct PushTokenRegistered: Sendable, Hashable, Codable {
-    /// The token row's id.
-    public var id: UUID
-    /// Whether the token was registered before for another user or device.
-    public var reassigned: Bool
     /// Whether a previous token of the user was made invalid.
     public var previousInvalidated: Bool
 
     /// Creates an answer.
-    public init(id: UUID, reassigned: Bool, previousInvalidated: Bool) {
-        self.id = id
-        self.reassigned = reassigned
+    public init(previousInvalidated: Bool) {
         self.previousInvalidated = previousInvalidated
     }
 }

@@ -151,7 +151,6 @@ extension SyncCLI {
                 }
                 if json { return try printJSON(registered) }
                 var line = "Registered \(type.rawValue) token \(PushTokenText.hint(token)) for this device (\(environment.rawValue))"
-                if registered.reassigned { line += "; it moved here from another device or user" }
                 if registered.previousInvalidated, let previous { line += "; \(PushTokenText.hint(previous)) is no longer valid" }
                 output(line + ".")
             }

@@ -108,17 +108,17 @@ struct CoordinationContractTests {
         }
     }
 
-    @Test("tokens: rotation leaves one valid token, another user's token moves only through registration", arguments: kinds)
+    @Test("tokens: rotation leaves one valid token; another user's valid token never moves, and the answer does not say so", arguments: kinds)
     func tokens(kind: RemoteKind) async throws {
         let harness = try kind.harness()
         let me = try await CoordinationActor(harness)
         let store = me.store
         let old = CoordinationActor.token(), new = CoordinationActor.token()
         var registered = try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: old, environment: .development))
-        #expect(!registered.reassigned && !registered.previousInvalidated)
+        #expect(!registered.previousInvalidated)
         #expect(try await store.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
         registered = try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: new, previousToken: old))
-        #expect(registered.previousInvalidated && !registered.reassigned)
+        #expect(registered.previousInvalidated)
         // Exactly one valid device token now: an approval reaches exactly it.
         let cleared = try await store.clearApproval(requestID: "rotation-\(UUID().canonical)", excludingToken: nil)
         #expect(cleared.devicesNotified == 1)
@@ -132,12 +132,23 @@ struct CoordinationContractTests {
         #expect(status.liveActivityTokens.first?.activityId == "act-7" && status.liveActivityTokens.first?.sessionId == me.session.id)
         #expect(try await store.pushTokenStatus(deviceID: me.desktop) == PushTokenStatus(deviceTokenRegistered: false, liveActivityTokens: []))
 
-        // Another user registers the same token for their phone: it moves to them.
+        // Another user registers the same token for their phone (finding 6: a takeover): it stays
+        // the first user's, and the answer is the one a fresh registration gets.
         let other = try await CoordinationActor(harness)
         #expect(try await other.store.invalidatePushToken(new) == false, "another user cannot invalidate it")
+        let unknown = CoordinationActor.token()
+        let fresh = try await other.store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: unknown))
+        let taken = try await other.store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: new))
+        #expect(taken == fresh, "the answer must not tell whether another user holds the token")
         #expect(try await store.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
-        let moved = try await other.store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: new))
-        #expect(moved.reassigned)
+        let approval = try await store.clearApproval(requestID: "takeover-\(UUID().canonical)", excludingToken: nil)
+        let queued = try await store.listOutbox(limit: 10)
+        #expect(approval.devicesNotified == 1 && queued.first?.token == new)
+        #expect(try await other.store.listOutbox(limit: 10).allSatisfy { $0.token != new })
+
+        // Once its owner gives it up (signs out), it moves to whoever registers it.
+        #expect(try await store.invalidatePushToken(new))
+        try await other.store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: new))
         #expect(try await store.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered == false)
         #expect(try await other.store.pushTokenStatus(deviceID: other.phone).deviceTokenRegistered)
         #expect(try await store.invalidatePushToken(new) == false, "the first user no longer owns it")

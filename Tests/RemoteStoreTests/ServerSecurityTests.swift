@@ -86,7 +86,7 @@ struct ServerSecurityTests {
         let report = try stack.sql("""
             SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;
             LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;
-            SET auto_explain.log_level = notice; SELECT public.not_anothers_device(gen_random_uuid()::text);
+            SET auto_explain.log_level = notice; SELECT private.not_anothers_device(gen_random_uuid()::text);
             """, database: database, notices: true)
         let lines = report.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.contains("on devices d") }, "the function's plan was reported")
@@ -196,7 +196,7 @@ struct ServerSecurityTests {
         let row = #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","hostname":""#
             + String(repeating: "h", count: 2 * 1024 * 1024) + #""}]"#
         let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
-        #expect(r.status == 400 && r.body.contains("23514"))
+        #expect(r.status == 400 && r.body.contains("23514"), "\(r.status) \(r.body.prefix(300))")
     }
 
     // MARK: 7: JWT checks
@@ -343,6 +343,25 @@ struct ServerSecurityTests {
         // A's delete therefore cannot reach B's rows.
         _ = try await a.store.deleteRepositories(ids: [aRepository.id])
         #expect(try await b.store.listSessionIDs(deviceID: nil) == [bSession.id])
+    }
+
+    @Test("the ownership checks cannot be called over RPC (they tell whether an id is another user's); the policies keep using them",
+          arguments: [false, true])
+    func ownershipChecksNotExposed(deployed: Bool) async throws {
+        let stack = try StackEnvironment.require()
+        let base = deployed ? stack.deployedURL : stack.url
+        let user = UUID()
+        for (function, argument) in [("not_anothers_device", "device"), ("not_anothers_session", "session"),
+                                     ("not_anothers_repository", "repository")] {
+            let r = try await stack.request("POST", "/rest/v1/rpc/\(function)", base: base, token: stack.token(for: user),
+                                            body: #"{"\#(argument)":"\#(UUID().canonical)"}"#)
+            #expect(r.status == 404 && r.body.contains("PGRST202"), "\(function) answered \(r.status)")
+        }
+        let exposed = try stack.sql("""
+            SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+            WHERE n.nspname = 'public' AND p.proname LIKE 'not_anothers_%'
+            """, database: deployed ? "sync_deployed" : "sync_own")
+        #expect(exposed == "0")
     }
 
     @Test("the project's schema refuses public keys that are not the base64 of a usable X25519 key", arguments: [

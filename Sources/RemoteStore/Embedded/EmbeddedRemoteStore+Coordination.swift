@@ -91,7 +91,12 @@ extension EmbeddedRemoteStore: CoordinationStore {
                                arguments: [now, previous, me])
                 invalidated = db.changesCount
             }
-            let existing = try Row.fetchOne(db, sql: "SELECT id, user_id, device_id FROM push_tokens WHERE token = ?", arguments: [r.token])
+            let existing = try Row.fetchOne(db, sql: "SELECT id, user_id, is_valid FROM push_tokens WHERE token = ?", arguments: [r.token])
+            // Another user's valid token stays theirs (it moves once they invalidate it, or the
+            // delivery worker does on APNs' word); the answer does not say so.
+            if let existing, (existing["user_id"] as String?) != me, existing["is_valid"] as Bool {
+                return PushTokenRegistered(previousInvalidated: invalidated > 0)
+            }
             let id = try existing.map { try Self.uuid($0["id"]) } ?? UUID()
             try db.execute(sql: """
                 INSERT INTO push_tokens (id, user_id, device_id, token, token_type, activity_id, session_id, platform, environment, is_valid, created_at, updated_at)
@@ -101,8 +106,7 @@ extension EmbeddedRemoteStore: CoordinationStore {
                     environment = excluded.environment, is_valid = 1, updated_at = excluded.updated_at
                 """, arguments: [id.canonical, me, r.deviceID.canonical, r.token, r.type.rawValue, r.activityID, r.sessionID?.canonical,
                                  r.platform, r.environment.rawValue, now, now])
-            let reassigned = existing.map { ($0["user_id"] as String?) != me || ($0["device_id"] as String?) != r.deviceID.canonical } ?? false
-            return PushTokenRegistered(id: id, reassigned: reassigned, previousInvalidated: invalidated > 0)
+            return PushTokenRegistered(previousInvalidated: invalidated > 0)
         }
     }
 

@@ -54,7 +54,7 @@ let package = Package(
         ),
         .target(
             name: "RemoteStore",
-            dependencies: ["SyncModel", "CCurl", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["SyncModel", "CCurl", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .target(
             name: "PostLoginSync",
@@ -119,7 +119,7 @@ let package = Package(
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "sync-fuzz"]),
         .testTarget(
             name: "RemoteStoreTests",
-            dependencies: ["RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport"]
+            dependencies: ["RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport", .product(name: "HTTPTypes", package: "swift-http-types")]
         ),
         .testTarget(
             name: "SyncCLITests",

@@ -70,22 +70,25 @@ extension LocalStore {
 
     // MARK: - Settings
 
-    /// A stored setting (remote URL, sync bookkeeping); never a secret.
-    public func setting(_ key: String) async throws -> String? {
+    /// A stored setting (remote URL, sync bookkeeping); never a secret. A stored text its type
+    /// cannot read is `nil`, as if it were unset.
+    public func setting<Value>(_ setting: StoreSetting<Value>) async throws -> Value? {
         try await mapErrors("reading setting") {
-            try await pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [key]) }
+            try await pool.read { db in
+                try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = ?", arguments: [setting.key]).flatMap(Value.init(settingText:))
+            }
         }
     }
 
     /// Stores (or, with `nil`, removes) a setting.
-    public func setSetting(_ key: String, _ value: String?) async throws {
+    public func setSetting<Value>(_ setting: StoreSetting<Value>, _ value: Value?) async throws {
         try await mapErrors("saving setting") {
             try await pool.write { db in
                 if let value {
                     try db.execute(sql: "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                                   arguments: [key, value])
+                                   arguments: [setting.key, value.settingText])
                 } else {
-                    try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [key])
+                    try db.execute(sql: "DELETE FROM settings WHERE key = ?", arguments: [setting.key])
                 }
             }
         }

@@ -11,9 +11,6 @@ extension LocalStore {
     /// The identity key file's path (`identity.key`, only on the trust root).
     public var identityKeyPath: String { directory.appendingPathComponent("identity.key").path }
 
-    /// The setting holding the pinned identity public key (standard base64).
-    static let pinnedIdentityKeySetting = "trust.identity_key"
-
     /// Creates the user's identity key in `identity.key` (the 32-byte seed, 0600, atomic,
     /// the same file rules as `device.key`).
     ///
@@ -46,7 +43,7 @@ extension LocalStore {
     ///
     /// - Throws: ``LocalStoreError`` `.corrupt` when the stored value is not a key.
     public func pinnedIdentityKey() async throws -> Ed25519PublicKey? {
-        guard let text = try await setting(Self.pinnedIdentityKeySetting) else { return nil }
+        guard let text = try await setting(.pinnedIdentityKey) else { return nil }
         guard let key = try? Ed25519PublicKey(base64: text) else {
             throw LocalStoreError(.corruptRow, "the pinned identity key in this store is not an Ed25519 public key")
         }
@@ -55,7 +52,7 @@ extension LocalStore {
 
     /// Pins the user's identity public key (replacing any earlier pin: only a pairing does this).
     public func pinIdentityKey(_ key: Ed25519PublicKey) async throws {
-        try await setSetting(Self.pinnedIdentityKeySetting, key.base64)
+        try await setSetting(.pinnedIdentityKey, key.base64)
     }
 
     // MARK: - Pairing invites (trust root)

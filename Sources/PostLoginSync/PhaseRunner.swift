@@ -16,7 +16,7 @@ extension PostLoginSync {
         let progress: ProgressHandler?
         let logger: Logger?
 
-        init(direction: String, deviceID: UUID, progress: ProgressHandler?, logger: Logger?) {
+        init(direction: SyncDirection, deviceID: UUID, progress: ProgressHandler?, logger: Logger?) {
             report = SyncReport(direction: direction, deviceID: deviceID, startedAt: Date(), finishedAt: Date(), durationSeconds: 0,
                                 outcome: .success, phases: [])
             self.progress = progress
@@ -34,11 +34,11 @@ extension PostLoginSync {
             emit(phase, 0, 0, "Syncing \(phase.rawValue)...")
             do {
                 try await MetricsTally.$current.withValue(tally) { try await body(&entry) }
-                if entry.failed > 0 || !entry.errors.isEmpty { entry.status = "partial" }
+                if entry.failed > 0 || !entry.errors.isEmpty { entry.status = .partial }
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
-                entry.status = "failed"
+                entry.status = .failed
                 entry.errors.append(SyncIssue(phase: phase, code: Self.code(of: error), message: "\(error)"))
             }
             var delta = tally.metrics
@@ -73,7 +73,7 @@ extension PostLoginSync {
             report.bytesSent = metrics.map(\.bytesSent).reduce(0, +)
             report.bytesReceived = metrics.map(\.bytesReceived).reduce(0, +)
             report.retries = metrics.map(\.retries).reduce(0, +)
-            let failed = report.phases.filter { $0.status == "failed" }.count
+            let failed = report.phases.filter { $0.status == .failed }.count
             if !report.phases.isEmpty && failed == report.phases.count {
                 report.outcome = .failure
             } else if failed > 0 || !report.errors.isEmpty {

@@ -158,21 +158,21 @@ public struct PostLoginSync: Sendable {
             throw SyncError(code: .noIdentity, message: "trust mode verified needs the user's identity pinned on this device: "
                             + "run `sync-cli trust init` on the first device or `sync-cli trust join CODE` here")
         }
-        var summary = TrustSummary(mode: mode.rawValue, identityFingerprint: snapshot?.fingerprint.description)
+        var summary = TrustSummary(mode: mode, identityFingerprint: snapshot?.fingerprint.description)
         summary.invalidStatements = snapshot?.problems.count ?? 0
         if let snapshot, snapshot.revocations[selfID] != nil {
             summary.note = "this device was revoked by the user's identity key: it receives no secrets (pair it again from a new store)"
         }
         // Without a pinned identity: say once per store when the remote cannot do verified trust.
-        if snapshot == nil, try await local.setting(Self.trustTablesKey) == nil {
+        if snapshot == nil, try await local.setting(.trustTables) == nil {
             do {
                 _ = try await remote.fetchIdentityKey()
-                try await local.setSetting(Self.trustTablesKey, "present")
+                try await local.setSetting(.trustTables, .present)
             } catch let error as RemoteStoreError where error.code == .missingTable {
                 summary.note = "verified trust needs the device-trust migration (supabase/migrations/20261122001200_device_trust.sql); "
                     + "this remote has none of its tables, so every active device of the user receives secrets (trust mode any)"
                 logger?.notice("\(summary.note ?? "")")
-                try await local.setSetting(Self.trustTablesKey, "missing")
+                try await local.setSetting(.trustTables, .missing)
             } catch {
                 // Not knowing is not fatal: ask again next time.
             }
@@ -180,23 +180,17 @@ public struct PostLoginSync: Sendable {
         return (mode, snapshot, summary)
     }
 
-    /// The store setting recording whether the remote had the device-trust tables when asked.
-    static let trustTablesKey = "trust.remote_tables"
-
-    /// The store setting holding the envelope versions last advertised successfully.
-    static let advertisedKey = "capabilities.envelope_versions"
 
     /// The own device row; it carries the envelope versions this device reads until they were
     /// advertised once (after that the upsert leaves `capabilities` alone).
     func ownDeviceRow(_ identity: DeviceIdentity, user: UUID) async throws -> OwnDeviceRow {
         var row = OwnDeviceRow(id: identity.id, userID: user, name: identity.name, deviceType: identity.deviceType,
                                hostname: identity.hostname, publicKey: identity.publicKey.base64)
-        if let token = try await local.setting("apns.token"), let environment = try await local.setting("apns.environment") {
-            row.apns = APNsRegistration(token: token, environment: environment,
-                                        pushEnabled: (try await local.setting("apns.push_enabled")) == "true")
+        if let token = try await local.setting(.apnsToken), let environment = try await local.setting(.apnsEnvironment) {
+            row.apns = APNsRegistration(token: token, environment: environment, pushEnabled: try await local.setting(.apnsPushEnabled) ?? false)
         }
         let versions = options.envelopeVersions.sorted()
-        if try await local.setting(Self.advertisedKey) != versions.map(String.init).joined(separator: ",") {
+        if try await local.setting(.advertisedVersions) != versions.map(String.init).joined(separator: ",") {
             row.envelopeVersions = versions
         }
         return row
@@ -211,7 +205,7 @@ public struct PostLoginSync: Sendable {
         row.isActive = !revoked
         try await remote.upsertOwnDevice(row)
         if let versions = row.envelopeVersions {
-            try await local.setSetting(Self.advertisedKey, versions.map(String.init).joined(separator: ","))
+            try await local.setSetting(.advertisedVersions, versions.map(String.init).joined(separator: ","))
         }
     }
 
@@ -247,4 +241,24 @@ final class Counter: Sendable {
 
 extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}
+
+/// Whether the remote had the device-trust tables when a sync last asked.
+enum TrustTablesSeen: String, StoreSettingValue {
+    case present, missing
+}
+
+extension StoreSetting where Value == TrustTablesSeen {
+    /// Whether the remote had the device-trust tables when asked (said once per store).
+    static var trustTables: Self { StoreSetting("trust.remote_tables") }
+}
+
+extension StoreSetting where Value == String {
+    /// The envelope versions last advertised successfully in this device's row.
+    static var advertisedVersions: Self { StoreSetting("capabilities.envelope_versions") }
+}
+
+extension StoreSetting where Value == Int64 {
+    /// The change sequence a phase's last accepted push went through (0 before any).
+    static func pushMark(_ phase: SyncPhase) -> Self { StoreSetting("push.\(phase.rawValue).through") }
 }

@@ -25,7 +25,7 @@ extension PostLoginSync {
     func pull(identity: DeviceIdentity, user: UUID, progress: ProgressHandler?) async throws -> SyncReport {
         let before = remote.metrics()
         let trust = try await trustContext(phase: .envelopes, selfID: identity.id)
-        let recorder = Recorder(direction: "pull", deviceID: identity.id, progress: progress, logger: logger)
+        let recorder = Recorder(direction: .pull, deviceID: identity.id, progress: progress, logger: logger)
         recorder.report.trust = trust.summary
         recorder.report.trust?.requests = remote.metrics().since(before).requests
 

@@ -27,7 +27,7 @@ extension PostLoginSync {
         let key = try await local.deviceKey()
         let before = remote.metrics()
         let trust = try await trustContext(phase: .secrets, selfID: identity.id)
-        let recorder = Recorder(direction: "push", deviceID: identity.id, progress: progress, logger: logger)
+        let recorder = Recorder(direction: .push, deviceID: identity.id, progress: progress, logger: logger)
         recorder.report.trust = trust.summary
         recorder.report.trust?.requests = remote.metrics().since(before).requests
 
@@ -78,7 +78,6 @@ extension PostLoginSync {
         send: ([Row], BatchHandler<Row>?) async throws -> BulkWriteResult,
         stamp: (inout Row, Date) -> Void
     ) async throws {
-        let markKey = Self.pushMarkKey(phase)
         let mark = try await pushMark(phase)
         let pending = try await count(mark)
         guard pending > 0 else { return }
@@ -110,7 +109,7 @@ extension PostLoginSync {
             if accepted, let position {
                 let through = page.complete ? position.sequence : position.sequence - 1
                 if through > written {
-                    try await local.setSetting(markKey, String(through))
+                    try await local.setSetting(.pushMark(phase), through)
                     written = through
                 }
             }
@@ -118,12 +117,9 @@ extension PostLoginSync {
         }
     }
 
-    /// The store setting holding the change sequence a phase's last accepted push went through.
-    static func pushMarkKey(_ phase: SyncPhase) -> String { "push.\(phase.rawValue).through" }
-
     /// The change sequence the last accepted push of `phase` went through (0 before any).
     func pushMark(_ phase: SyncPhase) async throws -> Int64 {
-        Int64(try await local.setting(Self.pushMarkKey(phase)) ?? "0") ?? 0
+        try await local.setting(.pushMark(phase)) ?? 0
     }
 
     func pushSecrets(identity: DeviceIdentity, key: X25519PrivateKey, trust: TrustSnapshot?, entry: inout PhaseReport,
@@ -139,9 +135,9 @@ extension PostLoginSync {
         entry.errors += decisions.compactMap(\.issue)
         if trust != nil {
             let standings = decisions.compactMap(\.decision.trust)
-            recorder.report.trust?.verified = standings.filter { $0 == DeviceTrustStatus.verified.rawValue }.count
-            recorder.report.trust?.unverified = standings.filter { $0 == DeviceTrustStatus.unverified.rawValue }.count
-            recorder.report.trust?.revoked = standings.filter { $0 == DeviceTrustStatus.revoked.rawValue }.count
+            recorder.report.trust?.verified = standings.filter { $0 == .verified }.count
+            recorder.report.trust?.unverified = standings.filter { $0 == .unverified }.count
+            recorder.report.trust?.revoked = standings.filter { $0 == .revoked }.count
             recorder.report.trust?.keyMismatch = decisions.filter { $0.issue?.code == .keyMismatch }.count
         }
         let recipients = decisions.compactMap(\.recipient)
@@ -150,7 +146,7 @@ extension PostLoginSync {
         // This desktop's own row no longer lists what it reads (another client rewrote
         // capabilities): advertise again at the next run.
         if let me = devices.first(where: { $0.id == identity.id }), !Set(options.envelopeVersions).isSubset(of: me.envelopeVersions) {
-            try await local.setSetting(Self.advertisedKey, nil)
+            try await local.setSetting(.advertisedVersions, nil)
         }
         let ownIDs = try await local.ownSessionIDs()
         // First the ledger is made to say what the remote holds; from then on it alone decides.
@@ -402,7 +398,7 @@ extension PostLoginSync {
         } catch let error as RemoteStoreError where error.code == .missingFunction {
             logger?.notice("the remote has no envelope digest; listing every envelope pair")
             let listed = try await remote.listEnvelopePairs()
-            recorder.report.reconciliation = Reconciliation(method: "listing", rowsListed: listed.count)
+            recorder.report.reconciliation = Reconciliation(method: .listing, rowsListed: listed.count)
             let present = Set(listed.filter { own.contains($0.sessionID) })
             let lost = try await local.ledger().filter { own.contains($0.sessionID) }
                 .map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) }.filter { !present.contains($0) }
@@ -420,7 +416,7 @@ extension PostLoginSync {
         // ends, refused at once rather than after the client's general limits.
         let counted = differing.reduce(0) { $0 + max(remoteByBucket[$1]?.pairs ?? 0, localDigest[$1]?.pairs ?? 0) }
         let listed = sessions.isEmpty ? [] : try await remote.listEnvelopeKeys(sessions: sessions, atMost: counted + max(256, counted / 8))
-        recorder.report.reconciliation = Reconciliation(method: "digest", buckets: buckets, bucketsListed: differing.count, rowsListed: listed.count)
+        recorder.report.reconciliation = Reconciliation(method: .digest, buckets: buckets, bucketsListed: differing.count, rowsListed: listed.count)
         guard !sessions.isEmpty else { return [] }
 
         let held = Dictionary(listed.map { ($0.pair, $0.ephemeralPublicKey) }, uniquingKeysWith: { first, _ in first })

@@ -87,7 +87,7 @@ public enum RecipientPolicy {
             let standing = trust?.status(of: device)
             func no(_ reason: String, issue code: SyncIssue.Code? = nil) -> (DeviceDecision, Recipient?, SyncIssue?) {
                 let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
-                                              receives: false, reason: reason, keyFingerprint: nil, trust: standing?.rawValue)
+                                              receives: false, reason: reason, keyFingerprint: nil, trust: standing)
                 let problem = code.map {
                     SyncIssue(phase: .secrets, code: $0, rowID: device.id.canonical, message: "device skipped: \(reason)")
                 }
@@ -131,7 +131,7 @@ public enum RecipientPolicy {
             let fingerprint = key.fingerprint
             let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: type.rawValue,
                                           receives: true, reason: nil, keyFingerprint: fingerprint,
-                                          envelopeVersions: device.envelopeVersions.sorted(), trust: standing?.rawValue)
+                                          envelopeVersions: device.envelopeVersions.sorted(), trust: standing)
             // A certified device reads version 2 whatever its row's `capabilities` say: only this
             // engine's pairing certifies devices, and it reads version 2, while the column is the
             // server's to rewrite (it must not steer a sealer into the sender-less version 1).

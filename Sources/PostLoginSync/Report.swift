@@ -141,9 +141,20 @@ public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
 /// | `deleted` | rows deleted remotely (removed here; envelopes of devices that stopped qualifying) | rows deleted locally because they disappeared remotely |
 /// | `requests`, `bytesSent`, `bytesReceived`, `retries` | HTTP traffic of this phase | the same |
 public struct PhaseReport: Sendable, Codable, Hashable {
+    /// How a phase ended.
+    public enum Status: String, Sendable, Codable, Hashable {
+        /// Everything it had to do was done.
+        case ok
+        /// Some rows failed or were refused; the rest was done.
+        case partial
+        /// The phase could not run.
+        case failed
+        /// The phase did not run.
+        case skipped
+    }
+
     public var phase: SyncPhase
-    /// `ok`, `partial` (some rows failed), `failed` (the phase could not run) or `skipped`.
-    public var status = "ok"
+    public var status = Status.ok
     /// See the table above.
     public var sent = 0
     public var applied = 0
@@ -172,6 +183,14 @@ public enum SyncOutcome: String, Sendable, Codable {
     case failure
 }
 
+/// Which way a sync went.
+public enum SyncDirection: String, Sendable, Codable, Hashable {
+    /// A desktop sent its rows and envelopes.
+    case push
+    /// A phone received them.
+    case pull
+}
+
 /// Why a device does or does not receive envelopes.
 public struct DeviceDecision: Sendable, Hashable, Codable {
     public var deviceID: UUID
@@ -184,15 +203,14 @@ public struct DeviceDecision: Sendable, Hashable, Codable {
     public var keyFingerprint: String?
     /// The envelope versions the device advertises.
     public var envelopeVersions: [Int]? = nil
-    /// `verified`, `unverified`, `revoked` or `key-mismatch` when this device has a pinned
-    /// identity (trust.md); `nil` before.
-    public var trust: String? = nil
+    /// The device's standing when this device has a pinned identity (trust.md); `nil` before.
+    public var trust: DeviceTrustStatus? = nil
 }
 
 /// What device trust decided in one sync (trust.md).
 public struct TrustSummary: Sendable, Codable, Hashable {
-    /// `any`, `flagged` or `verified`.
-    public var mode: String
+    /// The trust mode in force.
+    public var mode: TrustMode
     /// The pinned identity key's fingerprint, when there is one.
     public var identityFingerprint: String?
     /// Push: devices with a valid certificate that matches their row.
@@ -221,7 +239,7 @@ public struct TrustSummary: Sendable, Codable, Hashable {
     public var requests = 0
 
     /// Creates a summary.
-    public init(mode: String, identityFingerprint: String? = nil) {
+    public init(mode: TrustMode, identityFingerprint: String? = nil) {
         self.mode = mode
         self.identityFingerprint = identityFingerprint
     }
@@ -229,9 +247,15 @@ public struct TrustSummary: Sendable, Codable, Hashable {
 
 /// How a push learned which envelope rows the remote holds (sync.md, "Reconciliation that scales").
 public struct Reconciliation: Sendable, Codable, Hashable {
-    /// `digest` (one request, then only the buckets that differ) or `listing` (every pair: the
-    /// remote has no digest function).
-    public var method: String
+    /// How the remote's envelope rows were learnt.
+    public enum Method: String, Sendable, Codable, Hashable {
+        /// One digest request, then only the buckets that differ.
+        case digest
+        /// Every pair listed: the remote has no digest function.
+        case listing
+    }
+
+    public var method: Method
     /// Buckets of the digest (0 for a listing).
     public var buckets = 0
     /// Buckets whose digests differed, so their rows were listed.
@@ -240,7 +264,7 @@ public struct Reconciliation: Sendable, Codable, Hashable {
     public var rowsListed = 0
 
     /// Creates a record.
-    public init(method: String, buckets: Int = 0, bucketsListed: Int = 0, rowsListed: Int = 0) {
+    public init(method: Method, buckets: Int = 0, bucketsListed: Int = 0, rowsListed: Int = 0) {
         self.method = method
         self.buckets = buckets
         self.bucketsListed = bucketsListed
@@ -269,8 +293,7 @@ public struct SecretRequestSummary: Sendable, Codable, Hashable {
 
 /// The typed result of a push or pull.
 public struct SyncReport: Sendable, Codable, Hashable {
-    /// `push` or `pull`.
-    public var direction: String
+    public var direction: SyncDirection
     public var deviceID: UUID
     public var startedAt: Date
     public var finishedAt: Date

@@ -54,8 +54,8 @@ public struct WatchTick: Sendable, Codable, Hashable {
     public var consecutiveFailures = 0
     /// Seconds until the next tick starts.
     public var nextTickSeconds = 0.0
-    /// How the remote answered the change feed: `feed` or `polling`.
-    public var changeFeed: String?
+    /// How the remote answered the change feed.
+    public var changeFeed: RemoteChanges.Method?
 
     /// The tick as one line of JSON.
     public func json() -> String {

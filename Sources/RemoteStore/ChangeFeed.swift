@@ -59,12 +59,20 @@ public struct RemoteChanges: Sendable {
     public var statements: String?
     /// Where to continue; `nil` when the remote gave none (ask for everything next time).
     public var cursor: ChangeCursor?
-    /// How the remote answered: `feed` (one request) or `polling` (a request per table).
-    public var method: String
+    /// How a remote answered a change-feed question.
+    public enum Method: String, Sendable, Codable, Hashable {
+        /// One request to the remote's change feed.
+        case feed
+        /// A request per table: the remote has no feed.
+        case polling
+    }
+
+    /// How the remote answered.
+    public var method: Method
 
     /// Creates a set of changes.
     public init(devices: [RemoteDevice], complete: Bool, secretRequests: [SecretRequestRow], statements: String?,
-                cursor: ChangeCursor?, method: String) {
+                cursor: ChangeCursor?, method: Method) {
         self.devices = devices
         self.complete = complete
         self.secretRequests = secretRequests
@@ -103,6 +111,6 @@ extension RemoteStore {
                 fingerprint = rows.sorted().joined(separator: ",")
             } catch let error as RemoteStoreError where error.code == .missingTable {}
         }
-        return RemoteChanges(devices: devices, complete: true, secretRequests: requests, statements: fingerprint, cursor: nil, method: "polling")
+        return RemoteChanges(devices: devices, complete: true, secretRequests: requests, statements: fingerprint, cursor: nil, method: .polling)
     }
 }

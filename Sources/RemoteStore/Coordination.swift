@@ -97,9 +97,6 @@ public enum PushTokenType: String, Sendable, Codable, CaseIterable {
 }
 
 /// `push_tokens.environment`.
-public enum PushEnvironment: String, Sendable, Codable, CaseIterable {
-    case development, production
-}
 
 /// The arguments of `register_push_token`.
 public struct PushTokenRegistration: Sendable, Hashable {

@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import HTTPTypes
 import Synchronization
 
 /// ``HTTPTransport`` on libcurl's multi interface: the default transport.
@@ -39,12 +40,12 @@ public final class CurlTransport: HTTPTransport {
         self.connectTimeout = connectTimeout
     }
 
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
         let transfer = try CurlTransfer(request, limit: min(maxResponseBytes, request.maxResponseBytes ?? .max),
                                         idleTimeout: min(request.timeout, connectTimeout))
         let loop = CurlLoop.shared
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TransportResponse, Error>) in
                 transfer.continuation = continuation
                 loop.submit(transfer)
             }
@@ -122,7 +123,7 @@ final class CurlLoop: @unchecked Sendable {
 final class CurlTransfer: @unchecked Sendable {
     let easy: UnsafeMutableRawPointer
     let cancelled = Atomic<Bool>(false)
-    var continuation: CheckedContinuation<HTTPResponse, Error>?
+    var continuation: CheckedContinuation<TransportResponse, Error>?
 
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var body: UnsafeMutableRawBufferPointer?
@@ -132,24 +133,16 @@ final class CurlTransfer: @unchecked Sendable {
     private let started = ContinuousClock.now
     private var receivedBytes = 0
     private var received = Data()
-    private var headers: [String: String] = [:]
+    private var headers = HTTPFields()
     private var tooLarge = false
 
     var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
 
-    init(_ request: HTTPRequest, limit: Int, idleTimeout: TimeInterval) throws {
+    init(_ request: TransportRequest, limit: Int, idleTimeout: TimeInterval) throws {
         guard let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw RemoteStoreError(.configuration, "only http and https URLs are fetched")
         }
-        for (name, value) in request.headers {
-            guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenByte) else {
-                throw RemoteStoreError(.configuration, "a header name is not an HTTP token")
-            }
-            // The value may be a credential: only the name is quoted.
-            guard !value.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) else {
-                throw RemoteStoreError(.configuration, "the \(name) header cannot be sent: it holds a line break or NUL")
-            }
-        }
+        // Names are HTTP tokens and values hold no line break or NUL: HTTPFields guarantees both.
         guard let easy = curl_easy_init() else { throw RemoteStoreError(.network, "libcurl could not create a transfer") }
         self.easy = easy
         self.limit = limit
@@ -172,26 +165,26 @@ final class CurlTransfer: @unchecked Sendable {
         ok = ok && ccurl_easy_set_data_callback(easy, CURLOPT_HEADERFUNCTION, curlReceiveHeader) == CURLE_OK
         ok = ok && ccurl_easy_set_pointer(easy, CURLOPT_HEADERDATA, context) == CURLE_OK
 
-        let method = request.method.uppercased()
-        if request.body != nil || ["POST", "PUT", "PATCH"].contains(method) {
+        let method = request.method
+        if request.body != nil || [.post, .put, .patch].contains(method) {
             let bytes = request.body ?? Data()
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
             buffer.copyBytes(from: bytes)
             body = buffer
             ok = ok && ccurl_easy_set_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count)) == CURLE_OK
             ok = ok && ccurl_easy_set_pointer(easy, CURLOPT_POSTFIELDS, UnsafeRawPointer(buffer.baseAddress)) == CURLE_OK
-            if method != "POST" { ok = ok && ccurl_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, method) == CURLE_OK }
-        } else if method == "HEAD" {
+            if method != .post { ok = ok && ccurl_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue) == CURLE_OK }
+        } else if method == .head {
             ok = ok && ccurl_easy_set_long(easy, CURLOPT_NOBODY, 1) == CURLE_OK
         } else {
             ok = ok && ccurl_easy_set_long(easy, CURLOPT_HTTPGET, 1) == CURLE_OK
-            if method != "GET" { ok = ok && ccurl_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, method) == CURLE_OK }
+            if method != .get { ok = ok && ccurl_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue) == CURLE_OK }
         }
 
-        var lines = request.headers.map { $1.isEmpty ? "\($0);" : "\($0): \($1)" }
+        var lines = request.headerFields.map { $0.value.isEmpty ? "\($0.name.rawName);" : "\($0.name.rawName): \($0.value)" }
         // No `Expect: 100-continue` wait, and no form content type the caller did not ask for.
         lines.append("Expect:")
-        if !request.headers.contains(where: { $0.0.lowercased() == "content-type" }) { lines.append("Content-Type:") }
+        if request.headerFields[.contentType] == nil { lines.append("Content-Type:") }
         for line in lines {
             guard let list = curl_slist_append(headerList, line) else { ok = false; break }
             headerList = list
@@ -204,14 +197,6 @@ final class CurlTransfer: @unchecked Sendable {
         curl_easy_cleanup(easy)
         curl_slist_free_all(headerList)
         body?.deallocate()
-    }
-
-    /// RFC 9110 `tchar`.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"): true
-        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
     }
 
     static func milliseconds(_ seconds: TimeInterval) -> Int {
@@ -236,12 +221,13 @@ final class CurlTransfer: @unchecked Sendable {
         let line = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if line.hasPrefix("HTTP/") {
             // A new response head (after an interim 1xx): its headers replace the ones before.
-            headers = [:]
+            headers = HTTPFields()
         } else if let colon = line.firstIndex(of: ":") {
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+            // A name that is not an HTTP token is dropped (the response is read without it).
+            guard let name = HTTPField.Name(line[..<colon].trimmingCharacters(in: .whitespaces)) else { return true }
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            headers[name] = headers[name].map { $0 + ", " + value } ?? value
-            if name == "content-length", let length = Int(value), length > limit {
+            headers.append(HTTPField(name: name, value: value))
+            if name == .contentLength, let length = Int(value), length > limit {
                 tooLarge = true
                 return false
             }
@@ -269,11 +255,11 @@ final class CurlTransfer: @unchecked Sendable {
         }
         var status = 0
         ccurl_easy_get_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        finish(.success(HTTPResponse(status: status, headers: headers, body: received)))
+        finish(.success(TransportResponse(status: HTTPResponse.Status(code: status), headerFields: headers, body: received)))
     }
 
     /// Resumes the caller; the loop calls this once per transfer.
-    func finish(_ result: Result<HTTPResponse, Error>) {
+    func finish(_ result: Result<TransportResponse, Error>) {
         let continuation = self.continuation
         self.continuation = nil
         continuation?.resume(with: result)

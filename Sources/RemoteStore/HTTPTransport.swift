@@ -1,15 +1,18 @@
 import Foundation
+public import HTTPTypes
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// An HTTP request as the PostgREST client builds it.
-public struct HTTPRequest: Sendable {
-    public var method: String
+/// An HTTP request as the PostgREST client builds it: swift-http-types' method and fields, the
+/// URL, the body and the client's bounds.
+public struct TransportRequest: Sendable {
+    public var method: HTTPRequest.Method
     public var url: URL
-    /// Header fields in order; names as sent.
-    public var headers: [(String, String)]
+    /// Header fields in order. `HTTPFields` cannot hold a line break or NUL in a value, so no
+    /// header can be injected whatever a caller passes.
+    public var headerFields: HTTPFields
     public var body: Data?
     /// Seconds before the request is abandoned.
     public var timeout: TimeInterval
@@ -18,11 +21,11 @@ public struct HTTPRequest: Sendable {
     public var maxResponseBytes: Int?
 
     /// Creates a request.
-    public init(method: String, url: URL, headers: [(String, String)] = [], body: Data? = nil, timeout: TimeInterval = 30,
+    public init(method: HTTPRequest.Method, url: URL, headerFields: HTTPFields = [:], body: Data? = nil, timeout: TimeInterval = 30,
                 maxResponseBytes: Int? = nil) {
         self.method = method
         self.url = url
-        self.headers = headers
+        self.headerFields = headerFields
         self.body = body
         self.timeout = timeout
         self.maxResponseBytes = maxResponseBytes
@@ -30,17 +33,17 @@ public struct HTTPRequest: Sendable {
 
 }
 
-/// An HTTP response.
-public struct HTTPResponse: Sendable {
-    public var status: Int
-    /// Header fields with lowercased names.
-    public var headers: [String: String]
+/// An HTTP response: its status, fields and body.
+public struct TransportResponse: Sendable {
+    public var status: HTTPResponse.Status
+    /// Header fields (names compare without regard to case).
+    public var headerFields: HTTPFields
     public var body: Data
 
     /// Creates a response.
-    public init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
+    public init(status: HTTPResponse.Status, headerFields: HTTPFields = [:], body: Data = Data()) {
         self.status = status
-        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+        self.headerFields = headerFields
         self.body = body
     }
 }
@@ -53,7 +56,7 @@ public protocol HTTPTransport: Sendable {
     /// Sends `request` and returns the response, whatever its status.
     ///
     /// - Throws: A transport error when no response arrived (the client retries those).
-    func send(_ request: HTTPRequest) async throws -> HTTPResponse
+    func send(_ request: TransportRequest) async throws -> TransportResponse
 }
 
 /// ``HTTPTransport`` on Foundation's `URLSession` (FoundationNetworking on Linux).
@@ -100,16 +103,16 @@ public final class URLSessionTransport: HTTPTransport {
 
     deinit { session.finishTasksAndInvalidate() }
 
-    public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
         var urlRequest = URLRequest(url: request.url, timeoutInterval: min(request.timeout, connectTimeout))
-        urlRequest.httpMethod = request.method
-        for (name, value) in request.headers { urlRequest.addValue(value, forHTTPHeaderField: name) }
+        urlRequest.httpMethod = request.method.rawValue
+        for field in request.headerFields { urlRequest.addValue(field.value, forHTTPHeaderField: field.name.rawName) }
         urlRequest.httpBody = request.body
         let task = session.dataTask(with: urlRequest)
         let delegate = self.delegate
         let limit = min(maxResponseBytes, request.maxResponseBytes ?? .max)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TransportResponse, Error>) in
                 delegate.register(task, limit: limit, continuation: continuation)
                 // A cancellation that arrived before the task was registered found nothing to end.
                 if Task.isCancelled {
@@ -137,7 +140,7 @@ public final class URLSessionTransport: HTTPTransport {
 /// size limit, refuses redirects, and resumes each task's continuation exactly once.
 final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
     struct Pending {
-        var continuation: CheckedContinuation<HTTPResponse, Error>
+        var continuation: CheckedContinuation<TransportResponse, Error>
         var limit: Int
         var body = Data()
         var response: HTTPURLResponse?
@@ -146,7 +149,7 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     let pending = Mutex<[Int: Pending]>([:])
 
-    func register(_ task: URLSessionTask, limit: Int, continuation: CheckedContinuation<HTTPResponse, Error>) {
+    func register(_ task: URLSessionTask, limit: Int, continuation: CheckedContinuation<TransportResponse, Error>) {
         pending.withLock { $0[task.taskIdentifier] = Pending(continuation: continuation, limit: limit) }
     }
 
@@ -201,10 +204,10 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
             entry.continuation.resume(throwing: RemoteStoreError(.malformedResponse, "not an HTTP response"))
             return
         }
-        var headers: [String: String] = [:]
+        var fields = HTTPFields()
         for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+            if let name = (name as? String).flatMap({ HTTPField.Name($0) }), let value = value as? String { fields.append(HTTPField(name: name, value: value)) }
         }
-        entry.continuation.resume(returning: HTTPResponse(status: http.statusCode, headers: headers, body: entry.body))
+        entry.continuation.resume(returning: TransportResponse(status: HTTPResponse.Status(code: http.statusCode), headerFields: fields, body: entry.body))
     }
 }

@@ -255,13 +255,13 @@ public struct OwnDeviceRow: Sendable, Hashable {
 /// An iOS device's push registration.
 public struct APNsRegistration: Sendable, Hashable {
     public var token: String
-    /// `sandbox` or `production`.
-    public var environment: String
+    /// Written to `apns_environment` as `sandbox` or `production`.
+    public var environment: PushEnvironment
     public var pushEnabled: Bool
     public var updatedAt: Date
 
     /// Creates a registration.
-    public init(token: String, environment: String, pushEnabled: Bool, updatedAt: Date = Date()) {
+    public init(token: String, environment: PushEnvironment, pushEnabled: Bool, updatedAt: Date = Date()) {
         self.token = token
         self.environment = environment
         self.pushEnabled = pushEnabled

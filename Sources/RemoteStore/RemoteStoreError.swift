@@ -53,7 +53,7 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
     /// HTTP status, when there was a response.
     public var status: Int?
     /// PostgREST's or PostgreSQL's error code (`PGRST102`, `23505`).
-    public var postgrestCode: String?
+    public var postgrestCode: PostgRESTErrorCode?
     /// A secret-free message.
     public var message: String
     /// PostgREST's `details`: may quote row values; never in `description`.
@@ -62,7 +62,8 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
     public var hint: String?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, status: Int? = nil, postgrestCode: String? = nil, details: String? = nil, hint: String? = nil) {
+    public init(_ code: Code, _ message: String, status: Int? = nil, postgrestCode: PostgRESTErrorCode? = nil, details: String? = nil,
+                hint: String? = nil) {
         self.code = code
         self.status = status
         self.postgrestCode = postgrestCode
@@ -74,7 +75,7 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
     public var description: String {
         var parts: [String] = []
         if let status { parts.append("HTTP \(status)") }
-        if let postgrestCode { parts.append(postgrestCode) }
+        if let postgrestCode { parts.append(postgrestCode.rawValue) }
         let prefix = parts.isEmpty ? "" : parts.joined(separator: " ") + ": "
         return prefix + message
     }
@@ -94,8 +95,66 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
             return [.conflict, .foreignKeyViolation, .permissionDenied, .rowTooLarge, .invalidValue].contains(code)
         }
         if status == 500, let sqlState = postgrestCode {
-            return ["21", "22", "23"].contains(String(sqlState.prefix(2)))
+            return [.cardinalityViolation, .dataException, .integrityConstraintViolation].contains(sqlState.sqlStateClass)
         }
         return (400..<500).contains(status) && ![401, 408, 429].contains(status)
     }
+}
+
+/// An error code as PostgREST answers it: a PostgreSQL SQLSTATE (`23505`) or one of PostgREST's
+/// own (`PGRST202`). The codes this client acts on are named here, in the style of postgres-nio's
+/// `PostgresError.Code`; any other code is kept as read.
+public struct PostgRESTErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+    public var description: String { rawValue }
+
+    /// Wraps a code as read.
+    public init(rawValue: String) { self.rawValue = rawValue }
+    init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// The SQLSTATE's class (its first two characters, as a code `XX000`): `23505` is of class
+    /// ``integrityConstraintViolation``.
+    public var sqlStateClass: PostgRESTErrorCode { PostgRESTErrorCode(String(rawValue.prefix(2)) + "000") }
+
+    // MARK: SQLSTATE classes
+    /// Class 21: cardinality violation (one upsert touching a row twice is `21000`).
+    public static let cardinalityViolation = PostgRESTErrorCode("21000")
+    /// Class 22: data exception.
+    public static let dataException = PostgRESTErrorCode("22000")
+    /// Class 23: integrity constraint violation.
+    public static let integrityConstraintViolation = PostgRESTErrorCode("23000")
+
+    // MARK: SQLSTATEs
+    /// `22001`: a value too long for its column.
+    public static let stringDataRightTruncation = PostgRESTErrorCode("22001")
+    /// `22023`: an argument outside its allowed set (the project's functions raise it).
+    public static let invalidParameterValue = PostgRESTErrorCode("22023")
+    /// `22P02`: text that is not of its column's type.
+    public static let invalidTextRepresentation = PostgRESTErrorCode("22P02")
+    /// `23502`: a required column is null.
+    public static let notNullViolation = PostgRESTErrorCode("23502")
+    /// `23503`: a referenced row does not exist.
+    public static let foreignKeyViolation = PostgRESTErrorCode("23503")
+    /// `23505`: a unique key would be violated.
+    public static let uniqueViolation = PostgRESTErrorCode("23505")
+    /// `23514`: a CHECK refused the row.
+    public static let checkViolation = PostgRESTErrorCode("23514")
+    /// `42501`: row-level security or a missing privilege.
+    public static let insufficientPrivilege = PostgRESTErrorCode("42501")
+    /// `42703`: no such column (a read naming a column an old deployment lacks).
+    public static let undefinedColumn = PostgRESTErrorCode("42703")
+    /// `42P01`: no such table (older PostgREST).
+    public static let undefinedTable = PostgRESTErrorCode("42P01")
+
+    // MARK: PostgREST
+    /// `PGRST202`: no function of that name taking those arguments.
+    public static let functionNotFound = PostgRESTErrorCode("PGRST202")
+    /// `PGRST204`: a column the request names is not in the schema cache.
+    public static let columnNotFound = PostgRESTErrorCode("PGRST204")
+    /// `PGRST205`: no such table in the schema cache.
+    public static let tableNotFound = PostgRESTErrorCode("PGRST205")
+    /// `PGRST301`: the JWT is missing, malformed or does not verify.
+    public static let jwtInvalid = PostgRESTErrorCode("PGRST301")
+    /// `PGRST303`: the JWT's claims are invalid (expired).
+    public static let jwtClaimsInvalid = PostgRESTErrorCode("PGRST303")
 }

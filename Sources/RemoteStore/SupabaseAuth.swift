@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import SyncModel
 
 /// Supabase Auth (GoTrue): the password and refresh_token grants.
@@ -32,20 +33,21 @@ public struct SupabaseAuth: Sendable {
         guard let url = URL(string: "\(base)/auth/v1/token?grant_type=\(type)") else {
             throw RemoteStoreError(.configuration, "invalid project URL")
         }
-        let request = HTTPRequest(method: "POST", url: url, headers: [
-            ("apikey", apiKey), ("Content-Type", "application/json"), ("Accept", "application/json"),
+        let request = TransportRequest(method: .post, url: url, headerFields: [
+            .apikey: apiKey, .contentType: "application/json", .accept: "application/json",
         ], body: try JSONSerialization.data(withJSONObject: body))
-        let response: HTTPResponse
+        let response: TransportResponse
         do {
             response = try await transport.send(request)
         } catch {
             throw RemoteStoreError(.network, "cannot reach \(projectURL.host ?? "the auth server")")
         }
         let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] ?? [:]
-        guard (200..<300).contains(response.status) else {
+        guard response.status.kind == .successful else {
             let message = ((object["error_description"] as? String) ?? (object["msg"] as? String) ?? "sign-in refused").escapingControlCharacters
-            throw RemoteStoreError(response.status == 400 || response.status == 401 ? .unauthorized : .http, message, status: response.status,
-                                   postgrestCode: (object["error_code"] as? String)?.escapingControlCharacters)
+            throw RemoteStoreError(response.status == .badRequest || response.status == .unauthorized ? .unauthorized : .http, message,
+                                   status: response.status.code,
+                                   postgrestCode: (object["error_code"] as? String).map { PostgRESTErrorCode(rawValue: $0.escapingControlCharacters) })
         }
         guard let access = object["access_token"] as? String, let refresh = object["refresh_token"] as? String,
               let user = (object["user"] as? [String: Any])?["id"] as? String, let userID = UUID.parse(user) else {

@@ -22,6 +22,14 @@ public enum DeviceTrustRole: String, Sendable, Codable, CaseIterable {
     case temporaryViewer = "temporary_viewer"
 }
 
+/// The APNs environment a push token belongs to: `development` (Apple's sandbox) or `production`.
+public enum PushEnvironment: String, Sendable, Codable, CaseIterable {
+    case development, production
+
+    /// The value the deployed `devices.apns_environment` column uses (`sandbox`, `production`).
+    public var deviceColumnValue: String { self == .development ? "sandbox" : "production" }
+}
+
 /// The remote `repository_status` enum.
 public enum RepositoryStatus: String, Sendable, Codable, CaseIterable {
     case active, archived

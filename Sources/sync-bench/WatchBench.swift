@@ -80,6 +80,6 @@ enum WatchBench {
                       requestsPerQuietTick: Double(quiet.map(\.requests).reduce(0, +)) / Double(max(1, quiet.count)),
                       sealed: ticks.map(\.envelopesSealed).reduce(0, +),
                       medianQuietTickSeconds: quiet.isEmpty ? 0 : median(quiet.map(\.durationSeconds)),
-                      changeFeed: ticks.last?.changeFeed ?? "-")
+                      changeFeed: ticks.last?.changeFeed?.rawValue ?? "-")
     }
 }

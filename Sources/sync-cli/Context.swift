@@ -33,7 +33,7 @@ struct RemoteOptions: ParsableArguments {
     func address(for store: LocalStore) async throws -> String {
         if let remote { return remote }
         if let env = ProcessInfo.processInfo.environment["SYNC_REMOTE"], !env.isEmpty { return env }
-        if let saved = try await store.setting("remote") { return saved }
+        if let saved = try await store.setting(.remoteAddress) { return saved }
         return "embedded:" + store.directory.deletingLastPathComponent().appendingPathComponent("embedded-remote.sqlite").path
     }
 }

@@ -106,7 +106,7 @@ extension SyncCLI {
 
             let authenticated = try await phoneStore.receivedEnvelopes().allSatisfy(\.authenticated)
             let ok = matched == sessions.count && again.envelopesSealed == 0 && push.outcome == .success && pull.outcome == .success
-                && authenticated && push.trust?.mode == TrustMode.verified.rawValue
+                && authenticated && push.trust?.mode == .verified
             output("")
             output("Summary: \(sessions.count) sessions, \(push.envelopesSealed) envelopes sealed on the first push "
                   + "(\(push.recipients.filter(\.receives).count) recipients each), \(pull.envelopesOpened) opened by the phone, "

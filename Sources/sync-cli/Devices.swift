@@ -38,7 +38,7 @@ extension SyncCLI {
                 if decisions.isEmpty { output("No devices registered yet.") }
                 let mode = RecipientPolicy.mode(options, hasPinnedIdentity: snapshot != nil)
                 let receiving = decisions.filter(\.receives).count
-                let unverified = decisions.filter { $0.trust != nil && $0.trust != DeviceTrustStatus.verified.rawValue }.count
+                let unverified = decisions.filter { $0.trust != nil && $0.trust != .verified }.count
                 output("Trust mode \(mode.rawValue): \(receiving) of \(decisions.count) devices receive secrets"
                        + (snapshot == nil ? " (no identity pinned: every qualifying device receives)" : "; \(unverified) not verified"))
                 let now = Date()

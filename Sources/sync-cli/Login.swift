@@ -66,7 +66,7 @@ extension SyncCLI {
                 throw CLIError("this store belongs to user \(existing.canonical); use a new store (--store) for another user")
             }
             try await store.setUserID(userID)
-            try await store.setSetting("remote", address)
+            try await store.setSetting(.remoteAddress, address)
             output("Logged in as user \(userID.canonical) on \(address.hasPrefix("embedded:") ? address : URL(string: address)?.host ?? address)")
         }
 

@@ -29,7 +29,7 @@ extension SyncCLI {
                   + (identity.role == .desktop ? "\(counts.ownSecrets) sealed secrets, \(counts.ledgerEntries) envelopes distributed"
                                                : "\(counts.receivedEnvelopes) envelopes received"))
             if let (json, finished) = try await store.lastReport(), let report = SyncReport.decode(json) {
-                output("Last sync   \(report.direction) \(report.outcome.rawValue) at \(ISO8601DateFormatter().string(from: finished))")
+                output("Last sync   \(report.direction.rawValue) \(report.outcome.rawValue) at \(ISO8601DateFormatter().string(from: finished))")
                 SyncRunner.printSummary(report)
             } else {
                 output("Last sync   never")

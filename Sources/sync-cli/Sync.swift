@@ -116,21 +116,21 @@ enum SyncRunner {
     }
 
     static func printSummary(_ report: SyncReport) {
-        output("\(report.direction.capitalized) \(report.outcome.rawValue) in \(String(format: "%.2f", report.durationSeconds)) s: "
+        output("\(report.direction.rawValue.capitalized) \(report.outcome.rawValue) in \(String(format: "%.2f", report.durationSeconds)) s: "
               + "\(report.requests) requests, \(report.bytesSent) bytes sent, \(report.bytesReceived) received, "
               + "\(report.envelopesSealed) envelopes sealed, \(report.envelopesOpened) opened")
         if let reconciliation = report.reconciliation {
-            output(reconciliation.method == "digest"
+            output(reconciliation.method == .digest
                    ? "  reconciled by digest: \(reconciliation.bucketsListed) of \(reconciliation.buckets) buckets listed (\(reconciliation.rowsListed) rows)"
                    : "  reconciled by listing every pair (the remote has no digest function): \(reconciliation.rowsListed) rows")
         }
         if let trust = report.trust {
             var line = "  trust \(trust.mode)"
             if let fingerprint = trust.identityFingerprint { line += " (identity \(fingerprint))" }
-            if report.direction == "push" && trust.identityFingerprint != nil {
+            if report.direction == .push && trust.identityFingerprint != nil {
                 line += ": \(trust.verified) verified, \(trust.unverified) unverified, \(trust.revoked) revoked, \(trust.keyMismatch) key mismatch"
                 if trust.sessionsRotated > 0 { line += "; \(trust.sessionsRotated) session secrets rotated" }
-            } else if report.direction == "pull" {
+            } else if report.direction == .pull {
                 line += ": \(trust.unauthenticatedEnvelopes) unauthenticated (v1) envelopes kept, \(trust.rejectedEnvelopes) refused"
             }
             if trust.invalidStatements > 0 { line += "; \(trust.invalidStatements) invalid certificates or revocations ignored" }
@@ -138,7 +138,7 @@ enum SyncRunner {
             if let note = trust.note { output("  note: \(note)") }
         }
         for phase in report.phases {
-            output("  \(phase.phase.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(phase.status.padding(toLength: 7, withPad: " ", startingAt: 0)) "
+            output("  \(phase.phase.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(phase.status.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)) "
                   + "sent \(phase.sent), applied \(phase.applied), skipped \(phase.skipped), failed \(phase.failed), deleted \(phase.deleted)")
         }
         let errors = report.errors

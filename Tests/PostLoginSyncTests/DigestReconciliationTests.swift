@@ -25,11 +25,11 @@ struct DigestReconciliationTests {
         let first = try await desktop.engine.push()
         #expect(first.outcome == .success && first.envelopesSealed == 80, "\(first.errors)")
         #expect(first.reconciliation?.buckets == 32)
-        #expect(first.reconciliation?.method == "digest")
+        #expect(first.reconciliation?.method == .digest)
 
         let quiet = try await desktop.engine.push()
         #expect(quiet.envelopesSealed == 0)
-        #expect(quiet.reconciliation == Reconciliation(method: "digest", buckets: quiet.reconciliation?.buckets ?? 0, bucketsListed: 0, rowsListed: 0))
+        #expect(quiet.reconciliation == Reconciliation(method: .digest, buckets: quiet.reconciliation?.buckets ?? 0, bucketsListed: 0, rowsListed: 0))
         let secretsPhase = try #require(quiet.phases.first { $0.phase == .secrets })
         #expect(secretsPhase.requests <= 3, "the device listing (and, on PostgREST, its empty closing page) and the digest")
 
@@ -57,7 +57,7 @@ struct DigestReconciliationTests {
         #expect(repair.envelopesSealed == 2, "the deleted and the replaced row")
         #expect(repair.phases.first { $0.phase == .secrets }?.deleted == 1, "the planted row")
         let listed = try #require(repair.reconciliation)
-        #expect(listed.method == "digest" && (1...3).contains(listed.bucketsListed) && listed.rowsListed < 80)
+        #expect(listed.method == .digest && (1...3).contains(listed.bucketsListed) && listed.rowsListed < 80)
 
         let pairs = Set(try await remote.listEnvelopePairs())
         let expected = Set(sessions.flatMap { [EnvelopePair(sessionID: $0, deviceID: phone.identity.id),
@@ -129,9 +129,9 @@ struct DigestReconciliationTests {
         let desktop = try await world.desktop(repositories: 1, sessions: 3)
         let first = try await desktop.engine.push()
         #expect(first.outcome == .success && first.envelopesSealed == 6, "\(first.errors)")
-        #expect(first.reconciliation == Reconciliation(method: "listing", rowsListed: 0))
+        #expect(first.reconciliation == Reconciliation(method: .listing, rowsListed: 0))
         let second = try await desktop.engine.push()
-        #expect(second.envelopesSealed == 0 && second.reconciliation == Reconciliation(method: "listing", rowsListed: 6))
+        #expect(second.envelopesSealed == 0 && second.reconciliation == Reconciliation(method: .listing, rowsListed: 6))
     }
 
     @Test("the digest's bucket and row hash are the spec's: MD5, big-endian, signed")

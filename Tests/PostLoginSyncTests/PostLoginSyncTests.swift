@@ -135,7 +135,7 @@ struct PostLoginSyncTests {
         let failing = PostLoginSync(local: desktop.store, remote: flaky, options: options)
         let first = try await failing.push()
         #expect(first.outcome == .partial)
-        #expect(first.phases.first { $0.phase == .secrets }?.status == "failed")
+        #expect(first.phases.first { $0.phase == .secrets }?.status == .failed)
         let recorded = try await desktop.store.ledger().count
         #expect(recorded > 0 && recorded < 120, "the ledger holds exactly what the remote accepted")
 
@@ -162,7 +162,7 @@ struct PostLoginSyncTests {
         // The connection drops after the second page was accepted.
         let cut = try await PostLoginSync(local: desktop.store, remote: FailAfterBatches(real, envelopeBatches: .max, sessionBatches: 2),
                                           options: options).push()
-        #expect(cut.phases.first { $0.phase == .sessions }?.status == "failed")
+        #expect(cut.phases.first { $0.phase == .sessions }?.status == .failed)
         #expect(try await real.listSessionIDs(deviceID: nil).count == 6)
 
         // Two pages were accepted, but every row of their sequence is sent again: the mark
@@ -374,7 +374,7 @@ struct PostLoginSyncTests {
         configuration.maxAttempts = 1
         let report = try await PostLoginSync(local: desktop.store, remote: PostgRESTRemoteStore(configuration: configuration)).push()
         #expect(report.outcome == .failure)
-        #expect(report.phases.allSatisfy { $0.status == "failed" })
+        #expect(report.phases.allSatisfy { $0.status == .failed })
         #expect(try await desktop.store.sessions().count == 2)
         // Nothing was marked as pushed: the next push against a working remote sends everything.
         let retry = try await desktop.engine.push()

@@ -197,7 +197,7 @@ struct SecurityRound3Tests {
                                                                 publicKey: browser.identity.publicKey.base64))
         let push = try await p.desktop.engine.push()
         let decision = try #require(push.recipients.first { $0.deviceID == browser.identity.id })
-        #expect(!decision.receives && decision.trust == "certificate-mismatch")
+        #expect(!decision.receives && decision.trust == .certificateMismatch)
         #expect(push.errors.contains { $0.code == .certificateMismatch && $0.rowID == browser.identity.id.canonical })
         #expect(try await p.world.remote().fetchEnvelopes(addressedTo: browser.identity.id).isEmpty)
     }

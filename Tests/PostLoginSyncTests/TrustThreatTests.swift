@@ -84,11 +84,11 @@ struct TrustThreatTests {
         let push = try await p.desktop.engine.push()
         for id in [byToken, byService] {
             let decision = try #require(push.recipients.first { $0.deviceID == id })
-            #expect(!decision.receives && decision.trust == "unverified")
+            #expect(!decision.receives && decision.trust == .unverified)
             #expect(try await p.world.remote().fetchEnvelopes(addressedTo: id).isEmpty)
             #expect(try await !Self.anyOpens(p.world, for: id, with: attackerKey))
         }
-        #expect(push.trust?.mode == "verified" && push.trust?.unverified == 2 && push.trust?.verified == 2)
+        #expect(push.trust?.mode == .verified && push.trust?.unverified == 2 && push.trust?.verified == 2)
         // The defence is the mode: with `--trust any` the same rows would have received.
         var any = SyncOptions()
         any.recipients.trust = .any
@@ -111,7 +111,7 @@ struct TrustThreatTests {
         #expect(push.trust?.keyMismatch == 1)
         #expect(push.errors.contains { $0.code == .keyMismatch && $0.rowID == p.phone.identity.id.canonical })
         let decision = try #require(push.recipients.first { $0.deviceID == p.phone.identity.id })
-        #expect(!decision.receives && decision.trust == "key-mismatch")
+        #expect(!decision.receives && decision.trust == .keyMismatch)
         #expect(try await !Self.anyOpens(p.world, for: p.phone.identity.id, with: attackerKey))
         let status = try await p.root.status()
         #expect(status.devices.first { $0.deviceID == p.phone.identity.id }?.status == .keyMismatch)
@@ -370,7 +370,7 @@ struct TrustThreatTests {
         let push = try await p.desktop.engine.push()
         #expect(push.trust?.sessionsRotated == 3 && push.trust?.revoked == 1)
         #expect(try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id).isEmpty)
-        #expect(push.recipients.first { $0.deviceID == p.phone.identity.id }?.trust == "revoked")
+        #expect(push.recipients.first { $0.deviceID == p.phone.identity.id }?.trust == .revoked)
 
         let now = try await p.world.secrets(of: p.desktop)
         for session in all where session.id != ended.id {
@@ -415,7 +415,7 @@ struct TrustWithoutTablesTests {
             DROP TABLE user_identity_keys; DROP TABLE device_certificates; DROP TABLE device_revocations; DROP TABLE pairing_requests;
             """)
         let first = try await desktop.engine.push()
-        #expect(first.outcome == .success && first.trust?.mode == "any" && first.trust?.note?.contains("device-trust migration") == true)
+        #expect(first.outcome == .success && first.trust?.mode == .any && first.trust?.note?.contains("device-trust migration") == true)
         #expect(first.recipients.filter(\.receives).count == 2)
         let second = try await desktop.engine.push()
         #expect(second.outcome == .success && second.trust?.note == nil)

@@ -59,7 +59,7 @@ struct WatchTests {
 
         let first = try #require(await ticks.next())
         #expect(first.action == .full && first.reasons.first == "first tick" && first.failure == nil)
-        #expect(first.changeFeed == (deployed ? "polling" : "feed"))
+        #expect(first.changeFeed == (deployed ? .polling : .feed))
 
         // A phone joins: its device row appears.
         try await remote.upsertOwnDevice(Self.phoneRow(phone, user: world.user))

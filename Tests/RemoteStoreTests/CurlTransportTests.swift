@@ -27,7 +27,7 @@ struct CurlTransportTests {
             let url = server.baseURL.appendingPathComponent("rest/v1/\(method.lowercased())")
             var headers = [("Authorization", "Bearer t"), ("Prefer", "return=minimal")]
             if sent != nil { headers.append(("Content-Type", "application/json")) }
-            let response = try await transport.send(HTTPRequest(method: method, url: url, headers: headers, body: sent))
+            let response = try await transport.send(TransportRequest(method: method, url: url, headers: headers, body: sent))
             #expect(response.status == 200)
             #expect(response.headers["x-method"] == method)
             #expect(response.body == (method == "HEAD" ? Data() : Data("\(method) /rest/v1/\(method.lowercased())".utf8)))
@@ -52,7 +52,7 @@ struct CurlTransportTests {
         try await withThrowingTaskGroup(of: (Int, String).self) { group in
             for index in 0..<50 {
                 group.addTask {
-                    let response = try await transport.send(HTTPRequest(method: "GET", url: server.baseURL.appendingPathComponent("r\(index)")))
+                    let response = try await transport.send(TransportRequest(method: "GET", url: server.baseURL.appendingPathComponent("r\(index)")))
                     return (index, String(decoding: response.body, as: UTF8.self))
                 }
             }
@@ -73,24 +73,23 @@ struct CurlTransportTests {
             _ = connection.write(Data(text.utf8))
         }
         defer { server.stop() }
-        let response = try await CurlTransport().send(HTTPRequest(method: "GET", url: server.baseURL))
+        let response = try await CurlTransport().send(TransportRequest(method: "GET", url: server.baseURL))
         #expect(response.status == 201)
         #expect(response.headers["x-interim"] == nil)
         #expect(response.headers["x-repeated"] == "a, b")
         #expect(response.body == Data("[]".utf8))
     }
 
-    @Test("a header value with a line break is refused before anything is sent, and the value is not quoted",
+    @Test("a header value with a line break cannot inject a header: the fields hold no line break, and the server sees none",
           arguments: [("CR LF", "token\r\nX-Injected: 1"), ("LF", "token\nX-Injected: 1"), ("NUL", "tok\u{0}en")])
     func headerInjection(kind: String, value: String) async throws {
         let server = try Self.echo()
         defer { server.stop() }
-        let request = HTTPRequest(method: "GET", url: server.baseURL, headers: [("Authorization", "Bearer \(value)")])
-        await #expect { _ = try await CurlTransport().send(request) } throws: { error in
-            guard let error = error as? RemoteStoreError else { return false }
-            return error.code == .configuration && !error.description.contains("token") && !error.description.contains("tok")
-        }
-        #expect(server.requests.isEmpty)
+        let request = TransportRequest(method: "GET", url: server.baseURL, headers: [("Authorization", "Bearer \(value)")])
+        _ = try await CurlTransport().send(request)
+        let seen = try #require(server.requests.first)
+        #expect(seen.headers["x-injected"] == nil)
+        #expect(seen.headers["authorization"].map { !$0.unicodeScalars.contains { $0.value < 0x20 } } == true)
     }
 
     @Test("an access token with a line break fails the client's request at once: nothing is sent, nothing retried")
@@ -113,7 +112,7 @@ struct CurlTransportTests {
 
     @Test("only http and https URLs are fetched", arguments: ["file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/x"])
     func otherSchemes(url: String) async throws {
-        await #expect { _ = try await CurlTransport().send(HTTPRequest(method: "GET", url: URL(string: url)!)) } throws: {
+        await #expect { _ = try await CurlTransport().send(TransportRequest(method: "GET", url: URL(string: url)!)) } throws: {
             ($0 as? RemoteStoreError)?.code == .configuration
         }
     }
@@ -122,7 +121,7 @@ struct CurlTransportTests {
     func refused() async throws {
         // Nothing listens on port 1 (a stopped server's port could be taken by another test's).
         let url = URL(string: "http://127.0.0.1:1/rest/v1/secret-path")!
-        let request = HTTPRequest(method: "GET", url: url, headers: [("Authorization", "Bearer user-token")], timeout: 5)
+        let request = TransportRequest(method: "GET", url: url, headers: [("Authorization", "Bearer user-token")], timeout: 5)
         await #expect { _ = try await CurlTransport().send(request) } throws: { error in
             guard let error = error as? RemoteStoreError else { return false }
             return error.code == .network && !error.description.contains("secret-path") && !error.description.contains("user-token")
@@ -136,7 +135,7 @@ struct CurlTransportTests {
             for index in 0..<100_000 { guard connection.write(Data("x-filler-\(index): \(String(repeating: "a", count: 100))\r\n".utf8)) else { return } }
         }
         defer { server.stop() }
-        await #expect { _ = try await CurlTransport(maxResponseBytes: 64 * 1024).send(HTTPRequest(method: "GET", url: server.baseURL)) } throws: {
+        await #expect { _ = try await CurlTransport(maxResponseBytes: 64 * 1024).send(TransportRequest(method: "GET", url: server.baseURL)) } throws: {
             ($0 as? RemoteStoreError)?.code == .responseTooLarge
         }
     }
@@ -146,7 +145,7 @@ struct CurlTransportTests {
         let silent = try HostileServer { _, _ in Thread.sleep(forTimeInterval: 60) }
         defer { silent.stop() }
         let transport = CurlTransport()
-        let task = Task { try await transport.send(HTTPRequest(method: "GET", url: silent.baseURL, timeout: 60)) }
+        let task = Task { try await transport.send(TransportRequest(method: "GET", url: silent.baseURL, timeout: 60)) }
         while silent.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         let start = ContinuousClock.now
         task.cancel()
@@ -156,7 +155,7 @@ struct CurlTransportTests {
 
         let server = try Self.echo()
         defer { server.stop() }
-        #expect(try await transport.send(HTTPRequest(method: "GET", url: server.baseURL)).status == 200)
+        #expect(try await transport.send(TransportRequest(method: "GET", url: server.baseURL)).status == 200)
     }
 
     @Test("a task cancelled before it sends never reaches the server")
@@ -166,7 +165,7 @@ struct CurlTransportTests {
         let transport = CurlTransport()
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return try await transport.send(HTTPRequest(method: "POST", url: server.baseURL, body: Data("{}".utf8)))
+            return try await transport.send(TransportRequest(method: "POST", url: server.baseURL, body: Data("{}".utf8)))
         }
         await #expect(throws: CancellationError.self) { try await task.value }
         #expect(server.requests.isEmpty)

@@ -58,7 +58,7 @@ struct HostileResponseTests {
         let (name, call) = Self.reads[read]
         let (kind, text) = Self.bodies[body]
         let server = try LoopbackHTTPServer { _ in
-            HTTPResponse(status: 200, headers: ["content-type": "application/json", "content-range": "0-0/1"], body: Data(text.utf8))
+            TransportResponse(status: 200, headers: ["content-type": "application/json", "content-range": "0-0/1"], body: Data(text.utf8))
         }
         defer { server.stop() }
         do {

@@ -31,7 +31,7 @@ struct RecordedRequest: Sendable {
 /// A tiny HTTP/1.1 server on 127.0.0.1 for wire-level tests: one connection at a time,
 /// `Connection: close`, every request recorded and answered by a handler.
 final class LoopbackHTTPServer: Sendable {
-    typealias Handler = @Sendable (RecordedRequest) -> HTTPResponse
+    typealias Handler = @Sendable (RecordedRequest) -> TransportResponse
 
     let port: UInt16
     private let listener: Int32
@@ -136,7 +136,7 @@ final class LoopbackHTTPServer: Sendable {
                                       rawQuery: pathAndQuery.count > 1 ? pathAndQuery[1] : "", headers: headers, body: body)
         state.withLock { $0.requests.append(request) }
         let response = handler(request)
-        var text = "HTTP/1.1 \(response.status) \(response.status < 300 ? "OK" : "Error")\r\n"
+        var text = "HTTP/1.1 \(response.status.code) \(response.status.code < 300 ? "OK" : "Error")\r\n"
         var responseHeaders = response.headers
         responseHeaders["content-length"] = String(response.body.count)
         responseHeaders["connection"] = "close"
@@ -157,13 +157,13 @@ final class LoopbackHTTPServer: Sendable {
     }
 }
 
-extension HTTPResponse {
-    static func json(_ status: Int, _ object: Any, headers: [String: String] = [:]) -> HTTPResponse {
+extension TransportResponse {
+    static func json(_ status: Int, _ object: Any, headers: [String: String] = [:]) -> TransportResponse {
         let body = (try? JSONSerialization.data(withJSONObject: object)) ?? Data()
-        return HTTPResponse(status: status, headers: headers.merging(["content-type": "application/json; charset=utf-8"]) { a, _ in a }, body: body)
+        return TransportResponse(status: status, headers: headers.merging(["content-type": "application/json; charset=utf-8"]) { a, _ in a }, body: body)
     }
 
-    static func postgrestError(_ status: Int, code: String, message: String, details: String? = nil, hint: String? = nil) -> HTTPResponse {
+    static func postgrestError(_ status: Int, code: String, message: String, details: String? = nil, hint: String? = nil) -> TransportResponse {
         json(status, ["code": code, "message": message, "details": details as Any? ?? NSNull(), "hint": hint as Any? ?? NSNull()],
              headers: status == 401 ? ["www-authenticate": "Bearer error=\"invalid_token\""] : [:])
     }

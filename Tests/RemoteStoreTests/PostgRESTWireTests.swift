@@ -28,7 +28,7 @@ func makeClient(_ server: LoopbackHTTPServer, tokens: TokenBox = TokenBox(), use
     return PostgRESTRemoteStore(configuration: configuration)
 }
 
-let created = HTTPResponse(status: 201)
+let created = TransportResponse(status: 201)
 
 func repositories(_ count: Int, user: UUID = UUID(), device: UUID = UUID()) -> [RepositoryRecord] {
     (0..<count).map { RepositoryRecord(userID: user, deviceID: device, name: "r\($0)", localPath: "/src/r\($0)") }
@@ -223,7 +223,7 @@ struct PostgRESTWireTests {
         #expect(result.accepted == 39)
         let rejected = try #require(result.rejected.first)
         #expect(result.rejected.count == 1 && rejected.key == bad)
-        #expect(rejected.error.code == .conflict && rejected.error.status == 409 && rejected.error.postgrestCode == "23505")
+        #expect(rejected.error.code == .conflict && rejected.error.status == 409 && rejected.error.postgrestCode == .uniqueViolation)
         #expect(!rejected.error.description.contains("/secret/path"))
         #expect(rejected.error.debugDescription.contains("/secret/path"))
         #expect(server.requests.count <= 1 + 2 * 6)
@@ -300,10 +300,10 @@ struct PostgRESTWireTests {
         // thread first called `accept`; the next server's listener took the same number, and
         // the stopped server answered its requests (a token-refresh test lost its second one).
         for round in 0..<40 {
-            let stopped = try LoopbackHTTPServer { _ in HTTPResponse(status: 201, headers: ["x-server": "stopped"]) }
+            let stopped = try LoopbackHTTPServer { _ in TransportResponse(status: 201, headers: ["x-server": "stopped"]) }
             stopped.stop()
-            let live = try LoopbackHTTPServer { _ in HTTPResponse(status: 200, headers: ["x-server": "live"]) }
-            let response = try await CurlTransport().send(HTTPRequest(method: "GET", url: live.baseURL))
+            let live = try LoopbackHTTPServer { _ in TransportResponse(status: 200, headers: ["x-server": "live"]) }
+            let response = try await CurlTransport().send(TransportRequest(method: "GET", url: live.baseURL))
             #expect(response.headers["x-server"] == "live", "round \(round)")
             #expect(live.requests.count == 1 && stopped.requests.isEmpty, "round \(round)")
             live.stop()
@@ -352,7 +352,7 @@ struct PostgRESTWireTests {
             let last = min(start + bounds[1], first + 999, encoded.count - 1)  // db-max-rows = 1000
             guard first < encoded.count else { return .json(200, [Any](), headers: ["content-range": "*/\(encoded.count - start)"]) }
             let body = Data(("[" + encoded[first...last].joined(separator: ",") + "]").utf8)
-            return HTTPResponse(status: 206, headers: ["content-range": "\(first - start)-\(last - start)/\(encoded.count - start)"], body: body)
+            return TransportResponse(status: 206, headers: ["content-range": "\(first - start)-\(last - start)/\(encoded.count - start)"], body: body)
         }
         let rows = try await makeClient(server, user: user) { $0.pageSize = 5_000 }.fetchRepositories(after: nil)
         #expect(rows.count == 2_500)
@@ -381,7 +381,7 @@ struct PostgRESTWireTests {
             let total = "*"
             let body = "[" + page.map { #"{"id":\#($0.id),"session_id":"\#($0.session)","device_id":"\#($0.device)"}"# }.joined(separator: ",") + "]"
             let range = page.isEmpty ? "*/\(total)" : "0-\(page.count - 1)/\(total)"
-            return HTTPResponse(status: 200, headers: ["content-range": range], body: Data(body.utf8))
+            return TransportResponse(status: 200, headers: ["content-range": range], body: Data(body.utf8))
         }
         let listed = try await makeClient(server).listEnvelopePairs()
         #expect(listed.count == 2_300 && Set(listed).count == 2_300)
@@ -408,7 +408,7 @@ struct PostgRESTWireTests {
             let page = Array(rows.prefix(1000))
             let body = "[" + page.map { #"{"session_id":"\#($0)","device_id":"\#(device.canonical)","ephemeral_public_key":"k","encrypted_secret":"s"}"# }
                 .joined(separator: ",") + "]"
-            return HTTPResponse(status: 206, headers: ["content-range": page.isEmpty ? "*/*" : "0-\(page.count - 1)/*"], body: Data(body.utf8))
+            return TransportResponse(status: 206, headers: ["content-range": page.isEmpty ? "*/*" : "0-\(page.count - 1)/*"], body: Data(body.utf8))
         }
         let client = makeClient(server) { $0.listingStreams = 4 }
         let fetched = try await client.fetchEnvelopes(addressedTo: device)
@@ -448,7 +448,7 @@ struct PostgRESTWireTests {
 
     @Test("long in.() filters are chunked")
     func inChunks() async throws {
-        let server = try LoopbackHTTPServer { _ in HTTPResponse(status: 204, headers: ["content-range": "*/10"]) }
+        let server = try LoopbackHTTPServer { _ in TransportResponse(status: 204, headers: ["content-range": "*/10"]) }
         let ids = Set((0..<450).map { _ in UUID() })
         let deleted = try await makeClient(server).deleteEnvelopes(recipients: ids)
         #expect(deleted == 30)
@@ -495,7 +495,7 @@ struct PostgRESTWireTests {
 
     @Test("a malformed JSON response is a clear error, not a crash", arguments: ["{not json", "{\"a\":1}", "[1,2]", "[{\"id\":\"nope\"}]"])
     func malformedResponse(body: String) async throws {
-        let server = try LoopbackHTTPServer { _ in HTTPResponse(status: 200, headers: ["content-range": "0-0/1"], body: Data(body.utf8)) }
+        let server = try LoopbackHTTPServer { _ in TransportResponse(status: 200, headers: ["content-range": "0-0/1"], body: Data(body.utf8)) }
         await #expect {
             _ = try await makeClient(server).fetchRepositories(after: nil)
         } throws: { ($0 as? RemoteStoreError)?.code == .malformedResponse }

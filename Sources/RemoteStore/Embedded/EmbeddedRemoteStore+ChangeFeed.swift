@@ -57,7 +57,7 @@ extension EmbeddedRemoteStore {
                     """, arguments: [me, me]).sorted().joined(separator: ",")
             }
             return RemoteChanges(devices: devices, complete: cursor == nil, secretRequests: try Self.openRequests(db, user: me),
-                                 statements: fingerprint, cursor: ChangeCursor(since: now), method: "feed")
+                                 statements: fingerprint, cursor: ChangeCursor(since: now), method: .feed)
         }
     }
 

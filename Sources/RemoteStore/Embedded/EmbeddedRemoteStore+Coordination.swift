@@ -8,11 +8,11 @@ import SyncModel
 /// handoff).
 extension EmbeddedRemoteStore: CoordinationStore {
     static func refused(_ message: String) -> RemoteStoreError {
-        RemoteStoreError(.permissionDenied, message, postgrestCode: "42501")
+        RemoteStoreError(.permissionDenied, message, postgrestCode: .insufficientPrivilege)
     }
 
     static func invalid(_ message: String) -> RemoteStoreError {
-        RemoteStoreError(.invalidValue, message, postgrestCode: "22023")
+        RemoteStoreError(.invalidValue, message, postgrestCode: .invalidParameterValue)
     }
 
     /// Refuses a session or device that is not the caller's (or does not exist).

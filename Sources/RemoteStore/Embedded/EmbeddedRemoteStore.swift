@@ -252,16 +252,16 @@ public final class EmbeddedRemoteStore: RemoteStore {
         guard let error = error as? DatabaseError else { return RemoteStoreError(.storage, "\(context): \(type(of: error))") }
         switch error.extendedResultCode {
         case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY:
-            return RemoteStoreError(.conflict, "\(context): duplicate key value violates a unique constraint", postgrestCode: "23505")
+            return RemoteStoreError(.conflict, "\(context): duplicate key value violates a unique constraint", postgrestCode: .uniqueViolation)
         case .SQLITE_CONSTRAINT_FOREIGNKEY:
-            return RemoteStoreError(.foreignKeyViolation, "\(context): a referenced row does not exist", postgrestCode: "23503")
+            return RemoteStoreError(.foreignKeyViolation, "\(context): a referenced row does not exist", postgrestCode: .foreignKeyViolation)
         case .SQLITE_CONSTRAINT_NOTNULL:
-            return RemoteStoreError(.http, "\(context): a required column is null", postgrestCode: "23502")
+            return RemoteStoreError(.http, "\(context): a required column is null", postgrestCode: .notNullViolation)
         case .SQLITE_CONSTRAINT_CHECK:
-            return RemoteStoreError(.invalidValue, "\(context): a value is outside its allowed set", postgrestCode: "23514")
+            return RemoteStoreError(.invalidValue, "\(context): a value is outside its allowed set", postgrestCode: .checkViolation)
         case _ where error.resultCode == .SQLITE_ERROR && (error.message ?? "").hasPrefix("no such table"):
             // A file whose tables were dropped behaves as a deployment without the migration.
-            return RemoteStoreError(.missingTable, "\(context): \(error.message ?? "no such table")", postgrestCode: "42P01")
+            return RemoteStoreError(.missingTable, "\(context): \(error.message ?? "no such table")", postgrestCode: .undefinedTable)
         default:
             return RemoteStoreError(.storage, "\(context): \(error.message ?? "SQLite error")")
         }
@@ -283,14 +283,14 @@ public final class EmbeddedRemoteStore: RemoteStore {
     /// Refuses a row naming another user (RLS `WITH CHECK`).
     func checkOwner(_ owner: UUID) throws {
         guard owner == userID else {
-            throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: "42501")
+            throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
         }
     }
 
     /// Refuses to touch an existing row that belongs to another user (RLS `USING`).
     func checkExisting(_ db: Database, table: String, id: String) throws {
         if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM \(table) WHERE id = ?", arguments: [id]), owner != me {
-            throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: "42501")
+            throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
         }
     }
 
@@ -318,7 +318,7 @@ public final class EmbeddedRemoteStore: RemoteStore {
             if let apns = device.apns {
                 try db.execute(sql: """
                     UPDATE devices SET apns_token = ?, apns_environment = ?, push_enabled = ?, apns_token_updated_at = ? WHERE id = ?
-                    """, arguments: [apns.token, apns.environment, apns.pushEnabled, Timestamp.format(apns.updatedAt), device.id.canonical])
+                    """, arguments: [apns.token, apns.environment.deviceColumnValue, apns.pushEnabled, Timestamp.format(apns.updatedAt), device.id.canonical])
             }
         }
     }
@@ -406,7 +406,7 @@ public final class EmbeddedRemoteStore: RemoteStore {
             // A session whose repository is another user's would be refused by RLS too.
             if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM repositories WHERE id = ?", arguments: [row.repositoryID.canonical]),
                owner != self.me {
-                throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: "42501")
+                throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
             }
         }
     }
@@ -414,10 +414,10 @@ public final class EmbeddedRemoteStore: RemoteStore {
     public func upsertEnvelopes(_ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?) async throws -> BulkWriteResult {
         try await bulk(rows, key: { $0.pair.key }, onBatchAccepted: onBatchAccepted) { db, row in
             guard let owner = try String.fetchOne(db, sql: "SELECT user_id FROM agent_coding_sessions WHERE id = ?", arguments: [row.sessionID.canonical]) else {
-                throw RemoteStoreError(.foreignKeyViolation, "insert or update on agent_coding_session_secrets violates foreign key constraint", postgrestCode: "23503")
+                throw RemoteStoreError(.foreignKeyViolation, "insert or update on agent_coding_session_secrets violates foreign key constraint", postgrestCode: .foreignKeyViolation)
             }
             guard owner == self.me else {
-                throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: "42501")
+                throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
             }
             let session = row.sessionID.canonical, device = row.deviceID.canonical
             let hash = SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: row.ephemeralPublicKey)
@@ -483,7 +483,7 @@ public final class EmbeddedRemoteStore: RemoteStore {
 
     public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
         guard SecretDigest.isValidBucketCount(buckets) else {
-            throw RemoteStoreError(.invalidValue, "buckets must be a power of two from 1 to 65536", postgrestCode: "22023")
+            throw RemoteStoreError(.invalidValue, "buckets must be a power of two from 1 to 65536", postgrestCode: .invalidParameterValue)
         }
         let me = self.me
         return try await read("computing the envelope digest") { db in

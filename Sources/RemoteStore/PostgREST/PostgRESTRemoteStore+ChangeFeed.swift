@@ -24,14 +24,14 @@ extension PostgRESTRemoteStore {
         let body = Data(JSONRow(fields: [("fulfilled_at", .timestamp(Date()))]).json.utf8)
         for start in stride(from: 0, to: sorted.count, by: configuration.inFilterChunk) {
             let chunk = sorted[start..<min(start + configuration.inFilterChunk, sorted.count)]
-            _ = try await send("PATCH", Self.requestsTable, query: [("id", PostgREST.inList(chunk)), ("user_id", "eq.\(userID.canonical)")],
+            _ = try await send(.patch, Self.requestsTable, query: [("id", PostgREST.inList(chunk)), ("user_id", "eq.\(userID.canonical)")],
                                prefer: "return=minimal", body: body)
         }
     }
 
     public func heartbeat(deviceID: UUID) async throws {
         let body = JSONRow(fields: [("last_seen_at", .timestamp(Date()))])
-        _ = try await send("PATCH", RemoteTable.devices, query: [("id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)")],
+        _ = try await send(.patch, RemoteTable.devices, query: [("id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)")],
                            prefer: "return=minimal", body: Data(body.json.utf8))
     }
 
@@ -63,6 +63,6 @@ extension PostgRESTRemoteStore {
         return RemoteChanges(
             devices: try devices.map(RemoteDevice.init(json:)), complete: complete,
             secretRequests: try requests.map(SecretRequestRow.init(json:)),
-            statements: statements, cursor: ChangeCursor(since: serverTime), method: "feed")
+            statements: statements, cursor: ChangeCursor(since: serverTime), method: .feed)
     }
 }

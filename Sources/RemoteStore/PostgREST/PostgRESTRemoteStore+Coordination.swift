@@ -41,7 +41,7 @@ extension PostgRESTRemoteStore: CoordinationStore {
         let body = JSONRow(fields: [
             ("runtime_status", .json(status.jsonText)), ("runtime_status_updated_at", .timestamp(now)), ("updated_at", .timestamp(now)),
         ])
-        let response = try await send("PATCH", RemoteTable.sessions, query: [
+        let response = try await send(.patch, RemoteTable.sessions, query: [
             ("id", "eq.\(status.sessionID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
         ], prefer: "return=representation", body: Data(body.json.utf8))
         let rows = try ResponseJSON.rows(response.body, table: RemoteTable.sessions)
@@ -54,7 +54,7 @@ extension PostgRESTRemoteStore: CoordinationStore {
     }
 
     public func listOutbox(limit: Int) async throws -> [OutboxEntry] {
-        let response = try await send("GET", "push_outbox", query: [
+        let response = try await send(.get, "push_outbox", query: [
             ("select", "id,device_id,token,push_type,priority,collapse_id,payload,created_at,delivered_at,attempts,last_error"),
             ("user_id", "eq.\(userID.canonical)"), ("order", "id.desc"), ("limit", String(max(0, min(limit, 10_000)))),
         ], prefer: nil, body: nil)

@@ -6,7 +6,7 @@ import SyncModel
 extension PostgRESTRemoteStore {
     public func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws {
         let body = JSONRow(fields: [("is_active", .bool(isActive))])
-        let response = try await send("PATCH", RemoteTable.devices, query: [
+        let response = try await send(.patch, RemoteTable.devices, query: [
             ("id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
         ], prefer: "return=representation", body: Data(body.json.utf8))
         guard try !ResponseJSON.rows(response.body, table: RemoteTable.devices).isEmpty else {
@@ -15,7 +15,7 @@ extension PostgRESTRemoteStore {
     }
 
     public func fetchIdentityKey() async throws -> String? {
-        let response = try await send("GET", "user_identity_keys", query: [
+        let response = try await send(.get, "user_identity_keys", query: [
             ("select", "public_key"), ("user_id", "eq.\(userID.canonical)"),
         ], prefer: nil, body: nil)
         let rows = try ResponseJSON.rows(response.body, table: "user_identity_keys")
@@ -26,7 +26,7 @@ extension PostgRESTRemoteStore {
 
     public func publishIdentityKey(_ publicKey: String) async throws {
         let body = JSONRow(fields: [("user_id", .string(userID.canonical)), ("public_key", .string(publicKey))])
-        _ = try await send("POST", "user_identity_keys", query: [], prefer: "return=minimal", body: Data(body.json.utf8))
+        _ = try await send(.post, "user_identity_keys", query: [], prefer: "return=minimal", body: Data(body.json.utf8))
     }
 
     public func listCertificates() async throws -> [SignedStatementRow] {
@@ -57,7 +57,7 @@ extension PostgRESTRemoteStore {
             ("x25519_public_key", .string(row.x25519PublicKey)), ("ed25519_public_key", .string(row.ed25519PublicKey)),
             ("mac", .string(row.mac)),
         ])
-        _ = try await send("POST", "pairing_requests", query: [], prefer: "return=minimal", body: Data(body.json.utf8))
+        _ = try await send(.post, "pairing_requests", query: [], prefer: "return=minimal", body: Data(body.json.utf8))
     }
 
     public func listPairingRequests() async throws -> [PairingRequestRow] {
@@ -95,7 +95,7 @@ extension PostgRESTRemoteStore {
         let body = JSONRow(fields: [
             ("device_id", .uuid(row.deviceID)), ("user_id", .uuid(row.userID)), ("body", .string(row.body)), ("signature", .string(row.signature)),
         ])
-        _ = try await send("POST", table, query: [("on_conflict", "device_id")], prefer: "resolution=merge-duplicates,return=minimal",
+        _ = try await send(.post, table, query: [("on_conflict", "device_id")], prefer: "resolution=merge-duplicates,return=minimal",
                            body: Data(("[" + body.json + "]").utf8))
     }
 }

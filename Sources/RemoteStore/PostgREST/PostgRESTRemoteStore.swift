@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Synchronization
 import SyncModel
 
@@ -117,34 +118,36 @@ public final class PostgRESTRemoteStore: RemoteStore {
             do {
                 let existing = try await currentCapabilities(of: device.id)
                 row.fields.append(("capabilities", .json(EnvelopeCapability.merged(existing, versions: versions))))
-            } catch let error as RemoteStoreError where Self.isMissingColumn(error, "capabilities") {
+            } catch let error as RemoteStoreError where Self.isMissingColumn(error) {
                 missingColumns.withLock { _ = $0.insert("capabilities") }
             }
         }
         do {
-            _ = try await send("POST", RemoteTable.devices, query: [("on_conflict", "id")],
+            _ = try await send(.post, RemoteTable.devices, query: [("on_conflict", "id")],
                                prefer: "resolution=merge-duplicates,return=minimal", body: Data(("[" + row.json + "]").utf8))
-        } catch let error as RemoteStoreError where Self.isMissingColumn(error, "capabilities") && row.signature.contains("capabilities") {
+        } catch let error as RemoteStoreError where Self.isMissingColumn(error) && row.fields.contains(where: { $0.0 == "capabilities" }) {
             missingColumns.withLock { _ = $0.insert("capabilities") }
             row.fields.removeAll { $0.0 == "capabilities" }
-            _ = try await send("POST", RemoteTable.devices, query: [("on_conflict", "id")],
+            _ = try await send(.post, RemoteTable.devices, query: [("on_conflict", "id")],
                                prefer: "resolution=merge-duplicates,return=minimal", body: Data(("[" + row.json + "]").utf8))
         }
     }
 
     /// The `capabilities` object of one device row, as JSON text; `nil` when there is no row yet.
     func currentCapabilities(of id: UUID) async throws -> String? {
-        let response = try await send("GET", RemoteTable.devices, query: [("select", "capabilities"), ("id", "eq.\(id.canonical)")],
+        let response = try await send(.get, RemoteTable.devices, query: [("select", "capabilities"), ("id", "eq.\(id.canonical)")],
                                       prefer: nil, body: nil)
         guard case let .json(text)? = try ResponseJSON.rows(response.body, table: RemoteTable.devices).first?["capabilities"],
               let value = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return nil }
         return String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
     }
 
-    /// Whether `error` says the deployment lacks `column` (PostgREST's PGRST204 on writes,
-    /// PostgreSQL's 42703 on reads).
-    static func isMissingColumn(_ error: RemoteStoreError, _ column: String) -> Bool {
-        (error.postgrestCode == "PGRST204" || error.postgrestCode == "42703") && error.message.contains(column)
+    /// Whether `error` says the deployment lacks a column the request named (PostgREST's
+    /// PGRST204 on writes, PostgreSQL's 42703 on reads). Callers ask it of a request whose only
+    /// column an old deployment can lack is the one they mean: the code decides, never the
+    /// message's text.
+    static func isMissingColumn(_ error: RemoteStoreError) -> Bool {
+        error.postgrestCode == .columnNotFound || error.postgrestCode == .undefinedColumn
     }
 
     public func listDevices() async throws -> [RemoteDevice] {
@@ -178,9 +181,9 @@ public final class PostgRESTRemoteStore: RemoteStore {
         }
         let row = JSONRow(fields: arguments.keys.sorted().map { ($0, arguments[$0]!.value) })
         do {
-            return try await send("POST", "rpc/" + name, query: [], prefer: nil, body: Data(row.json.utf8),
+            return try await send(.post, "rpc/" + name, query: [], prefer: nil, body: Data(row.json.utf8),
                                   maxResponseBytes: maxResponseBytes).body
-        } catch var error as RemoteStoreError where error.postgrestCode == "PGRST202" {
+        } catch var error as RemoteStoreError where error.postgrestCode == .functionNotFound {
             error.code = .missingFunction
             throw error
         }
@@ -277,12 +280,14 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 let body = Data(("[" + batch.map(\.json).joined(separator: ",") + "]").utf8)
                 do {
                     // Without a conflict key, a plain insert (a table a user may not update).
-                    _ = try await send("POST", table, query: conflict.map { [("on_conflict", $0)] } ?? [],
+                    _ = try await send(.post, table, query: conflict.map { [("on_conflict", $0)] } ?? [],
                                        prefer: conflict == nil ? "return=minimal" : "resolution=merge-duplicates,return=minimal", body: body)
                 } catch let error as RemoteStoreError
-                    where error.postgrestCode == "PGRST204" && optionalColumns.contains(where: { error.message.contains("'\($0)'") }) {
-                    // An old deployment without a later-added column: stop sending it, keep the rest.
-                    let absent = optionalColumns.filter { error.message.contains("'\($0)'") }
+                    where error.postgrestCode == .columnNotFound && batch[0].fields.fields.contains(where: { optionalColumns.contains($0.0) }) {
+                    // An old deployment without a later-added column: stop sending the optional
+                    // columns this batch named (one per table), keep the rest. The code decides,
+                    // not the message's text.
+                    let absent = optionalColumns.filter { column in batch[0].fields.fields.contains { $0.0 == column } }
                     missingColumns.withLock { $0.formUnion(absent) }
                     pending = pending.map { $0.map { $0.dropping(absent) } }
                     pending.insert(batch.map { $0.dropping(absent) }, at: 0)
@@ -376,8 +381,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
     }
 
     func deleteRequest(_ table: String, query: [(String, String)]) async throws -> Int? {
-        let response = try await send("DELETE", table, query: query, prefer: "return=minimal,count=exact", body: nil)
-        return response.headers["content-range"].flatMap(ContentRange.init).flatMap(\.total)
+        let response = try await send(.delete, table, query: query, prefer: "return=minimal,count=exact", body: nil)
+        return response.headerFields[.contentRange].flatMap(ContentRange.init).flatMap(\.total)
     }
 
     // MARK: - Reads
@@ -535,8 +540,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 first = 0
             }
             let range = "\(first)-\(first + configuration.pageSize - 1)"
-            let response = try await send("GET", table, query: pageQuery + [("order", order)], prefer: exactCount ? "count=exact" : nil, body: nil,
-                                          extraHeaders: [("Range-Unit", "items"), ("Range", range)])
+            let response = try await send(.get, table, query: pageQuery + [("order", order)], prefer: exactCount ? "count=exact" : nil, body: nil,
+                                          extraHeaders: [.rangeUnit: "items", .range: range])
             let page = try ResponseJSON.rows(response.body, table: table, maxRows: configuration.pageSize)
             if let atMost, fetched + page.count > atMost {
                 throw RemoteStoreError(.listingDidNotEnd, "\(table): the listing passed the \(atMost) rows there can be")
@@ -544,17 +549,17 @@ public final class PostgRESTRemoteStore: RemoteStore {
             rows.reserveCapacity(rows.count + page.count)
             for object in page { rows.append(try decode(object)) }
             fetched += page.count
-            guard let header = response.headers["content-range"] else {
+            guard let header = response.headerFields[.contentRange] else {
                 // A server that ignores Range sent everything at once.
                 return (rows, nil)
             }
             guard let contentRange = ContentRange(header) else {
-                throw RemoteStoreError(.malformedResponse, "\(table): unreadable Content-Range", status: response.status)
+                throw RemoteStoreError(.malformedResponse, "\(table): unreadable Content-Range", status: response.status.code)
             }
             if total == nil { total = contentRange.total }
             if page.isEmpty { return (rows, nil) }
             guard contentRange.first == first, let last = contentRange.last, last - first + 1 == page.count else {
-                throw RemoteStoreError(.malformedResponse, "\(table): Content-Range does not match the rows returned", status: response.status)
+                throw RemoteStoreError(.malformedResponse, "\(table): Content-Range does not match the rows returned", status: response.status.code)
             }
             offset += page.count
             if let total, fetched >= total { return (rows, nil) }
@@ -582,9 +587,9 @@ public final class PostgRESTRemoteStore: RemoteStore {
 
     /// Sends one request, with token refresh and retries; returns only a 2xx response.
     func send(
-        _ method: String, _ table: String, query: [(String, String)], prefer: String?, body: Data?,
-        extraHeaders: [(String, String)] = [], maxResponseBytes: Int? = nil
-    ) async throws -> HTTPResponse {
+        _ method: HTTPRequest.Method, _ table: String, query: [(String, String)], prefer: String?, body: Data?,
+        extraHeaders: HTTPFields = [:], maxResponseBytes: Int? = nil
+    ) async throws -> TransportResponse {
         let queryString = PostgREST.queryString(query)
         guard let url = URL(string: restBase + table + (queryString.isEmpty ? "" : "?" + queryString)) else {
             throw RemoteStoreError(.configuration, "cannot build a URL for \(table)")
@@ -594,21 +599,26 @@ public final class PostgRESTRemoteStore: RemoteStore {
         while true {
             try Task.checkCancellation()
             let token = try await configuration.accessToken(refreshed)
-            var headers: [(String, String)] = [
-                ("apikey", configuration.apiKey), ("Authorization", "Bearer \(token)"),
-                ("Accept", "application/json"), ("User-Agent", configuration.userAgent),
+            // HTTPFields would turn a line break in a credential into a space: such a token or key
+            // is refused here rather than sent mangled (its text never goes into the message).
+            guard Self.isFieldValue(token), Self.isFieldValue(configuration.apiKey) else {
+                throw RemoteStoreError(.configuration, "the access token or the apikey holds a character a header cannot carry")
+            }
+            var headers: HTTPFields = [
+                .apikey: configuration.apiKey, .authorization: "Bearer \(token)",
+                .accept: "application/json", .userAgent: configuration.userAgent,
             ]
-            if body != nil { headers.append(("Content-Type", "application/json")) }
-            if let prefer { headers.append(("Prefer", prefer)) }
-            headers += extraHeaders
-            let request = HTTPRequest(method: method, url: url, headers: headers, body: body, timeout: configuration.requestTimeout,
-                                      maxResponseBytes: maxResponseBytes)
+            if body != nil { headers[.contentType] = "application/json" }
+            if let prefer { headers[.prefer] = prefer }
+            headers.append(contentsOf: extraHeaders)
+            let request = TransportRequest(method: method, url: url, headerFields: headers, body: body, timeout: configuration.requestTimeout,
+                                           maxResponseBytes: maxResponseBytes)
             MetricsTally.record({
                 $0.requests += 1
                 $0.bytesSent += (body?.count ?? 0)
             }, in: counters)
 
-            let response: HTTPResponse
+            let response: TransportResponse
             do {
                 response = try await transport.send(request)
             } catch is CancellationError {
@@ -626,15 +636,15 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 continue
             }
             MetricsTally.record({ $0.bytesReceived += response.body.count }, in: counters)
-            if (200..<300).contains(response.status) { return response }
+            if response.status.kind == .successful { return response }
 
-            if (300..<400).contains(response.status) {
+            if response.status.kind == .redirection {
                 throw RemoteStoreError(.redirected, "\(method) \(table): the remote answered with a redirect, which is never followed",
-                                       status: response.status)
+                                       status: response.status.code)
             }
             let error = Self.decodeError(response, method: method, table: table)
-            if response.status == 401 {
-                if !refreshed, error.postgrestCode == "PGRST301" || error.postgrestCode == "PGRST303" || error.postgrestCode == nil {
+            if response.status == .unauthorized {
+                if !refreshed, error.postgrestCode == .jwtInvalid || error.postgrestCode == .jwtClaimsInvalid || error.postgrestCode == nil {
                     refreshed = true
                     continue
                 }
@@ -642,7 +652,7 @@ public final class PostgRESTRemoteStore: RemoteStore {
                 unauthorized.code = .unauthorized
                 throw unauthorized
             }
-            if [502, 503, 504, 520].contains(response.status), attempt < configuration.maxAttempts {
+            if [502, 503, 504, 520].contains(response.status.code), attempt < configuration.maxAttempts {
                 try await backoff(attempt)
                 attempt += 1
                 continue
@@ -660,22 +670,23 @@ public final class PostgRESTRemoteStore: RemoteStore {
     }
 
     /// PostgREST's error body, or a generic one; row values stay in `details` only.
-    static func decodeError(_ response: HTTPResponse, method: String, table: String) -> RemoteStoreError {
+    static func decodeError(_ response: TransportResponse, method: HTTPRequest.Method, table: String) -> RemoteStoreError {
         let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
         // Everything here came from the server: control characters are escaped so that an
         // error message cannot drive the terminal it is printed on.
-        let postgrestCode = (object?["code"] as? String)?.escapingControlCharacters
+        let postgrestCode = (object?["code"] as? String).map { PostgRESTErrorCode(rawValue: $0.escapingControlCharacters) }
         let message = (object?["message"] as? String)?.escapingControlCharacters ?? "\(method) \(table) failed"
         let code: RemoteStoreError.Code
-        switch (response.status, postgrestCode) {
-        case (_, "23505"): code = .conflict
-        case (_, "23503"): code = .foreignKeyViolation
-        case (_, "42501"), (403, _): code = .permissionDenied
-        case (_, "23514"), (_, "22023"), (_, "22P02"), (_, "22001"): code = .invalidValue
-        case (_, "PGRST205"), (_, "42P01"): code = .missingTable
+        switch (response.status.code, postgrestCode) {
+        case (_, .uniqueViolation?): code = .conflict
+        case (_, .foreignKeyViolation?): code = .foreignKeyViolation
+        case (_, .insufficientPrivilege?), (403, _): code = .permissionDenied
+        case (_, .checkViolation?), (_, .invalidParameterValue?), (_, .invalidTextRepresentation?), (_, .stringDataRightTruncation?):
+            code = .invalidValue
+        case (_, .tableNotFound?), (_, .undefinedTable?): code = .missingTable
         default: code = .http
         }
-        return RemoteStoreError(code, message, status: response.status, postgrestCode: postgrestCode,
+        return RemoteStoreError(code, message, status: response.status.code, postgrestCode: postgrestCode,
                                 details: (object?["details"] as? String)?.escapingControlCharacters,
                                 hint: (object?["hint"] as? String)?.escapingControlCharacters)
     }
@@ -708,4 +719,20 @@ struct ContentRange {
             total = count
         }
     }
+}
+
+extension PostgRESTRemoteStore {
+    /// Whether `text` can travel as a header value as it is (no control character but tab).
+    static func isFieldValue(_ text: String) -> Bool {
+        !text.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
+    }
+}
+
+extension HTTPField.Name {
+    /// Supabase's API key header.
+    static let apikey = HTTPField.Name("apikey")!
+    /// PostgREST's preferences (`return=minimal`, `resolution=merge-duplicates`, `count=exact`).
+    static let prefer = HTTPField.Name("Prefer")!
+    /// The unit of a `Range` request (`items`).
+    static let rangeUnit = HTTPField.Name("Range-Unit")!
 }

@@ -25,7 +25,7 @@ extension OwnDeviceRow {
             ("public_key", .string(publicKey)), ("is_active", .bool(isActive)), ("last_seen_at", .timestamp(lastSeenAt)),
         ]
         if let apns {
-            fields += [("apns_token", .string(apns.token)), ("apns_environment", .string(apns.environment)),
+            fields += [("apns_token", .string(apns.token)), ("apns_environment", .string(apns.environment.deviceColumnValue)),
                        ("push_enabled", .bool(apns.pushEnabled)), ("apns_token_updated_at", .timestamp(apns.updatedAt))]
         }
         return JSONRow(fields: fields)

@@ -39,7 +39,7 @@ extension PostgRESTRemoteStore {
         case .pushTokenStatus: _ = try decode(PushTokenStatus.self, from: body, function: "push_token_status"); return 1
         case .approvalClearing: _ = try decode(ApprovalClearing.self, from: body, function: "clear_approval"); return 1
         case .error:
-            _ = decodeError(HTTPResponse(status: 400, body: body), method: "GET", table: RemoteTable.sessions)
+            _ = decodeError(TransportResponse(status: .badRequest, body: body), method: .get, table: RemoteTable.sessions)
             return 0
         case .contentRange:
             return ContentRange(String(decoding: body, as: UTF8.self))?.total ?? 0

@@ -1,0 +1,93 @@
+import Foundation
+@testable import PostLoginSync
+import RemoteStore
+import SyncModel
+import Testing
+
+/// The `--json` reports are an interface scripts read: a report of each kind, with every field
+/// set, must encode to exactly the bytes it encoded to when its fields were strings (the golden
+/// files in `Golden/`, written before the fields became enums).
+@Suite("--json reports keep their bytes")
+struct ReportFormatTests {
+    static let device = UUID(uuidString: "0c6a4a53-55a5-4d8e-9d83-3f0e3b3f2f11")!
+    static let other = UUID(uuidString: "7f1d2e3c-4b5a-4968-8776-a5b4c3d2e1f0")!
+    static let start = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func phase(_ phase: SyncPhase, partial: Bool) -> PhaseReport {
+        var report = PhaseReport(phase: phase)
+        report.sent = 3
+        report.applied = 2
+        report.skipped = 1
+        report.failed = partial ? 1 : 0
+        report.deleted = 4
+        report.durationSeconds = 0.25
+        report.requests = 5
+        report.bytesSent = 600
+        report.bytesReceived = 700
+        report.retries = 1
+        if partial {
+            report.status = .partial
+            report.errors = [SyncIssue(phase: phase, code: .keyMismatch, rowID: other.canonical, message: "device skipped: possible attack")]
+        }
+        return report
+    }
+
+    static func report(_ direction: SyncDirection) -> SyncReport {
+        var report = SyncReport(direction: direction, deviceID: device, startedAt: start, finishedAt: start.addingTimeInterval(1.5),
+                                durationSeconds: 1.5, outcome: .partial,
+                                phases: [phase(.device, partial: false), phase(direction == .push ? .secrets : .envelopes, partial: true)])
+        var failed = PhaseReport(phase: .sessions)
+        failed.status = .failed
+        report.phases.insert(failed, at: 1)
+        report.envelopesSealed = 6
+        report.envelopesOpened = 7
+        report.requests = 10
+        report.recipients = [
+            DeviceDecision(deviceID: device, name: "laptop", deviceType: "linux-desktop", receives: true, reason: nil, keyFingerprint: "ab12",
+                           envelopeVersions: [1, 2], trust: .verified),
+            DeviceDecision(deviceID: other, name: "browser", deviceType: "web-browser", receives: false,
+                           reason: "web browsers never receive secrets", keyFingerprint: nil, trust: .certificateMismatch),
+        ]
+        report.reconciliation = Reconciliation(method: .digest, buckets: 16, bucketsListed: 1, rowsListed: 3)
+        var trust = TrustSummary(mode: .verified, identityFingerprint: "0000 1111 2222 3333 4444 5555 6666 7777")
+        trust.verified = 1
+        trust.keyMismatch = 1
+        trust.note = "a note"
+        trust.requests = 2
+        report.trust = trust
+        var requests = SecretRequestSummary()
+        requests.open = 1
+        requests.refusedDevices = [other]
+        report.secretRequests = requests
+        return report
+    }
+
+    static func golden(_ name: String) throws -> String {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden/\(name).json")
+        return try String(contentsOf: url, encoding: .utf8)
+    }
+
+    /// What `printJSON` in sync-cli writes.
+    static func printed<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
+    }
+
+    @Test("push and pull reports (sync --json), a watch tick (sync --watch --json) and trust status (trust status --json)")
+    func reports() throws {
+        #expect(Self.report(.push).json() + "\n" == (try Self.golden("push-report")))
+        #expect(Self.report(.pull).json() + "\n" == (try Self.golden("pull-report")))
+        var tick = WatchTick(number: 2, startedAt: Self.start, action: .sync)
+        tick.reasons = ["1 device changed"]
+        tick.report = Self.report(.push)
+        tick.changeFeed = .feed
+        #expect(tick.json() + "\n" == (try Self.golden("watch-tick")))
+        var status = TrustStatus(deviceID: Self.device, isTrustRoot: true)
+        status.identityFingerprint = "0000 1111 2222 3333 4444 5555 6666 7777"
+        status.thisDevice = .verified
+        status.devices = [TrustStatus.Device(deviceID: Self.other, name: "phone", deviceType: "ios-phone", isActive: true, status: .keyMismatch,
+                                             isThisDevice: false)]
+        #expect(try Self.printed(status) == (try Self.golden("trust-status")))
+    }
+}

@@ -1,5 +1,8 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
 SWIFT ?= swift
+# The test rig (the stack's server, benchmarks, fuzz targets, vector generator) is in the
+# package graph only with this set (Package.swift); the product builds without it.
+RIG := SESSION_SYNC_RIG=1
 # The folder of shared conformance data beside a checkout, when there is one: its copies are
 # verified too whenever they differ from the vendored ones in testvectors/third_party/.
 SHARED_VECTORS ?= ../shared/vectors
@@ -7,7 +10,7 @@ CLI := .build/debug/sync-cli
 # An import of a module the target does not declare fails the build.
 BUILD_FLAGS := --explicit-target-dependency-import-check error
 
-.PHONY: all deps build test demo bench fuzz stack stack-stop clean
+.PHONY: all deps build test demo bench fuzz stack stack-stop vectors clean
 
 all: build
 
@@ -21,8 +24,8 @@ build: deps
 ## stops the stack (by pid, even when tests fail), then runs every vector file through
 ## `sync-cli vectors verify`.
 test: deps
-	$(SWIFT) build $(BUILD_FLAGS) --build-tests
-	scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS)
+	$(RIG) $(SWIFT) build $(BUILD_FLAGS) --build-tests
+	$(RIG) scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS)
 	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS))
 
 ## Shows the engine's main job step by step.
@@ -35,24 +38,34 @@ demo: deps
 ## server), beside the per-row baseline and the floor. Figures are printed; JSON goes to
 ## .build/sync-bench.json.
 bench: deps
-	$(SWIFT) build -c release --product sync-bench
-	$(SWIFT) build -c release --product postgrest-server
-	STACK_SERVER=$(CURDIR)/.build/release/postgrest-server scripts/with-stack.sh .build/release/sync-bench
+	$(RIG) $(SWIFT) build -c release --product sync-bench
+	$(RIG) $(SWIFT) build -c release --product postgrest-server
+	$(RIG) STACK_SERVER=$(CURDIR)/.build/release/postgrest-server scripts/with-stack.sh .build/release/sync-bench
 
 ## Fuzzing (libFuzzer, address sanitizer): every target SECONDS seconds from the committed seeds
 ## in fuzz/corpus/; prints executions, coverage and crashes per target (scripts/fuzz.sh).
 SECONDS ?= 60
 fuzz: deps
-	scripts/fuzz.sh $(SECONDS)
+	$(RIG) scripts/fuzz.sh $(SECONDS)
 
 ## The same stack in the background, for trying the engine against PostgREST by hand.
 stack: deps
-	$(SWIFT) build --product postgrest-server
-	scripts/stack.sh start
+	$(RIG) $(SWIFT) build --product postgrest-server
+	$(RIG) scripts/stack.sh start
 	@scripts/stack.sh info
 
 stack-stop:
 	scripts/stack.sh stop
+
+## Writes the project's vector files again (reproducible: the same bytes on every machine), and
+## the fuzz seeds made from them.
+vectors: deps
+	$(RIG) $(SWIFT) build --product sync-vectors
+	.build/debug/sync-vectors generate -o testvectors/session-secret-v1.json
+	.build/debug/sync-vectors generate --version 2 -o testvectors/session-secret-v2.json
+	.build/debug/sync-vectors generate --kind certificate -o testvectors/device-certificate-v1.json
+	$(RIG) $(SWIFT) build --product sync-fuzz
+	.build/debug/sync-fuzz seed testvectors fuzz/corpus
 
 clean:
 	rm -rf .build

@@ -1,162 +1,197 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
+
+// The product: what an app links (the libraries) and the command-line tool, with their tests.
+//
+// The test rig (the PostgREST-compatible server over PostgreSQL, the benchmarks and their floor,
+// the fuzz targets, the vector generator) is declared only when SESSION_SYNC_RIG=1, as
+// hummingbird declares its benchmarks only with ENABLE_HB_BENCHMARKS: an app that depends on
+// this package never resolves or builds a web server or a PostgreSQL driver. `make test`,
+// `make bench`, `make fuzz`, `make stack` and `make vectors` set it.
+let rig = ProcessInfo.processInfo.environment["SESSION_SYNC_RIG"] == "1"
 
 let package = Package(
     name: "SessionSecretSync",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "SecretCrypto", targets: ["SecretCrypto"]),
+        .library(name: "SyncModel", targets: ["SyncModel"]),
+        .library(name: "DeviceTrust", targets: ["DeviceTrust"]),
         .library(name: "LocalStore", targets: ["LocalStore"]),
         .library(name: "RemoteStore", targets: ["RemoteStore"]),
-        .library(name: "DeviceTrust", targets: ["DeviceTrust"]),
+        .library(name: "EmbeddedRemote", targets: ["EmbeddedRemote"]),
         .library(name: "PostLoginSync", targets: ["PostLoginSync"]),
         .executable(name: "sync-cli", targets: ["sync-cli"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-        // The PostgREST-compatible test server only (never linked into sync-cli).
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
-        // Test-only: an independent, CryptoKit-compatible implementation to cross-check envelopes.
-        .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Tests only: an independent, CryptoKit-compatible implementation to cross-check
+        // envelopes, and SwiftNIO for the fault-injecting proxy.
+        .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
-        .systemLibrary(
-            name: "CSodium",
-            pkgConfig: "libsodium",
-            providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
-        ),
-        .systemLibrary(
-            name: "CQREncode",
-            pkgConfig: "libqrencode",
-            providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]
-        ),
-        // The HTTP transport of the PostgREST client (CurlTransport).
-        .systemLibrary(
-            name: "CCurl",
-            pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]
-        ),
+        // The C libraries, from the system (pkg-config).
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
+        // The HTTP transport on Linux (CurlTransport); Apple platforms use URLSession.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+        // The terminal QR code of the pairing code: sync-cli only.
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]),
+
+        // Keys, KDF, AEAD, HPKE, Ed25519, envelopes v1 and v2. No I/O.
         .target(name: "SecretCrypto", dependencies: ["CSodium"]),
-        // Device trust's signed statements, pairing codes and their QR codes (trust.md).
-        .target(name: "DeviceTrust", dependencies: ["SecretCrypto", "CQREncode"]),
-        .target(name: "ConformanceVectors", dependencies: ["SecretCrypto", "DeviceTrust"]),
-        // Domain records shared by both stores (no I/O).
+        // The domain records both stores and the engine speak. No I/O.
         .target(name: "SyncModel"),
+        // The envelope digest (sync.md), in Swift and as the SQLite triggers that keep it.
+        .target(name: "EnvelopeDigest", dependencies: ["SyncModel"]),
+        // Device trust's signed statements, pairing codes and MACs (trust.md). No I/O.
+        .target(name: "DeviceTrust", dependencies: ["SecretCrypto"]),
+        // This device's SQLite store.
         .target(
             name: "LocalStore",
-            dependencies: ["SecretCrypto", "SyncModel", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["SecretCrypto", "SyncModel", "EnvelopeDigest", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // The remote: its protocols and records, and the PostgREST client with its transports.
         .target(
             name: "RemoteStore",
-            dependencies: ["SyncModel", "CCurl", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "HTTPTypes", package: "swift-http-types")]
+            dependencies: [
+                "SyncModel",
+                .target(name: "CCurl", condition: .when(platforms: [.linux])),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
         ),
+        // A remote in one SQLite file, with the rules of the project's database.
+        .target(
+            name: "EmbeddedRemote",
+            dependencies: ["RemoteStore", "SyncModel", "EnvelopeDigest", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // The engine: push, pull, watch, pairing, revocation, coordination.
         .target(
             name: "PostLoginSync",
-            dependencies: ["SecretCrypto", "SyncModel", "LocalStore", "RemoteStore", "DeviceTrust", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "SecretCrypto", "SyncModel", "EnvelopeDigest", "LocalStore", "RemoteStore", "DeviceTrust",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
+        // Loading and verifying Wycheproof-layout vector files (`sync-cli vectors verify`).
+        .target(name: "ConformanceVectors", dependencies: ["SecretCrypto", "DeviceTrust"]),
         .executableTarget(
             name: "sync-cli",
             dependencies: [
-                "PostLoginSync", "LocalStore", "RemoteStore", "SecretCrypto", "SyncModel", "ConformanceVectors", "DeviceTrust",
+                "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "SecretCrypto", "SyncModel", "ConformanceVectors",
+                "DeviceTrust", "CQREncode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The test server's request grammar and token check, without I/O: the server and the
-        // fuzz targets share it.
-        .target(name: "PostgRESTCore", dependencies: ["SecretCrypto"]),
-        // A PostgREST-compatible server over a real PostgreSQL, for tests and benchmarks.
+
+        // Test support: the stack's environment and tokens; a hostile loopback server and a
+        // fault-injecting proxy; a child process for the local store's tests.
+        .target(name: "TestStack", dependencies: ["SecretCrypto", "SyncModel"], path: "Tests/TestStack"),
+        .target(
+            name: "SyncTestSupport",
+            dependencies: ["TestStack", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Tests/SyncTestSupport"
+        ),
+        .executableTarget(
+            name: "localstore-test-helper",
+            dependencies: ["LocalStore", "SyncModel"],
+            path: "Tests/Helpers/localstore-test-helper"
+        ),
+        .testTarget(name: "SecretCryptoTests", dependencies: ["SecretCrypto", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "DeviceTrustTests", dependencies: ["DeviceTrust", "SecretCrypto"]),
+        .testTarget(
+            name: "ConformanceVectorsTests",
+            dependencies: ["ConformanceVectors", "DeviceTrust", "SecretCrypto", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(
+            name: "LocalStoreTests",
+            dependencies: ["LocalStore", "SyncModel", "SecretCrypto", "localstore-test-helper", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(
+            name: "RemoteStoreTests",
+            dependencies: [
+                "RemoteStore", "EmbeddedRemote", "SyncModel", "SecretCrypto", "SyncTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .testTarget(
+            name: "PostLoginSyncTests",
+            dependencies: [
+                "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "EnvelopeDigest", "SyncModel", "SecretCrypto", "SyncTestSupport",
+                "DeviceTrust",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            // Read by path: the reports' golden bytes.
+            exclude: ["Golden"]
+        ),
+        .testTarget(
+            name: "SyncCLITests",
+            dependencies: [
+                "sync-cli", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "TestStack",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+if rig {
+    package.dependencies += [
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+    ]
+    package.targets += [
+        // The test server's request grammar, SQL builder and JWT check, without I/O: the server
+        // and the fuzz targets share it. (The client's own PostgREST code is in RemoteStore.)
+        .target(name: "PostgRESTServerCore", dependencies: ["SecretCrypto"], path: "Rig/PostgRESTServerCore"),
+        // A PostgREST-compatible server over a real PostgreSQL, for the tests and the benchmarks.
         .executableTarget(
             name: "postgrest-server",
             dependencies: [
-                "SecretCrypto", "PostgRESTCore",
+                "SecretCrypto", "PostgRESTServerCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            path: "Rig/postgrest-server"
         ),
-        // The benchmark's floor: the envelope's libsodium calls in plain C, no Swift around them.
-        .target(name: "CSodiumFloor", dependencies: ["CSodium"]),
-        // The PostgreSQL test stack's environment and tokens: for the tests and for sync-bench.
-        .target(name: "TestStack", dependencies: ["SecretCrypto", "SyncModel"]),
+        // The benchmarks, and their floor: the envelope's libsodium calls in plain C.
+        .target(name: "CSodiumFloor", dependencies: ["CSodium"], path: "Rig/CSodiumFloor"),
         .executableTarget(
             name: "sync-bench",
             dependencies: [
-                "SecretCrypto", "CSodiumFloor", "LocalStore", "RemoteStore", "PostLoginSync", "SyncModel", "TestStack",
+                "SecretCrypto", "CSodiumFloor", "LocalStore", "RemoteStore", "EmbeddedRemote", "PostLoginSync", "SyncModel", "TestStack",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            path: "Rig/sync-bench"
         ),
-        // One fuzz target per parser that takes outside bytes, and their seed corpora
-        // (`make fuzz`); the corpus replay runs in `make test`.
+        // One fuzz target per parser that takes outside bytes (`make fuzz`); the corpus replay
+        // runs in `make test`.
         .target(
             name: "FuzzTargets",
-            dependencies: ["SecretCrypto", "DeviceTrust", "LocalStore", "RemoteStore", "ConformanceVectors", "PostgRESTCore"]
+            dependencies: ["SecretCrypto", "DeviceTrust", "LocalStore", "RemoteStore", "ConformanceVectors", "PostgRESTServerCore"],
+            path: "Rig/FuzzTargets"
         ),
-        .executableTarget(name: "sync-fuzz", dependencies: ["FuzzTargets"]),
-        // A child process for LocalStore's tests: holds the lease, or is killed mid-write.
+        .executableTarget(name: "sync-fuzz", dependencies: ["FuzzTargets"], path: "Rig/sync-fuzz"),
+        // The project's vector files, written reproducibly (`make vectors`).
+        .target(name: "VectorGeneration", dependencies: ["ConformanceVectors", "SecretCrypto", "DeviceTrust"], path: "Rig/VectorGeneration"),
         .executableTarget(
-            name: "localstore-test-helper",
-            dependencies: ["LocalStore", "SyncModel"],
-            path: "Tests/Helpers/localstore-test-helper"
-        ),
-        // Test-only helpers: a hostile loopback HTTP server; re-exports TestStack;
-        // and a fault-injecting proxy on SwiftNIO.
-        .target(
-            name: "SyncTestSupport",
-            dependencies: ["TestStack", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
-            path: "Tests/SyncTestSupport"
+            name: "sync-vectors",
+            dependencies: ["VectorGeneration", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Rig/sync-vectors"
         ),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "sync-fuzz"]),
-        .testTarget(
-            name: "RemoteStoreTests",
-            dependencies: ["RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport", .product(name: "HTTPTypes", package: "swift-http-types")]
-        ),
-        .testTarget(
-            name: "SyncCLITests",
-            dependencies: ["sync-cli", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "TestStack", .product(name: "GRDB", package: "GRDB.swift")]
-        ),
-        .testTarget(
-            name: "PostLoginSyncTests",
-            dependencies: [
-                "PostLoginSync", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "SyncTestSupport", "DeviceTrust",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
-            ]
-        ),
-        .testTarget(
-            name: "LocalStoreTests",
-            dependencies: [
-                "LocalStore", "SyncModel", "SecretCrypto", "localstore-test-helper",
-                .product(name: "GRDB", package: "GRDB.swift"),
-            ]
-        ),
-        .testTarget(name: "DeviceTrustTests", dependencies: ["DeviceTrust", "SecretCrypto"]),
-        .testTarget(
-            name: "SecretCryptoTests",
-            dependencies: [
-                "SecretCrypto",
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]
-        ),
-        .testTarget(
-            name: "ConformanceVectorsTests",
-            dependencies: [
-                "ConformanceVectors",
-                "DeviceTrust",
-                "SecretCrypto",
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]
-        ),
-    ],
-    swiftLanguageModes: [.v6]
-)
+        .testTarget(name: "VectorGenerationTests", dependencies: ["VectorGeneration"]),
+    ]
+}

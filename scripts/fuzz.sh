@@ -10,6 +10,8 @@
 # .build/fuzz-work/; a crash input belongs in fuzz/regressions/<target>/ once understood, where
 # `make test` replays it forever.
 set -euo pipefail
+# The server and the fuzz targets are part of the test rig (Package.swift).
+export SESSION_SYNC_RIG=1
 cd "$(dirname "$0")/.."
 
 per_target="${1:-60}"

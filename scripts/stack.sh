@@ -13,6 +13,8 @@
 # below the kernel's ephemeral range (32768-60999), where outgoing connections never take them.
 # The databases are rebuilt whenever supabase/ changes (its digest is kept in $STACK_DIR).
 set -euo pipefail
+# The server and the fuzz targets are part of the test rig (Package.swift).
+export SESSION_SYNC_RIG=1
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 STACK_DIR=${STACK_DIR:-/tmp/session-sync-stack}

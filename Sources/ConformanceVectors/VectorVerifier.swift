@@ -1,6 +1,6 @@
 import DeviceTrust
 import Foundation
-@_spi(TestVectors) import SecretCrypto
+import SecretCrypto
 
 /// The outcome of verifying one file.
 public struct VectorFileReport: Sendable {

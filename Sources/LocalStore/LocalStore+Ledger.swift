@@ -1,4 +1,5 @@
 import Foundation
+import EnvelopeDigest
 import GRDB
 import SecretCrypto
 import SyncModel

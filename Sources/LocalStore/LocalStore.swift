@@ -5,6 +5,8 @@ import SyncModel
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The device's own store: a directory holding `store.sqlite` (WAL, foreign keys on) and

@@ -1,4 +1,5 @@
 import GRDB
+import EnvelopeDigest
 import SyncModel
 
 /// The store's schema as named, append-only migrations.

@@ -1,6 +1,17 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// `read` and `write` of the C library (the enum's own methods share their names).
+#if canImport(Glibc)
+private let systemRead = Glibc.read
+private let systemWrite = Glibc.write
+#elseif canImport(Darwin)
+private let systemRead = Darwin.read
+private let systemWrite = Darwin.write
 #endif
 
 /// A small file of credentials in the store (`auth.json`): written atomically with mode 0600,
@@ -13,7 +24,7 @@ public enum SecretFile {
         let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw DeviceKeyFile.ioError("cannot create \(temporary)") }
-        let written = data.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        let written = data.withUnsafeBytes { systemWrite(descriptor, $0.baseAddress, $0.count) }
         let synced = fsync(descriptor)
         close(descriptor)
         guard written == data.count, synced == 0, rename(temporary, path) == 0 else {
@@ -57,7 +68,7 @@ public enum SecretFile {
         let total = data.withUnsafeMutableBytes { buffer -> Int in
             var total = 0
             while total < count {
-                let n = Glibc.read(descriptor, buffer.baseAddress! + total, count - total)
+                let n = systemRead(descriptor, buffer.baseAddress! + total, count - total)
                 if n <= 0 { break }
                 total += n
             }

@@ -77,7 +77,7 @@ public struct SyncOptions: Sendable {
     /// soon as it is sealed, before the remote has accepted it, instead of after (sync.md: the
     /// ledger is written only after the remote accepted a batch). The fault-injection test
     /// proves with it that it would catch a ledger running ahead of the remote.
-    @_spi(FaultTesting) public var ledgerBeforeAcceptance = false
+    package var ledgerBeforeAcceptance = false
 
     /// Creates the default options.
     public init() {}

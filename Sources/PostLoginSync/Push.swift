@@ -1,4 +1,5 @@
 import Foundation
+import EnvelopeDigest
 import LocalStore
 import Logging
 import RemoteStore

@@ -24,7 +24,7 @@ public struct SecretRequestRow: Sendable, Hashable {
     }
 
     /// Decodes a row as PostgREST (or the change feed) returns it.
-    init(json row: ResponseRow) throws {
+    package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: "session_secret_requests")
         self.init(id: try r.uuid("id"), userID: try r.uuid("user_id"), sessionID: try r.uuid("session_id"),
                   requesterDeviceID: try r.uuid("requester_device_id"), createdAt: try r.optionalDate("created_at"),

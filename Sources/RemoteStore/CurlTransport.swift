@@ -1,3 +1,5 @@
+// libcurl is the transport on Linux only (Package.swift); Apple platforms use URLSessionTransport.
+#if canImport(CCurl)
 import CCurl
 import Foundation
 import HTTPTypes
@@ -281,3 +283,4 @@ private let curlReceiveHeader: ccurl_data_callback = { data, size, count, contex
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
     return transfer.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count)) ? size * count : 0
 }
+#endif

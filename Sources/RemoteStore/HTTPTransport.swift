@@ -59,6 +59,16 @@ public protocol HTTPTransport: Sendable {
     func send(_ request: TransportRequest) async throws -> TransportResponse
 }
 
+/// The platform's transport: ``CurlTransport`` on Linux (libcurl), ``URLSessionTransport`` on
+/// Apple platforms, where `URLSession` is the system's own HTTP stack.
+public func defaultTransport() -> any HTTPTransport {
+    #if canImport(CCurl)
+    CurlTransport()
+    #else
+    URLSessionTransport()
+    #endif
+}
+
 /// ``HTTPTransport`` on Foundation's `URLSession` (FoundationNetworking on Linux).
 ///
 /// On Linux it busy-waits: FoundationNetworking leaves a write-readiness source on the socket

@@ -350,7 +350,7 @@ public final class MetricsTally: Sendable {
     public var metrics: RemoteMetrics { counters.withLock { $0 } }
 
     /// Adds to the counters of the store and, when there is one, of the current task's tally.
-    static func record(_ change: (inout RemoteMetrics) -> Void, in store: borrowing Mutex<RemoteMetrics>) {
+    package static func record(_ change: (inout RemoteMetrics) -> Void, in store: borrowing Mutex<RemoteMetrics>) {
         store.withLock { change(&$0) }
         current?.counters.withLock { change(&$0) }
     }

@@ -9,7 +9,7 @@ public struct SupabaseAuth: Sendable {
     let transport: any HTTPTransport
 
     /// Creates a client for `<projectURL>/auth/v1`.
-    public init(projectURL: URL, apiKey: String, transport: any HTTPTransport = CurlTransport()) {
+    public init(projectURL: URL, apiKey: String, transport: any HTTPTransport = defaultTransport()) {
         self.projectURL = projectURL
         self.apiKey = apiKey
         self.transport = transport

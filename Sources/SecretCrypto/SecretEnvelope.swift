@@ -70,8 +70,7 @@ public struct SecretEnvelope: Sendable, Hashable {
     /// Seals deterministically with a given ephemeral private key and nonce, and any plaintext.
     ///
     /// Only for producing test vectors: reusing an ephemeral key or nonce breaks the scheme.
-    @_spi(TestVectors)
-    public static func sealDeterministically(
+        package static func sealDeterministically(
         plaintext: [UInt8],
         for recipient: X25519PublicKey,
         sessionID: SessionID,

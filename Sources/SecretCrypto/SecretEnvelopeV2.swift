@@ -84,8 +84,7 @@ extension SecretEnvelope {
     }
 
     /// Seals any plaintext with a given ephemeral key: only for producing test vectors.
-    @_spi(TestVectors)
-    public static func sealV2Deterministically(
+        package static func sealV2Deterministically(
         plaintext: [UInt8], for recipient: X25519PublicKey, recipientDeviceID: UUID, sessionID: SessionID,
         sender: X25519PrivateKey, senderDeviceID: UUID, generation: UInt32, ephemeral: X25519PrivateKey
     ) throws -> SecretEnvelope {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EmbeddedRemote
 import Foundation
 import LocalStore
 import PostLoginSync

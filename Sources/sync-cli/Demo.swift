@@ -1,5 +1,6 @@
 import ArgumentParser
 import DeviceTrust
+import EmbeddedRemote
 import Foundation
 import LocalStore
 import PostLoginSync

@@ -5,8 +5,9 @@ import Foundation
 extension SyncCLI {
     struct Vectors: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Verify or generate conformance test vectors.",
-            subcommands: [Verify.self, Generate.self]
+            abstract: "Verify conformance test vectors.",
+            discussion: "The project's own vector files are written by `sync-vectors generate` (make vectors), a tool of the test rig.",
+            subcommands: [Verify.self]
         )
     }
 }
@@ -56,45 +57,6 @@ extension SyncCLI.Vectors {
             output("\(passed) passed, \(failed) failed")
             if fileErrors > 0 { throw ExitCode(2) }
             if failed > 0 { throw ExitCode(1) }
-        }
-    }
-
-    struct Generate: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Write the project's vectors (session-secret envelopes v1 or v2, device certificates), reproducibly.",
-            discussion: """
-                Every key, nonce, id and secret is derived from a fixed seed, so the output is the \
-                same on every run and every machine: testvectors/session-secret-v1.json, \
-                testvectors/session-secret-v2.json (--version 2) and \
-                testvectors/device-certificate-v1.json (--kind certificate) are this command's output.
-                """
-        )
-
-        enum Kind: String, ExpressibleByArgument, CaseIterable {
-            case envelope, certificate
-        }
-
-        @Option(help: "What to generate: envelope (session-secret envelopes) or certificate (device certificates).")
-        var kind: Kind = .envelope
-
-        @Option(help: "The envelope version: 1 or 2.")
-        var version = 1
-
-        @Option(name: .shortAndLong, help: "Write to this file instead of standard output.")
-        var output: String?
-
-        func validate() throws {
-            guard version == 1 || version == 2 else { throw ValidationError("--version must be 1 or 2") }
-        }
-
-        func run() async throws {
-            let data = kind == .certificate ? try DeviceCertificateVectorGenerator.generate()
-                : version == 1 ? try SessionSecretVectorGenerator.generate() : try SessionSecretV2VectorGenerator.generate()
-            if let output {
-                try data.write(to: URL(fileURLWithPath: output), options: .atomic)
-            } else {
-                FileHandle.standardOutput.write(data)
-            }
         }
     }
 }

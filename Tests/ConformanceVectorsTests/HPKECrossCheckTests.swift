@@ -1,7 +1,7 @@
 import ConformanceVectors
 import Crypto
 import Foundation
-@_spi(TestVectors) import SecretCrypto
+import SecretCrypto
 import Testing
 
 /// Envelope v2 against apple/swift-crypto's HPKE (CryptoKit API), in both directions.

@@ -1,3 +1,4 @@
+import EnvelopeDigest
 import Foundation
 import GRDB
 @testable import LocalStore

@@ -1,3 +1,4 @@
+import EnvelopeDigest
 import Foundation
 import LocalStore
 import PostLoginSync

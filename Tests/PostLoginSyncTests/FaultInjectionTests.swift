@@ -1,6 +1,6 @@
 import Foundation
 import LocalStore
-@_spi(FaultTesting) import PostLoginSync
+import PostLoginSync
 import RemoteStore
 import SecretCrypto
 import SyncModel

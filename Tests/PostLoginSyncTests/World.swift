@@ -1,3 +1,4 @@
+import EmbeddedRemote
 import Foundation
 import LocalStore
 import PostLoginSync

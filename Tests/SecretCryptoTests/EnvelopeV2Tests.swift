@@ -1,5 +1,5 @@
 import Foundation
-@_spi(TestVectors) import SecretCrypto
+import SecretCrypto
 import Testing
 
 @Suite("Envelope v2 and Ed25519")

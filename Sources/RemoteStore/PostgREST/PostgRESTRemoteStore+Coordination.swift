@@ -71,7 +71,7 @@ extension PostgRESTRemoteStore: CoordinationStore {
 }
 
 extension OutboxEntry {
-    init(json row: ResponseRow) throws {
+    package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: "push_outbox")
         guard let id = try r.optionalInt("id").map(Int64.init) else { throw r.fail("id", "is not an integer") }
         var payload = "{}"

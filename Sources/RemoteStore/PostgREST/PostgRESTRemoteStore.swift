@@ -95,8 +95,8 @@ public final class PostgRESTRemoteStore: RemoteStore {
     ///
     /// - Parameters:
     ///   - configuration: Where and how to connect.
-    ///   - transport: The HTTP transport; ``CurlTransport`` by default.
-    public init(configuration: PostgRESTConfiguration, transport: any HTTPTransport = CurlTransport()) {
+    ///   - transport: The HTTP transport; ``defaultTransport()`` by default (libcurl on Linux).
+    public init(configuration: PostgRESTConfiguration, transport: any HTTPTransport = defaultTransport()) {
         self.configuration = configuration
         self.transport = transport
         var base = configuration.projectURL.absoluteString

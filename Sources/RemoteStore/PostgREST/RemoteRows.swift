@@ -44,7 +44,7 @@ extension RepositoryRecord {
         ])
     }
 
-    init(json row: ResponseRow) throws {
+    package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.repositories)
         self.init(
             id: try r.uuid("id"), userID: try r.uuid("user_id"), deviceID: try r.uuid("device_id"), name: try r.string("name"),
@@ -74,7 +74,7 @@ extension SessionRecord {
         return JSONRow(fields: fields)
     }
 
-    init(json row: ResponseRow) throws {
+    package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.sessions)
         self.init(
             id: try r.uuid("id"), userID: try r.uuid("user_id"), deviceID: try r.uuid("device_id"),
@@ -103,9 +103,10 @@ extension EnvelopeRecord {
         ])
     }
 
-    var pair: EnvelopePair { EnvelopePair(sessionID: sessionID, deviceID: deviceID) }
+    /// The (session, recipient) pair the envelope is for.
+    public var pair: EnvelopePair { EnvelopePair(sessionID: sessionID, deviceID: deviceID) }
 
-    init(json row: ResponseRow) throws {
+    package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.secrets)
         self.init(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id"),
                   ephemeralPublicKey: try r.optionalString("ephemeral_public_key") ?? "",
@@ -114,7 +115,7 @@ extension EnvelopeRecord {
 }
 
 extension RemoteDevice {
-    init(json row: ResponseRow) throws {
+    package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.devices)
         self.init(
             id: try r.uuid("id"), userID: try r.uuid("user_id"), name: try r.string("name"),

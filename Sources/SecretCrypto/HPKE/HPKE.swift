@@ -14,7 +14,7 @@ internal import CSodium
 /// Every X25519 output inside the KEM that is all zero aborts with ``CryptoError/lowOrderPoint``
 /// (RFC 9180 §7.1.4); some implementations skip that check, this one does not. Opening fails
 /// with ``CryptoError/authenticationFailure`` whatever the reason. Deterministic key derivation
-/// and sealing with a given ephemeral key exist only behind `@_spi(TestVectors)`.
+/// and sealing with a given ephemeral key have `package` access: the vector tools and tests in this package use them, no app can.
 public enum HPKE {
     /// The four modes of RFC 9180 §5.
     public enum Mode: UInt8, Sendable, CaseIterable {
@@ -97,16 +97,14 @@ public enum HPKE {
     // MARK: - Deterministic, for test vectors only
 
     /// `DeriveKeyPair(ikm)` of DHKEM(X25519, HKDF-SHA256) (RFC 9180 §7.1.3).
-    @_spi(TestVectors)
-    public static func deriveKeyPair(ikm: some ContiguousBytes) throws -> X25519PrivateKey {
+        package static func deriveKeyPair(ikm: some ContiguousBytes) throws -> X25519PrivateKey {
         let prk = labeledExtract(suite: kemSuite, salt: [], label: "dkp_prk", ikm: ikm)
         let secret = labeledExpand(suite: kemSuite, prk: prk, label: "sk", info: [UInt8](), length: 32)
         return try X25519PrivateKey(rawRepresentation: secret)
     }
 
     /// A sender context with a given ephemeral key: reusing one breaks the scheme.
-    @_spi(TestVectors)
-    public static func deterministicSender(
+        package static func deterministicSender(
         mode: Mode, to recipient: X25519PublicKey, info: some ContiguousBytes, sender: X25519PrivateKey? = nil,
         psk: SecureBytes? = nil, pskID: [UInt8] = [], ephemeral: X25519PrivateKey
     ) throws -> SenderContext {
@@ -300,8 +298,7 @@ public enum HPKE {
         }
 
         /// The key schedule's outputs, for test vectors only.
-        @_spi(TestVectors)
-        public var scheduleForTesting: (key: SecureBytes, baseNonce: SecureBytes, exporterSecret: SecureBytes?) {
+                package var scheduleForTesting: (key: SecureBytes, baseNonce: SecureBytes, exporterSecret: SecureBytes?) {
             (schedule.key, schedule.baseNonce, schedule.exporterSecret)
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import PostgRESTCore
+import PostgRESTServerCore
 
 /// What PostgREST calls its schema cache: the tables of the exposed schema and their columns.
 struct SchemaCache: Sendable {

@@ -5,7 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 import PostgresNIO
-import PostgRESTCore
+import PostgRESTServerCore
 
 // postgrest-server: a PostgREST-compatible HTTP server over PostgreSQL, for the project's tests
 // and benchmarks (never shipped in sync-cli). It serves what the engine and common PostgREST

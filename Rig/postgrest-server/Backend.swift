@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import PostgRESTCore
+import PostgRESTServerCore
 import SecretCrypto
 
 /// The server's configuration, from the environment (secrets never come from flags).

@@ -1,5 +1,5 @@
 import Foundation
-import PostgRESTCore
+import PostgRESTServerCore
 
 /// A request reduced to what the REST handlers read.
 struct RESTRequest: Sendable {

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import PostgRESTCore
+import PostgRESTServerCore
 
 /// The functions of the exposed schema, as PostgREST's schema cache knows them.
 struct FunctionCache: Sendable {

@@ -1,29 +1,6 @@
 import Foundation
+public import SyncModel
 
-/// The digest a push compares instead of listing every envelope pair (sync.md, "Reconciliation
-/// that scales"): the user's envelope rows of one owner device's sessions, in buckets by session.
-///
-/// ```
-/// bucket(session_id) = (first two bytes of MD5(lowercase session_id text), big-endian) mod buckets
-/// row_hash           = MD5(session_id || ':' || device_id || ':' || ephemeral_public_key)
-/// h1, h2             = XOR over the bucket's rows of row_hash bytes 0-7 and 8-15, as signed int8
-/// ```
-///
-/// MD5 is a checksum here, not a defence: the digest only tells the pusher which buckets to list.
-public struct DigestBucket: Sendable, Hashable, Codable {
-    public var bucket: Int
-    public var pairs: Int
-    public var h1: Int64
-    public var h2: Int64
-
-    /// Creates a bucket's digest.
-    public init(bucket: Int, pairs: Int = 0, h1: Int64 = 0, h2: Int64 = 0) {
-        self.bucket = bucket
-        self.pairs = pairs
-        self.h1 = h1
-        self.h2 = h2
-    }
-}
 
 /// The digest's functions, the same on the pusher and on both remotes.
 public enum SecretDigest {

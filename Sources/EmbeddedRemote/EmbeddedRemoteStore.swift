@@ -1,5 +1,7 @@
 import Foundation
+import EnvelopeDigest
 import GRDB
+import RemoteStore
 import Synchronization
 import SyncModel
 

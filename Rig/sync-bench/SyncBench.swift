@@ -1,4 +1,5 @@
 import CSodiumFloor
+import EmbeddedRemote
 import Foundation
 import LocalStore
 import Logging

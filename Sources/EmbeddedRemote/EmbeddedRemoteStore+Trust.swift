@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import RemoteStore
 import SyncModel
 
 /// The device-trust tables on the embedded remote, with the migration's row-level rules: a

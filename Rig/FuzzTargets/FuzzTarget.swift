@@ -2,7 +2,7 @@ import ConformanceVectors
 import DeviceTrust
 import Foundation
 import LocalStore
-import PostgRESTCore
+import PostgRESTServerCore
 import RemoteStore
 import SecretCrypto
 

@@ -3,14 +3,14 @@ internal import CQREncode
 
 /// A QR code (libqrencode, error correction M) drawn with Unicode half blocks, two modules per
 /// character row, dark on a light quiet zone of 4 modules, for a terminal.
-public enum TerminalQRCode {
+enum TerminalQRCode {
     /// The QR code could not be made (the text is too long for any version).
-    public struct EncodingError: Error, Sendable, CustomStringConvertible {
+    struct EncodingError: Error, Sendable, CustomStringConvertible {
         public var description: String { "the text does not fit in a QR code" }
     }
 
     /// The modules of `text`'s QR code, row by row (`true` is dark).
-    public static func modules(_ text: String) throws -> [[Bool]] {
+    static func modules(_ text: String) throws -> [[Bool]] {
         guard let code = text.withCString({ QRcode_encodeString($0, 0, QR_ECLEVEL_M, QR_MODE_8, 1) }) else { throw EncodingError() }
         defer { QRcode_free(code) }
         let width = Int(code.pointee.width)
@@ -19,7 +19,7 @@ public enum TerminalQRCode {
 
     /// `text`'s QR code as lines of text. Light modules are drawn, dark ones left blank, so the
     /// code reads on a dark terminal background (as phone scanners expect: dark modules).
-    public static func render(_ text: String, quietZone: Int = 4) throws -> String {
+    static func render(_ text: String, quietZone: Int = 4) throws -> String {
         let inner = try modules(text)
         let width = inner.count + 2 * quietZone
         let blank = [Bool](repeating: false, count: width)

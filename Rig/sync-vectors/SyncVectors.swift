@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+import VectorGeneration
+
+/// The project's vector files, written reproducibly: a tool of the test rig (`make vectors`),
+/// never part of what an app links or `sync-cli` ships.
+@main
+struct SyncVectors: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync-vectors",
+        abstract: "Write the project's conformance vector files.",
+        subcommands: [Generate.self]
+    )
+}
+
+extension SyncVectors {
+    struct Generate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write the project's vectors (session-secret envelopes v1 or v2, device certificates), reproducibly.",
+            discussion: """
+                Every key, nonce, id and secret is derived from a fixed seed, so the output is the \
+                same on every run and every machine: testvectors/session-secret-v1.json, \
+                testvectors/session-secret-v2.json (--version 2) and \
+                testvectors/device-certificate-v1.json (--kind certificate) are this command's output.
+                """
+        )
+
+        enum Kind: String, ExpressibleByArgument, CaseIterable {
+            case envelope, certificate
+        }
+
+        @Option(help: "What to generate: envelope (session-secret envelopes) or certificate (device certificates).")
+        var kind: Kind = .envelope
+
+        @Option(help: "The envelope version: 1 or 2.")
+        var version = 1
+
+        @Option(name: .shortAndLong, help: "Write to this file instead of standard output.")
+        var output: String?
+
+        func validate() throws {
+            guard version == 1 || version == 2 else { throw ValidationError("--version must be 1 or 2") }
+        }
+
+        func run() async throws {
+            let data = kind == .certificate ? try DeviceCertificateVectorGenerator.generate()
+                : version == 1 ? try SessionSecretVectorGenerator.generate() : try SessionSecretV2VectorGenerator.generate()
+            if let output {
+                try data.write(to: URL(fileURLWithPath: output), options: .atomic)
+            } else {
+                FileHandle.standardOutput.write(data)
+            }
+        }
+    }
+}

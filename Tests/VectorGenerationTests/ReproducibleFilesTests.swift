@@ -1,0 +1,30 @@
+import Foundation
+import Testing
+import VectorGeneration
+
+/// The committed vector files are exactly what the generators write: anyone can regenerate them
+/// (`make vectors`) and get the same bytes.
+@Suite("The project's vector files are reproducible")
+struct ReproducibleFilesTests {
+    static let directory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("testvectors")
+
+    static func committed(_ name: String) throws -> Data {
+        try Data(contentsOf: directory.appendingPathComponent(name))
+    }
+
+    @Test("session-secret-v1.json is exactly what `sync-vectors generate` writes")
+    func sessionSecretV1() throws {
+        #expect(try Self.committed("session-secret-v1.json") == SessionSecretVectorGenerator.generate(), "run `make vectors`")
+    }
+
+    @Test("session-secret-v2.json is exactly what `sync-vectors generate --version 2` writes")
+    func sessionSecretV2() throws {
+        #expect(try Self.committed("session-secret-v2.json") == SessionSecretV2VectorGenerator.generate(), "run `make vectors`")
+    }
+
+    @Test("device-certificate-v1.json is exactly what `sync-vectors generate --kind certificate` writes")
+    func deviceCertificate() throws {
+        #expect(try Self.committed("device-certificate-v1.json") == DeviceCertificateVectorGenerator.generate(), "run `make vectors`")
+    }
+}

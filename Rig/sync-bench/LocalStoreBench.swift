@@ -2,7 +2,7 @@ import Foundation
 import LocalStore
 import SyncModel
 
-/// LocalStore bulk speed: apply `count` sessions (10,000 unless told) and 100 repositories to
+/// DeviceStore bulk speed: apply `count` sessions (10,000 unless told) and 100 repositories to
 /// a fresh store as a pull does (each table one transaction), then read them all back.
 enum LocalStoreBench {
     static func run(runs: Int, sessions count: Int) async throws {
@@ -12,7 +12,7 @@ enum LocalStoreBench {
         for run in 1...runs {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sync-bench-\(UUID().canonical)")
             defer { try? FileManager.default.removeItem(at: directory) }
-            let store = try LocalStore(directory: directory)
+            let store = try DeviceStore(directory: directory)
             let user = UUID()
             let device = UUID()
             let repositories = (0..<100).map { i in

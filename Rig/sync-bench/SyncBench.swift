@@ -188,7 +188,7 @@ enum SyncBench {
 
         func remove() { try? FileManager.default.removeItem(at: directory) }
 
-        func remote(batchRows: Int = 500) -> any RemoteStore {
+        func remote(batchRows: Int = 500) -> any SyncRemote {
             if let stack {
                 let user = self.user
                 var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) { _ in stack.token(for: user) }
@@ -198,19 +198,19 @@ enum SyncBench {
             return try! EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
         }
 
-        func store(_ name: String, role: SyncRole) async throws -> LocalStore {
-            let store = try LocalStore(directory: directory.appendingPathComponent(name))
+        func store(_ name: String, role: SyncRole) async throws -> DeviceStore {
+            let store = try DeviceStore(directory: directory.appendingPathComponent(name))
             try await store.createIdentity(name: name, deviceType: role == .desktop ? .linuxDesktop : .iosPhone, role: role)
             try await store.setUserID(user)
             return store
         }
 
-        func registerSyntheticDevice(_ remote: any RemoteStore) async throws {
+        func registerSyntheticDevice(_ remote: any SyncRemote) async throws {
             try await remote.upsertOwnDevice(OwnDeviceRow(id: UUID(), userID: user, name: "tablet", deviceType: .iosTablet,
                                                           hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
         }
 
-        func desktopData(_ desktop: LocalStore) async throws {
+        func desktopData(_ desktop: DeviceStore) async throws {
             let identity = try await desktop.requireIdentity()
             let repositories = (0..<size.repositories).map { i in
                 RepositoryRecord(userID: user, deviceID: identity.id, name: "repo-\(i)", localPath: "/src/repo-\(i)",
@@ -231,7 +231,7 @@ enum SyncBench {
         func scenarios() async throws -> [(String, Measure)] {
             let all = size.pairs <= 100_000
             let desktop = try await store("desktop", role: .desktop)
-            var phones: [LocalStore] = []
+            var phones: [DeviceStore] = []
             for index in 1...(all ? 1 : 3) { phones.append(try await store("phone-\(index)", role: .mobile)) }
             try await desktopData(desktop)
             let remote = self.remote()
@@ -241,7 +241,7 @@ enum SyncBench {
                                                               deviceType: .iosPhone, hostname: nil, publicKey: identity.publicKey.base64))
             }
             for _ in 0..<(size.devices - 1 - phones.count) { try await registerSyntheticDevice(remote) }
-            let desktopSync = PostLoginSync(local: desktop, remote: remote)
+            let desktopSync = SyncEngine(local: desktop, remote: remote)
 
             var out: [(String, Measure)] = []
             func run(_ scenario: String, _ body: () async throws -> SyncReport) async throws {
@@ -256,9 +256,9 @@ enum SyncBench {
                 try await run("push after new device") { try await desktopSync.push() }
             }
             for phone in phones {
-                try await run("first pull") { try await PostLoginSync(local: phone, remote: remote).pull() }
+                try await run("first pull") { try await SyncEngine(local: phone, remote: remote).pull() }
             }
-            if all { try await run("no-change pull") { try await PostLoginSync(local: phones[0], remote: remote).pull() } }
+            if all { try await run("no-change pull") { try await SyncEngine(local: phones[0], remote: remote).pull() } }
             return out
         }
 

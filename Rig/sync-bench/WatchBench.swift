@@ -61,7 +61,7 @@ enum WatchBench {
         try await world.desktopData(desktop)
         let remote = world.remote()
         for _ in 0..<(size.devices - 1) { try await world.registerSyntheticDevice(remote) }
-        let engine = PostLoginSync(local: desktop, remote: remote)
+        let engine = SyncEngine(local: desktop, remote: remote)
         _ = try await engine.push()
         var options = WatchOptions()
         options.interval = .milliseconds(Int64(interval * 1000))

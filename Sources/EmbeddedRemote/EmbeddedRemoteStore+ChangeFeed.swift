@@ -5,7 +5,7 @@ import SyncModel
 
 /// Secret requests and the change feed on the embedded remote, with the migration's rules: a
 /// request names only the user's own session and device; the feed is one read.
-extension EmbeddedRemoteStore {
+extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     public func listOpenSecretRequests() async throws -> [SecretRequestRow] {
         let me = self.me
         return try await read("listing secret requests") { db in

@@ -7,7 +7,7 @@ import SyncModel
 /// each operation one SQLite transaction (SQLite runs one writer at a time, which gives the
 /// functions' row-lock ordering: two devices claiming a session end with one holder and one
 /// handoff).
-extension EmbeddedRemoteStore: CoordinationStore {
+extension EmbeddedRemoteStore: CoordinationRemote {
     static func refused(_ message: String) -> RemoteStoreError {
         RemoteStoreError(.permissionDenied, message, postgrestCode: .insufficientPrivilege)
     }

@@ -7,7 +7,7 @@ import SyncModel
 /// user reads and writes only their own rows, a certificate, revocation or pairing request names
 /// only one of the user's own devices (or an id nobody has), the identity key is insert-only,
 /// and revocations are never deleted.
-extension EmbeddedRemoteStore {
+extension EmbeddedRemoteStore: TrustRemote {
     public func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws {
         let me = self.me
         try await write("updating a device") { db in

@@ -5,7 +5,7 @@ import RemoteStore
 import Synchronization
 import SyncModel
 
-/// ``RemoteStore`` on one local SQLite file: the default remote when no Supabase URL is set.
+/// ``SyncRemote`` on one local SQLite file: the default remote when no Supabase URL is set.
 ///
 /// The file has the remote's four tables with the same unique keys and foreign keys (envelopes
 /// cascade with their session). A store is opened for one user and behaves as row-level
@@ -15,7 +15,7 @@ import SyncModel
 ///
 /// `updated_at` is set on every write, as the project's own migrations' triggers do, in the
 /// same text form PostgREST returns, so pull cursors work the same on both remotes.
-public final class EmbeddedRemoteStore: RemoteStore {
+public final class EmbeddedRemoteStore: SyncRemote {
     public let userID: UUID
     /// The database file.
     public let path: String

@@ -54,7 +54,7 @@ public struct AuthSessionFile: Sendable {
     }
 }
 
-extension LocalStore {
+extension DeviceStore {
     /// This store's `auth.json`.
     public var authSessionFile: AuthSessionFile { AuthSessionFile(directory: directory) }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 
-/// The one error type of LocalStore.
+/// The one error type of DeviceStore.
 ///
 /// A struct with an extensible code, like postgres-nio's `PSQLError`: `code` says what went
 /// wrong, `sqliteCode` carries SQLite's extended result code when SQLite said it. The

@@ -36,7 +36,7 @@ public final class SyncLease: Sendable {
     deinit { release() }
 }
 
-extension LocalStore {
+extension DeviceStore {
     /// The lease file's path.
     public var leasePath: String { directory.appendingPathComponent("sync.lock").path }
 

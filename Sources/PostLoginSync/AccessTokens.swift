@@ -59,7 +59,7 @@ public actor AccessTokens {
         return fresh.accessToken
     }
 
-    /// The provider closure for ``RemoteStore/PostgRESTConfiguration``.
+    /// The provider closure for ``SyncRemote/PostgRESTConfiguration``.
     public nonisolated var provider: AccessTokenProvider {
         { force in try await self.token(forceRefresh: force) }
     }

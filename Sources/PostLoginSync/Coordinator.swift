@@ -11,11 +11,11 @@ import SyncModel
 /// session named, belong to the signed-in user. The device row must be on the remote first (any
 /// `sync` puts it there): until then the remote refuses with `permissionDenied`.
 public struct Coordinator: Sendable {
-    public let store: LocalStore
-    public let remote: any CoordinationStore
+    public let store: DeviceStore
+    public let remote: any CoordinationRemote
 
     /// Creates a coordinator for this store's device on `remote`.
-    public init(store: LocalStore, remote: any CoordinationStore) {
+    public init(store: DeviceStore, remote: any CoordinationRemote) {
         self.store = store
         self.remote = remote
     }

@@ -12,8 +12,8 @@ import SyncModel
 /// The trust root is the device that created the user's identity key and holds `identity.key`;
 /// every other device pins the identity's public key when it joins with a pairing code.
 public struct DeviceTrustManager: Sendable {
-    public let local: LocalStore
-    public let remote: any RemoteStore
+    public let local: DeviceStore
+    public let remote: any SyncRemote
     /// The options this device syncs with (its own row is upserted with them: the envelope
     /// versions it advertises stay what its syncs advertise).
     public let options: SyncOptions
@@ -23,7 +23,7 @@ public struct DeviceTrustManager: Sendable {
     public static let inviteLifetime: TimeInterval = 600
 
     /// Creates the manager for this device's store and the signed-in remote.
-    public init(local: LocalStore, remote: any RemoteStore, options: SyncOptions = SyncOptions(), logger: Logger? = nil) {
+    public init(local: DeviceStore, remote: any SyncRemote, options: SyncOptions = SyncOptions(), logger: Logger? = nil) {
         self.local = local
         self.remote = remote
         self.options = options
@@ -59,7 +59,7 @@ public struct DeviceTrustManager: Sendable {
         if let existing { key = existing } else { key = try await local.createIdentityKey() }
         if published == nil {
             do {
-                try await remote.publishIdentityKey(key.publicKey.base64)
+                try await remote.trustTables().publishIdentityKey(key.publicKey.base64)
             } catch let error as RemoteStoreError where error.code == .conflict {
                 if existing == nil { try local.removeIdentityKey() }
                 throw SyncError(code: .identityExists, message: "another device published the user's identity key first; join it instead")
@@ -133,7 +133,7 @@ public struct DeviceTrustManager: Sendable {
         let signing = try await local.signingKey().publicKey
         let mac = PairingMAC.mac(secret: code.secret, inviteID: code.inviteID, userID: user, deviceID: identity.id,
                                  x25519PublicKey: identity.publicKey, ed25519PublicKey: signing)
-        try await remote.insertPairingRequest(PairingRequestRow(
+        try await remote.trustTables().insertPairingRequest(PairingRequestRow(
             userID: user, inviteID: code.inviteIDText, deviceID: identity.id, x25519PublicKey: identity.publicKey.base64,
             ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac)))
         try await local.pinIdentityKey(key)
@@ -163,14 +163,14 @@ public struct DeviceTrustManager: Sendable {
         let user = remote.userID
         let invites = Dictionary(try await local.invites().map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let revoked = Set(try await local.knownRevocations().map(\.deviceID))
-        let requests = try await remote.listPairingRequests()
+        let requests = try await remote.trustTables().listPairingRequests()
         guard !requests.isEmpty else { return ApprovalReport() }
         let devices = try await remote.listDevices().filter { $0.userID == user }
         var report = ApprovalReport()
         for request in requests {
             func refuse(_ reason: String) async throws {
                 report.refused.append(RefusedPairing(requestID: request.id, deviceID: request.deviceID, inviteID: request.inviteID, reason: reason))
-                try await remote.deletePairingRequest(id: request.id)
+                try await remote.trustTables().deletePairingRequest(id: request.id)
             }
             guard request.userID == user else { try await refuse("the request names another user"); continue }
             // Fields are read in the encodings this engine writes (hex invite id, base64 keys and
@@ -234,7 +234,7 @@ public struct DeviceTrustManager: Sendable {
                 userID: user, deviceID: device.id, x25519PublicKey: x25519, ed25519PublicKey: ed25519,
                 deviceType: type.rawValue, deviceRole: role.rawValue, issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
             try await publish(certificate, signedBy: key)
-            try await remote.deletePairingRequest(id: request.id)
+            try await remote.trustTables().deletePairingRequest(id: request.id)
             report.approved.append(ApprovedDevice(deviceID: device.id, name: device.name, inviteID: invite.id))
         }
         return report
@@ -275,7 +275,7 @@ public struct DeviceTrustManager: Sendable {
         var status = TrustStatus(deviceID: identity.id, isTrustRoot: try await local.identityKey() != nil)
         guard let snapshot = try await TrustSnapshot.load(local: local, remote: remote) else {
             do {
-                status.remoteHasIdentity = try await remote.fetchIdentityKey() != nil
+                status.remoteHasIdentity = try await remote.trustTables().fetchIdentityKey() != nil
             } catch let error as RemoteStoreError where error.code == .missingTable {
                 status.remoteHasTrustTables = false
             }
@@ -337,11 +337,11 @@ public struct DeviceTrustManager: Sendable {
         for (id, x25519) in targets {
             let revocation = DeviceRevocation(userID: user, deviceID: id, x25519PublicKey: x25519, revokedAt: UInt64(max(0, now.timeIntervalSince1970)))
             let signed = revocation.signed(by: key)
-            try await remote.publishRevocation(SignedStatementRow(deviceID: id, userID: user, body: signed.body, signature: signed.signature))
+            try await remote.trustTables().publishRevocation(SignedStatementRow(deviceID: id, userID: user, body: signed.body, signature: signed.signature))
             try await local.recordRevocations([KnownRevocation(deviceID: id, x25519PublicKey: x25519, revokedAt: now)])
-            try await remote.deleteCertificate(deviceID: id)
+            try await remote.trustTables().deleteCertificate(deviceID: id)
             report.envelopesDeleted += try await remote.deleteEnvelopes(recipients: [id]) ?? 0
-            if devices[id] != nil { try await remote.setDeviceActive(id, isActive: false) }
+            if devices[id] != nil { try await remote.trustTables().setDeviceActive(id, isActive: false) }
             report.revoked.append(id)
         }
         return report
@@ -359,7 +359,7 @@ public struct DeviceTrustManager: Sendable {
 
     // MARK: - Helpers
 
-    var engine: PostLoginSync { PostLoginSync(local: local, remote: remote, options: options, logger: logger) }
+    var engine: SyncEngine { SyncEngine(local: local, remote: remote, options: options, logger: logger) }
 
     func signedIn() async throws -> (DeviceIdentity, UUID) {
         let identity = try await local.requireIdentity()
@@ -386,7 +386,7 @@ public struct DeviceTrustManager: Sendable {
     /// The published identity key's text, or `nil`; `.trustUnavailable` without the tables.
     func publishedIdentityKey() async throws -> String? {
         do {
-            return try await remote.fetchIdentityKey()
+            return try await remote.trustTables().fetchIdentityKey()
         } catch let error as RemoteStoreError where error.code == .missingTable {
             throw SyncError(code: .trustUnavailable, message: "verified trust needs the device-trust migration "
                             + "(supabase/migrations/20261122001200_device_trust.sql); this remote has none of its tables")
@@ -395,7 +395,7 @@ public struct DeviceTrustManager: Sendable {
 
     func publish(_ certificate: DeviceCertificate, signedBy key: Ed25519PrivateKey) async throws {
         let signed = try certificate.signed(by: key)
-        try await remote.publishCertificate(SignedStatementRow(deviceID: certificate.deviceID, userID: certificate.userID,
+        try await remote.trustTables().publishCertificate(SignedStatementRow(deviceID: certificate.deviceID, userID: certificate.userID,
                                                                body: signed.body, signature: signed.signature))
     }
 

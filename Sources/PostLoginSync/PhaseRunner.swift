@@ -7,7 +7,7 @@ import Synchronization
 import SyncModel
 
 // Runs a sync's phases and accumulates its report: push and pull share it.
-extension PostLoginSync {
+extension SyncEngine {
 
     /// Accumulates a report while phases run.
     final class Recorder: @unchecked Sendable {
@@ -65,7 +65,7 @@ extension PostLoginSync {
             }
         }
 
-        func finish(local: LocalStore) async -> SyncReport {
+        func finish(local: DeviceStore) async -> SyncReport {
             report.finishedAt = Date()
             report.durationSeconds = report.finishedAt.timeIntervalSince(report.startedAt)
             let metrics = report.phases

@@ -8,7 +8,7 @@ import SyncModel
 
 // Pull (phone): own device row, repositories and sessions changed since the cursor plus an id
 // listing to find deletions, then the envelopes addressed to this device.
-extension PostLoginSync {
+extension SyncEngine {
 
     /// Pulls into this phone's store: its device row, repositories, sessions and envelopes.
     ///
@@ -363,7 +363,7 @@ extension PostLoginSync {
         guard !missing.isEmpty else { return }
         let open: [SecretRequestRow]
         do {
-            open = try await remote.listOpenSecretRequests()
+            open = try await remote.secretRequests().listOpenSecretRequests()
         } catch let error as RemoteStoreError where error.code == .missingTable {
             return
         }
@@ -373,7 +373,7 @@ extension PostLoginSync {
         let new = missing.subtracting(asked).sorted { $0.canonicallyPrecedes($1) }
             .map { SecretRequestRow(userID: remote.userID, sessionID: $0, requesterDeviceID: deviceID) }
         if !new.isEmpty {
-            let result = try await remote.insertSecretRequests(new)
+            let result = try await remote.secretRequests().insertSecretRequests(new)
             summary.created = result.accepted
             // A duplicate of an open request (another pull of this device asked meanwhile) is
             // what was wanted; anything else is reported.

@@ -9,7 +9,7 @@ import SyncModel
 
 // Push (desktop): own device row, repositories, sessions, then envelopes for exactly the
 // (session, recipient) pairs that are missing remotely or were sealed to an older key.
-extension PostLoginSync {
+extension SyncEngine {
 
     /// Pushes this desktop's device row, repositories, sessions and envelopes.
     ///
@@ -248,7 +248,7 @@ extension PostLoginSync {
         // are served at the next push.
         let fulfilled = Set(served.withLock { $0 }.flatMap { requested[$0] ?? [] })
         if !fulfilled.isEmpty {
-            try await remote.fulfilSecretRequests(ids: fulfilled)
+            try await remote.secretRequests().fulfilSecretRequests(ids: fulfilled)
             recorder.report.secretRequests?.fulfilled = fulfilled.count
         }
     }
@@ -258,7 +258,7 @@ extension PostLoginSync {
     /// whose ledger entry is missing or names another key, and the recipients that asked for it.
     /// When every recipient is covered, only the requested sessions are read.
     struct SealWorkReader {
-        let local: LocalStore
+        let local: DeviceStore
         let partial: [Recipient]
         let marks: [UUID: String]
         let chunkPairs: Int
@@ -267,7 +267,7 @@ extension PostLoginSync {
         var after: UUID?
         var finished = false
 
-        init(local: LocalStore, partial: [Recipient], all: [Recipient], marks: [UUID: String], requested: [EnvelopePair: [UUID]], chunkPairs: Int) {
+        init(local: DeviceStore, partial: [Recipient], all: [Recipient], marks: [UUID: String], requested: [EnvelopePair: [UUID]], chunkPairs: Int) {
             self.local = local
             self.partial = partial
             self.marks = marks
@@ -328,7 +328,7 @@ extension PostLoginSync {
     func openRequests(own: Set<UUID>, recipients: Set<UUID>, recorder: Recorder) async throws -> [EnvelopePair: [UUID]] {
         let open: [SecretRequestRow]
         do {
-            open = try await remote.listOpenSecretRequests().filter { own.contains($0.sessionID) }
+            open = try await remote.secretRequests().listOpenSecretRequests().filter { own.contains($0.sessionID) }
         } catch let error as RemoteStoreError where error.code == .missingTable {
             return [:]
         }

@@ -72,7 +72,7 @@ public struct TrustSnapshot: Sendable {
     ///
     /// - Throws: ``SyncError`` `.identityChanged` when the remote publishes another identity key
     ///   than the pinned one, or none, or has lost the tables; remote errors.
-    public static func load(local: LocalStore, remote: any RemoteStore, phase: SyncPhase = .secrets) async throws -> TrustSnapshot? {
+    public static func load(local: DeviceStore, remote: any SyncRemote, phase: SyncPhase = .secrets) async throws -> TrustSnapshot? {
         guard let pinned = try await local.pinnedIdentityKey() else { return nil }
         try await checkPublishedIdentity(pinned: pinned, remote: remote)
         let user = remote.userID
@@ -84,7 +84,7 @@ public struct TrustSnapshot: Sendable {
         // A revocation once verified stays: the remote cannot take it back by deleting the row.
         var revocations = Dictionary(try await local.knownRevocations().map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
         var fresh: [KnownRevocation] = []
-        for row in try await remote.listRevocations() {
+        for row in try await remote.trustTables().listRevocations() {
             do {
                 guard row.userID == user else { throw TrustStatementError(.wrongUser, "the row names another user") }
                 let revocation = try DeviceRevocation.verify(SignedStatement(body: row.body, signature: row.signature),
@@ -100,7 +100,7 @@ public struct TrustSnapshot: Sendable {
         try await local.recordRevocations(fresh)
 
         var certificates: [UUID: DeviceCertificate] = [:]
-        for row in try await remote.listCertificates() {
+        for row in try await remote.trustTables().listCertificates() {
             do {
                 guard row.userID == user else { throw TrustStatementError(.wrongUser, "the row names another user") }
                 certificates[row.deviceID] = try DeviceCertificate.verify(SignedStatement(body: row.body, signature: row.signature),
@@ -113,10 +113,10 @@ public struct TrustSnapshot: Sendable {
     }
 
     /// Refuses to go on when the remote's identity key is not the pinned one.
-    static func checkPublishedIdentity(pinned: Ed25519PublicKey, remote: any RemoteStore) async throws {
+    static func checkPublishedIdentity(pinned: Ed25519PublicKey, remote: any SyncRemote) async throws {
         let published: String?
         do {
-            published = try await remote.fetchIdentityKey()
+            published = try await remote.trustTables().fetchIdentityKey()
         } catch let error as RemoteStoreError where error.code == .missingTable {
             throw SyncError(code: .identityChanged, message: "the user's identity key changed: the remote no longer has the device-trust tables, "
                             + "but this device pinned identity \(IdentityFingerprint(pinned)); re-pair with `sync-cli trust join`")

@@ -67,11 +67,11 @@ public struct WatchTick: Sendable, Codable, Hashable {
     }
 }
 
-extension PostLoginSync {
+extension SyncEngine {
     /// Keeps this device in sync for as long as it is iterated (sync.md, "Watch mode").
     ///
     /// A desktop's tick asks the remote only what changed, in one request where the remote has a
-    /// change feed (``RemoteStore/changes(since:statements:)``): devices changed since the last
+    /// change feed (``SyncRemote/changes(since:statements:)``): devices changed since the last
     /// tick, open secret requests and, with a pinned identity, the trust statements; it also
     /// reads the store's change sequence. When nothing changed it refreshes the heartbeat and is
     /// done (two requests, nothing sealed); otherwise it runs a push, which seals exactly what is
@@ -97,10 +97,10 @@ extension PostLoginSync {
     }
 }
 
-/// The ticks of a watch; see ``PostLoginSync/watch(_:progress:)``.
+/// The ticks of a watch; see ``SyncEngine/watch(_:progress:)``.
 public struct SyncWatch: AsyncSequence, Sendable {
     public typealias Element = WatchTick
-    let engine: PostLoginSync
+    let engine: SyncEngine
     let options: WatchOptions
     let progress: ProgressHandler?
 
@@ -127,7 +127,7 @@ public struct SyncWatch: AsyncSequence, Sendable {
 
 /// What a watch remembers between ticks.
 actor WatchState {
-    let engine: PostLoginSync
+    let engine: SyncEngine
     let options: WatchOptions
     let progress: ProgressHandler?
     var logger: Logger? { engine.logger }
@@ -143,7 +143,7 @@ actor WatchState {
     /// Requests refused by the recipient policy: not a reason to push again until the next full run.
     var refused: Set<UUID> = []
 
-    init(engine: PostLoginSync, options: WatchOptions, progress: ProgressHandler?) {
+    init(engine: SyncEngine, options: WatchOptions, progress: ProgressHandler?) {
         self.engine = engine
         self.options = options
         self.progress = progress
@@ -176,7 +176,7 @@ actor WatchState {
             // Not logged in, another user, an identity that changed: the same until someone acts.
             tick.failure = SyncIssue(phase: .device, code: SyncIssue.Code(rawValue: error.code.rawValue), message: error.message)
         } catch {
-            tick.failure = SyncIssue(phase: .device, code: PostLoginSync.Recorder.code(of: error), message: "\(error)")
+            tick.failure = SyncIssue(phase: .device, code: SyncEngine.Recorder.code(of: error), message: "\(error)")
         }
         tick.requests = engine.remote.metrics().since(before).requests
         tick.envelopesSealed = tick.report?.envelopesSealed ?? 0
@@ -217,7 +217,7 @@ actor WatchState {
         let now = ContinuousClock.now
         let full = lastFull.map { now - $0 >= options.fullEvery } ?? true
         let pinned = try await local.pinnedIdentityKey() != nil
-        let changes = try await remote.changes(since: cursor, statements: pinned)
+        let changes = try await remote.changesOrPoll(since: cursor, statements: pinned)
         tick.changeFeed = changes.method
 
         // What changed since the last tick that acted.

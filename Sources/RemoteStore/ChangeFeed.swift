@@ -82,35 +82,51 @@ public struct RemoteChanges: Sendable {
     }
 }
 
-/// Defaults for remotes without the requests table or a change feed: requests throw
-/// `.missingTable`, and ``RemoteStore/changes(since:statements:)`` polls table by table.
-extension RemoteStore {
-    static var requestsUnavailable: RemoteStoreError {
-        RemoteStoreError(.missingTable, "this remote has no session_secret_requests table (it needs the secret_requests migration)")
-    }
+/// On-demand secret requests (coordination.md): a device asking the desktop that owns a session
+/// for an envelope it lacks. A remote without the table does not conform, or (a deployment
+/// without the migration) answers `.missingTable`.
+public protocol SecretRequestRemote: SyncRemote {
+    /// The user's open secret requests (`fulfilled_at` null), oldest first.
+    func listOpenSecretRequests() async throws -> [SecretRequestRow]
+    /// Inserts requests; a duplicate of an open one is refused (`.conflict`) in ``BulkWriteResult/rejected``.
+    func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult
+    /// Marks requests fulfilled now.
+    func fulfilSecretRequests(ids: Set<UUID>) async throws
+}
 
-    public func listOpenSecretRequests() async throws -> [SecretRequestRow] { throw Self.requestsUnavailable }
-    public func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult { throw Self.requestsUnavailable }
-    public func fulfilSecretRequests(ids: Set<UUID>) async throws { throw Self.requestsUnavailable }
-    public func changes(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges {
-        try await pollChanges(statements: statements)
-    }
+/// A change feed (sync.md, "Watch mode"): what changed since a cursor, in one request. A remote
+/// without one is polled table by table (``SyncRemote/pollChanges(statements:)``).
+public protocol ChangeFeedRemote: SyncRemote {
+    /// What changed since `cursor` (everything when `nil`). `statements` asks for the trust
+    /// statements' fingerprint too.
+    func changes(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges
+}
 
-    /// The change feed by polling each table: every device row, the open requests (none when the
-    /// table is missing) and, when asked, the trust statements' fingerprint (`nil` when the
-    /// tables are missing). Two to four requests.
+extension SyncRemote {
+    /// What a change feed answers, by polling each table: every device row, the open requests
+    /// (none without ``SecretRequestRemote`` or its table) and, when asked, the trust statements'
+    /// fingerprint (`nil` without ``TrustRemote`` or its tables). Two to four requests.
     public func pollChanges(statements: Bool) async throws -> RemoteChanges {
         let devices = try await listDevices()
         var requests: [SecretRequestRow] = []
-        do { requests = try await listOpenSecretRequests() } catch let error as RemoteStoreError where error.code == .missingTable {}
+        if let remote = self as? any SecretRequestRemote {
+            do { requests = try await remote.listOpenSecretRequests() } catch let error as RemoteStoreError where error.code == .missingTable {}
+        }
         var fingerprint: String?
-        if statements {
+        if statements, let remote = self as? any TrustRemote {
             do {
-                let rows = try await listCertificates().map { "c:\($0.deviceID.canonical):\($0.signature)" }
-                    + listRevocations().map { "r:\($0.deviceID.canonical):\($0.signature)" }
+                let rows = try await remote.listCertificates().map { "c:\($0.deviceID.canonical):\($0.signature)" }
+                    + remote.listRevocations().map { "r:\($0.deviceID.canonical):\($0.signature)" }
                 fingerprint = rows.sorted().joined(separator: ",")
             } catch let error as RemoteStoreError where error.code == .missingTable {}
         }
         return RemoteChanges(devices: devices, complete: true, secretRequests: requests, statements: fingerprint, cursor: nil, method: .polling)
+    }
+
+    /// What changed since `cursor`: from the change feed where the remote has one, by polling
+    /// otherwise.
+    public func changesOrPoll(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges {
+        if let feed = self as? any ChangeFeedRemote { return try await feed.changes(since: cursor, statements: statements) }
+        return try await pollChanges(statements: statements)
     }
 }

@@ -13,7 +13,7 @@ import SyncModel
 ///
 /// Delivering what the outbox holds to APNs is a backend worker's job; nothing here marks a
 /// row delivered.
-public protocol CoordinationStore: RemoteStore {
+public protocol CoordinationRemote: SyncRemote {
     /// Claims `sessionID` for `deviceID`; when another device held it, that device's valid
     /// `device` push tokens get the silent handoff payload.
     func claimSessionActivity(sessionID: UUID, deviceID: UUID, clientType: ClientType) async throws -> SessionClaim

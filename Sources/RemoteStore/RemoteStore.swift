@@ -5,6 +5,13 @@ import SyncModel
 /// The remote, in domain words: what post-login sync needs from Supabase (or the embedded
 /// default), and nothing about how it is spoken.
 ///
+/// This is what every remote does: devices, repositories, sessions and envelopes. What only some
+/// remotes (or deployments) have is a protocol of its own, which the engine discovers: device
+/// trust (``TrustRemote``), secret requests (``SecretRequestRemote``), a change feed
+/// (``ChangeFeedRemote``) and coordination (``CoordinationRemote``). A remote that does not
+/// conform to one is a remote without it, said once in the report; a PostgREST deployment
+/// without the migration answers `.missingTable` or `.missingFunction` the same way.
+///
 /// Every implementation is scoped to one signed-in user, as row-level security scopes a
 /// Supabase user: it never reads or writes another user's rows. Every UUID it sends or returns
 /// is canonical lowercase.
@@ -13,7 +20,7 @@ import SyncModel
 /// refused for something in its rows it narrows the batch down to the rows at fault; those come
 /// back in ``BulkWriteResult/rejected`` and the rest are written. Failures that no row caused
 /// (the remote is unreachable, the session expired beyond refresh) are thrown.
-public protocol RemoteStore: Sendable {
+public protocol SyncRemote: Sendable {
     /// The user every call is scoped to.
     var userID: UUID { get }
 
@@ -87,53 +94,12 @@ public protocol RemoteStore: Sendable {
     /// The envelopes addressed to one device.
     func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord]
 
-    /// Marks one of the user's devices active or inactive (trust revocation marks the revoked
-    /// device inactive).
-    func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws
-
     /// Refreshes this device's heartbeat (`last_seen_at`, coordination.md "Presence") and
     /// nothing else.
     func heartbeat(deviceID: UUID) async throws
 
     /// Requests made, bytes moved and retries so far.
     func metrics() -> RemoteMetrics
-
-    // MARK: Device trust (trust.md); each throws `.missingTable` where the tables do not exist.
-
-    /// The user's published identity public key (standard base64, unverified), or `nil`.
-    func fetchIdentityKey() async throws -> String?
-    /// Publishes the identity public key; `.conflict` when the user already has one (never replaced).
-    func publishIdentityKey(_ publicKey: String) async throws
-    /// Every certificate row of the user.
-    func listCertificates() async throws -> [SignedStatementRow]
-    /// Inserts or replaces a device's certificate row.
-    func publishCertificate(_ row: SignedStatementRow) async throws
-    /// Deletes a device's certificate row.
-    func deleteCertificate(deviceID: UUID) async throws
-    /// Every revocation row of the user.
-    func listRevocations() async throws -> [SignedStatementRow]
-    /// Inserts or replaces a device's revocation row.
-    func publishRevocation(_ row: SignedStatementRow) async throws
-    /// Inserts a pairing request.
-    func insertPairingRequest(_ row: PairingRequestRow) async throws
-    /// Every pairing request row of the user.
-    func listPairingRequests() async throws -> [PairingRequestRow]
-    /// Deletes a pairing request.
-    func deletePairingRequest(id: UUID) async throws
-
-    // MARK: Secret requests and the change feed (coordination.md; sync.md, "Watch mode"). The
-    // requests throw `.missingTable` where the table does not exist.
-
-    /// The user's open secret requests (`fulfilled_at` null), oldest first.
-    func listOpenSecretRequests() async throws -> [SecretRequestRow]
-    /// Inserts requests; a duplicate of an open one is refused (`.conflict`) in ``BulkWriteResult/rejected``.
-    func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult
-    /// Marks requests fulfilled now.
-    func fulfilSecretRequests(ids: Set<UUID>) async throws
-    /// What changed since `cursor` (everything when `nil`): one request where the remote has a
-    /// change feed, a request per table otherwise. `statements` asks for the trust statements'
-    /// fingerprint too.
-    func changes(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges
 }
 
 /// Called after the remote accepted a batch, with that batch's rows (for the distribution
@@ -207,7 +173,7 @@ public struct EnvelopeKey: Sendable, Hashable {
     }
 }
 
-extension RemoteStore {
+extension SyncRemote {
     /// A remote without a digest: `.missingFunction`, so the caller lists the pairs.
     public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
         throw RemoteStoreError(.missingFunction, "this remote has no envelope digest")
@@ -383,4 +349,33 @@ public struct RemoteMetrics: Sendable, Hashable, Codable {
         delta.retries = retries - earlier.retries
         return delta
     }
+}
+
+/// Every capability a remote can have: what the PostgREST client and the embedded remote both
+/// are (a PostgREST deployment may still lack a migration's tables or functions).
+public typealias CompleteRemote = TrustRemote & SecretRequestRemote & ChangeFeedRemote & CoordinationRemote
+
+extension SyncRemote {
+    /// This remote's device-trust tables: itself, when it has them.
+    ///
+    /// - Throws: ``RemoteStoreError/trustUnavailable`` (`.missingTable`) for a remote without
+    ///   them, as a deployment without the migration answers.
+    public func trustTables() throws(RemoteStoreError) -> any TrustRemote {
+        guard let remote = self as? any TrustRemote else { throw .trustUnavailable }
+        return remote
+    }
+
+    /// This remote's secret requests: itself, when it has the table.
+    ///
+    /// - Throws: ``RemoteStoreError/requestsUnavailable`` (`.missingTable`) for a remote without it.
+    public func secretRequests() throws(RemoteStoreError) -> any SecretRequestRemote {
+        guard let remote = self as? any SecretRequestRemote else { throw .requestsUnavailable }
+        return remote
+    }
+}
+
+extension RemoteStoreError {
+    /// What an operation on secret requests meets on a remote without their table.
+    public static let requestsUnavailable = RemoteStoreError(
+        .missingTable, "this remote has no session_secret_requests table (it needs the secret_requests migration)")
 }

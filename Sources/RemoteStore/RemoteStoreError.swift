@@ -1,6 +1,6 @@
 import Foundation
 
-/// The one error type of RemoteStore.
+/// The one error type of SyncRemote.
 ///
 /// Carries the HTTP status and PostgREST's `code`, `message`, `details` and `hint` when the
 /// remote answered, like postgres-nio's `PSQLError`. `description` holds only the status, the

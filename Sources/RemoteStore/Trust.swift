@@ -51,22 +51,37 @@ public struct PairingRequestRow: Sendable, Hashable {
     }
 }
 
-/// The device-trust tables of trust.md, as ``RemoteStore`` requirements with defaults that
-/// say the deployment has none of them (`.missingTable`): an implementation without them, or a
-/// deployment without the migration, keeps working in trust mode `any`.
-extension RemoteStore {
-    static var trustUnavailable: RemoteStoreError {
-        RemoteStoreError(.missingTable, "this remote has no device-trust tables (verified trust needs the device_trust migration)")
-    }
+/// The device-trust tables of trust.md: the identity key, certificates, revocations and pairing
+/// requests. A remote without them does not conform (and a deployment without the migration
+/// answers `.missingTable`): verified trust is then unavailable and sync runs in trust mode `any`.
+public protocol TrustRemote: SyncRemote {
+    /// The user's published identity public key (standard base64, unverified), or `nil`.
+    func fetchIdentityKey() async throws -> String?
+    /// Publishes the identity public key; `.conflict` when the user already has one (never replaced).
+    func publishIdentityKey(_ publicKey: String) async throws
+    /// Every certificate row of the user.
+    func listCertificates() async throws -> [SignedStatementRow]
+    /// Inserts or replaces a device's certificate row.
+    func publishCertificate(_ row: SignedStatementRow) async throws
+    /// Deletes a device's certificate row.
+    func deleteCertificate(deviceID: UUID) async throws
+    /// Every revocation row of the user.
+    func listRevocations() async throws -> [SignedStatementRow]
+    /// Inserts or replaces a device's revocation row.
+    func publishRevocation(_ row: SignedStatementRow) async throws
+    /// Inserts a pairing request.
+    func insertPairingRequest(_ row: PairingRequestRow) async throws
+    /// Every pairing request row of the user.
+    func listPairingRequests() async throws -> [PairingRequestRow]
+    /// Deletes a pairing request.
+    func deletePairingRequest(id: UUID) async throws
+    /// Marks one of the user's devices active or inactive (a revocation marks the revoked device
+    /// inactive).
+    func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws
+}
 
-    public func fetchIdentityKey() async throws -> String? { throw Self.trustUnavailable }
-    public func publishIdentityKey(_ publicKey: String) async throws { throw Self.trustUnavailable }
-    public func listCertificates() async throws -> [SignedStatementRow] { throw Self.trustUnavailable }
-    public func publishCertificate(_ row: SignedStatementRow) async throws { throw Self.trustUnavailable }
-    public func deleteCertificate(deviceID: UUID) async throws { throw Self.trustUnavailable }
-    public func listRevocations() async throws -> [SignedStatementRow] { throw Self.trustUnavailable }
-    public func publishRevocation(_ row: SignedStatementRow) async throws { throw Self.trustUnavailable }
-    public func insertPairingRequest(_ row: PairingRequestRow) async throws { throw Self.trustUnavailable }
-    public func listPairingRequests() async throws -> [PairingRequestRow] { throw Self.trustUnavailable }
-    public func deletePairingRequest(id: UUID) async throws { throw Self.trustUnavailable }
+extension RemoteStoreError {
+    /// What an operation that needs the device-trust tables meets on a remote without them.
+    public static let trustUnavailable = RemoteStoreError(
+        .missingTable, "this remote has no device-trust tables (verified trust needs the device_trust migration)")
 }

@@ -17,10 +17,10 @@ struct StoreOptions: ParsableArguments {
     var directory: URL {
         if let store { return URL(fileURLWithPath: store) }
         if let env = ProcessInfo.processInfo.environment["SYNC_STORE_DIR"], !env.isEmpty { return URL(fileURLWithPath: env) }
-        return LocalStore.defaultDirectory()
+        return DeviceStore.defaultDirectory()
     }
 
-    func open() throws -> LocalStore { try LocalStore(directory: directory) }
+    func open() throws -> DeviceStore { try DeviceStore(directory: directory) }
 }
 
 /// `--remote`: where the remote is.
@@ -31,7 +31,7 @@ struct RemoteOptions: ParsableArguments {
     var remote: String?
 
     /// The remote's address: this option, the environment, the store's saved choice, the default.
-    func address(for store: LocalStore) async throws -> String {
+    func address(for store: DeviceStore) async throws -> String {
         if let remote { return remote }
         if let env = ProcessInfo.processInfo.environment["SYNC_REMOTE"], !env.isEmpty { return env }
         if let saved = try await store.setting(.remoteAddress) { return saved }
@@ -41,7 +41,7 @@ struct RemoteOptions: ParsableArguments {
 
 /// Builds the remote a signed-in store talks to.
 enum RemoteFactory {
-    static func make(address: String, store: LocalStore) async throws -> any CoordinationStore {
+    static func make(address: String, store: DeviceStore) async throws -> any CoordinationRemote {
         let identity = try await store.requireIdentity()
         guard let user = identity.userID else { throw CLIError("this store is not logged in; run `sync-cli login` first") }
         if address.hasPrefix("embedded:") {
@@ -117,7 +117,7 @@ func resolveID(_ text: String, among ids: [UUID], kind: String) throws -> UUID {
 }
 
 /// Requires a desktop store with a user.
-func desktopStore(_ options: StoreOptions) async throws -> (LocalStore, DeviceIdentity, UUID) {
+func desktopStore(_ options: StoreOptions) async throws -> (DeviceStore, DeviceIdentity, UUID) {
     let store = try options.open()
     let identity = try await store.requireIdentity()
     guard identity.role == .desktop else { throw CLIError("this is a mobile store; repositories and sessions live on desktops") }

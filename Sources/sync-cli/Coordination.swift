@@ -12,7 +12,7 @@ extension RuntimeStatus.State: ExpressibleByArgument {}
 
 /// Opens the store and its remote as a ``Coordinator``; remote refusals get a hint at the fix.
 struct CoordinationContext {
-    let store: LocalStore
+    let store: DeviceStore
     let identity: DeviceIdentity
     let coordinator: Coordinator
 

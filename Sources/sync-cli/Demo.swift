@@ -30,20 +30,20 @@ extension SyncCLI {
             defer { if !keep { try? FileManager.default.removeItem(at: root) } }
             let user = UUID()
             let remotePath = root.appendingPathComponent("embedded-remote.sqlite").path
-            func remote() throws -> any RemoteStore { try EmbeddedRemoteStore(path: remotePath, userID: user) }
+            func remote() throws -> any SyncRemote { try EmbeddedRemoteStore(path: remotePath, userID: user) }
             var step = 0
             func say(_ text: String) { step += 1; output("\(step). \(text)") }
 
             say("A phone creates its store and X25519 key pair and registers with the remote")
-            let phoneStore = try LocalStore(directory: root.appendingPathComponent("phone"))
+            let phoneStore = try DeviceStore(directory: root.appendingPathComponent("phone"))
             let phone = try await phoneStore.createIdentity(name: "Quinn's iPhone", deviceType: .iosPhone, role: .mobile)
             try await phoneStore.setUserID(user)
-            let phoneSync = PostLoginSync(local: phoneStore, remote: try remote())
+            let phoneSync = SyncEngine(local: phoneStore, remote: try remote())
             _ = try await phoneSync.pull()
             output("   phone \(phone.id.canonical.prefix(8)), public key \(phone.publicKey.base64)")
 
             say("A desktop creates its store and key pair")
-            let desktopStore = try LocalStore(directory: root.appendingPathComponent("desktop"))
+            let desktopStore = try DeviceStore(directory: root.appendingPathComponent("desktop"))
             let desktop = try await desktopStore.createIdentity(name: "Quinn's workstation", deviceType: .linuxDesktop, role: .desktop)
             try await desktopStore.setUserID(user)
 
@@ -80,7 +80,7 @@ extension SyncCLI {
             output("   certified \(approval.approved.map { $0.name }.joined(separator: ", ")); refused \(approval.refused.count)")
 
             say("The desktop pushes (trust mode verified): device, repositories, sessions, and one envelope per session and certified recipient")
-            let desktopSync = PostLoginSync(local: desktopStore, remote: try remote())
+            let desktopSync = SyncEngine(local: desktopStore, remote: try remote())
             let push = try await desktopSync.push()
             describe(push)
 

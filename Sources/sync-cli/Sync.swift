@@ -92,7 +92,7 @@ enum SyncRunner {
             throw CLIError("this store is a \(identity.role.rawValue): use `sync-cli \(identity.role == .desktop ? "push" : "pull")` (or `sync`)")
         }
         let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
-        let engine = PostLoginSync(local: store, remote: remote, options: options.options)
+        let engine = SyncEngine(local: store, remote: remote, options: options.options)
         let printer = ProgressPrinter()
         let report: SyncReport
         do {

@@ -53,7 +53,7 @@ enum WatchRunner {
         let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
         var logger = Logger(label: "sync-cli") { _ in StandardErrorLogHandler() }
         logger.logLevel = watch.verbose ? .debug : .notice
-        let engine = PostLoginSync(local: store, remote: remote, options: sync.options, logger: logger)
+        let engine = SyncEngine(local: store, remote: remote, options: sync.options, logger: logger)
         let options = watch.options
         logger.notice("watch: every \(format(options.interval.components.seconds, options.interval.components.attoseconds)) s, a full reconciliation every \(Int(options.fullEvery.components.seconds / 60)) min; stop with Ctrl-C or SIGTERM")
 

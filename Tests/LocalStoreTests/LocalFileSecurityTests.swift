@@ -72,7 +72,7 @@ struct LocalFileSecurityTests {
         }
         let database = fixture.store.databasePath
         #expect(chmod(database, 0o644) == 0)
-        _ = try LocalStore(directory: fixture.temporary.store)
+        _ = try DeviceStore(directory: fixture.temporary.store)
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: database)[.posixPermissions] as? Int)
         #expect(mode & 0o077 == 0)
     }
@@ -82,7 +82,7 @@ struct LocalFileSecurityTests {
         let directory = TemporaryDirectory()
         try FileManager.default.createDirectory(at: directory.store, withIntermediateDirectories: true)
         #expect(chmod(directory.store.path, mode_t(mode)) == 0)
-        #expect { try LocalStore(directory: directory.store) } throws: { ($0 as? LocalStoreError)?.code == .storeDirectoryUnsafe }
+        #expect { try DeviceStore(directory: directory.store) } throws: { ($0 as? LocalStoreError)?.code == .storeDirectoryUnsafe }
     }
 
     @Test("git remote URLs lose credentials before they are stored, printed or sent", arguments: [

@@ -6,12 +6,12 @@ import SecretCrypto
 import SyncModel
 import Testing
 
-@Suite("LocalStore: round trips")
+@Suite("DeviceStore: round trips")
 struct RoundTripTests {
     @Test("identity and key file survive reopening")
     func identity() async throws {
         let fixture = try await Fixture()
-        let reopened = try LocalStore(directory: fixture.temporary.store)
+        let reopened = try DeviceStore(directory: fixture.temporary.store)
         let identity = try #require(try await reopened.identity())
         #expect(identity == DeviceIdentity(id: fixture.identity.id, userID: fixture.user, name: "test desktop",
                                            deviceType: .linuxDesktop, hostname: "box", role: .desktop,
@@ -275,7 +275,7 @@ struct RoundTripTests {
     }
 }
 
-@Suite("LocalStore: keys and constraints")
+@Suite("DeviceStore: keys and constraints")
 struct ConstraintTests {
     @Test("two repositories with one (device, path) collide, as remotely; nothing is written")
     func repositoryUniqueKey() async throws {
@@ -320,7 +320,7 @@ struct ConstraintTests {
         // The pool's one writer connection runs every write, so this reads the cache it used.
         let cacheSize = { try await fixture.store.pool.write { try Int.fetchOne($0, sql: "PRAGMA cache_size") } }
         let before = try await cacheSize()
-        #expect(before != -LocalStore.bulkCacheKiB)
+        #expect(before != -DeviceStore.bulkCacheKiB)
 
         let good = fixture.session(in: repository)
         let orphan = fixture.session(in: fixture.repository(device: UUID()))
@@ -395,7 +395,7 @@ struct ConstraintTests {
     }
 }
 
-@Suite("LocalStore: refusing bad files")
+@Suite("DeviceStore: refusing bad files")
 struct BadFileTests {
     @Test("a key file readable by group or others is refused, as ssh does", arguments: [0o640, 0o604, 0o644, 0o660, 0o666, 0o700])
     func tooOpen(mode: Int) async throws {
@@ -445,7 +445,7 @@ struct BadFileTests {
         let path = temporary.store.appendingPathComponent("store.sqlite")
         let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         try garbage.write(to: path)
-        #expect { try LocalStore(directory: temporary.store) } throws: { ($0 as? LocalStoreError)?.code == .notADatabase }
+        #expect { try DeviceStore(directory: temporary.store) } throws: { ($0 as? LocalStoreError)?.code == .notADatabase }
         #expect(try Data(contentsOf: path) == garbage)
     }
 
@@ -462,7 +462,7 @@ struct BadFileTests {
         handle.write(Data(repeating: 0xA5, count: 4096 * 8))
         try handle.close()
         await #expect(throws: LocalStoreError.self) {
-            let store = try LocalStore(directory: fixture.temporary.store)
+            let store = try DeviceStore(directory: fixture.temporary.store)
             _ = try await store.repositories()
         }
     }
@@ -476,7 +476,7 @@ struct BadFileTests {
         }
         let before = try await DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
         #expect {
-            try LocalStore(directory: fixture.temporary.store)
+            try DeviceStore(directory: fixture.temporary.store)
         } throws: { error in
             let error = error as? LocalStoreError
             return error?.code == .schemaTooNew && error!.description.contains("newer version")
@@ -487,13 +487,13 @@ struct BadFileTests {
 
     @Test("the default directory follows XDG_DATA_HOME, else ~/.local/share")
     func defaultDirectory() {
-        #expect(LocalStore.defaultDirectory(environment: ["XDG_DATA_HOME": "/x/data", "HOME": "/h"]).path == "/x/data/session-sync")
-        #expect(LocalStore.defaultDirectory(environment: ["HOME": "/h"]).path == "/h/.local/share/session-sync")
-        #expect(LocalStore.defaultDirectory(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]).path == "/h/.local/share/session-sync")
+        #expect(DeviceStore.defaultDirectory(environment: ["XDG_DATA_HOME": "/x/data", "HOME": "/h"]).path == "/x/data/session-sync")
+        #expect(DeviceStore.defaultDirectory(environment: ["HOME": "/h"]).path == "/h/.local/share/session-sync")
+        #expect(DeviceStore.defaultDirectory(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]).path == "/h/.local/share/session-sync")
     }
 }
 
-@Suite("LocalStore: processes")
+@Suite("DeviceStore: processes")
 struct ProcessTests {
     @Test("a second process's lease request waits, then fails naming the holder; it succeeds once released")
     func leaseContention() async throws {
@@ -540,7 +540,7 @@ struct ProcessTests {
         child.kill()
         #expect(child.process.terminationReason == .uncaughtSignal)
 
-        let reopened = try LocalStore(directory: fixture.temporary.store)
+        let reopened = try DeviceStore(directory: fixture.temporary.store)
         #expect(try await reopened.sessions() == before)
         #expect(try await reopened.counts().sessions == 10)
         #expect(try await reopened.openOwnSecret(sessionID: previous[0].id) == fixture.store.openOwnSecret(sessionID: previous[0].id))

@@ -19,12 +19,12 @@ final class TemporaryDirectory: Sendable {
 /// A store with a desktop identity, plus helpers to build rows.
 struct Fixture {
     let temporary = TemporaryDirectory()
-    let store: LocalStore
+    let store: DeviceStore
     let identity: DeviceIdentity
     let user = UUID()
 
     init(role: SyncRole = .desktop) async throws {
-        store = try LocalStore(directory: temporary.store)
+        store = try DeviceStore(directory: temporary.store)
         identity = try await store.createIdentity(name: "test desktop", deviceType: .linuxDesktop, hostname: "box", role: role)
         try await store.setUserID(user)
     }

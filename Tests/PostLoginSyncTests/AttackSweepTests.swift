@@ -39,7 +39,7 @@ struct AttackSweepTests {
         _ = try await phone.engine.pull()
         let sessions = try await desktop.store.ownSessionIDs().sorted { $0.canonical < $1.canonical }
         let token = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        if let coordination = try world.remote() as? any CoordinationStore {
+        if let coordination = try world.remote() as? any CoordinationRemote {
             // The deployed variant has no coordination functions: these fail there, harmlessly.
             _ = try? await coordination.registerPushToken(PushTokenRegistration(deviceID: phone.identity.id, token: token))
             _ = try? await coordination.claimSessionActivity(sessionID: sessions[0], deviceID: phone.identity.id, clientType: .ios)

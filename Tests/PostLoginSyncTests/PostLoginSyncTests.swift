@@ -132,7 +132,7 @@ struct PostLoginSyncTests {
         var options = SyncOptions()
         options.sealChunk = 30
         let desktop = try await world.desktop(repositories: 3, sessions: 40, options: options)
-        let failing = PostLoginSync(local: desktop.store, remote: flaky, options: options)
+        let failing = SyncEngine(local: desktop.store, remote: flaky, options: options)
         let first = try await failing.push()
         #expect(first.outcome == .partial)
         #expect(first.phases.first { $0.phase == .secrets }?.status == .failed)
@@ -160,7 +160,7 @@ struct PostLoginSyncTests {
         })
         let real = try world.remote()
         // The connection drops after the second page was accepted.
-        let cut = try await PostLoginSync(local: desktop.store, remote: FailAfterBatches(real, envelopeBatches: .max, sessionBatches: 2),
+        let cut = try await SyncEngine(local: desktop.store, remote: FailAfterBatches(real, envelopeBatches: .max, sessionBatches: 2),
                                           options: options).push()
         #expect(cut.phases.first { $0.phase == .sessions }?.status == .failed)
         #expect(try await real.listSessionIDs(deviceID: nil).count == 6)
@@ -213,7 +213,7 @@ struct PostLoginSyncTests {
         #expect(try await desktop.engine.push().outcome == .success)
         var hiding = FailAfterBatches(try world.remote(), envelopeBatches: .max)
         hiding.unlisted = [target.id]
-        let report = try await PostLoginSync(local: phone.store, remote: hiding).pull()
+        let report = try await SyncEngine(local: phone.store, remote: hiding).pull()
         #expect(report.outcome == .success, "\(report.errors)")
         #expect(try await phone.store.sessions().first { $0.id == target.id }?.title == "renamed")
         #expect(try await phone.store.receivedEnvelopeSessionIDs().contains(target.id), "the envelope was opened and stored again")
@@ -229,7 +229,7 @@ struct PostLoginSyncTests {
         #expect(try await desktop.engine.push().outcome == .success)
         let remote = try world.remote()
         let before = remote.metrics()
-        let report = try await PostLoginSync(local: phone.store, remote: remote).pull()
+        let report = try await SyncEngine(local: phone.store, remote: remote).pull()
         let made = remote.metrics().since(before)
         #expect(report.requests == made.requests)
         #expect(report.phases.map(\.requests).reduce(0, +) + (report.trust?.requests ?? 0) == made.requests)
@@ -245,7 +245,7 @@ struct PostLoginSyncTests {
         let phone = try await world.device("phone", role: .mobile)
         _ = try await phone.engine.pull()
         let desktop = try await world.desktop(sessions: 30)
-        let second = PostLoginSync(local: desktop.store, remote: try world.remote(), options: desktop.engine.options)
+        let second = SyncEngine(local: desktop.store, remote: try world.remote(), options: desktop.engine.options)
         async let a = desktop.engine.push()
         async let b = second.push()
         let reports = try await [a, b]
@@ -258,7 +258,7 @@ struct PostLoginSyncTests {
         impatient.leaseTimeout = .zero
         let lease = try await desktop.store.acquireSyncLease(purpose: "push")
         await #expect {
-            _ = try await PostLoginSync(local: desktop.store, remote: try world.remote(), options: impatient).push()
+            _ = try await SyncEngine(local: desktop.store, remote: try world.remote(), options: impatient).push()
         } throws: { ($0 as? LocalStoreError)?.code == .storeBusy && "\($0)".contains("push") }
         lease.release()
     }
@@ -351,16 +351,16 @@ struct PostLoginSyncTests {
     @Test("a store that is not logged in, or logged in as someone else, is refused before anything is sent")
     func notLoggedIn() async throws {
         let world = try World(.embedded)
-        let store = try LocalStore(directory: world.directory.appendingPathComponent("fresh"))
+        let store = try DeviceStore(directory: world.directory.appendingPathComponent("fresh"))
         try await store.createIdentity(name: "d", deviceType: .linuxDesktop, role: .desktop)
-        await #expect { _ = try await PostLoginSync(local: store, remote: try world.remote()).push() } throws: {
+        await #expect { _ = try await SyncEngine(local: store, remote: try world.remote()).push() } throws: {
             ($0 as? SyncError)?.code == .notLoggedIn
         }
         try await store.setUserID(UUID())
-        await #expect { _ = try await PostLoginSync(local: store, remote: try world.remote()).push() } throws: {
+        await #expect { _ = try await SyncEngine(local: store, remote: try world.remote()).push() } throws: {
             ($0 as? SyncError)?.code == .userMismatch
         }
-        await #expect { _ = try await PostLoginSync(local: store, remote: try world.remote()).pull() } throws: {
+        await #expect { _ = try await SyncEngine(local: store, remote: try world.remote()).pull() } throws: {
             ($0 as? SyncError)?.code == .wrongRole
         }
         #expect(try await world.remote().listDevices().isEmpty)
@@ -372,7 +372,7 @@ struct PostLoginSyncTests {
         let desktop = try await world.desktop(sessions: 2)
         var configuration = PostgRESTConfiguration(projectURL: URL(string: "http://127.0.0.1:9")!, apiKey: "k", userID: world.user) { _ in "t" }
         configuration.maxAttempts = 1
-        let report = try await PostLoginSync(local: desktop.store, remote: PostgRESTRemoteStore(configuration: configuration)).push()
+        let report = try await SyncEngine(local: desktop.store, remote: PostgRESTRemoteStore(configuration: configuration)).push()
         #expect(report.outcome == .failure)
         #expect(report.phases.allSatisfy { $0.status == .failed })
         #expect(try await desktop.store.sessions().count == 2)
@@ -385,8 +385,8 @@ struct PostLoginSyncTests {
 /// Delegates to a real remote, and drops the connection after it accepted `envelopeBatches`
 /// envelope batches (the handler is where the engine records the ledger, so the ledger holds
 /// exactly what the remote accepted).
-struct FailAfterBatches: RemoteStore {
-    let base: any RemoteStore
+struct FailAfterBatches: SecretRequestRemote {
+    let base: any CompleteRemote
     let limit: Int
     let accepted = Counter()
 
@@ -397,7 +397,7 @@ struct FailAfterBatches: RemoteStore {
 
     /// Drops the connection after `envelopeBatches` envelope batches, or `sessionBatches`
     /// session batches, were accepted.
-    init(_ base: any RemoteStore, envelopeBatches: Int, sessionBatches: Int = .max) {
+    init(_ base: any CompleteRemote, envelopeBatches: Int, sessionBatches: Int = .max) {
         self.base = base
         limit = envelopeBatches
         sessionLimit = sessionBatches
@@ -433,7 +433,6 @@ struct FailAfterBatches: RemoteStore {
     func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey] {
         try await base.listEnvelopeKeys(sessions: sessions, atMost: atMost)
     }
-    func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws { try await base.setDeviceActive(deviceID, isActive: isActive) }
     func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(recipients: recipients) }
     func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(sessions: sessions) }
     func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? { try await base.deleteEnvelopes(pairs: pairs) }

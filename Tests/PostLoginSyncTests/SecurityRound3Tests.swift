@@ -17,7 +17,7 @@ struct SecurityRound3Tests {
 
     /// Writes `envelope` as the row for `session` addressed to `device`, as whoever holds the
     /// user's token can.
-    static func plant(_ envelope: SecretEnvelope, session: UUID, for device: UUID, on remote: any RemoteStore) async throws {
+    static func plant(_ envelope: SecretEnvelope, session: UUID, for device: UUID, on remote: any SyncRemote) async throws {
         _ = try await remote.upsertEnvelopes([EnvelopeRecord(sessionID: session, deviceID: device, ephemeralPublicKey: envelope.ephemeralPublicKey,
                                                              encryptedSecret: envelope.encryptedSecret)], onBatchAccepted: nil)
     }
@@ -58,7 +58,7 @@ struct SecurityRound3Tests {
         var strict = SyncOptions()
         strict.requireAuthenticated = true
         for options in [SyncOptions(), strict] {
-            let pull = try await PostLoginSync(local: p.phone.store, remote: try p.world.remote(), options: options).pull()
+            let pull = try await SyncEngine(local: p.phone.store, remote: try p.world.remote(), options: options).pull()
             #expect(pull.errors.contains { $0.code == .staleGeneration && $0.rowID == session.id.canonical })
             let held = try? await p.phone.store.openReceived(sessionID: session.id)
             #expect(held?.secret != generation1, "the phone went back to the secret the revoked tablet knows")
@@ -175,7 +175,7 @@ struct SecurityRound3Tests {
             try await Self.plant(envelope, session: session.id, for: phone.identity.id, on: world.remote())
             var options = SyncOptions()
             options.recipients.trust = .any
-            _ = try await PostLoginSync(local: phone.store, remote: try world.remote(), options: options).pull()
+            _ = try await SyncEngine(local: phone.store, remote: try world.remote(), options: options).pull()
         }
         let stored = try await phone.store.receivedEnvelope(sessionID: session.id)
         let opened = try await phone.store.openReceived(sessionID: session.id)

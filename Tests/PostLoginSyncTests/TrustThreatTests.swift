@@ -92,7 +92,7 @@ struct TrustThreatTests {
         // The defence is the mode: with `--trust any` the same rows would have received.
         var any = SyncOptions()
         any.recipients.trust = .any
-        let open = PostLoginSync(local: p.desktop.store, remote: try p.world.remote(), options: any)
+        let open = SyncEngine(local: p.desktop.store, remote: try p.world.remote(), options: any)
         #expect(RecipientPolicy.evaluate(try await p.world.remote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
                                          options: any.recipients).filter { [byToken, byService].contains($0.deviceID) }.allSatisfy(\.receives))
         _ = open
@@ -314,7 +314,7 @@ struct TrustThreatTests {
         var strict = SyncOptions()
         strict.requireAuthenticated = true
         try await p.phone.store.deleteReceivedEnvelopes(notIn: [])
-        let strictPull = try await PostLoginSync(local: p.phone.store, remote: remote, options: strict).pull()
+        let strictPull = try await SyncEngine(local: p.phone.store, remote: remote, options: strict).pull()
         #expect(strictPull.errors.contains { $0.code == .unauthenticatedEnvelope && $0.rowID == sessions[1].canonical })
         await #expect(throws: LocalStoreError.self) { try await p.phone.store.openReceived(sessionID: sessions[1]) }
     }
@@ -425,7 +425,7 @@ struct TrustWithoutTablesTests {
         #expect(try await desktop.store.identityKey() == nil)
         var verified = SyncOptions()
         verified.recipients.trust = .verified
-        await #expect { try await PostLoginSync(local: desktop.store, remote: try world.remote(), options: verified).push() } throws: {
+        await #expect { try await SyncEngine(local: desktop.store, remote: try world.remote(), options: verified).push() } throws: {
             ($0 as? SyncError)?.code == .noIdentity
         }
     }

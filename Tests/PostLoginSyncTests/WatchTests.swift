@@ -209,7 +209,7 @@ struct WatchTests {
     func typedFailure() async throws {
         let world = try World(.embedded)
         let desktop = try await world.device("desktop", role: .desktop)
-        let engine = PostLoginSync(local: desktop.store, remote: try world.remote(as: UUID()))
+        let engine = SyncEngine(local: desktop.store, remote: try world.remote(as: UUID()))
         var ticks = engine.watch(Self.fast).makeAsyncIterator()
         let tick = try #require(await ticks.next())
         #expect(tick.action == .failed && tick.failure?.code == "userMismatch" && tick.consecutiveFailures == 1)
@@ -225,7 +225,7 @@ struct WatchTests {
         configuration.maxAttempts = 1
         let lines = LogLines()
         let logger = Logger(label: "test") { _ in lines }
-        let engine = PostLoginSync(local: desktop.store, remote: PostgRESTRemoteStore(configuration: configuration), logger: logger)
+        let engine = SyncEngine(local: desktop.store, remote: PostgRESTRemoteStore(configuration: configuration), logger: logger)
         var options = WatchOptions()
         options.interval = .milliseconds(100)
         options.maxBackoff = .milliseconds(400)

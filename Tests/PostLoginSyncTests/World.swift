@@ -42,7 +42,7 @@ final class World: Sendable {
     deinit { try? FileManager.default.removeItem(at: directory) }
 
     /// A remote signed in as this world's user (or `user`).
-    func remote(as user: UUID? = nil) throws -> any RemoteStore {
+    func remote(as user: UUID? = nil) throws -> any CompleteRemote {
         let user = user ?? self.user
         switch backend {
         case .embedded:
@@ -101,14 +101,14 @@ final class World: Sendable {
 
     /// A device: its store, identity and sync engine.
     struct Device: Sendable {
-        let store: LocalStore
+        let store: DeviceStore
         let identity: DeviceIdentity
-        let engine: PostLoginSync
+        let engine: SyncEngine
     }
 
     func device(_ name: String, role: SyncRole, type: DeviceType? = nil, id: UUID = UUID(), options: SyncOptions = SyncOptions(),
-                remote: (any RemoteStore)? = nil) async throws -> Device {
-        let store = try LocalStore(directory: directory.appendingPathComponent(name))
+                remote: (any SyncRemote)? = nil) async throws -> Device {
+        let store = try DeviceStore(directory: directory.appendingPathComponent(name))
         let identity: DeviceIdentity
         if let existing = try await store.identity() {
             identity = existing
@@ -117,12 +117,12 @@ final class World: Sendable {
                                                       hostname: nil, role: role, id: id)
             try await store.setUserID(user)
         }
-        return Device(store: store, identity: identity, engine: PostLoginSync(local: store, remote: try remote ?? self.remote(), options: options))
+        return Device(store: store, identity: identity, engine: SyncEngine(local: store, remote: try remote ?? self.remote(), options: options))
     }
 
     /// A desktop with `repositories` repositories and `sessions` sessions spread over them.
     func desktop(_ name: String = "desktop", repositories: Int = 2, sessions: Int = 5, options: SyncOptions = SyncOptions(),
-                 remote: (any RemoteStore)? = nil) async throws -> Device {
+                 remote: (any SyncRemote)? = nil) async throws -> Device {
         let desktop = try await device(name, role: .desktop, options: options, remote: remote)
         let repos = (0..<repositories).map { i in
             RepositoryRecord(userID: user, deviceID: desktop.identity.id, name: "repo-\(i)", localPath: "/src/repo-\(i)",

@@ -10,13 +10,13 @@ struct CoordinationActor {
     let actor: Actor
     let phone = UUID()
     let session: SessionRecord
-    var store: any CoordinationStore { actor.store as! any CoordinationStore }
+    var store: any CoordinationRemote { actor.store as! any CoordinationRemote }
     var user: UUID { actor.user }
     var desktop: UUID { actor.desktop }
 
     init(_ harness: any RemoteHarness) async throws {
         actor = try await Actor(harness)
-        #expect(actor.store is any CoordinationStore)
+        #expect(actor.store is any CoordinationRemote)
         try await actor.store.upsertOwnDevice(OwnDeviceRow(id: phone, userID: actor.user, name: "phone", deviceType: .iosPhone,
                                                            hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
         let repository = actor.repository()
@@ -88,8 +88,8 @@ struct CoordinationContractTests {
         try await me.store.registerPushToken(PushTokenRegistration(deviceID: me.desktop, token: desktopToken))
         try await me.store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: phoneToken))
         // Each device through its own client, as two devices would be.
-        let desktopStore = try #require(try await harness.store(for: me.user) as? any CoordinationStore)
-        let phoneStore = try #require(try await harness.store(for: me.user) as? any CoordinationStore)
+        let desktopStore = try #require(try await harness.store(for: me.user) as? any CoordinationRemote)
+        let phoneStore = try #require(try await harness.store(for: me.user) as? any CoordinationRemote)
         for round in 0..<12 {
             var session = me.actor.session(me.actor.repository())
             session.repositoryID = me.session.repositoryID
@@ -239,7 +239,7 @@ struct CoordinationContractTests {
     func runtimeStatus(kind: RemoteKind) async throws {
         let harness = try kind.harness()
         let me = try await Actor(harness)
-        let store = try #require(me.store as? any CoordinationStore)
+        let store = try #require(me.store as? any CoordinationRemote)
         let repository = me.repository()
         let session = me.session(repository)
         _ = try await store.upsertRepositories([repository], onBatchAccepted: nil)
@@ -270,7 +270,7 @@ struct CoordinationContractTests {
         guard !StackEnvironment.skipped else { return }
         let harness = try RemoteKind.postgrestDeployedSchema.harness()
         let me = try await Actor(harness)
-        let store = try #require(me.store as? any CoordinationStore)
+        let store = try #require(me.store as? any CoordinationRemote)
         await #expect { _ = try await store.clearApproval(requestID: "r", excludingToken: nil) } throws: { isRemote($0, .missingFunction) }
         await #expect { _ = try await store.pushTokenStatus(deviceID: me.desktop) } throws: { isRemote($0, .missingFunction) }
     }

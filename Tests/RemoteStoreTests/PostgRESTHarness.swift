@@ -13,7 +13,7 @@ final class PostgRESTHarness: RemoteHarness {
         base = deployedVariant ? stack.deployedURL : stack.url
     }
 
-    func store(for user: UUID) async throws -> any RemoteStore {
+    func store(for user: UUID) async throws -> any CompleteRemote {
         let stack = self.stack
         var configuration = PostgRESTConfiguration(projectURL: base, apiKey: stack.anonKey, userID: user) { _ in stack.token(for: user) }
         configuration.baseBackoff = .milliseconds(10)

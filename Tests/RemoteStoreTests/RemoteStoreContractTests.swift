@@ -6,10 +6,10 @@ import SyncModel
 import SyncTestSupport
 import Testing
 
-/// What the contract suite needs besides the ``RemoteStore`` protocol itself: a store per user,
+/// What the contract suite needs besides the ``SyncRemote`` protocol itself: a store per user,
 /// and the trust flow's hand on device rows (which sync never touches).
 protocol RemoteHarness: Sendable {
-    func store(for user: UUID) async throws -> any RemoteStore
+    func store(for user: UUID) async throws -> any CompleteRemote
     func setTrust(user: UUID, device: UUID, isTrusted: Bool) async throws
 }
 
@@ -45,7 +45,7 @@ final class EmbeddedHarness: RemoteHarness {
 
     deinit { try? FileManager.default.removeItem(at: directory) }
 
-    func store(for user: UUID) async throws -> any RemoteStore {
+    func store(for user: UUID) async throws -> any CompleteRemote {
         try EmbeddedRemoteStore(path: path, userID: user)
     }
 
@@ -59,7 +59,7 @@ struct Actor {
     let user = UUID()
     let desktop = UUID()
     let key = X25519PrivateKey()
-    let store: any RemoteStore
+    let store: any SyncRemote
     /// Kept alive as long as the actor: it owns the remote's files.
     let harness: any RemoteHarness
 
@@ -103,7 +103,7 @@ func same(_ a: SessionRecord, _ b: SessionRecord) -> Bool {
         && a.worktreePath == b.worktreePath
 }
 
-@Suite("RemoteStore contract")
+@Suite("SyncRemote contract")
 struct RemoteStoreContractTests {
     @Test("own device upserts, lists, and never resets trust", arguments: RemoteKind.available)
     func devices(kind: RemoteKind) async throws {

@@ -126,7 +126,7 @@ struct SyncCLITests {
         }
 
         // A malformed device key on the remote: partial success, exit status 2, reported.
-        let user = try #require(try await LocalStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
+        let user = try #require(try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
         let remote = try EmbeddedRemoteStore(path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
         let broken = UUID()
         try await remote.upsertOwnDevice(OwnDeviceRow(id: broken, userID: user, name: "broken", deviceType: .iosPhone,
@@ -240,7 +240,7 @@ struct SyncCLISecurityTests {
         for output in [added, listed, pushed] {
             #expect(!output.out.contains("TOPSECRET") && !output.err.contains("TOPSECRET"))
         }
-        let user = try #require(try await LocalStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
+        let user = try #require(try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
         let remote = try EmbeddedRemoteStore(path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
         let rows = try await remote.fetchRepositories(after: nil)
         #expect(rows.map(\.record.remoteURL) == ["https://github.com/org/repo.git"])
@@ -251,7 +251,7 @@ struct SyncCLISecurityTests {
         let cli = try CLI()
         #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
         #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
-        let user = try #require(try await LocalStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
+        let user = try #require(try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
         let remote = try EmbeddedRemoteStore(path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
         try await remote.upsertOwnDevice(OwnDeviceRow(id: UUID(), userID: user, name: "evil\u{1B}]0;pwned\u{07}\u{1B}[2J\r\u{9B}31m", deviceType: .iosPhone,
                                                       hostname: nil, publicKey: "bm90IGEga2V5"))

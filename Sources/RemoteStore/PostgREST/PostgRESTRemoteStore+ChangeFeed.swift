@@ -4,7 +4,7 @@ import SyncModel
 /// Secret requests and the change feed over PostgREST. The feed is one call to
 /// `rpc/sync_changes`; a deployment without the function (404 `PGRST202`) is polled table by
 /// table instead, and is not asked for the function again by this client.
-extension PostgRESTRemoteStore {
+extension PostgRESTRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     static let requestsTable = "session_secret_requests"
 
     public func listOpenSecretRequests() async throws -> [SecretRequestRow] {

@@ -3,7 +3,7 @@ import SyncModel
 
 /// Coordination on Supabase: the project's database functions over RPC, `runtime_status` by
 /// PATCH, and the outbox by GET (row-level security shows the user only their own rows).
-extension PostgRESTRemoteStore: CoordinationStore {
+extension PostgRESTRemoteStore: CoordinationRemote {
     public func claimSessionActivity(sessionID: UUID, deviceID: UUID, clientType: ClientType) async throws -> SessionClaim {
         try Self.decode(SessionClaim.self, from: try await rpc("claim_session_activity", arguments: [
             "session_id": .string(sessionID.canonical), "device_id": .string(deviceID.canonical), "client_type": .string(clientType.rawValue),

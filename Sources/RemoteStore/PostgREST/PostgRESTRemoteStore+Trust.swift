@@ -3,7 +3,7 @@ import SyncModel
 
 /// The device-trust tables over PostgREST. A deployment without them answers 404 `PGRST205`
 /// (or `42P01`), which arrives as `.missingTable`.
-extension PostgRESTRemoteStore {
+extension PostgRESTRemoteStore: TrustRemote {
     public func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws {
         let body = JSONRow(fields: [("is_active", .bool(isActive))])
         let response = try await send(.patch, RemoteTable.devices, query: [

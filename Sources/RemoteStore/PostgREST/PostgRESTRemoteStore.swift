@@ -70,7 +70,7 @@ public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
     public var description: String { "PostgRESTConfiguration(\(projectURL.absoluteString), user \(userID.canonical))" }
 }
 
-/// ``RemoteStore`` over Supabase's PostgREST, speaking exactly what postgrest.md describes.
+/// ``SyncRemote`` over Supabase's PostgREST, speaking exactly what postgrest.md describes.
 ///
 /// - Writes: uniform-key batches bounded by rows and bytes, de-duplicated by conflict key,
 ///   `Prefer: resolution=merge-duplicates,return=minimal` with `on_conflict=`; a 413 halves the
@@ -79,7 +79,7 @@ public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
 ///   long `in.()` filters are chunked; timestamps go as `%2B`, list values are quoted.
 /// - Retries network errors and 502/503/504/520 with capped exponential backoff and jitter;
 ///   refreshes the token once on a 401 `PGRST301`/`PGRST303`; never retries other 4xx.
-public final class PostgRESTRemoteStore: RemoteStore {
+public final class PostgRESTRemoteStore: SyncRemote {
     public let configuration: PostgRESTConfiguration
     let transport: any HTTPTransport
     let counters = Mutex(RemoteMetrics())

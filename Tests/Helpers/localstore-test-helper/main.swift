@@ -2,7 +2,7 @@ import Foundation
 import LocalStore
 import SyncModel
 
-// A child process for LocalStore's tests.
+// A child process for DeviceStore's tests.
 //
 //   localstore-test-helper hold-lease DIR SECONDS
 //       takes DIR's sync lease, prints "held", sleeps, exits (releasing it).
@@ -18,7 +18,7 @@ guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("usage: localstore-test-helper hold-lease|bulk-write DIR ...\n".utf8))
     exit(64)
 }
-let store = try LocalStore(directory: URL(fileURLWithPath: arguments[2]))
+let store = try DeviceStore(directory: URL(fileURLWithPath: arguments[2]))
 
 switch arguments[1] {
 case "hold-lease":

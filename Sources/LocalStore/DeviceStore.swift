@@ -19,10 +19,10 @@ import Darwin
 /// Every bulk operation runs in one transaction. Every UUID is stored in canonical lowercase.
 ///
 /// ```swift
-/// let store = try LocalStore(directory: LocalStore.defaultDirectory())
+/// let store = try DeviceStore(directory: DeviceStore.defaultDirectory())
 /// let me = try await store.createIdentity(name: "Quinn's laptop", deviceType: .linuxDesktop, role: .desktop)
 /// ```
-public final class LocalStore: Sendable {
+public final class DeviceStore: Sendable {
     /// The store directory.
     public let directory: URL
     let pool: DatabasePool
@@ -75,7 +75,7 @@ public final class LocalStore: Sendable {
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(busyTimeout)
-        configuration.label = "LocalStore"
+        configuration.label = "DeviceStore"
         // SQLite's temporary files (the statement journal: the pages a statement changes, kept
         // so that it can be undone alone) stay in memory instead of /var/tmp, outside this 0700
         // directory. Applying 100,000 pulled sessions wrote about 1,000,000 pages there.

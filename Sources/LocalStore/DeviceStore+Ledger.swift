@@ -5,7 +5,7 @@ import SecretCrypto
 import SyncModel
 
 // The desktop's distribution ledger: which envelope each recipient got, under which key.
-extension LocalStore {
+extension DeviceStore {
     // MARK: - Distribution ledger
 
     /// Every ledger entry, or only those of these recipients (read through the recipient index),

@@ -4,7 +4,7 @@ import SecretCrypto
 import SyncModel
 
 // What only a phone keeps: the envelopes addressed to it, as received.
-extension LocalStore {
+extension DeviceStore {
     // MARK: - Phone: received envelopes
 
     /// Stores envelopes addressed to this device, as received, in one transaction.

@@ -4,7 +4,7 @@ import SecretCrypto
 import SyncModel
 
 // Pull cursors, the last report, row counts and key-value settings.
-extension LocalStore {
+extension DeviceStore {
     // MARK: - Cursors and report
 
     /// The pull cursor for `table`, if a pull got that far.

@@ -5,7 +5,7 @@ import SyncModel
 
 // Device trust (trust.md): the identity key file of the trust root, the pinned identity key,
 // open pairing invites, verified revocations, and every generation of a session's secret.
-extension LocalStore {
+extension DeviceStore {
     // MARK: - Identity key (trust root only) and the pinned identity
 
     /// The identity key file's path (`identity.key`, only on the trust root).

@@ -94,9 +94,9 @@ public struct SyncOptions: Sendable {
 ///
 /// Every step records its failures in the report and the sync goes on ("Continue Anyway"); a
 /// second sync of the same store waits for the lease or fails naming the holder.
-public struct PostLoginSync: Sendable {
-    public let local: LocalStore
-    public let remote: any RemoteStore
+public struct SyncEngine: Sendable {
+    public let local: DeviceStore
+    public let remote: any SyncRemote
     public let options: SyncOptions
     let logger: Logger?
 
@@ -107,7 +107,7 @@ public struct PostLoginSync: Sendable {
     ///   - remote: The remote, signed in as the store's user.
     ///   - options: Policy and tuning.
     ///   - logger: Where to log progress (never secrets); nothing is logged without one.
-    public init(local: LocalStore, remote: any RemoteStore, options: SyncOptions = SyncOptions(), logger: Logger? = nil) {
+    public init(local: DeviceStore, remote: any SyncRemote, options: SyncOptions = SyncOptions(), logger: Logger? = nil) {
         self.local = local
         self.remote = remote
         self.options = options
@@ -166,7 +166,7 @@ public struct PostLoginSync: Sendable {
         // Without a pinned identity: say once per store when the remote cannot do verified trust.
         if snapshot == nil, try await local.setting(.trustTables) == nil {
             do {
-                _ = try await remote.fetchIdentityKey()
+                _ = try await remote.trustTables().fetchIdentityKey()
                 try await local.setSetting(.trustTables, .present)
             } catch let error as RemoteStoreError where error.code == .missingTable {
                 summary.note = "verified trust needs the device-trust migration (supabase/migrations/20261122001200_device_trust.sql); "

@@ -4,7 +4,7 @@ import SecretCrypto
 import SyncModel
 
 // Repositories and sessions: the rows both roles keep (a desktop as the source, a phone as a cache).
-extension LocalStore {
+extension DeviceStore {
     // MARK: - Repositories
 
     /// Inserts or updates `rows` by id, in one transaction.

@@ -4,7 +4,7 @@ import SecretCrypto
 import SyncModel
 
 // The generic row operations every table above is built on.
-extension LocalStore {
+extension DeviceStore {
     // MARK: - Generic bulk operations
 
     func upsert<R: LocalRow>(_ rows: [R], progress: (@Sendable (Int) -> Void)?) async throws {

@@ -4,7 +4,7 @@ import SecretCrypto
 import SyncModel
 
 // This device's identity and its X25519 key file.
-extension LocalStore {
+extension DeviceStore {
     // MARK: - Identity and key
 
     /// This device's identity, or `nil` before ``createIdentity(name:deviceType:hostname:role:id:)``.

@@ -5,7 +5,7 @@ import SyncModel
 
 // What only a desktop keeps: its sessions' own secrets, sealed at rest, and the change
 // sequence and tombstones that tell a push what to send.
-extension LocalStore {
+extension DeviceStore {
     // MARK: - Desktop: own sessions and their secrets
 
     /// Creates a session with a fresh secret, sealed to this device's own key, in one transaction.

@@ -336,7 +336,7 @@ public final class EmbeddedRemoteStore: SyncRemote {
 
     /// Replaces a device's `capabilities` (JSON object text), as another client of the device
     /// would; for tests and demos.
-    public func setCapabilities(deviceID: UUID, json: String) async throws {
+    package func setCapabilities(deviceID: UUID, json: String) async throws {
         let me = self.me
         try await write("setting capabilities") { db in
             try db.execute(sql: "UPDATE devices SET capabilities = json(?) WHERE id = ? AND user_id = ?", arguments: [json, deviceID.canonical, me])
@@ -344,7 +344,7 @@ public final class EmbeddedRemoteStore: SyncRemote {
     }
 
     /// A device's `capabilities`, JSON text.
-    public func capabilities(deviceID: UUID) async throws -> String? {
+    package func capabilities(deviceID: UUID) async throws -> String? {
         let me = self.me
         return try await read("reading capabilities") { db in
             try String.fetchOne(db, sql: "SELECT capabilities FROM devices WHERE id = ? AND user_id = ?", arguments: [deviceID.canonical, me])
@@ -352,7 +352,7 @@ public final class EmbeddedRemoteStore: SyncRemote {
     }
 
     /// Sets trust fields, as the trust flow would (the sync engine never does); for tests and demos.
-    public func setTrust(deviceID: UUID, isTrusted: Bool? = nil, role: DeviceTrustRole? = nil, isActive: Bool? = nil, publicKey: String?? = nil) async throws {
+    package func setTrust(deviceID: UUID, isTrusted: Bool? = nil, role: DeviceTrustRole? = nil, isActive: Bool? = nil, publicKey: String?? = nil) async throws {
         let me = self.me
         try await write("setting trust") { db in
             if let isTrusted { try db.execute(sql: "UPDATE devices SET is_trusted = ? WHERE id = ? AND user_id = ?", arguments: [isTrusted, deviceID.canonical, me]) }

@@ -1,12 +1,12 @@
 import Foundation
 import GRDB
 
-/// The one error type of DeviceStore.
+/// The one error type of LocalStore, of the same shape as RemoteStore's `RemoteStoreError`.
 ///
 /// A struct with an extensible code, like postgres-nio's `PSQLError`: `code` says what went
-/// wrong, `sqliteCode` carries SQLite's extended result code when SQLite said it. The
-/// `description` never holds SQL arguments, row contents, keys or secrets.
-public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
+/// wrong, `sqliteCode` carries SQLite's extended result code when SQLite said it. Neither the
+/// `description` nor the `debugDescription` holds SQL arguments, row contents, keys or secrets.
+public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// What went wrong.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         let name: String
@@ -22,6 +22,11 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
         public static let keyFileMalformed = Code(name: "keyFileMalformed")
         /// The device key file does not exist.
         public static let keyFileMissing = Code(name: "keyFileMissing")
+        /// The sign-in file (`auth.json`) is readable or writable by group or others, or another
+        /// user owns it.
+        public static let authFileTooOpen = Code(name: "authFileTooOpen")
+        /// The sign-in file is not a regular file, is too large, or could not be read in full.
+        public static let authFileMalformed = Code(name: "authFileMalformed")
         /// The device key does not match the public key recorded for this store's identity.
         public static let keyMismatch = Code(name: "keyMismatch")
         /// The store has no device identity yet (`init` was not run).
@@ -65,6 +70,8 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         sqliteCode.map { "\(message) (SQLite code \($0))" } ?? message
     }
+
+    public var debugDescription: String { "LocalStoreError(\(code): \(description))" }
 
     /// Maps a GRDB error to a store error, keeping SQLite's message but never its arguments.
     static func wrap(_ error: Error, context: String) -> Error {

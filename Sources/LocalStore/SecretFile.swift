@@ -43,26 +43,26 @@ public enum SecretFile {
     /// opened without blocking and checked on the open descriptor), owned by the current user,
     /// with no permission for group or others.
     ///
-    /// - Throws: ``LocalStoreError`` `.keyFileTooOpen` (group or others can access it, or
-    ///   another user owns it), `.keyFileMalformed` (not a regular file, or too large), `.io`.
+    /// - Throws: ``LocalStoreError`` `.authFileTooOpen` (group or others can access it, or
+    ///   another user owns it), `.authFileMalformed` (not a regular file, or too large), `.io`.
     public static func read(_ path: String) throws -> Data? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
-            if errno == ELOOP { throw LocalStoreError(.keyFileMalformed, "\(path) is a symbolic link; refusing to use it") }
+            if errno == ELOOP { throw LocalStoreError(.authFileMalformed, "\(path) is a symbolic link; refusing to use it") }
             throw DeviceKeyFile.ioError("cannot open \(path)")
         }
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw DeviceKeyFile.ioError("cannot stat \(path)") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw LocalStoreError(.keyFileMalformed, "\(path) is not a regular file") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw LocalStoreError(.authFileMalformed, "\(path) is not a regular file") }
         guard info.st_mode & 0o077 == 0 else {
-            throw LocalStoreError(.keyFileTooOpen, String(format: "permissions 0%o for %@ are too open (chmod 600 %@)", info.st_mode & 0o777, path, path))
+            throw LocalStoreError(.authFileTooOpen, String(format: "permissions 0%o for %@ are too open (chmod 600 %@)", info.st_mode & 0o777, path, path))
         }
         guard info.st_uid == geteuid() else {
-            throw LocalStoreError(.keyFileTooOpen, "\(path) is owned by uid \(info.st_uid), not by the current user")
+            throw LocalStoreError(.authFileTooOpen, "\(path) is owned by uid \(info.st_uid), not by the current user")
         }
-        guard info.st_size <= off_t(maxBytes) else { throw LocalStoreError(.keyFileMalformed, "\(path) is larger than \(maxBytes) bytes") }
+        guard info.st_size <= off_t(maxBytes) else { throw LocalStoreError(.authFileMalformed, "\(path) is larger than \(maxBytes) bytes") }
         var data = Data(count: Int(info.st_size))
         let count = data.count
         let total = data.withUnsafeMutableBytes { buffer -> Int in
@@ -74,7 +74,7 @@ public enum SecretFile {
             }
             return total
         }
-        guard total == count else { throw LocalStoreError(.keyFileMalformed, "\(path) could not be read in full") }
+        guard total == count else { throw LocalStoreError(.authFileMalformed, "\(path) could not be read in full") }
         return data
     }
 }

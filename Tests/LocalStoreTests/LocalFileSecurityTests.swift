@@ -48,7 +48,7 @@ struct LocalFileSecurityTests {
         try SecretFile.write(Data("{}".utf8), to: path)
         #expect(try SecretFile.read(path) == Data("{}".utf8))
         #expect(chown(path, 65534, 65534) == 0)
-        #expect { try SecretFile.read(path) } throws: { ($0 as? LocalStoreError)?.code == .keyFileTooOpen }
+        #expect { try SecretFile.read(path) } throws: { ($0 as? LocalStoreError)?.code == .authFileTooOpen }
         try FileManager.default.removeItem(atPath: path)
         #expect(mkfifo(path, 0o600) == 0)
         let outcome = Self.finishes(within: 5, unblock: {
@@ -57,7 +57,7 @@ struct LocalFileSecurityTests {
         }) { () -> String in
             do { _ = try SecretFile.read(path); return "read" } catch let error as LocalStoreError { return error.code.description } catch { return "other" }
         }
-        #expect(outcome == LocalStoreError.Code.keyFileMalformed.description)
+        #expect(outcome == LocalStoreError.Code.authFileMalformed.description)
     }
 
     @Test("store.sqlite and its WAL files are created 0600, and an old 0644 database is narrowed")

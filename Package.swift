@@ -36,11 +36,14 @@ let package = Package(
     ],
     targets: [
         // The C libraries, from the system (pkg-config).
-        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
+        .systemLibrary(
+            name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
         // The HTTP transport on Linux (CurlTransport); Apple platforms use URLSession.
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
         // The terminal QR code of the pairing code: sync-cli only.
-        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]),
+        .systemLibrary(
+            name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]),
 
         // Keys, KDF, AEAD, HPKE, Ed25519, envelopes v1 and v2. No I/O.
         .target(name: "SecretCrypto", dependencies: ["CSodium"]),
@@ -53,7 +56,9 @@ let package = Package(
         // This device's SQLite store.
         .target(
             name: "LocalStore",
-            dependencies: ["SecretCrypto", "SyncModel", "EnvelopeDigest", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "SecretCrypto", "SyncModel", "EnvelopeDigest", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // The remote: its protocols and records, and the PostgREST client with its transports.
         .target(
@@ -82,7 +87,8 @@ let package = Package(
         .executableTarget(
             name: "sync-cli",
             dependencies: [
-                "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "SecretCrypto", "SyncModel", "ConformanceVectors",
+                "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "SecretCrypto", "SyncModel",
+                "ConformanceVectors",
                 "DeviceTrust", "CQREncode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -94,7 +100,10 @@ let package = Package(
         .target(name: "TestStack", dependencies: ["SecretCrypto", "SyncModel"], path: "Tests/TestStack"),
         .target(
             name: "SyncTestSupport",
-            dependencies: ["TestStack", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: [
+                "TestStack", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             path: "Tests/SyncTestSupport"
         ),
         .executableTarget(
@@ -102,15 +111,22 @@ let package = Package(
             dependencies: ["LocalStore", "SyncModel"],
             path: "Tests/Helpers/localstore-test-helper"
         ),
-        .testTarget(name: "SecretCryptoTests", dependencies: ["SecretCrypto", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(
+            name: "SecretCryptoTests",
+            dependencies: ["SecretCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "DeviceTrustTests", dependencies: ["DeviceTrust", "SecretCrypto"]),
         .testTarget(
             name: "ConformanceVectorsTests",
-            dependencies: ["ConformanceVectors", "DeviceTrust", "SecretCrypto", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "ConformanceVectors", "DeviceTrust", "SecretCrypto", .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "LocalStoreTests",
-            dependencies: ["LocalStore", "SyncModel", "SecretCrypto", "localstore-test-helper", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "LocalStore", "SyncModel", "SecretCrypto", "localstore-test-helper",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "RemoteStoreTests",
@@ -122,7 +138,8 @@ let package = Package(
         .testTarget(
             name: "PostLoginSyncTests",
             dependencies: [
-                "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "EnvelopeDigest", "SyncModel", "SecretCrypto", "SyncTestSupport",
+                "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "EnvelopeDigest", "SyncModel",
+                "SecretCrypto", "SyncTestSupport",
                 "DeviceTrust",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -170,7 +187,8 @@ if rig {
         .executableTarget(
             name: "sync-bench",
             dependencies: [
-                "SecretCrypto", "CSodiumFloor", "LocalStore", "RemoteStore", "EmbeddedRemote", "PostLoginSync", "SyncModel", "TestStack",
+                "SecretCrypto", "CSodiumFloor", "LocalStore", "RemoteStore", "EmbeddedRemote", "PostLoginSync",
+                "SyncModel", "TestStack",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -180,12 +198,16 @@ if rig {
         // runs in `make test`.
         .target(
             name: "FuzzTargets",
-            dependencies: ["SecretCrypto", "DeviceTrust", "LocalStore", "RemoteStore", "ConformanceVectors", "PostgRESTServerCore"],
+            dependencies: [
+                "SecretCrypto", "DeviceTrust", "LocalStore", "RemoteStore", "ConformanceVectors", "PostgRESTServerCore",
+            ],
             path: "Rig/FuzzTargets"
         ),
         .executableTarget(name: "sync-fuzz", dependencies: ["FuzzTargets"], path: "Rig/sync-fuzz"),
         // The project's vector files, written reproducibly (`make vectors`).
-        .target(name: "VectorGeneration", dependencies: ["ConformanceVectors", "SecretCrypto", "DeviceTrust"], path: "Rig/VectorGeneration"),
+        .target(
+            name: "VectorGeneration", dependencies: ["ConformanceVectors", "SecretCrypto", "DeviceTrust"],
+            path: "Rig/VectorGeneration"),
         .executableTarget(
             name: "sync-vectors",
             dependencies: ["VectorGeneration", .product(name: "ArgumentParser", package: "swift-argument-parser")],

@@ -21,7 +21,8 @@ public enum FuzzSeeds {
         func tests(_ file: String) throws -> [[String: Any]] {
             let data = try Data(contentsOf: vectors.appendingPathComponent(file))
             guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  let groups = object["testGroups"] as? [[String: Any]] else {
+                let groups = object["testGroups"] as? [[String: Any]]
+            else {
                 throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: file])
             }
             return groups.flatMap { $0["tests"] as? [[String: Any]] ?? [] }
@@ -36,19 +37,28 @@ public enum FuzzSeeds {
         let v1 = try tests("session-secret-v1.json")
         for test in v1.prefix(24) {
             let id = test["tcId"] as? Int ?? 0
-            add(.envelopeV1, "tc\(id)", lines([text(test, "recipientPrivateKey"), text(test, "sessionId"),
-                                             text(test, "ephemeralPublicKey"), text(test, "encryptedSecret")]))
+            add(
+                .envelopeV1, "tc\(id)",
+                lines([
+                    text(test, "recipientPrivateKey"), text(test, "sessionId"),
+                    text(test, "ephemeralPublicKey"), text(test, "encryptedSecret"),
+                ]))
         }
-        for test in v1.prefix(6) { add(.secretText, "tc\(test["tcId"] as? Int ?? 0)", Array(text(test, "plaintext").utf8)) }
+        for test in v1.prefix(6) {
+            add(.secretText, "tc\(test["tcId"] as? Int ?? 0)", Array(text(test, "plaintext").utf8))
+        }
         add(.secretText, "padded", Array("sess_75NOj1yQuTmf7YHbzhcQN60qCC6NuJIcu3KKwNr_0Ho=".utf8))
         add(.secretText, "empty", [])
 
         let v2 = try tests("session-secret-v2.json")
         for test in v2.prefix(24) {
-            add(.envelopeV2, "tc\(test["tcId"] as? Int ?? 0)", lines([
-                text(test, "recipientPrivateKey"), text(test, "recipientDeviceId"), text(test, "sessionId"),
-                text(test, "ephemeralPublicKey"), text(test, "encryptedSecret"), text(test, "senderDeviceId"), text(test, "senderPublicKey"),
-            ]))
+            add(
+                .envelopeV2, "tc\(test["tcId"] as? Int ?? 0)",
+                lines([
+                    text(test, "recipientPrivateKey"), text(test, "recipientDeviceId"), text(test, "sessionId"),
+                    text(test, "ephemeralPublicKey"), text(test, "encryptedSecret"), text(test, "senderDeviceId"),
+                    text(test, "senderPublicKey"),
+                ]))
         }
 
         let key = try ByteEncoding.bytes(hex: text(v1[0], "recipientPrivateKey"))
@@ -66,36 +76,54 @@ public enum FuzzSeeds {
                 let isRevocation = body.starts(with: Array(DeviceRevocation.prefix.utf8))
                 add(isRevocation ? .revocation : .certificate, "tc\(id)", body)
             }
-            add(.statementVerify, "tc\(id)", lines([text(test, "identityPublicKey"), text(test, "userId"), text(test, "deviceId"),
-                                                 text(test, "body"), text(test, "signature"), "certificate"]))
+            add(
+                .statementVerify, "tc\(id)",
+                lines([
+                    text(test, "identityPublicKey"), text(test, "userId"), text(test, "deviceId"),
+                    text(test, "body"), text(test, "signature"), "certificate",
+                ]))
         }
         // A revocation signed with the vectors' identity key, for the revocation path.
         if let test = certificates.first(where: { ($0["result"] as? String) == "valid" }),
-           let identity = try? Ed25519PrivateKey(seed: SecureBytes(copying: ByteEncoding.bytes(hex: text(test, "identityPrivateKey")))),
-           let user = UUID(uuidString: text(test, "userId")), let device = UUID(uuidString: text(test, "deviceId")),
-           let x25519 = try? X25519PublicKey(base64: text(test, "x25519PublicKey")) {
-            let revocation = DeviceRevocation(userID: user, deviceID: device, x25519PublicKey: x25519, revokedAt: 1_795_000_100)
+            let identity = try? Ed25519PrivateKey(
+                seed: SecureBytes(copying: ByteEncoding.bytes(hex: text(test, "identityPrivateKey")))),
+            let user = UUID(uuidString: text(test, "userId")), let device = UUID(uuidString: text(test, "deviceId")),
+            let x25519 = try? X25519PublicKey(base64: text(test, "x25519PublicKey"))
+        {
+            let revocation = DeviceRevocation(
+                userID: user, deviceID: device, x25519PublicKey: x25519, revokedAt: 1_795_000_100)
             let signed = revocation.signed(by: identity)
             add(.revocation, "signed", revocation.body())
-            add(.statementVerify, "revocation", lines([text(test, "identityPublicKey"), text(test, "userId"), text(test, "deviceId"),
-                                                     signed.body, signed.signature, "revocation"]))
+            add(
+                .statementVerify, "revocation",
+                lines([
+                    text(test, "identityPublicKey"), text(test, "userId"), text(test, "deviceId"),
+                    signed.body, signed.signature, "revocation",
+                ]))
         }
 
         // A pairing code of fixed test bytes, as shown, typed in lowercase, and one letter short.
-        let code = try PairingCode(inviteID: Array(1...8), secret: SecureBytes(copying: Array(repeating: 0x42, count: 16)),
-                                   fingerprint: IdentityFingerprint(bytes: Array(100..<116))!)
+        let code = try PairingCode(
+            inviteID: Array(1...8), secret: SecureBytes(copying: Array(repeating: 0x42, count: 16)),
+            fingerprint: IdentityFingerprint(bytes: Array(100..<116))!)
         add(.pairingCode, "shown", Array(code.revealText().utf8))
-        add(.pairingCode, "lowercase", Array(code.revealText().lowercased().replacingOccurrences(of: "-", with: " ").utf8))
+        add(
+            .pairingCode, "lowercase",
+            Array(code.revealText().lowercased().replacingOccurrences(of: "-", with: " ").utf8))
         add(.pairingCode, "short", Array(code.revealText().dropLast().utf8))
 
         for (index, shape) in PostgRESTRemoteStore.ResponseShape.allCases.enumerated() {
-            for (suffix, body) in responseBodies(shape) { add(.postgrestResponse, "\(shape.rawValue)-\(suffix)", [UInt8(index)] + Array(body.utf8)) }
+            for (suffix, body) in responseBodies(shape) {
+                add(.postgrestResponse, "\(shape.rawValue)-\(suffix)", [UInt8(index)] + Array(body.utf8))
+            }
         }
 
-        for file in try FileManager.default.contentsOfDirectory(atPath: vectors.path).sorted() where file.hasSuffix(".json") {
+        for file in try FileManager.default.contentsOfDirectory(atPath: vectors.path).sorted()
+        where file.hasSuffix(".json") {
             let data = try Data(contentsOf: vectors.appendingPathComponent(file))
             guard var object = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  var groups = object["testGroups"] as? [[String: Any]] else { continue }
+                var groups = object["testGroups"] as? [[String: Any]]
+            else { continue }
             groups = groups.prefix(2).map { group in
                 var group = group
                 group["tests"] = (group["tests"] as? [Any] ?? []).prefix(3).map { $0 }
@@ -103,7 +131,9 @@ public enum FuzzSeeds {
             }
             object["testGroups"] = groups
             object["numberOfTests"] = groups.reduce(0) { $0 + (($1["tests"] as? [Any])?.count ?? 0) }
-            add(.vectorFile, String(file.dropLast(5)), Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])))
+            add(
+                .vectorFile, String(file.dropLast(5)),
+                Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])))
         }
 
         add(.vectorFile, "unknown-algorithm", Array(#"{"algorithm":"NOPE","numberOfTests":0,"testGroups":[]}"#.utf8))
@@ -140,40 +170,89 @@ public enum FuzzSeeds {
         let session = "ffebfb61-4e99-4004-a242-72dbbc54ae76", time = "2026-11-22T10:00:00.123456+00:00"
         switch shape {
         case .devices:
-            return [("row", #"[{"id":"\#(device)","user_id":"\#(user)","name":"phone","device_type":"ios-phone","hostname":null,"is_active":true,"device_role":"trusted_executor","public_key":"1W5p1+d3u0zXFp8sG96Wc/171Modi3501FlDJQu10lY=","is_trusted":false,"last_seen_at":"\#(time)","capabilities":{"envelope_versions":[1,2]}}]"#),
-                    ("bad-id", #"[{"id":"not-a-uuid","user_id":"\#(user)","name":"phone"}]"#)]
+            return [
+                (
+                    "row",
+                    #"[{"id":"\#(device)","user_id":"\#(user)","name":"phone","device_type":"ios-phone","hostname":null,"is_active":true,"device_role":"trusted_executor","public_key":"1W5p1+d3u0zXFp8sG96Wc/171Modi3501FlDJQu10lY=","is_trusted":false,"last_seen_at":"\#(time)","capabilities":{"envelope_versions":[1,2]}}]"#
+                ),
+                ("bad-id", #"[{"id":"not-a-uuid","user_id":"\#(user)","name":"phone"}]"#),
+            ]
         case .repositories:
-            return [("row", #"[{"id":"\#(session)","user_id":"\#(user)","device_id":"\#(device)","name":"repo","local_path":"/src","remote_url":null,"default_branch":"main","parent_repository_id":null,"is_worktree":false,"worktree_branch":null,"status":"active","last_synced_at":null,"created_at":"\#(time)","updated_at":"\#(time)"}]"#),
-                    ("object", #"{"id":1}"#)]
+            return [
+                (
+                    "row",
+                    #"[{"id":"\#(session)","user_id":"\#(user)","device_id":"\#(device)","name":"repo","local_path":"/src","remote_url":null,"default_branch":"main","parent_repository_id":null,"is_worktree":false,"worktree_branch":null,"status":"active","last_synced_at":null,"created_at":"\#(time)","updated_at":"\#(time)"}]"#
+                ),
+                ("object", #"{"id":1}"#),
+            ]
         case .sessions:
-            return [("row", #"[{"id":"\#(session)","user_id":"\#(user)","device_id":"\#(device)","repository_id":"\#(session)","title":"t","session_pid":42,"session_started_at":"\#(time)","session_ended_at":null,"status":"active","current_branch":"main","working_directory":"/src","last_heartbeat_at":null,"is_worktree":false,"worktree_path":null,"runtime_status":{"state":"running"},"runtime_status_updated_at":"\#(time)","created_at":"\#(time)","updated_at":"\#(time)"}]"#),
-                    ("bad-date", #"[{"id":"\#(session)","user_id":"\#(user)","device_id":"\#(device)","repository_id":"\#(session)","session_started_at":"yesterday"}]"#)]
+            return [
+                (
+                    "row",
+                    #"[{"id":"\#(session)","user_id":"\#(user)","device_id":"\#(device)","repository_id":"\#(session)","title":"t","session_pid":42,"session_started_at":"\#(time)","session_ended_at":null,"status":"active","current_branch":"main","working_directory":"/src","last_heartbeat_at":null,"is_worktree":false,"worktree_path":null,"runtime_status":{"state":"running"},"runtime_status_updated_at":"\#(time)","created_at":"\#(time)","updated_at":"\#(time)"}]"#
+                ),
+                (
+                    "bad-date",
+                    #"[{"id":"\#(session)","user_id":"\#(user)","device_id":"\#(device)","repository_id":"\#(session)","session_started_at":"yesterday"}]"#
+                ),
+            ]
         case .secrets:
-            return [("row", #"[{"session_id":"\#(session)","device_id":"\#(device)","ephemeral_public_key":"1W5p1+d3u0zXFp8sG96Wc/171Modi3501FlDJQu10lY=","encrypted_secret":"\\x4e42686e"}]"#),
-                    ("number", #"[{"session_id":"\#(session)","device_id":"\#(device)","encrypted_secret":5}]"#)]
+            return [
+                (
+                    "row",
+                    #"[{"session_id":"\#(session)","device_id":"\#(device)","ephemeral_public_key":"1W5p1+d3u0zXFp8sG96Wc/171Modi3501FlDJQu10lY=","encrypted_secret":"\\x4e42686e"}]"#
+                ),
+                ("number", #"[{"session_id":"\#(session)","device_id":"\#(device)","encrypted_secret":5}]"#),
+            ]
         case .secretRequests:
-            return [("row", #"[{"id":"\#(session)","user_id":"\#(user)","session_id":"\#(session)","requester_device_id":"\#(device)","created_at":"\#(time)"}]"#)]
+            return [
+                (
+                    "row",
+                    #"[{"id":"\#(session)","user_id":"\#(user)","session_id":"\#(session)","requester_device_id":"\#(device)","created_at":"\#(time)"}]"#
+                )
+            ]
         case .outbox:
-            return [("row", #"[{"id":7,"device_id":"\#(device)","token":"t","push_type":"alert","priority":10,"collapse_id":null,"payload":"{\"a\":1}","created_at":"\#(time)","delivered_at":null,"attempts":0,"last_error":null}]"#),
-                    ("bad-id", #"[{"id":"7","token":"t","push_type":"alert"}]"#)]
+            return [
+                (
+                    "row",
+                    #"[{"id":7,"device_id":"\#(device)","token":"t","push_type":"alert","priority":10,"collapse_id":null,"payload":"{\"a\":1}","created_at":"\#(time)","delivered_at":null,"attempts":0,"last_error":null}]"#
+                ),
+                ("bad-id", #"[{"id":"7","token":"t","push_type":"alert"}]"#),
+            ]
         case .statements:
             return [("row", #"[{"device_id":"\#(device)","user_id":"\#(user)","body":"AAAA","signature":"AAAA"}]"#)]
         case .identityKeys:
             return [("row", #"[{"public_key":"onGiYcOSDrBtBfXzU0BgUYjaPbRBNkFWeuBlR6AQdSQ="}]"#)]
         case .changes:
-            return [("feed", #"{"server_time":"\#(time)","devices":[],"secret_requests":[],"statements":"abc"}"#), ("array", "[]")]
+            return [
+                ("feed", #"{"server_time":"\#(time)","devices":[],"secret_requests":[],"statements":"abc"}"#),
+                ("array", "[]"),
+            ]
         case .digest:
             return [("buckets", #"[{"bucket":0,"pairs":3,"h1":123,"h2":-5}]"#), ("null", "null")]
         case .sessionClaim:
-            return [("claim", #"{"handed_off":true,"previous_device_id":"\#(device)","previous_client_type":"ios","notified":1}"#)]
+            return [
+                (
+                    "claim",
+                    #"{"handed_off":true,"previous_device_id":"\#(device)","previous_client_type":"ios","notified":1}"#
+                )
+            ]
         case .pushTokenRegistered:
             return [("registered", #"{"id":"\#(device)","reassigned":false,"previousInvalidated":true}"#)]
         case .pushTokenStatus:
-            return [("status", #"{"deviceTokenRegistered":true,"liveActivityTokens":[{"activityId":"a","sessionId":"\#(session)","registeredAt":"\#(time)"}]}"#)]
+            return [
+                (
+                    "status",
+                    #"{"deviceTokenRegistered":true,"liveActivityTokens":[{"activityId":"a","sessionId":"\#(session)","registeredAt":"\#(time)"}]}"#
+                )
+            ]
         case .approvalClearing:
             return [("cleared", #"{"success":true,"devicesNotified":2}"#)]
         case .error:
-            return [("pgrst", #"{"code":"PGRST301","message":"JWT expired\u001b[31m","details":null,"hint":null}"#), ("text", "<html>502</html>")]
+            return [
+                ("pgrst", #"{"code":"PGRST301","message":"JWT expired\u001b[31m","details":null,"hint":null}"#),
+                ("text", "<html>502</html>"),
+            ]
         case .contentRange:
             return [("range", "0-999/100000"), ("star", "*/0"), ("bad", "0-x/1")]
         }

@@ -91,7 +91,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     }
 
     static func privateKey(hex: String) -> X25519PrivateKey {
-        let bytes = (try? ByteEncoding.bytes(hex: hex)).flatMap { $0.count == 32 ? $0 : nil } ?? Array(repeating: 1, count: 32)
+        let bytes =
+            (try? ByteEncoding.bytes(hex: hex)).flatMap { $0.count == 32 ? $0 : nil } ?? Array(repeating: 1, count: 32)
         return (try? X25519PrivateKey(rawRepresentation: SecureBytes(copying: bytes)))!
     }
 
@@ -102,7 +103,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard let sessionID = try? SessionID(field(fields, 1)) else { return .rejected }
         let envelope = SecretEnvelope(ephemeralPublicKey: field(fields, 2), encryptedSecret: field(fields, 3))
         // The encoding check alone must also only ever refuse with CryptoError.
-        do { _ = try envelope.canonicalEncryptedSecret() } catch { if !(error is CryptoError) { violated(.envelopeV1, "canonical form threw \(type(of: error))") } }
+        do { _ = try envelope.canonicalEncryptedSecret() } catch {
+            if !(error is CryptoError) { violated(.envelopeV1, "canonical form threw \(type(of: error))") }
+        }
         do {
             let secret = try envelope.open(sessionID: sessionID, using: key)
             guard (try? SessionSecret(textForm: secret.revealTextForm())) == secret else {
@@ -119,7 +122,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     static func envelopeV2(_ fields: [String]) -> FuzzOutcome {
         let key = privateKey(hex: field(fields, 0))
-        guard let recipient = UUID(uuidString: field(fields, 1)), let sessionID = try? SessionID(field(fields, 2)) else { return .rejected }
+        guard let recipient = UUID(uuidString: field(fields, 1)), let sessionID = try? SessionID(field(fields, 2))
+        else { return .rejected }
         let envelope = SecretEnvelope(ephemeralPublicKey: field(fields, 3), encryptedSecret: field(fields, 4))
         let sender = UUID(uuidString: field(fields, 5))
         let senderKey = try? X25519PublicKey(base64: field(fields, 6))
@@ -149,7 +153,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     static func secretText(_ text: String) -> FuzzOutcome {
         do {
             let secret = try SessionSecret(textForm: text)
-            guard secret.revealTextForm() == text else { violated(.secretText, "an accepted text form is not canonical") }
+            guard secret.revealTextForm() == text else {
+                violated(.secretText, "an accepted text form is not canonical")
+            }
             return .accepted
         } catch {
             guard let error = error as? CryptoError, error == .malformedSessionSecret else {
@@ -175,7 +181,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         close(descriptor)
         guard written == data.count else { violated(target, "cannot write the scratch key file") }
         do {
-            if signing { _ = try DeviceKeyFile.loadSigningKey(from: path) } else { _ = try DeviceKeyFile.load(from: path) }
+            if signing {
+                _ = try DeviceKeyFile.loadSigningKey(from: path)
+            } else {
+                _ = try DeviceKeyFile.load(from: path)
+            }
             guard data.count == 32 else { violated(target, "a key file of \(data.count) bytes loaded") }
             return .accepted
         } catch {
@@ -191,7 +201,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     static func certificate(_ data: [UInt8]) -> FuzzOutcome {
         do {
             let certificate = try DeviceCertificate.parse(data)
-            guard (try? certificate.body()) == data else { violated(.certificate, "an accepted body does not re-encode to the same bytes") }
+            guard (try? certificate.body()) == data else {
+                violated(.certificate, "an accepted body does not re-encode to the same bytes")
+            }
             return .accepted
         } catch {
             return .rejected
@@ -201,7 +213,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     static func revocation(_ data: [UInt8]) -> FuzzOutcome {
         do {
             let revocation = try DeviceRevocation.parse(data)
-            guard revocation.body() == data else { violated(.revocation, "an accepted body does not re-encode to the same bytes") }
+            guard revocation.body() == data else {
+                violated(.revocation, "an accepted body does not re-encode to the same bytes")
+            }
             return .accepted
         } catch {
             return .rejected
@@ -210,19 +224,24 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 
     static func statementVerify(_ fields: [String]) -> FuzzOutcome {
         guard let identity = try? Ed25519PublicKey(base64: field(fields, 0)),
-              let user = UUID(uuidString: field(fields, 1)), let device = UUID(uuidString: field(fields, 2)) else { return .rejected }
+            let user = UUID(uuidString: field(fields, 1)), let device = UUID(uuidString: field(fields, 2))
+        else { return .rejected }
         let statement = SignedStatement(body: field(fields, 3), signature: field(fields, 4))
         do {
             if field(fields, 5) == "revocation" {
-                let revocation = try DeviceRevocation.verify(statement, identityKey: identity, userID: user, deviceID: device)
+                let revocation = try DeviceRevocation.verify(
+                    statement, identityKey: identity, userID: user, deviceID: device)
                 guard revocation.userID == user, revocation.deviceID == device,
-                      ByteEncoding.base64(revocation.body()) == statement.body else {
+                    ByteEncoding.base64(revocation.body()) == statement.body
+                else {
                     violated(.statementVerify, "a verified revocation is not the one filed")
                 }
             } else {
-                let certificate = try DeviceCertificate.verify(statement, identityKey: identity, userID: user, deviceID: device)
+                let certificate = try DeviceCertificate.verify(
+                    statement, identityKey: identity, userID: user, deviceID: device)
                 guard certificate.userID == user, certificate.deviceID == device,
-                      (try? certificate.body()).map(ByteEncoding.base64) == statement.body else {
+                    (try? certificate.body()).map(ByteEncoding.base64) == statement.body
+                else {
                     violated(.statementVerify, "a verified certificate is not the one filed")
                 }
             }
@@ -237,7 +256,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             let code = try PairingCode(parsing: text)
             let again = try PairingCode(parsing: code.revealText())
             guard again.inviteID == code.inviteID, again.fingerprint == code.fingerprint,
-                  again.secret.withUnsafeBytes({ Array($0) }) == code.secret.withUnsafeBytes({ Array($0) }) else {
+                again.secret.withUnsafeBytes({ Array($0) }) == code.secret.withUnsafeBytes({ Array($0) })
+            else {
                 violated(.pairingCode, "a parsed code does not round-trip its text")
             }
             return .accepted
@@ -256,7 +276,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             _ = try PostgRESTRemoteStore.decode(shape, body: Data(data.dropFirst()))
             return .accepted
         } catch {
-            guard error is RemoteStoreError else { violated(.postgrestResponse, "\(shape.rawValue) threw \(type(of: error))") }
+            guard error is RemoteStoreError else {
+                violated(.postgrestResponse, "\(shape.rawValue) threw \(type(of: error))")
+            }
             return .rejected
         }
     }
@@ -276,11 +298,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     // MARK: - The test server's grammar
 
     /// A table shaped like `agent_coding_sessions`, the one every filter kind applies to.
-    static let table = SchemaTable(name: "agent_coding_sessions", columns: [
-        .init(name: "id", type: "uuid"), .init(name: "user_id", type: "uuid"), .init(name: "title", type: "text"),
-        .init(name: "session_pid", type: "integer"), .init(name: "is_worktree", type: "boolean"),
-        .init(name: "updated_at", type: "timestamp with time zone"), .init(name: "runtime_status", type: "jsonb"),
-    ], primaryKey: ["id"])
+    static let table = SchemaTable(
+        name: "agent_coding_sessions",
+        columns: [
+            .init(name: "id", type: "uuid"), .init(name: "user_id", type: "uuid"), .init(name: "title", type: "text"),
+            .init(name: "session_pid", type: "integer"), .init(name: "is_worktree", type: "boolean"),
+            .init(name: "updated_at", type: "timestamp with time zone"), .init(name: "runtime_status", type: "jsonb"),
+        ], primaryKey: ["id"])
 
     /// Everything SQL text built from a request may contain besides quoted identifiers: the
     /// builder's keywords, `$n` placeholders, casts to the schema's type names. A byte outside
@@ -299,7 +323,11 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 var closed = false
                 while let next = bytes.popFirst() {
                     if next == 0x22 {
-                        if bytes.first == 0x22 { bytes.removeFirst(); name.append(0x22); continue }
+                        if bytes.first == 0x22 {
+                            bytes.removeFirst()
+                            name.append(0x22)
+                            continue
+                        }
                         closed = true
                         break
                     }
@@ -328,14 +356,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 case "select":
                     for item in try Grammar.select(value) where item.column != "*" {
                         guard Grammar.isIdentifier(item.column), item.alias.map(Grammar.isIdentifier) ?? true,
-                              item.castSQL.map({ Grammar.casts.values.contains($0) }) ?? true else {
+                            item.castSQL.map({ Grammar.casts.values.contains($0) }) ?? true
+                        else {
                             violated(.postgrestQuery, "select accepted a name or cast outside its allow-list")
                         }
                         if let column = table.column(item.column) { checkSQL(try SQLBuilder.identifier(column.name)) }
                     }
                 case "order":
                     for term in try Grammar.order(value) {
-                        guard Grammar.isIdentifier(term.column), term.nulls == nil || term.nulls == "FIRST" || term.nulls == "LAST" else {
+                        guard Grammar.isIdentifier(term.column),
+                            term.nulls == nil || term.nulls == "FIRST" || term.nulls == "LAST"
+                        else {
                             violated(.postgrestQuery, "order accepted a term outside its grammar")
                         }
                     }

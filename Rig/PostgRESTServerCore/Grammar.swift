@@ -9,8 +9,10 @@ package struct APIError: Error {
     package var hint: String?
     package var headers: [(String, String)]
 
-    package init(status: Int, code: String, message: String, details: String? = nil, hint: String? = nil,
-                 headers: [(String, String)] = []) {
+    package init(
+        status: Int, code: String, message: String, details: String? = nil, hint: String? = nil,
+        headers: [(String, String)] = []
+    ) {
         self.status = status
         self.code = code
         self.message = message
@@ -37,8 +39,12 @@ package enum FilterValue {
 
 /// Parses PostgREST's filter grammar.
 package enum Grammar {
-    package static let operators: Set<String> = ["eq", "neq", "gt", "gte", "lt", "lte", "like", "ilike", "in", "is", "isdistinct"]
-    package static let reservedParameters: Set<String> = ["select", "order", "limit", "offset", "on_conflict", "columns"]
+    package static let operators: Set<String> = [
+        "eq", "neq", "gt", "gte", "lt", "lte", "like", "ilike", "in", "is", "isdistinct",
+    ]
+    package static let reservedParameters: Set<String> = [
+        "select", "order", "limit", "offset", "on_conflict", "columns",
+    ]
 
     /// A top-level `column=value` parameter, where the value after the operator is literal.
     package static func topLevel(column: String, _ text: String) throws -> Condition {
@@ -46,7 +52,10 @@ package enum Grammar {
             let negated = column.hasPrefix("not.")
             var scanner = Scanner(text)
             let items = try scanner.list()
-            guard scanner.atEnd else { throw APIError.parse("\"failed to parse logic tree (\(text))\" (line 1, column \(scanner.position + 1))") }
+            guard scanner.atEnd else {
+                throw APIError.parse(
+                    "\"failed to parse logic tree (\(text))\" (line 1, column \(scanner.position + 1))")
+            }
             return .group(isOr: column.hasSuffix("or"), negated: negated, items)
         }
         var rest = Substring(text)
@@ -56,17 +65,22 @@ package enum Grammar {
             rest = rest.dropFirst(4)
         }
         guard let dot = rest.firstIndex(of: ".") else {
-            throw APIError.parse("\"failed to parse filter (\(text))\" (line 1, column 1)", details: "unexpected end of input expecting operator")
+            throw APIError.parse(
+                "\"failed to parse filter (\(text))\" (line 1, column 1)",
+                details: "unexpected end of input expecting operator")
         }
         let op = String(rest[..<dot])
         let value = String(rest[rest.index(after: dot)...])
         guard operators.contains(op) else {
-            throw APIError.parse("\"failed to parse filter (\(text))\" (line 1, column 1)", details: "unknown operator \(op)")
+            throw APIError.parse(
+                "\"failed to parse filter (\(text))\" (line 1, column 1)", details: "unknown operator \(op)")
         }
         if op == "in" {
             var scanner = Scanner(value)
             let values = try scanner.valueList()
-            guard scanner.atEnd else { throw APIError.parse("\"failed to parse filter (\(text))\" (line 1, column \(scanner.position + 1))") }
+            guard scanner.atEnd else {
+                throw APIError.parse("\"failed to parse filter (\(text))\" (line 1, column \(scanner.position + 1))")
+            }
             return .filter(column: column, negated: negated, op: op, value: .list(values))
         }
         return .filter(column: column, negated: negated, op: op, value: .single(value))
@@ -89,19 +103,26 @@ package enum Grammar {
 
         var atEnd: Bool { position >= characters.count }
         var peek: Unicode.Scalar? { atEnd ? nil : characters[position] }
-        var text: String { var s = ""; s.unicodeScalars.append(contentsOf: characters); return s }
+        var text: String {
+            var s = ""
+            s.unicodeScalars.append(contentsOf: characters)
+            return s
+        }
 
         mutating func expect(_ character: Unicode.Scalar) throws {
             guard peek == character else {
-                throw APIError.parse("\"failed to parse logic tree (\(text))\" (line 1, column \(position + 1))",
-                                     details: "unexpected \(peek.map { "\"\($0)\"" } ?? "end of input") expecting \"\(character)\"")
+                throw APIError.parse(
+                    "\"failed to parse logic tree (\(text))\" (line 1, column \(position + 1))",
+                    details: "unexpected \(peek.map { "\"\($0)\"" } ?? "end of input") expecting \"\(character)\"")
             }
             position += 1
         }
 
         mutating func consume(_ prefix: String) -> Bool {
             let p = Array(prefix.unicodeScalars)
-            guard position + p.count <= characters.count, Array(characters[position..<position + p.count]) == p else { return false }
+            guard position + p.count <= characters.count, Array(characters[position..<position + p.count]) == p else {
+                return false
+            }
             position += p.count
             return true
         }
@@ -110,8 +131,9 @@ package enum Grammar {
         mutating func list() throws -> [Condition] {
             depth += 1
             guard depth <= Grammar.maxDepth else {
-                throw APIError.parse("\"failed to parse logic tree\" (line 1, column \(position + 1))",
-                                     details: "logic tree nested deeper than \(Grammar.maxDepth) levels")
+                throw APIError.parse(
+                    "\"failed to parse logic tree\" (line 1, column \(position + 1))",
+                    details: "logic tree nested deeper than \(Grammar.maxDepth) levels")
             }
             defer { depth -= 1 }
             try expect("(")
@@ -119,8 +141,9 @@ package enum Grammar {
             repeat {
                 nodes += 1
                 guard nodes <= Grammar.maxNodes else {
-                    throw APIError.parse("\"failed to parse logic tree\" (line 1, column \(position + 1))",
-                                         details: "more than \(Grammar.maxNodes) conditions")
+                    throw APIError.parse(
+                        "\"failed to parse logic tree\" (line 1, column \(position + 1))",
+                        details: "more than \(Grammar.maxNodes) conditions")
                 }
                 items.append(try item())
             } while consume(",")
@@ -139,16 +162,22 @@ package enum Grammar {
             position = start
             let column = word(until: ".")
             guard Grammar.isIdentifier(column) else {
-                throw APIError.parse("\"failed to parse logic tree (\(text))\" (line 1, column \(start + 1))", details: "invalid column name")
+                throw APIError.parse(
+                    "\"failed to parse logic tree (\(text))\" (line 1, column \(start + 1))",
+                    details: "invalid column name")
             }
             try expect(".")
             let filterNegated = consume("not.")
             let op = word(until: ".")
             guard Grammar.operators.contains(op) else {
-                throw APIError.parse("\"failed to parse logic tree (\(text))\" (line 1, column \(position + 1))", details: "unknown operator")
+                throw APIError.parse(
+                    "\"failed to parse logic tree (\(text))\" (line 1, column \(position + 1))",
+                    details: "unknown operator")
             }
             try expect(".")
-            if op == "in" { return .filter(column: column, negated: filterNegated, op: op, value: .list(try valueList())) }
+            if op == "in" {
+                return .filter(column: column, negated: filterNegated, op: op, value: .list(try valueList()))
+            }
             return .filter(column: column, negated: filterNegated, op: op, value: .single(try value()))
         }
 
@@ -202,7 +231,8 @@ package enum Grammar {
             repeat {
                 values.append(try value())
                 guard values.count <= Grammar.maxNodes else {
-                    throw APIError.parse("\"failed to parse filter\"", details: "more than \(Grammar.maxNodes) values in a list")
+                    throw APIError.parse(
+                        "\"failed to parse filter\"", details: "more than \(Grammar.maxNodes) values in a list")
                 }
             } while consume(",")
             try expect(")")
@@ -216,7 +246,9 @@ package enum Grammar {
     package static func isIdentifier(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard let first = bytes.first, bytes.count <= 63, !(0x30...0x39).contains(first) else { return false }
-        return bytes.allSatisfy { (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }
+        return bytes.allSatisfy {
+            (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F
+        }
     }
 
     /// The casts `select=col::type` may ask for, each mapped to the SQL written for it. A cast
@@ -250,7 +282,8 @@ package enum Grammar {
             item = item.trimmingCharacters(in: CharacterSet(charactersIn: " "))
             guard !item.isEmpty else { throw refuse("empty item") }
             if item.unicodeScalars.contains("(") {
-                throw APIError(status: 400, code: "PGRST200", message: "Could not find a relationship in the schema cache")
+                throw APIError(
+                    status: 400, code: "PGRST200", message: "Could not find a relationship in the schema cache")
             }
             var castSQL: String?
             if let range = item.range(of: "::") {
@@ -275,7 +308,9 @@ package enum Grammar {
     /// `order=a.desc.nullslast,b` -> SQL terms
     package static func order(_ text: String) throws -> [(column: String, descending: Bool, nulls: String?)] {
         let terms = text.split(separator: ",")
-        guard terms.count <= 50 else { throw APIError.parse("\"failed to parse order\" (line 1, column 1)", details: "more than 50 terms") }
+        guard terms.count <= 50 else {
+            throw APIError.parse("\"failed to parse order\" (line 1, column 1)", details: "more than 50 terms")
+        }
         return try terms.map { term in
             let parts = term.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
             guard let column = parts.first, isIdentifier(column) else {
@@ -289,7 +324,8 @@ package enum Grammar {
                 case "desc": descending = true
                 case "nullsfirst": nulls = "FIRST"
                 case "nullslast": nulls = "LAST"
-                default: throw APIError.parse("\"failed to parse order\" (line 1, column 1)", details: "unexpected modifier")
+                default:
+                    throw APIError.parse("\"failed to parse order\" (line 1, column 1)", details: "unexpected modifier")
                 }
             }
             return (column, descending, nulls)
@@ -349,7 +385,8 @@ package struct SQLBuilder {
     package mutating func condition(_ condition: Condition, table: SchemaTable) throws -> String {
         switch condition {
         case let .group(isOr, negated, items):
-            let inner = try items.map { try self.condition($0, table: table) }.joined(separator: isOr ? " OR " : " AND ")
+            let inner = try items.map { try self.condition($0, table: table) }.joined(
+                separator: isOr ? " OR " : " AND ")
             return (negated ? "NOT " : "") + "(" + (inner.isEmpty ? "TRUE" : inner) + ")"
         case let .filter(column, negated, op, value):
             guard Grammar.isIdentifier(column), let info = table.column(column) else {
@@ -364,7 +401,8 @@ package struct SQLBuilder {
                     sql = "FALSE"
                 } else {
                     let json = String(decoding: try JSONSerialization.data(withJSONObject: values), as: UTF8.self)
-                    sql = "\(name) = ANY(ARRAY(SELECT _v::\(type) FROM json_array_elements_text(\(bind(json))::json) AS _v))"
+                    sql =
+                        "\(name) = ANY(ARRAY(SELECT _v::\(type) FROM json_array_elements_text(\(bind(json))::json) AS _v))"
                 }
             case let ("is", .single(text)):
                 switch text.lowercased() {
@@ -373,10 +411,13 @@ package struct SQLBuilder {
                 case "false": sql = "\(name) IS FALSE"
                 case "unknown": sql = "\(name) IS UNKNOWN"
                 default:
-                    throw APIError.parse("\"failed to parse filter (is.\(text))\" (line 1, column 4)", details: "unexpected \"\(text)\" expecting null or trilean value (unknown, true, false)")
+                    throw APIError.parse(
+                        "\"failed to parse filter (is.\(text))\" (line 1, column 4)",
+                        details: "unexpected \"\(text)\" expecting null or trilean value (unknown, true, false)")
                 }
             case let ("like", .single(text)), let ("ilike", .single(text)):
-                sql = "\(name)::text \(op == "like" ? "LIKE" : "ILIKE") \(bind(text.replacingOccurrences(of: "*", with: "%")))"
+                sql =
+                    "\(name)::text \(op == "like" ? "LIKE" : "ILIKE") \(bind(text.replacingOccurrences(of: "*", with: "%")))"
             case let ("isdistinct", .single(text)):
                 sql = "\(name) IS DISTINCT FROM \(bind(text))::\(type)"
             case let (_, .single(text)):

@@ -30,9 +30,12 @@ package enum JWT {
 
     /// Decodes one part, accepting only its canonical unpadded base64url spelling.
     package static func decodeBase64URL(_ text: Substring) -> Data? {
-        guard text.utf8.allSatisfy({ byte in
-            (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
-        }) else { return nil }
+        guard
+            text.utf8.allSatisfy({ byte in
+                (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte)
+                    || byte == 0x2D || byte == 0x5F
+            })
+        else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         guard let data = Data(base64Encoded: base64), base64URL(data) == text else { return nil }
@@ -65,7 +68,10 @@ package enum JWT {
 
         init(from decoder: Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if let value = try? container.decode(String.self) { self = .one(value); return }
+            if let value = try? container.decode(String.self) {
+                self = .one(value)
+                return
+            }
             self = .many(try container.decode([String].self))
         }
 
@@ -90,8 +96,14 @@ package enum JWT {
             let start = index
             index += 1
             while index < bytes.count {
-                if bytes[index] == 0x5C { index += 2; continue }
-                if bytes[index] == 0x22 { index += 1; return Array(bytes[start..<index]) }
+                if bytes[index] == 0x5C {
+                    index += 2
+                    continue
+                }
+                if bytes[index] == 0x22 {
+                    index += 1
+                    return Array(bytes[start..<index])
+                }
                 index += 1
             }
             return nil
@@ -103,7 +115,9 @@ package enum JWT {
             var depth = 0
             while index < bytes.count {
                 switch bytes[index] {
-                case 0x22: if string() == nil { return false }; continue
+                case 0x22:
+                    if string() == nil { return false }
+                    continue
                 case 0x7B, 0x5B: depth += 1
                 case 0x7D, 0x5D:
                     if depth == 0 { return true }
@@ -123,7 +137,8 @@ package enum JWT {
             skipSpace()
             guard let raw = string() else { return false }
             // The literal decoded as JSON, so escapes compare by what they mean.
-            let name = (try? JSONSerialization.jsonObject(with: Data(raw), options: .fragmentsAllowed)) as? String
+            let name =
+                (try? JSONSerialization.jsonObject(with: Data(raw), options: .fragmentsAllowed)) as? String
                 ?? String(decoding: raw, as: UTF8.self)
             if !names.insert(name).inserted { return true }
             skipSpace()
@@ -137,13 +152,17 @@ package enum JWT {
     }
 
     /// Verifies the token and returns the claims' JSON text and the role it asks for.
-    package static func verify(_ token: String, secret: SecureBytes, audience: String, now: Date = Date()) throws(Failure) -> (json: String, role: String) {
+    package static func verify(
+        _ token: String, secret: SecureBytes, audience: String, now: Date = Date()
+    ) throws(Failure) -> (json: String, role: String) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else {
-            throw .invalid("JWSError (CompactDecodeError Invalid number of parts: Expected 3 parts; got \(parts.count))")
+            throw .invalid(
+                "JWSError (CompactDecodeError Invalid number of parts: Expected 3 parts; got \(parts.count))")
         }
         guard let headerData = decodeBase64URL(parts[0]), let payload = decodeBase64URL(parts[1]),
-              let signature = decodeBase64URL(parts[2]) else {
+            let signature = decodeBase64URL(parts[2])
+        else {
             throw .invalid("JWSError (CompactDecodeError Invalid base64url encoding)")
         }
         // RFC 7519 §4: claim names are unique, or the token is refused. Parsers disagree on
@@ -153,19 +172,27 @@ package enum JWT {
         guard !hasDuplicateMembers(headerData), !hasDuplicateMembers(payload) else {
             throw .invalid("JWTClaimsSetDecodeError: duplicate member names")
         }
-        guard let header = (try? JSONSerialization.jsonObject(with: headerData)) as? [String: Any], header["alg"] as? String == "HS256" else {
+        guard let header = (try? JSONSerialization.jsonObject(with: headerData)) as? [String: Any],
+            header["alg"] as? String == "HS256"
+        else {
             throw .invalid("JWSError JWSInvalidSignature")
         }
         let input = Array((parts[0] + "." + parts[1]).utf8)
-        guard signature.count == 32, HMACSHA256.isValidAuthenticationCode(Array(signature), for: input, using: secret) else {
+        guard signature.count == 32, HMACSHA256.isValidAuthenticationCode(Array(signature), for: input, using: secret)
+        else {
             throw .invalid("JWSError JWSInvalidSignature")
         }
         guard (try? JSONSerialization.jsonObject(with: payload)) is [String: Any],
-              let claims = try? JSONDecoder().decode(Registered.self, from: payload) else {
-            throw .invalid("JWTClaimsSetDecodeError: exp must be a number; nbf, iat numbers; aud a string or array; role, sub strings")
+            let claims = try? JSONDecoder().decode(Registered.self, from: payload)
+        else {
+            throw .invalid(
+                "JWTClaimsSetDecodeError: exp must be a number; nbf, iat numbers; aud a string or array; role, sub strings"
+            )
         }
         let time = now.timeIntervalSince1970
-        guard claims.exp.isFinite, claims.exp > 0, claims.exp <= latestExpiry else { throw .invalid("JWT exp is not a valid date") }
+        guard claims.exp.isFinite, claims.exp > 0, claims.exp <= latestExpiry else {
+            throw .invalid("JWT exp is not a valid date")
+        }
         guard claims.exp > time else { throw .expired }
         if let nbf = claims.nbf {
             guard nbf.isFinite, nbf <= time + clockSkew else { throw .invalid("JWT not yet valid") }

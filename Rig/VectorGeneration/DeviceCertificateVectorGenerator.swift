@@ -1,5 +1,5 @@
-import DeviceTrust
 import ConformanceVectors
+import DeviceTrust
 import Foundation
 import SecretCrypto
 
@@ -47,19 +47,27 @@ public enum DeviceCertificateVectorGenerator {
         static let seed = SecureBytes(copying: Array("unbound-device-certificate-v1 test vectors, seed 1".utf8))
 
         func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes {
-            try HKDFSHA256.deriveKey(inputKeyMaterial: Self.seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count)
+            try HKDFSHA256.deriveKey(
+                inputKeyMaterial: Self.seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count)
         }
 
-        func identity(_ label: String) throws -> Ed25519PrivateKey { try Ed25519PrivateKey(seed: derive("identity:" + label)) }
+        func identity(_ label: String) throws -> Ed25519PrivateKey {
+            try Ed25519PrivateKey(seed: derive("identity:" + label))
+        }
 
         func uuid(_ label: String) throws -> UUID {
             var b = try derive("uuid:" + label, 16).withUnsafeBytes { Array($0) }
             b[6] = (b[6] & 0x0F) | 0x40
             b[8] = (b[8] & 0x3F) | 0x80
-            return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+            return UUID(
+                uuid: (
+                    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]
+                ))
         }
 
-        func certificate(_ n: Int, type: String = "ios-phone", role: String = "trusted_executor", issuedAt: UInt64 = 1_795_000_000) throws -> DeviceCertificate {
+        func certificate(
+            _ n: Int, type: String = "ios-phone", role: String = "trusted_executor", issuedAt: UInt64 = 1_795_000_000
+        ) throws -> DeviceCertificate {
             DeviceCertificate(
                 userID: try uuid("user"), deviceID: try uuid("device:\(n)"),
                 x25519PublicKey: try X25519PrivateKey(rawRepresentation: derive("x25519:\(n)")).publicKey,
@@ -68,28 +76,44 @@ public enum DeviceCertificateVectorGenerator {
         }
 
         /// Adds a case: `body` and `signature` as stored, `expected` the fields a verifier must find.
-        mutating func add(_ comment: String, _ flags: [String], result: String, expected: DeviceCertificate, body: String, signature: String,
-                          identityKey: Ed25519PublicKey, seed: Ed25519PrivateKey? = nil) {
-            tests.append(OutputTest(
-                tcId: tests.count + 1, comment: comment, flags: flags, identityPublicKey: identityKey.base64, body: body, signature: signature,
-                userId: expected.userID.uuidString.lowercased(), deviceId: expected.deviceID.uuidString.lowercased(),
-                x25519PublicKey: expected.x25519PublicKey.base64, ed25519PublicKey: expected.ed25519PublicKey.base64,
-                deviceType: expected.deviceType, deviceRole: expected.deviceRole, issuedAt: expected.issuedAt,
-                identityPrivateKey: seed.map { $0.seedRepresentation.withUnsafeBytes { ByteEncoding.hex($0) } }, result: result))
+        mutating func add(
+            _ comment: String, _ flags: [String], result: String, expected: DeviceCertificate, body: String,
+            signature: String,
+            identityKey: Ed25519PublicKey, seed: Ed25519PrivateKey? = nil
+        ) {
+            tests.append(
+                OutputTest(
+                    tcId: tests.count + 1, comment: comment, flags: flags, identityPublicKey: identityKey.base64,
+                    body: body, signature: signature,
+                    userId: expected.userID.uuidString.lowercased(),
+                    deviceId: expected.deviceID.uuidString.lowercased(),
+                    x25519PublicKey: expected.x25519PublicKey.base64,
+                    ed25519PublicKey: expected.ed25519PublicKey.base64,
+                    deviceType: expected.deviceType, deviceRole: expected.deviceRole, issuedAt: expected.issuedAt,
+                    identityPrivateKey: seed.map { $0.seedRepresentation.withUnsafeBytes { ByteEncoding.hex($0) } },
+                    result: result))
         }
 
         /// A certificate signed correctly, as stored.
-        mutating func valid(_ comment: String, _ flags: [String], _ certificate: DeviceCertificate, key: Ed25519PrivateKey) throws {
+        mutating func valid(
+            _ comment: String, _ flags: [String], _ certificate: DeviceCertificate, key: Ed25519PrivateKey
+        ) throws {
             let signed = try certificate.signed(by: key)
-            add(comment, flags, result: "valid", expected: certificate, body: signed.body, signature: signed.signature,
+            add(
+                comment, flags, result: "valid", expected: certificate, body: signed.body, signature: signed.signature,
                 identityKey: key.publicKey, seed: key)
         }
 
         /// Arbitrary body bytes signed by `signer`, presented with `key` as the identity.
-        mutating func invalid(_ comment: String, _ flags: [String], expected: DeviceCertificate, bytes: [UInt8], signer: Ed25519PrivateKey,
-                              identityKey: Ed25519PublicKey? = nil, signature: [UInt8]? = nil) {
-            add(comment, flags, result: "invalid", expected: expected, body: ByteEncoding.base64(bytes),
-                signature: ByteEncoding.base64(signature ?? signer.signature(for: bytes)), identityKey: identityKey ?? signer.publicKey)
+        mutating func invalid(
+            _ comment: String, _ flags: [String], expected: DeviceCertificate, bytes: [UInt8],
+            signer: Ed25519PrivateKey,
+            identityKey: Ed25519PublicKey? = nil, signature: [UInt8]? = nil
+        ) {
+            add(
+                comment, flags, result: "invalid", expected: expected, body: ByteEncoding.base64(bytes),
+                signature: ByteEncoding.base64(signature ?? signer.signature(for: bytes)),
+                identityKey: identityKey ?? signer.publicKey)
         }
 
         mutating func build() throws {
@@ -100,104 +124,187 @@ public enum DeviceCertificateVectorGenerator {
 
             // Valid.
             try valid("a phone's certificate", ["Normal"], base, key: uik)
-            try valid("a desktop's certificate", ["Normal"], certificate(2, type: "mac-desktop", role: "trusted_executor"), key: uik)
-            try valid("the trust root certifies itself", ["Normal"], certificate(3, type: "linux-desktop", role: "trust_root"), key: uik)
-            try valid("a temporary viewer", ["Normal"], certificate(4, type: "ios-tablet", role: "temporary_viewer"), key: uik)
+            try valid(
+                "a desktop's certificate", ["Normal"], certificate(2, type: "mac-desktop", role: "trusted_executor"),
+                key: uik)
+            try valid(
+                "the trust root certifies itself", ["Normal"],
+                certificate(3, type: "linux-desktop", role: "trust_root"), key: uik)
+            try valid(
+                "a temporary viewer", ["Normal"], certificate(4, type: "ios-tablet", role: "temporary_viewer"), key: uik
+            )
             try valid("issued_at 0", ["EdgeCase"], certificate(5, issuedAt: 0), key: uik)
             try valid("issued_at 2^64-1", ["EdgeCase"], certificate(6, issuedAt: UInt64.max), key: uik)
-            try valid("a 255-byte device type", ["EdgeCase"], certificate(7, type: String(repeating: "t", count: 255)), key: uik)
-            try valid("one-byte type and role, with a space", ["EdgeCase"], certificate(8, type: "x", role: " "), key: uik)
+            try valid(
+                "a 255-byte device type", ["EdgeCase"], certificate(7, type: String(repeating: "t", count: 255)),
+                key: uik)
+            try valid(
+                "one-byte type and role, with a space", ["EdgeCase"], certificate(8, type: "x", role: " "), key: uik)
             try valid("another user's identity signs its own device", ["Normal"], certificate(9), key: other)
 
             // Signatures.
-            invalid("signed by another key than the identity", ["OtherSigner"], expected: base, bytes: bytes, signer: other, identityKey: uik.publicKey)
+            invalid(
+                "signed by another key than the identity", ["OtherSigner"], expected: base, bytes: bytes, signer: other,
+                identityKey: uik.publicKey)
             var flipped = uik.signature(for: bytes)
             flipped[0] ^= 0x01
-            invalid("signature R modified", ["BadSignature"], expected: base, bytes: bytes, signer: uik, signature: flipped)
+            invalid(
+                "signature R modified", ["BadSignature"], expected: base, bytes: bytes, signer: uik, signature: flipped)
             var flippedS = uik.signature(for: bytes)
             flippedS[40] ^= 0x80
-            invalid("signature S modified", ["BadSignature"], expected: base, bytes: bytes, signer: uik, signature: flippedS)
-            invalid("signature all zero", ["BadSignature"], expected: base, bytes: bytes, signer: uik, signature: [UInt8](repeating: 0, count: 64))
-            invalid("signature truncated to 63 bytes", ["BadSignature"], expected: base, bytes: bytes, signer: uik,
-                    signature: Array(uik.signature(for: bytes).prefix(63)))
-            invalid("signature with a 65th byte", ["BadSignature"], expected: base, bytes: bytes, signer: uik, signature: uik.signature(for: bytes) + [0])
+            invalid(
+                "signature S modified", ["BadSignature"], expected: base, bytes: bytes, signer: uik, signature: flippedS
+            )
+            invalid(
+                "signature all zero", ["BadSignature"], expected: base, bytes: bytes, signer: uik,
+                signature: [UInt8](repeating: 0, count: 64))
+            invalid(
+                "signature truncated to 63 bytes", ["BadSignature"], expected: base, bytes: bytes, signer: uik,
+                signature: Array(uik.signature(for: bytes).prefix(63)))
+            invalid(
+                "signature with a 65th byte", ["BadSignature"], expected: base, bytes: bytes, signer: uik,
+                signature: uik.signature(for: bytes) + [0])
             // S + L: the same point, a non-canonical scalar (RFC 8032 requires S < L).
-            invalid("signature with S + L (non-canonical)", ["BadSignature", "Malleability"], expected: base, bytes: bytes, signer: uik,
-                    signature: Self.addOrder(uik.signature(for: bytes)))
-            invalid("signature over a different body", ["BadSignature"], expected: base, bytes: bytes, signer: uik,
-                    signature: uik.signature(for: try certificate(2).body()))
-            let oneBitBody = { var b = bytes; b[b.count - 1] ^= 1; return b }()
-            invalid("body modified after signing (issued_at)", ["BadSignature"], expected: base, bytes: oneBitBody, signer: uik,
-                    signature: uik.signature(for: bytes))
+            invalid(
+                "signature with S + L (non-canonical)", ["BadSignature", "Malleability"], expected: base, bytes: bytes,
+                signer: uik,
+                signature: Self.addOrder(uik.signature(for: bytes)))
+            invalid(
+                "signature over a different body", ["BadSignature"], expected: base, bytes: bytes, signer: uik,
+                signature: uik.signature(for: try certificate(2).body()))
+            let oneBitBody = {
+                var b = bytes
+                b[b.count - 1] ^= 1
+                return b
+            }()
+            invalid(
+                "body modified after signing (issued_at)", ["BadSignature"], expected: base, bytes: oneBitBody,
+                signer: uik,
+                signature: uik.signature(for: bytes))
 
             // Strict parsing (each genuinely signed by the identity key).
             invalid("trailing byte 0x00", ["TrailingBytes"], expected: base, bytes: bytes + [0], signer: uik)
-            invalid("trailing 32 bytes", ["TrailingBytes"], expected: base, bytes: bytes + [UInt8](repeating: 0x41, count: 32), signer: uik)
-            invalid("truncated: no issued_at", ["Truncated"], expected: base, bytes: Array(bytes.dropLast(8)), signer: uik)
-            invalid("truncated by one byte", ["Truncated"], expected: base, bytes: Array(bytes.dropLast(1)), signer: uik)
-            invalid("truncated inside the X25519 key", ["Truncated"], expected: base, bytes: Array(bytes.prefix(30 + 37 + 37 + 20)), signer: uik)
+            invalid(
+                "trailing 32 bytes", ["TrailingBytes"], expected: base,
+                bytes: bytes + [UInt8](repeating: 0x41, count: 32), signer: uik)
+            invalid(
+                "truncated: no issued_at", ["Truncated"], expected: base, bytes: Array(bytes.dropLast(8)), signer: uik)
+            invalid(
+                "truncated by one byte", ["Truncated"], expected: base, bytes: Array(bytes.dropLast(1)), signer: uik)
+            invalid(
+                "truncated inside the X25519 key", ["Truncated"], expected: base,
+                bytes: Array(bytes.prefix(30 + 37 + 37 + 20)), signer: uik)
             invalid("empty body", ["Truncated"], expected: base, bytes: [], signer: uik)
             let typeLength = 30 + 37 + 37 + 64
-            invalid("overlong length byte for device_type", ["OverlongLength"], expected: base,
-                    bytes: { var b = bytes; b[typeLength] = 255; return b }(), signer: uik)
-            invalid("overlong length byte for device_role", ["OverlongLength"], expected: base,
-                    bytes: { var b = bytes; b[typeLength + 1 + base.deviceType.utf8.count] = 200; return b }(), signer: uik)
-            invalid("wrong prefix: the revocation's", ["WrongPrefix"], expected: base,
-                    bytes: Array("unbound-device-revocation-v1".utf8) + bytes.dropFirst(29), signer: uik)
-            invalid("wrong prefix: version 2", ["WrongPrefix"], expected: base,
-                    bytes: Array("unbound-device-certificate-v2".utf8) + bytes.dropFirst(29), signer: uik)
-            invalid("prefix without its 0x00", ["WrongPrefix"], expected: base, bytes: Array(bytes.prefix(29)) + bytes.dropFirst(30), signer: uik)
-            invalid("a revocation body signed by the identity", ["WrongPrefix"], expected: base,
-                    bytes: DeviceRevocation(userID: base.userID, deviceID: base.deviceID, x25519PublicKey: base.x25519PublicKey, revokedAt: 1).body(),
-                    signer: uik)
-            invalid("user id in uppercase", ["MalformedIdentifier"], expected: base,
-                    bytes: Self.replacing(bytes, at: 30, with: Array(base.userID.uuidString.uppercased().utf8)), signer: uik)
-            invalid("user id without hyphens, padded", ["MalformedIdentifier"], expected: base,
-                    bytes: Self.replacing(bytes, at: 30, with: Array((base.userID.uuidString.lowercased().replacingOccurrences(of: "-", with: "") + "0000").utf8)),
-                    signer: uik)
-            invalid("separator after the user id is not 0x00", ["MalformedIdentifier"], expected: base,
-                    bytes: Self.replacing(bytes, at: 66, with: [0x20]), signer: uik)
-            invalid("device type with a control character", ["InvalidText"], expected: base,
-                    bytes: Self.replacing(bytes, at: typeLength + 1, with: [0x0A]), signer: uik)
-            invalid("device type with a byte above 0x7e", ["InvalidText"], expected: base,
-                    bytes: Self.replacing(bytes, at: typeLength + 1, with: [0xC3]), signer: uik)
-            let emptyType = Array(bytes.prefix(typeLength)) + [0] + Array(bytes.dropFirst(typeLength + 1 + base.deviceType.utf8.count))
+            invalid(
+                "overlong length byte for device_type", ["OverlongLength"], expected: base,
+                bytes: {
+                    var b = bytes
+                    b[typeLength] = 255
+                    return b
+                }(), signer: uik)
+            invalid(
+                "overlong length byte for device_role", ["OverlongLength"], expected: base,
+                bytes: {
+                    var b = bytes
+                    b[typeLength + 1 + base.deviceType.utf8.count] = 200
+                    return b
+                }(), signer: uik)
+            invalid(
+                "wrong prefix: the revocation's", ["WrongPrefix"], expected: base,
+                bytes: Array("unbound-device-revocation-v1".utf8) + bytes.dropFirst(29), signer: uik)
+            invalid(
+                "wrong prefix: version 2", ["WrongPrefix"], expected: base,
+                bytes: Array("unbound-device-certificate-v2".utf8) + bytes.dropFirst(29), signer: uik)
+            invalid(
+                "prefix without its 0x00", ["WrongPrefix"], expected: base,
+                bytes: Array(bytes.prefix(29)) + bytes.dropFirst(30), signer: uik)
+            invalid(
+                "a revocation body signed by the identity", ["WrongPrefix"], expected: base,
+                bytes: DeviceRevocation(
+                    userID: base.userID, deviceID: base.deviceID, x25519PublicKey: base.x25519PublicKey, revokedAt: 1
+                ).body(),
+                signer: uik)
+            invalid(
+                "user id in uppercase", ["MalformedIdentifier"], expected: base,
+                bytes: Self.replacing(bytes, at: 30, with: Array(base.userID.uuidString.uppercased().utf8)), signer: uik
+            )
+            invalid(
+                "user id without hyphens, padded", ["MalformedIdentifier"], expected: base,
+                bytes: Self.replacing(
+                    bytes, at: 30,
+                    with: Array(
+                        (base.userID.uuidString.lowercased().replacingOccurrences(of: "-", with: "") + "0000").utf8)),
+                signer: uik)
+            invalid(
+                "separator after the user id is not 0x00", ["MalformedIdentifier"], expected: base,
+                bytes: Self.replacing(bytes, at: 66, with: [0x20]), signer: uik)
+            invalid(
+                "device type with a control character", ["InvalidText"], expected: base,
+                bytes: Self.replacing(bytes, at: typeLength + 1, with: [0x0A]), signer: uik)
+            invalid(
+                "device type with a byte above 0x7e", ["InvalidText"], expected: base,
+                bytes: Self.replacing(bytes, at: typeLength + 1, with: [0xC3]), signer: uik)
+            let emptyType =
+                Array(bytes.prefix(typeLength)) + [0]
+                + Array(bytes.dropFirst(typeLength + 1 + base.deviceType.utf8.count))
             invalid("empty device type", ["InvalidText"], expected: base, bytes: emptyType, signer: uik)
 
             // Genuine statements about something else than expected.
-            let otherUser = DeviceCertificate(userID: try uuid("another user"), deviceID: base.deviceID, x25519PublicKey: base.x25519PublicKey,
-                                              ed25519PublicKey: base.ed25519PublicKey, deviceType: base.deviceType, deviceRole: base.deviceRole,
-                                              issuedAt: base.issuedAt)
-            invalid("a certificate for another user", ["WrongUser"], expected: base, bytes: try otherUser.body(), signer: uik)
-            invalid("a certificate for another device", ["WrongDevice"], expected: base, bytes: try certificate(2).body(), signer: uik)
+            let otherUser = DeviceCertificate(
+                userID: try uuid("another user"), deviceID: base.deviceID, x25519PublicKey: base.x25519PublicKey,
+                ed25519PublicKey: base.ed25519PublicKey, deviceType: base.deviceType, deviceRole: base.deviceRole,
+                issuedAt: base.issuedAt)
+            invalid(
+                "a certificate for another user", ["WrongUser"], expected: base, bytes: try otherUser.body(),
+                signer: uik)
+            invalid(
+                "a certificate for another device", ["WrongDevice"], expected: base, bytes: try certificate(2).body(),
+                signer: uik)
             var otherKey = base
             otherKey.x25519PublicKey = try certificate(3).x25519PublicKey
-            invalid("a certificate naming another X25519 key", ["WrongKey"], expected: base, bytes: try otherKey.body(), signer: uik)
+            invalid(
+                "a certificate naming another X25519 key", ["WrongKey"], expected: base, bytes: try otherKey.body(),
+                signer: uik)
             var otherSigning = base
             otherSigning.ed25519PublicKey = try certificate(3).ed25519PublicKey
-            invalid("a certificate naming another Ed25519 key", ["WrongKey"], expected: base, bytes: try otherSigning.body(), signer: uik)
+            invalid(
+                "a certificate naming another Ed25519 key", ["WrongKey"], expected: base,
+                bytes: try otherSigning.body(), signer: uik)
             var otherRole = base
             otherRole.deviceRole = "trust_root"
-            invalid("a certificate naming another role", ["WrongField"], expected: base, bytes: try otherRole.body(), signer: uik)
+            invalid(
+                "a certificate naming another role", ["WrongField"], expected: base, bytes: try otherRole.body(),
+                signer: uik)
             var otherTime = base
             otherTime.issuedAt += 1
-            invalid("a certificate issued at another time", ["WrongField"], expected: base, bytes: try otherTime.body(), signer: uik)
+            invalid(
+                "a certificate issued at another time", ["WrongField"], expected: base, bytes: try otherTime.body(),
+                signer: uik)
 
             // Encodings as stored.
             let signature = ByteEncoding.base64(uik.signature(for: bytes))
-            add("body with a line break in its base64", ["Encoding"], result: "invalid", expected: base,
-                body: Self.insert("\n", into: ByteEncoding.base64(bytes), at: 20), signature: signature, identityKey: uik.publicKey)
-            add("body in base64url", ["Encoding"], result: "invalid", expected: base,
-                body: ByteEncoding.base64(bytes).replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_") + "-",
+            add(
+                "body with a line break in its base64", ["Encoding"], result: "invalid", expected: base,
+                body: Self.insert("\n", into: ByteEncoding.base64(bytes), at: 20), signature: signature,
+                identityKey: uik.publicKey)
+            add(
+                "body in base64url", ["Encoding"], result: "invalid", expected: base,
+                body: ByteEncoding.base64(bytes).replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+                    of: "/", with: "_") + "-",
                 signature: signature, identityKey: uik.publicKey)
-            add("signature without its padding", ["Encoding"], result: "invalid", expected: base, body: ByteEncoding.base64(bytes),
+            add(
+                "signature without its padding", ["Encoding"], result: "invalid", expected: base,
+                body: ByteEncoding.base64(bytes),
                 signature: String(signature.dropLast(2)), identityKey: uik.publicKey)
         }
 
         /// The 32-byte little-endian S of a signature plus the group order L.
         static func addOrder(_ signature: [UInt8]) -> [UInt8] {
-            let order: [UInt8] = [0xED, 0xD3, 0xF5, 0x5C, 0x1A, 0x63, 0x12, 0x58, 0xD6, 0x9C, 0xF7, 0xA2, 0xDE, 0xF9, 0xDE, 0x14,
-                                  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10]
+            let order: [UInt8] = [
+                0xED, 0xD3, 0xF5, 0x5C, 0x1A, 0x63, 0x12, 0x58, 0xD6, 0x9C, 0xF7, 0xA2, 0xDE, 0xF9, 0xDE, 0x14,
+                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+            ]
             var out = signature
             var carry = 0
             for i in 0..<32 {

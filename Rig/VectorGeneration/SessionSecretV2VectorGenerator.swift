@@ -58,32 +58,45 @@ public enum SessionSecretV2VectorGenerator {
         static let seed = SecureBytes(copying: Array("unbound-session-secret-v2 test vectors, seed 1".utf8))
 
         func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes {
-            try HKDFSHA256.deriveKey(inputKeyMaterial: Self.seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count)
+            try HKDFSHA256.deriveKey(
+                inputKeyMaterial: Self.seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count)
         }
 
-        func key(_ label: String) throws -> X25519PrivateKey { try X25519PrivateKey(rawRepresentation: derive("key:" + label)) }
+        func key(_ label: String) throws -> X25519PrivateKey {
+            try X25519PrivateKey(rawRepresentation: derive("key:" + label))
+        }
 
         func uuid(_ label: String) throws -> UUID {
             var b = try derive("uuid:" + label, 16).withUnsafeBytes { Array($0) }
             b[6] = (b[6] & 0x0F) | 0x40
             b[8] = (b[8] & 0x3F) | 0x80
-            return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+            return UUID(
+                uuid: (
+                    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]
+                ))
         }
 
-        func secretText(_ n: Int) throws -> String { try SessionSecret(rawRepresentation: derive("secret:\(n)")).revealTextForm() }
+        func secretText(_ n: Int) throws -> String {
+            try SessionSecret(rawRepresentation: derive("secret:\(n)")).revealTextForm()
+        }
 
-        func seal(_ n: Int, plaintext: String? = nil, recipient: String = "phone", sender: String = "desktop",
-                  generation: UInt32 = 1, session: Int? = nil) throws -> Sealed {
+        func seal(
+            _ n: Int, plaintext: String? = nil, recipient: String = "phone", sender: String = "desktop",
+            generation: UInt32 = 1, session: Int? = nil
+        ) throws -> Sealed {
             let recipientKey = try key(recipient), senderKey = try key(sender)
             let recipientID = try uuid("device:" + recipient), senderID = try uuid("device:" + sender)
             let sid = try uuid("session:\(session ?? n)").uuidString.lowercased()
             let text = try plaintext ?? secretText(n)
             let ephemeral = try key("ephemeral:\(n)")
             let envelope = try SecretEnvelope.sealV2Deterministically(
-                plaintext: Array(text.utf8), for: recipientKey.publicKey, recipientDeviceID: recipientID, sessionID: SessionID(sid),
+                plaintext: Array(text.utf8), for: recipientKey.publicKey, recipientDeviceID: recipientID,
+                sessionID: SessionID(sid),
                 sender: senderKey, senderDeviceID: senderID, generation: generation, ephemeral: ephemeral)
-            return Sealed(recipient: recipientKey, recipientID: recipientID, sender: senderKey, senderID: senderID, sessionID: sid,
-                          generation: generation, plaintext: text, ephemeral: ephemeral, envelope: envelope)
+            return Sealed(
+                recipient: recipientKey, recipientID: recipientID, sender: senderKey, senderID: senderID,
+                sessionID: sid,
+                generation: generation, plaintext: text, ephemeral: ephemeral, envelope: envelope)
         }
 
         mutating func add(
@@ -92,25 +105,32 @@ public enum SessionSecretV2VectorGenerator {
             recipient: X25519PrivateKey? = nil, recipientID: String? = nil, senderPublicKey: X25519PublicKey? = nil,
             senderPublicKeyText: String? = nil, deterministic: Bool = false
         ) {
-            func hex(_ key: X25519PrivateKey) -> String { ByteEncoding.hex(key.rawRepresentation.withUnsafeBytes { Array($0) }) }
-            tests.append(OutputTest(
-                tcId: tests.count + 1, comment: comment, flags: flags,
-                recipientPrivateKey: hex(recipient ?? sealed.recipient),
-                recipientDeviceId: recipientID ?? sealed.recipientID.uuidString.lowercased(),
-                senderPublicKey: senderPublicKeyText ?? (senderPublicKey ?? sealed.sender.publicKey).base64,
-                sessionId: sessionID ?? sealed.sessionID,
-                plaintext: sealed.plaintext,
-                ephemeralPublicKey: ephemeralPublicKey ?? sealed.envelope.ephemeralPublicKey,
-                encryptedSecret: encryptedSecret ?? sealed.envelope.encryptedSecret,
-                senderPrivateKey: deterministic ? hex(sealed.sender) : nil,
-                ephemeralPrivateKey: deterministic ? hex(sealed.ephemeral) : nil,
-                senderDeviceId: result == .valid ? sealed.senderID.uuidString.lowercased() : nil,
-                generation: result == .valid ? sealed.generation : nil,
-                result: result.rawValue))
+            func hex(_ key: X25519PrivateKey) -> String {
+                ByteEncoding.hex(key.rawRepresentation.withUnsafeBytes { Array($0) })
+            }
+            tests.append(
+                OutputTest(
+                    tcId: tests.count + 1, comment: comment, flags: flags,
+                    recipientPrivateKey: hex(recipient ?? sealed.recipient),
+                    recipientDeviceId: recipientID ?? sealed.recipientID.uuidString.lowercased(),
+                    senderPublicKey: senderPublicKeyText ?? (senderPublicKey ?? sealed.sender.publicKey).base64,
+                    sessionId: sessionID ?? sealed.sessionID,
+                    plaintext: sealed.plaintext,
+                    ephemeralPublicKey: ephemeralPublicKey ?? sealed.envelope.ephemeralPublicKey,
+                    encryptedSecret: encryptedSecret ?? sealed.envelope.encryptedSecret,
+                    senderPrivateKey: deterministic ? hex(sealed.sender) : nil,
+                    ephemeralPrivateKey: deterministic ? hex(sealed.ephemeral) : nil,
+                    senderDeviceId: result == .valid ? sealed.senderID.uuidString.lowercased() : nil,
+                    generation: result == .valid ? sealed.generation : nil,
+                    result: result.rawValue))
         }
 
-        func raw(_ sealed: Sealed) throws -> [UInt8] { try SecretEnvelope.decodeEncryptedSecret(sealed.envelope.encryptedSecret) }
-        func enc(_ sealed: Sealed) throws -> [UInt8] { try ByteEncoding.bytes(base64: String(sealed.envelope.ephemeralPublicKey.dropFirst(3))) }
+        func raw(_ sealed: Sealed) throws -> [UInt8] {
+            try SecretEnvelope.decodeEncryptedSecret(sealed.envelope.encryptedSecret)
+        }
+        func enc(_ sealed: Sealed) throws -> [UInt8] {
+            try ByteEncoding.bytes(base64: String(sealed.envelope.ephemeralPublicKey.dropFirst(3)))
+        }
         static func v2(_ bytes: [UInt8]) -> String { "v2:" + ByteEncoding.base64(bytes) }
 
         mutating func build() throws {
@@ -118,99 +138,150 @@ public enum SessionSecretV2VectorGenerator {
             for n in 1...8 {
                 let recipient = ["phone", "tablet", "laptop"][n % 3]
                 let generation: UInt32 = [1, 1, 2, 3, 7, 255, 65_536, 4_294_967_295][n - 1]
-                add(try seal(n, recipient: recipient, generation: generation), "deterministic seal for \(recipient), generation \(generation)",
+                add(
+                    try seal(n, recipient: recipient, generation: generation),
+                    "deterministic seal for \(recipient), generation \(generation)",
                     ["Deterministic"], result: .valid, deterministic: true)
             }
             for recipient in ["phone", "tablet", "desktop"] {
-                add(try seal(9, recipient: recipient), "one session, recipient \(recipient) (the sender's own copy included)",
+                add(
+                    try seal(9, recipient: recipient),
+                    "one session, recipient \(recipient) (the sender's own copy included)",
                     ["Deterministic", "MultiRecipient"], result: .valid, deterministic: true)
             }
-            add(try seal(10, sender: "second-desktop"), "sealed by another of the user's devices", ["Deterministic"], result: .valid, deterministic: true)
+            add(
+                try seal(10, sender: "second-desktop"), "sealed by another of the user's devices", ["Deterministic"],
+                result: .valid, deterministic: true)
             let upper = try seal(11)
-            add(upper, "session and recipient ids given in uppercase", ["Deterministic", "UppercaseIds"], result: .valid,
-                sessionID: upper.sessionID.uppercased(), recipientID: upper.recipientID.uuidString.uppercased(), deterministic: true)
+            add(
+                upper, "session and recipient ids given in uppercase", ["Deterministic", "UppercaseIds"],
+                result: .valid,
+                sessionID: upper.sessionID.uppercased(), recipientID: upper.recipientID.uuidString.uppercased(),
+                deterministic: true)
             for n in 12...13 {
                 let sealed = try seal(n)
-                add(sealed, "bytea: \\x hex of the base64 ASCII", ["Deterministic", "ByteaAsciiHex"], result: .valid,
-                    encryptedSecret: "\\x" + ByteEncoding.hex(Array(sealed.envelope.encryptedSecret.utf8)), deterministic: true)
+                add(
+                    sealed, "bytea: \\x hex of the base64 ASCII", ["Deterministic", "ByteaAsciiHex"], result: .valid,
+                    encryptedSecret: "\\x" + ByteEncoding.hex(Array(sealed.envelope.encryptedSecret.utf8)),
+                    deterministic: true)
             }
             for n in 14...15 {
                 let sealed = try seal(n)
-                add(sealed, "bytea: \\x hex of the raw bytes", ["Deterministic", "ByteaRawHex"], result: .valid,
+                add(
+                    sealed, "bytea: \\x hex of the raw bytes", ["Deterministic", "ByteaRawHex"], result: .valid,
                     encryptedSecret: "\\x" + ByteEncoding.hex(try raw(sealed)), deterministic: true)
             }
 
             let base = try seal(20, generation: 2)
             let field = try raw(base)
             // Modified tag and ciphertext.
-            for (index, name) in [(field.count - 1, "tag (last byte)"), (field.count - 16, "tag (first byte)"), (21, "ciphertext (first byte)"), (40, "ciphertext")] {
+            for (index, name) in [
+                (field.count - 1, "tag (last byte)"), (field.count - 16, "tag (first byte)"),
+                (21, "ciphertext (first byte)"), (40, "ciphertext"),
+            ] {
                 var modified = field
                 modified[index] ^= 0x01
-                add(base, "modified \(name)", ["ModifiedTag"], result: .invalid, encryptedSecret: ByteEncoding.base64(modified))
+                add(
+                    base, "modified \(name)", ["ModifiedTag"], result: .invalid,
+                    encryptedSecret: ByteEncoding.base64(modified))
             }
             // Modified header generation (bound by info).
             for (delta, name) in [(UInt8(1), "generation + 1"), (UInt8(3), "generation changed in its low byte")] {
                 var modified = field
                 modified[20] = modified[20] &+ delta
-                add(base, "modified header: \(name)", ["ModifiedGeneration"], result: .invalid, encryptedSecret: ByteEncoding.base64(modified))
+                add(
+                    base, "modified header: \(name)", ["ModifiedGeneration"], result: .invalid,
+                    encryptedSecret: ByteEncoding.base64(modified))
             }
             var higher = field
             higher[17] ^= 0x80
-            add(base, "modified header: generation's high byte", ["ModifiedGeneration"], result: .invalid, encryptedSecret: ByteEncoding.base64(higher))
+            add(
+                base, "modified header: generation's high byte", ["ModifiedGeneration"], result: .invalid,
+                encryptedSecret: ByteEncoding.base64(higher))
             var zeroGeneration = field
             for index in 17...20 { zeroGeneration[index] = 0 }
-            add(base, "header generation 0", ["ZeroGeneration"], result: .invalid, encryptedSecret: ByteEncoding.base64(zeroGeneration))
+            add(
+                base, "header generation 0", ["ZeroGeneration"], result: .invalid,
+                encryptedSecret: ByteEncoding.base64(zeroGeneration))
             // Modified sender id (bound by info; the reader still resolves the same key).
             for index in [1, 8, 16] {
                 var modified = field
                 modified[index] ^= 0x01
-                add(base, "modified header: sender id byte \(index - 1)", ["ModifiedSender"], result: .invalid, encryptedSecret: ByteEncoding.base64(modified))
+                add(
+                    base, "modified header: sender id byte \(index - 1)", ["ModifiedSender"], result: .invalid,
+                    encryptedSecret: ByteEncoding.base64(modified))
             }
             var otherSender = field
-            withUnsafeBytes(of: try uuid("device:second-desktop").uuid) { for (i, b) in $0.enumerated() { otherSender[1 + i] = b } }
-            add(base, "header names another of the user's devices as sender", ["ModifiedSender"], result: .invalid,
+            withUnsafeBytes(of: try uuid("device:second-desktop").uuid) {
+                for (i, b) in $0.enumerated() { otherSender[1 + i] = b }
+            }
+            add(
+                base, "header names another of the user's devices as sender", ["ModifiedSender"], result: .invalid,
                 encryptedSecret: ByteEncoding.base64(otherSender))
             // Wrong version byte.
             for version in [UInt8(0x00), 0x01, 0x03, 0xFF] {
                 var modified = field
                 modified[0] = version
-                add(base, "version byte 0x\(String(version, radix: 16))", ["WrongVersion"], result: .invalid, encryptedSecret: ByteEncoding.base64(modified))
+                add(
+                    base, "version byte 0x\(String(version, radix: 16))", ["WrongVersion"], result: .invalid,
+                    encryptedSecret: ByteEncoding.base64(modified))
             }
             // Another recipient, session, sender key.
-            add(base, "presented to another device (its key and id)", ["WrongRecipient"], result: .invalid,
+            add(
+                base, "presented to another device (its key and id)", ["WrongRecipient"], result: .invalid,
                 recipient: try key("mallory"), recipientID: try uuid("device:mallory").uuidString.lowercased())
-            add(base, "presented with the right key but another recipient id", ["WrongRecipient"], result: .invalid,
+            add(
+                base, "presented with the right key but another recipient id", ["WrongRecipient"], result: .invalid,
                 recipientID: try uuid("device:tablet").uuidString.lowercased())
-            add(base, "opened by another device's key under the right id", ["WrongRecipient"], result: .invalid, recipient: try key("tablet"))
-            add(base, "presented under another session id", ["WrongSession"], result: .invalid,
+            add(
+                base, "opened by another device's key under the right id", ["WrongRecipient"], result: .invalid,
+                recipient: try key("tablet"))
+            add(
+                base, "presented under another session id", ["WrongSession"], result: .invalid,
                 sessionID: try uuid("session:99").uuidString.lowercased())
-            add(base, "session id that is not a UUID", ["WrongSession"], result: .invalid, sessionID: "not-a-session-id")
-            add(base, "sealed by a different sender key than the one resolved", ["WrongSender"], result: .invalid,
+            add(
+                base, "session id that is not a UUID", ["WrongSession"], result: .invalid, sessionID: "not-a-session-id"
+            )
+            add(
+                base, "sealed by a different sender key than the one resolved", ["WrongSender"], result: .invalid,
                 senderPublicKey: try key("impostor").publicKey)
-            add(base, "resolved sender key is the recipient's own", ["WrongSender"], result: .invalid, senderPublicKey: base.recipient.publicKey)
+            add(
+                base, "resolved sender key is the recipient's own", ["WrongSender"], result: .invalid,
+                senderPublicKey: base.recipient.publicKey)
             let impostor = try seal(21, sender: "impostor")
             var forged = try raw(impostor)
             withUnsafeBytes(of: base.senderID.uuid) { for (i, b) in $0.enumerated() { forged[1 + i] = b } }
-            add(impostor, "impostor claims the desktop's id in the header", ["WrongSender"], result: .invalid,
+            add(
+                impostor, "impostor claims the desktop's id in the header", ["WrongSender"], result: .invalid,
                 encryptedSecret: ByteEncoding.base64(forged), senderPublicKey: base.sender.publicKey)
             // Low-order enc and sender keys: the DH output is all zero and must be refused.
             for (hex, name) in SessionSecretVectorGenerator.lowOrderPoints {
                 let point = try ByteEncoding.bytes(hex: hex)
-                add(base, "low-order enc: \(name)", ["LowOrderEnc"], result: .invalid, ephemeralPublicKey: Self.v2(point))
+                add(
+                    base, "low-order enc: \(name)", ["LowOrderEnc"], result: .invalid,
+                    ephemeralPublicKey: Self.v2(point))
             }
             for (hex, name) in SessionSecretVectorGenerator.lowOrderPoints.prefix(4) {
-                add(base, "low-order sender key resolved: \(name)", ["LowOrderSender"], result: .invalid,
+                add(
+                    base, "low-order sender key resolved: \(name)", ["LowOrderSender"], result: .invalid,
                     senderPublicKeyText: ByteEncoding.base64(try ByteEncoding.bytes(hex: hex)))
             }
             // Truncations and lengths.
-            for (count, name) in [(0, "empty"), (20, "header short by one byte"), (21, "header only"), (36, "header + 15 bytes"),
-                                  (37, "header + tag, no ciphertext"), (field.count - 1, "last byte dropped")] {
-                add(base, "encrypted secret truncated: \(name)", ["Truncated"], result: .invalid,
+            for (count, name) in [
+                (0, "empty"), (20, "header short by one byte"), (21, "header only"), (36, "header + 15 bytes"),
+                (37, "header + tag, no ciphertext"), (field.count - 1, "last byte dropped"),
+            ] {
+                add(
+                    base, "encrypted secret truncated: \(name)", ["Truncated"], result: .invalid,
                     encryptedSecret: ByteEncoding.base64(Array(field.prefix(count))))
             }
-            add(base, "encrypted secret with a trailing byte", ["Truncated"], result: .invalid, encryptedSecret: ByteEncoding.base64(field + [0]))
+            add(
+                base, "encrypted secret with a trailing byte", ["Truncated"], result: .invalid,
+                encryptedSecret: ByteEncoding.base64(field + [0]))
             let encBytes = try enc(base)
-            add(base, "enc of 31 bytes", ["Truncated"], result: .invalid, ephemeralPublicKey: Self.v2(Array(encBytes.prefix(31))))
+            add(
+                base, "enc of 31 bytes", ["Truncated"], result: .invalid,
+                ephemeralPublicKey: Self.v2(Array(encBytes.prefix(31))))
             add(base, "enc of 33 bytes", ["Truncated"], result: .invalid, ephemeralPublicKey: Self.v2(encBytes + [0]))
             add(base, "empty enc after the prefix", ["Truncated"], result: .invalid, ephemeralPublicKey: "v2:")
             var otherEnc = encBytes
@@ -218,16 +289,26 @@ public enum SessionSecretV2VectorGenerator {
             add(base, "modified enc", ["ModifiedEnc"], result: .invalid, ephemeralPublicKey: Self.v2(otherEnc))
             // Prefix confusion.
             let v1 = try SecretEnvelope.sealDeterministically(
-                plaintext: Array(base.plaintext.utf8), for: base.recipient.publicKey, sessionID: SessionID(base.sessionID),
-                ephemeralPrivateKey: try key("v1-ephemeral"), nonce: try derive("v1-nonce", 12).withUnsafeBytes { Array($0) })
-            add(base, "v2: prefix with a v1 body", ["V1BodyWithV2Prefix"], result: .invalid,
+                plaintext: Array(base.plaintext.utf8), for: base.recipient.publicKey,
+                sessionID: SessionID(base.sessionID),
+                ephemeralPrivateKey: try key("v1-ephemeral"),
+                nonce: try derive("v1-nonce", 12).withUnsafeBytes { Array($0) })
+            add(
+                base, "v2: prefix with a v1 body", ["V1BodyWithV2Prefix"], result: .invalid,
                 ephemeralPublicKey: "v2:" + v1.ephemeralPublicKey, encryptedSecret: v1.encryptedSecret)
-            add(base, "v2 body without the v2: prefix (read as v1)", ["MissingPrefix"], result: .invalid,
+            add(
+                base, "v2 body without the v2: prefix (read as v1)", ["MissingPrefix"], result: .invalid,
                 ephemeralPublicKey: String(base.envelope.ephemeralPublicKey.dropFirst(3)))
-            add(base, "prefix in upper case", ["MissingPrefix"], result: .invalid, ephemeralPublicKey: "V2:" + String(base.envelope.ephemeralPublicKey.dropFirst(3)))
-            add(base, "enc as hex after the prefix", ["BadEncoding"], result: .invalid, ephemeralPublicKey: "v2:" + ByteEncoding.hex(encBytes))
-            add(base, "encrypted secret in base64url", ["BadEncoding"], result: .invalid,
-                encryptedSecret: base.envelope.encryptedSecret.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_") + "-")
+            add(
+                base, "prefix in upper case", ["MissingPrefix"], result: .invalid,
+                ephemeralPublicKey: "V2:" + String(base.envelope.ephemeralPublicKey.dropFirst(3)))
+            add(
+                base, "enc as hex after the prefix", ["BadEncoding"], result: .invalid,
+                ephemeralPublicKey: "v2:" + ByteEncoding.hex(encBytes))
+            add(
+                base, "encrypted secret in base64url", ["BadEncoding"], result: .invalid,
+                encryptedSecret: base.envelope.encryptedSecret.replacingOccurrences(of: "+", with: "-")
+                    .replacingOccurrences(of: "/", with: "_") + "-")
             // Authentic ciphertexts whose plaintext is not a secret text form.
             let notSecrets: [(String, String)] = [
                 ("hello", "short text"), ("", "empty plaintext"),
@@ -237,7 +318,9 @@ public enum SessionSecretV2VectorGenerator {
                 ("sess_" + String(try secretText(32).dropFirst(5).dropLast()) + "B", "non-canonical final character"),
             ]
             for (offset, (plaintext, name)) in notSecrets.enumerated() {
-                add(try seal(40 + offset, plaintext: plaintext), "authentic plaintext that is not a secret text form: \(name)",
+                add(
+                    try seal(40 + offset, plaintext: plaintext),
+                    "authentic plaintext that is not a secret text form: \(name)",
                     ["MalformedPlaintext"], result: .invalid)
             }
         }

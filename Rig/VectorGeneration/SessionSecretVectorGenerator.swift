@@ -64,7 +64,8 @@ public enum SessionSecretVectorGenerator {
         static let seed = SecureBytes(copying: Array("unbound-session-secret-v1 test vectors, seed 1".utf8))
 
         func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes {
-            try HKDFSHA256.deriveKey(inputKeyMaterial: Self.seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count)
+            try HKDFSHA256.deriveKey(
+                inputKeyMaterial: Self.seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count)
         }
 
         func key(_ label: String) throws -> X25519PrivateKey {
@@ -77,7 +78,10 @@ public enum SessionSecretVectorGenerator {
             bytes[6] = (bytes[6] & 0x0F) | 0x40
             bytes[8] = (bytes[8] & 0x3F) | 0x80
             let hex = ByteEncoding.hex(bytes)
-            let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+            let parts = [
+                hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4),
+                hex.dropFirst(20),
+            ]
             return parts.joined(separator: "-")
         }
 
@@ -85,7 +89,8 @@ public enum SessionSecretVectorGenerator {
             try SessionSecret(rawRepresentation: derive("secret:\(n)")).revealTextForm()
         }
 
-        func seal(_ n: Int, plaintext: String? = nil, recipient: String = "alice", session: Int? = nil) throws -> Sealed {
+        func seal(_ n: Int, plaintext: String? = nil, recipient: String = "alice", session: Int? = nil) throws -> Sealed
+        {
             let recipientKey = try key(recipient)
             let sid = try sessionID(session ?? n)
             let text = try plaintext ?? secretText(n)
@@ -95,7 +100,9 @@ public enum SessionSecretVectorGenerator {
                 plaintext: Array(text.utf8), for: recipientKey.publicKey, sessionID: SessionID(sid),
                 ephemeralPrivateKey: ephemeral, nonce: nonce
             )
-            return Sealed(recipient: recipientKey, sessionID: sid, plaintext: text, envelope: envelope, ephemeral: ephemeral, nonce: nonce)
+            return Sealed(
+                recipient: recipientKey, sessionID: sid, plaintext: text, envelope: envelope, ephemeral: ephemeral,
+                nonce: nonce)
         }
 
         mutating func add(
@@ -103,22 +110,27 @@ public enum SessionSecretVectorGenerator {
             sessionID: String? = nil, ephemeralPublicKey: String? = nil, encryptedSecret: String? = nil,
             recipient: X25519PrivateKey? = nil, deterministic: Bool = false
         ) {
-            tests.append(OutputTest(
-                tcId: tests.count + 1,
-                comment: comment,
-                flags: flags,
-                recipientPrivateKey: ByteEncoding.hex((recipient ?? sealed.recipient).rawRepresentation.withUnsafeBytes { Array($0) }),
-                sessionId: sessionID ?? sealed.sessionID,
-                plaintext: sealed.plaintext,
-                ephemeralPublicKey: ephemeralPublicKey ?? sealed.envelope.ephemeralPublicKey,
-                encryptedSecret: encryptedSecret ?? sealed.envelope.encryptedSecret,
-                ephemeralPrivateKey: deterministic ? ByteEncoding.hex(sealed.ephemeral.rawRepresentation.withUnsafeBytes { Array($0) }) : nil,
-                nonce: deterministic ? ByteEncoding.hex(sealed.nonce) : nil,
-                result: result.rawValue
-            ))
+            tests.append(
+                OutputTest(
+                    tcId: tests.count + 1,
+                    comment: comment,
+                    flags: flags,
+                    recipientPrivateKey: ByteEncoding.hex(
+                        (recipient ?? sealed.recipient).rawRepresentation.withUnsafeBytes { Array($0) }),
+                    sessionId: sessionID ?? sealed.sessionID,
+                    plaintext: sealed.plaintext,
+                    ephemeralPublicKey: ephemeralPublicKey ?? sealed.envelope.ephemeralPublicKey,
+                    encryptedSecret: encryptedSecret ?? sealed.envelope.encryptedSecret,
+                    ephemeralPrivateKey: deterministic
+                        ? ByteEncoding.hex(sealed.ephemeral.rawRepresentation.withUnsafeBytes { Array($0) }) : nil,
+                    nonce: deterministic ? ByteEncoding.hex(sealed.nonce) : nil,
+                    result: result.rawValue
+                ))
         }
 
-        func raw(_ sealed: Sealed) throws -> [UInt8] { try SecretEnvelope.decodeEncryptedSecret(sealed.envelope.encryptedSecret) }
+        func raw(_ sealed: Sealed) throws -> [UInt8] {
+            try SecretEnvelope.decodeEncryptedSecret(sealed.envelope.encryptedSecret)
+        }
         static func asciiHex(_ text: String) -> String { "\\x" + ByteEncoding.hex(Array(text.utf8)) }
         static func rawHex(_ bytes: [UInt8]) -> String { "\\x" + ByteEncoding.hex(bytes) }
 
@@ -126,108 +138,151 @@ public enum SessionSecretVectorGenerator {
             // Valid, deterministic, plain base64.
             for n in 1...8 {
                 let recipient = ["alice", "bob", "carol"][n % 3]
-                add(try seal(n, recipient: recipient), "deterministic seal for \(recipient)", ["Deterministic"], result: .valid, deterministic: true)
+                add(
+                    try seal(n, recipient: recipient), "deterministic seal for \(recipient)", ["Deterministic"],
+                    result: .valid, deterministic: true)
             }
             // The same session sealed for three recipients opens only for each one's key.
             for recipient in ["alice", "bob", "carol"] {
-                add(try seal(9, recipient: recipient), "one session, recipient \(recipient)", ["Deterministic", "MultiRecipient"], result: .valid, deterministic: true)
+                add(
+                    try seal(9, recipient: recipient), "one session, recipient \(recipient)",
+                    ["Deterministic", "MultiRecipient"], result: .valid, deterministic: true)
             }
             // Uppercase and mixed-case session ids: the salt is always the lowercase form.
             for n in 10...11 {
                 let sealed = try seal(n)
-                add(sealed, "session id given in uppercase", ["Deterministic", "UppercaseSessionId"], result: .valid,
+                add(
+                    sealed, "session id given in uppercase", ["Deterministic", "UppercaseSessionId"], result: .valid,
                     sessionID: sealed.sessionID.uppercased(), deterministic: true)
             }
             let mixed = try seal(12)
-            add(mixed, "session id given in mixed case", ["Deterministic", "UppercaseSessionId"], result: .valid,
-                sessionID: String(mixed.sessionID.enumerated().map { $0.offset % 2 == 0 ? Character($0.element.uppercased()) : $0.element }),
+            add(
+                mixed, "session id given in mixed case", ["Deterministic", "UppercaseSessionId"], result: .valid,
+                sessionID: String(
+                    mixed.sessionID.enumerated().map {
+                        $0.offset % 2 == 0 ? Character($0.element.uppercased()) : $0.element
+                    }),
                 deterministic: true)
             // A session id sealed with its uppercase salt (the deployed iOS bug) does not open.
             let upperSalted = try seal(13)
             let wrongSalt = try SecretEnvelope.sealDeterministically(
                 plaintext: Array(upperSalted.plaintext.utf8), for: upperSalted.recipient.publicKey,
-                sessionID: SessionID(try sessionID(14)), ephemeralPrivateKey: upperSalted.ephemeral, nonce: upperSalted.nonce
+                sessionID: SessionID(try sessionID(14)), ephemeralPrivateKey: upperSalted.ephemeral,
+                nonce: upperSalted.nonce
             )
-            add(upperSalted, "sealed under another session's salt", ["WrongSession"], result: .invalid,
+            add(
+                upperSalted, "sealed under another session's salt", ["WrongSession"], result: .invalid,
                 encryptedSecret: wrongSalt.encryptedSecret)
             // The bytea trap: both \x forms.
             for n in 15...17 {
                 let sealed = try seal(n)
-                add(sealed, "bytea: \\x hex of the base64 ASCII", ["Deterministic", "ByteaAsciiHex"], result: .valid,
+                add(
+                    sealed, "bytea: \\x hex of the base64 ASCII", ["Deterministic", "ByteaAsciiHex"], result: .valid,
                     encryptedSecret: Self.asciiHex(sealed.envelope.encryptedSecret), deterministic: true)
             }
             for n in 18...20 {
                 let sealed = try seal(n)
-                add(sealed, "bytea: \\x hex of the raw bytes", ["Deterministic", "ByteaRawHex"], result: .valid,
+                add(
+                    sealed, "bytea: \\x hex of the raw bytes", ["Deterministic", "ByteaRawHex"], result: .valid,
                     encryptedSecret: Self.rawHex(try raw(sealed)), deterministic: true)
             }
             let upperHex = try seal(21)
-            add(upperHex, "bytea: \\x with uppercase hex digits", ["ByteaAsciiHex"], result: .valid,
+            add(
+                upperHex, "bytea: \\x with uppercase hex digits", ["ByteaAsciiHex"], result: .valid,
                 encryptedSecret: "\\x" + ByteEncoding.hex(Array(upperHex.envelope.encryptedSecret.utf8)).uppercased())
 
             // Tampering.
             let base = try seal(22)
             let bytes = try raw(base)
-            for (index, name) in [(bytes.count - 1, "tag"), (bytes.count - 16, "tag (first byte)"), (20, "ciphertext"), (0, "nonce")] {
+            for (index, name) in [
+                (bytes.count - 1, "tag"), (bytes.count - 16, "tag (first byte)"), (20, "ciphertext"), (0, "nonce"),
+            ] {
                 var modified = bytes
                 modified[index] ^= 0x01
-                add(base, "modified \(name)", ["Modified"], result: .invalid, encryptedSecret: ByteEncoding.base64(modified))
+                add(
+                    base, "modified \(name)", ["Modified"], result: .invalid,
+                    encryptedSecret: ByteEncoding.base64(modified))
             }
             var modifiedTag = bytes
             modifiedTag[modifiedTag.count - 1] ^= 0x80
-            add(base, "modified tag, bytea ASCII form", ["Modified", "ByteaAsciiHex"], result: .invalid,
+            add(
+                base, "modified tag, bytea ASCII form", ["Modified", "ByteaAsciiHex"], result: .invalid,
                 encryptedSecret: Self.asciiHex(ByteEncoding.base64(modifiedTag)))
-            add(base, "modified tag, bytea raw form", ["Modified", "ByteaRawHex"], result: .invalid,
+            add(
+                base, "modified tag, bytea raw form", ["Modified", "ByteaRawHex"], result: .invalid,
                 encryptedSecret: Self.rawHex(modifiedTag))
             var allZeroTag = bytes
             for index in (allZeroTag.count - 16)..<allZeroTag.count { allZeroTag[index] = 0 }
             add(base, "all-zero tag", ["Modified"], result: .invalid, encryptedSecret: ByteEncoding.base64(allZeroTag))
             var otherEphemeral = try ByteEncoding.bytes(base64: base.envelope.ephemeralPublicKey)
             otherEphemeral[0] ^= 0x02
-            add(base, "modified ephemeral public key", ["Modified"], result: .invalid,
+            add(
+                base, "modified ephemeral public key", ["Modified"], result: .invalid,
                 ephemeralPublicKey: ByteEncoding.base64(otherEphemeral))
 
             // Presented under another session id, or to another device.
-            add(base, "envelope presented under another session id", ["WrongSession"], result: .invalid, sessionID: try sessionID(23))
-            add(base, "envelope opened by a device it was not sealed to", ["WrongRecipient"], result: .invalid, recipient: try key("mallory"))
-            add(base, "session id that is not a UUID", ["WrongSession"], result: .invalid, sessionID: "not-a-session-id")
+            add(
+                base, "envelope presented under another session id", ["WrongSession"], result: .invalid,
+                sessionID: try sessionID(23))
+            add(
+                base, "envelope opened by a device it was not sealed to", ["WrongRecipient"], result: .invalid,
+                recipient: try key("mallory"))
+            add(
+                base, "session id that is not a UUID", ["WrongSession"], result: .invalid, sessionID: "not-a-session-id"
+            )
 
             // Low-order ephemeral keys: X25519 gives all zero, which must be refused.
             for (hex, name) in lowOrderPoints {
-                add(base, "low-order ephemeral public key: \(name)", ["LowOrderEphemeral"], result: .invalid,
+                add(
+                    base, "low-order ephemeral public key: \(name)", ["LowOrderEphemeral"], result: .invalid,
                     ephemeralPublicKey: ByteEncoding.base64(try ByteEncoding.bytes(hex: hex)))
             }
 
             // Truncations and lengths.
-            for (count, name) in [(0, "empty"), (12, "nonce only"), (27, "one byte short of nonce + tag"),
-                                  (28, "nonce + tag, no ciphertext"), (bytes.count - 1, "last byte dropped")] {
-                add(base, "encrypted secret truncated: \(name)", ["Truncated"], result: .invalid,
+            for (count, name) in [
+                (0, "empty"), (12, "nonce only"), (27, "one byte short of nonce + tag"),
+                (28, "nonce + tag, no ciphertext"), (bytes.count - 1, "last byte dropped"),
+            ] {
+                add(
+                    base, "encrypted secret truncated: \(name)", ["Truncated"], result: .invalid,
                     encryptedSecret: ByteEncoding.base64(Array(bytes.prefix(count))))
             }
-            add(base, "encrypted secret with a trailing byte", ["Truncated"], result: .invalid,
+            add(
+                base, "encrypted secret with a trailing byte", ["Truncated"], result: .invalid,
                 encryptedSecret: ByteEncoding.base64(bytes + [0]))
             let ephemeralBytes = try ByteEncoding.bytes(base64: base.envelope.ephemeralPublicKey)
-            add(base, "ephemeral public key of 31 bytes", ["Truncated"], result: .invalid,
+            add(
+                base, "ephemeral public key of 31 bytes", ["Truncated"], result: .invalid,
                 ephemeralPublicKey: ByteEncoding.base64(Array(ephemeralBytes.prefix(31))))
-            add(base, "ephemeral public key of 33 bytes", ["Truncated"], result: .invalid,
+            add(
+                base, "ephemeral public key of 33 bytes", ["Truncated"], result: .invalid,
                 ephemeralPublicKey: ByteEncoding.base64(ephemeralBytes + [0]))
             add(base, "empty ephemeral public key", ["Truncated"], result: .invalid, ephemeralPublicKey: "")
 
             // Encodings that are not base64 or hex.
             let text = base.envelope.encryptedSecret
-            add(base, "encrypted secret in base64url alphabet", ["BadEncoding"], result: .invalid,
-                encryptedSecret: text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_") + "!")
-            add(base, "encrypted secret with padding removed", ["BadEncoding"], result: .invalid,
-                encryptedSecret: String(text.drop(while: { $0 != "=" }).isEmpty ? text.dropLast() : text.prefix(while: { $0 != "=" })))
-            add(base, "encrypted secret with embedded newline", ["BadEncoding"], result: .invalid,
+            add(
+                base, "encrypted secret in base64url alphabet", ["BadEncoding"], result: .invalid,
+                encryptedSecret: text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                    + "!")
+            add(
+                base, "encrypted secret with padding removed", ["BadEncoding"], result: .invalid,
+                encryptedSecret: String(
+                    text.drop(while: { $0 != "=" }).isEmpty ? text.dropLast() : text.prefix(while: { $0 != "=" })))
+            add(
+                base, "encrypted secret with embedded newline", ["BadEncoding"], result: .invalid,
                 encryptedSecret: String(text.prefix(40)) + "\n" + String(text.dropFirst(40)))
-            add(base, "bytea form with odd hex length", ["BadEncoding"], result: .invalid,
+            add(
+                base, "bytea form with odd hex length", ["BadEncoding"], result: .invalid,
                 encryptedSecret: String(Self.asciiHex(text).dropLast()))
-            add(base, "bytea form with a non-hex digit", ["BadEncoding"], result: .invalid,
+            add(
+                base, "bytea form with a non-hex digit", ["BadEncoding"], result: .invalid,
                 encryptedSecret: "\\x" + "zz" + String(Self.asciiHex(text).dropFirst(4)))
-            add(base, "ephemeral public key as hex instead of base64", ["BadEncoding"], result: .invalid,
+            add(
+                base, "ephemeral public key as hex instead of base64", ["BadEncoding"], result: .invalid,
                 ephemeralPublicKey: ByteEncoding.hex(ephemeralBytes))
-            add(base, "encrypted secret with a non-ASCII character", ["BadEncoding"], result: .invalid,
+            add(
+                base, "encrypted secret with a non-ASCII character", ["BadEncoding"], result: .invalid,
                 encryptedSecret: String(text.prefix(10)) + "\u{e9}" + String(text.dropFirst(12)))
 
             // Authentic ciphertexts whose plaintext is not a secret text form.
@@ -237,14 +292,19 @@ public enum SessionSecretVectorGenerator {
                 ("SESS_" + String(try secretText(30).dropFirst(5)), "uppercase prefix"),
                 ("sess_" + String(try secretText(31).dropFirst(5).dropLast()), "47 characters"),
                 (try secretText(32) + "A", "49 characters"),
-                ("sess_" + ByteEncoding.base64(try derive("secret:33").withUnsafeBytes { Array($0) }), "standard base64 with padding"),
+                (
+                    "sess_" + ByteEncoding.base64(try derive("secret:33").withUnsafeBytes { Array($0) }),
+                    "standard base64 with padding"
+                ),
                 ("sess_" + String(repeating: "+", count: 43), "characters outside base64url"),
                 ("sess_" + String(try secretText(34).dropFirst(5).dropLast()) + "B", "non-canonical final character"),
                 ("sess_" + String(repeating: "\u{e9}", count: 21) + "A", "48 UTF-8 bytes that are not base64url"),
             ]
             for (offset, (plaintext, name)) in notSecrets.enumerated() {
                 let sealed = try seal(40 + offset, plaintext: plaintext)
-                add(sealed, "authentic plaintext that is not a secret text form: \(name)", ["MalformedPlaintext"], result: .invalid)
+                add(
+                    sealed, "authentic plaintext that is not a secret text form: \(name)", ["MalformedPlaintext"],
+                    result: .invalid)
             }
         }
     }
@@ -265,9 +325,12 @@ enum GeneratedVectorFile {
         let tests: [Test]
     }
 
-    static func encode<Test: Encodable>(algorithm: VectorAlgorithm, header: [String], groupType: String, tests: [Test]) throws -> Data {
-        let file = File(algorithm: algorithm.rawValue, header: header, numberOfTests: tests.count,
-                        testGroups: [Group(type: groupType, tests: tests)])
+    static func encode<Test: Encodable>(
+        algorithm: VectorAlgorithm, header: [String], groupType: String, tests: [Test]
+    ) throws -> Data {
+        let file = File(
+            algorithm: algorithm.rawValue, header: header, numberOfTests: tests.count,
+            testGroups: [Group(type: groupType, tests: tests)])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         var data = try encoder.encode(file)

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import PostgresNIO
 import PostgRESTServerCore
+import PostgresNIO
 import SecretCrypto
 
 /// The server's configuration, from the environment (secrets never come from flags).
@@ -33,9 +33,12 @@ struct ServerConfiguration: Sendable {
     var idleTimeoutSeconds: Int64 = 10
     var bodyTimeoutSeconds: Int64 = 15
 
-    static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
+    static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws -> ServerConfiguration {
         guard let secret = environment["PGRST_JWT_SECRET"], secret.utf8.count >= 32 else {
-            throw APIError(status: 500, code: "CONFIG", message: "PGRST_JWT_SECRET must be set to at least 32 characters")
+            throw APIError(
+                status: 500, code: "CONFIG", message: "PGRST_JWT_SECRET must be set to at least 32 characters")
         }
         var configuration = ServerConfiguration(jwtSecret: SecureBytes(copying: Array(secret.utf8)))
         if let value = environment["PGRST_SERVER_HOST"] { configuration.host = value }
@@ -49,16 +52,26 @@ struct ServerConfiguration: Sendable {
         if let value = environment["PGRST_DB_MAX_ROWS"].flatMap(Int.init), value > 0 { configuration.maxRows = value }
         if let value = environment["PGRST_JWT_EXPIRY"].flatMap(Int.init) { configuration.jwtExpiry = value }
         if let value = environment["PGRST_JWT_AUD"], !value.isEmpty { configuration.jwtAudience = value }
-        if let value = environment["PGRST_MAX_BODY_BYTES"].flatMap(Int.init), value > 0 { configuration.maxBodyBytes = value }
-        if let value = environment["PGRST_STATEMENT_TIMEOUT_MS"].flatMap(Int.init), value > 0 { configuration.statementTimeoutMilliseconds = value }
-        if let value = environment["PGRST_IDLE_TIMEOUT_S"].flatMap(Int64.init), value > 0 { configuration.idleTimeoutSeconds = value }
-        if let value = environment["PGRST_BODY_TIMEOUT_S"].flatMap(Int64.init), value > 0 { configuration.bodyTimeoutSeconds = value }
+        if let value = environment["PGRST_MAX_BODY_BYTES"].flatMap(Int.init), value > 0 {
+            configuration.maxBodyBytes = value
+        }
+        if let value = environment["PGRST_STATEMENT_TIMEOUT_MS"].flatMap(Int.init), value > 0 {
+            configuration.statementTimeoutMilliseconds = value
+        }
+        if let value = environment["PGRST_IDLE_TIMEOUT_S"].flatMap(Int64.init), value > 0 {
+            configuration.idleTimeoutSeconds = value
+        }
+        if let value = environment["PGRST_BODY_TIMEOUT_S"].flatMap(Int64.init), value > 0 {
+            configuration.bodyTimeoutSeconds = value
+        }
         return configuration
     }
 
     /// A Supabase-style API key: a long-lived JWT for `role`.
     func apiKey(role: String) -> String {
-        JWT.sign(["role": role, "iss": "postgrest-server", "aud": jwtAudience, "iat": 1_767_225_600, "exp": 4_102_444_800], secret: jwtSecret)
+        JWT.sign(
+            ["role": role, "iss": "postgrest-server", "aud": jwtAudience, "iat": 1_767_225_600, "exp": 4_102_444_800],
+            secret: jwtSecret)
     }
 }
 
@@ -73,9 +86,13 @@ struct Answer: Sendable {
     }
 
     static func error(_ error: APIError) -> Answer {
-        let object: [String: Any] = ["code": error.code, "message": error.message,
-                                     "details": error.details as Any? ?? NSNull(), "hint": error.hint as Any? ?? NSNull()]
-        let text = String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(), as: UTF8.self)
+        let object: [String: Any] = [
+            "code": error.code, "message": error.message,
+            "details": error.details as Any? ?? NSNull(), "hint": error.hint as Any? ?? NSNull(),
+        ]
+        let text = String(
+            decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(),
+            as: UTF8.self)
         return .json(error.status, text, headers: error.headers)
     }
 }
@@ -116,7 +133,9 @@ actor Backend {
 
     func table(_ name: String) async throws -> SchemaCache.Table {
         guard Grammar.isIdentifier(name), let table = try await schema().tables[name] else {
-            throw APIError(status: 404, code: "PGRST205", message: "Could not find the table '\(configuration.schema).\(name)' in the schema cache")
+            throw APIError(
+                status: 404, code: "PGRST205",
+                message: "Could not find the table '\(configuration.schema).\(name)' in the schema cache")
         }
         return table
     }
@@ -133,14 +152,16 @@ actor Backend {
         let token: String
         if let authorization {
             guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-                throw invalidToken("JWSError (CompactDecodeError Invalid number of parts: Expected 3 parts; got 1)", code: "PGRST301")
+                throw invalidToken(
+                    "JWSError (CompactDecodeError Invalid number of parts: Expected 3 parts; got 1)", code: "PGRST301")
             }
             token = String(authorization.dropFirst(7))
         } else {
             token = apiKey ?? ""
         }
         do {
-            let (json, role) = try JWT.verify(token, secret: configuration.jwtSecret, audience: configuration.jwtAudience)
+            let (json, role) = try JWT.verify(
+                token, secret: configuration.jwtSecret, audience: configuration.jwtAudience)
             guard ["anon", "authenticated", "service_role"].contains(role) else {
                 throw invalidToken("role does not exist", code: "PGRST301")
             }
@@ -156,20 +177,23 @@ actor Backend {
     /// Refuses a request without the anon or service_role key, as Supabase's gateway does.
     nonisolated func requireKnownAPIKey(_ apiKey: String?) throws {
         guard let apiKey, !apiKey.isEmpty else {
-            throw APIError(status: 401, code: "PGRST000", message: "No API key found in request",
-                           hint: "No `apikey` request header or url param was found.")
+            throw APIError(
+                status: 401, code: "PGRST000", message: "No API key found in request",
+                hint: "No `apikey` request header or url param was found.")
         }
         let given = SecureBytes(copying: Array(apiKey.utf8))
         let known = knownKeys.contains { SecureBytes(copying: Array($0.utf8)) == given }
         guard known else {
-            throw APIError(status: 401, code: "PGRST000", message: "Invalid API key",
-                           hint: "Double check your Supabase `anon` or `service_role` API key.")
+            throw APIError(
+                status: 401, code: "PGRST000", message: "Invalid API key",
+                hint: "Double check your Supabase `anon` or `service_role` API key.")
         }
     }
 
     nonisolated func invalidToken(_ message: String, code: String) -> APIError {
-        APIError(status: 401, code: code, message: message,
-                 headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\", error_description=\"\(message)\"")])
+        APIError(
+            status: 401, code: code, message: message,
+            headers: [("WWW-Authenticate", "Bearer error=\"invalid_token\", error_description=\"\(message)\"")])
     }
 
     // MARK: - Transactions
@@ -189,11 +213,16 @@ actor Backend {
                 try await connection.query("BEGIN", logger: logger)
                 do {
                     try await connection.query("RESET ALL", logger: logger)
-                    try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(try SQLBuilder.identifier(role))"), logger: logger)
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(try SQLBuilder.identifier(role))"), logger: logger)
                     var claimBinds = PostgresBindings()
                     claimBinds.append(claims)
-                    try await connection.query(PostgresQuery(unsafeSQL: "SELECT set_config('request.jwt.claims', $1, true)", binds: claimBinds), logger: logger)
-                    try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = \(timeout)"), logger: logger)
+                    try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL: "SELECT set_config('request.jwt.claims', $1, true)", binds: claimBinds),
+                        logger: logger)
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = \(timeout)"), logger: logger)
                     try await connection.query("SET LOCAL TIME ZONE 'UTC'", logger: logger)
                     var result: [[String?]] = []
                     for (sql, values) in statements {
@@ -201,7 +230,8 @@ actor Backend {
                         for value in values {
                             if let value { binds.append(value) } else { binds.appendNull() }
                         }
-                        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+                        let rows = try await connection.query(
+                            PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
                         result = []
                         for try await row in rows {
                             var columns: [String?] = []
@@ -229,12 +259,15 @@ actor Backend {
     static func translate(_ error: Error, role: String) -> Error {
         if error is APIError { return error }
         guard let error = error as? PSQLError, let info = error.serverInfo, let state = info[.sqlState] else {
-            return APIError(status: 503, code: "PGRST000", message: "Database connection error. Retrying the connection.")
+            return APIError(
+                status: 503, code: "PGRST000", message: "Database connection error. Retrying the connection.")
         }
         // PostgREST's mapping by SQLSTATE and class; anything else is the request's fault, 400
         // (an insert into a generated column, 428C9, is a 400 there too, never a 500).
         let status: Int
-        let serverClasses: Set<Substring> = ["09", "25", "2D", "38", "39", "3B", "40", "54", "55", "57", "58", "F0", "HV", "XX"]
+        let serverClasses: Set<Substring> = [
+            "09", "25", "2D", "38", "39", "3B", "40", "54", "55", "57", "58", "F0", "HV", "XX",
+        ]
         switch state {
         case "23505", "23503": status = 409
         case "42501": status = role == "anon" ? 401 : 403
@@ -249,8 +282,10 @@ actor Backend {
         }
         // A 401 always says how to authenticate, as PostgREST's do.
         let headers = status == 401 ? [("WWW-Authenticate", "Bearer")] : []
-        return APIError(status: status, code: state, message: info[.message] ?? "database error", details: info[.detail], hint: info[.hint],
-                        headers: headers)
+        return APIError(
+            status: status, code: state, message: info[.message] ?? "database error", details: info[.detail],
+            hint: info[.hint],
+            headers: headers)
     }
 
     // MARK: - Auth (GoTrue-compatible subset)
@@ -261,11 +296,14 @@ actor Backend {
             "id": id, "aud": "authenticated", "role": "authenticated", "email": email, "phone": "",
             "email_confirmed_at": createdAt, "confirmed_at": createdAt, "last_sign_in_at": signedInAt,
             "app_metadata": ["provider": "email", "providers": ["email"]], "user_metadata": [String: Any](),
-            "identities": [[
-                "identity_id": id, "id": id, "user_id": id, "provider": "email",
-                "identity_data": ["email": email, "sub": id, "email_verified": true], "created_at": createdAt, "updated_at": createdAt,
-                "last_sign_in_at": signedInAt, "email": email,
-            ] as [String: Any]],
+            "identities": [
+                [
+                    "identity_id": id, "id": id, "user_id": id, "provider": "email",
+                    "identity_data": ["email": email, "sub": id, "email_verified": true], "created_at": createdAt,
+                    "updated_at": createdAt,
+                    "last_sign_in_at": signedInAt, "email": email,
+                ] as [String: Any]
+            ],
             "created_at": createdAt, "updated_at": signedInAt, "is_anonymous": false,
         ]
     }
@@ -273,85 +311,123 @@ actor Backend {
     /// Issues an access token and a fresh refresh token for `user`, in GoTrue's shape.
     func session(user: String, email: String, createdAt: String) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
-        let access = JWT.sign(["sub": user, "role": "authenticated", "aud": configuration.jwtAudience, "email": email,
-                               "iat": now, "exp": now + configuration.jwtExpiry, "session_id": UUID().uuidString.lowercased(),
-                               "is_anonymous": false], secret: configuration.jwtSecret)
+        let access = JWT.sign(
+            [
+                "sub": user, "role": "authenticated", "aud": configuration.jwtAudience, "email": email,
+                "iat": now, "exp": now + configuration.jwtExpiry, "session_id": UUID().uuidString.lowercased(),
+                "is_anonymous": false,
+            ], secret: configuration.jwtSecret)
         let refresh = JWT.base64URL(SecureBytes(randomCount: 24).withUnsafeBytes { Array($0) })
         // Only a digest is stored: a copy of the table gives nobody a usable refresh token.
-        _ = try await authClient.query("""
+        _ = try await authClient.query(
+            """
             INSERT INTO auth.refresh_tokens (token, user_id) VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid)
             """, logger: logger)
         let signedIn = ISO8601DateFormatter().string(from: Date())
         let object: [String: Any] = [
-            "access_token": access, "token_type": "bearer", "expires_in": configuration.jwtExpiry, "expires_at": now + configuration.jwtExpiry,
-            "refresh_token": refresh, "user": Self.userObject(id: user, email: email, createdAt: createdAt, signedInAt: signedIn),
+            "access_token": access, "token_type": "bearer", "expires_in": configuration.jwtExpiry,
+            "expires_at": now + configuration.jwtExpiry,
+            "refresh_token": refresh,
+            "user": Self.userObject(id: user, email: email, createdAt: createdAt, signedInAt: signedIn),
         ]
-        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        return String(
+            decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
     }
 
     /// `GET /auth/v1/user`: the user of a valid bearer token.
     func currentUser(authorization: String?) async throws -> Answer {
         guard let authorization, authorization.prefix(7).lowercased() == "bearer " else {
-            return .json(401, #"{"code":401,"error_code":"no_authorization","msg":"This endpoint requires a Bearer token"}"#)
+            return .json(
+                401, #"{"code":401,"error_code":"no_authorization","msg":"This endpoint requires a Bearer token"}"#)
         }
         let claims: String
         do {
-            (claims, _) = try JWT.verify(String(authorization.dropFirst(7)), secret: configuration.jwtSecret, audience: configuration.jwtAudience)
+            (claims, _) = try JWT.verify(
+                String(authorization.dropFirst(7)), secret: configuration.jwtSecret, audience: configuration.jwtAudience
+            )
         } catch {
-            return .json(403, #"{"code":403,"error_code":"bad_jwt","msg":"invalid JWT: unable to parse or verify signature"}"#)
+            return .json(
+                403, #"{"code":403,"error_code":"bad_jwt","msg":"invalid JWT: unable to parse or verify signature"}"#)
         }
-        guard let sub = (try? JSONSerialization.jsonObject(with: Data(claims.utf8)) as? [String: Any])?["sub"] as? String, UUID(uuidString: sub) != nil else {
+        guard
+            let sub = (try? JSONSerialization.jsonObject(with: Data(claims.utf8)) as? [String: Any])?["sub"] as? String,
+            UUID(uuidString: sub) != nil
+        else {
             return .json(403, #"{"code":403,"error_code":"bad_jwt","msg":"invalid claim: missing sub claim"}"#)
         }
-        let rows = try await authClient.query("""
+        let rows = try await authClient.query(
+            """
             SELECT id::text, email, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM auth.users WHERE id = \(sub)::uuid
             """, logger: logger)
         for try await (id, email, created) in rows.decode((String, String, String).self) {
             let object = Self.userObject(id: id, email: email, createdAt: created, signedInAt: created)
-            return .json(200, String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self))
+            return .json(
+                200,
+                String(
+                    decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+            )
         }
-        return .json(404, #"{"code":404,"error_code":"user_not_found","msg":"User from sub claim in JWT does not exist"}"#)
+        return .json(
+            404, #"{"code":404,"error_code":"user_not_found","msg":"User from sub claim in JWT does not exist"}"#)
     }
 
     func signUp(email: String, password: String) async throws -> Answer {
         guard !email.isEmpty, password.count >= 6 else {
-            return .json(422, #"{"code":422,"error_code":"weak_password","msg":"Password should be at least 6 characters."}"#)
+            return .json(
+                422, #"{"code":422,"error_code":"weak_password","msg":"Password should be at least 6 characters."}"#)
         }
-        let rows = try await authClient.query("""
+        let rows = try await authClient.query(
+            """
             INSERT INTO auth.users (email, encrypted_password) VALUES (\(email), crypt(\(password), gen_salt('bf', 6)))
             ON CONFLICT (email) DO NOTHING RETURNING id::text, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
             """, logger: logger)
         var found: (String, String)?
         for try await (id, created) in rows.decode((String, String).self) { found = (id, created) }
-        guard let (id, created) = found else { return .json(422, #"{"code":422,"error_code":"user_already_exists","msg":"User already registered"}"#) }
+        guard let (id, created) = found else {
+            return .json(422, #"{"code":422,"error_code":"user_already_exists","msg":"User already registered"}"#)
+        }
         return .json(200, try await session(user: id, email: email, createdAt: created))
     }
 
     func passwordGrant(email: String, password: String) async throws -> Answer {
-        let rows = try await authClient.query("""
+        let rows = try await authClient.query(
+            """
             SELECT id::text, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') FROM auth.users
             WHERE email = \(email) AND encrypted_password = crypt(\(password), encrypted_password)
             """, logger: logger)
         var found: (String, String)?
         for try await (id, created) in rows.decode((String, String).self) { found = (id, created) }
-        guard let (id, created) = found else { return Self.invalidGrant("Invalid login credentials", code: "invalid_credentials") }
+        guard let (id, created) = found else {
+            return Self.invalidGrant("Invalid login credentials", code: "invalid_credentials")
+        }
         return .json(200, try await session(user: id, email: email, createdAt: created))
     }
 
     func refreshGrant(token: String) async throws -> Answer {
-        let rows = try await authClient.query("""
+        let rows = try await authClient.query(
+            """
             UPDATE auth.refresh_tokens r SET revoked = true FROM auth.users u
             WHERE r.token = encode(digest(\(token), 'sha256'), 'hex') AND NOT r.revoked AND u.id = r.user_id
             RETURNING u.id::text, u.email, to_char(u.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
             """, logger: logger)
         var found: (String, String, String)?
-        for try await (id, email, created) in rows.decode((String, String, String).self) { found = (id, email, created) }
-        guard let (id, email, created) = found else { return Self.invalidGrant("Invalid Refresh Token: Refresh Token Not Found", code: "refresh_token_not_found") }
+        for try await (id, email, created) in rows.decode((String, String, String).self) {
+            found = (id, email, created)
+        }
+        guard let (id, email, created) = found else {
+            return Self.invalidGrant("Invalid Refresh Token: Refresh Token Not Found", code: "refresh_token_not_found")
+        }
         return .json(200, try await session(user: id, email: email, createdAt: created))
     }
 
     static func invalidGrant(_ message: String, code: String) -> Answer {
-        let object: [String: Any] = ["code": 400, "error_code": code, "msg": message, "error": "invalid_grant", "error_description": message]
-        return .json(400, String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(), as: UTF8.self))
+        let object: [String: Any] = [
+            "code": 400, "error_code": code, "msg": message, "error": "invalid_grant", "error_description": message,
+        ]
+        return .json(
+            400,
+            String(
+                decoding: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(),
+                as: UTF8.self))
     }
 }

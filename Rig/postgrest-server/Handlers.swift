@@ -23,10 +23,18 @@ struct Preferences {
             let parts = token.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { continue }
             switch (parts[0], parts[1]) {
-            case ("resolution", "merge-duplicates"), ("resolution", "ignore-duplicates"): resolution = parts[1]; applied.append(token)
-            case ("return", "minimal"), ("return", "representation"), ("return", "headers-only"): returning = parts[1]; applied.append(token)
-            case ("count", "exact"), ("count", "planned"), ("count", "estimated"): count = parts[1]; applied.append(token)
-            case ("missing", "default"): missingDefault = true; applied.append(token)
+            case ("resolution", "merge-duplicates"), ("resolution", "ignore-duplicates"):
+                resolution = parts[1]
+                applied.append(token)
+            case ("return", "minimal"), ("return", "representation"), ("return", "headers-only"):
+                returning = parts[1]
+                applied.append(token)
+            case ("count", "exact"), ("count", "planned"), ("count", "estimated"):
+                count = parts[1]
+                applied.append(token)
+            case ("missing", "default"):
+                missingDefault = true
+                applied.append(token)
             default: break
             }
         }
@@ -36,14 +44,17 @@ struct Preferences {
 extension Backend {
     func handle(_ request: RESTRequest) async -> Answer {
         do {
-            let (role, claims) = try authenticate(authorization: request.headers["authorization"], apiKey: request.headers["apikey"])
+            let (role, claims) = try authenticate(
+                authorization: request.headers["authorization"], apiKey: request.headers["apikey"])
             let table = try await table(request.table)
             switch request.method {
             case "GET", "HEAD": return try await read(request, table: table, role: role, claims: claims)
             case "POST": return try await insert(request, table: table, role: role, claims: claims)
             case "PATCH": return try await update(request, table: table, role: role, claims: claims)
             case "DELETE": return try await delete(request, table: table, role: role, claims: claims)
-            default: return .error(APIError(status: 405, code: "PGRST117", message: "Unsupported HTTP method: \(request.method)"))
+            default:
+                return .error(
+                    APIError(status: 405, code: "PGRST117", message: "Unsupported HTTP method: \(request.method)"))
             }
         } catch let error as APIError {
             return .error(error)
@@ -95,10 +106,13 @@ extension Backend {
         }
         var orderSQL = ""
         if let order = parameters["order"] {
-            orderSQL = " ORDER BY " + (try Grammar.order(order).map { term in
-                let column = try requireColumn(term.column, table)
-                return "_t." + (try SQLBuilder.identifier(column.name)) + (term.descending ? " DESC" : " ASC") + (term.nulls.map { " NULLS \($0)" } ?? "")
-            }.joined(separator: ", "))
+            orderSQL =
+                " ORDER BY "
+                + (try Grammar.order(order).map { term in
+                    let column = try requireColumn(term.column, table)
+                    return "_t." + (try SQLBuilder.identifier(column.name)) + (term.descending ? " DESC" : " ASC")
+                        + (term.nulls.map { " NULLS \($0)" } ?? "")
+                }.joined(separator: ", "))
         }
 
         // Range header, then limit/offset parameters, then db-max-rows.
@@ -112,19 +126,26 @@ extension Backend {
                 offset = lower
                 if let upper = Int(bounds[1]) {
                     guard upper >= lower else {
-                        throw APIError(status: 416, code: "PGRST103", message: "Requested range not satisfiable",
-                                       details: "The lower boundary must be lower than or equal to the upper boundary in the Range header.")
+                        throw APIError(
+                            status: 416, code: "PGRST103", message: "Requested range not satisfiable",
+                            details:
+                                "The lower boundary must be lower than or equal to the upper boundary in the Range header."
+                        )
                     }
                     limit = min(upper - lower, configuration.maxRows - 1) + 1
                 }
             }
         }
         if let value = parameters["offset"] {
-            guard let number = Int(value), number >= 0 else { throw APIError.parse("\"failed to parse offset parameter\"") }
+            guard let number = Int(value), number >= 0 else {
+                throw APIError.parse("\"failed to parse offset parameter\"")
+            }
             offset = number
         }
         if let value = parameters["limit"] {
-            guard let number = Int(value), number >= 0 else { throw APIError.parse("\"failed to parse limit parameter\"") }
+            guard let number = Int(value), number >= 0 else {
+                throw APIError.parse("\"failed to parse limit parameter\"")
+            }
             limit = number
         }
         let effectiveLimit = min(limit ?? configuration.maxRows, configuration.maxRows)
@@ -148,25 +169,33 @@ extension Backend {
                 total = rows.first?[0].flatMap(Int.init)
             }
             if let total, offset > total {
-                throw APIError(status: 416, code: "PGRST103", message: "Requested range not satisfiable",
-                               details: "An offset of \(offset) was requested, but there are only \(total) rows.",
-                               headers: [("Content-Range", "*/\(total)")])
+                throw APIError(
+                    status: 416, code: "PGRST103", message: "Requested range not satisfiable",
+                    details: "An offset of \(offset) was requested, but there are only \(total) rows.",
+                    headers: [("Content-Range", "*/\(total)")])
             }
         }
         if request.headers["accept"]?.contains("application/vnd.pgrst.object+json") == true {
             guard count == 1 else {
-                throw APIError(status: 406, code: "PGRST116", message: "JSON object requested, multiple (or no) rows returned",
-                               details: "The result contains \(count) rows")
+                throw APIError(
+                    status: 406, code: "PGRST116", message: "JSON object requested, multiple (or no) rows returned",
+                    details: "The result contains \(count) rows")
             }
             let object = String(body.dropFirst().dropLast())
-            return .json(200, request.method == "HEAD" ? "" : object, headers: [("Content-Range", "0-0/\(total.map(String.init) ?? "*")")])
+            return .json(
+                200, request.method == "HEAD" ? "" : object,
+                headers: [("Content-Range", "0-0/\(total.map(String.init) ?? "*")")])
         }
         let totalText = wantsCount ? total.map(String.init) ?? "*" : "*"
         let last = offset.addingReportingOverflow(count - 1)
-        let contentRange = count > 0 && !last.overflow ? "\(offset)-\(last.partialValue)/\(totalText)" : "*/\(totalText)"
+        let contentRange =
+            count > 0 && !last.overflow ? "\(offset)-\(last.partialValue)/\(totalText)" : "*/\(totalText)"
         let partial = wantsCount && (total.map { count < $0 } ?? false)
         var headers = [("Content-Range", contentRange)]
-        if !preferences.applied.isEmpty { headers.append(("Preference-Applied", preferences.applied.filter { $0.hasPrefix("count") }.joined(separator: ", "))) }
+        if !preferences.applied.isEmpty {
+            headers.append(
+                ("Preference-Applied", preferences.applied.filter { $0.hasPrefix("count") }.joined(separator: ", ")))
+        }
         headers.removeAll { $0.0 == "Preference-Applied" && $0.1.isEmpty }
         return .json(partial ? 206 : 200, request.method == "HEAD" ? "" : body, headers: headers)
     }
@@ -181,7 +210,9 @@ extension Backend {
         let affected = rows.first?[1].flatMap(Int.init) ?? 0
         let status = inserted > 0 || preferences.resolution == nil ? 201 : 200
         var headers: [(String, String)] = []
-        if !preferences.applied.isEmpty { headers.append(("Preference-Applied", preferences.applied.joined(separator: ", "))) }
+        if !preferences.applied.isEmpty {
+            headers.append(("Preference-Applied", preferences.applied.joined(separator: ", ")))
+        }
         headers.append(("Content-Range", "*/\(preferences.count != nil ? String(affected) : "*")"))
         if preferences.returning == "representation" {
             return .json(status, rows.first?[2] ?? "[]", headers: headers)
@@ -191,7 +222,9 @@ extension Backend {
 
     /// The INSERT (or upsert) of a POST and its one bound payload. Kept out of the async
     /// handler: Swift 6.3.1's optimizer crashes splitting that coroutine when this code is in it.
-    func insertStatement(_ request: RESTRequest, table: SchemaCache.Table, preferences: Preferences) throws -> (String, [String?]) {
+    func insertStatement(
+        _ request: RESTRequest, table: SchemaCache.Table, preferences: Preferences
+    ) throws -> (String, [String?]) {
         let parameters = Dictionary(request.query, uniquingKeysWith: { _, last in last })
         guard let parsed = try? JSONSerialization.jsonObject(with: Data(request.body.utf8)) else {
             throw APIError(status: 400, code: "PGRST102", message: "Empty or invalid json")
@@ -214,16 +247,21 @@ extension Backend {
             }
         }
         for key in keys.sorted() where !Grammar.isIdentifier(key) || table.column(key) == nil {
-            throw APIError(status: 400, code: "PGRST204", message: "Could not find the '\(key)' column of '\(table.name)' in the schema cache")
+            throw APIError(
+                status: 400, code: "PGRST204",
+                message: "Could not find the '\(key)' column of '\(table.name)' in the schema cache")
         }
         let columns = table.columns.map(\.name).filter(keys.contains)
         let list = try columns.map { name throws(APIError) in try SQLBuilder.identifier(name) }.joined(separator: ", ")
 
         var conflict = ""
         if let onConflict = parameters["on_conflict"], preferences.resolution != nil {
-            conflict = try Grammar.onConflict(onConflict).map { try SQLBuilder.identifier(try requireColumn($0, table).name) }.joined(separator: ", ")
+            conflict = try Grammar.onConflict(onConflict).map {
+                try SQLBuilder.identifier(try requireColumn($0, table).name)
+            }.joined(separator: ", ")
         } else if preferences.resolution != nil {
-            conflict = try table.primaryKey.map { name throws(APIError) in try SQLBuilder.identifier(name) }.joined(separator: ", ")
+            conflict = try table.primaryKey.map { name throws(APIError) in try SQLBuilder.identifier(name) }.joined(
+                separator: ", ")
         }
         var onConflictSQL = ""
         if !conflict.isEmpty, let resolution = preferences.resolution {
@@ -231,14 +269,16 @@ extension Backend {
                 let quoted = try SQLBuilder.identifier(name)
                 return "\(quoted) = EXCLUDED.\(quoted)"
             }.joined(separator: ", ")
-            onConflictSQL = resolution == "ignore-duplicates" || updates.isEmpty
+            onConflictSQL =
+                resolution == "ignore-duplicates" || updates.isEmpty
                 ? " ON CONFLICT (\(conflict)) DO NOTHING" : " ON CONFLICT (\(conflict)) DO UPDATE SET \(updates)"
         }
         // The body goes to PostgreSQL as it came, as PostgREST passes it (re-serialising it was
         // most of this server's time on a first push); a single object becomes a one-row array.
         let payload = parsed is [String: Any] ? "[" + request.body + "]" : request.body
         let name = try qualifiedName(table)
-        let insertSQL = columns.isEmpty
+        let insertSQL =
+            columns.isEmpty
             ? "INSERT INTO \(name) AS _t DEFAULT VALUES"
             : "INSERT INTO \(name) AS _t (\(list)) SELECT \(list) FROM json_populate_recordset(NULL::\(name), $1::json) _src\(onConflictSQL)"
         // The rows' JSON only when the client asked for them (return=representation); the
@@ -260,7 +300,9 @@ extension Backend {
             throw APIError(status: 400, code: "PGRST102", message: "Empty or invalid json")
         }
         for key in object.keys.sorted() where !Grammar.isIdentifier(key) || table.column(key) == nil {
-            throw APIError(status: 400, code: "PGRST204", message: "Could not find the '\(key)' column of '\(table.name)' in the schema cache")
+            throw APIError(
+                status: 400, code: "PGRST204",
+                message: "Could not find the '\(key)' column of '\(table.name)' in the schema cache")
         }
         var builder = SQLBuilder()
         let payload = builder.bind(String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self))
@@ -296,7 +338,9 @@ extension Backend {
     func finishWrite(_ rows: [[String?]], preferences: Preferences) -> Answer {
         let affected = rows.first?[0].flatMap(Int.init) ?? 0
         var headers = [("Content-Range", "*/\(preferences.count != nil ? String(affected) : "*")")]
-        if !preferences.applied.isEmpty { headers.append(("Preference-Applied", preferences.applied.joined(separator: ", "))) }
+        if !preferences.applied.isEmpty {
+            headers.append(("Preference-Applied", preferences.applied.joined(separator: ", ")))
+        }
         if preferences.returning == "representation" {
             return .json(200, rows.first?[1] ?? "[]", headers: headers)
         }

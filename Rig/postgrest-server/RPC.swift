@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import PostgresNIO
 import PostgRESTServerCore
+import PostgresNIO
 
 /// The functions of the exposed schema, as PostgREST's schema cache knows them.
 struct FunctionCache: Sendable {
@@ -28,7 +28,8 @@ struct FunctionCache: Sendable {
     let functions: [String: [Function]]
 
     static func load(client: PostgresClient, schema: String, logger: Logger) async throws -> FunctionCache {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT p.proname, coalesce(array_to_string(p.proargnames[1:p.pronargs], ','), ''),
                    coalesce((SELECT string_agg(format_type(t, NULL), ',' ORDER BY i) FROM unnest(p.proargtypes) WITH ORDINALITY AS a(t, i)), ''),
                    p.pronargdefaults::int, p.proretset, format_type(p.prorettype, NULL), p.provolatile::text
@@ -36,14 +37,22 @@ struct FunctionCache: Sendable {
             WHERE n.nspname = \(schema) AND p.prokind = 'f'
             """, logger: logger)
         var functions: [String: [Function]] = [:]
-        for try await (name, names, types, defaults, returnsSet, returnType, volatility) in rows.decode((String, String, String, Int, Bool, String, String).self) {
-            let argumentNames = names.isEmpty ? [] : names.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-            let argumentTypes = types.isEmpty ? [] : types.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        for try await (name, names, types, defaults, returnsSet, returnType, volatility) in rows.decode(
+            (String, String, String, Int, Bool, String, String).self)
+        {
+            let argumentNames =
+                names.isEmpty ? [] : names.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            let argumentTypes =
+                types.isEmpty ? [] : types.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             // Functions with unnamed arguments cannot be called by name (PostgREST skips them too).
-            guard argumentNames.count == argumentTypes.count, argumentNames.allSatisfy(Grammar.isIdentifier) else { continue }
-            functions[name, default: []].append(Function(
-                name: name, arguments: Array(zip(argumentNames, argumentTypes)).map { ($0.0, $0.1) }, defaults: defaults,
-                returnsSet: returnsSet, returnType: returnType, volatility: volatility))
+            guard argumentNames.count == argumentTypes.count, argumentNames.allSatisfy(Grammar.isIdentifier) else {
+                continue
+            }
+            functions[name, default: []].append(
+                Function(
+                    name: name, arguments: Array(zip(argumentNames, argumentTypes)).map { ($0.0, $0.1) },
+                    defaults: defaults,
+                    returnsSet: returnsSet, returnType: returnType, volatility: volatility))
         }
         return FunctionCache(functions: functions)
     }
@@ -59,36 +68,47 @@ extension Backend {
     /// compared against it); every value is a bound parameter cast to the argument's type.
     func call(_ request: RESTRequest, function name: String) async -> Answer {
         do {
-            let (role, claims) = try authenticate(authorization: request.headers["authorization"], apiKey: request.headers["apikey"])
+            let (role, claims) = try authenticate(
+                authorization: request.headers["authorization"], apiKey: request.headers["apikey"])
             var arguments: [String: String?] = [:]
             if request.method == "POST" {
                 let text = request.body.trimmingCharacters(in: .whitespacesAndNewlines)
                 if !text.isEmpty {
-                    guard case let .object(members)? = try? JSONDecoder().decode(JSONArgument.self, from: Data(text.utf8)) else {
+                    guard
+                        case let .object(members)? = try? JSONDecoder().decode(JSONArgument.self, from: Data(text.utf8))
+                    else {
                         throw APIError(status: 400, code: "PGRST102", message: "Empty or invalid json")
                     }
                     for (key, value) in members { arguments[key] = value.sqlText }
                 }
             } else if request.method == "GET" {
-                for (key, value) in request.query where !Grammar.reservedParameters.contains(key) { arguments[key] = value }
+                for (key, value) in request.query where !Grammar.reservedParameters.contains(key) {
+                    arguments[key] = value
+                }
             } else {
                 throw APIError(status: 405, code: "PGRST117", message: "Unsupported HTTP method: \(request.method)")
             }
-            guard Grammar.isIdentifier(name), arguments.keys.allSatisfy(Grammar.isIdentifier) else { throw notFound(name, arguments.keys) }
+            guard Grammar.isIdentifier(name), arguments.keys.allSatisfy(Grammar.isIdentifier) else {
+                throw notFound(name, arguments.keys)
+            }
             var candidates = try await functions().functions[name] ?? []
             if !candidates.contains(where: { $0.accepts(Set(arguments.keys)) }) {
                 // A function created after start-up: look again once, as PostgREST does on a schema reload.
                 candidates = try await functions(reload: true).functions[name] ?? []
             }
-            guard let function = candidates.first(where: { $0.accepts(Set(arguments.keys)) }) else { throw notFound(name, arguments.keys) }
+            guard let function = candidates.first(where: { $0.accepts(Set(arguments.keys)) }) else {
+                throw notFound(name, arguments.keys)
+            }
             if request.method == "GET" && function.volatility == "v" {
-                throw APIError(status: 405, code: "PGRST101", message: "Cannot use the GET method on RPC with volatile functions")
+                throw APIError(
+                    status: 405, code: "PGRST101", message: "Cannot use the GET method on RPC with volatile functions")
             }
             var builder = SQLBuilder()
             let named = try function.arguments.filter { arguments.keys.contains($0.name) }.map { argument in
                 "\(try SQLBuilder.identifier(argument.name)) => \(builder.bind(arguments[argument.name] ?? nil))::\(argument.type)"
             }.joined(separator: ", ")
-            let call = "\(try SQLBuilder.identifier(configuration.schema)).\(try SQLBuilder.identifier(function.name))(\(named))"
+            let call =
+                "\(try SQLBuilder.identifier(configuration.schema)).\(try SQLBuilder.identifier(function.name))(\(named))"
             let sql: String
             if function.returnsSet {
                 sql = "SELECT coalesce(json_agg(_r), '[]'::json)::text FROM \(call) AS _r"
@@ -108,9 +128,11 @@ extension Backend {
     }
 
     func notFound(_ name: String, _ keys: Dictionary<String, String?>.Keys) -> APIError {
-        APIError(status: 404, code: "PGRST202",
-                 message: "Could not find the function \(configuration.schema).\(name)(\(keys.sorted().joined(separator: ", "))) in the schema cache",
-                 hint: "Perhaps you meant to call another function, or the arguments are named differently.")
+        APIError(
+            status: 404, code: "PGRST202",
+            message:
+                "Could not find the function \(configuration.schema).\(name)(\(keys.sorted().joined(separator: ", "))) in the schema cache",
+            hint: "Perhaps you meant to call another function, or the arguments are named differently.")
     }
 
 }
@@ -126,13 +148,21 @@ indirect enum JSONArgument: Decodable {
 
     init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Int64.self) { self = .number(String(value)) }
-        else if let value = try? container.decode(Double.self) { self = .number(String(value)) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([JSONArgument].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: JSONArgument].self)) }
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .number(String(value))
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(String(value))
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONArgument].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONArgument].self))
+        }
     }
 
     /// The text PostgreSQL casts: strings as they are, numbers and booleans in their JSON
@@ -151,10 +181,14 @@ indirect enum JSONArgument: Decodable {
         case let .bool(value): value ? "true" : "false"
         case let .number(text): text
         case let .string(text):
-            String(decoding: (try? JSONSerialization.data(withJSONObject: [text], options: [])) ?? Data(), as: UTF8.self).dropFirst().dropLast().description
+            String(
+                decoding: (try? JSONSerialization.data(withJSONObject: [text], options: [])) ?? Data(), as: UTF8.self
+            ).dropFirst().dropLast().description
         case let .array(items): "[" + items.map(\.json).joined(separator: ",") + "]"
         case let .object(members):
-            "{" + members.keys.sorted().map { key in JSONArgument.string(key).json + ":" + members[key]!.json }.joined(separator: ",") + "}"
+            "{"
+                + members.keys.sorted().map { key in JSONArgument.string(key).json + ":" + members[key]!.json }.joined(
+                    separator: ",") + "}"
         }
     }
 }

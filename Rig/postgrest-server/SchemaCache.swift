@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import PostgresNIO
 import PostgRESTServerCore
+import PostgresNIO
 
 /// What PostgREST calls its schema cache: the tables of the exposed schema and their columns.
 struct SchemaCache: Sendable {
@@ -12,7 +12,8 @@ struct SchemaCache: Sendable {
     let tables: [String: Table]
 
     static func load(client: PostgresClient, schema: String, logger: Logger) async throws -> SchemaCache {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnum
             FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
             WHERE n.nspname = \(schema) AND c.relkind IN ('r', 'v', 'p') AND a.attnum > 0 AND NOT a.attisdropped
@@ -22,7 +23,8 @@ struct SchemaCache: Sendable {
         for try await (table, name, type, _) in rows.decode((String, String, String, Int16).self) {
             columns[table, default: []].append(Column(name: name, type: type))
         }
-        let keys = try await client.query("""
+        let keys = try await client.query(
+            """
             SELECT c.relname, a.attname FROM pg_index i
             JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey)

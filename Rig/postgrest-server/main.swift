@@ -4,8 +4,8 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTPTypes
-import PostgresNIO
 import PostgRESTServerCore
+import PostgresNIO
 
 // postgrest-server: a PostgREST-compatible HTTP server over PostgreSQL, for the project's tests
 // and benchmarks (never shipped in sync-cli). It serves what the engine and common PostgREST
@@ -47,8 +47,9 @@ let logger: Logger = {
 }()
 func pool(user: String) -> PostgresClient {
     PostgresClient(
-        configuration: .init(host: configuration.databaseHost, port: configuration.databasePort, username: user,
-                             password: nil, database: configuration.databaseName, tls: .disable),
+        configuration: .init(
+            host: configuration.databaseHost, port: configuration.databasePort, username: user,
+            password: nil, database: configuration.databaseName, tls: .disable),
         backgroundLogger: logger
     )
 }
@@ -57,8 +58,10 @@ let authClient = pool(user: configuration.authDatabaseUser)
 let backend = Backend(client: client, authClient: authClient, configuration: configuration, logger: logger)
 
 /// The 413 a gateway answers for a body over the limit, in PostgREST's error shape.
-let tooLarge = Answer.error(APIError(status: 413, code: "PGRST413", message: "Payload Too Large",
-                                     details: "The request body is larger than \(configuration.maxBodyBytes) bytes."))
+let tooLarge = Answer.error(
+    APIError(
+        status: 413, code: "PGRST413", message: "Payload Too Large",
+        details: "The request body is larger than \(configuration.maxBodyBytes) bytes."))
 
 let responder = CallbackResponder<BasicRequestContext> { request, _ in
     var request = request
@@ -66,8 +69,10 @@ let responder = CallbackResponder<BasicRequestContext> { request, _ in
     if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes {
         answer = tooLarge
     } else if (request.uri.query ?? "").utf8.count > configuration.maxQueryBytes {
-        answer = .error(APIError(status: 414, code: "PGRST414", message: "URI Too Long",
-                                 details: "The query string is longer than \(configuration.maxQueryBytes) bytes."))
+        answer = .error(
+            APIError(
+                status: 414, code: "PGRST414", message: "URI Too Long",
+                details: "The query string is longer than \(configuration.maxQueryBytes) bytes."))
     } else {
         do {
             let buffer = try await request.collectBody(upTo: configuration.maxBodyBytes)
@@ -110,14 +115,17 @@ func route(_ request: Request, body: String) async -> Answer {
     table = String(table.drop { $0 == "/" })
     if table.hasPrefix("rpc/") {
         let function = String(table.dropFirst("rpc/".count))
-        return await backend.call(RESTRequest(method: request.method.rawValue, table: function, query: query, headers: headers, body: body),
-                                  function: function.removingPercentEncoding ?? function)
+        return await backend.call(
+            RESTRequest(method: request.method.rawValue, table: function, query: query, headers: headers, body: body),
+            function: function.removingPercentEncoding ?? function)
     }
     if table.isEmpty || table.contains("/") {
         return .error(APIError(status: 404, code: "PGRST125", message: "Invalid path specified in request URL"))
     }
-    return await backend.handle(RESTRequest(method: request.method.rawValue, table: table.removingPercentEncoding ?? table,
-                                            query: query, headers: headers, body: body))
+    return await backend.handle(
+        RESTRequest(
+            method: request.method.rawValue, table: table.removingPercentEncoding ?? table,
+            query: query, headers: headers, body: body))
 }
 
 /// Closes a connection whose request body has not fully arrived this long after its head
@@ -159,7 +167,8 @@ func auth(path: String, method: String, query: [(String, String)], body: String)
         switch (path, query.first { $0.0 == "grant_type" }?.1) {
         case ("signup", _): return try await backend.signUp(email: email, password: password)
         case ("token", "password"): return try await backend.passwordGrant(email: email, password: password)
-        case ("token", "refresh_token"): return try await backend.refreshGrant(token: object["refresh_token"] as? String ?? "")
+        case ("token", "refresh_token"):
+            return try await backend.refreshGrant(token: object["refresh_token"] as? String ?? "")
         case ("token", _): return Backend.invalidGrant("unsupported grant_type", code: "validation_failed")
         default: return .json(404, #"{"code":404,"msg":"not found"}"#)
         }
@@ -171,12 +180,16 @@ func auth(path: String, method: String, query: [(String, String)], body: String)
 let bodyTimeout = TimeAmount.seconds(configuration.bodyTimeoutSeconds)
 var app = Application(
     responder: responder,
-    server: .http1(configuration: .init(additionalChannelHandlers: [BodyDeadlineHandler(timeout: bodyTimeout)],
-                                        idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
-    configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "postgrest-server"),
+    server: .http1(
+        configuration: .init(
+            additionalChannelHandlers: [BodyDeadlineHandler(timeout: bodyTimeout)],
+            idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
+    configuration: .init(
+        address: .hostname(configuration.host, port: configuration.port), serverName: "postgrest-server"),
     onServerRunning: { channel in
         let port = channel.localAddress?.port ?? configuration.port
-        FileHandle.standardOutput.write(Data("postgrest-server listening on http://\(configuration.host):\(port)\n".utf8))
+        FileHandle.standardOutput.write(
+            Data("postgrest-server listening on http://\(configuration.host):\(port)\n".utf8))
     },
     logger: logger
 )
@@ -184,6 +197,7 @@ app.addServices(client, authClient)
 do {
     try await app.runService()
 } catch {
-    FileHandle.standardError.write(Data("postgrest-server: cannot serve on \(configuration.host):\(configuration.port): \(error)\n".utf8))
+    FileHandle.standardError.write(
+        Data("postgrest-server: cannot serve on \(configuration.host):\(configuration.port): \(error)\n".utf8))
     exit(1)
 }

@@ -20,8 +20,9 @@ enum CryptoBench {
 
         init() throws {
             sample = try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: sessionID)
-            sampleV2 = try SecretEnvelope.sealV2(secret, for: recipient.publicKey, recipientDeviceID: recipientID, sessionID: sessionID,
-                                                 sender: sender, senderDeviceID: senderID, generation: 1)
+            sampleV2 = try SecretEnvelope.sealV2(
+                secret, for: recipient.publicKey, recipientDeviceID: recipientID, sessionID: sessionID,
+                sender: sender, senderDeviceID: senderID, generation: 1)
         }
 
         func resolve(_ id: UUID) -> X25519PublicKey? { id == senderID ? sender.publicKey : nil }
@@ -31,13 +32,15 @@ enum CryptoBench {
             var eph = [CChar](repeating: 0, count: 45)
             var enc = [CChar](repeating: 0, count: 160)
             FloorV2(self).seal(&eph, &enc)
-            return SecretEnvelope(ephemeralPublicKey: "v2:" + String(cString: eph), encryptedSecret: String(cString: enc))
+            return SecretEnvelope(
+                ephemeralPublicKey: "v2:" + String(cString: eph), encryptedSecret: String(cString: enc))
         }
     }
 
     /// The inputs of the C floor for v2, prepared once.
     struct FloorV2 {
-        let plaintext: [UInt8], recipientPK: [UInt8], recipientSK: [UInt8], senderSK: [UInt8], senderPK: [UInt8], senderRaw: [UInt8]
+        let plaintext: [UInt8], recipientPK: [UInt8], recipientSK: [UInt8], senderSK: [UInt8], senderPK: [UInt8],
+            senderRaw: [UInt8]
         let session: [CChar], sender: [CChar], recipient: [CChar]
 
         init(_ f: Fixture) {
@@ -53,8 +56,10 @@ enum CryptoBench {
         }
 
         func seal(_ eph: inout [CChar], _ enc: inout [CChar]) {
-            precondition(floor_envelope_v2_seal(plaintext, recipientPK, senderSK, senderPK, session, sender, recipient, senderRaw, 1,
-                                                &eph, eph.count, &enc, enc.count) == 0)
+            precondition(
+                floor_envelope_v2_seal(
+                    plaintext, recipientPK, senderSK, senderPK, session, sender, recipient, senderRaw, 1,
+                    &eph, eph.count, &enc, enc.count) == 0)
         }
     }
 
@@ -64,7 +69,9 @@ enum CryptoBench {
         func run(_ count: Int, _ f: Fixture) {
             switch self {
             case .swiftSeal:
-                for _ in 0..<count { _ = try! SecretEnvelope.seal(f.secret, for: f.recipient.publicKey, sessionID: f.sessionID) }
+                for _ in 0..<count {
+                    _ = try! SecretEnvelope.seal(f.secret, for: f.recipient.publicKey, sessionID: f.sessionID)
+                }
             case .swiftOpen:
                 for _ in 0..<count { _ = try! f.sample.open(sessionID: f.sessionID, using: f.recipient) }
             case .floorSeal:
@@ -75,16 +82,24 @@ enum CryptoBench {
                 sid.withUTF8 { sid in
                     let id = UnsafeRawPointer(sid.baseAddress!).assumingMemoryBound(to: CChar.self)
                     for _ in 0..<count {
-                        precondition(floor_envelope_seal(secret, f.recipient.publicKey.rawRepresentation, id, sid.count, &eph, eph.count, &enc, enc.count) == 0)
+                        precondition(
+                            floor_envelope_seal(
+                                secret, f.recipient.publicKey.rawRepresentation, id, sid.count, &eph, eph.count, &enc,
+                                enc.count) == 0)
                     }
                 }
             case .swiftSealV2:
                 for _ in 0..<count {
-                    _ = try! SecretEnvelope.sealV2(f.secret, for: f.recipient.publicKey, recipientDeviceID: f.recipientID, sessionID: f.sessionID,
-                                                   sender: f.sender, senderDeviceID: f.senderID, generation: 1)
+                    _ = try! SecretEnvelope.sealV2(
+                        f.secret, for: f.recipient.publicKey, recipientDeviceID: f.recipientID, sessionID: f.sessionID,
+                        sender: f.sender, senderDeviceID: f.senderID, generation: 1)
                 }
             case .swiftOpenV2:
-                for _ in 0..<count { _ = try! f.sampleV2.open(sessionID: f.sessionID, recipientDeviceID: f.recipientID, using: f.recipient, senderKey: f.resolve) }
+                for _ in 0..<count {
+                    _ = try! f.sampleV2.open(
+                        sessionID: f.sessionID, recipientDeviceID: f.recipientID, using: f.recipient,
+                        senderKey: f.resolve)
+                }
             case .floorSealV2:
                 let floor = FloorV2(f)
                 var eph = [CChar](repeating: 0, count: 45)
@@ -95,25 +110,40 @@ enum CryptoBench {
                 var out = [UInt8](repeating: 0, count: 48)
                 var eph = f.sampleV2.ephemeralPublicKey
                 var enc = f.sampleV2.encryptedSecret
-                let cast = { (p: UnsafeBufferPointer<UInt8>) in UnsafeRawPointer(p.baseAddress!).assumingMemoryBound(to: CChar.self) }
-                eph.withUTF8 { eph in enc.withUTF8 { enc in
-                    for _ in 0..<count {
-                        precondition(floor_envelope_v2_open(cast(eph), eph.count, cast(enc), enc.count, floor.recipientSK, floor.recipientPK,
-                                                            floor.senderPK, floor.session, floor.recipient, &out) == 0)
+                let cast = { (p: UnsafeBufferPointer<UInt8>) in
+                    UnsafeRawPointer(p.baseAddress!).assumingMemoryBound(to: CChar.self)
+                }
+                eph.withUTF8 { eph in
+                    enc.withUTF8 { enc in
+                        for _ in 0..<count {
+                            precondition(
+                                floor_envelope_v2_open(
+                                    cast(eph), eph.count, cast(enc), enc.count, floor.recipientSK, floor.recipientPK,
+                                    floor.senderPK, floor.session, floor.recipient, &out) == 0)
+                        }
                     }
-                } }
+                }
             case .floorOpen:
                 let key = f.recipient.rawRepresentation.withUnsafeBytes { Array($0) }
                 var out = [UInt8](repeating: 0, count: 32)
                 var sid = f.sessionID.canonical
                 var eph = f.sample.ephemeralPublicKey
                 var enc = f.sample.encryptedSecret
-                let cast = { (p: UnsafeBufferPointer<UInt8>) in UnsafeRawPointer(p.baseAddress!).assumingMemoryBound(to: CChar.self) }
-                sid.withUTF8 { sid in eph.withUTF8 { eph in enc.withUTF8 { enc in
-                    for _ in 0..<count {
-                        precondition(floor_envelope_open(cast(eph), eph.count, cast(enc), enc.count, key, cast(sid), sid.count, &out) == 0)
+                let cast = { (p: UnsafeBufferPointer<UInt8>) in
+                    UnsafeRawPointer(p.baseAddress!).assumingMemoryBound(to: CChar.self)
+                }
+                sid.withUTF8 { sid in
+                    eph.withUTF8 { eph in
+                        enc.withUTF8 { enc in
+                            for _ in 0..<count {
+                                precondition(
+                                    floor_envelope_open(
+                                        cast(eph), eph.count, cast(enc), enc.count, key, cast(sid), sid.count, &out)
+                                        == 0)
+                            }
+                        }
                     }
-                } } }
+                }
             }
         }
     }
@@ -132,17 +162,21 @@ enum CryptoBench {
     static func run(iterations: Int, runs: Int) async {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let fixture = try! Fixture()
-        print("crypto: envelopes v1 and v2, \(iterations) operations per worker, median of \(runs) runs, \(cores) cores")
+        print(
+            "crypto: envelopes v1 and v2, \(iterations) operations per worker, median of \(runs) runs, \(cores) cores")
         // The floor must do the same work: its v2 envelope opens with SecretCrypto.
         let check = fixture.floorSealV2()
-        precondition((try? check.open(sessionID: fixture.sessionID, recipientDeviceID: fixture.recipientID, using: fixture.recipient,
-                                      senderKey: fixture.resolve))?.secret == fixture.secret, "the C floor's v2 envelope does not open")
+        precondition(
+            (try? check.open(
+                sessionID: fixture.sessionID, recipientDeviceID: fixture.recipientID, using: fixture.recipient,
+                senderKey: fixture.resolve))?.secret == fixture.secret, "the C floor's v2 envelope does not open")
         var results: [String: [Double]] = [:]
-        for operation in Operation.allCases { operation.run(200, fixture) }  // warm up
+        for operation in Operation.allCases { operation.run(200, fixture) } // warm up
         for run in 1...runs {
             for workers in Set([1, cores]).sorted() {
                 for operation in Operation.allCases {
-                    results["\(operation)-\(workers)", default: []].append(await throughput(operation, workers: workers, iterations: iterations, fixture))
+                    results["\(operation)-\(workers)", default: []].append(
+                        await throughput(operation, workers: workers, iterations: iterations, fixture))
                 }
             }
             progress("  crypto run \(run)/\(runs) done")
@@ -150,9 +184,12 @@ enum CryptoBench {
         func row(_ name: String, _ swift: Operation, _ floor: Operation, _ workers: Int) -> String {
             let s = median(results["\(swift)-\(workers)"]!)
             let f = median(results["\(floor)-\(workers)"]!)
-            return name.padding(toLength: 22, withPad: " ", startingAt: 0) + String(format: "%12.0f/s %12.0f/s %9.1f%%", s, f, 100 * s / f)
+            return name.padding(toLength: 22, withPad: " ", startingAt: 0)
+                + String(format: "%12.0f/s %12.0f/s %9.1f%%", s, f, 100 * s / f)
         }
-        print("operation".padding(toLength: 22, withPad: " ", startingAt: 0) + "       Swift   libsodium floor   Swift/floor")
+        print(
+            "operation".padding(toLength: 22, withPad: " ", startingAt: 0)
+                + "       Swift   libsodium floor   Swift/floor")
         print(row("v1 seal, 1 core", .swiftSeal, .floorSeal, 1))
         print(row("v1 open, 1 core", .swiftOpen, .floorOpen, 1))
         print(row("v2 seal, 1 core", .swiftSealV2, .floorSealV2, 1))

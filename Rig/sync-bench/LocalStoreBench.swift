@@ -10,18 +10,21 @@ enum LocalStoreBench {
         var applies: [Double] = []
         var reads: [Double] = []
         for run in 1...runs {
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sync-bench-\(UUID().canonical)")
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "sync-bench-\(UUID().canonical)")
             defer { try? FileManager.default.removeItem(at: directory) }
             let store = try DeviceStore(directory: directory)
             let user = UUID()
             let device = UUID()
             let repositories = (0..<100).map { i in
-                RepositoryRecord(userID: user, deviceID: device, name: "repo-\(i)", localPath: "/src/repo-\(i)",
-                                 remoteURL: "git@example.com:team/repo-\(i).git", defaultBranch: "main")
+                RepositoryRecord(
+                    userID: user, deviceID: device, name: "repo-\(i)", localPath: "/src/repo-\(i)",
+                    remoteURL: "git@example.com:team/repo-\(i).git", defaultBranch: "main")
             }
             let sessions = (0..<count).map { i in
-                SessionRecord(userID: user, deviceID: device, repositoryID: repositories[i % 100].id, title: "session \(i)",
-                              sessionPID: 1000 + i, currentBranch: "main", workingDirectory: "/src/repo-\(i % 100)")
+                SessionRecord(
+                    userID: user, deviceID: device, repositoryID: repositories[i % 100].id, title: "session \(i)",
+                    sessionPID: 1000 + i, currentBranch: "main", workingDirectory: "/src/repo-\(i % 100)")
             }
             var start = ContinuousClock.now
             try await store.applyRepositories(repositories, retaining: nil)
@@ -33,7 +36,9 @@ enum LocalStoreBench {
             let readSessions = try await store.sessions()
             reads.append(seconds(ContinuousClock.now - start))
             precondition(readRepositories.count == 100 && readSessions.count == count)
-            progress("  localstore run \(run)/\(runs): apply \(String(format: "%.3f", applies.last!)) s, read \(String(format: "%.3f", reads.last!)) s")
+            progress(
+                "  localstore run \(run)/\(runs): apply \(String(format: "%.3f", applies.last!)) s, read \(String(format: "%.3f", reads.last!)) s"
+            )
         }
         // The targets are for 10,000 sessions.
         let targets = count == 10_000 ? ["   [target < 0.5 s]", "   [target < 0.2 s]"] : ["", ""]

@@ -3,12 +3,13 @@ import EmbeddedRemote
 import Foundation
 import LocalStore
 import Logging
-import PostgresNIO
 import PostLoginSync
+import PostgresNIO
 import RemoteStore
 import SecretCrypto
 import SyncModel
 import TestStack
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -81,7 +82,9 @@ enum SyncBench {
         let stack = stackEnvironment()
         var remotes = remoteNames.filter { $0 == "embedded" }
         if remoteNames.contains("postgrest") {
-            if let stack, await reachable(stack.url) { remotes.append("postgrest") } else {
+            if let stack, await reachable(stack.url) {
+                remotes.append("postgrest")
+            } else {
                 print("sync: PostgreSQL stack not reachable (start it with `make stack`); not measuring it")
             }
         }
@@ -95,8 +98,11 @@ enum SyncBench {
         print(table(results, runs: runs))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let machine = "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB, \(ProcessInfo.processInfo.operatingSystemVersionString)"
-        let document: [String: AnyEncodable] = ["machine": AnyEncodable(machine), "runs": AnyEncodable(runs), "results": AnyEncodable(results)]
+        let machine =
+            "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory / 1_073_741_824) GiB, \(ProcessInfo.processInfo.operatingSystemVersionString)"
+        let document: [String: AnyEncodable] = [
+            "machine": AnyEncodable(machine), "runs": AnyEncodable(runs), "results": AnyEncodable(results),
+        ]
         try encoder.encode(document).write(to: URL(fileURLWithPath: jsonPath))
         print("JSON written to \(jsonPath)")
     }
@@ -116,7 +122,8 @@ enum SyncBench {
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0, let result = try? JSONDecoder().decode(WorkerResult.self, from: data) else {
+        guard process.terminationStatus == 0, let result = try? JSONDecoder().decode(WorkerResult.self, from: data)
+        else {
             throw CLIFailure("worker for \(size)/\(remote) failed with status \(process.terminationStatus)")
         }
         return result
@@ -130,7 +137,9 @@ enum SyncBench {
     static func stackEnvironment() -> StackEnvironment? {
         if let current = StackEnvironment.current { return current }
         // `make stack` writes its environment here.
-        guard let text = try? String(contentsOfFile: "/tmp/session-sync-stack/stack.env", encoding: .utf8) else { return nil }
+        guard let text = try? String(contentsOfFile: "/tmp/session-sync-stack/stack.env", encoding: .utf8) else {
+            return nil
+        }
         for line in text.split(separator: "\n") where line.hasPrefix("export ") {
             let pair = line.dropFirst(7).split(separator: "=", maxSplits: 1).map(String.init)
             if pair.count == 2 { setenv(pair[0], pair[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")), 1) }
@@ -139,7 +148,8 @@ enum SyncBench {
     }
 
     static func reachable(_ url: URL) async -> Bool {
-        guard let (_, response) = try? await URLSession.shared.data(from: url.appendingPathComponent("rest/v1/devices")) else { return false }
+        guard let (_, response) = try? await URLSession.shared.data(from: url.appendingPathComponent("rest/v1/devices"))
+        else { return false }
         return (response as? HTTPURLResponse) != nil
     }
 
@@ -191,7 +201,9 @@ enum SyncBench {
         func remote(batchRows: Int = 500) -> any SyncRemote {
             if let stack {
                 let user = self.user
-                var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) { _ in stack.token(for: user) }
+                var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) {
+                    _ in stack.token(for: user)
+                }
                 configuration.maxRowsPerBatch = batchRows
                 return PostgRESTRemoteStore(configuration: configuration)
             }
@@ -200,27 +212,34 @@ enum SyncBench {
 
         func store(_ name: String, role: SyncRole) async throws -> DeviceStore {
             let store = try DeviceStore(directory: directory.appendingPathComponent(name))
-            try await store.createIdentity(name: name, deviceType: role == .desktop ? .linuxDesktop : .iosPhone, role: role)
+            try await store.createIdentity(
+                name: name, deviceType: role == .desktop ? .linuxDesktop : .iosPhone, role: role)
             try await store.setUserID(user)
             return store
         }
 
         func registerSyntheticDevice(_ remote: any SyncRemote) async throws {
-            try await remote.upsertOwnDevice(OwnDeviceRow(id: UUID(), userID: user, name: "tablet", deviceType: .iosTablet,
-                                                          hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
+            try await remote.upsertOwnDevice(
+                OwnDeviceRow(
+                    id: UUID(), userID: user, name: "tablet", deviceType: .iosTablet,
+                    hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
         }
 
         func desktopData(_ desktop: DeviceStore) async throws {
             let identity = try await desktop.requireIdentity()
             let repositories = (0..<size.repositories).map { i in
-                RepositoryRecord(userID: user, deviceID: identity.id, name: "repo-\(i)", localPath: "/src/repo-\(i)",
-                                 remoteURL: "git@example.com:team/repo-\(i).git", defaultBranch: "main")
+                RepositoryRecord(
+                    userID: user, deviceID: identity.id, name: "repo-\(i)", localPath: "/src/repo-\(i)",
+                    remoteURL: "git@example.com:team/repo-\(i).git", defaultBranch: "main")
             }
             try await desktop.upsertRepositories(repositories)
-            try await desktop.createSessions((0..<size.sessions).map { i in
-                SessionRecord(userID: user, deviceID: identity.id, repositoryID: repositories[i % repositories.count].id,
-                              title: "session \(i)", sessionPID: 10_000 + i, currentBranch: "main", workingDirectory: "/src/repo-\(i % repositories.count)")
-            })
+            try await desktop.createSessions(
+                (0..<size.sessions).map { i in
+                    SessionRecord(
+                        userID: user, deviceID: identity.id, repositoryID: repositories[i % repositories.count].id,
+                        title: "session \(i)", sessionPID: 10_000 + i, currentBranch: "main",
+                        workingDirectory: "/src/repo-\(i % repositories.count)")
+                })
         }
 
         /// first push, no-change push, push after a new device, first pull, no-change pull.
@@ -237,8 +256,10 @@ enum SyncBench {
             let remote = self.remote()
             for phone in phones {
                 let identity = try await phone.requireIdentity()
-                try await remote.upsertOwnDevice(OwnDeviceRow(id: identity.id, userID: user, name: identity.name,
-                                                              deviceType: .iosPhone, hostname: nil, publicKey: identity.publicKey.base64))
+                try await remote.upsertOwnDevice(
+                    OwnDeviceRow(
+                        id: identity.id, userID: user, name: identity.name,
+                        deviceType: .iosPhone, hostname: nil, publicKey: identity.publicKey.base64))
             }
             for _ in 0..<(size.devices - 1 - phones.count) { try await registerSyntheticDevice(remote) }
             let desktopSync = SyncEngine(local: desktop, remote: remote)
@@ -273,11 +294,14 @@ enum SyncBench {
             let start = ContinuousClock.now
             let report = try await body()
             let cpu = CPUTimes.sample().since(cpuBefore)
-            return Measure(seconds: seconds(ContinuousClock.now - start), requests: report.requests, bytesSent: report.bytesSent,
-                           bytesReceived: report.bytesReceived, sealed: report.envelopesSealed, opened: report.envelopesOpened,
-                           outcome: report.outcome.rawValue,
-                           phaseSeconds: Dictionary(uniqueKeysWithValues: report.phases.map { ($0.phase.rawValue, $0.durationSeconds) }),
-                           peakRSSKiB: sampler.stop(), startRSSKiB: startRSS, cpuSeconds: stack == nil ? ["client": cpu["client"] ?? 0] : cpu)
+            return Measure(
+                seconds: seconds(ContinuousClock.now - start), requests: report.requests, bytesSent: report.bytesSent,
+                bytesReceived: report.bytesReceived, sealed: report.envelopesSealed, opened: report.envelopesOpened,
+                outcome: report.outcome.rawValue,
+                phaseSeconds: Dictionary(
+                    uniqueKeysWithValues: report.phases.map { ($0.phase.rawValue, $0.durationSeconds) }),
+                peakRSSKiB: sampler.stop(), startRSSKiB: startRSS,
+                cpuSeconds: stack == nil ? ["client": cpu["client"] ?? 0] : cpu)
         }
 
         /// What the design's sequence diagram does at every login: one request per device,
@@ -291,10 +315,16 @@ enum SyncBench {
             let identity = try await desktop.requireIdentity()
             let key = try await desktop.deviceKey()
             let start = ContinuousClock.now
-            try await remote.upsertOwnDevice(OwnDeviceRow(id: identity.id, userID: user, name: "desktop", deviceType: .linuxDesktop,
-                                                          hostname: nil, publicKey: identity.publicKey.base64))
-            let devices = try await remote.listDevices().compactMap { device in device.publicKey.flatMap { try? X25519PublicKey(base64: $0) }.map { (device.id, $0) } }
-            for repository in try await desktop.repositories() { _ = try await remote.upsertRepositories([repository], onBatchAccepted: nil) }
+            try await remote.upsertOwnDevice(
+                OwnDeviceRow(
+                    id: identity.id, userID: user, name: "desktop", deviceType: .linuxDesktop,
+                    hostname: nil, publicKey: identity.publicKey.base64))
+            let devices = try await remote.listDevices().compactMap { device in
+                device.publicKey.flatMap { try? X25519PublicKey(base64: $0) }.map { (device.id, $0) }
+            }
+            for repository in try await desktop.repositories() {
+                _ = try await remote.upsertRepositories([repository], onBatchAccepted: nil)
+            }
             let sessions = try await desktop.sessions()
             for session in sessions { _ = try await remote.upsertSessions([session], onBatchAccepted: nil) }
             var sealed = 0
@@ -302,15 +332,20 @@ enum SyncBench {
                 let secret = try await desktop.openOwnSecret(sessionID: session.id, using: key)
                 for (device, publicKey) in devices {
                     let envelope = try SecretEnvelope.seal(secret, for: publicKey, sessionID: SessionID(session.id))
-                    _ = try await remote.upsertEnvelopes([EnvelopeRecord(sessionID: session.id, deviceID: device,
-                                                                         ephemeralPublicKey: envelope.ephemeralPublicKey,
-                                                                         encryptedSecret: envelope.encryptedSecret)], onBatchAccepted: nil)
+                    _ = try await remote.upsertEnvelopes(
+                        [
+                            EnvelopeRecord(
+                                sessionID: session.id, deviceID: device,
+                                ephemeralPublicKey: envelope.ephemeralPublicKey,
+                                encryptedSecret: envelope.encryptedSecret)
+                        ], onBatchAccepted: nil)
                     sealed += 1
                 }
             }
             let metrics = remote.metrics()
-            return Measure(seconds: seconds(ContinuousClock.now - start), requests: metrics.requests, bytesSent: metrics.bytesSent,
-                           bytesReceived: metrics.bytesReceived, sealed: sealed, opened: 0, outcome: "success")
+            return Measure(
+                seconds: seconds(ContinuousClock.now - start), requests: metrics.requests, bytesSent: metrics.bytesSent,
+                bytesReceived: metrics.bytesReceived, sealed: sealed, opened: 0, outcome: "success")
         }
     }
 
@@ -350,7 +385,8 @@ enum SyncBench {
 
         static func residentKiB() -> Int? {
             guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
-                  let pages = text.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+                let pages = text.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+            else { return nil }
             return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
         }
 
@@ -377,12 +413,21 @@ enum SyncBench {
             let me = getpid()
             guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return result }
             for entry in entries {
-                guard let pid = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                      let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")") else { continue }
+                guard let pid = Int32(entry),
+                    let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                    let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+                else { continue }
                 let name = stat[stat.index(after: open)..<close]
                 let group: String
-                if pid == me { group = "client" } else if name == "postgres" { group = "postgres" }
-                else if name.hasPrefix("postgrest-serve") { group = "server" } else { continue }
+                if pid == me {
+                    group = "client"
+                } else if name == "postgres" {
+                    group = "postgres"
+                } else if name.hasPrefix("postgrest-serve") {
+                    group = "server"
+                } else {
+                    continue
+                }
                 // After the name: state is field 3; utime and stime are fields 14 and 15.
                 let fields = stat[stat.index(after: close)...].split(separator: " ")
                 guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else { continue }
@@ -405,16 +450,22 @@ enum SyncBench {
     /// PostgreSQL inserting the same rows in bulk: multi-row INSERTs over postgres-nio, as the
     /// superuser (no HTTP, no RLS), 1,000 rows per statement.
     static func bulkInsertSeconds(size: Size, stack: StackEnvironment) async throws -> Double {
-        let settings = Dictionary(uniqueKeysWithValues: (ProcessInfo.processInfo.environment["SYNC_STACK_DB"] ?? "")
-            .split(separator: " ").compactMap { part -> (String, String)? in
-                let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
-                return pair.count == 2 ? (pair[0], pair[1]) : nil
-            })
-        let client = PostgresClient(configuration: .init(host: settings["host"] ?? "127.0.0.1", port: Int(settings["port"] ?? "25329") ?? 25329,
-                                                         username: settings["user"] ?? "postgres", password: nil,
-                                                         database: settings["dbname"] ?? "sync_own", tls: .disable))
+        let settings = Dictionary(
+            uniqueKeysWithValues: (ProcessInfo.processInfo.environment["SYNC_STACK_DB"] ?? "")
+                .split(separator: " ").compactMap { part -> (String, String)? in
+                    let pair = part.split(separator: "=", maxSplits: 1).map(String.init)
+                    return pair.count == 2 ? (pair[0], pair[1]) : nil
+                })
+        let client = PostgresClient(
+            configuration: .init(
+                host: settings["host"] ?? "127.0.0.1", port: Int(settings["port"] ?? "25329") ?? 25329,
+                username: settings["user"] ?? "postgres", password: nil,
+                database: settings["dbname"] ?? "sync_own", tls: .disable))
         return try await withThrowingTaskGroup(of: Double?.self) { group in
-            group.addTask { await client.run(); return nil }
+            group.addTask {
+                await client.run()
+                return nil
+            }
             let user = UUID().canonical
             let devices = (0..<size.devices).map { _ in UUID().canonical }
             let repositories = (0..<size.repositories).map { _ in UUID().canonical }
@@ -427,22 +478,39 @@ enum SyncBench {
                     var binds = PostgresBindings()
                     var tuples: [String] = []
                     for row in rows[start..<min(start + 1000, rows.count)] {
-                        let marks = row.map { value -> String in binds.append(value); return "$\(binds.count)" }
-                        tuples.append("(" + zip(marks, columns).map { "\($0)::\(columnType($1))" }.joined(separator: ",") + ")")
+                        let marks = row.map { value -> String in
+                            binds.append(value)
+                            return "$\(binds.count)"
+                        }
+                        tuples.append(
+                            "(" + zip(marks, columns).map { "\($0)::\(columnType($1))" }.joined(separator: ",") + ")")
                     }
-                    _ = try await client.query(PostgresQuery(unsafeSQL: "INSERT INTO public.\(table) (\(columns.joined(separator: ","))) VALUES \(tuples.joined(separator: ","))", binds: binds))
+                    _ = try await client.query(
+                        PostgresQuery(
+                            unsafeSQL:
+                                "INSERT INTO public.\(table) (\(columns.joined(separator: ","))) VALUES \(tuples.joined(separator: ","))",
+                            binds: binds))
                 }
             }
             let start = ContinuousClock.now
-            try await insert("devices", ["id", "user_id", "name", "device_type", "public_key"], devices.map { [$0, user, "d", "ios-phone", ephemeral] })
-            try await insert("repositories", ["id", "user_id", "device_id", "name", "local_path"],
-                             repositories.enumerated().map { [$1, user, devices[0], "r\($0)", "/r/\($0)"] })
-            try await insert("agent_coding_sessions", ["id", "user_id", "device_id", "repository_id", "session_started_at"],
-                             sessions.enumerated().map { [$1, user, devices[0], repositories[$0 % repositories.count], "2026-01-01T00:00:00+00:00"] })
-            try await insert("agent_coding_session_secrets", ["session_id", "device_id", "ephemeral_public_key", "encrypted_secret"],
-                             sessions.flatMap { session in devices.map { [session, $0, ephemeral, envelope] } })
+            try await insert(
+                "devices", ["id", "user_id", "name", "device_type", "public_key"],
+                devices.map { [$0, user, "d", "ios-phone", ephemeral] })
+            try await insert(
+                "repositories", ["id", "user_id", "device_id", "name", "local_path"],
+                repositories.enumerated().map { [$1, user, devices[0], "r\($0)", "/r/\($0)"] })
+            try await insert(
+                "agent_coding_sessions", ["id", "user_id", "device_id", "repository_id", "session_started_at"],
+                sessions.enumerated().map {
+                    [$1, user, devices[0], repositories[$0 % repositories.count], "2026-01-01T00:00:00+00:00"]
+                })
+            try await insert(
+                "agent_coding_session_secrets",
+                ["session_id", "device_id", "ephemeral_public_key", "encrypted_secret"],
+                sessions.flatMap { session in devices.map { [session, $0, ephemeral, envelope] } })
             let elapsed = seconds(ContinuousClock.now - start)
-            _ = try await client.query(PostgresQuery(unsafeSQL: "DELETE FROM public.repositories WHERE user_id = '\(user)'"))
+            _ = try await client.query(
+                PostgresQuery(unsafeSQL: "DELETE FROM public.repositories WHERE user_id = '\(user)'"))
             _ = try await client.query(PostgresQuery(unsafeSQL: "DELETE FROM public.devices WHERE user_id = '\(user)'"))
             group.cancelAll()
             return elapsed
@@ -464,49 +532,77 @@ enum SyncBench {
     static func table(_ results: [WorkerResult], runs: Int) -> String {
         var lines: [String] = []
         func pad(_ text: String, _ width: Int) -> String { text.padding(toLength: width, withPad: " ", startingAt: 0) }
-        func lpad(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
-        lines.append("sync: wall time = median of \(runs) runs (fresh world each; at XL the first pull is the median of three phones per world); requests, bytes, sealed/opened and RSS (the worker's at the scenario's start and its peak during it) from that median run")
-        lines.append(pad("remote", 10) + pad("size", 5) + pad("scenario", 23) + lpad("time s", 9) + lpad("requests", 10) + lpad("sent KiB", 10)
-                     + lpad("recv KiB", 10) + lpad("sealed", 8) + lpad("opened", 8) + lpad("start MiB", 11) + lpad("peak MiB", 10))
+        func lpad(_ text: String, _ width: Int) -> String {
+            String(repeating: " ", count: max(0, width - text.count)) + text
+        }
+        lines.append(
+            "sync: wall time = median of \(runs) runs (fresh world each; at XL the first pull is the median of three phones per world); requests, bytes, sealed/opened and RSS (the worker's at the scenario's start and its peak during it) from that median run"
+        )
+        lines.append(
+            pad("remote", 10) + pad("size", 5) + pad("scenario", 23) + lpad("time s", 9) + lpad("requests", 10)
+                + lpad("sent KiB", 10)
+                + lpad("recv KiB", 10) + lpad("sealed", 8) + lpad("opened", 8) + lpad("start MiB", 11)
+                + lpad("peak MiB", 10))
         for result in results {
             for scenario in scenarios {
                 guard let measures = result.measures[scenario], !measures.isEmpty else { continue }
                 let sorted = measures.sorted { $0.seconds < $1.seconds }
                 let m = sorted[sorted.count / 2]
-                lines.append(pad(result.remote, 10) + pad(result.size, 5) + pad(scenario, 23) + lpad(String(format: "%.3f", m.seconds), 9)
-                             + lpad("\(m.requests)", 10) + lpad(String(m.bytesSent / 1024), 10) + lpad(String(m.bytesReceived / 1024), 10)
-                             + lpad("\(m.sealed)", 8) + lpad("\(m.opened)", 8) + lpad(m.startRSSKiB.map { String($0 / 1024) } ?? "-", 11)
-                             + lpad(m.peakRSSKiB.map { String($0 / 1024) } ?? "-", 10))
+                lines.append(
+                    pad(result.remote, 10) + pad(result.size, 5) + pad(scenario, 23)
+                        + lpad(String(format: "%.3f", m.seconds), 9)
+                        + lpad("\(m.requests)", 10) + lpad(String(m.bytesSent / 1024), 10)
+                        + lpad(String(m.bytesReceived / 1024), 10)
+                        + lpad("\(m.sealed)", 8) + lpad("\(m.opened)", 8)
+                        + lpad(m.startRSSKiB.map { String($0 / 1024) } ?? "-", 11)
+                        + lpad(m.peakRSSKiB.map { String($0 / 1024) } ?? "-", 10))
             }
         }
         lines.append("")
-        lines.append("where the time goes (seconds per phase, from the median run's report; CPU seconds per process while it ran):")
+        lines.append(
+            "where the time goes (seconds per phase, from the median run's report; CPU seconds per process while it ran):"
+        )
         for result in results {
             for scenario in ["first push", "first pull"] {
                 guard let measures = result.measures[scenario], !measures.isEmpty else { continue }
                 let m = measures.sorted { $0.seconds < $1.seconds }[measures.count / 2]
-                let phases = m.phaseSeconds.sorted { $0.value > $1.value }.map { "\($0.key) \(String(format: "%.3f", $0.value))" }
-                let cpu = (m.cpuSeconds ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) \(String(format: "%.2f", $0.value))" }
-                lines.append("  \(pad(result.remote, 10)) \(result.size) \(scenario): " + phases.joined(separator: ", ")
-                             + (cpu.isEmpty ? "" : "; CPU s: " + cpu.joined(separator: ", ")))
+                let phases = m.phaseSeconds.sorted { $0.value > $1.value }.map {
+                    "\($0.key) \(String(format: "%.3f", $0.value))"
+                }
+                let cpu = (m.cpuSeconds ?? [:]).sorted { $0.key < $1.key }.map {
+                    "\($0.key) \(String(format: "%.2f", $0.value))"
+                }
+                lines.append(
+                    "  \(pad(result.remote, 10)) \(result.size) \(scenario): " + phases.joined(separator: ", ")
+                        + (cpu.isEmpty ? "" : "; CPU s: " + cpu.joined(separator: ", ")))
             }
         }
         lines.append("")
-        lines.append("per-row baseline (the design's flow: a request per row, every pair re-sealed, one at a time) vs our first push:")
+        lines.append(
+            "per-row baseline (the design's flow: a request per row, every pair re-sealed, one at a time) vs our first push:"
+        )
         for result in results {
-            guard let baseline = result.baseline, let ours = result.measures["first push"]?.map(\.seconds).sorted() else { continue }
+            guard let baseline = result.baseline, let ours = result.measures["first push"]?.map(\.seconds).sorted()
+            else { continue }
             let median = ours[ours.count / 2]
-            lines.append("  \(pad(result.remote, 10)) \(result.size): baseline \(String(format: "%.2f", baseline.seconds)) s, \(baseline.requests) requests; "
-                         + "ours \(String(format: "%.3f", median)) s -> \(String(format: "%.1f", baseline.seconds / median))x faster")
+            lines.append(
+                "  \(pad(result.remote, 10)) \(result.size): baseline \(String(format: "%.2f", baseline.seconds)) s, \(baseline.requests) requests; "
+                    + "ours \(String(format: "%.3f", median)) s -> \(String(format: "%.1f", baseline.seconds / median))x faster"
+            )
         }
         lines.append("")
-        lines.append("floor for the first push (crypto: pairs / libsodium envelope v2 seals per second on all cores; insert: the same rows by multi-row INSERT over postgres-nio):")
+        lines.append(
+            "floor for the first push (crypto: pairs / libsodium envelope v2 seals per second on all cores; insert: the same rows by multi-row INSERT over postgres-nio):"
+        )
         for result in results {
             guard let crypto = result.floorCryptoSeconds, let insert = result.floorInsertSeconds,
-                  let ours = result.measures["first push"]?.map(\.seconds).sorted() else { continue }
+                let ours = result.measures["first push"]?.map(\.seconds).sorted()
+            else { continue }
             let median = ours[ours.count / 2]
-            lines.append("  \(pad(result.remote, 10)) \(result.size): crypto \(String(format: "%.3f", crypto)) s + insert \(String(format: "%.3f", insert)) s = "
-                         + "\(String(format: "%.3f", crypto + insert)) s; first push \(String(format: "%.3f", median)) s = \(String(format: "%.2f", median / (crypto + insert)))x the floor")
+            lines.append(
+                "  \(pad(result.remote, 10)) \(result.size): crypto \(String(format: "%.3f", crypto)) s + insert \(String(format: "%.3f", insert)) s = "
+                    + "\(String(format: "%.3f", crypto + insert)) s; first push \(String(format: "%.3f", median)) s = \(String(format: "%.2f", median / (crypto + insert)))x the floor"
+            )
         }
         return lines.joined(separator: "\n")
     }

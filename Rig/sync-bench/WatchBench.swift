@@ -2,6 +2,7 @@ import Foundation
 import PostLoginSync
 import RemoteStore
 import TestStack
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,25 +28,40 @@ enum WatchBench {
     }
 
     static func run(sizeName: String, minutes: Double, interval: Double) async throws {
-        guard let size = SyncBench.sizes.first(where: { $0.name == sizeName }) else { throw SyncBench.CLIFailure("unknown size \(sizeName)") }
+        guard let size = SyncBench.sizes.first(where: { $0.name == sizeName }) else {
+            throw SyncBench.CLIFailure("unknown size \(sizeName)")
+        }
         let stack = SyncBench.stackEnvironment()
         var remotes: [StackEnvironmentChoice] = [.embedded]
         if let stack, await SyncBench.reachable(stack.url) { remotes.append(.stack) }
-        progress("  watch: size \(size.name), \(remotes.count) remotes at once, \(minutes) min each, a tick every \(interval) s...")
+        progress(
+            "  watch: size \(size.name), \(remotes.count) remotes at once, \(minutes) min each, a tick every \(interval) s..."
+        )
         let results = try await withThrowingTaskGroup(of: Result.self) { group in
             for remote in remotes {
-                group.addTask { try await idle(size: size, stack: remote == .stack ? stack : nil, minutes: minutes, interval: interval) }
+                group.addTask {
+                    try await idle(
+                        size: size, stack: remote == .stack ? stack : nil, minutes: minutes, interval: interval)
+                }
             }
             var results: [Result] = []
             for try await result in group { results.append(result) }
             return results.sorted { $0.remote < $1.remote }
         }
-        print("Idle watch at \(size.name) (\(size.sessions) sessions, \(size.devices) devices), \(minutes) min, interval \(interval) s, full reconciliation every 10 min:")
-        print("remote     feed     ticks  quiet  full  failed  requests/tick  requests/quiet tick  sealed  quiet tick (median)")
+        print(
+            "Idle watch at \(size.name) (\(size.sessions) sessions, \(size.devices) devices), \(minutes) min, interval \(interval) s, full reconciliation every 10 min:"
+        )
+        print(
+            "remote     feed     ticks  quiet  full  failed  requests/tick  requests/quiet tick  sealed  quiet tick (median)"
+        )
         for r in results {
-            print(r.remote.padding(toLength: 11, withPad: " ", startingAt: 0) + r.changeFeed.padding(toLength: 9, withPad: " ", startingAt: 0)
-                  + String(format: "%5d  %5d  %4d  %6d  %13.2f  %19.2f  %6d  %.1f ms", r.ticks, r.quietTicks, r.fullTicks, r.failedTicks,
-                           r.requestsPerTick, r.requestsPerQuietTick, r.sealed, r.medianQuietTickSeconds * 1000))
+            print(
+                r.remote.padding(toLength: 11, withPad: " ", startingAt: 0)
+                    + r.changeFeed.padding(toLength: 9, withPad: " ", startingAt: 0)
+                    + String(
+                        format: "%5d  %5d  %4d  %6d  %13.2f  %19.2f  %6d  %.1f ms", r.ticks, r.quietTicks, r.fullTicks,
+                        r.failedTicks,
+                        r.requestsPerTick, r.requestsPerQuietTick, r.sealed, r.medianQuietTickSeconds * 1000))
         }
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
@@ -54,7 +70,9 @@ enum WatchBench {
 
     enum StackEnvironmentChoice { case embedded, stack }
 
-    static func idle(size: SyncBench.Size, stack: StackEnvironment?, minutes: Double, interval: Double) async throws -> Result {
+    static func idle(
+        size: SyncBench.Size, stack: StackEnvironment?, minutes: Double, interval: Double
+    ) async throws -> Result {
         let world = try SyncBench.World(size: size, stack: stack)
         defer { world.remove() }
         let desktop = try await world.store("desktop", role: .desktop)
@@ -73,13 +91,15 @@ enum WatchBench {
         }
         let quiet = ticks.filter { $0.action == .quiet }
         let requests = ticks.map(\.requests).reduce(0, +)
-        return Result(remote: stack == nil ? "embedded" : "postgrest", size: size.name, seconds: minutes * 60, intervalSeconds: interval,
-                      ticks: ticks.count, quietTicks: quiet.count, fullTicks: ticks.filter { $0.action == .full }.count,
-                      failedTicks: ticks.filter { $0.action == .failed }.count, requests: requests,
-                      requestsPerTick: Double(requests) / Double(max(1, ticks.count)),
-                      requestsPerQuietTick: Double(quiet.map(\.requests).reduce(0, +)) / Double(max(1, quiet.count)),
-                      sealed: ticks.map(\.envelopesSealed).reduce(0, +),
-                      medianQuietTickSeconds: quiet.isEmpty ? 0 : median(quiet.map(\.durationSeconds)),
-                      changeFeed: ticks.last?.changeFeed?.rawValue ?? "-")
+        return Result(
+            remote: stack == nil ? "embedded" : "postgrest", size: size.name, seconds: minutes * 60,
+            intervalSeconds: interval,
+            ticks: ticks.count, quietTicks: quiet.count, fullTicks: ticks.filter { $0.action == .full }.count,
+            failedTicks: ticks.filter { $0.action == .failed }.count, requests: requests,
+            requestsPerTick: Double(requests) / Double(max(1, ticks.count)),
+            requestsPerQuietTick: Double(quiet.map(\.requests).reduce(0, +)) / Double(max(1, quiet.count)),
+            sealed: ticks.map(\.envelopesSealed).reduce(0, +),
+            medianQuietTickSeconds: quiet.isEmpty ? 0 : median(quiet.map(\.durationSeconds)),
+            changeFeed: ticks.last?.changeFeed?.rawValue ?? "-")
     }
 }

@@ -39,7 +39,8 @@ struct Options {
             case "--runs": runs = Int(rest.popFirst() ?? "") ?? runs
             case "--sessions": sessions = max(1, Int(rest.popFirst() ?? "") ?? sessions)
             case "-h", "--help":
-                print("""
+                print(
+                    """
                     usage: sync-bench [crypto|localstore|sync|all] [options]
                       crypto      envelope v1 and v2 seals/s and opens/s on one core and on all cores, beside
                                   the libsodium floor (the same calls in C); --iterations N operations
@@ -75,7 +76,8 @@ struct Options {
 
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
 func seconds(_ duration: Duration) -> Double {
@@ -91,7 +93,8 @@ let options = Options(CommandLine.arguments)
 if options.mode != "worker" { print("warning: debug build; run `swift run -c release sync-bench` for real figures") }
 #endif
 if let unknown = options.remotes.first(where: { !["embedded", "postgrest"].contains($0) }) {
-    FileHandle.standardError.write(Data("sync-bench: unknown remote \(unknown); the remotes are embedded and postgrest\n".utf8))
+    FileHandle.standardError.write(
+        Data("sync-bench: unknown remote \(unknown); the remotes are embedded and postgrest\n".utf8))
     exit(64)
 }
 if options.mode == "crypto" || options.mode == "all" {
@@ -101,10 +104,12 @@ if options.mode == "localstore" || options.mode == "all" {
     try await LocalStoreBench.run(runs: options.runs, sessions: options.sessions)
 }
 if options.mode == "sync" || options.mode == "all" {
-    try await SyncBench.run(runs: options.syncRuns, sizeNames: options.sizes, remoteNames: options.remotes, jsonPath: options.json)
+    try await SyncBench.run(
+        runs: options.syncRuns, sizeNames: options.sizes, remoteNames: options.remotes, jsonPath: options.json)
 }
 if options.mode == "watch" {
-    try await WatchBench.run(sizeName: options.watchSize, minutes: options.watchMinutes, interval: options.watchInterval)
+    try await WatchBench.run(
+        sizeName: options.watchSize, minutes: options.watchMinutes, interval: options.watchInterval)
 }
 if options.mode == "worker" {
     let arguments = options.worker

@@ -1,5 +1,5 @@
-import FuzzTargets
 import Foundation
+import FuzzTargets
 
 #if FUZZING
 // Built by `scripts/fuzz.sh` with `-sanitize=fuzzer` and `-DFUZZING`: libFuzzer supplies
@@ -7,7 +7,10 @@ import Foundation
 let selected: FuzzTarget = {
     let name = ProcessInfo.processInfo.environment["SYNC_FUZZ_TARGET"] ?? ""
     guard let target = FuzzTarget(rawValue: name) else {
-        FileHandle.standardError.write(Data("SYNC_FUZZ_TARGET must be one of: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", "))\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "SYNC_FUZZ_TARGET must be one of: \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", "))\n".utf8
+            ))
         exit(2)
     }
     return target
@@ -42,7 +45,9 @@ enum SyncFuzz {
             case "list":
                 for target in FuzzTarget.allCases { print(target.rawValue) }
             case "replay" where arguments.count >= 3:
-                guard let target = FuzzTarget(rawValue: arguments[1]) else { fail("unknown target \(arguments[1]); see `sync-fuzz list`") }
+                guard let target = FuzzTarget(rawValue: arguments[1]) else {
+                    fail("unknown target \(arguments[1]); see `sync-fuzz list`")
+                }
                 var accepted = 0, rejected = 0
                 for path in arguments.dropFirst(2) {
                     for file in try files(at: path) {
@@ -73,7 +78,9 @@ enum SyncFuzz {
 
     static func files(at path: String) throws -> [String] {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { fail("no such file or directory: \(path)") }
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            fail("no such file or directory: \(path)")
+        }
         guard isDirectory.boolValue else { return [path] }
         return try FileManager.default.contentsOfDirectory(atPath: path).sorted().map { path + "/" + $0 }
     }

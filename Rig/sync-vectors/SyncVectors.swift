@@ -16,7 +16,8 @@ struct SyncVectors: AsyncParsableCommand {
 extension SyncVectors {
     struct Generate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Write the project's vectors (session-secret envelopes v1 or v2, device certificates), reproducibly.",
+            abstract:
+                "Write the project's vectors (session-secret envelopes v1 or v2, device certificates), reproducibly.",
             discussion: """
                 Every key, nonce, id and secret is derived from a fixed seed, so the output is the \
                 same on every run and every machine: testvectors/session-secret-v1.json, \
@@ -43,8 +44,11 @@ extension SyncVectors {
         }
 
         func run() async throws {
-            let data = kind == .certificate ? try DeviceCertificateVectorGenerator.generate()
-                : version == 1 ? try SessionSecretVectorGenerator.generate() : try SessionSecretV2VectorGenerator.generate()
+            let data =
+                kind == .certificate
+                ? try DeviceCertificateVectorGenerator.generate()
+                : version == 1
+                    ? try SessionSecretVectorGenerator.generate() : try SessionSecretV2VectorGenerator.generate()
             if let output {
                 try data.write(to: URL(fileURLWithPath: output), options: .atomic)
             } else {

@@ -248,7 +248,8 @@ public struct DeviceCertificateGroup: VectorGroup {
         public let identityPrivateKey: HexBytes?
 
         enum CodingKeys: String, CodingKey {
-            case tcId, comment, result, identityPublicKey, body, signature, userId, deviceId, x25519PublicKey, ed25519PublicKey
+            case tcId, comment, result, identityPublicKey, body, signature, userId, deviceId, x25519PublicKey,
+                ed25519PublicKey
             case deviceType, deviceRole, issuedAt, identityPrivateKey
         }
 
@@ -272,7 +273,8 @@ public struct DeviceCertificateGroup: VectorGroup {
             } else if let number = UInt64(try c.decode(String.self, forKey: .issuedAt)) {
                 issuedAt = number
             } else {
-                throw DecodingError.dataCorruptedError(forKey: .issuedAt, in: c, debugDescription: "issuedAt is not an unsigned 64-bit integer")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .issuedAt, in: c, debugDescription: "issuedAt is not an unsigned 64-bit integer")
             }
             identityPrivateKey = try c.decodeIfPresent(HexBytes.self, forKey: .identityPrivateKey)
         }
@@ -375,7 +377,9 @@ public enum VectorLoader {
     /// Decodes `data` as a file of `Group`s.
     ///
     /// - Throws: ``VectorFileError`` with code `.malformed`.
-    public static func decode<Group: VectorGroup>(_ type: Group.Type, from data: Data, path: String) throws -> VectorFile<Group> {
+    public static func decode<Group: VectorGroup>(
+        _ type: Group.Type, from data: Data, path: String
+    ) throws -> VectorFile<Group> {
         do {
             return try JSONDecoder().decode(VectorFile<Group>.self, from: data)
         } catch {

@@ -50,11 +50,16 @@ public enum VectorVerifier {
         case .xdh: return try run(XDHGroup.self, data, algorithm, path) { _, test in check(test) }
         case .chacha20Poly1305: return try run(AEADGroup.self, data, algorithm, path) { _, test in check(test) }
         case .hkdfSHA256: return try run(HKDFGroup.self, data, algorithm, path) { _, test in check(test) }
-        case .hmacSHA256: return try run(HMACGroup.self, data, algorithm, path) { group, test in check(test, tagSize: group.tagSize) }
+        case .hmacSHA256:
+            return try run(HMACGroup.self, data, algorithm, path) { group, test in check(test, tagSize: group.tagSize) }
         case .sessionSecretV1: return try run(EnvelopeGroup.self, data, algorithm, path) { _, test in check(test) }
         case .sessionSecretV2: return try run(EnvelopeV2Group.self, data, algorithm, path) { _, test in check(test) }
-        case .eddsa: return try run(EdDSAGroup.self, data, algorithm, path) { group, test in check(test, publicKey: group.publicKey.pk.bytes) }
-        case .deviceCertificateV1: return try run(DeviceCertificateGroup.self, data, algorithm, path) { _, test in check(test) }
+        case .eddsa:
+            return try run(EdDSAGroup.self, data, algorithm, path) { group, test in
+                check(test, publicKey: group.publicKey.pk.bytes)
+            }
+        case .deviceCertificateV1:
+            return try run(DeviceCertificateGroup.self, data, algorithm, path) { _, test in check(test) }
         case .hpke: return try verifyHPKE(data: data, path: path)
         }
     }
@@ -80,7 +85,8 @@ public enum VectorVerifier {
             }
         }
         let mismatch = file.numberOfTests.flatMap { $0 == count ? nil : $0 }
-        return VectorFileReport(path: path, algorithm: algorithm, passed: passed, failures: failures, declaredCountMismatch: mismatch)
+        return VectorFileReport(
+            path: path, algorithm: algorithm, passed: passed, failures: failures, declaredCountMismatch: mismatch)
     }
 
     /// Applies Wycheproof's result semantics to an operation's outcome.
@@ -105,8 +111,8 @@ public enum VectorVerifier {
     static func check(_ test: XDHGroup.Test) -> String? {
         let outcome: Bool? = {
             guard let key = try? X25519PrivateKey(rawRepresentation: SecureBytes(copying: test.private.bytes)),
-                  let peer = try? X25519PublicKey(rawRepresentation: test.public.bytes),
-                  let shared = try? key.sharedSecret(with: peer)
+                let peer = try? X25519PublicKey(rawRepresentation: test.public.bytes),
+                let shared = try? key.sharedSecret(with: peer)
             else { return nil }
             return shared == SecureBytes(copying: test.shared.bytes)
         }()
@@ -116,9 +122,12 @@ public enum VectorVerifier {
     static func check(_ test: AEADGroup.Test) -> String? {
         let key = SecureBytes(copying: test.key.bytes)
         let expected = test.ct.bytes + test.tag.bytes
-        let sealMatches: Bool? = (try? ChaCha20Poly1305.seal(test.msg.bytes, using: key, nonce: test.iv.bytes, authenticating: test.aad.bytes))
+        let sealMatches: Bool? =
+            (try? ChaCha20Poly1305.seal(
+                test.msg.bytes, using: key, nonce: test.iv.bytes, authenticating: test.aad.bytes))
             .map { $0 == expected }
-        let openMatches: Bool? = (try? ChaCha20Poly1305.open(expected, using: key, nonce: test.iv.bytes, authenticating: test.aad.bytes))
+        let openMatches: Bool? =
+            (try? ChaCha20Poly1305.open(expected, using: key, nonce: test.iv.bytes, authenticating: test.aad.bytes))
             .map { $0 == test.msg.bytes }
         if let reason = judge(test.result, sealMatches) { return "seal: " + reason }
         if let reason = judge(test.result, openMatches) { return "open: " + reason }
@@ -126,10 +135,11 @@ public enum VectorVerifier {
     }
 
     static func check(_ test: HKDFGroup.Test) -> String? {
-        let outcome = (try? HKDFSHA256.deriveKey(
-            inputKeyMaterial: SecureBytes(copying: test.ikm.bytes), salt: test.salt.bytes,
-            info: test.info.bytes, outputByteCount: test.size
-        )).map { $0 == SecureBytes(copying: test.okm.bytes) }
+        let outcome =
+            (try? HKDFSHA256.deriveKey(
+                inputKeyMaterial: SecureBytes(copying: test.ikm.bytes), salt: test.salt.bytes,
+                info: test.info.bytes, outputByteCount: test.size
+            )).map { $0 == SecureBytes(copying: test.okm.bytes) }
         return judge(test.result, outcome)
     }
 
@@ -137,33 +147,43 @@ public enum VectorVerifier {
         let tagBytes = tagSize / 8
         let outcome: Bool? = {
             guard tagBytes > 0, tagBytes <= HMACSHA256.byteCount, test.tag.bytes.count == tagBytes else { return nil }
-            return HMACSHA256.isValidAuthenticationCode(test.tag.bytes, for: test.msg.bytes, using: SecureBytes(copying: test.key.bytes))
+            return HMACSHA256.isValidAuthenticationCode(
+                test.tag.bytes, for: test.msg.bytes, using: SecureBytes(copying: test.key.bytes))
         }()
         return judge(test.result, outcome)
     }
 
     static func check(_ test: EnvelopeGroup.Test) -> String? {
-        let envelope = SecretEnvelope(ephemeralPublicKey: test.ephemeralPublicKey, encryptedSecret: test.encryptedSecret)
+        let envelope = SecretEnvelope(
+            ephemeralPublicKey: test.ephemeralPublicKey, encryptedSecret: test.encryptedSecret)
         let opened: Bool? = {
             guard let sessionID = try? SessionID(test.sessionId),
-                  let key = try? X25519PrivateKey(rawRepresentation: SecureBytes(copying: test.recipientPrivateKey.bytes)),
-                  let secret = try? envelope.open(sessionID: sessionID, using: key)
+                let key = try? X25519PrivateKey(
+                    rawRepresentation: SecureBytes(copying: test.recipientPrivateKey.bytes)),
+                let secret = try? envelope.open(sessionID: sessionID, using: key)
             else { return nil }
             return secret.withTextFormBytes { $0.elementsEqual(test.plaintext.utf8) }
         }()
         if let reason = judge(test.result, opened) { return "open: " + reason }
-        guard test.result == .valid, let ephemeral = test.ephemeralPrivateKey, let nonce = test.nonce else { return nil }
+        guard test.result == .valid, let ephemeral = test.ephemeralPrivateKey, let nonce = test.nonce else {
+            return nil
+        }
         // Deterministic re-encryption must reproduce both stored fields byte for byte.
         do {
             let resealed = try SecretEnvelope.sealDeterministically(
                 plaintext: Array(test.plaintext.utf8),
-                for: X25519PrivateKey(rawRepresentation: SecureBytes(copying: test.recipientPrivateKey.bytes)).publicKey,
+                for: X25519PrivateKey(rawRepresentation: SecureBytes(copying: test.recipientPrivateKey.bytes))
+                    .publicKey,
                 sessionID: SessionID(test.sessionId),
                 ephemeralPrivateKey: X25519PrivateKey(rawRepresentation: SecureBytes(copying: ephemeral.bytes)),
                 nonce: nonce.bytes
             )
-            guard resealed.ephemeralPublicKey == test.ephemeralPublicKey else { return "reseal: ephemeralPublicKey differs" }
-            guard try resealed.encryptedSecret == envelope.canonicalEncryptedSecret() else { return "reseal: encryptedSecret differs" }
+            guard resealed.ephemeralPublicKey == test.ephemeralPublicKey else {
+                return "reseal: ephemeralPublicKey differs"
+            }
+            guard try resealed.encryptedSecret == envelope.canonicalEncryptedSecret() else {
+                return "reseal: encryptedSecret differs"
+            }
             return nil
         } catch {
             return "reseal: rejected (\(error))"
@@ -173,7 +193,8 @@ public enum VectorVerifier {
     static func check(_ test: EdDSAGroup.Test, publicKey: [UInt8]) -> String? {
         let outcome: Bool? = {
             guard let key = try? Ed25519PublicKey(rawRepresentation: publicKey),
-                  key.isValidSignature(test.sig.bytes, for: test.msg.bytes) else { return nil }
+                key.isValidSignature(test.sig.bytes, for: test.msg.bytes)
+            else { return nil }
             return true
         }()
         return judge(test.result, outcome)
@@ -189,21 +210,29 @@ public enum VectorVerifier {
     static func check(_ test: DeviceCertificateGroup.Test) -> String? {
         let expected: DeviceCertificate? = {
             guard let user = UUID(uuidString: test.userId), let device = UUID(uuidString: test.deviceId),
-                  let x = keyBytes(test.x25519PublicKey).flatMap({ try? X25519PublicKey(rawRepresentation: $0) }),
-                  let ed = keyBytes(test.ed25519PublicKey).flatMap({ try? Ed25519PublicKey(rawRepresentation: $0) }) else { return nil }
-            return DeviceCertificate(userID: user, deviceID: device, x25519PublicKey: x, ed25519PublicKey: ed,
-                                     deviceType: test.deviceType, deviceRole: test.deviceRole, issuedAt: test.issuedAt)
+                let x = keyBytes(test.x25519PublicKey).flatMap({ try? X25519PublicKey(rawRepresentation: $0) }),
+                let ed = keyBytes(test.ed25519PublicKey).flatMap({ try? Ed25519PublicKey(rawRepresentation: $0) })
+            else { return nil }
+            return DeviceCertificate(
+                userID: user, deviceID: device, x25519PublicKey: x, ed25519PublicKey: ed,
+                deviceType: test.deviceType, deviceRole: test.deviceRole, issuedAt: test.issuedAt)
         }()
         let outcome: Bool? = {
-            guard let expected, let identity = keyBytes(test.identityPublicKey).flatMap({ try? Ed25519PublicKey(rawRepresentation: $0) }),
-                  let certificate = try? DeviceCertificate.verify(SignedStatement(body: test.body, signature: test.signature), identityKey: identity,
-                                                                  userID: expected.userID, deviceID: expected.deviceID,
-                                                                  x25519PublicKey: expected.x25519PublicKey) else { return nil }
+            guard let expected,
+                let identity = keyBytes(test.identityPublicKey).flatMap({ try? Ed25519PublicKey(rawRepresentation: $0) }
+                ),
+                let certificate = try? DeviceCertificate.verify(
+                    SignedStatement(body: test.body, signature: test.signature), identityKey: identity,
+                    userID: expected.userID, deviceID: expected.deviceID,
+                    x25519PublicKey: expected.x25519PublicKey)
+            else { return nil }
             return certificate == expected
         }()
         if let reason = judge(test.result, outcome) { return "verify: " + reason }
         guard test.result == .valid, let seed = test.identityPrivateKey, let expected else { return nil }
-        guard let key = try? Ed25519PrivateKey(seed: SecureBytes(copying: seed.bytes)), let signed = try? expected.signed(by: key) else {
+        guard let key = try? Ed25519PrivateKey(seed: SecureBytes(copying: seed.bytes)),
+            let signed = try? expected.signed(by: key)
+        else {
             return "re-sign: rejected"
         }
         guard signed.body == test.body else { return "re-sign: body differs" }
@@ -212,33 +241,46 @@ public enum VectorVerifier {
     }
 
     static func check(_ test: EnvelopeV2Group.Test) -> String? {
-        let envelope = SecretEnvelope(ephemeralPublicKey: test.ephemeralPublicKey, encryptedSecret: test.encryptedSecret)
+        let envelope = SecretEnvelope(
+            ephemeralPublicKey: test.ephemeralPublicKey, encryptedSecret: test.encryptedSecret)
         guard envelope.version == 2 else {
             return judge(test.result, nil).map { "open: not a version-2 envelope; " + $0 }
         }
         let opened: Bool? = {
-            guard let sessionID = try? SessionID(test.sessionId), let recipientID = UUID(uuidString: test.recipientDeviceId),
-                  let key = try? X25519PrivateKey(rawRepresentation: SecureBytes(copying: test.recipientPrivateKey.bytes)),
-                  let senderKey = try? X25519PublicKey(base64: test.senderPublicKey),
-                  let result = try? envelope.open(sessionID: sessionID, recipientDeviceID: recipientID, using: key, senderKey: { _ in senderKey })
+            guard let sessionID = try? SessionID(test.sessionId),
+                let recipientID = UUID(uuidString: test.recipientDeviceId),
+                let key = try? X25519PrivateKey(
+                    rawRepresentation: SecureBytes(copying: test.recipientPrivateKey.bytes)),
+                let senderKey = try? X25519PublicKey(base64: test.senderPublicKey),
+                let result = try? envelope.open(
+                    sessionID: sessionID, recipientDeviceID: recipientID, using: key, senderKey: { _ in senderKey })
             else { return nil }
-            guard result.secret.withTextFormBytes({ $0.elementsEqual(test.plaintext.utf8) }), result.authenticated else { return false }
+            guard result.secret.withTextFormBytes({ $0.elementsEqual(test.plaintext.utf8) }), result.authenticated
+            else { return false }
             if let sender = test.senderDeviceId, UUID(uuidString: sender) != result.senderDeviceID { return false }
             if let generation = test.generation, generation != result.generation { return false }
             return true
         }()
         if let reason = judge(test.result, opened) { return "open: " + reason }
-        guard test.result == .valid, let senderPrivate = test.senderPrivateKey, let ephemeral = test.ephemeralPrivateKey else { return nil }
+        guard test.result == .valid, let senderPrivate = test.senderPrivateKey, let ephemeral = test.ephemeralPrivateKey
+        else { return nil }
         do {
             guard let (sender, generation) = envelope.headerV2 else { return "reseal: no header" }
             let resealed = try SecretEnvelope.sealV2Deterministically(
                 plaintext: Array(test.plaintext.utf8),
-                for: X25519PrivateKey(rawRepresentation: SecureBytes(copying: test.recipientPrivateKey.bytes)).publicKey,
+                for: X25519PrivateKey(rawRepresentation: SecureBytes(copying: test.recipientPrivateKey.bytes))
+                    .publicKey,
                 recipientDeviceID: UUID(uuidString: test.recipientDeviceId)!, sessionID: SessionID(test.sessionId),
-                sender: X25519PrivateKey(rawRepresentation: SecureBytes(copying: senderPrivate.bytes)), senderDeviceID: sender,
-                generation: generation, ephemeral: X25519PrivateKey(rawRepresentation: SecureBytes(copying: ephemeral.bytes)))
-            guard resealed.ephemeralPublicKey == test.ephemeralPublicKey else { return "reseal: ephemeralPublicKey differs" }
-            guard try resealed.encryptedSecret == envelope.canonicalEncryptedSecret() else { return "reseal: encryptedSecret differs" }
+                sender: X25519PrivateKey(rawRepresentation: SecureBytes(copying: senderPrivate.bytes)),
+                senderDeviceID: sender,
+                generation: generation,
+                ephemeral: X25519PrivateKey(rawRepresentation: SecureBytes(copying: ephemeral.bytes)))
+            guard resealed.ephemeralPublicKey == test.ephemeralPublicKey else {
+                return "reseal: ephemeralPublicKey differs"
+            }
+            guard try resealed.encryptedSecret == envelope.canonicalEncryptedSecret() else {
+                return "reseal: encryptedSecret differs"
+            }
             return nil
         } catch {
             return "reseal: rejected (\(error))"
@@ -258,19 +300,25 @@ public enum VectorVerifier {
         var passed = 0
         var failures: [VectorFileReport.Failure] = []
         for (index, suite) in suites.enumerated() {
-            let name = "mode \(suite.mode), kem 0x\(String(suite.kem_id, radix: 16)), kdf 0x\(String(suite.kdf_id, radix: 16)), aead 0x\(String(suite.aead_id, radix: 16))"
+            let name =
+                "mode \(suite.mode), kem 0x\(String(suite.kem_id, radix: 16)), kdf 0x\(String(suite.kdf_id, radix: 16)), aead 0x\(String(suite.aead_id, radix: 16))"
             let reasons = check(suite)
             passed += suite.encryptions.count + suite.exports.count + 1 - reasons.count
             for reason in reasons { failures.append(.init(tcId: index + 1, comment: name, reason: reason)) }
         }
-        return VectorFileReport(path: path, algorithm: .hpke, passed: passed, failures: failures, declaredCountMismatch: nil)
+        return VectorFileReport(
+            path: path, algorithm: .hpke, passed: passed, failures: failures, declaredCountMismatch: nil)
     }
 
     /// Every problem with one suite entry: one for the setup, one per failing encryption or export.
     static func check(_ v: HPKEVector) -> [String] {
         // A setup failure fails the entry's every encryption and export as well.
-        func all(_ reason: String) -> [String] { Array(repeating: reason, count: v.encryptions.count + v.exports.count + 1) }
-        guard v.kem_id == HPKE.kemID, v.kdf_id == HPKE.kdfID, v.aead_id == HPKE.aeadID else { return all("unsupported suite") }
+        func all(_ reason: String) -> [String] {
+            Array(repeating: reason, count: v.encryptions.count + v.exports.count + 1)
+        }
+        guard v.kem_id == HPKE.kemID, v.kdf_id == HPKE.kdfID, v.aead_id == HPKE.aeadID else {
+            return all("unsupported suite")
+        }
         guard let mode = HPKE.Mode(rawValue: v.mode) else { return all("unknown mode") }
         func bytes(_ key: SecureBytes?) -> [UInt8]? { key?.withUnsafeBytes { Array($0) } }
         do {
@@ -278,25 +326,33 @@ public enum VectorVerifier {
             let ephemeral = try HPKE.deriveKeyPair(ikm: v.ikmE.bytes)
             var sender: X25519PrivateKey?
             if let ikmS = v.ikmS { sender = try HPKE.deriveKeyPair(ikm: ikmS.bytes) }
-            guard bytes(recipient.rawRepresentation) == v.skRm.bytes, recipient.publicKey.rawRepresentation == v.pkRm.bytes,
-                  bytes(ephemeral.rawRepresentation) == v.skEm.bytes, ephemeral.publicKey.rawRepresentation == v.pkEm.bytes,
-                  bytes(sender?.rawRepresentation) == v.skSm?.bytes, sender?.publicKey.rawRepresentation == v.pkSm?.bytes else {
+            guard bytes(recipient.rawRepresentation) == v.skRm.bytes,
+                recipient.publicKey.rawRepresentation == v.pkRm.bytes,
+                bytes(ephemeral.rawRepresentation) == v.skEm.bytes,
+                ephemeral.publicKey.rawRepresentation == v.pkEm.bytes,
+                bytes(sender?.rawRepresentation) == v.skSm?.bytes, sender?.publicKey.rawRepresentation == v.pkSm?.bytes
+            else {
                 return all("DeriveKeyPair does not reproduce the keys")
             }
             let psk = v.psk.map { SecureBytes(copying: $0.bytes) }
-            var context = try HPKE.deterministicSender(mode: mode, to: recipient.publicKey, info: v.info.bytes, sender: sender,
-                                                        psk: psk, pskID: v.psk_id?.bytes ?? [], ephemeral: ephemeral)
+            var context = try HPKE.deterministicSender(
+                mode: mode, to: recipient.publicKey, info: v.info.bytes, sender: sender,
+                psk: psk, pskID: v.psk_id?.bytes ?? [], ephemeral: ephemeral)
             let schedule = context.scheduleForTesting
             guard context.encapsulatedKey == v.enc.bytes else { return all("enc differs") }
             guard bytes(schedule.key) == v.key.bytes, bytes(schedule.baseNonce) == v.base_nonce.bytes,
-                  bytes(schedule.exporterSecret) == v.exporter_secret.bytes else { return all("key schedule differs") }
-            var receiver = try HPKE.RecipientContext(mode: mode, encapsulatedKey: v.enc.bytes, recipient: recipient, info: v.info.bytes,
-                                                     sender: sender?.publicKey, psk: psk, pskID: v.psk_id?.bytes ?? [])
+                bytes(schedule.exporterSecret) == v.exporter_secret.bytes
+            else { return all("key schedule differs") }
+            var receiver = try HPKE.RecipientContext(
+                mode: mode, encapsulatedKey: v.enc.bytes, recipient: recipient, info: v.info.bytes,
+                sender: sender?.publicKey, psk: psk, pskID: v.psk_id?.bytes ?? [])
             var reasons: [String] = []
             for (index, encryption) in v.encryptions.enumerated() {
                 let ct = try context.seal(encryption.pt.bytes, aad: encryption.aad.bytes)
                 let pt = try? receiver.open(encryption.ct.bytes, aad: encryption.aad.bytes)
-                if ct != encryption.ct.bytes || bytes(pt) != encryption.pt.bytes { reasons.append("encryption \(index) differs") }
+                if ct != encryption.ct.bytes || bytes(pt) != encryption.pt.bytes {
+                    reasons.append("encryption \(index) differs")
+                }
             }
             for (index, export) in v.exports.enumerated() {
                 let value = try context.exportSecret(context: export.exporter_context.bytes, outputByteCount: export.L)

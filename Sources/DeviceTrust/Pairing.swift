@@ -34,7 +34,9 @@ public struct PairingCode: Sendable, CustomStringConvertible {
 
     /// Creates a code.
     public init(inviteID: [UInt8], secret: SecureBytes, fingerprint: IdentityFingerprint) throws(PairingError) {
-        guard inviteID.count == 8, secret.count == 16 else { throw PairingError(.malformedCode, "an invite is 8 bytes and a pairing secret 16") }
+        guard inviteID.count == 8, secret.count == 16 else {
+            throw PairingError(.malformedCode, "an invite is 8 bytes and a pairing secret 16")
+        }
         self.inviteID = inviteID
         self.secret = secret
         self.fingerprint = fingerprint
@@ -44,10 +46,12 @@ public struct PairingCode: Sendable, CustomStringConvertible {
     public init(parsing text: String) throws(PairingError) {
         let letters = text.uppercased().filter { $0 != " " && $0 != "-" && $0 != "\t" }
         guard letters.count == 64, let bytes = Base32.decode(letters), bytes.count == 40 else {
-            throw PairingError(.malformedCode, "a pairing code is 64 characters of A-Z and 2-7 (spaces and hyphens aside)")
+            throw PairingError(
+                .malformedCode, "a pairing code is 64 characters of A-Z and 2-7 (spaces and hyphens aside)")
         }
-        try self.init(inviteID: Array(bytes[0..<8]), secret: SecureBytes(copying: bytes[8..<24]),
-                      fingerprint: IdentityFingerprint(bytes: Array(bytes[24..<40]))!)
+        try self.init(
+            inviteID: Array(bytes[0..<8]), secret: SecureBytes(copying: bytes[8..<24]),
+            fingerprint: IdentityFingerprint(bytes: Array(bytes[24..<40]))!)
     }
 
     /// The invite id as the pairing request carries it: 16 lowercase hex digits.
@@ -73,27 +77,39 @@ public struct PairingCode: Sendable, CustomStringConvertible {
 /// "unbound-pairing-v1", L: 32)`.
 public enum PairingMAC {
     /// The MAC of a request, 32 bytes.
-    public static func mac(secret: SecureBytes, inviteID: [UInt8], userID: UUID, deviceID: UUID,
-                           x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey) -> [UInt8] {
-        HMACSHA256.authenticationCode(for: message(userID: userID, deviceID: deviceID, x25519PublicKey: x25519PublicKey,
-                                                          ed25519PublicKey: ed25519PublicKey), using: key(secret: secret, inviteID: inviteID))
+    public static func mac(
+        secret: SecureBytes, inviteID: [UInt8], userID: UUID, deviceID: UUID,
+        x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey
+    ) -> [UInt8] {
+        HMACSHA256.authenticationCode(
+            for: message(
+                userID: userID, deviceID: deviceID, x25519PublicKey: x25519PublicKey,
+                ed25519PublicKey: ed25519PublicKey), using: key(secret: secret, inviteID: inviteID))
     }
 
     /// `K = HKDF-SHA256(ikm: P, salt: invite_id, info: "unbound-pairing-v1", L: 32)`.
     static func key(secret: SecureBytes, inviteID: [UInt8]) -> SecureBytes {
         // 32 bytes is far below HKDF's limit: the derivation cannot fail.
-        try! HKDFSHA256.deriveKey(inputKeyMaterial: secret, salt: inviteID, info: Array("unbound-pairing-v1".utf8), outputByteCount: 32)
+        try! HKDFSHA256.deriveKey(
+            inputKeyMaterial: secret, salt: inviteID, info: Array("unbound-pairing-v1".utf8), outputByteCount: 32)
     }
 
     /// Checks a request's MAC in constant time.
-    public static func isValid(_ tag: [UInt8], secret: SecureBytes, inviteID: [UInt8], userID: UUID, deviceID: UUID,
-                               x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey) -> Bool {
+    public static func isValid(
+        _ tag: [UInt8], secret: SecureBytes, inviteID: [UInt8], userID: UUID, deviceID: UUID,
+        x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey
+    ) -> Bool {
         guard tag.count == HMACSHA256.byteCount else { return false }
-        return HMACSHA256.isValidAuthenticationCode(tag, for: message(userID: userID, deviceID: deviceID, x25519PublicKey: x25519PublicKey,
-                                                                      ed25519PublicKey: ed25519PublicKey), using: key(secret: secret, inviteID: inviteID))
+        return HMACSHA256.isValidAuthenticationCode(
+            tag,
+            for: message(
+                userID: userID, deviceID: deviceID, x25519PublicKey: x25519PublicKey,
+                ed25519PublicKey: ed25519PublicKey), using: key(secret: secret, inviteID: inviteID))
     }
 
-    static func message(userID: UUID, deviceID: UUID, x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey) -> [UInt8] {
+    static func message(
+        userID: UUID, deviceID: UUID, x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey
+    ) -> [UInt8] {
         var out = StatementWriter(prefix: "unbound-pairing-request-v1", userID: userID, deviceID: deviceID)
         out.bytes(x25519PublicKey.rawRepresentation)
         out.bytes(ed25519PublicKey.rawRepresentation)

@@ -62,9 +62,13 @@ public struct SignedStatement: Sendable, Hashable {
     }
 
     /// Checks that a verified statement names the user and device it was filed under.
-    static func check(kind: String, user: UUID, device: UUID, expectedUser: UUID, expectedDevice: UUID) throws(TrustStatementError) {
+    static func check(
+        kind: String, user: UUID, device: UUID, expectedUser: UUID, expectedDevice: UUID
+    ) throws(TrustStatementError) {
         guard user == expectedUser else { throw TrustStatementError(.wrongUser, "the \(kind) is for another user") }
-        guard device == expectedDevice else { throw TrustStatementError(.wrongDevice, "the \(kind) is for another device") }
+        guard device == expectedDevice else {
+            throw TrustStatementError(.wrongDevice, "the \(kind) is for another device")
+        }
     }
 
     /// Decodes both fields and checks the signature under `identityKey`; returns the body's bytes.
@@ -79,8 +83,10 @@ public struct SignedStatement: Sendable, Hashable {
             throw TrustStatementError(.notBase64, "the statement's body or signature is not standard base64")
         }
         guard signatureBytes.count == Ed25519PrivateKey.signatureByteCount,
-              identityKey.isValidSignature(signatureBytes, for: bytes) else {
-            throw TrustStatementError(.badSignature, "the statement's signature does not verify under the user's identity key")
+            identityKey.isValidSignature(signatureBytes, for: bytes)
+        else {
+            throw TrustStatementError(
+                .badSignature, "the statement's signature does not verify under the user's identity key")
         }
         return bytes
     }
@@ -111,8 +117,10 @@ public struct DeviceCertificate: Sendable, Hashable {
     public var issuedAt: UInt64
 
     /// Creates a certificate.
-    public init(userID: UUID, deviceID: UUID, x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey,
-                deviceType: String, deviceRole: String, issuedAt: UInt64) {
+    public init(
+        userID: UUID, deviceID: UUID, x25519PublicKey: X25519PublicKey, ed25519PublicKey: Ed25519PublicKey,
+        deviceType: String, deviceRole: String, issuedAt: UInt64
+    ) {
         self.userID = userID
         self.deviceID = deviceID
         self.x25519PublicKey = x25519PublicKey
@@ -146,8 +154,9 @@ public struct DeviceCertificate: Sendable, Hashable {
         let role = try reader.text()
         let issued = try reader.integer()
         try reader.end()
-        return DeviceCertificate(userID: user, deviceID: device, x25519PublicKey: x25519, ed25519PublicKey: ed25519,
-                                 deviceType: type, deviceRole: role, issuedAt: issued)
+        return DeviceCertificate(
+            userID: user, deviceID: device, x25519PublicKey: x25519, ed25519PublicKey: ed25519,
+            deviceType: type, deviceRole: role, issuedAt: issued)
     }
 
     /// Signs the certificate with the user's identity key.
@@ -160,10 +169,14 @@ public struct DeviceCertificate: Sendable, Hashable {
     ///
     /// - Returns: The certificate, every field verified.
     /// - Throws: ``TrustStatementError``.
-    public static func verify(_ statement: SignedStatement, identityKey: Ed25519PublicKey, userID: UUID, deviceID: UUID,
-                              x25519PublicKey: X25519PublicKey? = nil) throws(TrustStatementError) -> DeviceCertificate {
+    public static func verify(
+        _ statement: SignedStatement, identityKey: Ed25519PublicKey, userID: UUID, deviceID: UUID,
+        x25519PublicKey: X25519PublicKey? = nil
+    ) throws(TrustStatementError) -> DeviceCertificate {
         let certificate = try parse(statement.verifiedBody(identityKey: identityKey))
-        try SignedStatement.check(kind: "certificate", user: certificate.userID, device: certificate.deviceID, expectedUser: userID, expectedDevice: deviceID)
+        try SignedStatement.check(
+            kind: "certificate", user: certificate.userID, device: certificate.deviceID, expectedUser: userID,
+            expectedDevice: deviceID)
         if let x25519PublicKey, certificate.x25519PublicKey != x25519PublicKey {
             throw TrustStatementError(.wrongKey, "the certificate names another X25519 key than the device row")
         }
@@ -220,10 +233,14 @@ public struct DeviceRevocation: Sendable, Hashable {
 
     /// Verifies a stored revocation under the pinned identity key and checks it is for this
     /// user and device.
-    public static func verify(_ statement: SignedStatement, identityKey: Ed25519PublicKey, userID: UUID,
-                              deviceID: UUID) throws(TrustStatementError) -> DeviceRevocation {
+    public static func verify(
+        _ statement: SignedStatement, identityKey: Ed25519PublicKey, userID: UUID,
+        deviceID: UUID
+    ) throws(TrustStatementError) -> DeviceRevocation {
         let revocation = try parse(statement.verifiedBody(identityKey: identityKey))
-        try SignedStatement.check(kind: "revocation", user: revocation.userID, device: revocation.deviceID, expectedUser: userID, expectedDevice: deviceID)
+        try SignedStatement.check(
+            kind: "revocation", user: revocation.userID, device: revocation.deviceID, expectedUser: userID,
+            expectedDevice: deviceID)
         return revocation
     }
 }
@@ -280,7 +297,9 @@ struct StatementWriter {
 
     mutating func text(_ value: String) throws(TrustStatementError) {
         let utf8 = Array(value.utf8)
-        guard utf8.count <= 255 else { throw TrustStatementError(.textTooLong, "a certificate's text field is longer than 255 bytes") }
+        guard utf8.count <= 255 else {
+            throw TrustStatementError(.textTooLong, "a certificate's text field is longer than 255 bytes")
+        }
         guard StatementReader.isPrintableASCII(utf8) else {
             throw TrustStatementError(.invalidText, "a certificate's text field is empty or not printable ASCII")
         }
@@ -289,7 +308,9 @@ struct StatementWriter {
     }
 
     mutating func integer(_ value: UInt64) {
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        }
     }
 }
 
@@ -304,7 +325,9 @@ struct StatementReader {
     }
 
     mutating func take(_ count: Int) throws(TrustStatementError) -> ArraySlice<UInt8> {
-        guard bytes.count - offset >= count else { throw TrustStatementError(.truncated, "the statement ends before its last field") }
+        guard bytes.count - offset >= count else {
+            throw TrustStatementError(.truncated, "the statement ends before its last field")
+        }
         defer { offset += count }
         return bytes[offset..<offset + count]
     }
@@ -331,7 +354,9 @@ struct StatementReader {
     }
 
     mutating func separator() throws(TrustStatementError) {
-        guard try take(1).first == 0 else { throw TrustStatementError(.malformedIdentifier, "a field separator is not 0x00") }
+        guard try take(1).first == 0 else {
+            throw TrustStatementError(.malformedIdentifier, "a field separator is not 0x00")
+        }
     }
 
     /// 36 bytes of canonical lowercase hyphenated UUID text.
@@ -355,13 +380,17 @@ struct StatementReader {
 
     mutating func x25519() throws(TrustStatementError) -> X25519PublicKey {
         let raw = try take(32)
-        guard let key = try? X25519PublicKey(rawRepresentation: raw) else { throw TrustStatementError(.truncated, "a key is cut short") }
+        guard let key = try? X25519PublicKey(rawRepresentation: raw) else {
+            throw TrustStatementError(.truncated, "a key is cut short")
+        }
         return key
     }
 
     mutating func ed25519() throws(TrustStatementError) -> Ed25519PublicKey {
         let raw = try take(32)
-        guard let key = try? Ed25519PublicKey(rawRepresentation: raw) else { throw TrustStatementError(.truncated, "a key is cut short") }
+        guard let key = try? Ed25519PublicKey(rawRepresentation: raw) else {
+            throw TrustStatementError(.truncated, "a key is cut short")
+        }
         return key
     }
 
@@ -370,6 +399,8 @@ struct StatementReader {
     }
 
     func end() throws(TrustStatementError) {
-        guard offset == bytes.count else { throw TrustStatementError(.trailingBytes, "bytes follow the statement's last field") }
+        guard offset == bytes.count else {
+            throw TrustStatementError(.trailingBytes, "bytes follow the statement's last field")
+        }
     }
 }

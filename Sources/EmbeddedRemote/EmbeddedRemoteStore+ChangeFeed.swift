@@ -17,21 +17,30 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
         try await bulk(rows, key: { $0.id.canonical }, onBatchAccepted: nil) { db, row in
             try self.checkOwner(row.userID)
             for (table, id) in [("agent_coding_sessions", row.sessionID), ("devices", row.requesterDeviceID)] {
-                if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM \(table) WHERE id = ?", arguments: [id.canonical]), owner != self.me {
-                    throw Self.refused("new row violates row-level security policy for table \"session_secret_requests\"")
+                if let owner = try String.fetchOne(
+                    db, sql: "SELECT user_id FROM \(table) WHERE id = ?", arguments: [id.canonical]), owner != self.me
+                {
+                    throw Self.refused(
+                        "new row violates row-level security policy for table \"session_secret_requests\"")
                 }
             }
-            try db.execute(sql: """
-                INSERT INTO session_secret_requests (id, user_id, session_id, requester_device_id, created_at) VALUES (?, ?, ?, ?, ?)
-                """, arguments: [row.id.canonical, self.me, row.sessionID.canonical, row.requesterDeviceID.canonical, Self.now])
+            try db.execute(
+                sql: """
+                    INSERT INTO session_secret_requests (id, user_id, session_id, requester_device_id, created_at) VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    row.id.canonical, self.me, row.sessionID.canonical, row.requesterDeviceID.canonical, Self.now,
+                ])
         }
     }
 
     public func fulfilSecretRequests(ids: Set<UUID>) async throws {
         let me = self.me
         try await write("fulfilling secret requests") { db in
-            try db.execute(sql: "UPDATE session_secret_requests SET fulfilled_at = ? WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))",
-                           arguments: [Self.now, me, Self.jsonArray(ids)])
+            try db.execute(
+                sql:
+                    "UPDATE session_secret_requests SET fulfilled_at = ? WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))",
+                arguments: [Self.now, me, Self.jsonArray(ids)])
         }
     }
 
@@ -39,8 +48,9 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
         let me = self.me
         try await write("refreshing the heartbeat") { db in
             let now = Self.now
-            try db.execute(sql: "UPDATE devices SET last_seen_at = ?, updated_at = ? WHERE id = ? AND user_id = ?",
-                           arguments: [now, now, deviceID.canonical, me])
+            try db.execute(
+                sql: "UPDATE devices SET last_seen_at = ?, updated_at = ? WHERE id = ? AND user_id = ?",
+                arguments: [now, now, deviceID.canonical, me])
         }
     }
 
@@ -48,22 +58,34 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
         let me = self.me
         return try await read("reading changes") { db in
             let now = Self.now
-            let devices = try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? AND (? IS NULL OR updated_at > ?) ORDER BY updated_at, id",
-                                           arguments: [me, cursor?.since, cursor?.since]).map { try RemoteDevice(json: Self.json($0)) }
+            let devices = try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT * FROM devices WHERE user_id = ? AND (? IS NULL OR updated_at > ?) ORDER BY updated_at, id",
+                arguments: [me, cursor?.since, cursor?.since]
+            ).map { try RemoteDevice(json: Self.json($0)) }
             var fingerprint: String?
             if statements, try db.tableExists("device_certificates"), try db.tableExists("device_revocations") {
-                fingerprint = try String.fetchAll(db, sql: """
-                    SELECT 'c:' || device_id || ':' || signature FROM device_certificates WHERE user_id = ?
-                    UNION ALL SELECT 'r:' || device_id || ':' || signature FROM device_revocations WHERE user_id = ?
-                    """, arguments: [me, me]).sorted().joined(separator: ",")
+                fingerprint = try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT 'c:' || device_id || ':' || signature FROM device_certificates WHERE user_id = ?
+                        UNION ALL SELECT 'r:' || device_id || ':' || signature FROM device_revocations WHERE user_id = ?
+                        """, arguments: [me, me]
+                ).sorted().joined(separator: ",")
             }
-            return RemoteChanges(devices: devices, complete: cursor == nil, secretRequests: try Self.openRequests(db, user: me),
-                                 statements: fingerprint, cursor: ChangeCursor(since: now), method: .feed)
+            return RemoteChanges(
+                devices: devices, complete: cursor == nil, secretRequests: try Self.openRequests(db, user: me),
+                statements: fingerprint, cursor: ChangeCursor(since: now), method: .feed)
         }
     }
 
     static func openRequests(_ db: Database, user: String) throws -> [SecretRequestRow] {
-        try Row.fetchAll(db, sql: "SELECT * FROM session_secret_requests WHERE user_id = ? AND fulfilled_at IS NULL ORDER BY created_at, id",
-                         arguments: [user]).map { try SecretRequestRow(json: json($0)) }
+        try Row.fetchAll(
+            db,
+            sql:
+                "SELECT * FROM session_secret_requests WHERE user_id = ? AND fulfilled_at IS NULL ORDER BY created_at, id",
+            arguments: [user]
+        ).map { try SecretRequestRow(json: json($0)) }
     }
 }

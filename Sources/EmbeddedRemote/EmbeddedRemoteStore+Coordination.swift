@@ -23,57 +23,78 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     }
 
     static func payload(_ object: [String: Any]) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
-    public func claimSessionActivity(sessionID: UUID, deviceID: UUID, clientType: ClientType) async throws -> SessionClaim {
+    public func claimSessionActivity(
+        sessionID: UUID, deviceID: UUID, clientType: ClientType
+    ) async throws -> SessionClaim {
         let me = self.me
         return try await write("claiming session activity") { db in
             try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             let now = Self.now
-            let token = try String.fetchOne(db, sql: """
-                SELECT token FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device' AND is_valid
-                ORDER BY updated_at DESC LIMIT 1
-                """, arguments: [deviceID.canonical, me])
-            let previous = try Row.fetchOne(db, sql: "SELECT device_id, client_type FROM session_active_clients WHERE session_id = ?",
-                                            arguments: [sessionID.canonical])
+            let token = try String.fetchOne(
+                db,
+                sql: """
+                    SELECT token FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device' AND is_valid
+                    ORDER BY updated_at DESC LIMIT 1
+                    """, arguments: [deviceID.canonical, me])
+            let previous = try Row.fetchOne(
+                db, sql: "SELECT device_id, client_type FROM session_active_clients WHERE session_id = ?",
+                arguments: [sessionID.canonical])
             guard let previous else {
-                try db.execute(sql: """
-                    INSERT INTO session_active_clients (session_id, user_id, client_type, device_id, push_token, last_activity_at, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [sessionID.canonical, me, clientType.rawValue, deviceID.canonical, token, now, now, now])
+                try db.execute(
+                    sql: """
+                        INSERT INTO session_active_clients (session_id, user_id, client_type, device_id, push_token, last_activity_at, created_at, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [sessionID.canonical, me, clientType.rawValue, deviceID.canonical, token, now, now, now])
                 return SessionClaim(handedOff: false)
             }
-            try db.execute(sql: """
-                UPDATE session_active_clients SET client_type = ?, device_id = ?, push_token = ?, last_activity_at = ?, updated_at = ?
-                WHERE session_id = ?
-                """, arguments: [clientType.rawValue, deviceID.canonical, token, now, now, sessionID.canonical])
+            try db.execute(
+                sql: """
+                    UPDATE session_active_clients SET client_type = ?, device_id = ?, push_token = ?, last_activity_at = ?, updated_at = ?
+                    WHERE session_id = ?
+                    """, arguments: [clientType.rawValue, deviceID.canonical, token, now, now, sessionID.canonical])
             let previousDevice: String = previous["device_id"]
             guard previousDevice != deviceID.canonical else { return SessionClaim(handedOff: false) }
             let payload = Self.payload([
-                "aps": ["content-available": 1], "type": "session_handoff", "sessionId": sessionID.canonical, "handedOffTo": clientType.rawValue,
+                "aps": ["content-available": 1], "type": "session_handoff", "sessionId": sessionID.canonical,
+                "handedOffTo": clientType.rawValue,
             ])
-            try db.execute(sql: """
-                INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at)
-                SELECT ?, device_id, token, 'background', 5, ?, ?, ? FROM push_tokens
-                WHERE user_id = ? AND device_id = ? AND token_type = 'device' AND is_valid ORDER BY token
-                """, arguments: [me, "handoff-" + sessionID.canonical, payload, now, me, previousDevice])
-            return SessionClaim(handedOff: true, previousDeviceID: UUID.parse(previousDevice),
-                                previousClientType: previous["client_type"], notified: db.changesCount)
+            try db.execute(
+                sql: """
+                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at)
+                    SELECT ?, device_id, token, 'background', 5, ?, ?, ? FROM push_tokens
+                    WHERE user_id = ? AND device_id = ? AND token_type = 'device' AND is_valid ORDER BY token
+                    """, arguments: [me, "handoff-" + sessionID.canonical, payload, now, me, previousDevice])
+            return SessionClaim(
+                handedOff: true, previousDeviceID: UUID.parse(previousDevice),
+                previousClientType: previous["client_type"], notified: db.changesCount)
         }
     }
 
     public func registerPushToken(_ registration: PushTokenRegistration) async throws -> PushTokenRegistered {
         let r = registration
-        guard PushTokenText.isValid(r.token) else { throw Self.invalid("token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -") }
-        guard PushTokenText.isValidPlatform(r.platform) else { throw Self.invalid("platform must be 1 to 20 lowercase letters") }
+        guard PushTokenText.isValid(r.token) else {
+            throw Self.invalid("token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -")
+        }
+        guard PushTokenText.isValidPlatform(r.platform) else {
+            throw Self.invalid("platform must be 1 to 20 lowercase letters")
+        }
         switch r.type {
         case .liveActivity:
-            guard r.activityID != nil, r.sessionID != nil else { throw Self.invalid("a live_activity token needs activity_id and session_id") }
+            guard r.activityID != nil, r.sessionID != nil else {
+                throw Self.invalid("a live_activity token needs activity_id and session_id")
+            }
         case .device:
-            guard r.activityID == nil, r.sessionID == nil else { throw Self.invalid("a device token takes no activity_id or session_id") }
+            guard r.activityID == nil, r.sessionID == nil else {
+                throw Self.invalid("a device token takes no activity_id or session_id")
+            }
         }
         if let activity = r.activityID, !PushTokenText.isValidIdentifier(activity) {
             throw Self.invalid("activity_id must be 1 to 200 characters without control characters")
@@ -84,29 +105,39 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         let me = self.me
         return try await write("registering a push token") { db in
             try self.requireOwn(db, table: "devices", id: r.deviceID, what: "device")
-            if let session = r.sessionID { try self.requireOwn(db, table: "agent_coding_sessions", id: session, what: "session") }
+            if let session = r.sessionID {
+                try self.requireOwn(db, table: "agent_coding_sessions", id: session, what: "session")
+            }
             let now = Self.now
             var invalidated = 0
             if let previous = r.previousToken, previous != r.token {
-                try db.execute(sql: "UPDATE push_tokens SET is_valid = 0, updated_at = ? WHERE token = ? AND user_id = ? AND is_valid",
-                               arguments: [now, previous, me])
+                try db.execute(
+                    sql:
+                        "UPDATE push_tokens SET is_valid = 0, updated_at = ? WHERE token = ? AND user_id = ? AND is_valid",
+                    arguments: [now, previous, me])
                 invalidated = db.changesCount
             }
-            let existing = try Row.fetchOne(db, sql: "SELECT id, user_id, is_valid FROM push_tokens WHERE token = ?", arguments: [r.token])
+            let existing = try Row.fetchOne(
+                db, sql: "SELECT id, user_id, is_valid FROM push_tokens WHERE token = ?", arguments: [r.token])
             // Another user's valid token stays theirs (it moves once they invalidate it, or the
             // delivery worker does on APNs' word); the answer does not say so.
             if let existing, (existing["user_id"] as String?) != me, existing["is_valid"] as Bool {
                 return PushTokenRegistered(previousInvalidated: invalidated > 0)
             }
             let id = try existing.map { try Self.uuid($0["id"]) } ?? UUID()
-            try db.execute(sql: """
-                INSERT INTO push_tokens (id, user_id, device_id, token, token_type, activity_id, session_id, platform, environment, is_valid, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
-                ON CONFLICT (token) DO UPDATE SET user_id = excluded.user_id, device_id = excluded.device_id, token_type = excluded.token_type,
-                    activity_id = excluded.activity_id, session_id = excluded.session_id, platform = excluded.platform,
-                    environment = excluded.environment, is_valid = 1, updated_at = excluded.updated_at
-                """, arguments: [id.canonical, me, r.deviceID.canonical, r.token, r.type.rawValue, r.activityID, r.sessionID?.canonical,
-                                 r.platform, r.environment.rawValue, now, now])
+            try db.execute(
+                sql: """
+                    INSERT INTO push_tokens (id, user_id, device_id, token, token_type, activity_id, session_id, platform, environment, is_valid, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+                    ON CONFLICT (token) DO UPDATE SET user_id = excluded.user_id, device_id = excluded.device_id, token_type = excluded.token_type,
+                        activity_id = excluded.activity_id, session_id = excluded.session_id, platform = excluded.platform,
+                        environment = excluded.environment, is_valid = 1, updated_at = excluded.updated_at
+                    """,
+                arguments: [
+                    id.canonical, me, r.deviceID.canonical, r.token, r.type.rawValue, r.activityID,
+                    r.sessionID?.canonical,
+                    r.platform, r.environment.rawValue, now, now,
+                ])
             return PushTokenRegistered(previousInvalidated: invalidated > 0)
         }
     }
@@ -114,8 +145,9 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     public func invalidatePushToken(_ token: String) async throws -> Bool {
         let me = self.me
         return try await write("invalidating a push token") { db in
-            try db.execute(sql: "UPDATE push_tokens SET is_valid = 0, updated_at = ? WHERE token = ? AND user_id = ?",
-                           arguments: [Self.now, token, me])
+            try db.execute(
+                sql: "UPDATE push_tokens SET is_valid = 0, updated_at = ? WHERE token = ? AND user_id = ?",
+                arguments: [Self.now, token, me])
             return db.changesCount > 0
         }
     }
@@ -124,14 +156,22 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         let me = self.me
         return try await read("reading push token status") { db in
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
-            let registered = try Bool.fetchOne(db, sql: """
-                SELECT EXISTS (SELECT 1 FROM push_tokens WHERE user_id = ? AND device_id = ? AND token_type = 'device' AND is_valid)
-                """, arguments: [me, deviceID.canonical]) ?? false
-            let live = try Row.fetchAll(db, sql: """
-                SELECT activity_id, session_id, updated_at FROM push_tokens
-                WHERE user_id = ? AND device_id = ? AND token_type = 'live_activity' AND is_valid ORDER BY updated_at, id
-                """, arguments: [me, deviceID.canonical]).map { row in
-                PushTokenStatus.LiveActivity(activityId: row["activity_id"], sessionId: try Self.uuid(row["session_id"]), registeredAt: row["updated_at"])
+            let registered =
+                try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT EXISTS (SELECT 1 FROM push_tokens WHERE user_id = ? AND device_id = ? AND token_type = 'device' AND is_valid)
+                        """, arguments: [me, deviceID.canonical]) ?? false
+            let live = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT activity_id, session_id, updated_at FROM push_tokens
+                    WHERE user_id = ? AND device_id = ? AND token_type = 'live_activity' AND is_valid ORDER BY updated_at, id
+                    """, arguments: [me, deviceID.canonical]
+            ).map { row in
+                PushTokenStatus.LiveActivity(
+                    activityId: row["activity_id"], sessionId: try Self.uuid(row["session_id"]),
+                    registeredAt: row["updated_at"])
             }
             return PushTokenStatus(deviceTokenRegistered: registered, liveActivityTokens: live)
         }
@@ -143,14 +183,19 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         }
         let me = self.me
         return try await write("clearing an approval") { db in
-            let payload = Self.payload(["aps": ["content-available": 1], "clearApprovalId": requestID, "reason": "approved_on_other_device"])
+            let payload = Self.payload([
+                "aps": ["content-available": 1], "clearApprovalId": requestID, "reason": "approved_on_other_device",
+            ])
             let eligible = "user_id = ? AND token_type = 'device' AND is_valid AND token IS NOT ?"
-            try db.execute(sql: """
-                INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at)
-                SELECT ?, device_id, token, 'background', 5, ?, ?, ? FROM push_tokens WHERE \(eligible) ORDER BY token
-                ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
-                """, arguments: [me, "approval-" + requestID, payload, Self.now, me, excludingToken])
-            let notified = try Int.fetchOne(db, sql: "SELECT count(*) FROM push_tokens WHERE \(eligible)", arguments: [me, excludingToken]) ?? 0
+            try db.execute(
+                sql: """
+                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at)
+                    SELECT ?, device_id, token, 'background', 5, ?, ?, ? FROM push_tokens WHERE \(eligible) ORDER BY token
+                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
+                    """, arguments: [me, "approval-" + requestID, payload, Self.now, me, excludingToken])
+            let notified =
+                try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM push_tokens WHERE \(eligible)", arguments: [me, excludingToken]) ?? 0
             return ApprovalClearing(success: true, devicesNotified: notified)
         }
     }
@@ -159,11 +204,13 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         let me = self.me
         return try await write("setting runtime status") { db in
             let now = Self.now
-            try db.execute(sql: """
-                UPDATE agent_coding_sessions SET runtime_status = ?, runtime_status_updated_at = ?, updated_at = ? WHERE id = ? AND user_id = ?
-                """, arguments: [status.jsonText, now, now, status.sessionID.canonical, me])
+            try db.execute(
+                sql: """
+                    UPDATE agent_coding_sessions SET runtime_status = ?, runtime_status_updated_at = ?, updated_at = ? WHERE id = ? AND user_id = ?
+                    """, arguments: [status.jsonText, now, now, status.sessionID.canonical, me])
             guard db.changesCount > 0 else {
-                throw Self.refused("session \(status.sessionID.canonical) is not one of yours on the remote (push it first)")
+                throw Self.refused(
+                    "session \(status.sessionID.canonical) is not one of yours on the remote (push it first)")
             }
             var stored = status
             stored.reportedAt = Timestamp.parse(now)
@@ -174,10 +221,13 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     public func listOutbox(limit: Int) async throws -> [OutboxEntry] {
         let me = self.me
         return try await read("listing the push outbox") { db in
-            try Row.fetchAll(db, sql: """
-                SELECT id, device_id, token, push_type, priority, collapse_id, payload, created_at, delivered_at, attempts, last_error
-                FROM push_outbox WHERE user_id = ? ORDER BY id DESC LIMIT ?
-                """, arguments: [me, max(0, min(limit, 10_000))]).map { try OutboxEntry(json: Self.json($0)) }
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, device_id, token, push_type, priority, collapse_id, payload, created_at, delivered_at, attempts, last_error
+                    FROM push_outbox WHERE user_id = ? ORDER BY id DESC LIMIT ?
+                    """, arguments: [me, max(0, min(limit, 10_000))]
+            ).map { try OutboxEntry(json: Self.json($0)) }
         }
     }
 }

@@ -1,9 +1,9 @@
-import Foundation
 import EnvelopeDigest
+import Foundation
 import GRDB
 import RemoteStore
-import Synchronization
 import SyncModel
+import Synchronization
 
 /// ``SyncRemote`` on one local SQLite file: the default remote when no Supabase URL is set.
 ///
@@ -35,7 +35,8 @@ public final class EmbeddedRemoteStore: SyncRemote {
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "EmbeddedRemoteStore"
         do {
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             pool = try DatabasePool(path: path, configuration: configuration)
             try Self.migrator.migrate(pool)
         } catch {
@@ -50,197 +51,206 @@ public final class EmbeddedRemoteStore: SyncRemote {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: devices, repositories, sessions, secrets") { db in
-            try db.execute(sql: """
-                CREATE TABLE devices (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    user_id TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    device_type TEXT NOT NULL CHECK (device_type IN ('mac-desktop','win-desktop','linux-desktop','ios-tablet','ios-phone','android-tablet','android-phone','web-browser')),
-                    hostname TEXT,
-                    is_active INTEGER NOT NULL DEFAULT 1,
-                    last_seen_at TEXT,
-                    created_at TEXT NOT NULL,
-                    updated_at TEXT NOT NULL,
-                    device_role TEXT NOT NULL DEFAULT 'trusted_executor' CHECK (device_role IN ('trust_root','trusted_executor','temporary_viewer')),
-                    public_key TEXT,
-                    is_primary_trust_root INTEGER NOT NULL DEFAULT 0,
-                    verified_at TEXT,
-                    is_trusted INTEGER NOT NULL DEFAULT 0 CHECK (NOT (is_trusted AND device_type = 'web-browser')),
-                    has_seen_trust_prompt INTEGER NOT NULL DEFAULT 0,
-                    apns_token TEXT,
-                    apns_environment TEXT DEFAULT 'sandbox' CHECK (apns_environment IN ('sandbox','production')),
-                    push_enabled INTEGER NOT NULL DEFAULT 0,
-                    apns_token_updated_at TEXT,
-                    capabilities TEXT DEFAULT '{}'
-                );
-                CREATE INDEX devices_user ON devices (user_id);
+            try db.execute(
+                sql: """
+                    CREATE TABLE devices (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        device_type TEXT NOT NULL CHECK (device_type IN ('mac-desktop','win-desktop','linux-desktop','ios-tablet','ios-phone','android-tablet','android-phone','web-browser')),
+                        hostname TEXT,
+                        is_active INTEGER NOT NULL DEFAULT 1,
+                        last_seen_at TEXT,
+                        created_at TEXT NOT NULL,
+                        updated_at TEXT NOT NULL,
+                        device_role TEXT NOT NULL DEFAULT 'trusted_executor' CHECK (device_role IN ('trust_root','trusted_executor','temporary_viewer')),
+                        public_key TEXT,
+                        is_primary_trust_root INTEGER NOT NULL DEFAULT 0,
+                        verified_at TEXT,
+                        is_trusted INTEGER NOT NULL DEFAULT 0 CHECK (NOT (is_trusted AND device_type = 'web-browser')),
+                        has_seen_trust_prompt INTEGER NOT NULL DEFAULT 0,
+                        apns_token TEXT,
+                        apns_environment TEXT DEFAULT 'sandbox' CHECK (apns_environment IN ('sandbox','production')),
+                        push_enabled INTEGER NOT NULL DEFAULT 0,
+                        apns_token_updated_at TEXT,
+                        capabilities TEXT DEFAULT '{}'
+                    );
+                    CREATE INDEX devices_user ON devices (user_id);
 
-                CREATE TABLE repositories (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    user_id TEXT NOT NULL,
-                    device_id TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    local_path TEXT NOT NULL,
-                    remote_url TEXT,
-                    default_branch TEXT,
-                    parent_repository_id TEXT REFERENCES repositories (id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED,
-                    is_worktree INTEGER NOT NULL DEFAULT 0,
-                    worktree_branch TEXT,
-                    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active','archived')),
-                    last_synced_at TEXT,
-                    created_at TEXT NOT NULL,
-                    updated_at TEXT NOT NULL,
-                    UNIQUE (device_id, local_path)
-                );
-                CREATE INDEX repositories_user_updated ON repositories (user_id, updated_at, id);
+                    CREATE TABLE repositories (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        local_path TEXT NOT NULL,
+                        remote_url TEXT,
+                        default_branch TEXT,
+                        parent_repository_id TEXT REFERENCES repositories (id) ON DELETE SET NULL DEFERRABLE INITIALLY DEFERRED,
+                        is_worktree INTEGER NOT NULL DEFAULT 0,
+                        worktree_branch TEXT,
+                        status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active','archived')),
+                        last_synced_at TEXT,
+                        created_at TEXT NOT NULL,
+                        updated_at TEXT NOT NULL,
+                        UNIQUE (device_id, local_path)
+                    );
+                    CREATE INDEX repositories_user_updated ON repositories (user_id, updated_at, id);
 
-                CREATE TABLE agent_coding_sessions (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    user_id TEXT NOT NULL,
-                    device_id TEXT NOT NULL,
-                    repository_id TEXT NOT NULL REFERENCES repositories (id) ON DELETE CASCADE,
-                    title TEXT,
-                    session_pid INTEGER,
-                    session_started_at TEXT NOT NULL,
-                    session_ended_at TEXT,
-                    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active','paused','ended')),
-                    current_branch TEXT,
-                    working_directory TEXT,
-                    last_heartbeat_at TEXT,
-                    created_at TEXT NOT NULL,
-                    updated_at TEXT NOT NULL,
-                    is_worktree INTEGER NOT NULL DEFAULT 0,
-                    worktree_path TEXT
-                );
-                CREATE INDEX sessions_user_updated ON agent_coding_sessions (user_id, updated_at, id);
-                CREATE INDEX sessions_repository ON agent_coding_sessions (repository_id);
+                    CREATE TABLE agent_coding_sessions (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        repository_id TEXT NOT NULL REFERENCES repositories (id) ON DELETE CASCADE,
+                        title TEXT,
+                        session_pid INTEGER,
+                        session_started_at TEXT NOT NULL,
+                        session_ended_at TEXT,
+                        status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active','paused','ended')),
+                        current_branch TEXT,
+                        working_directory TEXT,
+                        last_heartbeat_at TEXT,
+                        created_at TEXT NOT NULL,
+                        updated_at TEXT NOT NULL,
+                        is_worktree INTEGER NOT NULL DEFAULT 0,
+                        worktree_path TEXT
+                    );
+                    CREATE INDEX sessions_user_updated ON agent_coding_sessions (user_id, updated_at, id);
+                    CREATE INDEX sessions_repository ON agent_coding_sessions (repository_id);
 
-                CREATE TABLE agent_coding_session_secrets (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    session_id TEXT NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
-                    device_id TEXT NOT NULL,
-                    ephemeral_public_key TEXT NOT NULL DEFAULT '',
-                    encrypted_secret TEXT NOT NULL,
-                    created_at TEXT NOT NULL,
-                    UNIQUE (session_id, device_id)
-                );
-                CREATE INDEX secrets_device ON agent_coding_session_secrets (device_id);
-                """)
+                    CREATE TABLE agent_coding_session_secrets (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        session_id TEXT NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
+                        device_id TEXT NOT NULL,
+                        ephemeral_public_key TEXT NOT NULL DEFAULT '',
+                        encrypted_secret TEXT NOT NULL,
+                        created_at TEXT NOT NULL,
+                        UNIQUE (session_id, device_id)
+                    );
+                    CREATE INDEX secrets_device ON agent_coding_session_secrets (device_id);
+                    """)
         }
         migrator.registerMigration("v2: runtime status, coordination") { db in
             // The same tables as the project's *_runtime_status.sql and *_coordination.sql.
-            try db.execute(sql: """
-                ALTER TABLE agent_coding_sessions ADD COLUMN runtime_status TEXT CHECK (runtime_status IS NULL OR json_valid(runtime_status));
-                ALTER TABLE agent_coding_sessions ADD COLUMN runtime_status_updated_at TEXT;
+            try db.execute(
+                sql: """
+                    ALTER TABLE agent_coding_sessions ADD COLUMN runtime_status TEXT CHECK (runtime_status IS NULL OR json_valid(runtime_status));
+                    ALTER TABLE agent_coding_sessions ADD COLUMN runtime_status_updated_at TEXT;
 
-                CREATE TABLE session_active_clients (
-                    session_id TEXT PRIMARY KEY NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
-                    user_id TEXT NOT NULL,
-                    client_type TEXT NOT NULL CHECK (client_type IN ('ios','desktop','web')),
-                    device_id TEXT NOT NULL,
-                    push_token TEXT,
-                    last_activity_at TEXT NOT NULL,
-                    created_at TEXT NOT NULL,
-                    updated_at TEXT NOT NULL
-                );
+                    CREATE TABLE session_active_clients (
+                        session_id TEXT PRIMARY KEY NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
+                        user_id TEXT NOT NULL,
+                        client_type TEXT NOT NULL CHECK (client_type IN ('ios','desktop','web')),
+                        device_id TEXT NOT NULL,
+                        push_token TEXT,
+                        last_activity_at TEXT NOT NULL,
+                        created_at TEXT NOT NULL,
+                        updated_at TEXT NOT NULL
+                    );
 
-                CREATE TABLE push_tokens (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    user_id TEXT NOT NULL,
-                    device_id TEXT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
-                    token TEXT NOT NULL UNIQUE,
-                    token_type TEXT NOT NULL CHECK (token_type IN ('device','live_activity')),
-                    activity_id TEXT,
-                    session_id TEXT REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
-                    platform TEXT NOT NULL DEFAULT 'ios',
-                    environment TEXT NOT NULL CHECK (environment IN ('development','production')),
-                    is_valid INTEGER NOT NULL DEFAULT 1,
-                    created_at TEXT NOT NULL,
-                    updated_at TEXT NOT NULL,
-                    CHECK (token_type <> 'live_activity' OR (activity_id IS NOT NULL AND session_id IS NOT NULL))
-                );
-                CREATE INDEX push_tokens_user_device ON push_tokens (user_id, device_id);
+                    CREATE TABLE push_tokens (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+                        token TEXT NOT NULL UNIQUE,
+                        token_type TEXT NOT NULL CHECK (token_type IN ('device','live_activity')),
+                        activity_id TEXT,
+                        session_id TEXT REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
+                        platform TEXT NOT NULL DEFAULT 'ios',
+                        environment TEXT NOT NULL CHECK (environment IN ('development','production')),
+                        is_valid INTEGER NOT NULL DEFAULT 1,
+                        created_at TEXT NOT NULL,
+                        updated_at TEXT NOT NULL,
+                        CHECK (token_type <> 'live_activity' OR (activity_id IS NOT NULL AND session_id IS NOT NULL))
+                    );
+                    CREATE INDEX push_tokens_user_device ON push_tokens (user_id, device_id);
 
-                CREATE TABLE push_outbox (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    user_id TEXT NOT NULL,
-                    device_id TEXT,
-                    token TEXT NOT NULL,
-                    push_type TEXT NOT NULL CHECK (push_type IN ('background','alert','liveactivity')),
-                    priority INTEGER NOT NULL CHECK (priority IN (5, 10)),
-                    collapse_id TEXT,
-                    payload TEXT NOT NULL CHECK (json_valid(payload)),
-                    created_at TEXT NOT NULL,
-                    delivered_at TEXT,
-                    attempts INTEGER NOT NULL DEFAULT 0,
-                    last_error TEXT
-                );
-                CREATE INDEX push_outbox_user ON push_outbox (user_id, id);
-                CREATE UNIQUE INDEX push_outbox_approval_once ON push_outbox (token, collapse_id) WHERE collapse_id LIKE 'approval-%';
-                """)
+                    CREATE TABLE push_outbox (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        user_id TEXT NOT NULL,
+                        device_id TEXT,
+                        token TEXT NOT NULL,
+                        push_type TEXT NOT NULL CHECK (push_type IN ('background','alert','liveactivity')),
+                        priority INTEGER NOT NULL CHECK (priority IN (5, 10)),
+                        collapse_id TEXT,
+                        payload TEXT NOT NULL CHECK (json_valid(payload)),
+                        created_at TEXT NOT NULL,
+                        delivered_at TEXT,
+                        attempts INTEGER NOT NULL DEFAULT 0,
+                        last_error TEXT
+                    );
+                    CREATE INDEX push_outbox_user ON push_outbox (user_id, id);
+                    CREATE UNIQUE INDEX push_outbox_approval_once ON push_outbox (token, collapse_id) WHERE collapse_id LIKE 'approval-%';
+                    """)
         }
         migrator.registerMigration("v3: device trust") { db in
             // The same tables as the project's *_device_trust.sql; rows are checked by the
             // operations (EmbeddedRemoteStore+Trust.swift) as row-level security checks them.
-            try db.execute(sql: """
-                CREATE TABLE user_identity_keys (
-                    user_id TEXT PRIMARY KEY NOT NULL,
-                    public_key TEXT NOT NULL CHECK (length(public_key) BETWEEN 1 AND 100),
-                    created_at TEXT NOT NULL
-                );
-                CREATE TABLE device_certificates (
-                    device_id TEXT PRIMARY KEY NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
-                    user_id TEXT NOT NULL,
-                    body TEXT NOT NULL CHECK (length(body) BETWEEN 1 AND 2048),
-                    signature TEXT NOT NULL CHECK (length(signature) BETWEEN 1 AND 200),
-                    created_at TEXT NOT NULL
-                );
-                CREATE TABLE device_revocations (
-                    device_id TEXT PRIMARY KEY NOT NULL,
-                    user_id TEXT NOT NULL,
-                    body TEXT NOT NULL CHECK (length(body) BETWEEN 1 AND 2048),
-                    signature TEXT NOT NULL CHECK (length(signature) BETWEEN 1 AND 200),
-                    created_at TEXT NOT NULL
-                );
-                CREATE TABLE pairing_requests (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    user_id TEXT NOT NULL,
-                    invite_id TEXT NOT NULL CHECK (length(invite_id) BETWEEN 1 AND 64),
-                    device_id TEXT NOT NULL,
-                    x25519_public_key TEXT NOT NULL CHECK (length(x25519_public_key) BETWEEN 1 AND 100),
-                    ed25519_public_key TEXT NOT NULL CHECK (length(ed25519_public_key) BETWEEN 1 AND 100),
-                    mac TEXT NOT NULL CHECK (length(mac) BETWEEN 1 AND 100),
-                    created_at TEXT NOT NULL
-                );
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE user_identity_keys (
+                        user_id TEXT PRIMARY KEY NOT NULL,
+                        public_key TEXT NOT NULL CHECK (length(public_key) BETWEEN 1 AND 100),
+                        created_at TEXT NOT NULL
+                    );
+                    CREATE TABLE device_certificates (
+                        device_id TEXT PRIMARY KEY NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+                        user_id TEXT NOT NULL,
+                        body TEXT NOT NULL CHECK (length(body) BETWEEN 1 AND 2048),
+                        signature TEXT NOT NULL CHECK (length(signature) BETWEEN 1 AND 200),
+                        created_at TEXT NOT NULL
+                    );
+                    CREATE TABLE device_revocations (
+                        device_id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        body TEXT NOT NULL CHECK (length(body) BETWEEN 1 AND 2048),
+                        signature TEXT NOT NULL CHECK (length(signature) BETWEEN 1 AND 200),
+                        created_at TEXT NOT NULL
+                    );
+                    CREATE TABLE pairing_requests (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        invite_id TEXT NOT NULL CHECK (length(invite_id) BETWEEN 1 AND 64),
+                        device_id TEXT NOT NULL,
+                        x25519_public_key TEXT NOT NULL CHECK (length(x25519_public_key) BETWEEN 1 AND 100),
+                        ed25519_public_key TEXT NOT NULL CHECK (length(ed25519_public_key) BETWEEN 1 AND 100),
+                        mac TEXT NOT NULL CHECK (length(mac) BETWEEN 1 AND 100),
+                        created_at TEXT NOT NULL
+                    );
+                    """)
         }
         migrator.registerMigration("v4: secret requests") { db in
             // The same table as the project's *_secret_requests.sql, with its partial unique
             // index: one open request per (session, requester).
-            try db.execute(sql: """
-                CREATE TABLE session_secret_requests (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    user_id TEXT NOT NULL,
-                    session_id TEXT NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
-                    requester_device_id TEXT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
-                    created_at TEXT NOT NULL,
-                    fulfilled_at TEXT
-                );
-                CREATE UNIQUE INDEX session_secret_requests_open
-                    ON session_secret_requests (session_id, requester_device_id) WHERE fulfilled_at IS NULL;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE session_secret_requests (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        session_id TEXT NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
+                        requester_device_id TEXT NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+                        created_at TEXT NOT NULL,
+                        fulfilled_at TEXT
+                    );
+                    CREATE UNIQUE INDEX session_secret_requests_open
+                        ON session_secret_requests (session_id, requester_device_id) WHERE fulfilled_at IS NULL;
+                    """)
         }
         migrator.registerMigration("v5: envelope digest kept per session") { db in
             // Like the project's *_secret_digest_kept.sql: each row's row_hash is stored as it is
             // written, and the per-session digest is kept by triggers, so the digest reads one
             // row per session.
-            try db.execute(sql: """
-                ALTER TABLE agent_coding_session_secrets ADD COLUMN row_h1 INTEGER;
-                ALTER TABLE agent_coding_session_secrets ADD COLUMN row_h2 INTEGER;
-                """)
-            try db.execute(sql: SecretDigest.sqliteKeptDigest(table: "session_secret_digests", source: "agent_coding_session_secrets"))
-            let rows = try Row.fetchAll(db, sql: "SELECT id, session_id, device_id, ephemeral_public_key FROM agent_coding_session_secrets")
-            let update = try db.makeStatement(sql: "UPDATE agent_coding_session_secrets SET row_h1 = ?, row_h2 = ? WHERE id = ?")
+            try db.execute(
+                sql: """
+                    ALTER TABLE agent_coding_session_secrets ADD COLUMN row_h1 INTEGER;
+                    ALTER TABLE agent_coding_session_secrets ADD COLUMN row_h2 INTEGER;
+                    """)
+            try db.execute(
+                sql: SecretDigest.sqliteKeptDigest(
+                    table: "session_secret_digests", source: "agent_coding_session_secrets"))
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT id, session_id, device_id, ephemeral_public_key FROM agent_coding_session_secrets")
+            let update = try db.makeStatement(
+                sql: "UPDATE agent_coding_session_secrets SET row_h1 = ?, row_h2 = ? WHERE id = ?")
             for row in rows {
                 let hash = SecretDigest.rowHash(sessionID: row[1], deviceID: row[2], ephemeralPublicKey: row[3])
                 try update.execute(arguments: [hash.0, hash.1, row[0] as Int64])
@@ -251,19 +261,27 @@ public final class EmbeddedRemoteStore: SyncRemote {
 
     static func wrap(_ error: Error, _ context: String) -> Error {
         if error is RemoteStoreError || error is CancellationError { return error }
-        guard let error = error as? DatabaseError else { return RemoteStoreError(.storage, "\(context): \(type(of: error))") }
+        guard let error = error as? DatabaseError else {
+            return RemoteStoreError(.storage, "\(context): \(type(of: error))")
+        }
         switch error.extendedResultCode {
         case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY:
-            return RemoteStoreError(.conflict, "\(context): duplicate key value violates a unique constraint", postgrestCode: .uniqueViolation)
+            return RemoteStoreError(
+                .conflict, "\(context): duplicate key value violates a unique constraint",
+                postgrestCode: .uniqueViolation)
         case .SQLITE_CONSTRAINT_FOREIGNKEY:
-            return RemoteStoreError(.foreignKeyViolation, "\(context): a referenced row does not exist", postgrestCode: .foreignKeyViolation)
+            return RemoteStoreError(
+                .foreignKeyViolation, "\(context): a referenced row does not exist", postgrestCode: .foreignKeyViolation
+            )
         case .SQLITE_CONSTRAINT_NOTNULL:
             return RemoteStoreError(.http, "\(context): a required column is null", postgrestCode: .notNullViolation)
         case .SQLITE_CONSTRAINT_CHECK:
-            return RemoteStoreError(.invalidValue, "\(context): a value is outside its allowed set", postgrestCode: .checkViolation)
+            return RemoteStoreError(
+                .invalidValue, "\(context): a value is outside its allowed set", postgrestCode: .checkViolation)
         case _ where error.resultCode == .SQLITE_ERROR && (error.message ?? "").hasPrefix("no such table"):
             // A file whose tables were dropped behaves as a deployment without the migration.
-            return RemoteStoreError(.missingTable, "\(context): \(error.message ?? "no such table")", postgrestCode: .undefinedTable)
+            return RemoteStoreError(
+                .missingTable, "\(context): \(error.message ?? "no such table")", postgrestCode: .undefinedTable)
         default:
             return RemoteStoreError(.storage, "\(context): \(error.message ?? "SQLite error")")
         }
@@ -285,14 +303,18 @@ public final class EmbeddedRemoteStore: SyncRemote {
     /// Refuses a row naming another user (RLS `WITH CHECK`).
     func checkOwner(_ owner: UUID) throws {
         guard owner == userID else {
-            throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
+            throw RemoteStoreError(
+                .permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
         }
     }
 
     /// Refuses to touch an existing row that belongs to another user (RLS `USING`).
     func checkExisting(_ db: Database, table: String, id: String) throws {
-        if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM \(table) WHERE id = ?", arguments: [id]), owner != me {
-            throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
+        if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM \(table) WHERE id = ?", arguments: [id]),
+            owner != me
+        {
+            throw RemoteStoreError(
+                .permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
         }
     }
 
@@ -304,23 +326,33 @@ public final class EmbeddedRemoteStore: SyncRemote {
         try await write("upserting device") { db in
             try self.checkExisting(db, table: "devices", id: device.id.canonical)
             let now = Self.now
-            try db.execute(sql: """
-                INSERT INTO devices (id, user_id, name, device_type, hostname, public_key, is_active, last_seen_at, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, name = excluded.name, device_type = excluded.device_type,
-                    hostname = excluded.hostname, public_key = excluded.public_key, is_active = excluded.is_active,
-                    last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at
-                """, arguments: [device.id.canonical, me, device.name, device.deviceType.rawValue, device.hostname, device.publicKey,
-                                 device.isActive, Timestamp.format(device.lastSeenAt), now, now])
+            try db.execute(
+                sql: """
+                    INSERT INTO devices (id, user_id, name, device_type, hostname, public_key, is_active, last_seen_at, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, name = excluded.name, device_type = excluded.device_type,
+                        hostname = excluded.hostname, public_key = excluded.public_key, is_active = excluded.is_active,
+                        last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at
+                    """,
+                arguments: [
+                    device.id.canonical, me, device.name, device.deviceType.rawValue, device.hostname, device.publicKey,
+                    device.isActive, Timestamp.format(device.lastSeenAt), now, now,
+                ])
             if let versions = device.envelopeVersions {
                 // Set this device's key, keep every other key (json_patch merges objects).
-                try db.execute(sql: "UPDATE devices SET capabilities = json_patch(coalesce(capabilities, '{}'), ?) WHERE id = ?",
-                               arguments: [EnvelopeCapability.merged(nil, versions: versions), device.id.canonical])
+                try db.execute(
+                    sql: "UPDATE devices SET capabilities = json_patch(coalesce(capabilities, '{}'), ?) WHERE id = ?",
+                    arguments: [EnvelopeCapability.merged(nil, versions: versions), device.id.canonical])
             }
             if let apns = device.apns {
-                try db.execute(sql: """
-                    UPDATE devices SET apns_token = ?, apns_environment = ?, push_enabled = ?, apns_token_updated_at = ? WHERE id = ?
-                    """, arguments: [apns.token, apns.environment.deviceColumnValue, apns.pushEnabled, Timestamp.format(apns.updatedAt), device.id.canonical])
+                try db.execute(
+                    sql: """
+                        UPDATE devices SET apns_token = ?, apns_environment = ?, push_enabled = ?, apns_token_updated_at = ? WHERE id = ?
+                        """,
+                    arguments: [
+                        apns.token, apns.environment.deviceColumnValue, apns.pushEnabled,
+                        Timestamp.format(apns.updatedAt), device.id.canonical,
+                    ])
             }
         }
     }
@@ -328,7 +360,8 @@ public final class EmbeddedRemoteStore: SyncRemote {
     public func listDevices() async throws -> [RemoteDevice] {
         let me = self.me
         return try await read("listing devices") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [me]).map { row in
+            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [me]).map {
+                row in
                 try RemoteDevice(json: Self.json(row))
             }
         }
@@ -339,7 +372,9 @@ public final class EmbeddedRemoteStore: SyncRemote {
     package func setCapabilities(deviceID: UUID, json: String) async throws {
         let me = self.me
         try await write("setting capabilities") { db in
-            try db.execute(sql: "UPDATE devices SET capabilities = json(?) WHERE id = ? AND user_id = ?", arguments: [json, deviceID.canonical, me])
+            try db.execute(
+                sql: "UPDATE devices SET capabilities = json(?) WHERE id = ? AND user_id = ?",
+                arguments: [json, deviceID.canonical, me])
         }
     }
 
@@ -347,88 +382,142 @@ public final class EmbeddedRemoteStore: SyncRemote {
     package func capabilities(deviceID: UUID) async throws -> String? {
         let me = self.me
         return try await read("reading capabilities") { db in
-            try String.fetchOne(db, sql: "SELECT capabilities FROM devices WHERE id = ? AND user_id = ?", arguments: [deviceID.canonical, me])
+            try String.fetchOne(
+                db, sql: "SELECT capabilities FROM devices WHERE id = ? AND user_id = ?",
+                arguments: [deviceID.canonical, me])
         }
     }
 
     /// Sets trust fields, as the trust flow would (the sync engine never does); for tests and demos.
-    package func setTrust(deviceID: UUID, isTrusted: Bool? = nil, role: DeviceTrustRole? = nil, isActive: Bool? = nil, publicKey: String?? = nil) async throws {
+    package func setTrust(
+        deviceID: UUID, isTrusted: Bool? = nil, role: DeviceTrustRole? = nil, isActive: Bool? = nil,
+        publicKey: String?? = nil
+    ) async throws {
         let me = self.me
         try await write("setting trust") { db in
-            if let isTrusted { try db.execute(sql: "UPDATE devices SET is_trusted = ? WHERE id = ? AND user_id = ?", arguments: [isTrusted, deviceID.canonical, me]) }
-            if let role { try db.execute(sql: "UPDATE devices SET device_role = ? WHERE id = ? AND user_id = ?", arguments: [role.rawValue, deviceID.canonical, me]) }
-            if let isActive { try db.execute(sql: "UPDATE devices SET is_active = ? WHERE id = ? AND user_id = ?", arguments: [isActive, deviceID.canonical, me]) }
-            if let publicKey { try db.execute(sql: "UPDATE devices SET public_key = ? WHERE id = ? AND user_id = ?", arguments: [publicKey, deviceID.canonical, me]) }
+            if let isTrusted {
+                try db.execute(
+                    sql: "UPDATE devices SET is_trusted = ? WHERE id = ? AND user_id = ?",
+                    arguments: [isTrusted, deviceID.canonical, me])
+            }
+            if let role {
+                try db.execute(
+                    sql: "UPDATE devices SET device_role = ? WHERE id = ? AND user_id = ?",
+                    arguments: [role.rawValue, deviceID.canonical, me])
+            }
+            if let isActive {
+                try db.execute(
+                    sql: "UPDATE devices SET is_active = ? WHERE id = ? AND user_id = ?",
+                    arguments: [isActive, deviceID.canonical, me])
+            }
+            if let publicKey {
+                try db.execute(
+                    sql: "UPDATE devices SET public_key = ? WHERE id = ? AND user_id = ?",
+                    arguments: [publicKey, deviceID.canonical, me])
+            }
         }
     }
 
     // MARK: - Bulk writes
 
-    public func upsertRepositories(_ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?) async throws -> BulkWriteResult {
+    public func upsertRepositories(
+        _ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?
+    ) async throws -> BulkWriteResult {
         try await bulk(rows, key: { $0.id.canonical }, onBatchAccepted: onBatchAccepted) { db, row in
             try self.checkOwner(row.userID)
             try self.checkExisting(db, table: "repositories", id: row.id.canonical)
             let now = Self.now
-            try db.execute(sql: """
-                INSERT INTO repositories (id, user_id, device_id, name, local_path, remote_url, default_branch, parent_repository_id,
-                    is_worktree, worktree_branch, status, last_synced_at, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET device_id = excluded.device_id, name = excluded.name, local_path = excluded.local_path,
-                    remote_url = excluded.remote_url, default_branch = excluded.default_branch,
-                    parent_repository_id = excluded.parent_repository_id, is_worktree = excluded.is_worktree,
-                    worktree_branch = excluded.worktree_branch, status = excluded.status,
-                    last_synced_at = excluded.last_synced_at, updated_at = excluded.updated_at
-                """, arguments: [row.id.canonical, row.userID.canonical, row.deviceID.canonical, row.name, row.localPath, row.remoteURL,
-                                 row.defaultBranch, row.parentRepositoryID?.canonical, row.isWorktree, row.worktreeBranch,
-                                 row.status.rawValue, row.lastSyncedAt.map(Timestamp.format), Timestamp.format(row.createdAt), now])
+            try db.execute(
+                sql: """
+                    INSERT INTO repositories (id, user_id, device_id, name, local_path, remote_url, default_branch, parent_repository_id,
+                        is_worktree, worktree_branch, status, last_synced_at, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET device_id = excluded.device_id, name = excluded.name, local_path = excluded.local_path,
+                        remote_url = excluded.remote_url, default_branch = excluded.default_branch,
+                        parent_repository_id = excluded.parent_repository_id, is_worktree = excluded.is_worktree,
+                        worktree_branch = excluded.worktree_branch, status = excluded.status,
+                        last_synced_at = excluded.last_synced_at, updated_at = excluded.updated_at
+                    """,
+                arguments: [
+                    row.id.canonical, row.userID.canonical, row.deviceID.canonical, row.name, row.localPath,
+                    row.remoteURL,
+                    row.defaultBranch, row.parentRepositoryID?.canonical, row.isWorktree, row.worktreeBranch,
+                    row.status.rawValue, row.lastSyncedAt.map(Timestamp.format), Timestamp.format(row.createdAt), now,
+                ])
         }
     }
 
-    public func upsertSessions(_ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?) async throws -> BulkWriteResult {
+    public func upsertSessions(
+        _ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?
+    ) async throws -> BulkWriteResult {
         try await bulk(rows, key: { $0.id.canonical }, onBatchAccepted: onBatchAccepted) { db, row in
             try self.checkOwner(row.userID)
             try self.checkExisting(db, table: "agent_coding_sessions", id: row.id.canonical)
             let now = Self.now
             // `title` is kept when a row has none, as the PostgREST client omits the key then.
-            try db.execute(sql: """
-                INSERT INTO agent_coding_sessions (id, user_id, device_id, repository_id, title, session_pid, session_started_at,
-                    session_ended_at, status, current_branch, working_directory, last_heartbeat_at, created_at, updated_at,
-                    is_worktree, worktree_path)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET device_id = excluded.device_id, repository_id = excluded.repository_id,
-                    title = coalesce(excluded.title, title), session_pid = excluded.session_pid,
-                    session_started_at = excluded.session_started_at, session_ended_at = excluded.session_ended_at,
-                    status = excluded.status, current_branch = excluded.current_branch,
-                    working_directory = excluded.working_directory, last_heartbeat_at = excluded.last_heartbeat_at,
-                    updated_at = excluded.updated_at, is_worktree = excluded.is_worktree, worktree_path = excluded.worktree_path
-                """, arguments: [row.id.canonical, row.userID.canonical, row.deviceID.canonical, row.repositoryID.canonical, row.title,
-                                 row.sessionPID, Timestamp.format(row.sessionStartedAt), row.sessionEndedAt.map(Timestamp.format),
-                                 row.status.rawValue, row.currentBranch, row.workingDirectory, row.lastHeartbeatAt.map(Timestamp.format),
-                                 Timestamp.format(row.createdAt), now, row.isWorktree, row.worktreePath])
+            try db.execute(
+                sql: """
+                    INSERT INTO agent_coding_sessions (id, user_id, device_id, repository_id, title, session_pid, session_started_at,
+                        session_ended_at, status, current_branch, working_directory, last_heartbeat_at, created_at, updated_at,
+                        is_worktree, worktree_path)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET device_id = excluded.device_id, repository_id = excluded.repository_id,
+                        title = coalesce(excluded.title, title), session_pid = excluded.session_pid,
+                        session_started_at = excluded.session_started_at, session_ended_at = excluded.session_ended_at,
+                        status = excluded.status, current_branch = excluded.current_branch,
+                        working_directory = excluded.working_directory, last_heartbeat_at = excluded.last_heartbeat_at,
+                        updated_at = excluded.updated_at, is_worktree = excluded.is_worktree, worktree_path = excluded.worktree_path
+                    """,
+                arguments: [
+                    row.id.canonical, row.userID.canonical, row.deviceID.canonical, row.repositoryID.canonical,
+                    row.title,
+                    row.sessionPID, Timestamp.format(row.sessionStartedAt), row.sessionEndedAt.map(Timestamp.format),
+                    row.status.rawValue, row.currentBranch, row.workingDirectory,
+                    row.lastHeartbeatAt.map(Timestamp.format),
+                    Timestamp.format(row.createdAt), now, row.isWorktree, row.worktreePath,
+                ])
             // A session whose repository is another user's would be refused by RLS too.
-            if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM repositories WHERE id = ?", arguments: [row.repositoryID.canonical]),
-               owner != self.me {
-                throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
+            if let owner = try String.fetchOne(
+                db, sql: "SELECT user_id FROM repositories WHERE id = ?", arguments: [row.repositoryID.canonical]),
+                owner != self.me
+            {
+                throw RemoteStoreError(
+                    .permissionDenied, "new row violates row-level security policy",
+                    postgrestCode: .insufficientPrivilege)
             }
         }
     }
 
-    public func upsertEnvelopes(_ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?) async throws -> BulkWriteResult {
+    public func upsertEnvelopes(
+        _ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?
+    ) async throws -> BulkWriteResult {
         try await bulk(rows, key: { $0.pair.key }, onBatchAccepted: onBatchAccepted) { db, row in
-            guard let owner = try String.fetchOne(db, sql: "SELECT user_id FROM agent_coding_sessions WHERE id = ?", arguments: [row.sessionID.canonical]) else {
-                throw RemoteStoreError(.foreignKeyViolation, "insert or update on agent_coding_session_secrets violates foreign key constraint", postgrestCode: .foreignKeyViolation)
+            guard
+                let owner = try String.fetchOne(
+                    db, sql: "SELECT user_id FROM agent_coding_sessions WHERE id = ?",
+                    arguments: [row.sessionID.canonical])
+            else {
+                throw RemoteStoreError(
+                    .foreignKeyViolation,
+                    "insert or update on agent_coding_session_secrets violates foreign key constraint",
+                    postgrestCode: .foreignKeyViolation)
             }
             guard owner == self.me else {
-                throw RemoteStoreError(.permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
+                throw RemoteStoreError(
+                    .permissionDenied, "new row violates row-level security policy",
+                    postgrestCode: .insufficientPrivilege)
             }
             let session = row.sessionID.canonical, device = row.deviceID.canonical
-            let hash = SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: row.ephemeralPublicKey)
-            try db.execute(sql: """
-                INSERT INTO agent_coding_session_secrets (session_id, device_id, ephemeral_public_key, encrypted_secret, created_at, row_h1, row_h2)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (session_id, device_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
-                    encrypted_secret = excluded.encrypted_secret, row_h1 = excluded.row_h1, row_h2 = excluded.row_h2
-                """, arguments: [session, device, row.ephemeralPublicKey, row.encryptedSecret, Self.now, hash.0, hash.1])
+            let hash = SecretDigest.rowHash(
+                sessionID: session, deviceID: device, ephemeralPublicKey: row.ephemeralPublicKey)
+            try db.execute(
+                sql: """
+                    INSERT INTO agent_coding_session_secrets (session_id, device_id, ephemeral_public_key, encrypted_secret, created_at, row_h1, row_h2)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (session_id, device_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
+                        encrypted_secret = excluded.encrypted_secret, row_h1 = excluded.row_h1, row_h2 = excluded.row_h2
+                    """,
+                arguments: [session, device, row.ephemeralPublicKey, row.encryptedSecret, Self.now, hash.0, hash.1])
         }
     }
 
@@ -440,7 +529,9 @@ public final class EmbeddedRemoteStore: SyncRemote {
     ) async throws -> BulkWriteResult {
         var latest: [String: Int] = [:]
         for (index, row) in rows.enumerated() { latest[key(row)] = index }
-        let unique = rows.enumerated().filter { latest[key($0.element)] == $0.offset }.map { (key: key($0.element), row: $0.element) }
+        let unique = rows.enumerated().filter { latest[key($0.element)] == $0.offset }.map {
+            (key: key($0.element), row: $0.element)
+        }
         var result = BulkWriteResult()
         for start in stride(from: 0, to: unique.count, by: batchSize) {
             let batch = Array(unique[start..<min(start + batchSize, unique.count)])
@@ -474,10 +565,13 @@ public final class EmbeddedRemoteStore: SyncRemote {
     public func listEnvelopePairs() async throws -> [EnvelopePair] {
         let me = self.me
         return try await read("listing envelope pairs") { db in
-            try Row.fetchAll(db, sql: """
-                SELECT s.session_id, s.device_id FROM agent_coding_session_secrets s
-                JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? ORDER BY s.session_id, s.device_id
-                """, arguments: [me]).map { row in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.session_id, s.device_id FROM agent_coding_session_secrets s
+                    JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? ORDER BY s.session_id, s.device_id
+                    """, arguments: [me]
+            ).map { row in
                 EnvelopePair(sessionID: try Self.uuid(row["session_id"]), deviceID: try Self.uuid(row["device_id"]))
             }
         }
@@ -485,17 +579,22 @@ public final class EmbeddedRemoteStore: SyncRemote {
 
     public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
         guard SecretDigest.isValidBucketCount(buckets) else {
-            throw RemoteStoreError(.invalidValue, "buckets must be a power of two from 1 to 65536", postgrestCode: .invalidParameterValue)
+            throw RemoteStoreError(
+                .invalidValue, "buckets must be a power of two from 1 to 65536", postgrestCode: .invalidParameterValue)
         }
         let me = self.me
         return try await read("computing the envelope digest") { db in
             var result: [Int: DigestBucket] = [:]
-            let rows = try Row.fetchCursor(db, sql: """
-                SELECT d.session_id, d.pairs, d.h1, d.h2 FROM session_secret_digests d
-                JOIN agent_coding_sessions c ON c.id = d.session_id WHERE c.user_id = ? AND c.device_id = ? AND d.pairs > 0
-                """, arguments: [me, ownerDeviceID.canonical])
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT d.session_id, d.pairs, d.h1, d.h2 FROM session_secret_digests d
+                    JOIN agent_coding_sessions c ON c.id = d.session_id WHERE c.user_id = ? AND c.device_id = ? AND d.pairs > 0
+                    """, arguments: [me, ownerDeviceID.canonical])
             while let row = try rows.next() {
-                SecretDigest.add(session: (row[0] as String).lowercased(), pairs: row[1], h1: row[2], h2: row[3], buckets: buckets, to: &result)
+                SecretDigest.add(
+                    session: (row[0] as String).lowercased(), pairs: row[1], h1: row[2], h2: row[3], buckets: buckets,
+                    to: &result)
             }
             return result.values.sorted { $0.bucket < $1.bucket }
         }
@@ -505,13 +604,18 @@ public final class EmbeddedRemoteStore: SyncRemote {
         let me = self.me
         let list = Self.jsonArray(sessions)
         return try await read("listing envelope keys") { db in
-            try Row.fetchAll(db, sql: """
-                SELECT s.session_id, s.device_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
-                JOIN agent_coding_sessions c ON c.id = s.session_id
-                WHERE c.user_id = ? AND s.session_id IN (SELECT value FROM json_each(?)) ORDER BY s.session_id, s.device_id
-                """, arguments: [me, list]).map { row in
-                EnvelopeKey(pair: EnvelopePair(sessionID: try Self.uuid(row["session_id"]), deviceID: try Self.uuid(row["device_id"])),
-                            ephemeralPublicKey: row["ephemeral_public_key"])
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.session_id, s.device_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
+                    JOIN agent_coding_sessions c ON c.id = s.session_id
+                    WHERE c.user_id = ? AND s.session_id IN (SELECT value FROM json_each(?)) ORDER BY s.session_id, s.device_id
+                    """, arguments: [me, list]
+            ).map { row in
+                EnvelopeKey(
+                    pair: EnvelopePair(
+                        sessionID: try Self.uuid(row["session_id"]), deviceID: try Self.uuid(row["device_id"])),
+                    ephemeralPublicKey: row["ephemeral_public_key"])
             }
         }
     }
@@ -528,10 +632,11 @@ public final class EmbeddedRemoteStore: SyncRemote {
         let me = self.me
         let list = Self.jsonArray(ids)
         return try await write("deleting envelopes") { db in
-            try db.execute(sql: """
-                DELETE FROM agent_coding_session_secrets WHERE \(column) IN (SELECT value FROM json_each(?))
-                AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
-                """, arguments: [list, me])
+            try db.execute(
+                sql: """
+                    DELETE FROM agent_coding_session_secrets WHERE \(column) IN (SELECT value FROM json_each(?))
+                    AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
+                    """, arguments: [list, me])
             return db.changesCount
         }
     }
@@ -539,10 +644,11 @@ public final class EmbeddedRemoteStore: SyncRemote {
     public func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? {
         let me = self.me
         return try await write("deleting envelopes") { db in
-            let statement = try db.cachedStatement(sql: """
-                DELETE FROM agent_coding_session_secrets WHERE session_id = ? AND device_id = ?
-                AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    DELETE FROM agent_coding_session_secrets WHERE session_id = ? AND device_id = ?
+                    AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
+                    """)
             var deleted = 0
             for pair in pairs {
                 try statement.execute(arguments: [pair.sessionID.canonical, pair.deviceID.canonical, me])
@@ -564,7 +670,9 @@ public final class EmbeddedRemoteStore: SyncRemote {
         let me = self.me
         let list = Self.jsonArray(ids)
         return try await write("deleting \(table)") { db in
-            try db.execute(sql: "DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?)) AND user_id = ?", arguments: [list, me])
+            try db.execute(
+                sql: "DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?)) AND user_id = ?",
+                arguments: [list, me])
             return db.changesCount
         }
     }
@@ -586,11 +694,14 @@ public final class EmbeddedRemoteStore: SyncRemote {
         return try await read("reading \(table)") { db in
             let rows: [Row]
             if let cursor {
-                rows = try Row.fetchAll(db, sql: """
-                    SELECT * FROM \(table) WHERE user_id = ? AND (updated_at > ? OR (updated_at = ? AND id > ?)) ORDER BY updated_at, id
-                    """, arguments: [me, cursor.updatedAt, cursor.updatedAt, cursor.id.canonical])
+                rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT * FROM \(table) WHERE user_id = ? AND (updated_at > ? OR (updated_at = ? AND id > ?)) ORDER BY updated_at, id
+                        """, arguments: [me, cursor.updatedAt, cursor.updatedAt, cursor.id.canonical])
             } else {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM \(table) WHERE user_id = ? ORDER BY updated_at, id", arguments: [me])
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT * FROM \(table) WHERE user_id = ? ORDER BY updated_at, id", arguments: [me])
             }
             return try rows.map { row in Versioned(record: try decode(Self.json(row)), updatedAt: row["updated_at"]) }
         }
@@ -609,7 +720,9 @@ public final class EmbeddedRemoteStore: SyncRemote {
         return try await read("listing \(table)") { db in
             let ids: [String]
             if let deviceID {
-                ids = try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ? AND device_id = ?", arguments: [me, deviceID.canonical])
+                ids = try String.fetchAll(
+                    db, sql: "SELECT id FROM \(table) WHERE user_id = ? AND device_id = ?",
+                    arguments: [me, deviceID.canonical])
             } else {
                 ids = try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ?", arguments: [me])
             }
@@ -620,10 +733,13 @@ public final class EmbeddedRemoteStore: SyncRemote {
     public func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
         let me = self.me
         return try await read("reading envelopes") { db in
-            try Row.fetchAll(db, sql: """
-                SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
-                JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ? ORDER BY s.session_id
-                """, arguments: [me, deviceID.canonical]).map { try EnvelopeRecord(json: Self.json($0)) }
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
+                    JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ? ORDER BY s.session_id
+                    """, arguments: [me, deviceID.canonical]
+            ).map { try EnvelopeRecord(json: Self.json($0)) }
         }
     }
 
@@ -636,7 +752,8 @@ public final class EmbeddedRemoteStore: SyncRemote {
         for (column, value) in row {
             switch value.storage {
             case .null: object.fields.append((column, .null))
-            case let .int64(number): object.fields.append((column, booleanColumns.contains(column) ? .bool(number != 0) : .int(Int(number))))
+            case let .int64(number):
+                object.fields.append((column, booleanColumns.contains(column) ? .bool(number != 0) : .int(Int(number))))
             case let .double(number): object.fields.append((column, .double(number)))
             case let .string(text): object.fields.append((column, .string(text)))
             case let .blob(data): object.fields.append((column, .string(data.base64EncodedString())))
@@ -646,11 +763,14 @@ public final class EmbeddedRemoteStore: SyncRemote {
     }
 
     static let booleanColumns: Set<String> = [
-        "is_active", "is_primary_trust_root", "is_trusted", "has_seen_trust_prompt", "push_enabled", "is_worktree", "is_valid",
+        "is_active", "is_primary_trust_root", "is_trusted", "has_seen_trust_prompt", "push_enabled", "is_worktree",
+        "is_valid",
     ]
 
     static func uuid(_ text: String?) throws -> UUID {
-        guard let text, let uuid = UUID.parse(text) else { throw RemoteStoreError(.storage, "a stored id is not a UUID") }
+        guard let text, let uuid = UUID.parse(text) else {
+            throw RemoteStoreError(.storage, "a stored id is not a UUID")
+        }
         return uuid
     }
 

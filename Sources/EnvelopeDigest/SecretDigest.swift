@@ -1,7 +1,6 @@
 import Foundation
 public import SyncModel
 
-
 /// The digest's functions, the same on the pusher and on both remotes.
 public enum SecretDigest {
     /// The bucket count a push asks for: a power of two, at most 65,536, with about
@@ -78,7 +77,9 @@ public enum SecretDigest {
 
     /// Adds one session's part of a digest (kept per session: its rows' count and XORs) to
     /// `result`, keyed by bucket. `session` is the session id as lowercase text.
-    public static func add(session: String, pairs: Int, h1: Int64, h2: Int64, buckets: Int, to result: inout [Int: DigestBucket]) {
+    public static func add(
+        session: String, pairs: Int, h1: Int64, h2: Int64, buckets: Int, to result: inout [Int: DigestBucket]
+    ) {
         let bucket = bucket(ofSessionText: session, buckets: buckets)
         var digest = result[bucket] ?? DigestBucket(bucket: bucket)
         digest.pairs += pairs
@@ -97,7 +98,9 @@ public enum MD5 {
         4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
         6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
     ]
-    static let constants: [UInt32] = (0..<64).map { UInt32(truncatingIfNeeded: Int64(abs(sin(Double($0 + 1))) * 4_294_967_296)) }
+    static let constants: [UInt32] = (0..<64).map {
+        UInt32(truncatingIfNeeded: Int64(abs(sin(Double($0 + 1))) * 4_294_967_296))
+    }
 
     /// The 16-byte MD5 of `message`.
     public static func hash(_ message: [UInt8]) -> [UInt8] {
@@ -115,7 +118,10 @@ public enum MD5 {
         return padded(length: length) { buffer in
             var offset = 0
             for part in parts {
-                for byte in part.utf8 { buffer[offset] = byte; offset += 1 }
+                for byte in part.utf8 {
+                    buffer[offset] = byte
+                    offset += 1
+                }
             }
         }
     }
@@ -141,17 +147,27 @@ public enum MD5 {
                     for chunk in stride(from: 0, to: bytes.count, by: 64) {
                         for index in 0..<16 {
                             let base = chunk + index * 4
-                            words[index] = UInt32(bytes[base]) | UInt32(bytes[base + 1]) << 8 | UInt32(bytes[base + 2]) << 16 | UInt32(bytes[base + 3]) << 24
+                            words[index] =
+                                UInt32(bytes[base]) | UInt32(bytes[base + 1]) << 8 | UInt32(bytes[base + 2]) << 16
+                                | UInt32(bytes[base + 3]) << 24
                         }
                         var a = a0, b = b0, c = c0, d = d0
                         for round in 0..<64 {
                             var f: UInt32
                             let g: Int
                             switch round {
-                            case 0..<16: f = (b & c) | (~b & d); g = round
-                            case 16..<32: f = (d & b) | (~d & c); g = (5 &* round &+ 1) & 15
-                            case 32..<48: f = b ^ c ^ d; g = (3 &* round &+ 5) & 15
-                            default: f = c ^ (b | ~d); g = (7 &* round) & 15
+                            case 0..<16:
+                                f = (b & c) | (~b & d)
+                                g = round
+                            case 16..<32:
+                                f = (d & b) | (~d & c)
+                                g = (5 &* round &+ 1) & 15
+                            case 32..<48:
+                                f = b ^ c ^ d
+                                g = (3 &* round &+ 5) & 15
+                            default:
+                                f = c ^ (b | ~d)
+                                g = (7 &* round) & 15
                             }
                             f = f &+ a &+ k[round] &+ words[g]
                             a = d
@@ -168,6 +184,8 @@ public enum MD5 {
             }
         }
         // The digest is a0..d0 little-endian; read as bytes 0-7 and 8-15 big-endian.
-        return (UInt64(a0.byteSwapped) << 32 | UInt64(b0.byteSwapped), UInt64(c0.byteSwapped) << 32 | UInt64(d0.byteSwapped))
+        return (
+            UInt64(a0.byteSwapped) << 32 | UInt64(b0.byteSwapped), UInt64(c0.byteSwapped) << 32 | UInt64(d0.byteSwapped)
+        )
     }
 }

@@ -50,7 +50,9 @@ public struct AuthSessionFile: Sendable {
     /// Removes the saved session (log out); nothing happens when there is none.
     public func remove() throws {
         guard FileManager.default.fileExists(atPath: path) else { return }
-        do { try FileManager.default.removeItem(atPath: path) } catch { throw LocalStoreError(.io, "cannot remove \(path)") }
+        do { try FileManager.default.removeItem(atPath: path) } catch {
+            throw LocalStoreError(.io, "cannot remove \(path)")
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SecretCrypto
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -70,8 +71,12 @@ public enum DeviceKeyFile {
         // not block until some writer appears.
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
-            if errno == ENOENT { throw LocalStoreError(.keyFileMissing, "no device key at \(path); run `sync-cli init` first") }
-            if errno == ELOOP { throw LocalStoreError(.keyFileMalformed, "\(path) is a symbolic link; refusing to use it") }
+            if errno == ENOENT {
+                throw LocalStoreError(.keyFileMissing, "no device key at \(path); run `sync-cli init` first")
+            }
+            if errno == ELOOP {
+                throw LocalStoreError(.keyFileMalformed, "\(path) is a symbolic link; refusing to use it")
+            }
             throw ioError("cannot open \(path)")
         }
         defer { close(descriptor) }
@@ -82,15 +87,19 @@ public enum DeviceKeyFile {
         }
         let permissions = info.st_mode & 0o777
         guard permissions & 0o077 == 0 else {
-            throw LocalStoreError(.keyFileTooOpen, String(
-                format: "permissions 0%o for %@ are too open: the device key must not be accessible by others (chmod 600 %@)",
-                permissions, path, path))
+            throw LocalStoreError(
+                .keyFileTooOpen,
+                String(
+                    format:
+                        "permissions 0%o for %@ are too open: the device key must not be accessible by others (chmod 600 %@)",
+                    permissions, path, path))
         }
         guard info.st_uid == geteuid() else {
             throw LocalStoreError(.keyFileTooOpen, "\(path) is owned by uid \(info.st_uid), not by the current user")
         }
         guard info.st_size == off_t(X25519PrivateKey.byteCount) else {
-            throw LocalStoreError(.keyFileMalformed, "\(path) is \(info.st_size) bytes; a device key is exactly 32 raw bytes")
+            throw LocalStoreError(
+                .keyFileMalformed, "\(path) is \(info.st_size) bytes; a device key is exactly 32 raw bytes")
         }
         let key = try SecureBytes(count: X25519PrivateKey.byteCount) { buffer in
             var total = 0

@@ -33,7 +33,9 @@ extension DeviceStore {
         try await mapErrors("applying \(R.table)") {
             try await bulkWrite { db in
                 if let retaining {
-                    try db.execute(sql: "DELETE FROM \(R.table) WHERE id NOT IN (SELECT value FROM json_each(?))", arguments: [jsonArray(retaining)])
+                    try db.execute(
+                        sql: "DELETE FROM \(R.table) WHERE id NOT IN (SELECT value FROM json_each(?))",
+                        arguments: [jsonArray(retaining)])
                 }
                 try Self.upsert(rows, in: db, progress: nil)
             }
@@ -69,7 +71,9 @@ extension DeviceStore {
         try await mapErrors("reading \(R.table)") {
             try await pool.read { db in
                 if let since {
-                    return try Row.fetchAll(db, sql: "\(R.selectSQL) WHERE updated_at > ? ORDER BY updated_at, id", arguments: [since.epoch]).map(R.init(row:))
+                    return try Row.fetchAll(
+                        db, sql: "\(R.selectSQL) WHERE updated_at > ? ORDER BY updated_at, id", arguments: [since.epoch]
+                    ).map(R.init(row:))
                 }
                 return try Row.fetchAll(db, sql: "\(R.selectSQL) ORDER BY updated_at, id").map(R.init(row:))
             }
@@ -87,7 +91,9 @@ extension DeviceStore {
     func deleteRows<R: LocalRow>(_ type: R.Type, notIn ids: Set<UUID>) async throws -> Int {
         try await mapErrors("deleting \(R.table)") {
             try await pool.write { db in
-                try db.execute(sql: "DELETE FROM \(R.table) WHERE id NOT IN (SELECT value FROM json_each(?))", arguments: [jsonArray(ids)])
+                try db.execute(
+                    sql: "DELETE FROM \(R.table) WHERE id NOT IN (SELECT value FROM json_each(?))",
+                    arguments: [jsonArray(ids)])
                 return db.changesCount
             }
         }
@@ -96,7 +102,9 @@ extension DeviceStore {
     func deleteRows<R: LocalRow>(_ type: R.Type, ids: Set<UUID>) async throws -> Int {
         try await mapErrors("deleting \(R.table)") {
             try await pool.write { db in
-                try db.execute(sql: "DELETE FROM \(R.table) WHERE id IN (SELECT value FROM json_each(?))", arguments: [jsonArray(ids)])
+                try db.execute(
+                    sql: "DELETE FROM \(R.table) WHERE id IN (SELECT value FROM json_each(?))",
+                    arguments: [jsonArray(ids)])
                 return db.changesCount
             }
         }

@@ -13,7 +13,8 @@ extension DeviceStore {
     ///   - rows: The repositories; a row whose `(deviceID, localPath)` belongs to another id fails.
     ///   - progress: Called with the number of rows written so far, every 1,000 rows and at the end.
     /// - Throws: ``LocalStoreError`` `.uniqueViolation`; nothing is written then.
-    public func upsertRepositories(_ rows: [RepositoryRecord], progress: (@Sendable (Int) -> Void)? = nil) async throws {
+    public func upsertRepositories(_ rows: [RepositoryRecord], progress: (@Sendable (Int) -> Void)? = nil) async throws
+    {
         try await upsert(rows, progress: progress)
     }
 
@@ -126,8 +127,9 @@ extension DeviceStore {
     public func recordRuntimeStatus(_ status: RuntimeStatus) async throws -> Bool {
         try await mapErrors("recording runtime status") {
             try await pool.write { db in
-                try db.execute(sql: "UPDATE sessions SET runtime_status = ?, runtime_status_updated_at = ? WHERE id = ?",
-                               arguments: [status.jsonText, status.reportedAt?.epoch, status.sessionID.canonical])
+                try db.execute(
+                    sql: "UPDATE sessions SET runtime_status = ?, runtime_status_updated_at = ? WHERE id = ?",
+                    arguments: [status.jsonText, status.reportedAt?.epoch, status.sessionID.canonical])
                 return db.changesCount > 0
             }
         }

@@ -25,15 +25,25 @@ extension DeviceStore {
     /// - Throws: ``LocalStoreError`` `.uniqueViolation` or `.foreignKeyViolation`; nothing is written then.
     public func createSessions(_ sessions: [SessionRecord]) async throws {
         let identity = try await requireIdentity()
-        let sealed = try sessions.map { try SecretEnvelope.seal(SessionSecret(), for: identity.publicKey, sessionID: SessionID($0.id)) }
+        let sealed = try sessions.map {
+            try SecretEnvelope.seal(SessionSecret(), for: identity.publicKey, sessionID: SessionID($0.id))
+        }
         try await mapErrors("creating sessions") {
             try await pool.write { db in
                 let sequence = try Self.nextChangeSequence(db)
-                let insert = try db.cachedStatement(sql: "INSERT INTO sessions (\((SessionRecord.columns + ["change_seq"]).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: SessionRecord.columns.count + 1).joined(separator: ", ")))")
-                let secret = try db.cachedStatement(sql: "INSERT INTO own_session_secrets (session_id, ephemeral_public_key, encrypted_secret) VALUES (?, ?, ?)")
+                let insert = try db.cachedStatement(
+                    sql:
+                        "INSERT INTO sessions (\((SessionRecord.columns + ["change_seq"]).joined(separator: ", "))) VALUES (\(Array(repeating: "?", count: SessionRecord.columns.count + 1).joined(separator: ", ")))"
+                )
+                let secret = try db.cachedStatement(
+                    sql:
+                        "INSERT INTO own_session_secrets (session_id, ephemeral_public_key, encrypted_secret) VALUES (?, ?, ?)"
+                )
                 for (session, envelope) in zip(sessions, sealed) {
                     try insert.execute(arguments: StatementArguments(session.values + [sequence]))
-                    try secret.execute(arguments: [session.id.canonical, envelope.ephemeralPublicKey, envelope.encryptedSecret])
+                    try secret.execute(arguments: [
+                        session.id.canonical, envelope.ephemeralPublicKey, envelope.encryptedSecret,
+                    ])
                 }
             }
         }
@@ -43,8 +53,10 @@ extension DeviceStore {
     public func ownSealedSecrets() async throws -> [UUID: OwnSealedSecret] {
         try await mapErrors("reading session secrets") {
             try await pool.read { db in
-                Dictionary(try Row.fetchAll(db, sql: "SELECT \(Self.ownSecretColumns) FROM own_session_secrets").map(Self.ownSecret),
-                           uniquingKeysWith: { first, _ in first })
+                Dictionary(
+                    try Row.fetchAll(db, sql: "SELECT \(Self.ownSecretColumns) FROM own_session_secrets").map(
+                        Self.ownSecret),
+                    uniquingKeysWith: { first, _ in first })
             }
         }
     }
@@ -54,8 +66,12 @@ extension DeviceStore {
 
     /// A row of ``ownSecretColumns`` as (session id, sealed secret).
     static func ownSecret(_ row: Row) throws -> (UUID, OwnSealedSecret) {
-        (try row.uuid(0), OwnSealedSecret(envelope: SecretEnvelope(ephemeralPublicKey: row[1], encryptedSecret: row[2]),
-                                          generation: UInt32(clamping: row[3] as Int64)))
+        (
+            try row.uuid(0),
+            OwnSealedSecret(
+                envelope: SecretEnvelope(ephemeralPublicKey: row[1], encryptedSecret: row[2]),
+                generation: UInt32(clamping: row[3] as Int64))
+        )
     }
 
     /// The ids of this desktop's sessions (those it holds its own secret for).
@@ -66,11 +82,16 @@ extension DeviceStore {
     /// One page of this desktop's sealed secrets in session id order: at most `limit`, those
     /// after `after` (from the start when `nil`). Pages keep a push's memory flat however many
     /// sessions the desktop has.
-    public func ownSealedSecrets(after: UUID?, limit: Int) async throws -> [(sessionID: UUID, sealed: OwnSealedSecret)] {
+    public func ownSealedSecrets(after: UUID?, limit: Int) async throws -> [(sessionID: UUID, sealed: OwnSealedSecret)]
+    {
         try await mapErrors("reading session secrets") {
             try await pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT \(Self.ownSecretColumns) FROM own_session_secrets WHERE session_id > ? ORDER BY session_id LIMIT ?",
-                                 arguments: [after?.canonical ?? "", max(1, limit)]).map(Self.ownSecret)
+                try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT \(Self.ownSecretColumns) FROM own_session_secrets WHERE session_id > ? ORDER BY session_id LIMIT ?",
+                    arguments: [after?.canonical ?? "", max(1, limit)]
+                ).map(Self.ownSecret)
             }
         }
     }
@@ -79,9 +100,13 @@ extension DeviceStore {
     public func ownSealedSecrets(sessions: Set<UUID>) async throws -> [UUID: OwnSealedSecret] {
         try await mapErrors("reading session secrets") {
             try await pool.read { db in
-                Dictionary(try Row.fetchAll(db, sql: """
-                    SELECT \(Self.ownSecretColumns) FROM own_session_secrets WHERE session_id IN (SELECT value FROM json_each(?))
-                    """, arguments: [jsonArray(sessions)]).map(Self.ownSecret), uniquingKeysWith: { first, _ in first })
+                Dictionary(
+                    try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT \(Self.ownSecretColumns) FROM own_session_secrets WHERE session_id IN (SELECT value FROM json_each(?))
+                            """, arguments: [jsonArray(sessions)]
+                    ).map(Self.ownSecret), uniquingKeysWith: { first, _ in first })
             }
         }
     }
@@ -93,14 +118,18 @@ extension DeviceStore {
     ///   - key: The device key, when the caller already loaded it; otherwise it is loaded.
     /// - Throws: ``LocalStoreError`` `.notFound` or `.secretUnreadable`.
     ///   - generation: An earlier generation kept after a rotation; `nil` for the current one.
-    public func openOwnSecret(sessionID: UUID, generation: UInt32? = nil, using key: X25519PrivateKey? = nil) async throws -> SessionSecret {
+    public func openOwnSecret(
+        sessionID: UUID, generation: UInt32? = nil, using key: X25519PrivateKey? = nil
+    ) async throws -> SessionSecret {
         let envelope = try await ownSealedSecret(sessionID: sessionID, generation: generation).envelope
         let deviceKey: X25519PrivateKey
         if let key { deviceKey = key } else { deviceKey = try await self.deviceKey() }
         do {
             return try envelope.open(sessionID: SessionID(sessionID), using: deviceKey)
         } catch {
-            throw LocalStoreError(.secretUnreadable, "the secret of session \(sessionID.canonical) cannot be opened with this device's key")
+            throw LocalStoreError(
+                .secretUnreadable,
+                "the secret of session \(sessionID.canonical) cannot be opened with this device's key")
         }
     }
 
@@ -108,15 +137,19 @@ extension DeviceStore {
 
     /// Repositories written after change sequence `sequence`, a page at a time: at most `limit`
     /// in (change sequence, id) order, after `position` (from the start when `nil`).
-    public func repositories(changedAfter sequence: Int64, from position: ChangePosition? = nil,
-                             limit: Int = .max) async throws -> ChangedPage<RepositoryRecord> {
+    public func repositories(
+        changedAfter sequence: Int64, from position: ChangePosition? = nil,
+        limit: Int = .max
+    ) async throws -> ChangedPage<RepositoryRecord> {
         try await changed(RepositoryRecord.self, after: sequence, from: position, limit: limit)
     }
 
     /// Sessions written after change sequence `sequence`, a page at a time: at most `limit` in
     /// (change sequence, id) order, after `position` (from the start when `nil`).
-    public func sessions(changedAfter sequence: Int64, from position: ChangePosition? = nil,
-                         limit: Int = .max) async throws -> ChangedPage<SessionRecord> {
+    public func sessions(
+        changedAfter sequence: Int64, from position: ChangePosition? = nil,
+        limit: Int = .max
+    ) async throws -> ChangedPage<SessionRecord> {
         try await changed(SessionRecord.self, after: sequence, from: position, limit: limit)
     }
 
@@ -132,7 +165,10 @@ extension DeviceStore {
 
     func changedCount<R: LocalRow>(_ type: R.Type, after sequence: Int64) async throws -> Int {
         try await mapErrors("reading \(R.table)") {
-            try await pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM \(R.table) WHERE change_seq > ?", arguments: [sequence]) ?? 0 }
+            try await pool.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM \(R.table) WHERE change_seq > ?", arguments: [sequence])
+                    ?? 0
+            }
         }
     }
 
@@ -141,15 +177,19 @@ extension DeviceStore {
     public func hasUnpushedChanges(repositoriesAfter: Int64, sessionsAfter: Int64) async throws -> Bool {
         try await mapErrors("reading the change sequence") {
             try await pool.read { db in
-                try Bool.fetchOne(db, sql: """
-                    SELECT EXISTS (SELECT 1 FROM repositories WHERE change_seq > ?) OR EXISTS (SELECT 1 FROM sessions WHERE change_seq > ?)
-                        OR EXISTS (SELECT 1 FROM pending_remote_deletions)
-                    """, arguments: [repositoriesAfter, sessionsAfter]) ?? false
+                try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT EXISTS (SELECT 1 FROM repositories WHERE change_seq > ?) OR EXISTS (SELECT 1 FROM sessions WHERE change_seq > ?)
+                            OR EXISTS (SELECT 1 FROM pending_remote_deletions)
+                        """, arguments: [repositoriesAfter, sessionsAfter]) ?? false
             }
         }
     }
 
-    func changed<R: LocalRow>(_ type: R.Type, after sequence: Int64, from position: ChangePosition?, limit: Int) async throws -> ChangedPage<R> {
+    func changed<R: LocalRow>(
+        _ type: R.Type, after sequence: Int64, from position: ChangePosition?, limit: Int
+    ) async throws -> ChangedPage<R> {
         try await mapErrors("reading \(R.table)") {
             try await pool.read { db in
                 let columns = R.columns.joined(separator: ", ")
@@ -157,13 +197,19 @@ extension DeviceStore {
                 // the id orders them within it.
                 let rows: [Row]
                 if let position {
-                    rows = try Row.fetchAll(db, sql: """
-                        SELECT \(columns), change_seq FROM \(R.table)
-                        WHERE change_seq > ? AND (change_seq > ? OR (change_seq = ? AND id > ?)) ORDER BY change_seq, id LIMIT ?
-                        """, arguments: [sequence, position.sequence, position.sequence, position.id, max(1, limit)])
+                    rows = try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT \(columns), change_seq FROM \(R.table)
+                            WHERE change_seq > ? AND (change_seq > ? OR (change_seq = ? AND id > ?)) ORDER BY change_seq, id LIMIT ?
+                            """,
+                        arguments: [sequence, position.sequence, position.sequence, position.id, max(1, limit)])
                 } else {
-                    rows = try Row.fetchAll(db, sql: "SELECT \(columns), change_seq FROM \(R.table) WHERE change_seq > ? ORDER BY change_seq, id LIMIT ?",
-                                            arguments: [sequence, max(1, limit)])
+                    rows = try Row.fetchAll(
+                        db,
+                        sql:
+                            "SELECT \(columns), change_seq FROM \(R.table) WHERE change_seq > ? ORDER BY change_seq, id LIMIT ?",
+                        arguments: [sequence, max(1, limit)])
                 }
                 let last = rows.last.map { ChangePosition(sequence: $0[R.columns.count], id: $0[0]) }
                 return ChangedPage(rows: try rows.map(R.init(row:)), last: last, complete: rows.count < max(1, limit))
@@ -188,9 +234,12 @@ extension DeviceStore {
         try await mapErrors("removing \(table)") {
             try await pool.write { db in
                 let list = jsonArray(ids)
-                try db.execute(sql: "INSERT OR IGNORE INTO pending_remote_deletions (table_name, id) SELECT ?, value FROM json_each(?) WHERE value IN (SELECT id FROM \(table))",
-                               arguments: [table, list])
-                try db.execute(sql: "DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?))", arguments: [list])
+                try db.execute(
+                    sql:
+                        "INSERT OR IGNORE INTO pending_remote_deletions (table_name, id) SELECT ?, value FROM json_each(?) WHERE value IN (SELECT id FROM \(table))",
+                    arguments: [table, list])
+                try db.execute(
+                    sql: "DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?))", arguments: [list])
                 return db.changesCount
             }
         }
@@ -203,7 +252,11 @@ extension DeviceStore {
                 var repositories = Set<UUID>(), sessions = Set<UUID>()
                 for row in try Row.fetchAll(db, sql: "SELECT table_name, id FROM pending_remote_deletions") {
                     let id = try row.uuid("id")
-                    if (row["table_name"] as String) == "repositories" { repositories.insert(id) } else { sessions.insert(id) }
+                    if (row["table_name"] as String) == "repositories" {
+                        repositories.insert(id)
+                    } else {
+                        sessions.insert(id)
+                    }
                 }
                 return (repositories, sessions)
             }
@@ -214,10 +267,14 @@ extension DeviceStore {
     public func clearPendingRemoteDeletions(repositories: Set<UUID>, sessions: Set<UUID>) async throws {
         try await mapErrors("clearing pending deletions") {
             try await pool.write { db in
-                try db.execute(sql: "DELETE FROM pending_remote_deletions WHERE table_name = 'repositories' AND id IN (SELECT value FROM json_each(?))",
-                               arguments: [jsonArray(repositories)])
-                try db.execute(sql: "DELETE FROM pending_remote_deletions WHERE table_name = 'sessions' AND id IN (SELECT value FROM json_each(?))",
-                               arguments: [jsonArray(sessions)])
+                try db.execute(
+                    sql:
+                        "DELETE FROM pending_remote_deletions WHERE table_name = 'repositories' AND id IN (SELECT value FROM json_each(?))",
+                    arguments: [jsonArray(repositories)])
+                try db.execute(
+                    sql:
+                        "DELETE FROM pending_remote_deletions WHERE table_name = 'sessions' AND id IN (SELECT value FROM json_each(?))",
+                    arguments: [jsonArray(sessions)])
             }
         }
     }

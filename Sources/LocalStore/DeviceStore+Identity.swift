@@ -43,15 +43,21 @@ extension DeviceStore {
         }
         let key = X25519PrivateKey()
         try DeviceKeyFile.create(key, at: keyPath)
-        let identity = DeviceIdentity(id: id, userID: nil, name: name, deviceType: deviceType, hostname: hostname,
-                                      role: role, publicKey: key.publicKey, createdAt: Date())
+        let identity = DeviceIdentity(
+            id: id, userID: nil, name: name, deviceType: deviceType, hostname: hostname,
+            role: role, publicKey: key.publicKey, createdAt: Date())
         do {
             try await mapErrors("saving identity") {
                 try await pool.write { db in
-                    try db.execute(sql: """
-                        INSERT INTO device_identity (singleton, id, user_id, name, device_type, hostname, role, public_key, created_at)
-                        VALUES (1, ?, NULL, ?, ?, ?, ?, ?, ?)
-                        """, arguments: [id.canonical, name, deviceType.rawValue, hostname, role.rawValue, key.publicKey.base64, identity.createdAt.epoch])
+                    try db.execute(
+                        sql: """
+                            INSERT INTO device_identity (singleton, id, user_id, name, device_type, hostname, role, public_key, created_at)
+                            VALUES (1, ?, NULL, ?, ?, ?, ?, ?, ?)
+                            """,
+                        arguments: [
+                            id.canonical, name, deviceType.rawValue, hostname, role.rawValue, key.publicKey.base64,
+                            identity.createdAt.epoch,
+                        ])
                 }
             }
         } catch {
@@ -67,7 +73,10 @@ extension DeviceStore {
         try await mapErrors("saving user id") {
             try await pool.write { db in
                 try db.execute(sql: "UPDATE device_identity SET user_id = ?", arguments: [userID.canonical])
-                if db.changesCount == 0 { throw LocalStoreError(.identityMissing, "this store has no device identity; run `sync-cli init` first") }
+                if db.changesCount == 0 {
+                    throw LocalStoreError(
+                        .identityMissing, "this store has no device identity; run `sync-cli init` first")
+                }
             }
         }
     }

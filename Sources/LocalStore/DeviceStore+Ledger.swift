@@ -1,5 +1,5 @@
-import Foundation
 import EnvelopeDigest
+import Foundation
 import GRDB
 import SecretCrypto
 import SyncModel
@@ -24,11 +24,16 @@ extension DeviceStore {
                     arguments += [jsonArray(sessions)]
                 }
                 // Columns by index: 100,000 rows at size L, where name lookups cost more than the rest.
-                return try Row.fetchAll(db, sql: """
-                    SELECT session_id, recipient_device_id, recipient_key_fingerprint, sent_at, ephemeral_public_key FROM distribution_ledger
-                    """ + (filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")), arguments: arguments).map { row in
-                    LedgerEntry(sessionID: try row.uuid(0), recipientDeviceID: try row.uuid(1), recipientKeyFingerprint: row[2],
-                                sentAt: row.date(3), ephemeralPublicKey: row[4])
+                return try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT session_id, recipient_device_id, recipient_key_fingerprint, sent_at, ephemeral_public_key FROM distribution_ledger
+                        """ + (filters.isEmpty ? "" : " WHERE " + filters.joined(separator: " AND ")),
+                    arguments: arguments
+                ).map { row in
+                    LedgerEntry(
+                        sessionID: try row.uuid(0), recipientDeviceID: try row.uuid(1), recipientKeyFingerprint: row[2],
+                        sentAt: row.date(3), ephemeralPublicKey: row[4])
                 }
             }
         }
@@ -42,12 +47,15 @@ extension DeviceStore {
         try await mapErrors("reading the ledger digest") {
             try await pool.read { db in
                 var result: [Int: DigestBucket] = [:]
-                let rows = try Row.fetchCursor(db, sql: """
-                    SELECT d.session_id, d.pairs, d.h1, d.h2 FROM ledger_digests d JOIN own_session_secrets o ON o.session_id = d.session_id
-                    WHERE d.pairs > 0
-                    """)
+                let rows = try Row.fetchCursor(
+                    db,
+                    sql: """
+                        SELECT d.session_id, d.pairs, d.h1, d.h2 FROM ledger_digests d JOIN own_session_secrets o ON o.session_id = d.session_id
+                        WHERE d.pairs > 0
+                        """)
                 while let row = try rows.next() {
-                    SecretDigest.add(session: row[0], pairs: row[1], h1: row[2], h2: row[3], buckets: buckets, to: &result)
+                    SecretDigest.add(
+                        session: row[0], pairs: row[1], h1: row[2], h2: row[3], buckets: buckets, to: &result)
                 }
                 return result
             }
@@ -59,10 +67,14 @@ extension DeviceStore {
     public func sessionsWithUnhashedLedgerEntries() async throws -> Set<UUID> {
         try await mapErrors("reading ledger") {
             try await pool.read { db in
-                Set(try Row.fetchAll(db, sql: """
-                    SELECT DISTINCT l.session_id FROM distribution_ledger l JOIN own_session_secrets o ON o.session_id = l.session_id
-                    WHERE l.row_h1 IS NULL
-                    """).map { try $0.uuid(0) })
+                Set(
+                    try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT DISTINCT l.session_id FROM distribution_ledger l JOIN own_session_secrets o ON o.session_id = l.session_id
+                            WHERE l.row_h1 IS NULL
+                            """
+                    ).map { try $0.uuid(0) })
             }
         }
     }
@@ -73,8 +85,12 @@ extension DeviceStore {
     public func ledgerCoverage() async throws -> [LedgerCoverage] {
         try await mapErrors("reading ledger") {
             try await pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT recipient_device_id, recipient_key_fingerprint, sessions FROM ledger_coverage")
-                    .map { LedgerCoverage(recipientDeviceID: try $0.uuid(0), recipientKeyFingerprint: $0[1], sessions: $0[2]) }
+                try Row.fetchAll(
+                    db, sql: "SELECT recipient_device_id, recipient_key_fingerprint, sessions FROM ledger_coverage"
+                )
+                .map {
+                    LedgerCoverage(recipientDeviceID: try $0.uuid(0), recipientKeyFingerprint: $0[1], sessions: $0[2])
+                }
             }
         }
     }
@@ -83,19 +99,24 @@ extension DeviceStore {
     public func recordDistributions(_ entries: [LedgerEntry]) async throws {
         try await mapErrors("writing ledger") {
             try await pool.write { db in
-                let statement = try db.cachedStatement(sql: """
-                    INSERT INTO distribution_ledger (session_id, recipient_device_id, recipient_key_fingerprint, sent_at, ephemeral_public_key,
-                                                     row_h1, row_h2)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (session_id, recipient_device_id) DO UPDATE SET
-                        recipient_key_fingerprint = excluded.recipient_key_fingerprint, sent_at = excluded.sent_at,
-                        ephemeral_public_key = excluded.ephemeral_public_key, row_h1 = excluded.row_h1, row_h2 = excluded.row_h2
-                    """)
+                let statement = try db.cachedStatement(
+                    sql: """
+                        INSERT INTO distribution_ledger (session_id, recipient_device_id, recipient_key_fingerprint, sent_at, ephemeral_public_key,
+                                                         row_h1, row_h2)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (session_id, recipient_device_id) DO UPDATE SET
+                            recipient_key_fingerprint = excluded.recipient_key_fingerprint, sent_at = excluded.sent_at,
+                            ephemeral_public_key = excluded.ephemeral_public_key, row_h1 = excluded.row_h1, row_h2 = excluded.row_h2
+                        """)
                 for entry in entries {
                     let session = entry.sessionID.canonical, device = entry.recipientDeviceID.canonical
-                    let hash = entry.ephemeralPublicKey.map { SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: $0) }
-                    try statement.execute(arguments: [session, device, entry.recipientKeyFingerprint, entry.sentAt.epoch, entry.ephemeralPublicKey,
-                                                      hash?.0, hash?.1])
+                    let hash = entry.ephemeralPublicKey.map {
+                        SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: $0)
+                    }
+                    try statement.execute(arguments: [
+                        session, device, entry.recipientKeyFingerprint, entry.sentAt.epoch, entry.ephemeralPublicKey,
+                        hash?.0, hash?.1,
+                    ])
                 }
             }
         }
@@ -103,16 +124,20 @@ extension DeviceStore {
 
     /// Fills in the `ephemeral_public_key` of entries written before the ledger recorded it, from
     /// what the remote holds for those pairs; entries that have one are left alone.
-    public func adoptLedgerKeys(_ keys: [(sessionID: UUID, recipientDeviceID: UUID, ephemeralPublicKey: String)]) async throws {
+    public func adoptLedgerKeys(
+        _ keys: [(sessionID: UUID, recipientDeviceID: UUID, ephemeralPublicKey: String)]
+    ) async throws {
         try await mapErrors("writing ledger") {
             try await pool.write { db in
-                let statement = try db.cachedStatement(sql: """
-                    UPDATE distribution_ledger SET ephemeral_public_key = ?, row_h1 = ?, row_h2 = ?
-                    WHERE session_id = ? AND recipient_device_id = ? AND ephemeral_public_key IS NULL
-                    """)
+                let statement = try db.cachedStatement(
+                    sql: """
+                        UPDATE distribution_ledger SET ephemeral_public_key = ?, row_h1 = ?, row_h2 = ?
+                        WHERE session_id = ? AND recipient_device_id = ? AND ephemeral_public_key IS NULL
+                        """)
                 for key in keys {
                     let session = key.sessionID.canonical, device = key.recipientDeviceID.canonical
-                    let hash = SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: key.ephemeralPublicKey)
+                    let hash = SecretDigest.rowHash(
+                        sessionID: session, deviceID: device, ephemeralPublicKey: key.ephemeralPublicKey)
                     try statement.execute(arguments: [key.ephemeralPublicKey, hash.0, hash.1, session, device])
                 }
             }
@@ -124,7 +149,10 @@ extension DeviceStore {
     public func deleteLedgerEntries(recipients: Set<UUID>) async throws -> Int {
         try await mapErrors("deleting ledger entries") {
             try await pool.write { db in
-                try db.execute(sql: "DELETE FROM distribution_ledger WHERE recipient_device_id IN (SELECT value FROM json_each(?))", arguments: [jsonArray(recipients)])
+                try db.execute(
+                    sql:
+                        "DELETE FROM distribution_ledger WHERE recipient_device_id IN (SELECT value FROM json_each(?))",
+                    arguments: [jsonArray(recipients)])
                 return db.changesCount
             }
         }
@@ -135,7 +163,8 @@ extension DeviceStore {
     public func deleteLedgerEntries(pairs: [(sessionID: UUID, recipientDeviceID: UUID)]) async throws -> Int {
         try await mapErrors("deleting ledger entries") {
             try await pool.write { db in
-                let statement = try db.cachedStatement(sql: "DELETE FROM distribution_ledger WHERE session_id = ? AND recipient_device_id = ?")
+                let statement = try db.cachedStatement(
+                    sql: "DELETE FROM distribution_ledger WHERE session_id = ? AND recipient_device_id = ?")
                 var deleted = 0
                 for pair in pairs {
                     try statement.execute(arguments: [pair.sessionID.canonical, pair.recipientDeviceID.canonical])

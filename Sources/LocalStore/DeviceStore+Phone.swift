@@ -13,19 +13,22 @@ extension DeviceStore {
     public func upsertReceivedEnvelopes(_ envelopes: [ReceivedEnvelope]) async throws {
         try await mapErrors("saving envelopes") {
             try await bulkWrite { db in
-                let statement = try db.cachedStatement(sql: """
-                    INSERT INTO received_envelopes (session_id, ephemeral_public_key, encrypted_secret, fetched_at,
-                                                    sender_device_id, sender_public_key, generation, authenticated)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (session_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
-                        encrypted_secret = excluded.encrypted_secret, fetched_at = excluded.fetched_at,
-                        sender_device_id = excluded.sender_device_id, sender_public_key = excluded.sender_public_key,
-                        generation = excluded.generation, authenticated = excluded.authenticated
-                    """)
+                let statement = try db.cachedStatement(
+                    sql: """
+                        INSERT INTO received_envelopes (session_id, ephemeral_public_key, encrypted_secret, fetched_at,
+                                                        sender_device_id, sender_public_key, generation, authenticated)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (session_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
+                            encrypted_secret = excluded.encrypted_secret, fetched_at = excluded.fetched_at,
+                            sender_device_id = excluded.sender_device_id, sender_public_key = excluded.sender_public_key,
+                            generation = excluded.generation, authenticated = excluded.authenticated
+                        """)
                 for item in envelopes {
-                    try statement.execute(arguments: [item.sessionID.canonical, item.envelope.ephemeralPublicKey, item.envelope.encryptedSecret,
-                                                      item.fetchedAt.epoch, item.senderDeviceID?.canonical, item.senderPublicKey?.base64,
-                                                      Int64(item.generation), item.authenticated])
+                    try statement.execute(arguments: [
+                        item.sessionID.canonical, item.envelope.ephemeralPublicKey, item.envelope.encryptedSecret,
+                        item.fetchedAt.epoch, item.senderDeviceID?.canonical, item.senderPublicKey?.base64,
+                        Int64(item.generation), item.authenticated,
+                    ])
                 }
             }
         }
@@ -52,7 +55,9 @@ extension DeviceStore {
     public func deleteReceivedEnvelopes(notIn sessionIDs: Set<UUID>) async throws -> Int {
         try await mapErrors("deleting envelopes") {
             try await pool.write { db in
-                try db.execute(sql: "DELETE FROM received_envelopes WHERE session_id NOT IN (SELECT value FROM json_each(?))", arguments: [jsonArray(sessionIDs)])
+                try db.execute(
+                    sql: "DELETE FROM received_envelopes WHERE session_id NOT IN (SELECT value FROM json_each(?))",
+                    arguments: [jsonArray(sessionIDs)])
                 return db.changesCount
             }
         }
@@ -64,10 +69,14 @@ extension DeviceStore {
         try await mapErrors("reading generation marks") {
             try await pool.read { db in
                 var marks: [UUID: GenerationMark] = [:]
-                for row in try Row.fetchAll(db, sql: "SELECT session_id, generation, authenticated, sender_device_id FROM session_generation_marks") {
+                for row in try Row.fetchAll(
+                    db,
+                    sql: "SELECT session_id, generation, authenticated, sender_device_id FROM session_generation_marks")
+                {
                     let session = try row.uuid("session_id")
-                    marks[session] = GenerationMark(sessionID: session, generation: UInt32(clamping: row["generation"] as Int64),
-                                                    authenticated: row["authenticated"], senderDeviceID: try row.optionalUUID("sender_device_id"))
+                    marks[session] = GenerationMark(
+                        sessionID: session, generation: UInt32(clamping: row["generation"] as Int64),
+                        authenticated: row["authenticated"], senderDeviceID: try row.optionalUUID("sender_device_id"))
                 }
                 return marks
             }
@@ -77,7 +86,8 @@ extension DeviceStore {
     static func receivedEnvelope(_ row: Row) throws -> ReceivedEnvelope {
         ReceivedEnvelope(
             sessionID: try row.uuid("session_id"),
-            envelope: SecretEnvelope(ephemeralPublicKey: row["ephemeral_public_key"], encryptedSecret: row["encrypted_secret"]),
+            envelope: SecretEnvelope(
+                ephemeralPublicKey: row["ephemeral_public_key"], encryptedSecret: row["encrypted_secret"]),
             fetchedAt: row.date("fetched_at"),
             senderDeviceID: try row.optionalUUID("sender_device_id"),
             senderPublicKey: (row["sender_public_key"] as String?).flatMap { try? X25519PublicKey(base64: $0) },
@@ -92,23 +102,30 @@ extension DeviceStore {
     ///
     /// - Throws: ``LocalStoreError`` `.notFound` or `.secretUnreadable`.
     /// - Parameter generation: An earlier generation kept after a rotation; `nil` for the current one.
-    public func openReceived(sessionID: UUID, generation: UInt32? = nil, using key: X25519PrivateKey? = nil) async throws -> OpenedSecret {
+    public func openReceived(
+        sessionID: UUID, generation: UInt32? = nil, using key: X25519PrivateKey? = nil
+    ) async throws -> OpenedSecret {
         let received = try await receivedEnvelope(sessionID: sessionID, generation: generation)
         let deviceKey: X25519PrivateKey
         if let key { deviceKey = key } else { deviceKey = try await self.deviceKey() }
         let identity = try await requireIdentity()
         let opened: OpenedSecret
         do {
-            opened = try received.envelope.open(sessionID: SessionID(sessionID), recipientDeviceID: identity.id, using: deviceKey) { sender in
+            opened = try received.envelope.open(
+                sessionID: SessionID(sessionID), recipientDeviceID: identity.id, using: deviceKey
+            ) { sender in
                 sender == received.senderDeviceID ? received.senderPublicKey : nil
             }
         } catch {
-            throw LocalStoreError(.secretUnreadable, "the envelope for session \(sessionID.canonical) cannot be opened with this device's key")
+            throw LocalStoreError(
+                .secretUnreadable,
+                "the envelope for session \(sessionID.canonical) cannot be opened with this device's key")
         }
         // The stored generation is the one truth (a version-1 envelope says 1 whatever it is);
         // a version-2 header that disagrees with it is not the envelope that was stored.
         guard !opened.authenticated || opened.generation == received.generation else {
-            throw LocalStoreError(.corruptRow, "the envelope for session \(sessionID.canonical) is not of the generation stored with it")
+            throw LocalStoreError(
+                .corruptRow, "the envelope for session \(sessionID.canonical) is not of the generation stored with it")
         }
         return opened.withGeneration(received.generation)
     }

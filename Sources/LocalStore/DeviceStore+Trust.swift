@@ -62,10 +62,14 @@ extension DeviceStore {
         try await mapErrors("saving invite") {
             try await pool.write { db in
                 try invite.secret.withUnsafeBytes { secret in
-                    try db.execute(sql: """
-                        INSERT INTO pairing_invites (invite_id, secret, created_at, expires_at, device_type, device_role) VALUES (?, ?, ?, ?, ?, ?)
-                        """, arguments: [invite.id, Data(secret), invite.createdAt.epoch, invite.expiresAt.epoch,
-                                         invite.deviceType?.rawValue, invite.deviceRole?.rawValue])
+                    try db.execute(
+                        sql: """
+                            INSERT INTO pairing_invites (invite_id, secret, created_at, expires_at, device_type, device_role) VALUES (?, ?, ?, ?, ?, ?)
+                            """,
+                        arguments: [
+                            invite.id, Data(secret), invite.createdAt.epoch, invite.expiresAt.epoch,
+                            invite.deviceType?.rawValue, invite.deviceRole?.rawValue,
+                        ])
                 }
             }
         }
@@ -77,11 +81,12 @@ extension DeviceStore {
             try await pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT * FROM pairing_invites ORDER BY created_at").map { row in
                     let secret: Data = row["secret"]
-                    return PairingInvite(id: row["invite_id"], secret: SecureBytes(copying: secret), createdAt: row.date("created_at"),
-                                         expiresAt: row.date("expires_at"), usedAt: (row["used_at"] as Double?).map(Date.init(epoch:)),
-                                         usedBy: try row.optionalUUID("used_by"),
-                                         deviceType: (row["device_type"] as String?).flatMap(DeviceType.init(rawValue:)),
-                                         deviceRole: (row["device_role"] as String?).flatMap(DeviceTrustRole.init(rawValue:)))
+                    return PairingInvite(
+                        id: row["invite_id"], secret: SecureBytes(copying: secret), createdAt: row.date("created_at"),
+                        expiresAt: row.date("expires_at"), usedAt: (row["used_at"] as Double?).map(Date.init(epoch:)),
+                        usedBy: try row.optionalUUID("used_by"),
+                        deviceType: (row["device_type"] as String?).flatMap(DeviceType.init(rawValue:)),
+                        deviceRole: (row["device_role"] as String?).flatMap(DeviceTrustRole.init(rawValue:)))
                 }
             }
         }
@@ -91,8 +96,9 @@ extension DeviceStore {
     public func useInvite(id: String, by device: UUID, at date: Date = Date()) async throws -> Bool {
         try await mapErrors("using invite") {
             try await pool.write { db in
-                try db.execute(sql: "UPDATE pairing_invites SET used_at = ?, used_by = ? WHERE invite_id = ? AND used_at IS NULL",
-                               arguments: [date.epoch, device.canonical, id])
+                try db.execute(
+                    sql: "UPDATE pairing_invites SET used_at = ?, used_by = ? WHERE invite_id = ? AND used_at IS NULL",
+                    arguments: [date.epoch, device.canonical, id])
                 return db.changesCount == 1
             }
         }
@@ -119,10 +125,12 @@ extension DeviceStore {
             try await pool.write { db in
                 let now = Date().epoch
                 for item in revocations {
-                    try db.execute(sql: """
-                        INSERT INTO known_revocations (device_id, x25519_public_key, revoked_at, seen_at) VALUES (?, ?, ?, ?)
-                        ON CONFLICT (device_id) DO NOTHING
-                        """, arguments: [item.deviceID.canonical, item.x25519PublicKey.base64, item.revokedAt.epoch, now])
+                    try db.execute(
+                        sql: """
+                            INSERT INTO known_revocations (device_id, x25519_public_key, revoked_at, seen_at) VALUES (?, ?, ?, ?)
+                            ON CONFLICT (device_id) DO NOTHING
+                            """,
+                        arguments: [item.deviceID.canonical, item.x25519PublicKey.base64, item.revokedAt.epoch, now])
                 }
             }
         }
@@ -133,8 +141,10 @@ extension DeviceStore {
         try await mapErrors("reading revocations") {
             try await pool.read { db in
                 try Row.fetchAll(db, sql: "SELECT * FROM known_revocations ORDER BY device_id").map { row in
-                    KnownRevocation(deviceID: try row.uuid("device_id"), x25519PublicKey: try X25519PublicKey(base64: row["x25519_public_key"]),
-                                    revokedAt: row.date("revoked_at"))
+                    KnownRevocation(
+                        deviceID: try row.uuid("device_id"),
+                        x25519PublicKey: try X25519PublicKey(base64: row["x25519_public_key"]),
+                        revokedAt: row.date("revoked_at"))
                 }
             }
         }
@@ -150,11 +160,17 @@ extension DeviceStore {
         try await mapErrors("rotating session secrets") {
             try await pool.write { db in
                 for item in rotations {
-                    try db.execute(sql: """
-                        UPDATE own_session_secrets SET ephemeral_public_key = ?, encrypted_secret = ?, generation = ? WHERE session_id = ?
-                        """, arguments: [item.sealed.envelope.ephemeralPublicKey, item.sealed.envelope.encryptedSecret,
-                                         Int64(item.sealed.generation), item.sessionID.canonical])
-                    try db.execute(sql: "DELETE FROM distribution_ledger WHERE session_id = ?", arguments: [item.sessionID.canonical])
+                    try db.execute(
+                        sql: """
+                            UPDATE own_session_secrets SET ephemeral_public_key = ?, encrypted_secret = ?, generation = ? WHERE session_id = ?
+                            """,
+                        arguments: [
+                            item.sealed.envelope.ephemeralPublicKey, item.sealed.envelope.encryptedSecret,
+                            Int64(item.sealed.generation), item.sessionID.canonical,
+                        ])
+                    try db.execute(
+                        sql: "DELETE FROM distribution_ledger WHERE session_id = ?",
+                        arguments: [item.sessionID.canonical])
                 }
             }
         }
@@ -166,18 +182,26 @@ extension DeviceStore {
     public func ownSealedSecret(sessionID: UUID, generation: UInt32? = nil) async throws -> OwnSealedSecret {
         let found = try await mapErrors("reading session secret") {
             try await pool.read { db -> OwnSealedSecret? in
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT ephemeral_public_key, encrypted_secret, generation FROM own_session_secrets WHERE session_id = ?
-                    UNION ALL SELECT ephemeral_public_key, encrypted_secret, generation FROM own_secret_history WHERE session_id = ?
-                    """, arguments: [sessionID.canonical, sessionID.canonical])
-                let all = rows.map { OwnSealedSecret(envelope: SecretEnvelope(ephemeralPublicKey: $0["ephemeral_public_key"], encryptedSecret: $0["encrypted_secret"]),
-                                                      generation: UInt32(clamping: $0["generation"] as Int64)) }
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT ephemeral_public_key, encrypted_secret, generation FROM own_session_secrets WHERE session_id = ?
+                        UNION ALL SELECT ephemeral_public_key, encrypted_secret, generation FROM own_secret_history WHERE session_id = ?
+                        """, arguments: [sessionID.canonical, sessionID.canonical])
+                let all = rows.map {
+                    OwnSealedSecret(
+                        envelope: SecretEnvelope(
+                            ephemeralPublicKey: $0["ephemeral_public_key"], encryptedSecret: $0["encrypted_secret"]),
+                        generation: UInt32(clamping: $0["generation"] as Int64))
+                }
                 guard let generation else { return all.first }
                 return all.first { $0.generation == generation }
             }
         }
         guard let found else {
-            throw LocalStoreError(.notFound, "no secret\(generation.map { " of generation \($0)" } ?? "") for session \(sessionID.canonical)")
+            throw LocalStoreError(
+                .notFound,
+                "no secret\(generation.map { " of generation \($0)" } ?? "") for session \(sessionID.canonical)")
         }
         return found
     }
@@ -186,13 +210,16 @@ extension DeviceStore {
     public func secretGenerations(sessionID: UUID) async throws -> [UInt32] {
         try await mapErrors("reading secret generations") {
             try await pool.read { db in
-                try Int64.fetchAll(db, sql: """
-                    SELECT generation FROM own_session_secrets WHERE session_id = ?1
-                    UNION SELECT generation FROM own_secret_history WHERE session_id = ?1
-                    UNION SELECT generation FROM received_envelopes WHERE session_id = ?1
-                    UNION SELECT generation FROM received_envelope_history WHERE session_id = ?1
-                    ORDER BY 1 DESC
-                    """, arguments: [sessionID.canonical]).map { UInt32(clamping: $0) }
+                try Int64.fetchAll(
+                    db,
+                    sql: """
+                        SELECT generation FROM own_session_secrets WHERE session_id = ?1
+                        UNION SELECT generation FROM own_secret_history WHERE session_id = ?1
+                        UNION SELECT generation FROM received_envelopes WHERE session_id = ?1
+                        UNION SELECT generation FROM received_envelope_history WHERE session_id = ?1
+                        ORDER BY 1 DESC
+                        """, arguments: [sessionID.canonical]
+                ).map { UInt32(clamping: $0) }
             }
         }
     }
@@ -203,15 +230,21 @@ extension DeviceStore {
     public func receivedEnvelope(sessionID: UUID, generation: UInt32? = nil) async throws -> ReceivedEnvelope {
         let found = try await mapErrors("reading envelope") {
             try await pool.read { db -> ReceivedEnvelope? in
-                let current = try Row.fetchOne(db, sql: "SELECT * FROM received_envelopes WHERE session_id = ?", arguments: [sessionID.canonical])
-                    .map(Self.receivedEnvelope)
+                let current = try Row.fetchOne(
+                    db, sql: "SELECT * FROM received_envelopes WHERE session_id = ?", arguments: [sessionID.canonical]
+                )
+                .map(Self.receivedEnvelope)
                 guard let generation, current?.generation != generation else { return current }
-                return try Row.fetchOne(db, sql: "SELECT * FROM received_envelope_history WHERE session_id = ? AND generation = ?",
-                                        arguments: [sessionID.canonical, Int64(generation)]).map(Self.receivedEnvelope)
+                return try Row.fetchOne(
+                    db, sql: "SELECT * FROM received_envelope_history WHERE session_id = ? AND generation = ?",
+                    arguments: [sessionID.canonical, Int64(generation)]
+                ).map(Self.receivedEnvelope)
             }
         }
         guard let found else {
-            throw LocalStoreError(.notFound, "no envelope\(generation.map { " of generation \($0)" } ?? "") for session \(sessionID.canonical)")
+            throw LocalStoreError(
+                .notFound,
+                "no envelope\(generation.map { " of generation \($0)" } ?? "") for session \(sessionID.canonical)")
         }
         return found
     }
@@ -234,8 +267,10 @@ public struct PairingInvite: Sendable, CustomStringConvertible {
     public var deviceRole: DeviceTrustRole?
 
     /// Creates an invite.
-    public init(id: String, secret: SecureBytes, createdAt: Date, expiresAt: Date, usedAt: Date? = nil, usedBy: UUID? = nil,
-                deviceType: DeviceType? = nil, deviceRole: DeviceTrustRole? = nil) {
+    public init(
+        id: String, secret: SecureBytes, createdAt: Date, expiresAt: Date, usedAt: Date? = nil, usedBy: UUID? = nil,
+        deviceType: DeviceType? = nil, deviceRole: DeviceTrustRole? = nil
+    ) {
         self.id = id
         self.secret = secret
         self.createdAt = createdAt

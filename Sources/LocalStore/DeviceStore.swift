@@ -3,6 +3,7 @@ import GRDB
 import SecretCrypto
 import SyncModel
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -55,7 +56,8 @@ public final class DeviceStore: Sendable {
     public init(directory: URL, busyTimeout: TimeInterval = 10) throws {
         self.directory = directory
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw LocalStoreError(.io, "cannot create store directory \(directory.path)")
         }
@@ -90,7 +92,9 @@ public final class DeviceStore: Sendable {
             let migrator = Schema.migrator
             let superseded = try pool.read { try migrator.hasBeenSuperseded($0) }
             guard !superseded else {
-                throw LocalStoreError(.schemaTooNew, "\(path) was written by a newer version of this program; upgrade it (the store was not modified)")
+                throw LocalStoreError(
+                    .schemaTooNew,
+                    "\(path) was written by a newer version of this program; upgrade it (the store was not modified)")
             }
             try migrator.migrate(pool)
         } catch {
@@ -118,11 +122,15 @@ public final class DeviceStore: Sendable {
             throw LocalStoreError(.io, "\(path) is not a directory")
         }
         guard info.st_uid == geteuid() else {
-            throw LocalStoreError(.storeDirectoryUnsafe, "\(path) is owned by uid \(info.st_uid), not by the current user")
+            throw LocalStoreError(
+                .storeDirectoryUnsafe, "\(path) is owned by uid \(info.st_uid), not by the current user")
         }
         guard info.st_mode & 0o022 == 0 else {
-            throw LocalStoreError(.storeDirectoryUnsafe, String(
-                format: "permissions 0%o for %@ let others write to the store (chmod 700 %@)", info.st_mode & 0o777, path, path))
+            throw LocalStoreError(
+                .storeDirectoryUnsafe,
+                String(
+                    format: "permissions 0%o for %@ let others write to the store (chmod 700 %@)", info.st_mode & 0o777,
+                    path, path))
         }
     }
 

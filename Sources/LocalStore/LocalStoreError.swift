@@ -86,7 +86,8 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         case .SQLITE_NOTADB: code = .notADatabase
         default: code = error.resultCode == .SQLITE_NOTADB ? .notADatabase : .database
         }
-        return LocalStoreError(code, "\(context): \(error.message ?? "SQLite error")", sqliteCode: error.extendedResultCode.rawValue)
+        return LocalStoreError(
+            code, "\(context): \(error.message ?? "SQLite error")", sqliteCode: error.extendedResultCode.rawValue)
     }
 }
 

@@ -46,7 +46,9 @@ extension Row {
 
     func optionalUUID(_ index: Int) throws -> UUID? {
         guard let text: String = self[index] else { return nil }
-        guard let uuid = UUID.parse(text) else { throw LocalStoreError(.corruptRow, "column \(index) does not hold a UUID") }
+        guard let uuid = UUID.parse(text) else {
+            throw LocalStoreError(.corruptRow, "column \(index) does not hold a UUID")
+        }
         return uuid
     }
 
@@ -69,7 +71,9 @@ extension Row {
 
     func optionalUUID(_ column: String) throws -> UUID? {
         guard let text: String = self[column] else { return nil }
-        guard let uuid = UUID.parse(text) else { throw LocalStoreError(.corruptRow, "column \(column) does not hold a UUID") }
+        guard let uuid = UUID.parse(text) else {
+            throw LocalStoreError(.corruptRow, "column \(column) does not hold a UUID")
+        }
         return uuid
     }
 
@@ -91,9 +95,11 @@ extension RepositoryRecord: LocalRow {
     ]
 
     var values: [(any DatabaseValueConvertible)?] {
-        [id.canonical, userID.canonical, deviceID.canonical, name, localPath, remoteURL, defaultBranch,
-         parentRepositoryID?.canonical, isWorktree, worktreeBranch, status.rawValue, lastSyncedAt?.epoch,
-         createdAt.epoch, updatedAt.epoch]
+        [
+            id.canonical, userID.canonical, deviceID.canonical, name, localPath, remoteURL, defaultBranch,
+            parentRepositoryID?.canonical, isWorktree, worktreeBranch, status.rawValue, lastSyncedAt?.epoch,
+            createdAt.epoch, updatedAt.epoch,
+        ]
     }
 
     init(row: Row) throws {
@@ -115,10 +121,12 @@ extension SessionRecord: LocalRow {
     ]
 
     var values: [(any DatabaseValueConvertible)?] {
-        [id.canonical, userID.canonical, deviceID.canonical, repositoryID.canonical, title, sessionPID,
-         sessionStartedAt.epoch, sessionEndedAt?.epoch, status.rawValue, currentBranch, workingDirectory,
-         lastHeartbeatAt?.epoch, isWorktree, worktreePath, createdAt.epoch, updatedAt.epoch,
-         runtimeStatus?.jsonText, runtimeStatus?.reportedAt?.epoch]
+        [
+            id.canonical, userID.canonical, deviceID.canonical, repositoryID.canonical, title, sessionPID,
+            sessionStartedAt.epoch, sessionEndedAt?.epoch, status.rawValue, currentBranch, workingDirectory,
+            lastHeartbeatAt?.epoch, isWorktree, worktreePath, createdAt.epoch, updatedAt.epoch,
+            runtimeStatus?.jsonText, runtimeStatus?.reportedAt?.epoch,
+        ]
     }
 
     init(row: Row) throws {

@@ -1,5 +1,5 @@
-import GRDB
 import EnvelopeDigest
+import GRDB
 import SyncModel
 
 /// The store's schema as named, append-only migrations.
@@ -13,224 +13,236 @@ enum Schema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: identity, repositories, sessions, secrets, ledger, cursors") { db in
-            try db.execute(sql: """
-                CREATE TABLE device_identity (
-                    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-                    id TEXT NOT NULL,
-                    user_id TEXT,
-                    name TEXT NOT NULL,
-                    device_type TEXT NOT NULL,
-                    hostname TEXT,
-                    role TEXT NOT NULL CHECK (role IN ('desktop', 'mobile')),
-                    public_key TEXT NOT NULL,
-                    created_at REAL NOT NULL
-                );
+            try db.execute(
+                sql: """
+                    CREATE TABLE device_identity (
+                        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+                        id TEXT NOT NULL,
+                        user_id TEXT,
+                        name TEXT NOT NULL,
+                        device_type TEXT NOT NULL,
+                        hostname TEXT,
+                        role TEXT NOT NULL CHECK (role IN ('desktop', 'mobile')),
+                        public_key TEXT NOT NULL,
+                        created_at REAL NOT NULL
+                    );
 
-                CREATE TABLE repositories (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    user_id TEXT NOT NULL,
-                    device_id TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    local_path TEXT NOT NULL,
-                    remote_url TEXT,
-                    default_branch TEXT,
-                    parent_repository_id TEXT,
-                    is_worktree INTEGER NOT NULL DEFAULT 0,
-                    worktree_branch TEXT,
-                    status TEXT NOT NULL CHECK (status IN ('active', 'archived')),
-                    last_synced_at REAL,
-                    created_at REAL NOT NULL,
-                    updated_at REAL NOT NULL,
-                    UNIQUE (device_id, local_path)
-                );
-                CREATE INDEX repositories_updated ON repositories (updated_at, id);
+                    CREATE TABLE repositories (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        local_path TEXT NOT NULL,
+                        remote_url TEXT,
+                        default_branch TEXT,
+                        parent_repository_id TEXT,
+                        is_worktree INTEGER NOT NULL DEFAULT 0,
+                        worktree_branch TEXT,
+                        status TEXT NOT NULL CHECK (status IN ('active', 'archived')),
+                        last_synced_at REAL,
+                        created_at REAL NOT NULL,
+                        updated_at REAL NOT NULL,
+                        UNIQUE (device_id, local_path)
+                    );
+                    CREATE INDEX repositories_updated ON repositories (updated_at, id);
 
-                CREATE TABLE sessions (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    user_id TEXT NOT NULL,
-                    device_id TEXT NOT NULL,
-                    repository_id TEXT NOT NULL REFERENCES repositories (id) ON DELETE CASCADE,
-                    title TEXT,
-                    session_pid INTEGER,
-                    session_started_at REAL NOT NULL,
-                    session_ended_at REAL,
-                    status TEXT NOT NULL CHECK (status IN ('active', 'paused', 'ended')),
-                    current_branch TEXT,
-                    working_directory TEXT,
-                    last_heartbeat_at REAL,
-                    is_worktree INTEGER NOT NULL DEFAULT 0,
-                    worktree_path TEXT,
-                    created_at REAL NOT NULL,
-                    updated_at REAL NOT NULL
-                );
-                CREATE INDEX sessions_repository ON sessions (repository_id);
-                CREATE INDEX sessions_updated ON sessions (updated_at, id);
+                    CREATE TABLE sessions (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        repository_id TEXT NOT NULL REFERENCES repositories (id) ON DELETE CASCADE,
+                        title TEXT,
+                        session_pid INTEGER,
+                        session_started_at REAL NOT NULL,
+                        session_ended_at REAL,
+                        status TEXT NOT NULL CHECK (status IN ('active', 'paused', 'ended')),
+                        current_branch TEXT,
+                        working_directory TEXT,
+                        last_heartbeat_at REAL,
+                        is_worktree INTEGER NOT NULL DEFAULT 0,
+                        worktree_path TEXT,
+                        created_at REAL NOT NULL,
+                        updated_at REAL NOT NULL
+                    );
+                    CREATE INDEX sessions_repository ON sessions (repository_id);
+                    CREATE INDEX sessions_updated ON sessions (updated_at, id);
 
-                -- Desktop: each session's secret, sealed to this device's own key (never plaintext).
-                CREATE TABLE own_session_secrets (
-                    session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-                    ephemeral_public_key TEXT NOT NULL,
-                    encrypted_secret TEXT NOT NULL
-                );
+                    -- Desktop: each session's secret, sealed to this device's own key (never plaintext).
+                    CREATE TABLE own_session_secrets (
+                        session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                        ephemeral_public_key TEXT NOT NULL,
+                        encrypted_secret TEXT NOT NULL
+                    );
 
-                -- Phone: envelopes addressed to this device, exactly as received.
-                CREATE TABLE received_envelopes (
-                    session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-                    ephemeral_public_key TEXT NOT NULL,
-                    encrypted_secret TEXT NOT NULL,
-                    fetched_at REAL NOT NULL
-                );
+                    -- Phone: envelopes addressed to this device, exactly as received.
+                    CREATE TABLE received_envelopes (
+                        session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                        ephemeral_public_key TEXT NOT NULL,
+                        encrypted_secret TEXT NOT NULL,
+                        fetched_at REAL NOT NULL
+                    );
 
-                -- Desktop: which (session, recipient) pairs were accepted by the remote, for which key.
-                CREATE TABLE distribution_ledger (
-                    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-                    recipient_device_id TEXT NOT NULL,
-                    recipient_key_fingerprint TEXT NOT NULL,
-                    sent_at REAL NOT NULL,
-                    PRIMARY KEY (session_id, recipient_device_id)
-                ) WITHOUT ROWID;
-                CREATE INDEX distribution_ledger_recipient ON distribution_ledger (recipient_device_id);
+                    -- Desktop: which (session, recipient) pairs were accepted by the remote, for which key.
+                    CREATE TABLE distribution_ledger (
+                        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                        recipient_device_id TEXT NOT NULL,
+                        recipient_key_fingerprint TEXT NOT NULL,
+                        sent_at REAL NOT NULL,
+                        PRIMARY KEY (session_id, recipient_device_id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX distribution_ledger_recipient ON distribution_ledger (recipient_device_id);
 
-                CREATE TABLE pull_cursors (
-                    table_name TEXT PRIMARY KEY NOT NULL,
-                    updated_at TEXT NOT NULL,
-                    last_id TEXT NOT NULL
-                );
+                    CREATE TABLE pull_cursors (
+                        table_name TEXT PRIMARY KEY NOT NULL,
+                        updated_at TEXT NOT NULL,
+                        last_id TEXT NOT NULL
+                    );
 
-                CREATE TABLE last_sync_report (
-                    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-                    finished_at REAL NOT NULL,
-                    report TEXT NOT NULL
-                );
-                """)
+                    CREATE TABLE last_sync_report (
+                        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+                        finished_at REAL NOT NULL,
+                        report TEXT NOT NULL
+                    );
+                    """)
         }
         migrator.registerMigration("v2: change sequence, tombstones, settings") { db in
             // change_seq: the transaction that last wrote a row, from one counter, so a push
             // sends exactly the rows written since the last accepted push, whatever the clock does.
-            try db.execute(sql: """
-                ALTER TABLE repositories ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE sessions ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
-                CREATE INDEX repositories_change_seq ON repositories (change_seq);
-                CREATE INDEX sessions_change_seq ON sessions (change_seq);
-                CREATE TABLE change_counter (
-                    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-                    value INTEGER NOT NULL
-                );
-                INSERT INTO change_counter (singleton, value) VALUES (1, 0);
+            try db.execute(
+                sql: """
+                    ALTER TABLE repositories ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE sessions ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+                    CREATE INDEX repositories_change_seq ON repositories (change_seq);
+                    CREATE INDEX sessions_change_seq ON sessions (change_seq);
+                    CREATE TABLE change_counter (
+                        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+                        value INTEGER NOT NULL
+                    );
+                    INSERT INTO change_counter (singleton, value) VALUES (1, 0);
 
-                -- Desktop: rows deleted here that the remote still has to delete.
-                CREATE TABLE pending_remote_deletions (
-                    table_name TEXT NOT NULL CHECK (table_name IN ('repositories', 'sessions')),
-                    id TEXT NOT NULL,
-                    PRIMARY KEY (table_name, id)
-                ) WITHOUT ROWID;
+                    -- Desktop: rows deleted here that the remote still has to delete.
+                    CREATE TABLE pending_remote_deletions (
+                        table_name TEXT NOT NULL CHECK (table_name IN ('repositories', 'sessions')),
+                        id TEXT NOT NULL,
+                        PRIMARY KEY (table_name, id)
+                    ) WITHOUT ROWID;
 
-                CREATE TABLE settings (
-                    key TEXT PRIMARY KEY NOT NULL,
-                    value TEXT NOT NULL
-                ) WITHOUT ROWID;
-                """)
+                    CREATE TABLE settings (
+                        key TEXT PRIMARY KEY NOT NULL,
+                        value TEXT NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
         }
         migrator.registerMigration("v3: secret generations, envelope senders") { db in
-            try db.execute(sql: """
-                -- Desktop: a session's secret has a generation (1 for every secret made before v3).
-                ALTER TABLE own_session_secrets ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;
-                -- Phone: what an envelope said about its sealer, checked when it was received.
-                ALTER TABLE received_envelopes ADD COLUMN sender_device_id TEXT;
-                ALTER TABLE received_envelopes ADD COLUMN sender_public_key TEXT;
-                ALTER TABLE received_envelopes ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;
-                ALTER TABLE received_envelopes ADD COLUMN authenticated INTEGER NOT NULL DEFAULT 0;
-                """)
+            try db.execute(
+                sql: """
+                    -- Desktop: a session's secret has a generation (1 for every secret made before v3).
+                    ALTER TABLE own_session_secrets ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;
+                    -- Phone: what an envelope said about its sealer, checked when it was received.
+                    ALTER TABLE received_envelopes ADD COLUMN sender_device_id TEXT;
+                    ALTER TABLE received_envelopes ADD COLUMN sender_public_key TEXT;
+                    ALTER TABLE received_envelopes ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;
+                    ALTER TABLE received_envelopes ADD COLUMN authenticated INTEGER NOT NULL DEFAULT 0;
+                    """)
         }
         migrator.registerMigration("v4: session runtime status") { db in
-            try db.execute(sql: """
-                -- The live status the session's desktop reported (JSON text), and when the remote got it.
-                ALTER TABLE sessions ADD COLUMN runtime_status TEXT;
-                ALTER TABLE sessions ADD COLUMN runtime_status_updated_at REAL;
-                """)
+            try db.execute(
+                sql: """
+                    -- The live status the session's desktop reported (JSON text), and when the remote got it.
+                    ALTER TABLE sessions ADD COLUMN runtime_status TEXT;
+                    ALTER TABLE sessions ADD COLUMN runtime_status_updated_at REAL;
+                    """)
         }
         migrator.registerMigration("v5: ledger envelope keys") { db in
-            try db.execute(sql: """
-                -- Desktop: each accepted envelope's ephemeral_public_key, which the remote's envelope digest hashes.
-                ALTER TABLE distribution_ledger ADD COLUMN ephemeral_public_key TEXT;
-                """)
+            try db.execute(
+                sql: """
+                    -- Desktop: each accepted envelope's ephemeral_public_key, which the remote's envelope digest hashes.
+                    ALTER TABLE distribution_ledger ADD COLUMN ephemeral_public_key TEXT;
+                    """)
         }
         migrator.registerMigration("v6: device trust, secret generations kept") { db in
             // Foundation's reference date is Julian day 2451910.5: the triggers stamp REAL
             // seconds since then, like every other timestamp here.
-            try db.execute(sql: """
-                -- Desktop: every earlier generation of a session's own secret, sealed at rest as the current one.
-                CREATE TABLE own_secret_history (
-                    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-                    generation INTEGER NOT NULL,
-                    ephemeral_public_key TEXT NOT NULL,
-                    encrypted_secret TEXT NOT NULL,
-                    retired_at REAL NOT NULL,
-                    PRIMARY KEY (session_id, generation)
-                ) WITHOUT ROWID;
-                CREATE TRIGGER own_secret_keep_generation BEFORE UPDATE OF generation ON own_session_secrets
-                WHEN NEW.generation <> OLD.generation BEGIN
-                    INSERT OR REPLACE INTO own_secret_history (session_id, generation, ephemeral_public_key, encrypted_secret, retired_at)
-                    VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, (julianday('now') - 2451910.5) * 86400.0);
-                END;
+            try db.execute(
+                sql: """
+                    -- Desktop: every earlier generation of a session's own secret, sealed at rest as the current one.
+                    CREATE TABLE own_secret_history (
+                        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                        generation INTEGER NOT NULL,
+                        ephemeral_public_key TEXT NOT NULL,
+                        encrypted_secret TEXT NOT NULL,
+                        retired_at REAL NOT NULL,
+                        PRIMARY KEY (session_id, generation)
+                    ) WITHOUT ROWID;
+                    CREATE TRIGGER own_secret_keep_generation BEFORE UPDATE OF generation ON own_session_secrets
+                    WHEN NEW.generation <> OLD.generation BEGIN
+                        INSERT OR REPLACE INTO own_secret_history (session_id, generation, ephemeral_public_key, encrypted_secret, retired_at)
+                        VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, (julianday('now') - 2451910.5) * 86400.0);
+                    END;
 
-                -- Phone: every earlier generation of a received envelope, as received.
-                CREATE TABLE received_envelope_history (
-                    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-                    generation INTEGER NOT NULL,
-                    ephemeral_public_key TEXT NOT NULL,
-                    encrypted_secret TEXT NOT NULL,
-                    fetched_at REAL NOT NULL,
-                    sender_device_id TEXT,
-                    sender_public_key TEXT,
-                    authenticated INTEGER NOT NULL,
-                    PRIMARY KEY (session_id, generation)
-                ) WITHOUT ROWID;
-                CREATE TRIGGER received_envelope_keep_generation BEFORE UPDATE OF generation ON received_envelopes
-                WHEN NEW.generation <> OLD.generation BEGIN
-                    INSERT OR REPLACE INTO received_envelope_history (session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
-                                                                       sender_device_id, sender_public_key, authenticated)
-                    VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, OLD.fetched_at,
-                            OLD.sender_device_id, OLD.sender_public_key, OLD.authenticated);
-                END;
+                    -- Phone: every earlier generation of a received envelope, as received.
+                    CREATE TABLE received_envelope_history (
+                        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                        generation INTEGER NOT NULL,
+                        ephemeral_public_key TEXT NOT NULL,
+                        encrypted_secret TEXT NOT NULL,
+                        fetched_at REAL NOT NULL,
+                        sender_device_id TEXT,
+                        sender_public_key TEXT,
+                        authenticated INTEGER NOT NULL,
+                        PRIMARY KEY (session_id, generation)
+                    ) WITHOUT ROWID;
+                    CREATE TRIGGER received_envelope_keep_generation BEFORE UPDATE OF generation ON received_envelopes
+                    WHEN NEW.generation <> OLD.generation BEGIN
+                        INSERT OR REPLACE INTO received_envelope_history (session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
+                                                                           sender_device_id, sender_public_key, authenticated)
+                        VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, OLD.fetched_at,
+                                OLD.sender_device_id, OLD.sender_public_key, OLD.authenticated);
+                    END;
 
-                -- Trust root: open pairing invites (the pairing secret never leaves this file and the screen).
-                CREATE TABLE pairing_invites (
-                    invite_id TEXT PRIMARY KEY NOT NULL,
-                    secret BLOB NOT NULL,
-                    created_at REAL NOT NULL,
-                    expires_at REAL NOT NULL,
-                    used_at REAL,
-                    used_by TEXT
-                ) WITHOUT ROWID;
+                    -- Trust root: open pairing invites (the pairing secret never leaves this file and the screen).
+                    CREATE TABLE pairing_invites (
+                        invite_id TEXT PRIMARY KEY NOT NULL,
+                        secret BLOB NOT NULL,
+                        created_at REAL NOT NULL,
+                        expires_at REAL NOT NULL,
+                        used_at REAL,
+                        used_by TEXT
+                    ) WITHOUT ROWID;
 
-                -- Every device revocation this device verified, kept even if the remote forgets it.
-                CREATE TABLE known_revocations (
-                    device_id TEXT PRIMARY KEY NOT NULL,
-                    x25519_public_key TEXT NOT NULL,
-                    revoked_at REAL NOT NULL,
-                    seen_at REAL NOT NULL
-                ) WITHOUT ROWID;
-                """)
+                    -- Every device revocation this device verified, kept even if the remote forgets it.
+                    CREATE TABLE known_revocations (
+                        device_id TEXT PRIMARY KEY NOT NULL,
+                        x25519_public_key TEXT NOT NULL,
+                        revoked_at REAL NOT NULL,
+                        seen_at REAL NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
         }
         migrator.registerMigration("v7: ledger digest kept per session") { db in
-            try db.execute(sql: """
-                -- Counting a recipient's entries by key (a push's coverage check) reads this index alone.
-                DROP INDEX distribution_ledger_recipient;
-                CREATE INDEX distribution_ledger_recipient_key ON distribution_ledger (recipient_device_id, recipient_key_fingerprint);
+            try db.execute(
+                sql: """
+                    -- Counting a recipient's entries by key (a push's coverage check) reads this index alone.
+                    DROP INDEX distribution_ledger_recipient;
+                    CREATE INDEX distribution_ledger_recipient_key ON distribution_ledger (recipient_device_id, recipient_key_fingerprint);
 
-                -- Desktop: each ledger entry's row_hash (sync.md's envelope digest), split as h1/h2.
-                ALTER TABLE distribution_ledger ADD COLUMN row_h1 INTEGER;
-                ALTER TABLE distribution_ledger ADD COLUMN row_h2 INTEGER;
-                """)
+                    -- Desktop: each ledger entry's row_hash (sync.md's envelope digest), split as h1/h2.
+                    ALTER TABLE distribution_ledger ADD COLUMN row_h1 INTEGER;
+                    ALTER TABLE distribution_ledger ADD COLUMN row_h2 INTEGER;
+                    """)
             // Desktop: per session, the count and XOR of its hashed ledger entries, so a push's
             // digest reads one row per session instead of hashing every entry.
             try db.execute(sql: SecretDigest.sqliteKeptDigest(table: "ledger_digests", source: "distribution_ledger"))
             // Entries written before: hash those that recorded their envelope's key.
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT session_id, recipient_device_id, ephemeral_public_key FROM distribution_ledger WHERE ephemeral_public_key IS NOT NULL
-                """)
-            let update = try db.makeStatement(sql: "UPDATE distribution_ledger SET row_h1 = ?, row_h2 = ? WHERE session_id = ? AND recipient_device_id = ?")
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT session_id, recipient_device_id, ephemeral_public_key FROM distribution_ledger WHERE ephemeral_public_key IS NOT NULL
+                    """)
+            let update = try db.makeStatement(
+                sql:
+                    "UPDATE distribution_ledger SET row_h1 = ?, row_h2 = ? WHERE session_id = ? AND recipient_device_id = ?"
+            )
             for row in rows {
                 let session: String = row[0], device: String = row[1]
                 let hash = SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: row[2])
@@ -272,43 +284,44 @@ enum Schema {
                                   AND l.recipient_key_fingerprint = ledger_coverage.recipient_key_fingerprint);
                 DELETE FROM ledger_coverage WHERE sessions <= 0;
                 """
-            try db.execute(sql: """
-                CREATE TABLE ledger_coverage (
-                    recipient_device_id TEXT NOT NULL,
-                    recipient_key_fingerprint TEXT NOT NULL,
-                    sessions INTEGER NOT NULL,
-                    PRIMARY KEY (recipient_device_id, recipient_key_fingerprint)
-                ) WITHOUT ROWID;
-                INSERT INTO ledger_coverage (recipient_device_id, recipient_key_fingerprint, sessions)
-                    SELECT l.recipient_device_id, l.recipient_key_fingerprint, count(*) FROM distribution_ledger l
-                    JOIN own_session_secrets o ON o.session_id = l.session_id
-                    GROUP BY l.recipient_device_id, l.recipient_key_fingerprint;
-                CREATE TRIGGER ledger_coverage_insert AFTER INSERT ON distribution_ledger BEGIN
-                    \(add)
-                END;
-                CREATE TRIGGER ledger_coverage_delete AFTER DELETE ON distribution_ledger BEGIN
-                    \(remove)
-                END;
-                CREATE TRIGGER ledger_coverage_update AFTER UPDATE OF session_id, recipient_device_id, recipient_key_fingerprint ON distribution_ledger
-                BEGIN
-                    \(remove)
-                    \(add)
-                END;
-                CREATE TRIGGER ledger_coverage_own_insert AFTER INSERT ON own_session_secrets BEGIN
-                    \(ownAdd)
-                END;
-                CREATE TRIGGER ledger_coverage_own_delete AFTER DELETE ON own_session_secrets BEGIN
-                    \(ownRemove)
-                END;
-                CREATE TRIGGER ledger_coverage_own_move AFTER UPDATE OF session_id ON own_session_secrets BEGIN
-                    \(ownRemove)
-                    \(ownAdd)
-                END;
+            try db.execute(
+                sql: """
+                    CREATE TABLE ledger_coverage (
+                        recipient_device_id TEXT NOT NULL,
+                        recipient_key_fingerprint TEXT NOT NULL,
+                        sessions INTEGER NOT NULL,
+                        PRIMARY KEY (recipient_device_id, recipient_key_fingerprint)
+                    ) WITHOUT ROWID;
+                    INSERT INTO ledger_coverage (recipient_device_id, recipient_key_fingerprint, sessions)
+                        SELECT l.recipient_device_id, l.recipient_key_fingerprint, count(*) FROM distribution_ledger l
+                        JOIN own_session_secrets o ON o.session_id = l.session_id
+                        GROUP BY l.recipient_device_id, l.recipient_key_fingerprint;
+                    CREATE TRIGGER ledger_coverage_insert AFTER INSERT ON distribution_ledger BEGIN
+                        \(add)
+                    END;
+                    CREATE TRIGGER ledger_coverage_delete AFTER DELETE ON distribution_ledger BEGIN
+                        \(remove)
+                    END;
+                    CREATE TRIGGER ledger_coverage_update AFTER UPDATE OF session_id, recipient_device_id, recipient_key_fingerprint ON distribution_ledger
+                    BEGIN
+                        \(remove)
+                        \(add)
+                    END;
+                    CREATE TRIGGER ledger_coverage_own_insert AFTER INSERT ON own_session_secrets BEGIN
+                        \(ownAdd)
+                    END;
+                    CREATE TRIGGER ledger_coverage_own_delete AFTER DELETE ON own_session_secrets BEGIN
+                        \(ownRemove)
+                    END;
+                    CREATE TRIGGER ledger_coverage_own_move AFTER UPDATE OF session_id ON own_session_secrets BEGIN
+                        \(ownRemove)
+                        \(ownAdd)
+                    END;
 
-                -- Desktop: the entries written before the ledger kept envelope keys, found without
-                -- reading every entry.
-                CREATE INDEX distribution_ledger_unhashed ON distribution_ledger (session_id) WHERE row_h1 IS NULL;
-                """)
+                    -- Desktop: the entries written before the ledger kept envelope keys, found without
+                    -- reading every entry.
+                    CREATE INDEX distribution_ledger_unhashed ON distribution_ledger (session_id) WHERE row_h1 IS NULL;
+                    """)
         }
         migrator.registerMigration("v9: generation high-water marks, history kept, invite expectations") { db in
             // Phone: per session, the highest generation ever stored, whether an authenticated
@@ -326,71 +339,72 @@ enum Schema {
                         sender_device_id = coalesce(sender_device_id, excluded.sender_device_id),
                         updated_at = excluded.updated_at;
                 """
-            try db.execute(sql: """
-                CREATE TABLE session_generation_marks (
-                    session_id TEXT PRIMARY KEY NOT NULL,
-                    generation INTEGER NOT NULL,
-                    authenticated INTEGER NOT NULL,
-                    sender_device_id TEXT,
-                    updated_at REAL NOT NULL
-                ) WITHOUT ROWID;
-                INSERT INTO session_generation_marks (session_id, generation, authenticated, sender_device_id, updated_at)
-                    SELECT session_id, max(generation), max(authenticated),
-                           (SELECT h.sender_device_id FROM (SELECT sender_device_id, generation, authenticated FROM received_envelopes e
-                                                           WHERE e.session_id = a.session_id
-                                                           UNION ALL SELECT sender_device_id, generation, authenticated FROM received_envelope_history r
-                                                           WHERE r.session_id = a.session_id) h
-                            WHERE h.authenticated ORDER BY h.generation LIMIT 1),
-                           (julianday('now') - 2451910.5) * 86400.0
-                    FROM (SELECT session_id, generation, authenticated FROM received_envelopes
-                          UNION ALL SELECT session_id, generation, authenticated FROM received_envelope_history) a
-                    GROUP BY session_id;
-                CREATE TRIGGER received_envelope_mark_insert AFTER INSERT ON received_envelopes BEGIN
-                    \(raise)
-                END;
-                CREATE TRIGGER received_envelope_mark_update AFTER UPDATE ON received_envelopes BEGIN
-                    \(raise)
-                END;
+            try db.execute(
+                sql: """
+                    CREATE TABLE session_generation_marks (
+                        session_id TEXT PRIMARY KEY NOT NULL,
+                        generation INTEGER NOT NULL,
+                        authenticated INTEGER NOT NULL,
+                        sender_device_id TEXT,
+                        updated_at REAL NOT NULL
+                    ) WITHOUT ROWID;
+                    INSERT INTO session_generation_marks (session_id, generation, authenticated, sender_device_id, updated_at)
+                        SELECT session_id, max(generation), max(authenticated),
+                               (SELECT h.sender_device_id FROM (SELECT sender_device_id, generation, authenticated FROM received_envelopes e
+                                                               WHERE e.session_id = a.session_id
+                                                               UNION ALL SELECT sender_device_id, generation, authenticated FROM received_envelope_history r
+                                                               WHERE r.session_id = a.session_id) h
+                                WHERE h.authenticated ORDER BY h.generation LIMIT 1),
+                               (julianday('now') - 2451910.5) * 86400.0
+                        FROM (SELECT session_id, generation, authenticated FROM received_envelopes
+                              UNION ALL SELECT session_id, generation, authenticated FROM received_envelope_history) a
+                        GROUP BY session_id;
+                    CREATE TRIGGER received_envelope_mark_insert AFTER INSERT ON received_envelopes BEGIN
+                        \(raise)
+                    END;
+                    CREATE TRIGGER received_envelope_mark_update AFTER UPDATE ON received_envelopes BEGIN
+                        \(raise)
+                    END;
 
-                -- Phone: the history of generations survives the session's deletion too (it
-                -- cascaded before), so older messages stay readable when the session comes back.
-                DROP TRIGGER received_envelope_keep_generation;
-                CREATE TABLE received_envelope_history_kept (
-                    session_id TEXT NOT NULL,
-                    generation INTEGER NOT NULL,
-                    ephemeral_public_key TEXT NOT NULL,
-                    encrypted_secret TEXT NOT NULL,
-                    fetched_at REAL NOT NULL,
-                    sender_device_id TEXT,
-                    sender_public_key TEXT,
-                    authenticated INTEGER NOT NULL,
-                    PRIMARY KEY (session_id, generation)
-                ) WITHOUT ROWID;
-                INSERT INTO received_envelope_history_kept SELECT session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
-                    sender_device_id, sender_public_key, authenticated FROM received_envelope_history;
-                DROP TABLE received_envelope_history;
-                ALTER TABLE received_envelope_history_kept RENAME TO received_envelope_history;
-                CREATE TRIGGER received_envelope_keep_generation BEFORE UPDATE OF generation ON received_envelopes
-                WHEN NEW.generation <> OLD.generation BEGIN
-                    INSERT OR REPLACE INTO received_envelope_history (session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
-                                                                       sender_device_id, sender_public_key, authenticated)
-                    VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, OLD.fetched_at,
-                            OLD.sender_device_id, OLD.sender_public_key, OLD.authenticated);
-                END;
-                -- An envelope deleted (its session deleted, or no longer addressed here) stays in
-                -- the history under its generation: the pull compares a returning version-1
-                -- envelope with it, and older messages stay readable.
-                CREATE TRIGGER received_envelope_keep_deleted BEFORE DELETE ON received_envelopes BEGIN
-                    INSERT OR REPLACE INTO received_envelope_history (session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
-                                                                       sender_device_id, sender_public_key, authenticated)
-                    VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, OLD.fetched_at,
-                            OLD.sender_device_id, OLD.sender_public_key, OLD.authenticated);
-                END;
+                    -- Phone: the history of generations survives the session's deletion too (it
+                    -- cascaded before), so older messages stay readable when the session comes back.
+                    DROP TRIGGER received_envelope_keep_generation;
+                    CREATE TABLE received_envelope_history_kept (
+                        session_id TEXT NOT NULL,
+                        generation INTEGER NOT NULL,
+                        ephemeral_public_key TEXT NOT NULL,
+                        encrypted_secret TEXT NOT NULL,
+                        fetched_at REAL NOT NULL,
+                        sender_device_id TEXT,
+                        sender_public_key TEXT,
+                        authenticated INTEGER NOT NULL,
+                        PRIMARY KEY (session_id, generation)
+                    ) WITHOUT ROWID;
+                    INSERT INTO received_envelope_history_kept SELECT session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
+                        sender_device_id, sender_public_key, authenticated FROM received_envelope_history;
+                    DROP TABLE received_envelope_history;
+                    ALTER TABLE received_envelope_history_kept RENAME TO received_envelope_history;
+                    CREATE TRIGGER received_envelope_keep_generation BEFORE UPDATE OF generation ON received_envelopes
+                    WHEN NEW.generation <> OLD.generation BEGIN
+                        INSERT OR REPLACE INTO received_envelope_history (session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
+                                                                           sender_device_id, sender_public_key, authenticated)
+                        VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, OLD.fetched_at,
+                                OLD.sender_device_id, OLD.sender_public_key, OLD.authenticated);
+                    END;
+                    -- An envelope deleted (its session deleted, or no longer addressed here) stays in
+                    -- the history under its generation: the pull compares a returning version-1
+                    -- envelope with it, and older messages stay readable.
+                    CREATE TRIGGER received_envelope_keep_deleted BEFORE DELETE ON received_envelopes BEGIN
+                        INSERT OR REPLACE INTO received_envelope_history (session_id, generation, ephemeral_public_key, encrypted_secret, fetched_at,
+                                                                           sender_device_id, sender_public_key, authenticated)
+                        VALUES (OLD.session_id, OLD.generation, OLD.ephemeral_public_key, OLD.encrypted_secret, OLD.fetched_at,
+                                OLD.sender_device_id, OLD.sender_public_key, OLD.authenticated);
+                    END;
 
-                -- Trust root: what the person said an invite is for (the type and role certified).
-                ALTER TABLE pairing_invites ADD COLUMN device_type TEXT;
-                ALTER TABLE pairing_invites ADD COLUMN device_role TEXT;
-                """)
+                    -- Trust root: what the person said an invite is for (the type and role certified).
+                    ALTER TABLE pairing_invites ADD COLUMN device_type TEXT;
+                    ALTER TABLE pairing_invites ADD COLUMN device_role TEXT;
+                    """)
         }
         return migrator
     }

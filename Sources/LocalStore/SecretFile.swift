@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -49,20 +50,28 @@ public enum SecretFile {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
-            if errno == ELOOP { throw LocalStoreError(.authFileMalformed, "\(path) is a symbolic link; refusing to use it") }
+            if errno == ELOOP {
+                throw LocalStoreError(.authFileMalformed, "\(path) is a symbolic link; refusing to use it")
+            }
             throw DeviceKeyFile.ioError("cannot open \(path)")
         }
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw DeviceKeyFile.ioError("cannot stat \(path)") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw LocalStoreError(.authFileMalformed, "\(path) is not a regular file") }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw LocalStoreError(.authFileMalformed, "\(path) is not a regular file")
+        }
         guard info.st_mode & 0o077 == 0 else {
-            throw LocalStoreError(.authFileTooOpen, String(format: "permissions 0%o for %@ are too open (chmod 600 %@)", info.st_mode & 0o777, path, path))
+            throw LocalStoreError(
+                .authFileTooOpen,
+                String(format: "permissions 0%o for %@ are too open (chmod 600 %@)", info.st_mode & 0o777, path, path))
         }
         guard info.st_uid == geteuid() else {
             throw LocalStoreError(.authFileTooOpen, "\(path) is owned by uid \(info.st_uid), not by the current user")
         }
-        guard info.st_size <= off_t(maxBytes) else { throw LocalStoreError(.authFileMalformed, "\(path) is larger than \(maxBytes) bytes") }
+        guard info.st_size <= off_t(maxBytes) else {
+            throw LocalStoreError(.authFileMalformed, "\(path) is larger than \(maxBytes) bytes")
+        }
         var data = Data(count: Int(info.st_size))
         let count = data.count
         let total = data.withUnsafeMutableBytes { buffer -> Int in

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -60,7 +61,10 @@ extension DeviceStore {
             if ContinuousClock.now >= deadline {
                 let holder = Self.readHolder(fd)
                 close(fd)
-                throw LocalStoreError(.storeBusy, "another sync holds this store (\(holder.isEmpty ? "holder unknown" : holder)); try again when it finishes")
+                throw LocalStoreError(
+                    .storeBusy,
+                    "another sync holds this store (\(holder.isEmpty ? "holder unknown" : holder)); try again when it finishes"
+                )
             }
             do {
                 try await Task.sleep(for: .milliseconds(25))

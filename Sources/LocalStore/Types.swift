@@ -23,8 +23,10 @@ public struct DeviceIdentity: Sendable, Hashable {
     public var createdAt: Date
 
     /// Creates an identity value.
-    public init(id: UUID, userID: UUID?, name: String, deviceType: DeviceType, hostname: String?,
-                role: SyncRole, publicKey: X25519PublicKey, createdAt: Date) {
+    public init(
+        id: UUID, userID: UUID?, name: String, deviceType: DeviceType, hostname: String?,
+        role: SyncRole, publicKey: X25519PublicKey, createdAt: Date
+    ) {
         self.id = id
         self.userID = userID
         self.name = name
@@ -48,7 +50,10 @@ public struct LedgerEntry: Sendable, Hashable {
     public var ephemeralPublicKey: String?
 
     /// Creates a ledger entry.
-    public init(sessionID: UUID, recipientDeviceID: UUID, recipientKeyFingerprint: String, sentAt: Date = Date(), ephemeralPublicKey: String? = nil) {
+    public init(
+        sessionID: UUID, recipientDeviceID: UUID, recipientKeyFingerprint: String, sentAt: Date = Date(),
+        ephemeralPublicKey: String? = nil
+    ) {
         self.ephemeralPublicKey = ephemeralPublicKey
         self.sessionID = sessionID
         self.recipientDeviceID = recipientDeviceID
@@ -107,8 +112,10 @@ public struct ReceivedEnvelope: Sendable, Hashable {
     public var authenticated: Bool
 
     /// Creates a received envelope.
-    public init(sessionID: UUID, envelope: SecretEnvelope, fetchedAt: Date = Date(), senderDeviceID: UUID? = nil,
-                senderPublicKey: X25519PublicKey? = nil, generation: UInt32 = 1, authenticated: Bool = false) {
+    public init(
+        sessionID: UUID, envelope: SecretEnvelope, fetchedAt: Date = Date(), senderDeviceID: UUID? = nil,
+        senderPublicKey: X25519PublicKey? = nil, generation: UInt32 = 1, authenticated: Bool = false
+    ) {
         self.sessionID = sessionID
         self.envelope = envelope
         self.fetchedAt = fetchedAt

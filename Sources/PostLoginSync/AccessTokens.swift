@@ -23,7 +23,8 @@ public actor AccessTokens {
     ///   - session: The current session.
     ///   - auth: Where to refresh it.
     ///   - save: Persists a refreshed session.
-    public init(session: AuthSession, auth: SupabaseAuth, save: @escaping @Sendable (AuthSession) async throws -> Void) {
+    public init(session: AuthSession, auth: SupabaseAuth, save: @escaping @Sendable (AuthSession) async throws -> Void)
+    {
         self.session = session
         self.auth = auth
         self.save = save

@@ -27,7 +27,11 @@ public struct Coordinator: Sendable {
             throw SyncError(code: .notLoggedIn, message: "this store is not logged in; run `sync-cli login` first")
         }
         guard user == remote.userID else {
-            throw SyncError(code: .userMismatch, message: "this store belongs to user \(user.canonical), but the remote is signed in as \(remote.userID.canonical)")
+            throw SyncError(
+                code: .userMismatch,
+                message:
+                    "this store belongs to user \(user.canonical), but the remote is signed in as \(remote.userID.canonical)"
+            )
         }
         return identity
     }
@@ -36,19 +40,23 @@ public struct Coordinator: Sendable {
     /// When another device held it, its valid device tokens get the silent handoff payload.
     public func claim(sessionID: UUID, clientType: ClientType? = nil) async throws -> SessionClaim {
         let identity = try await identity()
-        return try await remote.claimSessionActivity(sessionID: sessionID, deviceID: identity.id,
-                                                     clientType: clientType ?? ClientType(identity.deviceType))
+        return try await remote.claimSessionActivity(
+            sessionID: sessionID, deviceID: identity.id,
+            clientType: clientType ?? ClientType(identity.deviceType))
     }
 
     /// Registers a push token for this device; with `previousToken`, that token stops being valid.
     @discardableResult
-    public func registerPushToken(_ token: String, type: PushTokenType = .device, environment: PushEnvironment = .production,
-                                  platform: String = "ios", activityID: String? = nil, sessionID: UUID? = nil,
-                                  previousToken: String? = nil) async throws -> PushTokenRegistered {
+    public func registerPushToken(
+        _ token: String, type: PushTokenType = .device, environment: PushEnvironment = .production,
+        platform: String = "ios", activityID: String? = nil, sessionID: UUID? = nil,
+        previousToken: String? = nil
+    ) async throws -> PushTokenRegistered {
         let identity = try await identity()
-        return try await remote.registerPushToken(PushTokenRegistration(
-            deviceID: identity.id, token: token, type: type, platform: platform, environment: environment,
-            activityID: activityID, sessionID: sessionID, previousToken: previousToken))
+        return try await remote.registerPushToken(
+            PushTokenRegistration(
+                deviceID: identity.id, token: token, type: type, platform: platform, environment: environment,
+                activityID: activityID, sessionID: sessionID, previousToken: previousToken))
     }
 
     /// Marks one of the user's tokens invalid; false when the user has no such token.
@@ -73,18 +81,22 @@ public struct Coordinator: Sendable {
     /// at their next pull) and records it locally. `errorMessage` is cut to
     /// ``RuntimeStatus/maxErrorMessageLength`` characters.
     @discardableResult
-    public func reportRuntimeStatus(sessionID: UUID, state: RuntimeStatus.State, errorMessage: String? = nil,
-                                    at date: Date = Date()) async throws -> RuntimeStatus {
+    public func reportRuntimeStatus(
+        sessionID: UUID, state: RuntimeStatus.State, errorMessage: String? = nil,
+        at date: Date = Date()
+    ) async throws -> RuntimeStatus {
         let identity = try await identity()
         guard identity.role == .desktop else {
             throw SyncError(code: .wrongRole, message: "only the desktop that runs a session reports its status")
         }
         guard let session = try await store.session(id: sessionID), session.deviceID == identity.id else {
-            throw SyncError(code: .unknownSession, message: "session \(sessionID.canonical) is not one of this desktop's sessions")
+            throw SyncError(
+                code: .unknownSession, message: "session \(sessionID.canonical) is not one of this desktop's sessions")
         }
-        let status = RuntimeStatus(state: state, deviceID: identity.id.canonical, sessionID: session.id,
-                                   updatedAtMilliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded()),
-                                   errorMessage: errorMessage.map { String($0.prefix(RuntimeStatus.maxErrorMessageLength)) })
+        let status = RuntimeStatus(
+            state: state, deviceID: identity.id.canonical, sessionID: session.id,
+            updatedAtMilliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded()),
+            errorMessage: errorMessage.map { String($0.prefix(RuntimeStatus.maxErrorMessageLength)) })
         let stored = try await remote.setRuntimeStatus(status)
         try await store.recordRuntimeStatus(stored)
         return stored

@@ -23,7 +23,8 @@ public struct DeviceTrustManager: Sendable {
     public static let inviteLifetime: TimeInterval = 600
 
     /// Creates the manager for this device's store and the signed-in remote.
-    public init(local: DeviceStore, remote: any SyncRemote, options: SyncOptions = SyncOptions(), logger: Logger? = nil) {
+    public init(local: DeviceStore, remote: any SyncRemote, options: SyncOptions = SyncOptions(), logger: Logger? = nil)
+    {
         self.local = local
         self.remote = remote
         self.options = options
@@ -45,14 +46,19 @@ public struct DeviceTrustManager: Sendable {
         let published = try await publishedIdentityKey()
         let existing = try await local.identityKey()
         if let pinned = try await local.pinnedIdentityKey(), published != pinned.base64 {
-            throw SyncError(code: .identityChanged, message: "the user's identity key changed: the remote publishes "
-                            + "\(published.map(Self.fingerprint) ?? "none"), but this device pinned \(IdentityFingerprint(pinned))")
+            throw SyncError(
+                code: .identityChanged,
+                message: "the user's identity key changed: the remote publishes "
+                    + "\(published.map(Self.fingerprint) ?? "none"), but this device pinned \(IdentityFingerprint(pinned))"
+            )
         }
         if let published {
             // A retry after a run that published but did not finish certifying is allowed.
             guard let existing, existing.publicKey.base64 == published else {
-                throw SyncError(code: .identityExists, message: "the user already has an identity key (\(Self.fingerprint(published))); "
-                                + "pair this device with `sync-cli trust join CODE` using a code from the trust root")
+                throw SyncError(
+                    code: .identityExists,
+                    message: "the user already has an identity key (\(Self.fingerprint(published))); "
+                        + "pair this device with `sync-cli trust join CODE` using a code from the trust root")
             }
         }
         let key: Ed25519PrivateKey
@@ -62,7 +68,9 @@ public struct DeviceTrustManager: Sendable {
                 try await remote.trustTables().publishIdentityKey(key.publicKey.base64)
             } catch let error as RemoteStoreError where error.code == .conflict {
                 if existing == nil { try local.removeIdentityKey() }
-                throw SyncError(code: .identityExists, message: "another device published the user's identity key first; join it instead")
+                throw SyncError(
+                    code: .identityExists,
+                    message: "another device published the user's identity key first; join it instead")
             }
         }
         try await local.pinIdentityKey(key.publicKey)
@@ -70,7 +78,8 @@ public struct DeviceTrustManager: Sendable {
         // The root certifies what it knows of itself, never what its row says: its own type, and
         // the role of a root.
         let certificate = DeviceCertificate(
-            userID: user, deviceID: identity.id, x25519PublicKey: identity.publicKey, ed25519PublicKey: try await local.signingKey().publicKey,
+            userID: user, deviceID: identity.id, x25519PublicKey: identity.publicKey,
+            ed25519PublicKey: try await local.signingKey().publicKey,
             deviceType: identity.deviceType.rawValue, deviceRole: DeviceTrustRole.trustRoot.rawValue,
             issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
         try await publish(certificate, signedBy: key)
@@ -94,19 +103,26 @@ public struct DeviceTrustManager: Sendable {
     ///     (never does). A device whose row asks for `temporary_viewer` gets that, whatever this says.
     /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`, `.pairingRefused` for the
     ///   role `trust_root` (a root certifies itself, by `trust init` or recovery).
-    public func invite(deviceType: DeviceType? = nil, role: DeviceTrustRole = .trustedExecutor,
-                       now: Date = Date()) async throws -> (code: PairingCode, expiresAt: Date) {
+    public func invite(
+        deviceType: DeviceType? = nil, role: DeviceTrustRole = .trustedExecutor,
+        now: Date = Date()
+    ) async throws -> (code: PairingCode, expiresAt: Date) {
         guard role != .trustRoot else {
-            throw SyncError(code: .pairingRefused, message: "an invite cannot make a trust root: a root certifies itself (trust init, or recovery)")
+            throw SyncError(
+                code: .pairingRefused,
+                message: "an invite cannot make a trust root: a root certifies itself (trust init, or recovery)")
         }
         let key = try await trustRootKey()
         try await TrustSnapshot.checkPublishedIdentity(pinned: key.publicKey, remote: remote)
         try await local.deleteInvites(expiredBefore: now.addingTimeInterval(-86_400))
         let inviteID = SecureBytes(randomCount: 8).withUnsafeBytes { Array($0) }
-        let code = try PairingCode(inviteID: inviteID, secret: SecureBytes(randomCount: 16), fingerprint: IdentityFingerprint(key.publicKey))
+        let code = try PairingCode(
+            inviteID: inviteID, secret: SecureBytes(randomCount: 16), fingerprint: IdentityFingerprint(key.publicKey))
         let expiresAt = now.addingTimeInterval(Self.inviteLifetime)
-        try await local.createInvite(PairingInvite(id: code.inviteIDText, secret: code.secret, createdAt: now, expiresAt: expiresAt,
-                                                   deviceType: deviceType, deviceRole: role))
+        try await local.createInvite(
+            PairingInvite(
+                id: code.inviteIDText, secret: code.secret, createdAt: now, expiresAt: expiresAt,
+                deviceType: deviceType, deviceRole: role))
         return (code, expiresAt)
     }
 
@@ -123,19 +139,27 @@ public struct DeviceTrustManager: Sendable {
     public func join(code: PairingCode) async throws -> IdentityFingerprint {
         let (identity, user) = try await signedIn()
         guard let published = try await publishedIdentityKey() else {
-            throw SyncError(code: .pairingRefused, message: "the user has no identity key yet: run `sync-cli trust init` on the first device")
+            throw SyncError(
+                code: .pairingRefused,
+                message: "the user has no identity key yet: run `sync-cli trust init` on the first device")
         }
         guard let key = try? Ed25519PublicKey(base64: published), IdentityFingerprint(key) == code.fingerprint else {
-            throw SyncError(code: .pairingRefused, message: "the identity key the remote publishes (\(Self.fingerprint(published))) is not the one "
-                            + "in the pairing code (\(code.fingerprint)): it was substituted, or the code is mistyped; nothing was pinned")
+            throw SyncError(
+                code: .pairingRefused,
+                message: "the identity key the remote publishes (\(Self.fingerprint(published))) is not the one "
+                    + "in the pairing code (\(code.fingerprint)): it was substituted, or the code is mistyped; nothing was pinned"
+            )
         }
         try await engine.upsertOwnDevice(identity, user: user)
         let signing = try await local.signingKey().publicKey
-        let mac = PairingMAC.mac(secret: code.secret, inviteID: code.inviteID, userID: user, deviceID: identity.id,
-                                 x25519PublicKey: identity.publicKey, ed25519PublicKey: signing)
-        try await remote.trustTables().insertPairingRequest(PairingRequestRow(
-            userID: user, inviteID: code.inviteIDText, deviceID: identity.id, x25519PublicKey: identity.publicKey.base64,
-            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac)))
+        let mac = PairingMAC.mac(
+            secret: code.secret, inviteID: code.inviteID, userID: user, deviceID: identity.id,
+            x25519PublicKey: identity.publicKey, ed25519PublicKey: signing)
+        try await remote.trustTables().insertPairingRequest(
+            PairingRequestRow(
+                userID: user, inviteID: code.inviteIDText, deviceID: identity.id,
+                x25519PublicKey: identity.publicKey.base64,
+                ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac)))
         try await local.pinIdentityKey(key)
         return IdentityFingerprint(key)
     }
@@ -169,10 +193,15 @@ public struct DeviceTrustManager: Sendable {
         var report = ApprovalReport()
         for request in requests {
             func refuse(_ reason: String) async throws {
-                report.refused.append(RefusedPairing(requestID: request.id, deviceID: request.deviceID, inviteID: request.inviteID, reason: reason))
+                report.refused.append(
+                    RefusedPairing(
+                        requestID: request.id, deviceID: request.deviceID, inviteID: request.inviteID, reason: reason))
                 try await remote.trustTables().deletePairingRequest(id: request.id)
             }
-            guard request.userID == user else { try await refuse("the request names another user"); continue }
+            guard request.userID == user else {
+                try await refuse("the request names another user")
+                continue
+            }
             // Fields are read in the encodings this engine writes (hex invite id, base64 keys and
             // MAC) and in the other common one, so a client that wrote hex keys still pairs; the
             // MAC decides either way.
@@ -180,17 +209,35 @@ public struct DeviceTrustManager: Sendable {
                 try await refuse("the request's invite id is not 8 bytes of hex or base64")
                 continue
             }
-            guard let invite = invites[ByteEncoding.hex(inviteID)] else { try await refuse("no invite of this trust root has this id"); continue }
-            guard invite.usedAt == nil else { try await refuse("the invite was already used (a replayed request)"); continue }
-            guard invite.expiresAt > now else { try await refuse("the invite expired"); continue }
-            guard let x25519 = Self.bytes(request.x25519PublicKey, count: 32).flatMap({ try? X25519PublicKey(rawRepresentation: $0) }), !x25519.isLowOrder,
-                  let ed25519 = Self.bytes(request.ed25519PublicKey, count: 32).flatMap({ try? Ed25519PublicKey(rawRepresentation: $0) }),
-                  let mac = Self.bytes(request.mac, count: 32) else {
+            guard let invite = invites[ByteEncoding.hex(inviteID)] else {
+                try await refuse("no invite of this trust root has this id")
+                continue
+            }
+            guard invite.usedAt == nil else {
+                try await refuse("the invite was already used (a replayed request)")
+                continue
+            }
+            guard invite.expiresAt > now else {
+                try await refuse("the invite expired")
+                continue
+            }
+            guard
+                let x25519 = Self.bytes(request.x25519PublicKey, count: 32).flatMap({
+                    try? X25519PublicKey(rawRepresentation: $0)
+                }), !x25519.isLowOrder,
+                let ed25519 = Self.bytes(request.ed25519PublicKey, count: 32).flatMap({
+                    try? Ed25519PublicKey(rawRepresentation: $0)
+                }),
+                let mac = Self.bytes(request.mac, count: 32)
+            else {
                 try await refuse("the request's keys or MAC are malformed")
                 continue
             }
-            guard PairingMAC.isValid(mac, secret: invite.secret, inviteID: inviteID, userID: user, deviceID: request.deviceID,
-                                     x25519PublicKey: x25519, ed25519PublicKey: ed25519) else {
+            guard
+                PairingMAC.isValid(
+                    mac, secret: invite.secret, inviteID: inviteID, userID: user, deviceID: request.deviceID,
+                    x25519PublicKey: x25519, ed25519PublicKey: ed25519)
+            else {
                 try await refuse("the MAC does not verify: the request was not made with this invite's code")
                 continue
             }
@@ -202,25 +249,38 @@ public struct DeviceTrustManager: Sendable {
                 try await refuse("the request's key is not the device row's")
                 continue
             }
-            guard !revoked.contains(device.id) else { try await refuse("the device was revoked"); continue }
+            guard !revoked.contains(device.id) else {
+                try await refuse("the device was revoked")
+                continue
+            }
             // Never more than the row asks for: a row that asks to be a viewer is certified as one.
-            let role: DeviceTrustRole = device.deviceRole == .temporaryViewer ? .temporaryViewer : (invite.deviceRole ?? .trustedExecutor)
+            let role: DeviceTrustRole =
+                device.deviceRole == .temporaryViewer ? .temporaryViewer : (invite.deviceRole ?? .trustedExecutor)
             let type: DeviceType
             if let expected = invite.deviceType {
                 guard device.deviceType == expected else {
-                    try await refuse("the device's row says \(device.deviceType?.rawValue ?? "no type"), but the invite was opened for "
-                                     + "\(expected.rawValue) (the row is the server's: possible attack)")
+                    try await refuse(
+                        "the device's row says \(device.deviceType?.rawValue ?? "no type"), but the invite was opened for "
+                            + "\(expected.rawValue) (the row is the server's: possible attack)")
                     continue
                 }
                 type = expected
             } else {
-                guard let named = device.deviceType else { try await refuse("the device's row names no device type"); continue }
-                guard let confirm else {
-                    report.pending.append(PendingPairing(requestID: request.id, deviceID: device.id, name: device.name, deviceType: named,
-                                                         role: role, inviteID: invite.id))
+                guard let named = device.deviceType else {
+                    try await refuse("the device's row names no device type")
                     continue
                 }
-                guard await confirm(PairingCandidate(deviceID: device.id, name: device.name, deviceType: named, role: role)) else {
+                guard let confirm else {
+                    report.pending.append(
+                        PendingPairing(
+                            requestID: request.id, deviceID: device.id, name: device.name, deviceType: named,
+                            role: role, inviteID: invite.id))
+                    continue
+                }
+                guard
+                    await confirm(
+                        PairingCandidate(deviceID: device.id, name: device.name, deviceType: named, role: role))
+                else {
                     try await refuse("the person did not confirm the device")
                     continue
                 }
@@ -232,7 +292,8 @@ public struct DeviceTrustManager: Sendable {
             }
             let certificate = DeviceCertificate(
                 userID: user, deviceID: device.id, x25519PublicKey: x25519, ed25519PublicKey: ed25519,
-                deviceType: type.rawValue, deviceRole: role.rawValue, issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
+                deviceType: type.rawValue, deviceRole: role.rawValue,
+                issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
             try await publish(certificate, signedBy: key)
             try await remote.trustTables().deletePairingRequest(id: request.id)
             report.approved.append(ApprovedDevice(deviceID: device.id, name: device.name, inviteID: invite.id))
@@ -246,8 +307,10 @@ public struct DeviceTrustManager: Sendable {
     ///   - inviteID: The invite's id (``PairingCode/inviteIDText``).
     ///   - pollInterval: Time between looks at the pairing requests.
     /// - Throws: ``SyncError`` `.pairingRefused` when the invite expires first; `CancellationError`.
-    public func waitForJoin(inviteID: String, pollInterval: Duration = .seconds(2), confirm: PairingConfirmation? = nil,
-                            onRound: (@Sendable (ApprovalReport) -> Void)? = nil) async throws -> ApprovalReport {
+    public func waitForJoin(
+        inviteID: String, pollInterval: Duration = .seconds(2), confirm: PairingConfirmation? = nil,
+        onRound: (@Sendable (ApprovalReport) -> Void)? = nil
+    ) async throws -> ApprovalReport {
         var all = ApprovalReport()
         while true {
             try Task.checkCancellation()
@@ -256,7 +319,8 @@ public struct DeviceTrustManager: Sendable {
             all.refused += round.refused
             if !(round.approved.isEmpty && round.refused.isEmpty) { onRound?(round) }
             if round.approved.contains(where: { $0.inviteID == inviteID }) { return all }
-            guard let invite = try await local.invites().first(where: { $0.id == inviteID }), invite.expiresAt > Date() else {
+            guard let invite = try await local.invites().first(where: { $0.id == inviteID }), invite.expiresAt > Date()
+            else {
                 throw SyncError(code: .pairingRefused, message: "the invite expired before a device joined with it")
             }
             try await Task.sleep(for: pollInterval)
@@ -279,8 +343,11 @@ public struct DeviceTrustManager: Sendable {
             } catch let error as RemoteStoreError where error.code == .missingTable {
                 status.remoteHasTrustTables = false
             }
-            status.devices = devices.map { TrustStatus.Device(deviceID: $0.id, name: $0.name, deviceType: $0.deviceType?.rawValue,
-                                                               isActive: $0.isActive, status: nil, isThisDevice: $0.id == identity.id) }
+            status.devices = devices.map {
+                TrustStatus.Device(
+                    deviceID: $0.id, name: $0.name, deviceType: $0.deviceType?.rawValue,
+                    isActive: $0.isActive, status: nil, isThisDevice: $0.id == identity.id)
+            }
             return status
         }
         status.remoteHasIdentity = true
@@ -290,14 +357,19 @@ public struct DeviceTrustManager: Sendable {
         status.devices = devices.map { device in
             listed.insert(device.id)
             var state = snapshot.status(of: device)
-            if device.id == identity.id, state == .verified, device.publicKey != identity.publicKey.base64 { state = .keyMismatch }
-            return TrustStatus.Device(deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
-                                      isActive: device.isActive, status: state, isThisDevice: device.id == identity.id)
+            if device.id == identity.id, state == .verified, device.publicKey != identity.publicKey.base64 {
+                state = .keyMismatch
+            }
+            return TrustStatus.Device(
+                deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
+                isActive: device.isActive, status: state, isThisDevice: device.id == identity.id)
         }
         // Revoked devices whose row is gone are still shown.
         for (id, _) in snapshot.revocations where !listed.contains(id) {
-            status.devices.append(TrustStatus.Device(deviceID: id, name: "(no device row)", deviceType: nil, isActive: false,
-                                                     status: .revoked, isThisDevice: id == identity.id))
+            status.devices.append(
+                TrustStatus.Device(
+                    deviceID: id, name: "(no device row)", deviceType: nil, isActive: false,
+                    status: .revoked, isThisDevice: id == identity.id))
         }
         status.thisDevice = status.devices.first { $0.isThisDevice }?.status ?? .unverified
         return status
@@ -320,7 +392,9 @@ public struct DeviceTrustManager: Sendable {
         guard !deviceIDs.contains(identity.id) else {
             throw SyncError(code: .unknownDevice, message: "the trust root cannot revoke itself")
         }
-        let devices = Dictionary(try await remote.listDevices().filter { $0.userID == user }.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let devices = Dictionary(
+            try await remote.listDevices().filter { $0.userID == user }.map { ($0.id, $0) },
+            uniquingKeysWith: { a, _ in a })
         var targets: [(UUID, X25519PublicKey)] = []
         for id in deviceIDs.sorted(by: { $0.canonicallyPrecedes($1) }) {
             if let certified = snapshot.certificates[id]?.x25519PublicKey {
@@ -330,14 +404,19 @@ public struct DeviceTrustManager: Sendable {
             } else if let known = snapshot.revocations[id] {
                 targets.append((id, known.x25519PublicKey))
             } else {
-                throw SyncError(code: .unknownDevice, message: "device \(id.canonical) is not one of the user's devices (or has no key to revoke)")
+                throw SyncError(
+                    code: .unknownDevice,
+                    message: "device \(id.canonical) is not one of the user's devices (or has no key to revoke)")
             }
         }
         var report = RevocationReport()
         for (id, x25519) in targets {
-            let revocation = DeviceRevocation(userID: user, deviceID: id, x25519PublicKey: x25519, revokedAt: UInt64(max(0, now.timeIntervalSince1970)))
+            let revocation = DeviceRevocation(
+                userID: user, deviceID: id, x25519PublicKey: x25519,
+                revokedAt: UInt64(max(0, now.timeIntervalSince1970)))
             let signed = revocation.signed(by: key)
-            try await remote.trustTables().publishRevocation(SignedStatementRow(deviceID: id, userID: user, body: signed.body, signature: signed.signature))
+            try await remote.trustTables().publishRevocation(
+                SignedStatementRow(deviceID: id, userID: user, body: signed.body, signature: signed.signature))
             try await local.recordRevocations([KnownRevocation(deviceID: id, x25519PublicKey: x25519, revokedAt: now)])
             try await remote.trustTables().deleteCertificate(deviceID: id)
             report.envelopesDeleted += try await remote.deleteEnvelopes(recipients: [id]) ?? 0
@@ -352,7 +431,10 @@ public struct DeviceTrustManager: Sendable {
     public func revokeAllOthers(now: Date = Date()) async throws -> RevocationReport {
         let (identity, user) = try await signedIn()
         let known = Set(try await local.knownRevocations().map(\.deviceID))
-        let others = Set(try await remote.listDevices().filter { $0.userID == user && $0.id != identity.id && !known.contains($0.id) }.map(\.id))
+        let others = Set(
+            try await remote.listDevices().filter {
+                $0.userID == user && $0.id != identity.id && !known.contains($0.id)
+            }.map(\.id))
         guard !others.isEmpty else { return RevocationReport() }
         return try await revoke(others, now: now)
     }
@@ -367,7 +449,11 @@ public struct DeviceTrustManager: Sendable {
             throw SyncError(code: .notLoggedIn, message: "this store is not logged in; run `sync-cli login` first")
         }
         guard user == remote.userID else {
-            throw SyncError(code: .userMismatch, message: "this store belongs to user \(user.canonical), but the remote is signed in as \(remote.userID.canonical)")
+            throw SyncError(
+                code: .userMismatch,
+                message:
+                    "this store belongs to user \(user.canonical), but the remote is signed in as \(remote.userID.canonical)"
+            )
         }
         return (identity, user)
     }
@@ -375,10 +461,15 @@ public struct DeviceTrustManager: Sendable {
     /// The identity key of this trust root, checked against the pin.
     func trustRootKey() async throws -> Ed25519PrivateKey {
         guard let key = try await local.identityKey() else {
-            throw SyncError(code: .notTrustRoot, message: "this device is not the trust root (it has no identity.key); run this on the device where `trust init` ran")
+            throw SyncError(
+                code: .notTrustRoot,
+                message:
+                    "this device is not the trust root (it has no identity.key); run this on the device where `trust init` ran"
+            )
         }
         guard let pinned = try await local.pinnedIdentityKey(), pinned == key.publicKey else {
-            throw SyncError(code: .identityChanged, message: "identity.key does not match the identity this store pinned")
+            throw SyncError(
+                code: .identityChanged, message: "identity.key does not match the identity this store pinned")
         }
         return key
     }
@@ -388,15 +479,19 @@ public struct DeviceTrustManager: Sendable {
         do {
             return try await remote.trustTables().fetchIdentityKey()
         } catch let error as RemoteStoreError where error.code == .missingTable {
-            throw SyncError(code: .trustUnavailable, message: "verified trust needs the device-trust migration "
-                            + "(supabase/migrations/20261122001200_device_trust.sql); this remote has none of its tables")
+            throw SyncError(
+                code: .trustUnavailable,
+                message: "verified trust needs the device-trust migration "
+                    + "(supabase/migrations/20261122001200_device_trust.sql); this remote has none of its tables")
         }
     }
 
     func publish(_ certificate: DeviceCertificate, signedBy key: Ed25519PrivateKey) async throws {
         let signed = try certificate.signed(by: key)
-        try await remote.trustTables().publishCertificate(SignedStatementRow(deviceID: certificate.deviceID, userID: certificate.userID,
-                                                               body: signed.body, signature: signed.signature))
+        try await remote.trustTables().publishCertificate(
+            SignedStatementRow(
+                deviceID: certificate.deviceID, userID: certificate.userID,
+                body: signed.body, signature: signed.signature))
     }
 
     /// `count` bytes from hex (either case) or standard, URL-safe or unpadded base64; `nil` otherwise.

@@ -3,8 +3,8 @@ import LocalStore
 import Logging
 import RemoteStore
 import SecretCrypto
-import Synchronization
 import SyncModel
+import Synchronization
 
 // Runs a sync's phases and accumulates its report: push and pull share it.
 extension SyncEngine {
@@ -17,8 +17,9 @@ extension SyncEngine {
         let logger: Logger?
 
         init(direction: SyncDirection, deviceID: UUID, progress: ProgressHandler?, logger: Logger?) {
-            report = SyncReport(direction: direction, deviceID: deviceID, startedAt: Date(), finishedAt: Date(), durationSeconds: 0,
-                                outcome: .success, phases: [])
+            report = SyncReport(
+                direction: direction, deviceID: deviceID, startedAt: Date(), finishedAt: Date(), durationSeconds: 0,
+                outcome: .success, phases: [])
             self.progress = progress
             self.logger = logger
         }
@@ -27,7 +28,9 @@ extension SyncEngine {
         ///
         /// The phase's requests are those its task (and the tasks it starts) made, plus those of
         /// `earlier`: work begun for this phase while others ran (its time is theirs).
-        func phase(_ phase: SyncPhase, counting earlier: MetricsTally? = nil, _ body: (inout PhaseReport) async throws -> Void) async throws {
+        func phase(
+            _ phase: SyncPhase, counting earlier: MetricsTally? = nil, _ body: (inout PhaseReport) async throws -> Void
+        ) async throws {
             var entry = PhaseReport(phase: phase)
             let tally = MetricsTally()
             let start = ContinuousClock.now
@@ -48,7 +51,9 @@ extension SyncEngine {
             entry.bytesReceived = delta.bytesReceived
             entry.retries = delta.retries
             entry.durationSeconds = (ContinuousClock.now - start).seconds
-            logger?.info("\(phase.rawValue): \(entry.status), applied \(entry.applied), failed \(entry.failed), \(entry.requests) requests")
+            logger?.info(
+                "\(phase.rawValue): \(entry.status), applied \(entry.applied), failed \(entry.failed), \(entry.requests) requests"
+            )
             report.phases.append(entry)
         }
 

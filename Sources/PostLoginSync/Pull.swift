@@ -3,8 +3,8 @@ import LocalStore
 import Logging
 import RemoteStore
 import SecretCrypto
-import Synchronization
 import SyncModel
+import Synchronization
 
 // Pull (phone): own device row, repositories and sessions changed since the cursor plus an id
 // listing to find deletions, then the envelopes addressed to this device.
@@ -78,14 +78,19 @@ extension SyncEngine {
             let before = try await local.sessionIDs()
             // A session whose repository did not arrive cannot be kept (foreign key); report it.
             let (keep, orphans) = changed.reduce(into: ([SessionRecord](), [SessionRecord]())) { result, item in
-                if repositories.contains(item.record.repositoryID) { result.0.append(item.record) } else { result.1.append(item.record) }
+                if repositories.contains(item.record.repositoryID) {
+                    result.0.append(item.record)
+                } else {
+                    result.1.append(item.record)
+                }
             }
             try await local.applySessions(keep, retaining: ids)
             entry.applied = keep.count
             entry.skipped = orphans.count
             entry.errors += orphans.map {
-                SyncIssue(phase: .sessions, code: .missingRepository, rowID: $0.id.canonical,
-                          message: "session skipped: its repository \($0.repositoryID.canonical) is not available")
+                SyncIssue(
+                    phase: .sessions, code: .missingRepository, rowID: $0.id.canonical,
+                    message: "session skipped: its repository \($0.repositoryID.canonical) is not available")
             }
             entry.deleted = before.subtracting(ids).count
             // Orphans are retried next pull: do not move the cursor past them.
@@ -99,7 +104,9 @@ extension SyncEngine {
         guard let last else { return }
         if let date = Timestamp.parse(last.updatedAt), options.cursorOverlap > 0 {
             let earlier = Timestamp.format(date.addingTimeInterval(-options.cursorOverlap))
-            try await local.setCursor(PullCursor(updatedAt: earlier, id: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), for: table)
+            try await local.setCursor(
+                PullCursor(updatedAt: earlier, id: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))),
+                for: table)
         } else {
             try await local.setCursor(PullCursor(updatedAt: last.updatedAt, id: last.id), for: table)
         }
@@ -131,10 +138,12 @@ extension SyncEngine {
         for item in try await local.receivedEnvelopes() { held[item.sessionID] = item }
         let marks = try await local.generationMarks()
         let fresh = fetched.filter {
-            held[$0.sessionID]?.envelope != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
+            held[$0.sessionID]?.envelope
+                != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
         }
-        return OpenedEnvelopes(fetched: fetched, held: held, marks: marks,
-                               outcomes: try await open(fresh, identity: identity, trust: trust, held: held, marks: marks))
+        return OpenedEnvelopes(
+            fetched: fetched, held: held, marks: marks,
+            outcomes: try await open(fresh, identity: identity, trust: trust, held: held, marks: marks))
     }
 
     /// Opens `envelopes`, each against the last envelope stored for its session: the one held
@@ -143,8 +152,10 @@ extension SyncEngine {
     /// With verified trust (`trust` given), a version-2 envelope's sender is resolved only to its
     /// certified key; without it, among the user's own devices (a row of another user, or one
     /// listed twice, resolves to nothing).
-    func open(_ envelopes: [EnvelopeRecord], identity: DeviceIdentity, trust: TrustSnapshot?,
-              held: [UUID: ReceivedEnvelope], marks: [UUID: GenerationMark]) async throws -> [UUID: Result<OpenedEnvelope, CryptoError>] {
+    func open(
+        _ envelopes: [EnvelopeRecord], identity: DeviceIdentity, trust: TrustSnapshot?,
+        held: [UUID: ReceivedEnvelope], marks: [UUID: GenerationMark]
+    ) async throws -> [UUID: Result<OpenedEnvelope, CryptoError>] {
         guard !envelopes.isEmpty else { return [:] }
         var senderKeys: [UUID: X25519PublicKey] = [:]
         if let trust {
@@ -152,15 +163,22 @@ extension SyncEngine {
         } else if envelopes.contains(where: { $0.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) }) {
             var seen = Set<UUID>(), repeated = Set<UUID>()
             for device in try await remote.listDevices() where device.userID == remote.userID {
-                guard seen.insert(device.id).inserted else { repeated.insert(device.id); continue }
-                if let text = device.publicKey, let key = try? X25519PublicKey(base64: text), !key.isLowOrder { senderKeys[device.id] = key }
+                guard seen.insert(device.id).inserted else {
+                    repeated.insert(device.id)
+                    continue
+                }
+                if let text = device.publicKey, let key = try? X25519PublicKey(base64: text), !key.isLowOrder {
+                    senderKeys[device.id] = key
+                }
             }
             for id in repeated { senderKeys[id] = nil }
         }
         var previous = held
-        for item in envelopes where held[item.sessionID] == nil && !item.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) {
+        for item in envelopes
+        where held[item.sessionID] == nil && !item.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) {
             guard let mark = marks[item.sessionID] else { continue }
-            previous[item.sessionID] = try? await local.receivedEnvelope(sessionID: item.sessionID, generation: mark.generation)
+            previous[item.sessionID] = try? await local.receivedEnvelope(
+                sessionID: item.sessionID, generation: mark.generation)
         }
 
         var outcomes: [UUID: Result<OpenedEnvelope, CryptoError>] = [:]
@@ -169,40 +187,55 @@ extension SyncEngine {
         let resolved = senderKeys
         let before = previous
         let now = Date()
-        for (session, outcome) in try await inParallel(envelopes, { part in
-            var results: [(UUID, Result<OpenedEnvelope, CryptoError>)] = []
-            // Each sender's static exchange once per part: one X25519 an envelope, not two.
-            var exchanges = SenderExchanges()
-            for item in part {
-                try Task.checkCancellation()
-                let envelope = SecretEnvelope(ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
-                do {
-                    let opened = try envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
-                                                   senderKey: { resolved[$0] }, exchanges: &exchanges)
-                    // A version-1 envelope carries no generation: it is the generation of the
-                    // last secret stored when it carries the same secret, and otherwise the one
-                    // after it (what the pull then does with it depends on the trust mode).
-                    var generation = opened.generation
-                    var changes = false
-                    if !opened.authenticated, let last = before[item.sessionID],
-                       let old = try? last.envelope.open(sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
-                                                         senderKey: { $0 == last.senderDeviceID ? last.senderPublicKey : nil },
-                                                         exchanges: &exchanges) {
-                        changes = old.secret != opened.secret
-                        generation = changes ? last.generation &+ 1 : last.generation
+        for (session, outcome) in try await inParallel(
+            envelopes,
+            { part in
+                var results: [(UUID, Result<OpenedEnvelope, CryptoError>)] = []
+                // Each sender's static exchange once per part: one X25519 an envelope, not two.
+                var exchanges = SenderExchanges()
+                for item in part {
+                    try Task.checkCancellation()
+                    let envelope = SecretEnvelope(
+                        ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
+                    do {
+                        let opened = try envelope.open(
+                            sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
+                            senderKey: { resolved[$0] }, exchanges: &exchanges)
+                        // A version-1 envelope carries no generation: it is the generation of the
+                        // last secret stored when it carries the same secret, and otherwise the one
+                        // after it (what the pull then does with it depends on the trust mode).
+                        var generation = opened.generation
+                        var changes = false
+                        if !opened.authenticated, let last = before[item.sessionID],
+                            let old = try? last.envelope.open(
+                                sessionID: SessionID(item.sessionID), recipientDeviceID: me, using: key,
+                                senderKey: { $0 == last.senderDeviceID ? last.senderPublicKey : nil },
+                                exchanges: &exchanges)
+                        {
+                            changes = old.secret != opened.secret
+                            generation = changes ? last.generation &+ 1 : last.generation
+                        }
+                        results.append(
+                            (
+                                item.sessionID,
+                                .success(
+                                    OpenedEnvelope(
+                                        received: ReceivedEnvelope(
+                                            sessionID: item.sessionID, envelope: envelope, fetchedAt: now,
+                                            senderDeviceID: opened.senderDeviceID,
+                                            senderPublicKey: opened.senderDeviceID.flatMap { resolved[$0] },
+                                            generation: generation,
+                                            authenticated: opened.authenticated), changesSecret: changes))
+                            ))
+                    } catch let error as CryptoError {
+                        results.append((item.sessionID, .failure(error)))
+                    } catch {
+                        results.append((item.sessionID, .failure(.authenticationFailure)))
                     }
-                    results.append((item.sessionID, .success(OpenedEnvelope(received: ReceivedEnvelope(
-                        sessionID: item.sessionID, envelope: envelope, fetchedAt: now, senderDeviceID: opened.senderDeviceID,
-                        senderPublicKey: opened.senderDeviceID.flatMap { resolved[$0] }, generation: generation,
-                        authenticated: opened.authenticated), changesSecret: changes))))
-                } catch let error as CryptoError {
-                    results.append((item.sessionID, .failure(error)))
-                } catch {
-                    results.append((item.sessionID, .failure(.authenticationFailure)))
                 }
+                return results
             }
-            return results
-        }).joined() {
+        ).joined() {
             outcomes[session] = outcome
         }
         return outcomes
@@ -235,38 +268,62 @@ extension SyncEngine {
         let item = opened.received
         let highest = context.mark?.generation ?? 0
         if item.generation < highest {
-            return (.staleGeneration, "the envelope for this session is of generation \(item.generation), older than the \(highest) this device "
-                    + "has seen; it was not stored")
+            return (
+                .staleGeneration,
+                "the envelope for this session is of generation \(item.generation), older than the \(highest) this device "
+                    + "has seen; it was not stored"
+            )
         }
         if UInt64(item.generation) > UInt64(max(highest, 1)) + UInt64(context.window) {
-            return (.generationJump, "the envelope for this session claims generation \(item.generation), more than \(context.window) above "
-                    + "the \(max(highest, 1)) this device has seen; it was not stored")
+            return (
+                .generationJump,
+                "the envelope for this session claims generation \(item.generation), more than \(context.window) above "
+                    + "the \(max(highest, 1)) this device has seen; it was not stored"
+            )
         }
         if item.authenticated {
             if let owner = context.owner, item.senderDeviceID != owner {
-                return (.wrongSender, "the envelope for this session was sealed by device \(item.senderDeviceID?.canonical ?? "?"), "
-                        + "not by the device that owns the session; it was not stored")
+                return (
+                    .wrongSender,
+                    "the envelope for this session was sealed by device \(item.senderDeviceID?.canonical ?? "?"), "
+                        + "not by the device that owns the session; it was not stored"
+                )
             }
             if let first = context.mark?.senderDeviceID, item.senderDeviceID != first {
-                return (.wrongSender, "the envelope for this session was sealed by another device than its earlier secrets; it was not stored")
+                return (
+                    .wrongSender,
+                    "the envelope for this session was sealed by another device than its earlier secrets; it was not stored"
+                )
             }
             return nil
         }
         if context.requireAuthenticated {
-            return (.unauthenticatedEnvelope, "the envelope for this session is version 1 (no sender) and authenticated envelopes are required; "
-                    + "it was not stored")
+            return (
+                .unauthenticatedEnvelope,
+                "the envelope for this session is version 1 (no sender) and authenticated envelopes are required; "
+                    + "it was not stored"
+            )
         }
         if context.mark?.authenticated == true {
-            return (.downgradeRefused, "the envelope for this session is version 1, but this device holds an authenticated secret for it: "
-                    + "a downgrade, refused; it was not stored")
+            return (
+                .downgradeRefused,
+                "the envelope for this session is version 1, but this device holds an authenticated secret for it: "
+                    + "a downgrade, refused; it was not stored"
+            )
         }
         if context.ownerCertified {
-            return (.downgradeRefused, "the envelope for this session is version 1, but the session's device is certified and seals version 2: "
-                    + "a downgrade, refused; it was not stored")
+            return (
+                .downgradeRefused,
+                "the envelope for this session is version 1, but the session's device is certified and seals version 2: "
+                    + "a downgrade, refused; it was not stored"
+            )
         }
         if context.verified && opened.changesSecret {
-            return (.unauthenticatedReplacement, "the envelope for this session is version 1 (no sender) and carries another secret than the "
-                    + "one stored: it cannot replace it; it was not stored")
+            return (
+                .unauthenticatedReplacement,
+                "the envelope for this session is version 1 (no sender) and carries another secret than the "
+                    + "one stored: it cannot replace it; it was not stored"
+            )
         }
         return nil
     }
@@ -280,8 +337,10 @@ extension SyncEngine {
     /// (`uncertifiedSender`); a version-1 envelope, which names no sender, is kept marked
     /// unauthenticated while the session's owner is not certified, or refused with
     /// ``SyncOptions/requireAuthenticated``.
-    func pullEnvelopes(_ opened: OpenedEnvelopes, identity: DeviceIdentity, trust: TrustSnapshot?, entry: inout PhaseReport,
-                       recorder: Recorder) async throws {
+    func pullEnvelopes(
+        _ opened: OpenedEnvelopes, identity: DeviceIdentity, trust: TrustSnapshot?, entry: inout PhaseReport,
+        recorder: Recorder
+    ) async throws {
         if let trust { entry.errors += trust.problems }
         let owners = try await local.sessionOwners()
         let sessions = Set(owners.keys)
@@ -294,20 +353,28 @@ extension SyncEngine {
         let stillHeld = try await local.receivedEnvelopeSessionIDs()
         let held = opened.held.filter { stillHeld.contains($0.key) }
         var outcomes = opened.outcomes.filter { listed.contains($0.key) }
-        let lost = kept.filter { opened.held[$0.sessionID] != nil && held[$0.sessionID] == nil && opened.outcomes[$0.sessionID] == nil }
-        for (session, outcome) in try await open(lost, identity: identity, trust: trust, held: [:], marks: opened.marks) {
+        let lost = kept.filter {
+            opened.held[$0.sessionID] != nil && held[$0.sessionID] == nil && opened.outcomes[$0.sessionID] == nil
+        }
+        for (session, outcome) in try await open(lost, identity: identity, trust: trust, held: [:], marks: opened.marks)
+        {
             outcomes[session] = outcome
         }
 
         var good: [ReceivedEnvelope] = []
         var refusals: [SyncIssue] = []
-        for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: { $0.received.sessionID.canonicallyPrecedes($1.received.sessionID) }) {
+        for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: {
+            $0.received.sessionID.canonicallyPrecedes($1.received.sessionID)
+        }) {
             let session = item.received.sessionID
             let owner = owners[session]
             let context = EnvelopeContext(
                 mark: opened.marks[session], owner: owner,
-                ownerCertified: trust.map { trust in owner.map { trust.certificates[$0] != nil || trust.revocations[$0] != nil } ?? false } ?? false,
-                verified: trust != nil, requireAuthenticated: options.requireAuthenticated, window: options.generationWindow)
+                ownerCertified: trust.map { trust in
+                    owner.map { trust.certificates[$0] != nil || trust.revocations[$0] != nil } ?? false
+                } ?? false,
+                verified: trust != nil, requireAuthenticated: options.requireAuthenticated,
+                window: options.generationWindow)
             if let (code, message) = Self.refusal(of: item, context) {
                 recorder.report.trust?.rejectedEnvelopes += 1
                 refusals.append(SyncIssue(phase: .envelopes, code: code, rowID: session.canonical, message: message))
@@ -337,21 +404,29 @@ extension SyncEngine {
         entry.errors += failures.map { session, error in
             if error == .unknownSender && trust != nil {
                 recorder.report.trust?.rejectedEnvelopes += 1
-                return SyncIssue(phase: .envelopes, code: .uncertifiedSender, rowID: session.canonical,
-                                 message: "the envelope for this session was sealed by a device without a valid certificate; it was not stored")
+                return SyncIssue(
+                    phase: .envelopes, code: .uncertifiedSender, rowID: session.canonical,
+                    message:
+                        "the envelope for this session was sealed by a device without a valid certificate; it was not stored"
+                )
             }
             return error == .unknownSender
-                ? SyncIssue(phase: .envelopes, code: .unknownSender, rowID: session.canonical,
-                            message: "the envelope for this session names a sender that is not one of the user's devices; it was not stored")
-                : SyncIssue(phase: .envelopes, code: .envelopeUnreadable, rowID: session.canonical,
-                            message: "the envelope for this session cannot be opened with this device's key; it was not stored")
+                ? SyncIssue(
+                    phase: .envelopes, code: .unknownSender, rowID: session.canonical,
+                    message:
+                        "the envelope for this session names a sender that is not one of the user's devices; it was not stored"
+                )
+                : SyncIssue(
+                    phase: .envelopes, code: .envelopeUnreadable, rowID: session.canonical,
+                    message: "the envelope for this session cannot be opened with this device's key; it was not stored")
         }
         recorder.emit(.envelopes, outcomes.count, outcomes.count, "Syncing envelopes...")
         if options.requestMissingSecrets {
             // What the store holds now: the envelopes kept from before or stored just now, for
             // sessions the remote still addresses to this device.
             let holding = Set(held.keys).union(good.map(\.sessionID)).intersection(listed)
-            try await requestMissingSecrets(deviceID: identity.id, missing: sessions.subtracting(holding), entry: &entry, recorder: recorder)
+            try await requestMissingSecrets(
+                deviceID: identity.id, missing: sessions.subtracting(holding), entry: &entry, recorder: recorder)
         }
     }
 
@@ -359,7 +434,9 @@ extension SyncEngine {
     /// `session_secret_requests` row per such session, never a second while one is open
     /// (coordination.md). The desktop that owns the session serves it at its next push or watch
     /// tick. Nothing is asked when nothing is missing, nor of a remote without the table.
-    func requestMissingSecrets(deviceID: UUID, missing: Set<UUID>, entry: inout PhaseReport, recorder: Recorder) async throws {
+    func requestMissingSecrets(
+        deviceID: UUID, missing: Set<UUID>, entry: inout PhaseReport, recorder: Recorder
+    ) async throws {
         guard !missing.isEmpty else { return }
         let open: [SecretRequestRow]
         do {

@@ -1,11 +1,11 @@
-import Foundation
 import EnvelopeDigest
+import Foundation
 import LocalStore
 import Logging
 import RemoteStore
 import SecretCrypto
-import Synchronization
 import SyncModel
+import Synchronization
 
 // Push (desktop): own device row, repositories, sessions, then envelopes for exactly the
 // (session, recipient) pairs that are missing remotely or were sealed to an older key.
@@ -40,14 +40,16 @@ extension SyncEngine {
         try await recorder.phase(.repositories) { entry in
             let pending = try await local.pendingRemoteDeletions()
             if !pending.repositories.isEmpty {
-                entry.deleted = try await remote.deleteRepositories(ids: pending.repositories) ?? pending.repositories.count
+                entry.deleted =
+                    try await remote.deleteRepositories(ids: pending.repositories) ?? pending.repositories.count
                 try await local.clearPendingRemoteDeletions(repositories: pending.repositories, sessions: [])
             }
-            try await pushRows(.repositories, entry: &entry, recorder: recorder,
-                               count: { try await local.repositoriesChangedCount(after: $0) },
-                               changed: { try await local.repositories(changedAfter: $0, from: $1, limit: $2) },
-                               send: { rows, handler in try await remote.upsertRepositories(rows, onBatchAccepted: handler) },
-                               stamp: { $0.updatedAt = $1 })
+            try await pushRows(
+                .repositories, entry: &entry, recorder: recorder,
+                count: { try await local.repositoriesChangedCount(after: $0) },
+                changed: { try await local.repositories(changedAfter: $0, from: $1, limit: $2) },
+                send: { rows, handler in try await remote.upsertRepositories(rows, onBatchAccepted: handler) },
+                stamp: { $0.updatedAt = $1 })
         }
         try await recorder.phase(.sessions) { entry in
             let pending = try await local.pendingRemoteDeletions()
@@ -55,14 +57,16 @@ extension SyncEngine {
                 entry.deleted = try await remote.deleteSessions(ids: pending.sessions) ?? pending.sessions.count
                 try await local.clearPendingRemoteDeletions(repositories: [], sessions: pending.sessions)
             }
-            try await pushRows(.sessions, entry: &entry, recorder: recorder,
-                               count: { try await local.sessionsChangedCount(after: $0) },
-                               changed: { try await local.sessions(changedAfter: $0, from: $1, limit: $2) },
-                               send: { rows, handler in try await remote.upsertSessions(rows, onBatchAccepted: handler) },
-                               stamp: { $0.updatedAt = $1 })
+            try await pushRows(
+                .sessions, entry: &entry, recorder: recorder,
+                count: { try await local.sessionsChangedCount(after: $0) },
+                changed: { try await local.sessions(changedAfter: $0, from: $1, limit: $2) },
+                send: { rows, handler in try await remote.upsertSessions(rows, onBatchAccepted: handler) },
+                stamp: { $0.updatedAt = $1 })
         }
         try await recorder.phase(.secrets) { entry in
-            try await pushSecrets(identity: identity, key: key, trust: trust.snapshot, entry: &entry, recorder: recorder)
+            try await pushSecrets(
+                identity: identity, key: key, trust: trust.snapshot, entry: &entry, recorder: recorder)
         }
         return await recorder.finish(local: local)
     }
@@ -97,7 +101,9 @@ extension SyncEngine {
                 let total = max(pending, entry.sent)
                 let result = try await send(page.rows) { batch in
                     let completed = done.add(batch.count)
-                    progress?(SyncProgress(phase: phase, completed: completed, total: total, message: "Syncing \(phase.rawValue)..."))
+                    progress?(
+                        SyncProgress(
+                            phase: phase, completed: completed, total: total, message: "Syncing \(phase.rawValue)..."))
                 }
                 entry.applied += result.accepted
                 entry.failed += result.rejected.count
@@ -123,15 +129,18 @@ extension SyncEngine {
         try await local.setting(.pushMark(phase)) ?? 0
     }
 
-    func pushSecrets(identity: DeviceIdentity, key: X25519PrivateKey, trust: TrustSnapshot?, entry: inout PhaseReport,
-                     recorder: Recorder) async throws {
+    func pushSecrets(
+        identity: DeviceIdentity, key: X25519PrivateKey, trust: TrustSnapshot?, entry: inout PhaseReport,
+        recorder: Recorder
+    ) async throws {
         let devices = try await remote.listDevices()
         if let trust {
             entry.errors += trust.problems
             try await applyRevocations(trust, identity: identity, entry: &entry, recorder: recorder)
         }
-        let decisions = RecipientPolicy.decide(devices, userID: remote.userID, selfID: identity.id, options: options.recipients,
-                                               trust: trust, selfKey: identity.publicKey)
+        let decisions = RecipientPolicy.decide(
+            devices, userID: remote.userID, selfID: identity.id, options: options.recipients,
+            trust: trust, selfKey: identity.publicKey)
         recorder.report.recipients = decisions.map(\.decision)
         entry.errors += decisions.compactMap(\.issue)
         if trust != nil {
@@ -146,20 +155,24 @@ extension SyncEngine {
         let writesV2 = options.envelopeVersions.contains(2)
         // This desktop's own row no longer lists what it reads (another client rewrote
         // capabilities): advertise again at the next run.
-        if let me = devices.first(where: { $0.id == identity.id }), !Set(options.envelopeVersions).isSubset(of: me.envelopeVersions) {
+        if let me = devices.first(where: { $0.id == identity.id }),
+            !Set(options.envelopeVersions).isSubset(of: me.envelopeVersions)
+        {
             try await local.setSetting(.advertisedVersions, nil)
         }
         let ownIDs = try await local.ownSessionIDs()
         // First the ledger is made to say what the remote holds; from then on it alone decides.
-        var stale = try await reconcileLedger(owner: identity.id, own: ownIDs, recipients: recipientIDs,
-                                              expected: ownIDs.count * recipients.count, recorder: recorder)
+        var stale = try await reconcileLedger(
+            owner: identity.id, own: ownIDs, recipients: recipientIDs,
+            expected: ownIDs.count * recipients.count, recorder: recorder)
         let coverage = try await local.ledgerCoverage()
 
         // Envelopes of this desktop's sessions for devices that no longer qualify go.
         let gone = Set(coverage.map(\.recipientDeviceID)).subtracting(recipientIDs)
         if !gone.isEmpty {
-            stale.formUnion(try await local.ledger(recipients: gone).filter { ownIDs.contains($0.sessionID) }
-                .map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) })
+            stale.formUnion(
+                try await local.ledger(recipients: gone).filter { ownIDs.contains($0.sessionID) }
+                    .map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) })
         }
         if !stale.isEmpty {
             entry.deleted = try await remote.deleteEnvelopes(pairs: Array(stale)) ?? stale.count
@@ -170,17 +183,24 @@ extension SyncEngine {
         // recipient's, and those a device asked for (it holds none it can open, whatever the
         // ledger says). Counted first from the ledger's coverage, without reading the entries.
         let requested = try await openRequests(own: ownIDs, recipients: recipientIDs, recorder: recorder)
-        let marks = Dictionary(recipients.map { ($0.deviceID, $0.ledgerMark(version: $0.version(writingVersion2: writesV2))) },
-                               uniquingKeysWith: { first, _ in first })
-        let covered = Dictionary(coverage.filter { marks[$0.recipientDeviceID] == $0.recipientKeyFingerprint }.map { ($0.recipientDeviceID, $0.sessions) },
-                                 uniquingKeysWith: +)
+        let marks = Dictionary(
+            recipients.map { ($0.deviceID, $0.ledgerMark(version: $0.version(writingVersion2: writesV2))) },
+            uniquingKeysWith: { first, _ in first })
+        let covered = Dictionary(
+            coverage.filter { marks[$0.recipientDeviceID] == $0.recipientKeyFingerprint }.map {
+                ($0.recipientDeviceID, $0.sessions)
+            },
+            uniquingKeysWith: +)
         let partial = recipients.filter { (covered[$0.deviceID] ?? 0) < ownIDs.count }
         var needed = partial.reduce(0) { $0 + ownIDs.count - (covered[$1.deviceID] ?? 0) }
         if !requested.isEmpty {
             // A requested pair the ledger already covers is sealed again too.
             let held = try await local.ledger(sessions: Set(requested.keys.map(\.sessionID)))
-            needed += held.filter { requested[EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID)] != nil
-                && marks[$0.recipientDeviceID] == $0.recipientKeyFingerprint }.count
+            needed +=
+                held.filter {
+                    requested[EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID)] != nil
+                        && marks[$0.recipientDeviceID] == $0.recipientKeyFingerprint
+                }.count
         }
         entry.sent = needed
         entry.skipped = ownIDs.count * recipients.count - needed
@@ -195,15 +215,20 @@ extension SyncEngine {
         let ledgerFirst = options.ledgerBeforeAcceptance
         let record: @Sendable ([EnvelopeRecord]) async throws -> Void = { batch in
             let now = Date()
-            try await local.recordDistributions(batch.map {
-                LedgerEntry(sessionID: $0.sessionID, recipientDeviceID: $0.deviceID,
-                            recipientKeyFingerprint: marks[$0.deviceID] ?? "", sentAt: now, ephemeralPublicKey: $0.ephemeralPublicKey)
-            })
+            try await local.recordDistributions(
+                batch.map {
+                    LedgerEntry(
+                        sessionID: $0.sessionID, recipientDeviceID: $0.deviceID,
+                        recipientKeyFingerprint: marks[$0.deviceID] ?? "", sentAt: now,
+                        ephemeralPublicKey: $0.ephemeralPublicKey)
+                })
         }
         let handler: BatchHandler<EnvelopeRecord> = { batch in
             if !ledgerFirst { try await record(batch) }
             if !requested.isEmpty {
-                let pairs = batch.map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.deviceID) }.filter { requested[$0] != nil }
+                let pairs = batch.map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.deviceID) }.filter {
+                    requested[$0] != nil
+                }
                 served.withLock { $0.formUnion(pairs) }
             }
             let completed = done.add(batch.count)
@@ -216,8 +241,9 @@ extension SyncEngine {
         let results = try await withThrowingTaskGroup(of: BulkWriteResult.self) { group in
             var results: [BulkWriteResult] = []
             var uploading = 0
-            var reader = SealWorkReader(local: local, partial: partial, all: recipients, marks: marks, requested: requested,
-                                        chunkPairs: options.sealChunk)
+            var reader = SealWorkReader(
+                local: local, partial: partial, all: recipients, marks: marks, requested: requested,
+                chunkPairs: options.sealChunk)
             while let chunk = try await reader.next() {
                 let (sealed, problems) = try await seal(chunk, key: key, sender: identity.id, writesV2: writesV2)
                 recorder.report.envelopesSealed += sealed.count
@@ -232,7 +258,8 @@ extension SyncEngine {
                     let parts = try await self.inParallel(sealed, workers: uploadConcurrency) { part in
                         try await remote.upsertEnvelopes(part, onBatchAccepted: handler)
                     }
-                    return BulkWriteResult(accepted: parts.map(\.accepted).reduce(0, +), rejected: parts.flatMap(\.rejected))
+                    return BulkWriteResult(
+                        accepted: parts.map(\.accepted).reduce(0, +), rejected: parts.flatMap(\.rejected))
                 }
                 uploading += 1
             }
@@ -267,7 +294,10 @@ extension SyncEngine {
         var after: UUID?
         var finished = false
 
-        init(local: DeviceStore, partial: [Recipient], all: [Recipient], marks: [UUID: String], requested: [EnvelopePair: [UUID]], chunkPairs: Int) {
+        init(
+            local: DeviceStore, partial: [Recipient], all: [Recipient], marks: [UUID: String],
+            requested: [EnvelopePair: [UUID]], chunkPairs: Int
+        ) {
             self.local = local
             self.partial = partial
             self.marks = marks
@@ -291,12 +321,15 @@ extension SyncEngine {
                     // Only requested sessions: read them by id, in id order, a page at a time.
                     let ids = requested.keys.filter { after == nil || $0.canonical > after!.canonical }
                         .sorted { $0.canonicallyPrecedes($1) }.prefix(chunkPairs)
-                    page = try await local.ownSealedSecrets(sessions: Set(ids)).map { (sessionID: $0.key, sealed: $0.value) }
-                        .sorted { $0.sessionID.canonicallyPrecedes($1.sessionID) }
+                    page = try await local.ownSealedSecrets(sessions: Set(ids)).map {
+                        (sessionID: $0.key, sealed: $0.value)
+                    }
+                    .sorted { $0.sessionID.canonicallyPrecedes($1.sessionID) }
                     if ids.count < chunkPairs { finished = true }
                     after = ids.last ?? after
                 } else {
-                    page = try await local.ownSealedSecrets(after: after, limit: max(1, (chunkPairs - pairs) / partial.count))
+                    page = try await local.ownSealedSecrets(
+                        after: after, limit: max(1, (chunkPairs - pairs) / partial.count))
                     if page.isEmpty { finished = true }
                     after = page.last?.sessionID ?? after
                 }
@@ -309,7 +342,8 @@ extension SyncEngine {
                 }
                 for (session, own) in page {
                     var missing = partial.filter { ledger[session]?[$0.deviceID] != marks[$0.deviceID] }
-                    for recipient in requested[session] ?? [] where !missing.contains(where: { $0.deviceID == recipient.deviceID }) {
+                    for recipient in requested[session] ?? []
+                    where !missing.contains(where: { $0.deviceID == recipient.deviceID }) {
                         missing.append(recipient)
                     }
                     guard !missing.isEmpty else { continue }
@@ -325,7 +359,8 @@ extension SyncEngine {
     /// from a device that qualifies is served; each from one that does not is counted in the
     /// report (with the device) and left open, not an error: the recipient policy decided.
     /// Nothing when the remote has no requests table.
-    func openRequests(own: Set<UUID>, recipients: Set<UUID>, recorder: Recorder) async throws -> [EnvelopePair: [UUID]] {
+    func openRequests(own: Set<UUID>, recipients: Set<UUID>, recorder: Recorder) async throws -> [EnvelopePair: [UUID]]
+    {
         let open: [SecretRequestRow]
         do {
             open = try await remote.secretRequests().listOpenSecretRequests().filter { own.contains($0.sessionID) }
@@ -337,10 +372,13 @@ extension SyncEngine {
         var served: [EnvelopePair: [UUID]] = [:]
         for request in open {
             if recipients.contains(request.requesterDeviceID) {
-                served[EnvelopePair(sessionID: request.sessionID, deviceID: request.requesterDeviceID), default: []].append(request.id)
+                served[EnvelopePair(sessionID: request.sessionID, deviceID: request.requesterDeviceID), default: []]
+                    .append(request.id)
             } else {
                 summary.refused += 1
-                if !summary.refusedDevices.contains(request.requesterDeviceID) { summary.refusedDevices.append(request.requesterDeviceID) }
+                if !summary.refusedDevices.contains(request.requesterDeviceID) {
+                    summary.refusedDevices.append(request.requesterDeviceID)
+                }
             }
         }
         if !open.isEmpty { recorder.report.secretRequests = summary }
@@ -352,7 +390,9 @@ extension SyncEngine {
     /// revoked device had received (the ledger knows which): a fresh secret, generation + 1,
     /// sealed at rest; the earlier generation stays in the store. The sessions' ledger entries
     /// go with the rotation, so the rest of the push seals the new secret to every recipient.
-    func applyRevocations(_ trust: TrustSnapshot, identity: DeviceIdentity, entry: inout PhaseReport, recorder: Recorder) async throws {
+    func applyRevocations(
+        _ trust: TrustSnapshot, identity: DeviceIdentity, entry: inout PhaseReport, recorder: Recorder
+    ) async throws {
         let revoked = Set(trust.revocations.keys)
         guard !revoked.isEmpty else { return }
         // Only the revoked devices' entries: a revocation stays known for good, so this runs at every push.
@@ -366,13 +406,16 @@ extension SyncEngine {
         var rotations: [(sessionID: UUID, sealed: OwnSealedSecret)] = []
         for session in active.sorted(by: { $0.canonicallyPrecedes($1) }) {
             guard let current = own[session] else { continue }
-            let envelope = try SecretEnvelope.seal(SessionSecret(), for: identity.publicKey, sessionID: SessionID(session))
+            let envelope = try SecretEnvelope.seal(
+                SessionSecret(), for: identity.publicKey, sessionID: SessionID(session))
             rotations.append((session, OwnSealedSecret(envelope: envelope, generation: current.generation + 1)))
         }
         try await local.rotateOwnSecrets(rotations)
         try await local.deleteLedgerEntries(recipients: recipients)
         recorder.report.trust?.sessionsRotated = rotations.count
-        logger?.notice("revocations: \(recipients.count) revoked devices had envelopes; \(rotations.count) session secrets rotated")
+        logger?.notice(
+            "revocations: \(recipients.count) revoked devices had envelopes; \(rotations.count) session secrets rotated"
+        )
     }
 
     /// Makes the ledger of this desktop's sessions say what the remote holds, so that from then
@@ -384,8 +427,10 @@ extension SyncEngine {
     /// By digest when the remote has one: the ledger's digest (kept per session by the store)
     /// is compared with the remote's in one request, and only the buckets that differ are
     /// listed. Without a digest function, every pair is listed (a replaced row goes unnoticed then).
-    func reconcileLedger(owner: UUID, own: Set<UUID>, recipients: Set<UUID>, expected: Int,
-                         recorder: Recorder) async throws -> Set<EnvelopePair> {
+    func reconcileLedger(
+        owner: UUID, own: Set<UUID>, recipients: Set<UUID>, expected: Int,
+        recorder: Recorder
+    ) async throws -> Set<EnvelopePair> {
         let buckets = SecretDigest.bucketCount(forPairs: expected, rowsPerBucket: options.rowsPerDigestBucket)
         // The remote computes its digest while the ledger's is read: at 1,000,000 pairs each
         // side takes about half a second.
@@ -402,29 +447,39 @@ extension SyncEngine {
             recorder.report.reconciliation = Reconciliation(method: .listing, rowsListed: listed.count)
             let present = Set(listed.filter { own.contains($0.sessionID) })
             let lost = try await local.ledger().filter { own.contains($0.sessionID) }
-                .map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) }.filter { !present.contains($0) }
+                .map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) }.filter {
+                    !present.contains($0)
+                }
             try await local.deleteLedgerEntries(pairs: lost.map { ($0.sessionID, $0.deviceID) })
             return present.filter { !recipients.contains($0.deviceID) }
         }
         var differing = Set(unhashed.map { SecretDigest.bucket(of: $0, buckets: buckets) })
         let remoteByBucket = Dictionary(remoteDigest.map { ($0.bucket, $0) }, uniquingKeysWith: { first, _ in first })
-        for bucket in Set(localDigest.keys).union(remoteByBucket.keys) where localDigest[bucket] != remoteByBucket[bucket] {
+        for bucket in Set(localDigest.keys).union(remoteByBucket.keys)
+        where localDigest[bucket] != remoteByBucket[bucket] {
             differing.insert(bucket)
         }
-        let sessions: Set<UUID> = differing.isEmpty ? [] : own.filter { differing.contains(SecretDigest.bucket(of: $0, buckets: buckets)) }
+        let sessions: Set<UUID> =
+            differing.isEmpty ? [] : own.filter { differing.contains(SecretDigest.bucket(of: $0, buckets: buckets)) }
         // The digests counted the rows of these buckets: a listing that passes the larger count
         // (by a margin for writes between the digest and the listing) is a server that never
         // ends, refused at once rather than after the client's general limits.
         let counted = differing.reduce(0) { $0 + max(remoteByBucket[$1]?.pairs ?? 0, localDigest[$1]?.pairs ?? 0) }
-        let listed = sessions.isEmpty ? [] : try await remote.listEnvelopeKeys(sessions: sessions, atMost: counted + max(256, counted / 8))
-        recorder.report.reconciliation = Reconciliation(method: .digest, buckets: buckets, bucketsListed: differing.count, rowsListed: listed.count)
+        let listed =
+            sessions.isEmpty
+            ? [] : try await remote.listEnvelopeKeys(sessions: sessions, atMost: counted + max(256, counted / 8))
+        recorder.report.reconciliation = Reconciliation(
+            method: .digest, buckets: buckets, bucketsListed: differing.count, rowsListed: listed.count)
         guard !sessions.isEmpty else { return [] }
 
         let held = Dictionary(listed.map { ($0.pair, $0.ephemeralPublicKey) }, uniquingKeysWith: { first, _ in first })
         var forgotten: [(sessionID: UUID, recipientDeviceID: UUID)] = []
         var adopted: [(sessionID: UUID, recipientDeviceID: UUID, ephemeralPublicKey: String)] = []
         for entry in try await local.ledger(sessions: sessions) {
-            switch (entry.ephemeralPublicKey, held[EnvelopePair(sessionID: entry.sessionID, deviceID: entry.recipientDeviceID)]) {
+            switch (
+                entry.ephemeralPublicKey,
+                held[EnvelopePair(sessionID: entry.sessionID, deviceID: entry.recipientDeviceID)]
+            ) {
             case (_, nil):
                 forgotten.append((entry.sessionID, entry.recipientDeviceID))
             case (nil, let theirs?):
@@ -450,7 +505,9 @@ extension SyncEngine {
     /// Opens each session's own secret once and seals it for its recipients (version 2,
     /// authenticated by this desktop's key, to those that read it; version 1 to the rest),
     /// spread over ``SyncOptions/cryptoConcurrency`` tasks.
-    func seal(_ work: [SealWork], key: X25519PrivateKey, sender: UUID, writesV2: Bool) async throws -> ([EnvelopeRecord], [SyncIssue]) {
+    func seal(
+        _ work: [SealWork], key: X25519PrivateKey, sender: UUID, writesV2: Bool
+    ) async throws -> ([EnvelopeRecord], [SyncIssue]) {
         let parts = try await inParallel(work) { part in
             var sealed: [EnvelopeRecord] = []
             var problems: [SyncIssue] = []
@@ -461,21 +518,32 @@ extension SyncEngine {
                 do {
                     secret = try item.own.envelope.open(sessionID: sessionID, using: key)
                 } catch {
-                    problems.append(SyncIssue(phase: .secrets, code: .secretUnreadable, rowID: item.session.canonical,
-                                              message: "this session's own secret cannot be opened with the device key"))
+                    problems.append(
+                        SyncIssue(
+                            phase: .secrets, code: .secretUnreadable, rowID: item.session.canonical,
+                            message: "this session's own secret cannot be opened with the device key"))
                     continue
                 }
                 for recipient in item.recipients {
                     do {
-                        let envelope = recipient.version(writingVersion2: writesV2) == 2
-                            ? try SecretEnvelope.sealV2(secret, for: recipient.publicKey, recipientDeviceID: recipient.deviceID, sessionID: sessionID,
-                                                        sender: key, senderDeviceID: sender, generation: item.own.generation)
+                        let envelope =
+                            recipient.version(writingVersion2: writesV2) == 2
+                            ? try SecretEnvelope.sealV2(
+                                secret, for: recipient.publicKey, recipientDeviceID: recipient.deviceID,
+                                sessionID: sessionID,
+                                sender: key, senderDeviceID: sender, generation: item.own.generation)
                             : try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: sessionID)
-                        sealed.append(EnvelopeRecord(sessionID: item.session, deviceID: recipient.deviceID,
-                                                     ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: envelope.encryptedSecret))
+                        sealed.append(
+                            EnvelopeRecord(
+                                sessionID: item.session, deviceID: recipient.deviceID,
+                                ephemeralPublicKey: envelope.ephemeralPublicKey,
+                                encryptedSecret: envelope.encryptedSecret))
                     } catch {
-                        problems.append(SyncIssue(phase: .secrets, code: .sealFailed, rowID: "\(item.session.canonical)/\(recipient.deviceID.canonical)",
-                                                  message: "\(error)"))
+                        problems.append(
+                            SyncIssue(
+                                phase: .secrets, code: .sealFailed,
+                                rowID: "\(item.session.canonical)/\(recipient.deviceID.canonical)",
+                                message: "\(error)"))
                     }
                 }
             }

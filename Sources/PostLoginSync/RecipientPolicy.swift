@@ -65,9 +65,12 @@ public enum RecipientPolicy {
     ///     devices and rows whose key differs from their certificate never receive, and in mode
     ///     `verified` neither do devices without a valid certificate.
     ///   - selfKey: This device's own public key: its row must carry it, or it is a key mismatch.
-    public static func evaluate(_ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions,
-                                trust: TrustSnapshot? = nil, selfKey: X25519PublicKey? = nil) -> [DeviceDecision] {
-        decide(devices, userID: userID, selfID: selfID, options: options, trust: trust, selfKey: selfKey).map(\.decision)
+    public static func evaluate(
+        _ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions,
+        trust: TrustSnapshot? = nil, selfKey: X25519PublicKey? = nil
+    ) -> [DeviceDecision] {
+        decide(devices, userID: userID, selfID: selfID, options: options, trust: trust, selfKey: selfKey).map(
+            \.decision)
     }
 
     /// The mode in force: the explicit one, else `verified` with a pinned identity, else `any`.
@@ -75,9 +78,12 @@ public enum RecipientPolicy {
         options.trust ?? (hasPinnedIdentity ? .verified : .any)
     }
 
-    static func decide(_ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions,
-                       trust: TrustSnapshot? = nil, selfKey: X25519PublicKey? = nil)
-        -> [(decision: DeviceDecision, recipient: Recipient?, issue: SyncIssue?)] {
+    static func decide(
+        _ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions,
+        trust: TrustSnapshot? = nil, selfKey: X25519PublicKey? = nil
+    )
+        -> [(decision: DeviceDecision, recipient: Recipient?, issue: SyncIssue?)]
+    {
         let mode = mode(options, hasPinnedIdentity: trust != nil)
         // Ids are UUIDs, so two spellings of one id (case) are already one value here; a device
         // listed twice keeps its first row, and the repeat is reported rather than trapping
@@ -86,10 +92,12 @@ public enum RecipientPolicy {
         return devices.map { device in
             let standing = trust?.status(of: device)
             func no(_ reason: String, issue code: SyncIssue.Code? = nil) -> (DeviceDecision, Recipient?, SyncIssue?) {
-                let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
-                                              receives: false, reason: reason, keyFingerprint: nil, trust: standing)
+                let decision = DeviceDecision(
+                    deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
+                    receives: false, reason: reason, keyFingerprint: nil, trust: standing)
                 let problem = code.map {
-                    SyncIssue(phase: .secrets, code: $0, rowID: device.id.canonical, message: "device skipped: \(reason)")
+                    SyncIssue(
+                        phase: .secrets, code: $0, rowID: device.id.canonical, message: "device skipped: \(reason)")
                 }
                 return (decision, nil, problem)
             }
@@ -103,7 +111,9 @@ public enum RecipientPolicy {
             guard device.isActive else { return no("inactive") }
             if standing == .revoked { return no("revoked by the user's identity key", issue: .revokedDevice) }
             if standing == .certificateMismatch {
-                return no("its row names another device type than its certificate (possible attack)", issue: .certificateMismatch)
+                return no(
+                    "its row names another device type than its certificate (possible attack)",
+                    issue: .certificateMismatch)
             }
             // A certified device's type and role are the certificate's: the row is the server's
             // (and a web browser may update its own), the certificate the user's identity key signed.
@@ -120,7 +130,9 @@ public enum RecipientPolicy {
             }
             guard !key.isLowOrder else { return no("public key is a low-order point", issue: .invalidPublicKey) }
             if device.id == selfID, let selfKey, key != selfKey {
-                return no("this device's row carries another key than this device's own (possible attack)", issue: .keyMismatch)
+                return no(
+                    "this device's row carries another key than this device's own (possible attack)",
+                    issue: .keyMismatch)
             }
             if standing == .keyMismatch {
                 return no("its row's key differs from its certificate's (possible attack)", issue: .keyMismatch)
@@ -129,14 +141,19 @@ public enum RecipientPolicy {
                 return no("no valid certificate under the user's identity key (unverified)")
             }
             let fingerprint = key.fingerprint
-            let decision = DeviceDecision(deviceID: device.id, name: device.name, deviceType: type.rawValue,
-                                          receives: true, reason: nil, keyFingerprint: fingerprint,
-                                          envelopeVersions: device.envelopeVersions.sorted(), trust: standing)
+            let decision = DeviceDecision(
+                deviceID: device.id, name: device.name, deviceType: type.rawValue,
+                receives: true, reason: nil, keyFingerprint: fingerprint,
+                envelopeVersions: device.envelopeVersions.sorted(), trust: standing)
             // A certified device reads version 2 whatever its row's `capabilities` say: only this
             // engine's pairing certifies devices, and it reads version 2, while the column is the
             // server's to rewrite (it must not steer a sealer into the sender-less version 1).
-            return (decision, Recipient(deviceID: device.id, publicKey: key, fingerprint: fingerprint,
-                                        readsVersion2: device.envelopeVersions.contains(2) || standing == .verified), nil)
+            return (
+                decision,
+                Recipient(
+                    deviceID: device.id, publicKey: key, fingerprint: fingerprint,
+                    readsVersion2: device.envelopeVersions.contains(2) || standing == .verified), nil
+            )
         }
     }
 }

@@ -1,10 +1,10 @@
 import Foundation
-import Synchronization
 import LocalStore
 import Logging
 import RemoteStore
 import SecretCrypto
 import SyncModel
+import Synchronization
 
 /// Errors that stop a sync (or a coordination call) before it starts; anything later in a sync
 /// is recorded in the report.
@@ -107,7 +107,8 @@ public struct SyncEngine: Sendable {
     ///   - remote: The remote, signed in as the store's user.
     ///   - options: Policy and tuning.
     ///   - logger: Where to log progress (never secrets); nothing is logged without one.
-    public init(local: DeviceStore, remote: any SyncRemote, options: SyncOptions = SyncOptions(), logger: Logger? = nil) {
+    public init(local: DeviceStore, remote: any SyncRemote, options: SyncOptions = SyncOptions(), logger: Logger? = nil)
+    {
         self.local = local
         self.remote = remote
         self.options = options
@@ -135,13 +136,20 @@ public struct SyncEngine: Sendable {
     func signedIn(role: SyncRole?) async throws -> (DeviceIdentity, UUID) {
         let identity = try await local.requireIdentity()
         if let role, identity.role != role {
-            throw SyncError(code: .wrongRole, message: "this store is a \(identity.role.rawValue); it \(identity.role == .desktop ? "pushes" : "pulls")")
+            throw SyncError(
+                code: .wrongRole,
+                message:
+                    "this store is a \(identity.role.rawValue); it \(identity.role == .desktop ? "pushes" : "pulls")")
         }
         guard let user = identity.userID else {
             throw SyncError(code: .notLoggedIn, message: "this store is not logged in; run `sync-cli login` first")
         }
         guard user == remote.userID else {
-            throw SyncError(code: .userMismatch, message: "this store belongs to user \(user.canonical), but the remote is signed in as \(remote.userID.canonical)")
+            throw SyncError(
+                code: .userMismatch,
+                message:
+                    "this store belongs to user \(user.canonical), but the remote is signed in as \(remote.userID.canonical)"
+            )
         }
         return (identity, user)
     }
@@ -151,17 +159,22 @@ public struct SyncEngine: Sendable {
     ///
     /// - Throws: ``SyncError`` `.identityChanged` (the remote's identity key is not the pinned
     ///   one), `.noIdentity` (mode `verified` asked for without a pinned identity).
-    func trustContext(phase: SyncPhase, selfID: UUID) async throws -> (mode: TrustMode, snapshot: TrustSnapshot?, summary: TrustSummary) {
+    func trustContext(
+        phase: SyncPhase, selfID: UUID
+    ) async throws -> (mode: TrustMode, snapshot: TrustSnapshot?, summary: TrustSummary) {
         let snapshot = try await TrustSnapshot.load(local: local, remote: remote, phase: phase)
         let mode = RecipientPolicy.mode(options.recipients, hasPinnedIdentity: snapshot != nil)
         if mode == .verified && snapshot == nil {
-            throw SyncError(code: .noIdentity, message: "trust mode verified needs the user's identity pinned on this device: "
-                            + "run `sync-cli trust init` on the first device or `sync-cli trust join CODE` here")
+            throw SyncError(
+                code: .noIdentity,
+                message: "trust mode verified needs the user's identity pinned on this device: "
+                    + "run `sync-cli trust init` on the first device or `sync-cli trust join CODE` here")
         }
         var summary = TrustSummary(mode: mode, identityFingerprint: snapshot?.fingerprint.description)
         summary.invalidStatements = snapshot?.problems.count ?? 0
         if let snapshot, snapshot.revocations[selfID] != nil {
-            summary.note = "this device was revoked by the user's identity key: it receives no secrets (pair it again from a new store)"
+            summary.note =
+                "this device was revoked by the user's identity key: it receives no secrets (pair it again from a new store)"
         }
         // Without a pinned identity: say once per store when the remote cannot do verified trust.
         if snapshot == nil, try await local.setting(.trustTables) == nil {
@@ -169,7 +182,8 @@ public struct SyncEngine: Sendable {
                 _ = try await remote.trustTables().fetchIdentityKey()
                 try await local.setSetting(.trustTables, .present)
             } catch let error as RemoteStoreError where error.code == .missingTable {
-                summary.note = "verified trust needs the device-trust migration (supabase/migrations/20261122001200_device_trust.sql); "
+                summary.note =
+                    "verified trust needs the device-trust migration (supabase/migrations/20261122001200_device_trust.sql); "
                     + "this remote has none of its tables, so every active device of the user receives secrets (trust mode any)"
                 logger?.notice("\(summary.note ?? "")")
                 try await local.setSetting(.trustTables, .missing)
@@ -180,14 +194,16 @@ public struct SyncEngine: Sendable {
         return (mode, snapshot, summary)
     }
 
-
     /// The own device row; it carries the envelope versions this device reads until they were
     /// advertised once (after that the upsert leaves `capabilities` alone).
     func ownDeviceRow(_ identity: DeviceIdentity, user: UUID) async throws -> OwnDeviceRow {
-        var row = OwnDeviceRow(id: identity.id, userID: user, name: identity.name, deviceType: identity.deviceType,
-                               hostname: identity.hostname, publicKey: identity.publicKey.base64)
-        if let token = try await local.setting(.apnsToken), let environment = try await local.setting(.apnsEnvironment) {
-            row.apns = APNsRegistration(token: token, environment: environment, pushEnabled: try await local.setting(.apnsPushEnabled) ?? false)
+        var row = OwnDeviceRow(
+            id: identity.id, userID: user, name: identity.name, deviceType: identity.deviceType,
+            hostname: identity.hostname, publicKey: identity.publicKey.base64)
+        if let token = try await local.setting(.apnsToken), let environment = try await local.setting(.apnsEnvironment)
+        {
+            row.apns = APNsRegistration(
+                token: token, environment: environment, pushEnabled: try await local.setting(.apnsPushEnabled) ?? false)
         }
         let versions = options.envelopeVersions.sorted()
         if try await local.setting(.advertisedVersions) != versions.map(String.init).joined(separator: ",") {
@@ -210,7 +226,10 @@ public struct SyncEngine: Sendable {
     }
 
     static func issues(_ rejected: [RejectedRow], phase: SyncPhase) -> [SyncIssue] {
-        rejected.map { SyncIssue(phase: phase, code: SyncIssue.Code(remote: $0.error.code), rowID: $0.key, message: $0.error.description) }
+        rejected.map {
+            SyncIssue(
+                phase: phase, code: SyncIssue.Code(remote: $0.error.code), rowID: $0.key, message: $0.error.description)
+        }
     }
 
     /// Runs `body` over ``SyncOptions/cryptoConcurrency`` slices of `items` at once, in a
@@ -236,7 +255,12 @@ public struct SyncEngine: Sendable {
 /// A thread-safe running total for progress from batch handlers.
 final class Counter: Sendable {
     private let value = Mutex(0)
-    func add(_ amount: Int) -> Int { value.withLock { $0 += amount; return $0 } }
+    func add(_ amount: Int) -> Int {
+        value.withLock {
+            $0 += amount
+            return $0
+        }
+    }
 }
 
 extension Duration {

@@ -54,7 +54,9 @@ public struct TrustSnapshot: Sendable {
     public func status(of device: RemoteDevice) -> DeviceTrustStatus {
         if revocations[device.id] != nil { return .revoked }
         guard let certificate = certificates[device.id] else { return .unverified }
-        guard let text = device.publicKey, let key = try? X25519PublicKey(base64: text), key == certificate.x25519PublicKey else {
+        guard let text = device.publicKey, let key = try? X25519PublicKey(base64: text),
+            key == certificate.x25519PublicKey
+        else {
             return .keyMismatch
         }
         guard device.deviceType?.rawValue == certificate.deviceType else { return .certificateMismatch }
@@ -72,25 +74,33 @@ public struct TrustSnapshot: Sendable {
     ///
     /// - Throws: ``SyncError`` `.identityChanged` when the remote publishes another identity key
     ///   than the pinned one, or none, or has lost the tables; remote errors.
-    public static func load(local: DeviceStore, remote: any SyncRemote, phase: SyncPhase = .secrets) async throws -> TrustSnapshot? {
+    public static func load(
+        local: DeviceStore, remote: any SyncRemote, phase: SyncPhase = .secrets
+    ) async throws -> TrustSnapshot? {
         guard let pinned = try await local.pinnedIdentityKey() else { return nil }
         try await checkPublishedIdentity(pinned: pinned, remote: remote)
         let user = remote.userID
         var problems: [SyncIssue] = []
         func refused(_ kind: String, _ row: SignedStatementRow, _ why: String) {
-            problems.append(SyncIssue(phase: phase, code: .invalidStatement, rowID: row.deviceID.canonical, message: "\(kind) ignored: \(why)"))
+            problems.append(
+                SyncIssue(
+                    phase: phase, code: .invalidStatement, rowID: row.deviceID.canonical,
+                    message: "\(kind) ignored: \(why)"))
         }
 
         // A revocation once verified stays: the remote cannot take it back by deleting the row.
-        var revocations = Dictionary(try await local.knownRevocations().map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
+        var revocations = Dictionary(
+            try await local.knownRevocations().map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
         var fresh: [KnownRevocation] = []
         for row in try await remote.trustTables().listRevocations() {
             do {
                 guard row.userID == user else { throw TrustStatementError(.wrongUser, "the row names another user") }
-                let revocation = try DeviceRevocation.verify(SignedStatement(body: row.body, signature: row.signature),
-                                                             identityKey: pinned, userID: user, deviceID: row.deviceID)
-                let known = KnownRevocation(deviceID: revocation.deviceID, x25519PublicKey: revocation.x25519PublicKey,
-                                            revokedAt: Date(timeIntervalSince1970: TimeInterval(revocation.revokedAt)))
+                let revocation = try DeviceRevocation.verify(
+                    SignedStatement(body: row.body, signature: row.signature),
+                    identityKey: pinned, userID: user, deviceID: row.deviceID)
+                let known = KnownRevocation(
+                    deviceID: revocation.deviceID, x25519PublicKey: revocation.x25519PublicKey,
+                    revokedAt: Date(timeIntervalSince1970: TimeInterval(revocation.revokedAt)))
                 if revocations[known.deviceID] == nil { fresh.append(known) }
                 revocations[known.deviceID] = known
             } catch {
@@ -103,13 +113,15 @@ public struct TrustSnapshot: Sendable {
         for row in try await remote.trustTables().listCertificates() {
             do {
                 guard row.userID == user else { throw TrustStatementError(.wrongUser, "the row names another user") }
-                certificates[row.deviceID] = try DeviceCertificate.verify(SignedStatement(body: row.body, signature: row.signature),
-                                                                          identityKey: pinned, userID: user, deviceID: row.deviceID)
+                certificates[row.deviceID] = try DeviceCertificate.verify(
+                    SignedStatement(body: row.body, signature: row.signature),
+                    identityKey: pinned, userID: user, deviceID: row.deviceID)
             } catch {
                 refused("certificate", row, "\(error)")
             }
         }
-        return TrustSnapshot(identityKey: pinned, certificates: certificates, revocations: revocations, problems: problems)
+        return TrustSnapshot(
+            identityKey: pinned, certificates: certificates, revocations: revocations, problems: problems)
     }
 
     /// Refuses to go on when the remote's identity key is not the pinned one.
@@ -118,18 +130,27 @@ public struct TrustSnapshot: Sendable {
         do {
             published = try await remote.trustTables().fetchIdentityKey()
         } catch let error as RemoteStoreError where error.code == .missingTable {
-            throw SyncError(code: .identityChanged, message: "the user's identity key changed: the remote no longer has the device-trust tables, "
-                            + "but this device pinned identity \(IdentityFingerprint(pinned)); re-pair with `sync-cli trust join`")
+            throw SyncError(
+                code: .identityChanged,
+                message: "the user's identity key changed: the remote no longer has the device-trust tables, "
+                    + "but this device pinned identity \(IdentityFingerprint(pinned)); re-pair with `sync-cli trust join`"
+            )
         }
         guard let published else {
-            throw SyncError(code: .identityChanged, message: "the user's identity key changed: the remote publishes none, "
-                            + "but this device pinned identity \(IdentityFingerprint(pinned)); re-pair with `sync-cli trust join`")
+            throw SyncError(
+                code: .identityChanged,
+                message: "the user's identity key changed: the remote publishes none, "
+                    + "but this device pinned identity \(IdentityFingerprint(pinned)); re-pair with `sync-cli trust join`"
+            )
         }
         guard let key = try? Ed25519PublicKey(base64: published), key == pinned else {
-            let shown = (try? Ed25519PublicKey(base64: published)).map { "\(IdentityFingerprint($0))" } ?? "an unreadable key"
-            throw SyncError(code: .identityChanged, message: "the user's identity key changed: the remote publishes \(shown), "
-                            + "but this device pinned \(IdentityFingerprint(pinned)); nothing was sent. Re-pair with `sync-cli trust join` "
-                            + "if the user really made a new identity")
+            let shown =
+                (try? Ed25519PublicKey(base64: published)).map { "\(IdentityFingerprint($0))" } ?? "an unreadable key"
+            throw SyncError(
+                code: .identityChanged,
+                message: "the user's identity key changed: the remote publishes \(shown), "
+                    + "but this device pinned \(IdentityFingerprint(pinned)); nothing was sent. Re-pair with `sync-cli trust join` "
+                    + "if the user really made a new identity")
         }
     }
 }

@@ -93,7 +93,8 @@ extension SyncEngine {
 
     /// Whether the store holds rows or deletions a push has not sent.
     func hasUnpushedChanges() async throws -> Bool {
-        try await local.hasUnpushedChanges(repositoriesAfter: try await pushMark(.repositories), sessionsAfter: try await pushMark(.sessions))
+        try await local.hasUnpushedChanges(
+            repositoriesAfter: try await pushMark(.repositories), sessionsAfter: try await pushMark(.sessions))
     }
 }
 
@@ -174,7 +175,8 @@ actor WatchState {
             tick.reasons = ["the store is busy with another command"]
         } catch let error as SyncError {
             // Not logged in, another user, an identity that changed: the same until someone acts.
-            tick.failure = SyncIssue(phase: .device, code: SyncIssue.Code(rawValue: error.code.rawValue), message: error.message)
+            tick.failure = SyncIssue(
+                phase: .device, code: SyncIssue.Code(rawValue: error.code.rawValue), message: error.message)
         } catch {
             tick.failure = SyncIssue(phase: .device, code: SyncEngine.Recorder.code(of: error), message: "\(error)")
         }
@@ -198,13 +200,17 @@ actor WatchState {
             let delay = capped * Double.random(in: 0.5...1.0)
             wait = .milliseconds(Int64(delay * 1000))
             if failures == 1 {
-                logger?.warning("watch: ticks fail (\(failure.code): \(failure.message)); backing off, next try in \(String(format: "%.1f", delay)) s, at most \(Int(options.maxBackoff.seconds)) s apart")
+                logger?.warning(
+                    "watch: ticks fail (\(failure.code): \(failure.message)); backing off, next try in \(String(format: "%.1f", delay)) s, at most \(Int(options.maxBackoff.seconds)) s apart"
+                )
             } else {
-                logger?.debug("watch: still unavailable after \(failures) ticks; next try in \(String(format: "%.1f", delay)) s")
+                logger?.debug(
+                    "watch: still unavailable after \(failures) ticks; next try in \(String(format: "%.1f", delay)) s")
             }
         } else {
             if failures > 0 {
-                logger?.notice("watch: the remote answers again after \(failures) failed tick\(failures == 1 ? "" : "s")")
+                logger?.notice(
+                    "watch: the remote answers again after \(failures) failed tick\(failures == 1 ? "" : "s")")
             }
             failures = 0
             wait = max(.zero, options.interval - elapsed)
@@ -234,14 +240,20 @@ actor WatchState {
         var requests: [SecretRequestRow] = []
         if !changes.secretRequests.isEmpty {
             let own = try await local.ownSessionIDs()
-            requests = changes.secretRequests.filter { own.contains($0.sessionID) && (full || !refused.contains($0.id)) }
+            requests = changes.secretRequests.filter {
+                own.contains($0.sessionID) && (full || !refused.contains($0.id))
+            }
         }
         let localChanges = try await engine.hasUnpushedChanges()
 
         if full { tick.reasons.append(lastFull == nil ? "first tick" : "full reconciliation") }
-        if changedDevices > 0 && lastFull != nil { tick.reasons.append("\(changedDevices) device\(changedDevices == 1 ? "" : "s") changed") }
+        if changedDevices > 0 && lastFull != nil {
+            tick.reasons.append("\(changedDevices) device\(changedDevices == 1 ? "" : "s") changed")
+        }
         if statementsChanged && lastFull != nil { tick.reasons.append("trust statements changed") }
-        if !requests.isEmpty { tick.reasons.append("\(requests.count) secret request\(requests.count == 1 ? "" : "s")") }
+        if !requests.isEmpty {
+            tick.reasons.append("\(requests.count) secret request\(requests.count == 1 ? "" : "s")")
+        }
         if localChanges { tick.reasons.append("local changes") }
 
         if tick.reasons.isEmpty {

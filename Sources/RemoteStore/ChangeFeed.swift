@@ -14,7 +14,10 @@ public struct SecretRequestRow: Sendable, Hashable {
     public var fulfilledAt: Date?
 
     /// Creates a row.
-    public init(id: UUID = UUID(), userID: UUID, sessionID: UUID, requesterDeviceID: UUID, createdAt: Date? = nil, fulfilledAt: Date? = nil) {
+    public init(
+        id: UUID = UUID(), userID: UUID, sessionID: UUID, requesterDeviceID: UUID, createdAt: Date? = nil,
+        fulfilledAt: Date? = nil
+    ) {
         self.id = id
         self.userID = userID
         self.sessionID = sessionID
@@ -26,9 +29,10 @@ public struct SecretRequestRow: Sendable, Hashable {
     /// Decodes a row as PostgREST (or the change feed) returns it.
     package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: "session_secret_requests")
-        self.init(id: try r.uuid("id"), userID: try r.uuid("user_id"), sessionID: try r.uuid("session_id"),
-                  requesterDeviceID: try r.uuid("requester_device_id"), createdAt: try r.optionalDate("created_at"),
-                  fulfilledAt: try r.optionalDate("fulfilled_at"))
+        self.init(
+            id: try r.uuid("id"), userID: try r.uuid("user_id"), sessionID: try r.uuid("session_id"),
+            requesterDeviceID: try r.uuid("requester_device_id"), createdAt: try r.optionalDate("created_at"),
+            fulfilledAt: try r.optionalDate("fulfilled_at"))
     }
 }
 
@@ -71,8 +75,10 @@ public struct RemoteChanges: Sendable {
     public var method: Method
 
     /// Creates a set of changes.
-    public init(devices: [RemoteDevice], complete: Bool, secretRequests: [SecretRequestRow], statements: String?,
-                cursor: ChangeCursor?, method: Method) {
+    public init(
+        devices: [RemoteDevice], complete: Bool, secretRequests: [SecretRequestRow], statements: String?,
+        cursor: ChangeCursor?, method: Method
+    ) {
         self.devices = devices
         self.complete = complete
         self.secretRequests = secretRequests
@@ -110,23 +116,30 @@ extension SyncRemote {
         let devices = try await listDevices()
         var requests: [SecretRequestRow] = []
         if let remote = self as? any SecretRequestRemote {
-            do { requests = try await remote.listOpenSecretRequests() } catch let error as RemoteStoreError where error.code == .missingTable {}
+            do { requests = try await remote.listOpenSecretRequests() } catch let error as RemoteStoreError
+                where error.code == .missingTable
+            {}
         }
         var fingerprint: String?
         if statements, let remote = self as? any TrustRemote {
             do {
-                let rows = try await remote.listCertificates().map { "c:\($0.deviceID.canonical):\($0.signature)" }
+                let rows =
+                    try await remote.listCertificates().map { "c:\($0.deviceID.canonical):\($0.signature)" }
                     + remote.listRevocations().map { "r:\($0.deviceID.canonical):\($0.signature)" }
                 fingerprint = rows.sorted().joined(separator: ",")
             } catch let error as RemoteStoreError where error.code == .missingTable {}
         }
-        return RemoteChanges(devices: devices, complete: true, secretRequests: requests, statements: fingerprint, cursor: nil, method: .polling)
+        return RemoteChanges(
+            devices: devices, complete: true, secretRequests: requests, statements: fingerprint, cursor: nil,
+            method: .polling)
     }
 
     /// What changed since `cursor`: from the change feed where the remote has one, by polling
     /// otherwise.
     public func changesOrPoll(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges {
-        if let feed = self as? any ChangeFeedRemote { return try await feed.changes(since: cursor, statements: statements) }
+        if let feed = self as? any ChangeFeedRemote {
+            return try await feed.changes(since: cursor, statements: statements)
+        }
         return try await pollChanges(statements: statements)
     }
 }

@@ -115,8 +115,11 @@ public struct PushTokenRegistration: Sendable, Hashable {
     public var previousToken: String?
 
     /// Creates a registration.
-    public init(deviceID: UUID, token: String, type: PushTokenType = .device, platform: String = "ios",
-                environment: PushEnvironment = .production, activityID: String? = nil, sessionID: UUID? = nil, previousToken: String? = nil) {
+    public init(
+        deviceID: UUID, token: String, type: PushTokenType = .device, platform: String = "ios",
+        environment: PushEnvironment = .production, activityID: String? = nil, sessionID: UUID? = nil,
+        previousToken: String? = nil
+    ) {
         self.deviceID = deviceID
         self.token = token
         self.type = type
@@ -209,8 +212,11 @@ public struct OutboxEntry: Sendable, Hashable {
     public var lastError: String?
 
     /// Creates an entry.
-    public init(id: Int64, deviceID: UUID?, token: String, pushType: String, priority: Int, collapseID: String?, payload: String,
-                createdAt: Date?, deliveredAt: Date?, attempts: Int, lastError: String?) {
+    public init(
+        id: Int64, deviceID: UUID?, token: String, pushType: String, priority: Int, collapseID: String?,
+        payload: String,
+        createdAt: Date?, deliveredAt: Date?, attempts: Int, lastError: String?
+    ) {
         self.id = id
         self.deviceID = deviceID
         self.token = token
@@ -240,10 +246,11 @@ public enum PushTokenText {
     /// Whether `token` is 1 to 512 characters of `A-Z a-z 0-9 . _ : -`.
     public static func isValid(_ token: String) -> Bool {
         let bytes = token.utf8
-        return (1...512).contains(bytes.count) && bytes.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                || byte == 0x2E || byte == 0x5F || byte == 0x3A || byte == 0x2D
-        }
+        return (1...512).contains(bytes.count)
+            && bytes.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == 0x2E || byte == 0x5F || byte == 0x3A || byte == 0x2D
+            }
     }
 
     /// Whether `text` is 1 to `limit` characters without control characters (request and
@@ -273,7 +280,10 @@ public enum Presence: Sendable, Hashable {
 
     /// The presence of a device last seen at `lastSeen`, as of `now`.
     public init(lastSeen: Date?, now: Date = Date()) {
-        guard let lastSeen else { self = .neverSeen; return }
+        guard let lastSeen else {
+            self = .neverSeen
+            return
+        }
         self = now.timeIntervalSince(lastSeen) <= Self.window ? .online : .lastSeen(lastSeen)
     }
 

@@ -43,8 +43,9 @@ public final class CurlTransport: HTTPTransport {
     }
 
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
-        let transfer = try CurlTransfer(request, limit: min(maxResponseBytes, request.maxResponseBytes ?? .max),
-                                        idleTimeout: min(request.timeout, connectTimeout))
+        let transfer = try CurlTransfer(
+            request, limit: min(maxResponseBytes, request.maxResponseBytes ?? .max),
+            idleTimeout: min(request.timeout, connectTimeout))
         let loop = CurlLoop.shared
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<TransportResponse, Error>) in
@@ -91,7 +92,10 @@ final class CurlLoop: @unchecked Sendable {
 
     private func run() -> Never {
         while true {
-            for transfer in incoming.withLock({ pending -> [CurlTransfer] in defer { pending = [] }; return pending }) {
+            for transfer in incoming.withLock({ pending -> [CurlTransfer] in
+                defer { pending = [] }
+                return pending
+            }) {
                 if transfer.isCancelled {
                     transfer.finish(.failure(CancellationError()))
                 } else if curl_multi_add_handle(multi, transfer.easy) == CURLM_OK {
@@ -145,7 +149,9 @@ final class CurlTransfer: @unchecked Sendable {
             throw RemoteStoreError(.configuration, "only http and https URLs are fetched")
         }
         // Names are HTTP tokens and values hold no line break or NUL: HTTPFields guarantees both.
-        guard let easy = curl_easy_init() else { throw RemoteStoreError(.network, "libcurl could not create a transfer") }
+        guard let easy = curl_easy_init() else {
+            throw RemoteStoreError(.network, "libcurl could not create a transfer")
+        }
         self.easy = easy
         self.limit = limit
         self.timeout = max(request.timeout, 0.001)
@@ -160,7 +166,9 @@ final class CurlTransfer: @unchecked Sendable {
         ok = ok && ccurl_easy_set_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(self.idleTimeout)) == CURLE_OK
         // Fewer than one byte a second for the idle timeout (whole seconds, at least one) ends it.
         ok = ok && ccurl_easy_set_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1) == CURLE_OK
-        ok = ok && ccurl_easy_set_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(self.idleTimeout.rounded(.up)))) == CURLE_OK
+        ok =
+            ok
+            && ccurl_easy_set_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(self.idleTimeout.rounded(.up)))) == CURLE_OK
         ok = ok && ccurl_easy_set_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(limit)) == CURLE_OK
         ok = ok && ccurl_easy_set_data_callback(easy, CURLOPT_WRITEFUNCTION, curlReceiveBody) == CURLE_OK
         ok = ok && ccurl_easy_set_pointer(easy, CURLOPT_WRITEDATA, context) == CURLE_OK
@@ -174,21 +182,31 @@ final class CurlTransfer: @unchecked Sendable {
             buffer.copyBytes(from: bytes)
             body = buffer
             ok = ok && ccurl_easy_set_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count)) == CURLE_OK
-            ok = ok && ccurl_easy_set_pointer(easy, CURLOPT_POSTFIELDS, UnsafeRawPointer(buffer.baseAddress)) == CURLE_OK
-            if method != .post { ok = ok && ccurl_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue) == CURLE_OK }
+            ok =
+                ok && ccurl_easy_set_pointer(easy, CURLOPT_POSTFIELDS, UnsafeRawPointer(buffer.baseAddress)) == CURLE_OK
+            if method != .post {
+                ok = ok && ccurl_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue) == CURLE_OK
+            }
         } else if method == .head {
             ok = ok && ccurl_easy_set_long(easy, CURLOPT_NOBODY, 1) == CURLE_OK
         } else {
             ok = ok && ccurl_easy_set_long(easy, CURLOPT_HTTPGET, 1) == CURLE_OK
-            if method != .get { ok = ok && ccurl_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue) == CURLE_OK }
+            if method != .get {
+                ok = ok && ccurl_easy_set_string(easy, CURLOPT_CUSTOMREQUEST, method.rawValue) == CURLE_OK
+            }
         }
 
-        var lines = request.headerFields.map { $0.value.isEmpty ? "\($0.name.rawName);" : "\($0.name.rawName): \($0.value)" }
+        var lines = request.headerFields.map {
+            $0.value.isEmpty ? "\($0.name.rawName);" : "\($0.name.rawName): \($0.value)"
+        }
         // No `Expect: 100-continue` wait, and no form content type the caller did not ask for.
         lines.append("Expect:")
         if request.headerFields[.contentType] == nil { lines.append("Content-Type:") }
         for line in lines {
-            guard let list = curl_slist_append(headerList, line) else { ok = false; break }
+            guard let list = curl_slist_append(headerList, line) else {
+                ok = false
+                break
+            }
             headerList = list
         }
         ok = ok && ccurl_easy_set_list(easy, CURLOPT_HTTPHEADER, headerList) == CURLE_OK
@@ -257,7 +275,9 @@ final class CurlTransfer: @unchecked Sendable {
         }
         var status = 0
         ccurl_easy_get_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        finish(.success(TransportResponse(status: HTTPResponse.Status(code: status), headerFields: headers, body: received)))
+        finish(
+            .success(
+                TransportResponse(status: HTTPResponse.Status(code: status), headerFields: headers, body: received)))
     }
 
     /// Resumes the caller; the loop calls this once per transfer.
@@ -270,7 +290,8 @@ final class CurlTransfer: @unchecked Sendable {
 
 extension RemoteStoreError {
     /// A response larger than the transport accepts.
-    static let responseTooLargeForClient = RemoteStoreError(.responseTooLarge, "the response is larger than this client accepts")
+    static let responseTooLargeForClient = RemoteStoreError(
+        .responseTooLarge, "the response is larger than this client accepts")
 }
 
 private let curlReceiveBody: ccurl_data_callback = { data, size, count, context in

@@ -1,6 +1,7 @@
 import Foundation
 public import HTTPTypes
 import Synchronization
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -21,8 +22,11 @@ public struct TransportRequest: Sendable {
     public var maxResponseBytes: Int?
 
     /// Creates a request.
-    public init(method: HTTPRequest.Method, url: URL, headerFields: HTTPFields = [:], body: Data? = nil, timeout: TimeInterval = 30,
-                maxResponseBytes: Int? = nil) {
+    public init(
+        method: HTTPRequest.Method, url: URL, headerFields: HTTPFields = [:], body: Data? = nil,
+        timeout: TimeInterval = 30,
+        maxResponseBytes: Int? = nil
+    ) {
         self.method = method
         self.url = url
         self.headerFields = headerFields
@@ -136,7 +140,8 @@ public final class URLSessionTransport: HTTPTransport {
                 // `send` holds the task until it returns, so the timer finds it while it runs.
                 DispatchQueue.global().asyncAfter(deadline: deadline) { [weak task] in
                     guard let task else { return }
-                    delegate.fail(task, with: RemoteStoreError(.network, "no complete response within \(Int(timeout)) s"))
+                    delegate.fail(
+                        task, with: RemoteStoreError(.network, "no complete response within \(Int(timeout)) s"))
                 }
                 task.resume()
             }
@@ -171,13 +176,17 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
         entry.continuation.resume(throwing: error)
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
         completionHandler(nil)
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
         let tooLarge = pending.withLock { state -> Bool in
             guard var entry = state[dataTask.taskIdentifier] else { return false }
             entry.response = response as? HTTPURLResponse
@@ -194,7 +203,9 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         let tooLarge = pending.withLock { state -> Bool in
-            guard let held = state[dataTask.taskIdentifier]?.body.count, let limit = state[dataTask.taskIdentifier]?.limit else { return false }
+            guard let held = state[dataTask.taskIdentifier]?.body.count,
+                let limit = state[dataTask.taskIdentifier]?.limit
+            else { return false }
             guard held + data.count <= limit else { return true }
             // Appended in place: an entry copied out of the dictionary would share the body's
             // storage, and appending would copy the whole body at every chunk.
@@ -216,8 +227,12 @@ final class TransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
         }
         var fields = HTTPFields()
         for (name, value) in http.allHeaderFields {
-            if let name = (name as? String).flatMap({ HTTPField.Name($0) }), let value = value as? String { fields.append(HTTPField(name: name, value: value)) }
+            if let name = (name as? String).flatMap({ HTTPField.Name($0) }), let value = value as? String {
+                fields.append(HTTPField(name: name, value: value))
+            }
         }
-        entry.continuation.resume(returning: TransportResponse(status: HTTPResponse.Status(code: http.statusCode), headerFields: fields, body: entry.body))
+        entry.continuation.resume(
+            returning: TransportResponse(
+                status: HTTPResponse.Status(code: http.statusCode), headerFields: fields, body: entry.body))
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import SyncModel
+import Synchronization
 
 /// The remote, in domain words: what post-login sync needs from Supabase (or the embedded
 /// default), and nothing about how it is spoken.
@@ -32,13 +32,19 @@ public protocol SyncRemote: Sendable {
     func listDevices() async throws -> [RemoteDevice]
 
     /// Inserts or updates repositories by id.
-    func upsertRepositories(_ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?) async throws -> BulkWriteResult
+    func upsertRepositories(
+        _ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?
+    ) async throws -> BulkWriteResult
 
     /// Inserts or updates sessions by id (their repositories must exist).
-    func upsertSessions(_ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?) async throws -> BulkWriteResult
+    func upsertSessions(
+        _ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?
+    ) async throws -> BulkWriteResult
 
     /// Inserts or updates envelopes by `(session_id, device_id)`.
-    func upsertEnvelopes(_ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?) async throws -> BulkWriteResult
+    func upsertEnvelopes(
+        _ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?
+    ) async throws -> BulkWriteResult
 
     /// Every `(session_id, device_id)` pair that has an envelope, over the user's sessions.
     func listEnvelopePairs() async throws -> [EnvelopePair]
@@ -203,8 +209,10 @@ public struct OwnDeviceRow: Sendable, Hashable {
     public var envelopeVersions: [Int]?
 
     /// Creates the row.
-    public init(id: UUID, userID: UUID, name: String, deviceType: DeviceType, hostname: String?, publicKey: String,
-                isActive: Bool = true, lastSeenAt: Date = Date(), apns: APNsRegistration? = nil, envelopeVersions: [Int]? = nil) {
+    public init(
+        id: UUID, userID: UUID, name: String, deviceType: DeviceType, hostname: String?, publicKey: String,
+        isActive: Bool = true, lastSeenAt: Date = Date(), apns: APNsRegistration? = nil, envelopeVersions: [Int]? = nil
+    ) {
         self.envelopeVersions = envelopeVersions
         self.id = id
         self.userID = userID
@@ -255,9 +263,11 @@ public struct RemoteDevice: Sendable, Hashable {
     public var envelopeVersions: Set<Int>
 
     /// Creates a device row.
-    public init(id: UUID, userID: UUID, name: String, deviceType: DeviceType?, hostname: String? = nil,
-                isActive: Bool = true, deviceRole: DeviceTrustRole? = .trustedExecutor, publicKey: String?,
-                isTrusted: Bool = false, lastSeenAt: Date? = nil, envelopeVersions: Set<Int> = [1]) {
+    public init(
+        id: UUID, userID: UUID, name: String, deviceType: DeviceType?, hostname: String? = nil,
+        isActive: Bool = true, deviceRole: DeviceTrustRole? = .trustedExecutor, publicKey: String?,
+        isTrusted: Bool = false, lastSeenAt: Date? = nil, envelopeVersions: Set<Int> = [1]
+    ) {
         self.envelopeVersions = envelopeVersions
         self.id = id
         self.userID = userID
@@ -288,7 +298,8 @@ public enum EnvelopeCapability {
     /// `existing` (a JSON object's text, or nil) with this device's versions set under ``key``;
     /// every other key is kept.
     public static func merged(_ existing: String?, versions: [Int]) -> String {
-        var object = existing.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
+        var object =
+            existing.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
         object[key] = versions
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)

@@ -62,8 +62,11 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
     public var hint: String?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, status: Int? = nil, postgrestCode: PostgRESTErrorCode? = nil, details: String? = nil,
-                hint: String? = nil) {
+    public init(
+        _ code: Code, _ message: String, status: Int? = nil, postgrestCode: PostgRESTErrorCode? = nil,
+        details: String? = nil,
+        hint: String? = nil
+    ) {
         self.code = code
         self.status = status
         self.postgrestCode = postgrestCode
@@ -95,7 +98,8 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
             return [.conflict, .foreignKeyViolation, .permissionDenied, .rowTooLarge, .invalidValue].contains(code)
         }
         if status == 500, let sqlState = postgrestCode {
-            return [.cardinalityViolation, .dataException, .integrityConstraintViolation].contains(sqlState.sqlStateClass)
+            return [.cardinalityViolation, .dataException, .integrityConstraintViolation].contains(
+                sqlState.sqlStateClass)
         }
         return (400..<500).contains(status) && ![401, 408, 429].contains(status)
     }

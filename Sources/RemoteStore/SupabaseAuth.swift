@@ -33,9 +33,11 @@ public struct SupabaseAuth: Sendable {
         guard let url = URL(string: "\(base)/auth/v1/token?grant_type=\(type)") else {
             throw RemoteStoreError(.configuration, "invalid project URL")
         }
-        let request = TransportRequest(method: .post, url: url, headerFields: [
-            .apikey: apiKey, .contentType: "application/json", .accept: "application/json",
-        ], body: try JSONSerialization.data(withJSONObject: body))
+        let request = TransportRequest(
+            method: .post, url: url,
+            headerFields: [
+                .apikey: apiKey, .contentType: "application/json", .accept: "application/json",
+            ], body: try JSONSerialization.data(withJSONObject: body))
         let response: TransportResponse
         do {
             response = try await transport.send(request)
@@ -44,17 +46,23 @@ public struct SupabaseAuth: Sendable {
         }
         let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] ?? [:]
         guard response.status.kind == .successful else {
-            let message = ((object["error_description"] as? String) ?? (object["msg"] as? String) ?? "sign-in refused").escapingControlCharacters
-            throw RemoteStoreError(response.status == .badRequest || response.status == .unauthorized ? .unauthorized : .http, message,
-                                   status: response.status.code,
-                                   postgrestCode: (object["error_code"] as? String).map { PostgRESTErrorCode(rawValue: $0.escapingControlCharacters) })
+            let message = ((object["error_description"] as? String) ?? (object["msg"] as? String) ?? "sign-in refused")
+                .escapingControlCharacters
+            throw RemoteStoreError(
+                response.status == .badRequest || response.status == .unauthorized ? .unauthorized : .http, message,
+                status: response.status.code,
+                postgrestCode: (object["error_code"] as? String).map {
+                    PostgRESTErrorCode(rawValue: $0.escapingControlCharacters)
+                })
         }
         guard let access = object["access_token"] as? String, let refresh = object["refresh_token"] as? String,
-              let user = (object["user"] as? [String: Any])?["id"] as? String, let userID = UUID.parse(user) else {
+            let user = (object["user"] as? [String: Any])?["id"] as? String, let userID = UUID.parse(user)
+        else {
             throw RemoteStoreError(.malformedResponse, "the auth server's answer lacks tokens or a user id")
         }
         let expiresIn = (object["expires_in"] as? Int) ?? 3600
-        return AuthSession(accessToken: access, refreshToken: refresh, expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn)),
-                           userID: userID, email: (object["user"] as? [String: Any])?["email"] as? String)
+        return AuthSession(
+            accessToken: access, refreshToken: refresh, expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn)),
+            userID: userID, email: (object["user"] as? [String: Any])?["email"] as? String)
     }
 }

@@ -38,8 +38,10 @@ public struct PairingRequestRow: Sendable, Hashable {
     public var createdAt: Date?
 
     /// Creates a row.
-    public init(id: UUID = UUID(), userID: UUID, inviteID: String, deviceID: UUID, x25519PublicKey: String,
-                ed25519PublicKey: String, mac: String, createdAt: Date? = nil) {
+    public init(
+        id: UUID = UUID(), userID: UUID, inviteID: String, deviceID: UUID, x25519PublicKey: String,
+        ed25519PublicKey: String, mac: String, createdAt: Date? = nil
+    ) {
         self.id = id
         self.userID = userID
         self.inviteID = inviteID

@@ -1,5 +1,5 @@
-import Foundation
 internal import CSodium
+import Foundation
 
 /// ChaCha20-Poly1305 AEAD, IETF variant (RFC 8439): 32-byte key, 12-byte nonce, 16-byte tag.
 ///
@@ -35,8 +35,9 @@ public enum ChaCha20Poly1305 {
                 aad.withUnsafeBytes { aad in
                     [UInt8](unsafeUninitializedCapacity: message.count + tagByteCount) { out, initialized in
                         key.withUnsafeBytes { key in
-                            encrypt(message: message, aad: aad, nonce: nonce.baseAddress!, key: key.baseAddress!,
-                                    into: UnsafeMutableRawPointer(out.baseAddress!))
+                            encrypt(
+                                message: message, aad: aad, nonce: nonce.baseAddress!, key: key.baseAddress!,
+                                into: UnsafeMutableRawPointer(out.baseAddress!))
                         }
                         initialized = message.count + tagByteCount
                     }
@@ -70,8 +71,9 @@ public enum ChaCha20Poly1305 {
                 return try aad.withUnsafeBytes { aad in
                     try [UInt8](unsafeUninitializedCapacity: sealed.count - tagByteCount) { out, initialized in
                         try key.withUnsafeBytes { key in
-                            try decrypt(sealed: sealed, aad: aad, nonce: nonce.baseAddress!, key: key.baseAddress!,
-                                        into: UnsafeMutableRawPointer(out.baseAddress))
+                            try decrypt(
+                                sealed: sealed, aad: aad, nonce: nonce.baseAddress!, key: key.baseAddress!,
+                                into: UnsafeMutableRawPointer(out.baseAddress))
                         }
                         initialized = sealed.count - tagByteCount
                     }

@@ -1,5 +1,5 @@
-import Foundation
 internal import CSodium
+import Foundation
 
 /// An Ed25519 public key: 32 raw bytes, on the wire as standard base64.
 ///
@@ -43,7 +43,8 @@ public struct Ed25519PublicKey: Sendable, Hashable, CustomStringConvertible {
             guard signature.count == Ed25519PrivateKey.signatureByteCount else { return false }
             return message.withUnsafeBytes { message in
                 rawRepresentation.withUnsafeBytes { key in
-                    crypto_sign_verify_detached(signature.cPointer(), message.cPointer(), UInt64(message.count), key.cPointer()) == 0
+                    crypto_sign_verify_detached(
+                        signature.cPointer(), message.cPointer(), UInt64(message.count), key.cPointer()) == 0
                 }
             }
         }
@@ -89,7 +90,8 @@ public struct Ed25519PrivateKey: Sendable, CustomStringConvertible, CustomReflec
         var publicBytes = [UInt8](repeating: 0, count: Ed25519PublicKey.byteCount)
         expanded = SecureBytes(count: 64) { out in
             seed.withUnsafeBytes { seed in
-                let status = crypto_sign_seed_keypair(&publicBytes, out.baseAddress!.assumingMemoryBound(to: UInt8.self), seed.cPointer())
+                let status = crypto_sign_seed_keypair(
+                    &publicBytes, out.baseAddress!.assumingMemoryBound(to: UInt8.self), seed.cPointer())
                 precondition(status == 0, "crypto_sign_seed_keypair failed")
             }
         }
@@ -106,7 +108,8 @@ public struct Ed25519PrivateKey: Sendable, CustomStringConvertible, CustomReflec
         var signature = [UInt8](repeating: 0, count: Self.signatureByteCount)
         message.withUnsafeBytes { message in
             expanded.withUnsafeBytes { key in
-                let status = crypto_sign_detached(&signature, nil, message.cPointer(), UInt64(message.count), key.cPointer())
+                let status = crypto_sign_detached(
+                    &signature, nil, message.cPointer(), UInt64(message.count), key.cPointer())
                 precondition(status == 0, "crypto_sign_detached failed")
             }
         }

@@ -1,5 +1,5 @@
-import Foundation
 internal import CSodium
+import Foundation
 
 /// Strict text encodings of bytes: standard base64 (RFC 4648 §4, padded), base64url without
 /// padding (§5) and lowercase hex.
@@ -72,7 +72,7 @@ public enum ByteEncoding {
             out.withMemoryRebound(to: CChar.self) { chars in
                 _ = sodium_bin2base64(chars.baseAddress!, length, raw.cPointer(), raw.count, variant)
             }
-            return length - 1  // drop the NUL terminator
+            return length - 1 // drop the NUL terminator
         }
     }
 
@@ -88,7 +88,8 @@ public enum ByteEncoding {
         let capacity = utf8.count / 4 * 3 + 3
         var decodedCount = 0
         return try [UInt8](unsafeUninitializedCapacity: capacity) { out, initialized in
-            let status = sodium_base642bin(out.baseAddress!, capacity, utf8.cPointer(to: CChar.self), utf8.count, nil, &decodedCount, nil, variant)
+            let status = sodium_base642bin(
+                out.baseAddress!, capacity, utf8.cPointer(to: CChar.self), utf8.count, nil, &decodedCount, nil, variant)
             initialized = status == 0 ? decodedCount : 0
             guard status == 0 else { throw CryptoError.invalidEncoding }
         }

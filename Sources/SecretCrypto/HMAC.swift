@@ -1,5 +1,5 @@
-import Foundation
 internal import CSodium
+import Foundation
 
 /// HMAC-SHA256 (RFC 2104, FIPS 198-1) on libsodium's incremental `crypto_auth_hmacsha256`.
 ///
@@ -47,14 +47,16 @@ public enum HMACSHA256 {
     }
 
     /// One HMAC over the concatenation of `parts`, written to `output` (32 bytes).
-    static func mac(key: UnsafeRawBufferPointer, parts: [UnsafeRawBufferPointer], into output: UnsafeMutableRawPointer) {
+    static func mac(key: UnsafeRawBufferPointer, parts: [UnsafeRawBufferPointer], into output: UnsafeMutableRawPointer)
+    {
         Sodium.ensureInitialized()
         var state = crypto_auth_hmacsha256_state()
         defer { withUnsafeMutableBytes(of: &state) { sodium_memzero($0.baseAddress, $0.count) } }
         var status = crypto_auth_hmacsha256_init(&state, key.cPointer(), key.count)
         precondition(status == 0, "crypto_auth_hmacsha256_init failed")
         for part in parts where part.count > 0 {
-            status = crypto_auth_hmacsha256_update(&state, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
+            status = crypto_auth_hmacsha256_update(
+                &state, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
             precondition(status == 0, "crypto_auth_hmacsha256_update failed")
         }
         status = crypto_auth_hmacsha256_final(&state, output.assumingMemoryBound(to: UInt8.self))
@@ -119,7 +121,9 @@ public enum HKDFSHA256 {
             var previous = UnsafeRawBufferPointer(start: nil, count: 0)
             while written < output.count {
                 withUnsafeBytes(of: &counter) { counterByte in
-                    HMACSHA256.mac(key: UnsafeRawBufferPointer(prk), parts: [previous, info, counterByte], into: block.baseAddress!)
+                    HMACSHA256.mac(
+                        key: UnsafeRawBufferPointer(prk), parts: [previous, info, counterByte], into: block.baseAddress!
+                    )
                 }
                 let take = Swift.min(32, output.count - written)
                 output.baseAddress!.advanced(by: written).copyMemory(from: block.baseAddress!, byteCount: take)
@@ -131,12 +135,15 @@ public enum HKDFSHA256 {
     }
 
     /// HKDF-Extract: `PRK = HMAC(salt, ikm parts...)`, 32 bytes into `prk`.
-    static func extract(salt: UnsafeRawBufferPointer, ikm: [UnsafeRawBufferPointer], into prk: UnsafeMutableRawPointer) {
+    static func extract(salt: UnsafeRawBufferPointer, ikm: [UnsafeRawBufferPointer], into prk: UnsafeMutableRawPointer)
+    {
         HMACSHA256.mac(key: salt, parts: ikm, into: prk)
     }
 
     /// HKDF-Expand with `info` given in parts; every intermediate block is wiped.
-    static func expand(prk: UnsafeRawBufferPointer, info: [UnsafeRawBufferPointer], into output: UnsafeMutableRawBufferPointer) {
+    static func expand(
+        prk: UnsafeRawBufferPointer, info: [UnsafeRawBufferPointer], into output: UnsafeMutableRawBufferPointer
+    ) {
         withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { block in
             defer { sodium_memzero(block.baseAddress, block.count) }
             var written = 0

@@ -52,7 +52,9 @@ public struct SecretEnvelope: Sendable, Hashable {
     ///   - sessionID: The session the secret belongs to (salted in canonical lowercase form).
     /// - Returns: The envelope, with `encryptedSecret` in plain base64 (what every reader accepts).
     /// - Throws: ``CryptoError/lowOrderPoint`` when `recipient` is of low order.
-    public static func seal(_ secret: SessionSecret, for recipient: X25519PublicKey, sessionID: SessionID) throws -> SecretEnvelope {
+    public static func seal(
+        _ secret: SessionSecret, for recipient: X25519PublicKey, sessionID: SessionID
+    ) throws -> SecretEnvelope {
         try withUnsafeTemporaryAllocation(byteCount: 32 + ChaCha20Poly1305.nonceByteCount, alignment: 16) { scratch in
             defer { sodium_memzero(scratch.baseAddress, scratch.count) }
             let ephemeral = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<32])
@@ -61,8 +63,9 @@ public struct SecretEnvelope: Sendable, Hashable {
             Sodium.randomBytes(nonce)
             let plaintext = secret.textFormBytes()
             return try plaintext.withUnsafeBytes { plaintext in
-                try seal(plaintext: plaintext, recipient: recipient, sessionID: sessionID,
-                         ephemeralPrivateKey: UnsafeRawBufferPointer(ephemeral), nonce: UnsafeRawBufferPointer(nonce))
+                try seal(
+                    plaintext: plaintext, recipient: recipient, sessionID: sessionID,
+                    ephemeralPrivateKey: UnsafeRawBufferPointer(ephemeral), nonce: UnsafeRawBufferPointer(nonce))
             }
         }
     }
@@ -70,7 +73,7 @@ public struct SecretEnvelope: Sendable, Hashable {
     /// Seals deterministically with a given ephemeral private key and nonce, and any plaintext.
     ///
     /// Only for producing test vectors: reusing an ephemeral key or nonce breaks the scheme.
-        package static func sealDeterministically(
+    package static func sealDeterministically(
         plaintext: [UInt8],
         for recipient: X25519PublicKey,
         sessionID: SessionID,
@@ -83,8 +86,9 @@ public struct SecretEnvelope: Sendable, Hashable {
         return try plaintext.withUnsafeBytes { plaintext in
             try ephemeralPrivateKey.rawRepresentation.withUnsafeBytes { ephemeral in
                 try nonce.withUnsafeBytes { nonce in
-                    try seal(plaintext: plaintext, recipient: recipient, sessionID: sessionID,
-                             ephemeralPrivateKey: ephemeral, nonce: nonce)
+                    try seal(
+                        plaintext: plaintext, recipient: recipient, sessionID: sessionID,
+                        ephemeralPrivateKey: ephemeral, nonce: nonce)
                 }
             }
         }
@@ -104,15 +108,20 @@ public struct SecretEnvelope: Sendable, Hashable {
             defer { sodium_memzero(scratch.baseAddress, scratch.count) }
             let base = scratch.baseAddress!
             let ephemeralPublic = base.assumingMemoryBound(to: UInt8.self)
-            guard crypto_scalarmult_base(ephemeralPublic, ephemeralPrivateKey.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0 else {
+            guard
+                crypto_scalarmult_base(
+                    ephemeralPublic, ephemeralPrivateKey.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
+            else {
                 throw CryptoError.lowOrderPoint
             }
-            try X25519.exchange(into: base + 32, privateKey: ephemeralPrivateKey.baseAddress!, publicKey: recipient.rawRepresentation)
+            try X25519.exchange(
+                into: base + 32, privateKey: ephemeralPrivateKey.baseAddress!, publicKey: recipient.rawRepresentation)
             var salt = sessionID.canonical
             salt.withUTF8 { salt in
                 info.withUnsafeBytes { info in
                     HKDFSHA256.derive(
-                        ikm: UnsafeRawBufferPointer(rebasing: scratch[32..<64]), salt: UnsafeRawBufferPointer(salt), info: info,
+                        ikm: UnsafeRawBufferPointer(rebasing: scratch[32..<64]), salt: UnsafeRawBufferPointer(salt),
+                        info: info,
                         into: UnsafeMutableRawBufferPointer(rebasing: scratch[64..<96])
                     )
                 }
@@ -120,12 +129,14 @@ public struct SecretEnvelope: Sendable, Hashable {
             let sealedCount = overhead + plaintext.count
             let encrypted = withUnsafeTemporaryAllocation(byteCount: sealedCount, alignment: 16) { sealed in
                 sealed.baseAddress!.copyMemory(from: nonce.baseAddress!, byteCount: nonce.count)
-                ChaCha20Poly1305.encrypt(message: plaintext, aad: UnsafeRawBufferPointer(start: nil, count: 0),
-                                         nonce: nonce.baseAddress!, key: base + 64,
-                                         into: sealed.baseAddress! + nonce.count)
+                ChaCha20Poly1305.encrypt(
+                    message: plaintext, aad: UnsafeRawBufferPointer(start: nil, count: 0),
+                    nonce: nonce.baseAddress!, key: base + 64,
+                    into: sealed.baseAddress! + nonce.count)
                 return ByteEncoding.base64(raw: UnsafeRawBufferPointer(sealed), variant: sodium_base64_VARIANT_ORIGINAL)
             }
-            let ephemeralText = ByteEncoding.base64(raw: UnsafeRawBufferPointer(rebasing: scratch[0..<32]), variant: sodium_base64_VARIANT_ORIGINAL)
+            let ephemeralText = ByteEncoding.base64(
+                raw: UnsafeRawBufferPointer(rebasing: scratch[0..<32]), variant: sodium_base64_VARIANT_ORIGINAL)
             return SecretEnvelope(ephemeralPublicKey: ephemeralText, encryptedSecret: encrypted)
         }
     }
@@ -153,13 +164,15 @@ public struct SecretEnvelope: Sendable, Hashable {
             defer { sodium_memzero(scratch.baseAddress, scratch.count) }
             let base = scratch.baseAddress!
             try privateKey.key.withUnsafeBytes { secretKey in
-                try X25519.exchange(into: base, privateKey: secretKey.baseAddress!, publicKey: ephemeral.rawRepresentation)
+                try X25519.exchange(
+                    into: base, privateKey: secretKey.baseAddress!, publicKey: ephemeral.rawRepresentation)
             }
             var salt = sessionID.canonical
             salt.withUTF8 { salt in
                 Self.info.withUnsafeBytes { info in
                     HKDFSHA256.derive(
-                        ikm: UnsafeRawBufferPointer(rebasing: scratch[0..<32]), salt: UnsafeRawBufferPointer(salt), info: info,
+                        ikm: UnsafeRawBufferPointer(rebasing: scratch[0..<32]), salt: UnsafeRawBufferPointer(salt),
+                        info: info,
                         into: UnsafeMutableRawBufferPointer(rebasing: scratch[32..<64])
                     )
                 }
@@ -168,8 +181,9 @@ public struct SecretEnvelope: Sendable, Hashable {
                 let nonce = sealed.baseAddress!
                 let body = UnsafeRawBufferPointer(rebasing: sealed[ChaCha20Poly1305.nonceByteCount...])
                 let plaintext = try SecureBytes(count: body.count - ChaCha20Poly1305.tagByteCount) { out in
-                    try ChaCha20Poly1305.decrypt(sealed: body, aad: UnsafeRawBufferPointer(start: nil, count: 0),
-                                                 nonce: nonce, key: base + 32, into: out.baseAddress)
+                    try ChaCha20Poly1305.decrypt(
+                        sealed: body, aad: UnsafeRawBufferPointer(start: nil, count: 0),
+                        nonce: nonce, key: base + 32, into: out.baseAddress)
                 }
                 return try plaintext.withUnsafeBytes { try SessionSecret(textFormBytes: $0) }
             }
@@ -186,8 +200,11 @@ public struct SecretEnvelope: Sendable, Hashable {
         let bytes = try ByteEncoding.bytes(hex: String(text.dropFirst(2)))
         // The common deployed case: the column holds the ASCII of base64 text. Raw sealed
         // bytes are essentially never all valid base64 of the right shape.
-        if let decoded = try? bytes.withUnsafeBytes({ try ByteEncoding.decodeBase64(utf8: $0, variant: sodium_base64_VARIANT_ORIGINAL) }),
-           !bytes.isEmpty {
+        if let decoded = try? bytes.withUnsafeBytes({
+            try ByteEncoding.decodeBase64(utf8: $0, variant: sodium_base64_VARIANT_ORIGINAL)
+        }),
+            !bytes.isEmpty
+        {
             return decoded
         }
         return bytes

@@ -16,7 +16,9 @@ public struct OpenedSecret: Sendable {
     /// The same secret, recorded under `generation` (a store knows a version-1 envelope's
     /// generation better than the envelope, which carries none).
     public func withGeneration(_ generation: UInt32) -> OpenedSecret {
-        OpenedSecret(secret: secret, senderDeviceID: senderDeviceID, generation: generation, authenticated: authenticated, version: version)
+        OpenedSecret(
+            secret: secret, senderDeviceID: senderDeviceID, generation: generation, authenticated: authenticated,
+            version: version)
     }
 }
 
@@ -56,7 +58,10 @@ extension SecretEnvelope {
         info.append(0)
         info += Array(recipient.uuidString.lowercased().utf8)
         info.append(0)
-        info += [UInt8(generation >> 24), UInt8((generation >> 16) & 0xFF), UInt8((generation >> 8) & 0xFF), UInt8(generation & 0xFF)]
+        info += [
+            UInt8(generation >> 24), UInt8((generation >> 16) & 0xFF), UInt8((generation >> 8) & 0xFF),
+            UInt8(generation & 0xFF),
+        ]
         return info
     }
 
@@ -78,19 +83,21 @@ extension SecretEnvelope {
         sender: X25519PrivateKey, senderDeviceID: UUID, generation: UInt32
     ) throws -> SecretEnvelope {
         try secret.withTextFormBytes { plaintext in
-            try sealV2(plaintext: plaintext, recipient: recipient, recipientDeviceID: recipientDeviceID, sessionID: sessionID,
-                       sender: sender, senderDeviceID: senderDeviceID, generation: generation, ephemeral: X25519PrivateKey())
+            try sealV2(
+                plaintext: plaintext, recipient: recipient, recipientDeviceID: recipientDeviceID, sessionID: sessionID,
+                sender: sender, senderDeviceID: senderDeviceID, generation: generation, ephemeral: X25519PrivateKey())
         }
     }
 
     /// Seals any plaintext with a given ephemeral key: only for producing test vectors.
-        package static func sealV2Deterministically(
+    package static func sealV2Deterministically(
         plaintext: [UInt8], for recipient: X25519PublicKey, recipientDeviceID: UUID, sessionID: SessionID,
         sender: X25519PrivateKey, senderDeviceID: UUID, generation: UInt32, ephemeral: X25519PrivateKey
     ) throws -> SecretEnvelope {
         try plaintext.withUnsafeBytes {
-            try sealV2(plaintext: $0, recipient: recipient, recipientDeviceID: recipientDeviceID, sessionID: sessionID,
-                       sender: sender, senderDeviceID: senderDeviceID, generation: generation, ephemeral: ephemeral)
+            try sealV2(
+                plaintext: $0, recipient: recipient, recipientDeviceID: recipientDeviceID, sessionID: sessionID,
+                sender: sender, senderDeviceID: senderDeviceID, generation: generation, ephemeral: ephemeral)
         }
     }
 
@@ -99,25 +106,36 @@ extension SecretEnvelope {
         sender: X25519PrivateKey, senderDeviceID: UUID, generation: UInt32, ephemeral: X25519PrivateKey
     ) throws -> SecretEnvelope {
         guard generation > 0 else { throw CryptoError.invalidHPKEInput }
-        let info = infoV2(sessionID: sessionID, sender: senderDeviceID, recipient: recipientDeviceID, generation: generation)
-        var context = try HPKE.SenderContext(mode: .auth, recipient: recipient, info: info, sender: sender, psk: nil, pskID: [],
-                                             ephemeral: ephemeral, withExporter: false)
+        let info = infoV2(
+            sessionID: sessionID, sender: senderDeviceID, recipient: recipientDeviceID, generation: generation)
+        var context = try HPKE.SenderContext(
+            mode: .auth, recipient: recipient, info: info, sender: sender, psk: nil, pskID: [],
+            ephemeral: ephemeral, withExporter: false)
         let ciphertext = try context.seal(plaintext)
         var field: [UInt8] = [0x02]
         withUnsafeBytes(of: senderDeviceID.uuid) { field += $0 }
-        field += [UInt8(generation >> 24), UInt8((generation >> 16) & 0xFF), UInt8((generation >> 8) & 0xFF), UInt8(generation & 0xFF)]
+        field += [
+            UInt8(generation >> 24), UInt8((generation >> 16) & 0xFF), UInt8((generation >> 8) & 0xFF),
+            UInt8(generation & 0xFF),
+        ]
         field += ciphertext
-        return SecretEnvelope(ephemeralPublicKey: version2Prefix + ByteEncoding.base64(context.encapsulatedKey),
-                              encryptedSecret: ByteEncoding.base64(field))
+        return SecretEnvelope(
+            ephemeralPublicKey: version2Prefix + ByteEncoding.base64(context.encapsulatedKey),
+            encryptedSecret: ByteEncoding.base64(field))
     }
 
     /// The sender id and generation a version-2 envelope claims, read without opening it (to
     /// look up the sender's key, or to report). `nil` for version 1 or a malformed header.
     public var headerV2: (senderDeviceID: UUID, generation: UInt32)? {
-        guard version == 2, let field = try? Self.decodeEncryptedSecret(encryptedSecret), field.count >= Self.headerByteCount,
-              field[0] == 0x02 else { return nil }
-        let sender = UUID(uuid: (field[1], field[2], field[3], field[4], field[5], field[6], field[7], field[8],
-                                 field[9], field[10], field[11], field[12], field[13], field[14], field[15], field[16]))
+        guard version == 2, let field = try? Self.decodeEncryptedSecret(encryptedSecret),
+            field.count >= Self.headerByteCount,
+            field[0] == 0x02
+        else { return nil }
+        let sender = UUID(
+            uuid: (
+                field[1], field[2], field[3], field[4], field[5], field[6], field[7], field[8],
+                field[9], field[10], field[11], field[12], field[13], field[14], field[15], field[16]
+            ))
         let generation = UInt32(field[17]) << 24 | UInt32(field[18]) << 16 | UInt32(field[19]) << 8 | UInt32(field[20])
         return generation == 0 ? nil : (sender, generation)
     }
@@ -142,8 +160,9 @@ extension SecretEnvelope {
         senderKey: (UUID) throws -> X25519PublicKey?
     ) throws -> OpenedSecret {
         var exchanges = SenderExchanges()
-        return try open(sessionID: sessionID, recipientDeviceID: recipientDeviceID, using: privateKey, senderKey: senderKey,
-                        exchanges: &exchanges)
+        return try open(
+            sessionID: sessionID, recipientDeviceID: recipientDeviceID, using: privateKey, senderKey: senderKey,
+            exchanges: &exchanges)
     }
 
     /// ``open(sessionID:recipientDeviceID:using:senderKey:)`` for one of many envelopes opened
@@ -165,20 +184,25 @@ extension SecretEnvelope {
         } catch {
             throw CryptoError.authenticationFailure
         }
-        guard enc.count == HPKE.encapsulatedKeyByteCount, field.count >= Self.headerByteCount + ChaCha20Poly1305.tagByteCount,
-              field[0] == 0x02, let (sender, generation) = headerV2 else {
+        guard enc.count == HPKE.encapsulatedKeyByteCount,
+            field.count >= Self.headerByteCount + ChaCha20Poly1305.tagByteCount,
+            field[0] == 0x02, let (sender, generation) = headerV2
+        else {
             throw CryptoError.authenticationFailure
         }
         let resolved: X25519PublicKey?
         do { resolved = try senderKey(sender) } catch { throw CryptoError.unknownSender }
         guard let senderPublicKey = resolved else { throw CryptoError.unknownSender }
-        let info = Self.infoV2(sessionID: sessionID, sender: sender, recipient: recipientDeviceID, generation: generation)
+        let info = Self.infoV2(
+            sessionID: sessionID, sender: sender, recipient: recipientDeviceID, generation: generation)
         do {
             let exchange = try exchanges.exchange(of: privateKey, with: senderPublicKey)
-            let plaintext = try HPKE.open(mode: .auth, encapsulatedKey: enc, ciphertext: field[Self.headerByteCount...],
-                                          recipient: privateKey, info: info, sender: senderPublicKey, senderExchange: exchange)
+            let plaintext = try HPKE.open(
+                mode: .auth, encapsulatedKey: enc, ciphertext: field[Self.headerByteCount...],
+                recipient: privateKey, info: info, sender: senderPublicKey, senderExchange: exchange)
             let secret = try plaintext.withUnsafeBytes { try SessionSecret(textFormBytes: $0) }
-            return OpenedSecret(secret: secret, senderDeviceID: sender, generation: generation, authenticated: true, version: 2)
+            return OpenedSecret(
+                secret: secret, senderDeviceID: sender, generation: generation, authenticated: true, version: 2)
         } catch {
             throw CryptoError.authenticationFailure
         }

@@ -46,7 +46,7 @@ public struct SessionSecret: Sendable, Equatable, CustomStringConvertible, Custo
     /// become a `String`).
     init(textFormBytes bytes: UnsafeRawBufferPointer) throws {
         guard bytes.count == Self.textFormLength, ByteEncoding.isASCII(bytes),
-              bytes.prefix(Self.prefix.count).elementsEqual(Self.prefix)
+            bytes.prefix(Self.prefix.count).elementsEqual(Self.prefix)
         else { throw CryptoError.malformedSessionSecret }
         let encoded = UnsafeRawBufferPointer(rebasing: bytes[Self.prefix.count...])
         let capacity = Self.byteCount + 1
@@ -88,7 +88,9 @@ public struct SessionSecret: Sendable, Equatable, CustomStringConvertible, Custo
     /// The text form in wiped storage.
     func textFormBytes() -> SecureBytes {
         SecureBytes(count: Self.textFormLength) { out in
-            Self.prefix.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[0..<$0.count]).copyMemory(from: $0) }
+            Self.prefix.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: out[0..<$0.count]).copyMemory(from: $0)
+            }
             rawRepresentation.withUnsafeBytes { raw in
                 let length = sodium_base64_encoded_len(raw.count, sodium_base64_VARIANT_URLSAFE_NO_PADDING)
                 withUnsafeTemporaryAllocation(byteCount: length, alignment: 1) { scratch in

@@ -151,7 +151,8 @@ enum X25519 {
         guard status == 0 else { throw CryptoError.lowOrderPoint }
     }
 
-    static func exchange(into output: UnsafeMutableRawPointer, privateKey: UnsafeRawPointer, publicKey: [UInt8]) throws {
+    static func exchange(into output: UnsafeMutableRawPointer, privateKey: UnsafeRawPointer, publicKey: [UInt8]) throws
+    {
         try publicKey.withUnsafeBytes { try exchange(into: output, privateKey: privateKey, publicKey: $0.baseAddress!) }
     }
 }

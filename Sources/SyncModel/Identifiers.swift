@@ -13,7 +13,10 @@ extension UUID {
             String(unsafeUninitializedCapacity: 36) { out in
                 var position = 0
                 for (index, byte) in bytes.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 { out[position] = 45; position += 1 }
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        out[position] = 45
+                        position += 1
+                    }
                     out[position] = Self.hexDigit(byte >> 4)
                     out[position + 1] = Self.hexDigit(byte & 0x0F)
                     position += 2
@@ -33,7 +36,10 @@ extension UUID {
     /// The 16 bytes as two big-endian halves.
     private var orderKey: (high: UInt64, low: UInt64) {
         withUnsafeBytes(of: uuid) { raw in
-            (UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)), UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            (
+                UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)),
+                UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
         }
     }
 
@@ -75,7 +81,10 @@ extension UUID {
             index += 1
             position += 2
         }
-        return UUID(uuid: (out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7],
-                           out[8], out[9], out[10], out[11], out[12], out[13], out[14], out[15]))
+        return UUID(
+            uuid: (
+                out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7],
+                out[8], out[9], out[10], out[11], out[12], out[13], out[14], out[15]
+            ))
     }
 }

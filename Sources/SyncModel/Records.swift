@@ -52,7 +52,11 @@ public struct RepositoryRecord: Sendable, Hashable, Codable {
     /// The git remote, always without credentials (``RemoteURL/redacted(_:)``): a token in a
     /// remote URL would otherwise be stored, printed and copied to every phone.
     public var remoteURL: String? {
-        didSet { if let remoteURL, RemoteURL.redacted(remoteURL) != remoteURL { self.remoteURL = RemoteURL.redacted(remoteURL) } }
+        didSet {
+            if let remoteURL, RemoteURL.redacted(remoteURL) != remoteURL {
+                self.remoteURL = RemoteURL.redacted(remoteURL)
+            }
+        }
     }
     public var defaultBranch: String?
     public var parentRepositoryID: UUID?

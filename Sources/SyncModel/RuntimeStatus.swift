@@ -29,7 +29,10 @@ public struct RuntimeStatus: Sendable, Hashable, Codable {
     public var reportedAt: Date?
 
     /// Creates a status.
-    public init(state: State, deviceID: String, sessionID: UUID, updatedAtMilliseconds: Int64, errorMessage: String? = nil, reportedAt: Date? = nil) {
+    public init(
+        state: State, deviceID: String, sessionID: UUID, updatedAtMilliseconds: Int64, errorMessage: String? = nil,
+        reportedAt: Date? = nil
+    ) {
         self.state = state
         self.deviceID = deviceID
         self.sessionID = sessionID
@@ -45,7 +48,9 @@ public struct RuntimeStatus: Sendable, Hashable, Codable {
             "device_id": deviceID, "session_id": sessionID.canonical, "updated_at_ms": updatedAtMilliseconds,
         ]
         if let errorMessage { object["error_message"] = errorMessage }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let data =
+            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -56,20 +61,22 @@ public struct RuntimeStatus: Sendable, Hashable, Codable {
         var object = value
         if let text = value as? String { object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) }
         guard let object = object as? [String: Any],
-              object["schema_version"] as? String == Self.schemaVersion,
-              let session = object["coding_session"] as? [String: Any],
-              let stateText = session["status"] as? String, let state = State(rawValue: stateText),
-              let device = object["device_id"] as? String,
-              let sessionText = object["session_id"] as? String, UUID.parse(sessionText) == sessionID,
-              let milliseconds = object["updated_at_ms"] as? NSNumber, !Self.isBoolean(milliseconds), abs(milliseconds.doubleValue) < 9.0e18
+            object["schema_version"] as? String == Self.schemaVersion,
+            let session = object["coding_session"] as? [String: Any],
+            let stateText = session["status"] as? String, let state = State(rawValue: stateText),
+            let device = object["device_id"] as? String,
+            let sessionText = object["session_id"] as? String, UUID.parse(sessionText) == sessionID,
+            let milliseconds = object["updated_at_ms"] as? NSNumber, !Self.isBoolean(milliseconds),
+            abs(milliseconds.doubleValue) < 9.0e18
         else { return nil }
         var message: String?
         if let raw = object["error_message"] {
             guard let text = raw as? String else { return nil }
             message = String(text.prefix(Self.maxErrorMessageLength))
         }
-        self.init(state: state, deviceID: device, sessionID: sessionID, updatedAtMilliseconds: milliseconds.int64Value,
-                  errorMessage: message, reportedAt: reportedAt)
+        self.init(
+            state: state, deviceID: device, sessionID: sessionID, updatedAtMilliseconds: milliseconds.int64Value,
+            errorMessage: message, reportedAt: reportedAt)
     }
 
     /// Whether a JSONSerialization value is a JSON boolean (which also casts to NSNumber).

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,8 +19,9 @@ public enum Timestamp {
         gmtime_r(&seconds, &parts)
         let year = Int(parts.tm_year) + 1900
         guard year <= 9999 else {
-            return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00", year, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                          Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), fraction)
+            return String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00", year, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), fraction)
         }
         // Digits written by hand: `String(format:)` cost more than the rest of a row's encoding.
         var bytes: [UInt8] = []
@@ -34,12 +36,18 @@ public enum Timestamp {
                 divisor /= 10
             }
         }
-        digits(year, 4); bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mon) + 1, 2); bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mday), 2); bytes.append(UInt8(ascii: "T"))
-        digits(Int(parts.tm_hour), 2); bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_min), 2); bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_sec), 2); bytes.append(UInt8(ascii: "."))
+        digits(year, 4)
+        bytes.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mon) + 1, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mday), 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(Int(parts.tm_hour), 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_min), 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_sec), 2)
+        bytes.append(UInt8(ascii: "."))
         digits(fraction, 6)
         bytes.append(contentsOf: "+00:00".utf8)
         return String(decoding: bytes, as: UTF8.self)
@@ -67,7 +75,7 @@ public enum Timestamp {
             return true
         }
         guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
-              expect("T "), let hour = number(2), expect(":"), let minute = number(2), expect(":"), let second = number(2)
+            expect("T "), let hour = number(2), expect(":"), let minute = number(2), expect(":"), let second = number(2)
         else { return nil }
         var fraction = 0.0
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
@@ -96,7 +104,9 @@ public enum Timestamp {
             }
             offset = sign * (hours * 3600 + minutes * 60)
         }
-        guard index == bytes.count, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        guard index == bytes.count, (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60,
+            second < 61
+        else { return nil }
         var parts = tm()
         parts.tm_year = Int32(year - 1900)
         parts.tm_mon = Int32(month - 1)

@@ -9,14 +9,18 @@ import SyncModel
 
 /// `--store`: which local store a command works on.
 struct StoreOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "The store directory (default: $SYNC_STORE_DIR, else $XDG_DATA_HOME/session-sync, else ~/.local/share/session-sync).",
-        valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The store directory (default: $SYNC_STORE_DIR, else $XDG_DATA_HOME/session-sync, else ~/.local/share/session-sync).",
+            valueName: "dir"))
     var store: String?
 
     var directory: URL {
         if let store { return URL(fileURLWithPath: store) }
-        if let env = ProcessInfo.processInfo.environment["SYNC_STORE_DIR"], !env.isEmpty { return URL(fileURLWithPath: env) }
+        if let env = ProcessInfo.processInfo.environment["SYNC_STORE_DIR"], !env.isEmpty {
+            return URL(fileURLWithPath: env)
+        }
         return DeviceStore.defaultDirectory()
     }
 
@@ -25,9 +29,11 @@ struct StoreOptions: ParsableArguments {
 
 /// `--remote`: where the remote is.
 struct RemoteOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
-        "The remote: a Supabase project URL (apikey from $SUPABASE_ANON_KEY) or embedded:PATH. Default: $SYNC_REMOTE, else what `login` saved, else embedded:<store>/../embedded-remote.sqlite.",
-        valueName: "url"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The remote: a Supabase project URL (apikey from $SUPABASE_ANON_KEY) or embedded:PATH. Default: $SYNC_REMOTE, else what `login` saved, else embedded:<store>/../embedded-remote.sqlite.",
+            valueName: "url"))
     var remote: String?
 
     /// The remote's address: this option, the environment, the store's saved choice, the default.
@@ -35,7 +41,8 @@ struct RemoteOptions: ParsableArguments {
         if let remote { return remote }
         if let env = ProcessInfo.processInfo.environment["SYNC_REMOTE"], !env.isEmpty { return env }
         if let saved = try await store.setting(.remoteAddress) { return saved }
-        return "embedded:" + store.directory.deletingLastPathComponent().appendingPathComponent("embedded-remote.sqlite").path
+        return "embedded:"
+            + store.directory.deletingLastPathComponent().appendingPathComponent("embedded-remote.sqlite").path
     }
 }
 
@@ -43,7 +50,9 @@ struct RemoteOptions: ParsableArguments {
 enum RemoteFactory {
     static func make(address: String, store: DeviceStore) async throws -> any CoordinationRemote {
         let identity = try await store.requireIdentity()
-        guard let user = identity.userID else { throw CLIError("this store is not logged in; run `sync-cli login` first") }
+        guard let user = identity.userID else {
+            throw CLIError("this store is not logged in; run `sync-cli login` first")
+        }
         if address.hasPrefix("embedded:") {
             return try EmbeddedRemoteStore(path: String(address.dropFirst("embedded:".count)), userID: user)
         }
@@ -56,14 +65,17 @@ enum RemoteFactory {
             provider = { _ in token }
         } else {
             guard let session = try store.authSessionFile.load() else {
-                throw CLIError("no saved session for \(url.absoluteString); run `sync-cli login --remote \(url.absoluteString)`")
+                throw CLIError(
+                    "no saved session for \(url.absoluteString); run `sync-cli login --remote \(url.absoluteString)`")
             }
-            let tokens = AccessTokens(session: session, auth: SupabaseAuth(projectURL: url, apiKey: apiKey)) { refreshed in
+            let tokens = AccessTokens(session: session, auth: SupabaseAuth(projectURL: url, apiKey: apiKey)) {
+                refreshed in
                 try store.authSessionFile.save(refreshed)
             }
             provider = tokens.provider
         }
-        return PostgRESTRemoteStore(configuration: PostgRESTConfiguration(projectURL: url, apiKey: apiKey, userID: user, accessToken: provider))
+        return PostgRESTRemoteStore(
+            configuration: PostgRESTConfiguration(projectURL: url, apiKey: apiKey, userID: user, accessToken: provider))
     }
 
     static func anonKey() throws -> String {
@@ -111,7 +123,9 @@ func resolveID(_ text: String, among ids: [UUID], kind: String) throws -> UUID {
     if let id = UUID.parse(text), ids.contains(id) { return id }
     let matches = ids.filter { $0.canonical.hasPrefix(text.lowercased()) }
     guard matches.count == 1 else {
-        throw CLIError(matches.isEmpty ? "no \(kind) matches \(text)" : "\(text) matches \(matches.count) \(kind)s; give more of the id")
+        throw CLIError(
+            matches.isEmpty
+                ? "no \(kind) matches \(text)" : "\(text) matches \(matches.count) \(kind)s; give more of the id")
     }
     return matches[0]
 }
@@ -120,7 +134,9 @@ func resolveID(_ text: String, among ids: [UUID], kind: String) throws -> UUID {
 func desktopStore(_ options: StoreOptions) async throws -> (DeviceStore, DeviceIdentity, UUID) {
     let store = try options.open()
     let identity = try await store.requireIdentity()
-    guard identity.role == .desktop else { throw CLIError("this is a mobile store; repositories and sessions live on desktops") }
+    guard identity.role == .desktop else {
+        throw CLIError("this is a mobile store; repositories and sessions live on desktops")
+    }
     guard let user = identity.userID else { throw CLIError("this store is not logged in; run `sync-cli login` first") }
     return (store, identity, user)
 }

@@ -28,9 +28,13 @@ struct CoordinationContext {
         do {
             return try await body(coordinator)
         } catch let error as RemoteStoreError where error.code == .missingFunction {
-            throw CLIError("the remote has no coordination functions (\(error.message)); apply the project's supabase/migrations/*_coordination.sql to it")
+            throw CLIError(
+                "the remote has no coordination functions (\(error.message)); apply the project's supabase/migrations/*_coordination.sql to it"
+            )
         } catch let error as RemoteStoreError where error.code == .permissionDenied {
-            throw CLIError("\(error.message) (a device or session the remote does not know yet: run `sync-cli sync` on the device that owns it first)")
+            throw CLIError(
+                "\(error.message) (a device or session the remote does not know yet: run `sync-cli sync` on the device that owns it first)"
+            )
         } catch let error as RemoteStoreError where error.code == .invalidValue {
             throw CLIError(error.message)
         }
@@ -61,8 +65,10 @@ extension SyncCLI.Session {
         )
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
-        @Argument(help: "The session: a full id, or an id or unambiguous prefix of one in this store.") var session: String
-        @Option(help: "Claim as this client type (ios, desktop, web). Default: what this device is.") var client: ClientType?
+        @Argument(help: "The session: a full id, or an id or unambiguous prefix of one in this store.") var session:
+            String
+        @Option(help: "Claim as this client type (ios, desktop, web). Default: what this device is.") var client:
+            ClientType?
         @Flag(help: "Print the function's answer as JSON.") var json = false
 
         func run() async throws {
@@ -72,7 +78,9 @@ extension SyncCLI.Session {
             if json { return try printJSON(claim) }
             let as_ = (client ?? ClientType(context.identity.deviceType)).rawValue
             if claim.handedOff {
-                output("Claimed session \(id.canonical) as \(as_): handed off from device \(claim.previousDeviceID?.canonical ?? "?") (\(claim.previousClientType ?? "?")); \(claim.notified) handoff push\(claim.notified == 1 ? "" : "es") queued.")
+                output(
+                    "Claimed session \(id.canonical) as \(as_): handed off from device \(claim.previousDeviceID?.canonical ?? "?") (\(claim.previousClientType ?? "?")); \(claim.notified) handoff push\(claim.notified == 1 ? "" : "es") queued."
+                )
             } else {
                 output("Claimed session \(id.canonical) as \(as_): not handed off (no other device held it).")
             }
@@ -88,22 +96,30 @@ extension SyncCLI.Session {
         @OptionGroup var remoteOptions: RemoteOptions
         @Argument(help: "The session's id or an unambiguous prefix.") var session: String
         @Argument(help: "running, idle, waiting, not-available or error.") var state: RuntimeStatus.State
-        @Option(help: "A message to show with the status (at most \(RuntimeStatus.maxErrorMessageLength) characters are kept).") var message: String?
+        @Option(
+            help:
+                "A message to show with the status (at most \(RuntimeStatus.maxErrorMessageLength) characters are kept)."
+        ) var message: String?
         @Flag(help: "Print the stored runtime_status and runtime_status_updated_at as JSON.") var json = false
 
         func run() async throws {
             let context = try await CoordinationContext(storeOptions, remoteOptions)
             let id = try resolveID(session, among: try await context.store.sessions().map(\.id), kind: "session")
-            let status = try await context.run { try await $0.reportRuntimeStatus(sessionID: id, state: state, errorMessage: message) }
+            let status = try await context.run {
+                try await $0.reportRuntimeStatus(sessionID: id, state: state, errorMessage: message)
+            }
             if json {
                 let object: [String: Any] = [
                     "runtime_status": (try? JSONSerialization.jsonObject(with: Data(status.jsonText.utf8))) ?? [:],
                     "runtime_status_updated_at": status.reportedAt.map(Timestamp.format) ?? NSNull(),
                 ]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+                let data = try JSONSerialization.data(
+                    withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
                 return print(String(decoding: data, as: UTF8.self))
             }
-            output("Session \(id.canonical) is \(status.state.rawValue)\(status.errorMessage.map { ": \($0)" } ?? "") (reported to the remote).")
+            output(
+                "Session \(id.canonical) is \(status.state.rawValue)\(status.errorMessage.map { ": \($0)" } ?? "") (reported to the remote)."
+            )
         }
     }
 }
@@ -127,8 +143,13 @@ extension SyncCLI {
             @Option(help: "device or live_activity.") var type: PushTokenType = .device
             @Option(help: "development or production.") var environment: PushEnvironment = .production
             @Option(help: "The platform (lowercase letters).") var platform = "ios"
-            @Option(name: .customLong("activity-id"), help: "The live activity (live_activity tokens only; required there).") var activityID: String?
-            @Option(name: .customLong("session-id"), help: "The session the live activity shows (live_activity tokens only; required there).") var sessionID: String?
+            @Option(
+                name: .customLong("activity-id"), help: "The live activity (live_activity tokens only; required there)."
+            ) var activityID: String?
+            @Option(
+                name: .customLong("session-id"),
+                help: "The session the live activity shows (live_activity tokens only; required there).") var sessionID:
+                String?
             @Option(help: "The token this one replaces; it becomes invalid.") var previous: String?
             @Flag(help: "Print the function's answer as JSON.") var json = false
 
@@ -146,12 +167,16 @@ extension SyncCLI {
                 var session: UUID?
                 if let sessionID { session = try await context.session(sessionID) }
                 let registered = try await context.run {
-                    try await $0.registerPushToken(token, type: type, environment: environment, platform: platform,
-                                                   activityID: activityID, sessionID: session, previousToken: previous)
+                    try await $0.registerPushToken(
+                        token, type: type, environment: environment, platform: platform,
+                        activityID: activityID, sessionID: session, previousToken: previous)
                 }
                 if json { return try printJSON(registered) }
-                var line = "Registered \(type.rawValue) token \(PushTokenText.hint(token)) for this device (\(environment.rawValue))"
-                if registered.previousInvalidated, let previous { line += "; \(PushTokenText.hint(previous)) is no longer valid" }
+                var line =
+                    "Registered \(type.rawValue) token \(PushTokenText.hint(token)) for this device (\(environment.rawValue))"
+                if registered.previousInvalidated, let previous {
+                    line += "; \(PushTokenText.hint(previous)) is no longer valid"
+                }
                 output(line + ".")
             }
         }
@@ -172,7 +197,8 @@ extension SyncCLI {
         }
 
         struct Status: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Whether this device has a valid device token, and its live-activity tokens.")
+            static let configuration = CommandConfiguration(
+                abstract: "Whether this device has a valid device token, and its live-activity tokens.")
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
             @Flag(help: "Print the design's status object as JSON.") var json = false
@@ -182,7 +208,9 @@ extension SyncCLI {
                 let status = try await context.run { try await $0.pushTokenStatus() }
                 if json { return try printJSON(status) }
                 output("Device token     \(status.deviceTokenRegistered ? "registered" : "none")")
-                output("Live activities  \(status.liveActivityTokens.isEmpty ? "none" : String(status.liveActivityTokens.count))")
+                output(
+                    "Live activities  \(status.liveActivityTokens.isEmpty ? "none" : String(status.liveActivityTokens.count))"
+                )
                 for live in status.liveActivityTokens {
                     output("  \(live.activityId)  session \(live.sessionId.canonical)  registered \(live.registeredAt)")
                 }
@@ -207,14 +235,20 @@ extension SyncCLI {
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
             @Argument(help: "The approval request's id.") var requestID: String
-            @Option(name: .customLong("exclude-token"), help: "A device token not to notify (the answering device's own).") var excludeToken: String?
+            @Option(
+                name: .customLong("exclude-token"), help: "A device token not to notify (the answering device's own).")
+            var excludeToken: String?
             @Flag(help: "Print the design's response as JSON.") var json = false
 
             func run() async throws {
                 let context = try await CoordinationContext(storeOptions, remoteOptions)
-                let result = try await context.run { try await $0.clearApproval(requestID: requestID, excludingToken: excludeToken) }
+                let result = try await context.run {
+                    try await $0.clearApproval(requestID: requestID, excludingToken: excludeToken)
+                }
                 if json { return try printJSON(result) }
-                output("Cleared approval \(requestID): \(result.devicesNotified) device\(result.devicesNotified == 1 ? "" : "s") notified.")
+                output(
+                    "Cleared approval \(requestID): \(result.devicesNotified) device\(result.devicesNotified == 1 ? "" : "s") notified."
+                )
             }
         }
     }
@@ -222,12 +256,14 @@ extension SyncCLI {
     struct Outbox: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "What is queued for delivery to the user's devices.",
-            discussion: "A backend delivery worker sends these to APNs and marks them delivered; this engine never does.",
+            discussion:
+                "A backend delivery worker sends these to APNs and marks them delivered; this engine never does.",
             subcommands: [List.self]
         )
 
         struct List: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "List the push outbox, newest first (tokens shown by their last characters).")
+            static let configuration = CommandConfiguration(
+                abstract: "List the push outbox, newest first (tokens shown by their last characters).")
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
             @Option(help: "At most this many rows (1 to 10000).") var limit = 50
@@ -243,9 +279,11 @@ extension SyncCLI {
                 if json {
                     let rows: [[String: Any]] = entries.map { entry in
                         var row: [String: Any] = [
-                            "id": entry.id, "token": entry.tokenHint, "push_type": entry.pushType, "priority": entry.priority,
+                            "id": entry.id, "token": entry.tokenHint, "push_type": entry.pushType,
+                            "priority": entry.priority,
                             "attempts": entry.attempts,
-                            "payload": (try? JSONSerialization.jsonObject(with: Data(entry.payload.utf8))) ?? entry.payload,
+                            "payload": (try? JSONSerialization.jsonObject(with: Data(entry.payload.utf8)))
+                                ?? entry.payload,
                         ]
                         row["device_id"] = entry.deviceID?.canonical ?? NSNull()
                         row["collapse_id"] = entry.collapseID ?? NSNull()
@@ -254,13 +292,18 @@ extension SyncCLI {
                         row["last_error"] = entry.lastError ?? NSNull()
                         return row
                     }
-                    let data = try JSONSerialization.data(withJSONObject: rows, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+                    let data = try JSONSerialization.data(
+                        withJSONObject: rows, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
                     return print(String(decoding: data, as: UTF8.self))
                 }
                 if entries.isEmpty { return output("The outbox is empty.") }
                 for entry in entries {
-                    let state = entry.deliveredAt.map { "delivered \(Timestamp.format($0))" } ?? "pending (\(entry.attempts) attempts)"
-                    output("#\(entry.id)  \(entry.pushType)/\(entry.priority)  to \(entry.deviceID?.canonical ?? "?") \(entry.tokenHint)  \(state)")
+                    let state =
+                        entry.deliveredAt.map { "delivered \(Timestamp.format($0))" }
+                        ?? "pending (\(entry.attempts) attempts)"
+                    output(
+                        "#\(entry.id)  \(entry.pushType)/\(entry.priority)  to \(entry.deviceID?.canonical ?? "?") \(entry.tokenHint)  \(state)"
+                    )
                     output("    \(entry.payload)")
                 }
             }

@@ -25,18 +25,23 @@ extension SyncCLI {
         @Flag(help: "Keep the temporary directory and print where it is.") var keep = false
 
         func run() async throws {
-            let root = FileManager.default.temporaryDirectory.appendingPathComponent("sync-demo-\(UUID().canonical.prefix(8))")
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "sync-demo-\(UUID().canonical.prefix(8))")
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             defer { if !keep { try? FileManager.default.removeItem(at: root) } }
             let user = UUID()
             let remotePath = root.appendingPathComponent("embedded-remote.sqlite").path
             func remote() throws -> any SyncRemote { try EmbeddedRemoteStore(path: remotePath, userID: user) }
             var step = 0
-            func say(_ text: String) { step += 1; output("\(step). \(text)") }
+            func say(_ text: String) {
+                step += 1
+                output("\(step). \(text)")
+            }
 
             say("A phone creates its store and X25519 key pair and registers with the remote")
             let phoneStore = try DeviceStore(directory: root.appendingPathComponent("phone"))
-            let phone = try await phoneStore.createIdentity(name: "Quinn's iPhone", deviceType: .iosPhone, role: .mobile)
+            let phone = try await phoneStore.createIdentity(
+                name: "Quinn's iPhone", deviceType: .iosPhone, role: .mobile)
             try await phoneStore.setUserID(user)
             let phoneSync = SyncEngine(local: phoneStore, remote: try remote())
             _ = try await phoneSync.pull()
@@ -44,21 +49,27 @@ extension SyncCLI {
 
             say("A desktop creates its store and key pair")
             let desktopStore = try DeviceStore(directory: root.appendingPathComponent("desktop"))
-            let desktop = try await desktopStore.createIdentity(name: "Quinn's workstation", deviceType: .linuxDesktop, role: .desktop)
+            let desktop = try await desktopStore.createIdentity(
+                name: "Quinn's workstation", deviceType: .linuxDesktop, role: .desktop)
             try await desktopStore.setUserID(user)
 
             say("The desktop adds two repositories and starts five sessions, each with a fresh secret")
             let repositories = ["api-server", "mobile-app"].map { name in
-                RepositoryRecord(userID: user, deviceID: desktop.id, name: name, localPath: root.appendingPathComponent("src/\(name)").path,
-                                 remoteURL: "git@example.com:quinn/\(name).git", defaultBranch: "main")
+                RepositoryRecord(
+                    userID: user, deviceID: desktop.id, name: name,
+                    localPath: root.appendingPathComponent("src/\(name)").path,
+                    remoteURL: "git@example.com:quinn/\(name).git", defaultBranch: "main")
             }
             try await desktopStore.upsertRepositories(repositories)
             for index in 0..<5 {
                 let repository = repositories[index % 2]
-                let session = try await desktopStore.createSession(SessionRecord(
-                    userID: user, deviceID: desktop.id, repositoryID: repository.id, title: "task \(index + 1)",
-                    sessionPID: 4000 + index, currentBranch: "main", workingDirectory: repository.localPath))
-                output("   session \(session.id.canonical.prefix(8)) in \(repository.name) (secret sealed to the desktop's own key at rest)")
+                let session = try await desktopStore.createSession(
+                    SessionRecord(
+                        userID: user, deviceID: desktop.id, repositoryID: repository.id, title: "task \(index + 1)",
+                        sessionPID: 4000 + index, currentBranch: "main", workingDirectory: repository.localPath))
+                output(
+                    "   session \(session.id.canonical.prefix(8)) in \(repository.name) (secret sealed to the desktop's own key at rest)"
+                )
             }
 
             say("The desktop becomes the trust root: it creates the user's identity key and certifies itself")
@@ -69,17 +80,28 @@ extension SyncCLI {
             say("The desktop shows a pairing code for a phone (valid 10 minutes, single use) as text and as a QR code")
             let (code, _) = try await trustRoot.invite(deviceType: .iosPhone)
             output("   \(code.revealText())")
-            print(try TerminalQRCode.render(code.revealText()).split(separator: "\n").map { "   " + $0 }.joined(separator: "\n"))
+            print(
+                try TerminalQRCode.render(code.revealText()).split(separator: "\n").map { "   " + $0 }.joined(
+                    separator: "\n"))
 
-            say("The phone joins with the code: it checks the published identity against the code's fingerprint and asks for a certificate")
-            let joined = try await DeviceTrustManager(local: phoneStore, remote: try remote()).join(code: PairingCode(parsing: code.revealText()))
+            say(
+                "The phone joins with the code: it checks the published identity against the code's fingerprint and asks for a certificate"
+            )
+            let joined = try await DeviceTrustManager(local: phoneStore, remote: try remote()).join(
+                code: PairingCode(parsing: code.revealText()))
             output("   pinned identity \(joined)")
 
-            say("The desktop approves: it checks the request's MAC against the code's secret and certifies the phone as an ios-phone")
+            say(
+                "The desktop approves: it checks the request's MAC against the code's secret and certifies the phone as an ios-phone"
+            )
             let approval = try await trustRoot.approve()
-            output("   certified \(approval.approved.map { $0.name }.joined(separator: ", ")); refused \(approval.refused.count)")
+            output(
+                "   certified \(approval.approved.map { $0.name }.joined(separator: ", ")); refused \(approval.refused.count)"
+            )
 
-            say("The desktop pushes (trust mode verified): device, repositories, sessions, and one envelope per session and certified recipient")
+            say(
+                "The desktop pushes (trust mode verified): device, repositories, sessions, and one envelope per session and certified recipient"
+            )
             let desktopSync = SyncEngine(local: desktopStore, remote: try remote())
             let push = try await desktopSync.push()
             describe(push)
@@ -88,7 +110,9 @@ extension SyncCLI {
             let pull = try await phoneSync.pull()
             describe(pull)
 
-            say("The phone opens every secret with its private key; the desktop opens its own copies; they are compared")
+            say(
+                "The phone opens every secret with its private key; the desktop opens its own copies; they are compared"
+            )
             let desktopKey = try await desktopStore.deviceKey()
             let phoneKey = try await phoneStore.deviceKey()
             var matched = 0
@@ -106,13 +130,18 @@ extension SyncCLI {
             describe(again)
 
             let authenticated = try await phoneStore.receivedEnvelopes().allSatisfy(\.authenticated)
-            let ok = matched == sessions.count && again.envelopesSealed == 0 && push.outcome == .success && pull.outcome == .success
+            let ok =
+                matched == sessions.count && again.envelopesSealed == 0 && push.outcome == .success
+                && pull.outcome == .success
                 && authenticated && push.trust?.mode == .verified
             output("")
-            output("Summary: \(sessions.count) sessions, \(push.envelopesSealed) envelopes sealed on the first push "
-                  + "(\(push.recipients.filter(\.receives).count) recipients each), \(pull.envelopesOpened) opened by the phone, "
-                  + "\(matched)/\(sessions.count) secrets matched, \(again.envelopesSealed) sealed on the second push; "
-                  + (authenticated ? "every envelope authenticated (sealed by the certified desktop)." : "UNAUTHENTICATED envelopes."))
+            output(
+                "Summary: \(sessions.count) sessions, \(push.envelopesSealed) envelopes sealed on the first push "
+                    + "(\(push.recipients.filter(\.receives).count) recipients each), \(pull.envelopesOpened) opened by the phone, "
+                    + "\(matched)/\(sessions.count) secrets matched, \(again.envelopesSealed) sealed on the second push; "
+                    + (authenticated
+                        ? "every envelope authenticated (sealed by the certified desktop)."
+                        : "UNAUTHENTICATED envelopes."))
             output(ok ? "Every secret matched." : "FAILED")
             if keep { output("Files kept in \(root.path)") }
             if !ok { throw ExitCode.failure }
@@ -120,8 +149,10 @@ extension SyncCLI {
 
         func describe(_ report: SyncReport) {
             let phases = report.phases.map { "\($0.phase.rawValue) \($0.applied)" }.joined(separator: ", ")
-            output("   \(report.outcome.rawValue): \(phases); \(report.envelopesSealed) sealed, \(report.envelopesOpened) opened, "
-                  + "\(report.requests) remote operations, \(String(format: "%.0f", report.durationSeconds * 1000)) ms")
+            output(
+                "   \(report.outcome.rawValue): \(phases); \(report.envelopesSealed) sealed, \(report.envelopesOpened) opened, "
+                    + "\(report.requests) remote operations, \(String(format: "%.0f", report.durationSeconds * 1000)) ms"
+            )
         }
     }
 }

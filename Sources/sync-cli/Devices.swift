@@ -12,18 +12,23 @@ extension SyncCLI {
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "List the user's devices: online or when last seen (15 s window), which receive secrets, and why the others do not."
+                abstract:
+                    "List the user's devices: online or when last seen (15 s window), which receive secrets, and why the others do not."
             )
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
-            @Option(help: ArgumentHelp("Apply the policy as `push --trust MODE` would (default: as push would).", valueName: "mode")) var trust: TrustMode?
+            @Option(
+                help: ArgumentHelp(
+                    "Apply the policy as `push --trust MODE` would (default: as push would).", valueName: "mode"))
+            var trust: TrustMode?
             @Flag(help: "Apply the policy as `push --require-trusted` would.") var requireTrusted = false
             @Flag(help: "Apply the policy as `push --exclude-self` would.") var excludeSelf = false
 
             func run() async throws {
                 let store = try storeOptions.open()
                 let identity = try await store.requireIdentity()
-                let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+                let remote = try await RemoteFactory.make(
+                    address: try await remoteOptions.address(for: store), store: store)
                 let devices = try await remote.listDevices()
                 let snapshot: TrustSnapshot?
                 do {
@@ -33,23 +38,32 @@ extension SyncCLI {
                     throw ExitCode(error.code == .identityChanged ? TrustExit.identityChanged : 1)
                 }
                 let options = RecipientOptions(trust: requireTrusted ? .flagged : trust, includeSelf: !excludeSelf)
-                let decisions = RecipientPolicy.evaluate(devices, userID: remote.userID, selfID: identity.id, options: options,
-                                                         trust: snapshot, selfKey: identity.publicKey)
+                let decisions = RecipientPolicy.evaluate(
+                    devices, userID: remote.userID, selfID: identity.id, options: options,
+                    trust: snapshot, selfKey: identity.publicKey)
                 if decisions.isEmpty { output("No devices registered yet.") }
                 let mode = RecipientPolicy.mode(options, hasPinnedIdentity: snapshot != nil)
                 let receiving = decisions.filter(\.receives).count
                 let unverified = decisions.filter { $0.trust != nil && $0.trust != .verified }.count
-                output("Trust mode \(mode.rawValue): \(receiving) of \(decisions.count) devices receive secrets"
-                       + (snapshot == nil ? " (no identity pinned: every qualifying device receives)" : "; \(unverified) not verified"))
+                output(
+                    "Trust mode \(mode.rawValue): \(receiving) of \(decisions.count) devices receive secrets"
+                        + (snapshot == nil
+                            ? " (no identity pinned: every qualifying device receives)"
+                            : "; \(unverified) not verified"))
                 let now = Date()
-                let presence = Dictionary(devices.map { ($0.id, $0.presence(now: now).text(now: now)) }, uniquingKeysWith: { first, _ in first })
+                let presence = Dictionary(
+                    devices.map { ($0.id, $0.presence(now: now).text(now: now)) },
+                    uniquingKeysWith: { first, _ in first })
                 for decision in decisions {
                     let me = decision.deviceID == identity.id ? " (this device)" : ""
                     let format = (decision.envelopeVersions ?? [1]).contains(2) ? "v2" : "v1"
-                    let verdict = decision.receives ? "receives secrets (envelope \(format))" : "no: \(decision.reason ?? "")"
+                    let verdict =
+                        decision.receives ? "receives secrets (envelope \(format))" : "no: \(decision.reason ?? "")"
                     let standing = decision.trust.map { "  \($0)" } ?? ""
                     let seen = presence[decision.deviceID] ?? "never seen"
-                    output("\(decision.deviceID.canonical)  \(decision.name)\(me)  [\(decision.deviceType ?? "?")]  \(seen)\(standing)  \(verdict)")
+                    output(
+                        "\(decision.deviceID.canonical)  \(decision.name)\(me)  [\(decision.deviceType ?? "?")]  \(seen)\(standing)  \(verdict)"
+                    )
                 }
             }
         }

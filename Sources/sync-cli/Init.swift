@@ -24,14 +24,19 @@ extension SyncCLI {
         @Option(help: "A human name for this device, shown on the user's other devices.")
         var name: String
 
-        @Option(help: ArgumentHelp("The remote device_type: \(DeviceType.allCases.map(\.rawValue).joined(separator: ", ")). Default: linux-desktop or ios-phone by role."))
+        @Option(
+            help: ArgumentHelp(
+                "The remote device_type: \(DeviceType.allCases.map(\.rawValue).joined(separator: ", ")). Default: linux-desktop or ios-phone by role."
+            ))
         var deviceType: DeviceType?
 
         @Option(help: "The hostname to publish (default: this machine's).")
         var hostname: String?
 
         func validate() throws {
-            guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("--name must not be empty") }
+            guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw ValidationError("--name must not be empty")
+            }
             if let deviceType, deviceType.isDesktop != (role == .desktop) {
                 throw ValidationError("--device-type \(deviceType.rawValue) does not fit --role \(role.rawValue)")
             }
@@ -40,7 +45,8 @@ extension SyncCLI {
         func run() async throws {
             let store = try storeOptions.open()
             let type = deviceType ?? (role == .desktop ? .linuxDesktop : .iosPhone)
-            let identity = try await store.createIdentity(name: name, deviceType: type, hostname: hostname ?? ProcessInfo.processInfo.hostName, role: role)
+            let identity = try await store.createIdentity(
+                name: name, deviceType: type, hostname: hostname ?? ProcessInfo.processInfo.hostName, role: role)
             output("Created \(role.rawValue) store at \(store.directory.path)")
             output("  device id    \(identity.id.canonical)")
             output("  device type  \(type.rawValue)")

@@ -51,7 +51,9 @@ extension SyncCLI {
                     throw CLIError("--remote must be an http(s) Supabase project URL or embedded:PATH")
                 }
                 if let token = ProcessInfo.processInfo.environment["SYNC_ACCESS_TOKEN"], !token.isEmpty {
-                    guard let subject = Self.subject(ofJWT: token) else { throw CLIError("$SYNC_ACCESS_TOKEN is not a JWT with a sub claim") }
+                    guard let subject = Self.subject(ofJWT: token) else {
+                        throw CLIError("$SYNC_ACCESS_TOKEN is not a JWT with a sub claim")
+                    }
                     userID = subject
                 } else {
                     guard let email, !email.isEmpty else { throw CLIError("give --email (or set $SYNC_EMAIL)") }
@@ -63,20 +65,28 @@ extension SyncCLI {
                 }
             }
             if let existing = identity.userID, existing != userID {
-                throw CLIError("this store belongs to user \(existing.canonical); use a new store (--store) for another user")
+                throw CLIError(
+                    "this store belongs to user \(existing.canonical); use a new store (--store) for another user")
             }
             try await store.setUserID(userID)
             try await store.setSetting(.remoteAddress, address)
-            output("Logged in as user \(userID.canonical) on \(address.hasPrefix("embedded:") ? address : URL(string: address)?.host ?? address)")
+            output(
+                "Logged in as user \(userID.canonical) on \(address.hasPrefix("embedded:") ? address : URL(string: address)?.host ?? address)"
+            )
         }
 
         /// The same user id for the same email, on every device (embedded remote only).
         static func embeddedUser(email: String) -> UUID {
-            var bytes = HMACSHA256.authenticationCode(for: Array(email.lowercased().utf8), using: SecureBytes(copying: Array("session-sync embedded user".utf8)))
+            var bytes = HMACSHA256.authenticationCode(
+                for: Array(email.lowercased().utf8),
+                using: SecureBytes(copying: Array("session-sync embedded user".utf8)))
             bytes[6] = (bytes[6] & 0x0F) | 0x40
             bytes[8] = (bytes[8] & 0x3F) | 0x80
-            return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+            return UUID(
+                uuid: (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                    bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                ))
         }
 
         static func subject(ofJWT token: String) -> UUID? {
@@ -85,8 +95,9 @@ extension SyncCLI {
             var payload = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
             while payload.count % 4 != 0 { payload += "=" }
             guard let data = Data(base64Encoded: payload),
-                  let claims = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-                  let sub = claims["sub"] as? String else { return nil }
+                let claims = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+                let sub = claims["sub"] as? String
+            else { return nil }
             return UUID.parse(sub)
         }
 

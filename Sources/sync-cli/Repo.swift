@@ -16,7 +16,8 @@ extension SyncCLI.Repo {
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a repository (a git checkout or any directory).",
-            discussion: "For a git checkout the name, remote URL and default branch are read with git; flags override them."
+            discussion:
+                "For a git checkout the name, remote URL and default branch are read with git; flags override them."
         )
 
         @OptionGroup var storeOptions: StoreOptions
@@ -27,12 +28,16 @@ extension SyncCLI.Repo {
             let (store, identity, user) = try await desktopStore(storeOptions)
             var isDirectory: ObjCBool = false
             let absolute = canonicalPath(path)
-            guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
                 throw CLIError("\(path) is not a directory")
             }
             let root = git(["rev-parse", "--show-toplevel"], in: absolute) ?? absolute
             let remoteURL = git(["config", "--get", "remote.origin.url"], in: root)
-            let defaultBranch = git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], in: root).map { $0.replacingOccurrences(of: "origin/", with: "") }
+            let defaultBranch =
+                git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], in: root).map {
+                    $0.replacingOccurrences(of: "origin/", with: "")
+                }
                 ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: root)
             let existing = try await store.repositories().first { $0.deviceID == identity.id && $0.localPath == root }
             var record = existing ?? RepositoryRecord(userID: user, deviceID: identity.id, name: "", localPath: root)
@@ -57,7 +62,9 @@ extension SyncCLI.Repo {
             let repositories = try await store.repositories()
             if repositories.isEmpty { output("No repositories.") }
             for repository in repositories.sorted(by: { $0.name < $1.name }) {
-                output("\(repository.id.canonical)  \(repository.name)  \(repository.localPath)  [\(repository.status.rawValue)]")
+                output(
+                    "\(repository.id.canonical)  \(repository.name)  \(repository.localPath)  [\(repository.status.rawValue)]"
+                )
             }
         }
     }

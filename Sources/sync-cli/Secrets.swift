@@ -13,13 +13,16 @@ extension SyncCLI {
         struct Show: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 abstract: "Open a session's secret with this device's key.",
-                discussion: "Without --reveal only whether it opens is printed. With --reveal the secret's text form is printed: treat the terminal as sensitive."
+                discussion:
+                    "Without --reveal only whether it opens is printed. With --reveal the secret's text form is printed: treat the terminal as sensitive."
             )
             @OptionGroup var storeOptions: StoreOptions
             @Argument(help: "The session's id or an unambiguous prefix.") var session: String
             @Flag(help: "Print the secret itself.") var reveal = false
-            @Option(help: "An earlier generation of the secret (after a rotation); default: the current one.") var generation: UInt32?
-            @Flag(help: "Print what is known about the secret as JSON (never the secret, even with --reveal).") var json = false
+            @Option(help: "An earlier generation of the secret (after a rotation); default: the current one.")
+            var generation: UInt32?
+            @Flag(help: "Print what is known about the secret as JSON (never the secret, even with --reveal).")
+            var json = false
 
             func validate() throws {
                 if json && reveal { throw ValidationError("--json never prints the secret; drop --reveal") }
@@ -43,29 +46,47 @@ extension SyncCLI {
                 let id = try resolveID(session, among: try await store.sessions().map(\.id), kind: "session")
                 let generations = try await store.secretGenerations(sessionID: id)
                 let others = generations.filter { $0 != generation }
-                let also = others.isEmpty ? "" : " Generations held: \(generations.map(String.init).joined(separator: ", "))."
+                let also =
+                    others.isEmpty ? "" : " Generations held: \(generations.map(String.init).joined(separator: ", "))."
                 if identity.role == .desktop {
                     let sealed = try await store.ownSealedSecret(sessionID: id, generation: generation)
                     let secret = try await store.openOwnSecret(sessionID: id, generation: sealed.generation)
                     if json {
-                        return try printJSON(Shown(sessionId: id.canonical, generation: sealed.generation, generationsHeld: generations, opens: true,
-                                                   envelopeVersion: nil, authenticated: nil, senderDeviceId: nil))
+                        return try printJSON(
+                            Shown(
+                                sessionId: id.canonical, generation: sealed.generation, generationsHeld: generations,
+                                opens: true,
+                                envelopeVersion: nil, authenticated: nil, senderDeviceId: nil))
                     }
-                    if reveal { print(secret.revealTextForm()); return }
-                    output("The secret of session \(id.canonical), generation \(sealed.generation), opens with this device's key (use --reveal to print it).\(also)")
+                    if reveal {
+                        print(secret.revealTextForm())
+                        return
+                    }
+                    output(
+                        "The secret of session \(id.canonical), generation \(sealed.generation), opens with this device's key (use --reveal to print it).\(also)"
+                    )
                     return
                 }
                 let opened = try await store.openReceived(sessionID: id, generation: generation)
                 if json {
-                    return try printJSON(Shown(sessionId: id.canonical, generation: opened.generation, generationsHeld: generations, opens: true,
-                                               envelopeVersion: opened.version, authenticated: opened.authenticated,
-                                               senderDeviceId: opened.senderDeviceID?.canonical))
+                    return try printJSON(
+                        Shown(
+                            sessionId: id.canonical, generation: opened.generation, generationsHeld: generations,
+                            opens: true,
+                            envelopeVersion: opened.version, authenticated: opened.authenticated,
+                            senderDeviceId: opened.senderDeviceID?.canonical))
                 }
-                if reveal { print(opened.secret.revealTextForm()); return }
-                let origin = opened.authenticated
+                if reveal {
+                    print(opened.secret.revealTextForm())
+                    return
+                }
+                let origin =
+                    opened.authenticated
                     ? "envelope v2, sealed by device \(opened.senderDeviceID?.canonical ?? "?") (authenticated), generation \(opened.generation)"
                     : "envelope v1, generation \(opened.generation): unauthenticated (it names no sender: any writer of the secrets table could have planted it)"
-                output("The secret of session \(id.canonical) opens with this device's key; \(origin) (use --reveal to print it).\(also)")
+                output(
+                    "The secret of session \(id.canonical) opens with this device's key; \(origin) (use --reveal to print it).\(also)"
+                )
             }
         }
     }

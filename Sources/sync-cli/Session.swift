@@ -26,10 +26,11 @@ extension SyncCLI.Session {
             let (store, identity, user) = try await desktopStore(storeOptions)
             let repository = try resolveRepository(repo, among: try await store.repositories())
             let id = repository.id
-            let session = try await store.createSession(SessionRecord(
-                userID: user, deviceID: identity.id, repositoryID: id, title: title, sessionPID: Int(getpid()),
-                currentBranch: branch ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: repository.localPath),
-                workingDirectory: repository.localPath))
+            let session = try await store.createSession(
+                SessionRecord(
+                    userID: user, deviceID: identity.id, repositoryID: id, title: title, sessionPID: Int(getpid()),
+                    currentBranch: branch ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: repository.localPath),
+                    workingDirectory: repository.localPath))
             output(session.id.canonical)
         }
     }
@@ -52,7 +53,8 @@ extension SyncCLI.Session {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the sessions in this store, with the live status their desktop last reported.")
+        static let configuration = CommandConfiguration(
+            abstract: "List the sessions in this store, with the live status their desktop last reported.")
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
@@ -60,10 +62,13 @@ extension SyncCLI.Session {
             let sessions = try await store.sessions()
             if sessions.isEmpty { output("No sessions.") }
             for session in sessions {
-                let live = session.runtimeStatus.map { status in
-                    "  [\(status.state.rawValue)\(status.errorMessage.map { ": \($0)" } ?? "")]"
-                } ?? ""
-                output("\(session.id.canonical)  \(session.status.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  \(session.title ?? "(untitled)")\(live)")
+                let live =
+                    session.runtimeStatus.map { status in
+                        "  [\(status.state.rawValue)\(status.errorMessage.map { ": \($0)" } ?? "")]"
+                    } ?? ""
+                output(
+                    "\(session.id.canonical)  \(session.status.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  \(session.title ?? "(untitled)")\(live)"
+                )
             }
         }
     }

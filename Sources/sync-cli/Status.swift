@@ -8,7 +8,8 @@ import SyncModel
 
 extension SyncCLI {
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show this device's identity, the last sync report and row counts.")
+        static let configuration = CommandConfiguration(
+            abstract: "Show this device's identity, the last sync report and row counts.")
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
 
@@ -25,11 +26,15 @@ extension SyncCLI {
             output("  remote    \(try await remoteOptions.address(for: store))")
             output("  store     \(store.directory.path)")
             let counts = try await store.counts()
-            output("Rows        \(counts.repositories) repositories, \(counts.sessions) sessions, "
-                  + (identity.role == .desktop ? "\(counts.ownSecrets) sealed secrets, \(counts.ledgerEntries) envelopes distributed"
-                                               : "\(counts.receivedEnvelopes) envelopes received"))
+            output(
+                "Rows        \(counts.repositories) repositories, \(counts.sessions) sessions, "
+                    + (identity.role == .desktop
+                        ? "\(counts.ownSecrets) sealed secrets, \(counts.ledgerEntries) envelopes distributed"
+                        : "\(counts.receivedEnvelopes) envelopes received"))
             if let (json, finished) = try await store.lastReport(), let report = SyncReport.decode(json) {
-                output("Last sync   \(report.direction.rawValue) \(report.outcome.rawValue) at \(ISO8601DateFormatter().string(from: finished))")
+                output(
+                    "Last sync   \(report.direction.rawValue) \(report.outcome.rawValue) at \(ISO8601DateFormatter().string(from: finished))"
+                )
                 SyncRunner.printSummary(report)
             } else {
                 output("Last sync   never")

@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import LocalStore
 import PostLoginSync
-import Synchronization
 import SyncModel
+import Synchronization
 
 /// Exit statuses of push, pull and sync (also in `--help` and the README).
 enum SyncExit {
@@ -25,15 +25,19 @@ struct SyncRunOptions: ParsableArguments {
     @Flag(help: "Print the report as JSON on standard output (no progress bar).")
     var json = false
 
-    @Option(help: ArgumentHelp(
-        "Who receives secrets: any (every qualifying device), flagged (also is_trusted), verified (a valid certificate under the pinned identity). Default: verified once this store pinned the user's identity (trust init/join), any before.",
-        valueName: "mode"))
+    @Option(
+        help: ArgumentHelp(
+            "Who receives secrets: any (every qualifying device), flagged (also is_trusted), verified (a valid certificate under the pinned identity). Default: verified once this store pinned the user's identity (trust init/join), any before.",
+            valueName: "mode"))
     var trust: TrustMode?
 
     @Flag(help: "The same as --trust flagged (kept for scripts).")
     var requireTrusted = false
 
-    @Flag(help: "Pull: refuse version-1 envelopes (no authenticated sender) instead of keeping them marked unauthenticated.")
+    @Flag(
+        help:
+            "Pull: refuse version-1 envelopes (no authenticated sender) instead of keeping them marked unauthenticated."
+    )
     var requireAuthenticated = false
 
     @Flag(help: "Do not seal a copy of each secret for this device itself.")
@@ -44,7 +48,9 @@ struct SyncRunOptions: ParsableArguments {
 
     func validate() throws {
         guard wait >= 0 else { throw ValidationError("--wait must not be negative") }
-        if requireTrusted, let trust, trust != .flagged { throw ValidationError("--require-trusted is --trust flagged; it contradicts --trust \(trust.rawValue)") }
+        if requireTrusted, let trust, trust != .flagged {
+            throw ValidationError("--require-trusted is --trust flagged; it contradicts --trust \(trust.rawValue)")
+        }
     }
 
     var options: SyncOptions {
@@ -63,14 +69,22 @@ final class ProgressPrinter: Sendable {
 
     func handle(_ event: SyncProgress) {
         state.withLock { state in
-            let percent = event.total > 0 ? min(100, event.completed * 100 / event.total) : (event.completed > 0 ? 100 : 0)
+            let percent =
+                event.total > 0 ? min(100, event.completed * 100 / event.total) : (event.completed > 0 ? 100 : 0)
             if terminal {
                 let filled = percent * 20 / 100
-                let bar = String(repeating: "=", count: filled) + (filled < 20 ? ">" : "") + String(repeating: " ", count: max(0, 19 - filled))
+                let bar =
+                    String(repeating: "=", count: filled) + (filled < 20 ? ">" : "")
+                    + String(repeating: " ", count: max(0, 19 - filled))
                 let line = "[\(bar)] \(String(format: "%3d", percent))% \(event.message)"
-                FileHandle.standardError.write(Data(("\r" + line.padding(toLength: max(line.count, state.width), withPad: " ", startingAt: 0)).utf8))
+                FileHandle.standardError.write(
+                    Data(
+                        ("\r" + line.padding(toLength: max(line.count, state.width), withPad: " ", startingAt: 0)).utf8)
+                )
                 state.width = line.count
-            } else if event.phase != state.phase || percent >= state.lastPercent + 25 || (percent == 100 && state.lastPercent != 100) {
+            } else if event.phase != state.phase || percent >= state.lastPercent + 25
+                || (percent == 100 && state.lastPercent != 100)
+            {
                 let count = event.total > 0 ? " \(event.completed)/\(event.total)" : ""
                 FileHandle.standardError.write(Data("\(event.message)\(count)\n".utf8))
                 state.lastPercent = percent
@@ -85,11 +99,16 @@ final class ProgressPrinter: Sendable {
 }
 
 enum SyncRunner {
-    static func run(_ direction: SyncRole?, store storeOptions: StoreOptions, remote remoteOptions: RemoteOptions, options: SyncRunOptions) async throws {
+    static func run(
+        _ direction: SyncRole?, store storeOptions: StoreOptions, remote remoteOptions: RemoteOptions,
+        options: SyncRunOptions
+    ) async throws {
         let store = try storeOptions.open()
         let identity = try await store.requireIdentity()
         if let direction, direction != identity.role {
-            throw CLIError("this store is a \(identity.role.rawValue): use `sync-cli \(identity.role == .desktop ? "push" : "pull")` (or `sync`)")
+            throw CLIError(
+                "this store is a \(identity.role.rawValue): use `sync-cli \(identity.role == .desktop ? "push" : "pull")` (or `sync`)"
+            )
         }
         let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
         let engine = SyncEngine(local: store, remote: remote, options: options.options)
@@ -116,30 +135,39 @@ enum SyncRunner {
     }
 
     static func printSummary(_ report: SyncReport) {
-        output("\(report.direction.rawValue.capitalized) \(report.outcome.rawValue) in \(String(format: "%.2f", report.durationSeconds)) s: "
-              + "\(report.requests) requests, \(report.bytesSent) bytes sent, \(report.bytesReceived) received, "
-              + "\(report.envelopesSealed) envelopes sealed, \(report.envelopesOpened) opened")
+        output(
+            "\(report.direction.rawValue.capitalized) \(report.outcome.rawValue) in \(String(format: "%.2f", report.durationSeconds)) s: "
+                + "\(report.requests) requests, \(report.bytesSent) bytes sent, \(report.bytesReceived) received, "
+                + "\(report.envelopesSealed) envelopes sealed, \(report.envelopesOpened) opened")
         if let reconciliation = report.reconciliation {
-            output(reconciliation.method == .digest
-                   ? "  reconciled by digest: \(reconciliation.bucketsListed) of \(reconciliation.buckets) buckets listed (\(reconciliation.rowsListed) rows)"
-                   : "  reconciled by listing every pair (the remote has no digest function): \(reconciliation.rowsListed) rows")
+            output(
+                reconciliation.method == .digest
+                    ? "  reconciled by digest: \(reconciliation.bucketsListed) of \(reconciliation.buckets) buckets listed (\(reconciliation.rowsListed) rows)"
+                    : "  reconciled by listing every pair (the remote has no digest function): \(reconciliation.rowsListed) rows"
+            )
         }
         if let trust = report.trust {
             var line = "  trust \(trust.mode)"
             if let fingerprint = trust.identityFingerprint { line += " (identity \(fingerprint))" }
             if report.direction == .push && trust.identityFingerprint != nil {
-                line += ": \(trust.verified) verified, \(trust.unverified) unverified, \(trust.revoked) revoked, \(trust.keyMismatch) key mismatch"
+                line +=
+                    ": \(trust.verified) verified, \(trust.unverified) unverified, \(trust.revoked) revoked, \(trust.keyMismatch) key mismatch"
                 if trust.sessionsRotated > 0 { line += "; \(trust.sessionsRotated) session secrets rotated" }
             } else if report.direction == .pull {
-                line += ": \(trust.unauthenticatedEnvelopes) unauthenticated (v1) envelopes kept, \(trust.rejectedEnvelopes) refused"
+                line +=
+                    ": \(trust.unauthenticatedEnvelopes) unauthenticated (v1) envelopes kept, \(trust.rejectedEnvelopes) refused"
             }
-            if trust.invalidStatements > 0 { line += "; \(trust.invalidStatements) invalid certificates or revocations ignored" }
+            if trust.invalidStatements > 0 {
+                line += "; \(trust.invalidStatements) invalid certificates or revocations ignored"
+            }
             output(line)
             if let note = trust.note { output("  note: \(note)") }
         }
         for phase in report.phases {
-            output("  \(phase.phase.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(phase.status.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)) "
-                  + "sent \(phase.sent), applied \(phase.applied), skipped \(phase.skipped), failed \(phase.failed), deleted \(phase.deleted)")
+            output(
+                "  \(phase.phase.rawValue.padding(toLength: 12, withPad: " ", startingAt: 0)) \(phase.status.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)) "
+                    + "sent \(phase.sent), applied \(phase.applied), skipped \(phase.skipped), failed \(phase.failed), deleted \(phase.deleted)"
+            )
         }
         let errors = report.errors
         for issue in errors.prefix(20) { output("  ! \(issue)") }
@@ -151,25 +179,32 @@ extension SyncCLI {
     struct Push: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Desktop: push the device row, repositories, sessions and sealed secrets.",
-            discussion: "Only what changed since the last push is sent; only missing or stale envelopes are sealed.\n\n" + SyncExit.help
+            discussion: "Only what changed since the last push is sent; only missing or stale envelopes are sealed.\n\n"
+                + SyncExit.help
         )
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
         @OptionGroup var syncOptions: SyncRunOptions
 
-        func run() async throws { try await SyncRunner.run(.desktop, store: storeOptions, remote: remoteOptions, options: syncOptions) }
+        func run() async throws {
+            try await SyncRunner.run(.desktop, store: storeOptions, remote: remoteOptions, options: syncOptions)
+        }
     }
 
     struct Pull: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Mobile: pull repositories, sessions and the envelopes addressed to this device.",
-            discussion: "Only rows changed since the last pull are fetched, plus an id listing to find deletions. Secrets stay sealed on disk.\n\n" + SyncExit.help
+            discussion:
+                "Only rows changed since the last pull are fetched, plus an id listing to find deletions. Secrets stay sealed on disk.\n\n"
+                + SyncExit.help
         )
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
         @OptionGroup var syncOptions: SyncRunOptions
 
-        func run() async throws { try await SyncRunner.run(.mobile, store: storeOptions, remote: remoteOptions, options: syncOptions) }
+        func run() async throws {
+            try await SyncRunner.run(.mobile, store: storeOptions, remote: remoteOptions, options: syncOptions)
+        }
     }
 
     struct Sync: AsyncParsableCommand {
@@ -183,14 +218,17 @@ extension SyncCLI {
         @OptionGroup var watchOptions: WatchRunOptions
 
         func validate() throws {
-            if !watchOptions.watch && (watchOptions.interval != nil || watchOptions.fullEvery != nil || watchOptions.verbose) {
+            if !watchOptions.watch
+                && (watchOptions.interval != nil || watchOptions.fullEvery != nil || watchOptions.verbose)
+            {
                 throw ValidationError("--interval, --full-every and --verbose go with --watch")
             }
         }
 
         func run() async throws {
             if watchOptions.watch {
-                try await WatchRunner.run(store: storeOptions, remote: remoteOptions, sync: syncOptions, watch: watchOptions)
+                try await WatchRunner.run(
+                    store: storeOptions, remote: remoteOptions, sync: syncOptions, watch: watchOptions)
             } else {
                 try await SyncRunner.run(nil, store: storeOptions, remote: remoteOptions, options: syncOptions)
             }

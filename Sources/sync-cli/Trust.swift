@@ -13,7 +13,8 @@ enum TrustExit {
     /// The remote's identity key is not the pinned one.
     static let identityChanged: Int32 = 4
 
-    static let help = "Exit status: 0 done; 1 refused or failed (the message says why); 4 the user's identity key changed (re-pair)."
+    static let help =
+        "Exit status: 0 done; 1 refused or failed (the message says why); 4 the user's identity key changed (re-pair)."
 
     /// Runs `body`, turning a ``SyncError`` into its message and exit status.
     static func run(_ body: () async throws -> Void) async throws {
@@ -43,7 +44,8 @@ extension SyncCLI {
 
         struct Init: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Make this device the trust root: create and publish the user's identity key, certify this device.",
+                abstract:
+                    "Make this device the trust root: create and publish the user's identity key, certify this device.",
                 discussion: "Refused when the user already has an identity key: join it instead.\n\n" + TrustExit.help
             )
             @OptionGroup var storeOptions: StoreOptions
@@ -54,7 +56,9 @@ extension SyncCLI {
                 try await TrustExit.run {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                     let fingerprint = try await manager.initialize()
-                    if json { return try printJSON(["identityFingerprint": fingerprint.description, "trustRoot": "true"]) }
+                    if json {
+                        return try printJSON(["identityFingerprint": fingerprint.description, "trustRoot": "true"])
+                    }
                     output("This device is now the trust root.")
                     output("Identity fingerprint: \(fingerprint)")
                     output("Pair another device: `sync-cli trust invite` here, then `sync-cli trust join CODE` there.")
@@ -74,9 +78,12 @@ extension SyncCLI {
             )
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
-            @Option(help: ArgumentHelp("The kind of device being paired (\(DeviceType.allCases.map(\.rawValue).joined(separator: ", "))): its certificate names it, and a device whose row says otherwise is refused. Without it, approval asks you to confirm the type the device's row names.",
-                                       valueName: "type")) var deviceType: DeviceType?
-            @Option(help: "The role certified: trusted_executor (receives secrets) or temporary_viewer (never does).") var role: DeviceTrustRole = .trustedExecutor
+            @Option(
+                help: ArgumentHelp(
+                    "The kind of device being paired (\(DeviceType.allCases.map(\.rawValue).joined(separator: ", "))): its certificate names it, and a device whose row says otherwise is refused. Without it, approval asks you to confirm the type the device's row names.",
+                    valueName: "type")) var deviceType: DeviceType?
+            @Option(help: "The role certified: trusted_executor (receives secrets) or temporary_viewer (never does).")
+            var role: DeviceTrustRole = .trustedExecutor
             @Flag(help: "Wait for the device to join and approve it (until the invite expires).") var wait = false
             @Flag(help: "Do not draw the QR code.") var noQr = false
             @Flag(help: "Print the code as JSON (for a UI that shows it itself).") var json = false
@@ -87,8 +94,10 @@ extension SyncCLI {
                     let (code, expiresAt) = try await manager.invite(deviceType: deviceType, role: role)
                     let text = code.revealText()
                     if json {
-                        try printJSON(["code": text, "inviteId": code.inviteIDText, "expiresAt": Timestamp.format(expiresAt),
-                                   "identityFingerprint": code.fingerprint.description])
+                        try printJSON([
+                            "code": text, "inviteId": code.inviteIDText, "expiresAt": Timestamp.format(expiresAt),
+                            "identityFingerprint": code.fingerprint.description,
+                        ])
                     } else {
                         output("Pairing code (valid until \(TrustCommand.time(expiresAt)), single use):")
                         output("")
@@ -102,8 +111,14 @@ extension SyncCLI {
                         if !json { output("Then approve it here: sync-cli trust approve") }
                         return
                     }
-                    if !json { output("Waiting for the device to join (Ctrl-C to stop; the invite stays valid until it expires)...") }
-                    let report = try await manager.waitForJoin(inviteID: code.inviteIDText, confirm: TrustCommand.confirmation()) { round in
+                    if !json {
+                        output(
+                            "Waiting for the device to join (Ctrl-C to stop; the invite stays valid until it expires)..."
+                        )
+                    }
+                    let report = try await manager.waitForJoin(
+                        inviteID: code.inviteIDText, confirm: TrustCommand.confirmation()
+                    ) { round in
                         if !json { TrustCommand.printApproval(round) }
                     }
                     if json { try printJSON(report) }
@@ -128,17 +143,23 @@ extension SyncCLI {
             )
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
-            @Argument(help: "Discouraged: the pairing code as arguments (visible to other local users in `ps`); omit it to be asked.")
+            @Argument(
+                help:
+                    "Discouraged: the pairing code as arguments (visible to other local users in `ps`); omit it to be asked."
+            )
             var code: [String] = []
             @Flag(help: "Print the result as JSON.") var json = false
 
             func run() async throws {
                 let text: String
                 if code.isEmpty {
-                    text = try readSecretLine(environment: "SYNC_PAIRING_CODE", prompt: "Pairing code: ", what: "pairing code")
+                    text = try readSecretLine(
+                        environment: "SYNC_PAIRING_CODE", prompt: "Pairing code: ", what: "pairing code")
                 } else {
-                    printError("Warning: the pairing code was given as an argument, which other local users can read in the process "
-                               + "list while this runs; next time omit it and type it at the prompt (or pipe it on standard input)")
+                    printError(
+                        "Warning: the pairing code was given as an argument, which other local users can read in the process "
+                            + "list while this runs; next time omit it and type it at the prompt (or pipe it on standard input)"
+                    )
                     text = code.joined()
                 }
                 let parsed: PairingCode
@@ -146,9 +167,13 @@ extension SyncCLI {
                 try await TrustExit.run {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                     let fingerprint = try await manager.join(code: parsed)
-                    if json { return try printJSON(["identityFingerprint": fingerprint.description, "requested": "true"]) }
+                    if json {
+                        return try printJSON(["identityFingerprint": fingerprint.description, "requested": "true"])
+                    }
                     output("Pinned the user's identity \(fingerprint).")
-                    output("Asked the trust root for a certificate: run `sync-cli trust approve` there (or it is waiting with --wait).")
+                    output(
+                        "Asked the trust root for a certificate: run `sync-cli trust approve` there (or it is waiting with --wait)."
+                    )
                 }
             }
         }
@@ -177,7 +202,9 @@ extension SyncCLI {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                     let report = try await manager.approve(confirm: TrustCommand.confirmation())
                     if json { return try printJSON(report) }
-                    if report.approved.isEmpty && report.refused.isEmpty && report.pending.isEmpty { output("No pairing requests.") }
+                    if report.approved.isEmpty && report.refused.isEmpty && report.pending.isEmpty {
+                        output("No pairing requests.")
+                    }
                     TrustCommand.printApproval(report)
                 }
             }
@@ -185,7 +212,8 @@ extension SyncCLI {
 
         struct Status: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "The identity fingerprint, this device's certificate, and every device: verified, unverified, revoked or key-mismatch.",
+                abstract:
+                    "The identity fingerprint, this device's certificate, and every device: verified, unverified, revoked or key-mismatch.",
                 discussion: TrustExit.help
             )
             @OptionGroup var storeOptions: StoreOptions
@@ -198,19 +226,27 @@ extension SyncCLI {
                     let status = try await manager.status()
                     if json { return try printJSON(status) }
                     if let fingerprint = status.identityFingerprint {
-                        output("Identity fingerprint: \(fingerprint)\(status.isTrustRoot ? " (this device is the trust root)" : "")")
+                        output(
+                            "Identity fingerprint: \(fingerprint)\(status.isTrustRoot ? " (this device is the trust root)" : "")"
+                        )
                         output("This device: \(status.thisDevice?.rawValue ?? "unverified")")
                     } else if !status.remoteHasTrustTables {
-                        output("This remote has no device-trust tables: verified trust needs the device_trust migration (trust mode any).")
+                        output(
+                            "This remote has no device-trust tables: verified trust needs the device_trust migration (trust mode any)."
+                        )
                     } else if status.remoteHasIdentity {
-                        output("No identity pinned here: the user has one; join it with `sync-cli trust join CODE` (code from `trust invite` on the trust root).")
+                        output(
+                            "No identity pinned here: the user has one; join it with `sync-cli trust join CODE` (code from `trust invite` on the trust root)."
+                        )
                     } else {
                         output("No identity yet: run `sync-cli trust init` on the first device.")
                     }
                     for device in status.devices {
                         let me = device.isThisDevice ? " (this device)" : ""
                         let active = device.isActive ? "" : " inactive"
-                        output("\(device.deviceID.canonical)  \(device.name)\(me)  [\(device.deviceType ?? "?")\(active)]  \(device.status?.rawValue ?? "-")")
+                        output(
+                            "\(device.deviceID.canonical)  \(device.name)\(me)  [\(device.deviceType ?? "?")\(active)]  \(device.status?.rawValue ?? "-")"
+                        )
                     }
                     for problem in status.problems { output("  ! \(problem)") }
                 }
@@ -231,11 +267,14 @@ extension SyncCLI {
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
             @Argument(help: "Device ids (or unambiguous prefixes) to revoke.") var devices: [String] = []
-            @Flag(help: "Revoke every device of the user but this one (sign out everywhere else).") var allOthers = false
+            @Flag(help: "Revoke every device of the user but this one (sign out everywhere else).") var allOthers =
+                false
             @Flag(help: "Print the result as JSON.") var json = false
 
             func validate() throws {
-                guard allOthers != !devices.isEmpty else { throw ValidationError("give device ids or --all-others (not both)") }
+                guard allOthers != !devices.isEmpty else {
+                    throw ValidationError("give device ids or --all-others (not both)")
+                }
             }
 
             func run() async throws {
@@ -253,7 +292,9 @@ extension SyncCLI {
                     if report.revoked.isEmpty { output("Nothing to revoke.") }
                     for id in report.revoked { output("Revoked \(id.canonical).") }
                     if !report.revoked.isEmpty {
-                        output("Deleted \(report.envelopesDeleted) envelopes addressed to them; each desktop's next push rotates the secrets they had.")
+                        output(
+                            "Deleted \(report.envelopesDeleted) envelopes addressed to them; each desktop's next push rotates the secrets they had."
+                        )
                     }
                 }
             }
@@ -262,7 +303,8 @@ extension SyncCLI {
 }
 
 enum TrustCommand {
-    static func manager(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws -> DeviceTrustManager {
+    static func manager(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws -> DeviceTrustManager
+    {
         let store = try storeOptions.open()
         let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
         return DeviceTrustManager(local: store, remote: remote)
@@ -270,10 +312,13 @@ enum TrustCommand {
 
     static func printApproval(_ report: ApprovalReport) {
         for device in report.approved { output("Certified \(device.name) (\(device.deviceID.canonical)).") }
-        for refused in report.refused { output("Refused a request from \(refused.deviceID.canonical): \(refused.reason).") }
+        for refused in report.refused {
+            output("Refused a request from \(refused.deviceID.canonical): \(refused.reason).")
+        }
         for pending in report.pending {
-            output("Waiting: \(pending.name) (\(pending.deviceID.canonical)) joined as \(pending.deviceType.rawValue); confirm it by running "
-                   + "`sync-cli trust approve` on a terminal, or open the invite with --device-type.")
+            output(
+                "Waiting: \(pending.name) (\(pending.deviceID.canonical)) joined as \(pending.deviceType.rawValue); confirm it by running "
+                    + "`sync-cli trust approve` on a terminal, or open the invite with --device-type.")
         }
     }
 

@@ -6,7 +6,8 @@ extension SyncCLI {
     struct Vectors: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Verify conformance test vectors.",
-            discussion: "The project's own vector files are written by `sync-vectors generate` (make vectors), a tool of the test rig.",
+            discussion:
+                "The project's own vector files are written by `sync-vectors generate` (make vectors), a tool of the test rig.",
             subcommands: [Verify.self]
         )
     }
@@ -42,12 +43,16 @@ extension SyncCLI.Vectors {
                     let report = try VectorVerifier.verify(path: path)
                     passed += report.passed
                     failed += report.failures.count
-                    output("\(path): \(report.algorithm.rawValue): \(report.passed) passed, \(report.failures.count) failed")
+                    output(
+                        "\(path): \(report.algorithm.rawValue): \(report.passed) passed, \(report.failures.count) failed"
+                    )
                     for failure in report.failures {
                         output("  tcId \(failure.tcId) (\(failure.comment)): \(failure.reason)")
                     }
                     if let declared = report.declaredCountMismatch {
-                        printError("\(path): warning: numberOfTests says \(declared), found \(report.passed + report.failures.count)")
+                        printError(
+                            "\(path): warning: numberOfTests says \(declared), found \(report.passed + report.failures.count)"
+                        )
                     }
                 } catch {
                     fileErrors += 1

@@ -20,8 +20,12 @@ struct WatchRunOptions: ParsableArguments {
     var verbose = false
 
     func validate() throws {
-        if let interval, !(interval > 0 && interval <= 3600) { throw ValidationError("--interval must be more than 0 and at most 3600 seconds") }
-        if let fullEvery, !(fullEvery > 0 && fullEvery <= 10_080) { throw ValidationError("--full-every must be more than 0 and at most 10080 minutes") }
+        if let interval, !(interval > 0 && interval <= 3600) {
+            throw ValidationError("--interval must be more than 0 and at most 3600 seconds")
+        }
+        if let fullEvery, !(fullEvery > 0 && fullEvery <= 10_080) {
+            throw ValidationError("--full-every must be more than 0 and at most 10080 minutes")
+        }
     }
 
     var options: WatchOptions {
@@ -47,7 +51,10 @@ enum WatchRunner {
         finishes, the lock is released, exit 0.
         """
 
-    static func run(store storeOptions: StoreOptions, remote remoteOptions: RemoteOptions, sync: SyncRunOptions, watch: WatchRunOptions) async throws {
+    static func run(
+        store storeOptions: StoreOptions, remote remoteOptions: RemoteOptions, sync: SyncRunOptions,
+        watch: WatchRunOptions
+    ) async throws {
         let store = try storeOptions.open()
         _ = try await store.requireIdentity()
         let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
@@ -55,7 +62,9 @@ enum WatchRunner {
         logger.logLevel = watch.verbose ? .debug : .notice
         let engine = SyncEngine(local: store, remote: remote, options: sync.options, logger: logger)
         let options = watch.options
-        logger.notice("watch: every \(format(options.interval.components.seconds, options.interval.components.attoseconds)) s, a full reconciliation every \(Int(options.fullEvery.components.seconds / 60)) min; stop with Ctrl-C or SIGTERM")
+        logger.notice(
+            "watch: every \(format(options.interval.components.seconds, options.interval.components.attoseconds)) s, a full reconciliation every \(Int(options.fullEvery.components.seconds / 60)) min; stop with Ctrl-C or SIGTERM"
+        )
 
         let ticks = Mutex(0)
         let task = Task {
@@ -94,17 +103,23 @@ enum WatchRunner {
     static func line(_ tick: WatchTick) -> String {
         var text = "tick \(tick.number) \(tick.action.rawValue)"
         if !tick.reasons.isEmpty { text += " (\(tick.reasons.joined(separator: ", ")))" }
-        text += ": \(tick.requests) requests, \(tick.envelopesSealed) sealed, \(String(format: "%.2f", tick.durationSeconds)) s"
+        text +=
+            ": \(tick.requests) requests, \(tick.envelopesSealed) sealed, \(String(format: "%.2f", tick.durationSeconds)) s"
         if let report = tick.report {
             text += ", \(report.outcome.rawValue)"
             if let requests = report.secretRequests {
                 if requests.fulfilled > 0 { text += ", \(requests.fulfilled) requests fulfilled" }
-                if requests.refused > 0 { text += ", \(requests.refused) requests refused (devices that do not qualify)" }
+                if requests.refused > 0 {
+                    text += ", \(requests.refused) requests refused (devices that do not qualify)"
+                }
                 if requests.created > 0 { text += ", \(requests.created) secrets requested" }
             }
             if !report.errors.isEmpty { text += ", \(report.errors.count) problems (first: \(report.errors[0]))" }
         }
-        if let failure = tick.failure { text += ": \(failure.code): \(failure.message); next try in \(String(format: "%.1f", tick.nextTickSeconds)) s" }
+        if let failure = tick.failure {
+            text +=
+                ": \(failure.code): \(failure.message); next try in \(String(format: "%.1f", tick.nextTickSeconds)) s"
+        }
         return text
     }
 }

@@ -19,8 +19,12 @@ struct DeviceCertificateFileTests {
     func coverage() throws {
         let report = try VectorVerifier.verify(path: Self.path)
         #expect(report.failures.isEmpty && report.passed >= 30)
-        let flags = Set(try Self.tests().filter { $0["result"] as? String == "invalid" }.flatMap { $0["flags"] as? [String] ?? [] })
-        for family in ["BadSignature", "OtherSigner", "TrailingBytes", "WrongPrefix", "Truncated", "OverlongLength", "WrongUser", "WrongDevice"] {
+        let flags = Set(
+            try Self.tests().filter { $0["result"] as? String == "invalid" }.flatMap { $0["flags"] as? [String] ?? [] })
+        for family in [
+            "BadSignature", "OtherSigner", "TrailingBytes", "WrongPrefix", "Truncated", "OverlongLength", "WrongUser",
+            "WrongDevice",
+        ] {
             #expect(flags.contains(family), "no invalid case of family \(family)")
         }
     }
@@ -45,8 +49,9 @@ struct DeviceCertificateFileTests {
         let device = UUID(uuidString: test.deviceId) ?? UUID()
         let key = try X25519PublicKey(base64: test.x25519PublicKey)
         return Result { () throws(TrustStatementError) -> DeviceCertificate in
-            try DeviceCertificate.verify(SignedStatement(body: test.body, signature: test.signature), identityKey: identity,
-                                         userID: user, deviceID: device, x25519PublicKey: key)
+            try DeviceCertificate.verify(
+                SignedStatement(body: test.body, signature: test.signature), identityKey: identity,
+                userID: user, deviceID: device, x25519PublicKey: key)
         }
     }
 
@@ -55,8 +60,10 @@ struct DeviceCertificateFileTests {
     @Test("each invalid case is refused for the reason its flag names")
     func reasons() throws {
         let expected: [String: TrustStatementError.Code] = [
-            "BadSignature": .badSignature, "OtherSigner": .badSignature, "TrailingBytes": .trailingBytes, "Truncated": .truncated,
-            "OverlongLength": .truncated, "WrongPrefix": .wrongPrefix, "MalformedIdentifier": .malformedIdentifier, "InvalidText": .invalidText,
+            "BadSignature": .badSignature, "OtherSigner": .badSignature, "TrailingBytes": .trailingBytes,
+            "Truncated": .truncated,
+            "OverlongLength": .truncated, "WrongPrefix": .wrongPrefix, "MalformedIdentifier": .malformedIdentifier,
+            "InvalidText": .invalidText,
             "WrongUser": .wrongUser, "WrongDevice": .wrongDevice, "Encoding": .notBase64,
         ]
         let file = try JSONDecoder().decode(File.self, from: Data(contentsOf: URL(fileURLWithPath: Self.path)))
@@ -67,7 +74,9 @@ struct DeviceCertificateFileTests {
             case .success(let certificate):
                 // Accepted statements must be about something else than expected.
                 #expect(flag == "WrongKey" || flag == "WrongField", "tcId \(test.tcId) (\(flag)) verified")
-                #expect(certificate.ed25519PublicKey.base64 != test.ed25519PublicKey || certificate.deviceRole != test.deviceRole
+                #expect(
+                    certificate.ed25519PublicKey.base64 != test.ed25519PublicKey
+                        || certificate.deviceRole != test.deviceRole
                         || certificate.issuedAt != test.issuedAt)
             case .failure(let error):
                 let want = expected[flag] ?? .wrongKey

@@ -26,10 +26,11 @@ struct VectorFileTests {
     @Test("the project ships the RFC files and the session-secret file")
     func projectFiles() {
         let names = Set(VectorPaths.project.map { URL(fileURLWithPath: $0).lastPathComponent })
-        #expect(names.isSuperset(of: [
-            "rfc7748-x25519.json", "rfc5869-hkdf-sha256.json", "rfc8439-chacha20-poly1305.json",
-            "rfc4231-hmac-sha256.json", "session-secret-v1.json", "session-secret-v2.json",
-        ]))
+        #expect(
+            names.isSuperset(of: [
+                "rfc7748-x25519.json", "rfc5869-hkdf-sha256.json", "rfc8439-chacha20-poly1305.json",
+                "rfc4231-hmac-sha256.json", "session-secret-v1.json", "session-secret-v2.json",
+            ]))
     }
 
     @Test("every project vector passes", arguments: VectorPaths.project)
@@ -42,9 +43,10 @@ struct VectorFileTests {
 
     @Test("the vendored Wycheproof files are all there")
     func vendoredFiles() {
-        #expect(Set(VectorPaths.wycheproof.map { URL(fileURLWithPath: $0).lastPathComponent }) == [
-            "x25519_test.json", "chacha20_poly1305_test.json", "hkdf_sha256_test.json", "hmac_sha256_test.json",
-        ])
+        #expect(
+            Set(VectorPaths.wycheproof.map { URL(fileURLWithPath: $0).lastPathComponent }) == [
+                "x25519_test.json", "chacha20_poly1305_test.json", "hkdf_sha256_test.json", "hmac_sha256_test.json",
+            ])
     }
 
     @Test("every Wycheproof vector passes", arguments: VectorPaths.wycheproof)
@@ -57,24 +59,29 @@ struct VectorFileTests {
     /// The field holding each algorithm's expected output.
     static let expectedField: [String: String] = [
         "XDH": "shared", "CHACHA20-POLY1305": "tag", "HKDF-SHA-256": "okm", "HMACSHA256": "tag",
-        "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext", "UNBOUND-DEVICE-CERTIFICATE-V1": "deviceRole",
+        "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext",
+        "UNBOUND-DEVICE-CERTIFICATE-V1": "deviceRole",
     ]
 
     static let thirdParty = VectorPaths.projectDirectory.appendingPathComponent("third_party")
 
     @Test("the vendored HPKE and EdDSA files pass in full")
     func vendoredHPKEAndEdDSA() throws {
-        let hpke = try VectorVerifier.verify(path: Self.thirdParty.appendingPathComponent("hpke/rfc9180_x25519_sha256_chachapoly.json").path)
+        let hpke = try VectorVerifier.verify(
+            path: Self.thirdParty.appendingPathComponent("hpke/rfc9180_x25519_sha256_chachapoly.json").path)
         #expect(hpke.algorithm == .hpke && hpke.passed == 4 * (257 + 3 + 1) && hpke.failures.isEmpty)
-        let eddsa = try VectorVerifier.verify(path: Self.thirdParty.appendingPathComponent("eddsa/ed25519_test.json").path)
+        let eddsa = try VectorVerifier.verify(
+            path: Self.thirdParty.appendingPathComponent("eddsa/ed25519_test.json").path)
         #expect(eddsa.algorithm == .eddsa && eddsa.passed == 151 && eddsa.failures.isEmpty)
     }
 
-    @Test("one changed byte in an HPKE ciphertext, export, key schedule value or EdDSA signature fails that test",
-          arguments: [("encryptions", "ct"), ("exports", "exported_value"), ("", "key"), ("", "enc")])
+    @Test(
+        "one changed byte in an HPKE ciphertext, export, key schedule value or EdDSA signature fails that test",
+        arguments: [("encryptions", "ct"), ("exports", "exported_value"), ("", "key"), ("", "enc")])
     func hpkeMutation(list: String, field: String) throws {
         let path = Self.thirdParty.appendingPathComponent("hpke/rfc9180_x25519_sha256_chachapoly.json").path
-        var suites = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [[String: Any]])
+        var suites = try #require(
+            JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [[String: Any]])
         func flip(_ hex: String) -> String { String(hex.dropLast()) + (hex.last == "0" ? "1" : "0") }
         if list.isEmpty {
             suites[2][field] = flip(try #require(suites[2][field] as? String))
@@ -90,7 +97,8 @@ struct VectorFileTests {
     @Test("a valid EdDSA signature with one bit flipped fails")
     func eddsaMutation() throws {
         let path = Self.thirdParty.appendingPathComponent("eddsa/ed25519_test.json").path
-        var json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        var json = try #require(
+            JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
         var groups = try #require(json["testGroups"] as? [[String: Any]])
         var tests = try #require(groups[0]["tests"] as? [[String: Any]])
         let sig = try #require(tests[0]["sig"] as? String)
@@ -144,12 +152,14 @@ struct VectorFileTests {
         }
     }
 
-    @Test("malformed files are errors", arguments: [
-        "", "{", "[]", #"{"testGroups":[]}"#,
-        #"{"algorithm":"XDH","testGroups":[{"curve":"curve25519","tests":[{"tcId":1,"comment":"","result":"valid"}]}]}"#,
-        #"{"algorithm":"XDH","testGroups":[{"curve":"curve25519","tests":[{"tcId":1,"comment":"","public":"zz","private":"00","shared":"00","result":"valid"}]}]}"#,
-        #"{"algorithm":"HMACSHA256","testGroups":[{"keySize":1,"tagSize":256,"tests":[{"tcId":1,"comment":"","key":"","msg":"","tag":"","result":"maybe"}]}]}"#,
-    ])
+    @Test(
+        "malformed files are errors",
+        arguments: [
+            "", "{", "[]", #"{"testGroups":[]}"#,
+            #"{"algorithm":"XDH","testGroups":[{"curve":"curve25519","tests":[{"tcId":1,"comment":"","result":"valid"}]}]}"#,
+            #"{"algorithm":"XDH","testGroups":[{"curve":"curve25519","tests":[{"tcId":1,"comment":"","public":"zz","private":"00","shared":"00","result":"valid"}]}]}"#,
+            #"{"algorithm":"HMACSHA256","testGroups":[{"keySize":1,"tagSize":256,"tests":[{"tcId":1,"comment":"","key":"","msg":"","tag":"","result":"maybe"}]}]}"#,
+        ])
     func malformed(text: String) {
         #expect {
             try VectorVerifier.verify(data: Data(text.utf8), path: "x.json")
@@ -184,10 +194,11 @@ struct SessionSecretVectorTests {
         let tests = try #require((json["testGroups"] as? [[String: Any]])?.first?["tests"] as? [[String: Any]])
         #expect(tests.count >= 40)
         let flags = Set(tests.flatMap { $0["flags"] as? [String] ?? [] })
-        #expect(flags.isSuperset(of: [
-            "Deterministic", "UppercaseSessionId", "ByteaAsciiHex", "ByteaRawHex", "Modified", "WrongSession",
-            "LowOrderEphemeral", "Truncated", "MalformedPlaintext",
-        ]))
+        #expect(
+            flags.isSuperset(of: [
+                "Deterministic", "UppercaseSessionId", "ByteaAsciiHex", "ByteaRawHex", "Modified", "WrongSession",
+                "LowOrderEphemeral", "Truncated", "MalformedPlaintext",
+            ]))
         #expect(tests.contains { $0["result"] as? String == "valid" })
         #expect(tests.contains { $0["result"] as? String == "invalid" })
     }
@@ -256,10 +267,13 @@ struct SessionSecretV2FileTests {
         let tests = try #require((json["testGroups"] as? [[String: Any]])?.first?["tests"] as? [[String: Any]])
         #expect(tests.count >= 60)
         let flags = Set(tests.flatMap { $0["flags"] as? [String] ?? [] })
-        #expect(flags.isSuperset(of: [
-            "Deterministic", "ModifiedTag", "ModifiedGeneration", "ModifiedSender", "WrongRecipient", "WrongSession", "WrongSender",
-            "LowOrderEnc", "LowOrderSender", "Truncated", "WrongVersion", "V1BodyWithV2Prefix", "MalformedPlaintext",
-            "ByteaAsciiHex", "ByteaRawHex", "ZeroGeneration",
-        ]))
+        #expect(
+            flags.isSuperset(of: [
+                "Deterministic", "ModifiedTag", "ModifiedGeneration", "ModifiedSender", "WrongRecipient",
+                "WrongSession", "WrongSender",
+                "LowOrderEnc", "LowOrderSender", "Truncated", "WrongVersion", "V1BodyWithV2Prefix",
+                "MalformedPlaintext",
+                "ByteaAsciiHex", "ByteaRawHex", "ZeroGeneration",
+            ]))
     }
 }

@@ -6,7 +6,8 @@ import Testing
 /// (`fuzz/regressions/`) runs through its target on each `make test`, so a crash once found
 /// stays fixed. A broken invariant stops the test process, which fails the run.
 @Suite struct FuzzCorpusTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     static func inputs(_ folder: String, _ target: FuzzTarget) throws -> [URL] {
         let directory = root.appendingPathComponent(folder).appendingPathComponent(target.rawValue)
@@ -15,7 +16,9 @@ import Testing
             .sorted { $0.lastPathComponent < $1.lastPathComponent }
     }
 
-    @Test("each target's corpus replays, and reaches both the accepting and the refusing path", arguments: FuzzTarget.allCases)
+    @Test(
+        "each target's corpus replays, and reaches both the accepting and the refusing path",
+        arguments: FuzzTarget.allCases)
     func corpus(_ target: FuzzTarget) throws {
         let files = try Self.inputs("fuzz/corpus", target)
         #expect(!files.isEmpty, "no seeds for \(target.rawValue)")
@@ -23,7 +26,9 @@ import Testing
         for file in files + (try Self.inputs("fuzz/regressions", target)) {
             outcomes.append(target.run(Array(try Data(contentsOf: file))))
         }
-        #expect(outcomes.contains(.accepted), "no seed of \(target.rawValue) is accepted: the target never reaches the parser's success path")
+        #expect(
+            outcomes.contains(.accepted),
+            "no seed of \(target.rawValue) is accepted: the target never reaches the parser's success path")
         #expect(outcomes.contains(.rejected), "no seed of \(target.rawValue) is refused")
     }
 
@@ -39,7 +44,8 @@ import Testing
                     for round in 0..<300 {
                         let length = (worker + round) % 2 == 0 ? 32 : 31
                         let outcome = target.run([UInt8](repeating: UInt8(1 + round % 200), count: length))
-                        #expect(outcome == (length == 32 ? .accepted : .rejected), "\(target.rawValue), \(length) bytes")
+                        #expect(
+                            outcome == (length == 32 ? .accepted : .rejected), "\(target.rawValue), \(length) bytes")
                     }
                 }
             }
@@ -54,7 +60,10 @@ import Testing
             for seed in list {
                 let file = Self.root.appendingPathComponent("fuzz/corpus/\(target.rawValue)/\(seed.name)")
                 let committed = try? Data(contentsOf: file)
-                #expect(committed == Data(seed.bytes), "fuzz/corpus/\(target.rawValue)/\(seed.name) differs from the generator's; run `sync-fuzz seed testvectors fuzz/corpus`")
+                #expect(
+                    committed == Data(seed.bytes),
+                    "fuzz/corpus/\(target.rawValue)/\(seed.name) differs from the generator's; run `sync-fuzz seed testvectors fuzz/corpus`"
+                )
             }
         }
     }
@@ -71,7 +80,8 @@ import Testing
 
     @Test("sync-fuzz replay runs a corpus as a child process and refuses an unknown target")
     func replayCommand() throws {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("sync-fuzz")
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "sync-fuzz")
         let fallback = Self.root.appendingPathComponent(".build/debug/sync-fuzz")
         let path = FileManager.default.isExecutableFile(atPath: binary.path) ? binary : fallback
         func run(_ arguments: [String]) throws -> (Int32, String) {

@@ -1,7 +1,9 @@
 import Foundation
-@testable import LocalStore
 import SyncModel
 import Testing
+
+@testable import LocalStore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,8 +14,10 @@ import Glibc
 struct LocalFileSecurityTests {
     /// Runs `body` on another thread and waits at most `limit`; `unblock` is called if it has
     /// not finished by then (so a regression hangs this test for seconds, not forever).
-    static func finishes<T: Sendable>(within limit: TimeInterval, unblock: @escaping @Sendable () -> Void,
-                                      _ body: @escaping @Sendable () -> T) -> T? {
+    static func finishes<T: Sendable>(
+        within limit: TimeInterval, unblock: @escaping @Sendable () -> Void,
+        _ body: @escaping @Sendable () -> T
+    ) -> T? {
         let done = DispatchSemaphore(value: 0)
         let result = LockedBox<T>()
         Thread {
@@ -32,13 +36,21 @@ struct LocalFileSecurityTests {
         let path = fixture.store.keyPath
         try FileManager.default.removeItem(atPath: path)
         #expect(mkfifo(path, 0o600) == 0)
-        let outcome = Self.finishes(within: 5, unblock: {
-            let writer = open(path, O_WRONLY | O_NONBLOCK)
-            if writer >= 0 { close(writer) }
-        }) { () -> String in
-            do { _ = try DeviceKeyFile.load(from: path); return "loaded" } catch let error as LocalStoreError { return error.code.description } catch { return "other" }
+        let outcome = Self.finishes(
+            within: 5,
+            unblock: {
+                let writer = open(path, O_WRONLY | O_NONBLOCK)
+                if writer >= 0 { close(writer) }
+            }
+        ) { () -> String in
+            do {
+                _ = try DeviceKeyFile.load(from: path)
+                return "loaded"
+            } catch let error as LocalStoreError { return error.code.description } catch { return "other" }
         }
-        #expect(outcome == LocalStoreError.Code.keyFileMalformed.description, "blocked or accepted: \(outcome ?? "did not finish")")
+        #expect(
+            outcome == LocalStoreError.Code.keyFileMalformed.description,
+            "blocked or accepted: \(outcome ?? "did not finish")")
     }
 
     @Test("a FIFO or another user's file as auth.json is refused", .enabled(if: geteuid() == 0))
@@ -51,11 +63,17 @@ struct LocalFileSecurityTests {
         #expect { try SecretFile.read(path) } throws: { ($0 as? LocalStoreError)?.code == .authFileTooOpen }
         try FileManager.default.removeItem(atPath: path)
         #expect(mkfifo(path, 0o600) == 0)
-        let outcome = Self.finishes(within: 5, unblock: {
-            let writer = open(path, O_WRONLY | O_NONBLOCK)
-            if writer >= 0 { close(writer) }
-        }) { () -> String in
-            do { _ = try SecretFile.read(path); return "read" } catch let error as LocalStoreError { return error.code.description } catch { return "other" }
+        let outcome = Self.finishes(
+            within: 5,
+            unblock: {
+                let writer = open(path, O_WRONLY | O_NONBLOCK)
+                if writer >= 0 { close(writer) }
+            }
+        ) { () -> String in
+            do {
+                _ = try SecretFile.read(path)
+                return "read"
+            } catch let error as LocalStoreError { return error.code.description } catch { return "other" }
         }
         #expect(outcome == LocalStoreError.Code.authFileMalformed.description)
     }
@@ -82,17 +100,24 @@ struct LocalFileSecurityTests {
         let directory = TemporaryDirectory()
         try FileManager.default.createDirectory(at: directory.store, withIntermediateDirectories: true)
         #expect(chmod(directory.store.path, mode_t(mode)) == 0)
-        #expect { try DeviceStore(directory: directory.store) } throws: { ($0 as? LocalStoreError)?.code == .storeDirectoryUnsafe }
+        #expect { try DeviceStore(directory: directory.store) } throws: {
+            ($0 as? LocalStoreError)?.code == .storeDirectoryUnsafe
+        }
     }
 
-    @Test("git remote URLs lose credentials before they are stored, printed or sent", arguments: [
-        ("https://user:ghp_secret@github.com/org/repo.git", "https://github.com/org/repo.git"),
-        ("https://x-access-token:ghp_secret@github.com/org/repo", "https://github.com/org/repo"),
-        ("https://ghp_secret@gitlab.com/org/repo.git?private_token=ghp_secret#frag", "https://gitlab.com/org/repo.git"),
-        ("ssh://git:pw@host:22/repo.git", "ssh://host:22/repo.git"),
-        ("git@github.com:org/repo.git", "git@github.com:org/repo.git"),
-        ("/srv/git/repo.git", "/srv/git/repo.git"),
-    ])
+    @Test(
+        "git remote URLs lose credentials before they are stored, printed or sent",
+        arguments: [
+            ("https://user:ghp_secret@github.com/org/repo.git", "https://github.com/org/repo.git"),
+            ("https://x-access-token:ghp_secret@github.com/org/repo", "https://github.com/org/repo"),
+            (
+                "https://ghp_secret@gitlab.com/org/repo.git?private_token=ghp_secret#frag",
+                "https://gitlab.com/org/repo.git"
+            ),
+            ("ssh://git:pw@host:22/repo.git", "ssh://host:22/repo.git"),
+            ("git@github.com:org/repo.git", "git@github.com:org/repo.git"),
+            ("/srv/git/repo.git", "/srv/git/repo.git"),
+        ])
     func remoteURLs(raw: String, expected: String) async throws {
         #expect(RemoteURL.redacted(raw) == expected)
         let fixture = try await Fixture()
@@ -110,6 +135,14 @@ final class LockedBox<T: Sendable>: @unchecked Sendable {
     // @unchecked: every access goes through `lock`.
     private let lock = NSLock()
     private var value: T?
-    func set(_ newValue: T) { lock.lock(); value = newValue; lock.unlock() }
-    func get() -> T? { lock.lock(); defer { lock.unlock() }; return value }
+    func set(_ newValue: T) {
+        lock.lock()
+        value = newValue
+        lock.unlock()
+    }
+    func get() -> T? {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
 }

@@ -1,10 +1,11 @@
 import EnvelopeDigest
 import Foundation
 import GRDB
-@testable import LocalStore
 import SecretCrypto
 import SyncModel
 import Testing
+
+@testable import LocalStore
 
 @Suite("DeviceStore: round trips")
 struct RoundTripTests {
@@ -13,9 +14,12 @@ struct RoundTripTests {
         let fixture = try await Fixture()
         let reopened = try DeviceStore(directory: fixture.temporary.store)
         let identity = try #require(try await reopened.identity())
-        #expect(identity == DeviceIdentity(id: fixture.identity.id, userID: fixture.user, name: "test desktop",
-                                           deviceType: .linuxDesktop, hostname: "box", role: .desktop,
-                                           publicKey: fixture.identity.publicKey, createdAt: identity.createdAt))
+        #expect(
+            identity
+                == DeviceIdentity(
+                    id: fixture.identity.id, userID: fixture.user, name: "test desktop",
+                    deviceType: .linuxDesktop, hostname: "box", role: .desktop,
+                    publicKey: fixture.identity.publicKey, createdAt: identity.createdAt))
         #expect(try await reopened.deviceKey().publicKey == identity.publicKey)
         let mode = try FileManager.default.attributesOfItem(atPath: reopened.keyPath)[.posixPermissions] as? Int
         #expect(mode == 0o600)
@@ -101,21 +105,25 @@ struct RoundTripTests {
         let secret = SessionSecret()
         let sealed = try SecretEnvelope.seal(secret, for: fixture.identity.publicKey, sessionID: SessionID(session.id))
         // Arrives in the bytea \x form; stored exactly so.
-        let received = SecretEnvelope(ephemeralPublicKey: sealed.ephemeralPublicKey,
-                                      encryptedSecret: "\\x" + ByteEncoding.hex(Array(sealed.encryptedSecret.utf8)))
+        let received = SecretEnvelope(
+            ephemeralPublicKey: sealed.ephemeralPublicKey,
+            encryptedSecret: "\\x" + ByteEncoding.hex(Array(sealed.encryptedSecret.utf8)))
         try await fixture.store.upsertReceivedEnvelopes([ReceivedEnvelope(sessionID: session.id, envelope: received)])
         #expect(try await fixture.store.receivedEnvelopes().map(\.envelope) == [received])
         #expect(try await fixture.store.openReceivedSecret(sessionID: session.id) == secret)
 
         // An envelope for another device's key is reported, not crashed on.
-        let foreign = try SecretEnvelope.seal(secret, for: X25519PrivateKey().publicKey, sessionID: SessionID(session.id))
+        let foreign = try SecretEnvelope.seal(
+            secret, for: X25519PrivateKey().publicKey, sessionID: SessionID(session.id))
         try await fixture.store.upsertReceivedEnvelopes([ReceivedEnvelope(sessionID: session.id, envelope: foreign)])
         await #expect {
             try await fixture.store.openReceivedSecret(sessionID: session.id)
         } throws: { ($0 as? LocalStoreError)?.code == .secretUnreadable }
     }
 
-    @Test("the ledger's kept digest equals the digest of its entries after inserts, replacements, deletions and a session removed")
+    @Test(
+        "the ledger's kept digest equals the digest of its entries after inserts, replacements, deletions and a session removed"
+    )
     func keptLedgerDigest() async throws {
         let fixture = try await Fixture()
         let repository = fixture.repository()
@@ -123,28 +131,40 @@ struct RoundTripTests {
         var sessions: [SessionRecord] = []
         for _ in 0..<12 { sessions.append(try await fixture.store.createSession(fixture.session(in: repository))) }
         let recipients = (0..<3).map { _ in UUID() }
-        func entry(_ session: SessionRecord, _ recipient: UUID, key: String? = X25519PrivateKey().publicKey.base64) -> LedgerEntry {
-            LedgerEntry(sessionID: session.id, recipientDeviceID: recipient, recipientKeyFingerprint: "fp", ephemeralPublicKey: key)
+        func entry(
+            _ session: SessionRecord, _ recipient: UUID, key: String? = X25519PrivateKey().publicKey.base64
+        ) -> LedgerEntry {
+            LedgerEntry(
+                sessionID: session.id, recipientDeviceID: recipient, recipientKeyFingerprint: "fp",
+                ephemeralPublicKey: key)
         }
         // Recomputed from the entries, row by row, as the remote's function defines it.
         func expected(buckets: Int) async throws -> [Int: DigestBucket] {
             var result: [Int: DigestBucket] = [:]
             for item in try await fixture.store.ledger() {
                 guard let key = item.ephemeralPublicKey else { continue }
-                let hash = SecretDigest.rowHash(sessionID: item.sessionID.canonical, deviceID: item.recipientDeviceID.canonical, ephemeralPublicKey: key)
-                SecretDigest.add(session: item.sessionID.canonical, pairs: 1, h1: hash.0, h2: hash.1, buckets: buckets, to: &result)
+                let hash = SecretDigest.rowHash(
+                    sessionID: item.sessionID.canonical, deviceID: item.recipientDeviceID.canonical,
+                    ephemeralPublicKey: key)
+                SecretDigest.add(
+                    session: item.sessionID.canonical, pairs: 1, h1: hash.0, h2: hash.1, buckets: buckets, to: &result)
             }
             return result
         }
         func check(_ step: String) async throws {
             for buckets in [1, 4, 65_536] {
-                #expect(try await fixture.store.ledgerDigest(buckets: buckets) == expected(buckets: buckets), "\(step), \(buckets) buckets")
+                #expect(
+                    try await fixture.store.ledgerDigest(buckets: buckets) == expected(buckets: buckets),
+                    "\(step), \(buckets) buckets")
             }
         }
-        try await fixture.store.recordDistributions(sessions.flatMap { session in recipients.map { entry(session, $0) } })
+        try await fixture.store.recordDistributions(
+            sessions.flatMap { session in recipients.map { entry(session, $0) } })
         try await check("inserted")
         #expect(try await fixture.store.ledgerDigest(buckets: 1)[0]?.pairs == 36)
-        try await fixture.store.recordDistributions([entry(sessions[0], recipients[0]), entry(sessions[1], recipients[1])])
+        try await fixture.store.recordDistributions([
+            entry(sessions[0], recipients[0]), entry(sessions[1], recipients[1]),
+        ])
         try await check("replaced")
         try await fixture.store.deleteLedgerEntries(pairs: [(sessions[2].id, recipients[2])])
         try await fixture.store.deleteLedgerEntries(recipients: [recipients[1]])
@@ -160,12 +180,16 @@ struct RoundTripTests {
         #expect(try await fixture.store.sessionsWithUnhashedLedgerEntries().isEmpty)
         #expect(try await fixture.store.ledgerDigest(buckets: 1)[0]?.pairs == 36 - 1 - 12 - 2 + 1)
         let coverage = try await fixture.store.ledgerCoverage()
-        #expect(Set(coverage) == [LedgerCoverage(recipientDeviceID: recipients[0], recipientKeyFingerprint: "fp", sessions: 11),
-                                  LedgerCoverage(recipientDeviceID: recipients[1], recipientKeyFingerprint: "fp", sessions: 1),
-                                  LedgerCoverage(recipientDeviceID: recipients[2], recipientKeyFingerprint: "fp", sessions: 10)])
+        #expect(
+            Set(coverage) == [
+                LedgerCoverage(recipientDeviceID: recipients[0], recipientKeyFingerprint: "fp", sessions: 11),
+                LedgerCoverage(recipientDeviceID: recipients[1], recipientKeyFingerprint: "fp", sessions: 1),
+                LedgerCoverage(recipientDeviceID: recipients[2], recipientKeyFingerprint: "fp", sessions: 10),
+            ])
     }
 
-    @Test("the ledger's kept coverage counts this desktop's sessions per recipient and key through every kind of change")
+    @Test(
+        "the ledger's kept coverage counts this desktop's sessions per recipient and key through every kind of change")
     func keptLedgerCoverage() async throws {
         let fixture = try await Fixture()
         let repository = fixture.repository()
@@ -178,34 +202,52 @@ struct RoundTripTests {
         try await fixture.store.upsertSessions([foreign])
         let recipients = (0..<3).map { _ in UUID() }
         func entry(_ session: UUID, _ recipient: UUID, _ fingerprint: String = "fp1") -> LedgerEntry {
-            LedgerEntry(sessionID: session, recipientDeviceID: recipient, recipientKeyFingerprint: fingerprint,
-                        ephemeralPublicKey: X25519PrivateKey().publicKey.base64)
+            LedgerEntry(
+                sessionID: session, recipientDeviceID: recipient, recipientKeyFingerprint: fingerprint,
+                ephemeralPublicKey: X25519PrivateKey().publicKey.base64)
         }
         // Counted from the entries, as the join over every entry did before the counts were kept.
         func check(_ step: String) async throws {
             let own = try await fixture.store.ownSessionIDs()
             var expected: [LedgerCoverage] = []
-            let counts = Dictionary(try await fixture.store.ledger().filter { own.contains($0.sessionID) }
-                .map { ("\($0.recipientDeviceID.canonical) \($0.recipientKeyFingerprint)", 1) }, uniquingKeysWith: +)
+            let counts = Dictionary(
+                try await fixture.store.ledger().filter { own.contains($0.sessionID) }
+                    .map { ("\($0.recipientDeviceID.canonical) \($0.recipientKeyFingerprint)", 1) }, uniquingKeysWith: +
+            )
             for (key, count) in counts {
                 let parts = key.split(separator: " ", maxSplits: 1).map(String.init)
-                expected.append(LedgerCoverage(recipientDeviceID: try #require(UUID(uuidString: parts[0])), recipientKeyFingerprint: parts[1], sessions: count))
+                expected.append(
+                    LedgerCoverage(
+                        recipientDeviceID: try #require(UUID(uuidString: parts[0])), recipientKeyFingerprint: parts[1],
+                        sessions: count))
             }
             #expect(Set(try await fixture.store.ledgerCoverage()) == Set(expected), "\(step)")
         }
-        try await fixture.store.recordDistributions((sessions.map(\.id) + [foreign.id]).flatMap { session in recipients.map { entry(session, $0) } })
+        try await fixture.store.recordDistributions(
+            (sessions.map(\.id) + [foreign.id]).flatMap { session in recipients.map { entry(session, $0) } })
         try await check("inserted")
-        #expect(Set(try await fixture.store.ledgerCoverage()) == Set(recipients.map { LedgerCoverage(recipientDeviceID: $0, recipientKeyFingerprint: "fp1", sessions: 6) }))
+        #expect(
+            Set(try await fixture.store.ledgerCoverage())
+                == Set(
+                    recipients.map {
+                        LedgerCoverage(recipientDeviceID: $0, recipientKeyFingerprint: "fp1", sessions: 6)
+                    }))
         // A recipient's new key: the entries resealed move from one fingerprint to the other.
-        try await fixture.store.recordDistributions(sessions.prefix(2).map { entry($0.id, recipients[0], "fp2") } + [entry(foreign.id, recipients[0], "fp2")])
+        try await fixture.store.recordDistributions(
+            sessions.prefix(2).map { entry($0.id, recipients[0], "fp2") } + [entry(foreign.id, recipients[0], "fp2")])
         try await check("re-keyed")
-        #expect(Set(try await fixture.store.ledgerCoverage().filter { $0.recipientDeviceID == recipients[0] })
-                == [LedgerCoverage(recipientDeviceID: recipients[0], recipientKeyFingerprint: "fp1", sessions: 4),
-                    LedgerCoverage(recipientDeviceID: recipients[0], recipientKeyFingerprint: "fp2", sessions: 2)])
+        #expect(
+            Set(try await fixture.store.ledgerCoverage().filter { $0.recipientDeviceID == recipients[0] })
+                == [
+                    LedgerCoverage(recipientDeviceID: recipients[0], recipientKeyFingerprint: "fp1", sessions: 4),
+                    LedgerCoverage(recipientDeviceID: recipients[0], recipientKeyFingerprint: "fp2", sessions: 2),
+                ])
         // The same entry written again changes nothing.
         try await fixture.store.recordDistributions([entry(sessions[3].id, recipients[1])])
         try await check("rewritten")
-        try await fixture.store.deleteLedgerEntries(pairs: [(sessions[2].id, recipients[2]), (foreign.id, recipients[2])])
+        try await fixture.store.deleteLedgerEntries(pairs: [
+            (sessions[2].id, recipients[2]), (foreign.id, recipients[2]),
+        ])
         try await check("pairs deleted")
         try await fixture.store.deleteLedgerEntries(recipients: [recipients[1]])
         try await check("recipient deleted")
@@ -226,20 +268,31 @@ struct RoundTripTests {
         let session = UUID().canonical, other = UUID().canonical, recipient = UUID().canonical
         try Schema.migrator.migrate(queue, upTo: "v7: ledger digest kept per session")
         try await queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO repositories (id, user_id, device_id, name, local_path, status, created_at, updated_at) VALUES ('\(UUID().canonical)', 'u', 'd', 'r', '/r', 'active', 0, 0);
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO repositories (id, user_id, device_id, name, local_path, status, created_at, updated_at) VALUES ('\(UUID().canonical)', 'u', 'd', 'r', '/r', 'active', 0, 0);
+                    """)
             let repository = try String.fetchOne(db, sql: "SELECT id FROM repositories")!
             for id in [session, other] {
-                try db.execute(sql: "INSERT INTO sessions (id, user_id, device_id, repository_id, session_started_at, status, created_at, updated_at) VALUES (?, 'u', 'd', ?, 0, 'active', 0, 0)",
-                               arguments: [id, repository])
-                try db.execute(sql: "INSERT INTO distribution_ledger (session_id, recipient_device_id, recipient_key_fingerprint, sent_at) VALUES (?, ?, 'fp', 0)",
-                               arguments: [id, recipient])
+                try db.execute(
+                    sql:
+                        "INSERT INTO sessions (id, user_id, device_id, repository_id, session_started_at, status, created_at, updated_at) VALUES (?, 'u', 'd', ?, 0, 'active', 0, 0)",
+                    arguments: [id, repository])
+                try db.execute(
+                    sql:
+                        "INSERT INTO distribution_ledger (session_id, recipient_device_id, recipient_key_fingerprint, sent_at) VALUES (?, ?, 'fp', 0)",
+                    arguments: [id, recipient])
             }
-            try db.execute(sql: "INSERT INTO own_session_secrets (session_id, ephemeral_public_key, encrypted_secret) VALUES (?, 'k', 's')", arguments: [session])
+            try db.execute(
+                sql:
+                    "INSERT INTO own_session_secrets (session_id, ephemeral_public_key, encrypted_secret) VALUES (?, 'k', 's')",
+                arguments: [session])
         }
         try Schema.migrator.migrate(queue)
-        let rows = try await queue.read { try Row.fetchAll($0, sql: "SELECT recipient_device_id, recipient_key_fingerprint, sessions FROM ledger_coverage") }
+        let rows = try await queue.read {
+            try Row.fetchAll(
+                $0, sql: "SELECT recipient_device_id, recipient_key_fingerprint, sessions FROM ledger_coverage")
+        }
         #expect(rows.map { [$0[0] as String, $0[1] as String, String($0[2] as Int)] } == [[recipient, "fp", "1"]])
     }
 
@@ -250,8 +303,9 @@ struct RoundTripTests {
         try await fixture.store.upsertRepositories([repository])
         let session = try await fixture.store.createSession(fixture.session(in: repository))
         let recipient = UUID()
-        let entry = LedgerEntry(sessionID: session.id, recipientDeviceID: recipient, recipientKeyFingerprint: "abc",
-                                sentAt: Date(timeIntervalSince1970: 5))
+        let entry = LedgerEntry(
+            sessionID: session.id, recipientDeviceID: recipient, recipientKeyFingerprint: "abc",
+            sentAt: Date(timeIntervalSince1970: 5))
         try await fixture.store.recordDistributions([entry])
         #expect(try await fixture.store.ledger() == [entry])
         var changed = entry
@@ -271,7 +325,8 @@ struct RoundTripTests {
         try await fixture.store.saveLastReport(#"{"ok":true}"#)
         #expect(try await fixture.store.lastReport()?.json == #"{"ok":true}"#)
         let counts = try await fixture.store.counts()
-        #expect(counts == StoreCounts(repositories: 1, sessions: 1, ownSecrets: 1, receivedEnvelopes: 0, ledgerEntries: 0))
+        #expect(
+            counts == StoreCounts(repositories: 1, sessions: 1, ownSecrets: 1, receivedEnvelopes: 0, ledgerEntries: 0))
     }
 }
 
@@ -355,7 +410,9 @@ struct ConstraintTests {
         let kept = try await fixture.store.createSession(fixture.session(in: keep))
         let dropped = try await fixture.store.createSession(fixture.session(in: drop))
         let extra = try await fixture.store.createSession(fixture.session(in: keep))
-        try await fixture.store.recordDistributions([LedgerEntry(sessionID: dropped.id, recipientDeviceID: UUID(), recipientKeyFingerprint: "x")])
+        try await fixture.store.recordDistributions([
+            LedgerEntry(sessionID: dropped.id, recipientDeviceID: UUID(), recipientKeyFingerprint: "x")
+        ])
 
         #expect(try await fixture.store.deleteRepositories(notIn: [keep.id]) == 1)
         #expect(Set(try await fixture.store.sessions().map(\.id)) == [kept.id, extra.id])
@@ -382,12 +439,17 @@ struct ConstraintTests {
     func uppercase() async throws {
         let fixture = try await Fixture()
         let upper = "A1B2C3D4-E5F6-4A7B-8C9D-0E1F2A3B4C5D"
-        let repository = RepositoryRecord(id: try #require(UUID.parse(upper)), userID: fixture.user,
-                                          deviceID: try #require(UUID.parse(upper.replacingOccurrences(of: "A1", with: "B2"))),
-                                          name: "r", localPath: "/x")
+        let repository = RepositoryRecord(
+            id: try #require(UUID.parse(upper)), userID: fixture.user,
+            deviceID: try #require(UUID.parse(upper.replacingOccurrences(of: "A1", with: "B2"))),
+            name: "r", localPath: "/x")
         try await fixture.store.upsertRepositories([repository])
         let ids = try await DatabaseQueue(path: fixture.store.databasePath).read { db in
-            try String.fetchAll(db, sql: "SELECT id FROM repositories UNION ALL SELECT device_id FROM repositories UNION ALL SELECT id FROM device_identity")
+            try String.fetchAll(
+                db,
+                sql:
+                    "SELECT id FROM repositories UNION ALL SELECT device_id FROM repositories UNION ALL SELECT id FROM device_identity"
+            )
         }
         #expect(ids.contains(upper.lowercased()))
         #expect(ids.allSatisfy { $0 == $0.lowercased() && $0.count == 36 })
@@ -397,7 +459,9 @@ struct ConstraintTests {
 
 @Suite("DeviceStore: refusing bad files")
 struct BadFileTests {
-    @Test("a key file readable by group or others is refused, as ssh does", arguments: [0o640, 0o604, 0o644, 0o660, 0o666, 0o700])
+    @Test(
+        "a key file readable by group or others is refused, as ssh does",
+        arguments: [0o640, 0o604, 0o644, 0o660, 0o666, 0o700])
     func tooOpen(mode: Int) async throws {
         let fixture = try await Fixture()
         try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: fixture.store.keyPath)
@@ -429,13 +493,17 @@ struct BadFileTests {
         let fixture = try await Fixture()
         let path = fixture.store.keyPath
         try FileManager.default.removeItem(atPath: path)
-        await #expect { try await fixture.store.deviceKey() } throws: { ($0 as? LocalStoreError)?.code == .keyFileMissing }
+        await #expect { try await fixture.store.deviceKey() } throws: {
+            ($0 as? LocalStoreError)?.code == .keyFileMissing
+        }
         try DeviceKeyFile.create(X25519PrivateKey(), at: path)
         await #expect { try await fixture.store.deviceKey() } throws: { ($0 as? LocalStoreError)?.code == .keyMismatch }
         let elsewhere = fixture.temporary.url.appendingPathComponent("other.key").path
         try FileManager.default.moveItem(atPath: path, toPath: elsewhere)
         try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: elsewhere)
-        await #expect { try await fixture.store.deviceKey() } throws: { ($0 as? LocalStoreError)?.code == .keyFileMalformed }
+        await #expect { try await fixture.store.deviceKey() } throws: {
+            ($0 as? LocalStoreError)?.code == .keyFileMalformed
+        }
     }
 
     @Test("a file that is not a SQLite database is refused and left byte-for-byte intact")
@@ -445,7 +513,9 @@ struct BadFileTests {
         let path = temporary.store.appendingPathComponent("store.sqlite")
         let garbage = Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         try garbage.write(to: path)
-        #expect { try DeviceStore(directory: temporary.store) } throws: { ($0 as? LocalStoreError)?.code == .notADatabase }
+        #expect { try DeviceStore(directory: temporary.store) } throws: {
+            ($0 as? LocalStoreError)?.code == .notADatabase
+        }
         #expect(try Data(contentsOf: path) == garbage)
     }
 
@@ -456,7 +526,9 @@ struct BadFileTests {
         try await fixture.store.upsertRepositories(repositories)
         let path = fixture.store.databasePath
         // Checkpoint the WAL into the main file, then overwrite pages after the header.
-        try await DatabaseQueue(path: path).writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try await DatabaseQueue(path: path).writeWithoutTransaction {
+            try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        }
         let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
         try handle.seek(toOffset: 4096)
         handle.write(Data(repeating: 0xA5, count: 4096 * 8))
@@ -474,22 +546,30 @@ struct BadFileTests {
         try await DatabaseQueue(path: path).write { db in
             try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99: from the future')")
         }
-        let before = try await DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
+        let before = try await DatabaseQueue(path: path).read {
+            try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations")
+        }
         #expect {
             try DeviceStore(directory: fixture.temporary.store)
         } throws: { error in
             let error = error as? LocalStoreError
             return error?.code == .schemaTooNew && error!.description.contains("newer version")
         }
-        let after = try await DatabaseQueue(path: path).read { try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations") }
+        let after = try await DatabaseQueue(path: path).read {
+            try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations")
+        }
         #expect(before == after)
     }
 
     @Test("the default directory follows XDG_DATA_HOME, else ~/.local/share")
     func defaultDirectory() {
-        #expect(DeviceStore.defaultDirectory(environment: ["XDG_DATA_HOME": "/x/data", "HOME": "/h"]).path == "/x/data/session-sync")
+        #expect(
+            DeviceStore.defaultDirectory(environment: ["XDG_DATA_HOME": "/x/data", "HOME": "/h"]).path
+                == "/x/data/session-sync")
         #expect(DeviceStore.defaultDirectory(environment: ["HOME": "/h"]).path == "/h/.local/share/session-sync")
-        #expect(DeviceStore.defaultDirectory(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]).path == "/h/.local/share/session-sync")
+        #expect(
+            DeviceStore.defaultDirectory(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]).path
+                == "/h/.local/share/session-sync")
     }
 }
 
@@ -520,7 +600,9 @@ struct ProcessTests {
     func leaseInProcess() async throws {
         let fixture = try await Fixture()
         let first = try await fixture.store.acquireSyncLease(purpose: "push")
-        await #expect { _ = try await fixture.store.acquireSyncLease(purpose: "pull") } throws: { ($0 as? LocalStoreError)?.code == .storeBusy }
+        await #expect { _ = try await fixture.store.acquireSyncLease(purpose: "pull") } throws: {
+            ($0 as? LocalStoreError)?.code == .storeBusy
+        }
         first.release()
         let second = try await fixture.store.acquireSyncLease(purpose: "pull")
         second.release()
@@ -543,7 +625,9 @@ struct ProcessTests {
         let reopened = try DeviceStore(directory: fixture.temporary.store)
         #expect(try await reopened.sessions() == before)
         #expect(try await reopened.counts().sessions == 10)
-        #expect(try await reopened.openOwnSecret(sessionID: previous[0].id) == fixture.store.openOwnSecret(sessionID: previous[0].id))
+        #expect(
+            try await reopened.openOwnSecret(sessionID: previous[0].id)
+                == fixture.store.openOwnSecret(sessionID: previous[0].id))
         // And the store still takes writes.
         try await reopened.upsertSessions([fixture.session(in: repository)])
         #expect(try await reopened.counts().sessions == 11)

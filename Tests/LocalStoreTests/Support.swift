@@ -25,18 +25,21 @@ struct Fixture {
 
     init(role: SyncRole = .desktop) async throws {
         store = try DeviceStore(directory: temporary.store)
-        identity = try await store.createIdentity(name: "test desktop", deviceType: .linuxDesktop, hostname: "box", role: role)
+        identity = try await store.createIdentity(
+            name: "test desktop", deviceType: .linuxDesktop, hostname: "box", role: role)
         try await store.setUserID(user)
     }
 
     func repository(path: String = "/src/\(UUID().canonical)", device: UUID? = nil) -> RepositoryRecord {
-        RepositoryRecord(userID: user, deviceID: device ?? identity.id, name: "repo", localPath: path,
-                         remoteURL: "git@example.com:a/b.git", defaultBranch: "main")
+        RepositoryRecord(
+            userID: user, deviceID: device ?? identity.id, name: "repo", localPath: path,
+            remoteURL: "git@example.com:a/b.git", defaultBranch: "main")
     }
 
     func session(in repository: RepositoryRecord) -> SessionRecord {
-        SessionRecord(userID: user, deviceID: identity.id, repositoryID: repository.id, title: "work",
-                      sessionPID: 4242, currentBranch: "main", workingDirectory: repository.localPath)
+        SessionRecord(
+            userID: user, deviceID: identity.id, repositoryID: repository.id, title: "work",
+            sessionPID: 4242, currentBranch: "main", workingDirectory: repository.localPath)
     }
 }
 
@@ -45,7 +48,8 @@ struct Helper {
     static var path: String {
         let candidates = [
             URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
                 .appendingPathComponent(".build/debug"),
         ].map { $0.appendingPathComponent("localstore-test-helper").path }
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]

@@ -26,7 +26,8 @@ struct AttackSweepTests {
         let token: String
         /// Text that must never appear in anything the attacker reads.
         var secrets: [String] {
-            [user.canonical, phone.canonical, token] + sessions.dropFirst().map(\.canonical) + repositories.map(\.canonical)
+            [user.canonical, phone.canonical, token] + sessions.dropFirst().map(\.canonical)
+                + repositories.map(\.canonical)
         }
     }
 
@@ -41,16 +42,24 @@ struct AttackSweepTests {
         let token = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         if let coordination = try world.remote() as? any CoordinationRemote {
             // The deployed variant has no coordination functions: these fail there, harmlessly.
-            _ = try? await coordination.registerPushToken(PushTokenRegistration(deviceID: phone.identity.id, token: token))
-            _ = try? await coordination.claimSessionActivity(sessionID: sessions[0], deviceID: phone.identity.id, clientType: .ios)
+            _ = try? await coordination.registerPushToken(
+                PushTokenRegistration(deviceID: phone.identity.id, token: token))
+            _ = try? await coordination.claimSessionActivity(
+                sessionID: sessions[0], deviceID: phone.identity.id, clientType: .ios)
         }
-        return Victim(world: world, database: deployed ? "sync_deployed" : "sync_own", user: world.user, desktop: desktop.identity.id,
-                      phone: phone.identity.id, sessions: sessions, repositories: try await desktop.store.repositories().map(\.id), token: token)
+        return Victim(
+            world: world, database: deployed ? "sync_deployed" : "sync_own", user: world.user,
+            desktop: desktop.identity.id,
+            phone: phone.identity.id, sessions: sessions,
+            repositories: try await desktop.store.repositories().map(\.id), token: token)
     }
 
     /// The exposed tables and their columns, from the catalog.
-    func tables(_ stack: StackEnvironment, _ database: String) throws -> [(name: String, columns: [(name: String, type: String)])] {
-        let text = try stack.sql("""
+    func tables(
+        _ stack: StackEnvironment, _ database: String
+    ) throws -> [(name: String, columns: [(name: String, type: String)])] {
+        let text = try stack.sql(
+            """
             SELECT string_agg(table_name || '=' || columns, ';' ORDER BY table_name) FROM (
                 SELECT c.table_name, string_agg(c.column_name || ':' || c.data_type, ',' ORDER BY c.ordinal_position) AS columns
                 FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
@@ -74,7 +83,8 @@ struct AttackSweepTests {
     func scope(_ columns: Set<String>, _ victim: Victim) -> String? {
         if columns.contains("user_id") { return "t.user_id::text = '\(victim.user.canonical)'" }
         if columns.contains("session_id") {
-            return "t.session_id::text IN (SELECT id::text FROM public.agent_coding_sessions WHERE user_id::text = '\(victim.user.canonical)')"
+            return
+                "t.session_id::text IN (SELECT id::text FROM public.agent_coding_sessions WHERE user_id::text = '\(victim.user.canonical)')"
         }
         return nil
     }
@@ -88,7 +98,8 @@ struct AttackSweepTests {
                 Issue.record("\(table.name) has neither user_id nor session_id: the sweep cannot scope it to a user")
                 continue
             }
-            result[table.name] = try stack.sql("""
+            result[table.name] = try stack.sql(
+                """
                 SELECT count(*) || ':' || md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM public.\(table.name) t WHERE \(scope)
                 """, database: victim.database)
         }
@@ -96,10 +107,15 @@ struct AttackSweepTests {
     }
 
     /// One row of the victim's in `table`, as JSON, with `user_id` (if any) set to the attacker.
-    func victimRow(_ stack: StackEnvironment, _ victim: Victim, table: String, columns: Set<String>, attacker: UUID) throws -> String? {
+    func victimRow(
+        _ stack: StackEnvironment, _ victim: Victim, table: String, columns: Set<String>, attacker: UUID
+    ) throws -> String? {
         guard let scope = scope(columns, victim) else { return nil }
-        let text = try stack.sql("SELECT row_to_json(t)::text FROM public.\(table) t WHERE \(scope) LIMIT 1", database: victim.database)
-        guard !text.isEmpty, var row = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
+        let text = try stack.sql(
+            "SELECT row_to_json(t)::text FROM public.\(table) t WHERE \(scope) LIMIT 1", database: victim.database)
+        guard !text.isEmpty, var row = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            return nil
+        }
         if columns.contains("user_id") { row["user_id"] = attacker.canonical }
         return String(decoding: try JSONSerialization.data(withJSONObject: row), as: UTF8.self)
     }
@@ -110,8 +126,9 @@ struct AttackSweepTests {
         }
     }
 
-    @Test("every table, read, updated, deleted and written by a second user with the first user's rows: nothing leaks, nothing changes",
-          arguments: [false, true])
+    @Test(
+        "every table, read, updated, deleted and written by a second user with the first user's rows: nothing leaks, nothing changes",
+        arguments: [false, true])
     func everyTable(deployed: Bool) async throws {
         guard !StackEnvironment.skipped else { return }
         let stack = try StackEnvironment.require()
@@ -129,20 +146,25 @@ struct AttackSweepTests {
             // Every row at once: no filter.
             if let column = table.columns.first(where: { $0.type == "text" || $0.type == "boolean" }) {
                 let value = column.type == "text" ? #""pwned""# : "false"
-                let patch = try await stack.request("PATCH", "/rest/v1/\(table.name)", base: base, token: token,
-                                                    headers: ["Prefer": "return=representation"], body: #"{"\#(column.name)":\#(value)}"#)
+                let patch = try await stack.request(
+                    "PATCH", "/rest/v1/\(table.name)", base: base, token: token,
+                    headers: ["Prefer": "return=representation"], body: #"{"\#(column.name)":\#(value)}"#)
                 #expect(patch.status < 500, "PATCH \(table.name)")
                 expectNothingLeaks(patch.body, victim, "PATCH \(table.name)")
             }
-            let delete = try await stack.request("DELETE", "/rest/v1/\(table.name)", base: base, token: token, headers: ["Prefer": "return=representation"])
+            let delete = try await stack.request(
+                "DELETE", "/rest/v1/\(table.name)", base: base, token: token,
+                headers: ["Prefer": "return=representation"])
             #expect(delete.status < 500, "DELETE \(table.name)")
             expectNothingLeaks(delete.body, victim, "DELETE \(table.name)")
             // The victim's own row, claimed by the attacker: inserted, and upserted over the original.
             if let row = try victimRow(stack, victim, table: table.name, columns: names, attacker: attacker) {
-                let insert = try await stack.request("POST", "/rest/v1/\(table.name)", base: base, token: token, body: row)
+                let insert = try await stack.request(
+                    "POST", "/rest/v1/\(table.name)", base: base, token: token, body: row)
                 #expect(insert.status < 500, "POST \(table.name)")
-                let upsert = try await stack.request("POST", "/rest/v1/\(table.name)", base: base, token: token,
-                                                     headers: ["Prefer": "resolution=merge-duplicates,return=representation"], body: "[" + row + "]")
+                let upsert = try await stack.request(
+                    "POST", "/rest/v1/\(table.name)", base: base, token: token,
+                    headers: ["Prefer": "resolution=merge-duplicates,return=representation"], body: "[" + row + "]")
                 #expect(upsert.status < 500, "upsert \(table.name)")
                 expectNothingLeaks(upsert.body, victim, "upsert \(table.name)")
             }
@@ -155,8 +177,11 @@ struct AttackSweepTests {
 
     /// The functions the API roles may call: the project's own (not an extension's), read from
     /// the catalog, with their argument names.
-    func functions(_ stack: StackEnvironment, _ database: String) throws -> [(name: String, arguments: [(name: String, type: String)])] {
-        let text = try stack.sql("""
+    func functions(
+        _ stack: StackEnvironment, _ database: String
+    ) throws -> [(name: String, arguments: [(name: String, type: String)])] {
+        let text = try stack.sql(
+            """
             SELECT coalesce(string_agg(p.proname || '=' || coalesce(array_to_string(
                        ARRAY(SELECT a.n || ':' || format_type(a.t, NULL) FROM unnest(p.proargnames[1:p.pronargs], p.proargtypes::oid[]) AS a(n, t)), ','), ''), ';'), '')
             FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -200,8 +225,9 @@ struct AttackSweepTests {
         }
     }
 
-    @Test("every function the API roles may call, called by a second user with the first user's ids: nothing leaks, nothing changes",
-          arguments: [false, true])
+    @Test(
+        "every function the API roles may call, called by a second user with the first user's ids: nothing leaks, nothing changes",
+        arguments: [false, true])
     func everyFunction(deployed: Bool) async throws {
         guard !StackEnvironment.skipped else { return }
         let stack = try StackEnvironment.require()
@@ -218,12 +244,16 @@ struct AttackSweepTests {
             var body: [String: Any] = [:]
             for (name, type) in function.arguments { body[name] = argument(name, type, victim) }
             let text = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
-            let answer = try await stack.request("POST", "/rest/v1/rpc/\(function.name)", base: base, token: token, body: text)
+            let answer = try await stack.request(
+                "POST", "/rest/v1/rpc/\(function.name)", base: base, token: token, body: text)
             #expect(answer.status < 500, "rpc \(function.name)")
             expectNothingLeaks(answer.body, victim, "rpc \(function.name)")
             if function.name == "session_secret_digest", answer.status == 200 {
-                let buckets = (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [[String: Any]] ?? []
-                #expect(buckets.reduce(0) { $0 + (($1["pairs"] as? Int) ?? 0) } == 0, "the digest of the victim's desktop is empty for the attacker")
+                let buckets =
+                    (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [[String: Any]] ?? []
+                #expect(
+                    buckets.reduce(0) { $0 + (($1["pairs"] as? Int) ?? 0) } == 0,
+                    "the digest of the victim's desktop is empty for the attacker")
             }
             let after = try snapshot(stack, victim)
             for (table, digest) in before where after[table] != digest {
@@ -235,12 +265,14 @@ struct AttackSweepTests {
         }
     }
 
-    @Test("the grammar corpus, sent to every table of the real server: refused or answered, never a server error, and the server keeps serving",
-          arguments: [false, true])
+    @Test(
+        "the grammar corpus, sent to every table of the real server: refused or answered, never a server error, and the server keeps serving",
+        arguments: [false, true])
     func grammarCorpus(deployed: Bool) async throws {
         guard !StackEnvironment.skipped else { return }
         let stack = try StackEnvironment.require()
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let directory = root.appendingPathComponent("fuzz/corpus/postgrest-query")
         let queries = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
             .map { String(decoding: try Data(contentsOf: $0), as: UTF8.self) }
@@ -250,13 +282,16 @@ struct AttackSweepTests {
             for query in queries {
                 // Sent as the fuzzer saw it when that is a valid URL, percent-encoded otherwise.
                 let path = "/rest/v1/\(table)?" + query
-                let sent = URL(string: base.absoluteString + path) != nil ? path
+                let sent =
+                    URL(string: base.absoluteString + path) != nil
+                    ? path
                     : "/rest/v1/\(table)?" + (query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
                 let answer = try await stack.request("GET", sent, base: base, token: stack.token(for: user))
                 #expect(answer.status < 500, "a query on \(table) got \(answer.status)")
             }
         }
-        let health = try await stack.request("GET", "/rest/v1/devices?select=id&limit=1", base: base, token: stack.token(for: user))
+        let health = try await stack.request(
+            "GET", "/rest/v1/devices?select=id&limit=1", base: base, token: stack.token(for: user))
         #expect(health.status == 200)
     }
 }

@@ -12,7 +12,8 @@ struct AuthTests {
     static func newUser(_ stack: StackEnvironment) async throws -> (email: String, password: String) {
         let email = "auth-\(UUID().canonical)@example.test"
         let password = "correct horse battery"
-        let r = try await stack.request("POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"\#(password)"}"#)
+        let r = try await stack.request(
+            "POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"\#(password)"}"#)
         try #require(r.status == 200)
         return (email, password)
     }
@@ -30,7 +31,9 @@ struct AuthTests {
         #expect(!"\(session)".contains(session.accessToken) && !"\(session)".contains(session.refreshToken))
         let refreshed = try await auth.refresh(session.refreshToken)
         #expect(refreshed.userID == session.userID && refreshed.refreshToken != session.refreshToken)
-        await #expect { _ = try await auth.refresh(session.refreshToken) } throws: { ($0 as? RemoteStoreError)?.code == .unauthorized }
+        await #expect { _ = try await auth.refresh(session.refreshToken) } throws: {
+            ($0 as? RemoteStoreError)?.code == .unauthorized
+        }
     }
 
     @Test("two concurrent token requests near expiry cause exactly one refresh, and both get its token")
@@ -57,12 +60,18 @@ struct AuthTests {
     func goTrueShape() async throws {
         let stack = try StackEnvironment.require()
         let (email, password) = try await Self.newUser(stack)
-        let r = try await stack.request("POST", "/auth/v1/token?grant_type=password", body: #"{"email":"\#(email)","password":"\#(password)"}"#)
+        let r = try await stack.request(
+            "POST", "/auth/v1/token?grant_type=password", body: #"{"email":"\#(email)","password":"\#(password)"}"#)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any])
-        for key in ["access_token", "token_type", "expires_in", "expires_at", "refresh_token", "user"] { #expect(object[key] != nil, "\(key)") }
+        for key in ["access_token", "token_type", "expires_in", "expires_at", "refresh_token", "user"] {
+            #expect(object[key] != nil, "\(key)")
+        }
         let user = try #require(object["user"] as? [String: Any])
-        for key in ["id", "aud", "role", "email", "email_confirmed_at", "phone", "confirmed_at", "last_sign_in_at", "app_metadata",
-                    "user_metadata", "identities", "created_at", "updated_at", "is_anonymous"] {
+        for key in [
+            "id", "aud", "role", "email", "email_confirmed_at", "phone", "confirmed_at", "last_sign_in_at",
+            "app_metadata",
+            "user_metadata", "identities", "created_at", "updated_at", "is_anonymous",
+        ] {
             #expect(user[key] != nil, "user.\(key)")
         }
         let access = try #require(object["access_token"] as? String)
@@ -77,17 +86,28 @@ struct AuthTests {
         let stack = try StackEnvironment.require()
         let user = UUID(), device = UUID(), repository = UUID()
         let token = stack.token(for: user)
-        var r = try await stack.request("POST", "/rest/v1/devices", token: token,
-                                        body: #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"d","device_type":"linux-desktop"}]"#)
+        var r = try await stack.request(
+            "POST", "/rest/v1/devices", token: token,
+            body:
+                #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"d","device_type":"linux-desktop"}]"#
+        )
         #expect(r.status == 201)
-        r = try await stack.request("POST", "/rest/v1/repositories", token: token,
-                                    body: #"[{"id":"\#(repository.canonical)","user_id":"\#(user.canonical)","device_id":"\#(device.canonical)","name":"r","local_path":"/r"}]"#)
+        r = try await stack.request(
+            "POST", "/rest/v1/repositories", token: token,
+            body:
+                #"[{"id":"\#(repository.canonical)","user_id":"\#(user.canonical)","device_id":"\#(device.canonical)","name":"r","local_path":"/r"}]"#
+        )
         #expect(r.status == 201)
-        r = try await stack.request("POST", "/rest/v1/agent_coding_sessions", token: token, headers: ["Prefer": "return=representation"],
-                                    body: #"[{"user_id":"\#(user.canonical)","device_id":"\#(device.canonical)","repository_id":"\#(repository.canonical)"}]"#)
+        r = try await stack.request(
+            "POST", "/rest/v1/agent_coding_sessions", token: token, headers: ["Prefer": "return=representation"],
+            body:
+                #"[{"user_id":"\#(user.canonical)","device_id":"\#(device.canonical)","repository_id":"\#(repository.canonical)"}]"#
+        )
         #expect(r.status == 201)
         let row = try #require((try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [[String: Any]])?.first)
-        #expect(row["id"] is String && row["session_started_at"] is String && row["last_heartbeat_at"] is String && row["status"] as? String == "active")
+        #expect(
+            row["id"] is String && row["session_started_at"] is String && row["last_heartbeat_at"] is String
+                && row["status"] as? String == "active")
     }
 }
 

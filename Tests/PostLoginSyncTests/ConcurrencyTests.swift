@@ -4,8 +4,8 @@ import PostLoginSync
 import RemoteStore
 import SecretCrypto
 import SyncModel
-import Synchronization
 import SyncTestSupport
+import Synchronization
 import Testing
 
 /// Devices of one user syncing at the same moment (issue 17, item 3): everything converges, and
@@ -22,18 +22,21 @@ struct ConcurrencyTests {
         if world.backend == .postgrest && !world.deployedSchema {
             let stack = try StackEnvironment.require()
             let user = world.user.canonical
-            let duplicates = try stack.sql("""
+            let duplicates = try stack.sql(
+                """
                 SELECT count(*) FROM (SELECT s.session_id, s.device_id FROM public.agent_coding_session_secrets s
                 JOIN public.agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = '\(user)'
                 GROUP BY 1, 2 HAVING count(*) > 1) d
                 """)
             #expect(duplicates == "0")
-            let foreign = try stack.sql("""
+            let foreign = try stack.sql(
+                """
                 SELECT count(*) FROM public.agent_coding_session_secrets s JOIN public.agent_coding_sessions c ON c.id = s.session_id
                 JOIN public.devices d ON d.id = s.device_id WHERE c.user_id = '\(user)' AND d.user_id <> c.user_id
                 """)
             #expect(foreign == "0", "no envelope for another user's device")
-            let drift = try stack.sql("""
+            let drift = try stack.sql(
+                """
                 SELECT count(*) FROM (
                     SELECT s.session_id, count(*)::integer AS pairs,
                            bit_xor(('x' || substr(md5(s.session_id::text || ':' || s.device_id::text || ':' || s.ephemeral_public_key), 1, 16))::bit(64)::bigint) AS h1,
@@ -50,13 +53,20 @@ struct ConcurrencyTests {
         let pairs = Set(listed)
         for owner in owners {
             let own = try await owner.store.ownSessionIDs()
-            let ledger = Set(try await owner.store.ledger().map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) })
-            #expect(ledger == pairs.filter { own.contains($0.sessionID) }, "the ledger of \(owner.identity.name) matches the remote")
+            let ledger = Set(
+                try await owner.store.ledger().map {
+                    EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID)
+                })
+            #expect(
+                ledger == pairs.filter { own.contains($0.sessionID) },
+                "the ledger of \(owner.identity.name) matches the remote")
         }
         return pairs
     }
 
-    @Test("two desktops of one user push at the same moment (shared devices, disjoint sessions) and converge", arguments: Backend.variants)
+    @Test(
+        "two desktops of one user push at the same moment (shared devices, disjoint sessions) and converge",
+        arguments: Backend.variants)
     func twoDesktops(backend: Backend, deployed: Bool) async throws {
         let world = try World(backend, deployedSchema: deployed)
         let phone = try await world.device("phone", role: .mobile)
@@ -94,7 +104,8 @@ struct ConcurrencyTests {
         #expect(try await world.opened(by: phone) == both)
     }
 
-    @Test("a desktop pushes while a phone pulls and a third device registers; all converge", arguments: Backend.variants)
+    @Test(
+        "a desktop pushes while a phone pulls and a third device registers; all converge", arguments: Backend.variants)
     func pushPullRegister(backend: Backend, deployed: Bool) async throws {
         let world = try World(backend, deployedSchema: deployed)
         let phone = try await world.device("phone", role: .mobile)
@@ -113,8 +124,9 @@ struct ConcurrencyTests {
         // landed: those sessions are skipped, typed, and come with the next pull.
         for viewer in [pull, register] {
             #expect(viewer.outcome != .failure)
-            #expect(viewer.errors.allSatisfy { $0.code == .missingRepository },
-                    "\(viewer.errors.map(\.code))")
+            #expect(
+                viewer.errors.allSatisfy { $0.code == .missingRepository },
+                "\(viewer.errors.map(\.code))")
         }
 
         // The next round: the desktop now sees the tablet; both viewers get everything.
@@ -124,16 +136,23 @@ struct ConcurrencyTests {
         _ = try await tablet.engine.pull()
         let pairs = try await invariants(world, owners: [desktop])
         let sessions = try await desktop.store.ownSessionIDs()
-        #expect(pairs == Set(sessions.flatMap { session in
-            [phone.identity.id, tablet.identity.id, desktop.identity.id].map { EnvelopePair(sessionID: session, deviceID: $0) }
-        }))
+        #expect(
+            pairs
+                == Set(
+                    sessions.flatMap { session in
+                        [phone.identity.id, tablet.identity.id, desktop.identity.id].map {
+                            EnvelopePair(sessionID: session, deviceID: $0)
+                        }
+                    }))
         let secrets = try await world.secrets(of: desktop)
         #expect(try await world.opened(by: phone) == secrets)
         #expect(try await world.opened(by: tablet) == secrets)
         #expect(try await desktop.engine.push().envelopesSealed == 0)
     }
 
-    @Test("a device deleted while a push seals for it: the push ends with typed issues or success, and the next one converges")
+    @Test(
+        "a device deleted while a push seals for it: the push ends with typed issues or success, and the next one converges"
+    )
     func deviceDeletedMidPush() async throws {
         guard !StackEnvironment.skipped else { return }
         // The project's schema: envelopes reference their device and go with it.
@@ -157,14 +176,25 @@ struct ConcurrencyTests {
         #expect(deleted.withLock { $0 }, "the device was deleted during the push")
         #expect(report.outcome == .success || report.outcome == .partial)
         // Whatever failed is about the deleted device's envelopes, in the secrets phase.
-        #expect(report.errors.allSatisfy { $0.phase == .secrets && ($0.rowID ?? "").hasSuffix(phone.identity.id.canonical) },
-                "\(report.errors.map(\.code))")
+        #expect(
+            report.errors.allSatisfy {
+                $0.phase == .secrets && ($0.rowID ?? "").hasSuffix(phone.identity.id.canonical)
+            },
+            "\(report.errors.map(\.code))")
 
         let next = try await desktop.engine.push()
         #expect(next.outcome == .success, "\(next.errors)")
         let pairs = try await invariants(world, owners: [desktop])
-        #expect(pairs == Set(try await desktop.store.ownSessionIDs().map { EnvelopePair(sessionID: $0, deviceID: desktop.identity.id) }))
-        #expect(try stack.sql("SELECT count(*) FROM public.agent_coding_session_secrets WHERE device_id = '\(phone.identity.id.canonical)'") == "0")
+        #expect(
+            pairs
+                == Set(
+                    try await desktop.store.ownSessionIDs().map {
+                        EnvelopePair(sessionID: $0, deviceID: desktop.identity.id)
+                    }))
+        #expect(
+            try stack.sql(
+                "SELECT count(*) FROM public.agent_coding_session_secrets WHERE device_id = '\(phone.identity.id.canonical)'"
+            ) == "0")
         #expect(try await desktop.engine.push().envelopesSealed == 0)
     }
 }

@@ -12,8 +12,9 @@ import Testing
 /// "Reconciliation that scales"), and still finds every way the remote can drift.
 @Suite("Reconciliation by digest")
 struct DigestReconciliationTests {
-    @Test("a quiet push asks one digest and lists nothing; rows deleted, replaced or added remotely are found and repaired",
-          arguments: Backend.available)
+    @Test(
+        "a quiet push asks one digest and lists nothing; rows deleted, replaced or added remotely are found and repaired",
+        arguments: Backend.available)
     func repairs(backend: Backend) async throws {
         let world = try World(backend)
         let phone = try await world.device("phone", role: .mobile)
@@ -30,28 +31,43 @@ struct DigestReconciliationTests {
 
         let quiet = try await desktop.engine.push()
         #expect(quiet.envelopesSealed == 0)
-        #expect(quiet.reconciliation == Reconciliation(method: .digest, buckets: quiet.reconciliation?.buckets ?? 0, bucketsListed: 0, rowsListed: 0))
+        #expect(
+            quiet.reconciliation
+                == Reconciliation(
+                    method: .digest, buckets: quiet.reconciliation?.buckets ?? 0, bucketsListed: 0, rowsListed: 0))
         let secretsPhase = try #require(quiet.phases.first { $0.phase == .secrets })
-        #expect(secretsPhase.requests <= 3, "the device listing (and, on PostgREST, its empty closing page) and the digest")
+        #expect(
+            secretsPhase.requests <= 3, "the device listing (and, on PostgREST, its empty closing page) and the digest")
 
         let remote = try world.remote()
         let sessions = try await desktop.store.sessions().map(\.id).sorted { $0.canonical < $1.canonical }
         // Deleted remotely.
         try await remote.deleteEnvelopes(pairs: [EnvelopePair(sessionID: sessions[0], deviceID: phone.identity.id)])
         // Replaced remotely by another writer: a valid envelope of another secret for the phone.
-        let forged = try SecretEnvelope.seal(SessionSecret(), for: phone.identity.publicKey, sessionID: SessionID(sessions[1]))
-        _ = try await remote.upsertEnvelopes([EnvelopeRecord(sessionID: sessions[1], deviceID: phone.identity.id,
-                                                             ephemeralPublicKey: forged.ephemeralPublicKey, encryptedSecret: forged.encryptedSecret)],
-                                             onBatchAccepted: nil)
+        let forged = try SecretEnvelope.seal(
+            SessionSecret(), for: phone.identity.publicKey, sessionID: SessionID(sessions[1]))
+        _ = try await remote.upsertEnvelopes(
+            [
+                EnvelopeRecord(
+                    sessionID: sessions[1], deviceID: phone.identity.id,
+                    ephemeralPublicKey: forged.ephemeralPublicKey, encryptedSecret: forged.encryptedSecret)
+            ],
+            onBatchAccepted: nil)
         // Added remotely for a device that does not qualify.
         let browser = UUID()
         let browserKey = X25519PrivateKey().publicKey
-        try await remote.upsertOwnDevice(OwnDeviceRow(id: browser, userID: world.user, name: "browser", deviceType: .webBrowser,
-                                                      hostname: nil, publicKey: browserKey.base64))
+        try await remote.upsertOwnDevice(
+            OwnDeviceRow(
+                id: browser, userID: world.user, name: "browser", deviceType: .webBrowser,
+                hostname: nil, publicKey: browserKey.base64))
         let planted = try SecretEnvelope.seal(SessionSecret(), for: browserKey, sessionID: SessionID(sessions[2]))
-        _ = try await remote.upsertEnvelopes([EnvelopeRecord(sessionID: sessions[2], deviceID: browser,
-                                                             ephemeralPublicKey: planted.ephemeralPublicKey, encryptedSecret: planted.encryptedSecret)],
-                                             onBatchAccepted: nil)
+        _ = try await remote.upsertEnvelopes(
+            [
+                EnvelopeRecord(
+                    sessionID: sessions[2], deviceID: browser,
+                    ephemeralPublicKey: planted.ephemeralPublicKey, encryptedSecret: planted.encryptedSecret)
+            ],
+            onBatchAccepted: nil)
 
         let repair = try await desktop.engine.push()
         #expect(repair.outcome == .success, "\(repair.errors)")
@@ -61,8 +77,13 @@ struct DigestReconciliationTests {
         #expect(listed.method == .digest && (1...3).contains(listed.bucketsListed) && listed.rowsListed < 80)
 
         let pairs = Set(try await remote.listEnvelopePairs())
-        let expected = Set(sessions.flatMap { [EnvelopePair(sessionID: $0, deviceID: phone.identity.id),
-                                              EnvelopePair(sessionID: $0, deviceID: desktop.identity.id)] })
+        let expected = Set(
+            sessions.flatMap {
+                [
+                    EnvelopePair(sessionID: $0, deviceID: phone.identity.id),
+                    EnvelopePair(sessionID: $0, deviceID: desktop.identity.id),
+                ]
+            })
         #expect(pairs == expected)
         let pulled = try await phone.engine.pull()
         #expect(pulled.envelopesOpened == 40)
@@ -72,8 +93,9 @@ struct DigestReconciliationTests {
         #expect(after.envelopesSealed == 0 && after.reconciliation?.bucketsListed == 0)
     }
 
-    @Test("the remote's digest, kept per session by triggers, equals the digest of its rows after upserts, replacements, deletions and cascades",
-          arguments: Backend.available)
+    @Test(
+        "the remote's digest, kept per session by triggers, equals the digest of its rows after upserts, replacements, deletions and cascades",
+        arguments: Backend.available)
     func keptDigest(backend: Backend) async throws {
         let world = try World(backend)
         let phone = try await world.device("phone", role: .mobile)
@@ -88,9 +110,12 @@ struct DigestReconciliationTests {
             for buckets in [1, 8, 65_536] {
                 var expected: [Int: DigestBucket] = [:]
                 for row in rows {
-                    let hash = SecretDigest.rowHash(sessionID: row.pair.sessionID.canonical, deviceID: row.pair.deviceID.canonical,
-                                                    ephemeralPublicKey: row.ephemeralPublicKey)
-                    SecretDigest.add(session: row.pair.sessionID.canonical, pairs: 1, h1: hash.0, h2: hash.1, buckets: buckets, to: &expected)
+                    let hash = SecretDigest.rowHash(
+                        sessionID: row.pair.sessionID.canonical, deviceID: row.pair.deviceID.canonical,
+                        ephemeralPublicKey: row.ephemeralPublicKey)
+                    SecretDigest.add(
+                        session: row.pair.sessionID.canonical, pairs: 1, h1: hash.0, h2: hash.1, buckets: buckets,
+                        to: &expected)
                 }
                 let kept = try await remote.secretDigest(ownerDeviceID: desktop.identity.id, buckets: buckets)
                 #expect(kept == expected.values.sorted { $0.bucket < $1.bucket }, "\(step), \(buckets) buckets")
@@ -101,14 +126,22 @@ struct DigestReconciliationTests {
         // Replaced in place (an upsert's UPDATE) and inserted in the same request.
         let tablet = UUID()
         let tabletKey = X25519PrivateKey().publicKey
-        try await remote.upsertOwnDevice(OwnDeviceRow(id: tablet, userID: world.user, name: "tablet", deviceType: .iosTablet,
-                                                      hostname: nil, publicKey: tabletKey.base64))
-        let replaced = try SecretEnvelope.seal(SessionSecret(), for: phone.identity.publicKey, sessionID: SessionID(sessions[0]))
+        try await remote.upsertOwnDevice(
+            OwnDeviceRow(
+                id: tablet, userID: world.user, name: "tablet", deviceType: .iosTablet,
+                hostname: nil, publicKey: tabletKey.base64))
+        let replaced = try SecretEnvelope.seal(
+            SessionSecret(), for: phone.identity.publicKey, sessionID: SessionID(sessions[0]))
         let added = try SecretEnvelope.seal(SessionSecret(), for: tabletKey, sessionID: SessionID(sessions[1]))
-        _ = try await remote.upsertEnvelopes([
-            EnvelopeRecord(sessionID: sessions[0], deviceID: phone.identity.id, ephemeralPublicKey: replaced.ephemeralPublicKey, encryptedSecret: replaced.encryptedSecret),
-            EnvelopeRecord(sessionID: sessions[1], deviceID: tablet, ephemeralPublicKey: added.ephemeralPublicKey, encryptedSecret: added.encryptedSecret),
-        ], onBatchAccepted: nil)
+        _ = try await remote.upsertEnvelopes(
+            [
+                EnvelopeRecord(
+                    sessionID: sessions[0], deviceID: phone.identity.id,
+                    ephemeralPublicKey: replaced.ephemeralPublicKey, encryptedSecret: replaced.encryptedSecret),
+                EnvelopeRecord(
+                    sessionID: sessions[1], deviceID: tablet, ephemeralPublicKey: added.ephemeralPublicKey,
+                    encryptedSecret: added.encryptedSecret),
+            ], onBatchAccepted: nil)
         try await check("replaced and inserted")
         try await remote.deleteEnvelopes(pairs: [EnvelopePair(sessionID: sessions[2], deviceID: desktop.identity.id)])
         _ = try await remote.deleteEnvelopes(recipients: [phone.identity.id])
@@ -141,20 +174,28 @@ struct DigestReconciliationTests {
         // Computed with PostgreSQL's md5() and Python's hashlib.
         #expect(SecretDigest.bucket(of: session, buckets: 65_536) == 22_268)
         #expect(SecretDigest.bucket(of: session, buckets: 16) == 22_268 % 16)
-        let hash = SecretDigest.rowHash(sessionID: session.canonical, deviceID: "aaaaaaaa-0000-0000-0000-000000000001", ephemeralPublicKey: "k")
+        let hash = SecretDigest.rowHash(
+            sessionID: session.canonical, deviceID: "aaaaaaaa-0000-0000-0000-000000000001", ephemeralPublicKey: "k")
         #expect(hash.0 == -1_711_658_670_441_683_434 && hash.1 == 1_680_519_733_139_644_437)
-        #expect(SecretDigest.rowHash(sessionID: "s", deviceID: "d", ephemeralPublicKey: "k") == (-5_179_887_269_718_603_891, 2_389_276_972_656_703_777))
+        #expect(
+            SecretDigest.rowHash(sessionID: "s", deviceID: "d", ephemeralPublicKey: "k") == (
+                -5_179_887_269_718_603_891, 2_389_276_972_656_703_777
+            ))
         #expect([1, 2, 1024, 65_536].allSatisfy(SecretDigest.isValidBucketCount))
         #expect(![0, 3, 65_537, 131_072, -2].contains(where: SecretDigest.isValidBucketCount))
         #expect(SecretDigest.bucketCount(forPairs: 0) == 1 && SecretDigest.bucketCount(forPairs: 100_000) == 512)
-        #expect(SecretDigest.bucketCount(forPairs: 10_000_000) == 65_536 && SecretDigest.bucketCount(forPairs: 1_000_000) == 4096)
+        #expect(
+            SecretDigest.bucketCount(forPairs: 10_000_000) == 65_536
+                && SecretDigest.bucketCount(forPairs: 1_000_000) == 4096)
         #expect(SecretDigest.bucketCount(forPairs: 100_000, rowsPerBucket: 16) == 8192)
     }
 
     @Test("canonical ids are Foundation's, lowercased")
     func canonical() {
-        for uuid in (0..<1000).map({ _ in UUID() }) + [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
-                                                       UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))] {
+        for uuid in (0..<1000).map({ _ in UUID() }) + [
+            UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+            UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255)),
+        ] {
             #expect(uuid.canonical == uuid.uuidString.lowercased())
         }
     }

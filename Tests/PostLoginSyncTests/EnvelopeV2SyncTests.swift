@@ -1,5 +1,4 @@
 import Foundation
-@testable import LocalStore
 import PostLoginSync
 import RemoteStore
 import SecretCrypto
@@ -7,13 +6,17 @@ import SyncModel
 import SyncTestSupport
 import Testing
 
+@testable import LocalStore
+
 /// Envelope v2 through the engine: capability negotiation, sealing, receiving.
 @Suite("Envelope v2 in sync")
 struct EnvelopeV2SyncTests {
     /// Every remote: embedded, and the stack with the project's and the deployed schema.
     static var remotes: [(Backend, Bool)] { Backend.variants }
 
-    @Test("a desktop seals v2 to a phone that advertises it and v1 to one that does not; both open theirs", arguments: remotes)
+    @Test(
+        "a desktop seals v2 to a phone that advertises it and v1 to one that does not; both open theirs",
+        arguments: remotes)
     func mixedRecipients(backend: Backend, deployedSchema: Bool) async throws {
         let world = try World(backend, deployedSchema: deployedSchema)
         let modern = try await world.device("modern", role: .mobile)
@@ -37,7 +40,8 @@ struct EnvelopeV2SyncTests {
         #expect(try await world.opened(by: modern) == secrets)
         #expect(try await world.opened(by: old) == secrets)
         for envelope in try await modern.store.receivedEnvelopes() {
-            #expect(envelope.authenticated && envelope.senderDeviceID == desktop.identity.id && envelope.generation == 1)
+            #expect(
+                envelope.authenticated && envelope.senderDeviceID == desktop.identity.id && envelope.generation == 1)
             let opened = try await modern.store.openReceived(sessionID: envelope.sessionID)
             #expect(opened.authenticated && opened.version == 2)
         }
@@ -69,8 +73,10 @@ struct EnvelopeV2SyncTests {
         let phone = try await world.device("phone", role: .mobile)
         // Another client of the same device (the deployed daemon keeps cli.* entries) wrote first.
         let remote = try world.remote()
-        try await remote.upsertOwnDevice(OwnDeviceRow(id: phone.identity.id, userID: world.user, name: "phone", deviceType: .iosPhone,
-                                                      hostname: nil, publicKey: phone.identity.publicKey.base64))
+        try await remote.upsertOwnDevice(
+            OwnDeviceRow(
+                id: phone.identity.id, userID: world.user, name: "phone", deviceType: .iosPhone,
+                hostname: nil, publicKey: phone.identity.publicKey.base64))
         try await world.setCapabilities(phone.identity.id, json: #"{"cli.version":"2.3.1","cli.features":["handoff"]}"#)
         _ = try await phone.engine.pull()
         let text = try #require(try await world.capabilities(phone.identity.id))
@@ -80,7 +86,9 @@ struct EnvelopeV2SyncTests {
         #expect(try await remote.listDevices().first { $0.id == phone.identity.id }?.envelopeVersions == [1, 2])
     }
 
-    @Test("a v2 envelope naming a sender that is not one of the user's devices is reported and not stored", arguments: Backend.available)
+    @Test(
+        "a v2 envelope naming a sender that is not one of the user's devices is reported and not stored",
+        arguments: Backend.available)
     func unknownSender(backend: Backend) async throws {
         let world = try World(backend)
         let phone = try await world.device("phone", role: .mobile)
@@ -90,11 +98,16 @@ struct EnvelopeV2SyncTests {
         let session = try #require(try await desktop.store.sessions().first)
         // Someone with the user's token plants a v2 envelope sealed by a key no device row has.
         let stranger = X25519PrivateKey()
-        let planted = try SecretEnvelope.sealV2(SessionSecret(), for: phone.identity.publicKey, recipientDeviceID: phone.identity.id,
-                                                sessionID: SessionID(session.id), sender: stranger, senderDeviceID: UUID(), generation: 1)
-        _ = try await world.remote().upsertEnvelopes([EnvelopeRecord(sessionID: session.id, deviceID: phone.identity.id,
-                                                                     ephemeralPublicKey: planted.ephemeralPublicKey,
-                                                                     encryptedSecret: planted.encryptedSecret)], onBatchAccepted: nil)
+        let planted = try SecretEnvelope.sealV2(
+            SessionSecret(), for: phone.identity.publicKey, recipientDeviceID: phone.identity.id,
+            sessionID: SessionID(session.id), sender: stranger, senderDeviceID: UUID(), generation: 1)
+        _ = try await world.remote().upsertEnvelopes(
+            [
+                EnvelopeRecord(
+                    sessionID: session.id, deviceID: phone.identity.id,
+                    ephemeralPublicKey: planted.ephemeralPublicKey,
+                    encryptedSecret: planted.encryptedSecret)
+            ], onBatchAccepted: nil)
         let pull = try await phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .unknownSender && $0.rowID == session.id.canonical })
         #expect(try await phone.store.receivedEnvelopes().allSatisfy { $0.envelope != planted })
@@ -106,7 +119,8 @@ struct EnvelopeV2SyncTests {
         let phone = try await world.device("phone", role: .mobile)
         #expect(!FileManager.default.fileExists(atPath: phone.store.signingKeyPath))
         let first = try await phone.store.signingKey()
-        let mode = try FileManager.default.attributesOfItem(atPath: phone.store.signingKeyPath)[.posixPermissions] as? Int
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: phone.store.signingKeyPath)[.posixPermissions] as? Int
         #expect(mode == 0o600)
         #expect(try await phone.store.signingKey().publicKey == first.publicKey)
         async let a = phone.store.signingKey()

@@ -28,19 +28,26 @@ struct FaultInjectionTests {
 
     /// Remote pairs of the user's sessions, read in SQL (not through the proxy).
     func remotePairs(_ stack: StackEnvironment, user: UUID) throws -> Set<EnvelopePair> {
-        let text = try stack.sql("""
+        let text = try stack.sql(
+            """
             SELECT coalesce(string_agg(s.session_id::text || ':' || s.device_id::text, ','), '') FROM public.agent_coding_session_secrets s
             JOIN public.agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = '\(user.canonical)'
             """)
-        return Set(text.split(separator: ",").compactMap { item in
-            let parts = item.split(separator: ":")
-            guard parts.count == 2, let session = UUID(uuidString: String(parts[0])), let device = UUID(uuidString: String(parts[1])) else { return nil }
-            return EnvelopePair(sessionID: session, deviceID: device)
-        })
+        return Set(
+            text.split(separator: ",").compactMap { item in
+                let parts = item.split(separator: ":")
+                guard parts.count == 2, let session = UUID(uuidString: String(parts[0])),
+                    let device = UUID(uuidString: String(parts[1]))
+                else { return nil }
+                return EnvelopePair(sessionID: session, deviceID: device)
+            })
     }
 
     func ledgerPairs(_ device: World.Device) async throws -> Set<EnvelopePair> {
-        Set(try await device.store.ledger().map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) })
+        Set(
+            try await device.store.ledger().map {
+                EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID)
+            })
     }
 
     func failed(_ report: SyncReport) -> Bool { report.outcome != .success }
@@ -50,10 +57,13 @@ struct FaultInjectionTests {
     func scenario(seed: UInt64, rounds: Int, broken: Bool) async throws -> Outcome {
         let stack = try StackEnvironment.require()
         let world = try World(.postgrest)
-        let proxy = try await FaultProxy(upstreamHost: stack.url.host ?? "127.0.0.1", upstreamPort: stack.url.port ?? 80, seed: nil,
-                                         stallDuration: .milliseconds(1500))
+        let proxy = try await FaultProxy(
+            upstreamHost: stack.url.host ?? "127.0.0.1", upstreamPort: stack.url.port ?? 80, seed: nil,
+            stallDuration: .milliseconds(1500))
         do {
-            var configuration = PostgRESTConfiguration(projectURL: proxy.url(path: stack.url.path), apiKey: stack.anonKey, userID: world.user) { _ in
+            var configuration = PostgRESTConfiguration(
+                projectURL: proxy.url(path: stack.url.path), apiKey: stack.anonKey, userID: world.user
+            ) { _ in
                 stack.token(for: world.user)
             }
             // Few attempts and a short timeout, so faults surface as failed syncs rather than
@@ -78,12 +88,20 @@ struct FaultInjectionTests {
             for round in 0..<rounds {
                 // New work every round: a session to seal for each recipient.
                 let repository = repositories[round % repositories.count]
-                try await desktop.store.createSession(SessionRecord(userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id,
-                                                                    title: "round \(round)", sessionPID: 1000 + round, workingDirectory: repository.localPath))
+                try await desktop.store.createSession(
+                    SessionRecord(
+                        userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id,
+                        title: "round \(round)", sessionPID: 1000 + round, workingDirectory: repository.localPath))
                 if round == rounds / 3 { _ = try? await tablet.engine.pull() }
-                do { if failed(try await desktop.engine.push()) { outcome.failedPushes += 1 } } catch { outcome.failedPushes += 1 }
-                do { if failed(try await phone.engine.pull()) { outcome.failedPulls += 1 } } catch { outcome.failedPulls += 1 }
-                if !(try await ledgerPairs(desktop)).isSubset(of: try remotePairs(stack, user: world.user)) { outcome.ledgerAhead += 1 }
+                do { if failed(try await desktop.engine.push()) { outcome.failedPushes += 1 } } catch {
+                    outcome.failedPushes += 1
+                }
+                do { if failed(try await phone.engine.pull()) { outcome.failedPulls += 1 } } catch {
+                    outcome.failedPulls += 1
+                }
+                if !(try await ledgerPairs(desktop)).isSubset(of: try remotePairs(stack, user: world.user)) {
+                    outcome.ledgerAhead += 1
+                }
             }
             (outcome.requests, outcome.faults) = proxy.tally
 
@@ -99,19 +117,25 @@ struct FaultInjectionTests {
             let own = try await desktop.store.ownSessionIDs()
             #expect(own.count == 6 + rounds)
             let user = world.user.canonical
-            #expect(try stack.sql("SELECT count(*) FROM public.agent_coding_sessions WHERE user_id = '\(user)'") == String(own.count),
-                    "every session on the remote exactly once")
+            #expect(
+                try stack.sql("SELECT count(*) FROM public.agent_coding_sessions WHERE user_id = '\(user)'")
+                    == String(own.count),
+                "every session on the remote exactly once")
             #expect(try stack.sql("SELECT count(*) FROM public.repositories WHERE user_id = '\(user)'") == "3")
-            #expect(try stack.sql("""
-                SELECT count(*) FROM (SELECT s.session_id, s.device_id FROM public.agent_coding_session_secrets s
-                JOIN public.agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = '\(user)' GROUP BY 1, 2 HAVING count(*) > 1) d
-                """) == "0", "no envelope twice")
+            #expect(
+                try stack.sql(
+                    """
+                    SELECT count(*) FROM (SELECT s.session_id, s.device_id FROM public.agent_coding_session_secrets s
+                    JOIN public.agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = '\(user)' GROUP BY 1, 2 HAVING count(*) > 1) d
+                    """) == "0", "no envelope twice")
             let pairs = try remotePairs(stack, user: world.user)
             for recipient in [phone, tablet] {
                 let addressed = Set(pairs.filter { $0.deviceID == recipient.identity.id }.map(\.sessionID))
                 #expect(addressed == own, "every session sealed to \(recipient.identity.name)")
             }
-            #expect(try await ledgerPairs(desktop) == pairs.filter { own.contains($0.sessionID) }, "the ledger equals the remote")
+            #expect(
+                try await ledgerPairs(desktop) == pairs.filter { own.contains($0.sessionID) },
+                "the ledger equals the remote")
             let secrets = try await world.secrets(of: desktop)
             #expect(try await world.opened(by: phone) == secrets, "every envelope opens on the phone")
             #expect(try await world.opened(by: tablet) == secrets, "every envelope opens on the tablet")
@@ -124,19 +148,26 @@ struct FaultInjectionTests {
         }
     }
 
-    @Test("a push and a pull through a network that fails at random, 200 seeded rounds: the ledger never runs ahead, and all converges")
+    @Test(
+        "a push and a pull through a network that fails at random, 200 seeded rounds: the ledger never runs ahead, and all converges"
+    )
     func seededRounds() async throws {
         guard !StackEnvironment.skipped else { return }
         let outcome = try await scenario(seed: 0x5EED_2026, rounds: Self.rounds, broken: false)
-        #expect(outcome.ledgerAhead == 0, "the ledger named envelopes the remote lacked after \(outcome.ledgerAhead) rounds")
+        #expect(
+            outcome.ledgerAhead == 0, "the ledger named envelopes the remote lacked after \(outcome.ledgerAhead) rounds"
+        )
         // The faults really happened, of every kind, and really failed syncs.
-        for kind: Fault in [.delay(milliseconds: 0), .resetBeforeForwarding, .resetAfter(bytes: 0), .truncateBody, .status(0),
-                            .statusAfterForwarding(0), .stall] {
+        for kind: Fault in [
+            .delay(milliseconds: 0), .resetBeforeForwarding, .resetAfter(bytes: 0), .truncateBody, .status(0),
+            .statusAfterForwarding(0), .stall,
+        ] {
             #expect(outcome.faults[kind, default: 0] > 0, "no \(kind) was injected")
         }
         #expect(outcome.failedPushes > 0 && outcome.failedPulls > 0)
-        print("fault proxy: \(Self.rounds) rounds, \(outcome.requests) requests, faults \(outcome.faults.values.reduce(0, +)), "
-              + "failed pushes \(outcome.failedPushes), failed pulls \(outcome.failedPulls)")
+        print(
+            "fault proxy: \(Self.rounds) rounds, \(outcome.requests) requests, faults \(outcome.faults.values.reduce(0, +)), "
+                + "failed pushes \(outcome.failedPushes), failed pulls \(outcome.failedPulls)")
     }
 
     @Test("the same rounds catch an engine that writes its ledger before the remote accepts")

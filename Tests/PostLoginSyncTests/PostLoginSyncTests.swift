@@ -1,20 +1,25 @@
 import Foundation
-@testable import LocalStore
 import PostLoginSync
 import RemoteStore
 import SecretCrypto
-import Synchronization
 import SyncModel
 import SyncTestSupport
+import Synchronization
 import Testing
+
+@testable import LocalStore
 
 @Suite("Post-login sync end to end")
 struct PostLoginSyncTests {
-    @Test("a desktop and two phones: every phone opens every secret; a second push seals nothing", arguments: Backend.available)
+    @Test(
+        "a desktop and two phones: every phone opens every secret; a second push seals nothing",
+        arguments: Backend.available)
     func everyPhoneOpensEverySecret(backend: Backend) async throws {
         let world = try World(backend)
-        let phones = [try await world.device("phone-1", role: .mobile), try await world.device("phone-2", role: .mobile)]
-        for phone in phones { _ = try await phone.engine.pull() }   // registers their device rows
+        let phones = [
+            try await world.device("phone-1", role: .mobile), try await world.device("phone-2", role: .mobile),
+        ]
+        for phone in phones { _ = try await phone.engine.pull() } // registers their device rows
         let desktop = try await world.desktop(repositories: 2, sessions: 5)
 
         let first = try await desktop.engine.push()
@@ -93,7 +98,9 @@ struct PostLoginSyncTests {
         #expect(try await world.opened(by: reinstalled) == world.secrets(of: desktop))
     }
 
-    @Test("a session deleted on the desktop disappears from the phone; a renamed repository propagates", arguments: Backend.available)
+    @Test(
+        "a session deleted on the desktop disappears from the phone; a renamed repository propagates",
+        arguments: Backend.available)
     func deletionsAndRenames(backend: Backend) async throws {
         let world = try World(backend)
         let desktop = try await world.desktop(repositories: 2, sessions: 4)
@@ -120,7 +127,9 @@ struct PostLoginSyncTests {
         #expect(try await phone.store.repository(id: repository.id)?.name == "renamed")
     }
 
-    @Test("a push that failed after batch k converges when run again, with no duplicate rows", arguments: Backend.available)
+    @Test(
+        "a push that failed after batch k converges when run again, with no duplicate rows",
+        arguments: Backend.available)
     func crashAfterBatch(backend: Backend) async throws {
         let world = try World(backend)
         let phones = [try await world.device("p1", role: .mobile), try await world.device("p2", role: .mobile)]
@@ -147,7 +156,9 @@ struct PostLoginSyncTests {
         #expect(try await desktop.engine.push().envelopesSealed == 0)
     }
 
-    @Test("sessions go a page at a time; a push cut off between pages of one change sequence resumes without skipping any", arguments: Backend.available)
+    @Test(
+        "sessions go a page at a time; a push cut off between pages of one change sequence resumes without skipping any",
+        arguments: Backend.available)
     func pagedRows(backend: Backend) async throws {
         let world = try World(backend)
         var options = SyncOptions()
@@ -155,13 +166,18 @@ struct PostLoginSyncTests {
         let desktop = try await world.desktop(repositories: 1, sessions: 0, options: options)
         let repository = try #require(try await desktop.store.repositories().first)
         // Eight sessions in one transaction share one change sequence: pages of 3 split it.
-        try await desktop.store.createSessions((0..<8).map { i in
-            SessionRecord(userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id, title: "s\(i)", workingDirectory: "/w")
-        })
+        try await desktop.store.createSessions(
+            (0..<8).map { i in
+                SessionRecord(
+                    userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id, title: "s\(i)",
+                    workingDirectory: "/w")
+            })
         let real = try world.remote()
         // The connection drops after the second page was accepted.
-        let cut = try await SyncEngine(local: desktop.store, remote: FailAfterBatches(real, envelopeBatches: .max, sessionBatches: 2),
-                                          options: options).push()
+        let cut = try await SyncEngine(
+            local: desktop.store, remote: FailAfterBatches(real, envelopeBatches: .max, sessionBatches: 2),
+            options: options
+        ).push()
         #expect(cut.phases.first { $0.phase == .sessions }?.status == .failed)
         #expect(try await real.listSessionIDs(deviceID: nil).count == 6)
 
@@ -174,8 +190,10 @@ struct PostLoginSyncTests {
 
         // Later writes, one transaction each: only they go, a page at a time.
         for i in 0..<4 {
-            try await desktop.store.createSession(SessionRecord(userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id,
-                                                                title: "later \(i)", workingDirectory: "/w"))
+            try await desktop.store.createSession(
+                SessionRecord(
+                    userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id,
+                    title: "later \(i)", workingDirectory: "/w"))
         }
         let later = try await desktop.engine.push()
         #expect(later.phases.first { $0.phase == .sessions }?.sent == 4)
@@ -184,14 +202,21 @@ struct PostLoginSyncTests {
         #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0)
 
         // Exactly one full page: the empty page after it moves the mark past it.
-        try await desktop.store.createSessions((0..<3).map { i in
-            SessionRecord(userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id, title: "page \(i)", workingDirectory: "/w")
-        })
+        try await desktop.store.createSessions(
+            (0..<3).map { i in
+                SessionRecord(
+                    userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id, title: "page \(i)",
+                    workingDirectory: "/w")
+            })
         #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 3)
-        #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0, "a quiet push sends no session")
+        #expect(
+            try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0,
+            "a quiet push sends no session")
     }
 
-    @Test("a session deleted and written again by one pull keeps its envelope, though the envelopes were read before", arguments: Backend.available)
+    @Test(
+        "a session deleted and written again by one pull keeps its envelope, though the envelopes were read before",
+        arguments: Backend.available)
     func sessionRewrittenInOnePull(backend: Backend) async throws {
         let world = try World(backend)
         let phone = try await world.device("phone", role: .mobile)
@@ -216,7 +241,9 @@ struct PostLoginSyncTests {
         let report = try await SyncEngine(local: phone.store, remote: hiding).pull()
         #expect(report.outcome == .success, "\(report.errors)")
         #expect(try await phone.store.sessions().first { $0.id == target.id }?.title == "renamed")
-        #expect(try await phone.store.receivedEnvelopeSessionIDs().contains(target.id), "the envelope was opened and stored again")
+        #expect(
+            try await phone.store.receivedEnvelopeSessionIDs().contains(target.id),
+            "the envelope was opened and stored again")
         #expect(try await world.opened(by: phone) == (try await world.secrets(of: desktop)))
     }
 
@@ -263,7 +290,9 @@ struct PostLoginSyncTests {
         lease.release()
     }
 
-    @Test("a malformed device key on the remote is skipped and reported; the others still get theirs", arguments: Backend.available)
+    @Test(
+        "a malformed device key on the remote is skipped and reported; the others still get theirs",
+        arguments: Backend.available)
     func malformedKey(backend: Backend) async throws {
         // The project's schema refuses such keys outright; the deployed schema stores them.
         let world = try World(backend, deployedSchema: true)
@@ -271,11 +300,15 @@ struct PostLoginSyncTests {
         _ = try await phone.engine.pull()
         let broken = UUID()
         let remote = try world.remote()
-        try await remote.upsertOwnDevice(OwnDeviceRow(id: broken, userID: world.user, name: "broken", deviceType: .iosPhone,
-                                                      hostname: nil, publicKey: "not-a-key"))
+        try await remote.upsertOwnDevice(
+            OwnDeviceRow(
+                id: broken, userID: world.user, name: "broken", deviceType: .iosPhone,
+                hostname: nil, publicKey: "not-a-key"))
         let lowOrder = UUID()
-        try await remote.upsertOwnDevice(OwnDeviceRow(id: lowOrder, userID: world.user, name: "zero", deviceType: .iosPhone,
-                                                      hostname: nil, publicKey: ByteEncoding.base64([UInt8](repeating: 0, count: 32))))
+        try await remote.upsertOwnDevice(
+            OwnDeviceRow(
+                id: lowOrder, userID: world.user, name: "zero", deviceType: .iosPhone,
+                hostname: nil, publicKey: ByteEncoding.base64([UInt8](repeating: 0, count: 32))))
         let desktop = try await world.desktop(sessions: 2)
         let push = try await desktop.engine.push()
         #expect(push.outcome == .partial)
@@ -294,13 +327,17 @@ struct PostLoginSyncTests {
         let devices = [
             RemoteDevice(id: me, userID: user, name: "me", deviceType: .macDesktop, publicKey: key, isTrusted: true),
             RemoteDevice(id: UUID(), userID: user, name: "browser", deviceType: .webBrowser, publicKey: key),
-            RemoteDevice(id: UUID(), userID: user, name: "viewer", deviceType: .iosPhone, deviceRole: .temporaryViewer, publicKey: key),
-            RemoteDevice(id: UUID(), userID: user, name: "untrusted", deviceType: .iosPhone, publicKey: key, isTrusted: false),
+            RemoteDevice(
+                id: UUID(), userID: user, name: "viewer", deviceType: .iosPhone, deviceRole: .temporaryViewer,
+                publicKey: key),
+            RemoteDevice(
+                id: UUID(), userID: user, name: "untrusted", deviceType: .iosPhone, publicKey: key, isTrusted: false),
             RemoteDevice(id: UUID(), userID: user, name: "nokey", deviceType: .iosPhone, publicKey: nil),
         ]
         let standard = RecipientPolicy.evaluate(devices, userID: user, selfID: me, options: RecipientOptions())
         #expect(standard.filter(\.receives).map(\.name) == ["me", "untrusted"])
-        let strict = RecipientPolicy.evaluate(devices, userID: user, selfID: me, options: RecipientOptions(requireTrusted: true, includeSelf: false))
+        let strict = RecipientPolicy.evaluate(
+            devices, userID: user, selfID: me, options: RecipientOptions(requireTrusted: true, includeSelf: false))
         #expect(strict.filter(\.receives).isEmpty)
         #expect(strict.first { $0.name == "untrusted" }?.reason?.contains("trusted") == true)
     }
@@ -324,7 +361,10 @@ struct PostLoginSyncTests {
             forbidden.append(key.rawRepresentation.withUnsafeBytes { ByteEncoding.base64(Array($0)) })
             forbidden.append(key.rawRepresentation.withUnsafeBytes { ByteEncoding.hex(Array($0)) })
         }
-        let texts = [push.json(), pull.json(), try await desktop.store.lastReport()?.json ?? "", try await phone.store.lastReport()?.json ?? ""]
+        let texts = [
+            push.json(), pull.json(), try await desktop.store.lastReport()?.json ?? "",
+            try await phone.store.lastReport()?.json ?? "",
+        ]
         #expect(forbidden.count == 6 * 3 + 4)
         for text in texts {
             #expect(!text.isEmpty)
@@ -370,9 +410,13 @@ struct PostLoginSyncTests {
     func remoteDown() async throws {
         let world = try World(.embedded)
         let desktop = try await world.desktop(sessions: 2)
-        var configuration = PostgRESTConfiguration(projectURL: URL(string: "http://127.0.0.1:9")!, apiKey: "k", userID: world.user) { _ in "t" }
+        var configuration = PostgRESTConfiguration(
+            projectURL: URL(string: "http://127.0.0.1:9")!, apiKey: "k", userID: world.user
+        ) { _ in "t" }
         configuration.maxAttempts = 1
-        let report = try await SyncEngine(local: desktop.store, remote: PostgRESTRemoteStore(configuration: configuration)).push()
+        let report = try await SyncEngine(
+            local: desktop.store, remote: PostgRESTRemoteStore(configuration: configuration)
+        ).push()
         #expect(report.outcome == .failure)
         #expect(report.phases.allSatisfy { $0.status == .failed })
         #expect(try await desktop.store.sessions().count == 2)
@@ -405,22 +449,35 @@ struct FailAfterBatches: SecretRequestRemote {
 
     final class Counter: Sendable {
         let value = Mutex(0)
-        func next() -> Int { value.withLock { $0 += 1; return $0 } }
+        func next() -> Int {
+            value.withLock {
+                $0 += 1
+                return $0
+            }
+        }
     }
 
     var userID: UUID { base.userID }
     func upsertOwnDevice(_ device: OwnDeviceRow) async throws { try await base.upsertOwnDevice(device) }
     func listDevices() async throws -> [RemoteDevice] { try await base.listDevices() }
-    func upsertRepositories(_ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?) async throws -> BulkWriteResult {
+    func upsertRepositories(
+        _ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?
+    ) async throws -> BulkWriteResult {
         try await base.upsertRepositories(rows, onBatchAccepted: onBatchAccepted)
     }
-    func upsertSessions(_ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?) async throws -> BulkWriteResult {
+    func upsertSessions(
+        _ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?
+    ) async throws -> BulkWriteResult {
         try await base.upsertSessions(rows) { batch in
             try await onBatchAccepted?(batch)
-            if sessionsAccepted.next() >= sessionLimit { throw RemoteStoreError(.network, "connection reset (simulated)") }
+            if sessionsAccepted.next() >= sessionLimit {
+                throw RemoteStoreError(.network, "connection reset (simulated)")
+            }
         }
     }
-    func upsertEnvelopes(_ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?) async throws -> BulkWriteResult {
+    func upsertEnvelopes(
+        _ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?
+    ) async throws -> BulkWriteResult {
         try await base.upsertEnvelopes(rows) { batch in
             try await onBatchAccepted?(batch)
             if accepted.next() >= limit { throw RemoteStoreError(.network, "connection reset (simulated)") }
@@ -433,19 +490,35 @@ struct FailAfterBatches: SecretRequestRemote {
     func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey] {
         try await base.listEnvelopeKeys(sessions: sessions, atMost: atMost)
     }
-    func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(recipients: recipients) }
-    func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? { try await base.deleteEnvelopes(sessions: sessions) }
+    func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? {
+        try await base.deleteEnvelopes(recipients: recipients)
+    }
+    func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? {
+        try await base.deleteEnvelopes(sessions: sessions)
+    }
     func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? { try await base.deleteEnvelopes(pairs: pairs) }
-    func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>] { try await base.fetchRepositories(after: cursor) }
-    func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] { try await base.fetchSessions(after: cursor) }
-    func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> { try await base.listRepositoryIDs(deviceID: deviceID) }
-    func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> { try await base.listSessionIDs(deviceID: deviceID).subtracting(unlisted) }
+    func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>] {
+        try await base.fetchRepositories(after: cursor)
+    }
+    func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] {
+        try await base.fetchSessions(after: cursor)
+    }
+    func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> {
+        try await base.listRepositoryIDs(deviceID: deviceID)
+    }
+    func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> {
+        try await base.listSessionIDs(deviceID: deviceID).subtracting(unlisted)
+    }
     func deleteRepositories(ids: Set<UUID>) async throws -> Int? { try await base.deleteRepositories(ids: ids) }
     func deleteSessions(ids: Set<UUID>) async throws -> Int? { try await base.deleteSessions(ids: ids) }
-    func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] { try await base.fetchEnvelopes(addressedTo: deviceID) }
+    func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
+        try await base.fetchEnvelopes(addressedTo: deviceID)
+    }
     func heartbeat(deviceID: UUID) async throws { try await base.heartbeat(deviceID: deviceID) }
     func listOpenSecretRequests() async throws -> [SecretRequestRow] { try await base.listOpenSecretRequests() }
-    func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult { try await base.insertSecretRequests(rows) }
+    func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult {
+        try await base.insertSecretRequests(rows)
+    }
     func fulfilSecretRequests(ids: Set<UUID>) async throws { try await base.fulfilSecretRequests(ids: ids) }
     func metrics() -> RemoteMetrics { base.metrics() }
 }

@@ -1,8 +1,9 @@
 import Foundation
-@testable import PostLoginSync
 import RemoteStore
 import SyncModel
 import Testing
+
+@testable import PostLoginSync
 
 /// The `--json` reports are an interface scripts read: a report of each kind, with every field
 /// set, must encode to exactly the bytes it encoded to when its fields were strings (the golden
@@ -27,15 +28,20 @@ struct ReportFormatTests {
         report.retries = 1
         if partial {
             report.status = .partial
-            report.errors = [SyncIssue(phase: phase, code: .keyMismatch, rowID: other.canonical, message: "device skipped: possible attack")]
+            report.errors = [
+                SyncIssue(
+                    phase: phase, code: .keyMismatch, rowID: other.canonical, message: "device skipped: possible attack"
+                )
+            ]
         }
         return report
     }
 
     static func report(_ direction: SyncDirection) -> SyncReport {
-        var report = SyncReport(direction: direction, deviceID: device, startedAt: start, finishedAt: start.addingTimeInterval(1.5),
-                                durationSeconds: 1.5, outcome: .partial,
-                                phases: [phase(.device, partial: false), phase(direction == .push ? .secrets : .envelopes, partial: true)])
+        var report = SyncReport(
+            direction: direction, deviceID: device, startedAt: start, finishedAt: start.addingTimeInterval(1.5),
+            durationSeconds: 1.5, outcome: .partial,
+            phases: [phase(.device, partial: false), phase(direction == .push ? .secrets : .envelopes, partial: true)])
         var failed = PhaseReport(phase: .sessions)
         failed.status = .failed
         report.phases.insert(failed, at: 1)
@@ -43,10 +49,13 @@ struct ReportFormatTests {
         report.envelopesOpened = 7
         report.requests = 10
         report.recipients = [
-            DeviceDecision(deviceID: device, name: "laptop", deviceType: "linux-desktop", receives: true, reason: nil, keyFingerprint: "ab12",
-                           envelopeVersions: [1, 2], trust: .verified),
-            DeviceDecision(deviceID: other, name: "browser", deviceType: "web-browser", receives: false,
-                           reason: "web browsers never receive secrets", keyFingerprint: nil, trust: .certificateMismatch),
+            DeviceDecision(
+                deviceID: device, name: "laptop", deviceType: "linux-desktop", receives: true, reason: nil,
+                keyFingerprint: "ab12",
+                envelopeVersions: [1, 2], trust: .verified),
+            DeviceDecision(
+                deviceID: other, name: "browser", deviceType: "web-browser", receives: false,
+                reason: "web browsers never receive secrets", keyFingerprint: nil, trust: .certificateMismatch),
         ]
         report.reconciliation = Reconciliation(method: .digest, buckets: 16, bucketsListed: 1, rowsListed: 3)
         var trust = TrustSummary(mode: .verified, identityFingerprint: "0000 1111 2222 3333 4444 5555 6666 7777")
@@ -63,7 +72,8 @@ struct ReportFormatTests {
     }
 
     static func golden(_ name: String) throws -> String {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Golden/\(name).json")
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "Golden/\(name).json")
         return try String(contentsOf: url, encoding: .utf8)
     }
 
@@ -74,7 +84,9 @@ struct ReportFormatTests {
         return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
     }
 
-    @Test("push and pull reports (sync --json), a watch tick (sync --watch --json) and trust status (trust status --json)")
+    @Test(
+        "push and pull reports (sync --json), a watch tick (sync --watch --json) and trust status (trust status --json)"
+    )
     func reports() throws {
         #expect(Self.report(.push).json() + "\n" == (try Self.golden("push-report")))
         #expect(Self.report(.pull).json() + "\n" == (try Self.golden("pull-report")))
@@ -86,8 +98,11 @@ struct ReportFormatTests {
         var status = TrustStatus(deviceID: Self.device, isTrustRoot: true)
         status.identityFingerprint = "0000 1111 2222 3333 4444 5555 6666 7777"
         status.thisDevice = .verified
-        status.devices = [TrustStatus.Device(deviceID: Self.other, name: "phone", deviceType: "ios-phone", isActive: true, status: .keyMismatch,
-                                             isThisDevice: false)]
+        status.devices = [
+            TrustStatus.Device(
+                deviceID: Self.other, name: "phone", deviceType: "ios-phone", isActive: true, status: .keyMismatch,
+                isThisDevice: false)
+        ]
         #expect(try Self.printed(status) == (try Self.golden("trust-status")))
     }
 }

@@ -3,9 +3,9 @@ import LocalStore
 import PostLoginSync
 import RemoteStore
 import SecretCrypto
-import Synchronization
 import SyncModel
 import SyncTestSupport
+import Synchronization
 import Testing
 
 /// The audit's client findings on the sync engine: recipients of another user or listed twice
@@ -25,7 +25,10 @@ struct SecurityFindingsTests {
             switch (request.method, table) {
             case ("GET", "devices"):
                 let first = request.headers["range"].flatMap { Int($0.split(separator: "-")[0]) } ?? 0
-                if first > 0 { connection.json(200, "[]", headers: ["content-range": "*/*"]); return }
+                if first > 0 {
+                    connection.json(200, "[]", headers: ["content-range": "*/*"])
+                    return
+                }
                 let list = devices()
                 let count = ((try? JSONSerialization.jsonObject(with: Data(list.utf8))) as? [Any])?.count ?? 0
                 connection.json(200, list, headers: ["content-range": "0-\(count - 1)/*"])
@@ -46,12 +49,14 @@ struct SecurityFindingsTests {
         }
     }
 
-    static func deviceJSON(_ id: String, user: UUID, name: String, key: X25519PublicKey, trusted: Bool = true) -> String {
+    static func deviceJSON(_ id: String, user: UUID, name: String, key: X25519PublicKey, trusted: Bool = true) -> String
+    {
         #"{"id":"\#(id)","user_id":"\#(user.canonical)","name":"\#(name)","device_type":"ios-phone","is_active":true,"device_role":"trusted_executor","public_key":"\#(key.base64)","is_trusted":\#(trusted)}"#
     }
 
-    @Test("a listed device of another user receives nothing, even flagged trusted, and is reported as a possible attack",
-          arguments: [false, true])
+    @Test(
+        "a listed device of another user receives nothing, even flagged trusted, and is reported as a possible attack",
+        arguments: [false, true])
     func foreignDevice(requireTrusted: Bool) async throws {
         let world = try World(.embedded)
         let sealed = Sealed()
@@ -60,23 +65,31 @@ struct SecurityFindingsTests {
         let selfKey = Mutex<X25519PublicKey?>(nil)
         let selfID = UUID()
         let user = world.user
-        let server = try Self.hostileRemote(devices: {
-            "[" + [Self.deviceJSON(selfID.canonical, user: user, name: "desktop", key: selfKey.withLock { $0! }),
-                   Self.deviceJSON(phone.canonical, user: user, name: "phone", key: phoneKey),
-                   Self.deviceJSON(intruder.canonical, user: other, name: "intruder", key: intruderKey)].joined(separator: ",") + "]"
-        }, envelopes: sealed)
+        let server = try Self.hostileRemote(
+            devices: {
+                "["
+                    + [
+                        Self.deviceJSON(selfID.canonical, user: user, name: "desktop", key: selfKey.withLock { $0! }),
+                        Self.deviceJSON(phone.canonical, user: user, name: "phone", key: phoneKey),
+                        Self.deviceJSON(intruder.canonical, user: other, name: "intruder", key: intruderKey),
+                    ].joined(separator: ",") + "]"
+            }, envelopes: sealed)
         defer { server.stop() }
-        var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon", userID: user) { _ in "token" }
+        var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon", userID: user) { _ in
+            "token"
+        }
         configuration.baseBackoff = Duration.milliseconds(5)
         var options = SyncOptions()
         options.recipients = RecipientOptions(requireTrusted: requireTrusted)
-        let desktop = try await world.device("desktop", role: .desktop, id: selfID, options: options,
-                                             remote: PostgRESTRemoteStore(configuration: configuration))
+        let desktop = try await world.device(
+            "desktop", role: .desktop, id: selfID, options: options,
+            remote: PostgRESTRemoteStore(configuration: configuration))
         selfKey.withLock { $0 = desktop.identity.publicKey }
         let repository = RepositoryRecord(userID: user, deviceID: selfID, name: "r", localPath: "/r")
         try await desktop.store.upsertRepositories([repository])
         for i in 0..<3 {
-            try await desktop.store.createSession(SessionRecord(userID: user, deviceID: selfID, repositoryID: repository.id, title: "s\(i)"))
+            try await desktop.store.createSession(
+                SessionRecord(userID: user, deviceID: selfID, repositoryID: repository.id, title: "s\(i)"))
         }
         let report = try await desktop.engine.push()
         let recipients = Set(sealed.all)
@@ -86,7 +99,9 @@ struct SecurityFindingsTests {
         #expect(report.envelopesSealed == 6)
     }
 
-    @Test("a device listed twice (or this desktop's id in upper case) does not crash the push; it is sealed once and reported")
+    @Test(
+        "a device listed twice (or this desktop's id in upper case) does not crash the push; it is sealed once and reported"
+    )
     func duplicateDevice() async throws {
         let world = try World(.embedded)
         let sealed = Sealed()
@@ -95,22 +110,31 @@ struct SecurityFindingsTests {
         let selfKey = Mutex<X25519PublicKey?>(nil)
         let selfID = UUID()
         let user = world.user
-        let server = try Self.hostileRemote(devices: {
-            let key = selfKey.withLock { $0! }
-            return "[" + [Self.deviceJSON(selfID.canonical, user: user, name: "desktop", key: key),
-                          Self.deviceJSON(selfID.uuidString.uppercased(), user: user, name: "desktop again", key: key),
-                          Self.deviceJSON(phone.canonical, user: user, name: "phone", key: phoneKey),
-                          Self.deviceJSON(phone.canonical, user: user, name: "phone again", key: X25519PrivateKey().publicKey)]
-                .joined(separator: ",") + "]"
-        }, envelopes: sealed)
+        let server = try Self.hostileRemote(
+            devices: {
+                let key = selfKey.withLock { $0! }
+                return "["
+                    + [
+                        Self.deviceJSON(selfID.canonical, user: user, name: "desktop", key: key),
+                        Self.deviceJSON(selfID.uuidString.uppercased(), user: user, name: "desktop again", key: key),
+                        Self.deviceJSON(phone.canonical, user: user, name: "phone", key: phoneKey),
+                        Self.deviceJSON(
+                            phone.canonical, user: user, name: "phone again", key: X25519PrivateKey().publicKey),
+                    ]
+                    .joined(separator: ",") + "]"
+            }, envelopes: sealed)
         defer { server.stop() }
-        var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon", userID: user) { _ in "token" }
+        var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon", userID: user) { _ in
+            "token"
+        }
         configuration.baseBackoff = Duration.milliseconds(5)
-        let desktop = try await world.device("desktop", role: .desktop, id: selfID, remote: PostgRESTRemoteStore(configuration: configuration))
+        let desktop = try await world.device(
+            "desktop", role: .desktop, id: selfID, remote: PostgRESTRemoteStore(configuration: configuration))
         selfKey.withLock { $0 = desktop.identity.publicKey }
         let repository = RepositoryRecord(userID: user, deviceID: selfID, name: "r", localPath: "/r")
         try await desktop.store.upsertRepositories([repository])
-        try await desktop.store.createSession(SessionRecord(userID: user, deviceID: selfID, repositoryID: repository.id))
+        try await desktop.store.createSession(
+            SessionRecord(userID: user, deviceID: selfID, repositoryID: repository.id))
         let report = try await desktop.engine.push()
         let rows = sealed.all
         #expect(rows.count == 2)
@@ -120,7 +144,9 @@ struct SecurityFindingsTests {
         #expect(report.recipients.filter(\.receives).count == 2)
     }
 
-    @Test("round 3, finding 9: a push whose digest counted a few rows stops the envelope listing as soon as it passes them")
+    @Test(
+        "round 3, finding 9: a push whose digest counted a few rows stops the envelope listing as soon as it passes them"
+    )
     func listingBoundedByDigest() async throws {
         let world = try World(.embedded)
         let selfID = UUID()
@@ -138,8 +164,13 @@ struct SecurityFindingsTests {
                 connection.json(200, #"[{"bucket":0,"pairs":1,"h1":1,"h2":1}]"#)
             case ("GET", "agent_coding_session_secrets"):
                 // Full pages of new rows, forever.
-                let page = pages.withLock { value -> Int in value += 1; return value }
-                let rows = (0..<1000).map { #"{"id":\#(page * 1000 + $0),"session_id":"\#(UUID().canonical)","device_id":"\#(UUID().canonical)","ephemeral_public_key":"k"}"# }
+                let page = pages.withLock { value -> Int in
+                    value += 1
+                    return value
+                }
+                let rows = (0..<1000).map {
+                    #"{"id":\#(page * 1000 + $0),"session_id":"\#(UUID().canonical)","device_id":"\#(UUID().canonical)","ephemeral_public_key":"k"}"#
+                }
                 connection.json(200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "0-999/*"])
             case ("GET", _):
                 connection.json(200, "[]", headers: ["content-range": "*/*"])
@@ -152,23 +183,28 @@ struct SecurityFindingsTests {
             }
         }
         defer { server.stop() }
-        var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon", userID: user) { _ in "token" }
+        var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon", userID: user) { _ in
+            "token"
+        }
         configuration.baseBackoff = Duration.milliseconds(5)
         // Undefended, the listing would stop only here: 20 pages.
         configuration.maxListedRows = 20_000
         configuration.listingStreams = 1
-        let desktop = try await world.device("desktop", role: .desktop, id: selfID, remote: PostgRESTRemoteStore(configuration: configuration))
+        let desktop = try await world.device(
+            "desktop", role: .desktop, id: selfID, remote: PostgRESTRemoteStore(configuration: configuration))
         selfKey.withLock { $0 = desktop.identity.publicKey }
         let repository = RepositoryRecord(userID: user, deviceID: selfID, name: "r", localPath: "/r")
         try await desktop.store.upsertRepositories([repository])
-        try await desktop.store.createSession(SessionRecord(userID: user, deviceID: selfID, repositoryID: repository.id))
+        try await desktop.store.createSession(
+            SessionRecord(userID: user, deviceID: selfID, repositoryID: repository.id))
         let report = try await desktop.engine.push()
         #expect(report.errors.contains { $0.code == SyncIssue.Code(remote: .listingDidNotEnd) })
         #expect(pages.withLock { $0 } == 1)
     }
 
-    @Test("envelopes that do not open are reported and never stored; a good envelope kept earlier is not displaced",
-          arguments: Backend.available)
+    @Test(
+        "envelopes that do not open are reported and never stored; a good envelope kept earlier is not displaced",
+        arguments: Backend.available)
     func junkEnvelopes(backend: Backend) async throws {
         let world = try World(backend)
         let phone = try await world.device("phone", role: .mobile)
@@ -193,7 +229,10 @@ struct SecurityFindingsTests {
             ("v2:" + X25519PrivateKey().publicKey.base64, ByteEncoding.base64([UInt8](repeating: 4, count: 85))),
         ]
         let remote = try world.remote()
-        let rows = zip(sessions, junk).map { EnvelopeRecord(sessionID: $0.0, deviceID: phone.identity.id, ephemeralPublicKey: $0.1.0, encryptedSecret: $0.1.1) }
+        let rows = zip(sessions, junk).map {
+            EnvelopeRecord(
+                sessionID: $0.0, deviceID: phone.identity.id, ephemeralPublicKey: $0.1.0, encryptedSecret: $0.1.1)
+        }
         let written = try await remote.upsertEnvelopes(rows, onBatchAccepted: nil)
         #expect(written.accepted == 8)
 
@@ -202,7 +241,8 @@ struct SecurityFindingsTests {
         #expect(phase.failed == 8 && phase.applied == 0)
         #expect(pull.errors.filter { $0.code == .envelopeUnreadable }.count == 8)
         let stored = try await phone.store.receivedEnvelopes()
-        let junkSet = Set(rows.map { SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret) })
+        let junkSet = Set(
+            rows.map { SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret) })
         #expect(stored.allSatisfy { !junkSet.contains($0.envelope) }, "a junk envelope was stored")
         #expect(try await world.opened(by: phone) == before, "the good envelopes kept earlier still open")
     }

@@ -1,12 +1,13 @@
 import DeviceTrust
 import Foundation
-@testable import LocalStore
-@testable import PostLoginSync
 import RemoteStore
 import SecretCrypto
 import SyncModel
 import SyncTestSupport
 import Testing
+
+@testable import LocalStore
+@testable import PostLoginSync
 
 /// The third audit's findings on what a phone accepts and whom a desktop seals to (1-4), each
 /// replayed as the audit ran it, on the embedded remote and on the stack (the project's schema
@@ -17,15 +18,22 @@ struct SecurityRound3Tests {
 
     /// Writes `envelope` as the row for `session` addressed to `device`, as whoever holds the
     /// user's token can.
-    static func plant(_ envelope: SecretEnvelope, session: UUID, for device: UUID, on remote: any SyncRemote) async throws {
-        _ = try await remote.upsertEnvelopes([EnvelopeRecord(sessionID: session, deviceID: device, ephemeralPublicKey: envelope.ephemeralPublicKey,
-                                                             encryptedSecret: envelope.encryptedSecret)], onBatchAccepted: nil)
+    static func plant(
+        _ envelope: SecretEnvelope, session: UUID, for device: UUID, on remote: any SyncRemote
+    ) async throws {
+        _ = try await remote.upsertEnvelopes(
+            [
+                EnvelopeRecord(
+                    sessionID: session, deviceID: device, ephemeralPublicKey: envelope.ephemeralPublicKey,
+                    encryptedSecret: envelope.encryptedSecret)
+            ], onBatchAccepted: nil)
     }
 
     // MARK: 1
 
-    @Test("1. a rotation cannot be rolled back: the session left out of one pull, then restored with its genuine generation-1 envelope",
-          arguments: remotes)
+    @Test(
+        "1. a rotation cannot be rolled back: the session left out of one pull, then restored with its genuine generation-1 envelope",
+        arguments: remotes)
     func rotationRollback(backend: Backend, deployed: Bool) async throws {
         let p = try await TrustThreatTests.paired(backend, deployed, sessions: 2)
         let tablet = try await p.world.device("tablet", role: .mobile, type: .iosTablet)
@@ -34,7 +42,8 @@ struct SecurityRound3Tests {
         let remote = try p.world.remote()
         let session = try #require(try await p.desktop.store.sessions().min { $0.id.canonical < $1.id.canonical })
         // What the attacker keeps: the session's row and the phone's genuine generation-1 envelope.
-        let old = try #require(try await remote.fetchEnvelopes(addressedTo: p.phone.identity.id).first { $0.sessionID == session.id })
+        let old = try #require(
+            try await remote.fetchEnvelopes(addressedTo: p.phone.identity.id).first { $0.sessionID == session.id })
         let generation1 = try #require(try await p.world.secrets(of: p.desktop)[session.id])
 
         // The tablet is revoked; the desktop rotates; the phone takes generation 2.
@@ -72,7 +81,9 @@ struct SecurityRound3Tests {
         #expect(try await p.phone.store.openReceived(sessionID: session.id, generation: 1).secret == generation1)
     }
 
-    @Test("1. a generation far above the highest seen (a certified device's chosen 2^32 - 1) is refused", arguments: remotes)
+    @Test(
+        "1. a generation far above the highest seen (a certified device's chosen 2^32 - 1) is refused",
+        arguments: remotes)
     func generationJump(backend: Backend, deployed: Bool) async throws {
         let p = try await TrustThreatTests.paired(backend, deployed, sessions: 1)
         // A second certified desktop whose own session the phone has never seen.
@@ -81,9 +92,10 @@ struct SecurityRound3Tests {
         _ = try await other.engine.push()
         let session = try #require(try await other.store.sessions().first)
         let key = try await other.store.deviceKey()
-        let chosen = try SecretEnvelope.sealV2(SessionSecret(), for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
-                                               sessionID: SessionID(session.id), sender: key, senderDeviceID: other.identity.id,
-                                               generation: .max)
+        let chosen = try SecretEnvelope.sealV2(
+            SessionSecret(), for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
+            sessionID: SessionID(session.id), sender: key, senderDeviceID: other.identity.id,
+            generation: .max)
         try await Self.plant(chosen, session: session.id, for: p.phone.identity.id, on: p.world.remote())
         let pull = try await p.phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .generationJump && $0.rowID == session.id.canonical })
@@ -97,8 +109,9 @@ struct SecurityRound3Tests {
 
     // MARK: 2
 
-    @Test("2. a v1 envelope with a chosen secret planted over a phone's v2 one is refused as a downgrade; the desktop's reseal is taken",
-          arguments: remotes)
+    @Test(
+        "2. a v1 envelope with a chosen secret planted over a phone's v2 one is refused as a downgrade; the desktop's reseal is taken",
+        arguments: remotes)
     func downgrade(backend: Backend, deployed: Bool) async throws {
         let p = try await TrustThreatTests.paired(backend, deployed, sessions: 2)
         let session = try #require(try await p.desktop.store.sessions().first)
@@ -127,12 +140,15 @@ struct SecurityRound3Tests {
     @Test("2. a v1 envelope for a certified desktop's session is refused before the phone ever held one for it")
     func downgradeOnFirstContact() async throws {
         let p = try await TrustThreatTests.paired(.embedded, false, sessions: 1)
-        let session = try await p.desktop.store.createSession(SessionRecord(
-            userID: p.world.user, deviceID: p.desktop.identity.id, repositoryID: try #require(try await p.desktop.store.repositories().first).id))
+        let session = try await p.desktop.store.createSession(
+            SessionRecord(
+                userID: p.world.user, deviceID: p.desktop.identity.id,
+                repositoryID: try #require(try await p.desktop.store.repositories().first).id))
         _ = try await p.desktop.engine.push()
         // The phone has never stored an envelope for the new session: no mark yet. The genuine
         // v2 row is replaced by a v1 one with a chosen secret before the phone pulls.
-        let planted = try SecretEnvelope.seal(SessionSecret(), for: p.phone.identity.publicKey, sessionID: SessionID(session.id))
+        let planted = try SecretEnvelope.seal(
+            SessionSecret(), for: p.phone.identity.publicKey, sessionID: SessionID(session.id))
         try await Self.plant(planted, session: session.id, for: p.phone.identity.id, on: p.world.remote())
         let pull = try await p.phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .downgradeRefused && $0.rowID == session.id.canonical })
@@ -150,14 +166,17 @@ struct SecurityRound3Tests {
         let session = try #require(try await desktop.store.sessions().first)
         let genuine = try #require(try await world.secrets(of: desktop)[session.id])
         #expect(try await phone.store.openReceived(sessionID: session.id).authenticated)
-        let planted = try SecretEnvelope.seal(SessionSecret(), for: phone.identity.publicKey, sessionID: SessionID(session.id))
+        let planted = try SecretEnvelope.seal(
+            SessionSecret(), for: phone.identity.publicKey, sessionID: SessionID(session.id))
         try await Self.plant(planted, session: session.id, for: phone.identity.id, on: world.remote())
         let pull = try await phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .downgradeRefused && $0.rowID == session.id.canonical })
         #expect(try await phone.store.openReceived(sessionID: session.id).secret == genuine)
     }
 
-    @Test("2. the generation a secret is shown under is the one it was stored under (secrets show --json and --reveal agree)")
+    @Test(
+        "2. the generation a secret is shown under is the one it was stored under (secrets show --json and --reveal agree)"
+    )
     func oneGeneration() async throws {
         // Without a pinned identity (trust mode any) a v1 envelope with another secret is the
         // next generation; opening it must say so, as the store does.
@@ -171,7 +190,8 @@ struct SecurityRound3Tests {
         let session = try #require(try await desktop.store.sessions().first)
         // The phone advertises v2 and the desktop seals v2 to it; plant two v1 envelopes in turn.
         for secret in [SessionSecret(), SessionSecret()] {
-            let envelope = try SecretEnvelope.seal(secret, for: phone.identity.publicKey, sessionID: SessionID(session.id))
+            let envelope = try SecretEnvelope.seal(
+                secret, for: phone.identity.publicKey, sessionID: SessionID(session.id))
             try await Self.plant(envelope, session: session.id, for: phone.identity.id, on: world.remote())
             var options = SyncOptions()
             options.recipients.trust = .any
@@ -184,7 +204,9 @@ struct SecurityRound3Tests {
 
     // MARK: 3
 
-    @Test("3. a certified web browser that renames its type to linux-desktop receives nothing, and is reported", arguments: remotes)
+    @Test(
+        "3. a certified web browser that renames its type to linux-desktop receives nothing, and is reported",
+        arguments: remotes)
     func browserRenamesType(backend: Backend, deployed: Bool) async throws {
         let p = try await TrustThreatTests.paired(backend, deployed, sessions: 2)
         let browser = try await p.world.device("browser", role: .mobile, type: .webBrowser)
@@ -192,9 +214,11 @@ struct SecurityRound3Tests {
         let before = try await p.desktop.engine.push()
         #expect(before.recipients.first { $0.deviceID == browser.identity.id }?.receives == false)
         // The browser (which may update its own row) says it is a desktop.
-        try await p.world.remote().upsertOwnDevice(OwnDeviceRow(id: browser.identity.id, userID: p.world.user, name: "browser",
-                                                                deviceType: .linuxDesktop, hostname: nil,
-                                                                publicKey: browser.identity.publicKey.base64))
+        try await p.world.remote().upsertOwnDevice(
+            OwnDeviceRow(
+                id: browser.identity.id, userID: p.world.user, name: "browser",
+                deviceType: .linuxDesktop, hostname: nil,
+                publicKey: browser.identity.publicKey.base64))
         let push = try await p.desktop.engine.push()
         let decision = try #require(push.recipients.first { $0.deviceID == browser.identity.id })
         #expect(!decision.receives && decision.trust == .certificateMismatch)
@@ -202,32 +226,41 @@ struct SecurityRound3Tests {
         #expect(try await p.world.remote().fetchEnvelopes(addressedTo: browser.identity.id).isEmpty)
     }
 
-    @Test("3. a device certified as a temporary viewer receives nothing, whatever role the server gives its row", arguments: remotes)
+    @Test(
+        "3. a device certified as a temporary viewer receives nothing, whatever role the server gives its row",
+        arguments: remotes)
     func viewerRoleFromCertificate(backend: Backend, deployed: Bool) async throws {
         let p = try await TrustThreatTests.paired(backend, deployed, sessions: 2)
         let viewer = try await p.world.device("viewer", role: .mobile, type: .iosPhone)
         let (code, _) = try await p.root.invite(deviceType: .iosPhone, role: .temporaryViewer)
-        try await DeviceTrustManager(local: viewer.store, remote: try p.world.remote()).join(code: PairingCode(parsing: code.revealText()))
+        try await DeviceTrustManager(local: viewer.store, remote: try p.world.remote()).join(
+            code: PairingCode(parsing: code.revealText()))
         #expect(try await p.root.approve().approved.map(\.deviceID) == [viewer.identity.id])
         // The server gives the row the role that receives (it holds trusted_executor by default anyway).
         let id = viewer.identity.id.canonical
-        try await TrustThreatTests.asServiceRole(p.world, "UPDATE devices SET device_role = 'trusted_executor' WHERE id = '\(id)'")
+        try await TrustThreatTests.asServiceRole(
+            p.world, "UPDATE devices SET device_role = 'trusted_executor' WHERE id = '\(id)'")
         let push = try await p.desktop.engine.push()
         let decision = try #require(push.recipients.first { $0.deviceID == viewer.identity.id })
         #expect(!decision.receives && decision.reason == "temporary viewer")
         #expect(try await p.world.remote().fetchEnvelopes(addressedTo: viewer.identity.id).isEmpty)
     }
 
-    @Test("3. approve certifies the type the invite names or the person confirmed, never the row's alone", arguments: Backend.available)
+    @Test(
+        "3. approve certifies the type the invite names or the person confirmed, never the row's alone",
+        arguments: Backend.available)
     func approveCertifiesWhatWasConfirmed(backend: Backend) async throws {
         let p = try await TrustThreatTests.paired(backend, false, sessions: 1)
         let browser = try await p.world.device("browser", role: .mobile, type: .webBrowser)
         // The server renames the joining browser's row to a phone before the root approves.
         func joinAsPhone(_ code: PairingCode) async throws {
-            try await DeviceTrustManager(local: browser.store, remote: try p.world.remote()).join(code: PairingCode(parsing: code.revealText()))
-            try await p.world.remote().upsertOwnDevice(OwnDeviceRow(id: browser.identity.id, userID: p.world.user, name: "browser",
-                                                                    deviceType: .iosPhone, hostname: nil,
-                                                                    publicKey: browser.identity.publicKey.base64))
+            try await DeviceTrustManager(local: browser.store, remote: try p.world.remote()).join(
+                code: PairingCode(parsing: code.revealText()))
+            try await p.world.remote().upsertOwnDevice(
+                OwnDeviceRow(
+                    id: browser.identity.id, userID: p.world.user, name: "browser",
+                    deviceType: .iosPhone, hostname: nil,
+                    publicKey: browser.identity.publicKey.base64))
         }
         // An invite opened for a web browser: the row that says phone is refused.
         let (forBrowser, _) = try await p.root.invite(deviceType: .webBrowser)
@@ -254,9 +287,10 @@ struct SecurityRound3Tests {
         let session = try #require(try await p.desktop.store.sessions().first)
         let genuine = try #require(try await p.world.secrets(of: p.desktop)[session.id])
         // The other certified desktop seals a secret of its choosing for the first one's session.
-        let planted = try SecretEnvelope.sealV2(SessionSecret(), for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
-                                                sessionID: SessionID(session.id), sender: try await other.store.deviceKey(),
-                                                senderDeviceID: other.identity.id, generation: 2)
+        let planted = try SecretEnvelope.sealV2(
+            SessionSecret(), for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
+            sessionID: SessionID(session.id), sender: try await other.store.deviceKey(),
+            senderDeviceID: other.identity.id, generation: 2)
         try await Self.plant(planted, session: session.id, for: p.phone.identity.id, on: p.world.remote())
         let pull = try await p.phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .wrongSender && $0.rowID == session.id.canonical })
@@ -279,12 +313,15 @@ struct SecurityRound3Tests {
         let p = try await TrustThreatTests.paired(backend, false, sessions: 1)
         let other = try await p.world.desktop("other", sessions: 0)
         try await TrustThreatTests.join(other, world: p.world, root: p.root)
-        let session = try await p.desktop.store.createSession(SessionRecord(
-            userID: p.world.user, deviceID: p.desktop.identity.id, repositoryID: try #require(try await p.desktop.store.repositories().first).id))
+        let session = try await p.desktop.store.createSession(
+            SessionRecord(
+                userID: p.world.user, deviceID: p.desktop.identity.id,
+                repositoryID: try #require(try await p.desktop.store.repositories().first).id))
         _ = try await p.desktop.engine.push()
-        let planted = try SecretEnvelope.sealV2(SessionSecret(), for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
-                                                sessionID: SessionID(session.id), sender: try await other.store.deviceKey(),
-                                                senderDeviceID: other.identity.id, generation: 1)
+        let planted = try SecretEnvelope.sealV2(
+            SessionSecret(), for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
+            sessionID: SessionID(session.id), sender: try await other.store.deviceKey(),
+            senderDeviceID: other.identity.id, generation: 1)
         try await Self.plant(planted, session: session.id, for: p.phone.identity.id, on: p.world.remote())
         let pull = try await p.phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .wrongSender && $0.rowID == session.id.canonical })

@@ -1,13 +1,14 @@
 import DeviceTrust
 import Foundation
 import GRDB
-@testable import LocalStore
-@testable import PostLoginSync
 import RemoteStore
 import SecretCrypto
 import SyncModel
 import SyncTestSupport
 import Testing
+
+@testable import LocalStore
+@testable import PostLoginSync
 
 /// The seven threats of trust.md, each against the embedded remote and the PostgreSQL stack
 /// (the project's schema and the deployed variant), with a second actor holding the user's
@@ -37,7 +38,9 @@ struct TrustThreatTests {
         return Paired(world: world, desktop: desktop, phone: phone, root: root)
     }
 
-    static func join(_ device: World.Device, world: World, root: DeviceTrustManager, options: SyncOptions = SyncOptions()) async throws {
+    static func join(
+        _ device: World.Device, world: World, root: DeviceTrustManager, options: SyncOptions = SyncOptions()
+    ) async throws {
         let (code, _) = try await root.invite(deviceType: device.identity.deviceType)
         try await DeviceTrustManager(local: device.store, remote: try world.remote(), options: options)
             .join(code: PairingCode(parsing: code.revealText()))
@@ -59,8 +62,13 @@ struct TrustThreatTests {
     /// Whether any envelope addressed to `device` opens with `key`.
     static func anyOpens(_ world: World, for device: UUID, with key: X25519PrivateKey) async throws -> Bool {
         for row in try await world.remote().fetchEnvelopes(addressedTo: device) {
-            let envelope = SecretEnvelope(ephemeralPublicKey: row.ephemeralPublicKey, encryptedSecret: row.encryptedSecret)
-            if (try? envelope.open(sessionID: SessionID(row.sessionID), recipientDeviceID: device, using: key) { _ in nil }) != nil { return true }
+            let envelope = SecretEnvelope(
+                ephemeralPublicKey: row.ephemeralPublicKey, encryptedSecret: row.encryptedSecret)
+            if (try? envelope.open(sessionID: SessionID(row.sessionID), recipientDeviceID: device, using: key) { _ in
+                nil
+            }) != nil {
+                return true
+            }
             if (try? envelope.open(sessionID: SessionID(row.sessionID), using: key)) != nil { return true }
         }
         return false
@@ -68,15 +76,20 @@ struct TrustThreatTests {
 
     // MARK: 1
 
-    @Test("1. a device row inserted with an attacker's key (token holder or service role) receives nothing from a verified desktop",
-          arguments: remotes)
+    @Test(
+        "1. a device row inserted with an attacker's key (token holder or service role) receives nothing from a verified desktop",
+        arguments: remotes)
     func insertedDevice(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
         let attackerKey = X25519PrivateKey()
         let byToken = UUID(), byService = UUID()
-        try await p.world.remote().upsertOwnDevice(OwnDeviceRow(id: byToken, userID: p.world.user, name: "totally my laptop",
-                                                                deviceType: .macDesktop, hostname: nil, publicKey: attackerKey.publicKey.base64))
-        try await Self.asServiceRole(p.world, """
+        try await p.world.remote().upsertOwnDevice(
+            OwnDeviceRow(
+                id: byToken, userID: p.world.user, name: "totally my laptop",
+                deviceType: .macDesktop, hostname: nil, publicKey: attackerKey.publicKey.base64))
+        try await Self.asServiceRole(
+            p.world,
+            """
             INSERT INTO devices (id, user_id, name, device_type, public_key, is_active, is_trusted, created_at, updated_at)
             VALUES ('\(byService.canonical)', '\(p.world.user.canonical)', 'operator phone', 'ios-phone', '\(attackerKey.publicKey.base64)',
                     TRUE, TRUE, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')
@@ -93,20 +106,27 @@ struct TrustThreatTests {
         var any = SyncOptions()
         any.recipients.trust = .any
         let open = SyncEngine(local: p.desktop.store, remote: try p.world.remote(), options: any)
-        #expect(RecipientPolicy.evaluate(try await p.world.remote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
-                                         options: any.recipients).filter { [byToken, byService].contains($0.deviceID) }.allSatisfy(\.receives))
+        #expect(
+            RecipientPolicy.evaluate(
+                try await p.world.remote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
+                options: any.recipients
+            ).filter { [byToken, byService].contains($0.deviceID) }.allSatisfy(\.receives))
         _ = open
     }
 
     // MARK: 2
 
-    @Test("2. a certified device's public_key swapped in its row: nothing is sealed to the new key, and it is reported", arguments: remotes)
+    @Test(
+        "2. a certified device's public_key swapped in its row: nothing is sealed to the new key, and it is reported",
+        arguments: remotes)
     func swappedKey(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
         let attackerKey = X25519PrivateKey()
         try await p.world.setDevice(p.phone.identity.id, publicKey: attackerKey.publicKey.base64)
-        try await p.desktop.store.createSession(SessionRecord(userID: p.world.user, deviceID: p.desktop.identity.id,
-                                                              repositoryID: try await p.desktop.store.repositories()[0].id, title: "new"))
+        try await p.desktop.store.createSession(
+            SessionRecord(
+                userID: p.world.user, deviceID: p.desktop.identity.id,
+                repositoryID: try await p.desktop.store.repositories()[0].id, title: "new"))
         let push = try await p.desktop.engine.push()
         #expect(push.trust?.keyMismatch == 1)
         #expect(push.errors.contains { $0.code == .keyMismatch && $0.rowID == p.phone.identity.id.canonical })
@@ -125,15 +145,17 @@ struct TrustThreatTests {
         var options = SyncOptions()
         options.recipients.trust = .any
         // Even in mode any: the engine knows its own key, so a swapped own row is an attack.
-        let decisions = RecipientPolicy.evaluate(try await p.world.remote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
-                                                 options: options.recipients, selfKey: p.desktop.identity.publicKey)
+        let decisions = RecipientPolicy.evaluate(
+            try await p.world.remote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
+            options: options.recipients, selfKey: p.desktop.identity.publicKey)
         #expect(decisions.first { $0.deviceID == p.desktop.identity.id }?.receives == false)
     }
 
     // MARK: 3
 
-    @Test("3. certificates and revocations with a bad signature, for another user or device, with trailing bytes, or signed by another key are ignored and reported",
-          arguments: remotes)
+    @Test(
+        "3. certificates and revocations with a bad signature, for another user or device, with trailing bytes, or signed by another key are ignored and reported",
+        arguments: remotes)
     func forgedStatements(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
         let uik = try #require(try await p.desktop.store.identityKey())
@@ -142,17 +164,23 @@ struct TrustThreatTests {
         let remote = try p.world.remote()
         func plantDevice() async throws -> UUID {
             let id = UUID()
-            try await remote.upsertOwnDevice(OwnDeviceRow(id: id, userID: p.world.user, name: "plant", deviceType: .iosPhone, hostname: nil,
-                                                          publicKey: attackerKey.publicKey.base64))
+            try await remote.upsertOwnDevice(
+                OwnDeviceRow(
+                    id: id, userID: p.world.user, name: "plant", deviceType: .iosPhone, hostname: nil,
+                    publicKey: attackerKey.publicKey.base64))
             return id
         }
         func certificate(for id: UUID, user: UUID? = nil) -> DeviceCertificate {
-            DeviceCertificate(userID: user ?? p.world.user, deviceID: id, x25519PublicKey: attackerKey.publicKey,
-                              ed25519PublicKey: attackerSigning.publicKey, deviceType: "ios-phone", deviceRole: "trusted_executor", issuedAt: 1)
+            DeviceCertificate(
+                userID: user ?? p.world.user, deviceID: id, x25519PublicKey: attackerKey.publicKey,
+                ed25519PublicKey: attackerSigning.publicKey, deviceType: "ios-phone", deviceRole: "trusted_executor",
+                issuedAt: 1)
         }
         func plant(_ id: UUID, body: [UInt8], signature: [UInt8]) async throws {
-            try await remote.publishCertificate(SignedStatementRow(deviceID: id, userID: p.world.user, body: ByteEncoding.base64(body),
-                                                                   signature: ByteEncoding.base64(signature)))
+            try await remote.publishCertificate(
+                SignedStatementRow(
+                    deviceID: id, userID: p.world.user, body: ByteEncoding.base64(body),
+                    signature: ByteEncoding.base64(signature)))
         }
         // Signed by a key other than the pinned identity.
         let otherSigner = try await plantDevice()
@@ -177,9 +205,13 @@ struct TrustThreatTests {
         let body5 = try certificate(for: trailing).body() + [0]
         try await plant(trailing, body: body5, signature: uik.signature(for: body5))
         // A revocation of the phone signed by the attacker: ignored, the phone still receives.
-        let revocation = DeviceRevocation(userID: p.world.user, deviceID: p.phone.identity.id, x25519PublicKey: p.phone.identity.publicKey, revokedAt: 2)
-        try await remote.publishRevocation(SignedStatementRow(deviceID: p.phone.identity.id, userID: p.world.user, body: ByteEncoding.base64(revocation.body()),
-                                                              signature: ByteEncoding.base64(attackerSigning.signature(for: revocation.body()))))
+        let revocation = DeviceRevocation(
+            userID: p.world.user, deviceID: p.phone.identity.id, x25519PublicKey: p.phone.identity.publicKey,
+            revokedAt: 2)
+        try await remote.publishRevocation(
+            SignedStatementRow(
+                deviceID: p.phone.identity.id, userID: p.world.user, body: ByteEncoding.base64(revocation.body()),
+                signature: ByteEncoding.base64(attackerSigning.signature(for: revocation.body()))))
 
         let push = try await p.desktop.engine.push()
         for id in [otherSigner, badSignature, otherUser, otherDevice, trailing] {
@@ -195,11 +227,16 @@ struct TrustThreatTests {
 
     // MARK: 4
 
-    @Test("4. the published identity key replaced: every command that needs trust fails with identityChanged", arguments: remotes)
+    @Test(
+        "4. the published identity key replaced: every command that needs trust fails with identityChanged",
+        arguments: remotes)
     func replacedIdentity(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
         let usurper = Ed25519PrivateKey()
-        try await Self.asServiceRole(p.world, "UPDATE user_identity_keys SET public_key = '\(usurper.publicKey.base64)' WHERE user_id = '\(p.world.user.canonical)'")
+        try await Self.asServiceRole(
+            p.world,
+            "UPDATE user_identity_keys SET public_key = '\(usurper.publicKey.base64)' WHERE user_id = '\(p.world.user.canonical)'"
+        )
         let before = try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id)
         await #expect { try await p.desktop.engine.push() } throws: { ($0 as? SyncError)?.code == .identityChanged }
         await #expect { try await p.phone.engine.pull() } throws: { ($0 as? SyncError)?.code == .identityChanged }
@@ -211,20 +248,26 @@ struct TrustThreatTests {
         #expect(try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id) == before)
         // A join with a code for the real identity refuses the substituted key and pins nothing.
         let third = try await p.world.device("tablet", role: .mobile, type: .iosTablet)
-        let code = try PairingCode(inviteID: Array(repeating: 1, count: 8), secret: SecureBytes(randomCount: 16),
-                                   fingerprint: IdentityFingerprint(try #require(try await p.desktop.store.pinnedIdentityKey())))
-        await #expect { try await DeviceTrustManager(local: third.store, remote: try p.world.remote()).join(code: code) } throws: {
+        let code = try PairingCode(
+            inviteID: Array(repeating: 1, count: 8), secret: SecureBytes(randomCount: 16),
+            fingerprint: IdentityFingerprint(try #require(try await p.desktop.store.pinnedIdentityKey())))
+        await #expect {
+            try await DeviceTrustManager(local: third.store, remote: try p.world.remote()).join(code: code)
+        } throws: {
             ($0 as? SyncError)?.code == .pairingRefused
         }
         #expect(try await third.store.pinnedIdentityKey() == nil)
         // Deleting the published key is the same change.
-        try await Self.asServiceRole(p.world, "DELETE FROM user_identity_keys WHERE user_id = '\(p.world.user.canonical)'")
+        try await Self.asServiceRole(
+            p.world, "DELETE FROM user_identity_keys WHERE user_id = '\(p.world.user.canonical)'")
         await #expect { try await p.desktop.engine.push() } throws: { ($0 as? SyncError)?.code == .identityChanged }
     }
 
     // MARK: 5
 
-    @Test("5. pairing requests with a wrong MAC, for an expired or used invite, or replayed are refused", arguments: remotes)
+    @Test(
+        "5. pairing requests with a wrong MAC, for an expired or used invite, or replayed are refused",
+        arguments: remotes)
     func forgedPairing(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
         let remote = try p.world.remote()
@@ -234,25 +277,32 @@ struct TrustThreatTests {
 
         // Wrong MAC for an open invite: refused, and the invite is still usable.
         let (code, _) = try await p.root.invite(deviceType: .iosTablet)
-        try await remote.insertPairingRequest(PairingRequestRow(
-            userID: p.world.user, inviteID: code.inviteIDText, deviceID: tablet.identity.id, x25519PublicKey: tablet.identity.publicKey.base64,
-            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64([UInt8](repeating: 7, count: 32))))
+        try await remote.insertPairingRequest(
+            PairingRequestRow(
+                userID: p.world.user, inviteID: code.inviteIDText, deviceID: tablet.identity.id,
+                x25519PublicKey: tablet.identity.publicKey.base64,
+                ed25519PublicKey: signing.base64, mac: ByteEncoding.base64([UInt8](repeating: 7, count: 32))))
         let wrong = try await p.root.approve()
         #expect(wrong.approved.isEmpty && wrong.refused.count == 1 && wrong.refused[0].reason.contains("MAC"))
         #expect(try await remote.listPairingRequests().isEmpty)
 
         // A genuine request whose keys were altered on the way (the server swaps the X25519 key).
         let swapped = X25519PrivateKey()
-        let mac = PairingMAC.mac(secret: code.secret, inviteID: code.inviteID, userID: p.world.user, deviceID: tablet.identity.id,
-                                 x25519PublicKey: tablet.identity.publicKey, ed25519PublicKey: signing)
-        try await remote.insertPairingRequest(PairingRequestRow(
-            userID: p.world.user, inviteID: code.inviteIDText, deviceID: tablet.identity.id, x25519PublicKey: swapped.publicKey.base64,
-            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac)))
+        let mac = PairingMAC.mac(
+            secret: code.secret, inviteID: code.inviteID, userID: p.world.user, deviceID: tablet.identity.id,
+            x25519PublicKey: tablet.identity.publicKey, ed25519PublicKey: signing)
+        try await remote.insertPairingRequest(
+            PairingRequestRow(
+                userID: p.world.user, inviteID: code.inviteIDText, deviceID: tablet.identity.id,
+                x25519PublicKey: swapped.publicKey.base64,
+                ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac)))
         #expect(try await p.root.approve().refused.count == 1)
 
         // The genuine request is approved once; the same request again is a replay.
-        let genuine = PairingRequestRow(userID: p.world.user, inviteID: code.inviteIDText, deviceID: tablet.identity.id,
-                                        x25519PublicKey: tablet.identity.publicKey.base64, ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac))
+        let genuine = PairingRequestRow(
+            userID: p.world.user, inviteID: code.inviteIDText, deviceID: tablet.identity.id,
+            x25519PublicKey: tablet.identity.publicKey.base64, ed25519PublicKey: signing.base64,
+            mac: ByteEncoding.base64(mac))
         try await remote.insertPairingRequest(genuine)
         #expect(try await p.root.approve().approved.map(\.deviceID) == [tablet.identity.id])
         var replay = genuine
@@ -263,25 +313,31 @@ struct TrustThreatTests {
 
         // An expired invite.
         let (late, _) = try await p.root.invite(deviceType: .iosTablet)
-        let lateMAC = PairingMAC.mac(secret: late.secret, inviteID: late.inviteID, userID: p.world.user, deviceID: tablet.identity.id,
-                                     x25519PublicKey: tablet.identity.publicKey, ed25519PublicKey: signing)
-        try await remote.insertPairingRequest(PairingRequestRow(
-            userID: p.world.user, inviteID: late.inviteIDText, deviceID: tablet.identity.id, x25519PublicKey: tablet.identity.publicKey.base64,
-            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(lateMAC)))
+        let lateMAC = PairingMAC.mac(
+            secret: late.secret, inviteID: late.inviteID, userID: p.world.user, deviceID: tablet.identity.id,
+            x25519PublicKey: tablet.identity.publicKey, ed25519PublicKey: signing)
+        try await remote.insertPairingRequest(
+            PairingRequestRow(
+                userID: p.world.user, inviteID: late.inviteIDText, deviceID: tablet.identity.id,
+                x25519PublicKey: tablet.identity.publicKey.base64,
+                ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(lateMAC)))
         let expired = try await p.root.approve(now: Date().addingTimeInterval(DeviceTrustManager.inviteLifetime + 1))
         #expect(expired.approved.isEmpty && expired.refused.first?.reason.contains("expired") == true)
 
         // An invite this trust root never made.
-        try await remote.insertPairingRequest(PairingRequestRow(
-            userID: p.world.user, inviteID: "0011223344556677", deviceID: tablet.identity.id, x25519PublicKey: tablet.identity.publicKey.base64,
-            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(lateMAC)))
+        try await remote.insertPairingRequest(
+            PairingRequestRow(
+                userID: p.world.user, inviteID: "0011223344556677", deviceID: tablet.identity.id,
+                x25519PublicKey: tablet.identity.publicKey.base64,
+                ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(lateMAC)))
         #expect(try await p.root.approve().refused.count == 1)
     }
 
     // MARK: 6
 
-    @Test("6. an envelope planted for a phone by a device without a certificate: v2 rejected, v1 kept unauthenticated or rejected when required",
-          arguments: remotes)
+    @Test(
+        "6. an envelope planted for a phone by a device without a certificate: v2 rejected, v1 kept unauthenticated or rejected when required",
+        arguments: remotes)
     func plantedEnvelope(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed, sessions: 2)
         let remote = try p.world.remote()
@@ -289,16 +345,24 @@ struct TrustThreatTests {
         let genuine = try await p.world.secrets(of: p.desktop)
         // The attacker registers a device row (token holder) and seals its own secret to the phone as v2.
         let attacker = X25519PrivateKey(), attackerID = UUID()
-        try await remote.upsertOwnDevice(OwnDeviceRow(id: attackerID, userID: p.world.user, name: "evil", deviceType: .linuxDesktop,
-                                                      hostname: nil, publicKey: attacker.publicKey.base64))
+        try await remote.upsertOwnDevice(
+            OwnDeviceRow(
+                id: attackerID, userID: p.world.user, name: "evil", deviceType: .linuxDesktop,
+                hostname: nil, publicKey: attacker.publicKey.base64))
         let planted = SessionSecret()
-        let v2 = try SecretEnvelope.sealV2(planted, for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
-                                           sessionID: SessionID(sessions[0]), sender: attacker, senderDeviceID: attackerID, generation: 1)
+        let v2 = try SecretEnvelope.sealV2(
+            planted, for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
+            sessionID: SessionID(sessions[0]), sender: attacker, senderDeviceID: attackerID, generation: 1)
         let v1 = try SecretEnvelope.seal(planted, for: p.phone.identity.publicKey, sessionID: SessionID(sessions[1]))
-        _ = try await remote.upsertEnvelopes([
-            EnvelopeRecord(sessionID: sessions[0], deviceID: p.phone.identity.id, ephemeralPublicKey: v2.ephemeralPublicKey, encryptedSecret: v2.encryptedSecret),
-            EnvelopeRecord(sessionID: sessions[1], deviceID: p.phone.identity.id, ephemeralPublicKey: v1.ephemeralPublicKey, encryptedSecret: v1.encryptedSecret),
-        ], onBatchAccepted: nil)
+        _ = try await remote.upsertEnvelopes(
+            [
+                EnvelopeRecord(
+                    sessionID: sessions[0], deviceID: p.phone.identity.id, ephemeralPublicKey: v2.ephemeralPublicKey,
+                    encryptedSecret: v2.encryptedSecret),
+                EnvelopeRecord(
+                    sessionID: sessions[1], deviceID: p.phone.identity.id, ephemeralPublicKey: v1.ephemeralPublicKey,
+                    encryptedSecret: v1.encryptedSecret),
+            ], onBatchAccepted: nil)
 
         let pull = try await p.phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .uncertifiedSender && $0.rowID == sessions[0].canonical })
@@ -308,7 +372,8 @@ struct TrustThreatTests {
         #expect(pull.errors.contains { $0.code == .downgradeRefused && $0.rowID == sessions[1].canonical })
         let kept = try await p.phone.store.openReceived(sessionID: sessions[1])
         #expect(kept.authenticated && kept.secret == genuine[sessions[1]])
-        #expect(pull.trust?.unauthenticatedEnvelopes == 0 && pull.trust?.rejectedEnvelopes == 2 && pull.outcome == .partial)
+        #expect(
+            pull.trust?.unauthenticatedEnvelopes == 0 && pull.trust?.rejectedEnvelopes == 2 && pull.outcome == .partial)
 
         // With authenticated envelopes required, the v1 one is refused too (the phone re-reads it after a reset).
         var strict = SyncOptions()
@@ -321,8 +386,9 @@ struct TrustThreatTests {
 
     // MARK: 7
 
-    @Test("a certified phone whose capabilities list only v1 still gets v2 (the server's column cannot steer the sealer into v1), and keeps the earlier generation",
-          arguments: Backend.available)
+    @Test(
+        "a certified phone whose capabilities list only v1 still gets v2 (the server's column cannot steer the sealer into v1), and keeps the earlier generation",
+        arguments: Backend.available)
     func capabilitiesCannotDowngrade(backend: Backend) async throws {
         let p = try await Self.paired(backend, false, sessions: 2)
         var legacy = SyncOptions()
@@ -347,8 +413,9 @@ struct TrustThreatTests {
         }
     }
 
-    @Test("7. after a revocation no envelope is addressed to the device, and every active session it had gets a new secret it never received",
-          arguments: remotes)
+    @Test(
+        "7. after a revocation no envelope is addressed to the device, and every active session it had gets a new secret it never received",
+        arguments: remotes)
     func revocationRotates(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed, sessions: 4)
         let tablet = try await p.world.device("tablet", role: .mobile, type: .iosTablet)
@@ -377,7 +444,8 @@ struct TrustThreatTests {
             #expect(now[session.id] != phoneHad[session.id])
             #expect(try await p.desktop.store.ownSealedSecret(sessionID: session.id).generation == 2)
             // The earlier generation stays readable here.
-            #expect(try await p.desktop.store.openOwnSecret(sessionID: session.id, generation: 1) == phoneHad[session.id])
+            #expect(
+                try await p.desktop.store.openOwnSecret(sessionID: session.id, generation: 1) == phoneHad[session.id])
         }
         #expect(now[ended.id] == phoneHad[ended.id])
         // The remaining recipient gets generation 2, authenticated; the phone's key opens none of it.
@@ -399,33 +467,45 @@ struct TrustThreatTests {
         try await Self.asServiceRole(p.world, "DELETE FROM device_revocations WHERE user_id = '\(user)'")
         try await Self.asServiceRole(p.world, "UPDATE devices SET is_active = TRUE WHERE user_id = '\(user)'")
         let again = try await p.desktop.engine.push()
-        #expect(again.trust?.sessionsRotated == 0 && again.recipients.first { $0.deviceID == p.phone.identity.id }?.receives == false)
+        #expect(
+            again.trust?.sessionsRotated == 0
+                && again.recipients.first { $0.deviceID == p.phone.identity.id }?.receives == false)
     }
 }
 
 @Suite("Device trust on a remote without its tables")
 struct TrustWithoutTablesTests {
-    @Test("a remote without the device-trust tables keeps syncing in mode any, says so once, and trust init fails with trustUnavailable")
+    @Test(
+        "a remote without the device-trust tables keeps syncing in mode any, says so once, and trust init fails with trustUnavailable"
+    )
     func withoutTables() async throws {
         let world = try World(.embedded)
         let phone = try await world.device("phone", role: .mobile)
         let desktop = try await world.desktop(sessions: 2)
         _ = try await phone.engine.pull()
-        try await TrustThreatTests.asServiceRole(world, """
+        try await TrustThreatTests.asServiceRole(
+            world,
+            """
             DROP TABLE user_identity_keys; DROP TABLE device_certificates; DROP TABLE device_revocations; DROP TABLE pairing_requests;
             """)
         let first = try await desktop.engine.push()
-        #expect(first.outcome == .success && first.trust?.mode == .any && first.trust?.note?.contains("device-trust migration") == true)
+        #expect(
+            first.outcome == .success && first.trust?.mode == .any
+                && first.trust?.note?.contains("device-trust migration") == true)
         #expect(first.recipients.filter(\.receives).count == 2)
         let second = try await desktop.engine.push()
         #expect(second.outcome == .success && second.trust?.note == nil)
-        await #expect { try await DeviceTrustManager(local: desktop.store, remote: try world.remote()).initialize() } throws: {
+        await #expect {
+            try await DeviceTrustManager(local: desktop.store, remote: try world.remote()).initialize()
+        } throws: {
             ($0 as? SyncError)?.code == .trustUnavailable
         }
         #expect(try await desktop.store.identityKey() == nil)
         var verified = SyncOptions()
         verified.recipients.trust = .verified
-        await #expect { try await SyncEngine(local: desktop.store, remote: try world.remote(), options: verified).push() } throws: {
+        await #expect {
+            try await SyncEngine(local: desktop.store, remote: try world.remote(), options: verified).push()
+        } throws: {
             ($0 as? SyncError)?.code == .noIdentity
         }
     }

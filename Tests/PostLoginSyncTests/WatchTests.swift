@@ -1,13 +1,14 @@
 import Foundation
-@testable import LocalStore
 import Logging
-@testable import PostLoginSync
 import RemoteStore
 import SecretCrypto
-import Synchronization
 import SyncModel
 import SyncTestSupport
+import Synchronization
 import Testing
+
+@testable import LocalStore
+@testable import PostLoginSync
 
 /// Watch mode (sync.md) and on-demand secret requests (coordination.md), against the embedded
 /// remote and both schema variants of the stack (the deployed one has no change feed, so the
@@ -26,7 +27,9 @@ struct WatchTests {
 
     /// Runs up to `ticks` ticks and returns the number of the first after which `done` holds
     /// (`nil` when none did), with the ticks run.
-    static func within(_ ticks: Int, of iterator: inout SyncWatch.Iterator, until done: () async throws -> Bool) async throws -> (Int?, [WatchTick]) {
+    static func within(
+        _ ticks: Int, of iterator: inout SyncWatch.Iterator, until done: () async throws -> Bool
+    ) async throws -> (Int?, [WatchTick]) {
         var seen: [WatchTick] = []
         for index in 1...ticks {
             guard let tick = await iterator.next() else { break }
@@ -44,12 +47,14 @@ struct WatchTests {
     }
 
     static func phoneRow(_ phone: World.Device, user: UUID) -> OwnDeviceRow {
-        OwnDeviceRow(id: phone.identity.id, userID: user, name: phone.identity.name, deviceType: .iosPhone, hostname: nil,
-                     publicKey: phone.identity.publicKey.base64)
+        OwnDeviceRow(
+            id: phone.identity.id, userID: user, name: phone.identity.name, deviceType: .iosPhone, hostname: nil,
+            publicKey: phone.identity.publicKey.base64)
     }
 
-    @Test("a phone that joins, a session started on the desktop and a secret request each reach the phone within 2 ticks",
-          arguments: remotes)
+    @Test(
+        "a phone that joins, a session started on the desktop and a secret request each reach the phone within 2 ticks",
+        arguments: remotes)
     func propagation(backend: Backend, deployed: Bool) async throws {
         let world = try World(backend, deployedSchema: deployed)
         let desktop = try await world.desktop(sessions: 4)
@@ -66,19 +71,24 @@ struct WatchTests {
         let (joined, joinTicks) = try await Self.within(2, of: &ticks) {
             try await remote.fetchEnvelopes(addressedTo: phone.identity.id).count == 4
         }
-        #expect(joined != nil, "the joining phone did not get its 4 envelopes within 2 ticks: \(joinTicks.map(\.reasons))")
+        #expect(
+            joined != nil, "the joining phone did not get its 4 envelopes within 2 ticks: \(joinTicks.map(\.reasons))")
         #expect(joinTicks.last?.reasons.contains("1 device changed") == true)
         #expect(try await phone.engine.pull().outcome == .success)
         #expect(try await world.opened(by: phone) == world.secrets(of: desktop))
 
         // A session started on the desktop.
         let repository = try #require(try await desktop.store.repositories().first)
-        let started = try await desktop.store.createSession(SessionRecord(userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id,
-                                                                           title: "started later", sessionPID: 4242, workingDirectory: repository.localPath))
+        let started = try await desktop.store.createSession(
+            SessionRecord(
+                userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id,
+                title: "started later", sessionPID: 4242, workingDirectory: repository.localPath))
         let (arrived, startTicks) = try await Self.within(2, of: &ticks) {
             try await remote.fetchEnvelopes(addressedTo: phone.identity.id).contains { $0.sessionID == started.id }
         }
-        #expect(arrived != nil, "the new session's envelope did not reach the remote within 2 ticks: \(startTicks.map(\.reasons))")
+        #expect(
+            arrived != nil,
+            "the new session's envelope did not reach the remote within 2 ticks: \(startTicks.map(\.reasons))")
         #expect(startTicks.last?.reasons.contains("local changes") == true)
         #expect(try await phone.engine.pull().outcome == .success)
         #expect(try await world.opened(by: phone)[started.id] == world.secrets(of: desktop)[started.id])
@@ -86,7 +96,8 @@ struct WatchTests {
         // The phone lost one envelope (deleted remotely): its pull asks, the watch serves.
         let lost = try #require(try await desktop.store.sessions().first { $0.id != started.id })
         try await remote.deleteEnvelopes(pairs: [EnvelopePair(sessionID: lost.id, deviceID: phone.identity.id)])
-        try await phone.store.deleteReceivedEnvelopes(notIn: Set(try await phone.store.sessions().map(\.id)).subtracting([lost.id]))
+        try await phone.store.deleteReceivedEnvelopes(
+            notIn: Set(try await phone.store.sessions().map(\.id)).subtracting([lost.id]))
         let asking = try await phone.engine.pull()
         #expect(asking.secretRequests?.created == 1)
         let request = try #require(try await remote.listOpenSecretRequests().first)
@@ -103,7 +114,8 @@ struct WatchTests {
         #expect(try await world.opened(by: phone)[lost.id] == world.secrets(of: desktop)[lost.id])
     }
 
-    @Test("a quiet tick makes at most 3 requests and seals nothing; the store is free between ticks", arguments: remotes)
+    @Test(
+        "a quiet tick makes at most 3 requests and seals nothing; the store is free between ticks", arguments: remotes)
     func quietTicks(backend: Backend, deployed: Bool) async throws {
         let world = try World(backend, deployedSchema: deployed)
         let desktop = try await world.desktop(sessions: 3)
@@ -120,7 +132,8 @@ struct WatchTests {
             #expect(try await desktop.engine.push().outcome == .success)
         }
         // The heartbeat moves.
-        let seen = try #require(try await world.remote().listDevices().first { $0.id == desktop.identity.id }?.lastSeenAt)
+        let seen = try #require(
+            try await world.remote().listDevices().first { $0.id == desktop.identity.id }?.lastSeenAt)
         #expect(Date().timeIntervalSince(seen) < 15)
         // A tick while a manual command holds the store gives up and says so.
         let lease = try await desktop.store.acquireSyncLease(purpose: "manual")
@@ -131,7 +144,9 @@ struct WatchTests {
         lease.release()
     }
 
-    @Test("a request from a device that does not qualify is reported, not served, and does not make every tick push", arguments: remotes)
+    @Test(
+        "a request from a device that does not qualify is reported, not served, and does not make every tick push",
+        arguments: remotes)
     func refusedRequest(backend: Backend, deployed: Bool) async throws {
         let world = try World(backend, deployedSchema: deployed)
         let desktop = try await world.desktop(sessions: 2)
@@ -143,11 +158,15 @@ struct WatchTests {
         try await world.setDevice(phone.identity.id, isActive: false)
         let session = try #require(try await desktop.store.sessions().first)
         let remote = try world.remote()
-        let inserted = try await remote.insertSecretRequests([SecretRequestRow(userID: world.user, sessionID: session.id, requesterDeviceID: phone.identity.id)])
+        let inserted = try await remote.insertSecretRequests([
+            SecretRequestRow(userID: world.user, sessionID: session.id, requesterDeviceID: phone.identity.id)
+        ])
         #expect(inserted.accepted == 1)
         let tick = try #require(await ticks.next())
         #expect(tick.action == .sync)
-        #expect(tick.report?.secretRequests?.refused == 1 && tick.report?.secretRequests?.refusedDevices == [phone.identity.id])
+        #expect(
+            tick.report?.secretRequests?.refused == 1
+                && tick.report?.secretRequests?.refusedDevices == [phone.identity.id])
         #expect(tick.report?.secretRequests?.fulfilled ?? 0 == 0)
         #expect(try await remote.listOpenSecretRequests().count == 1)
         // Its envelopes went (it stopped qualifying) and none came back.
@@ -156,7 +175,9 @@ struct WatchTests {
         #expect(next.action == .quiet, "reasons: \(next.reasons)")
     }
 
-    @Test("duplicate open requests are refused by the remote; a request names only the user's own session and device", arguments: remotes)
+    @Test(
+        "duplicate open requests are refused by the remote; a request names only the user's own session and device",
+        arguments: remotes)
     func requestRules(backend: Backend, deployed: Bool) async throws {
         let world = try World(backend, deployedSchema: deployed)
         let desktop = try await world.desktop(sessions: 1)
@@ -167,13 +188,17 @@ struct WatchTests {
         let remote = try world.remote()
         let row = SecretRequestRow(userID: world.user, sessionID: session.id, requesterDeviceID: phone.identity.id)
         #expect(try await remote.insertSecretRequests([row]).accepted == 1)
-        let duplicate = try await remote.insertSecretRequests([SecretRequestRow(userID: world.user, sessionID: session.id, requesterDeviceID: phone.identity.id)])
+        let duplicate = try await remote.insertSecretRequests([
+            SecretRequestRow(userID: world.user, sessionID: session.id, requesterDeviceID: phone.identity.id)
+        ])
         #expect(duplicate.accepted == 0 && duplicate.rejected.map(\.error.code) == [.conflict])
         // Another user sees nothing and cannot ask for this user's session.
         let stranger = UUID()
         let other = try world.remote(as: stranger)
         #expect(try await other.listOpenSecretRequests().isEmpty)
-        let foreign = try await other.insertSecretRequests([SecretRequestRow(userID: stranger, sessionID: session.id, requesterDeviceID: phone.identity.id)])
+        let foreign = try await other.insertSecretRequests([
+            SecretRequestRow(userID: stranger, sessionID: session.id, requesterDeviceID: phone.identity.id)
+        ])
         #expect(foreign.accepted == 0 && foreign.rejected.count == 1)
         try await other.fulfilSecretRequests(ids: [row.id])
         #expect(try await remote.listOpenSecretRequests().map(\.id) == [row.id])
@@ -181,11 +206,16 @@ struct WatchTests {
         let theirs = try await other.changes(since: nil, statements: true)
         #expect(theirs.devices.isEmpty && theirs.secretRequests.isEmpty)
         let mine = try await remote.changes(since: nil, statements: true)
-        #expect(Set(mine.devices.map(\.id)) == [desktop.identity.id, phone.identity.id] && mine.secretRequests.map(\.id) == [row.id])
+        #expect(
+            Set(mine.devices.map(\.id)) == [desktop.identity.id, phone.identity.id]
+                && mine.secretRequests.map(\.id) == [row.id])
         // Fulfilled, a new request may be made.
         try await remote.fulfilSecretRequests(ids: [row.id])
         #expect(try await remote.listOpenSecretRequests().isEmpty)
-        #expect(try await remote.insertSecretRequests([SecretRequestRow(userID: world.user, sessionID: session.id, requesterDeviceID: phone.identity.id)]).accepted == 1)
+        #expect(
+            try await remote.insertSecretRequests([
+                SecretRequestRow(userID: world.user, sessionID: session.id, requesterDeviceID: phone.identity.id)
+            ]).accepted == 1)
     }
 
     @Test("cancelling the iterating task ends the watch after the running tick and frees the store")
@@ -205,7 +235,8 @@ struct WatchTests {
         lease.release()
     }
 
-    @Test("a store that cannot sync (another user's remote) fails its ticks with the engine's typed code, and backs off")
+    @Test(
+        "a store that cannot sync (another user's remote) fails its ticks with the engine's typed code, and backs off")
     func typedFailure() async throws {
         let world = try World(.embedded)
         let desktop = try await world.device("desktop", role: .desktop)
@@ -216,16 +247,21 @@ struct WatchTests {
         #expect(tick.nextTickSeconds >= 1 && tick.nextTickSeconds <= 2)
     }
 
-    @Test("an unreachable remote: ticks fail with a typed code, back off exponentially with jitter up to the cap, one log line")
+    @Test(
+        "an unreachable remote: ticks fail with a typed code, back off exponentially with jitter up to the cap, one log line"
+    )
     func backoff() async throws {
         let world = try World(.embedded)
         let desktop = try await world.device("desktop", role: .desktop)
-        var configuration = PostgRESTConfiguration(projectURL: URL(string: "http://127.0.0.1:9")!, apiKey: "anon", userID: world.user) { _ in "token" }
+        var configuration = PostgRESTConfiguration(
+            projectURL: URL(string: "http://127.0.0.1:9")!, apiKey: "anon", userID: world.user
+        ) { _ in "token" }
         configuration.baseBackoff = .milliseconds(1)
         configuration.maxAttempts = 1
         let lines = LogLines()
         let logger = Logger(label: "test") { _ in lines }
-        let engine = SyncEngine(local: desktop.store, remote: PostgRESTRemoteStore(configuration: configuration), logger: logger)
+        let engine = SyncEngine(
+            local: desktop.store, remote: PostgRESTRemoteStore(configuration: configuration), logger: logger)
         var options = WatchOptions()
         options.interval = .milliseconds(100)
         options.maxBackoff = .milliseconds(400)

@@ -49,8 +49,10 @@ final class World: Sendable {
             return try EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
         case .postgrest:
             let stack = try StackEnvironment.require()
-            var configuration = PostgRESTConfiguration(projectURL: deployedSchema ? stack.deployedURL : stack.url, apiKey: stack.anonKey,
-                                                       userID: user) { _ in stack.token(for: user) }
+            var configuration = PostgRESTConfiguration(
+                projectURL: deployedSchema ? stack.deployedURL : stack.url, apiKey: stack.anonKey,
+                userID: user
+            ) { _ in stack.token(for: user) }
             configuration.baseBackoff = .milliseconds(10)
             return PostgRESTRemoteStore(configuration: configuration)
         }
@@ -60,14 +62,17 @@ final class World: Sendable {
     func setDevice(_ id: UUID, isActive: Bool? = nil, publicKey: String? = nil) async throws {
         switch backend {
         case .embedded:
-            let store = try EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+            let store = try EmbeddedRemoteStore(
+                path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
             try await store.setTrust(deviceID: id, isActive: isActive, publicKey: publicKey.map { .some($0) })
         case .postgrest:
             var fields: [String] = []
             if let isActive { fields.append(#""is_active":\#(isActive)"#) }
             if let publicKey { fields.append(#""public_key":"\#(publicKey)""#) }
             let stack = try StackEnvironment.require()
-            try await stack.setDevice(id, base: deployedSchema ? stack.deployedURL : stack.url, fields: "{" + fields.joined(separator: ",") + "}")
+            try await stack.setDevice(
+                id, base: deployedSchema ? stack.deployedURL : stack.url,
+                fields: "{" + fields.joined(separator: ",") + "}")
         }
     }
 
@@ -75,11 +80,13 @@ final class World: Sendable {
     func setCapabilities(_ id: UUID, json: String) async throws {
         switch backend {
         case .embedded:
-            let store = try EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+            let store = try EmbeddedRemoteStore(
+                path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
             try await store.setCapabilities(deviceID: id, json: json)
         case .postgrest:
             let stack = try StackEnvironment.require()
-            try await stack.setDevice(id, base: deployedSchema ? stack.deployedURL : stack.url, fields: #"{"capabilities":\#(json)}"#)
+            try await stack.setDevice(
+                id, base: deployedSchema ? stack.deployedURL : stack.url, fields: #"{"capabilities":\#(json)}"#)
         }
     }
 
@@ -87,14 +94,18 @@ final class World: Sendable {
     func capabilities(_ id: UUID) async throws -> String? {
         switch backend {
         case .embedded:
-            let store = try EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+            let store = try EmbeddedRemoteStore(
+                path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
             return try await store.capabilities(deviceID: id)
         case .postgrest:
             let stack = try StackEnvironment.require()
-            let r = try await stack.request("GET", "/rest/v1/devices?select=capabilities&id=eq.\(id.canonical)", base: deployedSchema ? stack.deployedURL : stack.url,
-                                            token: stack.token(for: user))
+            let r = try await stack.request(
+                "GET", "/rest/v1/devices?select=capabilities&id=eq.\(id.canonical)",
+                base: deployedSchema ? stack.deployedURL : stack.url,
+                token: stack.token(for: user))
             guard let row = (try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [[String: Any]])?.first,
-                  let value = row["capabilities"] as? [String: Any] else { return nil }
+                let value = row["capabilities"] as? [String: Any]
+            else { return nil }
             return String(decoding: try JSONSerialization.data(withJSONObject: value), as: UTF8.self)
         }
     }
@@ -106,33 +117,44 @@ final class World: Sendable {
         let engine: SyncEngine
     }
 
-    func device(_ name: String, role: SyncRole, type: DeviceType? = nil, id: UUID = UUID(), options: SyncOptions = SyncOptions(),
-                remote: (any SyncRemote)? = nil) async throws -> Device {
+    func device(
+        _ name: String, role: SyncRole, type: DeviceType? = nil, id: UUID = UUID(),
+        options: SyncOptions = SyncOptions(),
+        remote: (any SyncRemote)? = nil
+    ) async throws -> Device {
         let store = try DeviceStore(directory: directory.appendingPathComponent(name))
         let identity: DeviceIdentity
         if let existing = try await store.identity() {
             identity = existing
         } else {
-            identity = try await store.createIdentity(name: name, deviceType: type ?? (role == .desktop ? .linuxDesktop : .iosPhone),
-                                                      hostname: nil, role: role, id: id)
+            identity = try await store.createIdentity(
+                name: name, deviceType: type ?? (role == .desktop ? .linuxDesktop : .iosPhone),
+                hostname: nil, role: role, id: id)
             try await store.setUserID(user)
         }
-        return Device(store: store, identity: identity, engine: SyncEngine(local: store, remote: try remote ?? self.remote(), options: options))
+        return Device(
+            store: store, identity: identity,
+            engine: SyncEngine(local: store, remote: try remote ?? self.remote(), options: options))
     }
 
     /// A desktop with `repositories` repositories and `sessions` sessions spread over them.
-    func desktop(_ name: String = "desktop", repositories: Int = 2, sessions: Int = 5, options: SyncOptions = SyncOptions(),
-                 remote: (any SyncRemote)? = nil) async throws -> Device {
+    func desktop(
+        _ name: String = "desktop", repositories: Int = 2, sessions: Int = 5, options: SyncOptions = SyncOptions(),
+        remote: (any SyncRemote)? = nil
+    ) async throws -> Device {
         let desktop = try await device(name, role: .desktop, options: options, remote: remote)
         let repos = (0..<repositories).map { i in
-            RepositoryRecord(userID: user, deviceID: desktop.identity.id, name: "repo-\(i)", localPath: "/src/repo-\(i)",
-                             remoteURL: "git@example.com:team/repo-\(i).git", defaultBranch: "main")
+            RepositoryRecord(
+                userID: user, deviceID: desktop.identity.id, name: "repo-\(i)", localPath: "/src/repo-\(i)",
+                remoteURL: "git@example.com:team/repo-\(i).git", defaultBranch: "main")
         }
         try await desktop.store.upsertRepositories(repos)
         for i in 0..<sessions {
             let repository = repos[i % repos.count]
-            try await desktop.store.createSession(SessionRecord(userID: user, deviceID: desktop.identity.id, repositoryID: repository.id,
-                                                                title: "session \(i)", sessionPID: 100 + i, workingDirectory: repository.localPath))
+            try await desktop.store.createSession(
+                SessionRecord(
+                    userID: user, deviceID: desktop.identity.id, repositoryID: repository.id,
+                    title: "session \(i)", sessionPID: 100 + i, workingDirectory: repository.localPath))
         }
         return desktop
     }
@@ -152,7 +174,8 @@ final class World: Sendable {
         var result: [UUID: SessionSecret] = [:]
         let key = try await phone.store.deviceKey()
         for envelope in try await phone.store.receivedEnvelopes() {
-            result[envelope.sessionID] = try await phone.store.openReceivedSecret(sessionID: envelope.sessionID, using: key)
+            result[envelope.sessionID] = try await phone.store.openReceivedSecret(
+                sessionID: envelope.sessionID, using: key)
         }
         return result
     }

@@ -17,8 +17,10 @@ struct CoordinationActor {
     init(_ harness: any RemoteHarness) async throws {
         actor = try await Actor(harness)
         #expect(actor.store is any CoordinationRemote)
-        try await actor.store.upsertOwnDevice(OwnDeviceRow(id: phone, userID: actor.user, name: "phone", deviceType: .iosPhone,
-                                                           hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
+        try await actor.store.upsertOwnDevice(
+            OwnDeviceRow(
+                id: phone, userID: actor.user, name: "phone", deviceType: .iosPhone,
+                hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
         let repository = actor.repository()
         session = actor.session(repository)
         #expect(try await actor.store.upsertRepositories([repository], onBatchAccepted: nil).rejected.isEmpty)
@@ -43,40 +45,56 @@ func isRemote(_ error: any Error, _ code: RemoteStoreError.Code) -> Bool { (erro
 struct CoordinationContractTests {
     static var kinds: [RemoteKind] { RemoteKind.available.filter { $0 != .postgrestDeployedSchema } }
 
-    @Test("claiming: first holder, refresh, handoff to the previous device's valid device tokens only", arguments: kinds)
+    @Test(
+        "claiming: first holder, refresh, handoff to the previous device's valid device tokens only", arguments: kinds)
     func claim(kind: RemoteKind) async throws {
         let harness = try kind.harness()
         let me = try await CoordinationActor(harness)
         let store = me.store
         let desktopTokens = [CoordinationActor.token(), CoordinationActor.token()]
-        for token in desktopTokens { try await store.registerPushToken(PushTokenRegistration(deviceID: me.desktop, token: token)) }
+        for token in desktopTokens {
+            try await store.registerPushToken(PushTokenRegistration(deviceID: me.desktop, token: token))
+        }
         let invalid = CoordinationActor.token()
         try await store.registerPushToken(PushTokenRegistration(deviceID: me.desktop, token: invalid))
         #expect(try await store.invalidatePushToken(invalid))
-        try await store.registerPushToken(PushTokenRegistration(deviceID: me.desktop, token: CoordinationActor.token(), type: .liveActivity,
-                                                                 activityID: "activity-1", sessionID: me.session.id))
+        try await store.registerPushToken(
+            PushTokenRegistration(
+                deviceID: me.desktop, token: CoordinationActor.token(), type: .liveActivity,
+                activityID: "activity-1", sessionID: me.session.id))
 
-        let first = try await store.claimSessionActivity(sessionID: me.session.id, deviceID: me.desktop, clientType: .desktop)
+        let first = try await store.claimSessionActivity(
+            sessionID: me.session.id, deviceID: me.desktop, clientType: .desktop)
         #expect(first == SessionClaim(handedOff: false))
-        let again = try await store.claimSessionActivity(sessionID: me.session.id, deviceID: me.desktop, clientType: .desktop)
+        let again = try await store.claimSessionActivity(
+            sessionID: me.session.id, deviceID: me.desktop, clientType: .desktop)
         #expect(again == SessionClaim(handedOff: false))
         #expect(try await me.outbox(collapse: "handoff-\(me.session.id.canonical)").isEmpty)
 
-        let takeover = try await store.claimSessionActivity(sessionID: me.session.id, deviceID: me.phone, clientType: .ios)
-        #expect(takeover == SessionClaim(handedOff: true, previousDeviceID: me.desktop, previousClientType: "desktop", notified: 2))
+        let takeover = try await store.claimSessionActivity(
+            sessionID: me.session.id, deviceID: me.phone, clientType: .ios)
+        #expect(
+            takeover
+                == SessionClaim(
+                    handedOff: true, previousDeviceID: me.desktop, previousClientType: "desktop", notified: 2))
         let queued = try await me.outbox(collapse: "handoff-\(me.session.id.canonical)")
         #expect(Set(queued.map(\.token)) == Set(desktopTokens))
         for entry in queued {
-            #expect(entry.deviceID == me.desktop && entry.pushType == "background" && entry.priority == 5 && entry.deliveredAt == nil)
-            let payload = try #require(try JSONSerialization.jsonObject(with: Data(entry.payload.utf8)) as? [String: Any])
+            #expect(
+                entry.deviceID == me.desktop && entry.pushType == "background" && entry.priority == 5
+                    && entry.deliveredAt == nil)
+            let payload = try #require(
+                try JSONSerialization.jsonObject(with: Data(entry.payload.utf8)) as? [String: Any])
             #expect(payload.keys.sorted() == ["aps", "handedOffTo", "sessionId", "type"])
             #expect((payload["aps"] as? [String: Any])?["content-available"] as? Int == 1)
             #expect(payload["type"] as? String == "session_handoff" && payload["handedOffTo"] as? String == "ios")
             #expect(payload["sessionId"] as? String == me.session.id.canonical)
         }
         // Back to the desktop: the phone has no token, so nothing is queued, but it is a handoff.
-        let back = try await store.claimSessionActivity(sessionID: me.session.id, deviceID: me.desktop, clientType: .desktop)
-        #expect(back == SessionClaim(handedOff: true, previousDeviceID: me.phone, previousClientType: "ios", notified: 0))
+        let back = try await store.claimSessionActivity(
+            sessionID: me.session.id, deviceID: me.desktop, clientType: .desktop)
+        #expect(
+            back == SessionClaim(handedOff: true, previousDeviceID: me.phone, previousClientType: "ios", notified: 0))
         #expect(try await me.outbox(collapse: "handoff-\(me.session.id.canonical)").count == 2)
     }
 
@@ -95,8 +113,10 @@ struct CoordinationContractTests {
             session.repositoryID = me.session.repositoryID
             #expect(try await me.store.upsertSessions([session], onBatchAccepted: nil).rejected.isEmpty)
             let sessionID = session.id, desktopID = me.desktop, phoneID = me.phone
-            async let byDesktop = desktopStore.claimSessionActivity(sessionID: sessionID, deviceID: desktopID, clientType: .desktop)
-            async let byPhone = phoneStore.claimSessionActivity(sessionID: sessionID, deviceID: phoneID, clientType: .ios)
+            async let byDesktop = desktopStore.claimSessionActivity(
+                sessionID: sessionID, deviceID: desktopID, clientType: .desktop)
+            async let byPhone = phoneStore.claimSessionActivity(
+                sessionID: sessionID, deviceID: phoneID, clientType: .ios)
             let (desktop, phone) = try await (byDesktop, byPhone)
             #expect([desktop, phone].filter(\.handedOff).count == 1, "round \(round): \(desktop) \(phone)")
             let loser = desktop.handedOff ? me.phone : me.desktop
@@ -108,16 +128,20 @@ struct CoordinationContractTests {
         }
     }
 
-    @Test("tokens: rotation leaves one valid token; another user's valid token never moves, and the answer does not say so", arguments: kinds)
+    @Test(
+        "tokens: rotation leaves one valid token; another user's valid token never moves, and the answer does not say so",
+        arguments: kinds)
     func tokens(kind: RemoteKind) async throws {
         let harness = try kind.harness()
         let me = try await CoordinationActor(harness)
         let store = me.store
         let old = CoordinationActor.token(), new = CoordinationActor.token()
-        var registered = try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: old, environment: .development))
+        var registered = try await store.registerPushToken(
+            PushTokenRegistration(deviceID: me.phone, token: old, environment: .development))
         #expect(!registered.previousInvalidated)
         #expect(try await store.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
-        registered = try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: new, previousToken: old))
+        registered = try await store.registerPushToken(
+            PushTokenRegistration(deviceID: me.phone, token: new, previousToken: old))
         #expect(registered.previousInvalidated)
         // Exactly one valid device token now: an approval reaches exactly it.
         let cleared = try await store.clearApproval(requestID: "rotation-\(UUID().canonical)", excludingToken: nil)
@@ -125,19 +149,26 @@ struct CoordinationContractTests {
         #expect(try await store.listOutbox(limit: 10).first?.token == new)
 
         // Live-activity tokens appear in the status, device tokens do not.
-        try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: CoordinationActor.token(), type: .liveActivity,
-                                                                 activityID: "act-7", sessionID: me.session.id))
+        try await store.registerPushToken(
+            PushTokenRegistration(
+                deviceID: me.phone, token: CoordinationActor.token(), type: .liveActivity,
+                activityID: "act-7", sessionID: me.session.id))
         let status = try await store.pushTokenStatus(deviceID: me.phone)
         #expect(status.deviceTokenRegistered && status.liveActivityTokens.count == 1)
-        #expect(status.liveActivityTokens.first?.activityId == "act-7" && status.liveActivityTokens.first?.sessionId == me.session.id)
-        #expect(try await store.pushTokenStatus(deviceID: me.desktop) == PushTokenStatus(deviceTokenRegistered: false, liveActivityTokens: []))
+        #expect(
+            status.liveActivityTokens.first?.activityId == "act-7"
+                && status.liveActivityTokens.first?.sessionId == me.session.id)
+        #expect(
+            try await store.pushTokenStatus(deviceID: me.desktop)
+                == PushTokenStatus(deviceTokenRegistered: false, liveActivityTokens: []))
 
         // Another user registers the same token for their phone (finding 6: a takeover): it stays
         // the first user's, and the answer is the one a fresh registration gets.
         let other = try await CoordinationActor(harness)
         #expect(try await other.store.invalidatePushToken(new) == false, "another user cannot invalidate it")
         let unknown = CoordinationActor.token()
-        let fresh = try await other.store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: unknown))
+        let fresh = try await other.store.registerPushToken(
+            PushTokenRegistration(deviceID: other.phone, token: unknown))
         let taken = try await other.store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: new))
         #expect(taken == fresh, "the answer must not tell whether another user holds the token")
         #expect(try await store.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
@@ -164,8 +195,10 @@ struct CoordinationContractTests {
         try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: phone))
         try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: stale))
         #expect(try await store.invalidatePushToken(stale))
-        try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: CoordinationActor.token(), type: .liveActivity,
-                                                                 activityID: "a", sessionID: me.session.id))
+        try await store.registerPushToken(
+            PushTokenRegistration(
+                deviceID: me.phone, token: CoordinationActor.token(), type: .liveActivity,
+                activityID: "a", sessionID: me.session.id))
         let request = "req-\(UUID().canonical)"
         let first = try await store.clearApproval(requestID: request, excludingToken: phone)
         #expect(first == ApprovalClearing(success: true, devicesNotified: 1))
@@ -175,12 +208,15 @@ struct CoordinationContractTests {
         #expect(queued.map(\.token) == [desktop])
         let entry = try #require(queued.first)
         let payload = try #require(try JSONSerialization.jsonObject(with: Data(entry.payload.utf8)) as? [String: Any])
-        #expect(payload["clearApprovalId"] as? String == request && payload["reason"] as? String == "approved_on_other_device")
+        #expect(
+            payload["clearApprovalId"] as? String == request
+                && payload["reason"] as? String == "approved_on_other_device")
         #expect((payload["aps"] as? [String: Any])?["content-available"] as? Int == 1 && payload.count == 3)
         // Without an exclusion both valid device tokens are reached; the desktop's only once.
         let all = try await store.clearApproval(requestID: request, excludingToken: nil)
         #expect(all.devicesNotified == 2)
-        #expect(try await me.outbox(collapse: "approval-\(request)").map(\.token).sorted() == [desktop, phone].sorted())
+        #expect(
+            try await me.outbox(collapse: "approval-\(request)").map(\.token).sorted() == [desktop, phone].sorted())
         // Another user's clearing reaches none of these tokens.
         let other = try await CoordinationActor(harness)
         #expect(try await other.store.clearApproval(requestID: request, excludingToken: nil).devicesNotified == 0)
@@ -197,45 +233,70 @@ struct CoordinationContractTests {
         try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: token))
         let before = try await store.listOutbox(limit: 1000)
 
-        await #expect { _ = try await store.claimSessionActivity(sessionID: other.session.id, deviceID: me.desktop, clientType: .desktop) }
-            throws: { isRemote($0, .permissionDenied) }
-        await #expect { _ = try await store.claimSessionActivity(sessionID: me.session.id, deviceID: other.desktop, clientType: .desktop) }
-            throws: { isRemote($0, .permissionDenied) }
-        await #expect { _ = try await store.claimSessionActivity(sessionID: UUID(), deviceID: me.desktop, clientType: .desktop) }
-            throws: { isRemote($0, .permissionDenied) }
+        await #expect {
+            _ = try await store.claimSessionActivity(
+                sessionID: other.session.id, deviceID: me.desktop, clientType: .desktop)
+        } throws: { isRemote($0, .permissionDenied) }
+        await #expect {
+            _ = try await store.claimSessionActivity(
+                sessionID: me.session.id, deviceID: other.desktop, clientType: .desktop)
+        } throws: { isRemote($0, .permissionDenied) }
+        await #expect {
+            _ = try await store.claimSessionActivity(sessionID: UUID(), deviceID: me.desktop, clientType: .desktop)
+        } throws: { isRemote($0, .permissionDenied) }
         for bad in ["", "has space", "new\nline", String(repeating: "a", count: 513), "é"] {
-            await #expect { try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: bad)) }
-                throws: { isRemote($0, .invalidValue) }
+            await #expect {
+                try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: bad))
+            } throws: { isRemote($0, .invalidValue) }
         }
-        await #expect { try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: "x1", type: .liveActivity, activityID: "a")) }
-            throws: { isRemote($0, .invalidValue) }
-        await #expect { try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: "x2", type: .liveActivity, sessionID: me.session.id)) }
-            throws: { isRemote($0, .invalidValue) }
-        await #expect { try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: "x3", activityID: "a")) }
-            throws: { isRemote($0, .invalidValue) }
-        await #expect { try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: "x4", platform: "iOS")) }
-            throws: { isRemote($0, .invalidValue) }
-        await #expect { try await store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: "x5")) }
-            throws: { isRemote($0, .permissionDenied) }
-        await #expect { try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: "x6", type: .liveActivity,
-                                                                                 activityID: "a", sessionID: other.session.id)) }
-            throws: { isRemote($0, .permissionDenied) }
+        await #expect {
+            try await store.registerPushToken(
+                PushTokenRegistration(deviceID: me.phone, token: "x1", type: .liveActivity, activityID: "a"))
+        } throws: { isRemote($0, .invalidValue) }
+        await #expect {
+            try await store.registerPushToken(
+                PushTokenRegistration(deviceID: me.phone, token: "x2", type: .liveActivity, sessionID: me.session.id))
+        } throws: { isRemote($0, .invalidValue) }
+        await #expect {
+            try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: "x3", activityID: "a"))
+        } throws: { isRemote($0, .invalidValue) }
+        await #expect {
+            try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: "x4", platform: "iOS"))
+        } throws: { isRemote($0, .invalidValue) }
+        await #expect {
+            try await store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: "x5"))
+        } throws: { isRemote($0, .permissionDenied) }
+        await #expect {
+            try await store.registerPushToken(
+                PushTokenRegistration(
+                    deviceID: me.phone, token: "x6", type: .liveActivity,
+                    activityID: "a", sessionID: other.session.id))
+        } throws: { isRemote($0, .permissionDenied) }
         // A refused rotation does not invalidate the previous token either.
-        await #expect { try await store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: "x7", previousToken: token)) }
-            throws: { isRemote($0, .permissionDenied) }
+        await #expect {
+            try await store.registerPushToken(
+                PushTokenRegistration(deviceID: other.phone, token: "x7", previousToken: token))
+        } throws: { isRemote($0, .permissionDenied) }
         #expect(try await store.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
-        await #expect { _ = try await store.pushTokenStatus(deviceID: other.phone) } throws: { isRemote($0, .permissionDenied) }
-        for bad in ["", "line\u{7}bell", String(repeating: "r", count: 201)] {
-            await #expect { _ = try await store.clearApproval(requestID: bad, excludingToken: nil) } throws: { isRemote($0, .invalidValue) }
+        await #expect { _ = try await store.pushTokenStatus(deviceID: other.phone) } throws: {
+            isRemote($0, .permissionDenied)
         }
-        let status = RuntimeStatus(state: .running, deviceID: other.desktop.canonical, sessionID: other.session.id, updatedAtMilliseconds: 1)
+        for bad in ["", "line\u{7}bell", String(repeating: "r", count: 201)] {
+            await #expect { _ = try await store.clearApproval(requestID: bad, excludingToken: nil) } throws: {
+                isRemote($0, .invalidValue)
+            }
+        }
+        let status = RuntimeStatus(
+            state: .running, deviceID: other.desktop.canonical, sessionID: other.session.id, updatedAtMilliseconds: 1)
         await #expect { try await store.setRuntimeStatus(status) } throws: { isRemote($0, .permissionDenied) }
         #expect(try await other.store.fetchSessions(after: nil).first?.record.runtimeStatus == nil)
         #expect(try await other.store.pushTokenStatus(deviceID: other.phone).deviceTokenRegistered == false)
         #expect(try await store.listOutbox(limit: 1000) == before)
     }
 
-    @Test("runtime status: set by the desktop, read with the session, kept by later pushes", arguments: RemoteKind.available)
+    @Test(
+        "runtime status: set by the desktop, read with the session, kept by later pushes",
+        arguments: RemoteKind.available)
     func runtimeStatus(kind: RemoteKind) async throws {
         let harness = try kind.harness()
         let me = try await Actor(harness)
@@ -247,8 +308,9 @@ struct CoordinationContractTests {
         let cursorRow = try #require(try await store.fetchSessions(after: nil).first)
         let cursor = PullCursor(updatedAt: cursorRow.updatedAt, id: session.id)
         try await Task.sleep(for: .milliseconds(5))
-        let status = RuntimeStatus(state: .error, deviceID: me.desktop.canonical, sessionID: session.id,
-                                   updatedAtMilliseconds: 1_795_000_000_123, errorMessage: "tool \"x\" failed\n")
+        let status = RuntimeStatus(
+            state: .error, deviceID: me.desktop.canonical, sessionID: session.id,
+            updatedAtMilliseconds: 1_795_000_000_123, errorMessage: "tool \"x\" failed\n")
         let stored = try await store.setRuntimeStatus(status)
         #expect(stored.reportedAt != nil)
         // A phone pulling after its cursor sees the session again, with the status.
@@ -271,8 +333,12 @@ struct CoordinationContractTests {
         let harness = try RemoteKind.postgrestDeployedSchema.harness()
         let me = try await Actor(harness)
         let store = try #require(me.store as? any CoordinationRemote)
-        await #expect { _ = try await store.clearApproval(requestID: "r", excludingToken: nil) } throws: { isRemote($0, .missingFunction) }
-        await #expect { _ = try await store.pushTokenStatus(deviceID: me.desktop) } throws: { isRemote($0, .missingFunction) }
+        await #expect { _ = try await store.clearApproval(requestID: "r", excludingToken: nil) } throws: {
+            isRemote($0, .missingFunction)
+        }
+        await #expect { _ = try await store.pushTokenStatus(deviceID: me.desktop) } throws: {
+            isRemote($0, .missingFunction)
+        }
     }
 }
 
@@ -285,7 +351,8 @@ struct CoordinationStackTests {
         let me = try await CoordinationActor(try PostgRESTHarness(deployedVariant: false))
         let token = stack.token(for: me.user)
         let id = me.session.id.canonical
-        let good = #"{"schema_version":"1","coding_session":{"status":"running"},"device_id":"d","session_id":"\#(id)","updated_at_ms":1}"#
+        let good =
+            #"{"schema_version":"1","coding_session":{"status":"running"},"device_id":"d","session_id":"\#(id)","updated_at_ms":1}"#
         let bad = [
             #"{"schema_version":"2","coding_session":{"status":"running"},"device_id":"d","session_id":"\#(id)","updated_at_ms":1}"#,
             #"{"schema_version":1,"coding_session":{"status":"running"},"device_id":"d","session_id":"\#(id)","updated_at_ms":1}"#,
@@ -297,30 +364,38 @@ struct CoordinationStackTests {
             #"["not an object"]"#,
         ]
         for body in bad {
-            let response = try await stack.request("PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token,
-                                                   body: #"{"runtime_status":\#(body),"runtime_status_updated_at":"2026-11-22T00:00:00Z"}"#)
+            let response = try await stack.request(
+                "PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token,
+                body: #"{"runtime_status":\#(body),"runtime_status_updated_at":"2026-11-22T00:00:00Z"}"#)
             #expect(response.status == 400 && response.body.contains("23514"), "\(body): \(response.status)")
             // The engine's reader drops the same values.
             #expect(RuntimeStatus(json: body, sessionID: me.session.id, reportedAt: nil) == nil, "\(body)")
         }
-        let untimed = try await stack.request("PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token, body: #"{"runtime_status":\#(good)}"#)
-        #expect(untimed.status == 400 && untimed.body.contains("23514"), "runtime_status without runtime_status_updated_at")
-        let accepted = try await stack.request("PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token,
-                                               body: #"{"runtime_status":\#(good),"runtime_status_updated_at":"2026-11-22T00:00:00Z"}"#)
+        let untimed = try await stack.request(
+            "PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token, body: #"{"runtime_status":\#(good)}"#)
+        #expect(
+            untimed.status == 400 && untimed.body.contains("23514"), "runtime_status without runtime_status_updated_at")
+        let accepted = try await stack.request(
+            "PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token,
+            body: #"{"runtime_status":\#(good),"runtime_status_updated_at":"2026-11-22T00:00:00Z"}"#)
         #expect(accepted.status == 204)
         #expect(RuntimeStatus(json: good, sessionID: me.session.id, reportedAt: nil)?.state == .running)
 
-        let client = try await stack.request("POST", "/rest/v1/rpc/claim_session_activity", token: token,
-                                             body: #"{"session_id":"\#(id)","device_id":"\#(me.desktop.canonical)","client_type":"android"}"#)
+        let client = try await stack.request(
+            "POST", "/rest/v1/rpc/claim_session_activity", token: token,
+            body: #"{"session_id":"\#(id)","device_id":"\#(me.desktop.canonical)","client_type":"android"}"#)
         #expect(client.status == 400 && client.body.contains("22023"))
-        let anonymous = try await stack.request("POST", "/rest/v1/rpc/clear_approval", body: #"{"request_id":"r","exclude_device_token":null}"#)
+        let anonymous = try await stack.request(
+            "POST", "/rest/v1/rpc/clear_approval", body: #"{"request_id":"r","exclude_device_token":null}"#)
         #expect(anonymous.status == 401)
         // Users cannot write the tables directly: only the functions do.
-        let direct = try await stack.request("POST", "/rest/v1/push_outbox", token: token,
-                                             body: #"{"user_id":"\#(me.user.canonical)","token":"t","push_type":"alert","priority":10,"payload":{}}"#)
+        let direct = try await stack.request(
+            "POST", "/rest/v1/push_outbox", token: token,
+            body: #"{"user_id":"\#(me.user.canonical)","token":"t","push_type":"alert","priority":10,"payload":{}}"#)
         #expect(direct.status == 403 || direct.status == 401)
-        let steal = try await stack.request("POST", "/rest/v1/push_tokens", token: token,
-                                            body: #"{"user_id":"\#(me.user.canonical)","device_id":"\#(me.phone.canonical)","token":"t"}"#)
+        let steal = try await stack.request(
+            "POST", "/rest/v1/push_tokens", token: token,
+            body: #"{"user_id":"\#(me.user.canonical)","device_id":"\#(me.phone.canonical)","token":"t"}"#)
         #expect(steal.status == 403 || steal.status == 401)
     }
 }

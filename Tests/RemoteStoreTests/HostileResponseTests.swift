@@ -28,8 +28,14 @@ struct HostileResponseTests {
         ("listOpenSecretRequests", { _ = try await $0.listOpenSecretRequests() }),
         ("changes", { _ = try await $0.changes(since: nil, statements: true) }),
         ("setDeviceActive", { try await $0.setDeviceActive(UUID(), isActive: false) }),
-        ("claimSessionActivity", { _ = try await $0.claimSessionActivity(sessionID: UUID(), deviceID: UUID(), clientType: .ios) }),
-        ("registerPushToken", { _ = try await $0.registerPushToken(PushTokenRegistration(deviceID: UUID(), token: "abc123")) }),
+        (
+            "claimSessionActivity",
+            { _ = try await $0.claimSessionActivity(sessionID: UUID(), deviceID: UUID(), clientType: .ios) }
+        ),
+        (
+            "registerPushToken",
+            { _ = try await $0.registerPushToken(PushTokenRegistration(deviceID: UUID(), token: "abc123")) }
+        ),
         ("invalidatePushToken", { _ = try await $0.invalidatePushToken("abc123") }),
         ("pushTokenStatus", { _ = try await $0.pushTokenStatus(deviceID: UUID()) }),
         ("clearApproval", { _ = try await $0.clearApproval(requestID: "r1", excludingToken: nil) }),
@@ -47,7 +53,10 @@ struct HostileResponseTests {
         ("a string", #""x""#),
         ("an object", #"{"a":1}"#),
         ("an array of numbers", "[1,2]"),
-        ("rows of wrong types", #"[{"id":5,"user_id":[],"session_id":{},"device_id":true,"public_key":7,"body":null,"signature":1,"token":2,"name":3}]"#),
+        (
+            "rows of wrong types",
+            #"[{"id":5,"user_id":[],"session_id":{},"device_id":true,"public_key":7,"body":null,"signature":1,"token":2,"name":3}]"#
+        ),
         ("rows of nulls", #"[{"id":null,"user_id":null,"session_id":null,"device_id":null}]"#),
         ("nested 100,000 deep", String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)),
         ("a control character", #"[{"id":"\u001b[31m","message":"\u001b]0;x\u0007"}]"#),
@@ -58,14 +67,18 @@ struct HostileResponseTests {
         let (name, call) = Self.reads[read]
         let (kind, text) = Self.bodies[body]
         let server = try LoopbackHTTPServer { _ in
-            TransportResponse(status: 200, headers: ["content-type": "application/json", "content-range": "0-0/1"], body: Data(text.utf8))
+            TransportResponse(
+                status: 200, headers: ["content-type": "application/json", "content-range": "0-0/1"],
+                body: Data(text.utf8))
         }
         defer { server.stop() }
         do {
             try await call(makeClient(server))
             // The one read that uses no field: the PATCH's representation only has to say a
             // row was updated, and any array of rows says so.
-            let rowsOnly = name == "setDeviceActive" && ["rows of wrong types", "rows of nulls", "a control character"].contains(kind)
+            let rowsOnly =
+                name == "setDeviceActive"
+                && ["rows of wrong types", "rows of nulls", "a control character"].contains(kind)
             if !rowsOnly { Issue.record("\(name) accepted \(kind)") }
         } catch let error as RemoteStoreError {
             #expect(!error.description.contains("\u{1b}"), "\(name): a control character reached the description")

@@ -1,9 +1,9 @@
 import Foundation
 import RemoteStore
 import SecretCrypto
-import Synchronization
 import SyncModel
 import SyncTestSupport
+import Synchronization
 import Testing
 
 /// The PostgREST client against servers that misbehave on purpose (security findings 13, 14,
@@ -18,25 +18,34 @@ struct HostileServerTests {
         var testDescription: String { rawValue }
     }
 
-    static func client(_ server: HostileServer, _ transport: Transport, maxResponseBytes: Int = 64 * 1024 * 1024, connectTimeout: TimeInterval = 10,
-                       configure: (inout PostgRESTConfiguration) -> Void = { _ in }) -> PostgRESTRemoteStore {
-        var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon-key", userID: UUID()) { _ in "user-token" }
+    static func client(
+        _ server: HostileServer, _ transport: Transport, maxResponseBytes: Int = 64 * 1024 * 1024,
+        connectTimeout: TimeInterval = 10,
+        configure: (inout PostgRESTConfiguration) -> Void = { _ in }
+    ) -> PostgRESTRemoteStore {
+        var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon-key", userID: UUID()) {
+            _ in "user-token"
+        }
         configuration.baseBackoff = .milliseconds(5)
         configure(&configuration)
-        let http: any HTTPTransport = switch transport {
-        case .curl: CurlTransport(maxResponseBytes: maxResponseBytes, connectTimeout: connectTimeout)
-        case .urlSession: URLSessionTransport(maxResponseBytes: maxResponseBytes, connectTimeout: connectTimeout)
-        }
+        let http: any HTTPTransport =
+            switch transport {
+            case .curl: CurlTransport(maxResponseBytes: maxResponseBytes, connectTimeout: connectTimeout)
+            case .urlSession: URLSessionTransport(maxResponseBytes: maxResponseBytes, connectTimeout: connectTimeout)
+            }
         return PostgRESTRemoteStore(configuration: configuration, transport: http)
     }
 
     static func repositories(_ count: Int) -> [RepositoryRecord] {
         let user = UUID(), device = UUID()
-        return (0..<count).map { RepositoryRecord(userID: user, deviceID: device, name: "r\($0)", localPath: "/r/\($0)") }
+        return (0..<count).map {
+            RepositoryRecord(userID: user, deviceID: device, name: "r\($0)", localPath: "/r/\($0)")
+        }
     }
 
-    @Test("a redirected write is a failure: nothing reaches the other origin and no batch counts as accepted",
-          arguments: Transport.allCases, [301, 302, 303, 307, 308])
+    @Test(
+        "a redirected write is a failure: nothing reaches the other origin and no batch counts as accepted",
+        arguments: Transport.allCases, [301, 302, 303, 307, 308])
     func redirectedWrite(transport: Transport, status: Int) async throws {
         let elsewhere = try HostileServer { _, connection in connection.respond(200, body: Data("[]".utf8)) }
         defer { elsewhere.stop() }
@@ -49,7 +58,9 @@ struct HostileServerTests {
         let store = Self.client(server, transport)
         var refused: RemoteStoreError?
         do {
-            let result = try await store.upsertRepositories(Self.repositories(3)) { batch in accepted.withLock { $0 += batch.count } }
+            let result = try await store.upsertRepositories(Self.repositories(3)) { batch in
+                accepted.withLock { $0 += batch.count }
+            }
             refused = result.rejected.first?.error
         } catch let error as RemoteStoreError {
             refused = error
@@ -64,17 +75,24 @@ struct HostileServerTests {
         let elsewhere = try HostileServer { _, connection in connection.json(200, "[]") }
         defer { elsewhere.stop() }
         let target = elsewhere.baseURL.absoluteString
-        let server = try HostileServer { request, connection in connection.respond(302, headers: ["location": target + request.path]) }
+        let server = try HostileServer { request, connection in
+            connection.respond(302, headers: ["location": target + request.path])
+        }
         defer { server.stop() }
-        await #expect { _ = try await Self.client(server, transport).listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .redirected }
+        await #expect { _ = try await Self.client(server, transport).listDevices() } throws: {
+            ($0 as? RemoteStoreError)?.code == .redirected
+        }
         #expect(elsewhere.requests.allSatisfy { $0.headers["authorization"] == nil && $0.headers["apikey"] == nil })
         #expect(elsewhere.requests.isEmpty)
     }
 
-    @Test("a keyset listing whose pages stop advancing ends with an error after a few requests", arguments: Transport.allCases)
+    @Test(
+        "a keyset listing whose pages stop advancing ends with an error after a few requests",
+        arguments: Transport.allCases)
     func pagesThatDoNotAdvance(transport: Transport) async throws {
         let row = #"[{"id":1,"session_id":"\#(UUID().canonical)","device_id":"\#(UUID().canonical)"}]"#
-        let server = try HostileServer { _, connection in connection.json(200, row, headers: ["content-range": "0-0/*"]) }
+        let server = try HostileServer { _, connection in connection.json(200, row, headers: ["content-range": "0-0/*"])
+        }
         defer { server.stop() }
         await #expect { _ = try await Self.client(server, transport).listEnvelopePairs() } throws: {
             ($0 as? RemoteStoreError)?.code == .listingDidNotEnd
@@ -87,26 +105,41 @@ struct HostileServerTests {
         let counter = Mutex(0)
         let server = try HostileServer { request, connection in
             // Every page holds ten new rows and claims more are coming.
-            let page = counter.withLock { value -> Int in value += 1; return value }
-            let rows = (0..<10).map { #"{"id":"\#(UUID().canonical)","user_id":"\#(UUID().canonical)","name":"d\#(page)-\#($0)","device_type":"ios-phone","is_active":true}"# }
+            let page = counter.withLock { value -> Int in
+                value += 1
+                return value
+            }
+            let rows = (0..<10).map {
+                #"{"id":"\#(UUID().canonical)","user_id":"\#(UUID().canonical)","name":"d\#(page)-\#($0)","device_type":"ios-phone","is_active":true}"#
+            }
             let first = request.headers["range"].flatMap { Int($0.split(separator: "-")[0]) } ?? 0
-            connection.json(200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "\(first)-\(first + 9)/*"])
+            connection.json(
+                200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "\(first)-\(first + 9)/*"])
         }
         defer { server.stop() }
-        let store = Self.client(server, transport) { $0.maxListedRows = 100; $0.pageSize = 10 }
-        await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .listingDidNotEnd }
+        let store = Self.client(server, transport) {
+            $0.maxListedRows = 100
+            $0.pageSize = 10
+        }
+        await #expect { _ = try await store.listDevices() } throws: {
+            ($0 as? RemoteStoreError)?.code == .listingDidNotEnd
+        }
         #expect(server.requests.count <= 12)
     }
 
     @Test("a page holding more rows than were asked for is refused (round 3, finding 5)", arguments: Transport.allCases)
     func overfullPage(transport: Transport) async throws {
         let server = try HostileServer { request, connection in
-            let rows = (0..<11).map { #"{"id":"\#(UUID().canonical)","user_id":"\#(UUID().canonical)","name":"d\#($0)","device_type":"ios-phone","is_active":true}"# }
+            let rows = (0..<11).map {
+                #"{"id":"\#(UUID().canonical)","user_id":"\#(UUID().canonical)","name":"d\#($0)","device_type":"ios-phone","is_active":true}"#
+            }
             connection.json(200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "0-10/*"])
         }
         defer { server.stop() }
         let store = Self.client(server, transport) { $0.pageSize = 10 }
-        await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .malformedResponse }
+        await #expect { _ = try await store.listDevices() } throws: {
+            ($0 as? RemoteStoreError)?.code == .malformedResponse
+        }
         #expect(server.requests.count == 1)
     }
 
@@ -114,12 +147,16 @@ struct HostileServerTests {
     static func changeSet(devices: Int, nameBytes: Int) -> String {
         let name = String(repeating: "n", count: nameBytes)
         let user = UUID().canonical
-        let rows = (0..<devices).map { _ in #"{"id":"\#(UUID().canonical)","user_id":"\#(user)","name":"\#(name)","device_type":"ios-phone","is_active":true}"# }
-        return #"{"server_time":"2026-11-24T10:00:00.000000+00:00","devices":[\#(rows.joined(separator: ","))],"secret_requests":[]}"#
+        let rows = (0..<devices).map { _ in
+            #"{"id":"\#(UUID().canonical)","user_id":"\#(user)","name":"\#(name)","device_type":"ios-phone","is_active":true}"#
+        }
+        return
+            #"{"server_time":"2026-11-24T10:00:00.000000+00:00","devices":[\#(rows.joined(separator: ","))],"secret_requests":[]}"#
     }
 
-    @Test("a change-feed answer over the RPC cap, or with more rows than a feed may hold, is refused (round 3, finding 5)",
-          arguments: Transport.allCases)
+    @Test(
+        "a change-feed answer over the RPC cap, or with more rows than a feed may hold, is refused (round 3, finding 5)",
+        arguments: Transport.allCases)
     func changeFeedBounded(transport: Transport) async throws {
         // 5 MiB in 2,000 rows: under the row cap, over the 4 MiB answer cap.
         let large = Self.changeSet(devices: 2_000, nameBytes: 2_600)
@@ -130,30 +167,42 @@ struct HostileServerTests {
             let server = try HostileServer { _, connection in connection.json(200, body) }
             defer { server.stop() }
             let store = Self.client(server, transport) { $0.maxAttempts = 1 }
-            await #expect { _ = try await store.changes(since: nil, statements: false) } throws: { ($0 as? RemoteStoreError)?.code == code }
+            await #expect { _ = try await store.changes(since: nil, statements: false) } throws: {
+                ($0 as? RemoteStoreError)?.code == code
+            }
         }
     }
 
-    @Test("a listing that passes the rows the digest counted is abandoned at once, not at the general bound (round 3, finding 9)",
-          arguments: Transport.allCases)
+    @Test(
+        "a listing that passes the rows the digest counted is abandoned at once, not at the general bound (round 3, finding 9)",
+        arguments: Transport.allCases)
     func listingPastItsCount(transport: Transport) async throws {
         let pages = Mutex(0)
         let server = try HostileServer { _, connection in
             // Every page holds ten new rows: the listing advances and never ends.
-            let page = pages.withLock { value -> Int in value += 1; return value }
-            let rows = (0..<10).map { #"{"id":\#(page * 100 + $0),"session_id":"\#(UUID().canonical)","device_id":"\#(UUID().canonical)","ephemeral_public_key":"k"}"# }
+            let page = pages.withLock { value -> Int in
+                value += 1
+                return value
+            }
+            let rows = (0..<10).map {
+                #"{"id":\#(page * 100 + $0),"session_id":"\#(UUID().canonical)","device_id":"\#(UUID().canonical)","ephemeral_public_key":"k"}"#
+            }
             connection.json(200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "0-9/*"])
         }
         defer { server.stop() }
-        let store = Self.client(server, transport) { $0.pageSize = 10; $0.maxListedRows = 1_000 }
+        let store = Self.client(server, transport) {
+            $0.pageSize = 10
+            $0.maxListedRows = 1_000
+        }
         await #expect { _ = try await store.listEnvelopeKeys(sessions: [UUID()], atMost: 15) } throws: {
             ($0 as? RemoteStoreError)?.code == .listingDidNotEnd
         }
         #expect(server.requests.count == 2)
     }
 
-    @Test("a response over the size cap is refused as it arrives, with or without a Content-Length",
-          arguments: Transport.allCases, [true, false])
+    @Test(
+        "a response over the size cap is refused as it arrives, with or without a Content-Length",
+        arguments: Transport.allCases, [true, false])
     func oversizedResponse(transport: Transport, announced: Bool) async throws {
         let server = try HostileServer { _, connection in
             let chunk = Data(repeating: 0x20, count: 64 * 1024)
@@ -165,15 +214,22 @@ struct HostileServerTests {
         defer { server.stop() }
         let store = Self.client(server, transport, maxResponseBytes: 256 * 1024) { $0.maxAttempts = 1 }
         let start = ContinuousClock.now
-        await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .responseTooLarge }
+        await #expect { _ = try await store.listDevices() } throws: {
+            ($0 as? RemoteStoreError)?.code == .responseTooLarge
+        }
         #expect(ContinuousClock.now - start < .seconds(40))
     }
 
-    @Test("a server that accepts and never answers fails the attempt at the connect timeout", arguments: Transport.allCases)
+    @Test(
+        "a server that accepts and never answers fails the attempt at the connect timeout",
+        arguments: Transport.allCases)
     func silentServer(transport: Transport) async throws {
         let server = try HostileServer { _, _ in Thread.sleep(forTimeInterval: 90) }
         defer { server.stop() }
-        let store = Self.client(server, transport, connectTimeout: 1) { $0.maxAttempts = 1; $0.requestTimeout = 30 }
+        let store = Self.client(server, transport, connectTimeout: 1) {
+            $0.maxAttempts = 1
+            $0.requestTimeout = 30
+        }
         let start = ContinuousClock.now
         await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .network }
         // Undefended, this takes the full 90 s; the bound leaves room for a loaded machine.
@@ -183,7 +239,10 @@ struct HostileServerTests {
     @Test("a server that drips one byte at a time is cut at the whole-request deadline", arguments: Transport.allCases)
     func drippingServer(transport: Transport) async throws {
         let server = try HostileServer { _, connection in
-            guard connection.write(Data("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n[".utf8)) else { return }
+            guard
+                connection.write(
+                    Data("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n[".utf8))
+            else { return }
             for _ in 0..<450 {
                 Thread.sleep(forTimeInterval: 0.2)
                 guard connection.write(Data(" ".utf8)) else { return }
@@ -191,17 +250,25 @@ struct HostileServerTests {
         }
         defer { server.stop() }
         // The idle timeout (1 s) never fires: a byte arrives every 0.2 s. Only the deadline ends it.
-        let store = Self.client(server, transport, connectTimeout: 1) { $0.maxAttempts = 1; $0.requestTimeout = 2 }
+        let store = Self.client(server, transport, connectTimeout: 1) {
+            $0.maxAttempts = 1
+            $0.requestTimeout = 2
+        }
         let start = ContinuousClock.now
         await #expect { _ = try await store.listDevices() } throws: { ($0 as? RemoteStoreError)?.code == .network }
         // Undefended, this takes the full 90 s; the bound leaves room for a loaded machine.
         #expect(ContinuousClock.now - start < .seconds(40))
     }
 
-    @Test("a server's error message cannot carry terminal control sequences into descriptions", arguments: Transport.allCases)
+    @Test(
+        "a server's error message cannot carry terminal control sequences into descriptions",
+        arguments: Transport.allCases)
     func escapedErrorMessage(transport: Transport) async throws {
         let server = try HostileServer { _, connection in
-            connection.json(400, #"{"code":"XX\u001b[2J","message":"bad \u001b]0;pwned\u0007 row\r\n","details":"\u001b[31m","hint":null}"#)
+            connection.json(
+                400,
+                #"{"code":"XX\u001b[2J","message":"bad \u001b]0;pwned\u0007 row\r\n","details":"\u001b[31m","hint":null}"#
+            )
         }
         defer { server.stop() }
         do {

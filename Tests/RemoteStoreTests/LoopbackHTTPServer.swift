@@ -1,6 +1,7 @@
 import Foundation
 import RemoteStore
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,7 +20,10 @@ struct RecordedRequest: Sendable {
     var query: [(String, String)] {
         rawQuery.split(separator: "&").map { item in
             let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
-            return (parts[0].removingPercentEncoding ?? parts[0], (parts.count > 1 ? parts[1] : "").removingPercentEncoding ?? "")
+            return (
+                parts[0].removingPercentEncoding ?? parts[0],
+                (parts.count > 1 ? parts[1] : "").removingPercentEncoding ?? ""
+            )
         }
     }
 
@@ -51,10 +55,16 @@ final class LoopbackHTTPServer: Sendable {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         precondition(bound == 0 && listen(fd, 16) == 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         listener = fd
         port = UInt16(bigEndian: address.sin_port)
         let thread = Thread { [self] in self.acceptLoop() }
@@ -118,7 +128,8 @@ final class LoopbackHTTPServer: Sendable {
         var headers: [String: String] = [:]
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         if headers["expect"]?.lowercased() == "100-continue" {
             send(fd, Data("HTTP/1.1 100 Continue\r\n\r\n".utf8))
@@ -132,8 +143,9 @@ final class LoopbackHTTPServer: Sendable {
         }
         let target = String(requestLine[1])
         let pathAndQuery = target.split(separator: "?", maxSplits: 1).map(String.init)
-        let request = RecordedRequest(method: String(requestLine[0]), path: pathAndQuery[0],
-                                      rawQuery: pathAndQuery.count > 1 ? pathAndQuery[1] : "", headers: headers, body: body)
+        let request = RecordedRequest(
+            method: String(requestLine[0]), path: pathAndQuery[0],
+            rawQuery: pathAndQuery.count > 1 ? pathAndQuery[1] : "", headers: headers, body: body)
         state.withLock { $0.requests.append(request) }
         let response = handler(request)
         var text = "HTTP/1.1 \(response.status.code) \(response.status.code < 300 ? "OK" : "Error")\r\n"
@@ -160,11 +172,20 @@ final class LoopbackHTTPServer: Sendable {
 extension TransportResponse {
     static func json(_ status: Int, _ object: Any, headers: [String: String] = [:]) -> TransportResponse {
         let body = (try? JSONSerialization.data(withJSONObject: object)) ?? Data()
-        return TransportResponse(status: status, headers: headers.merging(["content-type": "application/json; charset=utf-8"]) { a, _ in a }, body: body)
+        return TransportResponse(
+            status: status, headers: headers.merging(["content-type": "application/json; charset=utf-8"]) { a, _ in a },
+            body: body)
     }
 
-    static func postgrestError(_ status: Int, code: String, message: String, details: String? = nil, hint: String? = nil) -> TransportResponse {
-        json(status, ["code": code, "message": message, "details": details as Any? ?? NSNull(), "hint": hint as Any? ?? NSNull()],
-             headers: status == 401 ? ["www-authenticate": "Bearer error=\"invalid_token\""] : [:])
+    static func postgrestError(
+        _ status: Int, code: String, message: String, details: String? = nil, hint: String? = nil
+    ) -> TransportResponse {
+        json(
+            status,
+            [
+                "code": code, "message": message, "details": details as Any? ?? NSNull(),
+                "hint": hint as Any? ?? NSNull(),
+            ],
+            headers: status == 401 ? ["www-authenticate": "Bearer error=\"invalid_token\""] : [:])
     }
 }

@@ -15,7 +15,9 @@ final class PostgRESTHarness: RemoteHarness {
 
     func store(for user: UUID) async throws -> any CompleteRemote {
         let stack = self.stack
-        var configuration = PostgRESTConfiguration(projectURL: base, apiKey: stack.anonKey, userID: user) { _ in stack.token(for: user) }
+        var configuration = PostgRESTConfiguration(projectURL: base, apiKey: stack.anonKey, userID: user) { _ in
+            stack.token(for: user)
+        }
         configuration.baseBackoff = .milliseconds(10)
         return PostgRESTRemoteStore(configuration: configuration)
     }

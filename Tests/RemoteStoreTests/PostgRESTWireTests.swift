@@ -1,8 +1,8 @@
 import Foundation
 import RemoteStore
 import SecretCrypto
-import Synchronization
 import SyncModel
+import Synchronization
 import Testing
 
 /// Hands out tokens and remembers how it was asked.
@@ -19,9 +19,12 @@ final class TokenBox: Sendable {
     var refreshes: Int { calls.withLock { $0.filter { $0 }.count } }
 }
 
-func makeClient(_ server: LoopbackHTTPServer, tokens: TokenBox = TokenBox(), user: UUID = UUID(),
-                _ configure: (inout PostgRESTConfiguration) -> Void = { _ in }) -> PostgRESTRemoteStore {
-    var configuration = PostgRESTConfiguration(projectURL: server.baseURL, apiKey: "anon-key-123", userID: user, accessToken: tokens.provider)
+func makeClient(
+    _ server: LoopbackHTTPServer, tokens: TokenBox = TokenBox(), user: UUID = UUID(),
+    _ configure: (inout PostgRESTConfiguration) -> Void = { _ in }
+) -> PostgRESTRemoteStore {
+    var configuration = PostgRESTConfiguration(
+        projectURL: server.baseURL, apiKey: "anon-key-123", userID: user, accessToken: tokens.provider)
     configuration.baseBackoff = .milliseconds(1)
     configuration.maxBackoff = .milliseconds(5)
     configure(&configuration)
@@ -64,8 +67,10 @@ struct PostgRESTWireTests {
     func bodyEscapes() async throws {
         let server = try LoopbackHTTPServer { _ in created }
         let user = UUID()
-        let titles = ["plain title", "quote \" and backslash \\", "line\nfeed\r\ttab", "bell \u{07} nul \u{00} esc \u{1B}",
-                      "accents é ü, emoji 🧪, U+2028 \u{2028}", "/slash/ and <tag>", ""]
+        let titles = [
+            "plain title", "quote \" and backslash \\", "line\nfeed\r\ttab", "bell \u{07} nul \u{00} esc \u{1B}",
+            "accents é ü, emoji 🧪, U+2028 \u{2028}", "/slash/ and <tag>", "",
+        ]
         let sessions = titles.map { SessionRecord(userID: user, deviceID: UUID(), repositoryID: UUID(), title: $0) }
         _ = try await makeClient(server, user: user).upsertSessions(sessions, onBatchAccepted: nil)
         let request = try #require(server.requests.first)
@@ -83,7 +88,8 @@ struct PostgRESTWireTests {
         let user = UUID()
         let repository = UUID()
         let sessions = (0..<6).map { i in
-            SessionRecord(userID: user, deviceID: UUID(), repositoryID: repository, title: i.isMultiple(of: 2) ? "t\(i)" : nil)
+            SessionRecord(
+                userID: user, deviceID: UUID(), repositoryID: repository, title: i.isMultiple(of: 2) ? "t\(i)" : nil)
         }
         let result = try await makeClient(server, user: user).upsertSessions(sessions, onBatchAccepted: nil)
         #expect(result.accepted == 6)
@@ -103,12 +109,16 @@ struct PostgRESTWireTests {
     func missingOptionalColumn() async throws {
         let server = try LoopbackHTTPServer { request in
             (request.jsonArray?.first?.keys.contains("title") ?? false)
-                ? .postgrestError(400, code: "PGRST204", message: "Could not find the 'title' column of 'agent_coding_sessions' in the schema cache")
+                ? .postgrestError(
+                    400, code: "PGRST204",
+                    message: "Could not find the 'title' column of 'agent_coding_sessions' in the schema cache")
                 : created
         }
         let user = UUID()
         let client = makeClient(server, user: user)
-        let sessions = (0..<4).map { SessionRecord(userID: user, deviceID: UUID(), repositoryID: UUID(), title: "t\($0)") }
+        let sessions = (0..<4).map {
+            SessionRecord(userID: user, deviceID: UUID(), repositoryID: UUID(), title: "t\($0)")
+        }
         #expect(try await client.upsertSessions(sessions, onBatchAccepted: nil) == BulkWriteResult(accepted: 4))
         #expect(try await client.upsertSessions(sessions, onBatchAccepted: nil) == BulkWriteResult(accepted: 4))
         #expect(server.requests.count == 3, "one refusal, then never sent again")
@@ -122,7 +132,10 @@ struct PostgRESTWireTests {
         try await makeClient(server, user: user).upsertOwnDevice(
             OwnDeviceRow(id: UUID(), userID: user, name: "mac", deviceType: .macDesktop, hostname: "h", publicKey: key))
         let row = try #require(server.requests.first?.jsonArray?.first)
-        #expect(Set(row.keys) == ["id", "user_id", "name", "device_type", "hostname", "public_key", "is_active", "last_seen_at"])
+        #expect(
+            Set(row.keys) == [
+                "id", "user_id", "name", "device_type", "hostname", "public_key", "is_active", "last_seen_at",
+            ])
         #expect(server.requests.first?.queryValue("on_conflict") == "id")
     }
 
@@ -130,13 +143,16 @@ struct PostgRESTWireTests {
     func capabilitiesMerged() async throws {
         let server = try LoopbackHTTPServer { request in
             request.method == "GET"
-                ? .json(200, [["capabilities": ["cli.version": "2.3.1", "session_secret_envelopes": [1]]]], headers: ["content-range": "0-0/*"])
+                ? .json(
+                    200, [["capabilities": ["cli.version": "2.3.1", "session_secret_envelopes": [1]]]],
+                    headers: ["content-range": "0-0/*"])
                 : created
         }
         let user = UUID()
         try await makeClient(server, user: user).upsertOwnDevice(
-            OwnDeviceRow(id: UUID(), userID: user, name: "p", deviceType: .iosPhone, hostname: nil,
-                         publicKey: X25519PrivateKey().publicKey.base64, envelopeVersions: [1, 2]))
+            OwnDeviceRow(
+                id: UUID(), userID: user, name: "p", deviceType: .iosPhone, hostname: nil,
+                publicKey: X25519PrivateKey().publicKey.base64, envelopeVersions: [1, 2]))
         #expect(server.requests.first?.queryValue("select") == "capabilities")
         let row = try #require(server.requests.last?.jsonArray?.first)
         let capabilities = try #require(row["capabilities"] as? [String: Any])
@@ -144,21 +160,27 @@ struct PostgRESTWireTests {
         #expect(capabilities["session_secret_envelopes"] as? [Int] == [1, 2])
     }
 
-    @Test("an old deployment without devices.capabilities is detected once; the device row still goes", arguments: [true, false])
+    @Test(
+        "an old deployment without devices.capabilities is detected once; the device row still goes",
+        arguments: [true, false])
     func missingCapabilitiesColumn(refusedOnRead: Bool) async throws {
         let server = try LoopbackHTTPServer { request in
             if request.method == "GET" {
-                return refusedOnRead ? .postgrestError(400, code: "42703", message: "column devices.capabilities does not exist")
-                                     : .json(200, [[String: Any]](), headers: ["content-range": "*/*"])
+                return refusedOnRead
+                    ? .postgrestError(400, code: "42703", message: "column devices.capabilities does not exist")
+                    : .json(200, [[String: Any]](), headers: ["content-range": "*/*"])
             }
             return (request.jsonArray?.first?.keys.contains("capabilities") ?? false)
-                ? .postgrestError(400, code: "PGRST204", message: "Could not find the 'capabilities' column of 'devices' in the schema cache")
+                ? .postgrestError(
+                    400, code: "PGRST204",
+                    message: "Could not find the 'capabilities' column of 'devices' in the schema cache")
                 : created
         }
         let user = UUID()
         let client = makeClient(server, user: user)
-        let row = OwnDeviceRow(id: UUID(), userID: user, name: "p", deviceType: .iosPhone, hostname: nil,
-                               publicKey: X25519PrivateKey().publicKey.base64, envelopeVersions: [1, 2])
+        let row = OwnDeviceRow(
+            id: UUID(), userID: user, name: "p", deviceType: .iosPhone, hostname: nil,
+            publicKey: X25519PrivateKey().publicKey.base64, envelopeVersions: [1, 2])
         try await client.upsertOwnDevice(row)
         let first = server.requests.count
         try await client.upsertOwnDevice(row)
@@ -170,9 +192,13 @@ struct PostgRESTWireTests {
     func deduplicated() async throws {
         let server = try LoopbackHTTPServer { _ in created }
         let pair = (session: UUID(), device: UUID())
-        let rows = ["first", "second"].map {
-            EnvelopeRecord(sessionID: pair.session, deviceID: pair.device, ephemeralPublicKey: "e", encryptedSecret: $0)
-        } + [EnvelopeRecord(sessionID: UUID(), deviceID: pair.device, ephemeralPublicKey: "e", encryptedSecret: "x")]
+        let rows =
+            ["first", "second"].map {
+                EnvelopeRecord(
+                    sessionID: pair.session, deviceID: pair.device, ephemeralPublicKey: "e", encryptedSecret: $0)
+            } + [
+                EnvelopeRecord(sessionID: UUID(), deviceID: pair.device, ephemeralPublicKey: "e", encryptedSecret: "x")
+            ]
         let result = try await makeClient(server).upsertEnvelopes(rows, onBatchAccepted: nil)
         #expect(result.accepted == 2)
         let body = try #require(server.requests.first?.jsonArray)
@@ -186,12 +212,15 @@ struct PostgRESTWireTests {
     func batchBounds() async throws {
         let server = try LoopbackHTTPServer { _ in created }
         let accepted = Mutex<[Int]>([])
-        _ = try await makeClient(server).upsertRepositories(repositories(1_200)) { batch in accepted.withLock { $0.append(batch.count) } }
+        _ = try await makeClient(server).upsertRepositories(repositories(1_200)) { batch in
+            accepted.withLock { $0.append(batch.count) }
+        }
         #expect(server.requests.compactMap(\.jsonArray).map(\.count) == [500, 500, 200])
         #expect(accepted.withLock { $0 } == [500, 500, 200])
 
         let small = try LoopbackHTTPServer { _ in created }
-        _ = try await makeClient(small) { $0.maxBytesPerBatch = 4_096 }.upsertRepositories(repositories(100), onBatchAccepted: nil)
+        _ = try await makeClient(small) { $0.maxBytesPerBatch = 4_096 }.upsertRepositories(
+            repositories(100), onBatchAccepted: nil)
         #expect(small.requests.count > 1)
         #expect(small.requests.allSatisfy { $0.body.count <= 4_096 })
         #expect(small.requests.compactMap(\.jsonArray).map(\.count).reduce(0, +) == 100)
@@ -200,7 +229,8 @@ struct PostgRESTWireTests {
     @Test("a 413 halves the batch and retries until it fits")
     func payloadTooLarge() async throws {
         let server = try LoopbackHTTPServer { request in
-            (request.jsonArray?.count ?? 0) > 100 ? .postgrestError(413, code: "PGRST413", message: "Payload Too Large") : created
+            (request.jsonArray?.count ?? 0) > 100
+                ? .postgrestError(413, code: "PGRST413", message: "Payload Too Large") : created
         }
         let result = try await makeClient(server).upsertRepositories(repositories(400), onBatchAccepted: nil)
         #expect(result == BulkWriteResult(accepted: 400))
@@ -215,15 +245,19 @@ struct PostgRESTWireTests {
         let server = try LoopbackHTTPServer { request in
             let ids = request.jsonArray?.compactMap { $0["id"] as? String } ?? []
             return ids.contains(bad)
-                ? .postgrestError(409, code: "23505", message: "duplicate key value violates unique constraint \"repositories_device_id_local_path_key\"",
-                                  details: "Key (device_id, local_path)=(x, /secret/path) already exists.")
+                ? .postgrestError(
+                    409, code: "23505",
+                    message: "duplicate key value violates unique constraint \"repositories_device_id_local_path_key\"",
+                    details: "Key (device_id, local_path)=(x, /secret/path) already exists.")
                 : created
         }
         let result = try await makeClient(server).upsertRepositories(rows, onBatchAccepted: nil)
         #expect(result.accepted == 39)
         let rejected = try #require(result.rejected.first)
         #expect(result.rejected.count == 1 && rejected.key == bad)
-        #expect(rejected.error.code == .conflict && rejected.error.status == 409 && rejected.error.postgrestCode == .uniqueViolation)
+        #expect(
+            rejected.error.code == .conflict && rejected.error.status == 409
+                && rejected.error.postgrestCode == .uniqueViolation)
         #expect(!rejected.error.description.contains("/secret/path"))
         #expect(rejected.error.debugDescription.contains("/secret/path"))
         #expect(server.requests.count <= 1 + 2 * 6)
@@ -231,7 +265,9 @@ struct PostgRESTWireTests {
 
     @Test("a 400 for one row is not retried")
     func noRetryOn4xx() async throws {
-        let server = try LoopbackHTTPServer { _ in .postgrestError(400, code: "PGRST102", message: "All object keys must match") }
+        let server = try LoopbackHTTPServer { _ in
+            .postgrestError(400, code: "PGRST102", message: "All object keys must match")
+        }
         let result = try await makeClient(server).upsertRepositories(repositories(1), onBatchAccepted: nil)
         #expect(result.accepted == 0 && result.rejected.count == 1)
         #expect(server.requests.count == 1)
@@ -240,15 +276,19 @@ struct PostgRESTWireTests {
     @Test("a 401 JWT expired refreshes the token once and retries; a second 401 fails as unauthorized")
     func tokenRefresh() async throws {
         let server = try LoopbackHTTPServer { request in
-            request.headers["authorization"] == "Bearer fresh-token" ? created : .postgrestError(401, code: "PGRST303", message: "JWT expired")
+            request.headers["authorization"] == "Bearer fresh-token"
+                ? created : .postgrestError(401, code: "PGRST303", message: "JWT expired")
         }
         let tokens = TokenBox()
-        let result = try await makeClient(server, tokens: tokens).upsertRepositories(repositories(2), onBatchAccepted: nil)
+        let result = try await makeClient(server, tokens: tokens).upsertRepositories(
+            repositories(2), onBatchAccepted: nil)
         #expect(result.accepted == 2)
         #expect(tokens.refreshes == 1)
         #expect(server.requests.map { $0.headers["authorization"] } == ["Bearer stale-token", "Bearer fresh-token"])
 
-        let never = try LoopbackHTTPServer { _ in .postgrestError(401, code: "PGRST301", message: "JWSError JWSInvalidSignature") }
+        let never = try LoopbackHTTPServer { _ in
+            .postgrestError(401, code: "PGRST301", message: "JWSError JWSInvalidSignature")
+        }
         await #expect {
             _ = try await makeClient(never).listDevices()
         } throws: { error in
@@ -262,7 +302,10 @@ struct PostgRESTWireTests {
     func retryOn503() async throws {
         let count = Mutex(0)
         let server = try LoopbackHTTPServer { _ in
-            count.withLock { $0 += 1; return $0 } <= 2 ? .postgrestError(503, code: "PGRST000", message: "Could not connect") : created
+            count.withLock {
+                $0 += 1
+                return $0
+            } <= 2 ? .postgrestError(503, code: "PGRST000", message: "Could not connect") : created
         }
         let client = makeClient(server)
         let result = try await client.upsertRepositories(repositories(5), onBatchAccepted: nil)
@@ -286,7 +329,8 @@ struct PostgRESTWireTests {
         let server = try LoopbackHTTPServer { _ in created }
         let url = server.baseURL
         server.stop()
-        var configuration = PostgRESTConfiguration(projectURL: url, apiKey: "k", userID: UUID(), accessToken: { _ in "t" })
+        var configuration = PostgRESTConfiguration(
+            projectURL: url, apiKey: "k", userID: UUID(), accessToken: { _ in "t" })
         configuration.maxAttempts = 2
         configuration.baseBackoff = .milliseconds(1)
         await #expect {
@@ -300,7 +344,8 @@ struct PostgRESTWireTests {
         // thread first called `accept`; the next server's listener took the same number, and
         // the stopped server answered its requests (a token-refresh test lost its second one).
         for round in 0..<40 {
-            let stopped = try LoopbackHTTPServer { _ in TransportResponse(status: 201, headers: ["x-server": "stopped"]) }
+            let stopped = try LoopbackHTTPServer { _ in TransportResponse(status: 201, headers: ["x-server": "stopped"])
+            }
             stopped.stop()
             let live = try LoopbackHTTPServer { _ in TransportResponse(status: 200, headers: ["x-server": "live"]) }
             let response = try await CurlTransport().send(TransportRequest(method: "GET", url: live.baseURL))
@@ -332,9 +377,12 @@ struct PostgRESTWireTests {
     func paging() async throws {
         let user = UUID()
         let all = (0..<2_500).map { i -> [String: Any] in
-            ["id": String(format: "00000000-0000-4000-8000-%012d", i), "user_id": user.canonical, "device_id": UUID().canonical,
-             "name": "r\(i)", "local_path": "/p\(i)", "is_worktree": false, "status": "active",
-             "created_at": "2026-01-01T00:00:00+00:00", "updated_at": "2026-01-01T00:00:00.000001+00:00"]
+            [
+                "id": String(format: "00000000-0000-4000-8000-%012d", i), "user_id": user.canonical,
+                "device_id": UUID().canonical,
+                "name": "r\(i)", "local_path": "/p\(i)", "is_worktree": false, "status": "active",
+                "created_at": "2026-01-01T00:00:00+00:00", "updated_at": "2026-01-01T00:00:00.000001+00:00",
+            ]
         }
         // JSON text per row: Sendable, unlike [String: Any].
         let encoded = try all.map { String(decoding: try JSONSerialization.data(withJSONObject: $0), as: UTF8.self) }
@@ -345,23 +393,31 @@ struct PostgRESTWireTests {
             var start = 0
             if let filter = request.queryValue("or"), let range = filter.range(of: "id.gt.") {
                 let after = String(filter[range.upperBound...].prefix(36))
-                start = encoded.indices.first { String(format: "00000000-0000-4000-8000-%012d", $0) > after } ?? encoded.count
+                start =
+                    encoded.indices.first { String(format: "00000000-0000-4000-8000-%012d", $0) > after }
+                    ?? encoded.count
             }
             let bounds = (request.headers["range"] ?? "0-999").split(separator: "-").compactMap { Int($0) }
             let first = start + bounds[0]
-            let last = min(start + bounds[1], first + 999, encoded.count - 1)  // db-max-rows = 1000
-            guard first < encoded.count else { return .json(200, [Any](), headers: ["content-range": "*/\(encoded.count - start)"]) }
+            let last = min(start + bounds[1], first + 999, encoded.count - 1) // db-max-rows = 1000
+            guard first < encoded.count else {
+                return .json(200, [Any](), headers: ["content-range": "*/\(encoded.count - start)"])
+            }
             let body = Data(("[" + encoded[first...last].joined(separator: ",") + "]").utf8)
-            return TransportResponse(status: 206, headers: ["content-range": "\(first - start)-\(last - start)/\(encoded.count - start)"], body: body)
+            return TransportResponse(
+                status: 206, headers: ["content-range": "\(first - start)-\(last - start)/\(encoded.count - start)"],
+                body: body)
         }
         let rows = try await makeClient(server, user: user) { $0.pageSize = 5_000 }.fetchRepositories(after: nil)
         #expect(rows.count == 2_500)
         #expect(Set(rows.map(\.record.id)).count == 2_500)
         // Each page starts after the last row of the one before, never at an offset.
         #expect(server.requests.map { $0.headers["range"] } == ["0-4999", "0-4999", "0-4999"])
-        #expect(server.requests.map { $0.queryValue("or") } == [nil] + [999, 1_999].map { i in
-            "(updated_at.gt.\"\(stamp)\",and(updated_at.eq.\"\(stamp)\",id.gt.\(String(format: "00000000-0000-4000-8000-%012d", i))))"
-        })
+        #expect(
+            server.requests.map { $0.queryValue("or") } == [nil]
+                + [999, 1_999].map { i in
+                    "(updated_at.gt.\"\(stamp)\",and(updated_at.eq.\"\(stamp)\",id.gt.\(String(format: "00000000-0000-4000-8000-%012d", i))))"
+                })
         // The bound an index scan can start from, implied by the row filter.
         #expect(server.requests.map { $0.queryValue("updated_at") } == [nil, "gte.\(stamp)", "gte.\(stamp)"])
         let request = try #require(server.requests.first)
@@ -379,7 +435,10 @@ struct PostgRESTWireTests {
             let after = request.queryValue("id").map { Int($0.dropFirst(3))! } ?? Int.min
             let page = Array(pairs.filter { $0.id > after }.prefix(1000))
             let total = "*"
-            let body = "[" + page.map { #"{"id":\#($0.id),"session_id":"\#($0.session)","device_id":"\#($0.device)"}"# }.joined(separator: ",") + "]"
+            let body =
+                "["
+                + page.map { #"{"id":\#($0.id),"session_id":"\#($0.session)","device_id":"\#($0.device)"}"# }.joined(
+                    separator: ",") + "]"
             let range = page.isEmpty ? "*/\(total)" : "0-\(page.count - 1)/\(total)"
             return TransportResponse(status: 200, headers: ["content-range": range], body: Data(body.utf8))
         }
@@ -388,10 +447,15 @@ struct PostgRESTWireTests {
         #expect(server.requests.count == 4, "three pages and the empty one that ends the listing")
         #expect(server.requests.allSatisfy { $0.headers["prefer"] == nil })
         #expect(server.requests.allSatisfy { $0.headers["range"] == "0-999" && $0.queryValue("order") == "id.asc" })
-        #expect(server.requests.map { $0.queryValue("id") } == [nil, "gt.\(pairs[999].id)", "gt.\(pairs[1999].id)", "gt.\(pairs[2299].id)"])
+        #expect(
+            server.requests.map { $0.queryValue("id") } == [
+                nil, "gt.\(pairs[999].id)", "gt.\(pairs[1999].id)", "gt.\(pairs[2299].id)",
+            ])
     }
 
-    @Test("a listing whose first two pages are full fans out into ranges of its uuid key, each a keyset listing from there; a shorter one does not")
+    @Test(
+        "a listing whose first two pages are full fans out into ranges of its uuid key, each a keyset listing from there; a shorter one does not"
+    )
     func fannedListing() async throws {
         let device = UUID()
         // 3,500 envelopes in session order, and a second listing of 600.
@@ -403,26 +467,45 @@ struct PostgRESTWireTests {
             var rows = listings.withLock { $0 }
             for (name, value) in request.query where name == "session_id" {
                 let (op, bound) = (value.prefix { $0 != "." }, String(value.drop { $0 != "." }.dropFirst()))
-                rows = rows.filter { op == "gt" ? $0 > bound : op == "gte" ? $0 >= bound : op == "lt" ? $0 < bound : false }
+                rows = rows.filter {
+                    op == "gt" ? $0 > bound : op == "gte" ? $0 >= bound : op == "lt" ? $0 < bound : false
+                }
             }
             let page = Array(rows.prefix(1000))
-            let body = "[" + page.map { #"{"session_id":"\#($0)","device_id":"\#(device.canonical)","ephemeral_public_key":"k","encrypted_secret":"s"}"# }
+            let body =
+                "["
+                + page.map {
+                    #"{"session_id":"\#($0)","device_id":"\#(device.canonical)","ephemeral_public_key":"k","encrypted_secret":"s"}"#
+                }
                 .joined(separator: ",") + "]"
-            return TransportResponse(status: 206, headers: ["content-range": page.isEmpty ? "*/*" : "0-\(page.count - 1)/*"], body: Data(body.utf8))
+            return TransportResponse(
+                status: 206, headers: ["content-range": page.isEmpty ? "*/*" : "0-\(page.count - 1)/*"],
+                body: Data(body.utf8))
         }
         let client = makeClient(server) { $0.listingStreams = 4 }
         let fetched = try await client.fetchEnvelopes(addressedTo: device)
         #expect(fetched.map(\.sessionID.canonical) == long, "every row once, in session order")
-        #expect(server.requests.prefix(2).map { $0.query.filter { $0.0 == "session_id" }.map(\.1) } == [[], ["gt.\(long[999])"]])
+        #expect(
+            server.requests.prefix(2).map { $0.query.filter { $0.0 == "session_id" }.map(\.1) } == [
+                [], ["gt.\(long[999])"],
+            ])
         let ranged = server.requests.dropFirst(2)
         // Each of four ranges that split the uuid space above the second page's last key starts
         // right after that key, then pages on by its own.
         #expect(ranged.filter { $0.query.contains { $0 == ("session_id", "gt.\(long[1999])") } }.count == 4)
-        #expect(ranged.allSatisfy { $0.query.contains { $0.0 == "session_id" && $0.1.hasPrefix("gt.") && $0.1 >= "gt.\(long[1999])" } })
-        let ranges = Set(ranged.map { request in request.query.filter { $0.0 == "session_id" && !$0.1.hasPrefix("gt.") }.map(\.1) })
+        #expect(
+            ranged.allSatisfy {
+                $0.query.contains { $0.0 == "session_id" && $0.1.hasPrefix("gt.") && $0.1 >= "gt.\(long[1999])" }
+            })
+        let ranges = Set(
+            ranged.map { request in request.query.filter { $0.0 == "session_id" && !$0.1.hasPrefix("gt.") }.map(\.1) })
         #expect(ranges.count == 4)
-        #expect(ranges.contains { $0.count == 1 && $0[0].hasPrefix("lt.") } && ranges.contains { $0.count == 1 && $0[0].hasPrefix("gte.") })
-        #expect(ranged.count == 4, "one short page per range (~375 rows each): a short page ends a range, no empty page is asked for")
+        #expect(
+            ranges.contains { $0.count == 1 && $0[0].hasPrefix("lt.") }
+                && ranges.contains { $0.count == 1 && $0[0].hasPrefix("gte.") })
+        #expect(
+            ranged.count == 4,
+            "one short page per range (~375 rows each): a short page ends a range, no empty page is asked for")
 
         // 600, 1,000 and 1,500 rows: page after page, as before, until an empty page.
         for (rows, requests) in [(short, 2), (envelopes(1_000), 2), (envelopes(1_500), 3)] {
@@ -441,7 +524,10 @@ struct PostgRESTWireTests {
         let request = try #require(server.requests.first)
         #expect(!request.rawQuery.contains("+"))
         #expect(request.rawQuery.contains("%2B00"))
-        #expect(request.queryValue("or") == "(updated_at.gt.\"2026-03-04T05:06:07.123456+00:00\",and(updated_at.eq.\"2026-03-04T05:06:07.123456+00:00\",id.gt.\(cursor.id.canonical)))")
+        #expect(
+            request.queryValue("or")
+                == "(updated_at.gt.\"2026-03-04T05:06:07.123456+00:00\",and(updated_at.eq.\"2026-03-04T05:06:07.123456+00:00\",id.gt.\(cursor.id.canonical)))"
+        )
         #expect(request.queryValue("updated_at") == "gte.2026-03-04T05:06:07.123456+00:00")
         #expect(request.path == "/rest/v1/agent_coding_sessions")
     }
@@ -471,31 +557,43 @@ struct PostgRESTWireTests {
         let device = UUID()
         let sessions = (0..<3).map { _ in UUID() }
         let secret = SessionSecret()
-        let sealed = try sessions.map { try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: SessionID($0)) }
+        let sealed = try sessions.map {
+            try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: SessionID($0))
+        }
         let forms = [
             sealed[0].encryptedSecret,
             "\\x" + ByteEncoding.hex(Array(sealed[1].encryptedSecret.utf8)),
             "\\x" + ByteEncoding.hex(try SecretEnvelope.decodeEncryptedSecret(sealed[2].encryptedSecret)),
         ]
         let server = try LoopbackHTTPServer { _ in
-            .json(200, (0..<3).map { i in
-                ["session_id": sessions[i].canonical, "device_id": device.canonical,
-                 "ephemeral_public_key": sealed[i].ephemeralPublicKey, "encrypted_secret": forms[i]]
-            }, headers: ["content-range": "0-2/3"])
+            .json(
+                200,
+                (0..<3).map { i in
+                    [
+                        "session_id": sessions[i].canonical, "device_id": device.canonical,
+                        "ephemeral_public_key": sealed[i].ephemeralPublicKey, "encrypted_secret": forms[i],
+                    ]
+                }, headers: ["content-range": "0-2/3"])
         }
         let envelopes = try await makeClient(server).fetchEnvelopes(addressedTo: device)
         #expect(envelopes.map(\.encryptedSecret) == forms)
         for envelope in envelopes {
-            let opened = try SecretEnvelope(ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: envelope.encryptedSecret)
-                .open(sessionID: SessionID(envelope.sessionID), using: recipient)
+            let opened = try SecretEnvelope(
+                ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: envelope.encryptedSecret
+            )
+            .open(sessionID: SessionID(envelope.sessionID), using: recipient)
             #expect(opened == secret)
         }
         #expect(server.requests.first?.queryValue("device_id") == "eq.\(device.canonical)")
     }
 
-    @Test("a malformed JSON response is a clear error, not a crash", arguments: ["{not json", "{\"a\":1}", "[1,2]", "[{\"id\":\"nope\"}]"])
+    @Test(
+        "a malformed JSON response is a clear error, not a crash",
+        arguments: ["{not json", "{\"a\":1}", "[1,2]", "[{\"id\":\"nope\"}]"])
     func malformedResponse(body: String) async throws {
-        let server = try LoopbackHTTPServer { _ in TransportResponse(status: 200, headers: ["content-range": "0-0/1"], body: Data(body.utf8)) }
+        let server = try LoopbackHTTPServer { _ in
+            TransportResponse(status: 200, headers: ["content-range": "0-0/1"], body: Data(body.utf8))
+        }
         await #expect {
             _ = try await makeClient(server).fetchRepositories(after: nil)
         } throws: { ($0 as? RemoteStoreError)?.code == .malformedResponse }
@@ -506,33 +604,45 @@ struct PostgRESTWireTests {
         let rows = repositories(10)
         let bad = rows[3].id.canonical
         let server = try LoopbackHTTPServer { request in
-            (request.jsonArray?.contains { $0["id"] as? String == bad } ?? false) ? .postgrestError(409, code: "23503", message: "fk") : created
+            (request.jsonArray?.contains { $0["id"] as? String == bad } ?? false)
+                ? .postgrestError(409, code: "23503", message: "fk") : created
         }
         let seen = Mutex<[UUID]>([])
-        let result = try await makeClient(server).upsertRepositories(rows) { batch in seen.withLock { $0 += batch.map(\.id) } }
+        let result = try await makeClient(server).upsertRepositories(rows) { batch in
+            seen.withLock { $0 += batch.map(\.id) }
+        }
         #expect(Set(seen.withLock { $0 }) == Set(rows.map(\.id)).subtracting([rows[3].id]))
         #expect(result.rejected.map(\.error.code) == [.foreignKeyViolation])
     }
 
     @Test("the configuration never prints the apikey")
     func configurationDescription() {
-        let configuration = PostgRESTConfiguration(projectURL: URL(string: "https://x.supabase.co")!, apiKey: "sb_secret_key", userID: UUID()) { _ in "t" }
+        let configuration = PostgRESTConfiguration(
+            projectURL: URL(string: "https://x.supabase.co")!, apiKey: "sb_secret_key", userID: UUID()
+        ) { _ in "t" }
         #expect(!"\(configuration)".contains("sb_secret_key"))
     }
 }
 
 @Suite("Timestamps")
 struct TimestampTests {
-    @Test("PostgREST forms parse", arguments: [
-        ("2026-01-01T00:00:00+00:00", 1_767_225_600.0), ("2026-01-01T00:00:00.5Z", 1_767_225_600.5),
-        ("2026-01-01 01:00:00.25+01:00", 1_767_225_600.25), ("2026-01-01T00:00:00.123456-00:30", 1_767_227_400.123456),
-    ])
+    @Test(
+        "PostgREST forms parse",
+        arguments: [
+            ("2026-01-01T00:00:00+00:00", 1_767_225_600.0), ("2026-01-01T00:00:00.5Z", 1_767_225_600.5),
+            ("2026-01-01 01:00:00.25+01:00", 1_767_225_600.25),
+            ("2026-01-01T00:00:00.123456-00:30", 1_767_227_400.123456),
+        ])
     func parse(text: String, expected: Double) throws {
         let date = try #require(Timestamp.parse(text))
         #expect(abs(date.timeIntervalSince1970 - expected) < 1e-6)
     }
 
-    @Test("garbage does not parse", arguments: ["", "2026-01-01", "2026-13-01T00:00:00Z", "2026-01-01T00:00:00", "2026-01-01T00:00:00+0x:00", "yesterday"])
+    @Test(
+        "garbage does not parse",
+        arguments: [
+            "", "2026-01-01", "2026-13-01T00:00:00Z", "2026-01-01T00:00:00", "2026-01-01T00:00:00+0x:00", "yesterday",
+        ])
     func rejects(text: String) {
         #expect(Timestamp.parse(text) == nil)
     }
@@ -557,8 +667,10 @@ struct TimestampTests {
             var seconds = time_t(Int64(micros) / 1_000_000)
             var parts = tm()
             gmtime_r(&seconds, &parts)
-            let reference = String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                                   Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(Int64(micros) % 1_000_000))
+            let reference = String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.%06d+00:00", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec),
+                Int(Int64(micros) % 1_000_000))
             #expect(Timestamp.format(date) == reference, "at \(instant)")
         }
     }
@@ -569,8 +681,12 @@ struct MissingTrustTablesTests {
     @Test("404 PGRST205 (and 42P01) from PostgREST arrive as .missingTable for every trust operation")
     func missingTables() async throws {
         // PostgREST 12+ answers PGRST205; older versions let PostgreSQL's 42P01 through.
-        let newer = try LoopbackHTTPServer { _ in .postgrestError(404, code: "PGRST205", message: "Could not find the table 'public.x' in the schema cache") }
-        let older = try LoopbackHTTPServer { _ in .postgrestError(404, code: "42P01", message: "relation \"public.x\" does not exist") }
+        let newer = try LoopbackHTTPServer { _ in
+            .postgrestError(404, code: "PGRST205", message: "Could not find the table 'public.x' in the schema cache")
+        }
+        let older = try LoopbackHTTPServer { _ in
+            .postgrestError(404, code: "42P01", message: "relation \"public.x\" does not exist")
+        }
         await #expect(throws: RemoteStoreError.self) { _ = try await makeClient(older).listCertificates() }
         do {
             _ = try await makeClient(older).fetchIdentityKey()

@@ -66,21 +66,27 @@ struct Actor {
     init(_ harness: any RemoteHarness) async throws {
         self.harness = harness
         store = try await harness.store(for: user)
-        try await store.upsertOwnDevice(OwnDeviceRow(id: desktop, userID: user, name: "desktop", deviceType: .linuxDesktop,
-                                                      hostname: "box", publicKey: key.publicKey.base64))
+        try await store.upsertOwnDevice(
+            OwnDeviceRow(
+                id: desktop, userID: user, name: "desktop", deviceType: .linuxDesktop,
+                hostname: "box", publicKey: key.publicKey.base64))
     }
 
     func repository(_ path: String = "/src/\(UUID().canonical)") -> RepositoryRecord {
-        RepositoryRecord(userID: user, deviceID: desktop, name: "repo", localPath: path, remoteURL: "git@x:y.git", defaultBranch: "main")
+        RepositoryRecord(
+            userID: user, deviceID: desktop, name: "repo", localPath: path, remoteURL: "git@x:y.git",
+            defaultBranch: "main")
     }
 
     func session(_ repository: RepositoryRecord, title: String? = "t") -> SessionRecord {
-        SessionRecord(userID: user, deviceID: desktop, repositoryID: repository.id, title: title, sessionPID: 7,
-                      currentBranch: "main", workingDirectory: repository.localPath)
+        SessionRecord(
+            userID: user, deviceID: desktop, repositoryID: repository.id, title: title, sessionPID: 7,
+            currentBranch: "main", workingDirectory: repository.localPath)
     }
 
     func envelope(_ session: SessionRecord, to device: UUID, text: String = "c2VjcmV0") -> EnvelopeRecord {
-        EnvelopeRecord(sessionID: session.id, deviceID: device, ephemeralPublicKey: key.publicKey.base64, encryptedSecret: text)
+        EnvelopeRecord(
+            sessionID: session.id, deviceID: device, ephemeralPublicKey: key.publicKey.base64, encryptedSecret: text)
     }
 }
 
@@ -89,17 +95,21 @@ struct Actor {
 func same(_ a: RepositoryRecord, _ b: RepositoryRecord) -> Bool {
     var x = a, y = b
     x.updatedAt = y.updatedAt
-    return x.id == y.id && x.userID == y.userID && x.deviceID == y.deviceID && x.name == y.name && x.localPath == y.localPath
-        && x.remoteURL == y.remoteURL && x.defaultBranch == y.defaultBranch && x.parentRepositoryID == y.parentRepositoryID
+    return x.id == y.id && x.userID == y.userID && x.deviceID == y.deviceID && x.name == y.name
+        && x.localPath == y.localPath
+        && x.remoteURL == y.remoteURL && x.defaultBranch == y.defaultBranch
+        && x.parentRepositoryID == y.parentRepositoryID
         && x.isWorktree == y.isWorktree && x.status == y.status
         && Timestamp.format(x.createdAt) == Timestamp.format(y.createdAt)
 }
 
 func same(_ a: SessionRecord, _ b: SessionRecord) -> Bool {
-    a.id == b.id && a.userID == b.userID && a.deviceID == b.deviceID && a.repositoryID == b.repositoryID && a.title == b.title
+    a.id == b.id && a.userID == b.userID && a.deviceID == b.deviceID && a.repositoryID == b.repositoryID
+        && a.title == b.title
         && a.sessionPID == b.sessionPID && Timestamp.format(a.sessionStartedAt) == Timestamp.format(b.sessionStartedAt)
         && a.sessionEndedAt.map(Timestamp.format) == b.sessionEndedAt.map(Timestamp.format) && a.status == b.status
-        && a.currentBranch == b.currentBranch && a.workingDirectory == b.workingDirectory && a.isWorktree == b.isWorktree
+        && a.currentBranch == b.currentBranch && a.workingDirectory == b.workingDirectory
+        && a.isWorktree == b.isWorktree
         && a.worktreePath == b.worktreePath
 }
 
@@ -110,8 +120,10 @@ struct RemoteStoreContractTests {
         let harness = try kind.harness()
         let me = try await Actor(harness)
         try await harness.setTrust(user: me.user, device: me.desktop, isTrusted: true)
-        try await me.store.upsertOwnDevice(OwnDeviceRow(id: me.desktop, userID: me.user, name: "renamed", deviceType: .linuxDesktop,
-                                                         hostname: "box", publicKey: me.key.publicKey.base64))
+        try await me.store.upsertOwnDevice(
+            OwnDeviceRow(
+                id: me.desktop, userID: me.user, name: "renamed", deviceType: .linuxDesktop,
+                hostname: "box", publicKey: me.key.publicKey.base64))
         let devices = try await me.store.listDevices()
         #expect(devices.count == 1)
         let device = try #require(devices.first)
@@ -123,7 +135,8 @@ struct RemoteStoreContractTests {
     func content(kind: RemoteKind) async throws {
         let me = try await Actor(try kind.harness())
         let repositories = (0..<3).map { _ in me.repository() }
-        #expect(try await me.store.upsertRepositories(repositories, onBatchAccepted: nil) == BulkWriteResult(accepted: 3))
+        #expect(
+            try await me.store.upsertRepositories(repositories, onBatchAccepted: nil) == BulkWriteResult(accepted: 3))
         let sessions = repositories.flatMap { r in (0..<2).map { _ in me.session(r) } }
         #expect(try await me.store.upsertSessions(sessions, onBatchAccepted: nil) == BulkWriteResult(accepted: 6))
 
@@ -167,7 +180,10 @@ struct RemoteStoreContractTests {
         let changed = try await me.store.fetchRepositories(after: cursor)
         #expect(Set(changed.map(\.record.id)) == [first[2].id, added.id])
         #expect(changed.first { $0.record.id == first[2].id }?.record.name == "renamed")
-        #expect(zip(changed, changed.dropFirst()).allSatisfy { ($0.updatedAt, $0.record.id.canonical) < ($1.updatedAt, $1.record.id.canonical) })
+        #expect(
+            zip(changed, changed.dropFirst()).allSatisfy {
+                ($0.updatedAt, $0.record.id.canonical) < ($1.updatedAt, $1.record.id.canonical)
+            })
     }
 
     @Test("envelopes upsert by pair, list, fetch by recipient and delete three ways", arguments: RemoteKind.available)
@@ -179,14 +195,19 @@ struct RemoteStoreContractTests {
         _ = try await me.store.upsertSessions(sessions, onBatchAccepted: nil)
         let phone = UUID(), tablet = UUID()
         for device in [phone, tablet] {
-            try await me.store.upsertOwnDevice(OwnDeviceRow(id: device, userID: me.user, name: "phone", deviceType: .iosPhone,
-                                                             hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
+            try await me.store.upsertOwnDevice(
+                OwnDeviceRow(
+                    id: device, userID: me.user, name: "phone", deviceType: .iosPhone,
+                    hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
         }
         let rows = sessions.flatMap { [me.envelope($0, to: phone), me.envelope($0, to: tablet)] }
         #expect(try await me.store.upsertEnvelopes(rows, onBatchAccepted: nil).accepted == 6)
         // Re-sending one pair with a new value replaces it, never duplicates it.
-        _ = try await me.store.upsertEnvelopes([me.envelope(sessions[0], to: phone, text: "bmV3")], onBatchAccepted: nil)
-        #expect(Set(try await me.store.listEnvelopePairs()) == Set(rows.map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.deviceID) }))
+        _ = try await me.store.upsertEnvelopes(
+            [me.envelope(sessions[0], to: phone, text: "bmV3")], onBatchAccepted: nil)
+        #expect(
+            Set(try await me.store.listEnvelopePairs())
+                == Set(rows.map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.deviceID) }))
         let forPhone = try await me.store.fetchEnvelopes(addressedTo: phone)
         #expect(forPhone.count == 3)
         // The deployed bytea column answers in the \x form; every form decodes to the same bytes.
@@ -201,7 +222,9 @@ struct RemoteStoreContractTests {
         #expect(try await me.store.listEnvelopePairs() == [EnvelopePair(sessionID: sessions[0].id, deviceID: phone)])
     }
 
-    @Test("a session before its repository and a repeated (device, path) are refused row by row", arguments: RemoteKind.available)
+    @Test(
+        "a session before its repository and a repeated (device, path) are refused row by row",
+        arguments: RemoteKind.available)
     func constraints(kind: RemoteKind) async throws {
         let me = try await Actor(try kind.harness())
         let repository = me.repository("/same/path")
@@ -259,7 +282,8 @@ struct RemoteStoreContractTests {
         #expect(overwrite.accepted == 0 && overwrite.rejected.first?.error.code == .permissionDenied)
         let foreign = try await bob.store.upsertRepositories([alice.repository()], onBatchAccepted: nil)
         #expect(foreign.accepted == 0 && foreign.rejected.first?.error.code == .permissionDenied)
-        let envelope = try await bob.store.upsertEnvelopes([bob.envelope(session, to: bob.desktop)], onBatchAccepted: nil)
+        let envelope = try await bob.store.upsertEnvelopes(
+            [bob.envelope(session, to: bob.desktop)], onBatchAccepted: nil)
         #expect(envelope.accepted == 0 && envelope.rejected.count == 1)
 
         try await bob.store.deleteRepositories(ids: [repository.id])

@@ -46,7 +46,9 @@ struct ResponseJSONTests {
 
     @Test("numbers keep their kind: integers that fit are Int, others Double")
     func numberKinds() throws {
-        let row = try #require(try ResponseJSON.rows(Data(#"[{"a":7,"b":7.0,"c":7e0,"d":-0,"e":99999999999999999999}]"#.utf8), table: "t").first)
+        let row = try #require(
+            try ResponseJSON.rows(Data(#"[{"a":7,"b":7.0,"c":7e0,"d":-0,"e":99999999999999999999}]"#.utf8), table: "t")
+                .first)
         #expect(row["a"] == .int(7))
         #expect(row["b"] == .double(7))
         #expect(row["c"] == .double(7))
@@ -119,23 +121,29 @@ struct ResponseJSONTests {
     @Test("nesting past the limit is refused without exhausting the stack")
     func deepNesting() throws {
         let depth = 100_000
-        let inRow = Data(("[{\"a\":" + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}]").utf8)
+        let inRow = Data(
+            ("[{\"a\":" + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}]").utf8)
         #expect(throws: RemoteStoreError.self) { try ResponseJSON.rows(inRow, table: "t") }
         let bare = Data((String(repeating: "[", count: depth) + String(repeating: "]", count: depth)).utf8)
         #expect(throws: RemoteStoreError.self) { try ResponseJSON.rows(bare, table: "t") }
         #expect(throws: ResponseJSON.Malformed.self) { try ResponseJSON.object(bare) }
         // Within the limit, nesting is read.
         let allowed = 400
-        let fine = Data(("[{\"a\":" + String(repeating: "[", count: allowed) + String(repeating: "]", count: allowed) + "}]").utf8)
+        let fine = Data(
+            ("[{\"a\":" + String(repeating: "[", count: allowed) + String(repeating: "]", count: allowed) + "}]").utf8)
         #expect(try ResponseJSON.rows(fine, table: "t").count == 1)
     }
 
     @Test("the wrong shape names what is wrong: not an array, or not rows")
     func wrongShapes() throws {
-        for (body, message) in [(#"{"a":1}"#, "t: response is not a JSON array"), (#""rows""#, "t: response is not a JSON array"),
-                                (#"[1]"#, "t: response holds something other than rows"),
-                                (#"[{"a":1},[]]"#, "t: response holds something other than rows")] {
-            let error = try #require(throws: RemoteStoreError.self) { try ResponseJSON.rows(Data(body.utf8), table: "t") }
+        for (body, message) in [
+            (#"{"a":1}"#, "t: response is not a JSON array"), (#""rows""#, "t: response is not a JSON array"),
+            (#"[1]"#, "t: response holds something other than rows"),
+            (#"[{"a":1},[]]"#, "t: response holds something other than rows"),
+        ] {
+            let error = try #require(throws: RemoteStoreError.self) {
+                try ResponseJSON.rows(Data(body.utf8), table: "t")
+            }
             #expect(error.code == .malformedResponse)
             #expect(error.message == message, "\(body)")
         }

@@ -4,6 +4,7 @@ import SecretCrypto
 import SyncModel
 import SyncTestSupport
 import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -41,17 +42,21 @@ struct ServerSecurityTests {
         #expect(!r.body.contains("token\":") && !r.body.contains("@"))
     }
 
-    @Test("every identifier in a filter, order, on_conflict, columns or body key is checked", arguments: [
-        ("GET", "/rest/v1/devices?na%22me=eq.x", nil as String?),
-        ("GET", "/rest/v1/devices?or=(na%CC%81me.eq.x)", nil),
-        ("GET", "/rest/v1/devices?order=name%22desc", nil),
-        ("POST", "/rest/v1/devices?on_conflict=id%22)%20DO%20NOTHING--", "[{}]"),
-        ("POST", "/rest/v1/devices?columns=id,na%22me", "[{}]"),
-        ("POST", "/rest/v1/devices", #"[{"name\")--":"x"}]"#),
-    ])
+    @Test(
+        "every identifier in a filter, order, on_conflict, columns or body key is checked",
+        arguments: [
+            ("GET", "/rest/v1/devices?na%22me=eq.x", nil as String?),
+            ("GET", "/rest/v1/devices?or=(na%CC%81me.eq.x)", nil),
+            ("GET", "/rest/v1/devices?order=name%22desc", nil),
+            ("POST", "/rest/v1/devices?on_conflict=id%22)%20DO%20NOTHING--", "[{}]"),
+            ("POST", "/rest/v1/devices?columns=id,na%22me", "[{}]"),
+            ("POST", "/rest/v1/devices", #"[{"name\")--":"x"}]"#),
+        ])
     func otherIdentifiers(method: String, path: String, body: String?) async throws {
         let stack = try StackEnvironment.require()
-        let r = try await stack.request(method, path, token: stack.token(for: UUID()), headers: ["Prefer": "resolution=merge-duplicates"], body: body)
+        let r = try await stack.request(
+            method, path, token: stack.token(for: UUID()), headers: ["Prefer": "resolution=merge-duplicates"],
+            body: body)
         #expect([400, 404].contains(r.status), "status \(r.status): \(r.body)")
     }
 
@@ -59,22 +64,26 @@ struct ServerSecurityTests {
     func authTablesOutOfReach() async throws {
         let stack = try StackEnvironment.require()
         for role in ["authenticator", "anon", "authenticated", "service_role"] {
-            let grants = try stack.sql("""
+            let grants = try stack.sql(
+                """
                 SELECT has_table_privilege('\(role)', 'auth.refresh_tokens', 'SELECT') OR has_table_privilege('\(role)', 'auth.users', 'SELECT')
                 """)
             #expect(grants == "f", "\(role) can read auth tables")
         }
         let email = "digest-\(UUID().canonical)@example.test"
-        let r = try await stack.request("POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"correct horse"}"#)
-        let refresh = try #require((try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any])?["refresh_token"] as? String)
+        let r = try await stack.request(
+            "POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"correct horse"}"#)
+        let refresh = try #require(
+            (try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [String: Any])?["refresh_token"] as? String)
         let stored = try stack.sql("SELECT count(*) FROM auth.refresh_tokens WHERE token = '\(refresh)'")
         #expect(stored == "0", "the refresh token itself is stored")
     }
 
     // MARK: 2: nothing outlives a request on a pooled connection; a statement timeout
 
-    @Test("the device ownership check runs its regex once: no scan of devices runs it per row",
-          arguments: ["sync_own", "sync_deployed"])
+    @Test(
+        "the device ownership check runs its regex once: no scan of devices runs it per row",
+        arguments: ["sync_own", "sync_deployed"])
     func deviceCheckByKey(database: String) throws {
         // Every row written to repositories, sessions and envelopes calls not_anothers_device
         // (WITH CHECK). Its first form, where the planner scanned devices, filtered every
@@ -83,7 +92,8 @@ struct ServerSecurityTests {
         // Index scans are off so the scan is the same whatever the table holds: with few rows
         // and no statistics the planner may take the key, and hide the regex in its condition.
         let stack = try StackEnvironment.require()
-        let report = try stack.sql("""
+        let report = try stack.sql(
+            """
             SET enable_indexscan = off; SET enable_bitmapscan = off; SET enable_indexonlyscan = off;
             LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;
             SET auto_explain.log_level = notice; SELECT private.not_anothers_device(gen_random_uuid()::text);
@@ -98,7 +108,8 @@ struct ServerSecurityTests {
         let stack = try StackEnvironment.require()
         let marker = "leak-\(UUID().canonical.prefix(8))"
         // A trigger standing in for injected SQL: it changes session-level settings.
-        _ = try stack.sql("""
+        _ = try stack.sql(
+            """
             CREATE OR REPLACE FUNCTION public.test_leak_\(marker.suffix(8))() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
                 IF NEW.name = '\(marker)' THEN
@@ -108,9 +119,14 @@ struct ServerSecurityTests {
             END $$;
             CREATE TRIGGER test_leak_\(marker.suffix(8)) BEFORE INSERT ON public.devices FOR EACH ROW EXECUTE FUNCTION public.test_leak_\(marker.suffix(8))();
             """)
-        defer { _ = try? stack.sql("DROP TRIGGER test_leak_\(marker.suffix(8)) ON public.devices; DROP FUNCTION public.test_leak_\(marker.suffix(8))()") }
+        defer {
+            _ = try? stack.sql(
+                "DROP TRIGGER test_leak_\(marker.suffix(8)) ON public.devices; DROP FUNCTION public.test_leak_\(marker.suffix(8))()"
+            )
+        }
         let user = UUID()
-        let row = #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"\#(marker)","device_type":"ios-phone"}]"#
+        let row =
+            #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"\#(marker)","device_type":"ios-phone"}]"#
         let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
         #expect(r.status == 201)
         try await Task.sleep(for: .milliseconds(200))
@@ -122,7 +138,8 @@ struct ServerSecurityTests {
     func statementTimeout() async throws {
         let stack = try StackEnvironment.require()
         let marker = "slow-\(UUID().canonical.prefix(8))"
-        _ = try stack.sql("""
+        _ = try stack.sql(
+            """
             CREATE OR REPLACE FUNCTION public.test_slow_\(marker.suffix(8))() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
                 IF NEW.name = '\(marker)' THEN PERFORM pg_sleep(60); END IF;
@@ -130,9 +147,14 @@ struct ServerSecurityTests {
             END $$;
             CREATE TRIGGER test_slow_\(marker.suffix(8)) BEFORE INSERT ON public.devices FOR EACH ROW EXECUTE FUNCTION public.test_slow_\(marker.suffix(8))();
             """)
-        defer { _ = try? stack.sql("DROP TRIGGER test_slow_\(marker.suffix(8)) ON public.devices; DROP FUNCTION public.test_slow_\(marker.suffix(8))()") }
+        defer {
+            _ = try? stack.sql(
+                "DROP TRIGGER test_slow_\(marker.suffix(8)) ON public.devices; DROP FUNCTION public.test_slow_\(marker.suffix(8))()"
+            )
+        }
         let user = UUID()
-        let row = #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"\#(marker)","device_type":"ios-phone"}]"#
+        let row =
+            #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"\#(marker)","device_type":"ios-phone"}]"#
         let start = ContinuousClock.now
         let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
         #expect(r.status == 504)
@@ -147,14 +169,17 @@ struct ServerSecurityTests {
         let stack = try StackEnvironment.require()
         let token = stack.token(for: UUID())
         for range in ["0-9223372036854775807", "9223372036854775806-9223372036854775807", "9223372036854775807-"] {
-            let r = try await stack.request("GET", "/rest/v1/devices?select=id", token: token, headers: ["Range": range])
+            let r = try await stack.request(
+                "GET", "/rest/v1/devices?select=id", token: token, headers: ["Range": range])
             #expect([200, 206, 416].contains(r.status), "\(range): \(r.status)")
         }
         let alive = try await stack.request("GET", "/rest/v1/devices?select=id", token: token)
         #expect(alive.status == 200)
     }
 
-    @Test("a deeply nested or= tree and an oversized filter are refused with PostgREST-style errors, and the server keeps serving")
+    @Test(
+        "a deeply nested or= tree and an oversized filter are refused with PostgREST-style errors, and the server keeps serving"
+    )
     func deepNesting() async throws {
         let stack = try StackEnvironment.require()
         let token = stack.token(for: UUID())
@@ -177,14 +202,17 @@ struct ServerSecurityTests {
     func bodyLimit() async throws {
         let stack = try StackEnvironment.require()
         let user = UUID()
-        let big = #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","hostname":""#
+        let big =
+            #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","hostname":""#
             + String(repeating: "h", count: 50 * 1024 * 1024) + #""}]"#
         let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: big)
         #expect(r.status == 413)
         #expect(r.body.contains("\"code\""))
-        if let pid = stack.serverPID(), let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-           let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
+        if let pid = stack.serverPID(),
+            let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        {
             #expect(kib < 400 * 1024, "server RSS \(kib) KiB after a 50 MiB body")
         }
     }
@@ -193,7 +221,8 @@ struct ServerSecurityTests {
     func columnLimits() async throws {
         let stack = try StackEnvironment.require()
         let user = UUID()
-        let row = #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","hostname":""#
+        let row =
+            #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","hostname":""#
             + String(repeating: "h", count: 2 * 1024 * 1024) + #""}]"#
         let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
         #expect(r.status == 400 && r.body.contains("23514"), "\(r.status) \(r.body.prefix(300))")
@@ -208,24 +237,56 @@ struct ServerSecurityTests {
         let good = stack.token(for: user)
         let parts = good.split(separator: ".").map(String.init)
         let padded = parts[0] + "." + parts[1] + "." + parts[2] + "="
-        let standard = parts[0] + "." + parts[1] + "." + parts[2].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "+/"
+        let standard =
+            parts[0] + "." + parts[1] + "."
+            + parts[2].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "+/"
         return [
             ("no exp", stack.sign(claims: claims(#","aud":"authenticated""#))),
             ("exp as a string", stack.sign(claims: claims(#","aud":"authenticated","exp":"\#(now + 3600)""#))),
             ("exp null", stack.sign(claims: claims(#","aud":"authenticated","exp":null"#))),
             ("exp 1e300", stack.sign(claims: claims(#","aud":"authenticated","exp":1e300"#))),
             ("exp true", stack.sign(claims: claims(#","aud":"authenticated","exp":true"#))),
-            ("nbf in the future", stack.sign(claims: claims(#","aud":"authenticated","exp":\#(now + 3600),"nbf":\#(now + 600)"#))),
-            ("iat in the future", stack.sign(claims: claims(#","aud":"authenticated","exp":\#(now + 3600),"iat":\#(now + 600)"#))),
+            (
+                "nbf in the future",
+                stack.sign(claims: claims(#","aud":"authenticated","exp":\#(now + 3600),"nbf":\#(now + 600)"#))
+            ),
+            (
+                "iat in the future",
+                stack.sign(claims: claims(#","aud":"authenticated","exp":\#(now + 3600),"iat":\#(now + 600)"#))
+            ),
             ("wrong aud", stack.sign(claims: claims(#","aud":"somebody-else","exp":\#(now + 3600)"#))),
             ("missing aud", stack.sign(claims: claims(#","exp":\#(now + 3600)"#))),
-            ("sub not a uuid", stack.sign(claims: #"{"role":"authenticated","sub":"x","aud":"authenticated","exp":\#(now + 3600)}"#)),
-            ("alg none", stack.sign(claims: claims(#","aud":"authenticated","exp":\#(now + 3600)"#), header: #"{"alg":"none"}"#)),
+            (
+                "sub not a uuid",
+                stack.sign(claims: #"{"role":"authenticated","sub":"x","aud":"authenticated","exp":\#(now + 3600)}"#)
+            ),
+            (
+                "alg none",
+                stack.sign(claims: claims(#","aud":"authenticated","exp":\#(now + 3600)"#), header: #"{"alg":"none"}"#)
+            ),
             // RFC 7519 §4: found by the jwt fuzz target; the server read the first `sub`,
             // PostgreSQL's jsonb the last.
-            ("duplicate sub", stack.sign(claims: #"{"role":"authenticated","sub":"\#(sub)","aud":"authenticated","exp":\#(now + 3600),"sub":"\#(UUID().canonical)"}"#)),
-            ("duplicate sub, escaped", stack.sign(claims: #"{"role":"authenticated","sub":"\#(sub)","aud":"authenticated","exp":\#(now + 3600),"\u0073ub":"x"}"#)),
-            ("duplicate role", stack.sign(claims: #"{"role":"authenticated","role":"service_role","sub":"\#(sub)","aud":"authenticated","exp":\#(now + 3600)}"#)),
+            (
+                "duplicate sub",
+                stack.sign(
+                    claims:
+                        #"{"role":"authenticated","sub":"\#(sub)","aud":"authenticated","exp":\#(now + 3600),"sub":"\#(UUID().canonical)"}"#
+                )
+            ),
+            (
+                "duplicate sub, escaped",
+                stack.sign(
+                    claims:
+                        #"{"role":"authenticated","sub":"\#(sub)","aud":"authenticated","exp":\#(now + 3600),"\u0073ub":"x"}"#
+                )
+            ),
+            (
+                "duplicate role",
+                stack.sign(
+                    claims:
+                        #"{"role":"authenticated","role":"service_role","sub":"\#(sub)","aud":"authenticated","exp":\#(now + 3600)}"#
+                )
+            ),
             ("padded signature", padded),
             ("standard-alphabet signature", standard),
         ]
@@ -256,9 +317,12 @@ struct ServerSecurityTests {
         #expect(r.status == 401 && r.body.contains("Invalid API key"))
         r = try await stack.request("GET", "/rest/v1/devices", token: token, apiKey: token)
         #expect(r.status == 401, "a user token is not an API key")
-        r = try await stack.request("POST", "/auth/v1/token?grant_type=password", body: #"{"email":"a@b.c","password":"xxxxxx"}"#, apiKey: .some(nil))
+        r = try await stack.request(
+            "POST", "/auth/v1/token?grant_type=password", body: #"{"email":"a@b.c","password":"xxxxxx"}"#,
+            apiKey: .some(nil))
         #expect(r.status == 401)
-        r = try await stack.request("POST", "/auth/v1/signup", body: #"{"email":"a@b.c","password":"xxxxxx"}"#, apiKey: "wrong")
+        r = try await stack.request(
+            "POST", "/auth/v1/signup", body: #"{"email":"a@b.c","password":"xxxxxx"}"#, apiKey: "wrong")
         #expect(r.status == 401)
         r = try await stack.request("GET", "/rest/v1/devices", token: token)
         #expect(r.status == 200)
@@ -273,7 +337,11 @@ struct ServerSecurityTests {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(url.port!).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         try #require(connected == 0)
         _ = bytes.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
         return fd
@@ -297,7 +365,9 @@ struct ServerSecurityTests {
     @Test("connections that never finish their request head are closed (slowloris)")
     func slowHeaders() async throws {
         let stack = try StackEnvironment.require()
-        let fds = try (0..<50).map { _ in try Self.connect(stack.url, sending: "GET /rest/v1/devices HTTP/1.1\r\nHost: x\r\n") }
+        let fds = try (0..<50).map { _ in
+            try Self.connect(stack.url, sending: "GET /rest/v1/devices HTTP/1.1\r\nHost: x\r\n")
+        }
         defer { fds.forEach { close($0) } }
         #expect(Self.closedByServer(fds[0], within: .seconds(12)))
         #expect(fds.dropFirst().allSatisfy { Self.closedByServer($0, within: .seconds(2)) })
@@ -306,7 +376,11 @@ struct ServerSecurityTests {
     @Test("a request body dripped a byte at a time is cut off")
     func slowBody() async throws {
         let stack = try StackEnvironment.require()
-        let fd = try Self.connect(stack.url, sending: "POST /auth/v1/token?grant_type=password HTTP/1.1\r\nHost: x\r\napikey: \(stack.anonKey)\r\ncontent-length: 1000\r\n\r\n{")
+        let fd = try Self.connect(
+            stack.url,
+            sending:
+                "POST /auth/v1/token?grant_type=password HTTP/1.1\r\nHost: x\r\napikey: \(stack.anonKey)\r\ncontent-length: 1000\r\n\r\n{"
+        )
         defer { close(fd) }
         #expect(Self.closedByServer(fd, within: .seconds(12), drip: true))
     }
@@ -329,58 +403,74 @@ struct ServerSecurityTests {
         // B's whose parent is A's; an envelope of B's session addressed to A's device.
         var session = b.session(bRepository)
         session.repositoryID = aRepository.id
-        #expect(try await b.store.upsertSessions([session], onBatchAccepted: nil).rejected.first?.error.code == .permissionDenied)
+        #expect(
+            try await b.store.upsertSessions([session], onBatchAccepted: nil).rejected.first?.error.code
+                == .permissionDenied)
         var onADevice = b.repository()
         onADevice.deviceID = a.desktop
-        #expect(try await b.store.upsertRepositories([onADevice], onBatchAccepted: nil).rejected.first?.error.code == .permissionDenied)
+        #expect(
+            try await b.store.upsertRepositories([onADevice], onBatchAccepted: nil).rejected.first?.error.code
+                == .permissionDenied)
         var worktree = b.repository()
         worktree.parentRepositoryID = aRepository.id
         worktree.isWorktree = true
-        #expect(try await b.store.upsertRepositories([worktree], onBatchAccepted: nil).rejected.first?.error.code == .permissionDenied)
+        #expect(
+            try await b.store.upsertRepositories([worktree], onBatchAccepted: nil).rejected.first?.error.code
+                == .permissionDenied)
         let envelope = b.envelope(bSession, to: a.desktop)
-        #expect(try await b.store.upsertEnvelopes([envelope], onBatchAccepted: nil).rejected.first?.error.code == .permissionDenied)
+        #expect(
+            try await b.store.upsertEnvelopes([envelope], onBatchAccepted: nil).rejected.first?.error.code
+                == .permissionDenied)
 
         // A's delete therefore cannot reach B's rows.
         _ = try await a.store.deleteRepositories(ids: [aRepository.id])
         #expect(try await b.store.listSessionIDs(deviceID: nil) == [bSession.id])
     }
 
-    @Test("the ownership checks cannot be called over RPC (they tell whether an id is another user's); the policies keep using them",
-          arguments: [false, true])
+    @Test(
+        "the ownership checks cannot be called over RPC (they tell whether an id is another user's); the policies keep using them",
+        arguments: [false, true])
     func ownershipChecksNotExposed(deployed: Bool) async throws {
         let stack = try StackEnvironment.require()
         let base = deployed ? stack.deployedURL : stack.url
         let user = UUID()
-        for (function, argument) in [("not_anothers_device", "device"), ("not_anothers_session", "session"),
-                                     ("not_anothers_repository", "repository")] {
-            let r = try await stack.request("POST", "/rest/v1/rpc/\(function)", base: base, token: stack.token(for: user),
-                                            body: #"{"\#(argument)":"\#(UUID().canonical)"}"#)
+        for (function, argument) in [
+            ("not_anothers_device", "device"), ("not_anothers_session", "session"),
+            ("not_anothers_repository", "repository"),
+        ] {
+            let r = try await stack.request(
+                "POST", "/rest/v1/rpc/\(function)", base: base, token: stack.token(for: user),
+                body: #"{"\#(argument)":"\#(UUID().canonical)"}"#)
             #expect(r.status == 404 && r.body.contains("PGRST202"), "\(function) answered \(r.status)")
         }
-        let exposed = try stack.sql("""
+        let exposed = try stack.sql(
+            """
             SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
             WHERE n.nspname = 'public' AND p.proname LIKE 'not_anothers_%'
             """, database: deployed ? "sync_deployed" : "sync_own")
         #expect(exposed == "0")
     }
 
-    @Test("the project's schema refuses public keys that are not the base64 of a usable X25519 key", arguments: [
-        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-        "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-        "4Ot6fDtBuK4WVuP68Z/EatoJjeucMrH9hmIFFl9JuAA=",
-        "X5yVvKNQjCSx0LFVnIPvWwREXMRYHI6G2CJO3dCfEVc=",
-        "7P///////////////////////////////////////38=",
-        "7f///////////////////////////////////////38=",
-        "7v///////////////////////////////////////38=",
-        "7f////////////////////////////////////////8=",
-        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
-        "not base64 at all, but forty-four chars long",
-        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB=",
-    ])
+    @Test(
+        "the project's schema refuses public keys that are not the base64 of a usable X25519 key",
+        arguments: [
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+            "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+            "4Ot6fDtBuK4WVuP68Z/EatoJjeucMrH9hmIFFl9JuAA=",
+            "X5yVvKNQjCSx0LFVnIPvWwREXMRYHI6G2CJO3dCfEVc=",
+            "7P///////////////////////////////////////38=",
+            "7f///////////////////////////////////////38=",
+            "7v///////////////////////////////////////38=",
+            "7f////////////////////////////////////////8=",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
+            "not base64 at all, but forty-four chars long",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB=",
+        ])
     func publicKeyCheck(key: String) async throws {
         let stack = try StackEnvironment.require()
         let user = UUID()
-        let row = #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","public_key":"\#(key)"}]"#
+        let row =
+            #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","public_key":"\#(key)"}]"#
         let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
         #expect(r.status == 400 && r.body.contains("23514"), "\(key): \(r.status)")
     }
@@ -389,8 +479,11 @@ struct ServerSecurityTests {
     func publicKeySizes() async throws {
         let stack = try StackEnvironment.require()
         let user = UUID()
-        for (key, status) in [(String(repeating: "A", count: 100_000), 400), (X25519PrivateKey().publicKey.base64, 201)] {
-            let row = #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","public_key":"\#(key)"}]"#
+        for (key, status) in [
+            (String(repeating: "A", count: 100_000), 400), (X25519PrivateKey().publicKey.base64, 201),
+        ] {
+            let row =
+                #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","public_key":"\#(key)"}]"#
             let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
             #expect(r.status == status)
         }

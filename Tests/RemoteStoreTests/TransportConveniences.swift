@@ -16,7 +16,9 @@ extension TransportRequest {
 extension TransportResponse {
     init(status: Int, headers: [String: String] = [:], body: Data = Data()) {
         var fields = HTTPFields()
-        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { fields.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            fields.append(HTTPField(name: HTTPField.Name(name)!, value: value))
+        }
         self.init(status: HTTPResponse.Status(code: status), headerFields: fields, body: body)
     }
 

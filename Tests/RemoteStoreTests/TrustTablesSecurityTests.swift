@@ -22,26 +22,38 @@ struct TrustTablesSecurityTests {
         let token = stack.token(for: user)
         let base = try base(deployed)
         let key = X25519PrivateKey().publicKey.base64
-        var r = try await stack.request("POST", "/rest/v1/devices", base: base, token: token,
-                                        body: #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"v","device_type":"ios-phone","public_key":"\#(key)"}]"#)
+        var r = try await stack.request(
+            "POST", "/rest/v1/devices", base: base, token: token,
+            body:
+                #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"v","device_type":"ios-phone","public_key":"\#(key)"}]"#
+        )
         #expect(r.status == 201, "\(r.body)")
-        r = try await stack.request("POST", "/rest/v1/user_identity_keys", base: base, token: token,
-                                    body: #"{"user_id":"\#(user.canonical)","public_key":"\#(Ed25519PrivateKey().publicKey.base64)"}"#)
+        r = try await stack.request(
+            "POST", "/rest/v1/user_identity_keys", base: base, token: token,
+            body: #"{"user_id":"\#(user.canonical)","public_key":"\#(Ed25519PrivateKey().publicKey.base64)"}"#)
         #expect(r.status == 201, "\(r.body)")
         for table in ["device_certificates", "device_revocations"] {
-            r = try await stack.request("POST", "/rest/v1/\(table)", base: base, token: token,
-                                        body: #"{"device_id":"\#(device.canonical)","user_id":"\#(user.canonical)","body":"AA==","signature":"AA=="}"#)
+            r = try await stack.request(
+                "POST", "/rest/v1/\(table)", base: base, token: token,
+                body:
+                    #"{"device_id":"\#(device.canonical)","user_id":"\#(user.canonical)","body":"AA==","signature":"AA=="}"#
+            )
             #expect(r.status == 201, "\(table): \(r.body)")
         }
-        r = try await stack.request("POST", "/rest/v1/pairing_requests", base: base, token: token,
-                                    body: #"{"user_id":"\#(user.canonical)","invite_id":"0011223344556677","device_id":"\#(device.canonical)","x25519_public_key":"\#(key)","ed25519_public_key":"AA==","mac":"AA=="}"#)
+        r = try await stack.request(
+            "POST", "/rest/v1/pairing_requests", base: base, token: token,
+            body:
+                #"{"user_id":"\#(user.canonical)","invite_id":"0011223344556677","device_id":"\#(device.canonical)","x25519_public_key":"\#(key)","ed25519_public_key":"AA==","mac":"AA=="}"#
+        )
         #expect(r.status == 201, "\(r.body)")
         return (user, device)
     }
 
     static let tables = ["user_identity_keys", "device_certificates", "device_revocations", "pairing_requests"]
 
-    @Test("another user reads none of these rows and cannot write rows naming the victim or the victim's device", arguments: [false, true])
+    @Test(
+        "another user reads none of these rows and cannot write rows naming the victim or the victim's device",
+        arguments: [false, true])
     func otherUser(deployed: Bool) async throws {
         let stack = try StackEnvironment.require()
         let base = try Self.base(deployed)
@@ -55,10 +67,22 @@ struct TrustTablesSecurityTests {
         // Rows claiming the victim's user id, or the attacker's user id on the victim's device.
         let attempts: [(String, String)] = [
             ("user_identity_keys", #"{"user_id":"\#(user.canonical)","public_key":"AA=="}"#),
-            ("device_certificates", #"{"device_id":"\#(device.canonical)","user_id":"\#(attacker.canonical)","body":"AA==","signature":"AA=="}"#),
-            ("device_revocations", #"{"device_id":"\#(device.canonical)","user_id":"\#(attacker.canonical)","body":"AA==","signature":"AA=="}"#),
-            ("pairing_requests", #"{"user_id":"\#(attacker.canonical)","invite_id":"00","device_id":"\#(device.canonical)","x25519_public_key":"AA==","ed25519_public_key":"AA==","mac":"AA=="}"#),
-            ("pairing_requests", #"{"user_id":"\#(user.canonical)","invite_id":"00","device_id":"\#(UUID().canonical)","x25519_public_key":"AA==","ed25519_public_key":"AA==","mac":"AA=="}"#),
+            (
+                "device_certificates",
+                #"{"device_id":"\#(device.canonical)","user_id":"\#(attacker.canonical)","body":"AA==","signature":"AA=="}"#
+            ),
+            (
+                "device_revocations",
+                #"{"device_id":"\#(device.canonical)","user_id":"\#(attacker.canonical)","body":"AA==","signature":"AA=="}"#
+            ),
+            (
+                "pairing_requests",
+                #"{"user_id":"\#(attacker.canonical)","invite_id":"00","device_id":"\#(device.canonical)","x25519_public_key":"AA==","ed25519_public_key":"AA==","mac":"AA=="}"#
+            ),
+            (
+                "pairing_requests",
+                #"{"user_id":"\#(user.canonical)","invite_id":"00","device_id":"\#(UUID().canonical)","x25519_public_key":"AA==","ed25519_public_key":"AA==","mac":"AA=="}"#
+            ),
         ]
         for (table, body) in attempts {
             let r = try await stack.request("POST", "/rest/v1/\(table)", base: base, token: token, body: body)
@@ -77,29 +101,43 @@ struct TrustTablesSecurityTests {
         }
     }
 
-    @Test("the owner cannot replace or delete the identity key, nor delete a revocation; anon reaches nothing", arguments: [false, true])
+    @Test(
+        "the owner cannot replace or delete the identity key, nor delete a revocation; anon reaches nothing",
+        arguments: [false, true])
     func ownerLimits(deployed: Bool) async throws {
         let stack = try StackEnvironment.require()
         let base = try Self.base(deployed)
         let (user, device) = try await Self.victim(deployed)
         let token = stack.token(for: user)
-        let before = try await stack.request("GET", "/rest/v1/user_identity_keys?select=public_key", base: base, token: token).body
-        let second = try await stack.request("POST", "/rest/v1/user_identity_keys", base: base, token: token,
-                                             body: #"{"user_id":"\#(user.canonical)","public_key":"BB=="}"#)
+        let before = try await stack.request(
+            "GET", "/rest/v1/user_identity_keys?select=public_key", base: base, token: token
+        ).body
+        let second = try await stack.request(
+            "POST", "/rest/v1/user_identity_keys", base: base, token: token,
+            body: #"{"user_id":"\#(user.canonical)","public_key":"BB=="}"#)
         #expect(second.status == 409 || second.status == 403, "\(second.status)")
-        let upsert = try await stack.request("POST", "/rest/v1/user_identity_keys?on_conflict=user_id", base: base, token: token,
-                                             headers: ["Prefer": "resolution=merge-duplicates"], body: #"[{"user_id":"\#(user.canonical)","public_key":"BB=="}]"#)
+        let upsert = try await stack.request(
+            "POST", "/rest/v1/user_identity_keys?on_conflict=user_id", base: base, token: token,
+            headers: ["Prefer": "resolution=merge-duplicates"],
+            body: #"[{"user_id":"\#(user.canonical)","public_key":"BB=="}]"#)
         #expect(upsert.status >= 400, "upsert: \(upsert.status)")
-        let patch = try await stack.request("PATCH", "/rest/v1/user_identity_keys?user_id=eq.\(user.canonical)", base: base, token: token,
-                                            body: #"{"public_key":"BB=="}"#)
+        let patch = try await stack.request(
+            "PATCH", "/rest/v1/user_identity_keys?user_id=eq.\(user.canonical)", base: base, token: token,
+            body: #"{"public_key":"BB=="}"#)
         #expect(patch.status >= 400, "patch: \(patch.status)")
-        let delete = try await stack.request("DELETE", "/rest/v1/user_identity_keys?user_id=eq.\(user.canonical)", base: base, token: token)
+        let delete = try await stack.request(
+            "DELETE", "/rest/v1/user_identity_keys?user_id=eq.\(user.canonical)", base: base, token: token)
         #expect(delete.status >= 400, "delete: \(delete.status)")
-        #expect(try await stack.request("GET", "/rest/v1/user_identity_keys?select=public_key", base: base, token: token).body == before)
+        #expect(
+            try await stack.request("GET", "/rest/v1/user_identity_keys?select=public_key", base: base, token: token)
+                .body == before)
 
-        let revocationDelete = try await stack.request("DELETE", "/rest/v1/device_revocations?device_id=eq.\(device.canonical)", base: base, token: token)
+        let revocationDelete = try await stack.request(
+            "DELETE", "/rest/v1/device_revocations?device_id=eq.\(device.canonical)", base: base, token: token)
         #expect(revocationDelete.status >= 400, "revocation delete: \(revocationDelete.status)")
-        #expect(try await stack.request("GET", "/rest/v1/device_revocations?select=device_id", base: base, token: token).body.contains(device.canonical))
+        #expect(
+            try await stack.request("GET", "/rest/v1/device_revocations?select=device_id", base: base, token: token)
+                .body.contains(device.canonical))
 
         for table in Self.tables {
             let r = try await stack.request("GET", "/rest/v1/\(table)?select=*", base: base)

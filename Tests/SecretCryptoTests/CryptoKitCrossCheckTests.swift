@@ -9,20 +9,26 @@ struct CryptoKitCrossCheckTests {
     static let info = Data("unbound-session-secret-v1".utf8)
 
     /// Seals the way the iOS app does, through CryptoKit.
-    static func cryptoKitSeal(text: String, recipient: Data, sessionID: String) throws -> (ephemeral: String, encrypted: String) {
+    static func cryptoKitSeal(
+        text: String, recipient: Data, sessionID: String
+    ) throws -> (ephemeral: String, encrypted: String) {
         let ephemeral = Curve25519.KeyAgreement.PrivateKey()
         let shared = try ephemeral.sharedSecretFromKeyAgreement(with: .init(rawRepresentation: recipient))
-        let key = shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: Data(sessionID.lowercased().utf8), sharedInfo: info, outputByteCount: 32)
+        let key = shared.hkdfDerivedSymmetricKey(
+            using: SHA256.self, salt: Data(sessionID.lowercased().utf8), sharedInfo: info, outputByteCount: 32)
         let box = try ChaChaPoly.seal(Data(text.utf8), using: key)
         return (ephemeral.publicKey.rawRepresentation.base64EncodedString(), box.combined.base64EncodedString())
     }
 
     /// Opens the way the iOS app does, through CryptoKit.
-    static func cryptoKitOpen(ephemeral: String, encrypted: [UInt8], privateKey: Data, sessionID: String) throws -> String {
+    static func cryptoKitOpen(
+        ephemeral: String, encrypted: [UInt8], privateKey: Data, sessionID: String
+    ) throws -> String {
         let recipient = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: privateKey)
         guard let ephemeralBytes = Data(base64Encoded: ephemeral) else { throw CryptoKitError.incorrectParameterSize }
         let shared = try recipient.sharedSecretFromKeyAgreement(with: .init(rawRepresentation: ephemeralBytes))
-        let key = shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: Data(sessionID.lowercased().utf8), sharedInfo: info, outputByteCount: 32)
+        let key = shared.hkdfDerivedSymmetricKey(
+            using: SHA256.self, salt: Data(sessionID.lowercased().utf8), sharedInfo: info, outputByteCount: 32)
         let plaintext = try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: Data(encrypted)), using: key)
         return String(decoding: plaintext, as: UTF8.self)
     }
@@ -58,11 +64,13 @@ struct CryptoKitCrossCheckTests {
     @Test("CryptoKit derives the same public key and shared secret")
     func keyAgreement() throws {
         let ours = X25519PrivateKey()
-        let theirs = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: ours.rawRepresentation.withUnsafeBytes { Data($0) })
+        let theirs = try Curve25519.KeyAgreement.PrivateKey(
+            rawRepresentation: ours.rawRepresentation.withUnsafeBytes { Data($0) })
         #expect(Array(theirs.publicKey.rawRepresentation) == ours.publicKey.rawRepresentation)
         let peer = X25519PrivateKey()
         let sharedOurs = try ours.sharedSecret(with: peer.publicKey).withUnsafeBytes { Array($0) }
-        let sharedTheirs = try theirs.sharedSecretFromKeyAgreement(with: .init(rawRepresentation: peer.publicKey.rawRepresentation))
+        let sharedTheirs = try theirs.sharedSecretFromKeyAgreement(
+            with: .init(rawRepresentation: peer.publicKey.rawRepresentation))
         #expect(sharedTheirs.withUnsafeBytes { Array($0) } == sharedOurs)
     }
 }

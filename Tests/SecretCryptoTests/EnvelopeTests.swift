@@ -25,11 +25,11 @@ struct SessionSecretTests {
         return [
             "", "sess_", "hello", "SESS_" + body, "sss_" + body + "A", "sess-" + body,
             String(good.dropLast()), good + "A", good + "=",
-            "sess_" + String(body.dropLast()) + "B",                 // non-canonical last character
-            "sess_" + String(body.dropLast()) + "=",                 // padding character
-            "sess_" + String(repeating: "+", count: 43),            // standard alphabet
+            "sess_" + String(body.dropLast()) + "B", // non-canonical last character
+            "sess_" + String(body.dropLast()) + "=", // padding character
+            "sess_" + String(repeating: "+", count: 43), // standard alphabet
             "sess_" + String(repeating: "A", count: 42) + " ",
-            "sess_" + String(repeating: "\u{e9}", count: 21) + "A",  // 48 UTF-8 bytes, none base64
+            "sess_" + String(repeating: "\u{e9}", count: 21) + "A", // 48 UTF-8 bytes, none base64
             "sess_" + String(repeating: "\u{ff}", count: 21) + "A",
         ]
     }
@@ -67,7 +67,9 @@ struct SessionIDTests {
         #expect(SessionID(UUID(uuidString: upper)!).canonical == upper.lowercased())
     }
 
-    @Test("non-UUIDs are a typed error", arguments: ["", "not-a-uuid", "3F2504E04F8941D39A0C0305E82C3301", "{3F2504E0-4F89-41D3-9A0C-0305E82C3301}"])
+    @Test(
+        "non-UUIDs are a typed error",
+        arguments: ["", "not-a-uuid", "3F2504E04F8941D39A0C0305E82C3301", "{3F2504E0-4F89-41D3-9A0C-0305E82C3301}"])
     func invalid(text: String) {
         #expect(throws: CryptoError.invalidSessionID) { try SessionID(text) }
     }
@@ -131,16 +133,41 @@ struct SecretEnvelopeTests {
         for index in [0, 11, 12, 59, 60, 75] {
             var modified = raw
             modified[index] ^= 1
-            cases.append((SecretEnvelope(ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: ByteEncoding.base64(modified)), sessionID, recipient))
+            cases.append(
+                (
+                    SecretEnvelope(
+                        ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: ByteEncoding.base64(modified)),
+                    sessionID, recipient
+                ))
         }
         for count in [0, 12, 27, 28, 75] {
-            cases.append((SecretEnvelope(ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: ByteEncoding.base64(Array(raw.prefix(count)))), sessionID, recipient))
+            cases.append(
+                (
+                    SecretEnvelope(
+                        ephemeralPublicKey: envelope.ephemeralPublicKey,
+                        encryptedSecret: ByteEncoding.base64(Array(raw.prefix(count)))), sessionID, recipient
+                ))
         }
-        for ephemeral in ["", "AAAA", String(envelope.ephemeralPublicKey.dropLast()), ByteEncoding.base64([UInt8](repeating: 0, count: 32))] {
-            cases.append((SecretEnvelope(ephemeralPublicKey: ephemeral, encryptedSecret: envelope.encryptedSecret), sessionID, recipient))
+        for ephemeral in [
+            "", "AAAA", String(envelope.ephemeralPublicKey.dropLast()),
+            ByteEncoding.base64([UInt8](repeating: 0, count: 32)),
+        ] {
+            cases.append(
+                (
+                    SecretEnvelope(ephemeralPublicKey: ephemeral, encryptedSecret: envelope.encryptedSecret), sessionID,
+                    recipient
+                ))
         }
-        cases.append((SecretEnvelope(ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: "not base64"), sessionID, recipient))
-        cases.append((SecretEnvelope(ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: "\\xzz"), sessionID, recipient))
+        cases.append(
+            (
+                SecretEnvelope(ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: "not base64"),
+                sessionID, recipient
+            ))
+        cases.append(
+            (
+                SecretEnvelope(ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: "\\xzz"), sessionID,
+                recipient
+            ))
         for (envelope, sessionID, key) in cases {
             #expect(throws: CryptoError.authenticationFailure) { try envelope.open(sessionID: sessionID, using: key) }
         }

@@ -34,15 +34,18 @@ struct ByteEncodingTests {
         #expect(try ByteEncoding.bytes(base64: ByteEncoding.base64(bytes)) == bytes)
     }
 
-    @Test("strict base64 rejects near misses", arguments: [
-        "AAAA=", "AA=", "AA", "AB==", "A===", " AAAA", "AAAA\n", "AA-_", "AAA*", "====", "AAAA====", "QQ==QQ==",
-    ])
+    @Test(
+        "strict base64 rejects near misses",
+        arguments: [
+            "AAAA=", "AA=", "AA", "AB==", "A===", " AAAA", "AAAA\n", "AA-_", "AAA*", "====", "AAAA====", "QQ==QQ==",
+        ])
     func base64Strict(text: String) {
         #expect(throws: CryptoError.invalidEncoding) { try ByteEncoding.bytes(base64: text) }
     }
 
-    @Test("bytes above 0x7f are not base64 digits (libsodium 1.0.18 accepts them)",
-          arguments: ["\u{e9}\u{e9}", "QQ\u{e9}", "QUJ\u{80}", "QUJDRA\u{e9}="])
+    @Test(
+        "bytes above 0x7f are not base64 digits (libsodium 1.0.18 accepts them)",
+        arguments: ["\u{e9}\u{e9}", "QQ\u{e9}", "QUJ\u{80}", "QUJDRA\u{e9}="])
     func nonASCII(text: String) {
         #expect(throws: CryptoError.invalidEncoding) { try ByteEncoding.bytes(base64: text) }
         #expect(throws: CryptoError.self) { try X25519PublicKey(base64: text) }
@@ -83,7 +86,9 @@ struct X25519Tests {
     @Test("wrong-length keys are rejected", arguments: [0, 1, 31, 33, 64])
     func wrongLength(count: Int) {
         let bytes = [UInt8](repeating: 7, count: count)
-        #expect(throws: CryptoError.invalidKeyLength(expected: 32, actual: count)) { try X25519PublicKey(rawRepresentation: bytes) }
+        #expect(throws: CryptoError.invalidKeyLength(expected: 32, actual: count)) {
+            try X25519PublicKey(rawRepresentation: bytes)
+        }
         #expect(throws: CryptoError.invalidKeyLength(expected: 32, actual: count)) {
             try X25519PrivateKey(rawRepresentation: SecureBytes(copying: bytes))
         }
@@ -92,7 +97,11 @@ struct X25519Tests {
         }
     }
 
-    @Test("bad base64 is rejected", arguments: ["", "not base64!", "AAAA", "QUJD\n", "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"])
+    @Test(
+        "bad base64 is rejected",
+        arguments: [
+            "", "not base64!", "AAAA", "QUJD\n", "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a",
+        ])
     func badBase64(text: String) {
         #expect(throws: CryptoError.self) { try X25519PublicKey(base64: text) }
         #expect(throws: CryptoError.self) { try X25519PrivateKey(base64: text) }
@@ -137,14 +146,17 @@ struct KDFTests {
     func emptySalt() throws {
         let ikm = SecureBytes(copying: [UInt8](repeating: 0x0b, count: 22))
         let a = try HKDFSHA256.deriveKey(inputKeyMaterial: ikm, salt: [UInt8](), info: [UInt8](), outputByteCount: 42)
-        let b = try HKDFSHA256.deriveKey(inputKeyMaterial: ikm, salt: [UInt8](repeating: 0, count: 32), info: [UInt8](), outputByteCount: 42)
+        let b = try HKDFSHA256.deriveKey(
+            inputKeyMaterial: ikm, salt: [UInt8](repeating: 0, count: 32), info: [UInt8](), outputByteCount: 42)
         #expect(a == b)
     }
 
     @Test("output is limited to 255 blocks")
     func limit() throws {
         let ikm = SecureBytes(randomCount: 32)
-        #expect(try HKDFSHA256.deriveKey(inputKeyMaterial: ikm, salt: [UInt8](), info: [UInt8](), outputByteCount: 8160).count == 8160)
+        #expect(
+            try HKDFSHA256.deriveKey(inputKeyMaterial: ikm, salt: [UInt8](), info: [UInt8](), outputByteCount: 8160)
+                .count == 8160)
         #expect(throws: CryptoError.outputLengthTooLarge(requested: 8161, maximum: 8160)) {
             try HKDFSHA256.deriveKey(inputKeyMaterial: ikm, salt: [UInt8](), info: [UInt8](), outputByteCount: 8161)
         }
@@ -162,7 +174,9 @@ struct KDFTests {
     func truncatedTag() {
         let key = SecureBytes(randomCount: 40)
         let tag = HMACSHA256.authenticationCode(for: [UInt8](repeating: 1, count: 100), using: key)
-        #expect(HMACSHA256.isValidAuthenticationCode(Array(tag.prefix(16)), for: [UInt8](repeating: 1, count: 100), using: key))
+        #expect(
+            HMACSHA256.isValidAuthenticationCode(
+                Array(tag.prefix(16)), for: [UInt8](repeating: 1, count: 100), using: key))
         var wrong = Array(tag.prefix(16))
         wrong[15] ^= 1
         #expect(!HMACSHA256.isValidAuthenticationCode(wrong, for: [UInt8](repeating: 1, count: 100), using: key))
@@ -189,7 +203,9 @@ struct AEADTests {
     @Test("a nonce that is not 12 bytes is rejected", arguments: [0, 8, 11, 13, 24])
     func nonceLength(count: Int) {
         let nonce = [UInt8](repeating: 0, count: count)
-        #expect(throws: CryptoError.invalidNonceLength(actual: count)) { try ChaCha20Poly1305.seal([1], using: key, nonce: nonce) }
+        #expect(throws: CryptoError.invalidNonceLength(actual: count)) {
+            try ChaCha20Poly1305.seal([1], using: key, nonce: nonce)
+        }
         #expect(throws: CryptoError.invalidNonceLength(actual: count)) {
             try ChaCha20Poly1305.open([UInt8](repeating: 0, count: 17), using: key, nonce: nonce)
         }
@@ -208,7 +224,9 @@ struct AEADTests {
         for index in [0, 31, 32, 47] {
             var modified = sealed
             modified[index] ^= 0x40
-            #expect(throws: CryptoError.authenticationFailure) { try ChaCha20Poly1305.open(modified, using: key, nonce: nonce) }
+            #expect(throws: CryptoError.authenticationFailure) {
+                try ChaCha20Poly1305.open(modified, using: key, nonce: nonce)
+            }
         }
         for count in [0, 15, 16, 47] {
             #expect(throws: CryptoError.authenticationFailure) {

@@ -12,7 +12,8 @@ struct CLI {
     static var path: String {
         let candidates = [
             URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
                 .appendingPathComponent(".build/debug"),
         ].map { $0.appendingPathComponent("sync-cli").path }
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
@@ -27,7 +28,9 @@ struct CLI {
 
     /// Runs `arguments`; returns exit status, stdout and stderr.
     @discardableResult
-    func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
+    func run(
+        _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+    ) throws -> (status: Int32, out: String, err: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.path)
         process.arguments = arguments
@@ -47,7 +50,10 @@ struct CLI {
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+        return (
+            process.terminationStatus, String(decoding: outData, as: UTF8.self),
+            String(decoding: errData, as: UTF8.self)
+        )
     }
 
     func store(_ name: String) -> String { directory.appendingPathComponent(name).path }
@@ -57,11 +63,14 @@ struct CLI {
 struct SyncCLITests {
     static let commands: [[String]] = [
         [], ["demo"], ["init"], ["login"], ["repo"], ["repo", "add"], ["repo", "list"], ["repo", "remove"], ["session"],
-        ["session", "start"], ["session", "end"], ["session", "list"], ["session", "delete"], ["push"], ["pull"], ["sync"],
+        ["session", "start"], ["session", "end"], ["session", "list"], ["session", "delete"], ["push"], ["pull"],
+        ["sync"],
         ["status"], ["devices", "list"], ["secrets", "show"], ["vectors", "verify"], ["vectors", "generate"],
-        ["session", "activity"], ["session", "status"], ["push-token"], ["push-token", "register"], ["push-token", "invalidate"],
+        ["session", "activity"], ["session", "status"], ["push-token"], ["push-token", "register"],
+        ["push-token", "invalidate"],
         ["push-token", "status"], ["approvals", "clear"], ["outbox", "list"],
-        ["trust"], ["trust", "init"], ["trust", "invite"], ["trust", "join"], ["trust", "approve"], ["trust", "status"], ["trust", "revoke"],
+        ["trust"], ["trust", "init"], ["trust", "invite"], ["trust", "join"], ["trust", "approve"],
+        ["trust", "status"], ["trust", "revoke"],
     ]
 
     @Test("every command has help", arguments: commands)
@@ -84,13 +93,16 @@ struct SyncCLITests {
         let result = try CLI().run(["demo"])
         // Booleans first: the demo's output holds its (throwaway) pairing code, which a failing
         // expectation would otherwise print.
-        let matched = result.out.contains("5/5 secrets matched"), quiet = result.out.contains("0 sealed on the second push")
-        let ended = result.out.hasSuffix("Every secret matched.\n"), paired = result.out.contains("certified Quinn's iPhone; refused 0")
+        let matched = result.out.contains("5/5 secrets matched"),
+            quiet = result.out.contains("0 sealed on the second push")
+        let ended = result.out.hasSuffix("Every secret matched.\n"),
+            paired = result.out.contains("certified Quinn's iPhone; refused 0")
         let authenticated = result.out.contains("every envelope authenticated")
         #expect(result.status == 0 && matched && quiet && ended && paired && authenticated)
     }
 
-    @Test("by hand: init, login, repo add, session start, push, pull, secrets show; exit codes and output hold no secret")
+    @Test(
+        "by hand: init, login, repo add, session start, push, pull, secrets show; exit codes and output hold no secret")
     func byHand() async throws {
         let cli = try CLI()
         let repo = cli.directory.appendingPathComponent("project")
@@ -126,11 +138,15 @@ struct SyncCLITests {
         }
 
         // A malformed device key on the remote: partial success, exit status 2, reported.
-        let user = try #require(try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
-        let remote = try EmbeddedRemoteStore(path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
+        let user = try #require(
+            try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
+        let remote = try EmbeddedRemoteStore(
+            path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
         let broken = UUID()
-        try await remote.upsertOwnDevice(OwnDeviceRow(id: broken, userID: user, name: "broken", deviceType: .iosPhone,
-                                                      hostname: nil, publicKey: "bm90IGEga2V5"))
+        try await remote.upsertOwnDevice(
+            OwnDeviceRow(
+                id: broken, userID: user, name: "broken", deviceType: .iosPhone,
+                hostname: nil, publicKey: "bm90IGEga2V5"))
         let partial = try cli.run(["push", "--store", cli.store("d")])
         #expect(partial.status == 2)
         #expect(partial.out.contains("invalidPublicKey") && partial.out.contains(broken.canonical))
@@ -141,7 +157,9 @@ struct SyncCLITests {
         #expect(try cli.run(["push", "--store", cli.store("p")]).status == 1)
     }
 
-    @Test("coordination by hand: tokens, handoff, approval clearing, runtime status, outbox, presence; no token printed whole")
+    @Test(
+        "coordination by hand: tokens, handoff, approval clearing, runtime status, outbox, presence; no token printed whole"
+    )
     func coordination() throws {
         let cli = try CLI()
         let repo = cli.directory.appendingPathComponent("project")
@@ -159,34 +177,54 @@ struct SyncCLITests {
         #expect(try cli.run(["sync", "--store", cli.store("d")]).status == 0)
         #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
 
-        let desktopToken = "d0d0d0d0d0d0d0d0d0d0aa11", phoneToken = "f0f0f0f0f0f0f0f0f0f0bb22", rotated = "f0f0f0f0f0f0f0f0f0f0cc33"
+        let desktopToken = "d0d0d0d0d0d0d0d0d0d0aa11", phoneToken = "f0f0f0f0f0f0f0f0f0f0bb22",
+            rotated = "f0f0f0f0f0f0f0f0f0f0cc33"
         #expect(try cli.run(["push-token", "register", "--store", cli.store("d"), desktopToken]).status == 0)
-        let registered = try cli.run(["push-token", "register", "--store", cli.store("p"), phoneToken, "--environment", "development"])
+        let registered = try cli.run([
+            "push-token", "register", "--store", cli.store("p"), phoneToken, "--environment", "development",
+        ])
         #expect(registered.status == 0 && registered.out.contains("…f0bb22") && !registered.out.contains(phoneToken))
-        let rotation = try cli.run(["push-token", "register", "--store", cli.store("p"), rotated, "--previous", phoneToken])
+        let rotation = try cli.run([
+            "push-token", "register", "--store", cli.store("p"), rotated, "--previous", phoneToken,
+        ])
         #expect(rotation.out.contains("no longer valid"))
         let status = try cli.run(["push-token", "status", "--store", cli.store("p"), "--json"])
         let statusObject = try JSONSerialization.jsonObject(with: Data(status.out.utf8)) as? [String: Any]
-        #expect(statusObject?["deviceTokenRegistered"] as? Bool == true && (statusObject?["liveActivityTokens"] as? [Any])?.isEmpty == true)
-        let missingActivity = try cli.run(["push-token", "register", "--store", cli.store("p"), "abc", "--type", "live_activity"])
+        #expect(
+            statusObject?["deviceTokenRegistered"] as? Bool == true
+                && (statusObject?["liveActivityTokens"] as? [Any])?.isEmpty == true)
+        let missingActivity = try cli.run([
+            "push-token", "register", "--store", cli.store("p"), "abc", "--type", "live_activity",
+        ])
         #expect(missingActivity.status == 64 && missingActivity.err.contains("--activity-id"))
 
-        #expect(try cli.run(["session", "activity", "--store", cli.store("d"), session]).out.contains("not handed off"))
-        let handoff = try cli.run(["session", "activity", "--store", cli.store("p"), String(session.prefix(8)), "--json"])
+        #expect(
+            try cli.run(["session", "activity", "--store", cli.store("d"), session]).out.contains("not handed off"))
+        let handoff = try cli.run([
+            "session", "activity", "--store", cli.store("p"), String(session.prefix(8)), "--json",
+        ])
         let claim = try JSONSerialization.jsonObject(with: Data(handoff.out.utf8)) as? [String: Any]
         #expect(claim?["handed_off"] as? Bool == true && claim?["notified"] as? Int == 1)
-        let unknownClient = try cli.run(["session", "activity", "--store", cli.store("p"), session, "--client", "android"])
+        let unknownClient = try cli.run([
+            "session", "activity", "--store", cli.store("p"), session, "--client", "android",
+        ])
         #expect(unknownClient.status == 64)
 
         for _ in 0..<2 {
-            let cleared = try cli.run(["approvals", "clear", "--store", cli.store("p"), "req-9", "--exclude-token", rotated, "--json"])
+            let cleared = try cli.run([
+                "approvals", "clear", "--store", cli.store("p"), "req-9", "--exclude-token", rotated, "--json",
+            ])
             let answer = try JSONSerialization.jsonObject(with: Data(cleared.out.utf8)) as? [String: Any]
             #expect(answer?["success"] as? Bool == true && answer?["devicesNotified"] as? Int == 1)
         }
 
-        let reported = try cli.run(["session", "status", "--store", cli.store("d"), session, "waiting", "--message", "approve \u{1B}[31m?"])
+        let reported = try cli.run([
+            "session", "status", "--store", cli.store("d"), session, "waiting", "--message", "approve \u{1B}[31m?",
+        ])
         #expect(reported.status == 0, "\(reported.err)")
-        #expect(try cli.run(["session", "status", "--store", cli.store("p"), session, "idle"]).status == 1, "a phone does not report")
+        #expect(
+            try cli.run(["session", "status", "--store", cli.store("p"), session, "idle"]).status == 1,
+            "a phone does not report")
         #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
         let listed = try cli.run(["session", "list", "--store", cli.store("p")])
         #expect(listed.out.contains("[waiting: approve") && !listed.out.contains("\u{1B}"))
@@ -198,7 +236,9 @@ struct SyncCLITests {
         let human = try cli.run(["outbox", "list", "--store", cli.store("d")])
         #expect(human.out.contains("session_handoff") && human.out.contains("clearApprovalId"))
         for output in [registered, rotation, status, handoff, outbox, human] {
-            for token in [desktopToken, phoneToken, rotated] { #expect(!output.out.contains(token) && !output.err.contains(token)) }
+            for token in [desktopToken, phoneToken, rotated] {
+                #expect(!output.out.contains(token) && !output.err.contains(token))
+            }
         }
         let devices = try cli.run(["devices", "list", "--store", cli.store("p")])
         #expect(devices.out.contains("online"))
@@ -224,7 +264,10 @@ struct SyncCLISecurityTests {
         #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
         let checkout = cli.directory.appendingPathComponent("checkout")
         try FileManager.default.createDirectory(at: checkout, withIntermediateDirectories: true)
-        for arguments in [["init", "-q"], ["remote", "add", "origin", "https://quinn:ghp_TOPSECRET@github.com/org/repo.git?token=ghp_TOPSECRET"]] {
+        for arguments in [
+            ["init", "-q"],
+            ["remote", "add", "origin", "https://quinn:ghp_TOPSECRET@github.com/org/repo.git?token=ghp_TOPSECRET"],
+        ] {
             let git = Process()
             git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             git.arguments = ["git", "-C", checkout.path] + arguments
@@ -240,8 +283,10 @@ struct SyncCLISecurityTests {
         for output in [added, listed, pushed] {
             #expect(!output.out.contains("TOPSECRET") && !output.err.contains("TOPSECRET"))
         }
-        let user = try #require(try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
-        let remote = try EmbeddedRemoteStore(path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
+        let user = try #require(
+            try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
+        let remote = try EmbeddedRemoteStore(
+            path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
         let rows = try await remote.fetchRepositories(after: nil)
         #expect(rows.map(\.record.remoteURL) == ["https://github.com/org/repo.git"])
     }
@@ -251,10 +296,14 @@ struct SyncCLISecurityTests {
         let cli = try CLI()
         #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
         #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
-        let user = try #require(try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
-        let remote = try EmbeddedRemoteStore(path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
-        try await remote.upsertOwnDevice(OwnDeviceRow(id: UUID(), userID: user, name: "evil\u{1B}]0;pwned\u{07}\u{1B}[2J\r\u{9B}31m", deviceType: .iosPhone,
-                                                      hostname: nil, publicKey: "bm90IGEga2V5"))
+        let user = try #require(
+            try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
+        let remote = try EmbeddedRemoteStore(
+            path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
+        try await remote.upsertOwnDevice(
+            OwnDeviceRow(
+                id: UUID(), userID: user, name: "evil\u{1B}]0;pwned\u{07}\u{1B}[2J\r\u{9B}31m", deviceType: .iosPhone,
+                hostname: nil, publicKey: "bm90IGEga2V5"))
         let listed = try cli.run(["devices", "list", "--store", cli.store("d")])
         let pushed = try cli.run(["push", "--store", cli.store("d")])
         for output in [listed, pushed] {
@@ -272,16 +321,22 @@ struct SyncCLILoginTests {
         let stack = try StackEnvironment.require()
         let cli = try CLI()
         let email = "cli-\(UUID().canonical)@example.test"
-        let signup = try await stack.request("POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"hunter2-but-longer"}"#)
+        let signup = try await stack.request(
+            "POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"hunter2-but-longer"}"#)
         try #require(signup.status == 200)
         #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
         let environment = ["SUPABASE_ANON_KEY": stack.anonKey, "SYNC_REMOTE": stack.url.absoluteString]
-        let wrong = try cli.run(["login", "--store", cli.store("d"), "--email", email], environment: environment.merging(["SYNC_PASSWORD": "not-the-password"]) { a, _ in a })
+        let wrong = try cli.run(
+            ["login", "--store", cli.store("d"), "--email", email],
+            environment: environment.merging(["SYNC_PASSWORD": "not-the-password"]) { a, _ in a })
         #expect(wrong.status != 0)
         #expect(!wrong.out.contains("not-the-password") && !wrong.err.contains("not-the-password"))
-        let right = try cli.run(["login", "--store", cli.store("d"), "--email", email], environment: environment.merging(["SYNC_PASSWORD": "hunter2-but-longer"]) { a, _ in a })
+        let right = try cli.run(
+            ["login", "--store", cli.store("d"), "--email", email],
+            environment: environment.merging(["SYNC_PASSWORD": "hunter2-but-longer"]) { a, _ in a })
         #expect(right.status == 0, "\(right.err)")
-        let mode = try FileManager.default.attributesOfItem(atPath: cli.store("d") + "/auth.json")[.posixPermissions] as? Int
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: cli.store("d") + "/auth.json")[.posixPermissions] as? Int
         #expect(mode == 0o600)
         let pushed = try cli.run(["push", "--store", cli.store("d")], environment: environment)
         #expect(pushed.status == 0, "\(pushed.out) \(pushed.err)")

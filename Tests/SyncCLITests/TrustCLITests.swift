@@ -8,14 +8,18 @@ import Testing
 @Suite("sync-cli trust")
 struct TrustCLITests {
     /// The README's flow: init, login, trust init, trust invite, trust join CODE, trust approve, sync on both.
-    @Test("pairing by hand: a desktop and a phone that verify each other, then revocation with rotation; the code is printed only by invite")
+    @Test(
+        "pairing by hand: a desktop and a phone that verify each other, then revocation with rotation; the code is printed only by invite"
+    )
     func pairing() throws {
         let cli = try CLI()
         let repo = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
         #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
         #expect(try cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
-        for store in ["d", "p"] { #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0) }
+        for store in ["d", "p"] {
+            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
+        }
         // Before trust init: mode any, and status says to init.
         #expect(try cli.run(["trust", "status", "--store", cli.store("d")]).out.contains("trust init"))
         #expect(try cli.run(["trust", "invite", "--store", cli.store("d")]).status == 1)
@@ -24,19 +28,23 @@ struct TrustCLITests {
         #expect(initialised.status == 0 && initialised.out.contains("trust root"))
         let again = try cli.run(["trust", "init", "--store", cli.store("p")])
         #expect(again.status == 1 && again.err.contains("already has an identity key"))
-        let keyMode = try FileManager.default.attributesOfItem(atPath: cli.store("d") + "/identity.key")[.posixPermissions] as? Int
+        let keyMode =
+            try FileManager.default.attributesOfItem(atPath: cli.store("d") + "/identity.key")[.posixPermissions]
+            as? Int
         #expect(keyMode == 0o600)
 
         let invite = try cli.run(["trust", "invite", "--store", cli.store("d"), "--device-type", "ios-phone"])
         let drewQR = invite.out.contains("█")
         #expect(invite.status == 0 && drewQR)
-        let code = try #require(invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-            .first { $0.count == 79 && $0.split(separator: "-").count == 16 })
+        let code = try #require(
+            invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .first { $0.count == 79 && $0.split(separator: "-").count == 16 })
         // A mistyped code is refused before anything is pinned. Given as an argument it still
         // works, with a warning that other local users can read it (the warning never quotes it).
         let typo = String(code.dropLast()) + (code.hasSuffix("A") ? "B" : "A")
         let refused = try cli.run(["trust", "join", "--store", cli.store("p"), typo])
-        let refusedClearly = refused.err.contains("not the one in the pairing code") && refused.err.contains("process list")
+        let refusedClearly =
+            refused.err.contains("not the one in the pairing code") && refused.err.contains("process list")
         #expect(refused.status == 1 && refusedClearly)
         // The code on standard input (what a prompt reads on a terminal): no argument, no warning.
         let joined = try cli.run(["trust", "join", "--store", cli.store("p")], stdin: code.lowercased() + "\n")
@@ -47,16 +55,20 @@ struct TrustCLITests {
         #expect(replay.out.contains("No pairing requests"))
 
         #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
-        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
         let push = try cli.run(["sync", "--store", cli.store("d")])
-        #expect(push.status == 0 && push.out.contains("trust verified") && push.out.contains("2 verified, 0 unverified"))
+        #expect(
+            push.status == 0 && push.out.contains("trust verified") && push.out.contains("2 verified, 0 unverified"))
         let pull = try cli.run(["sync", "--store", cli.store("p")])
         #expect(pull.status == 0 && pull.out.contains("1 opened"))
         let shown = try cli.run(["secrets", "show", "--store", cli.store("p"), session])
         #expect(shown.out.contains("(authenticated), generation 1"))
         let shownJSON = try cli.run(["secrets", "show", "--store", cli.store("p"), session, "--json"])
         let facts = try #require(JSONSerialization.jsonObject(with: Data(shownJSON.out.utf8)) as? [String: Any])
-        #expect(facts["authenticated"] as? Bool == true && facts["envelopeVersion"] as? Int == 2 && facts["generation"] as? Int == 1)
+        #expect(
+            facts["authenticated"] as? Bool == true && facts["envelopeVersion"] as? Int == 2
+                && facts["generation"] as? Int == 1)
         #expect(try cli.run(["secrets", "show", "--store", cli.store("p"), session, "--json", "--reveal"]).status != 0)
         for store in ["d", "p"] {
             let status = try cli.run(["trust", "status", "--store", cli.store(store), "--json"])
@@ -74,30 +86,45 @@ struct TrustCLITests {
         let rotated = try cli.run(["push", "--store", cli.store("d"), "--json"])
         #expect(rotated.status == 0 && rotated.out.contains("\"sessionsRotated\" : 1"))
         let after = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"]).out
-        let old = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal", "--generation", "1"]).out
+        let old = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal", "--generation", "1"])
+            .out
         #expect(after != before && old == before)
-        #expect(try cli.run(["secrets", "show", "--store", cli.store("d"), session]).out.contains("Generations held: 2, 1"))
+        #expect(
+            try cli.run(["secrets", "show", "--store", cli.store("d"), session]).out.contains("Generations held: 2, 1"))
 
         // The pairing code appears only in invite's output.
         // (The check is computed apart so that a failure never prints the code itself.)
-        let leaks = [initialised, joined, approved, push, pull, shown, revoked, rotated, refused].filter { $0.out.contains(code) || $0.err.contains(code) }.count
+        let leaks = [initialised, joined, approved, push, pull, shown, revoked, rotated, refused].filter {
+            $0.out.contains(code) || $0.err.contains(code)
+        }.count
         #expect(leaks == 0)
 
         // The published identity replaced behind everyone's back: exit status 4, nothing sent.
         let database = try DatabaseQueue(path: cli.directory.appendingPathComponent("remote.sqlite").path)
-        try database.write { try $0.execute(sql: "UPDATE user_identity_keys SET public_key = ?", arguments: [Ed25519PrivateKey().publicKey.base64]) }
+        try database.write {
+            try $0.execute(
+                sql: "UPDATE user_identity_keys SET public_key = ?", arguments: [Ed25519PrivateKey().publicKey.base64])
+        }
         let changed = try cli.run(["push", "--store", cli.store("d")])
         #expect(changed.status == 4 && changed.err.contains("identity key changed"))
         #expect(try cli.run(["trust", "status", "--store", cli.store("p")]).status == 4)
         #expect(try cli.run(["devices", "list", "--store", cli.store("d")]).status == 4)
     }
 
-    @Test("an invite opened without a device type waits, without a terminal, for the person to confirm; with one the row's type must match")
+    @Test(
+        "an invite opened without a device type waits, without a terminal, for the person to confirm; with one the row's type must match"
+    )
     func pairingTypeConfirmed() throws {
         let cli = try CLI()
         #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
-        #expect(try cli.run(["init", "--store", cli.store("t"), "--role", "mobile", "--name", "tablet", "--device-type", "ios-tablet"]).status == 0)
-        for store in ["d", "t"] { #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0) }
+        #expect(
+            try cli.run([
+                "init", "--store", cli.store("t"), "--role", "mobile", "--name", "tablet", "--device-type",
+                "ios-tablet",
+            ]).status == 0)
+        for store in ["d", "t"] {
+            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
+        }
         #expect(try cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
         func code(_ arguments: [String]) throws -> String {
             let invite = try cli.run(["trust", "invite", "--store", cli.store("d"), "--json"] + arguments)

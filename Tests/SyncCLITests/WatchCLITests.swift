@@ -24,14 +24,17 @@ struct WatchCLITests {
 
         func start() throws {
             guard let settings = ProcessInfo.processInfo.environment["SYNC_STACK_DB"],
-                  let pgPort = settings.split(separator: " ").first(where: { $0.hasPrefix("port=") })?.dropFirst(5) else {
+                let pgPort = settings.split(separator: " ").first(where: { $0.hasPrefix("port=") })?.dropFirst(5)
+            else {
                 throw CLIFailure("SYNC_STACK_DB names no port: start the stack (make stack)")
             }
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: CLI.path).deletingLastPathComponent().appendingPathComponent("postgrest-server")
+            process.executableURL = URL(fileURLWithPath: CLI.path).deletingLastPathComponent().appendingPathComponent(
+                "postgrest-server")
             process.environment = ProcessInfo.processInfo.environment.merging([
                 "PGRST_JWT_SECRET": stack.jwtSecret, "PGRST_SERVER_PORT": String(port), "PGRST_DB_PORT": String(pgPort),
-                "PGRST_DB_NAME": "sync_own", "PGRST_DB_USER": "authenticator", "PGRST_AUTH_DB_USER": "supabase_auth_admin",
+                "PGRST_DB_NAME": "sync_own", "PGRST_DB_USER": "authenticator",
+                "PGRST_AUTH_DB_USER": "supabase_auth_admin",
             ]) { _, new in new }
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
@@ -64,7 +67,9 @@ struct WatchCLITests {
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             address.sin_port = UInt16(port).bigEndian
             return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
             }
         }
 
@@ -77,7 +82,9 @@ struct WatchCLITests {
             address.sin_port = 0
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
             let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+                }
             }
             guard bound else { throw CLIFailure("no free port") }
             return Int(UInt16(bigEndian: address.sin_port))
@@ -99,15 +106,20 @@ struct WatchCLITests {
         return false
     }
 
-    @Test("the watch backs off while the server is down, recovers by itself, loses and duplicates nothing, and exits 0 on SIGTERM")
+    @Test(
+        "the watch backs off while the server is down, recovers by itself, loses and duplicates nothing, and exits 0 on SIGTERM"
+    )
     func recovers() async throws {
         let stack = try StackEnvironment.require()
         let server = try Server(stack: stack)
         let cli = try CLI()
         let email = "watch-\(UUID().canonical)@example.test"
-        let signup = try await stack.request("POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"watch-password-long"}"#)
+        let signup = try await stack.request(
+            "POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"watch-password-long"}"#)
         try #require(signup.status == 200)
-        let environment = ["SUPABASE_ANON_KEY": stack.anonKey, "SYNC_REMOTE": server.url, "SYNC_PASSWORD": "watch-password-long"]
+        let environment = [
+            "SUPABASE_ANON_KEY": stack.anonKey, "SYNC_REMOTE": server.url, "SYNC_PASSWORD": "watch-password-long",
+        ]
         let project = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
         let store = cli.store("d")
@@ -118,7 +130,8 @@ struct WatchCLITests {
         let firstID = try #require(UUID.parse(first.out.trimmingCharacters(in: .whitespacesAndNewlines)))
 
         // The agent.
-        let out = cli.directory.appendingPathComponent("watch.out"), err = cli.directory.appendingPathComponent("watch.err")
+        let out = cli.directory.appendingPathComponent("watch.out"),
+            err = cli.directory.appendingPathComponent("watch.err")
         FileManager.default.createFile(atPath: out.path, contents: nil)
         FileManager.default.createFile(atPath: err.path, contents: nil)
         let watch = Process()
@@ -143,7 +156,9 @@ struct WatchCLITests {
         try await Task.sleep(for: .seconds(3))
         try server.start()
         #expect(Self.wait(for: "answers again", in: err, seconds: 90), "no recovery line")
-        #expect(Self.wait(for: "local changes", in: out, seconds: 30), "the session started during the outage was not pushed")
+        #expect(
+            Self.wait(for: "local changes", in: out, seconds: 30),
+            "the session started during the outage was not pushed")
 
         // SIGTERM: the running tick finishes, exit 0.
         watch.terminate()
@@ -158,7 +173,10 @@ struct WatchCLITests {
         // Nothing lost, nothing duplicated: checked in PostgreSQL directly.
         let ids = [firstID, secondID].map { "'\($0.canonical)'" }.joined(separator: ",")
         #expect(try stack.sql("SELECT count(*) FROM agent_coding_sessions WHERE id IN (\(ids))") == "2")
-        #expect(try stack.sql("SELECT count(*), count(DISTINCT (session_id, device_id)) FROM agent_coding_session_secrets WHERE session_id IN (\(ids))") == "2|2")
+        #expect(
+            try stack.sql(
+                "SELECT count(*), count(DISTINCT (session_id, device_id)) FROM agent_coding_session_secrets WHERE session_id IN (\(ids))"
+            ) == "2|2")
         // The store is free again.
         #expect(try cli.run(["push", "--store", store], environment: environment).status == 0)
     }

@@ -102,7 +102,9 @@ public final class FaultProxy: Sendable {
     ///   - seed: The seed of the fault stream; `nil` forwards everything untouched until
     ///     ``setFaults(seed:)``.
     ///   - stallDuration: How long a stall lasts; longer than the client's request timeout.
-    public init(upstreamHost: String, upstreamPort: Int, seed: UInt64?, stallDuration: Duration = .seconds(2)) async throws {
+    public init(
+        upstreamHost: String, upstreamPort: Int, seed: UInt64?, stallDuration: Duration = .seconds(2)
+    ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -122,8 +124,9 @@ public final class FaultProxy: Sendable {
                 try? await server.executeThenClose { inbound in
                     for try await connection in inbound {
                         tasks.addTask {
-                            await Self.serve(connection, upstreamHost: upstreamHost, upstreamPort: upstreamPort, group: group,
-                                             stallDuration: stallDuration, shared: shared)
+                            await Self.serve(
+                                connection, upstreamHost: upstreamHost, upstreamPort: upstreamPort, group: group,
+                                stallDuration: stallDuration, shared: shared)
                         }
                     }
                 }
@@ -153,8 +156,10 @@ public final class FaultProxy: Sendable {
 
     // MARK: - One connection
 
-    static func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, upstreamHost: String, upstreamPort: Int,
-                      group: MultiThreadedEventLoopGroup, stallDuration: Duration, shared: Shared) async {
+    static func serve(
+        _ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, upstreamHost: String, upstreamPort: Int,
+        group: MultiThreadedEventLoopGroup, stallDuration: Duration, shared: Shared
+    ) async {
         try? await connection.executeThenClose { inbound, outbound in
             var received: [UInt8] = []
             var iterator = inbound.makeAsyncIterator()
@@ -173,11 +178,14 @@ public final class FaultProxy: Sendable {
             }
             func reset() async {
                 // SO_LINGER 0: the close sends RST instead of FIN.
-                _ = try? await (connection.channel as? SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()
+                _ = try? await (connection.channel as? SocketOptionProvider)?.setSoLinger(
+                    linger(l_onoff: 1, l_linger: 0)
+                ).get()
             }
             func status(_ code: Int) async throws {
                 let body = "<html><body>\(code) proxy fault</body></html>"
-                let head = "HTTP/1.1 \(code) \(code == 502 ? "Bad Gateway" : "Service Unavailable")\r\ncontent-type: text/html\r\n"
+                let head =
+                    "HTTP/1.1 \(code) \(code == 502 ? "Bad Gateway" : "Service Unavailable")\r\ncontent-type: text/html\r\n"
                     + "content-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n"
                 try await outbound.write(ByteBuffer(string: head + body))
             }
@@ -193,10 +201,13 @@ public final class FaultProxy: Sendable {
             default:
                 break
             }
-            let response = try await Self.forward(Self.closing(request!), host: upstreamHost, port: upstreamPort, group: group)
+            let response = try await Self.forward(
+                Self.closing(request!), host: upstreamHost, port: upstreamPort, group: group)
             switch fault {
             case let .resetAfter(bytes):
-                if bytes > 0 { try await outbound.write(ByteBuffer(bytes: response.prefix(min(bytes, max(response.count - 1, 0))))) }
+                if bytes > 0 {
+                    try await outbound.write(ByteBuffer(bytes: response.prefix(min(bytes, max(response.count - 1, 0)))))
+                }
                 await reset()
             case .truncateBody:
                 let split = Self.headerEnd(response) ?? response.count
@@ -215,7 +226,9 @@ public final class FaultProxy: Sendable {
 
     /// Sends `request` to the server on a connection of its own and returns the whole answer:
     /// up to its `Content-Length`, or to the server's close.
-    static func forward(_ request: [UInt8], host: String, port: Int, group: MultiThreadedEventLoopGroup) async throws -> [UInt8] {
+    static func forward(
+        _ request: [UInt8], host: String, port: Int, group: MultiThreadedEventLoopGroup
+    ) async throws -> [UInt8] {
         let upstream = try await ClientBootstrap(group: group).connect(host: host, port: port) { channel in
             channel.eventLoop.makeCompletedFuture {
                 try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
@@ -226,7 +239,11 @@ public final class FaultProxy: Sendable {
             var response: [UInt8] = []
             for try await var chunk in inbound {
                 response += chunk.readBytes(length: chunk.readableBytes) ?? []
-                if let end = headerEnd(response), let length = contentLength(response[..<end]), response.count >= end + length { break }
+                if let end = headerEnd(response), let length = contentLength(response[..<end]),
+                    response.count >= end + length
+                {
+                    break
+                }
             }
             return response
         }
@@ -251,7 +268,8 @@ public final class FaultProxy: Sendable {
     /// The index just past the blank line that ends the headers.
     static func headerEnd(_ bytes: [UInt8]) -> Int? {
         guard bytes.count >= 4 else { return nil }
-        for index in 0...(bytes.count - 4) where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+        for index in 0...(bytes.count - 4)
+        where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
             return index + 4
         }
         return nil

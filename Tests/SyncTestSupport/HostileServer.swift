@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,7 +47,8 @@ public struct HostileConnection: Sendable {
 
     /// A JSON response.
     public func json(_ status: Int, _ text: String, headers: [String: String] = [:]) {
-        respond(status, headers: headers.merging(["content-type": "application/json"]) { a, _ in a }, body: Data(text.utf8))
+        respond(
+            status, headers: headers.merging(["content-type": "application/json"]) { a, _ in a }, body: Data(text.utf8))
     }
 }
 
@@ -75,10 +77,16 @@ public final class HostileServer: Sendable {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
         precondition(bound == 0 && listen(fd, 64) == 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         listener = fd
         port = UInt16(bigEndian: address.sin_port)
         Thread { [self] in self.acceptLoop() }.start()
@@ -153,10 +161,13 @@ public final class HostileServer: Sendable {
         var headers: [String: String] = [:]
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         let connection = HostileConnection(fd: fd)
-        if headers["expect"]?.lowercased() == "100-continue" { connection.write(Data("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
+        if headers["expect"]?.lowercased() == "100-continue" {
+            connection.write(Data("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+        }
         let length = Int(headers["content-length"] ?? "0") ?? 0
         var body = Data(buffer[headerEnd.upperBound...])
         while body.count < length {
@@ -166,8 +177,9 @@ public final class HostileServer: Sendable {
         }
         let target = String(requestLine[1])
         let parts = target.split(separator: "?", maxSplits: 1).map(String.init)
-        let request = HostileRequest(method: String(requestLine[0]), path: parts[0], rawQuery: parts.count > 1 ? parts[1] : "",
-                                     headers: headers, body: body)
+        let request = HostileRequest(
+            method: String(requestLine[0]), path: parts[0], rawQuery: parts.count > 1 ? parts[1] : "",
+            headers: headers, body: body)
         state.withLock { $0.requests.append(request) }
         behavior(request, connection)
     }

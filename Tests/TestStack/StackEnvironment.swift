@@ -1,6 +1,7 @@
 import Foundation
 import SecretCrypto
 import SyncModel
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -24,9 +25,10 @@ public struct StackEnvironment: Sendable {
     public static var current: StackEnvironment? {
         let env = ProcessInfo.processInfo.environment
         guard let url = env["SYNC_STACK_URL"].flatMap(URL.init(string:)),
-              let deployed = env["SYNC_STACK_DEPLOYED_URL"].flatMap(URL.init(string:)),
-              let anon = env["SYNC_STACK_ANON_KEY"], let service = env["SYNC_STACK_SERVICE_KEY"],
-              let secret = env["SYNC_STACK_JWT_SECRET"] else { return nil }
+            let deployed = env["SYNC_STACK_DEPLOYED_URL"].flatMap(URL.init(string:)),
+            let anon = env["SYNC_STACK_ANON_KEY"], let service = env["SYNC_STACK_SERVICE_KEY"],
+            let secret = env["SYNC_STACK_JWT_SECRET"]
+        else { return nil }
         return StackEnvironment(url: url, deployedURL: deployed, anonKey: anon, serviceKey: service, jwtSecret: secret)
     }
 
@@ -42,19 +44,24 @@ public struct StackEnvironment: Sendable {
     /// An HS256 access token for `user`, as Supabase Auth would issue it.
     public func token(for user: UUID, expiresIn seconds: Int = 3600) -> String {
         let now = Int(Date().timeIntervalSince1970)
-        return sign(claims: #"{"aud":"authenticated","exp":\#(now + seconds),"iat":\#(now),"role":"authenticated","sub":"\#(user.canonical)"}"#)
+        return sign(
+            claims:
+                #"{"aud":"authenticated","exp":\#(now + seconds),"iat":\#(now),"role":"authenticated","sub":"\#(user.canonical)"}"#
+        )
     }
 
     /// A token with exactly these claims (JSON text), signed with the stack's secret: for the
     /// tests that forge every shape of JWT.
     public func sign(claims: String, header: String = #"{"alg":"HS256","typ":"JWT"}"#) -> String {
         let input = Self.base64URL(Data(header.utf8)) + "." + Self.base64URL(Data(claims.utf8))
-        let signature = HMACSHA256.authenticationCode(for: Array(input.utf8), using: SecureBytes(copying: Array(jwtSecret.utf8)))
+        let signature = HMACSHA256.authenticationCode(
+            for: Array(input.utf8), using: SecureBytes(copying: Array(jwtSecret.utf8)))
         return input + "." + Self.base64URL(Data(signature))
     }
 
     public static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
     }
 
     /// Runs SQL on the stack's PostgreSQL as its superuser (`psql`), for tests that must see
@@ -79,13 +86,17 @@ public struct StackEnvironment: Sendable {
     /// The REST server's process id (for memory checks), when the stack runs from with-stack.sh.
     public func serverPID(deployed: Bool = false) -> Int32? {
         guard let directory = ProcessInfo.processInfo.environment["STACK_DIR"],
-              let text = try? String(contentsOfFile: directory + (deployed ? "/api-deployed.pid" : "/api.pid"), encoding: .utf8) else { return nil }
+            let text = try? String(
+                contentsOfFile: directory + (deployed ? "/api-deployed.pid" : "/api.pid"), encoding: .utf8)
+        else { return nil }
         return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// A raw request to the stack, for behaviours the client never exercises.
-    public func request(_ method: String, _ path: String, base: URL? = nil, token: String? = nil, headers: [String: String] = [:],
-                 body: String? = nil, apiKey: String?? = .none) async throws -> (status: Int, headers: [String: String], body: String) {
+    public func request(
+        _ method: String, _ path: String, base: URL? = nil, token: String? = nil, headers: [String: String] = [:],
+        body: String? = nil, apiKey: String?? = .none
+    ) async throws -> (status: Int, headers: [String: String], body: String) {
         var request = URLRequest(url: URL(string: (base ?? url).absoluteString + path)!)
         request.httpMethod = method
         if let key = apiKey ?? anonKey { request.setValue(key, forHTTPHeaderField: "apikey") }
@@ -106,7 +117,8 @@ public struct StackEnvironment: Sendable {
 
     /// Sets device columns as the trust flow would, with the service_role key (RLS bypassed).
     public func setDevice(_ device: UUID, base: URL? = nil, fields: String) async throws {
-        let response = try await request("PATCH", "/rest/v1/devices?id=eq.\(device.canonical)", base: base, token: serviceKey, body: fields)
+        let response = try await request(
+            "PATCH", "/rest/v1/devices?id=eq.\(device.canonical)", base: base, token: serviceKey, body: fields)
         guard response.status == 204 else { throw DeviceUpdateFailed(status: response.status) }
     }
 }

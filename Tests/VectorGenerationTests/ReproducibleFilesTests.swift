@@ -7,7 +7,8 @@ import VectorGeneration
 @Suite("The project's vector files are reproducible")
 struct ReproducibleFilesTests {
     static let directory = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("testvectors")
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+            "testvectors")
 
     static func committed(_ name: String) throws -> Data {
         try Data(contentsOf: directory.appendingPathComponent(name))
@@ -15,16 +16,22 @@ struct ReproducibleFilesTests {
 
     @Test("session-secret-v1.json is exactly what `sync-vectors generate` writes")
     func sessionSecretV1() throws {
-        #expect(try Self.committed("session-secret-v1.json") == SessionSecretVectorGenerator.generate(), "run `make vectors`")
+        #expect(
+            try Self.committed("session-secret-v1.json") == SessionSecretVectorGenerator.generate(),
+            "run `make vectors`")
     }
 
     @Test("session-secret-v2.json is exactly what `sync-vectors generate --version 2` writes")
     func sessionSecretV2() throws {
-        #expect(try Self.committed("session-secret-v2.json") == SessionSecretV2VectorGenerator.generate(), "run `make vectors`")
+        #expect(
+            try Self.committed("session-secret-v2.json") == SessionSecretV2VectorGenerator.generate(),
+            "run `make vectors`")
     }
 
     @Test("device-certificate-v1.json is exactly what `sync-vectors generate --kind certificate` writes")
     func deviceCertificate() throws {
-        #expect(try Self.committed("device-certificate-v1.json") == DeviceCertificateVectorGenerator.generate(), "run `make vectors`")
+        #expect(
+            try Self.committed("device-certificate-v1.json") == DeviceCertificateVectorGenerator.generate(),
+            "run `make vectors`")
     }
 }

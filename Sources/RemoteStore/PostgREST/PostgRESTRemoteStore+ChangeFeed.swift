@@ -8,15 +8,21 @@ extension PostgRESTRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     static let requestsTable = "session_secret_requests"
 
     public func listOpenSecretRequests() async throws -> [SecretRequestRow] {
-        try await fetchAll(Self.requestsTable, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)"), ("fulfilled_at", "is.null")],
-                           order: "created_at.asc,id.asc", decode: SecretRequestRow.init(json:))
+        try await fetchAll(
+            Self.requestsTable,
+            query: [("select", "*"), ("user_id", "eq.\(userID.canonical)"), ("fulfilled_at", "is.null")],
+            order: "created_at.asc,id.asc", decode: SecretRequestRow.init(json:))
     }
 
     public func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult {
-        try await upsert(Self.requestsTable, rows, conflict: nil, key: { $0.id.canonical }, encode: { row in
-            JSONRow(fields: [("id", .uuid(row.id)), ("user_id", .uuid(row.userID)), ("session_id", .uuid(row.sessionID)),
-                             ("requester_device_id", .uuid(row.requesterDeviceID))])
-        }, onBatchAccepted: nil)
+        try await upsert(
+            Self.requestsTable, rows, conflict: nil, key: { $0.id.canonical },
+            encode: { row in
+                JSONRow(fields: [
+                    ("id", .uuid(row.id)), ("user_id", .uuid(row.userID)), ("session_id", .uuid(row.sessionID)),
+                    ("requester_device_id", .uuid(row.requesterDeviceID)),
+                ])
+            }, onBatchAccepted: nil)
     }
 
     public func fulfilSecretRequests(ids: Set<UUID>) async throws {
@@ -24,19 +30,25 @@ extension PostgRESTRemoteStore: SecretRequestRemote, ChangeFeedRemote {
         let body = Data(JSONRow(fields: [("fulfilled_at", .timestamp(Date()))]).json.utf8)
         for start in stride(from: 0, to: sorted.count, by: configuration.inFilterChunk) {
             let chunk = sorted[start..<min(start + configuration.inFilterChunk, sorted.count)]
-            _ = try await send(.patch, Self.requestsTable, query: [("id", PostgREST.inList(chunk)), ("user_id", "eq.\(userID.canonical)")],
-                               prefer: "return=minimal", body: body)
+            _ = try await send(
+                .patch, Self.requestsTable,
+                query: [("id", PostgREST.inList(chunk)), ("user_id", "eq.\(userID.canonical)")],
+                prefer: "return=minimal", body: body)
         }
     }
 
     public func heartbeat(deviceID: UUID) async throws {
         let body = JSONRow(fields: [("last_seen_at", .timestamp(Date()))])
-        _ = try await send(.patch, RemoteTable.devices, query: [("id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)")],
-                           prefer: "return=minimal", body: Data(body.json.utf8))
+        _ = try await send(
+            .patch, RemoteTable.devices,
+            query: [("id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)")],
+            prefer: "return=minimal", body: Data(body.json.utf8))
     }
 
     public func changes(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges {
-        if missingFunctions.withLock({ $0.contains(Self.feedFunction) }) { return try await pollChanges(statements: statements) }
+        if missingFunctions.withLock({ $0.contains(Self.feedFunction) }) {
+            return try await pollChanges(statements: statements)
+        }
         let data: Data
         do {
             data = try await rpc(Self.feedFunction, arguments: cursor.map { ["since": .string($0.since)] } ?? [:])
@@ -53,9 +65,11 @@ extension PostgRESTRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     /// Reads a change set: its two lists straight into rows, each of at most `maxRows` (the
     /// feed's answer is capped in bytes too, ``PostgRESTConfiguration/maxRPCResponseBytes``).
     static func decodeChanges(_ data: Data, complete: Bool, maxRows: Int) throws -> RemoteChanges {
-        let (object, lists) = try ResponseJSON.object(data, lists: ["devices", "secret_requests"], maxRows: maxRows, table: "sync_changes")
+        let (object, lists) = try ResponseJSON.object(
+            data, lists: ["devices", "secret_requests"], maxRows: maxRows, table: "sync_changes")
         guard case let .string(serverTime)? = object["server_time"], Timestamp.parse(serverTime) != nil,
-              let devices = lists["devices"], let requests = lists["secret_requests"] else {
+            let devices = lists["devices"], let requests = lists["secret_requests"]
+        else {
             throw RemoteStoreError(.malformedResponse, "sync_changes answered something other than a change set")
         }
         var statements: String?

@@ -4,34 +4,55 @@ import SyncModel
 /// Coordination on Supabase: the project's database functions over RPC, `runtime_status` by
 /// PATCH, and the outbox by GET (row-level security shows the user only their own rows).
 extension PostgRESTRemoteStore: CoordinationRemote {
-    public func claimSessionActivity(sessionID: UUID, deviceID: UUID, clientType: ClientType) async throws -> SessionClaim {
-        try Self.decode(SessionClaim.self, from: try await rpc("claim_session_activity", arguments: [
-            "session_id": .string(sessionID.canonical), "device_id": .string(deviceID.canonical), "client_type": .string(clientType.rawValue),
-        ]), function: "claim_session_activity")
+    public func claimSessionActivity(
+        sessionID: UUID, deviceID: UUID, clientType: ClientType
+    ) async throws -> SessionClaim {
+        try Self.decode(
+            SessionClaim.self,
+            from: try await rpc(
+                "claim_session_activity",
+                arguments: [
+                    "session_id": .string(sessionID.canonical), "device_id": .string(deviceID.canonical),
+                    "client_type": .string(clientType.rawValue),
+                ]), function: "claim_session_activity")
     }
 
     public func registerPushToken(_ registration: PushTokenRegistration) async throws -> PushTokenRegistered {
-        try Self.decode(PushTokenRegistered.self, from: try await rpc("register_push_token", arguments: [
-            "device_id": .string(registration.deviceID.canonical), "token": .string(registration.token),
-            "token_type": .string(registration.type.rawValue), "platform": .string(registration.platform),
-            "environment": .string(registration.environment.rawValue), "activity_id": .string(registration.activityID),
-            "session_id": .string(registration.sessionID?.canonical), "previous_token": .string(registration.previousToken),
-        ]), function: "register_push_token")
+        try Self.decode(
+            PushTokenRegistered.self,
+            from: try await rpc(
+                "register_push_token",
+                arguments: [
+                    "device_id": .string(registration.deviceID.canonical), "token": .string(registration.token),
+                    "token_type": .string(registration.type.rawValue), "platform": .string(registration.platform),
+                    "environment": .string(registration.environment.rawValue),
+                    "activity_id": .string(registration.activityID),
+                    "session_id": .string(registration.sessionID?.canonical),
+                    "previous_token": .string(registration.previousToken),
+                ]), function: "register_push_token")
     }
 
     public func invalidatePushToken(_ token: String) async throws -> Bool {
-        try Self.decode(Bool.self, from: try await rpc("invalidate_push_token", arguments: ["token": .string(token)]), function: "invalidate_push_token")
+        try Self.decode(
+            Bool.self, from: try await rpc("invalidate_push_token", arguments: ["token": .string(token)]),
+            function: "invalidate_push_token")
     }
 
     public func pushTokenStatus(deviceID: UUID) async throws -> PushTokenStatus {
-        try Self.decode(PushTokenStatus.self, from: try await rpc("push_token_status", arguments: ["device_id": .string(deviceID.canonical)]),
-                   function: "push_token_status")
+        try Self.decode(
+            PushTokenStatus.self,
+            from: try await rpc("push_token_status", arguments: ["device_id": .string(deviceID.canonical)]),
+            function: "push_token_status")
     }
 
     public func clearApproval(requestID: String, excludingToken: String?) async throws -> ApprovalClearing {
-        try Self.decode(ApprovalClearing.self, from: try await rpc("clear_approval", arguments: [
-            "request_id": .string(requestID), "exclude_device_token": .string(excludingToken),
-        ]), function: "clear_approval")
+        try Self.decode(
+            ApprovalClearing.self,
+            from: try await rpc(
+                "clear_approval",
+                arguments: [
+                    "request_id": .string(requestID), "exclude_device_token": .string(excludingToken),
+                ]), function: "clear_approval")
     }
 
     public func setRuntimeStatus(_ status: RuntimeStatus) async throws -> RuntimeStatus {
@@ -39,25 +60,38 @@ extension PostgRESTRemoteStore: CoordinationRemote {
         // updated_at moves too, so phones pulling by (updated_at, id) receive the status even on
         // a deployment without the updated_at trigger.
         let body = JSONRow(fields: [
-            ("runtime_status", .json(status.jsonText)), ("runtime_status_updated_at", .timestamp(now)), ("updated_at", .timestamp(now)),
+            ("runtime_status", .json(status.jsonText)), ("runtime_status_updated_at", .timestamp(now)),
+            ("updated_at", .timestamp(now)),
         ])
-        let response = try await send(.patch, RemoteTable.sessions, query: [
-            ("id", "eq.\(status.sessionID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
-        ], prefer: "return=representation", body: Data(body.json.utf8))
+        let response = try await send(
+            .patch, RemoteTable.sessions,
+            query: [
+                ("id", "eq.\(status.sessionID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
+            ], prefer: "return=representation", body: Data(body.json.utf8))
         let rows = try ResponseJSON.rows(response.body, table: RemoteTable.sessions)
         guard let row = rows.first else {
-            throw RemoteStoreError(.permissionDenied, "session \(status.sessionID.canonical) is not one of yours on the remote (push it first)")
+            throw RemoteStoreError(
+                .permissionDenied,
+                "session \(status.sessionID.canonical) is not one of yours on the remote (push it first)")
         }
         let stored = try SessionRecord(json: row).runtimeStatus
-        guard let stored else { throw RemoteStoreError(.malformedResponse, "the remote did not keep the runtime status") }
+        guard let stored else {
+            throw RemoteStoreError(.malformedResponse, "the remote did not keep the runtime status")
+        }
         return stored
     }
 
     public func listOutbox(limit: Int) async throws -> [OutboxEntry] {
-        let response = try await send(.get, "push_outbox", query: [
-            ("select", "id,device_id,token,push_type,priority,collapse_id,payload,created_at,delivered_at,attempts,last_error"),
-            ("user_id", "eq.\(userID.canonical)"), ("order", "id.desc"), ("limit", String(max(0, min(limit, 10_000)))),
-        ], prefer: nil, body: nil)
+        let response = try await send(
+            .get, "push_outbox",
+            query: [
+                (
+                    "select",
+                    "id,device_id,token,push_type,priority,collapse_id,payload,created_at,delivered_at,attempts,last_error"
+                ),
+                ("user_id", "eq.\(userID.canonical)"), ("order", "id.desc"),
+                ("limit", String(max(0, min(limit, 10_000)))),
+            ], prefer: nil, body: nil)
         return try ResponseJSON.rows(response.body, table: "push_outbox").map(OutboxEntry.init(json:))
     }
 
@@ -65,7 +99,8 @@ extension PostgRESTRemoteStore: CoordinationRemote {
         do {
             return try JSONDecoder().decode(T.self, from: data)
         } catch {
-            throw RemoteStoreError(.malformedResponse, "\(function) answered something other than its documented result")
+            throw RemoteStoreError(
+                .malformedResponse, "\(function) answered something other than its documented result")
         }
     }
 }
@@ -78,14 +113,19 @@ extension OutboxEntry {
         if let object = r.json("payload") {
             let value = (object as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? object
             guard JSONSerialization.isValidJSONObject(value),
-                  let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+                let data = try? JSONSerialization.data(
+                    withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])
+            else {
                 throw r.fail("payload", "is not a JSON object")
             }
             payload = String(decoding: data, as: UTF8.self)
         }
-        self.init(id: id, deviceID: try r.optionalUUID("device_id"), token: try r.string("token"), pushType: try r.string("push_type"),
-                  priority: try r.optionalInt("priority") ?? 5, collapseID: try r.optionalString("collapse_id"), payload: payload,
-                  createdAt: try r.optionalDate("created_at"), deliveredAt: try r.optionalDate("delivered_at"),
-                  attempts: try r.optionalInt("attempts") ?? 0, lastError: try r.optionalString("last_error"))
+        self.init(
+            id: id, deviceID: try r.optionalUUID("device_id"), token: try r.string("token"),
+            pushType: try r.string("push_type"),
+            priority: try r.optionalInt("priority") ?? 5, collapseID: try r.optionalString("collapse_id"),
+            payload: payload,
+            createdAt: try r.optionalDate("created_at"), deliveredAt: try r.optionalDate("delivered_at"),
+            attempts: try r.optionalInt("attempts") ?? 0, lastError: try r.optionalString("last_error"))
     }
 }

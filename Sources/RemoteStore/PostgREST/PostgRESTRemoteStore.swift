@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
-import Synchronization
 import SyncModel
+import Synchronization
 
 /// Supplies the user's access token (a JWT) for each request.
 ///
@@ -123,23 +123,32 @@ public final class PostgRESTRemoteStore: SyncRemote {
             }
         }
         do {
-            _ = try await send(.post, RemoteTable.devices, query: [("on_conflict", "id")],
-                               prefer: "resolution=merge-duplicates,return=minimal", body: Data(("[" + row.json + "]").utf8))
-        } catch let error as RemoteStoreError where Self.isMissingColumn(error) && row.fields.contains(where: { $0.0 == "capabilities" }) {
+            _ = try await send(
+                .post, RemoteTable.devices, query: [("on_conflict", "id")],
+                prefer: "resolution=merge-duplicates,return=minimal", body: Data(("[" + row.json + "]").utf8))
+        } catch let error as RemoteStoreError
+            where Self.isMissingColumn(error) && row.fields.contains(where: { $0.0 == "capabilities" })
+        {
             missingColumns.withLock { _ = $0.insert("capabilities") }
             row.fields.removeAll { $0.0 == "capabilities" }
-            _ = try await send(.post, RemoteTable.devices, query: [("on_conflict", "id")],
-                               prefer: "resolution=merge-duplicates,return=minimal", body: Data(("[" + row.json + "]").utf8))
+            _ = try await send(
+                .post, RemoteTable.devices, query: [("on_conflict", "id")],
+                prefer: "resolution=merge-duplicates,return=minimal", body: Data(("[" + row.json + "]").utf8))
         }
     }
 
     /// The `capabilities` object of one device row, as JSON text; `nil` when there is no row yet.
     func currentCapabilities(of id: UUID) async throws -> String? {
-        let response = try await send(.get, RemoteTable.devices, query: [("select", "capabilities"), ("id", "eq.\(id.canonical)")],
-                                      prefer: nil, body: nil)
-        guard case let .json(text)? = try ResponseJSON.rows(response.body, table: RemoteTable.devices).first?["capabilities"],
-              let value = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return nil }
-        return String(decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
+        let response = try await send(
+            .get, RemoteTable.devices, query: [("select", "capabilities"), ("id", "eq.\(id.canonical)")],
+            prefer: nil, body: nil)
+        guard
+            case let .json(text)? = try ResponseJSON.rows(response.body, table: RemoteTable.devices).first?[
+                "capabilities"],
+            let value = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+        else { return nil }
+        return String(
+            decoding: try JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
     }
 
     /// Whether `error` says the deployment lacks a column the request named (PostgREST's
@@ -153,8 +162,9 @@ public final class PostgRESTRemoteStore: SyncRemote {
     public func listDevices() async throws -> [RemoteDevice] {
         // A user has a handful of devices: counting them is free, and the count ends the listing
         // after one page instead of asking for an empty second one.
-        try await fetchAll(RemoteTable.devices, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")], order: "id.asc",
-                           exactCount: true, atMost: configuration.maxDeviceRows, decode: RemoteDevice.init(json:))
+        try await fetchAll(
+            RemoteTable.devices, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")], order: "id.asc",
+            exactCount: true, atMost: configuration.maxDeviceRows, decode: RemoteDevice.init(json:))
     }
 
     // MARK: - RPC
@@ -176,13 +186,19 @@ public final class PostgRESTRemoteStore: SyncRemote {
 
     /// ``rpc(_:arguments:)`` with its own cap on the answer's size.
     func rpc(_ name: String, arguments: [String: RPCArgument], maxResponseBytes: Int) async throws -> Data {
-        guard !name.isEmpty, name.utf8.allSatisfy({ $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) else {
+        guard !name.isEmpty,
+            name.utf8.allSatisfy({
+                $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+            })
+        else {
             throw RemoteStoreError(.configuration, "not a function name")
         }
         let row = JSONRow(fields: arguments.keys.sorted().map { ($0, arguments[$0]!.value) })
         do {
-            return try await send(.post, "rpc/" + name, query: [], prefer: nil, body: Data(row.json.utf8),
-                                  maxResponseBytes: maxResponseBytes).body
+            return try await send(
+                .post, "rpc/" + name, query: [], prefer: nil, body: Data(row.json.utf8),
+                maxResponseBytes: maxResponseBytes
+            ).body
         } catch var error as RemoteStoreError where error.postgrestCode == .functionNotFound {
             error.code = .missingFunction
             throw error
@@ -193,14 +209,17 @@ public final class PostgRESTRemoteStore: SyncRemote {
 
     public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
         // A bucket's JSON object is under 100 bytes: 65,536 of them need 6.4 MB.
-        let data = try await rpc("session_secret_digest", arguments: ["owner_device_id": .string(ownerDeviceID.canonical), "buckets": .int(buckets)],
-                                 maxResponseBytes: max(configuration.maxRPCResponseBytes, buckets * 128))
+        let data = try await rpc(
+            "session_secret_digest",
+            arguments: ["owner_device_id": .string(ownerDeviceID.canonical), "buckets": .int(buckets)],
+            maxResponseBytes: max(configuration.maxRPCResponseBytes, buckets * 128))
         return try Self.decodeDigest(data)
     }
 
     static func decodeDigest(_ data: Data) throws -> [DigestBucket] {
         guard let digest = try? JSONDecoder().decode([DigestBucket].self, from: data) else {
-            throw RemoteStoreError(.malformedResponse, "session_secret_digest answered something other than bucket digests")
+            throw RemoteStoreError(
+                .malformedResponse, "session_secret_digest answered something other than bucket digests")
         }
         return digest
     }
@@ -210,12 +229,16 @@ public final class PostgRESTRemoteStore: SyncRemote {
         var keys: [EnvelopeKey] = []
         for start in stride(from: 0, to: ids.count, by: configuration.inFilterChunk) {
             let chunk = ids[start..<min(start + configuration.inFilterChunk, ids.count)]
-            keys += try await fetchAll(RemoteTable.secrets, query: [
-                ("select", "id,session_id,device_id,ephemeral_public_key"), ("session_id", PostgREST.inList(chunk)),
-            ], order: "id.asc", keyset: ["id"], atMost: atMost.map { max(0, $0 - keys.count) }) { row in
+            keys += try await fetchAll(
+                RemoteTable.secrets,
+                query: [
+                    ("select", "id,session_id,device_id,ephemeral_public_key"), ("session_id", PostgREST.inList(chunk)),
+                ], order: "id.asc", keyset: ["id"], atMost: atMost.map { max(0, $0 - keys.count) }
+            ) { row in
                 let r = RowReader(row, table: RemoteTable.secrets)
-                return EnvelopeKey(pair: EnvelopePair(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id")),
-                                   ephemeralPublicKey: try r.optionalString("ephemeral_public_key") ?? "")
+                return EnvelopeKey(
+                    pair: EnvelopePair(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id")),
+                    ephemeralPublicKey: try r.optionalString("ephemeral_public_key") ?? "")
             }
         }
         return keys
@@ -223,17 +246,28 @@ public final class PostgRESTRemoteStore: SyncRemote {
 
     // MARK: - Bulk writes
 
-    public func upsertRepositories(_ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?) async throws -> BulkWriteResult {
-        try await upsert(RemoteTable.repositories, rows, conflict: "id", key: { $0.id.canonical }, encode: { $0.jsonRow }, onBatchAccepted: onBatchAccepted)
+    public func upsertRepositories(
+        _ rows: [RepositoryRecord], onBatchAccepted: BatchHandler<RepositoryRecord>?
+    ) async throws -> BulkWriteResult {
+        try await upsert(
+            RemoteTable.repositories, rows, conflict: "id", key: { $0.id.canonical }, encode: { $0.jsonRow },
+            onBatchAccepted: onBatchAccepted)
     }
 
-    public func upsertSessions(_ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?) async throws -> BulkWriteResult {
-        try await upsert(RemoteTable.sessions, rows, conflict: "id", key: { $0.id.canonical }, encode: { $0.jsonRow },
-                         optionalColumns: OptionalColumns.sessions, onBatchAccepted: onBatchAccepted)
+    public func upsertSessions(
+        _ rows: [SessionRecord], onBatchAccepted: BatchHandler<SessionRecord>?
+    ) async throws -> BulkWriteResult {
+        try await upsert(
+            RemoteTable.sessions, rows, conflict: "id", key: { $0.id.canonical }, encode: { $0.jsonRow },
+            optionalColumns: OptionalColumns.sessions, onBatchAccepted: onBatchAccepted)
     }
 
-    public func upsertEnvelopes(_ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?) async throws -> BulkWriteResult {
-        try await upsert(RemoteTable.secrets, rows, conflict: "session_id,device_id", key: { $0.pair.key }, encode: { $0.jsonRow }, onBatchAccepted: onBatchAccepted)
+    public func upsertEnvelopes(
+        _ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?
+    ) async throws -> BulkWriteResult {
+        try await upsert(
+            RemoteTable.secrets, rows, conflict: "session_id,device_id", key: { $0.pair.key }, encode: { $0.jsonRow },
+            onBatchAccepted: onBatchAccepted)
     }
 
     /// A prepared row: its key, its fields and JSON text, and the record to hand back when accepted.
@@ -280,10 +314,14 @@ public final class PostgRESTRemoteStore: SyncRemote {
                 let body = Data(("[" + batch.map(\.json).joined(separator: ",") + "]").utf8)
                 do {
                     // Without a conflict key, a plain insert (a table a user may not update).
-                    _ = try await send(.post, table, query: conflict.map { [("on_conflict", $0)] } ?? [],
-                                       prefer: conflict == nil ? "return=minimal" : "resolution=merge-duplicates,return=minimal", body: body)
+                    _ = try await send(
+                        .post, table, query: conflict.map { [("on_conflict", $0)] } ?? [],
+                        prefer: conflict == nil ? "return=minimal" : "resolution=merge-duplicates,return=minimal",
+                        body: body)
                 } catch let error as RemoteStoreError
-                    where error.postgrestCode == .columnNotFound && batch[0].fields.fields.contains(where: { optionalColumns.contains($0.0) }) {
+                    where error.postgrestCode == .columnNotFound
+                    && batch[0].fields.fields.contains(where: { optionalColumns.contains($0.0) })
+                {
                     // An old deployment without a later-added column: stop sending the optional
                     // columns this batch named (one per table), keep the rest. The code decides,
                     // not the message's text.
@@ -298,8 +336,12 @@ public final class PostgRESTRemoteStore: SyncRemote {
                         let middle = batch.count / 2
                         pending.insert(contentsOf: [Array(batch[..<middle]), Array(batch[middle...])], at: 0)
                     } else if error.status == 413 {
-                        result.rejected.append(RejectedRow(key: batch[0].key, error: RemoteStoreError(
-                            .rowTooLarge, "one row is larger than the remote accepts in a request", status: 413)))
+                        result.rejected.append(
+                            RejectedRow(
+                                key: batch[0].key,
+                                error: RemoteStoreError(
+                                    .rowTooLarge, "one row is larger than the remote accepts in a request", status: 413)
+                            ))
                     } else {
                         result.rejected.append(RejectedRow(key: batch[0].key, error: error))
                     }
@@ -319,7 +361,9 @@ public final class PostgRESTRemoteStore: SyncRemote {
         var bytes = 2
         for row in rows {
             let size = row.json.utf8.count + 1
-            if !current.isEmpty && (current.count >= configuration.maxRowsPerBatch || bytes + size > configuration.maxBytesPerBatch) {
+            if !current.isEmpty
+                && (current.count >= configuration.maxRowsPerBatch || bytes + size > configuration.maxBytesPerBatch)
+            {
                 batches.append(current)
                 current = []
                 bytes = 2
@@ -335,7 +379,9 @@ public final class PostgRESTRemoteStore: SyncRemote {
 
     public func listEnvelopePairs() async throws -> [EnvelopePair] {
         // Keyset on the table's bigint identity: one index range per page, however deep.
-        try await fetchAll(RemoteTable.secrets, query: [("select", "id,session_id,device_id")], order: "id.asc", keyset: ["id"]) { row in
+        try await fetchAll(
+            RemoteTable.secrets, query: [("select", "id,session_id,device_id")], order: "id.asc", keyset: ["id"]
+        ) { row in
             let r = RowReader(row, table: RemoteTable.secrets)
             return EnvelopePair(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id"))
         }
@@ -354,7 +400,10 @@ public final class PostgRESTRemoteStore: SyncRemote {
         let chunkSize = max(1, configuration.inFilterChunk / 2)
         for start in stride(from: 0, to: pairs.count, by: chunkSize) {
             let chunk = pairs[start..<min(start + chunkSize, pairs.count)]
-            let filter = "(" + chunk.map { "and(session_id.eq.\($0.sessionID.canonical),device_id.eq.\($0.deviceID.canonical))" }.joined(separator: ",") + ")"
+            let filter =
+                "("
+                + chunk.map { "and(session_id.eq.\($0.sessionID.canonical),device_id.eq.\($0.deviceID.canonical))" }
+                .joined(separator: ",") + ")"
             let count = try await deleteRequest(RemoteTable.secrets, query: [("or", filter)])
             total = total.flatMap { sum in count.map { sum + $0 } }
         }
@@ -395,17 +444,24 @@ public final class PostgRESTRemoteStore: SyncRemote {
         try await fetchVersioned(RemoteTable.sessions, after: cursor, decode: SessionRecord.init(json:))
     }
 
-    func fetchVersioned<Record>(_ table: String, after cursor: PullCursor?, decode: @escaping @Sendable (ResponseRow) throws -> Record) async throws
-        -> [Versioned<Record>] {
+    func fetchVersioned<Record>(
+        _ table: String, after cursor: PullCursor?, decode: @escaping @Sendable (ResponseRow) throws -> Record
+    ) async throws
+        -> [Versioned<Record>]
+    {
         // Keyset pages from the cursor on: an offset page re-reads every row before it, which made
         // the 100th page of 1,000 sessions cost PostgreSQL 25 ms and the whole listing quadratic.
         let query: [(String, String)] = [("select", "*"), ("user_id", "eq.\(userID.canonical)")]
-        let rows = try await fetchFanned(table, query: query, order: "updated_at.asc,id.asc", keyset: ["updated_at", "id"],
-                                         after: cursor.map { [$0.updatedAt, $0.id.canonical] }, rangesOf: "id") { row in
+        let rows = try await fetchFanned(
+            table, query: query, order: "updated_at.asc,id.asc", keyset: ["updated_at", "id"],
+            after: cursor.map { [$0.updatedAt, $0.id.canonical] }, rangesOf: "id"
+        ) { row in
             let r = RowReader(row, table: table)
             let updatedAt = try r.string("updated_at")
             let id = try r.uuid("id").canonical
-            return OrderedRow(date: Timestamp.parse(updatedAt) ?? .distantPast, id: id, row: Versioned(record: try decode(row), updatedAt: updatedAt))
+            return OrderedRow(
+                date: Timestamp.parse(updatedAt) ?? .distantPast, id: id,
+                row: Versioned(record: try decode(row), updatedAt: updatedAt))
         }
         // Ranges of ids come back each in (updated_at, id) order: the whole listing is put in it.
         let sorted = rows.sorted { $0.date != $1.date ? $0.date < $1.date : $0.id < $1.id }
@@ -430,15 +486,20 @@ public final class PostgRESTRemoteStore: SyncRemote {
     func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
         var query: [(String, String)] = [("select", "id"), ("user_id", "eq.\(userID.canonical)")]
         if let deviceID { query.append(("device_id", "eq.\(deviceID.canonical)")) }
-        return Set(try await fetchFanned(table, query: query, order: "id.asc", keyset: ["id"], rangesOf: "id") {
-            try RowReader($0, table: table).uuid("id")
-        })
+        return Set(
+            try await fetchFanned(table, query: query, order: "id.asc", keyset: ["id"], rangesOf: "id") {
+                try RowReader($0, table: table).uuid("id")
+            })
     }
 
     public func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
-        try await fetchFanned(RemoteTable.secrets, query: [
-            ("select", "session_id,device_id,ephemeral_public_key,encrypted_secret"), ("device_id", "eq.\(deviceID.canonical)"),
-        ], order: "session_id.asc", keyset: ["session_id"], rangesOf: "session_id", decode: EnvelopeRecord.init(json:))
+        try await fetchFanned(
+            RemoteTable.secrets,
+            query: [
+                ("select", "session_id,device_id,ephemeral_public_key,encrypted_secret"),
+                ("device_id", "eq.\(deviceID.canonical)"),
+            ], order: "session_id.asc", keyset: ["session_id"], rangesOf: "session_id",
+            decode: EnvelopeRecord.init(json:))
     }
 
     /// A keyset listing that fans out (``PostgRESTConfiguration/listingStreams``): the first
@@ -454,16 +515,22 @@ public final class PostgRESTRemoteStore: SyncRemote {
     ) async throws -> [Row] {
         // Two pages first: a listing of exactly one full page (1,000 sessions) ends with the
         // second, as it always did, instead of asking every range for nothing.
-        let first = try await fetchPages(table, query: query, order: order, keyset: keyset, after: start, maxPages: 2, decode: decode)
+        let first = try await fetchPages(
+            table, query: query, order: order, keyset: keyset, after: start, maxPages: 2, decode: decode)
         guard let resume = first.resume else { return first.rows }
         let streams = configuration.listingStreams
         guard streams > 1, first.rows.count >= 2 * configuration.pageSize else {
-            return first.rows + (try await fetchPages(table, query: query, order: order, keyset: keyset, after: resume, decode: decode).rows)
+            return first.rows
+                + (try await fetchPages(
+                    table, query: query, order: order, keyset: keyset, after: resume, decode: decode
+                ).rows)
         }
         // Bounds on the uuid's first 32 bits: the ranges [bound(i), bound(i + 1)).
         let low = keyset[0] == column ? UInt64(UInt32(resume[0].prefix(8), radix: 16) ?? 0) : 0
         func bound(_ index: Int) -> String {
-            String(format: "%08x-0000-0000-0000-000000000000", UInt32(low + (0x1_0000_0000 - low) * UInt64(index) / UInt64(streams)))
+            String(
+                format: "%08x-0000-0000-0000-000000000000",
+                UInt32(low + (0x1_0000_0000 - low) * UInt64(index) / UInt64(streams)))
         }
         let parts = try await withThrowingTaskGroup(of: (Int, [Row]).self) { group in
             for index in 0..<streams {
@@ -471,8 +538,13 @@ public final class PostgRESTRemoteStore: SyncRemote {
                 if index > 0 { range.append((column, "gte.\(bound(index))")) }
                 if index < streams - 1 { range.append((column, "lt.\(bound(index + 1))")) }
                 group.addTask {
-                    (index, try await self.fetchPages(table, query: range, order: order, keyset: keyset, after: resume,
-                                                      shortPageEnds: true, decode: decode).rows)
+                    (
+                        index,
+                        try await self.fetchPages(
+                            table, query: range, order: order, keyset: keyset, after: resume,
+                            shortPageEnds: true, decode: decode
+                        ).rows
+                    )
                 }
             }
             var parts = [[Row]](repeating: [], count: streams)
@@ -501,11 +573,14 @@ public final class PostgRESTRemoteStore: SyncRemote {
     /// With `atMost` (rows the caller knows there can be at most), a listing that passes it is
     /// abandoned at once as `.listingDidNotEnd`, instead of at the general limits.
     func fetchAll<Row>(
-        _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, after start: [String]? = nil,
+        _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil,
+        after start: [String]? = nil,
         exactCount: Bool = false, atMost: Int? = nil, decode: (ResponseRow) throws -> Row
     ) async throws -> [Row] {
-        try await fetchPages(table, query: query, order: order, keyset: keyset, after: start, exactCount: exactCount, atMost: atMost,
-                             decode: decode).rows
+        try await fetchPages(
+            table, query: query, order: order, keyset: keyset, after: start, exactCount: exactCount, atMost: atMost,
+            decode: decode
+        ).rows
     }
 
     /// ``fetchAll(_:query:order:keyset:after:exactCount:decode:)`` stopping after `maxPages`
@@ -513,8 +588,10 @@ public final class PostgRESTRemoteStore: SyncRemote {
     /// listings; an offset listing just stops). With `shortPageEnds`, a page shorter than
     /// ``PostgRESTConfiguration/pageSize`` ends the listing (for a server known not to cap below it).
     func fetchPages<Row>(
-        _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil, after start: [String]? = nil,
-        exactCount: Bool = false, atMost: Int? = nil, maxPages: Int = .max, shortPageEnds: Bool = false, decode: (ResponseRow) throws -> Row
+        _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil,
+        after start: [String]? = nil,
+        exactCount: Bool = false, atMost: Int? = nil, maxPages: Int = .max, shortPageEnds: Bool = false,
+        decode: (ResponseRow) throws -> Row
     ) async throws -> (rows: [Row], resume: [String]?) {
         var pages = 0
         // Each page becomes typed rows at once: 100,000 JSON objects held to the end cost ~170 MB.
@@ -527,10 +604,13 @@ public final class PostgRESTRemoteStore: SyncRemote {
         while true {
             // A server whose Content-Range never says done must not keep the client paging forever.
             guard fetched <= configuration.maxListedRows else {
-                throw RemoteStoreError(.listingDidNotEnd, "\(table): the listing passed \(configuration.maxListedRows) rows without ending")
+                throw RemoteStoreError(
+                    .listingDidNotEnd, "\(table): the listing passed \(configuration.maxListedRows) rows without ending"
+                )
             }
             guard ContinuousClock.now < deadline else {
-                throw RemoteStoreError(.listingDidNotEnd, "\(table): the listing did not end within \(configuration.listingDeadline)")
+                throw RemoteStoreError(
+                    .listingDidNotEnd, "\(table): the listing did not end within \(configuration.listingDeadline)")
             }
             var pageQuery = query
             var first = offset
@@ -540,11 +620,13 @@ public final class PostgRESTRemoteStore: SyncRemote {
                 first = 0
             }
             let range = "\(first)-\(first + configuration.pageSize - 1)"
-            let response = try await send(.get, table, query: pageQuery + [("order", order)], prefer: exactCount ? "count=exact" : nil, body: nil,
-                                          extraHeaders: [.rangeUnit: "items", .range: range])
+            let response = try await send(
+                .get, table, query: pageQuery + [("order", order)], prefer: exactCount ? "count=exact" : nil, body: nil,
+                extraHeaders: [.rangeUnit: "items", .range: range])
             let page = try ResponseJSON.rows(response.body, table: table, maxRows: configuration.pageSize)
             if let atMost, fetched + page.count > atMost {
-                throw RemoteStoreError(.listingDidNotEnd, "\(table): the listing passed the \(atMost) rows there can be")
+                throw RemoteStoreError(
+                    .listingDidNotEnd, "\(table): the listing passed the \(atMost) rows there can be")
             }
             rows.reserveCapacity(rows.count + page.count)
             for object in page { rows.append(try decode(object)) }
@@ -554,12 +636,15 @@ public final class PostgRESTRemoteStore: SyncRemote {
                 return (rows, nil)
             }
             guard let contentRange = ContentRange(header) else {
-                throw RemoteStoreError(.malformedResponse, "\(table): unreadable Content-Range", status: response.status.code)
+                throw RemoteStoreError(
+                    .malformedResponse, "\(table): unreadable Content-Range", status: response.status.code)
             }
             if total == nil { total = contentRange.total }
             if page.isEmpty { return (rows, nil) }
             guard contentRange.first == first, let last = contentRange.last, last - first + 1 == page.count else {
-                throw RemoteStoreError(.malformedResponse, "\(table): Content-Range does not match the rows returned", status: response.status.code)
+                throw RemoteStoreError(
+                    .malformedResponse, "\(table): Content-Range does not match the rows returned",
+                    status: response.status.code)
             }
             offset += page.count
             if let total, fetched >= total { return (rows, nil) }
@@ -602,7 +687,8 @@ public final class PostgRESTRemoteStore: SyncRemote {
             // HTTPFields would turn a line break in a credential into a space: such a token or key
             // is refused here rather than sent mangled (its text never goes into the message).
             guard Self.isFieldValue(token), Self.isFieldValue(configuration.apiKey) else {
-                throw RemoteStoreError(.configuration, "the access token or the apikey holds a character a header cannot carry")
+                throw RemoteStoreError(
+                    .configuration, "the access token or the apikey holds a character a header cannot carry")
             }
             var headers: HTTPFields = [
                 .apikey: configuration.apiKey, .authorization: "Bearer \(token)",
@@ -611,25 +697,29 @@ public final class PostgRESTRemoteStore: SyncRemote {
             if body != nil { headers[.contentType] = "application/json" }
             if let prefer { headers[.prefer] = prefer }
             headers.append(contentsOf: extraHeaders)
-            let request = TransportRequest(method: method, url: url, headerFields: headers, body: body, timeout: configuration.requestTimeout,
-                                           maxResponseBytes: maxResponseBytes)
-            MetricsTally.record({
-                $0.requests += 1
-                $0.bytesSent += (body?.count ?? 0)
-            }, in: counters)
+            let request = TransportRequest(
+                method: method, url: url, headerFields: headers, body: body, timeout: configuration.requestTimeout,
+                maxResponseBytes: maxResponseBytes)
+            MetricsTally.record(
+                {
+                    $0.requests += 1
+                    $0.bytesSent += (body?.count ?? 0)
+                }, in: counters)
 
             let response: TransportResponse
             do {
                 response = try await transport.send(request)
             } catch is CancellationError {
                 throw CancellationError()
-            } catch let error as RemoteStoreError where error.code == .responseTooLarge || error.code == .configuration {
+            } catch let error as RemoteStoreError where error.code == .responseTooLarge || error.code == .configuration
+            {
                 // Neither changes on a second attempt.
                 throw error
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 guard attempt < configuration.maxAttempts else {
-                    throw RemoteStoreError(.network, "\(method) \(table): no response after \(attempt) attempts (\(Self.describe(error)))")
+                    throw RemoteStoreError(
+                        .network, "\(method) \(table): no response after \(attempt) attempts (\(Self.describe(error)))")
                 }
                 try await backoff(attempt)
                 attempt += 1
@@ -639,12 +729,16 @@ public final class PostgRESTRemoteStore: SyncRemote {
             if response.status.kind == .successful { return response }
 
             if response.status.kind == .redirection {
-                throw RemoteStoreError(.redirected, "\(method) \(table): the remote answered with a redirect, which is never followed",
-                                       status: response.status.code)
+                throw RemoteStoreError(
+                    .redirected, "\(method) \(table): the remote answered with a redirect, which is never followed",
+                    status: response.status.code)
             }
             let error = Self.decodeError(response, method: method, table: table)
             if response.status == .unauthorized {
-                if !refreshed, error.postgrestCode == .jwtInvalid || error.postgrestCode == .jwtClaimsInvalid || error.postgrestCode == nil {
+                if !refreshed,
+                    error.postgrestCode == .jwtInvalid || error.postgrestCode == .jwtClaimsInvalid
+                        || error.postgrestCode == nil
+                {
                     refreshed = true
                     continue
                 }
@@ -670,25 +764,31 @@ public final class PostgRESTRemoteStore: SyncRemote {
     }
 
     /// PostgREST's error body, or a generic one; row values stay in `details` only.
-    static func decodeError(_ response: TransportResponse, method: HTTPRequest.Method, table: String) -> RemoteStoreError {
+    static func decodeError(
+        _ response: TransportResponse, method: HTTPRequest.Method, table: String
+    ) -> RemoteStoreError {
         let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
         // Everything here came from the server: control characters are escaped so that an
         // error message cannot drive the terminal it is printed on.
-        let postgrestCode = (object?["code"] as? String).map { PostgRESTErrorCode(rawValue: $0.escapingControlCharacters) }
+        let postgrestCode = (object?["code"] as? String).map {
+            PostgRESTErrorCode(rawValue: $0.escapingControlCharacters)
+        }
         let message = (object?["message"] as? String)?.escapingControlCharacters ?? "\(method) \(table) failed"
         let code: RemoteStoreError.Code
         switch (response.status.code, postgrestCode) {
         case (_, .uniqueViolation?): code = .conflict
         case (_, .foreignKeyViolation?): code = .foreignKeyViolation
         case (_, .insufficientPrivilege?), (403, _): code = .permissionDenied
-        case (_, .checkViolation?), (_, .invalidParameterValue?), (_, .invalidTextRepresentation?), (_, .stringDataRightTruncation?):
+        case (_, .checkViolation?), (_, .invalidParameterValue?), (_, .invalidTextRepresentation?),
+            (_, .stringDataRightTruncation?):
             code = .invalidValue
         case (_, .tableNotFound?), (_, .undefinedTable?): code = .missingTable
         default: code = .http
         }
-        return RemoteStoreError(code, message, status: response.status.code, postgrestCode: postgrestCode,
-                                details: (object?["details"] as? String)?.escapingControlCharacters,
-                                hint: (object?["hint"] as? String)?.escapingControlCharacters)
+        return RemoteStoreError(
+            code, message, status: response.status.code, postgrestCode: postgrestCode,
+            details: (object?["details"] as? String)?.escapingControlCharacters,
+            hint: (object?["hint"] as? String)?.escapingControlCharacters)
     }
 
     static func describe(_ error: Error) -> String {

@@ -22,11 +22,14 @@ extension OwnDeviceRow {
         var fields: [(String, JSONValue)] = [
             ("id", .uuid(id)), ("user_id", .uuid(userID)), ("name", .string(name)),
             ("device_type", .string(deviceType.rawValue)), ("hostname", .string(hostname)),
-            ("public_key", .string(publicKey)), ("is_active", .bool(isActive)), ("last_seen_at", .timestamp(lastSeenAt)),
+            ("public_key", .string(publicKey)), ("is_active", .bool(isActive)),
+            ("last_seen_at", .timestamp(lastSeenAt)),
         ]
         if let apns {
-            fields += [("apns_token", .string(apns.token)), ("apns_environment", .string(apns.environment.deviceColumnValue)),
-                       ("push_enabled", .bool(apns.pushEnabled)), ("apns_token_updated_at", .timestamp(apns.updatedAt))]
+            fields += [
+                ("apns_token", .string(apns.token)), ("apns_environment", .string(apns.environment.deviceColumnValue)),
+                ("push_enabled", .bool(apns.pushEnabled)), ("apns_token_updated_at", .timestamp(apns.updatedAt)),
+            ]
         }
         return JSONRow(fields: fields)
     }
@@ -36,7 +39,8 @@ extension RepositoryRecord {
     var jsonRow: JSONRow {
         JSONRow(fields: [
             ("id", .uuid(id)), ("user_id", .uuid(userID)), ("device_id", .uuid(deviceID)), ("name", .string(name)),
-            ("local_path", .string(localPath)), ("remote_url", .string(remoteURL)), ("default_branch", .string(defaultBranch)),
+            ("local_path", .string(localPath)), ("remote_url", .string(remoteURL)),
+            ("default_branch", .string(defaultBranch)),
             ("parent_repository_id", .uuid(parentRepositoryID)), ("is_worktree", .bool(isWorktree)),
             ("worktree_branch", .string(worktreeBranch)), ("status", .string(status.rawValue)),
             ("last_synced_at", .timestamp(lastSyncedAt)), ("created_at", .timestamp(createdAt)),
@@ -47,10 +51,13 @@ extension RepositoryRecord {
     package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.repositories)
         self.init(
-            id: try r.uuid("id"), userID: try r.uuid("user_id"), deviceID: try r.uuid("device_id"), name: try r.string("name"),
+            id: try r.uuid("id"), userID: try r.uuid("user_id"), deviceID: try r.uuid("device_id"),
+            name: try r.string("name"),
             localPath: try r.string("local_path"), remoteURL: try r.optionalString("remote_url"),
-            defaultBranch: try r.optionalString("default_branch"), parentRepositoryID: try r.optionalUUID("parent_repository_id"),
-            isWorktree: try r.bool("is_worktree", default: false), worktreeBranch: try r.optionalString("worktree_branch"),
+            defaultBranch: try r.optionalString("default_branch"),
+            parentRepositoryID: try r.optionalUUID("parent_repository_id"),
+            isWorktree: try r.bool("is_worktree", default: false),
+            worktreeBranch: try r.optionalString("worktree_branch"),
             status: try r.enumValue("status", default: .active), lastSyncedAt: try r.optionalDate("last_synced_at"),
             createdAt: try r.optionalDate("created_at") ?? Date(timeIntervalSince1970: 0),
             updatedAt: try r.optionalDate("updated_at") ?? Date(timeIntervalSince1970: 0)
@@ -61,7 +68,8 @@ extension RepositoryRecord {
 extension SessionRecord {
     var jsonRow: JSONRow {
         var fields: [(String, JSONValue)] = [
-            ("id", .uuid(id)), ("user_id", .uuid(userID)), ("device_id", .uuid(deviceID)), ("repository_id", .uuid(repositoryID)),
+            ("id", .uuid(id)), ("user_id", .uuid(userID)), ("device_id", .uuid(deviceID)),
+            ("repository_id", .uuid(repositoryID)),
         ]
         if let title { fields.append(("title", .string(title))) }
         fields += [
@@ -69,7 +77,8 @@ extension SessionRecord {
             ("session_ended_at", .timestamp(sessionEndedAt)), ("status", .string(status.rawValue)),
             ("current_branch", .string(currentBranch)), ("working_directory", .string(workingDirectory)),
             ("last_heartbeat_at", .timestamp(lastHeartbeatAt)), ("is_worktree", .bool(isWorktree)),
-            ("worktree_path", .string(worktreePath)), ("created_at", .timestamp(createdAt)), ("updated_at", .timestamp(updatedAt)),
+            ("worktree_path", .string(worktreePath)), ("created_at", .timestamp(createdAt)),
+            ("updated_at", .timestamp(updatedAt)),
         ]
         return JSONRow(fields: fields)
     }
@@ -81,15 +90,18 @@ extension SessionRecord {
             repositoryID: try r.uuid("repository_id"), title: try r.optionalString("title"),
             sessionPID: try r.optionalInt("session_pid"), sessionStartedAt: try r.date("session_started_at"),
             sessionEndedAt: try r.optionalDate("session_ended_at"), status: try r.enumValue("status", default: .active),
-            currentBranch: try r.optionalString("current_branch"), workingDirectory: try r.optionalString("working_directory"),
-            lastHeartbeatAt: try r.optionalDate("last_heartbeat_at"), isWorktree: try r.bool("is_worktree", default: false),
+            currentBranch: try r.optionalString("current_branch"),
+            workingDirectory: try r.optionalString("working_directory"),
+            lastHeartbeatAt: try r.optionalDate("last_heartbeat_at"),
+            isWorktree: try r.bool("is_worktree", default: false),
             worktreePath: try r.optionalString("worktree_path"),
             createdAt: try r.optionalDate("created_at") ?? Date(timeIntervalSince1970: 0),
             updatedAt: try r.optionalDate("updated_at") ?? Date(timeIntervalSince1970: 0)
         )
         // A malformed status (a deployment without the CHECKs) is dropped; the row is kept.
-        runtimeStatus = RuntimeStatus(json: r.json("runtime_status"), sessionID: id,
-                                      reportedAt: (try? r.optionalDate("runtime_status_updated_at")) ?? nil)
+        runtimeStatus = RuntimeStatus(
+            json: r.json("runtime_status"), sessionID: id,
+            reportedAt: (try? r.optionalDate("runtime_status_updated_at")) ?? nil)
     }
 }
 
@@ -108,9 +120,10 @@ extension EnvelopeRecord {
 
     package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.secrets)
-        self.init(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id"),
-                  ephemeralPublicKey: try r.optionalString("ephemeral_public_key") ?? "",
-                  encryptedSecret: try r.string("encrypted_secret"))
+        self.init(
+            sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id"),
+            ephemeralPublicKey: try r.optionalString("ephemeral_public_key") ?? "",
+            encryptedSecret: try r.string("encrypted_secret"))
     }
 }
 

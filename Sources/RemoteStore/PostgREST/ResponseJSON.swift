@@ -85,8 +85,11 @@ package enum ResponseJSON {
     /// members as in ``object(_:)``.
     ///
     /// - Returns: The other members, and each list by name.
-    package static func object(_ body: Data, lists: Set<String>, maxRows: Int, table: String) throws
-        -> (members: ResponseRow, lists: [String: [ResponseRow]]) {
+    package static func object(
+        _ body: Data, lists: Set<String>, maxRows: Int, table: String
+    ) throws
+        -> (members: ResponseRow, lists: [String: [ResponseRow]])
+    {
         do {
             return try body.withUnsafeBytes { raw in
                 var reader = Reader(raw.bindMemory(to: UInt8.self))
@@ -168,7 +171,10 @@ package enum ResponseJSON {
             guard depth <= ResponseJSON.maxDepth else { throw malformed() }
             try expect(UInt8(ascii: "["))
             skipSpace()
-            if peek() == UInt8(ascii: "]") { index += 1; return }
+            if peek() == UInt8(ascii: "]") {
+                index += 1
+                return
+            }
             while true {
                 skipSpace()
                 try element(&self)
@@ -176,7 +182,10 @@ package enum ResponseJSON {
                 guard let byte = peek() else { throw malformed() }
                 index += 1
                 if byte == UInt8(ascii: "]") { return }
-                guard byte == UInt8(ascii: ",") else { index -= 1; throw malformed() }
+                guard byte == UInt8(ascii: ",") else {
+                    index -= 1
+                    throw malformed()
+                }
             }
         }
 
@@ -188,7 +197,8 @@ package enum ResponseJSON {
                     throw RemoteStoreError(.malformedResponse, "\(table): response holds something other than rows")
                 }
                 guard rows.count < maxRows else {
-                    throw RemoteStoreError(.malformedResponse, "\(table): response holds more than the \(maxRows) rows asked for")
+                    throw RemoteStoreError(
+                        .malformedResponse, "\(table): response holds more than the \(maxRows) rows asked for")
                 }
                 rows.append(try reader.row(depth: depth + 1))
             }
@@ -200,7 +210,10 @@ package enum ResponseJSON {
             guard depth <= ResponseJSON.maxDepth else { throw malformed() }
             try expect(UInt8(ascii: "{"))
             skipSpace()
-            if peek() == UInt8(ascii: "}") { index += 1; return }
+            if peek() == UInt8(ascii: "}") {
+                index += 1
+                return
+            }
             while true {
                 skipSpace()
                 guard peek() == UInt8(ascii: "\"") else { throw malformed() }
@@ -213,7 +226,10 @@ package enum ResponseJSON {
                 guard let byte = peek() else { throw malformed() }
                 index += 1
                 if byte == UInt8(ascii: "}") { return }
-                guard byte == UInt8(ascii: ",") else { index -= 1; throw malformed() }
+                guard byte == UInt8(ascii: ",") else {
+                    index -= 1
+                    throw malformed()
+                }
             }
         }
 
@@ -239,9 +255,15 @@ package enum ResponseJSON {
                 let start = index
                 try skipContainer(depth: depth)
                 return .json(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
             default: return try number()
             }
         }
@@ -355,7 +377,9 @@ package enum ResponseJSON {
                 switch byte {
                 case UInt8(ascii: "\""):
                     index += 1
-                    return try decoded.withUnsafeBufferPointer { buffer throws(Malformed) in try text(buffer, keep: keep) }
+                    return try decoded.withUnsafeBufferPointer { buffer throws(Malformed) in
+                        try text(buffer, keep: keep)
+                    }
                 case UInt8(ascii: "\\"):
                     index += 1
                     guard let escape = peek() else { throw malformed() }
@@ -371,7 +395,9 @@ package enum ResponseJSON {
                         var scalar = try hex4()
                         if (0xD800..<0xDC00).contains(scalar) {
                             // A high surrogate must be followed by an escaped low one.
-                            guard bytes.count - index >= 2, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                            guard bytes.count - index >= 2, bytes[index] == UInt8(ascii: "\\"),
+                                bytes[index + 1] == UInt8(ascii: "u")
+                            else {
                                 throw malformed()
                             }
                             index += 2

@@ -29,17 +29,29 @@ extension PostgRESTRemoteStore {
         case .secretRequests: return try rows("session_secret_requests", SecretRequestRow.init(json:))
         case .outbox: return try rows("push_outbox", OutboxEntry.init(json:))
         case .statements: return try rows("device_certificates") { try statementRow($0, table: "device_certificates") }
-        case .identityKeys: return try rows("user_identity_keys") { try RowReader($0, table: "user_identity_keys").string("public_key") }
+        case .identityKeys:
+            return try rows("user_identity_keys") {
+                try RowReader($0, table: "user_identity_keys").string("public_key")
+            }
         case .changes:
             let changes = try decodeChanges(body, complete: true, maxRows: PostgRESTConfiguration.defaultMaxDeviceRows)
             return changes.devices.count + changes.secretRequests.count
         case .digest: return try decodeDigest(body).count
-        case .sessionClaim: _ = try decode(SessionClaim.self, from: body, function: "claim_session_activity"); return 1
-        case .pushTokenRegistered: _ = try decode(PushTokenRegistered.self, from: body, function: "register_push_token"); return 1
-        case .pushTokenStatus: _ = try decode(PushTokenStatus.self, from: body, function: "push_token_status"); return 1
-        case .approvalClearing: _ = try decode(ApprovalClearing.self, from: body, function: "clear_approval"); return 1
+        case .sessionClaim:
+            _ = try decode(SessionClaim.self, from: body, function: "claim_session_activity")
+            return 1
+        case .pushTokenRegistered:
+            _ = try decode(PushTokenRegistered.self, from: body, function: "register_push_token")
+            return 1
+        case .pushTokenStatus:
+            _ = try decode(PushTokenStatus.self, from: body, function: "push_token_status")
+            return 1
+        case .approvalClearing:
+            _ = try decode(ApprovalClearing.self, from: body, function: "clear_approval")
+            return 1
         case .error:
-            _ = decodeError(TransportResponse(status: .badRequest, body: body), method: .get, table: RemoteTable.sessions)
+            _ = decodeError(
+                TransportResponse(status: .badRequest, body: body), method: .get, table: RemoteTable.sessions)
             return 0
         case .contentRange:
             return ContentRange(String(decoding: body, as: UTF8.self))?.total ?? 0

@@ -1,5 +1,5 @@
-import Foundation
 internal import CSodium
+import Foundation
 
 /// RFC 9180 Hybrid Public Key Encryption, suite A.2 only: DHKEM(X25519, HKDF-SHA256) (0x0020),
 /// HKDF-SHA256 (0x0001), ChaCha20-Poly1305 (0x0003), in all four modes, on libsodium.
@@ -62,8 +62,9 @@ public enum HPKE {
         mode: Mode, to recipient: X25519PublicKey, info: some ContiguousBytes, aad: some ContiguousBytes = [UInt8](),
         plaintext: some ContiguousBytes, sender: X25519PrivateKey? = nil, psk: SecureBytes? = nil, pskID: [UInt8] = []
     ) throws -> (encapsulatedKey: [UInt8], ciphertext: [UInt8]) {
-        var context = try SenderContext(mode: mode, recipient: recipient, info: info, sender: sender, psk: psk, pskID: pskID,
-                                        ephemeral: X25519PrivateKey(), withExporter: false)
+        var context = try SenderContext(
+            mode: mode, recipient: recipient, info: info, sender: sender, psk: psk, pskID: pskID,
+            ephemeral: X25519PrivateKey(), withExporter: false)
         return (context.encapsulatedKey, try context.seal(plaintext, aad: aad))
     }
 
@@ -74,54 +75,64 @@ public enum HPKE {
     ///   info, aad or PSK, a modified ciphertext, a low-order `enc`); ``CryptoError/invalidHPKEInput``
     ///   for inputs that do not fit the mode.
     public static func open(
-        mode: Mode, encapsulatedKey: some ContiguousBytes, ciphertext: some ContiguousBytes, recipient: X25519PrivateKey,
+        mode: Mode, encapsulatedKey: some ContiguousBytes, ciphertext: some ContiguousBytes,
+        recipient: X25519PrivateKey,
         info: some ContiguousBytes, aad: some ContiguousBytes = [UInt8](), sender: X25519PublicKey? = nil,
         psk: SecureBytes? = nil, pskID: [UInt8] = []
     ) throws -> SecureBytes {
-        try open(mode: mode, encapsulatedKey: encapsulatedKey, ciphertext: ciphertext, recipient: recipient, info: info, aad: aad,
-                 sender: sender, senderExchange: nil, psk: psk, pskID: pskID)
+        try open(
+            mode: mode, encapsulatedKey: encapsulatedKey, ciphertext: ciphertext, recipient: recipient, info: info,
+            aad: aad,
+            sender: sender, senderExchange: nil, psk: psk, pskID: pskID)
     }
 
     /// ``open(mode:encapsulatedKey:ciphertext:recipient:info:aad:sender:psk:pskID:)`` with
     /// `DH(skR, pkS)` computed before, for many messages of one sender.
     static func open(
-        mode: Mode, encapsulatedKey: some ContiguousBytes, ciphertext: some ContiguousBytes, recipient: X25519PrivateKey,
-        info: some ContiguousBytes, aad: some ContiguousBytes = [UInt8](), sender: X25519PublicKey?, senderExchange: SecureBytes?,
+        mode: Mode, encapsulatedKey: some ContiguousBytes, ciphertext: some ContiguousBytes,
+        recipient: X25519PrivateKey,
+        info: some ContiguousBytes, aad: some ContiguousBytes = [UInt8](), sender: X25519PublicKey?,
+        senderExchange: SecureBytes?,
         psk: SecureBytes? = nil, pskID: [UInt8] = []
     ) throws -> SecureBytes {
-        var context = try RecipientContext(mode: mode, encapsulatedKey: encapsulatedKey, recipient: recipient, info: info,
-                                           sender: sender, senderExchange: senderExchange, psk: psk, pskID: pskID, withExporter: false)
+        var context = try RecipientContext(
+            mode: mode, encapsulatedKey: encapsulatedKey, recipient: recipient, info: info,
+            sender: sender, senderExchange: senderExchange, psk: psk, pskID: pskID, withExporter: false)
         return try context.open(ciphertext, aad: aad)
     }
 
     // MARK: - Deterministic, for test vectors only
 
     /// `DeriveKeyPair(ikm)` of DHKEM(X25519, HKDF-SHA256) (RFC 9180 §7.1.3).
-        package static func deriveKeyPair(ikm: some ContiguousBytes) throws -> X25519PrivateKey {
+    package static func deriveKeyPair(ikm: some ContiguousBytes) throws -> X25519PrivateKey {
         let prk = labeledExtract(suite: kemSuite, salt: [], label: "dkp_prk", ikm: ikm)
         let secret = labeledExpand(suite: kemSuite, prk: prk, label: "sk", info: [UInt8](), length: 32)
         return try X25519PrivateKey(rawRepresentation: secret)
     }
 
     /// A sender context with a given ephemeral key: reusing one breaks the scheme.
-        package static func deterministicSender(
+    package static func deterministicSender(
         mode: Mode, to recipient: X25519PublicKey, info: some ContiguousBytes, sender: X25519PrivateKey? = nil,
         psk: SecureBytes? = nil, pskID: [UInt8] = [], ephemeral: X25519PrivateKey
     ) throws -> SenderContext {
-        try SenderContext(mode: mode, recipient: recipient, info: info, sender: sender, psk: psk, pskID: pskID,
-                          ephemeral: ephemeral, withExporter: true)
+        try SenderContext(
+            mode: mode, recipient: recipient, info: info, sender: sender, psk: psk, pskID: pskID,
+            ephemeral: ephemeral, withExporter: true)
     }
 
     // MARK: - Labeled HKDF (RFC 9180 §4)
 
-    static func labeledExtract(suite: [UInt8], salt: some ContiguousBytes, label: String, ikm: some ContiguousBytes) -> SecureBytes {
+    static func labeledExtract(
+        suite: [UInt8], salt: some ContiguousBytes, label: String, ikm: some ContiguousBytes
+    ) -> SecureBytes {
         SecureBytes(count: hashByteCount) { out in
             salt.withUnsafeBytes { salt in
                 version.withUnsafeBytes { version in
                     suite.withUnsafeBytes { suite in
                         Array(label.utf8).withUnsafeBytes { label in
                             ikm.withUnsafeBytes { ikm in
-                                HKDFSHA256.extract(salt: salt, ikm: [version, suite, label, ikm], into: out.baseAddress!)
+                                HKDFSHA256.extract(
+                                    salt: salt, ikm: [version, suite, label, ikm], into: out.baseAddress!)
                             }
                         }
                     }
@@ -130,7 +141,9 @@ public enum HPKE {
         }
     }
 
-    static func labeledExpand(suite: [UInt8], prk: SecureBytes, label: String, info: some ContiguousBytes, length: Int) -> SecureBytes {
+    static func labeledExpand(
+        suite: [UInt8], prk: SecureBytes, label: String, info: some ContiguousBytes, length: Int
+    ) -> SecureBytes {
         SecureBytes(count: length) { out in
             let lengthBytes: [UInt8] = [UInt8(length >> 8), UInt8(length & 0xFF)]
             prk.withUnsafeBytes { prk in
@@ -139,7 +152,8 @@ public enum HPKE {
                         suite.withUnsafeBytes { suite in
                             Array(label.utf8).withUnsafeBytes { label in
                                 info.withUnsafeBytes { info in
-                                    HKDFSHA256.expand(prk: prk, info: [lengthBytes, version, suite, label, info], into: out)
+                                    HKDFSHA256.expand(
+                                        prk: prk, info: [lengthBytes, version, suite, label, info], into: out)
                                 }
                             }
                         }
@@ -158,16 +172,22 @@ public enum HPKE {
     }
 
     /// `Encap` / `AuthEncap`: the shared secret and `enc`.
-    static func encapsulate(to recipient: X25519PublicKey, ephemeral: X25519PrivateKey, sender: X25519PrivateKey?) throws
-        -> (shared: SecureBytes, enc: [UInt8]) {
+    static func encapsulate(
+        to recipient: X25519PublicKey, ephemeral: X25519PrivateKey, sender: X25519PrivateKey?
+    ) throws
+        -> (shared: SecureBytes, enc: [UInt8])
+    {
         let enc = ephemeral.publicKey.rawRepresentation
         let dh = try SecureBytes(count: sender == nil ? 32 : 64) { out in
             try ephemeral.rawRepresentation.withUnsafeBytes { skE in
-                try X25519.exchange(into: out.baseAddress!, privateKey: skE.baseAddress!, publicKey: recipient.rawRepresentation)
+                try X25519.exchange(
+                    into: out.baseAddress!, privateKey: skE.baseAddress!, publicKey: recipient.rawRepresentation)
             }
             if let sender {
                 try sender.rawRepresentation.withUnsafeBytes { skS in
-                    try X25519.exchange(into: out.baseAddress! + 32, privateKey: skS.baseAddress!, publicKey: recipient.rawRepresentation)
+                    try X25519.exchange(
+                        into: out.baseAddress! + 32, privateKey: skS.baseAddress!,
+                        publicKey: recipient.rawRepresentation)
                 }
             }
         }
@@ -177,16 +197,21 @@ public enum HPKE {
 
     /// `Decap` / `AuthDecap`. `senderExchange`, when given, is `DH(skR, pkS)` computed before
     /// (``staticExchange(recipient:sender:)``): the same for every message of one sender.
-    static func decapsulate(_ enc: [UInt8], recipient: X25519PrivateKey, sender: X25519PublicKey?,
-                            senderExchange: SecureBytes? = nil) throws -> SecureBytes {
+    static func decapsulate(
+        _ enc: [UInt8], recipient: X25519PrivateKey, sender: X25519PublicKey?,
+        senderExchange: SecureBytes? = nil
+    ) throws -> SecureBytes {
         let dh = try SecureBytes(count: sender == nil ? 32 : 64) { out in
             try recipient.rawRepresentation.withUnsafeBytes { skR in
                 try X25519.exchange(into: out.baseAddress!, privateKey: skR.baseAddress!, publicKey: enc)
                 // Only in auth mode (a sender) is there room for the second exchange.
                 if sender != nil, let senderExchange, senderExchange.count == 32 {
-                    senderExchange.withUnsafeBytes { out.baseAddress!.advanced(by: 32).copyMemory(from: $0.baseAddress!, byteCount: 32) }
+                    senderExchange.withUnsafeBytes {
+                        out.baseAddress!.advanced(by: 32).copyMemory(from: $0.baseAddress!, byteCount: 32)
+                    }
                 } else if let sender {
-                    try X25519.exchange(into: out.baseAddress! + 32, privateKey: skR.baseAddress!, publicKey: sender.rawRepresentation)
+                    try X25519.exchange(
+                        into: out.baseAddress! + 32, privateKey: skR.baseAddress!, publicKey: sender.rawRepresentation)
                 }
             }
         }
@@ -201,7 +226,8 @@ public enum HPKE {
         do {
             return try SecureBytes(count: 32) { out in
                 try recipient.rawRepresentation.withUnsafeBytes { skR in
-                    try X25519.exchange(into: out.baseAddress!, privateKey: skR.baseAddress!, publicKey: sender.rawRepresentation)
+                    try X25519.exchange(
+                        into: out.baseAddress!, privateKey: skR.baseAddress!, publicKey: sender.rawRepresentation)
                 }
             }
         } catch {
@@ -217,8 +243,10 @@ public enum HPKE {
         let exporterSecret: SecureBytes?
     }
 
-    static func schedule(mode: Mode, shared: SecureBytes, info: some ContiguousBytes, psk: SecureBytes?, pskID: [UInt8],
-                         withExporter: Bool) throws -> Schedule {
+    static func schedule(
+        mode: Mode, shared: SecureBytes, info: some ContiguousBytes, psk: SecureBytes?, pskID: [UInt8],
+        withExporter: Bool
+    ) throws -> Schedule {
         let pskBytes = psk ?? SecureBytes(copying: [UInt8]())
         let gotPSK = pskBytes.count > 0
         let gotPSKID = !pskID.isEmpty
@@ -231,8 +259,10 @@ public enum HPKE {
         let secret = labeledExtract(suite: hpkeSuite, salt: shared, label: "secret", ikm: pskBytes)
         return Schedule(
             key: labeledExpand(suite: hpkeSuite, prk: secret, label: "key", info: context, length: keyByteCount),
-            baseNonce: labeledExpand(suite: hpkeSuite, prk: secret, label: "base_nonce", info: context, length: nonceByteCount),
-            exporterSecret: withExporter ? labeledExpand(suite: hpkeSuite, prk: secret, label: "exp", info: context, length: hashByteCount) : nil
+            baseNonce: labeledExpand(
+                suite: hpkeSuite, prk: secret, label: "base_nonce", info: context, length: nonceByteCount),
+            exporterSecret: withExporter
+                ? labeledExpand(suite: hpkeSuite, prk: secret, label: "exp", info: context, length: hashByteCount) : nil
         )
     }
 
@@ -246,7 +276,8 @@ public enum HPKE {
     }
 
     /// `Export(exporter_context, L)`.
-    static func export(_ exporterSecret: SecureBytes?, context: some ContiguousBytes, length: Int) throws -> SecureBytes {
+    static func export(_ exporterSecret: SecureBytes?, context: some ContiguousBytes, length: Int) throws -> SecureBytes
+    {
         guard let exporterSecret else { throw CryptoError.invalidHPKEInput }
         guard length >= 0, length <= 255 * hashByteCount else {
             throw CryptoError.outputLengthTooLarge(requested: length, maximum: 255 * hashByteCount)
@@ -263,25 +294,33 @@ public enum HPKE {
         let schedule: Schedule
         var sequence: UInt64 = 0
 
-        init(mode: Mode, recipient: X25519PublicKey, info: some ContiguousBytes, sender: X25519PrivateKey?, psk: SecureBytes?,
-             pskID: [UInt8], ephemeral: X25519PrivateKey, withExporter: Bool) throws {
+        init(
+            mode: Mode, recipient: X25519PublicKey, info: some ContiguousBytes, sender: X25519PrivateKey?,
+            psk: SecureBytes?,
+            pskID: [UInt8], ephemeral: X25519PrivateKey, withExporter: Bool
+        ) throws {
             guard (sender != nil) == mode.authenticatesSender else { throw CryptoError.invalidHPKEInput }
             let (shared, enc) = try HPKE.encapsulate(to: recipient, ephemeral: ephemeral, sender: sender)
             encapsulatedKey = enc
-            schedule = try HPKE.schedule(mode: mode, shared: shared, info: info, psk: psk, pskID: pskID, withExporter: withExporter)
+            schedule = try HPKE.schedule(
+                mode: mode, shared: shared, info: info, psk: psk, pskID: pskID, withExporter: withExporter)
         }
 
         /// Seals the next message.
-        public mutating func seal(_ plaintext: some ContiguousBytes, aad: some ContiguousBytes = [UInt8]()) throws -> [UInt8] {
+        public mutating func seal(
+            _ plaintext: some ContiguousBytes, aad: some ContiguousBytes = [UInt8]()
+        ) throws -> [UInt8] {
             guard sequence < UInt64.max else { throw CryptoError.invalidHPKEInput }
             let nonce = HPKE.nonce(schedule.baseNonce, sequence: sequence)
             let sealed = plaintext.withUnsafeBytes { plaintext in
                 aad.withUnsafeBytes { aad in
                     schedule.key.withUnsafeBytes { key in
-                        [UInt8](unsafeUninitializedCapacity: plaintext.count + ChaCha20Poly1305.tagByteCount) { out, count in
+                        [UInt8](unsafeUninitializedCapacity: plaintext.count + ChaCha20Poly1305.tagByteCount) {
+                            out, count in
                             nonce.withUnsafeBytes { nonce in
-                                ChaCha20Poly1305.encrypt(message: plaintext, aad: aad, nonce: nonce.baseAddress!, key: key.baseAddress!,
-                                                         into: UnsafeMutableRawPointer(out.baseAddress!))
+                                ChaCha20Poly1305.encrypt(
+                                    message: plaintext, aad: aad, nonce: nonce.baseAddress!, key: key.baseAddress!,
+                                    into: UnsafeMutableRawPointer(out.baseAddress!))
                             }
                             count = plaintext.count + ChaCha20Poly1305.tagByteCount
                         }
@@ -298,7 +337,7 @@ public enum HPKE {
         }
 
         /// The key schedule's outputs, for test vectors only.
-                package var scheduleForTesting: (key: SecureBytes, baseNonce: SecureBytes, exporterSecret: SecureBytes?) {
+        package var scheduleForTesting: (key: SecureBytes, baseNonce: SecureBytes, exporterSecret: SecureBytes?) {
             (schedule.key, schedule.baseNonce, schedule.exporterSecret)
         }
     }
@@ -312,14 +351,20 @@ public enum HPKE {
         ///
         /// - Throws: ``CryptoError/authenticationFailure`` for a low-order `enc` or sender key;
         ///   ``CryptoError/invalidHPKEInput`` for inputs that do not fit the mode.
-        public init(mode: Mode, encapsulatedKey: some ContiguousBytes, recipient: X25519PrivateKey, info: some ContiguousBytes,
-                    sender: X25519PublicKey? = nil, psk: SecureBytes? = nil, pskID: [UInt8] = []) throws {
-            try self.init(mode: mode, encapsulatedKey: encapsulatedKey, recipient: recipient, info: info, sender: sender,
-                          psk: psk, pskID: pskID, withExporter: true)
+        public init(
+            mode: Mode, encapsulatedKey: some ContiguousBytes, recipient: X25519PrivateKey, info: some ContiguousBytes,
+            sender: X25519PublicKey? = nil, psk: SecureBytes? = nil, pskID: [UInt8] = []
+        ) throws {
+            try self.init(
+                mode: mode, encapsulatedKey: encapsulatedKey, recipient: recipient, info: info, sender: sender,
+                psk: psk, pskID: pskID, withExporter: true)
         }
 
-        init(mode: Mode, encapsulatedKey: some ContiguousBytes, recipient: X25519PrivateKey, info: some ContiguousBytes,
-             sender: X25519PublicKey?, senderExchange: SecureBytes? = nil, psk: SecureBytes?, pskID: [UInt8], withExporter: Bool) throws {
+        init(
+            mode: Mode, encapsulatedKey: some ContiguousBytes, recipient: X25519PrivateKey, info: some ContiguousBytes,
+            sender: X25519PublicKey?, senderExchange: SecureBytes? = nil, psk: SecureBytes?, pskID: [UInt8],
+            withExporter: Bool
+        ) throws {
             guard (sender != nil) == mode.authenticatesSender else { throw CryptoError.invalidHPKEInput }
             let enc = encapsulatedKey.withUnsafeBytes { Array($0) }
             guard enc.count == HPKE.encapsulatedKeyByteCount else { throw CryptoError.authenticationFailure }
@@ -329,13 +374,16 @@ public enum HPKE {
             } catch {
                 throw CryptoError.authenticationFailure
             }
-            schedule = try HPKE.schedule(mode: mode, shared: shared, info: info, psk: psk, pskID: pskID, withExporter: withExporter)
+            schedule = try HPKE.schedule(
+                mode: mode, shared: shared, info: info, psk: psk, pskID: pskID, withExporter: withExporter)
         }
 
         /// Opens the next message.
         ///
         /// - Throws: ``CryptoError/authenticationFailure``.
-        public mutating func open(_ ciphertext: some ContiguousBytes, aad: some ContiguousBytes = [UInt8]()) throws -> SecureBytes {
+        public mutating func open(
+            _ ciphertext: some ContiguousBytes, aad: some ContiguousBytes = [UInt8]()
+        ) throws -> SecureBytes {
             let nonce = HPKE.nonce(schedule.baseNonce, sequence: sequence)
             let opened = try ciphertext.withUnsafeBytes { sealed in
                 guard sealed.count >= ChaCha20Poly1305.tagByteCount else { throw CryptoError.authenticationFailure }
@@ -343,8 +391,9 @@ public enum HPKE {
                     try schedule.key.withUnsafeBytes { key in
                         try SecureBytes(count: sealed.count - ChaCha20Poly1305.tagByteCount) { out in
                             try nonce.withUnsafeBytes { nonce in
-                                try ChaCha20Poly1305.decrypt(sealed: sealed, aad: aad, nonce: nonce.baseAddress!, key: key.baseAddress!,
-                                                             into: out.baseAddress)
+                                try ChaCha20Poly1305.decrypt(
+                                    sealed: sealed, aad: aad, nonce: nonce.baseAddress!, key: key.baseAddress!,
+                                    into: out.baseAddress)
                             }
                         }
                     }

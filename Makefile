@@ -10,7 +10,7 @@ CLI := .build/debug/sync-cli
 # An import of a module the target does not declare fails the build.
 BUILD_FLAGS := --explicit-target-dependency-import-check error
 
-.PHONY: all deps build test demo bench fuzz stack stack-stop vectors clean
+.PHONY: all deps build test lint demo bench fuzz stack stack-stop vectors clean
 
 all: build
 
@@ -27,6 +27,11 @@ test: deps
 	$(RIG) $(SWIFT) build $(BUILD_FLAGS) --build-tests
 	$(RIG) scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS)
 	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS))
+
+## Checks the formatting (.swift-format: 120 columns and the rules kept green); CI runs it.
+## `swift format -i -r Sources Rig Tests Package.swift` applies it.
+lint:
+	$(SWIFT) format lint --strict -r Sources Rig Tests Package.swift
 
 ## Shows the engine's main job step by step.
 demo: deps

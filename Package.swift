@@ -124,7 +124,7 @@ let package = Package(
         .testTarget(
             name: "LocalStoreTests",
             dependencies: [
-                "LocalStore", "SyncModel", "SecretCrypto", "localstore-test-helper",
+                "LocalStore", "SyncModel", "SecretCrypto", "localstore-test-helper", "TestStack",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -150,7 +150,9 @@ let package = Package(
         .testTarget(
             name: "SyncCLITests",
             dependencies: [
-                "sync-cli", "LocalStore", "RemoteStore", "SyncModel", "SecretCrypto", "TestStack",
+                "sync-cli", "LocalStore", "RemoteStore", "EmbeddedRemote", "PostLoginSync", "SyncModel", "SecretCrypto",
+                "TestStack",
+                "SyncTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -213,7 +215,7 @@ if rig {
             dependencies: ["VectorGeneration", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Rig/sync-vectors"
         ),
-        .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "sync-fuzz"]),
+        .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "sync-fuzz", "TestStack"]),
         .testTarget(name: "VectorGenerationTests", dependencies: ["VectorGeneration"]),
     ]
 }

@@ -9,9 +9,9 @@ import Darwin
 
 /// The device's X25519 private key on disk: exactly 32 raw bytes, mode 0600, owned by the user.
 ///
-/// Written atomically (a `0600` temporary file created with `O_EXCL`, fsynced, renamed over the
-/// target, directory fsynced) and loaded only when nobody else can read it, as ssh insists for
-/// private keys.
+/// Written with ``AtomicFile`` (a `0600` temporary file created with `O_EXCL`, fsynced, linked
+/// to the target, directory fsynced: a killed writer leaves no key or the whole key) and loaded
+/// only when nobody else can read it, as ssh insists for private keys.
 public enum DeviceKeyFile {
     /// Writes `key` to `path`, refusing to replace an existing file.
     ///
@@ -28,26 +28,12 @@ public enum DeviceKeyFile {
         guard access(path, F_OK) != 0 else {
             throw LocalStoreError(.identityExists, "a device key already exists at \(path)")
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw ioError("cannot create \(temporary)") }
-        var ok = false
-        defer {
-            if !ok { unlink(temporary) }
+        do {
+            // link() fails if the target appeared meanwhile, so two initialisations cannot both win.
+            try bytes.withUnsafeBytes { try AtomicFile.write($0, to: path, replacing: false) }
+        } catch let error as LocalStoreError where error.code == .identityExists {
+            throw LocalStoreError(.identityExists, "a device key already exists at \(path)")
         }
-        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        let synced = fsync(descriptor)
-        close(descriptor)
-        guard written == X25519PrivateKey.byteCount, synced == 0 else { throw ioError("cannot write \(temporary)") }
-        // link() fails if the target appeared meanwhile, so two initialisations cannot both win.
-        guard link(temporary, path) == 0 else {
-            if errno == EEXIST { throw LocalStoreError(.identityExists, "a device key already exists at \(path)") }
-            throw ioError("cannot create \(path)")
-        }
-        unlink(temporary)
-        ok = true
-        syncDirectory(directory)
     }
 
     /// Loads the key at `path`.
@@ -114,14 +100,6 @@ public enum DeviceKeyFile {
     }
 
     static func ioError(_ message: String) -> LocalStoreError {
-        LocalStoreError(.io, "\(message): \(String(cString: strerror(errno)))")
-    }
-
-    static func syncDirectory(_ path: String) {
-        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if descriptor >= 0 {
-            fsync(descriptor)
-            close(descriptor)
-        }
+        LocalStoreError.fromErrno(errno, message)
     }
 }

@@ -59,10 +59,18 @@ public final class DeviceStore: Sendable {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
+            // Found before anything is sent: the parent is read-only, or cannot be written.
+            let parent = directory.deletingLastPathComponent().path
+            if Self.isReadOnly(parent) {
+                throw LocalStoreError(
+                    .readOnly, "cannot create the store directory \(directory.path): \(parent) is read-only")
+            }
             throw LocalStoreError(.io, "cannot create store directory \(directory.path)")
         }
         let path = directory.appendingPathComponent("store.sqlite").path
         try Self.checkDirectory(directory.path)
+        try Self.checkWritable(directory.path)
+        AtomicFile.removeStaleTemporaries(in: directory.path)
         // Closing any descriptor of a SQLite file drops every POSIX lock this process holds on
         // it, so the file is opened for these checks only when no store of this process has it
         // open (it was checked then).
@@ -132,6 +140,34 @@ public final class DeviceStore: Sendable {
                     format: "permissions 0%o for %@ let others write to the store (chmod 700 %@)", info.st_mode & 0o777,
                     path, path))
         }
+    }
+
+    /// Refuses, before anything else happens, a store that cannot be written: one on read-only
+    /// media, or whose directory this user cannot write (the store, its journal and its lease
+    /// all live there).
+    ///
+    /// - Throws: ``LocalStoreError`` `.readOnly`.
+    static func checkWritable(_ path: String) throws {
+        var info = statvfs()
+        if statvfs(path, &info) == 0, info.f_flag & UInt(ST_RDONLY) != 0 {
+            throw LocalStoreError(
+                .readOnly,
+                "the store at \(path) is on a read-only file system; move it (or remount the media read-write) and try again"
+            )
+        }
+        guard access(path, W_OK | X_OK) == 0 else {
+            throw LocalStoreError(
+                .readOnly,
+                "the store directory \(path) cannot be written by this user; make it writable (chmod u+w) and try again"
+            )
+        }
+    }
+
+    /// Whether `path` is on read-only media or cannot be written by this user.
+    static func isReadOnly(_ path: String) -> Bool {
+        var info = statvfs()
+        if statvfs(path, &info) == 0, info.f_flag & UInt(ST_RDONLY) != 0 { return true }
+        return access(path, W_OK) != 0
     }
 
     /// Creates the database file with mode 0600 before SQLite does (SQLite gives its WAL and

@@ -49,6 +49,12 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let database = Code(name: "database")
         /// A file-system operation failed.
         public static let io = Code(name: "io")
+        /// The device that holds the store is full: nothing was half-written; free space and
+        /// run again.
+        public static let diskFull = Code(name: "diskFull")
+        /// The store is on read-only media, or its directory cannot be written: found before
+        /// anything is sent.
+        public static let readOnly = Code(name: "readOnly")
         /// The store directory belongs to another user or others may write to it.
         public static let storeDirectoryUnsafe = Code(name: "storeDirectoryUnsafe")
     }
@@ -84,7 +90,17 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY: code = .uniqueViolation
         case .SQLITE_CONSTRAINT_FOREIGNKEY: code = .foreignKeyViolation
         case .SQLITE_NOTADB: code = .notADatabase
-        default: code = error.resultCode == .SQLITE_NOTADB ? .notADatabase : .database
+        default:
+            switch error.resultCode {
+            case .SQLITE_NOTADB: code = .notADatabase
+            case .SQLITE_FULL:
+                return LocalStoreError(.diskFull, diskFullMessage, sqliteCode: error.extendedResultCode.rawValue)
+            case .SQLITE_READONLY:
+                return LocalStoreError(
+                    .readOnly, "\(context): the store cannot be written (read-only media or directory)",
+                    sqliteCode: error.extendedResultCode.rawValue)
+            default: code = .database
+            }
         }
         return LocalStoreError(
             code, "\(context): \(error.message ?? "SQLite error")", sqliteCode: error.extendedResultCode.rawValue)

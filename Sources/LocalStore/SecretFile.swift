@@ -9,30 +9,19 @@ import Darwin
 // `read` and `write` of the C library (the enum's own methods share their names).
 #if canImport(Glibc)
 private let systemRead = Glibc.read
-private let systemWrite = Glibc.write
 #elseif canImport(Darwin)
 private let systemRead = Darwin.read
-private let systemWrite = Darwin.write
 #endif
 
 /// A small file of credentials in the store (`auth.json`): written atomically with mode 0600,
 /// read only while nobody else can read it.
 public enum SecretFile {
-    /// Replaces `path` with `data`, atomically, mode 0600.
+    /// Replaces `path` with `data`, mode 0600, with ``AtomicFile`` (a killed writer leaves the
+    /// old file or the whole new one).
     ///
-    /// - Throws: ``LocalStoreError`` `.io`.
+    /// - Throws: ``LocalStoreError`` `.diskFull`, `.readOnly` or `.io`.
     public static func write(_ data: Data, to path: String) throws {
-        let temporary = "\(path).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw DeviceKeyFile.ioError("cannot create \(temporary)") }
-        let written = data.withUnsafeBytes { systemWrite(descriptor, $0.baseAddress, $0.count) }
-        let synced = fsync(descriptor)
-        close(descriptor)
-        guard written == data.count, synced == 0, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw DeviceKeyFile.ioError("cannot write \(path)")
-        }
-        DeviceKeyFile.syncDirectory((path as NSString).deletingLastPathComponent)
+        try data.withUnsafeBytes { try AtomicFile.write($0, to: path, replacing: true) }
     }
 
     /// The largest credentials file read (an auth session is well under 8 KiB).

@@ -24,7 +24,9 @@ extension SyncEngine {
             self.logger = logger
         }
 
-        /// Runs one phase; an error that escapes it fails the phase, not the sync.
+        /// Runs one phase; an error that escapes it fails the phase, not the sync, except a store
+        /// that cannot be written (a full disk, read-only media): every later phase would fail
+        /// the same way, so the sync stops with that error and its one instruction.
         ///
         /// The phase's requests are those its task (and the tasks it starts) made, plus those of
         /// `earlier`: work begun for this phase while others ran (its time is theirs).
@@ -40,6 +42,8 @@ extension SyncEngine {
                 if entry.failed > 0 || !entry.errors.isEmpty { entry.status = .partial }
             } catch is CancellationError {
                 throw CancellationError()
+            } catch let error as LocalStoreError where error.code == .diskFull || error.code == .readOnly {
+                throw error
             } catch {
                 entry.status = .failed
                 entry.errors.append(SyncIssue(phase: phase, code: Self.code(of: error), message: "\(error)"))

@@ -1,5 +1,6 @@
 import Foundation
 import FuzzTargets
+import TestStack
 import Testing
 
 /// The fuzz targets without the fuzzer: every committed corpus input and every crash found
@@ -91,7 +92,7 @@ import Testing
             let out = Pipe()
             process.standardOutput = out
             process.standardError = out
-            try process.run()
+            try ChildProcesses.start(process)
             let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
             return (process.terminationStatus, text)

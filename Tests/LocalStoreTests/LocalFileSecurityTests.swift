@@ -146,3 +146,49 @@ final class LockedBox<T: Sendable>: @unchecked Sendable {
         return value
     }
 }
+
+@Suite("Small files written so that a kill cannot half-write them")
+struct AtomicFileTests {
+    /// Runs the helper, which kills itself after `step`; returns whether it got that far.
+    static func killed(after step: AtomicFile.Step, kind: String, in directory: URL) throws -> Bool {
+        let child = try Helper(["atomic-write", directory.path, kind, step.rawValue])
+        child.process.waitUntilExit()
+        return child.process.terminationReason == .uncaughtSignal && child.process.terminationStatus == SIGKILL
+    }
+
+    @Test(
+        "killed after each step, auth.json is the old file or the whole new one, and the store clears what was left",
+        arguments: AtomicFile.Step.allCases)
+    func replaceKilledAtEveryStep(step: AtomicFile.Step) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.url.appendingPathComponent("auth.json").path
+        let old = Data(repeating: 0x4F, count: 100)
+        try SecretFile.write(old, to: path)
+        #expect(try Self.killed(after: step, kind: "replace", in: directory.url))
+        let now = try #require(try SecretFile.read(path))
+        // Before the rename the old file stands; from it on, the whole new one.
+        let renamed = [.renamed, .directorySynced].contains(step)
+        #expect(now == (renamed ? Data(repeating: 0x4E, count: 4096) : old))
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        // A killed writer's temporary file goes when the store next looks.
+        AtomicFile.removeStaleTemporaries(in: directory.url.path)
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+        #expect(names == ["auth.json"])
+    }
+
+    @Test(
+        "killed after each step, a created key file is absent or whole, never short",
+        arguments: AtomicFile.Step.allCases)
+    func createKilledAtEveryStep(step: AtomicFile.Step) throws {
+        let directory = TemporaryDirectory()
+        let path = directory.url.appendingPathComponent("new.key").path
+        #expect(try Self.killed(after: step, kind: "create", in: directory.url))
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
+        let linked = [.renamed, .directorySynced].contains(step)
+        #expect(size == (linked ? 4096 : nil))
+        AtomicFile.removeStaleTemporaries(in: directory.url.path)
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+        #expect(names == (linked ? ["new.key"] : []))
+    }
+}

@@ -1,6 +1,7 @@
 import Foundation
 import LocalStore
 import SyncModel
+import TestStack
 
 /// A fresh temporary directory per test, removed when the value is released.
 final class TemporaryDirectory: Sendable {
@@ -62,7 +63,7 @@ struct Helper {
         process.executableURL = URL(fileURLWithPath: Self.path)
         process.arguments = arguments
         process.standardOutput = output
-        try process.run()
+        try ChildProcesses.start(process)
     }
 
     /// Reads stdout until `line` appears (or the child exits).

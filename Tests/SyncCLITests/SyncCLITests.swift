@@ -44,7 +44,7 @@ struct CLI {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
-        try process.run()
+        try ChildProcesses.start(process)
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try input.fileHandleForWriting.close()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
@@ -271,7 +271,7 @@ struct SyncCLISecurityTests {
             let git = Process()
             git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             git.arguments = ["git", "-C", checkout.path] + arguments
-            try git.run()
+            try ChildProcesses.start(git)
             git.waitUntilExit()
             try #require(git.terminationStatus == 0)
         }

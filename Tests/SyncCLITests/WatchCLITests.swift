@@ -38,7 +38,7 @@ struct WatchCLITests {
             ]) { _, new in new }
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try ChildProcesses.start(process)
             self.process = process
             // Up when it answers (bounded).
             for _ in 0..<200 {
@@ -140,7 +140,7 @@ struct WatchCLITests {
         watch.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         watch.standardOutput = try FileHandle(forWritingTo: out)
         watch.standardError = try FileHandle(forWritingTo: err)
-        try watch.run()
+        try ChildProcesses.start(watch)
         defer { if watch.isRunning { watch.terminate() } }
         #expect(Self.wait(for: "tick 1 full", in: out, seconds: 60), "no first tick")
 

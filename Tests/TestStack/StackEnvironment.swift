@@ -76,7 +76,7 @@ public struct StackEnvironment: Sendable {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = notices ? output : FileHandle.nullDevice
-        try process.run()
+        try ChildProcesses.start(process)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw SQLFailed(status: process.terminationStatus) }

@@ -9,11 +9,31 @@ import SyncModel
 //   localstore-test-helper bulk-write DIR REPOSITORY_ID COUNT
 //       upserts COUNT new sessions under REPOSITORY_ID in one transaction; after the first
 //       1,000 rows it prints "writing" and sleeps inside the transaction, to be SIGKILLed.
+//   localstore-test-helper atomic-write DIR KIND STEP
+//       writes DIR/auth.json (KIND replace: over the old one) or DIR/new.key (KIND create) through
+//       AtomicFile, killing itself with SIGKILL right after STEP.
 
 /// Writes a line unbuffered, so the parent sees it at once.
 func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 
 let arguments = CommandLine.arguments
+if arguments.count == 5, arguments[1] == "atomic-write" {
+    let directory = URL(fileURLWithPath: arguments[2])
+    guard let step = AtomicFile.Step(rawValue: arguments[4]) else { exit(64) }
+    AtomicFile.afterStep.withLock { hook in
+        hook = { reached in if reached == step { kill(getpid(), SIGKILL) } }
+    }
+    let bytes = [UInt8](repeating: 0x4E, count: 4096)
+    if arguments[3] == "replace" {
+        try SecretFile.write(Data(bytes), to: directory.appendingPathComponent("auth.json").path)
+    } else {
+        try bytes.withUnsafeBytes {
+            try AtomicFile.write($0, to: directory.appendingPathComponent("new.key").path, replacing: false)
+        }
+    }
+    say("finished")
+    exit(0)
+}
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("usage: localstore-test-helper hold-lease|bulk-write DIR ...\n".utf8))
     exit(64)

@@ -142,7 +142,11 @@ extension SyncEngine {
             devices, userID: remote.userID, selfID: identity.id, options: options.recipients,
             trust: trust, selfKey: identity.publicKey)
         recorder.report.recipients = decisions.map(\.decision)
-        entry.errors += decisions.compactMap(\.issue)
+        let finished = await finishRevocations(
+            decisions.compactMap { $0.issue?.code == .revokedDevice ? $0.decision.deviceID : nil })
+        entry.errors += decisions.compactMap(\.issue).filter {
+            !($0.code == .revokedDevice && finished.contains($0.rowID ?? ""))
+        }
         if trust != nil {
             let standings = decisions.compactMap(\.decision.trust)
             recorder.report.trust?.verified = standings.filter { $0 == .verified }.count
@@ -390,6 +394,28 @@ extension SyncEngine {
     /// revoked device had received (the ledger knows which): a fresh secret, generation + 1,
     /// sealed at rest; the earlier generation stays in the store. The sessions' ledger entries
     /// go with the rotation, so the rest of the push seals the new secret to every recipient.
+    /// Devices a verified revocation names whose row is still active: a revocation interrupted
+    /// after it was published (`trust revoke` killed before it tidied up). Finishes it as
+    /// ``DeviceTrustManager/revoke(_:now:)`` would: the certificate and every envelope addressed
+    /// to the device go, and its row becomes inactive. They receive nothing either way; this keeps
+    /// them from being reported at every push. Returns the ids (canonical) finished.
+    func finishRevocations(_ devices: [UUID]) async -> Set<String> {
+        guard !devices.isEmpty, let tables = try? remote.trustTables() else { return [] }
+        var finished = Set<String>()
+        for id in devices {
+            do {
+                try await tables.deleteCertificate(deviceID: id)
+                _ = try await remote.deleteEnvelopes(recipients: [id])
+                try await tables.setDeviceActive(id, isActive: false)
+                finished.insert(id.canonical)
+                logger?.notice("revocations: finished the interrupted revocation of device \(id.canonical)")
+            } catch {
+                logger?.warning("revocations: could not finish the revocation of device \(id.canonical): \(error)")
+            }
+        }
+        return finished
+    }
+
     func applyRevocations(
         _ trust: TrustSnapshot, identity: DeviceIdentity, entry: inout PhaseReport, recorder: Recorder
     ) async throws {

@@ -473,6 +473,31 @@ struct TrustThreatTests {
     }
 }
 
+extension TrustThreatTests {
+    @Test(
+        "a revocation interrupted after it was published (the row still active) is finished by the next push, which succeeds",
+        arguments: remotes)
+    func interruptedRevocation(backend: Backend, deployed: Bool) async throws {
+        let p = try await Self.paired(backend, deployed)
+        let uik = try #require(try await p.desktop.store.identityKey())
+        let phone = p.phone.identity.id
+        let signed = DeviceRevocation(
+            userID: p.world.user, deviceID: phone, x25519PublicKey: p.phone.identity.publicKey, revokedAt: 5
+        ).signed(by: uik)
+        // What `trust revoke` does first; killed there, it did nothing else.
+        let remote = try p.world.remote()
+        try await remote.trustTables().publishRevocation(
+            SignedStatementRow(deviceID: phone, userID: p.world.user, body: signed.body, signature: signed.signature))
+        let push = try await p.desktop.engine.push()
+        #expect(push.outcome == .success, "\(push.errors)")
+        #expect(push.trust?.sessionsRotated == 3)
+        #expect(try await remote.listDevices().first { $0.id == phone }?.isActive == false)
+        #expect(try await !remote.trustTables().listCertificates().contains { $0.deviceID == phone })
+        #expect(try await remote.fetchEnvelopes(addressedTo: phone).isEmpty)
+        #expect(try await p.desktop.engine.push().outcome == .success)
+    }
+}
+
 @Suite("Device trust on a remote without its tables")
 struct TrustWithoutTablesTests {
     @Test(

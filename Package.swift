@@ -190,7 +190,7 @@ if rig {
             name: "sync-bench",
             dependencies: [
                 "SecretCrypto", "CSodiumFloor", "LocalStore", "RemoteStore", "EmbeddedRemote", "PostLoginSync",
-                "SyncModel", "TestStack",
+                "SyncModel", "TestStack", "DeviceTrust",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

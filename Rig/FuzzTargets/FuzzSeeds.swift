@@ -102,6 +102,22 @@ public enum FuzzSeeds {
                 ]))
         }
 
+        let approvals = try tests("approval-v1.json")
+        for test in approvals {
+            let id = test["tcId"] as? Int ?? 0
+            if let body = test["decisionBody"] as? String, let bytes = try? ByteEncoding.bytes(base64: body) {
+                add(.approvalDecision, "tc\(id)", bytes)
+            } else if test["result"] as? String == "valid",
+                let content = try? ApprovalContent(
+                    tool: text(test, "tool"), summary: text(test, "summary"), detail: text(test, "detail"))
+            {
+                add(.approvalContent, "tc\(id)", ApprovalContent.encode(content))
+            }
+        }
+        add(.approvalContent, "extra-member", Array(#"{"tool":"a","summary":"b","detail":"","x":""}"#.utf8))
+        add(.approvalContent, "surrogate", Array(#"{"tool":"a","summary":"\ud83d\ude00","detail":"\ud800"}"#.utf8))
+        add(.approvalContent, "empty", [])
+
         // A pairing code of fixed test bytes, as shown, typed in lowercase, and one letter short.
         let code = try PairingCode(
             inviteID: Array(1...8), secret: SecureBytes(copying: Array(repeating: 0x42, count: 16)),

@@ -54,6 +54,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// The test server's JWT check: the first byte picks a raw token (odd) or a claims set
     /// signed with the server's secret (even).
     case jwt
+    /// An approval request's plaintext (approvals.md): the strict JSON reader.
+    case approvalContent = "approval-content"
+    /// An approval decision statement's bytes.
+    case approvalDecision = "approval-decision"
 
     /// Runs one input through the target.
     ///
@@ -73,6 +77,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .vectorFile: return Self.vectorFile(data)
         case .postgrestQuery: return Self.postgrestQuery(String(decoding: data, as: UTF8.self))
         case .jwt: return Self.jwt(data)
+        case .approvalContent: return Self.approvalContent(data)
+        case .approvalDecision: return Self.approvalDecision(data)
         }
     }
 
@@ -203,6 +209,34 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             let certificate = try DeviceCertificate.parse(data)
             guard (try? certificate.body()) == data else {
                 violated(.certificate, "an accepted body does not re-encode to the same bytes")
+            }
+            return .accepted
+        } catch {
+            return .rejected
+        }
+    }
+
+    static func approvalContent(_ data: [UInt8]) -> FuzzOutcome {
+        do {
+            let content = try ApprovalContent.decode(data)
+            // What is accepted is within the limits, and its canonical form reads back the same.
+            guard
+                (try? ApprovalContent(tool: content.tool, summary: content.summary, detail: content.detail)) == content,
+                (try? ApprovalContent.decode(ApprovalContent.encode(content))) == content
+            else { violated(.approvalContent, "an accepted plaintext does not round-trip through its canonical form") }
+            return .accepted
+        } catch CryptoError.authenticationFailure {
+            return .rejected
+        } catch {
+            violated(.approvalContent, "an untyped error")
+        }
+    }
+
+    static func approvalDecision(_ data: [UInt8]) -> FuzzOutcome {
+        do {
+            let decision = try ApprovalDecision.parse(data)
+            guard decision.body() == data else {
+                violated(.approvalDecision, "an accepted body does not re-encode to the same bytes")
             }
             return .accepted
         } catch {

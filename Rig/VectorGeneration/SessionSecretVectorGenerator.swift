@@ -328,9 +328,16 @@ enum GeneratedVectorFile {
     static func encode<Test: Encodable>(
         algorithm: VectorAlgorithm, header: [String], groupType: String, tests: [Test]
     ) throws -> Data {
+        try encode(algorithm: algorithm, header: header, groups: [(groupType, tests)])
+    }
+
+    /// A file of several groups, each `(type, tests)`.
+    static func encode<Test: Encodable>(
+        algorithm: VectorAlgorithm, header: [String], groups: [(String, [Test])]
+    ) throws -> Data {
         let file = File(
-            algorithm: algorithm.rawValue, header: header, numberOfTests: tests.count,
-            testGroups: [Group(type: groupType, tests: tests)])
+            algorithm: algorithm.rawValue, header: header, numberOfTests: groups.reduce(0) { $0 + $1.1.count },
+            testGroups: groups.map { Group(type: $0.0, tests: $0.1) })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         var data = try encoder.encode(file)

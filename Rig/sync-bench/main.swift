@@ -4,6 +4,7 @@ import Foundation
 //
 //   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sessions N] [--sizes S,M,L,XL] [--remotes embedded,postgrest] [--sync-runs R] [--json PATH]
 //   sync-bench watch [--size M] [--minutes 10] [--interval 5]
+//   sync-bench approval [--rounds 20]
 
 struct Options {
     var mode = "all"
@@ -18,12 +19,14 @@ struct Options {
     var watchSize = "M"
     var watchMinutes = 10.0
     var watchInterval = 5.0
+    var rounds = 20
 
     init(_ arguments: [String]) {
         var rest = arguments.dropFirst()
         while let argument = rest.popFirst() {
             switch argument {
-            case "crypto", "localstore", "sync", "all", "watch": mode = argument
+            case "crypto", "localstore", "sync", "all", "watch", "approval": mode = argument
+            case "--rounds": rounds = max(1, Int(rest.popFirst() ?? "") ?? rounds)
             case "--size": watchSize = rest.popFirst() ?? watchSize
             case "--minutes": watchMinutes = Double(rest.popFirst() ?? "") ?? watchMinutes
             case "--interval": watchInterval = Double(rest.popFirst() ?? "") ?? watchInterval
@@ -62,6 +65,9 @@ struct Options {
                                   for --minutes (default 10) with a tick every --interval seconds (default
                                   5), on the embedded remote and the stack at once: ticks, requests per
                                   tick, envelopes sealed, median quiet tick. Not part of `all`.
+                      approval    a desktop asks, a paired phone answers, --rounds N times (default 20), on
+                                  the embedded remote and the stack: the time from the phone's answer to
+                                  the desktop's verified outcome (median, p90, max). Not part of `all`.
                       all         crypto, localstore and sync (default)
                     Build with -c release (`make bench`).
                     """)
@@ -110,6 +116,9 @@ if options.mode == "sync" || options.mode == "all" {
 if options.mode == "watch" {
     try await WatchBench.run(
         sizeName: options.watchSize, minutes: options.watchMinutes, interval: options.watchInterval)
+}
+if options.mode == "approval" {
+    try await ApprovalBench.run(rounds: options.rounds)
 }
 if options.mode == "worker" {
     let arguments = options.worker

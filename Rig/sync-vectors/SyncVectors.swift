@@ -17,20 +17,24 @@ extension SyncVectors {
     struct Generate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Write the project's vectors (session-secret envelopes v1 or v2, device certificates), reproducibly.",
+                "Write the project's vectors (session-secret envelopes v1 or v2, device certificates, approvals), reproducibly.",
             discussion: """
                 Every key, nonce, id and secret is derived from a fixed seed, so the output is the \
                 same on every run and every machine: testvectors/session-secret-v1.json, \
                 testvectors/session-secret-v2.json (--version 2) and \
-                testvectors/device-certificate-v1.json (--kind certificate) are this command's output.
+                testvectors/device-certificate-v1.json (--kind certificate) and \
+                testvectors/approval-v1.json (--kind approval) are this command's output.
                 """
         )
 
         enum Kind: String, ExpressibleByArgument, CaseIterable {
-            case envelope, certificate
+            case envelope, certificate, approval
         }
 
-        @Option(help: "What to generate: envelope (session-secret envelopes) or certificate (device certificates).")
+        @Option(
+            help:
+                "What to generate: envelope (session-secret envelopes), certificate (device certificates) or approval (approval requests and decisions)."
+        )
         var kind: Kind = .envelope
 
         @Option(help: "The envelope version: 1 or 2.")
@@ -44,11 +48,15 @@ extension SyncVectors {
         }
 
         func run() async throws {
-            let data =
-                kind == .certificate
-                ? try DeviceCertificateVectorGenerator.generate()
-                : version == 1
+            let data: Data
+            switch kind {
+            case .certificate: data = try DeviceCertificateVectorGenerator.generate()
+            case .approval: data = try ApprovalVectorGenerator.generate()
+            case .envelope:
+                data =
+                    version == 1
                     ? try SessionSecretVectorGenerator.generate() : try SessionSecretV2VectorGenerator.generate()
+            }
             if let output {
                 try data.write(to: URL(fileURLWithPath: output), options: .atomic)
             } else {

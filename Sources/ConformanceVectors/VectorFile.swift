@@ -323,6 +323,55 @@ public struct HPKEVector: Decodable, Sendable {
     }
 }
 
+/// `UNBOUND-APPROVAL-V1` (approvals.md): groups of `type` `ApprovalRequestOpen` (open a request
+/// body) or `ApprovalDecisionVerify` (accept a signed decision as the asking desktop does).
+public struct ApprovalGroup: VectorGroup {
+    /// Which of the two checks the group's tests take.
+    public enum Kind: String, Decodable, Sendable {
+        case requestOpen = "ApprovalRequestOpen"
+        case decisionVerify = "ApprovalDecisionVerify"
+    }
+
+    public let type: Kind
+    public let tests: [Test]
+
+    /// A request and, for a decision test, the decision.
+    public struct Test: VectorTest {
+        public let tcId: Int
+        public let comment: String
+        public let result: ExpectedResult
+        /// The session secret's text form (`sess_...`).
+        public let sessionSecret: String
+        public let userId: String
+        public let sessionId: String
+        public let requestId: String
+        public let requesterDeviceId: String
+        public let expiresAt: UInt64
+        public let generation: UInt32
+        /// The request body, standard base64 as stored.
+        public let body: String
+        /// Expected plaintext (request tests).
+        public let tool: String?
+        public let summary: String?
+        public let detail: String?
+        /// Intermediate values of a valid case (hex): `K`, the AAD, the nonce (to re-seal).
+        public let key: HexBytes?
+        public let aad: HexBytes?
+        public let nonce: HexBytes?
+        /// Decision tests: the answering device, its Ed25519 key (base64), the decision as
+        /// stored (base64), and what a valid one says.
+        public let deviceId: String?
+        public let signingPublicKey: String?
+        public let decisionBody: String?
+        public let decisionSignature: String?
+        public let verdict: String?
+        public let decidedAt: UInt64?
+        /// The expected `read` (hex), and the signing seed (hex) to re-sign a valid case.
+        public let read: HexBytes?
+        public let signingPrivateKey: HexBytes?
+    }
+}
+
 /// The algorithms `sync-cli vectors verify` knows, by their `algorithm` field (`HPKE` files
 /// are a top-level array without one).
 public enum VectorAlgorithm: String, CaseIterable, Sendable {
@@ -335,6 +384,7 @@ public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case eddsa = "EDDSA"
     case hpke = "HPKE"
     case deviceCertificateV1 = "UNBOUND-DEVICE-CERTIFICATE-V1"
+    case approvalV1 = "UNBOUND-APPROVAL-V1"
 }
 
 /// Loads vector files; the one loader the CLI and the tests share.

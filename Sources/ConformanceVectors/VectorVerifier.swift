@@ -61,6 +61,10 @@ public enum VectorVerifier {
         case .deviceCertificateV1:
             return try run(DeviceCertificateGroup.self, data, algorithm, path) { _, test in check(test) }
         case .hpke: return try verifyHPKE(data: data, path: path)
+        case .approvalV1:
+            return try run(ApprovalGroup.self, data, algorithm, path) { group, test in
+                group.type == .requestOpen ? checkRequest(test) : checkDecision(test)
+            }
         }
     }
 
@@ -237,6 +241,82 @@ public enum VectorVerifier {
         }
         guard signed.body == test.body else { return "re-sign: body differs" }
         guard signed.signature == test.signature else { return "re-sign: signature differs" }
+        return nil
+    }
+
+    /// The request's context and secret, or `nil` when a field does not parse.
+    static func approvalContext(_ test: ApprovalGroup.Test) -> (ApprovalRequestContext, SessionSecret)? {
+        guard let user = UUID(uuidString: test.userId), let session = UUID(uuidString: test.sessionId),
+            let request = UUID(uuidString: test.requestId), let requester = UUID(uuidString: test.requesterDeviceId),
+            let secret = try? SessionSecret(textForm: test.sessionSecret)
+        else { return nil }
+        return (
+            ApprovalRequestContext(
+                userID: user, sessionID: session, requestID: request, requesterDeviceID: requester,
+                expiresAt: test.expiresAt, generation: test.generation), secret
+        )
+    }
+
+    static func checkRequest(_ test: ApprovalGroup.Test) -> String? {
+        let parsed = approvalContext(test)
+        let opened = parsed.flatMap { try? ApprovalCrypto.open(body: test.body, context: $0.0, secret: $0.1) }
+        let outcome: Bool? = opened.map {
+            $0.tool == test.tool && $0.summary == test.summary && $0.detail == (test.detail ?? "")
+        }
+        if let reason = judge(test.result, outcome) { return "open: " + reason }
+        guard test.result == .valid, let (context, secret) = parsed, let content = opened else { return nil }
+        if let key = test.key,
+            (try? ApprovalCrypto.key(secret: secret, requestID: context.requestID, generation: context.generation))?
+                .withUnsafeBytes({ Array($0) }) != key.bytes
+        {
+            return "key: differs"
+        }
+        if let aad = test.aad, context.aad != aad.bytes { return "aad: differs" }
+        if let nonce = test.nonce {
+            guard let sealed = try? ApprovalCrypto.seal(content, context: context, secret: secret, nonce: nonce.bytes)
+            else {
+                return "re-seal: rejected"
+            }
+            guard ByteEncoding.base64(sealed) == test.body else { return "re-seal: body differs" }
+        }
+        return nil
+    }
+
+    static func checkDecision(_ test: ApprovalGroup.Test) -> String? {
+        let parsed = approvalContext(test)
+        let decision: ApprovalDecision? = {
+            guard let (context, secret) = parsed, let device = test.deviceId.flatMap(UUID.init(uuidString:)),
+                let key = test.signingPublicKey.flatMap(keyBytes).flatMap({
+                    try? Ed25519PublicKey(rawRepresentation: $0)
+                }),
+                let body = test.decisionBody, let signature = test.decisionSignature,
+                let requestBody = try? ByteEncoding.bytes(base64: test.body),
+                let read = try? ApprovalCrypto.readProof(
+                    secret: secret, requestID: context.requestID, generation: context.generation)
+            else { return nil }
+            let expected = ApprovalDecision.Expectation(
+                userID: context.userID, sessionID: context.sessionID, requestID: context.requestID,
+                requesterDeviceID: context.requesterDeviceID, expiresAt: context.expiresAt, body: requestBody,
+                read: read)
+            return try? ApprovalDecision.accept(
+                SignedStatement(body: body, signature: signature), deviceID: device, signingKey: key,
+                expecting: expected)
+        }()
+        let outcome: Bool? = decision.map {
+            ($0.verdict == .approve ? "approve" : "deny") == test.verdict && $0.decidedAt == test.decidedAt
+        }
+        if let reason = judge(test.result, outcome) { return "accept: " + reason }
+        guard test.result == .valid, let decision else { return nil }
+        if let read = test.read, decision.read != read.bytes { return "read: differs" }
+        if let seed = test.signingPrivateKey {
+            guard let key = try? Ed25519PrivateKey(seed: SecureBytes(copying: seed.bytes)) else {
+                return "re-sign: rejected"
+            }
+            let signed = decision.signed(by: key)
+            guard signed.body == test.decisionBody, signed.signature == test.decisionSignature else {
+                return "re-sign: differs"
+            }
+        }
         return nil
     }
 

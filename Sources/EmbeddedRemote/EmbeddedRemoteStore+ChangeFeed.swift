@@ -74,9 +74,11 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
                         """, arguments: [me, me]
                 ).sorted().joined(separator: ",")
             }
-            return RemoteChanges(
+            var changes = RemoteChanges(
                 devices: devices, complete: cursor == nil, secretRequests: try Self.openRequests(db, user: me),
                 statements: fingerprint, cursor: ChangeCursor(since: now), method: .feed)
+            changes.approvals = try Self.changedApprovals(db, user: me, since: cursor?.since)
+            return changes
         }
     }
 

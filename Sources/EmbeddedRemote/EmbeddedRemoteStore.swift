@@ -256,6 +256,30 @@ public final class EmbeddedRemoteStore: SyncRemote {
                 try update.execute(arguments: [hash.0, hash.1, row[0] as Int64])
             }
         }
+        migrator.registerMigration("v6: approvals") { db in
+            // The same table as the project's *_approvals.sql; written only by the operations of
+            // EmbeddedRemoteStore+Approvals.swift, as the functions write it.
+            try db.execute(
+                sql: """
+                    CREATE TABLE approval_requests (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        session_id TEXT NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
+                        requester_device_id TEXT NOT NULL,
+                        body TEXT NOT NULL,
+                        generation INTEGER NOT NULL CHECK (generation >= 1),
+                        created_at TEXT NOT NULL,
+                        expires_at INTEGER NOT NULL,
+                        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','approved','denied','expired','cancelled')),
+                        decided_by_device_id TEXT,
+                        decided_at TEXT,
+                        decision_body TEXT,
+                        decision_signature TEXT,
+                        updated_at TEXT NOT NULL
+                    );
+                    CREATE INDEX approval_requests_user ON approval_requests (user_id, updated_at);
+                    """)
+        }
         return migrator
     }
 

@@ -406,6 +406,21 @@ enum Schema {
                     ALTER TABLE pairing_invites ADD COLUMN device_role TEXT;
                     """)
         }
+        migrator.registerMigration("v10: approval requests sent") { db in
+            try db.execute(
+                sql: """
+                    -- Desktop: each approval request as this device made it. Only these bytes count when an
+                    -- answer is checked (never the server's copy of the request).
+                    CREATE TABLE sent_approvals (
+                        request_id TEXT PRIMARY KEY NOT NULL,
+                        session_id TEXT NOT NULL,
+                        body TEXT NOT NULL,
+                        generation INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL,
+                        created_at REAL NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }

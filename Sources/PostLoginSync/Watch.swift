@@ -56,6 +56,9 @@ public struct WatchTick: Sendable, Codable, Hashable {
     public var nextTickSeconds = 0.0
     /// How the remote answered the change feed.
     public var changeFeed: RemoteChanges.Method?
+    /// Approval requests that changed since the last tick, from the change feed (no request of
+    /// their own): a question this device may answer, or the end of one it asked. `nil` when none.
+    public var approvals: [WatchApproval]?
 
     /// The tick as one line of JSON.
     public func json() -> String {
@@ -96,6 +99,15 @@ extension SyncEngine {
         try await local.hasUnpushedChanges(
             repositoriesAfter: try await pushMark(.repositories), sessionsAfter: try await pushMark(.sessions))
     }
+}
+
+/// An approval request a watch saw change: its id, session and status (nothing of its content).
+public struct WatchApproval: Sendable, Codable, Hashable {
+    public var requestId: UUID
+    public var sessionId: UUID
+    public var status: ApprovalStatus
+    /// Whether this device asked it.
+    public var asked: Bool
 }
 
 /// The ticks of a watch; see ``SyncEngine/watch(_:progress:)``.
@@ -143,6 +155,8 @@ actor WatchState {
     var failures = 0
     /// Requests refused by the recipient policy: not a reason to push again until the next full run.
     var refused: Set<UUID> = []
+    /// Approval requests as last surfaced, by id.
+    var approvals: [UUID: ApprovalStatus] = [:]
 
     init(engine: SyncEngine, options: WatchOptions, progress: ProgressHandler?) {
         self.engine = engine
@@ -163,6 +177,7 @@ actor WatchState {
                 tick.action = .sync
                 tick.reasons = ["pull"]
                 tick.report = try await engine.pull(identity: identity, user: user, progress: progress)
+                try await approvalsTick(&tick, identity: identity)
             } else {
                 try await desktopTick(&tick, identity: identity, user: user)
             }
@@ -218,6 +233,32 @@ actor WatchState {
         tick.nextTickSeconds = wait.seconds
     }
 
+    /// A phone's tick: the approval requests that changed, from the change feed (one request),
+    /// where the remote has one.
+    func approvalsTick(_ tick: inout WatchTick, identity: DeviceIdentity) async throws {
+        guard let feed = engine.remote as? any ChangeFeedRemote else { return }
+        let changes = try await feed.changes(since: cursor, statements: false)
+        tick.changeFeed = changes.method
+        surface(changes.approvals, in: &tick, identity: identity)
+        cursor = changes.cursor.map { moved($0) }
+    }
+
+    /// Puts the approval requests that changed in the tick, each once: a row seen again through
+    /// the cursor's overlap, unchanged, is left out.
+    func surface(_ rows: [ApprovalRequestRow], in tick: inout WatchTick, identity: DeviceIdentity) {
+        let now = Date()
+        var changed: [WatchApproval] = []
+        for row in rows {
+            let approval = WatchApproval(
+                requestId: row.id, sessionId: row.sessionID, status: row.status(at: now),
+                asked: row.requesterDeviceID == identity.id)
+            if approvals.updateValue(approval.status, forKey: row.id) != approval.status { changed.append(approval) }
+        }
+        tick.approvals = changed.isEmpty ? nil : changed
+        // Remember ended requests only as long as the feed's overlap could show them again.
+        if approvals.count > 4_096 { approvals = approvals.filter { $0.value == .pending } }
+    }
+
     func desktopTick(_ tick: inout WatchTick, identity: DeviceIdentity, user: UUID) async throws {
         let local = engine.local, remote = engine.remote
         let now = ContinuousClock.now
@@ -225,6 +266,7 @@ actor WatchState {
         let pinned = try await local.pinnedIdentityKey() != nil
         let changes = try await remote.changesOrPoll(since: cursor, statements: pinned)
         tick.changeFeed = changes.method
+        surface(changes.approvals, in: &tick, identity: identity)
 
         // What changed since the last tick that acted.
         var seen = changes.complete ? [:] : devices

@@ -58,6 +58,9 @@ public struct RemoteChanges: Sendable {
     public var complete: Bool
     /// The user's open secret requests (all of them, not only new ones).
     public var secretRequests: [SecretRequestRow]
+    /// The user's approval requests changed since the cursor (every pending one on a first
+    /// call); empty from a remote or feed without approvals.
+    public var approvals: [ApprovalRequestRow] = []
     /// A fingerprint of every certificate and revocation row: when it changes, trust must be
     /// reloaded. `nil` when not asked for or when the remote has no trust tables.
     public var statements: String?

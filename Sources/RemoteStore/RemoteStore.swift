@@ -365,6 +365,7 @@ public struct RemoteMetrics: Sendable, Hashable, Codable {
 /// Every capability a remote can have: what the PostgREST client and the embedded remote both
 /// are (a PostgREST deployment may still lack a migration's tables or functions).
 public typealias CompleteRemote = TrustRemote & SecretRequestRemote & ChangeFeedRemote & CoordinationRemote
+    & ApprovalRemote
 
 extension SyncRemote {
     /// This remote's device-trust tables: itself, when it has them.

@@ -26,6 +26,9 @@ public enum CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidHPKEInput
     /// A version-2 envelope names a sender whose key the reader could not find.
     case unknownSender
+    /// An approval request to seal is out of approvals.md's limits (a field empty, too long or
+    /// holding a control character; a time or a generation out of range).
+    case invalidApprovalContent
 
     public var description: String {
         switch self {
@@ -47,6 +50,8 @@ public enum CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
             return "decryption failed: authentication failure"
         case .invalidHPKEInput:
             return "HPKE inputs do not fit the mode"
+        case .invalidApprovalContent:
+            return "the approval request is outside approvals.md's limits"
         case .unknownSender:
             return "the envelope's sender is not a known device"
         }

@@ -48,7 +48,7 @@ struct RemoteOptions: ParsableArguments {
 
 /// Builds the remote a signed-in store talks to.
 enum RemoteFactory {
-    static func make(address: String, store: DeviceStore) async throws -> any CoordinationRemote {
+    static func make(address: String, store: DeviceStore) async throws -> any CompleteRemote {
         let identity = try await store.requireIdentity()
         guard let user = identity.userID else {
             throw CLIError("this store is not logged in; run `sync-cli login` first")

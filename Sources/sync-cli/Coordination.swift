@@ -218,41 +218,6 @@ extension SyncCLI {
         }
     }
 
-    struct Approvals: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Approval prompts across the user's devices.", subcommands: [Clear.self]
-        )
-
-        struct Clear: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(
-                abstract: "Clear an answered approval prompt on the user's other devices.",
-                discussion: """
-                    Queues the silent payload {"aps":{"content-available":1},"clearApprovalId":..., \
-                    "reason":"approved_on_other_device"} for every valid device token but the excluded \
-                    one, once per request and token: asking again queues nothing new and answers the same.
-                    """
-            )
-            @OptionGroup var storeOptions: StoreOptions
-            @OptionGroup var remoteOptions: RemoteOptions
-            @Argument(help: "The approval request's id.") var requestID: String
-            @Option(
-                name: .customLong("exclude-token"), help: "A device token not to notify (the answering device's own).")
-            var excludeToken: String?
-            @Flag(help: "Print the design's response as JSON.") var json = false
-
-            func run() async throws {
-                let context = try await CoordinationContext(storeOptions, remoteOptions)
-                let result = try await context.run {
-                    try await $0.clearApproval(requestID: requestID, excludingToken: excludeToken)
-                }
-                if json { return try printJSON(result) }
-                output(
-                    "Cleared approval \(requestID): \(result.devicesNotified) device\(result.devicesNotified == 1 ? "" : "s") notified."
-                )
-            }
-        }
-    }
-
     struct Outbox: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "What is queued for delivery to the user's devices.",

@@ -18,7 +18,7 @@ struct SyncCLI: AsyncParsableCommand {
             """,
         subcommands: [
             Demo.self, Init.self, Login.self, Repo.self, Session.self, Push.self, Pull.self, Sync.self,
-            Status.self, Devices.self, Trust.self, Secrets.self, PushToken.self, Approvals.self, Outbox.self,
+            Status.self, Devices.self, Trust.self, Secrets.self, PushToken.self, Approval.self, Outbox.self,
             Vectors.self,
         ]
     )

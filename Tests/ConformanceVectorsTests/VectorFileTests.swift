@@ -30,6 +30,7 @@ struct VectorFileTests {
             names.isSuperset(of: [
                 "rfc7748-x25519.json", "rfc5869-hkdf-sha256.json", "rfc8439-chacha20-poly1305.json",
                 "rfc4231-hmac-sha256.json", "session-secret-v1.json", "session-secret-v2.json",
+                "device-certificate-v1.json", "approval-v1.json",
             ]))
     }
 
@@ -60,7 +61,7 @@ struct VectorFileTests {
     static let expectedField: [String: String] = [
         "XDH": "shared", "CHACHA20-POLY1305": "tag", "HKDF-SHA-256": "okm", "HMACSHA256": "tag",
         "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext",
-        "UNBOUND-DEVICE-CERTIFICATE-V1": "deviceRole",
+        "UNBOUND-DEVICE-CERTIFICATE-V1": "deviceRole", "UNBOUND-APPROVAL-V1": "body",
     ]
 
     static let thirdParty = VectorPaths.projectDirectory.appendingPathComponent("third_party")
@@ -107,6 +108,27 @@ struct VectorFileTests {
         json["testGroups"] = groups
         let report = try VectorVerifier.verify(data: JSONSerialization.data(withJSONObject: json), path: path)
         #expect(report.failures.map(\.tcId) == [try #require(tests[0]["tcId"] as? Int)])
+    }
+
+    @Test("approval-v1.json flags every invalid case with why, covering each kind the issue names")
+    func approvalFlags() throws {
+        let path = VectorPaths.projectDirectory.appendingPathComponent("approval-v1.json")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: path)) as? [String: Any])
+        let groups = try #require(json["testGroups"] as? [[String: Any]])
+        #expect(Set(groups.compactMap { $0["type"] as? String }) == ["ApprovalRequestOpen", "ApprovalDecisionVerify"])
+        var flags = Set<String>()
+        for group in groups {
+            for test in try #require(group["tests"] as? [[String: Any]]) where test["result"] as? String == "invalid" {
+                let own = try #require(test["flags"] as? [String])
+                #expect(!own.isEmpty && !(test["comment"] as? String ?? "").isEmpty)
+                flags.formUnion(own)
+            }
+        }
+        #expect(
+            flags.isSuperset(of: [
+                "WrongKey", "WrongGeneration", "TamperedAAD", "Truncated", "TrailingBytes", "OtherSigner", "OtherBody",
+                "NoProofOfSecret", "MalformedPlaintext", "Encoding",
+            ]))
     }
 
     @Test("changing one byte of any expected value makes exactly that test fail", arguments: VectorPaths.project)

@@ -26,6 +26,24 @@ struct RoundTripTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: reopened.keyPath)).count == 32)
     }
 
+    @Test("a sent approval round-trips; copies a day past their expiry are forgotten when the next is kept")
+    func sentApprovals() async throws {
+        let fixture = try await Fixture()
+        let now = UInt64(Date().timeIntervalSince1970)
+        let old = SentApproval(
+            requestID: UUID(), sessionID: UUID(), body: "AQ==", generation: 3,
+            expiresAt: now - DeviceStore.sentApprovalRetention - 1)
+        try await fixture.store.recordSentApproval(old)
+        #expect(try await fixture.store.sentApproval(requestID: old.requestID)?.generation == 3)
+        let recent = SentApproval(
+            requestID: UUID(), sessionID: UUID(), body: "Ag==", generation: 1, expiresAt: now + 60)
+        try await fixture.store.recordSentApproval(recent)
+        #expect(try await fixture.store.sentApproval(requestID: old.requestID) == nil)
+        let read = try #require(try await fixture.store.sentApproval(requestID: recent.requestID))
+        #expect(read.body == "Ag==" && read.expiresAt == now + 60 && read.sessionID == recent.sessionID)
+        await #expect(throws: LocalStoreError.self) { try await fixture.store.recordSentApproval(recent) }
+    }
+
     @Test("a second identity is refused")
     func secondIdentity() async throws {
         let fixture = try await Fixture()

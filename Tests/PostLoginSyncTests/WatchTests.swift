@@ -292,4 +292,5 @@ final class LogLines: LogHandler, @unchecked Sendable {
     }
     func log(event: LogEvent) { lines.withLock { $0.append((event.level, "\(event.message)")) } }
     var warnings: [String] { lines.withLock { $0.filter { $0.0 == .warning }.map(\.1) } }
+    var all: [String] { lines.withLock { $0.map(\.1) } }
 }

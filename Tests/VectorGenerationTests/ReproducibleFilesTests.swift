@@ -34,4 +34,9 @@ struct ReproducibleFilesTests {
             try Self.committed("device-certificate-v1.json") == DeviceCertificateVectorGenerator.generate(),
             "run `make vectors`")
     }
+
+    @Test("approval-v1.json is exactly what `sync-vectors generate --kind approval` writes")
+    func approval() throws {
+        #expect(try Self.committed("approval-v1.json") == ApprovalVectorGenerator.generate(), "run `make vectors`")
+    }
 }

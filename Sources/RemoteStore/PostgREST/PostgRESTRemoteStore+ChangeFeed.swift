@@ -66,7 +66,7 @@ extension PostgRESTRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     /// feed's answer is capped in bytes too, ``PostgRESTConfiguration/maxRPCResponseBytes``).
     static func decodeChanges(_ data: Data, complete: Bool, maxRows: Int) throws -> RemoteChanges {
         let (object, lists) = try ResponseJSON.object(
-            data, lists: ["devices", "secret_requests"], maxRows: maxRows, table: "sync_changes")
+            data, lists: ["devices", "secret_requests", "approvals"], maxRows: maxRows, table: "sync_changes")
         guard case let .string(serverTime)? = object["server_time"], Timestamp.parse(serverTime) != nil,
             let devices = lists["devices"], let requests = lists["secret_requests"]
         else {
@@ -74,9 +74,12 @@ extension PostgRESTRemoteStore: SecretRequestRemote, ChangeFeedRemote {
         }
         var statements: String?
         if case let .string(text)? = object["statements"] { statements = text }
-        return RemoteChanges(
+        var changes = RemoteChanges(
             devices: try devices.map(RemoteDevice.init(json:)), complete: complete,
             secretRequests: try requests.map(SecretRequestRow.init(json:)),
             statements: statements, cursor: ChangeCursor(since: serverTime), method: .feed)
+        // A feed without approvals (before their migration) simply has none.
+        changes.approvals = try (lists["approvals"] ?? []).map(ApprovalRequestRow.init(json:))
+        return changes
     }
 }

@@ -180,6 +180,11 @@ struct RowReader {
         return uuid
     }
 
+    func int(_ column: String) throws -> Int {
+        guard let number = try optionalInt(column) else { throw fail(column, "is missing") }
+        return number
+    }
+
     func optionalInt(_ column: String) throws -> Int? {
         switch row[column] {
         case nil, .null: return nil

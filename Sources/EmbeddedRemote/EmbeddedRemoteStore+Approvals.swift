@@ -1,0 +1,231 @@
+import Foundation
+import GRDB
+import RemoteStore
+import SyncModel
+
+/// Approvals on the embedded remote: the rules of the project's `*_approvals.sql`, each operation
+/// one SQLite transaction (SQLite's single writer is the row lock: two answers at once end with
+/// one decision).
+extension EmbeddedRemoteStore: ApprovalRemote {
+    /// Unix seconds now.
+    static var epochSeconds: UInt64 { UInt64(Date().timeIntervalSince1970) }
+
+    /// Whether text is padded, canonical standard base64 of `bytes` (a range of lengths).
+    static func isCanonicalBase64(_ text: String, bytes: ClosedRange<Int>) -> Bool {
+        guard let data = Data(base64Encoded: text), bytes.contains(data.count) else { return false }
+        return data.base64EncodedString() == text
+    }
+
+    /// The clearing push of coordination.md for every valid device token of the user but
+    /// `except`'s; once per token and request.
+    static func queueClearing(_ db: Database, user: String, request: UUID, reason: String, except: UUID?) throws -> Int
+    {
+        let payload = payload(["aps": ["content-available": 1], "clearApprovalId": request.canonical, "reason": reason])
+        try db.execute(
+            sql: """
+                INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at)
+                SELECT ?, device_id, token, 'background', 5, ?, ?, ? FROM push_tokens
+                WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id IS NOT ? ORDER BY token
+                ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
+                """, arguments: [user, "approval-" + request.canonical, payload, now, user, except?.canonical])
+        return db.changesCount
+    }
+
+    public func requestApproval(
+        sessionID: UUID, requestID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32, expiresAt: UInt64
+    ) async throws -> ApprovalRequested {
+        let me = self.me
+        return try await write("requesting an approval") { db in
+            try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
+            try self.requireOwn(db, table: "devices", id: requesterDeviceID, what: "device")
+            let now = Self.epochSeconds
+            guard generation >= 1, generation <= UInt32(Int32.max) else {
+                throw Self.invalid("generation must be 1 to 2147483647")
+            }
+            guard expiresAt >= now + 5, expiresAt <= now + 600 else {
+                throw Self.invalid("expires_at must be 5 to 600 seconds from now")
+            }
+            guard Self.isCanonicalBase64(body, bytes: (1 + 4 + 12 + 2 + 16)...(1 + 4 + 12 + 4096 + 16)),
+                let raw = Data(base64Encoded: body), raw[0] == 1,
+                raw[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == generation
+            else { throw Self.invalid("body must be canonical base64 of a sealed request of this generation") }
+            if let existing = try Row.fetchOne(
+                db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
+            {
+                guard (existing["user_id"] as String) == me else {
+                    throw Self.refused("the request is not one of yours")
+                }
+                guard (existing["body"] as String) == body, (existing["session_id"] as String) == sessionID.canonical,
+                    (existing["requester_device_id"] as String) == requesterDeviceID.canonical,
+                    (existing["generation"] as Int64) == Int64(generation),
+                    (existing["expires_at"] as Int64) == Int64(expiresAt)
+                else {
+                    throw RemoteStoreError(.conflict, "another request has this id", postgrestCode: .uniqueViolation)
+                }
+                let queued =
+                    try Int.fetchOne(
+                        db, sql: "SELECT count(*) FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
+                        arguments: [me, "approval-request-" + requestID.canonical]) ?? 0
+                return ApprovalRequested(requestId: requestID, expiresAt: expiresAt, devicesNotified: queued)
+            }
+            let stamp = Self.now
+            try db.execute(
+                sql: """
+                    INSERT INTO approval_requests (id, user_id, session_id, requester_device_id, body, generation, created_at, expires_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    requestID.canonical, me, sessionID.canonical, requesterDeviceID.canonical, body, Int64(generation),
+                    stamp,
+                    Int64(expiresAt), stamp,
+                ])
+            var object: [String: Any] = [
+                "aps": [
+                    "alert": ["title": "Approval needed", "body": "An agent session is waiting for you"],
+                    "sound": "default",
+                    "category": "APPROVAL_REQUEST", "interruption-level": "time-sensitive", "mutable-content": 1,
+                ] as [String: Any],
+                "type": "approval", "requestId": requestID.canonical, "sessionId": sessionID.canonical,
+                "requesterDeviceId": requesterDeviceID.canonical, "generation": Int(generation),
+                "expiresAt": Int(expiresAt),
+                "sealed": body,
+            ]
+            if Self.payload(object).utf8.count > 4096 { object["sealed"] = nil }
+            try db.execute(
+                sql: """
+                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at)
+                    SELECT ?, device_id, token, 'alert', 10, ?, ?, ? FROM push_tokens
+                    WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id <> ? ORDER BY token
+                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
+                    """,
+                arguments: [
+                    me, "approval-request-" + requestID.canonical, Self.payload(object), stamp, me,
+                    requesterDeviceID.canonical,
+                ])
+            return ApprovalRequested(requestId: requestID, expiresAt: expiresAt, devicesNotified: db.changesCount)
+        }
+    }
+
+    public func answerApproval(
+        requestID: UUID, deviceID: UUID, verdict: ApprovalVerdict, decisionBody: String, decisionSignature: String
+    ) async throws -> ApprovalAnswered {
+        let me = self.me
+        return try await write("answering an approval") { db in
+            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
+            let decisionBytes = 29 + 4 * 37 + 1 + 32 + 32 + 8
+            guard Self.isCanonicalBase64(decisionBody, bytes: decisionBytes...decisionBytes),
+                Self.isCanonicalBase64(decisionSignature, bytes: 64...64)
+            else {
+                throw Self.invalid(
+                    "decision_body and decision_signature must be canonical base64 of a decision and its signature")
+            }
+            guard
+                let request = try Row.fetchOne(
+                    db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
+                (request["user_id"] as String) == me
+            else { throw Self.refused("the request is not one of yours") }
+            guard (request["requester_device_id"] as String) != deviceID.canonical else {
+                throw Self.invalid("the requesting device cannot answer its own request")
+            }
+            // Past its time a pending request reads as expired; the answer changes nothing (its
+            // clearing push is expireApprovals()'s to queue).
+            var status = ApprovalStatus(rawValue: request["status"]) ?? .pending
+            if status == .pending, UInt64(request["expires_at"] as Int64) <= Self.epochSeconds { status = .expired }
+            guard status == .pending else {
+                return ApprovalAnswered(
+                    accepted: false, status: status,
+                    decidedBy: try (request["decided_by_device_id"] as String?).map { try Self.uuid($0) })
+            }
+            let decided: ApprovalStatus = verdict == .approve ? .approved : .denied
+            let stamp = Self.now
+            try db.execute(
+                sql: """
+                    UPDATE approval_requests SET status = ?, decided_by_device_id = ?, decided_at = ?, decision_body = ?,
+                        decision_signature = ?, updated_at = ? WHERE id = ?
+                    """,
+                arguments: [
+                    decided.rawValue, deviceID.canonical, stamp, decisionBody, decisionSignature, stamp,
+                    requestID.canonical,
+                ])
+            let queued = try Self.queueClearing(
+                db, user: me, request: requestID,
+                reason: verdict == .approve ? "approved_on_other_device" : "denied_on_other_device",
+                except: deviceID)
+            return ApprovalAnswered(accepted: true, status: decided, decidedBy: deviceID, devicesNotified: queued)
+        }
+    }
+
+    public func cancelApproval(requestID: UUID) async throws -> ApprovalCancelled {
+        let me = self.me
+        return try await write("cancelling an approval") { db in
+            guard
+                let request = try Row.fetchOne(
+                    db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
+                (request["user_id"] as String) == me
+            else { throw Self.refused("the request is not one of yours") }
+            var status = ApprovalStatus(rawValue: request["status"]) ?? .pending
+            if status == .pending, UInt64(request["expires_at"] as Int64) <= Self.epochSeconds { status = .expired }
+            guard status == .pending else {
+                return ApprovalCancelled(cancelled: false, status: status, devicesNotified: 0)
+            }
+            try db.execute(
+                sql: "UPDATE approval_requests SET status = 'cancelled', updated_at = ? WHERE id = ?",
+                arguments: [Self.now, requestID.canonical])
+            let queued = try Self.queueClearing(
+                db, user: me, request: requestID, reason: "cancelled",
+                except: try Self.uuid(request["requester_device_id"]))
+            return ApprovalCancelled(cancelled: true, status: .cancelled, devicesNotified: queued)
+        }
+    }
+
+    /// Every pending request past its time (of every user in this file) becomes expired, with its
+    /// clearing pushes: what the delivery worker runs on each pass. Returns how many.
+    public func expireApprovals() async throws -> Int {
+        try await write("expiring approvals") { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT id, user_id FROM approval_requests WHERE status = 'pending' AND expires_at <= ?",
+                arguments: [Int64(Self.epochSeconds)])
+            for row in rows {
+                let id = try Self.uuid(row["id"])
+                try db.execute(
+                    sql: "UPDATE approval_requests SET status = 'expired', updated_at = ? WHERE id = ?",
+                    arguments: [Self.now, id.canonical])
+                _ = try Self.queueClearing(db, user: row["user_id"], request: id, reason: "timeout", except: nil)
+            }
+            return rows.count
+        }
+    }
+
+    public func approvalRequest(id: UUID) async throws -> ApprovalRequestRow? {
+        let me = self.me
+        return try await read("reading an approval") { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?", arguments: [id.canonical, me]
+            )
+            .map { try ApprovalRequestRow(json: Self.json($0)) }
+        }
+    }
+
+    public func approvalRequests(status: ApprovalStatus?) async throws -> [ApprovalRequestRow] {
+        let me = self.me
+        return try await read("listing approvals") { db in
+            try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT * FROM approval_requests WHERE user_id = ? AND (? IS NULL OR status = ?) ORDER BY created_at DESC, id",
+                arguments: [me, status?.rawValue, status?.rawValue]
+            ).map { try ApprovalRequestRow(json: Self.json($0)) }
+        }
+    }
+
+    /// The user's approval requests changed since `cursor` (every pending one without one).
+    static func changedApprovals(_ db: Database, user: String, since cursor: String?) throws -> [ApprovalRequestRow] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT * FROM approval_requests WHERE user_id = ?
+                AND (CASE WHEN ? IS NULL THEN status = 'pending' ELSE updated_at > ? END) ORDER BY updated_at, id
+                """, arguments: [user, cursor, cursor]
+        ).map { try ApprovalRequestRow(json: Self.json($0)) }
+    }
+}

@@ -1,0 +1,339 @@
+import DeviceTrust
+import Foundation
+import LocalStore
+import Logging
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+/// How an approval request ended, as the asking desktop verified it.
+public enum ApprovalOutcome: Sendable, Hashable, CustomStringConvertible {
+    /// A certified device that held the session's secret approved this very request.
+    case approved(by: UUID)
+    /// A certified device that held the session's secret denied it.
+    case denied(by: UUID)
+    /// Nobody answered in time (or only with answers that did not verify).
+    case expired
+    /// The requester cancelled it.
+    case cancelled
+
+    /// The outcome's name: `approved`, `denied`, `expired` or `cancelled`.
+    public var name: String {
+        switch self {
+        case .approved: "approved"
+        case .denied: "denied"
+        case .expired: "expired"
+        case .cancelled: "cancelled"
+        }
+    }
+
+    /// The device whose verified answer decided, for `approved` and `denied`.
+    public var device: UUID? {
+        switch self {
+        case .approved(let device), .denied(let device): device
+        case .expired, .cancelled: nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .approved(let device): "approved by \(device.canonical)"
+        case .denied(let device): "denied by \(device.canonical)"
+        case .expired: "expired"
+        case .cancelled: "cancelled"
+        }
+    }
+}
+
+/// An answer the asking desktop refused: the server's row said decided, but the signed decision
+/// did not hold up (forged, unsigned, by a revoked or uncertified device, for another request or
+/// body, or disagreeing with the row). The request stays pending for the desktop.
+public struct ApprovalRefusal: Error, Sendable, Hashable, CustomStringConvertible {
+    public var requestID: UUID
+    /// The device the row or the decision named, when it named one.
+    public var deviceID: UUID?
+    /// Why, without any of the request's content.
+    public var reason: String
+
+    public var description: String { "answer to \(requestID.canonical) refused: \(reason)" }
+}
+
+/// An approval request this device opened: its row and what it asks. Holds the proof that this
+/// device derived the request's key (`read`), never the session secret.
+public struct OpenedApproval: Sendable {
+    public let request: ApprovalRequestRow
+    public let content: ApprovalContent
+    let read: [UInt8]
+}
+
+/// Approvals end to end (approvals.md), as library calls: a desktop asks and waits; a phone lists,
+/// opens and answers; a notification service extension opens a push's sealed body.
+///
+/// The server carries only the sealed question and the signed answer. The question is sealed
+/// under a key derived from the session secret, so only devices that hold the secret read it;
+/// the answer is signed by the answering device's Ed25519 key and counts only when the asking
+/// desktop verifies it against the user's trust (a certificate under the pinned identity, no
+/// revocation), against its own copy of the request, and against the proof that the answering
+/// device derived the request's key. Approvals need a pinned identity on both sides.
+public struct ApprovalCenter: Sendable {
+    public let local: DeviceStore
+    public let remote: any SyncRemote
+    let logger: Logger?
+
+    /// The shortest and longest time a request may wait (approvals.md).
+    public static let timeouts: ClosedRange<Duration> = .seconds(5) ... .seconds(600)
+
+    /// Creates the center for this device's store and the signed-in remote.
+    public init(local: DeviceStore, remote: any SyncRemote, logger: Logger? = nil) {
+        self.local = local
+        self.remote = remote
+        self.logger = logger
+    }
+
+    /// The remote's approvals, or what a deployment without them answers.
+    func approvals() throws -> any ApprovalRemote {
+        guard let remote = remote as? any ApprovalRemote else {
+            throw RemoteStoreError(.missingFunction, "this remote has no approvals (it needs the approvals migration)")
+        }
+        return remote
+    }
+
+    /// The verified trust records; approvals refuse to run without a pinned identity.
+    func trust() async throws -> TrustSnapshot {
+        guard let snapshot = try await TrustSnapshot.load(local: local, remote: remote) else {
+            throw SyncError(
+                code: .noIdentity,
+                message: "approvals need the user's identity pinned on this device: pair your devices first "
+                    + "(`sync-cli trust init` on the first device, `sync-cli trust join` here)")
+        }
+        return snapshot
+    }
+
+    // MARK: - Asking (the desktop that runs the session)
+
+    /// Asks the user's other devices whether the agent may run `tool`, and waits for a verified
+    /// answer, the request's end, or cancellation.
+    ///
+    /// The request is sealed under the session's current secret and kept here before it is sent;
+    /// the request row is read every `pollInterval` until it ends. A decided row whose signed
+    /// decision does not verify is reported to `onRefused` and the request stays pending here: the
+    /// agent is never told "approved" on the server's word. Cancelling the task cancels the request.
+    ///
+    /// - Parameters:
+    ///   - session: A session this desktop runs.
+    ///   - timeout: How long the question stands, 5 to 600 seconds.
+    /// - Returns: The outcome.
+    /// - Throws: ``SyncError`` `.noIdentity` without a pinned identity, `.unknownSession`;
+    ///   `CryptoError.invalidApprovalContent` for content out of limits; remote errors;
+    ///   `CancellationError` (after cancelling the request).
+    public func request(
+        session: UUID, tool: String, summary: String, detail: String = "", timeout: Duration = .seconds(60),
+        pollInterval: Duration = .seconds(1), onRefused: (@Sendable (ApprovalRefusal) -> Void)? = nil
+    ) async throws -> ApprovalOutcome {
+        guard Self.timeouts.contains(timeout) else { throw CryptoError.invalidApprovalContent }
+        let content = try ApprovalContent(tool: tool, summary: summary, detail: detail)
+        let approvals = try approvals()
+        _ = try await trust()
+        let identity = try await local.requireIdentity()
+        let user = try await signedInUser()
+        let sealed: OwnSealedSecret
+        do {
+            sealed = try await local.ownSealedSecret(sessionID: session)
+        } catch let error as LocalStoreError where error.code == .notFound {
+            throw SyncError(code: .unknownSession, message: "session \(session.canonical) is not one this device runs")
+        }
+        let secret = try await local.openOwnSecret(sessionID: session, generation: sealed.generation)
+        let requestID = UUID()
+        let expiresAt = UInt64(Date().timeIntervalSince1970) + UInt64(timeout.components.seconds)
+        let context = ApprovalRequestContext(
+            userID: user, sessionID: session, requestID: requestID, requesterDeviceID: identity.id,
+            expiresAt: expiresAt,
+            generation: sealed.generation)
+        let body = ByteEncoding.base64(try ApprovalCrypto.seal(content, context: context, secret: secret))
+        let sent = SentApproval(
+            requestID: requestID, sessionID: session, body: body, generation: sealed.generation, expiresAt: expiresAt)
+        try await local.recordSentApproval(sent)
+        let read = try ApprovalCrypto.readProof(secret: secret, requestID: requestID, generation: sealed.generation)
+        _ = try await approvals.requestApproval(
+            sessionID: session, requestID: requestID, requesterDeviceID: identity.id, body: body,
+            generation: sealed.generation,
+            expiresAt: expiresAt)
+        logger?.info("approval \(requestID.canonical) asked for session \(session.canonical)")
+        do {
+            return try await wait(
+                for: sent, read: read, identity: identity.id, user: user, pollInterval: pollInterval,
+                onRefused: onRefused)
+        } catch is CancellationError {
+            // In a task of its own: this one is cancelled, and so would be the call.
+            _ = await Task { try? await approvals.cancelApproval(requestID: requestID) }.value
+            throw CancellationError()
+        }
+    }
+
+    func signedInUser() async throws -> UUID {
+        let identity = try await local.requireIdentity()
+        guard let user = identity.userID, user == remote.userID else {
+            throw SyncError(code: .userMismatch, message: "this store is not logged in as the remote's user")
+        }
+        return user
+    }
+
+    /// Polls the request until it ends with a verified answer, expires or is cancelled.
+    func wait(
+        for sent: SentApproval, read: [UInt8], identity: UUID, user: UUID, pollInterval: Duration,
+        onRefused: (@Sendable (ApprovalRefusal) -> Void)?
+    ) async throws -> ApprovalOutcome {
+        let approvals = try approvals()
+        var refused = Set<String>()
+        while true {
+            try Task.checkCancellation()
+            if let row = try await approvals.approvalRequest(id: sent.requestID) {
+                switch row.status(at: Date()) {
+                case .pending: break
+                case .expired: return .expired
+                case .cancelled: return .cancelled
+                case .approved, .denied:
+                    let verdict = try await verify(row, against: sent, read: read, identity: identity, user: user)
+                    switch verdict {
+                    case .success(let outcome): return outcome
+                    case .failure(let refusal):
+                        // Reported once per distinct answer; the request stays pending here.
+                        if refused.insert(refusal.reason + (row.decisionSignature ?? "")).inserted {
+                            logger?.warning("\(refusal)")
+                            onRefused?(refusal)
+                        }
+                    }
+                }
+            }
+            if UInt64(Date().timeIntervalSince1970) >= sent.expiresAt + 30 { return .expired }
+            try await Task.sleep(for: pollInterval)
+        }
+    }
+
+    /// Whether a decided row's signed decision counts (approvals.md, "What the requesting
+    /// desktop accepts"); only the signed bytes decide.
+    func verify(
+        _ row: ApprovalRequestRow, against sent: SentApproval, read: [UInt8], identity: UUID, user: UUID
+    ) async throws -> Result<ApprovalOutcome, ApprovalRefusal> {
+        func refuse(_ reason: String, device: UUID? = row.decidedByDeviceID) -> Result<ApprovalOutcome, ApprovalRefusal>
+        {
+            .failure(ApprovalRefusal(requestID: sent.requestID, deviceID: device, reason: reason))
+        }
+        guard let bodyText = row.decisionBody, let signatureText = row.decisionSignature,
+            let bytes = try? ByteEncoding.bytes(base64: bodyText)
+        else { return refuse("the row holds no signed decision") }
+        let unverified: ApprovalDecision
+        do {
+            unverified = try ApprovalDecision.parse(bytes)
+        } catch {
+            return refuse("the decision is not a well-formed decision statement")
+        }
+        let trust = try await trust()
+        let device = unverified.deviceID
+        guard trust.revocations[device] == nil else { return refuse("the deciding device is revoked", device: device) }
+        guard let certificate = trust.certificates[device] else {
+            return refuse("the deciding device has no valid certificate", device: device)
+        }
+        guard let sentBody = try? ByteEncoding.bytes(base64: sent.body) else {
+            return refuse("this device's copy of the request is unreadable", device: device)
+        }
+        let expected = ApprovalDecision.Expectation(
+            userID: user, sessionID: sent.sessionID, requestID: sent.requestID, requesterDeviceID: identity,
+            expiresAt: sent.expiresAt, body: sentBody, read: read)
+        let decision: ApprovalDecision
+        do {
+            decision = try ApprovalDecision.accept(
+                SignedStatement(body: bodyText, signature: signatureText), deviceID: device,
+                signingKey: certificate.ed25519PublicKey, expecting: expected)
+        } catch {
+            return refuse(error.description, device: device)
+        }
+        let status = decision.verdict == .approve ? ApprovalStatus.approved : ApprovalStatus.denied
+        guard row.status == status, row.decidedByDeviceID == device else {
+            return refuse(
+                "the row's status or deciding device disagrees with the signed decision (forged)", device: device)
+        }
+        return .success(decision.verdict == .approve ? .approved(by: device) : .denied(by: device))
+    }
+
+    // MARK: - Answering (a phone, a tablet)
+
+    /// The user's pending requests that another device made.
+    public func pending() async throws -> [ApprovalRequestRow] {
+        let me = try await local.requireIdentity().id
+        let now = Date()
+        return try await approvals().approvalRequests(status: .pending).filter {
+            $0.requesterDeviceID != me && $0.status(at: now) == .pending
+        }
+    }
+
+    /// Opens a request with the session secret of its generation that this device holds.
+    ///
+    /// - Throws: ``SyncError`` `.noIdentity` without a pinned identity; `LocalStoreError`
+    ///   `.notFound` when this device holds no secret of that generation;
+    ///   `CryptoError.authenticationFailure` for a body that is not sealed for exactly this
+    ///   request (swapped or forged by the server).
+    public func open(_ request: ApprovalRequestRow) async throws -> OpenedApproval {
+        _ = try await trust()
+        let user = try await signedInUser()
+        guard request.userID == user else { throw CryptoError.authenticationFailure }
+        let secret = try await local.openReceived(sessionID: request.sessionID, generation: request.generation).secret
+        let context = ApprovalRequestContext(
+            userID: user, sessionID: request.sessionID, requestID: request.id,
+            requesterDeviceID: request.requesterDeviceID,
+            expiresAt: request.expiresAt, generation: request.generation)
+        let content = try ApprovalCrypto.open(body: request.body, context: context, secret: secret)
+        let read = try ApprovalCrypto.readProof(secret: secret, requestID: request.id, generation: request.generation)
+        return OpenedApproval(request: request, content: content, read: read)
+    }
+
+    /// Answers an opened request: a decision signed with this device's signing key, over the
+    /// request's exact body and the proof this device derived its key.
+    ///
+    /// - Returns: The remote's answer: accepted, or who decided first.
+    public func answer(
+        _ opened: OpenedApproval, verdict: ApprovalVerdict, now: Date = Date()
+    ) async throws -> ApprovalAnswered {
+        let identity = try await local.requireIdentity()
+        let user = try await signedInUser()
+        let request = opened.request
+        let decision = ApprovalDecision(
+            userID: user, sessionID: request.sessionID, requestID: request.id, deviceID: identity.id,
+            verdict: verdict == .approve ? .approve : .deny,
+            bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: request.body)),
+            read: opened.read, decidedAt: UInt64(max(0, now.timeIntervalSince1970)))
+        let signed = decision.signed(by: try await local.signingKey())
+        return try await approvals().answerApproval(
+            requestID: request.id, deviceID: identity.id, verdict: verdict, decisionBody: signed.body,
+            decisionSignature: signed.signature)
+    }
+
+    // MARK: - A notification service extension
+
+    /// Opens the `sealed` field of an approval push with the session secret this device holds,
+    /// and returns what the request asks, nothing else.
+    ///
+    /// - Parameters:
+    ///   - payload: The push's JSON (`type` `approval`, `requestId`, `sessionId`,
+    ///     `requesterDeviceId`, `generation`, `expiresAt`, `sealed`).
+    ///   - store: This device's store (its identity, its received envelopes).
+    /// - Throws: `CryptoError.authenticationFailure` for a payload that is not an approval push
+    ///   sealed for this device's user (or that carries no `sealed`: read the request by id);
+    ///   `LocalStoreError` `.notFound` without the secret.
+    public static func openNotification(_ payload: Data, store: DeviceStore) async throws -> ApprovalContent {
+        guard let object = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any],
+            object["type"] as? String == "approval", let sealed = object["sealed"] as? String,
+            let request = (object["requestId"] as? String).flatMap(UUID.parse),
+            let session = (object["sessionId"] as? String).flatMap(UUID.parse),
+            let requester = (object["requesterDeviceId"] as? String).flatMap(UUID.parse),
+            let generation = (object["generation"] as? NSNumber).flatMap({ UInt32(exactly: $0.int64Value) }),
+            let expires = (object["expiresAt"] as? NSNumber).flatMap({ UInt64(exactly: $0.int64Value) })
+        else { throw CryptoError.authenticationFailure }
+        guard let user = try await store.requireIdentity().userID else { throw CryptoError.authenticationFailure }
+        let secret = try await store.openReceived(sessionID: session, generation: generation).secret
+        let context = ApprovalRequestContext(
+            userID: user, sessionID: session, requestID: request, requesterDeviceID: requester, expiresAt: expires,
+            generation: generation)
+        return try ApprovalCrypto.open(body: sealed, context: context, secret: secret)
+    }
+}

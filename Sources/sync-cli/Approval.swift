@@ -1,0 +1,284 @@
+import ArgumentParser
+import Foundation
+import LocalStore
+import PostLoginSync
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+extension ApprovalVerdict: ExpressibleByArgument {}
+
+/// How `approval request` leaves the program (approvals.md).
+enum ApprovalExit {
+    static let denied: Int32 = 5
+    static let expired: Int32 = 6
+
+    static let help = """
+        Exit status: 0 approved; 5 denied; 6 expired or cancelled; 1 nothing was asked (no pinned \
+        identity, not a session of this device, content out of limits, the remote refused); 4 the \
+        user's identity key changed.
+        """
+}
+
+extension SyncCLI {
+    struct Approval: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "approval",
+            abstract:
+                "Ask the user's other devices before the agent runs a tool; list, show and answer such questions.",
+            discussion: """
+                The question is sealed under a key derived from the session's secret, so the server \
+                (and Apple, which carries the push) sees only ciphertext; the answer is signed by the \
+                answering device and counts only once this desktop verified it against the user's \
+                trust. The first answer wins; the others are told who answered. Needs paired devices \
+                (`sync-cli trust`).
+                """,
+            subcommands: [Request.self, List.self, Show.self, Answer.self, Clear.self],
+            aliases: ["approvals"]
+        )
+    }
+}
+
+/// The store, the remote and the approval center for one command.
+struct ApprovalContext {
+    let store: DeviceStore
+    let center: ApprovalCenter
+
+    init(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws {
+        store = try storeOptions.open()
+        let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+        center = ApprovalCenter(local: store, remote: remote)
+    }
+
+    /// Runs `body`, turning the failures a person can fix into a message that says how.
+    func run<T>(_ body: (ApprovalCenter) async throws -> T) async throws -> T {
+        do {
+            return try await body(center)
+        } catch let error as SyncError {
+            printError("Error: \(error.message)")
+            throw ExitCode(error.code == .identityChanged ? TrustExit.identityChanged : 1)
+        } catch let error as RemoteStoreError where error.code == .missingFunction || error.code == .missingTable {
+            throw CLIError("the remote has no approvals; apply the project's supabase/migrations/*_approvals.sql to it")
+        } catch CryptoError.invalidApprovalContent {
+            throw CLIError(
+                "the question is outside the limits: --tool 1-64 characters, --summary 1-200, --detail up to 2,000 "
+                    + "(no control characters but new lines and tabs in the detail), 4,096 bytes in all; --timeout 5-600 seconds"
+            )
+        }
+    }
+
+    /// A request of the user's, by id or unambiguous prefix.
+    func request(_ text: String) async throws -> ApprovalRequestRow {
+        let all = try await run { center in
+            guard let remote = center.remote as? any ApprovalRemote else {
+                throw RemoteStoreError(.missingFunction, "no approvals")
+            }
+            return try await remote.approvalRequests(status: nil)
+        }
+        let id = try resolveID(text, among: all.map(\.id), kind: "approval request")
+        guard let row = all.first(where: { $0.id == id }) else { throw CLIError("no approval request \(id.canonical)") }
+        return row
+    }
+}
+
+/// What `approval list` and `approval show` print of a request: never its content.
+struct ApprovalSummary: Encodable {
+    let requestId: String
+    let sessionId: String
+    let requesterDeviceId: String
+    let status: String
+    let createdAt: String?
+    let expiresAt: UInt64
+    let decidedByDeviceId: String?
+    let decidedAt: String?
+
+    init(_ row: ApprovalRequestRow, now: Date = Date()) {
+        requestId = row.id.canonical
+        sessionId = row.sessionID.canonical
+        requesterDeviceId = row.requesterDeviceID.canonical
+        status = row.status(at: now).rawValue
+        createdAt = row.createdAt.map(Timestamp.format)
+        expiresAt = row.expiresAt
+        decidedByDeviceId = row.decidedByDeviceID?.canonical
+        decidedAt = row.decidedAt.map(Timestamp.format)
+    }
+}
+
+extension SyncCLI.Approval {
+    struct Request: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Ask whether the agent may run a tool, and wait for the answer.",
+            discussion: """
+                Waits until a paired device answers (and the answer verifies), the question expires, \
+                or it is cancelled: Ctrl-C or SIGTERM cancels it, which clears the prompt on the other devices.
+
+                \(ApprovalExit.help)
+                """
+        )
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Argument(help: "The session's id or an unambiguous prefix.") var session: String
+        @Option(help: "The tool the agent wants to run (1-64 characters).") var tool: String
+        @Option(help: "What it would do, in one line (1-200 characters).") var summary: String
+        @Option(help: "More detail (up to 2,000 characters).") var detail: String = ""
+        @Option(help: "Seconds the question stands (5-600).") var timeout = 60
+        @Flag(help: "Print the outcome as JSON.") var json = false
+
+        func validate() throws {
+            guard (5...600).contains(timeout) else { throw ValidationError("--timeout must be 5 to 600 seconds") }
+        }
+
+        func run() async throws {
+            let context = try await ApprovalContext(storeOptions, remoteOptions)
+            let id = try resolveID(session, among: try await context.store.sessions().map(\.id), kind: "session")
+            if !json { output("Asked the user's other devices; waiting up to \(timeout) s for an answer...") }
+            let (tool, summary, detail, timeout) = (tool, summary, detail, timeout)
+            let asking = Task {
+                try await context.run { center in
+                    try await center.request(
+                        session: id, tool: tool, summary: summary, detail: detail, timeout: .seconds(timeout),
+                        onRefused: { refusal in printError("Warning: \(refusal.description)") })
+                }
+            }
+            // SIGINT and SIGTERM cancel the request (its other devices' prompts clear) and exit 6.
+            signal(SIGINT, SIG_IGN)
+            signal(SIGTERM, SIG_IGN)
+            let sources = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { asking.cancel() }
+                source.resume()
+                return source
+            }
+            defer { sources.forEach { $0.cancel() } }
+            let outcome: ApprovalOutcome
+            do {
+                outcome = try await asking.value
+            } catch is CancellationError {
+                outcome = .cancelled
+            }
+            if json {
+                var object = ["outcome": outcome.name]
+                object["deviceId"] = outcome.device?.canonical
+                try printJSON(object)
+            } else {
+                output("The request was \(outcome).")
+            }
+            switch outcome {
+            case .approved: return
+            case .denied: throw ExitCode(ApprovalExit.denied)
+            case .expired, .cancelled: throw ExitCode(ApprovalExit.expired)
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "List the user's approval requests, newest first, with who answered and when (never what they ask).")
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Flag(help: "Only the pending ones another device asked (what this device may answer).") var pending = false
+        @Flag(help: "Print the list as JSON.") var json = false
+
+        func run() async throws {
+            let context = try await ApprovalContext(storeOptions, remoteOptions)
+            let rows = try await context.run { center in
+                if pending { return try await center.pending() }
+                guard let remote = center.remote as? any ApprovalRemote else {
+                    throw RemoteStoreError(.missingFunction, "no approvals")
+                }
+                return try await remote.approvalRequests(status: nil)
+            }
+            let summaries = rows.map { ApprovalSummary($0) }
+            if json { return try printJSON(summaries) }
+            if summaries.isEmpty { output(pending ? "No pending approval requests." : "No approval requests.") }
+            for item in summaries {
+                let decided = item.decidedByDeviceId.map { " by \($0) at \(item.decidedAt ?? "?")" } ?? ""
+                output("\(item.requestId)  session \(item.sessionId.prefix(8))  \(item.status)\(decided)")
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Open one approval request with this device's copy of the session secret and show what it asks.")
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Argument(help: "The request's id or an unambiguous prefix.") var request: String
+        @Flag(help: "Print it as JSON.") var json = false
+
+        func run() async throws {
+            let context = try await ApprovalContext(storeOptions, remoteOptions)
+            let row = try await context.request(request)
+            let opened = try await context.run { try await $0.open(row) }
+            if json {
+                return try printJSON([
+                    "requestId": row.id.canonical, "status": row.status(at: Date()).rawValue,
+                    "tool": opened.content.tool,
+                    "summary": opened.content.summary, "detail": opened.content.detail,
+                ])
+            }
+            output(
+                "Request \(row.id.canonical) (\(row.status(at: Date()).rawValue)), session \(row.sessionID.canonical)")
+            output("Tool:    \(opened.content.tool)")
+            output("Summary: \(opened.content.summary)")
+            if !opened.content.detail.isEmpty { output("Detail:\n\(opened.content.detail)") }
+        }
+    }
+
+    struct Answer: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Approve or deny a request this device can open; the first answer wins.",
+            discussion: "The answer is signed with this device's signing key; the asking desktop checks it.")
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Argument(help: "The request's id or an unambiguous prefix.") var request: String
+        @Argument(help: "approve or deny.") var verdict: ApprovalVerdict
+        @Flag(help: "Print the remote's answer as JSON.") var json = false
+
+        func run() async throws {
+            let context = try await ApprovalContext(storeOptions, remoteOptions)
+            let row = try await context.request(request)
+            let answered = try await context.run { center in
+                try await center.answer(try await center.open(row), verdict: verdict)
+            }
+            if json { return try printJSON(answered) }
+            if answered.accepted {
+                output("Answered \(verdict.rawValue) for \(row.id.canonical).")
+            } else {
+                let by = answered.decidedBy.map { " by \($0.canonical)" } ?? ""
+                output("Not recorded: the request was already \(answered.status.rawValue)\(by).")
+                throw ExitCode(1)
+            }
+        }
+    }
+
+    struct Clear: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Clear an answered approval prompt on the user's other devices.",
+            discussion: """
+                Queues the silent payload {"aps":{"content-available":1},"clearApprovalId":..., \
+                "reason":"approved_on_other_device"} for every valid device token but the excluded \
+                one, once per request and token: asking again queues nothing new and answers the same.
+                """
+        )
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Argument(help: "The approval request's id.") var requestID: String
+        @Option(
+            name: .customLong("exclude-token"), help: "A device token not to notify (the answering device's own).")
+        var excludeToken: String?
+        @Flag(help: "Print the design's response as JSON.") var json = false
+
+        func run() async throws {
+            let context = try await CoordinationContext(storeOptions, remoteOptions)
+            let result = try await context.run {
+                try await $0.clearApproval(requestID: requestID, excludingToken: excludeToken)
+            }
+            if json { return try printJSON(result) }
+            output(
+                "Cleared approval \(requestID): \(result.devicesNotified) device\(result.devicesNotified == 1 ? "" : "s") notified."
+            )
+        }
+    }
+}

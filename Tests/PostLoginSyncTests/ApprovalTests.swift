@@ -1,0 +1,739 @@
+import DeviceTrust
+import Foundation
+import GRDB
+import Logging
+import RemoteStore
+import SecretCrypto
+import SyncModel
+import SyncTestSupport
+import Synchronization
+import Testing
+
+@testable import EmbeddedRemote
+@testable import LocalStore
+@testable import PostLoginSync
+
+/// A desktop (the trust root) with sessions, a phone and a tablet paired with it and holding
+/// the sessions' secrets, each device with a push token; for the threats of approvals.md.
+struct ApprovalWorld {
+    let world: World
+    let desktop: World.Device
+    let phone: World.Device
+    let tablet: World.Device
+    let root: DeviceTrustManager
+    let logs = LogLines()
+    /// Each device's push token.
+    let tokens: [UUID: String]
+
+    static func make(_ backend: Backend, sessions: Int = 2) async throws -> ApprovalWorld {
+        let world = try World(backend)
+        let phone = try await world.device("phone", role: .mobile)
+        let tablet = try await world.device("tablet", role: .mobile, type: .iosTablet)
+        let desktop = try await world.desktop(sessions: sessions)
+        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote())
+        try await root.initialize()
+        try await TrustThreatTests.join(phone, world: world, root: root)
+        try await TrustThreatTests.join(tablet, world: world, root: root)
+        #expect(try await desktop.engine.push().outcome == .success)
+        #expect(try await phone.engine.pull().outcome == .success)
+        #expect(try await tablet.engine.pull().outcome == .success)
+        var tokens: [UUID: String] = [:]
+        for device in [desktop, phone, tablet] {
+            // Unique: on the stack a token another test's user holds would not move here.
+            let token = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
+            try await world.remote().registerPushToken(
+                PushTokenRegistration(deviceID: device.identity.id, token: token))
+            tokens[device.identity.id] = token
+        }
+        return ApprovalWorld(world: world, desktop: desktop, phone: phone, tablet: tablet, root: root, tokens: tokens)
+    }
+
+    func center(_ device: World.Device) throws -> ApprovalCenter {
+        ApprovalCenter(
+            local: device.store, remote: try world.remote(), logger: Logger(label: "approvals") { _ in logs })
+    }
+
+    var session: UUID {
+        get async throws { try #require(try await desktop.store.sessions().first).id }
+    }
+
+    /// The desktop asks in the background; returns the task and the request as the phone lists it.
+    func ask(
+        tool: String = "Bash", summary: String = "npm test", detail: String = "", timeout: Duration = .seconds(60),
+        refusals: Refusals? = nil
+    ) async throws -> (Task<ApprovalOutcome, Error>, ApprovalRequestRow) {
+        let asking = try center(desktop)
+        let phoneCenter = try center(phone)
+        let session = try await session
+        let before = Set(try await phoneCenter.pending().map(\.id))
+        let task = Task {
+            try await asking.request(
+                session: session, tool: tool, summary: summary, detail: detail, timeout: timeout,
+                pollInterval: .milliseconds(20), onRefused: { refusals?.add($0) })
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if let row = try await phoneCenter.pending().first(where: { !before.contains($0.id) }) {
+                return (task, row)
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        task.cancel()
+        throw CancellationError()
+    }
+
+    /// Runs SQL as the service role (the stack's superuser, or the embedded file itself).
+    func asServiceRole(_ sql: String) async throws {
+        try await TrustThreatTests.asServiceRole(world, sql)
+    }
+
+    /// Every text the remote holds, table by table, read with the service role's powers.
+    func everything() async throws -> String {
+        switch world.backend {
+        case .embedded:
+            let queue = try DatabaseQueue(path: world.directory.appendingPathComponent("remote.sqlite").path)
+            return try await queue.read { db in
+                var out = ""
+                for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") {
+                    for row in try Row.fetchAll(db, sql: "SELECT * FROM \"\(table)\"") { out += "\(row)\n" }
+                }
+                return out
+            }
+        case .postgrest:
+            let stack = try StackEnvironment.require()
+            let tables = try stack.sql(
+                "SELECT table_schema || '.' || table_name FROM information_schema.tables "
+                    + "WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')")
+            var out = ""
+            for table in tables.split(separator: "\n") {
+                let parts = table.split(separator: ".")
+                out +=
+                    try stack.sql(
+                        "SELECT coalesce(string_agg(t::text, E'\\n'), '') FROM \"\(parts[0])\".\"\(parts[1])\" t")
+                    + "\n"
+            }
+            return out
+        }
+    }
+
+    /// The outbox rows of one request: alerts and clearings.
+    func outbox(_ request: UUID) async throws -> (alerts: [OutboxEntry], clearings: [OutboxEntry]) {
+        let rows = try await world.remote().listOutbox(limit: 1_000)
+        return (
+            rows.filter { $0.collapseID == "approval-request-" + request.canonical },
+            rows.filter { $0.collapseID == "approval-" + request.canonical }
+        )
+    }
+}
+
+/// Refusals reported while a desktop waits.
+final class Refusals: Sendable {
+    let list = Mutex<[ApprovalRefusal]>([])
+    func add(_ refusal: ApprovalRefusal) { list.withLock { $0.append(refusal) } }
+    var count: Int { list.withLock { $0.count } }
+    var last: ApprovalRefusal? { list.withLock { $0.last } }
+
+    /// Waits until `count` refusals arrived.
+    func wait(for count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while self.count < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(self.count >= count, "no refusal reported")
+    }
+}
+
+@Suite("Approvals: the threats of approvals.md")
+struct ApprovalTests {
+    static var remotes: [Backend] { Backend.available }
+
+    @Test("a request opened on the phone and approved reaches the desktop as approved by the phone", arguments: remotes)
+    func approvedEndToEnd(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let (task, row) = try await w.ask(tool: "Bash", summary: "npm test", detail: "cd app\nnpm test")
+        let opened = try await w.center(w.phone).open(row)
+        #expect(opened.content.tool == "Bash" && opened.content.summary == "npm test")
+        #expect(opened.content.detail == "cd app\nnpm test")
+        let answered = try await w.center(w.phone).answer(opened, verdict: .approve)
+        #expect(answered.accepted && answered.status == .approved && answered.decidedBy == w.phone.identity.id)
+        #expect(try await task.value == .approved(by: w.phone.identity.id))
+        // The alert went to the other devices' tokens only, with generic text; the clearing to all but the phone.
+        let (alerts, clearings) = try await w.outbox(row.id)
+        #expect(Set(alerts.map(\.token)) == [w.tokens[w.phone.identity.id]!, w.tokens[w.tablet.identity.id]!])
+        for alert in alerts {
+            let payload = try #require(JSONSerialization.jsonObject(with: Data(alert.payload.utf8)) as? [String: Any])
+            let aps = try #require(payload["aps"] as? [String: Any])
+            #expect(aps["category"] as? String == "APPROVAL_REQUEST")
+            #expect((aps["alert"] as? [String: String])?["title"] == "Approval needed")
+            #expect(payload["sealed"] as? String == row.body)
+            #expect(alert.pushType == "alert" && alert.priority == 10)
+        }
+        #expect(Set(clearings.map(\.token)) == [w.tokens[w.desktop.identity.id]!, w.tokens[w.tablet.identity.id]!])
+        #expect(clearings.allSatisfy { $0.payload.contains("approved_on_other_device") })
+        // Audit: the row keeps who answered and when.
+        let stored = try #require(try await w.world.remote().approvalRequest(id: row.id))
+        #expect(
+            stored.status == .approved && stored.decidedByDeviceID == w.phone.identity.id && stored.decidedAt != nil)
+    }
+
+    @Test(
+        "a denied request ends denied; the push's sealed field opens to tool, summary and detail only",
+        arguments: remotes)
+    func deniedAndNotification(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let (task, row) = try await w.ask(tool: "Edit", summary: "Sources/App.swift", detail: "line 3")
+        let (alerts, _) = try await w.outbox(row.id)
+        let alert = try #require(alerts.first { $0.deviceID == w.tablet.identity.id })
+        let content = try await ApprovalCenter.openNotification(Data(alert.payload.utf8), store: w.tablet.store)
+        #expect(content.tool == "Edit" && content.summary == "Sources/App.swift" && content.detail == "line 3")
+        // A payload whose fields the server changed does not open.
+        var object = try #require(JSONSerialization.jsonObject(with: Data(alert.payload.utf8)) as? [String: Any])
+        object["expiresAt"] = (object["expiresAt"] as? Int ?? 0) + 1
+        await #expect(throws: CryptoError.authenticationFailure) {
+            try await ApprovalCenter.openNotification(
+                JSONSerialization.data(withJSONObject: object), store: w.tablet.store)
+        }
+        let answered = try await w.center(w.tablet).answer(w.center(w.tablet).open(row), verdict: .deny)
+        #expect(answered.accepted)
+        #expect(try await task.value == .denied(by: w.tablet.identity.id))
+    }
+
+    // MARK: 1
+
+    @Test(
+        "1. decisions the service role writes (no valid signature, a revoked or uncertified device, another request or body, a status the signature does not say) are reported and not accepted",
+        arguments: remotes)
+    func forgedDecisions(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let refusals = Refusals()
+        let (task, row) = try await w.ask(refusals: refusals)
+        let phoneKey = try await w.phone.store.signingKey()
+        let tabletKey = try await w.tablet.store.signingKey()
+        let opened = try await w.center(w.phone).open(row)
+        let body = try ByteEncoding.bytes(base64: row.body)
+        func decision(
+            device: UUID, verdict: ApprovalDecision.Verdict = .approve, request: UUID? = nil, bodyHash: [UInt8]? = nil
+        ) -> ApprovalDecision {
+            ApprovalDecision(
+                userID: w.world.user, sessionID: row.sessionID, requestID: request ?? row.id, deviceID: device,
+                verdict: verdict, bodyHash: bodyHash ?? SHA256.hash(body), read: opened.read,
+                decidedAt: UInt64(Date().timeIntervalSince1970))
+        }
+        func plant(_ statement: SignedStatement, status: String = "approved", by device: UUID) async throws {
+            try await w.asServiceRole(
+                """
+                UPDATE approval_requests SET status = '\(status)', decided_by_device_id = '\(device.canonical)',
+                    decision_body = '\(statement.body)', decision_signature = '\(statement.signature)'
+                WHERE id = '\(row.id.canonical)'
+                """)
+        }
+        let phone = w.phone.identity.id
+        var planted = 0
+        func expectRefused(_ what: String, _ reason: String) async throws {
+            planted += 1
+            try await refusals.wait(for: planted)
+            #expect(refusals.last?.reason.contains(reason) == true, "\(what): \(refusals.last?.reason ?? "none")")
+            #expect(!(refusals.last?.description.contains("npm test") ?? true))
+        }
+
+        // No valid signature: the phone's genuine decision under 64 random bytes.
+        let genuine = decision(device: phone).signed(by: phoneKey)
+        try await plant(
+            SignedStatement(
+                body: genuine.body,
+                signature: ByteEncoding.base64(SecureBytes(randomCount: 64).withUnsafeBytes { Array($0) })),
+            by: phone)
+        try await expectRefused("no valid signature", "does not verify")
+        // Signed by an uncertified device (a key the server made up, a row it inserted).
+        let stranger = UUID()
+        try await plant(decision(device: stranger).signed(by: Ed25519PrivateKey()), by: stranger)
+        try await expectRefused("uncertified", "no valid certificate")
+        // Signed by the phone for another request, and for another body.
+        try await plant(decision(device: phone, request: UUID()).signed(by: phoneKey), by: phone)
+        try await expectRefused("another request", "another user, session or request")
+        try await plant(decision(device: phone, bodyHash: SHA256.hash(body + [0])).signed(by: phoneKey), by: phone)
+        try await expectRefused("another body", "another request body")
+        // The phone signed deny; the row says approved.
+        try await plant(decision(device: phone, verdict: .deny).signed(by: phoneKey), status: "approved", by: phone)
+        try await expectRefused("status", "disagrees with the signed decision")
+        // The row names the tablet, the signature is the phone's.
+        try await plant(genuine, by: w.tablet.identity.id)
+        try await expectRefused("decided_by", "disagrees with the signed decision")
+        // Signed by a device revoked since.
+        let tabletDecision = decision(device: w.tablet.identity.id).signed(by: tabletKey)
+        _ = try await w.root.revoke([w.tablet.identity.id])
+        try await plant(tabletDecision, by: w.tablet.identity.id)
+        try await expectRefused("revoked", "revoked")
+        try await Task.sleep(for: .milliseconds(100))
+        // The agent was never told anything: the desktop still waits.
+        #expect(refusals.count == planted)
+        try await w.asServiceRole(
+            """
+            UPDATE approval_requests SET status = 'pending', decided_by_device_id = NULL, decision_body = NULL,
+                decision_signature = NULL WHERE id = '\(row.id.canonical)'
+            """)
+        // The genuine answer still counts.
+        #expect(try await w.center(w.phone).answer(opened, verdict: .approve).accepted)
+        #expect(try await task.value == .approved(by: phone))
+    }
+
+    // MARK: 2
+
+    @Test(
+        "2. a swapped or forged body does not open; a decision over another body is refused; a certified device without the secret cannot prove it read the request",
+        arguments: remotes)
+    func swappedBody(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let refusals = Refusals()
+        let (first, row1) = try await w.ask(summary: "first", refusals: refusals)
+        let (second, row2) = try await w.ask(summary: "second")
+        // The server swaps the bodies, or writes one of its own with the right header.
+        try await w.asServiceRole(
+            "UPDATE approval_requests SET body = '\(row2.body)' WHERE id = '\(row1.id.canonical)'")
+        let swapped = try #require(try await w.world.remote().approvalRequest(id: row1.id))
+        await #expect(throws: CryptoError.authenticationFailure) { try await w.center(w.phone).open(swapped) }
+        var raw = try ByteEncoding.bytes(base64: row1.body)
+        raw[30] ^= 1
+        var forged = row1
+        forged.body = ByteEncoding.base64(raw)
+        await #expect(throws: CryptoError.authenticationFailure) { try await w.center(w.phone).open(forged) }
+        var moved = row1
+        moved.expiresAt += 60
+        await #expect(throws: CryptoError.authenticationFailure) { try await w.center(w.phone).open(moved) }
+
+        // A device that holds the secret answers the swapped body: the desktop hashes its own copy.
+        let secret = try await w.phone.store.openReceived(sessionID: row1.sessionID, generation: row1.generation).secret
+        let read = try ApprovalCrypto.readProof(secret: secret, requestID: row1.id, generation: row1.generation)
+        let overSwapped = ApprovalDecision(
+            userID: w.world.user, sessionID: row1.sessionID, requestID: row1.id, deviceID: w.phone.identity.id,
+            verdict: .approve, bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: row2.body)), read: read,
+            decidedAt: UInt64(Date().timeIntervalSince1970)
+        ).signed(by: try await w.phone.store.signingKey())
+        let answered = try await (w.world.remote()).answerApproval(
+            requestID: row1.id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: overSwapped.body,
+            decisionSignature: overSwapped.signature)
+        #expect(answered.accepted, "the server cannot tell; the desktop must")
+        try await refusals.wait(for: 1)
+        #expect(refusals.last?.reason.contains("another request body") == true)
+        first.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        #expect(
+            try await w.world.remote().approvalRequest(id: row1.id)?.status == .approved,
+            "cancel changes nothing once decided")
+
+        // A certified device that never received the session's secret.
+        let viewer = try await w.world.device("viewer", role: .mobile)
+        try await TrustThreatTests.join(viewer, world: w.world, root: w.root)
+        await #expect(throws: LocalStoreError.self) { try await w.center(viewer).open(row2) }
+        let guess = ApprovalDecision(
+            userID: w.world.user, sessionID: row2.sessionID, requestID: row2.id, deviceID: viewer.identity.id,
+            verdict: .approve, bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: row2.body)),
+            read: SecureBytes(randomCount: 32).withUnsafeBytes { Array($0) },
+            decidedAt: UInt64(Date().timeIntervalSince1970)
+        ).signed(by: try await viewer.store.signingKey())
+        let refusals2 = Refusals()
+        let waiting = Task {
+            try await w.center(w.desktop).wait(
+                for: try #require(try await w.desktop.store.sentApproval(requestID: row2.id)),
+                read: try ApprovalCrypto.readProof(secret: secret, requestID: row2.id, generation: row2.generation),
+                identity: w.desktop.identity.id, user: w.world.user, pollInterval: .milliseconds(20),
+                onRefused: { refusals2.add($0) })
+        }
+        #expect(
+            try await w.world.remote(as: w.world.user).answerApproval(
+                requestID: row2.id, deviceID: viewer.identity.id, verdict: .approve, decisionBody: guess.body,
+                decisionSignature: guess.signature
+            ).accepted)
+        try await refusals2.wait(for: 1)
+        #expect(refusals2.last?.reason.contains("never held the secret") == true)
+        waiting.cancel()
+        second.cancel()
+        _ = await (try? waiting.value, try? second.value)
+    }
+
+    // MARK: 3
+
+    @Test(
+        "3. two devices answering at once, 20 times: one decision each time, the loser told who won, one clearing push per other token",
+        arguments: remotes)
+    func raceToAnswer(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        for round in 0..<20 {
+            let (task, row) = try await w.ask(summary: "round \(round)")
+            let phone = try await w.center(w.phone).open(row)
+            let tablet = try await w.center(w.tablet).open(row)
+            async let a = w.center(w.phone).answer(phone, verdict: .approve)
+            async let b = w.center(w.tablet).answer(tablet, verdict: .deny)
+            let (fromPhone, fromTablet) = try await (a, b)
+            #expect([fromPhone.accepted, fromTablet.accepted].filter { $0 }.count == 1, "round \(round)")
+            let (winner, loser) = fromPhone.accepted ? (w.phone, w.tablet) : (w.tablet, w.phone)
+            let lost = fromPhone.accepted ? fromTablet : fromPhone
+            #expect(lost.decidedBy == winner.identity.id && lost.status == (fromPhone.accepted ? .approved : .denied))
+            let outcome = try await task.value
+            #expect(
+                outcome == (fromPhone.accepted ? .approved(by: w.phone.identity.id) : .denied(by: w.tablet.identity.id))
+            )
+            let (_, clearings) = try await w.outbox(row.id)
+            #expect(
+                clearings.map(\.token).sorted()
+                    == [w.tokens[w.desktop.identity.id]!, w.tokens[loser.identity.id]!].sorted(),
+                "round \(round)")
+            let stored = try #require(try await w.world.remote().approvalRequest(id: row.id))
+            #expect(stored.decidedByDeviceID == winner.identity.id)
+        }
+    }
+
+    // MARK: 4
+
+    @Test("4. an answer after expiry or cancellation is refused and changes nothing", arguments: remotes)
+    func lateAnswers(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        // Cancelled: the desktop's task is cancelled, which cancels the request.
+        let (cancelled, row) = try await w.ask()
+        let opened = try await w.center(w.phone).open(row)
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(try await w.world.remote().approvalRequest(id: row.id)?.status == .cancelled)
+        let (_, cleared) = try await w.outbox(row.id)
+        #expect(cleared.count == 2 && cleared.allSatisfy { $0.payload.contains("\"cancelled\"") })
+        let before = try await w.snapshot([w.world.user])
+        let late = try await w.center(w.phone).answer(opened, verdict: .approve)
+        #expect(!late.accepted && late.status == .cancelled && late.decidedBy == nil)
+        #expect(try await w.snapshot([w.world.user]) == before)
+
+        // Expired: past its time, an answer is refused and nothing is written.
+        let (expiring, row2) = try await w.ask()
+        let opened2 = try await w.center(w.phone).open(row2)
+        let past = UInt64(Date().timeIntervalSince1970) - 1
+        try await w.asServiceRole("UPDATE approval_requests SET expires_at = \(past) WHERE id = '\(row2.id.canonical)'")
+        let before2 = try await w.snapshot([w.world.user])
+        let late2 = try await w.center(w.phone).answer(opened2, verdict: .approve)
+        #expect(!late2.accepted && late2.status == .expired)
+        #expect(try await w.snapshot([w.world.user]) == before2)
+        #expect(try await expiring.value == .expired)
+        // The delivery worker's pass marks it expired and queues the clearing once.
+        #expect(try await w.expire() == 1)
+        #expect(try await w.expire() == 0)
+        let (_, clearings) = try await w.outbox(row2.id)
+        #expect(clearings.count == 3 && clearings.allSatisfy { $0.payload.contains("\"timeout\"") })
+        #expect(try await w.world.remote().approvalRequest(id: row2.id)?.status == .expired)
+    }
+
+    // MARK: 5
+
+    @Test(
+        "5. another user's session, device or request in any argument: 42501, and nothing changes", arguments: remotes)
+    func otherUsers(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        // Another user with a desktop, a session on the remote and a pending request.
+        let other = UUID()
+        let store = try DeviceStore(directory: w.world.directory.appendingPathComponent("other"))
+        let identity = try await store.createIdentity(
+            name: "other", deviceType: .linuxDesktop, hostname: nil, role: .desktop)
+        try await store.setUserID(other)
+        let repository = RepositoryRecord(
+            userID: other, deviceID: identity.id, name: "r", localPath: "/r", remoteURL: nil, defaultBranch: "main")
+        try await store.upsertRepositories([repository])
+        try await store.createSession(
+            SessionRecord(
+                userID: other, deviceID: identity.id, repositoryID: repository.id, title: "t", sessionPID: 1,
+                workingDirectory: "/r"))
+        let theirs = try w.world.remote(as: other)
+        #expect(try await SyncEngine(local: store, remote: theirs).push().outcome == .success)
+        let theirSession = try #require(try await store.sessions().first).id
+        let body = ByteEncoding.base64([1, 0, 0, 0, 1] + SecureBytes(randomCount: 60).withUnsafeBytes { Array($0) })
+        let theirRequest = UUID()
+        let expires = UInt64(Date().timeIntervalSince1970) + 60
+        _ = try await theirs.requestApproval(
+            sessionID: theirSession, requestID: theirRequest, requesterDeviceID: identity.id, body: body, generation: 1,
+            expiresAt: expires)
+
+        let mine = try w.world.remote()
+        let mySession = try await w.session
+        let decision = ByteEncoding.base64([UInt8](repeating: 7, count: 29 + 4 * 37 + 1 + 32 + 32 + 8))
+        let signature = ByteEncoding.base64([UInt8](repeating: 9, count: 64))
+        let before = try await w.snapshot([w.world.user, other])
+        let calls: [(String, () async throws -> Void)] = [
+            (
+                "their session",
+                {
+                    _ = try await mine.requestApproval(
+                        sessionID: theirSession, requestID: UUID(), requesterDeviceID: w.desktop.identity.id,
+                        body: body, generation: 1, expiresAt: expires)
+                }
+            ),
+            (
+                "their device",
+                {
+                    _ = try await mine.requestApproval(
+                        sessionID: mySession, requestID: UUID(), requesterDeviceID: identity.id, body: body,
+                        generation: 1, expiresAt: expires)
+                }
+            ),
+            (
+                "their request id",
+                {
+                    _ = try await mine.requestApproval(
+                        sessionID: mySession, requestID: theirRequest, requesterDeviceID: w.desktop.identity.id,
+                        body: body, generation: 1, expiresAt: expires)
+                }
+            ),
+            (
+                "answer their request",
+                {
+                    _ = try await mine.answerApproval(
+                        requestID: theirRequest, deviceID: w.phone.identity.id, verdict: .approve,
+                        decisionBody: decision, decisionSignature: signature)
+                }
+            ),
+            (
+                "answer as their device",
+                {
+                    _ = try await mine.answerApproval(
+                        requestID: theirRequest, deviceID: identity.id, verdict: .approve, decisionBody: decision,
+                        decisionSignature: signature)
+                }
+            ),
+            ("cancel their request", { _ = try await mine.cancelApproval(requestID: theirRequest) }),
+        ]
+        for (name, call) in calls {
+            do {
+                try await call()
+                Issue.record("\(name): accepted")
+            } catch let error as RemoteStoreError {
+                #expect(
+                    error.code == .permissionDenied && error.postgrestCode == .insufficientPrivilege,
+                    "\(name): \(error)")
+            }
+        }
+        #expect(try await mine.approvalRequest(id: theirRequest) == nil, "their row is not readable")
+        #expect(try await w.snapshot([w.world.user, other]) == before)
+    }
+
+    // MARK: 6
+
+    @Test(
+        "6. no plaintext of the tool, summary or detail in any table, push payload, local file, log line or error",
+        arguments: remotes)
+    func noPlaintext(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let markers = ["ZQXtoolmark", "ZQXsummarymark", "ZQXdetailmark"]
+        let refusals = Refusals()
+        // One approved, one denied, one cancelled, one refused answer.
+        let (a, rowA) = try await w.ask(tool: markers[0], summary: markers[1], detail: markers[2], refusals: refusals)
+        _ = try await w.center(w.phone).answer(w.center(w.phone).open(rowA), verdict: .approve)
+        _ = try await a.value
+        let (b, rowB) = try await w.ask(tool: markers[0], summary: markers[1], detail: markers[2])
+        _ = try await w.center(w.tablet).answer(w.center(w.tablet).open(rowB), verdict: .deny)
+        _ = try await b.value
+        let (c, rowC) = try await w.ask(tool: markers[0], summary: markers[1], detail: markers[2], refusals: refusals)
+        try await w.asServiceRole(
+            "UPDATE approval_requests SET status = 'approved', decided_by_device_id = '\(w.phone.identity.id.canonical)', decision_body = 'AAAA', decision_signature = 'AAAA' WHERE id = '\(rowC.id.canonical)'"
+        )
+        try await refusals.wait(for: 1)
+        c.cancel()
+        _ = try? await c.value
+        var watch = w.phone.engine.watch(ApprovalWorld.fastWatch).makeAsyncIterator()
+        let tick = try #require(await watch.next())
+        let errors = [
+            "\(refusals.list.withLock { $0 })", tick.json(),
+            "\((try? await w.center(w.phone).open(rowC)).map { _ in "" } ?? "")",
+        ]
+
+        var texts = [try await w.everything()]
+        texts += try await w.world.remote().listOutbox(limit: 1_000).map(\.payload)
+        texts += w.logs.all + errors
+        // Every file of every device's store and of the embedded remote, raw (WAL included).
+        let files = FileManager.default.enumerator(atPath: w.world.directory.path)
+        while let file = files?.nextObject() as? String {
+            let data =
+                FileManager.default.contents(atPath: w.world.directory.appendingPathComponent(file).path) ?? Data()
+            texts.append(String(decoding: data, as: UTF8.self))
+        }
+        #expect(texts.count > 10)
+        for marker in markers {
+            #expect(!texts.contains { $0.contains(marker) }, "\(marker) appears")
+        }
+        // The check can fail: the phone really can read it.
+        #expect(try await w.center(w.phone).open(rowA).content.tool == markers[0])
+    }
+
+    // MARK: The engine's own rules
+
+    @Test(
+        "approvals need a pinned identity; content out of limits and a bad timeout are refused before anything is sent")
+    func refusedBeforeSending() async throws {
+        let world = try World(.embedded)
+        let desktop = try await world.desktop(sessions: 1)
+        let center = ApprovalCenter(local: desktop.store, remote: try world.remote())
+        let session = try #require(try await desktop.store.sessions().first).id
+        await #expect(throws: SyncError.self) { try await center.request(session: session, tool: "t", summary: "s") }
+        do {
+            _ = try await center.request(session: session, tool: "t", summary: "s")
+        } catch let error as SyncError {
+            #expect(error.code == .noIdentity && error.message.contains("pair your devices first"))
+        }
+        await #expect(throws: CryptoError.invalidApprovalContent) {
+            try await center.request(session: session, tool: "", summary: "s")
+        }
+        await #expect(throws: CryptoError.invalidApprovalContent) {
+            try await center.request(session: session, tool: "t", summary: "s", timeout: .seconds(4))
+        }
+        await #expect(throws: CryptoError.invalidApprovalContent) {
+            try await center.request(session: session, tool: "t", summary: "line\nbreak")
+        }
+        #expect(try await world.remote().approvalRequests(status: nil).isEmpty)
+    }
+
+    @Test(
+        "the remote refuses what the engine never sends: bad times, bodies, generations, verdicts, own answers",
+        arguments: remotes)
+    func remoteShapes(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let remote = try w.world.remote()
+        let session = try await w.session
+        let now = UInt64(Date().timeIntervalSince1970)
+        let body = ByteEncoding.base64([1, 0, 0, 0, 1] + [UInt8](repeating: 3, count: 60))
+        let desktop = w.desktop.identity.id
+        func refused(_ name: String, _ code: RemoteStoreError.Code, _ call: () async throws -> Void) async {
+            do {
+                try await call()
+                Issue.record("\(name): accepted")
+            } catch let error as RemoteStoreError {
+                #expect(error.code == code, "\(name): \(error)")
+            } catch {
+                Issue.record("\(name): \(error)")
+            }
+        }
+        for (name, expires) in [("4 s", now + 3), ("601 s", now + 602), ("past", now - 10)] {
+            await refused(name, .invalidValue) {
+                _ = try await remote.requestApproval(
+                    sessionID: session, requestID: UUID(), requesterDeviceID: desktop, body: body, generation: 1,
+                    expiresAt: expires)
+            }
+        }
+        for (name, text) in [
+            ("unpadded", String(body.dropLast())),
+            ("generation 2 in the body", ByteEncoding.base64([1, 0, 0, 0, 2] + [UInt8](repeating: 3, count: 60))),
+            ("version 2", ByteEncoding.base64([2, 0, 0, 0, 1] + [UInt8](repeating: 3, count: 60))),
+            ("short", ByteEncoding.base64([1, 0, 0, 0, 1, 0])),
+            ("line break", String(body.prefix(8)) + "\n" + String(body.dropFirst(8))),
+        ] {
+            await refused(name, .invalidValue) {
+                _ = try await remote.requestApproval(
+                    sessionID: session, requestID: UUID(), requesterDeviceID: desktop, body: text, generation: 1,
+                    expiresAt: now + 60)
+            }
+        }
+        let id = UUID()
+        let first = try await remote.requestApproval(
+            sessionID: session, requestID: id, requesterDeviceID: desktop, body: body, generation: 1,
+            expiresAt: now + 60)
+        #expect(first.devicesNotified == 2)
+        let again = try await remote.requestApproval(
+            sessionID: session, requestID: id, requesterDeviceID: desktop, body: body, generation: 1,
+            expiresAt: now + 60)
+        #expect(again == first, "idempotent")
+        await refused("another body under the id", .conflict) {
+            _ = try await remote.requestApproval(
+                sessionID: session, requestID: id, requesterDeviceID: desktop,
+                body: ByteEncoding.base64([1, 0, 0, 0, 1] + [UInt8](repeating: 4, count: 60)), generation: 1,
+                expiresAt: now + 60)
+        }
+        let decision = ByteEncoding.base64([UInt8](repeating: 7, count: 29 + 4 * 37 + 1 + 32 + 32 + 8))
+        let signature = ByteEncoding.base64([UInt8](repeating: 9, count: 64))
+        await refused("own request", .invalidValue) {
+            _ = try await remote.answerApproval(
+                requestID: id, deviceID: desktop, verdict: .approve, decisionBody: decision,
+                decisionSignature: signature)
+        }
+        await refused("short decision", .invalidValue) {
+            _ = try await remote.answerApproval(
+                requestID: id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: "AAAA",
+                decisionSignature: signature)
+        }
+        await refused("63-byte signature", .invalidValue) {
+            _ = try await remote.answerApproval(
+                requestID: id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: decision,
+                decisionSignature: ByteEncoding.base64([UInt8](repeating: 9, count: 63)))
+        }
+        #expect(try await remote.approvalRequest(id: id)?.status == .pending)
+    }
+
+    @Test("a remote without the approvals migration says so")
+    func deployedWithout() async throws {
+        guard !StackEnvironment.skipped else { return }
+        let world = try World(.postgrest, deployedSchema: true)
+        let desktop = try await world.desktop(sessions: 1)
+        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote())
+        try await root.initialize()
+        #expect(try await desktop.engine.push().outcome == .success)
+        let center = ApprovalCenter(local: desktop.store, remote: try world.remote())
+        let session = try #require(try await desktop.store.sessions().first).id
+        await #expect(throws: RemoteStoreError.self) {
+            try await center.request(session: session, tool: "t", summary: "s")
+        }
+        do {
+            _ = try await center.request(session: session, tool: "t", summary: "s")
+        } catch let error as RemoteStoreError {
+            #expect(error.code == .missingFunction)
+        }
+    }
+
+    @Test(
+        "watch ticks surface a new request on the phone and its answer on the desktop, from the change feed",
+        arguments: remotes)
+    func watchSurfaces(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        var desktopWatch = w.desktop.engine.watch(ApprovalWorld.fastWatch).makeAsyncIterator()
+        var phoneWatch = w.phone.engine.watch(ApprovalWorld.fastWatch).makeAsyncIterator()
+        _ = await desktopWatch.next()
+        _ = await phoneWatch.next()
+        let quiet = try #require(await desktopWatch.next())
+        #expect(quiet.action == .quiet && quiet.approvals == nil)
+        let (task, row) = try await w.ask()
+        let seen = try #require(await phoneWatch.next())
+        #expect(
+            seen.approvals == [
+                WatchApproval(requestId: row.id, sessionId: row.sessionID, status: .pending, asked: false)
+            ])
+        #expect(try #require(await phoneWatch.next()).approvals == nil, "surfaced once")
+        let asked = try #require(await desktopWatch.next())
+        #expect(asked.approvals?.first?.asked == true)
+        _ = try await w.center(w.phone).answer(w.center(w.phone).open(row), verdict: .approve)
+        _ = try await task.value
+        let answered = try #require(await desktopWatch.next())
+        #expect(answered.approvals?.map(\.status) == [.approved])
+        if backend == .postgrest {
+            #expect(answered.action == .quiet && answered.requests == 2, "the feed and the heartbeat, nothing more")
+        }
+    }
+}
+
+extension ApprovalWorld {
+    static var fastWatch: WatchOptions {
+        var options = WatchOptions()
+        options.interval = .milliseconds(10)
+        return options
+    }
+
+    /// What the remote holds for `users`: their approval requests and outbox rows, as they read them.
+    func snapshot(_ users: [UUID]) async throws -> String {
+        var out = ""
+        for user in users {
+            let remote = try world.remote(as: user)
+            out += "\(try await remote.approvalRequests(status: nil))\n\(try await remote.listOutbox(limit: 1_000))\n"
+        }
+        return out
+    }
+
+    /// The delivery worker's `expire_approvals()`.
+    func expire() async throws -> Int {
+        switch world.backend {
+        case .embedded:
+            return try await EmbeddedRemoteStore(
+                path: world.directory.appendingPathComponent("remote.sqlite").path, userID: world.user
+            ).expireApprovals()
+        case .postgrest:
+            return Int(try StackEnvironment.require().sql("SELECT public.expire_approvals()")) ?? -1
+        }
+    }
+}

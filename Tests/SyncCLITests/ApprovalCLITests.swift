@@ -1,0 +1,150 @@
+import Foundation
+import TestStack
+import Testing
+
+@Suite("sync-cli approval")
+struct ApprovalCLITests {
+    /// A desktop (trust root) with a session and a paired phone, synced; returns the session id.
+    static func paired(_ cli: CLI) throws -> String {
+        let repo = cli.directory.appendingPathComponent("project")
+        try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
+        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
+        for store in ["d", "p"] {
+            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
+        }
+        #expect(try cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
+        let invite = try cli.run(["trust", "invite", "--store", cli.store("d"), "--device-type", "ios-phone"])
+        let code = try #require(
+            invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .first { $0.count == 79 && $0.split(separator: "-").count == 16 })
+        #expect(try cli.run(["trust", "join", "--store", cli.store("p")], stdin: code + "\n").status == 0)
+        #expect(try cli.run(["trust", "approve", "--store", cli.store("d")]).status == 0)
+        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try cli.run(["sync", "--store", cli.store("d")]).status == 0)
+        #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
+        return session
+    }
+
+    /// Starts `approval request` on the desktop; the result arrives when it exits.
+    static func ask(_ cli: CLI, _ arguments: [String]) -> Task<(status: Int32, out: String, err: String), Error> {
+        Task {
+            try await withCheckedThrowingContinuation { continuation in
+                DispatchQueue.global().async {
+                    continuation.resume(with: Result { try cli.run(arguments) })
+                }
+            }
+        }
+    }
+
+    /// The phone's pending requests' ids, once there is one.
+    static func pending(_ cli: CLI) async throws -> String {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let listed = try cli.run(["approval", "list", "--store", cli.store("p"), "--pending", "--json"])
+            #expect(listed.status == 0, "\(listed.err)")
+            if let items = try JSONSerialization.jsonObject(with: Data(listed.out.utf8)) as? [[String: Any]],
+                let id = items.first?["requestId"] as? String
+            {
+                return id
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw CancellationError()
+    }
+
+    @Test(
+        "request waits for the phone's answer: 0 approved, 5 denied, 6 cancelled by SIGTERM; list shows who answered, never what was asked"
+    )
+    func requestAndAnswer() async throws {
+        let cli = try CLI()
+        let session = try Self.paired(cli)
+        let request = [
+            "approval", "request", "--store", cli.store("d"), session, "--tool", "Bash", "--summary", "npm test",
+            "--detail", "cd app\nnpm test", "--json",
+        ]
+
+        // Approved.
+        let approved = Self.ask(cli, request)
+        let first = try await Self.pending(cli)
+        let shown = try cli.run(["approval", "show", "--store", cli.store("p"), first, "--json"])
+        let content = try #require(JSONSerialization.jsonObject(with: Data(shown.out.utf8)) as? [String: String])
+        #expect(
+            content["tool"] == "Bash" && content["summary"] == "npm test" && content["detail"] == "cd app\nnpm test")
+        let answer = try cli.run(["approval", "answer", "--store", cli.store("p"), first, "approve", "--json"])
+        #expect(answer.status == 0 && answer.out.contains("\"accepted\" : true"))
+        let result = try await approved.value
+        #expect(result.status == 0, "\(result.err)")
+        let outcome = try #require(JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: String])
+        let phoneID = try cli.run(["status", "--store", cli.store("p")]).out
+        #expect(outcome["outcome"] == "approved" && phoneID.contains(outcome["deviceId"] ?? "-"))
+        // A second answer is refused and told who answered.
+        let again = try cli.run(["approval", "answer", "--store", cli.store("p"), first, "deny"])
+        #expect(again.status == 1 && again.out.contains("already approved by"))
+
+        // Denied: exit 5.
+        let denied = Self.ask(cli, request)
+        let second = try await Self.pending(cli)
+        #expect(try cli.run(["approval", "answer", "--store", cli.store("p"), second, "deny"]).status == 0)
+        let deniedResult = try await denied.value
+        #expect(deniedResult.status == 5 && deniedResult.out.contains("\"denied\""))
+
+        // Audit, on either device: who answered and when; nothing of the content.
+        let list = try cli.run(["approval", "list", "--store", cli.store("d"), "--json"])
+        let rows = try #require(JSONSerialization.jsonObject(with: Data(list.out.utf8)) as? [[String: Any]])
+        #expect(rows.count == 2 && rows.allSatisfy { $0["decidedByDeviceId"] is String && $0["decidedAt"] is String })
+        #expect(!list.out.contains("npm") && !list.out.contains("Bash"))
+
+        // Cancelled: SIGTERM cancels the request, the phone's prompt clears, exit 6.
+        let cancelled = Self.ask(cli, request.filter { $0 != "--json" })
+        let third = try await Self.pending(cli)
+        let pid = try #require(Self.pid(of: "approval", in: cli))
+        kill(pid, SIGTERM)
+        let cancelledResult = try await cancelled.value
+        #expect(cancelledResult.status == 6 && cancelledResult.out.contains("cancelled"))
+        let late = try cli.run(["approval", "answer", "--store", cli.store("p"), third, "approve"])
+        #expect(late.status == 1 && late.out.contains("already cancelled"))
+    }
+
+    @Test("request refuses before asking: no pinned identity, content out of limits, timeout out of range")
+    func refusals() throws {
+        let cli = try CLI()
+        let repo = cli.directory.appendingPathComponent("project")
+        try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
+        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
+        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try cli.run(["sync", "--store", cli.store("d")]).status == 0)
+        let base = ["approval", "request", "--store", cli.store("d"), session]
+        let unpaired = try cli.run(base + ["--tool", "Bash", "--summary", "s"])
+        #expect(unpaired.status == 1 && unpaired.err.contains("pair your devices first"))
+        #expect(try cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
+        let long = try cli.run(base + ["--tool", String(repeating: "t", count: 65), "--summary", "s"])
+        #expect(long.status == 1 && long.err.contains("--tool 1-64"))
+        let timeout = try cli.run(base + ["--tool", "Bash", "--summary", "s", "--timeout", "601"])
+        #expect(timeout.status != 0 && timeout.err.contains("--timeout must be 5 to 600"))
+        let help = try cli.run(["approval", "request", "--help"])
+        #expect(help.out.contains("0 approved; 5 denied; 6 expired or cancelled"))
+    }
+
+    /// The pid of a running `sync-cli` child whose arguments include `word` and this test's directory.
+    static func pid(of word: String, in cli: CLI) -> Int32? {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = Int32(entry),
+                let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+            else { continue }
+            let arguments = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            if arguments.first?.hasSuffix("sync-cli") == true, arguments.contains(word),
+                arguments.contains(where: { $0.hasPrefix(cli.directory.path) }), arguments.contains("request")
+            {
+                return pid
+            }
+        }
+        return nil
+    }
+}

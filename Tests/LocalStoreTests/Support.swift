@@ -58,11 +58,14 @@ struct Helper {
 
     let process = Process()
     let output = Pipe()
+    /// The child's standard input; closing it ends `hold-lease`.
+    let input = Pipe()
 
     init(_ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: Self.path)
         process.arguments = arguments
         process.standardOutput = output
+        process.standardInput = input
         try ChildProcesses.start(process)
     }
 

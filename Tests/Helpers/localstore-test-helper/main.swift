@@ -4,8 +4,9 @@ import SyncModel
 
 // A child process for DeviceStore's tests.
 //
-//   localstore-test-helper hold-lease DIR SECONDS
-//       takes DIR's sync lease, prints "held", sleeps, exits (releasing it).
+//   localstore-test-helper hold-lease DIR
+//       takes DIR's sync lease, prints "held", and holds it until its standard input closes
+//       (the parent decides when, however slow the machine), then exits (releasing it).
 //   localstore-test-helper bulk-write DIR REPOSITORY_ID COUNT
 //       upserts COUNT new sessions under REPOSITORY_ID in one transaction; after the first
 //       1,000 rows it prints "writing" and sleeps inside the transaction, to be SIGKILLed.
@@ -44,7 +45,7 @@ switch arguments[1] {
 case "hold-lease":
     let lease = try await store.acquireSyncLease(purpose: "test helper")
     say("held")
-    try await Task.sleep(for: .seconds(Double(arguments[3]) ?? 5))
+    _ = FileHandle.standardInput.readDataToEndOfFile()
     lease.release()
 case "bulk-write":
     let repository = UUID(uuidString: arguments[3])!

@@ -83,7 +83,7 @@ let package = Package(
             ]
         ),
         // Loading and verifying Wycheproof-layout vector files (`sync-cli vectors verify`).
-        .target(name: "ConformanceVectors", dependencies: ["SecretCrypto", "DeviceTrust"]),
+        .target(name: "ConformanceVectors", dependencies: ["SecretCrypto", "DeviceTrust", "SyncModel"]),
         .executableTarget(
             name: "sync-cli",
             dependencies: [
@@ -202,13 +202,14 @@ if rig {
             name: "FuzzTargets",
             dependencies: [
                 "SecretCrypto", "DeviceTrust", "LocalStore", "RemoteStore", "ConformanceVectors", "PostgRESTServerCore",
+                "SyncModel",
             ],
             path: "Rig/FuzzTargets"
         ),
         .executableTarget(name: "sync-fuzz", dependencies: ["FuzzTargets"], path: "Rig/sync-fuzz"),
         // The project's vector files, written reproducibly (`make vectors`).
         .target(
-            name: "VectorGeneration", dependencies: ["ConformanceVectors", "SecretCrypto", "DeviceTrust"],
+            name: "VectorGeneration", dependencies: ["ConformanceVectors", "SecretCrypto", "DeviceTrust", "SyncModel"],
             path: "Rig/VectorGeneration"),
         .executableTarget(
             name: "sync-vectors",

@@ -117,6 +117,9 @@ public enum FuzzSeeds {
         add(.approvalContent, "extra-member", Array(#"{"tool":"a","summary":"b","detail":"","x":""}"#.utf8))
         add(.approvalContent, "surrogate", Array(#"{"tool":"a","summary":"\ud83d\ude00","detail":"\ud800"}"#.utf8))
         add(.approvalContent, "empty", [])
+        for test in try tests("lockscreen-sanitiser-v1.json") {
+            add(.lockScreenText, "tc\(test["tcId"] as? Int ?? 0)", Array(text(test, "input").utf8))
+        }
 
         // A pairing code of fixed test bytes, as shown, typed in lowercase, and one letter short.
         let code = try PairingCode(

@@ -5,6 +5,7 @@ import LocalStore
 import PostgRESTServerCore
 import RemoteStore
 import SecretCrypto
+import SyncModel
 
 /// What one input did to a parser: accepted it, or refused it with the parser's own typed error.
 /// Anything else (a crash, an untyped error, a broken invariant) stops the process.
@@ -58,6 +59,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case approvalContent = "approval-content"
     /// An approval decision statement's bytes.
     case approvalDecision = "approval-decision"
+    /// Text on its way to a lock screen (notifications.md): the sanitiser.
+    case lockScreenText = "lockscreen-text"
 
     /// Runs one input through the target.
     ///
@@ -79,6 +82,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .jwt: return Self.jwt(data)
         case .approvalContent: return Self.approvalContent(data)
         case .approvalDecision: return Self.approvalDecision(data)
+        case .lockScreenText: return Self.lockScreenText(String(decoding: data, as: UTF8.self))
         }
     }
 
@@ -214,6 +218,27 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         } catch {
             return .rejected
         }
+    }
+
+    /// What leaves the sanitiser is at most 200 scalars, holds no control character, and no run
+    /// of 40 base64 characters survives in it. `.accepted`: the text passed unchanged;
+    /// `.rejected`: something was redacted, removed or cut.
+    static func lockScreenText(_ text: String) -> FuzzOutcome {
+        let out = LockScreenText.sanitised(text)
+        let scalars = Array(out.unicodeScalars)
+        guard scalars.count <= LockScreenText.maxLength else { violated(.lockScreenText, "longer than 200 scalars") }
+        guard !scalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            violated(.lockScreenText, "a control character left")
+        }
+        var run = 0
+        for scalar in scalars {
+            let base64 =
+                scalar.isASCII
+                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "+" || scalar == "/")
+            run = base64 ? run + 1 : 0
+            guard run < 40 else { violated(.lockScreenText, "a run of 40 base64 characters survived") }
+        }
+        return out == text ? .accepted : .rejected
     }
 
     static func approvalContent(_ data: [UInt8]) -> FuzzOutcome {

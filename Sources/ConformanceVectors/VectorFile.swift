@@ -372,6 +372,21 @@ public struct ApprovalGroup: VectorGroup {
     }
 }
 
+/// `UNBOUND-LOCKSCREEN-SANITISER-V1` (notifications.md): text in, lock-screen text out. Every
+/// test is `valid`: ``LockScreenText/sanitised(_:)`` of `input` is exactly `output`.
+public struct LockScreenSanitiserGroup: VectorGroup {
+    public let tests: [Test]
+
+    /// One input and what must come out.
+    public struct Test: VectorTest {
+        public let tcId: Int
+        public let comment: String
+        public let result: ExpectedResult
+        public let input: String
+        public let output: String
+    }
+}
+
 /// The algorithms `sync-cli vectors verify` knows, by their `algorithm` field (`HPKE` files
 /// are a top-level array without one).
 public enum VectorAlgorithm: String, CaseIterable, Sendable {
@@ -385,6 +400,7 @@ public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case hpke = "HPKE"
     case deviceCertificateV1 = "UNBOUND-DEVICE-CERTIFICATE-V1"
     case approvalV1 = "UNBOUND-APPROVAL-V1"
+    case lockScreenSanitiserV1 = "UNBOUND-LOCKSCREEN-SANITISER-V1"
 }
 
 /// Loads vector files; the one loader the CLI and the tests share.

@@ -1,6 +1,7 @@
 import DeviceTrust
 import Foundation
 import SecretCrypto
+import SyncModel
 
 /// The outcome of verifying one file.
 public struct VectorFileReport: Sendable {
@@ -64,6 +65,10 @@ public enum VectorVerifier {
         case .approvalV1:
             return try run(ApprovalGroup.self, data, algorithm, path) { group, test in
                 group.type == .requestOpen ? checkRequest(test) : checkDecision(test)
+            }
+        case .lockScreenSanitiserV1:
+            return try run(LockScreenSanitiserGroup.self, data, algorithm, path) { _, test in
+                judge(test.result, LockScreenText.sanitised(test.input) == test.output)
             }
         }
     }

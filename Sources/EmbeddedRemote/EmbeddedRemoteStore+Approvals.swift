@@ -17,18 +17,86 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     }
 
     /// The clearing push of coordination.md for every valid device token of the user but
-    /// `except`'s; once per token and request.
-    static func queueClearing(_ db: Database, user: String, request: UUID, reason: String, except: UUID?) throws -> Int
+    /// `except`'s, carrying each device's new badge; once per token and request. Never
+    /// suppressed by a device's settings.
+    static func queueClearing(
+        _ db: Database, user: String, request: String, reason: String, except: String?
+    )
+        throws -> Int
     {
-        let payload = payload(["aps": ["content-available": 1], "clearApprovalId": request.canonical, "reason": reason])
-        try db.execute(
+        let tokens = try Row.fetchAll(
+            db,
             sql: """
-                INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at)
-                SELECT ?, device_id, token, 'background', 5, ?, ?, ? FROM push_tokens
+                SELECT device_id, token FROM push_tokens
                 WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id IS NOT ? ORDER BY token
-                ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
-                """, arguments: [user, "approval-" + request.canonical, payload, now, user, except?.canonical])
-        return db.changesCount
+                """, arguments: [user, except])
+        var queued = 0
+        let now = Self.now
+        for token in tokens {
+            let device: String = token["device_id"]
+            guard try mayQueue(db, device: device, kind: .clearing) else { continue }
+            let payload = payload([
+                "aps": ["content-available": 1, "badge": try approvalBadge(db, user: user, device: device)],
+                "clearApprovalId": request, "reason": reason,
+            ])
+            try db.execute(
+                sql: """
+                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
+                    VALUES (?, ?, ?, 'background', 5, ?, ?, ?, ?)
+                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
+                    """, arguments: [user, device, token["token"] as String, "approval-" + request, payload, now, now])
+            queued += db.changesCount
+        }
+        return queued
+    }
+
+    /// The alert of a new request for every valid device token of the user's other devices:
+    /// generic text, the device's badge, `time-sensitive` unless the device turned that off, and
+    /// the sealed body (left out when the payload would pass 4,096 bytes).
+    static func queueAlerts(_ db: Database, user: String, request: Row) throws -> Int {
+        let requester: String = request["requester_device_id"]
+        let id: String = request["id"]
+        let aps: [String: Any] = [
+            "alert": ["title": "Approval needed", "body": "An agent session is waiting for you"],
+            "sound": "default", "category": "APPROVAL_REQUEST", "interruption-level": "time-sensitive",
+            "mutable-content": 1, "badge": 0,
+        ]
+        var object: [String: Any] = [
+            "aps": aps, "type": "approval", "requestId": id, "sessionId": request["session_id"] as String,
+            "requesterDeviceId": requester, "generation": request["generation"] as Int64,
+            "expiresAt": request["expires_at"] as Int64, "sealed": request["body"] as String,
+        ]
+        // The badge's digits never bring a payload over the limit it was measured with.
+        if payload(object).utf8.count + 6 > 4096 { object["sealed"] = nil }
+        let tokens = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT device_id, token FROM push_tokens
+                WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id <> ? ORDER BY token
+                """, arguments: [user, requester])
+        var queued = 0
+        let now = Self.now
+        for token in tokens {
+            let device: String = token["device_id"]
+            guard try mayQueue(db, device: device, kind: .alert) else { continue }
+            var deviceAPS = aps
+            deviceAPS["badge"] = try approvalBadge(db, user: user, device: device)
+            deviceAPS["interruption-level"] =
+                try settings(db, device: device).timeSensitive ? "time-sensitive" : "active"
+            var alert = object
+            alert["aps"] = deviceAPS
+            try db.execute(
+                sql: """
+                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
+                    VALUES (?, ?, ?, 'alert', 10, ?, ?, ?, ?)
+                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
+                    """,
+                arguments: [
+                    user, device, token["token"] as String, "approval-request-" + id, payload(alert), now, now,
+                ])
+            queued += db.changesCount
+        }
+        return queued
     }
 
     public func requestApproval(
@@ -79,30 +147,10 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                     stamp,
                     Int64(expiresAt), stamp,
                 ])
-            var object: [String: Any] = [
-                "aps": [
-                    "alert": ["title": "Approval needed", "body": "An agent session is waiting for you"],
-                    "sound": "default",
-                    "category": "APPROVAL_REQUEST", "interruption-level": "time-sensitive", "mutable-content": 1,
-                ] as [String: Any],
-                "type": "approval", "requestId": requestID.canonical, "sessionId": sessionID.canonical,
-                "requesterDeviceId": requesterDeviceID.canonical, "generation": Int(generation),
-                "expiresAt": Int(expiresAt),
-                "sealed": body,
-            ]
-            if Self.payload(object).utf8.count > 4096 { object["sealed"] = nil }
-            try db.execute(
-                sql: """
-                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at)
-                    SELECT ?, device_id, token, 'alert', 10, ?, ?, ? FROM push_tokens
-                    WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id <> ? ORDER BY token
-                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
-                    """,
-                arguments: [
-                    me, "approval-request-" + requestID.canonical, Self.payload(object), stamp, me,
-                    requesterDeviceID.canonical,
-                ])
-            return ApprovalRequested(requestId: requestID, expiresAt: expiresAt, devicesNotified: db.changesCount)
+            let request = try Row.fetchOne(
+                db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
+            let queued = try request.map { try Self.queueAlerts(db, user: me, request: $0) } ?? 0
+            return ApprovalRequested(requestId: requestID, expiresAt: expiresAt, devicesNotified: queued)
         }
     }
 
@@ -148,9 +196,9 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                     requestID.canonical,
                 ])
             let queued = try Self.queueClearing(
-                db, user: me, request: requestID,
+                db, user: me, request: requestID.canonical,
                 reason: verdict == .approve ? "approved_on_other_device" : "denied_on_other_device",
-                except: deviceID)
+                except: deviceID.canonical)
             return ApprovalAnswered(accepted: true, status: decided, decidedBy: deviceID, devicesNotified: queued)
         }
     }
@@ -172,8 +220,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 sql: "UPDATE approval_requests SET status = 'cancelled', updated_at = ? WHERE id = ?",
                 arguments: [Self.now, requestID.canonical])
             let queued = try Self.queueClearing(
-                db, user: me, request: requestID, reason: "cancelled",
-                except: try Self.uuid(request["requester_device_id"]))
+                db, user: me, request: requestID.canonical, reason: "cancelled",
+                except: request["requester_device_id"] as String)
             return ApprovalCancelled(cancelled: true, status: .cancelled, devicesNotified: queued)
         }
     }
@@ -190,7 +238,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 try db.execute(
                     sql: "UPDATE approval_requests SET status = 'expired', updated_at = ? WHERE id = ?",
                     arguments: [Self.now, id.canonical])
-                _ = try Self.queueClearing(db, user: row["user_id"], request: id, reason: "timeout", except: nil)
+                _ = try Self.queueClearing(
+                    db, user: row["user_id"], request: id.canonical, reason: "timeout", except: nil)
             }
             return rows.count
         }

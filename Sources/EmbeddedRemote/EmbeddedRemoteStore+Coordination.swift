@@ -62,16 +62,23 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                     """, arguments: [clientType.rawValue, deviceID.canonical, token, now, now, sessionID.canonical])
             let previousDevice: String = previous["device_id"]
             guard previousDevice != deviceID.canonical else { return SessionClaim(handedOff: false) }
+            // Leaving an iOS device: its live activities for the session end.
+            if (previous["client_type"] as String) == ClientType.ios.rawValue {
+                try Self.endLiveActivities(
+                    db, user: me, device: previousDevice, session: sessionID.canonical, status: nil,
+                    operation: LiveActivityRules.handoffOperation)
+            }
             let payload = Self.payload([
                 "aps": ["content-available": 1], "type": "session_handoff", "sessionId": sessionID.canonical,
                 "handedOffTo": clientType.rawValue,
             ])
+            // The handoff push is never suppressed (notifications.md).
             try db.execute(
                 sql: """
-                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at)
-                    SELECT ?, device_id, token, 'background', 5, ?, ?, ? FROM push_tokens
+                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
+                    SELECT ?, device_id, token, 'background', 5, ?, ?, ?, ? FROM push_tokens
                     WHERE user_id = ? AND device_id = ? AND token_type = 'device' AND is_valid ORDER BY token
-                    """, arguments: [me, "handoff-" + sessionID.canonical, payload, now, me, previousDevice])
+                    """, arguments: [me, "handoff-" + sessionID.canonical, payload, now, now, me, previousDevice])
             return SessionClaim(
                 handedOff: true, previousDeviceID: UUID.parse(previousDevice),
                 previousClientType: previous["client_type"], notified: db.changesCount)
@@ -183,20 +190,33 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         }
         let me = self.me
         return try await write("clearing an approval") { db in
-            let payload = Self.payload([
-                "aps": ["content-available": 1], "clearApprovalId": requestID, "reason": "approved_on_other_device",
-            ])
             let eligible = "user_id = ? AND token_type = 'device' AND is_valid AND token IS NOT ?"
-            try db.execute(
-                sql: """
-                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at)
-                    SELECT ?, device_id, token, 'background', 5, ?, ?, ? FROM push_tokens WHERE \(eligible) ORDER BY token
-                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
-                    """, arguments: [me, "approval-" + requestID, payload, Self.now, me, excludingToken])
-            let notified =
-                try Int.fetchOne(
-                    db, sql: "SELECT count(*) FROM push_tokens WHERE \(eligible)", arguments: [me, excludingToken]) ?? 0
-            return ApprovalClearing(success: true, devicesNotified: notified)
+            let devices = try String.fetchAll(
+                db, sql: "SELECT DISTINCT device_id FROM push_tokens WHERE \(eligible) ORDER BY device_id",
+                arguments: [me, excludingToken])
+            // Each device's badge is counted as approval_requests has it; a token excluded is
+            // the answering device's, which keeps its own.
+            var devicesNotified = 0
+            for device in devices {
+                let payload = Self.payload([
+                    "aps": ["content-available": 1, "badge": try Self.approvalBadge(db, user: me, device: device)],
+                    "clearApprovalId": requestID, "reason": "approved_on_other_device",
+                ])
+                let now = Self.now
+                try db.execute(
+                    sql: """
+                        INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
+                        SELECT ?, device_id, token, 'background', 5, ?, ?, ?, ? FROM push_tokens WHERE \(eligible) AND device_id = ?
+                        ORDER BY token
+                        ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
+                        """,
+                    arguments: [me, "approval-" + requestID, payload, now, now, me, excludingToken, device])
+                devicesNotified +=
+                    try Int.fetchOne(
+                        db, sql: "SELECT count(*) FROM push_tokens WHERE \(eligible) AND device_id = ?",
+                        arguments: [me, excludingToken, device]) ?? 0
+            }
+            return ApprovalClearing(success: true, devicesNotified: devicesNotified)
         }
     }
 
@@ -204,6 +224,9 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         let me = self.me
         return try await write("setting runtime status") { db in
             let now = Self.now
+            let before = try String.fetchOne(
+                db, sql: "SELECT runtime_status FROM agent_coding_sessions WHERE id = ? AND user_id = ?",
+                arguments: [status.sessionID.canonical, me])
             try db.execute(
                 sql: """
                     UPDATE agent_coding_sessions SET runtime_status = ?, runtime_status_updated_at = ?, updated_at = ? WHERE id = ? AND user_id = ?
@@ -211,6 +234,9 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             guard db.changesCount > 0 else {
                 throw Self.refused(
                     "session \(status.sessionID.canonical) is not one of yours on the remote (push it first)")
+            }
+            if before != status.jsonText {
+                try Self.runtimeStatusChanged(db, user: me, session: status.sessionID.canonical)
             }
             var stored = status
             stored.reportedAt = Timestamp.parse(now)
@@ -224,7 +250,8 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, device_id, token, push_type, priority, collapse_id, payload, created_at, delivered_at, attempts, last_error
+                    SELECT id, device_id, token, push_type, priority, collapse_id, payload, created_at, delivered_at, attempts,
+                        last_error, not_before
                     FROM push_outbox WHERE user_id = ? ORDER BY id DESC LIMIT ?
                     """, arguments: [me, max(0, min(limit, 10_000))]
             ).map { try OutboxEntry(json: Self.json($0)) }

@@ -280,6 +280,25 @@ public final class EmbeddedRemoteStore: SyncRemote {
                     CREATE INDEX approval_requests_user ON approval_requests (user_id, updated_at);
                     """)
         }
+        migrator.registerMigration("v7: notifications") { db in
+            // The same table and column as the project's *_notifications.sql; the rules are in
+            // EmbeddedRemoteStore+Notifications.swift. A row queued before this migration has no
+            // not_before: it may go at once.
+            try db.execute(
+                sql: """
+                    CREATE TABLE notification_settings (
+                        device_id TEXT PRIMARY KEY NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+                        user_id TEXT NOT NULL,
+                        enable_live_activities INTEGER NOT NULL DEFAULT 1,
+                        enable_background_notifications INTEGER NOT NULL DEFAULT 1,
+                        show_notification_details INTEGER NOT NULL DEFAULT 0,
+                        enable_time_sensitive INTEGER NOT NULL DEFAULT 1,
+                        updated_at TEXT NOT NULL
+                    );
+                    ALTER TABLE push_outbox ADD COLUMN not_before TEXT;
+                    CREATE INDEX push_outbox_live_activity ON push_outbox (token, id) WHERE push_type = 'liveactivity';
+                    """)
+        }
         return migrator
     }
 
@@ -478,6 +497,10 @@ public final class EmbeddedRemoteStore: SyncRemote {
             try self.checkOwner(row.userID)
             try self.checkExisting(db, table: "agent_coding_sessions", id: row.id.canonical)
             let now = Self.now
+            let wasEnded =
+                try String.fetchOne(
+                    db, sql: "SELECT status FROM agent_coding_sessions WHERE id = ?", arguments: [row.id.canonical])
+                == SessionStatus.ended.rawValue
             // `title` is kept when a row has none, as the PostgREST client omits the key then.
             try db.execute(
                 sql: """
@@ -508,6 +531,9 @@ public final class EmbeddedRemoteStore: SyncRemote {
                 throw RemoteStoreError(
                     .permissionDenied, "new row violates row-level security policy",
                     postgrestCode: .insufficientPrivilege)
+            }
+            if row.status == .ended, !wasEnded {
+                try Self.sessionEnded(db, user: self.me, session: row.id.canonical)
             }
         }
     }

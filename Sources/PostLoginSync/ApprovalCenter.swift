@@ -336,4 +336,14 @@ public struct ApprovalCenter: Sendable {
             generation: generation)
         return try ApprovalCrypto.open(body: sealed, context: context, secret: secret)
     }
+
+    /// What a notification for an opened request may show on the lock screen: the generic
+    /// text the server sent, unless the device shows details (``NotificationSettings/showDetails``);
+    /// then the tool and summary, each through ``LockScreenText/sanitised(_:)``. The detail
+    /// never reaches the lock screen.
+    public static func lockScreenText(for content: ApprovalContent, showDetails: Bool) -> (title: String, body: String)
+    {
+        guard showDetails else { return ("Approval needed", "An agent session is waiting for you") }
+        return (LockScreenText.sanitised("Approve " + content.tool + "?"), LockScreenText.sanitised(content.summary))
+    }
 }

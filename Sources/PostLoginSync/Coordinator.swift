@@ -78,12 +78,14 @@ public struct Coordinator: Sendable {
     }
 
     /// Reports the live status of one of this desktop's sessions to the remote (phones receive it
-    /// at their next pull) and records it locally. `errorMessage` is cut to
-    /// ``RuntimeStatus/maxErrorMessageLength`` characters.
+    /// at their next pull, and its live activities an update) and records it locally.
+    /// `errorMessage` is cut to ``RuntimeStatus/maxErrorMessageLength`` characters;
+    /// `currentOperation` and the todo's task pass through ``LockScreenText/sanitised(_:)``
+    /// first, since they may reach a lock screen.
     @discardableResult
     public func reportRuntimeStatus(
-        sessionID: UUID, state: RuntimeStatus.State, errorMessage: String? = nil,
-        at date: Date = Date()
+        sessionID: UUID, state: RuntimeStatus.State, errorMessage: String? = nil, currentOperation: String? = nil,
+        todoProgress: RuntimeStatus.TodoProgress? = nil, at date: Date = Date()
     ) async throws -> RuntimeStatus {
         let identity = try await identity()
         guard identity.role == .desktop else {
@@ -93,13 +95,45 @@ public struct Coordinator: Sendable {
             throw SyncError(
                 code: .unknownSession, message: "session \(sessionID.canonical) is not one of this desktop's sessions")
         }
+        let todo = todoProgress.map {
+            RuntimeStatus.TodoProgress(
+                completed: $0.completed, total: $0.total, currentTask: $0.currentTask.map(LockScreenText.sanitised))
+        }
         let status = RuntimeStatus(
             state: state, deviceID: identity.id.canonical, sessionID: session.id,
             updatedAtMilliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded()),
-            errorMessage: errorMessage.map { String($0.prefix(RuntimeStatus.maxErrorMessageLength)) })
+            errorMessage: errorMessage.map { String($0.prefix(RuntimeStatus.maxErrorMessageLength)) },
+            currentOperation: currentOperation.map(LockScreenText.sanitised), todoProgress: todo)
         let stored = try await remote.setRuntimeStatus(status)
         try await store.recordRuntimeStatus(stored)
         return stored
+    }
+
+    /// The remote's notification settings, or what a deployment without them answers.
+    func notifications() throws -> any NotificationRemote {
+        guard let remote = remote as? any NotificationRemote else {
+            throw RemoteStoreError(
+                .missingFunction, "this remote has no notification settings (it needs the notifications migration)")
+        }
+        return remote
+    }
+
+    /// This device's notification settings (the defaults until it sets any).
+    public func notificationSettings() async throws -> NotificationSettings {
+        let identity = try await identity()
+        return try await notifications().notificationSettings(deviceID: identity.id)
+    }
+
+    /// Changes this device's notification settings named in `change`; turning live activities
+    /// off ends its open activities.
+    @discardableResult
+    public func setNotificationSettings(
+        _ change: NotificationSettings.Change
+    ) async throws
+        -> NotificationSettingsUpdated
+    {
+        let identity = try await identity()
+        return try await notifications().setNotificationSettings(deviceID: identity.id, change)
     }
 
     /// What is queued for delivery to the user's devices, newest first.

@@ -210,12 +210,15 @@ public struct OutboxEntry: Sendable, Hashable {
     public var deliveredAt: Date?
     public var attempts: Int
     public var lastError: String?
+    /// When the row may be sent at the earliest (live-activity throttling); nil on a remote
+    /// without the notifications migration, where every row may go at once.
+    public var notBefore: Date?
 
     /// Creates an entry.
     public init(
         id: Int64, deviceID: UUID?, token: String, pushType: String, priority: Int, collapseID: String?,
         payload: String,
-        createdAt: Date?, deliveredAt: Date?, attempts: Int, lastError: String?
+        createdAt: Date?, deliveredAt: Date?, attempts: Int, lastError: String?, notBefore: Date? = nil
     ) {
         self.id = id
         self.deviceID = deviceID
@@ -228,6 +231,7 @@ public struct OutboxEntry: Sendable, Hashable {
         self.deliveredAt = deliveredAt
         self.attempts = attempts
         self.lastError = lastError
+        self.notBefore = notBefore
     }
 
     /// The token's last 6 characters, enough to tell tokens apart in a listing.

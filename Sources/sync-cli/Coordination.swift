@@ -23,13 +23,14 @@ struct CoordinationContext {
         coordinator = Coordinator(store: store, remote: remote)
     }
 
-    /// Runs one remote call, turning the refusals a person can fix into a message that says how.
-    func run<T>(_ body: (Coordinator) async throws -> T) async throws -> T {
+    /// Runs one remote call, turning the refusals a person can fix into a message that says how
+    /// (`migration`: the project's migration that brings what the call needs).
+    func run<T>(migration: String = "coordination", _ body: (Coordinator) async throws -> T) async throws -> T {
         do {
             return try await body(coordinator)
-        } catch let error as RemoteStoreError where error.code == .missingFunction {
+        } catch let error as RemoteStoreError where error.code == .missingFunction || error.code == .missingTable {
             throw CLIError(
-                "the remote has no coordination functions (\(error.message)); apply the project's supabase/migrations/*_coordination.sql to it"
+                "the remote lacks what this needs (\(error.message)); apply the project's supabase/migrations/*_\(migration).sql to it"
             )
         } catch let error as RemoteStoreError where error.code == .permissionDenied {
             throw CLIError(
@@ -100,13 +101,38 @@ extension SyncCLI.Session {
             help:
                 "A message to show with the status (at most \(RuntimeStatus.maxErrorMessageLength) characters are kept)."
         ) var message: String?
+        @Option(
+            help: "What the session is doing now, for its live activity (passed through the lock-screen sanitiser).")
+        var operation: String?
+        @Option(help: "Todo progress as COMPLETED/TOTAL, e.g. 3/7.") var todo: String?
+        @Option(help: "The todo task in progress (with --todo; passed through the lock-screen sanitiser).")
+        var task: String?
         @Flag(help: "Print the stored runtime_status and runtime_status_updated_at as JSON.") var json = false
+
+        func validate() throws {
+            if task != nil, todo == nil { throw ValidationError("--task needs --todo COMPLETED/TOTAL") }
+            if let todo, Self.progress(todo, task: nil) == nil {
+                throw ValidationError("--todo must be COMPLETED/TOTAL with whole numbers from 0 to 100000, e.g. 3/7")
+            }
+        }
+
+        static func progress(_ text: String, task: String?) -> RuntimeStatus.TodoProgress? {
+            let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, let completed = Int(parts[0]), let total = Int(parts[1]),
+                (0...RuntimeStatus.TodoProgress.maxCount).contains(completed),
+                (0...RuntimeStatus.TodoProgress.maxCount).contains(total)
+            else { return nil }
+            return RuntimeStatus.TodoProgress(completed: completed, total: total, currentTask: task)
+        }
 
         func run() async throws {
             let context = try await CoordinationContext(storeOptions, remoteOptions)
             let id = try resolveID(session, among: try await context.store.sessions().map(\.id), kind: "session")
+            let progress = todo.flatMap { Self.progress($0, task: task) }
             let status = try await context.run {
-                try await $0.reportRuntimeStatus(sessionID: id, state: state, errorMessage: message)
+                try await $0.reportRuntimeStatus(
+                    sessionID: id, state: state, errorMessage: message, currentOperation: operation,
+                    todoProgress: progress)
             }
             if json {
                 let object: [String: Any] = [
@@ -117,9 +143,13 @@ extension SyncCLI.Session {
                     withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
                 return print(String(decoding: data, as: UTF8.self))
             }
-            output(
-                "Session \(id.canonical) is \(status.state.rawValue)\(status.errorMessage.map { ": \($0)" } ?? "") (reported to the remote)."
-            )
+            var line = "Session \(id.canonical) is \(status.state.rawValue)"
+            if let message = status.errorMessage { line += ": \(message.escapingControlCharacters)" }
+            if let operation = status.currentOperation { line += "; doing: \(operation)" }
+            if let todo = status.todoProgress {
+                line += "; todo \(todo.completed)/\(todo.total)\(todo.currentTask.map { " (\($0))" } ?? "")"
+            }
+            output(line + " (reported to the remote).")
         }
     }
 }
@@ -255,6 +285,7 @@ extension SyncCLI {
                         row["created_at"] = entry.createdAt.map(Timestamp.format) ?? NSNull()
                         row["delivered_at"] = entry.deliveredAt.map(Timestamp.format) ?? NSNull()
                         row["last_error"] = entry.lastError ?? NSNull()
+                        row["not_before"] = entry.notBefore.map(Timestamp.format) ?? NSNull()
                         return row
                     }
                     let data = try JSONSerialization.data(

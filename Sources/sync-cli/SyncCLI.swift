@@ -18,7 +18,8 @@ struct SyncCLI: AsyncParsableCommand {
             """,
         subcommands: [
             Demo.self, Init.self, Login.self, Repo.self, Session.self, Push.self, Pull.self, Sync.self,
-            Status.self, Devices.self, Trust.self, Secrets.self, PushToken.self, Approval.self, Outbox.self,
+            Status.self, Devices.self, Trust.self, Secrets.self, PushToken.self, Approval.self, Notifications.self,
+            Outbox.self,
             Vectors.self,
         ]
     )

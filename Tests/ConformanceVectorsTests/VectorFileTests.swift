@@ -30,7 +30,7 @@ struct VectorFileTests {
             names.isSuperset(of: [
                 "rfc7748-x25519.json", "rfc5869-hkdf-sha256.json", "rfc8439-chacha20-poly1305.json",
                 "rfc4231-hmac-sha256.json", "session-secret-v1.json", "session-secret-v2.json",
-                "device-certificate-v1.json", "approval-v1.json",
+                "device-certificate-v1.json", "approval-v1.json", "lockscreen-sanitiser-v1.json",
             ]))
     }
 
@@ -62,6 +62,7 @@ struct VectorFileTests {
         "XDH": "shared", "CHACHA20-POLY1305": "tag", "HKDF-SHA-256": "okm", "HMACSHA256": "tag",
         "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext",
         "UNBOUND-DEVICE-CERTIFICATE-V1": "deviceRole", "UNBOUND-APPROVAL-V1": "body",
+        "UNBOUND-LOCKSCREEN-SANITISER-V1": "output",
     ]
 
     static let thirdParty = VectorPaths.projectDirectory.appendingPathComponent("third_party")
@@ -131,6 +132,28 @@ struct VectorFileTests {
             ]))
     }
 
+    @Test("lockscreen-sanitiser-v1.json covers each pattern, overlaps, non-ASCII text, controls and the cut")
+    func lockScreenCoverage() throws {
+        let path = VectorPaths.projectDirectory.appendingPathComponent("lockscreen-sanitiser-v1.json")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: path)) as? [String: Any])
+        let groups = try #require(json["testGroups"] as? [[String: Any]])
+        var flags = Set<String>()
+        for group in groups {
+            for test in try #require(group["tests"] as? [[String: Any]]) {
+                flags.formUnion(try #require(test["flags"] as? [String]))
+                // Nothing leaves the sanitiser longer than 200 scalars or with a control character.
+                let output = try #require(test["output"] as? String)
+                #expect(output.unicodeScalars.count <= 200)
+                #expect(!output.unicodeScalars.contains { $0.properties.generalCategory == .control })
+            }
+        }
+        #expect(
+            flags.isSuperset(of: [
+                "KeywordValue", "Bearer", "Base64", "SessionToken", "JWT", "PrivateKey", "Overlap", "NonASCII",
+                "CaseFolding", "ControlCharacters", "Cut", "Grapheme",
+            ]))
+    }
+
     @Test("changing one byte of any expected value makes exactly that test fail", arguments: VectorPaths.project)
     func mutation(path: String) throws {
         let original = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -143,11 +166,16 @@ struct VectorFileTests {
             var tests = try #require(groups[g]["tests"] as? [[String: Any]])
             for t in tests.indices where tests[t]["result"] as? String == "valid" {
                 let value = try #require(tests[t][field] as? String)
-                // Flip the last character: a hex digit for byte fields, a base64url one for secrets.
-                let last = value.last!
-                let replacement: Character = last == "0" ? "1" : (last == "A" ? "E" : (last.isHexDigit ? "0" : "A"))
+                // Flip the last character: a hex digit for byte fields, a base64url one for
+                // secrets (an empty text gains one).
                 var copy = tests
-                copy[t][field] = String(value.dropLast()) + String(replacement)
+                if let last = value.last {
+                    let replacement: Character =
+                        last == "0" ? "1" : (last == "A" ? "E" : (last.isHexDigit ? "0" : "A"))
+                    copy[t][field] = String(value.dropLast()) + String(replacement)
+                } else {
+                    copy[t][field] = "A"
+                }
                 var groupsCopy = groups
                 groupsCopy[g]["tests"] = copy
                 json["testGroups"] = groupsCopy

@@ -39,4 +39,11 @@ struct ReproducibleFilesTests {
     func approval() throws {
         #expect(try Self.committed("approval-v1.json") == ApprovalVectorGenerator.generate(), "run `make vectors`")
     }
+
+    @Test("lockscreen-sanitiser-v1.json is exactly what `sync-vectors generate --kind lockscreen` writes")
+    func lockScreen() throws {
+        #expect(
+            try Self.committed("lockscreen-sanitiser-v1.json") == LockScreenVectorGenerator.generate(),
+            "run `make vectors`")
+    }
 }

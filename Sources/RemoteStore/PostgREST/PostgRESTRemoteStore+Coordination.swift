@@ -85,10 +85,8 @@ extension PostgRESTRemoteStore: CoordinationRemote {
         let response = try await send(
             .get, "push_outbox",
             query: [
-                (
-                    "select",
-                    "id,device_id,token,push_type,priority,collapse_id,payload,created_at,delivered_at,attempts,last_error"
-                ),
+                // `*`: not_before exists only where the notifications migration ran.
+                ("select", "*"),
                 ("user_id", "eq.\(userID.canonical)"), ("order", "id.desc"),
                 ("limit", String(max(0, min(limit, 10_000)))),
             ], prefer: nil, body: nil)
@@ -126,6 +124,7 @@ extension OutboxEntry {
             priority: try r.optionalInt("priority") ?? 5, collapseID: try r.optionalString("collapse_id"),
             payload: payload,
             createdAt: try r.optionalDate("created_at"), deliveredAt: try r.optionalDate("delivered_at"),
-            attempts: try r.optionalInt("attempts") ?? 0, lastError: try r.optionalString("last_error"))
+            attempts: try r.optionalInt("attempts") ?? 0, lastError: try r.optionalString("last_error"),
+            notBefore: try r.optionalDate("not_before"))
     }
 }

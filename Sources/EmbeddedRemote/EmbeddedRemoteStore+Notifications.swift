@@ -1,0 +1,283 @@
+import Foundation
+import GRDB
+import RemoteStore
+import SyncModel
+
+/// Notification settings and live activities on the embedded remote: the rules of the project's
+/// `*_notifications.sql`, run inside the transaction of the operation that queues a push.
+extension EmbeddedRemoteStore: NotificationRemote {
+    /// What a queued push is, for the settings' rules: `handoff` and `clearing` (never
+    /// suppressed), `background`, `alert`, `liveActivity` (an update) and `liveActivityEnd`
+    /// (never suppressed).
+    enum PushKind {
+        case handoff, clearing, background, alert, liveActivity, liveActivityEnd
+    }
+
+    static func settings(_ db: Database, device: String) throws -> NotificationSettings {
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT * FROM notification_settings WHERE device_id = ?", arguments: [device])
+        else { return .defaults }
+        return NotificationSettings(
+            liveActivities: row["enable_live_activities"],
+            backgroundNotifications: row["enable_background_notifications"],
+            showDetails: row["show_notification_details"], timeSensitive: row["enable_time_sensitive"])
+    }
+
+    /// Whether a push of `kind` may be queued for `device`: the one rule every queuing
+    /// operation follows.
+    static func mayQueue(_ db: Database, device: String, kind: PushKind) throws -> Bool {
+        switch kind {
+        case .background: try settings(db, device: device).backgroundNotifications
+        case .liveActivity: try settings(db, device: device).liveActivities
+        case .handoff, .clearing, .alert, .liveActivityEnd: true
+        }
+    }
+
+    /// Queues a silent push of kind `background` for one token if the device allows it.
+    static func queueBackground(
+        _ db: Database, user: String, device: String, token: String, collapse: String?, payload: [String: Any]
+    ) throws -> Bool {
+        guard try mayQueue(db, device: device, kind: .background) else { return false }
+        let now = Self.now
+        try db.execute(
+            sql: """
+                INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
+                VALUES (?, ?, ?, 'background', 5, ?, ?, ?, ?)
+                """, arguments: [user, device, token, collapse, Self.payload(payload), now, now])
+        return true
+    }
+
+    /// The device's pending, unexpired approval requests that another device asked: its badge.
+    static func approvalBadge(_ db: Database, user: String, device: String) throws -> Int {
+        try Int.fetchOne(
+            db,
+            sql: """
+                SELECT count(*) FROM approval_requests
+                WHERE user_id = ? AND status = 'pending' AND requester_device_id <> ? AND expires_at > ?
+                """, arguments: [user, device, Int64(epochSeconds)]) ?? 0
+    }
+
+    // MARK: - Live activities
+
+    /// A live-activity payload for `device` from `session` (a row of agent_coding_sessions).
+    static func liveActivityPayload(
+        _ db: Database, session: Row, device: String, event: String, status: String, operation: String?
+    ) throws -> [String: Any] {
+        let stamp = Int64(epochSeconds)
+        let details = try settings(db, device: device).showDetails
+        let sessionID = try uuid(session["id"])
+        let runtime = (session["runtime_status"] as String?).flatMap {
+            RuntimeStatus(json: $0, sessionID: sessionID, reportedAt: nil)
+        }
+        let started = (session["session_started_at"] as String?).flatMap(Timestamp.parse)
+        var state: [String: Any] = [
+            "status": status,
+            "currentOperation": operation
+                ?? (details
+                    ? runtime?.currentOperation ?? LiveActivityRules.genericOperation
+                    : LiveActivityRules.genericOperation),
+            "elapsedSeconds": max(0, stamp - Int64((started ?? Date()).timeIntervalSince1970.rounded(.down))),
+        ]
+        if let todo = runtime?.todoProgress {
+            state["todoProgress"] = [
+                "completed": todo.completed, "total": todo.total,
+                "currentTask": details ? todo.currentTask ?? "" : "",
+            ]
+        }
+        var aps: [String: Any] = [
+            "timestamp": stamp, "event": event, "content-state": state,
+            "stale-date": stamp + LiveActivityRules.staleAfter,
+        ]
+        if event == "end" { aps["dismissal-date"] = stamp + LiveActivityRules.dismissAfter }
+        return ["aps": aps]
+    }
+
+    /// Whether `token` still has an activity open (no `end` queued for it).
+    static func liveActivityOpen(_ db: Database, token: String) throws -> Bool {
+        try
+            !(Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM push_outbox WHERE token = ? AND push_type = 'liveactivity'
+                                   AND json_extract(payload, '$.aps.event') = 'end')
+                    """, arguments: [token]) ?? false)
+    }
+
+    /// Queues one live-activity event for one token, throttled: an update while one waits
+    /// replaces it (latest wins, its time kept); otherwise it goes 15 s after the token's
+    /// previous one, or now. An `end` replaces a waiting update and goes at once; after an `end`
+    /// nothing more. Returns whether a row was inserted or replaced.
+    static func queueLiveActivity(
+        _ db: Database, user: String, device: String, token: String, event: String, payload: [String: Any],
+        priority: Int
+    ) throws -> Bool {
+        if event != "end", try !mayQueue(db, device: device, kind: .liveActivity) { return false }
+        guard try liveActivityOpen(db, token: token) else { return false }
+        let text = Self.payload(payload)
+        let now = Date()
+        if let waiting = try Row.fetchOne(
+            db,
+            sql: """
+                SELECT id, not_before FROM push_outbox WHERE token = ? AND push_type = 'liveactivity' AND delivered_at IS NULL
+                ORDER BY id DESC LIMIT 1
+                """, arguments: [token])
+        {
+            var notBefore: String? = waiting["not_before"]
+            if event == "end" { notBefore = Timestamp.format(now) }
+            try db.execute(
+                sql: "UPDATE push_outbox SET payload = ?, priority = ?, not_before = ? WHERE id = ?",
+                arguments: [text, priority, notBefore, waiting["id"] as Int64])
+            return true
+        }
+        let previous = try String.fetchOne(
+            db, sql: "SELECT max(not_before) FROM push_outbox WHERE token = ? AND push_type = 'liveactivity'",
+            arguments: [token]
+        ).flatMap(Timestamp.parse)
+        var notBefore = now
+        if event != "end", let previous {
+            notBefore = max(now, previous.addingTimeInterval(LiveActivityRules.updateInterval))
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
+                VALUES (?, ?, ?, 'liveactivity', ?, NULL, ?, ?, ?)
+                """,
+            arguments: [user, device, token, priority, text, Timestamp.format(now), Timestamp.format(notBefore)])
+        return true
+    }
+
+    /// Ends every open live activity of `device` (for one session, or all), showing `status`
+    /// (by default the session's) and `operation`.
+    @discardableResult
+    static func endLiveActivities(
+        _ db: Database, user: String, device: String, session onlySession: String?, status: String?,
+        operation: String?
+    ) throws -> Int {
+        let tokens = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT token, session_id FROM push_tokens
+                WHERE user_id = ? AND device_id = ? AND token_type = 'live_activity' AND is_valid AND (? IS NULL OR session_id = ?)
+                ORDER BY token
+                """, arguments: [user, device, onlySession, onlySession])
+        var ended = 0
+        for token in tokens {
+            let tokenText: String = token["token"]
+            guard try liveActivityOpen(db, token: tokenText),
+                let session = try Row.fetchOne(
+                    db, sql: "SELECT * FROM agent_coding_sessions WHERE id = ?",
+                    arguments: [token["session_id"] as String])
+            else { continue }
+            let shown =
+                try status ?? LiveActivityRules.status(runtimeState(session))
+            let payload = try liveActivityPayload(
+                db, session: session, device: device, event: "end", status: shown, operation: operation)
+            if try queueLiveActivity(
+                db, user: user, device: device, token: tokenText, event: "end", payload: payload, priority: 10)
+            {
+                ended += 1
+            }
+        }
+        return ended
+    }
+
+    static func runtimeState(_ session: Row) throws -> RuntimeStatus.State? {
+        let id = try uuid(session["id"])
+        return (session["runtime_status"] as String?).flatMap {
+            RuntimeStatus(json: $0, sessionID: id, reportedAt: nil)
+        }?.state
+    }
+
+    /// A session's runtime status changed: each open activity for it gets an update (throttled),
+    /// and a device's activities for its other sessions end (one active session per device).
+    static func runtimeStatusChanged(_ db: Database, user: String, session sessionID: String) throws {
+        guard
+            let session = try Row.fetchOne(
+                db, sql: "SELECT * FROM agent_coding_sessions WHERE id = ?", arguments: [sessionID])
+        else { return }
+        let status = LiveActivityRules.status(try runtimeState(session))
+        let tokens = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT device_id, token FROM push_tokens
+                WHERE session_id = ? AND user_id = ? AND token_type = 'live_activity' AND is_valid ORDER BY token
+                """, arguments: [sessionID, user])
+        for token in tokens {
+            let device: String = token["device_id"]
+            let tokenText: String = token["token"]
+            guard try liveActivityOpen(db, token: tokenText), try mayQueue(db, device: device, kind: .liveActivity)
+            else { continue }
+            let payload = try liveActivityPayload(
+                db, session: session, device: device, event: "update", status: status, operation: nil)
+            _ = try queueLiveActivity(
+                db, user: user, device: device, token: tokenText, event: "update", payload: payload,
+                priority: status == "waiting_approval" ? 10 : 5)
+            let others = try String.fetchAll(
+                db,
+                sql: """
+                    SELECT DISTINCT session_id FROM push_tokens
+                    WHERE user_id = ? AND device_id = ? AND token_type = 'live_activity' AND is_valid AND session_id <> ?
+                    ORDER BY session_id
+                    """, arguments: [user, device, sessionID])
+            for other in others {
+                try endLiveActivities(db, user: user, device: device, session: other, status: nil, operation: nil)
+            }
+        }
+    }
+
+    /// A session ended: every activity for it gets `end` with `completed`.
+    static func sessionEnded(_ db: Database, user: String, session sessionID: String) throws {
+        let devices = try String.fetchAll(
+            db,
+            sql: """
+                SELECT DISTINCT device_id FROM push_tokens
+                WHERE session_id = ? AND user_id = ? AND token_type = 'live_activity' AND is_valid ORDER BY device_id
+                """, arguments: [sessionID, user])
+        for device in devices {
+            try endLiveActivities(
+                db, user: user, device: device, session: sessionID, status: "completed", operation: nil)
+        }
+    }
+
+    // MARK: - Settings
+
+    public func notificationSettings(deviceID: UUID) async throws -> NotificationSettings {
+        try await read("reading notification settings") { db in
+            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
+            return try Self.settings(db, device: deviceID.canonical)
+        }
+    }
+
+    public func setNotificationSettings(
+        deviceID: UUID, _ change: NotificationSettings.Change
+    ) async throws -> NotificationSettingsUpdated {
+        let me = self.me
+        return try await write("setting notification settings") { db in
+            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
+            let device = deviceID.canonical
+            let before = try Self.settings(db, device: device)
+            let after = change.applied(to: before)
+            try db.execute(
+                sql: """
+                    INSERT INTO notification_settings (device_id, user_id, enable_live_activities, enable_background_notifications,
+                        show_notification_details, enable_time_sensitive, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (device_id) DO UPDATE SET enable_live_activities = excluded.enable_live_activities,
+                        enable_background_notifications = excluded.enable_background_notifications,
+                        show_notification_details = excluded.show_notification_details,
+                        enable_time_sensitive = excluded.enable_time_sensitive, updated_at = excluded.updated_at
+                    """,
+                arguments: [
+                    device, me, after.liveActivities, after.backgroundNotifications, after.showDetails,
+                    after.timeSensitive, Self.now,
+                ])
+            var ended = 0
+            if before.liveActivities, !after.liveActivities {
+                ended = try Self.endLiveActivities(
+                    db, user: me, device: device, session: nil, status: nil, operation: nil)
+            }
+            return NotificationSettingsUpdated(settings: after, liveActivitiesEnded: ended)
+        }
+    }
+}

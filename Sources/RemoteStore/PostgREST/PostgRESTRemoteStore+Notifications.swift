@@ -1,0 +1,45 @@
+import Foundation
+import SyncModel
+
+/// Notification settings on Supabase: the table by GET (row-level security shows the user only
+/// their own rows), changes through `set_notification_settings`, which checks the device is the
+/// caller's and applies what turning live activities off implies.
+extension PostgRESTRemoteStore: NotificationRemote {
+    public func notificationSettings(deviceID: UUID) async throws -> NotificationSettings {
+        let rows = try await fetchAll(
+            "notification_settings",
+            query: [("select", "*"), ("device_id", "eq.\(deviceID.canonical)")],
+            order: "device_id.asc", atMost: 1
+        ) { row in
+            let r = RowReader(row, table: "notification_settings")
+            return NotificationSettings(
+                liveActivities: try r.bool("enable_live_activities", default: true),
+                backgroundNotifications: try r.bool("enable_background_notifications", default: true),
+                showDetails: try r.bool("show_notification_details", default: false),
+                timeSensitive: try r.bool("enable_time_sensitive", default: true))
+        }
+        if let settings = rows.first { return settings }
+        // No row: the defaults, once the device is known to be the user's.
+        let owned = try await fetchAll(
+            "devices",
+            query: [("select", "id"), ("id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)")],
+            order: "id.asc", atMost: 1
+        ) { _ in true }
+        guard !owned.isEmpty else {
+            throw RemoteStoreError(
+                .permissionDenied, "the device is not one of yours", postgrestCode: .insufficientPrivilege)
+        }
+        return .defaults
+    }
+
+    public func setNotificationSettings(
+        deviceID: UUID, _ change: NotificationSettings.Change
+    ) async throws -> NotificationSettingsUpdated {
+        var arguments: [String: RPCArgument] = ["device_id": .string(deviceID.canonical)]
+        for (key, value) in change.values { arguments[key.column] = .bool(value) }
+        return try Self.decode(
+            NotificationSettingsUpdated.self,
+            from: try await rpc("set_notification_settings", arguments: arguments),
+            function: "set_notification_settings")
+    }
+}

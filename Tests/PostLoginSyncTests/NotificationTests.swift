@@ -224,6 +224,42 @@ struct NotificationTests {
         #expect(try await n.phoneSide.notificationSettings() == expected)
     }
 
+    @Test("on the stack, a user writes the table directly for their own devices only; off ends activities there too")
+    func directWrites() async throws {
+        guard !StackEnvironment.skipped else { return }
+        let n = try await NotificationWorld.make(.postgrest)
+        let stack = try StackEnvironment.require()
+        let token = try await n.liveActivity(n.sessions[0])
+        try await n.report(n.sessions[0], .running)
+        let phone = n.phone.identity.id.canonical
+        let mine = try await stack.request(
+            "POST", "/rest/v1/notification_settings", token: stack.token(for: n.world.user),
+            headers: ["Prefer": "resolution=merge-duplicates,return=representation"],
+            body: #"{"device_id":"\#(phone)","enable_live_activities":false}"#)
+        #expect(mine.status == 201, "\(mine.body)")
+        #expect(try await n.phoneSide.notificationSettings().liveActivities == false)
+        #expect(try aps(try #require(try await n.rows(token).last))["event"] as? String == "end")
+        // Another user: cannot write a row for this device, nor read the one there is, nor claim
+        // the row of a device that has none yet (the desktop), which would lock its owner out.
+        let stranger = UUID()
+        let desktop = n.desktop.identity.id.canonical
+        for body in [
+            #"{"device_id":"\#(phone)","enable_time_sensitive":false}"#,
+            #"{"device_id":"\#(phone)","user_id":"\#(stranger.canonical)","enable_time_sensitive":false}"#,
+            #"{"device_id":"\#(desktop)","user_id":"\#(stranger.canonical)","enable_time_sensitive":false}"#,
+        ] {
+            let theirs = try await stack.request(
+                "POST", "/rest/v1/notification_settings", token: stack.token(for: stranger),
+                headers: ["Prefer": "resolution=merge-duplicates"], body: body)
+            #expect(theirs.status == 403 || theirs.status == 401, "\(theirs.status)")
+        }
+        let read = try await stack.request(
+            "GET", "/rest/v1/notification_settings?device_id=eq.\(phone)", token: stack.token(for: stranger))
+        #expect(read.status == 200 && read.body == "[]")
+        #expect(try await n.phoneSide.notificationSettings().timeSensitive == true)
+        #expect(try await n.desktopSide.setNotificationSettings(.init([.details: true])).settings.showDetails)
+    }
+
     @Test(
         "live activities off: no updates, open activities end; the handoff push still goes",
         arguments: Backend.available)

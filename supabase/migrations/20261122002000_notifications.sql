@@ -3,8 +3,10 @@
 -- per token every 15 seconds, the newest state winning, `end` never dropped), and the badge of
 -- approval alerts.
 --
--- Settings: notification_settings, one row per device (no row = the defaults). A device writes
--- only its own row, through set_notification_settings (ownership checked as everywhere here).
+-- Settings: notification_settings, one row per device (no row = the defaults). A user writes
+-- only rows of their own devices (row-level security, the device's owner checked as everywhere
+-- here), directly or through set_notification_settings; a trigger ends the device's open live
+-- activities whichever way live activities were turned off.
 --
 -- What reaches a lock screen: approval alerts carry only generic text (approvals.md). A live
 -- activity's currentOperation and currentTask come from the runtime status the desktop reported,
@@ -19,7 +21,7 @@
 
 CREATE TABLE public.notification_settings (
     device_id uuid PRIMARY KEY REFERENCES public.devices (id) ON DELETE CASCADE,
-    user_id uuid NOT NULL,
+    user_id uuid NOT NULL DEFAULT auth.uid(),
     enable_live_activities boolean NOT NULL DEFAULT true,
     enable_background_notifications boolean NOT NULL DEFAULT true,
     show_notification_details boolean NOT NULL DEFAULT false,
@@ -30,9 +32,11 @@ CREATE INDEX notification_settings_user ON public.notification_settings (user_id
 CREATE TRIGGER notification_settings_updated_at BEFORE INSERT OR UPDATE ON public.notification_settings
     FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
 ALTER TABLE public.notification_settings ENABLE ROW LEVEL SECURITY;
-CREATE POLICY notification_settings_read ON public.notification_settings FOR SELECT TO authenticated
-    USING (user_id = (SELECT auth.uid()));
-GRANT SELECT ON public.notification_settings TO authenticated;
+CREATE POLICY notification_settings_owner ON public.notification_settings FOR ALL TO authenticated
+    USING (user_id = (SELECT auth.uid()))
+    WITH CHECK (user_id = (SELECT auth.uid())
+                AND EXISTS (SELECT 1 FROM public.devices d WHERE d.id = device_id AND d.user_id = (SELECT auth.uid())));
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.notification_settings TO authenticated;
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.notification_settings TO service_role;
 
 ALTER TABLE public.push_outbox ADD COLUMN not_before timestamptz NOT NULL DEFAULT now();
@@ -369,6 +373,20 @@ BEGIN
 END
 $$;
 
+-- Live activities turned off (by the function or a direct write): the device's open ones end.
+CREATE FUNCTION private.settings_end_live_activities() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+BEGIN
+    IF NOT NEW.enable_live_activities AND (TG_OP = 'INSERT' OR OLD.enable_live_activities) THEN
+        PERFORM private.end_live_activities(NEW.user_id, NEW.device_id, NULL, NULL, NULL);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER notification_settings_live_activities
+    AFTER INSERT OR UPDATE OF enable_live_activities ON public.notification_settings
+    FOR EACH ROW EXECUTE FUNCTION private.settings_end_live_activities();
+
 -- A session's runtime status changed, or the session ended: its live activities hear of it.
 CREATE FUNCTION private.session_live_activity() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
@@ -439,6 +457,7 @@ DECLARE
     v_device uuid := set_notification_settings.device_id;
     before public.notification_settings;
     after public.notification_settings%ROWTYPE;
+    open_before integer;
     ended integer := 0;
 BEGIN
     IF caller IS NULL THEN RAISE EXCEPTION 'set_notification_settings needs a signed-in user' USING ERRCODE = '42501'; END IF;
@@ -446,6 +465,9 @@ BEGIN
         RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
     END IF;
     before := private.notification_settings_of(v_device);
+    open_before := (SELECT count(*) FROM public.push_tokens p
+                    WHERE p.user_id = caller AND p.device_id = v_device AND p.token_type = 'live_activity' AND p.is_valid
+                      AND private.live_activity_open(p.token));
     INSERT INTO public.notification_settings AS s (device_id, user_id, enable_live_activities,
             enable_background_notifications, show_notification_details, enable_time_sensitive)
         VALUES (v_device, caller,
@@ -459,9 +481,10 @@ BEGIN
             show_notification_details = EXCLUDED.show_notification_details,
             enable_time_sensitive = EXCLUDED.enable_time_sensitive
         RETURNING * INTO after;
-    IF before.enable_live_activities AND NOT after.enable_live_activities THEN
-        ended := private.end_live_activities(caller, v_device, NULL, NULL, NULL);
-    END IF;
+    -- The trigger ended what was open; the difference is how many.
+    ended := open_before - (SELECT count(*) FROM public.push_tokens p
+                            WHERE p.user_id = caller AND p.device_id = v_device AND p.token_type = 'live_activity'
+                              AND p.is_valid AND private.live_activity_open(p.token));
     RETURN jsonb_build_object(
         'deviceId', v_device, 'enableLiveActivities', after.enable_live_activities,
         'enableBackgroundNotifications', after.enable_background_notifications,
@@ -476,7 +499,7 @@ REVOKE ALL ON FUNCTION private.notification_settings_of(uuid), private.may_queue
     private.live_activity_status(jsonb), private.live_activity_payload(public.agent_coding_sessions, uuid, text, text, text),
     private.queue_live_activity(uuid, uuid, text, text, jsonb, integer), private.live_activity_open(text),
     private.end_live_activities(uuid, uuid, uuid, text, text), private.session_live_activity(),
-    private.handoff_live_activity() FROM PUBLIC;
+    private.handoff_live_activity(), private.settings_end_live_activities() FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.set_notification_settings(uuid, boolean, boolean, boolean, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION public.set_notification_settings(uuid, boolean, boolean, boolean, boolean)
     TO authenticated, service_role;

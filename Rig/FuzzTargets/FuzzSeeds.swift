@@ -117,6 +117,16 @@ public enum FuzzSeeds {
         add(.approvalContent, "extra-member", Array(#"{"tool":"a","summary":"b","detail":"","x":""}"#.utf8))
         add(.approvalContent, "surrogate", Array(#"{"tool":"a","summary":"\ud83d\ude00","detail":"\ud800"}"#.utf8))
         add(.approvalContent, "empty", [])
+        for test in try tests("identity-backup-v1.json") {
+            let id = "tc\(test["tcId"] as? Int ?? 0)"
+            if let body = test["body"] as? String {
+                add(
+                    .identityBackup, id,
+                    lines([text(test, "recoveryKey"), text(test, "userId"), text(test, "identityPublicKey"), body]))
+            } else {
+                add(.recoveryKey, id, Array(text(test, "recoveryKey").utf8))
+            }
+        }
         for test in try tests("lockscreen-sanitiser-v1.json") {
             add(.lockScreenText, "tc\(test["tcId"] as? Int ?? 0)", Array(text(test, "input").utf8))
         }

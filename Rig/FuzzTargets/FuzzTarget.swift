@@ -61,6 +61,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case approvalDecision = "approval-decision"
     /// Text on its way to a lock screen (notifications.md): the sanitiser.
     case lockScreenText = "lockscreen-text"
+    /// A recovery key as typed (recovery.md).
+    case recoveryKey = "recovery-key"
+    /// An identity backup: recovery key text, user id, identity public key (base64), body.
+    case identityBackup = "identity-backup"
 
     /// Runs one input through the target.
     ///
@@ -83,6 +87,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .approvalContent: return Self.approvalContent(data)
         case .approvalDecision: return Self.approvalDecision(data)
         case .lockScreenText: return Self.lockScreenText(String(decoding: data, as: UTF8.self))
+        case .recoveryKey: return Self.recoveryKey(String(decoding: data, as: UTF8.self))
+        case .identityBackup: return Self.identityBackup(Self.lines(data))
         }
     }
 
@@ -239,6 +245,42 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             guard run < 40 else { violated(.lockScreenText, "a run of 40 base64 characters survived") }
         }
         return out == text ? .accepted : .rejected
+    }
+
+    /// An accepted key prints as text that parses back to the same bytes.
+    static func recoveryKey(_ text: String) -> FuzzOutcome {
+        do {
+            let key = try RecoveryKey(text: text)
+            guard (try? RecoveryKey(text: key.revealText()))?.bytes == key.bytes,
+                (try? RecoveryKey(text: key.revealCompactText()))?.bytes == key.bytes
+            else { violated(.recoveryKey, "an accepted key does not round-trip through its text") }
+            return .accepted
+        } catch RecoveryError.mistyped {
+            return .rejected
+        } catch {
+            violated(.recoveryKey, "an untyped error")
+        }
+    }
+
+    /// An opened backup's seed has the public key it was opened for, and sealing it again with
+    /// the body's nonce gives the same body.
+    static func identityBackup(_ fields: [String]) -> FuzzOutcome {
+        guard let key = try? RecoveryKey(text: field(fields, 0)), let user = UUID(uuidString: field(fields, 1)),
+            let publicKey = try? Ed25519PublicKey(base64: field(fields, 2))
+        else { return .rejected }
+        let body = field(fields, 3)
+        do {
+            let identity = try IdentityBackup.open(body, userID: user, identityPublicKey: publicKey, recoveryKey: key)
+            let nonce = Array(Data(base64Encoded: body)!)[1..<13]
+            guard identity.publicKey == publicKey,
+                (try? IdentityBackup.seal(identity, userID: user, recoveryKey: key, nonce: Array(nonce))) == body
+            else { violated(.identityBackup, "an opened backup does not seal back to itself") }
+            return .accepted
+        } catch RecoveryError.doesNotOpen {
+            return .rejected
+        } catch {
+            violated(.identityBackup, "an untyped error")
+        }
     }
 
     static func approvalContent(_ data: [UInt8]) -> FuzzOutcome {

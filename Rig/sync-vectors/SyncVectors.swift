@@ -17,24 +17,25 @@ extension SyncVectors {
     struct Generate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Write the project's vectors (session-secret envelopes v1 or v2, device certificates, approvals, the lock-screen sanitiser), reproducibly.",
+                "Write the project's vectors (session-secret envelopes v1 or v2, device certificates, approvals, the lock-screen sanitiser, identity backups), reproducibly.",
             discussion: """
                 Every key, nonce, id and secret is derived from a fixed seed, so the output is the \
                 same on every run and every machine: testvectors/session-secret-v1.json, \
                 testvectors/session-secret-v2.json (--version 2) and \
                 testvectors/device-certificate-v1.json (--kind certificate) and \
-                testvectors/approval-v1.json (--kind approval) and \
-                testvectors/lockscreen-sanitiser-v1.json (--kind lockscreen) are this command's output.
+                testvectors/approval-v1.json (--kind approval), \
+                testvectors/lockscreen-sanitiser-v1.json (--kind lockscreen) and \
+                testvectors/identity-backup-v1.json (--kind backup) are this command's output.
                 """
         )
 
         enum Kind: String, ExpressibleByArgument, CaseIterable {
-            case envelope, certificate, approval, lockscreen
+            case envelope, certificate, approval, lockscreen, backup
         }
 
         @Option(
             help:
-                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions) or lockscreen (the lock-screen sanitiser)."
+                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), lockscreen (the lock-screen sanitiser) or backup (identity backups and recovery keys)."
         )
         var kind: Kind = .envelope
 
@@ -54,6 +55,7 @@ extension SyncVectors {
             case .certificate: data = try DeviceCertificateVectorGenerator.generate()
             case .approval: data = try ApprovalVectorGenerator.generate()
             case .lockscreen: data = try LockScreenVectorGenerator.generate()
+            case .backup: data = try IdentityBackupVectorGenerator.generate()
             case .envelope:
                 data =
                     version == 1

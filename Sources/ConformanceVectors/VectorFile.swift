@@ -387,6 +387,39 @@ public struct LockScreenSanitiserGroup: VectorGroup {
     }
 }
 
+/// `UNBOUND-IDENTITY-BACKUP-V1` (recovery.md): groups of `type` `IdentityBackupOpen` (open a
+/// stored backup with a recovery key) or `RecoveryKeyParse` (parse a recovery key as typed).
+public struct IdentityBackupGroup: VectorGroup {
+    /// Which of the two checks the group's tests take.
+    public enum Kind: String, Decodable, Sendable {
+        case open = "IdentityBackupOpen"
+        case parse = "RecoveryKeyParse"
+    }
+
+    public let type: Kind
+    public let tests: [Test]
+
+    /// A recovery key and, for an open test, a backup and what it is for.
+    public struct Test: VectorTest {
+        public let tcId: Int
+        public let comment: String
+        public let result: ExpectedResult
+        /// The recovery key's text, as typed.
+        public let recoveryKey: String
+        public let userId: String?
+        /// Standard base64 of the identity's Ed25519 public key.
+        public let identityPublicKey: String?
+        /// The backup as stored (standard base64).
+        public let body: String?
+        /// Expected (valid tests): the identity seed (open) or the key's 32 bytes (parse).
+        public let expected: HexBytes?
+        /// Intermediate values of a valid backup: `K`, the AAD, the nonce (to re-seal).
+        public let key: HexBytes?
+        public let aad: HexBytes?
+        public let nonce: HexBytes?
+    }
+}
+
 /// The algorithms `sync-cli vectors verify` knows, by their `algorithm` field (`HPKE` files
 /// are a top-level array without one).
 public enum VectorAlgorithm: String, CaseIterable, Sendable {
@@ -401,6 +434,7 @@ public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case deviceCertificateV1 = "UNBOUND-DEVICE-CERTIFICATE-V1"
     case approvalV1 = "UNBOUND-APPROVAL-V1"
     case lockScreenSanitiserV1 = "UNBOUND-LOCKSCREEN-SANITISER-V1"
+    case identityBackupV1 = "UNBOUND-IDENTITY-BACKUP-V1"
 }
 
 /// Loads vector files; the one loader the CLI and the tests share.

@@ -66,6 +66,10 @@ public enum VectorVerifier {
             return try run(ApprovalGroup.self, data, algorithm, path) { group, test in
                 group.type == .requestOpen ? checkRequest(test) : checkDecision(test)
             }
+        case .identityBackupV1:
+            return try run(IdentityBackupGroup.self, data, algorithm, path) { group, test in
+                group.type == .open ? checkBackup(test) : checkRecoveryKey(test)
+            }
         case .lockScreenSanitiserV1:
             return try run(LockScreenSanitiserGroup.self, data, algorithm, path) { _, test in
                 judge(test.result, LockScreenText.sanitised(test.input) == test.output)
@@ -260,6 +264,45 @@ public enum VectorVerifier {
                 userID: user, sessionID: session, requestID: request, requesterDeviceID: requester,
                 expiresAt: test.expiresAt, generation: test.generation), secret
         )
+    }
+
+    static func checkBackup(_ test: IdentityBackupGroup.Test) -> String? {
+        guard let recoveryKey = try? RecoveryKey(text: test.recoveryKey), let userText = test.userId,
+            let user = UUID(uuidString: userText), let publicText = test.identityPublicKey,
+            let publicKey = try? Ed25519PublicKey(base64: publicText), let body = test.body
+        else { return judge(test.result, nil) }
+        let opened = try? IdentityBackup.open(
+            body, userID: user, identityPublicKey: publicKey, recoveryKey: recoveryKey)
+        let outcome = opened.map { key in
+            key.seedRepresentation.withUnsafeBytes { Array($0) } == test.expected?.bytes
+        }
+        if let reason = judge(test.result, outcome) { return reason }
+        guard test.result == .valid else { return nil }
+        if let expected = test.key,
+            (try? IdentityBackup.key(recoveryKey: recoveryKey, userID: user))?.withUnsafeBytes({ Array($0) })
+                != expected.bytes
+        {
+            return "K does not match"
+        }
+        if let expected = test.aad, IdentityBackup.aad(userID: user, identityPublicKey: publicKey) != expected.bytes {
+            return "the AAD does not match"
+        }
+        if let nonce = test.nonce, let opened,
+            (try? IdentityBackup.seal(opened, userID: user, recoveryKey: recoveryKey, nonce: nonce.bytes)) != body
+        {
+            return "sealing again does not give the body"
+        }
+        return nil
+    }
+
+    static func checkRecoveryKey(_ test: IdentityBackupGroup.Test) -> String? {
+        let parsed = try? RecoveryKey(text: test.recoveryKey)
+        let outcome = parsed.map { $0.bytes.withUnsafeBytes { Array($0) } == test.expected?.bytes }
+        if let reason = judge(test.result, outcome) { return reason }
+        if test.result == .valid, let parsed, (try? RecoveryKey(text: parsed.revealText()))?.bytes != parsed.bytes {
+            return "the key's own text does not parse back"
+        }
+        return nil
     }
 
     static func checkRequest(_ test: ApprovalGroup.Test) -> String? {

@@ -144,3 +144,26 @@ extension EmbeddedRemoteStore: TrustRemote {
         }
     }
 }
+
+/// The identity backup on the embedded remote: one row per user, read, inserted and replaced
+/// only by that user, never deleted (as the migration's policies allow).
+extension EmbeddedRemoteStore: IdentityBackupRemote {
+    public func fetchIdentityBackup() async throws -> String? {
+        let me = self.me
+        return try await read("reading the identity backup") { db in
+            try String.fetchOne(db, sql: "SELECT body FROM identity_key_backups WHERE user_id = ?", arguments: [me])
+        }
+    }
+
+    public func storeIdentityBackup(_ body: String) async throws {
+        let me = self.me
+        try await write("storing the identity backup") { db in
+            let now = Self.now
+            try db.execute(
+                sql: """
+                    INSERT INTO identity_key_backups (user_id, body, created_at, updated_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (user_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at
+                    """, arguments: [me, body, now, now])
+        }
+    }
+}

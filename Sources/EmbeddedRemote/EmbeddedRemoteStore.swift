@@ -299,6 +299,18 @@ public final class EmbeddedRemoteStore: SyncRemote {
                     CREATE INDEX push_outbox_live_activity ON push_outbox (token, id) WHERE push_type = 'liveactivity';
                     """)
         }
+        migrator.registerMigration("v8: identity backups") { db in
+            // The same table as the project's *_identity_backups.sql (recovery.md).
+            try db.execute(
+                sql: """
+                    CREATE TABLE identity_key_backups (
+                        user_id TEXT PRIMARY KEY NOT NULL,
+                        body TEXT NOT NULL CHECK (length(body) = 84),
+                        created_at TEXT NOT NULL,
+                        updated_at TEXT NOT NULL
+                    );
+                    """)
+        }
         return migrator
     }
 

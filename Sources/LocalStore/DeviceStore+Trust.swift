@@ -22,6 +22,21 @@ extension DeviceStore {
         return key
     }
 
+    /// Stores a recovered identity key in `identity.key` (same rules as ``createIdentityKey()``);
+    /// a file holding the same key is left as it is.
+    ///
+    /// - Throws: ``LocalStoreError`` `.identityExists` when the file holds another key.
+    public func storeIdentityKey(_ key: Ed25519PrivateKey) async throws {
+        _ = try await requireIdentity()
+        if let existing = try await identityKey() {
+            guard existing.publicKey == key.publicKey else {
+                throw LocalStoreError(.identityExists, "this store already holds another identity key")
+            }
+            return
+        }
+        try DeviceKeyFile.create(bytes: key.seedRepresentation, at: identityKeyPath)
+    }
+
     /// The identity key, when this device is the trust root; `nil` when there is no file.
     ///
     /// - Throws: ``LocalStoreError`` for a file that exists but is too open, a symlink, the wrong

@@ -34,14 +34,18 @@ public struct DeviceTrustManager: Sendable {
     // MARK: - trust init
 
     /// Makes this device the trust root: creates the user's identity key, publishes its public
-    /// key, pins it, and certifies this device.
+    /// key, pins it, and certifies this device. With `recoveryKey`, also stores the identity's
+    /// encrypted backup under it (recovery.md); show the key to the person once, after this
+    /// returns.
     ///
     /// - Returns: The identity's fingerprint.
     /// - Throws: ``SyncError`` `.identityExists` when the user already has an identity key (join
     ///   instead), `.trustUnavailable` without the device-trust tables, `.notLoggedIn`,
-    ///   `.userMismatch`; remote and local errors.
+    ///   `.userMismatch`, `.noRecoveryBackup` when a backup was asked for and the remote has no
+    ///   table for it (the identity is set up; run again without one, or after the migration);
+    ///   remote and local errors.
     @discardableResult
-    public func initialize(now: Date = Date()) async throws -> IdentityFingerprint {
+    public func initialize(now: Date = Date(), recoveryKey: RecoveryKey? = nil) async throws -> IdentityFingerprint {
         let (identity, user) = try await signedIn()
         let published = try await publishedIdentityKey()
         let existing = try await local.identityKey()
@@ -84,6 +88,108 @@ public struct DeviceTrustManager: Sendable {
             issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
         try await publish(certificate, signedBy: key)
         logger?.notice("this device is the trust root of identity \(IdentityFingerprint(key.publicKey))")
+        if let recoveryKey { try await storeBackup(of: key, user: user, under: recoveryKey) }
+        return IdentityFingerprint(key.publicKey)
+    }
+
+    // MARK: - Recovery (recovery.md)
+
+    /// The remote's identity backups, or what a deployment without them answers.
+    func backups() throws -> any IdentityBackupRemote {
+        guard let remote = remote as? any IdentityBackupRemote else {
+            throw SyncError(code: .noRecoveryBackup, message: "this remote keeps no identity backups")
+        }
+        return remote
+    }
+
+    func storeBackup(of identity: Ed25519PrivateKey, user: UUID, under recoveryKey: RecoveryKey) async throws {
+        let body = try IdentityBackup.seal(identity, userID: user, recoveryKey: recoveryKey)
+        do {
+            try await backups().storeIdentityBackup(body)
+        } catch let error as RemoteStoreError where error.code == .missingTable {
+            throw SyncError(
+                code: .noRecoveryBackup,
+                message: "this remote has no identity_key_backups table (supabase/migrations/*_identity_backups.sql)")
+        }
+    }
+
+    /// Whether the user's identity backup exists on the remote; `nil` when the remote keeps none.
+    public func hasRecoveryBackup() async throws -> Bool? {
+        do {
+            return try await backups().fetchIdentityBackup() != nil
+        } catch let error as RemoteStoreError where error.code == .missingTable {
+            return nil
+        } catch let error as SyncError where error.code == .noRecoveryBackup {
+            return nil
+        }
+    }
+
+    /// On a root: a fresh recovery key, the backup replaced under it. The old key stops opening
+    /// the stored backup (a copy of the old backup kept elsewhere still opens with it: the seed
+    /// is the same).
+    ///
+    /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`, `.noRecoveryBackup`.
+    public func newRecoveryKey() async throws -> RecoveryKey {
+        let (_, user) = try await signedIn()
+        let key = try await trustRootKey()
+        let recoveryKey = RecoveryKey()
+        try await storeBackup(of: key, user: user, under: recoveryKey)
+        logger?.notice("the identity backup was replaced under a new recovery key")
+        return recoveryKey
+    }
+
+    /// Recovers the identity on this desktop with the person's recovery key: opens the user's
+    /// backup, checks that its seed is the published identity key (and the pinned one, where
+    /// this store pinned one), stores `identity.key`, pins it and certifies this device as a
+    /// trust root. Other devices see no change: the identity is the same.
+    ///
+    /// - Returns: The identity's fingerprint.
+    /// - Throws: ``RecoveryError/doesNotOpen`` for a key that does not open this account's
+    ///   backup (or a backup of another user or identity, or a tampered one), with nothing
+    ///   written; ``SyncError`` `.identityChanged` when this store pinned another identity,
+    ///   `.noIdentity` when the user has none, `.noRecoveryBackup`, `.wrongRole` on a phone.
+    @discardableResult
+    public func recover(with recoveryKey: RecoveryKey, now: Date = Date()) async throws -> IdentityFingerprint {
+        let (identity, user) = try await signedIn()
+        guard identity.role == .desktop else {
+            throw SyncError(code: .wrongRole, message: "only a desktop can become a trust root")
+        }
+        guard let published = try await publishedIdentityKey() else {
+            throw SyncError(
+                code: .noIdentity, message: "the user has no identity key to recover; run `sync-cli trust init`")
+        }
+        guard let publishedKey = try? Ed25519PublicKey(base64: published) else {
+            throw SyncError(code: .identityChanged, message: "the remote publishes an identity key that is not Ed25519")
+        }
+        if let pinned = try await local.pinnedIdentityKey(), pinned != publishedKey {
+            throw SyncError(
+                code: .identityChanged,
+                message: "the user's identity key changed: the remote publishes \(IdentityFingerprint(publishedKey)), "
+                    + "but this device pinned \(IdentityFingerprint(pinned))")
+        }
+        let stored: String?
+        do {
+            stored = try await backups().fetchIdentityBackup()
+        } catch let error as RemoteStoreError where error.code == .missingTable {
+            throw SyncError(code: .noRecoveryBackup, message: "this remote keeps no identity backups")
+        }
+        guard let stored else {
+            throw SyncError(
+                code: .noRecoveryBackup,
+                message: "this account has no identity backup (its root ran `trust init --no-recovery-key`)")
+        }
+        let key = try IdentityBackup.open(
+            stored, userID: user, identityPublicKey: publishedKey, recoveryKey: recoveryKey)
+        try await local.storeIdentityKey(key)
+        try await local.pinIdentityKey(key.publicKey)
+        try await engine.upsertOwnDevice(identity, user: user)
+        let certificate = DeviceCertificate(
+            userID: user, deviceID: identity.id, x25519PublicKey: identity.publicKey,
+            ed25519PublicKey: try await local.signingKey().publicKey,
+            deviceType: identity.deviceType.rawValue, deviceRole: DeviceTrustRole.trustRoot.rawValue,
+            issuedAt: UInt64(max(0, now.timeIntervalSince1970)))
+        try await publish(certificate, signedBy: key)
+        logger?.notice("recovered identity \(IdentityFingerprint(key.publicKey)); this device is a trust root")
         return IdentityFingerprint(key.publicKey)
     }
 
@@ -360,9 +466,12 @@ public struct DeviceTrustManager: Sendable {
             if device.id == identity.id, state == .verified, device.publicKey != identity.publicKey.base64 {
                 state = .keyMismatch
             }
-            return TrustStatus.Device(
+            var listedDevice = TrustStatus.Device(
                 deviceID: device.id, name: device.name, deviceType: device.deviceType?.rawValue,
                 isActive: device.isActive, status: state, isThisDevice: device.id == identity.id)
+            listedDevice.isRoot =
+                state == .verified && snapshot.certificates[device.id]?.deviceRole == DeviceTrustRole.trustRoot.rawValue
+            return listedDevice
         }
         // Revoked devices whose row is gone are still shown.
         for (id, _) in snapshot.revocations where !listed.contains(id) {
@@ -372,6 +481,7 @@ public struct DeviceTrustManager: Sendable {
                     status: .revoked, isThisDevice: id == identity.id))
         }
         status.thisDevice = status.devices.first { $0.isThisDevice }?.status ?? .unverified
+        status.recoveryBackup = try await hasRecoveryBackup()
         return status
     }
 
@@ -576,6 +686,8 @@ public struct TrustStatus: Sendable, Codable, Hashable {
         /// `nil` when this device has pinned no identity.
         public var status: DeviceTrustStatus?
         public var isThisDevice: Bool
+        /// Verified, and certified as a trust root (it holds the identity key).
+        public var isRoot = false
     }
 
     public var deviceID: UUID
@@ -592,4 +704,7 @@ public struct TrustStatus: Sendable, Codable, Hashable {
     public var devices: [Device] = []
     /// Certificates or revocations that did not verify.
     public var problems: [String] = []
+    /// Whether the user's identity backup exists (`nil`: unknown, the remote keeps none); with
+    /// `false` the identity cannot be recovered if its roots are lost.
+    public var recoveryBackup: Bool?
 }

@@ -33,6 +33,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case pairingRefused
         /// A device id that is not one of the user's devices.
         case unknownDevice
+        /// Recovery was asked for, but the user has no identity backup (recovery.md), or the
+        /// remote has no table for it.
+        case noRecoveryBackup
     }
 
     public let code: Code

@@ -87,3 +87,13 @@ extension RemoteStoreError {
     public static let trustUnavailable = RemoteStoreError(
         .missingTable, "this remote has no device-trust tables (verified trust needs the device_trust migration)")
 }
+
+/// A remote that keeps the user's encrypted identity backup (recovery.md): one row per user,
+/// which the user may read, insert and replace but never delete. The body is ciphertext the
+/// server cannot open; every reader checks it.
+public protocol IdentityBackupRemote: TrustRemote {
+    /// The stored backup (standard base64, unverified), or `nil` when the user has none.
+    func fetchIdentityBackup() async throws -> String?
+    /// Stores the backup, replacing the user's previous one.
+    func storeIdentityBackup(_ body: String) async throws
+}

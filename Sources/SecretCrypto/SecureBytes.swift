@@ -103,6 +103,13 @@ extension SecureBytes: Equatable {
 }
 
 extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// Zeroes `buffer` in a way the compiler cannot drop (`sodium_memzero`): for temporary
+    /// arrays that held secret bytes.
+    public static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress else { return }
+        sodium_memzero(base, buffer.count)
+    }
+
     public var description: String { "<redacted>" }
     public var debugDescription: String { "SecureBytes(<redacted>, \(count) bytes)" }
     public var customMirror: Mirror { Mirror(self, children: [:]) }

@@ -39,29 +39,127 @@ extension SyncCLI {
                 `trust invite --wait`). From then on a desktop seals secrets only to devices with a \
                 valid certificate (`--trust verified`, the default once an identity is pinned).
                 """,
-            subcommands: [Init.self, Invite.self, Join.self, Approve.self, Status.self, Revoke.self]
+            subcommands: [
+                Init.self, Invite.self, Join.self, Approve.self, Status.self, Revoke.self, RecoveryKeyCommand.self,
+                Recover.self,
+            ]
         )
 
         struct Init: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 abstract:
                     "Make this device the trust root: create and publish the user's identity key, certify this device.",
-                discussion: "Refused when the user already has an identity key: join it instead.\n\n" + TrustExit.help
+                discussion: """
+                    Refused when the user already has an identity key: join it instead.
+
+                    Prints a recovery key once: write it down. With it, `trust recover` makes \
+                    another desktop of yours a trust root if this one is lost; the server keeps \
+                    only a backup it cannot open.
+
+                    \(TrustExit.help)
+                    """
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Flag(help: "Store no backup and print no recovery key (the identity cannot be recovered).")
+            var noRecoveryKey = false
+            @Flag(help: "Do not draw the recovery key's QR code.") var noQr = false
+            @Flag(help: "Print the result as JSON (with the recovery key).") var json = false
+
+            func run() async throws {
+                try await TrustExit.run {
+                    let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    let recoveryKey = noRecoveryKey ? nil : RecoveryKey()
+                    let fingerprint = try await manager.initialize(recoveryKey: recoveryKey)
+                    if json {
+                        var object = ["identityFingerprint": fingerprint.description, "trustRoot": "true"]
+                        if let recoveryKey { object["recoveryKey"] = recoveryKey.revealText() }
+                        return try printJSON(object)
+                    }
+                    output("This device is now the trust root.")
+                    output("Identity fingerprint: \(fingerprint)")
+                    if let recoveryKey { try TrustCommand.show(recoveryKey, qr: !noQr) }
+                    output("Pair another device: `sync-cli trust invite` here, then `sync-cli trust join CODE` there.")
+                }
+            }
+        }
+
+        struct RecoveryKeyCommand: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "recovery-key",
+                abstract: "The recovery key of the identity backup.",
+                subcommands: [New.self]
+            )
+
+            struct New: AsyncParsableCommand {
+                static let configuration = CommandConfiguration(
+                    abstract:
+                        "Trust root: a new recovery key; the backup is replaced and the old key stops opening it.",
+                    discussion: """
+                        A copy of the old backup kept elsewhere (a database backup) still opens \
+                        with the old key, since the identity is the same; only a new identity cuts \
+                        an old key off completely.
+
+                        \(TrustExit.help)
+                        """
+                )
+                @OptionGroup var storeOptions: StoreOptions
+                @OptionGroup var remoteOptions: RemoteOptions
+                @Flag(help: "Do not draw the recovery key's QR code.") var noQr = false
+                @Flag(help: "Print the key as JSON.") var json = false
+
+                func run() async throws {
+                    try await TrustExit.run {
+                        let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                        let recoveryKey = try await manager.newRecoveryKey()
+                        if json { return try printJSON(["recoveryKey": recoveryKey.revealText()]) }
+                        output("The identity backup was replaced; the old recovery key no longer opens it.")
+                        try TrustCommand.show(recoveryKey, qr: !noQr)
+                    }
+                }
+            }
+        }
+
+        struct Recover: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Make this desktop a trust root again with the recovery key, after losing the root.",
+                discussion: """
+                    The key is read from $SYNC_RECOVERY_KEY, else typed at a prompt that does not \
+                    echo, else one line of standard input (never from the command line: shells \
+                    keep history). A mistyped key is refused before any network call. Other \
+                    devices see no change: the identity stays the same, so nothing needs re-pairing.
+
+                    \(TrustExit.help)
+                    """
             )
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
             @Flag(help: "Print the result as JSON.") var json = false
 
             func run() async throws {
+                let text = try readSecretLine(
+                    environment: "SYNC_RECOVERY_KEY", prompt: "Recovery key: ", what: "recovery key")
+                let recoveryKey: RecoveryKey
+                do {
+                    recoveryKey = try RecoveryKey(text: text)
+                } catch let error as RecoveryError {
+                    printError("Error: \(error)")
+                    throw ExitCode(1)
+                }
                 try await TrustExit.run {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
-                    let fingerprint = try await manager.initialize()
+                    let fingerprint: IdentityFingerprint
+                    do {
+                        fingerprint = try await manager.recover(with: recoveryKey)
+                    } catch let error as RecoveryError {
+                        printError("Error: \(error)")
+                        throw ExitCode(1)
+                    }
                     if json {
                         return try printJSON(["identityFingerprint": fingerprint.description, "trustRoot": "true"])
                     }
-                    output("This device is now the trust root.")
-                    output("Identity fingerprint: \(fingerprint)")
-                    output("Pair another device: `sync-cli trust invite` here, then `sync-cli trust join CODE` there.")
+                    output("Recovered identity \(fingerprint): this device is a trust root.")
+                    output("Your other devices keep working as they are; pair new ones with `sync-cli trust invite`.")
                 }
             }
         }
@@ -241,8 +339,13 @@ extension SyncCLI {
                     } else {
                         output("No identity yet: run `sync-cli trust init` on the first device.")
                     }
+                    if status.identityFingerprint != nil, status.recoveryBackup == false {
+                        output(
+                            "Warning: no identity backup: if every trust root is lost the identity cannot be recovered; run `sync-cli trust recovery-key new` on a root."
+                        )
+                    }
                     for device in status.devices {
-                        let me = device.isThisDevice ? " (this device)" : ""
+                        let me = (device.isThisDevice ? " (this device)" : "") + (device.isRoot ? " (trust root)" : "")
                         let active = device.isActive ? "" : " inactive"
                         output(
                             "\(device.deviceID.canonical)  \(device.name)\(me)  [\(device.deviceType ?? "?")\(active)]  \(device.status?.rawValue ?? "-")"
@@ -303,6 +406,17 @@ extension SyncCLI {
 }
 
 enum TrustCommand {
+    /// Shows a recovery key once, with what to do with it.
+    static func show(_ key: RecoveryKey, qr: Bool) throws {
+        output("")
+        output("Recovery key (write it down and keep it somewhere safe; it is shown only now):")
+        output("")
+        output("    \(key.revealText())")
+        output("")
+        if qr { print(try TerminalQRCode.render(key.revealCompactText())) }
+        output("With it, `sync-cli trust recover` makes another of your desktops a trust root if this one is lost.")
+    }
+
     static func manager(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws -> DeviceTrustManager
     {
         let store = try storeOptions.open()

@@ -31,6 +31,7 @@ struct VectorFileTests {
                 "rfc7748-x25519.json", "rfc5869-hkdf-sha256.json", "rfc8439-chacha20-poly1305.json",
                 "rfc4231-hmac-sha256.json", "session-secret-v1.json", "session-secret-v2.json",
                 "device-certificate-v1.json", "approval-v1.json", "lockscreen-sanitiser-v1.json",
+                "identity-backup-v1.json",
             ]))
     }
 
@@ -62,7 +63,7 @@ struct VectorFileTests {
         "XDH": "shared", "CHACHA20-POLY1305": "tag", "HKDF-SHA-256": "okm", "HMACSHA256": "tag",
         "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext",
         "UNBOUND-DEVICE-CERTIFICATE-V1": "deviceRole", "UNBOUND-APPROVAL-V1": "body",
-        "UNBOUND-LOCKSCREEN-SANITISER-V1": "output",
+        "UNBOUND-LOCKSCREEN-SANITISER-V1": "output", "UNBOUND-IDENTITY-BACKUP-V1": "expected",
     ]
 
     static let thirdParty = VectorPaths.projectDirectory.appendingPathComponent("third_party")
@@ -151,6 +152,25 @@ struct VectorFileTests {
             flags.isSuperset(of: [
                 "KeywordValue", "Bearer", "Base64", "SessionToken", "JWT", "PrivateKey", "Overlap", "NonASCII",
                 "CaseFolding", "ControlCharacters", "Cut", "Grapheme",
+            ]))
+    }
+
+    @Test("identity-backup-v1.json flags every invalid case, covering each kind recovery.md names")
+    func identityBackupFlags() throws {
+        let path = VectorPaths.projectDirectory.appendingPathComponent("identity-backup-v1.json")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: path)) as? [String: Any])
+        let groups = try #require(json["testGroups"] as? [[String: Any]])
+        #expect(Set(groups.compactMap { $0["type"] as? String }) == ["IdentityBackupOpen", "RecoveryKeyParse"])
+        var flags = Set<String>()
+        for group in groups {
+            for test in try #require(group["tests"] as? [[String: Any]]) where test["result"] as? String == "invalid" {
+                flags.formUnion(try #require(test["flags"] as? [String]))
+            }
+        }
+        #expect(
+            flags.isSuperset(of: [
+                "WrongKey", "OtherUser", "OtherIdentity", "SeedMismatch", "Tampered", "Truncated", "TrailingBytes",
+                "BadVersion", "Encoding", "Mistyped", "Swapped", "Length", "Alphabet", "UnusedBits",
             ]))
     }
 

@@ -98,6 +98,7 @@ struct ReportFormatTests {
         var status = TrustStatus(deviceID: Self.device, isTrustRoot: true)
         status.identityFingerprint = "0000 1111 2222 3333 4444 5555 6666 7777"
         status.thisDevice = .verified
+        status.recoveryBackup = false
         status.devices = [
             TrustStatus.Device(
                 deviceID: Self.other, name: "phone", deviceType: "ios-phone", isActive: true, status: .keyMismatch,

@@ -46,4 +46,11 @@ struct ReproducibleFilesTests {
             try Self.committed("lockscreen-sanitiser-v1.json") == LockScreenVectorGenerator.generate(),
             "run `make vectors`")
     }
+
+    @Test("identity-backup-v1.json is exactly what `sync-vectors generate --kind backup` writes")
+    func identityBackup() throws {
+        #expect(
+            try Self.committed("identity-backup-v1.json") == IdentityBackupVectorGenerator.generate(),
+            "run `make vectors`")
+    }
 }

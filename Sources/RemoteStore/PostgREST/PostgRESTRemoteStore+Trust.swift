@@ -118,3 +118,24 @@ extension PostgRESTRemoteStore: TrustRemote {
             body: Data(("[" + body.json + "]").utf8))
     }
 }
+
+extension PostgRESTRemoteStore: IdentityBackupRemote {
+    public func fetchIdentityBackup() async throws -> String? {
+        let response = try await send(
+            .get, "identity_key_backups",
+            query: [("select", "body"), ("user_id", "eq.\(userID.canonical)")], prefer: nil, body: nil)
+        let rows = try ResponseJSON.rows(response.body, table: "identity_key_backups")
+        guard let row = rows.first else { return nil }
+        guard rows.count == 1 else {
+            throw RemoteStoreError(.malformedResponse, "identity_key_backups: more than one row for the user")
+        }
+        return try RowReader(row, table: "identity_key_backups").string("body")
+    }
+
+    public func storeIdentityBackup(_ body: String) async throws {
+        let row = JSONRow(fields: [("user_id", .uuid(userID)), ("body", .string(body))])
+        _ = try await send(
+            .post, "identity_key_backups", query: [("on_conflict", "user_id")],
+            prefer: "resolution=merge-duplicates,return=minimal", body: Data(("[" + row.json + "]").utf8))
+    }
+}

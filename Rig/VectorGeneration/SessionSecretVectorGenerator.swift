@@ -231,11 +231,19 @@ public enum SessionSecretVectorGenerator {
                 base, "session id that is not a UUID", ["WrongSession"], result: .invalid, sessionID: "not-a-session-id"
             )
 
-            // Low-order ephemeral keys: X25519 gives all zero, which must be refused.
+            // Low-order ephemeral keys: X25519 gives all zero, which must be refused. Each is
+            // sealed under the key a reader without that check derives (HKDF over 32 zero
+            // bytes), so its tag verifies for such a reader: only the low-order check refuses it.
+            let zeroKey = try HKDFSHA256.deriveKey(
+                inputKeyMaterial: SecureBytes(copying: [UInt8](repeating: 0, count: 32)),
+                salt: Array(base.sessionID.utf8), info: SecretEnvelope.info, outputByteCount: 32)
+            let underZeroKey = try ChaCha20Poly1305.seal(Array(base.plaintext.utf8), using: zeroKey, nonce: base.nonce)
             for (hex, name) in lowOrderPoints {
                 add(
-                    base, "low-order ephemeral public key: \(name)", ["LowOrderEphemeral"], result: .invalid,
-                    ephemeralPublicKey: ByteEncoding.base64(try ByteEncoding.bytes(hex: hex)))
+                    base, "low-order ephemeral public key: \(name), sealed under the all-zero shared secret",
+                    ["LowOrderEphemeral"], result: .invalid,
+                    ephemeralPublicKey: ByteEncoding.base64(try ByteEncoding.bytes(hex: hex)),
+                    encryptedSecret: ByteEncoding.base64(base.nonce + underZeroKey))
             }
 
             // Truncations and lengths.

@@ -273,10 +273,14 @@ struct SessionSecretVectorTests {
         #expect(tests.contains { $0["result"] as? String == "invalid" })
     }
 
-    @Test("swift-crypto (CryptoKit API) opens every valid case and no invalid one to a secret")
+    @Test(
+        "swift-crypto (CryptoKit API) opens every valid case and no invalid one to a secret, but the low-order ones"
+    )
     func independentImplementation() throws {
         var opened = 0
-        for test in try Self.tests() {
+        // swift-crypto has no low-order check: those cases are built to open under it
+        // (LowOrderReaderTests), and only the check refuses them.
+        for test in try Self.tests() where !test.comment.hasPrefix("low-order ephemeral public key") {
             let outcome: String? = {
                 guard let raw = try? SecretEnvelope.decodeEncryptedSecret(test.encryptedSecret) else { return nil }
                 return try? CryptoKitCrossCheckHelper.open(

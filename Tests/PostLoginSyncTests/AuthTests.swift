@@ -48,12 +48,22 @@ struct AuthTests {
         async let first = tokens.token(forceRefresh: false)
         async let second = tokens.token(forceRefresh: false)
         let (a, b) = try await (first, second)
+        let refreshed = ContinuousClock.now
         #expect(a == b && a != session.accessToken)
         #expect(await tokens.refreshCount == 1)
         #expect(saved.count == 1)
-        // A 401 for the old token right after: the fresh token is handed out, no second refresh.
-        #expect(try await tokens.token(forceRefresh: true) == a)
-        #expect(await tokens.refreshCount == 1)
+        // A 401 for the old token within 5 s of the refresh: the fresh token is handed out, no
+        // second refresh. Past the window a forced refresh refreshes again, as documented; a
+        // machine busy enough to take that long (it happened once under load) checks that branch.
+        let forced = try await tokens.token(forceRefresh: true)
+        if ContinuousClock.now - refreshed < .seconds(3) {
+            #expect(forced == a)
+            #expect(await tokens.refreshCount == 1)
+        } else {
+            // Near the window's edge either outcome is right, but only one of them.
+            let count = await tokens.refreshCount
+            #expect((count == 1 && forced == a) || (count == 2 && forced != a))
+        }
     }
 
     @Test("the auth endpoints answer in GoTrue's shape, and GET /auth/v1/user returns the token's user")

@@ -72,6 +72,7 @@ vectors: deps
 	.build/debug/sync-vectors generate --kind approval -o testvectors/approval-v1.json
 	.build/debug/sync-vectors generate --kind lockscreen -o testvectors/lockscreen-sanitiser-v1.json
 	.build/debug/sync-vectors generate --kind backup -o testvectors/identity-backup-v1.json
+	.build/debug/sync-vectors generate --kind pairing -o testvectors/pairing-v1.json
 	$(RIG) $(SWIFT) build --product sync-fuzz
 	.build/debug/sync-fuzz seed testvectors fuzz/corpus
 

@@ -245,6 +245,9 @@ public enum DeviceCertificateVectorGenerator {
             invalid(
                 "device type with a byte above 0x7e", ["InvalidText"], expected: base,
                 bytes: Self.replacing(bytes, at: typeLength + 1, with: [0xC3]), signer: uik)
+            invalid(
+                "device type with DEL (0x7f)", ["InvalidText"], expected: base,
+                bytes: Self.replacing(bytes, at: typeLength + 1, with: [0x7F]), signer: uik)
             let emptyType =
                 Array(bytes.prefix(typeLength)) + [0]
                 + Array(bytes.dropFirst(typeLength + 1 + base.deviceType.utf8.count))

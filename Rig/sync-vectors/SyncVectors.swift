@@ -24,18 +24,19 @@ extension SyncVectors {
                 testvectors/session-secret-v2.json (--version 2) and \
                 testvectors/device-certificate-v1.json (--kind certificate) and \
                 testvectors/approval-v1.json (--kind approval), \
-                testvectors/lockscreen-sanitiser-v1.json (--kind lockscreen) and \
-                testvectors/identity-backup-v1.json (--kind backup) are this command's output.
+                testvectors/lockscreen-sanitiser-v1.json (--kind lockscreen), \
+                testvectors/identity-backup-v1.json (--kind backup) and \
+                testvectors/pairing-v1.json (--kind pairing) are this command's output.
                 """
         )
 
         enum Kind: String, ExpressibleByArgument, CaseIterable {
-            case envelope, certificate, approval, lockscreen, backup
+            case envelope, certificate, approval, lockscreen, backup, pairing
         }
 
         @Option(
             help:
-                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), lockscreen (the lock-screen sanitiser) or backup (identity backups and recovery keys)."
+                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), lockscreen (the lock-screen sanitiser), backup (identity backups and recovery keys) or pairing (revocations, pairing codes and MACs, fingerprints)."
         )
         var kind: Kind = .envelope
 
@@ -56,6 +57,7 @@ extension SyncVectors {
             case .approval: data = try ApprovalVectorGenerator.generate()
             case .lockscreen: data = try LockScreenVectorGenerator.generate()
             case .backup: data = try IdentityBackupVectorGenerator.generate()
+            case .pairing: data = try PairingVectorGenerator.generate()
             case .envelope:
                 data =
                     version == 1

@@ -420,6 +420,43 @@ public struct IdentityBackupGroup: VectorGroup {
     }
 }
 
+/// `UNBOUND-PAIRING-V1` (trust.md): groups of `type` `DeviceRevocationVerify`,
+/// `PairingCodeParse`, `PairingMAC` or `IdentityFingerprint`; each valid test's `expected` is
+/// what a verifier must find.
+public struct PairingGroup: VectorGroup {
+    /// Which check the group's tests take.
+    public enum Kind: String, Decodable, Sendable {
+        case revocation = "DeviceRevocationVerify"
+        case code = "PairingCodeParse"
+        case mac = "PairingMAC"
+        case fingerprint = "IdentityFingerprint"
+    }
+
+    public let type: Kind
+    public let tests: [Test]
+
+    /// One case; which fields it has depends on the group.
+    public struct Test: VectorTest {
+        public let tcId: Int
+        public let comment: String
+        public let result: ExpectedResult
+        public let identityPublicKey: String?
+        public let identityPrivateKey: HexBytes?
+        public let userId: String?
+        public let deviceId: String?
+        public let body: String?
+        public let signature: String?
+        public let revokedAt: UInt64?
+        public let code: String?
+        public let secret: HexBytes?
+        public let inviteId: HexBytes?
+        public let x25519PublicKey: String?
+        public let ed25519PublicKey: String?
+        public let mac: HexBytes?
+        public let expected: String?
+    }
+}
+
 /// The algorithms `sync-cli vectors verify` knows, by their `algorithm` field (`HPKE` files
 /// are a top-level array without one).
 public enum VectorAlgorithm: String, CaseIterable, Sendable {
@@ -435,6 +472,7 @@ public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case approvalV1 = "UNBOUND-APPROVAL-V1"
     case lockScreenSanitiserV1 = "UNBOUND-LOCKSCREEN-SANITISER-V1"
     case identityBackupV1 = "UNBOUND-IDENTITY-BACKUP-V1"
+    case pairingV1 = "UNBOUND-PAIRING-V1"
 }
 
 /// Loads vector files; the one loader the CLI and the tests share.

@@ -66,6 +66,8 @@ public enum VectorVerifier {
             return try run(ApprovalGroup.self, data, algorithm, path) { group, test in
                 group.type == .requestOpen ? checkRequest(test) : checkDecision(test)
             }
+        case .pairingV1:
+            return try run(PairingGroup.self, data, algorithm, path) { group, test in checkPairing(group.type, test) }
         case .identityBackupV1:
             return try run(IdentityBackupGroup.self, data, algorithm, path) { group, test in
                 group.type == .open ? checkBackup(test) : checkRecoveryKey(test)
@@ -264,6 +266,56 @@ public enum VectorVerifier {
                 userID: user, sessionID: session, requestID: request, requesterDeviceID: requester,
                 expiresAt: test.expiresAt, generation: test.generation), secret
         )
+    }
+
+    static func checkPairing(_ kind: PairingGroup.Kind, _ test: PairingGroup.Test) -> String? {
+        let user = test.userId.flatMap(UUID.init(uuidString:))
+        let device = test.deviceId.flatMap(UUID.init(uuidString:))
+        switch kind {
+        case .revocation:
+            guard let publicText = test.identityPublicKey, let identity = try? Ed25519PublicKey(base64: publicText),
+                let user, let device, let body = test.body, let signature = test.signature
+            else { return judge(test.result, nil) }
+            let statement = SignedStatement(body: body, signature: signature)
+            let verified = try? DeviceRevocation.verify(
+                statement, identityKey: identity, userID: user, deviceID: device)
+            let outcome = verified.map {
+                ByteEncoding.hex($0.x25519PublicKey.rawRepresentation) == test.expected
+                    && $0.revokedAt == test.revokedAt
+            }
+            if let reason = judge(test.result, outcome) { return reason }
+            if test.result == .valid, let seed = test.identityPrivateKey, let verified,
+                (try? Ed25519PrivateKey(seed: SecureBytes(copying: seed.bytes))).map({ verified.signed(by: $0) })
+                    != statement
+            {
+                return "signing again does not give the statement"
+            }
+            return nil
+        case .code:
+            let parsed = try? PairingCode(parsing: test.code ?? "")
+            let outcome = parsed.map { code in
+                code.secret.withUnsafeBytes { ByteEncoding.hex(code.inviteID + Array($0) + code.fingerprint.bytes) }
+                    == test.expected
+            }
+            return judge(test.result, outcome)
+        case .mac:
+            guard let secret = test.secret, let invite = test.inviteId, let user, let device,
+                let x25519 = test.x25519PublicKey.flatMap({ try? X25519PublicKey(base64: $0) }),
+                let ed25519 = test.ed25519PublicKey.flatMap({ try? Ed25519PublicKey(base64: $0) }), let mac = test.mac
+            else { return judge(test.result, nil) }
+            let key = SecureBytes(copying: secret.bytes)
+            let accepted = PairingMAC.isValid(
+                mac.bytes, secret: key, inviteID: invite.bytes, userID: user, deviceID: device,
+                x25519PublicKey: x25519, ed25519PublicKey: ed25519)
+            let computed = ByteEncoding.hex(
+                PairingMAC.mac(
+                    secret: key, inviteID: invite.bytes, userID: user, deviceID: device, x25519PublicKey: x25519,
+                    ed25519PublicKey: ed25519))
+            return judge(test.result, accepted ? computed == test.expected : nil)
+        case .fingerprint:
+            let key = test.identityPublicKey.flatMap { try? Ed25519PublicKey(base64: $0) }
+            return judge(test.result, key.map { IdentityFingerprint($0).description == test.expected })
+        }
     }
 
     static func checkBackup(_ test: IdentityBackupGroup.Test) -> String? {

@@ -155,6 +155,16 @@ extension EmbeddedRemoteStore: IdentityBackupRemote {
         }
     }
 
+    public func resetIdentity() async throws {
+        let me = self.me
+        try await write("resetting the identity") { db in
+            for table in ["device_certificates", "device_revocations", "pairing_requests", "identity_key_backups"] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE user_id = ?", arguments: [me])
+            }
+            try db.execute(sql: "DELETE FROM user_identity_keys WHERE user_id = ?", arguments: [me])
+        }
+    }
+
     public func storeIdentityBackup(_ body: String) async throws {
         let me = self.me
         try await write("storing the identity backup") { db in

@@ -70,6 +70,11 @@ extension DeviceStore {
         try await setSetting(.pinnedIdentityKey, key.base64)
     }
 
+    /// Forgets the pinned identity (`trust reset`, before a new identity is pinned).
+    public func unpinIdentityKey() async throws {
+        try await setSetting(.pinnedIdentityKey, nil)
+    }
+
     // MARK: - Pairing invites (trust root)
 
     /// Records an open invite.

@@ -138,6 +138,34 @@ public struct DeviceTrustManager: Sendable {
         return recoveryKey
     }
 
+    /// The last resort when the identity cannot be recovered (recovery.md): removes the user's
+    /// identity, certificates, revocations, pairing requests and backup from the remote, then
+    /// makes this desktop the trust root of a new identity (with a backup under `recoveryKey`).
+    /// Every other device then reports `identityChanged` until it is paired again, so ask the
+    /// person to confirm first (`sync-cli trust reset` asks for their email).
+    ///
+    /// - Returns: The new identity's fingerprint.
+    /// - Throws: ``SyncError`` `.wrongRole` on a phone, `.noRecoveryBackup` without the
+    ///   function on the remote.
+    @discardableResult
+    public func reset(recoveryKey: RecoveryKey?, now: Date = Date()) async throws -> IdentityFingerprint {
+        let (identity, _) = try await signedIn()
+        guard identity.role == .desktop else {
+            throw SyncError(code: .wrongRole, message: "only a desktop can become the trust root of a new identity")
+        }
+        do {
+            try await backups().resetIdentity()
+        } catch let error as RemoteStoreError where error.code == .missingFunction {
+            throw SyncError(
+                code: .noRecoveryBackup,
+                message: "this remote cannot reset an identity (supabase/migrations/*_identity_backups.sql)")
+        }
+        try local.removeIdentityKey()
+        try await local.unpinIdentityKey()
+        logger?.notice("the user's identity was reset; creating a new one")
+        return try await initialize(now: now, recoveryKey: recoveryKey)
+    }
+
     /// Recovers the identity on this desktop with the person's recovery key: opens the user's
     /// backup, checks that its seed is the published identity key (and the pinned one, where
     /// this store pinned one), stores `identity.key`, pins it and certifies this device as a

@@ -96,4 +96,7 @@ public protocol IdentityBackupRemote: TrustRemote {
     func fetchIdentityBackup() async throws -> String?
     /// Stores the backup, replacing the user's previous one.
     func storeIdentityBackup(_ body: String) async throws
+    /// Removes the user's identity key, certificates, revocations, pairing requests and backup
+    /// (`trust reset`): the user may then publish a new identity.
+    func resetIdentity() async throws
 }

@@ -41,7 +41,7 @@ extension SyncCLI {
                 """,
             subcommands: [
                 Init.self, Invite.self, Join.self, Approve.self, Status.self, Revoke.self, RecoveryKeyCommand.self,
-                Recover.self,
+                Recover.self, Reset.self,
             ]
         )
 
@@ -117,6 +117,71 @@ extension SyncCLI {
                         try TrustCommand.show(recoveryKey, qr: !noQr)
                     }
                 }
+            }
+        }
+
+        struct Reset: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "The last resort: a new identity, when no root and no recovery key is left.",
+                discussion: """
+                    Removes the user's identity, every certificate and revocation, pending pairings \
+                    and the backup, then makes this desktop the trust root of a new identity (and \
+                    prints its recovery key). Every other device stops syncing (exit 4, identity \
+                    changed) until it is paired again with `trust invite` / `trust join`. Asks for \
+                    the email this store signed in with ($SYNC_CONFIRM_EMAIL, a prompt, or a line \
+                    of standard input).
+
+                    \(TrustExit.help)
+                    """
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Flag(help: "Store no backup and print no recovery key for the new identity.") var noRecoveryKey = false
+            @Flag(help: "Do not draw the recovery key's QR code.") var noQr = false
+            @Flag(help: "Print the result as JSON (with the recovery key).") var json = false
+
+            func run() async throws {
+                try await TrustExit.run {
+                    let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    if !json {
+                        output("This removes the identity: every other device must be paired again.")
+                    }
+                    let email: String
+                    if let value = ProcessInfo.processInfo.environment["SYNC_CONFIRM_EMAIL"], !value.isEmpty {
+                        email = value
+                    } else {
+                        if isatty(STDIN_FILENO) == 1 { print("Type your email to confirm: ", terminator: "") }
+                        guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+                            throw CLIError("no confirmation: type the email this store signed in with")
+                        }
+                        email = line
+                    }
+                    guard try await Self.confirms(email, store: manager.local) else {
+                        throw CLIError("the email does not match the one this store signed in with; nothing changed")
+                    }
+                    let recoveryKey = noRecoveryKey ? nil : RecoveryKey()
+                    let fingerprint = try await manager.reset(recoveryKey: recoveryKey)
+                    if json {
+                        var object = ["identityFingerprint": fingerprint.description, "trustRoot": "true"]
+                        if let recoveryKey { object["recoveryKey"] = recoveryKey.revealText() }
+                        return try printJSON(object)
+                    }
+                    output("A new identity was created; this device is its trust root.")
+                    output("Identity fingerprint: \(fingerprint)")
+                    if let recoveryKey { try TrustCommand.show(recoveryKey, qr: !noQr) }
+                    output("Pair your other devices again: `sync-cli trust invite` here, `sync-cli trust join` there.")
+                }
+            }
+
+            /// Whether `typed` is the email this store signed in with: the Supabase session's, or
+            /// on the embedded remote the one its user id was derived from.
+            static func confirms(_ typed: String, store: DeviceStore) async throws -> Bool {
+                let email = typed.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+                guard !email.isEmpty else { return false }
+                if let session = try store.authSessionFile.load(), let known = session.email {
+                    return known.lowercased() == email
+                }
+                return try await store.requireIdentity().userID == Login.embeddedUser(email: email)
             }
         }
 

@@ -64,6 +64,7 @@ struct VectorFileTests {
         "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext",
         "UNBOUND-DEVICE-CERTIFICATE-V1": "deviceRole", "UNBOUND-APPROVAL-V1": "body",
         "UNBOUND-LOCKSCREEN-SANITISER-V1": "output", "UNBOUND-IDENTITY-BACKUP-V1": "expected",
+        "UNBOUND-PAIRING-V1": "expected",
     ]
 
     static let thirdParty = VectorPaths.projectDirectory.appendingPathComponent("third_party")
@@ -171,6 +172,28 @@ struct VectorFileTests {
             flags.isSuperset(of: [
                 "WrongKey", "OtherUser", "OtherIdentity", "SeedMismatch", "Tampered", "Truncated", "TrailingBytes",
                 "BadVersion", "Encoding", "Mistyped", "Swapped", "Length", "Alphabet", "UnusedBits",
+            ]))
+    }
+
+    @Test("pairing-v1.json covers revocations, codes, MACs and fingerprints, with each refusal flagged")
+    func pairingFlags() throws {
+        let path = VectorPaths.projectDirectory.appendingPathComponent("pairing-v1.json")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: path)) as? [String: Any])
+        let groups = try #require(json["testGroups"] as? [[String: Any]])
+        #expect(
+            Set(groups.compactMap { $0["type"] as? String }) == [
+                "DeviceRevocationVerify", "PairingCodeParse", "PairingMAC", "IdentityFingerprint",
+            ])
+        var flags = Set<String>()
+        for group in groups {
+            for test in try #require(group["tests"] as? [[String: Any]]) where test["result"] as? String == "invalid" {
+                flags.formUnion(try #require(test["flags"] as? [String]))
+            }
+        }
+        #expect(
+            flags.isSuperset(of: [
+                "OtherSigner", "ModifiedSignature", "WrongUser", "WrongDevice", "Truncated", "TrailingBytes",
+                "WrongPrefix", "Encoding", "Length", "Alphabet", "ModifiedMAC", "WrongSecret", "WrongInvite",
             ]))
     }
 

@@ -214,4 +214,32 @@ struct RecoveryTests {
             try await DeviceTrustManager(local: spare.store, remote: try world.remote()).recover(with: RecoveryKey())
         } throws: { ($0 as? SyncError)?.code == .noRecoveryBackup }
     }
+
+    @Test(
+        "trust reset: a new identity that the old devices refuse; another user's reset touches nothing",
+        arguments: Backend.available)
+    func reset(backend: Backend) async throws {
+        let r = try await RecoveryWorld.make(backend)
+        let root = try r.manager(r.root)
+        // Another user's reset touches only their own (absent) identity.
+        try await (r.world.remote(as: UUID()) as! any IdentityBackupRemote).resetIdentity()
+        #expect(try await root.status().identityFingerprint == r.fingerprint.description)
+        #expect(try await (r.world.remote() as! any IdentityBackupRemote).fetchIdentityBackup() != nil)
+        await #expect { try await r.manager(r.phone).reset(recoveryKey: nil) } throws: {
+            ($0 as? SyncError)?.code == .wrongRole
+        }
+
+        let fresh = RecoveryKey()
+        let fingerprint = try await root.reset(recoveryKey: fresh)
+        #expect(fingerprint != r.fingerprint)
+        let status = try await root.status()
+        #expect(status.isTrustRoot && status.thisDevice == .verified)
+        #expect(status.identityFingerprint == fingerprint.description)
+        #expect(status.devices.first { $0.deviceID == r.phone.identity.id }?.status == .unverified)
+        // The phone pinned the old identity: it stops until paired again.
+        await #expect { try await r.phone.engine.pull() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+        // The old recovery key opens nothing any more; the new one does.
+        await #expect(throws: RecoveryError.doesNotOpen) { try await r.manager(r.spare).recover(with: r.recoveryKey) }
+        #expect(try await r.manager(r.spare).recover(with: fresh) == fingerprint)
+    }
 }

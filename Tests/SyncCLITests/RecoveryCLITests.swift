@@ -83,5 +83,16 @@ struct RecoveryCLITests {
         for output in [recovered.out, recovered.err, mistyped.out, mistyped.err, status.out] {
             #expect(!output.contains(compact) && !output.contains(recoveryKey))
         }
+
+        // The last resort: a new identity, confirmed by the store's email.
+        let refused = try cli.run(
+            ["trust", "reset", "--store", cli.store("s"), "--no-qr"], stdin: "someone@else.com\n")
+        #expect(refused.status == 1 && refused.err.contains("does not match"))
+        let reset = try cli.run(["trust", "reset", "--store", cli.store("s"), "--json"], stdin: "q@example.com\n")
+        #expect(reset.status == 0, "\(reset.err)")
+        let again = try #require(try JSONSerialization.jsonObject(with: Data(reset.out.utf8)) as? [String: String])
+        #expect(again["recoveryKey"] != nil && again["recoveryKey"] != recoveryKey)
+        let phone = try cli.run(["sync", "--store", cli.store("p")])
+        #expect(phone.status == 4, "the phone pinned the old identity: \(phone.err)")
     }
 }

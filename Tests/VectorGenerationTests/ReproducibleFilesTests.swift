@@ -53,4 +53,9 @@ struct ReproducibleFilesTests {
             try Self.committed("identity-backup-v1.json") == IdentityBackupVectorGenerator.generate(),
             "run `make vectors`")
     }
+
+    @Test("pairing-v1.json is exactly what `sync-vectors generate --kind pairing` writes")
+    func pairing() throws {
+        #expect(try Self.committed("pairing-v1.json") == PairingVectorGenerator.generate(), "run `make vectors`")
+    }
 }

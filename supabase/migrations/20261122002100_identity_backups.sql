@@ -28,3 +28,27 @@ CREATE POLICY identity_key_backups_update ON public.identity_key_backups FOR UPD
     USING (user_id = (SELECT auth.uid())) WITH CHECK (user_id = (SELECT auth.uid()));
 GRANT SELECT, INSERT, UPDATE ON public.identity_key_backups TO authenticated;
 GRANT SELECT, INSERT, UPDATE, DELETE ON public.identity_key_backups TO service_role;
+
+-- The last resort (recovery.md, `trust reset`): the caller's identity and everything signed by
+-- it or kept for it go, so a device of theirs can create a new identity. Every device that
+-- pinned the old one then reports identityChanged until it is paired again. A stolen token can
+-- do this too: it stops the user's syncs, it gives the thief nothing (no device trusts a new
+-- identity it did not pair with).
+CREATE FUNCTION public.reset_identity() RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    caller uuid := auth.uid();
+    certificates integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'reset_identity needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    DELETE FROM public.device_certificates c WHERE c.user_id = caller;
+    GET DIAGNOSTICS certificates = ROW_COUNT;
+    DELETE FROM public.device_revocations r WHERE r.user_id = caller;
+    DELETE FROM public.pairing_requests p WHERE p.user_id = caller;
+    DELETE FROM public.identity_key_backups b WHERE b.user_id = caller;
+    DELETE FROM public.user_identity_keys k WHERE k.user_id = caller;
+    RETURN jsonb_build_object('certificatesRemoved', certificates);
+END
+$$;
+REVOKE ALL ON FUNCTION public.reset_identity() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION public.reset_identity() TO authenticated, service_role;

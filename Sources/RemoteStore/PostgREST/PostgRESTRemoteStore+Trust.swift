@@ -132,6 +132,10 @@ extension PostgRESTRemoteStore: IdentityBackupRemote {
         return try RowReader(row, table: "identity_key_backups").string("body")
     }
 
+    public func resetIdentity() async throws {
+        _ = try await rpc("reset_identity", arguments: [:])
+    }
+
     public func storeIdentityBackup(_ body: String) async throws {
         let row = JSONRow(fields: [("user_id", .uuid(userID)), ("body", .string(body))])
         _ = try await send(

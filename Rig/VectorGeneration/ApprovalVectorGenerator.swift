@@ -60,7 +60,7 @@ public enum ApprovalVectorGenerator {
     }
 
     struct Builder {
-        static let seed = SecureBytes(copying: Array("unbound-approval-v1 test vectors, seed 1".utf8))
+        static let seed = VectorSeed("unbound-approval-v1 test vectors, seed 1")
         var requestTests: [OutputTest] = []
         var decisionTests: [OutputTest] = []
         let secret: SessionSecret
@@ -75,24 +75,11 @@ public enum ApprovalVectorGenerator {
             content = try ApprovalContent(tool: "Bash", summary: "npm test", detail: "cd app\nnpm test")
         }
 
-        static func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes {
-            try HKDFSHA256.deriveKey(
-                inputKeyMaterial: seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count)
-        }
+        static func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes { try seed.derive(label, count) }
 
-        static func bytes(_ label: String, _ count: Int) throws -> [UInt8] {
-            try derive(label, count).withUnsafeBytes { Array($0) }
-        }
+        static func bytes(_ label: String, _ count: Int) throws -> [UInt8] { try seed.bytes(label, count) }
 
-        static func uuid(_ label: String) throws -> UUID {
-            var b = try bytes("uuid:" + label, 16)
-            b[6] = (b[6] & 0x0F) | 0x40
-            b[8] = (b[8] & 0x3F) | 0x80
-            return UUID(
-                uuid: (
-                    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]
-                ))
-        }
+        static func uuid(_ label: String) throws -> UUID { try seed.uuid(label) }
 
         static func text(_ secret: SessionSecret) -> String {
             secret.withTextFormBytes { String(decoding: $0, as: UTF8.self) }

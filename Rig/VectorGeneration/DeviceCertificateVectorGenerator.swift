@@ -44,26 +44,15 @@ public enum DeviceCertificateVectorGenerator {
 
     struct Builder {
         var tests: [OutputTest] = []
-        static let seed = SecureBytes(copying: Array("unbound-device-certificate-v1 test vectors, seed 1".utf8))
+        static let seed = VectorSeed("unbound-device-certificate-v1 test vectors, seed 1")
 
-        func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes {
-            try HKDFSHA256.deriveKey(
-                inputKeyMaterial: Self.seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count)
-        }
+        func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes { try Self.seed.derive(label, count) }
 
         func identity(_ label: String) throws -> Ed25519PrivateKey {
             try Ed25519PrivateKey(seed: derive("identity:" + label))
         }
 
-        func uuid(_ label: String) throws -> UUID {
-            var b = try derive("uuid:" + label, 16).withUnsafeBytes { Array($0) }
-            b[6] = (b[6] & 0x0F) | 0x40
-            b[8] = (b[8] & 0x3F) | 0x80
-            return UUID(
-                uuid: (
-                    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]
-                ))
-        }
+        func uuid(_ label: String) throws -> UUID { try Self.seed.uuid(label) }
 
         func certificate(
             _ n: Int, type: String = "ios-phone", role: String = "trusted_executor", issuedAt: UInt64 = 1_795_000_000

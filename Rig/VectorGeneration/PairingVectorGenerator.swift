@@ -32,23 +32,11 @@ public enum PairingVectorGenerator {
         var result = "valid"
     }
 
-    static let seed = SecureBytes(copying: Array("unbound-pairing-v1 test vectors, seed 1".utf8))
+    static let seed = VectorSeed("unbound-pairing-v1 test vectors, seed 1")
 
-    static func bytes(_ label: String, _ count: Int = 32) throws -> [UInt8] {
-        try HKDFSHA256.deriveKey(
-            inputKeyMaterial: seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count
-        )
-        .withUnsafeBytes { Array($0) }
-    }
+    static func bytes(_ label: String, _ count: Int = 32) throws -> [UInt8] { try seed.bytes(label, count) }
 
-    static func uuid(_ label: String) throws -> UUID {
-        var b = try bytes("uuid:" + label, 16)
-        b[6] = (b[6] & 0x0F) | 0x40
-        b[8] = (b[8] & 0x3F) | 0x80
-        return UUID(
-            uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])
-        )
-    }
+    static func uuid(_ label: String) throws -> UUID { try seed.uuid(label) }
 
     static func hex(_ bytes: some Collection<UInt8>) -> String { ByteEncoding.hex(Array(bytes)) }
 

@@ -55,26 +55,15 @@ public enum SessionSecretV2VectorGenerator {
     struct Builder {
         var tests: [OutputTest] = []
 
-        static let seed = SecureBytes(copying: Array("unbound-session-secret-v2 test vectors, seed 1".utf8))
+        static let seed = VectorSeed("unbound-session-secret-v2 test vectors, seed 1")
 
-        func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes {
-            try HKDFSHA256.deriveKey(
-                inputKeyMaterial: Self.seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count)
-        }
+        func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes { try Self.seed.derive(label, count) }
 
         func key(_ label: String) throws -> X25519PrivateKey {
             try X25519PrivateKey(rawRepresentation: derive("key:" + label))
         }
 
-        func uuid(_ label: String) throws -> UUID {
-            var b = try derive("uuid:" + label, 16).withUnsafeBytes { Array($0) }
-            b[6] = (b[6] & 0x0F) | 0x40
-            b[8] = (b[8] & 0x3F) | 0x80
-            return UUID(
-                uuid: (
-                    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]
-                ))
-        }
+        func uuid(_ label: String) throws -> UUID { try Self.seed.uuid(label) }
 
         func secretText(_ n: Int) throws -> String {
             try SessionSecret(rawRepresentation: derive("secret:\(n)")).revealTextForm()

@@ -61,12 +61,9 @@ public enum SessionSecretVectorGenerator {
     struct Builder {
         var tests: [OutputTest] = []
 
-        static let seed = SecureBytes(copying: Array("unbound-session-secret-v1 test vectors, seed 1".utf8))
+        static let seed = VectorSeed("unbound-session-secret-v1 test vectors, seed 1")
 
-        func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes {
-            try HKDFSHA256.deriveKey(
-                inputKeyMaterial: Self.seed, salt: [UInt8](), info: Array(label.utf8), outputByteCount: count)
-        }
+        func derive(_ label: String, _ count: Int = 32) throws -> SecureBytes { try Self.seed.derive(label, count) }
 
         func key(_ label: String) throws -> X25519PrivateKey {
             try X25519PrivateKey(rawRepresentation: derive("key:" + label))

@@ -44,7 +44,7 @@ struct Options {
             case "-h", "--help":
                 print(
                     """
-                    usage: sync-bench [crypto|localstore|sync|all] [options]
+                    usage: sync-bench [crypto|localstore|sync|watch|approval|all] [options]
                       crypto      envelope v1 and v2 seals/s and opens/s on one core and on all cores, beside
                                   the libsodium floor (the same calls in C); --iterations N operations
                                   per worker (default 5000), median of --runs R (default 5)

@@ -10,7 +10,7 @@ CLI := .build/debug/sync-cli
 # An import of a module the target does not declare fails the build.
 BUILD_FLAGS := --explicit-target-dependency-import-check error
 
-.PHONY: all deps build test lint demo bench fuzz stack stack-stop vectors clean
+.PHONY: all deps build test lint demo bench bench-push push-worker fuzz stack stack-stop vectors clean
 
 all: build
 
@@ -29,9 +29,9 @@ test: deps
 	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS))
 
 ## Checks the formatting (.swift-format: 120 columns and the rules kept green); CI runs it.
-## `swift format -i -r Sources Rig Tests Package.swift` applies it.
+## `swift format -i -r Sources Backend Rig Tests Package.swift` applies it.
 lint:
-	$(SWIFT) format lint --strict -r Sources Rig Tests Package.swift
+	$(SWIFT) format lint --strict -r Sources Backend Rig Tests Package.swift
 
 ## Shows the engine's main job step by step.
 demo: deps
@@ -47,15 +47,32 @@ bench: deps
 	$(RIG) $(SWIFT) build -c release --product postgrest-server
 	$(RIG) STACK_SERVER=$(CURDIR)/.build/release/postgrest-server scripts/with-stack.sh .build/release/sync-bench
 
+## The push worker's figures (release build) beside h2load against the same APNs imitation, in
+## the same run, on a private stack: sender alone, end to end from PostgreSQL, LISTEN latency,
+## kill -9, SIGTERM, idle memory. JSON goes to .build/push-bench.json (docs/push-worker.md).
+bench-push: deps
+	@scripts/install-bench-tools.sh
+	$(RIG) $(SWIFT) build -c release --product push-bench
+	$(RIG) $(SWIFT) build -c release --product push-worker
+	$(RIG) $(SWIFT) build --product postgrest-server
+	$(RIG) scripts/with-stack.sh .build/release/push-bench
+
+## The push worker, the backend service that delivers push_outbox to APNs (docs/push-worker.md).
+push-worker: deps
+	SESSION_SYNC_BACKEND=1 $(SWIFT) build -c release --product push-worker
+	@echo "built .build/release/push-worker"
+
 ## Fuzzing (libFuzzer, address sanitizer): every target SECONDS seconds from the committed seeds
 ## in fuzz/corpus/; prints executions, coverage and crashes per target (scripts/fuzz.sh).
 SECONDS ?= 60
 fuzz: deps
 	$(RIG) scripts/fuzz.sh $(SECONDS)
 
-## The same stack in the background, for trying the engine against PostgREST by hand.
+## The same stack in the background, for trying the engine against PostgREST by hand. With
+## STACK_PUSH=1, an APNs imitation and the push worker run beside it (docs/push-worker.md).
 stack: deps
 	$(RIG) $(SWIFT) build --product postgrest-server
+	@if [ "$${STACK_PUSH:-}" = 1 ]; then $(RIG) $(SWIFT) build --product push-worker && $(RIG) $(SWIFT) build --product apns-imitation; fi
 	$(RIG) scripts/stack.sh start
 	@scripts/stack.sh info
 

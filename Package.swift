@@ -10,6 +10,10 @@ import PackageDescription
 // this package never resolves or builds a web server or a PostgreSQL driver. `make test`,
 // `make bench`, `make fuzz`, `make stack` and `make vectors` set it.
 let rig = ProcessInfo.processInfo.environment["SESSION_SYNC_RIG"] == "1"
+// The backend: the push worker that delivers `push_outbox` to APNs (docs/push-worker.md). A
+// server's executable, never linked into an app or `sync-cli`, so it is declared only with
+// SESSION_SYNC_BACKEND=1 (`make push-worker`) or with the rig, whose tests exercise it.
+let backend = rig || ProcessInfo.processInfo.environment["SESSION_SYNC_BACKEND"] == "1"
 
 let package = Package(
     name: "SessionSecretSync",
@@ -160,9 +164,50 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-if rig {
+if backend {
     package.dependencies += [
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+    ]
+    package.products += [.executable(name: "push-worker", targets: ["push-worker"])]
+    package.targets += [
+        // Delivery of the outbox to APNs: configuration, provider tokens, requests and answers,
+        // claims and completions on PostgreSQL, the worker's loop.
+        .target(
+            name: "PushDelivery",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Backend/PushDelivery"
+        ),
+        .executableTarget(
+            name: "push-worker",
+            dependencies: [
+                "PushDelivery",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Backend/push-worker"
+        ),
+    ]
+}
+
+if rig {
+    package.dependencies += [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ]
@@ -218,5 +263,46 @@ if rig {
         ),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "sync-fuzz", "TestStack"]),
         .testTarget(name: "VectorGenerationTests", dependencies: ["VectorGeneration"]),
+        // An imitation of APNs: HTTP/2 over TLS on loopback, with APNs' checks and faults.
+        .target(
+            name: "APNsImitation",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Rig/APNsImitation"
+        ),
+        .executableTarget(
+            name: "apns-imitation",
+            dependencies: [
+                "APNsImitation", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Rig/apns-imitation"
+        ),
+        // The push worker's figures beside h2load against the same imitation (`make bench-push`).
+        .executableTarget(
+            name: "push-bench",
+            dependencies: [
+                "APNsImitation", "PushDelivery", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Rig/push-bench"
+        ),
+        .testTarget(
+            name: "PushDeliveryTests",
+            dependencies: [
+                "PushDelivery", "push-worker", "APNsImitation", "TestStack",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ]
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the system libraries the package links (libsodium, libsqlite3, libqrencode, libcurl) when they
-# are missing.
+# Installs the system libraries the package links (libsodium, libsqlite3, libqrencode, libcurl), and
+# openssl for the tests, when they are missing.
 # As root it uses apt-get; otherwise it says what to install and fails.
 set -euo pipefail
 
@@ -10,6 +10,8 @@ pkg-config --exists sqlite3 2>/dev/null || missing+=(libsqlite3-dev)
 pkg-config --exists libqrencode 2>/dev/null || missing+=(libqrencode-dev)
 pkg-config --exists libcurl 2>/dev/null || missing+=(libcurl4-openssl-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+# The tests' APNs imitation makes its TLS certificate with openssl.
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -8,6 +8,9 @@
 #   scripts/stack.sh env     print the environment file
 #   scripts/stack.sh info    how to use the running stack
 #
+# With STACK_PUSH=1, start also runs an APNs imitation (apns-imitation) and the push worker
+# against the project's database (docs/push-worker.md); their logs are in $STACK_DIR.
+#
 # Settings (environment): STACK_DIR (default /tmp/session-sync-stack), STACK_PG_PORT (25329),
 # STACK_API_PORT (25321, the project's schema), STACK_DEPLOYED_API_PORT (25322). The defaults sit
 # below the kernel's ephemeral range (32768-60999), where outgoing connections never take them.
@@ -91,11 +94,15 @@ create_database() {  # name, variant (own | deployed)
       # no capabilities merge, none of the coordination functions, no envelope digest and no change feed.
       case "$name" in
         *_session_secrets.sql) file="$root/supabase/variants/deployed_session_secrets.sql" ;;
-        *_updated_at_triggers.sql|*_column_limits.sql|*_capabilities_merge.sql|*_coordination.sql|*_push_token_ownership.sql|*_approvals.sql|*_notifications.sql|*_secret_digest.sql|*_secret_digest_kept.sql|*_change_feed.sql) continue ;;
+        *_updated_at_triggers.sql|*_column_limits.sql|*_capabilities_merge.sql|*_coordination.sql|*_push_token_ownership.sql|*_approvals.sql|*_notifications.sql|*_push_delivery.sql|*_secret_digest.sql|*_secret_digest_kept.sql|*_change_feed.sql) continue ;;
       esac
     fi
     psql_as "$db" -f "$file"
   done
+  if [ "$variant" = own ]; then
+    # The push worker logs in as a member of push_worker (the migration's role), as a deployment does.
+    psql_as "$db" -c "DO \$\$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'push_sender') THEN CREATE ROLE push_sender LOGIN IN ROLE push_worker; END IF; END \$\$"
+  fi
 }
 
 start() {
@@ -119,10 +126,13 @@ start() {
   if [ -f "$STACK_DIR/schema.sha256" ] && [ "$(cat "$STACK_DIR/schema.sha256")" != "$digest" ]; then
     log "supabase/ changed: rebuilding the databases"
     stop_servers
-    psql_as postgres -c "DROP DATABASE IF EXISTS sync_own" -c "DROP DATABASE IF EXISTS sync_deployed"
+    psql_as postgres -c "DROP DATABASE IF EXISTS sync_own" -c "DROP DATABASE IF EXISTS sync_deployed" \
+      -c "DROP DATABASE IF EXISTS sync_push"
   fi
   create_database sync_own own
   create_database sync_deployed deployed
+  # The push worker's tests: the same schema, where no other test queues pushes.
+  create_database sync_push own
   echo "$digest" >"$STACK_DIR/schema.sha256"
 
   if [ ! -f "$STACK_DIR/jwt-secret" ]; then
@@ -132,6 +142,7 @@ start() {
   stop_servers
   start_server api "$API_PORT" sync_own
   start_server api-deployed "$DEPLOYED_API_PORT" sync_deployed
+  if [ "${STACK_PUSH:-}" = 1 ]; then start_push; fi
 
   local keys anon service
   keys=$(PGRST_JWT_SECRET="$JWT_SECRET" "$SERVER" keys)
@@ -144,13 +155,39 @@ export SYNC_STACK_ANON_KEY=$anon
 export SYNC_STACK_SERVICE_KEY=$service
 export SYNC_STACK_JWT_SECRET=$JWT_SECRET
 export SYNC_STACK_DB="host=127.0.0.1 port=$PG_PORT user=postgres dbname=sync_own"
+export SYNC_STACK_PUSH_DATABASE_URL=postgres://push_sender@127.0.0.1:$PG_PORT/sync_push?sslmode=disable
 ENV
   )
   log "up: API http://127.0.0.1:$API_PORT (deployed variant :$DEPLOYED_API_PORT), PostgreSQL 127.0.0.1:$PG_PORT"
 }
 
+start_push() {
+  local dir="$STACK_DIR/push" imitation="$root/.build/debug/apns-imitation" worker="$root/.build/debug/push-worker"
+  [ -x "$imitation" ] && [ -x "$worker" ] || { log "STACK_PUSH=1 needs apns-imitation and push-worker built (make stack does it)"; return 1; }
+  mkdir -p "$dir"
+  if [ ! -f "$dir/AuthKey.p8" ]; then
+    (umask 077; openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$dir/AuthKey.p8" 2>/dev/null)
+  fi
+  nohup "$imitation" --directory "$dir" --key-path "$dir/AuthKey.p8" --key-id STACK12345 --team-id TEAM123456 \
+    --bundle-id com.example.agentsync >"$STACK_DIR/apns-imitation.log" 2>&1 &
+  echo $! >"$STACK_DIR/apns-imitation.pid"
+  local url=""
+  for _ in $(seq 1 100); do
+    url=$(sed -n 's/^apns-imitation listening on \(https:[^ ]*\).*/\1/p' "$STACK_DIR/apns-imitation.log")
+    [ -n "$url" ] && break
+    sleep 0.1
+  done
+  [ -n "$url" ] || { log "the APNs imitation did not start; see $STACK_DIR/apns-imitation.log"; return 1; }
+  APNS_KEY_PATH="$dir/AuthKey.p8" APNS_KEY_ID=STACK12345 APNS_TEAM_ID=TEAM123456 APNS_BUNDLE_ID=com.example.agentsync \
+    APNS_ENVIRONMENT=both DATABASE_URL="postgres://push_sender@127.0.0.1:$PG_PORT/sync_own?sslmode=disable" \
+    APNS_BASE_URL="$url" APNS_CA_FILE="$dir/apns-imitation-cert.pem" \
+    nohup "$worker" run >"$STACK_DIR/push-worker.log" 2>&1 &
+  echo $! >"$STACK_DIR/push-worker.pid"
+  log "push: worker delivering sync_own's outbox to the APNs imitation at $url (logs: $STACK_DIR/push-worker.log, $STACK_DIR/apns-imitation.log)"
+}
+
 stop_servers() {
-  for name in api api-deployed; do
+  for name in push-worker apns-imitation api api-deployed; do
     if [ -f "$STACK_DIR/$name.pid" ]; then
       local pid
       pid=$(cat "$STACK_DIR/$name.pid")

@@ -34,6 +34,7 @@ public struct StackEnvironment: Sendable {
 
     public struct Missing: Error, CustomStringConvertible {
         public var description: String { StackEnvironment.howToStart }
+        public init() {}
     }
 
     public static func require() throws -> StackEnvironment {

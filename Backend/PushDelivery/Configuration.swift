@@ -1,0 +1,254 @@
+import Foundation
+
+/// The push worker's settings, read from the environment (docs/push-worker.md). Reading fails
+/// fast with a ``ConfigurationError`` naming the variable; no key or token is ever part of a
+/// message.
+public struct PushWorkerConfiguration: Sendable {
+    /// Which APNs environments the worker serves. With `.both`, each device token goes to the
+    /// host of the environment it was registered in.
+    public enum Environment: String, Sendable, CaseIterable {
+        case development, production, both
+
+        /// The token environments (`push_tokens.environment`) this setting serves.
+        public var served: [String] {
+            switch self {
+            case .development: ["development"]
+            case .production: ["production"]
+            case .both: ["development", "production"]
+            }
+        }
+    }
+
+    public var keyPath: String
+    public var keyID: String
+    public var teamID: String
+    public var bundleID: String
+    public var environment: Environment
+    /// 443, or 2197 where a firewall closes 443.
+    public var port: Int
+    public var database: DatabaseSettings
+    /// A test override of both APNs hosts (`APNS_BASE_URL`): https, and loopback unless
+    /// `allowNonLoopbackOverride`, so that a configuration change cannot ship the provider
+    /// token elsewhere.
+    public var baseURLOverride: URL?
+    /// A PEM file of extra trust roots (`APNS_CA_FILE`), for the imitation's certificate.
+    public var caFile: String?
+    public var allowNonLoopbackOverride = false
+
+    public var batchSize = 256
+    public var lease: Duration = .seconds(60)
+    public var maxInFlight = 256
+    public var requestDeadline: Duration = .seconds(10)
+    public var maxAttempts = 8
+    public var backoffBase: Duration = .seconds(1)
+    public var backoffMax: Duration = .seconds(300)
+    /// How long a token's `TooManyRequests` holds back that token's pushes at first.
+    public var tokenBackoffBase: Duration = .seconds(30)
+    /// How long `TooManyProviderTokenUpdates` holds back every resend.
+    public var providerTokenUpdatesBackoff: Duration = .seconds(300)
+    /// How long an open circuit (`InvalidProviderToken`) waits before one probing request.
+    public var circuitProbeInterval: Duration = .seconds(300)
+    /// Clamped to 20-55 minutes: APNs refuses tokens older than an hour and refreshes more
+    /// often than every 20 minutes.
+    public var providerTokenRefresh: Duration = .seconds(40 * 60)
+    public var pollInterval: Duration = .seconds(2)
+    public var retention: Duration = .seconds(7 * 24 * 3600)
+    /// How long a SIGTERM waits for requests in flight before it gives their rows back.
+    public var drainTimeout: Duration = .seconds(8)
+    /// A name for this process in `leased_by`: host, pid and a random part.
+    public var workerID: String
+
+    public init(
+        keyPath: String, keyID: String, teamID: String, bundleID: String, environment: Environment, port: Int = 443,
+        database: DatabaseSettings, workerID: String = PushWorkerConfiguration.defaultWorkerID()
+    ) {
+        self.keyPath = keyPath
+        self.keyID = keyID
+        self.teamID = teamID
+        self.bundleID = bundleID
+        self.environment = environment
+        self.port = port
+        self.database = database
+        self.workerID = workerID
+    }
+
+    public static func defaultWorkerID() -> String {
+        let host = ProcessInfo.processInfo.hostName.prefix(64)
+        return "\(host)-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8).lowercased())"
+    }
+
+    /// The APNs base URL for a token of `environment` (`development` or `production`).
+    public func baseURL(forTokenEnvironment environment: String) -> URL {
+        if let baseURLOverride { return baseURLOverride }
+        let host = environment == "development" ? "api.sandbox.push.apple.com" : "api.push.apple.com"
+        return URL(string: "https://\(host):\(port)")!
+    }
+
+    /// Reads the configuration from `environment` (the process's by default).
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationError) -> PushWorkerConfiguration {
+        func required(_ name: String) throws(ConfigurationError) -> String {
+            guard let value = environment[name], !value.isEmpty else {
+                throw ConfigurationError(variable: name, problem: "is not set")
+            }
+            return value
+        }
+        let keyPath = try required("APNS_KEY_PATH")
+        let keyID = try required("APNS_KEY_ID")
+        let teamID = try required("APNS_TEAM_ID")
+        for (name, value) in [("APNS_KEY_ID", keyID), ("APNS_TEAM_ID", teamID)] where !isAppleID(value) {
+            throw ConfigurationError(variable: name, problem: "must be 10 characters of A-Z and 0-9")
+        }
+        let bundleID = try required("APNS_BUNDLE_ID")
+        guard bundleID.count <= 155,
+            bundleID.unicodeScalars.allSatisfy({
+                $0.isASCII && ($0.properties.isAlphabetic || "0123456789.-".unicodeScalars.contains($0))
+            })
+        else {
+            throw ConfigurationError(
+                variable: "APNS_BUNDLE_ID", problem: "must be a bundle identifier (letters, digits, '.', '-')")
+        }
+        guard let apnsEnvironment = Environment(rawValue: try required("APNS_ENVIRONMENT")) else {
+            throw ConfigurationError(variable: "APNS_ENVIRONMENT", problem: "must be development, production or both")
+        }
+        var port = 443
+        if let value = environment["APNS_PORT"] {
+            guard value == "443" || value == "2197" else {
+                throw ConfigurationError(variable: "APNS_PORT", problem: "must be 443 or 2197")
+            }
+            port = Int(value)!
+        }
+        let database = try DatabaseSettings(url: try required("DATABASE_URL"))
+        var configuration = PushWorkerConfiguration(
+            keyPath: keyPath, keyID: keyID, teamID: teamID, bundleID: bundleID, environment: apnsEnvironment,
+            port: port, database: database)
+        configuration.allowNonLoopbackOverride = environment["APNS_ALLOW_NON_LOOPBACK_OVERRIDE"] == "1"
+        if let value = environment["APNS_BASE_URL"], !value.isEmpty {
+            guard let url = URL(string: value), url.scheme == "https", let host = url.host,
+                url.path.isEmpty || url.path == "/"
+            else { throw ConfigurationError(variable: "APNS_BASE_URL", problem: "must be an https URL with no path") }
+            guard configuration.allowNonLoopbackOverride || ["127.0.0.1", "::1", "[::1]", "localhost"].contains(host)
+            else {
+                throw ConfigurationError(
+                    variable: "APNS_BASE_URL",
+                    problem: "must name a loopback host (set APNS_ALLOW_NON_LOOPBACK_OVERRIDE=1 to send elsewhere)")
+            }
+            configuration.baseURLOverride = url
+        }
+        if let value = environment["APNS_CA_FILE"], !value.isEmpty {
+            guard FileManager.default.isReadableFile(atPath: value) else {
+                throw ConfigurationError(variable: "APNS_CA_FILE", problem: "is not a readable file")
+            }
+            configuration.caFile = value
+        }
+
+        func integer(_ name: String, _ range: ClosedRange<Int>, into value: inout Int) throws(ConfigurationError) {
+            guard let text = environment[name] else { return }
+            guard let number = Int(text), range.contains(number) else {
+                throw ConfigurationError(
+                    variable: name, problem: "must be a whole number in \(range.lowerBound)...\(range.upperBound)")
+            }
+            value = number
+        }
+        func seconds(
+            _ name: String, _ range: ClosedRange<Double>, into value: inout Duration
+        ) throws(ConfigurationError) {
+            guard let text = environment[name] else { return }
+            guard let number = Double(text), range.contains(number) else {
+                throw ConfigurationError(
+                    variable: name, problem: "must be a number of seconds in \(range.lowerBound)...\(range.upperBound)")
+            }
+            value = .milliseconds(Int64((number * 1000).rounded()))
+        }
+        try integer("PUSH_BATCH_SIZE", 1...10_000, into: &configuration.batchSize)
+        try integer("PUSH_MAX_IN_FLIGHT", 1...10_000, into: &configuration.maxInFlight)
+        try integer("PUSH_MAX_ATTEMPTS", 1...100, into: &configuration.maxAttempts)
+        try seconds("PUSH_LEASE_SECONDS", 5...3600, into: &configuration.lease)
+        try seconds("PUSH_REQUEST_DEADLINE_SECONDS", 0.1...60, into: &configuration.requestDeadline)
+        try seconds("PUSH_BACKOFF_BASE_SECONDS", 0.001...60, into: &configuration.backoffBase)
+        try seconds("PUSH_BACKOFF_MAX_SECONDS", 0.01...3600, into: &configuration.backoffMax)
+        try seconds("PUSH_TOKEN_BACKOFF_SECONDS", 0.001...3600, into: &configuration.tokenBackoffBase)
+        try seconds(
+            "PUSH_PROVIDER_UPDATES_BACKOFF_SECONDS", 0.001...3600, into: &configuration.providerTokenUpdatesBackoff)
+        try seconds("PUSH_CIRCUIT_PROBE_SECONDS", 0.01...3600, into: &configuration.circuitProbeInterval)
+        try seconds("PUSH_POLL_SECONDS", 0.01...60, into: &configuration.pollInterval)
+        try seconds("PUSH_RETENTION_SECONDS", 60...(365 * 86400), into: &configuration.retention)
+        try seconds("PUSH_DRAIN_SECONDS", 0.1...9, into: &configuration.drainTimeout)
+        var refreshMinutes = 40
+        try integer("PUSH_PROVIDER_TOKEN_REFRESH_MINUTES", 1...1000, into: &refreshMinutes)
+        configuration.providerTokenRefresh = .seconds(60 * min(55, max(20, refreshMinutes)))
+        if let value = environment["PUSH_WORKER_ID"] {
+            guard !value.isEmpty, value.count <= 200 else {
+                throw ConfigurationError(variable: "PUSH_WORKER_ID", problem: "must be 1 to 200 characters")
+            }
+            configuration.workerID = value
+        }
+        return configuration
+    }
+
+    static func isAppleID(_ value: String) -> Bool {
+        value.utf8.count == 10 && value.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }
+    }
+}
+
+/// A setting that is missing or wrong. `push-worker` exits 2 with it.
+public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
+    /// The environment variable to fix.
+    public let variable: String
+    public let problem: String
+    public init(variable: String, problem: String) {
+        self.variable = variable
+        self.problem = problem
+    }
+    public var description: String { "\(variable) \(problem)" }
+}
+
+/// Where the outbox is: a direct or session connection (LISTEN does not pass a transaction
+/// pooler). Parsed from a `postgres://user:password@host:port/database?sslmode=...` URL; the
+/// password is never printed.
+public struct DatabaseSettings: Sendable, CustomStringConvertible {
+    public enum TLSMode: String, Sendable { case disable, prefer, require }
+    public var host: String
+    public var port: Int
+    public var username: String
+    public var password: String?
+    public var database: String
+    public var tls: TLSMode
+
+    public init(host: String, port: Int, username: String, password: String?, database: String, tls: TLSMode) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
+        self.tls = tls
+    }
+
+    public init(url text: String) throws(ConfigurationError) {
+        let bad = ConfigurationError(
+            variable: "DATABASE_URL",
+            problem: "must be postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]")
+        guard let components = URLComponents(string: text),
+            ["postgres", "postgresql"].contains(components.scheme ?? ""),
+            let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
+        else { throw bad }
+        let database = String(components.path.dropFirst())
+        guard !database.isEmpty, !database.contains("/") else { throw bad }
+        var tls = TLSMode.prefer
+        if let mode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value {
+            switch mode {
+            case "disable": tls = .disable
+            case "prefer", "allow": tls = .prefer
+            case "require", "verify-ca", "verify-full": tls = .require
+            default: throw bad
+            }
+        }
+        self.init(
+            host: host, port: components.port ?? 5432, username: user.removingPercentEncoding ?? user,
+            password: components.password.map { $0.removingPercentEncoding ?? $0 }, database: database, tls: tls)
+    }
+
+    /// Host, port, user and database; never the password.
+    public var description: String { "\(username)@\(host):\(port)/\(database)" }
+}

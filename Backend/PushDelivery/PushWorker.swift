@@ -1,0 +1,433 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// The push worker: claims due outbox rows, sends each to APNs, and writes what APNs answered
+/// (push-delivery.md). A `Service`: in a `ServiceGroup`, SIGTERM stops the claims, lets the
+/// requests in flight finish within the drain timeout, gives back the rest and leaves no lease.
+public final class PushWorker: Service, Sendable {
+    public let configuration: PushWorkerConfiguration
+    public let outbox: Outbox
+    public let tokens: ProviderTokens
+    private let transport: any APNsTransport
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let wakeStream: AsyncStream<Void>
+    private let wakeContinuation: AsyncStream<Void>.Continuation
+    private let completions = CompletionBuffer()
+    /// Requests on their way, by row: an open circuit cancels the ones not yet answered, so
+    /// that a refused provider token stops sending at once.
+    private let sends = Mutex<[Int64: Task<APNsResponse, any Error>]>([:])
+
+    struct State {
+        var inFlight = 0
+        var stopping = false
+        var circuit = Circuit.closed
+        var tokenHolds: [String: (until: Date, strikes: Int)] = [:]
+        var approvalsSupported = true
+        /// The newest provider-token generation APNs has accepted. Until the current one is
+        /// accepted, one request at a time: a refused token costs one request, not a batch.
+        var provenGeneration = 0
+        var currentGeneration = 0
+    }
+
+    enum Circuit: Equatable {
+        case closed
+        case open(until: Date)
+        /// One request is allowed through to see whether the provider credentials work again.
+        case probing
+    }
+
+    public init(
+        configuration: PushWorkerConfiguration, client: PostgresClient, transport: any APNsTransport,
+        tokens: ProviderTokens, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.outbox = Outbox(client: client, workerID: configuration.workerID, logger: logger)
+        self.transport = transport
+        self.tokens = tokens
+        self.logger = logger
+        (wakeStream, wakeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Whether the circuit is open or probing (`InvalidProviderToken` seen): a test reads it.
+    public var circuitOpen: Bool { state.withLock { $0.circuit != .closed } }
+
+    /// Asks the worker to stop: no more claims; requests in flight get the drain timeout.
+    public func stop() {
+        state.withLock { $0.stopping = true }
+        wakeContinuation.yield()
+    }
+
+    private func wake() { wakeContinuation.yield() }
+
+    public func run() async throws {
+        logger.info(
+            "push worker started",
+            metadata: [
+                "worker": "\(configuration.workerID)",
+                "environments": "\(configuration.environment.served.joined(separator: ","))",
+                "batch": "\(configuration.batchSize)", "inFlight": "\(configuration.maxInFlight)",
+            ])
+        try await withGracefulShutdownHandler {
+            try await loop()
+        } onGracefulShutdown: {
+            self.stop()
+        }
+        logger.info("push worker stopped", metadata: ["worker": "\(configuration.workerID)"])
+    }
+
+    private func loop() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.listen() }
+            group.addTask { await self.tick() }
+            group.addTask { await self.flushLoop() }
+            var wakes = wakeStream.makeAsyncIterator()
+            while !state.withLock({ $0.stopping }) && !Task.isCancelled {
+                let capacity = claimCapacity()
+                if capacity > 0 {
+                    let claim: Outbox.Claim
+                    do {
+                        claim = try await outbox.claim(
+                            limit: capacity, lease: configuration.lease, environments: configuration.environment.served)
+                    } catch {
+                        logger.warning("claim failed; trying again at the next wake", metadata: ["error": "\(error)"])
+                        _ = await wakes.next()
+                        continue
+                    }
+                    for (id, reason) in claim.closed {
+                        PushMetrics.closed("dropped", reason: reason)
+                        logger.info("row closed without a request", metadata: ["row": "\(id)", "reason": "\(reason)"])
+                    }
+                    state.withLock { $0.inFlight += claim.rows.count }
+                    for row in claim.rows {
+                        group.addTask { await self.deliver(row) }
+                    }
+                    if claim.rows.count + claim.closed.count == capacity { continue }
+                }
+                _ = await wakes.next()
+            }
+            // Drain: the requests in flight get the drain timeout, then are cancelled (their
+            // rows are given back); then the helpers stop.
+            let deadline = ContinuousClock.now + configuration.drainTimeout
+            while state.withLock({ $0.inFlight }) > 0 && ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            group.cancelAll()
+        }
+        // Not cancellable: the last completions and the given-back leases must be written.
+        await Task {
+            await self.flush()
+            do {
+                let released = try await self.outbox.releaseAll()
+                if released > 0 { self.logger.info("gave back leased rows", metadata: ["rows": "\(released)"]) }
+            } catch {
+                self.logger.error(
+                    "could not give back leased rows; they return when their lease ends",
+                    metadata: ["error": "\(error)"])
+            }
+        }.value
+    }
+
+    /// How many rows to claim now: none while the circuit is open (one while probing), else
+    /// up to a batch, within the in-flight limit.
+    private func claimCapacity() -> Int {
+        state.withLock { state in
+            switch state.circuit {
+            case .open(let until):
+                guard Date() >= until else { return 0 }
+                state.circuit = .probing
+                return state.inFlight == 0 ? 1 : 0
+            case .probing:
+                return state.inFlight == 0 ? 1 : 0
+            case .closed:
+                if state.provenGeneration < state.currentGeneration || state.currentGeneration == 0 {
+                    return state.inFlight == 0 ? 1 : 0
+                }
+                return min(configuration.batchSize, configuration.maxInFlight - state.inFlight)
+            }
+        }
+    }
+
+    private func deliver(_ row: OutboxRow) async {
+        let completion = await attempt(row)
+        await completions.add(row.id, completion)
+        state.withLock { $0.inFlight -= 1 }
+        wake()
+    }
+
+    /// One row's attempt, and what to write for it.
+    func attempt(_ row: OutboxRow) async -> Completion {
+        let now = Date()
+        let hold = state.withLock { state -> Date? in
+            if case .open = state.circuit { return now }
+            return state.tokenHolds[row.token].map(\.until)
+        }
+        if let hold, hold >= now {
+            return .release(delay: .milliseconds(Int64(hold.timeIntervalSince(now) * 1000)))
+        }
+        var providerToken = await tokens.token()
+        for _ in 0..<2 {
+            let generation = providerToken.generation
+            state.withLock { $0.currentGeneration = max($0.currentGeneration, generation) }
+            let request: APNsRequest
+            do {
+                request = try APNsRequest.make(
+                    row: row, bundleID: configuration.bundleID, providerToken: providerToken.value)
+            } catch {
+                logger.error(
+                    "payload over 4096 bytes: dead-lettered, never sent",
+                    metadata: ["row": "\(row.id)", "token": "\(row.tokenSuffix)"])
+                PushMetrics.closed("dead", reason: "PayloadTooLarge")
+                return .dead(status: nil, reason: "PayloadTooLarge", note: "our fault: payload over 4096 bytes")
+            }
+            let started = ContinuousClock.now
+            let response: APNsResponse
+            let transport = self.transport
+            let baseURL = configuration.baseURL(forTokenEnvironment: row.environment)
+            let deadline = configuration.requestDeadline
+            let send = Task { try await transport.send(request, to: baseURL, deadline: deadline) }
+            sends.withLock { $0[row.id] = send }
+            defer { _ = sends.withLock { $0.removeValue(forKey: row.id) } }
+            do {
+                response = try await withTaskCancellationHandler {
+                    try await send.value
+                } onCancel: {
+                    send.cancel()
+                }
+            } catch {
+                if Task.isCancelled || send.isCancelled { return .release(delay: .zero) }
+                PushMetrics.transportFault(String(describing: type(of: error)))
+                logger.warning(
+                    "request failed; retrying on a new connection",
+                    metadata: ["row": "\(row.id)", "token": "\(row.tokenSuffix)", "error": "\(Self.describe(error))"])
+                return retry(row, status: nil, reason: nil, cause: "transport")
+            }
+            PushMetrics.requestTime.record(duration: ContinuousClock.now - started)
+            if ![403].contains(response.status) {
+                state.withLock { $0.provenGeneration = max($0.provenGeneration, generation) }
+            }
+            PushMetrics.request(
+                environment: row.environment, type: row.pushType, status: response.status, reason: response.reason)
+            logger.debug(
+                "answer",
+                metadata: [
+                    "row": "\(row.id)", "token": "\(row.tokenSuffix)", "status": "\(response.status)",
+                    "reason": "\(response.reason ?? "")",
+                ])
+            switch AnswerAction(response) {
+            case .delivered:
+                state.withLock { state in
+                    state.tokenHolds[row.token] = nil
+                    if state.circuit == .probing { state.circuit = .closed }
+                }
+                PushMetrics.queueLag.recordSeconds(Date().timeIntervalSince(row.createdAt))
+                return .delivered
+            case .invalidateToken(let since):
+                let reason = response.reason ?? String(response.status)
+                do {
+                    if try await outbox.invalidate(token: row.token, since: since) {
+                        PushMetrics.invalidated(reason: reason)
+                        logger.info(
+                            "device token invalid", metadata: ["token": "\(row.tokenSuffix)", "reason": "\(reason)"])
+                    }
+                } catch {
+                    logger.error(
+                        "could not mark the token invalid",
+                        metadata: ["token": "\(row.tokenSuffix)", "error": "\(error)"])
+                }
+                PushMetrics.closed("dead", reason: reason)
+                return .dead(status: response.status, reason: response.reason, note: "token invalid")
+            case .deadLetter:
+                logger.error(
+                    "APNs refused the request as malformed: dead-lettered, token left alone",
+                    metadata: [
+                        "row": "\(row.id)", "token": "\(row.tokenSuffix)", "status": "\(response.status)",
+                        "reason": "\(response.reason ?? "")",
+                    ])
+                PushMetrics.closed("dead", reason: response.reason ?? String(response.status))
+                return .dead(status: response.status, reason: response.reason, note: "our fault")
+            case .retryTransient:
+                return retry(row, status: response.status, reason: response.reason, cause: "transient")
+            case .retryServerError:
+                return retry(row, status: response.status, reason: response.reason, cause: "server")
+            case .refreshProviderToken:
+                let renewed = await tokens.expired(generation: providerToken.generation)
+                if renewed.generation == providerToken.generation {
+                    return .release(delay: configuration.backoffBase)
+                }
+                providerToken = renewed
+                continue
+            case .openCircuit:
+                let until = Date().addingTimeInterval(configuration.circuitProbeInterval.seconds)
+                let opened = state.withLock { state -> Bool in
+                    let wasOpen = state.circuit != .closed && state.circuit != .probing
+                    state.circuit = .open(until: until)
+                    return !wasOpen
+                }
+                sends.withLock { sends in
+                    for (id, send) in sends where id != row.id { send.cancel() }
+                }
+                if opened {
+                    logger.error(
+                        "APNs refused the provider token: sending stopped; check APNS_KEY_ID, APNS_TEAM_ID and the key",
+                        metadata: [
+                            "reason": "\(response.reason ?? "")", "probeIn": "\(configuration.circuitProbeInterval)",
+                        ])
+                }
+                return .release(delay: .zero)
+            case .throttleDeviceToken:
+                let delay = state.withLock { state -> Duration in
+                    let strikes = (state.tokenHolds[row.token]?.strikes ?? 0) + 1
+                    let delay = min(
+                        configuration.backoffMax, configuration.tokenBackoffBase * (1 << min(strikes - 1, 20)))
+                    state.tokenHolds[row.token] = (Date().addingTimeInterval(delay.seconds), strikes)
+                    return delay
+                }
+                try? await outbox.holdBack(token: row.token, for: delay)
+                PushMetrics.retry(cause: "TooManyRequests")
+                if row.attempts >= configuration.maxAttempts {
+                    return .dead(status: response.status, reason: response.reason, note: "attempts")
+                }
+                return .retry(status: response.status, reason: response.reason, delay: delay)
+            case .throttleProviderTokenUpdates:
+                await tokens.blockMinting(for: configuration.providerTokenUpdatesBackoff)
+                logger.warning("APNs says the provider token changed too often: keeping it, holding back")
+                return .release(delay: configuration.providerTokenUpdatesBackoff)
+            }
+        }
+        return .release(delay: configuration.backoffBase)
+    }
+
+    /// A charged retry with full jitter, or death after the last attempt or past `expires_at`.
+    private func retry(_ row: OutboxRow, status: Int?, reason: String?, cause: String) -> Completion {
+        PushMetrics.retry(cause: cause)
+        if row.attempts >= configuration.maxAttempts {
+            PushMetrics.closed("dead", reason: "attempts")
+            logger.warning(
+                "row dead after its last attempt", metadata: ["row": "\(row.id)", "token": "\(row.tokenSuffix)"])
+            return .dead(status: status, reason: reason, note: "attempts")
+        }
+        let ceiling = min(configuration.backoffMax, configuration.backoffBase * (1 << min(row.attempts - 1, 20)))
+        let delay = Duration.milliseconds(Int64.random(in: 0...max(0, Int64(ceiling.seconds * 1000))))
+        if let expires = row.expiresAt, Date().addingTimeInterval(delay.seconds) >= expires {
+            PushMetrics.closed("dead", reason: "expired")
+            return .dead(status: status, reason: reason, note: "expired")
+        }
+        return .retry(status: status, reason: reason, delay: delay)
+    }
+
+    /// An error's description without anything that could carry a request's content.
+    static func describe(_ error: any Error) -> String {
+        String(String(describing: error).prefix(200))
+    }
+
+    // MARK: - helpers that run beside the loop
+
+    /// LISTEN push_outbox: each notification wakes the loop. Reconnects after a lost connection;
+    /// polling covers the gap.
+    private func listen() async {
+        while !Task.isCancelled {
+            do {
+                try await outbox.client.withConnection { connection in
+                    try await connection.listen(on: "push_outbox") { notifications in
+                        for try await _ in notifications { self.wake() }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("LISTEN lost; polling until it is back", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    /// Every poll interval: a wake (rows whose backoff or throttle ended), `expire_approvals()`,
+    /// and now and then retention and the backlog gauges.
+    private func tick() async {
+        var lastHousekeeping = ContinuousClock.now - .seconds(3600)
+        while !Task.isCancelled {
+            wake()
+            if state.withLock({ $0.approvalsSupported }) {
+                do {
+                    if try await outbox.expireApprovals() == nil {
+                        state.withLock { $0.approvalsSupported = false }
+                        logger.info("the database has no expire_approvals(); not calling it")
+                    }
+                } catch {
+                    logger.warning("expire_approvals() failed", metadata: ["error": "\(error)"])
+                }
+            }
+            if ContinuousClock.now - lastHousekeeping >= .seconds(10) {
+                lastHousekeeping = .now
+                do {
+                    let deleted = try await outbox.deleteClosed(olderThan: configuration.retention)
+                    if deleted > 0 { logger.info("retention: deleted closed rows", metadata: ["rows": "\(deleted)"]) }
+                    let backlog = try await outbox.backlog()
+                    PushMetrics.pending.record(backlog.pending)
+                    PushMetrics.oldestPendingAge.record(backlog.oldestAge)
+                } catch {
+                    logger.warning("housekeeping failed", metadata: ["error": "\(error)"])
+                }
+            }
+            try? await Task.sleep(for: configuration.pollInterval)
+        }
+    }
+
+    private func flushLoop() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
+            await flush()
+        }
+    }
+
+    private func flush() async {
+        let batch = await completions.take()
+        guard !batch.isEmpty else { return }
+        do {
+            let written = try await outbox.complete(batch)
+            if written < batch.count {
+                logger.warning(
+                    "completions fenced off: their lease had ended and was taken",
+                    metadata: ["rows": "\(batch.count - written)"])
+            }
+        } catch {
+            logger.warning("writing completions failed; retrying", metadata: ["error": "\(error)"])
+            await completions.putBack(batch)
+        }
+    }
+
+    // MARK: - send-once
+
+    /// What `send-once` did with one row.
+    public enum SingleResult: Sendable, Equatable {
+        case notPending
+        case closed(reason: String)
+        case completed(Completion)
+    }
+
+    /// Claims row `id` if it is pending and not leased (due or not), sends it and writes the
+    /// outcome.
+    public func sendOnce(id: Int64) async throws -> SingleResult {
+        let claim = try await outbox.claim(
+            limit: 1, lease: configuration.lease, environments: configuration.environment.served, only: id)
+        if let closed = claim.closed.first { return .closed(reason: closed.reason) }
+        guard let row = claim.rows.first else { return .notPending }
+        let completion = await attempt(row)
+        try await outbox.complete([(row.id, completion)])
+        return .completed(completion)
+    }
+}
+
+/// Completions waiting to be written in one statement.
+actor CompletionBuffer {
+    private var pending: [(id: Int64, completion: Completion)] = []
+    func add(_ id: Int64, _ completion: Completion) { pending.append((id, completion)) }
+    func take() -> [(id: Int64, completion: Completion)] {
+        defer { pending = [] }
+        return pending
+    }
+    func putBack(_ batch: [(id: Int64, completion: Completion)]) { pending = batch + pending }
+}

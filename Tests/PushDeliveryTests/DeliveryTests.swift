@@ -1,0 +1,96 @@
+import APNsImitation
+import Crypto
+import Foundation
+import PushDelivery
+import Testing
+
+/// The worker against the imitation and the stack's PostgreSQL (push-delivery.md). The suite is
+/// serialised: every worker claims every due row of `sync_push`.
+extension PushStackTests {
+    @Suite struct DeliveryTests {
+        @Test func oneCorrectRequestPerRowWithOneProviderToken() async throws {
+            let world = try await PushWorld()
+            let device = try await world.token()
+            let activity = try await world.token(liveActivity: true)
+            let background = try await world.enqueue(token: device, count: 20)
+            let alert = try await world.enqueue(
+                token: device, type: "alert", priority: 10, collapseID: "approval-request-x",
+                payload:
+                    #"{"aps": {"alert": {"title": "Approval needed", "body": "An agent session is waiting"}}, "n": 0}"#)
+            let live = try await world.enqueue(
+                token: activity, type: "liveactivity", priority: 10,
+                payload:
+                    #"{"aps": {"event": "update", "timestamp": 1, "content-state": {"status": "working"}}, "n": 0}"#)
+            let running = try RunningWorker(world.configuration())
+            #expect(try await world.eventually { try await world.pending() == 0 })
+            try await running.stop()
+
+            let requests = world.imitation.requests
+            #expect(requests.count == 22)
+            #expect(requests.allSatisfy { $0.status == 200 })
+            // One provider token for all of them.
+            #expect(Set(requests.map { $0.headers["authorization"] ?? "" }).count == 1)
+            #expect(await running.worker.tokens.mints == 1)
+            let rows = try await world.rows(
+                """
+                SELECT id, apns_id, delivered_at IS NOT NULL AS delivered, last_status, attempts, leased_by
+                FROM public.push_outbox WHERE user_id = '\(world.userID)' ORDER BY id
+                """)
+            #expect(rows.count == 22)
+            let byID = Dictionary(uniqueKeysWithValues: rows.map { (Int64($0["id"]!)!, $0["apns_id"]) })
+            for request in requests {
+                let row = try #require(rows.first { $0["apns_id"] == request.headers["apns-id"] })
+                #expect(row["delivered"] == "true" && row["last_status"] == "200" && row["attempts"] == "1")
+                #expect(row["leased_by"] == nil)
+            }
+            // Each kind's headers.
+            let first = try #require(requests.first { $0.headers["apns-id"] == byID[background[0]] ?? nil })
+            #expect(first.headers["apns-push-type"] == "background")
+            #expect(first.headers["apns-priority"] == "5")
+            #expect(first.headers["apns-topic"] == PushWorld.bundleID)
+            #expect(first.token.count == 64 && first.path == "/3/device/" + device)
+            let expiration = Int(first.headers["apns-expiration"] ?? "") ?? 0
+            #expect(abs(expiration - Int(Date().timeIntervalSince1970) - 3600) < 60)
+            #expect(String(decoding: first.body, as: UTF8.self) == #"{"n":1,"aps":{"content-available":1}}"#)
+            let alertRequest = try #require(requests.first { $0.headers["apns-id"] == byID[alert[0]] ?? nil })
+            #expect(alertRequest.headers["apns-push-type"] == "alert")
+            #expect(alertRequest.headers["apns-priority"] == "10")
+            #expect(alertRequest.headers["apns-collapse-id"] == "approval-request-x")
+            let liveRequest = try #require(requests.first { $0.headers["apns-id"] == byID[live[0]] ?? nil })
+            #expect(liveRequest.headers["apns-push-type"] == "liveactivity")
+            #expect(liveRequest.headers["apns-topic"] == PushWorld.bundleID + ".push-type.liveactivity")
+            let liveExpiration = Int(liveRequest.headers["apns-expiration"] ?? "") ?? 0
+            #expect(abs(liveExpiration - Int(Date().timeIntervalSince1970) - 300) < 60)
+            await world.close()
+        }
+
+        @Test func aBurstOfExpiredProviderTokenMintsExactlyOnce() async throws {
+            let world = try await PushWorld()
+            let device = try await world.token()
+            try await world.enqueue(token: device)
+            let running = try RunningWorker(world.configuration())
+            #expect(try await world.eventually { try await world.pending() == 0 })
+            let firstIssuedAt = try #require(world.imitation.requests.first?.issuedAt)
+            // Every token issued so far is now expired; the next mint gets a later iat.
+            try await Task.sleep(for: .milliseconds(1100))
+            world.imitation.expireProviderTokens(issuedAtOrBefore: firstIssuedAt)
+            try await world.enqueue(token: device, count: 100)
+            #expect(try await world.eventually { try await world.pending() == 0 })
+            try await running.stop()
+            let requests = world.imitation.requests
+            let expired = requests.filter { $0.reason == "ExpiredProviderToken" }
+            #expect(expired.count >= 1)
+            #expect(await running.worker.tokens.mints == 2)
+            #expect(Set(requests.map { $0.issuedAt }).count == 2)
+            #expect(
+                try await world.count(
+                    "SELECT count(*) FROM public.push_outbox WHERE delivered_at IS NOT NULL AND user_id = '\(world.userID)'"
+                ) == 101)
+            // The refresh charged no attempt.
+            #expect(
+                try await world.count(
+                    "SELECT count(*) FROM public.push_outbox WHERE attempts <> 1 AND user_id = '\(world.userID)'") == 0)
+            await world.close()
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import APNsImitation
+import Foundation
+import PushDelivery
+import Testing
+
+extension PushStackTests {
+    /// The real `push-worker` process: crashes, SIGTERM, its logs, its configuration errors.
+    @Suite struct ProcessTests {
+        @Test func killMinusNineMidRunLosesNothing() async throws {
+            let world = try await PushWorld()
+            var tokens: [String] = []
+            for _ in 0..<10 { tokens.append(try await world.token()) }
+            for token in tokens { try await world.enqueue(token: token, count: 300) }
+            let environment = world.environment([
+                "PUSH_LEASE_SECONDS": "5", "PUSH_MAX_IN_FLIGHT": "64", "PUSH_BATCH_SIZE": "64",
+            ])
+            let first = try WorkerProcess(["run"], environment: environment, directory: world.directory)
+            #expect(
+                try await world.eventually {
+                    try await world.count(
+                        "SELECT count(*) FROM public.push_outbox WHERE user_id = '\(world.userID)' AND delivered_at IS NOT NULL"
+                    )
+                        >= 500
+                })
+            first.signal(SIGKILL)
+            _ = try await first.wait(timeout: .seconds(10))
+            let pendingAtKill = try await world.pending()
+            let second = try WorkerProcess(["run"], environment: environment, directory: world.directory)
+            #expect(try await world.eventually(.seconds(120)) { try await world.pending() == 0 })
+            second.signal(SIGTERM)
+            #expect(try await second.wait(timeout: .seconds(10)) == 0)
+            #expect(pendingAtKill > 0)
+            #expect(
+                try await world.count(
+                    "SELECT count(*) FROM public.push_outbox WHERE user_id = '\(world.userID)' AND delivered_at IS NOT NULL"
+                )
+                    == 3000)
+            // Duplicates only among the rows that were in flight when the first worker died.
+            var answered: [String: Int] = [:]
+            for request in world.imitation.requests where request.status == 200 {
+                answered[request.headers["apns-id"] ?? "", default: 0] += 1
+            }
+            #expect(answered.count == 3000)
+            let duplicates = answered.values.filter { $0 > 1 }.count
+            #expect(duplicates <= 64)
+            await world.close()
+        }
+
+        @Test func sigtermDrainsWithinTenSecondsAndLeavesNoLease() async throws {
+            let world = try await PushWorld()
+            let stalled = try await world.token()
+            let fine = try await world.token()
+            world.imitation.always(token: stalled, .stall)
+            // Prove the token on a first row, so the rest go out together.
+            try await world.enqueue(token: fine)
+            let child = try WorkerProcess(["run"], environment: world.environment(), directory: world.directory)
+            #expect(try await world.eventually { try await world.pending() == 0 })
+            try await world.enqueue(token: stalled, count: 5)
+            try await world.enqueue(token: fine, count: 50)
+            #expect(
+                try await world.eventually {
+                    world.imitation.requests.filter { $0.token == stalled }.count == 5
+                        && world.imitation.requests.filter { $0.token == fine }.count == 51
+                })
+            let started = ContinuousClock.now
+            child.signal(SIGTERM)
+            let status = try await child.wait(timeout: .seconds(15))
+            let took = ContinuousClock.now - started
+            #expect(status == 0)
+            #expect(took < .seconds(10))
+            #expect(
+                try await world.count(
+                    """
+                    SELECT count(*) FROM public.push_outbox
+                    WHERE user_id = '\(world.userID)' AND (leased_by IS NOT NULL OR lease_until IS NOT NULL)
+                    """) == 0)
+            // The stalled rows were given back uncharged, for the next worker.
+            let stalledRows = try await world.rows(
+                "SELECT attempts, delivered_at IS NULL AND failed_at IS NULL AS pending FROM public.push_outbox WHERE token = '\(stalled)'"
+            )
+            #expect(
+                stalledRows.count == 5 && stalledRows.allSatisfy { $0["attempts"] == "0" && $0["pending"] == "true" })
+            await world.close()
+        }
+
+        @Test func noLogLineHoldsATokenAKeyOrAPayload() async throws {
+            let world = try await PushWorld()
+            let marker = "payload-marker-\(UUID().uuidString)"
+            var tokens: [String] = []
+            for _ in 0..<6 { tokens.append(try await world.token()) }
+            world.imitation.always(token: tokens[0], .answer(status: 410, reason: "Unregistered", timestamp: Date()))
+            world.imitation.always(token: tokens[1], .answer(status: 400, reason: "BadDeviceToken"))
+            world.imitation.always(token: tokens[2], .answer(status: 413, reason: "PayloadTooLarge"))
+            world.imitation.script(token: tokens[3], [.answer(status: 500, reason: "InternalServerError"), .reset])
+            world.imitation.script(token: tokens[4], [.answer(status: 429, reason: "TooManyRequests")])
+            for token in tokens {
+                try await world.enqueue(
+                    token: token, count: 2, payload: #"{"aps": {"content-available": 1}, "n": 0, "m": "\#(marker)"}"#)
+            }
+            let huge = #"{"aps": {}, "n": 0, "m": "\#(marker)\#(String(repeating: "y", count: 4100))"}"#
+            try await world.enqueue(token: tokens[5], payload: huge)
+            let child = try WorkerProcess(
+                ["run"],
+                environment: world.environment(["PUSH_LOG_LEVEL": "trace", "PUSH_TOKEN_BACKOFF_SECONDS": "0.2"]),
+                directory: world.directory)
+            #expect(try await world.eventually(.seconds(60)) { try await world.pending() == 0 })
+            child.signal(SIGTERM)
+            #expect(try await child.wait(timeout: .seconds(10)) == 0)
+            let log = child.errors + child.output
+            #expect(log.contains("APNs refused the request as malformed"))
+            #expect(log.contains(String(tokens[2].suffix(6))))
+            for token in tokens { #expect(!log.contains(token)) }
+            #expect(!log.contains(marker))
+            let providerTokens = Set(world.imitation.requests.compactMap { $0.headers["authorization"] })
+            #expect(!providerTokens.isEmpty)
+            for bearer in providerTokens {
+                let parts = bearer.dropFirst("bearer ".count).split(separator: ".")
+                #expect(!log.contains(String(parts.last ?? "")))
+                #expect(!log.contains(String(bearer.dropFirst("bearer ".count))))
+            }
+            for line in world.keyPEM.split(separator: "\n") where !line.hasPrefix("-----") {
+                #expect(!log.contains(String(line)))
+            }
+            await world.close()
+        }
+
+        @Test func configurationMistakesExitTwoNamingTheVariable() async throws {
+            let world = try await PushWorld()
+            var missing = world.environment()
+            missing["APNS_KEY_ID"] = nil
+            let noKeyID = try await WorkerProcess.run(
+                ["check-config"], environment: missing, directory: world.directory)
+            #expect(noKeyID.status == 2 && noKeyID.err.contains("APNS_KEY_ID"))
+
+            let badTeam = try await WorkerProcess.run(
+                ["run"], environment: world.environment(["APNS_TEAM_ID": "team"]), directory: world.directory)
+            #expect(badTeam.status == 2 && badTeam.err.contains("APNS_TEAM_ID"))
+
+            let elsewhere = try await WorkerProcess.run(
+                ["run"], environment: world.environment(["APNS_BASE_URL": "https://push.example.com"]),
+                directory: world.directory)
+            #expect(elsewhere.status == 2 && elsewhere.err.contains("APNS_BASE_URL"))
+            let plain = try await WorkerProcess.run(
+                ["run"], environment: world.environment(["APNS_BASE_URL": "http://127.0.0.1:1"]),
+                directory: world.directory)
+            #expect(plain.status == 2 && plain.err.contains("APNS_BASE_URL"))
+
+            chmod(world.keyPath, 0o644)
+            let readable = try await WorkerProcess.run(
+                ["check-config"], environment: world.environment(), directory: world.directory)
+            #expect(
+                readable.status == 2 && readable.err.contains("APNS_KEY_PATH") && readable.err.contains("chmod 600"))
+            chmod(world.keyPath, 0o600)
+
+            let good = try await WorkerProcess.run(
+                ["check-config", "--json"], environment: world.environment(), directory: world.directory)
+            #expect(good.status == 0)
+            let summary = try JSONSerialization.jsonObject(with: Data(good.out.utf8)) as? [String: String]
+            #expect(summary?["outbox"] == "ok" && summary?["team"] == PushWorld.teamID)
+            #expect(summary?["database"]?.hasPrefix("push_sender@127.0.0.1") == true)
+            for line in world.keyPEM.split(separator: "\n") where !line.hasPrefix("-----") {
+                #expect(!good.out.contains(String(line)) && !good.err.contains(String(line)))
+            }
+            await world.close()
+        }
+
+        @Test func sendOnceSendsOneRowNowAndSaysWhatHappened() async throws {
+            let world = try await PushWorld()
+            let token = try await world.token()
+            let waiting = try await world.enqueue(token: token, notBefore: "now() + interval '1 hour'")
+            let result = try await WorkerProcess.run(
+                ["send-once", "--outbox-id", String(waiting[0]), "--json"], environment: world.environment(),
+                directory: world.directory)
+            #expect(result.status == 0)
+            let object = try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any]
+            #expect(object?["outcome"] as? String == "delivered")
+            #expect(world.imitation.requests.count == 1)
+            let again = try await WorkerProcess.run(
+                ["send-once", "--outbox-id", String(waiting[0])], environment: world.environment(),
+                directory: world.directory)
+            #expect(again.status == 1 && again.out.contains("not pending"))
+            #expect(world.imitation.requests.count == 1)
+            await world.close()
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import Crypto
+import Foundation
+import PushDelivery
+import Testing
+
+/// The worker's pure parts: requests, collapse ids, answers, provider tokens, configuration.
+@Suite struct RequestTests {
+    static let row = OutboxRow(
+        id: 1, token: String(repeating: "ab", count: 32), pushType: .alert, priority: 5, collapseID: nil,
+        payload: #"{"aps": {"alert": {"body": "a \"quoted\" : , word"}}, "x": [1, 2]}"#, apnsID: UUID(),
+        expiresAt: Date(timeIntervalSince1970: 2_000_000_000), createdAt: Date(), attempts: 1, environment: "production"
+    )
+
+    @Test func headersFollowTheSpecForEachPushType() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let alert = try APNsRequest.make(row: Self.row, bundleID: "com.x", providerToken: "T", now: now)
+        let headers = Dictionary(uniqueKeysWithValues: alert.headers.map { ($0.name, $0.value) })
+        #expect(alert.path == "/3/device/" + Self.row.token)
+        #expect(headers["authorization"] == "bearer T")
+        #expect(headers["apns-push-type"] == "alert" && headers["apns-topic"] == "com.x")
+        // An alert is always priority 10 and expires with its approval.
+        #expect(headers["apns-priority"] == "10" && headers["apns-expiration"] == "2000000000")
+        #expect(headers["apns-id"] == Self.row.apnsID.uuidString.lowercased())
+        #expect(headers["apns-collapse-id"] == nil)
+
+        var background = Self.row
+        background.pushType = .background
+        background.priority = 10
+        let silent = Dictionary(
+            uniqueKeysWithValues: try APNsRequest.make(row: background, bundleID: "com.x", providerToken: "T", now: now)
+                .headers.map { ($0.name, $0.value) })
+        #expect(silent["apns-priority"] == "5" && silent["apns-expiration"] == "1800003600")
+
+        var live = Self.row
+        live.pushType = .liveactivity
+        live.priority = 5
+        live.collapseID = "c"
+        let activity = Dictionary(
+            uniqueKeysWithValues: try APNsRequest.make(row: live, bundleID: "com.x", providerToken: "T", now: now)
+                .headers.map { ($0.name, $0.value) })
+        #expect(activity["apns-topic"] == "com.x.push-type.liveactivity")
+        #expect(activity["apns-priority"] == "5" && activity["apns-expiration"] == "1800000300")
+        #expect(activity["apns-collapse-id"] == "c")
+    }
+
+    @Test func thePayloadIsCompactedWithoutTouchingStrings() throws {
+        let request = try APNsRequest.make(row: Self.row, bundleID: "com.x", providerToken: "T")
+        #expect(
+            String(decoding: request.body, as: UTF8.self)
+                == #"{"aps":{"alert":{"body":"a \"quoted\" : , word"}},"x":[1,2]}"#)
+        var big = Self.row
+        big.payload = #"{"a": ""# + String(repeating: "z", count: 4090) + #""}"#
+        #expect(throws: APNsRequest.Refusal.payloadTooLarge(4098)) {
+            try APNsRequest.make(row: big, bundleID: "com.x", providerToken: "T")
+        }
+        // Exactly 4,096 bytes is sent.
+        big.payload = #"{"a": ""# + String(repeating: "z", count: 4088) + #""}"#
+        #expect(try APNsRequest.make(row: big, bundleID: "com.x", providerToken: "T").body.count == 4096)
+    }
+
+    @Test func collapseIDsOverSixtyFourBytesOrNotPrintableAreHashed() {
+        let short = String(repeating: "a", count: 64)
+        #expect(APNsRequest.collapseID(short) == short)
+        let long = String(repeating: "a", count: 65)
+        let hashed = APNsRequest.collapseID(long)
+        #expect(hashed.utf8.count == 45 && hashed.hasPrefix("c-"))
+        // base64url(SHA-256), its first 43 characters: the whole digest, unpadded.
+        let digest = Data(SHA256.hash(data: Data(long.utf8))).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        #expect(hashed == "c-" + digest.prefix(43))
+        #expect(APNsRequest.collapseID(long) == hashed)
+        #expect(APNsRequest.collapseID("é").utf8.count == 45)
+        #expect(APNsRequest.collapseID("tab\there").utf8.count == 45)
+    }
+
+    @Test func everyAnswerHasItsAction() {
+        let table: [(Int, String?, AnswerAction)] = [
+            (200, nil, .delivered),
+            (410, "Unregistered", .invalidateToken(since: nil)),
+            (410, "ExpiredToken", .invalidateToken(since: nil)),
+            (400, "BadDeviceToken", .invalidateToken(since: nil)),
+            (400, "DeviceTokenNotForTopic", .invalidateToken(since: nil)),
+            (400, "BadCollapseId", .deadLetter), (400, "PayloadEmpty", .deadLetter), (400, nil, .deadLetter),
+            (404, "BadPath", .deadLetter), (405, "MethodNotAllowed", .deadLetter),
+            (413, "PayloadTooLarge", .deadLetter),
+            (400, "IdleTimeout", .retryTransient), (503, "ServiceUnavailable", .retryTransient),
+            (403, "ExpiredProviderToken", .refreshProviderToken),
+            (403, "InvalidProviderToken", .openCircuit), (403, "MissingProviderToken", .openCircuit),
+            (429, "TooManyRequests", .throttleDeviceToken),
+            (429, "TooManyProviderTokenUpdates", .throttleProviderTokenUpdates),
+            (500, "InternalServerError", .retryServerError),
+        ]
+        for (status, reason, action) in table {
+            #expect(AnswerAction(APNsResponse(status: status, reason: reason)) == action, "\(status) \(reason ?? "")")
+        }
+        let gone = APNsResponse(status: 410, body: Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8))
+        #expect(gone.reason == "Unregistered" && gone.timestamp == Date(timeIntervalSince1970: 1_700_000_000.123))
+        // A reason that is not one of APNs' words is no reason.
+        #expect(APNsResponse(status: 400, body: Array(#"{"reason":"a b\n"}"#.utf8)).reason == nil)
+    }
+
+    @Test func theProviderTokenIsES256OverTheSpecsClaims() async throws {
+        let key = P256.Signing.PrivateKey()
+        let tokens = ProviderTokens(
+            key: ProviderKey(key: key), keyID: "KEY1234567", teamID: "TEAM123456", refresh: .seconds(2400))
+        let token = await tokens.token()
+        let parts = token.value.split(separator: ".").map(String.init)
+        #expect(parts.count == 3)
+        func decode(_ text: String) -> Data {
+            var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while base64.count % 4 != 0 { base64 += "=" }
+            return Data(base64Encoded: base64)!
+        }
+        #expect(String(decoding: decode(parts[0]), as: UTF8.self) == #"{"alg":"ES256","kid":"KEY1234567"}"#)
+        #expect(
+            String(decoding: decode(parts[1]), as: UTF8.self)
+                == #"{"iss":"TEAM123456","iat":\#(Int(token.issuedAt.timeIntervalSince1970))}"#)
+        let signature = try P256.Signing.ECDSASignature(rawRepresentation: decode(parts[2]))
+        #expect(key.publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)))
+        // Reused until the refresh interval.
+        #expect(await tokens.token().value == token.value)
+    }
+
+    @Test func aHundredExpiredAnswersMintOnce() async throws {
+        let tokens = ProviderTokens(
+            key: ProviderKey(key: P256.Signing.PrivateKey()), keyID: "KEY1234567", teamID: "TEAM123456",
+            refresh: .seconds(2400))
+        let first = await tokens.token()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<100 { group.addTask { _ = await tokens.expired(generation: first.generation) } }
+        }
+        #expect(await tokens.mints == 2)
+        // A fresh token refused as expired again within a minute: no more mints (a clock problem).
+        let second = await tokens.token()
+        _ = await tokens.expired(generation: second.generation)
+        #expect(await tokens.mints == 2)
+        // A late answer about the replaced token, minutes later, mints nothing either.
+        let clock = Clock()
+        let timed = ProviderTokens(
+            key: ProviderKey(key: P256.Signing.PrivateKey()), keyID: "KEY1234567", teamID: "TEAM123456",
+            refresh: .seconds(2400), now: { clock.now })
+        let old = await timed.token()
+        _ = await timed.expired(generation: old.generation)
+        clock.advance(120)
+        _ = await timed.expired(generation: old.generation)
+        #expect(await timed.mints == 2)
+
+        // TooManyProviderTokenUpdates: nothing new, even past the refresh interval.
+        let eager = ProviderTokens(
+            key: ProviderKey(key: P256.Signing.PrivateKey()), keyID: "KEY1234567", teamID: "TEAM123456", refresh: .zero)
+        _ = await eager.token()
+        _ = await eager.token()
+        #expect(await eager.mints == 2)
+        await eager.blockMinting(for: .seconds(600))
+        _ = await eager.token()
+        #expect(await eager.mints == 2)
+    }
+
+    @Test func theRefreshIntervalIsClampedAndSettingsAreChecked() throws {
+        let base = [
+            "APNS_KEY_PATH": "/k.p8", "APNS_KEY_ID": "ABC123DEFG", "APNS_TEAM_ID": "TEAM123456",
+            "APNS_BUNDLE_ID": "com.example.app", "APNS_ENVIRONMENT": "both",
+            "DATABASE_URL": "postgres://push_sender:s3cret@db.example.com:6543/postgres?sslmode=require",
+        ]
+        let configuration = try PushWorkerConfiguration.fromEnvironment(base)
+        #expect(configuration.providerTokenRefresh == .seconds(2400))
+        #expect(configuration.database.description == "push_sender@db.example.com:6543/postgres")
+        #expect(configuration.database.password == "s3cret" && configuration.database.tls == .require)
+        #expect(
+            configuration.baseURL(forTokenEnvironment: "development").absoluteString
+                == "https://api.sandbox.push.apple.com:443")
+        #expect(
+            configuration.baseURL(forTokenEnvironment: "production").absoluteString == "https://api.push.apple.com:443")
+        var fast = base
+        fast["PUSH_PROVIDER_TOKEN_REFRESH_MINUTES"] = "5"
+        #expect(try PushWorkerConfiguration.fromEnvironment(fast).providerTokenRefresh == .seconds(1200))
+        fast["PUSH_PROVIDER_TOKEN_REFRESH_MINUTES"] = "90"
+        #expect(try PushWorkerConfiguration.fromEnvironment(fast).providerTokenRefresh == .seconds(3300))
+        let cases: [(String, String?, String)] = [
+            ("APNS_KEY_ID", "short", "APNS_KEY_ID"), ("APNS_TEAM_ID", nil, "APNS_TEAM_ID"),
+            ("APNS_ENVIRONMENT", "staging", "APNS_ENVIRONMENT"), ("APNS_PORT", "8443", "APNS_PORT"),
+            ("DATABASE_URL", "mysql://x@y/z", "DATABASE_URL"), ("APNS_BASE_URL", "https://10.0.0.1", "APNS_BASE_URL"),
+            ("APNS_BASE_URL", "http://127.0.0.1", "APNS_BASE_URL"), ("PUSH_BATCH_SIZE", "0", "PUSH_BATCH_SIZE"),
+        ]
+        for (name, value, variable) in cases {
+            var environment = base
+            environment[name] = value
+            #expect(throws: ConfigurationError.self) { try PushWorkerConfiguration.fromEnvironment(environment) }
+            do {
+                _ = try PushWorkerConfiguration.fromEnvironment(environment)
+            } catch {
+                #expect(error.variable == variable)
+                #expect(!error.description.contains("s3cret"))
+            }
+        }
+        var allowed = base
+        allowed["APNS_BASE_URL"] = "https://10.0.0.1"
+        allowed["APNS_ALLOW_NON_LOOPBACK_OVERRIDE"] = "1"
+        #expect(try PushWorkerConfiguration.fromEnvironment(allowed).baseURLOverride?.host == "10.0.0.1")
+    }
+}
+
+/// A clock a test moves by hand.
+final class Clock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var time = Date(timeIntervalSince1970: 1_800_000_000)
+    var now: Date { lock.withLock { time } }
+    func advance(_ seconds: TimeInterval) { lock.withLock { time += seconds } }
+}

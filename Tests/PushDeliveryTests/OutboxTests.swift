@@ -22,6 +22,13 @@ extension PushStackTests {
             #expect(Set(ids).count == 800)
             // Both took part (each worker has its own connections).
             #expect(Set(world.imitation.requests.map(\.connection)).count >= 2)
+            // Each connection's first request was alone on it (one stream before a valid provider
+            // token); afterwards the streams were shared.
+            var seen: Set<Int> = []
+            for request in world.imitation.requests where seen.insert(request.connection).inserted {
+                #expect(request.concurrentStreams == 1)
+            }
+            #expect(world.imitation.requests.contains { $0.concurrentStreams > 1 })
             await world.close()
         }
 

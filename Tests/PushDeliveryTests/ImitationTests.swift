@@ -1,0 +1,107 @@
+import APNsImitation
+import Crypto
+import Foundation
+import PushDelivery
+import Testing
+
+/// The APNs imitation checks what APNs checks: the tests above rely on it.
+@Suite struct ImitationTests {
+    static let keyID = "ABC123DEFG"
+    static let teamID = "TEAM123456"
+
+    func start(_ key: P256.Signing.PrivateKey) async throws -> (APNsImitation, HTTPClientAPNsTransport, URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imitation-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let imitation = try await APNsImitation.start(
+            options: .init(keyID: Self.keyID, teamID: Self.teamID, bundleID: "com.x", publicKey: key.publicKey),
+            directory: directory)
+        return (imitation, try HTTPClientAPNsTransport(caFile: imitation.certificateFile), directory)
+    }
+
+    func request(
+        token: String = String(repeating: "0a", count: 32), provider: String, type: PushType = .background
+    )
+        throws -> APNsRequest
+    {
+        let row = OutboxRow(
+            id: 1, token: token, pushType: type, priority: 10, collapseID: nil, payload: #"{"aps":{}}"#, apnsID: UUID(),
+            expiresAt: nil, createdAt: Date(), attempts: 1, environment: "production")
+        return try APNsRequest.make(row: row, bundleID: "com.x", providerToken: provider)
+    }
+
+    @Test func oneStreamPerConnectionUntilAValidProviderToken() async throws {
+        let key = P256.Signing.PrivateKey()
+        let (imitation, transport, directory) = try await start(key)
+        let forged = await ProviderTokens(
+            key: ProviderKey(key: P256.Signing.PrivateKey()), keyID: Self.keyID, teamID: Self.teamID,
+            refresh: .seconds(2400)
+        ).token().value
+        let refused = try request(provider: forged)
+        try await withThrowingTaskGroup(of: APNsResponse.self) { group in
+            for _ in 0..<20 {
+                group.addTask { try await transport.send(refused, to: imitation.baseURL, deadline: .seconds(10)) }
+            }
+            for try await response in group {
+                #expect(response == APNsResponse(status: 403, reason: "InvalidProviderToken"))
+            }
+        }
+        #expect(imitation.requests.count == 20)
+        #expect(imitation.requests.allSatisfy { $0.concurrentStreams == 1 })
+        let valid = try request(
+            provider: await ProviderTokens(
+                key: ProviderKey(key: key), keyID: Self.keyID, teamID: Self.teamID, refresh: .seconds(2400)
+            ).token().value)
+        _ = try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(10))
+        imitation.clearLog()
+        try await withThrowingTaskGroup(of: APNsResponse.self) { group in
+            for _ in 0..<50 {
+                group.addTask { try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(10)) }
+            }
+            for try await response in group { #expect(response.status == 200) }
+        }
+        #expect(imitation.requests.contains { $0.concurrentStreams > 1 })
+        try await transport.shutdown()
+        try await imitation.shutdown()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @Test func itRefusesWhatAPNsRefuses() async throws {
+        let key = P256.Signing.PrivateKey()
+        let (imitation, transport, directory) = try await start(key)
+        func token(
+            keyID: String = Self.keyID, teamID: String = Self.teamID, signer: P256.Signing.PrivateKey = key
+        ) async -> String {
+            await ProviderTokens(key: ProviderKey(key: signer), keyID: keyID, teamID: teamID, refresh: .seconds(2400))
+                .token().value
+        }
+        let good = await token()
+        func send(_ request: APNsRequest) async throws -> APNsResponse {
+            try await transport.send(request, to: imitation.baseURL, deadline: .seconds(10))
+        }
+        #expect(try await send(try request(provider: good)).status == 200)
+        #expect(
+            try await send(try request(provider: await token(keyID: "OTHER12345"))).reason == "InvalidProviderToken")
+        #expect(
+            try await send(try request(provider: await token(teamID: "OTHER12345"))).reason == "InvalidProviderToken")
+        #expect(
+            try await send(try request(provider: await token(signer: P256.Signing.PrivateKey()))).reason
+                == "InvalidProviderToken")
+        #expect(try await send(try request(provider: "")).reason == "InvalidProviderToken")
+        #expect(try await send(try request(token: "abc", provider: good)).reason == "BadDeviceToken")
+        var wrongTopic = try request(provider: good, type: .liveactivity)
+        wrongTopic.headers = wrongTopic.headers.map { $0.name == "apns-topic" ? ("apns-topic", "com.x") : $0 }
+        #expect(try await send(wrongTopic).reason == "TopicDisallowed")
+        var big = try request(provider: good)
+        big.body = Array(#"{"a":""#.utf8) + Array(repeating: UInt8(ascii: "z"), count: 4100) + Array(#""}"#.utf8)
+        #expect(try await send(big) == APNsResponse(status: 413, reason: "PayloadTooLarge"))
+        var badPriority = try request(provider: good)
+        badPriority.headers = badPriority.headers.map { $0.name == "apns-priority" ? ("apns-priority", "10") : $0 }
+        #expect(try await send(badPriority).reason == "BadPriority")
+        // Tokens issued up to a cutoff are expired (APNs: older than an hour).
+        imitation.expireProviderTokens(issuedAtOrBefore: Int(Date().timeIntervalSince1970))
+        #expect(try await send(try request(provider: good)).reason == "ExpiredProviderToken")
+        try await transport.shutdown()
+        try await imitation.shutdown()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}

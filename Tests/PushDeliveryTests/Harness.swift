@@ -158,7 +158,8 @@ final class PushWorld: Sendable {
         configuration.caFile = imitation.certificateFile
         configuration.backoffBase = .milliseconds(50)
         configuration.backoffMax = .seconds(1)
-        configuration.requestDeadline = .seconds(2)
+        // APNs' own deadline: a loaded machine must not turn slow answers into retries.
+        configuration.requestDeadline = .seconds(10)
         configuration.pollInterval = .milliseconds(200)
         configuration.tokenBackoffBase = .seconds(2)
         configuration.lease = .seconds(30)

@@ -10,7 +10,7 @@ CLI := .build/debug/sync-cli
 # An import of a module the target does not declare fails the build.
 BUILD_FLAGS := --explicit-target-dependency-import-check error
 
-.PHONY: all deps build test lint demo bench bench-push push-worker fuzz stack stack-stop vectors clean
+.PHONY: all deps build test lint demo install bench bench-push push-worker fuzz stack stack-stop vectors clean
 
 all: build
 
@@ -27,11 +27,33 @@ test: deps
 	$(RIG) $(SWIFT) build $(BUILD_FLAGS) --build-tests
 	$(RIG) scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS)
 	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS))
+	scripts/check-readme.sh
+	scripts/check-install.sh
 
 ## Checks the formatting (.swift-format: 120 columns and the rules kept green); CI runs it.
 ## `swift format -i -r Sources Backend Rig Tests Package.swift` applies it.
 lint:
 	$(SWIFT) format lint --strict -r Sources Backend Rig Tests Package.swift
+
+## Installs sync-cli (release build) under PREFIX: the binary, completions for bash, zsh and
+## fish, the man page, a systemd user unit and a launchd agent for `sync --watch` (docs/agent.md).
+PREFIX ?= /usr/local
+install: deps
+	$(SWIFT) build -c release --product sync-cli
+	$(SWIFT) package generate-manual >/dev/null
+	@prefix=$$(eval echo "$(PREFIX)"); set -e; \
+	install -d "$$prefix/bin" "$$prefix/share/man/man1" "$$prefix/share/bash-completion/completions" \
+	  "$$prefix/share/zsh/site-functions" "$$prefix/share/fish/vendor_completions.d" \
+	  "$$prefix/share/systemd/user" "$$prefix/share/session-sync/launchd"; \
+	install -m 0755 .build/release/sync-cli "$$prefix/bin/sync-cli"; \
+	.build/release/sync-cli --generate-completion-script bash >"$$prefix/share/bash-completion/completions/sync-cli"; \
+	.build/release/sync-cli --generate-completion-script zsh >"$$prefix/share/zsh/site-functions/_sync-cli"; \
+	.build/release/sync-cli --generate-completion-script fish >"$$prefix/share/fish/vendor_completions.d/sync-cli.fish"; \
+	install -m 0644 .build/plugins/GenerateManual/outputs/sync-cli/sync-cli.1 "$$prefix/share/man/man1/sync-cli.1"; \
+	sed "s|@BINDIR@|$$prefix/bin|" dist/systemd/session-sync.service >"$$prefix/share/systemd/user/session-sync.service"; \
+	sed "s|@BINDIR@|$$prefix/bin|" dist/launchd/com.example.session-sync.plist \
+	  >"$$prefix/share/session-sync/launchd/com.example.session-sync.plist"; \
+	echo "installed sync-cli $$("$$prefix/bin/sync-cli" --version) under $$prefix"
 
 ## Shows the engine's main job step by step.
 demo: deps

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the system libraries the package links (libsodium, libsqlite3, libqrencode, libcurl), and
-# openssl for the tests, when they are missing.
+# openssl and man-db for the tests, when they are missing.
 # As root it uses apt-get; otherwise it says what to install and fails.
 set -euo pipefail
 
@@ -12,6 +12,8 @@ pkg-config --exists libcurl 2>/dev/null || missing+=(libcurl4-openssl-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 # The tests' APNs imitation makes its TLS certificate with openssl.
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# make test checks that `make install`'s man page renders (man -l).
+command -v man >/dev/null 2>&1 || missing+=(man-db)
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 

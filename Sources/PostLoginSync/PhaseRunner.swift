@@ -82,8 +82,14 @@ extension SyncEngine {
             report.bytesSent = metrics.map(\.bytesSent).reduce(0, +)
             report.bytesReceived = metrics.map(\.bytesReceived).reduce(0, +)
             report.retries = metrics.map(\.retries).reduce(0, +)
+            // A phase with nothing to do (no request, no row) is neither a success nor a failure:
+            // a push with nothing local to send to a dead server failed as much as one with rows.
             let failed = report.phases.filter { $0.status == .failed }.count
-            if !report.phases.isEmpty && failed == report.phases.count {
+            let idle = report.phases.filter {
+                $0.status == .ok && $0.requests == 0 && $0.sent == 0 && $0.applied == 0 && $0.deleted == 0
+                    && $0.skipped == 0
+            }.count
+            if failed > 0 && failed + idle == report.phases.count {
                 report.outcome = .failure
             } else if failed > 0 || !report.errors.isEmpty {
                 report.outcome = .partial

@@ -24,7 +24,20 @@ struct StoreOptions: ParsableArguments {
         return DeviceStore.defaultDirectory()
     }
 
-    func open() throws -> DeviceStore { try DeviceStore(directory: directory) }
+    /// Opens an existing store. Only `init` creates one (``create()``): a mistyped `--store`
+    /// must not make a new, empty store that then reports success.
+    func open() throws -> DeviceStore {
+        let directory = directory
+        guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("store.sqlite").path) else {
+            throw CLIError(
+                "no store at \(directory.path): run `sync-cli init --store \(directory.path)` to create one, or check --store and $SYNC_STORE_DIR"
+            )
+        }
+        return try DeviceStore(directory: directory)
+    }
+
+    /// Opens the store, creating it when missing (`init`).
+    func create() throws -> DeviceStore { try DeviceStore(directory: directory) }
 }
 
 /// `--remote`: where the remote is.
@@ -54,7 +67,7 @@ enum RemoteFactory {
             throw CLIError("this store is not logged in; run `sync-cli login` first")
         }
         if address.hasPrefix("embedded:") {
-            return try EmbeddedRemoteStore(path: String(address.dropFirst("embedded:".count)), userID: user)
+            return try embedded(path: String(address.dropFirst("embedded:".count)), userID: user)
         }
         guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
             throw CLIError("--remote must be an http(s) Supabase project URL or embedded:PATH")
@@ -76,6 +89,30 @@ enum RemoteFactory {
         }
         return PostgRESTRemoteStore(
             configuration: PostgRESTConfiguration(projectURL: url, apiKey: apiKey, userID: user, accessToken: provider))
+    }
+
+    /// The embedded remote at `path`: its directory must exist (a typo must not create a new,
+    /// empty remote somewhere), and a file it creates is readable by its owner only.
+    static func embedded(path: String, userID: UUID) throws -> EmbeddedRemoteStore {
+        guard !path.isEmpty else {
+            throw CLIError("embedded: needs a file path, for example embedded:/path/to/remote.sqlite")
+        }
+        let url = URL(fileURLWithPath: path)
+        var isDirectory: ObjCBool = false
+        let parent = url.deletingLastPathComponent().path
+        guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CLIError(
+                "the embedded remote's directory \(parent) does not exist: create it, or check --remote and $SYNC_REMOTE"
+            )
+        }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw CLIError("the embedded remote \(path) is a directory; name a file, for example \(path)/remote.sqlite")
+        }
+        // Made 0600 before SQLite opens it: its journal files take the database file's mode.
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+        }
+        return try EmbeddedRemoteStore(path: path, userID: userID)
     }
 
     static func anonKey() throws -> String {
@@ -113,9 +150,12 @@ func printError(_ message: String) {
 
 /// Prints one line of human output. Names, paths and messages in it may come from the remote
 /// or another device, so control characters are escaped: a device called "\u{1B}]0;..." must not
-/// retitle or recolour the terminal. `--json` output goes through `print` (JSON escapes them).
+/// retitle or recolour the terminal. `--json` output goes through ``printJSONText(_:)`` (JSON
+/// escapes them). Each line is flushed at once, whatever standard output is: through a pipe, a
+/// pairing code (`trust invite --wait | tee`) must appear when it is printed, not at exit.
 func output(_ text: String) {
     print(text.escapingControlCharacters)
+    fflush(nil)
 }
 
 /// Resolves a session or repository given as an id or an unambiguous id prefix.

@@ -48,11 +48,23 @@ struct CoordinationContext {
     }
 }
 
-/// Prints a value as pretty, key-sorted JSON.
+/// Prints a value as pretty, key-sorted JSON, ids in lowercase (``printJSONText(_:)``).
 func printJSON<T: Encodable>(_ value: T) throws {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    encoder.dateEncodingStrategy = .iso8601
+    printJSONText(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+/// Prints JSON text with every string that is exactly a UUID in lowercase, the form the remote,
+/// the reports and the human output use (Foundation encodes a `UUID` in uppercase). Every
+/// `--json` output goes through here.
+func printJSONText(_ json: String) {
+    print(
+        json.replacing(/"([0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12})"/) {
+            "\"" + $0.1.lowercased() + "\""
+        })
+    fflush(nil) // a watch's JSON lines reach a pipe one by one
 }
 
 extension SyncCLI.Session {
@@ -141,7 +153,7 @@ extension SyncCLI.Session {
                 ]
                 let data = try JSONSerialization.data(
                     withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                return print(String(decoding: data, as: UTF8.self))
+                return printJSONText(String(decoding: data, as: UTF8.self))
             }
             var line = "Session \(id.canonical) is \(status.state.rawValue)"
             if let message = status.errorMessage { line += ": \(message.escapingControlCharacters)" }
@@ -290,7 +302,7 @@ extension SyncCLI {
                     }
                     let data = try JSONSerialization.data(
                         withJSONObject: rows, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                    return print(String(decoding: data, as: UTF8.self))
+                    return printJSONText(String(decoding: data, as: UTF8.self))
                 }
                 if entries.isEmpty { return output("The outbox is empty.") }
                 for entry in entries {

@@ -23,6 +23,7 @@ extension SyncCLI {
             var trust: TrustMode?
             @Flag(help: "Apply the policy as `push --require-trusted` would.") var requireTrusted = false
             @Flag(help: "Apply the policy as `push --exclude-self` would.") var excludeSelf = false
+            @Flag(help: "Print the devices as JSON.") var json = false
 
             func run() async throws {
                 let store = try storeOptions.open()
@@ -41,8 +42,27 @@ extension SyncCLI {
                 let decisions = RecipientPolicy.evaluate(
                     devices, userID: remote.userID, selfID: identity.id, options: options,
                     trust: snapshot, selfKey: identity.publicKey)
-                if decisions.isEmpty { output("No devices registered yet.") }
                 let mode = RecipientPolicy.mode(options, hasPinnedIdentity: snapshot != nil)
+                let now = Date()
+                if json {
+                    let byID = Dictionary(devices.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+                    return try printJSON(
+                        DeviceListJSON(
+                            trustMode: mode.rawValue,
+                            devices: decisions.map { decision in
+                                DeviceListJSON.Device(
+                                    id: decision.deviceID.canonical, name: decision.name,
+                                    deviceType: decision.deviceType,
+                                    thisDevice: decision.deviceID == identity.id,
+                                    lastSeenAt: byID[decision.deviceID]?.lastSeenAt,
+                                    online: byID[decision.deviceID].map { $0.presence(now: now) == .online } ?? false,
+                                    trust: decision.trust.map { "\($0)" }, receivesSecrets: decision.receives,
+                                    envelopeVersion: decision.receives
+                                        ? ((decision.envelopeVersions ?? [1]).contains(2) ? 2 : 1) : nil,
+                                    reason: decision.reason)
+                            }))
+                }
+                if decisions.isEmpty { output("No devices registered yet.") }
                 let receiving = decisions.filter(\.receives).count
                 let unverified = decisions.filter { $0.trust != nil && $0.trust != .verified }.count
                 output(
@@ -50,7 +70,6 @@ extension SyncCLI {
                         + (snapshot == nil
                             ? " (no identity pinned: every qualifying device receives)"
                             : "; \(unverified) not verified"))
-                let now = Date()
                 let presence = Dictionary(
                     devices.map { ($0.id, $0.presence(now: now).text(now: now)) },
                     uniquingKeysWith: { first, _ in first })
@@ -68,4 +87,22 @@ extension SyncCLI {
             }
         }
     }
+}
+
+/// `devices list --json`.
+struct DeviceListJSON: Encodable {
+    struct Device: Encodable {
+        var id: String
+        var name: String
+        var deviceType: String?
+        var thisDevice: Bool
+        var lastSeenAt: Date?
+        var online: Bool
+        var trust: String?
+        var receivesSecrets: Bool
+        var envelopeVersion: Int?
+        var reason: String?
+    }
+    var trustMode: String
+    var devices: [Device]
 }

@@ -46,6 +46,8 @@ extension SyncCLI {
                 } else {
                     throw CLIError("the embedded remote needs --email or --user")
                 }
+                // The path is checked now (its directory must exist), not at the first sync.
+                _ = try RemoteFactory.embedded(path: String(address.dropFirst("embedded:".count)), userID: userID)
             } else {
                 guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
                     throw CLIError("--remote must be an http(s) Supabase project URL or embedded:PATH")

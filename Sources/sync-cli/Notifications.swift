@@ -24,7 +24,7 @@ extension SyncCLI {
                 if let ended { object["live-activities-ended"] = ended }
                 let data = try JSONSerialization.data(
                     withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                return print(String(decoding: data, as: UTF8.self))
+                return printJSONText(String(decoding: data, as: UTF8.self))
             }
             for key in NotificationSettings.Key.allCases {
                 output(

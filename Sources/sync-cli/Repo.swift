@@ -17,7 +17,7 @@ extension SyncCLI.Repo {
         static let configuration = CommandConfiguration(
             abstract: "Add a repository (a git checkout or any directory).",
             discussion:
-                "For a git checkout the name, remote URL and default branch are read with git; flags override them."
+                "For a git checkout the remote URL and default branch are read with git. The name is the directory's name unless --name gives another."
         )
 
         @OptionGroup var storeOptions: StoreOptions
@@ -56,10 +56,12 @@ extension SyncCLI.Repo {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the repositories in this store.")
         @OptionGroup var storeOptions: StoreOptions
+        @Flag(help: "Print the repositories as JSON.") var json = false
 
         func run() async throws {
             let store = try storeOptions.open()
             let repositories = try await store.repositories()
+            if json { return try printJSON(repositories.sorted { $0.name < $1.name }) }
             if repositories.isEmpty { output("No repositories.") }
             for repository in repositories.sorted(by: { $0.name < $1.name }) {
                 output(

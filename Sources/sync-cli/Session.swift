@@ -56,10 +56,12 @@ extension SyncCLI.Session {
         static let configuration = CommandConfiguration(
             abstract: "List the sessions in this store, with the live status their desktop last reported.")
         @OptionGroup var storeOptions: StoreOptions
+        @Flag(help: "Print the sessions as JSON.") var json = false
 
         func run() async throws {
             let store = try storeOptions.open()
             let sessions = try await store.sessions()
+            if json { return try printJSON(sessions) }
             if sessions.isEmpty { output("No sessions.") }
             for session in sessions {
                 let live =

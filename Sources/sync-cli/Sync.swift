@@ -14,8 +14,10 @@ enum SyncExit {
 
     static let help = """
         Exit status: 0 everything synced; 2 partial success (some rows, devices or phases \
-        failed; see the report); 3 every phase failed; 1 nothing ran (not initialised or \
-        logged in, store busy, bad key file or arguments); 4 nothing ran because the user's \
+        failed; see the report); 3 every phase failed (a phase with nothing to do does not \
+        count: a push with nothing to send to a dead server exits 3); 1 nothing ran (not \
+        initialised or logged in, store busy, bad key file); 64 a usage mistake; 4 nothing \
+        ran because the user's \
         identity key on the remote is not the one this device pinned (re-pair).
         """
 }
@@ -123,7 +125,7 @@ enum SyncRunner {
         }
         printer.finish()
         if options.json {
-            print(report.json())
+            printJSONText(report.json())
         } else {
             printSummary(report)
         }

@@ -44,7 +44,8 @@ enum WatchRunner {
         secret requests, trust statements) and its store for new local rows; when nothing \
         changed it refreshes its heartbeat (two requests) and seals nothing, otherwise it \
         pushes. A full push runs first and every --full-every minutes. A mobile device pulls \
-        each tick. One line per tick that did something (--json: one JSON object per line); \
+        each tick. One line per tick that did something: a push, or a pull that received \
+        envelopes or deletions (--json: one JSON object per line; --verbose: every tick); \
         while the remote is down, ticks back off up to 60 s apart with one log line on \
         standard error when that starts and one when it ends. The store is locked only during \
         a tick, so other commands run meanwhile. SIGINT or SIGTERM: the running tick \
@@ -70,10 +71,9 @@ enum WatchRunner {
         let task = Task {
             for await tick in engine.watch(options) {
                 ticks.withLock { $0 += 1 }
-                let acted = tick.action == .sync || tick.action == .full
-                guard acted || watch.verbose else { continue }
+                guard Self.worthALine(tick) || watch.verbose else { continue }
                 if sync.json {
-                    print(tick.json())
+                    printJSONText(tick.json())
                 } else {
                     output(line(tick))
                 }
@@ -137,5 +137,21 @@ struct StandardErrorLogHandler: LogHandler {
     func log(event: LogEvent) {
         let time = ISO8601DateFormatter().string(from: Date())
         printError("\(time) \(event.level): \(event.message)")
+    }
+}
+
+extension WatchRunner {
+    /// Whether a tick gets a line without `--verbose`: a desktop's tick that synced, or a
+    /// phone's that received envelopes or deletions, failed in part, or brought approvals (a
+    /// phone pulls at every tick; a line per tick would say nothing).
+    static func worthALine(_ tick: WatchTick) -> Bool {
+        guard tick.action == .sync || tick.action == .full else { return false }
+        guard let report = tick.report, report.direction == .pull else { return true }
+        if report.outcome != .success || tick.failure != nil || tick.approvals?.isEmpty == false { return true }
+        // Sessions and repositories are read again for a few seconds after they change (the
+        // cursor's overlap), so their counts do not say whether anything is new; envelopes do.
+        return report.phases.contains {
+            ($0.phase == .envelopes && $0.applied > 0) || $0.deleted > 0 || $0.failed > 0
+        }
     }
 }

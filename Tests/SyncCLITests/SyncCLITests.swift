@@ -84,7 +84,10 @@ struct SyncCLITests {
     func exitStatusesDocumented() throws {
         for command in ["push", "pull", "sync"] {
             let result = try CLI().run([command, "--help"])
-            #expect(result.out.contains("2 partial success") && result.out.contains("3 every phase failed"))
+            let text = result.out.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(
+                text.contains("2 partial success") && text.contains("3 every phase failed")
+                    && text.contains("64 a usage mistake"))
         }
     }
 

@@ -1,0 +1,34 @@
+import EmbeddedRemote
+import Foundation
+import LocalStore
+import PostLoginSync
+import SyncModel
+import Testing
+
+/// The README's Swift example, as written there, run against a real store and remote.
+@Suite struct ReadmeSnippetTests {
+    @Test func theReadmesSwiftExampleSyncs() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let storeDirectory = directory.appendingPathComponent("store")
+        let remotePath = directory.appendingPathComponent("remote.sqlite").path
+        try FileManager.default.createDirectory(at: storeDirectory, withIntermediateDirectories: true)
+        let userID = UUID()
+
+        // From README.md, "In Swift":
+        let store = try DeviceStore(directory: storeDirectory)
+        try await store.createIdentity(name: "My laptop", deviceType: .linuxDesktop, role: .desktop)
+        try await store.setUserID(userID)
+        let remote = try EmbeddedRemoteStore(path: remotePath, userID: userID)
+        let report = try await SyncEngine(local: store, remote: remote).sync()
+
+        #expect(report.outcome == .success)
+        let readme = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains("let report = try await SyncEngine(local: store, remote: remote).sync()"))
+        #expect(
+            readme.contains(
+                "try await store.createIdentity(name: \"My laptop\", deviceType: .linuxDesktop, role: .desktop)"))
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import TestStack
+import Testing
+
+/// What a new user met on the first day, each fixed (docs/cli.md): typos that created things, a
+/// pairing code stuck in a pipe's buffer, ids in two cases, lists without JSON.
+@Suite("sync-cli: the first day")
+struct FirstDayCLITests {
+    @Test func aMistypedStoreIsNeverCreated() throws {
+        let cli = try CLI()
+        let typo = cli.store("desktpo")
+        for command in [
+            ["status"], ["push"], ["devices", "list"], ["session", "list"], ["login", "--email", "a@b.c"],
+        ] {
+            let result = try cli.run(command + ["--store", typo])
+            #expect(result.status == 1, "\(command)")
+            #expect(result.err.contains("no store at \(typo)") && result.err.contains("sync-cli init --store"))
+            #expect(!FileManager.default.fileExists(atPath: typo))
+        }
+    }
+
+    @Test func anEmbeddedRemoteNeedsAnExistingDirectoryAndIsPrivate() throws {
+        let cli = try CLI()
+        let store = cli.store("desktop")
+        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
+        let missing = try cli.run([
+            "login", "--store", store, "--remote", "embedded:/nonexistent/r.sqlite", "--email", "a@b.c",
+        ])
+        #expect(missing.status == 1 && missing.err.contains("/nonexistent does not exist"))
+        #expect(!FileManager.default.fileExists(atPath: "/nonexistent"))
+        let empty = try cli.run(["login", "--store", store, "--remote", "embedded:", "--email", "a@b.c"])
+        #expect(empty.status == 1 && empty.err.contains("embedded: needs a file path"))
+        // Neither was remembered: the next login uses the default, beside the store, 0600.
+        let remote = cli.directory.appendingPathComponent("own-remote.sqlite").path
+        #expect(
+            try cli.run(["login", "--store", store, "--remote", "embedded:" + remote, "--email", "a@b.c"]).status == 0)
+        #expect(try cli.run(["push", "--store", store]).status == 0)
+        let mode = try FileManager.default.attributesOfItem(atPath: remote)[.posixPermissions] as? NSNumber
+        #expect(mode?.intValue == 0o600)
+    }
+
+    @Test func versionAndJSONListsWithLowercaseIDs() throws {
+        let cli = try CLI()
+        let version = try cli.run(["--version"])
+        #expect(version.status == 0 && version.out.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil)
+        let store = cli.store("desktop")
+        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
+        #expect(try cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
+        #expect(try cli.run(["repo", "add", "--store", store, cli.directory.path]).status == 0)
+        let session = try cli.run(["session", "start", "--store", store, "--repo", cli.directory.path, "--title", "t"])
+        let id = session.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(id == id.lowercased() && UUID(uuidString: id) != nil)
+        #expect(try cli.run(["push", "--store", store]).status == 0)
+        #expect(try cli.run(["trust", "init", "--store", store, "--no-recovery-key"]).status == 0)
+
+        func json(_ arguments: [String]) throws -> (Any, String) {
+            let result = try cli.run(arguments + ["--store", store, "--json"])
+            #expect(result.status == 0, "\(arguments): \(result.err)")
+            return (try JSONSerialization.jsonObject(with: Data(result.out.utf8)), result.out)
+        }
+        let (sessions, sessionsText) = try json(["session", "list"])
+        #expect((sessions as? [[String: Any]])?.first?["id"] as? String == id)
+        #expect((sessions as? [[String: Any]])?.first?["sessionStartedAt"] is String)
+        let (repositories, _) = try json(["repo", "list"])
+        #expect((repositories as? [[String: Any]])?.count == 1)
+        let (status, _) = try json(["status"])
+        let device = ((status as? [String: Any])?["device"] as? [String: Any])?["id"] as? String
+        #expect(device != nil && device == device?.lowercased())
+        let (devices, devicesText) = try json(["devices", "list"])
+        #expect(((devices as? [String: Any])?["devices"] as? [[String: Any]])?.first?["thisDevice"] as? Bool == true)
+        let (_, trustText) = try json(["trust", "status"])
+        // No uppercase id anywhere in any of them.
+        for text in [sessionsText, devicesText, trustText] {
+            #expect(
+                text.range(
+                    of: #"[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}"#, options: .regularExpression)
+                    == nil)
+        }
+    }
+
+    @Test func aPairingCodeReachesAPipeAtOnce() async throws {
+        let cli = try CLI()
+        let store = cli.store("desktop")
+        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
+        #expect(try cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
+        #expect(try cli.run(["trust", "init", "--store", store, "--no-recovery-key"]).status == 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLI.path)
+        process.arguments = ["trust", "invite", "--store", store, "--device-type", "ios-phone", "--no-qr", "--wait"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SYNC_REMOTE"] = "embedded:" + cli.directory.appendingPathComponent("remote.sqlite").path
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try ChildProcesses.start(process)
+        defer { process.terminate() }
+        // The invite waits for ten minutes; its code must be readable long before.
+        let found = Task.detached { () -> Bool in
+            var text = ""
+            while true {
+                let data = pipe.fileHandleForReading.availableData
+                if data.isEmpty { return false }
+                text += String(decoding: data, as: UTF8.self)
+                if text.range(of: #"([A-Z2-7]{4}-){15}[A-Z2-7]{4}"#, options: .regularExpression) != nil { return true }
+            }
+        }
+        let outcome = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask { await found.value }
+            group.addTask {
+                try await Task.sleep(for: .seconds(20))
+                return false
+            }
+            let first = try await group.next()!
+            group.cancelAll()
+            return first
+        }
+        #expect(outcome)
+        #expect(process.isRunning)
+    }
+
+    @Test func aPhonesWatchPrintsOnlyTicksThatReceivedSomething() async throws {
+        let cli = try CLI()
+        let phone = cli.store("phone")
+        let desktop = cli.store("desktop")
+        for (store, role) in [(phone, "mobile"), (desktop, "desktop")] {
+            #expect(try cli.run(["init", "--store", store, "--role", role, "--name", role]).status == 0)
+            #expect(try cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
+        }
+        #expect(try cli.run(["pull", "--store", phone]).status == 0)
+        #expect(try cli.run(["repo", "add", "--store", desktop, cli.directory.path]).status == 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CLI.path)
+        process.arguments = ["sync", "--watch", "--interval", "0.3", "--store", phone]
+        var environment = ProcessInfo.processInfo.environment
+        environment["SYNC_REMOTE"] = "embedded:" + cli.directory.appendingPathComponent("remote.sqlite").path
+        process.environment = environment
+        let out = cli.directory.appendingPathComponent("watch.out")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = FileHandle.nullDevice
+        try ChildProcesses.start(process)
+        // Quiet ticks: nothing to print.
+        try await Task.sleep(for: .seconds(2))
+        let quiet = try String(contentsOf: out, encoding: .utf8)
+        // A session arrives: one line says so.
+        #expect(try cli.run(["session", "start", "--store", desktop, "--repo", cli.directory.path]).status == 0)
+        #expect(try cli.run(["push", "--store", desktop]).status == 0)
+        try await Task.sleep(for: .seconds(2))
+        process.terminate()
+        process.waitUntilExit()
+        let all = try String(contentsOf: out, encoding: .utf8)
+        #expect(quiet.isEmpty, "quiet ticks printed: \(quiet)")
+        let lines = all.split(separator: "\n")
+        #expect(lines.count >= 1 && lines.count <= 2, "\(all)")
+        #expect(process.terminationStatus == 0)
+    }
+
+    @Test func aPushToADeadServerExitsThreeWithOrWithoutRowsToSend() throws {
+        let cli = try CLI()
+        // A token whose subject is a user id; nothing listens on port 1.
+        let token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmMDMwMzVkOC1hZjk2LTQ5MTMtODM0ZC1iNzhhMTE3MjIwNTcifQ.x"
+        let environment = [
+            "SYNC_ACCESS_TOKEN": token, "SUPABASE_ANON_KEY": "anon", "SYNC_REMOTE": "http://127.0.0.1:1",
+        ]
+        let store = cli.store("desktop")
+        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
+        #expect(try cli.run(["login", "--store", store], environment: environment).status == 0)
+        let empty = try cli.run(["push", "--store", store], environment: environment)
+        #expect(empty.status == 3, "\(empty.out)")
+        #expect(try cli.run(["repo", "add", "--store", store, cli.directory.path]).status == 0)
+        let rows = try cli.run(["push", "--store", store], environment: environment)
+        #expect(rows.status == 3, "\(rows.out)")
+    }
+}

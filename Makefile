@@ -10,7 +10,7 @@ CLI := .build/debug/sync-cli
 # An import of a module the target does not declare fails the build.
 BUILD_FLAGS := --explicit-target-dependency-import-check error
 
-.PHONY: all deps build test lint demo install bench bench-push push-worker fuzz stack stack-stop vectors clean
+.PHONY: all deps build test lint docs demo install bench bench-push push-worker fuzz stack stack-stop vectors clean
 
 all: build
 
@@ -54,6 +54,13 @@ install: deps
 	sed "s|@BINDIR@|$$prefix/bin|" dist/launchd/com.example.session-sync.plist \
 	  >"$$prefix/share/session-sync/launchd/com.example.session-sync.plist"; \
 	echo "installed sync-cli $$("$$prefix/bin/sync-cli" --version) under $$prefix"
+
+## The DocC documentation of every library module an app uses (swift-docc-plugin), with the
+## articles of PostLoginSync.docc; any warning fails it. CI runs it. Archives go to
+## .build/plugins/Swift-DocC/outputs/.
+DOC_TARGETS := PostLoginSync LocalStore RemoteStore EmbeddedRemote SecretCrypto DeviceTrust SyncModel
+docs: deps
+	$(SWIFT) package generate-documentation --warnings-as-errors $(foreach t,$(DOC_TARGETS),--target $(t))
 
 ## Shows the engine's main job step by step.
 demo: deps

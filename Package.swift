@@ -37,6 +37,8 @@ let package = Package(
         // envelopes, and SwiftNIO for the fault-injecting proxy.
         .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // `make docs`: the DocC catalogues (a command plugin; nothing is linked).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The C libraries, from the system (pkg-config).
@@ -267,6 +269,7 @@ if rig {
         .target(
             name: "APNsImitation",
             dependencies: [
+                "TestStack",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

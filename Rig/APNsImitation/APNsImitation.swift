@@ -6,6 +6,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import TestStack
 
 /// An imitation of APNs for the tests and the benchmark: a real HTTP/2 server over TLS on
 /// loopback, with a certificate made for it (by `openssl`) at start.
@@ -317,7 +318,9 @@ public final class APNsImitation: Sendable {
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        // Started through the tests' one starter: Foundation's Process.run() crashes when two
+        // threads start children at once.
+        try ChildProcesses.start(process)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw ImitationError("openssl could not make the imitation's certificate (is openssl installed?)")

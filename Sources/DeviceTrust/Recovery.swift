@@ -160,7 +160,11 @@ public enum IdentityBackup {
 
     /// Seals `identity`'s seed: the body as stored (base64).
     ///
-    /// - Parameter nonce: 12 bytes; random unless a test vector fixes it.
+    /// - Parameters:
+    ///   - identity: The identity key whose seed is sealed.
+    ///   - userID: The user it belongs to (bound in the associated data).
+    ///   - recoveryKey: The key the backup opens with.
+    ///   - nonce: 12 bytes; random unless a test vector fixes it.
     public static func seal(
         _ identity: Ed25519PrivateKey, userID: UUID, recoveryKey: RecoveryKey,
         nonce: [UInt8] = SecureBytes(randomCount: 12).withUnsafeBytes { Array($0) }

@@ -5,7 +5,7 @@ import RemoteStore
 import SyncModel
 import Synchronization
 
-/// ``SyncRemote`` on one local SQLite file: the default remote when no Supabase URL is set.
+/// `SyncRemote` on one local SQLite file: the default remote when no Supabase URL is set.
 ///
 /// The file has the remote's four tables with the same unique keys and foreign keys (envelopes
 /// cascade with their session). A store is opened for one user and behaves as row-level
@@ -26,7 +26,7 @@ public final class EmbeddedRemoteStore: SyncRemote {
 
     /// Opens (creating if needed) the embedded remote at `path`, scoped to `userID`.
     ///
-    /// - Throws: ``RemoteStoreError`` `.storage`.
+    /// - Throws: `RemoteStoreError` `.storage`.
     public init(path: String, userID: UUID, busyTimeout: TimeInterval = 15) throws {
         self.userID = userID
         self.path = path

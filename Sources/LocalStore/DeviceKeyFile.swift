@@ -9,7 +9,7 @@ import Darwin
 
 /// The device's X25519 private key on disk: exactly 32 raw bytes, mode 0600, owned by the user.
 ///
-/// Written with ``AtomicFile`` (a `0600` temporary file created with `O_EXCL`, fsynced, linked
+/// Written with `AtomicFile` (a `0600` temporary file created with `O_EXCL`, fsynced, linked
 /// to the target, directory fsynced: a killed writer leaves no key or the whole key) and loaded
 /// only when nobody else can read it, as ssh insists for private keys.
 public enum DeviceKeyFile {

@@ -115,9 +115,9 @@ extension DeviceStore {
     ///
     /// - Parameters:
     ///   - sessionID: The session.
+    ///   - generation: An earlier generation kept after a rotation; `nil` for the current one.
     ///   - key: The device key, when the caller already loaded it; otherwise it is loaded.
     /// - Throws: ``LocalStoreError`` `.notFound` or `.secretUnreadable`.
-    ///   - generation: An earlier generation kept after a rotation; `nil` for the current one.
     public func openOwnSecret(
         sessionID: UUID, generation: UInt32? = nil, using key: X25519PrivateKey? = nil
     ) async throws -> SessionSecret {

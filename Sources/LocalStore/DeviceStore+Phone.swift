@@ -100,8 +100,11 @@ extension DeviceStore {
     /// whether the sender was authenticated. A version-2 envelope is checked again against the
     /// sender key it was verified with on receipt.
     ///
+    /// - Parameters:
+    ///   - sessionID: The session.
+    ///   - generation: An earlier generation kept after a rotation; `nil` for the current one.
+    ///   - key: The device key, when the caller already loaded it; otherwise it is loaded.
     /// - Throws: ``LocalStoreError`` `.notFound` or `.secretUnreadable`.
-    /// - Parameter generation: An earlier generation kept after a rotation; `nil` for the current one.
     public func openReceived(
         sessionID: UUID, generation: UInt32? = nil, using key: X25519PrivateKey? = nil
     ) async throws -> OpenedSecret {

@@ -16,7 +16,7 @@ private let systemRead = Darwin.read
 /// A small file of credentials in the store (`auth.json`): written atomically with mode 0600,
 /// read only while nobody else can read it.
 public enum SecretFile {
-    /// Replaces `path` with `data`, mode 0600, with ``AtomicFile`` (a killed writer leaves the
+    /// Replaces `path` with `data`, mode 0600, with `AtomicFile` (a killed writer leaves the
     /// old file or the whole new one).
     ///
     /// - Throws: ``LocalStoreError`` `.diskFull`, `.readOnly` or `.io`.

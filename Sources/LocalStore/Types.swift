@@ -42,7 +42,7 @@ public struct DeviceIdentity: Sendable, Hashable {
 public struct LedgerEntry: Sendable, Hashable {
     public var sessionID: UUID
     public var recipientDeviceID: UUID
-    /// ``SecretCrypto/X25519PublicKey/fingerprint`` of the key the envelope was sealed to.
+    /// `SecretCrypto/X25519PublicKey/fingerprint` of the key the envelope was sealed to.
     public var recipientKeyFingerprint: String
     public var sentAt: Date
     /// The accepted envelope's `ephemeral_public_key`, which the envelope digest hashes; `nil`

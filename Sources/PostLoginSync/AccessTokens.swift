@@ -60,7 +60,7 @@ public actor AccessTokens {
         return fresh.accessToken
     }
 
-    /// The provider closure for ``SyncRemote/PostgRESTConfiguration``.
+    /// The provider closure for `SyncRemote/PostgRESTConfiguration`.
     public nonisolated var provider: AccessTokenProvider {
         { force in try await self.token(forceRefresh: force) }
     }

@@ -121,7 +121,12 @@ public struct ApprovalCenter: Sendable {
     ///
     /// - Parameters:
     ///   - session: A session this desktop runs.
+    ///   - tool: The tool the agent wants to run.
+    ///   - summary: One line saying what it would do.
+    ///   - detail: More, when there is more to say.
     ///   - timeout: How long the question stands, 5 to 600 seconds.
+    ///   - pollInterval: Time between reads of the request row.
+    ///   - onRefused: Told of each answer whose signature or content did not verify.
     /// - Returns: The outcome.
     /// - Throws: ``SyncError`` `.noIdentity` without a pinned identity, `.unknownSession`;
     ///   `CryptoError.invalidApprovalContent` for content out of limits; remote errors;
@@ -338,8 +343,8 @@ public struct ApprovalCenter: Sendable {
     }
 
     /// What a notification for an opened request may show on the lock screen: the generic
-    /// text the server sent, unless the device shows details (``NotificationSettings/showDetails``);
-    /// then the tool and summary, each through ``LockScreenText/sanitised(_:)``. The detail
+    /// text the server sent, unless the device shows details (`NotificationSettings/showDetails`);
+    /// then the tool and summary, each through `LockScreenText/sanitised(_:)`. The detail
     /// never reaches the lock screen.
     public static func lockScreenText(for content: ApprovalContent, showDetails: Bool) -> (title: String, body: String)
     {

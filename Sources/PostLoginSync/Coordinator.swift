@@ -79,8 +79,8 @@ public struct Coordinator: Sendable {
 
     /// Reports the live status of one of this desktop's sessions to the remote (phones receive it
     /// at their next pull, and its live activities an update) and records it locally.
-    /// `errorMessage` is cut to ``RuntimeStatus/maxErrorMessageLength`` characters;
-    /// `currentOperation` and the todo's task pass through ``LockScreenText/sanitised(_:)``
+    /// `errorMessage` is cut to `RuntimeStatus/maxErrorMessageLength` characters;
+    /// `currentOperation` and the todo's task pass through `LockScreenText/sanitised(_:)`
     /// first, since they may reach a lock screen.
     @discardableResult
     public func reportRuntimeStatus(

@@ -172,7 +172,7 @@ public struct DeviceTrustManager: Sendable {
     /// trust root. Other devices see no change: the identity is the same.
     ///
     /// - Returns: The identity's fingerprint.
-    /// - Throws: ``RecoveryError/doesNotOpen`` for a key that does not open this account's
+    /// - Throws: `RecoveryError/doesNotOpen` for a key that does not open this account's
     ///   backup (or a backup of another user or identity, or a tampered one), with nothing
     ///   written; ``SyncError`` `.identityChanged` when this store pinned another identity,
     ///   `.noIdentity` when the user has none, `.noRecoveryBackup`, `.wrongRole` on a phone.
@@ -235,6 +235,7 @@ public struct DeviceTrustManager: Sendable {
     ///     refused. `nil`: the person confirms the row's type at approval.
     ///   - role: The role certified: `trusted_executor` (receives secrets) or `temporary_viewer`
     ///     (never does). A device whose row asks for `temporary_viewer` gets that, whatever this says.
+    ///   - now: The invite's creation time (it expires ten minutes later).
     /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`, `.pairingRefused` for the
     ///   role `trust_root` (a root certifies itself, by `trust init` or recovery).
     public func invite(
@@ -312,8 +313,10 @@ public struct DeviceTrustManager: Sendable {
     /// one, the type the row names once `confirm` (the person, shown the device) accepts it.
     /// Without `confirm` such a request stays pending, untouched, for an approval that can ask.
     ///
-    /// - Parameter confirm: Asks the person whether to certify a device as the type its row
-    ///   names; `false` refuses the request.
+    /// - Parameters:
+    ///   - now: The certificates' issue time.
+    ///   - confirm: Asks the person whether to certify a device as the type its row names;
+    ///     `false` refuses the request.
     /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`; remote and local errors.
     public func approve(now: Date = Date(), confirm: PairingConfirmation? = nil) async throws -> ApprovalReport {
         let key = try await trustRootKey()
@@ -438,8 +441,10 @@ public struct DeviceTrustManager: Sendable {
     /// Approves until a device joins with this invite, or it expires (`trust invite --wait`).
     ///
     /// - Parameters:
-    ///   - inviteID: The invite's id (``PairingCode/inviteIDText``).
+    ///   - inviteID: The invite's id (`PairingCode/inviteIDText`).
     ///   - pollInterval: Time between looks at the pairing requests.
+    ///   - confirm: As for ``approve(now:confirm:)``.
+    ///   - onRound: Told what each round approved or refused.
     /// - Throws: ``SyncError`` `.pairingRefused` when the invite expires first; `CancellationError`.
     public func waitForJoin(
         inviteID: String, pollInterval: Duration = .seconds(2), confirm: PairingConfirmation? = nil,
@@ -519,7 +524,9 @@ public struct DeviceTrustManager: Sendable {
     /// envelope addressed to it, and marks its row inactive. Each desktop's next push then
     /// rotates the secrets the device had received.
     ///
-    /// - Parameter deviceIDs: Devices of the user; this device itself cannot be revoked here.
+    /// - Parameters:
+    ///   - deviceIDs: Devices of the user; this device itself cannot be revoked here.
+    ///   - now: The revocations' time.
     /// - Throws: ``SyncError`` `.notTrustRoot`, `.identityChanged`, `.unknownDevice`.
     public func revoke(_ deviceIDs: Set<UUID>, now: Date = Date()) async throws -> RevocationReport {
         let key = try await trustRootKey()

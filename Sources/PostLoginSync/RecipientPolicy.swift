@@ -59,12 +59,12 @@ public enum RecipientPolicy {
     ///     remote claims, and is reported as a possible attack.
     ///   - selfID: This device.
     ///   - options: The policy options.
-    /// - Returns: One decision per distinct device id (a second row with an id already seen is
-    ///   dropped and reported).
     ///   - trust: The verified trust records, when the store has pinned an identity: revoked
     ///     devices and rows whose key differs from their certificate never receive, and in mode
     ///     `verified` neither do devices without a valid certificate.
     ///   - selfKey: This device's own public key: its row must carry it, or it is a key mismatch.
+    /// - Returns: One decision per distinct device id (a second row with an id already seen is
+    ///   dropped and reported).
     public static func evaluate(
         _ devices: [RemoteDevice], userID: UUID, selfID: UUID, options: RecipientOptions,
         trust: TrustSnapshot? = nil, selfKey: X25519PublicKey? = nil

@@ -74,7 +74,7 @@ extension SyncEngine {
     /// Keeps this device in sync for as long as it is iterated (sync.md, "Watch mode").
     ///
     /// A desktop's tick asks the remote only what changed, in one request where the remote has a
-    /// change feed (``SyncRemote/changes(since:statements:)``): devices changed since the last
+    /// change feed (`SyncRemote/changes(since:statements:)`): devices changed since the last
     /// tick, open secret requests and, with a pinned identity, the trust statements; it also
     /// reads the store's change sequence. When nothing changed it refreshes the heartbeat and is
     /// done (two requests, nothing sealed); otherwise it runs a push, which seals exactly what is

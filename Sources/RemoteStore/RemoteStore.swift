@@ -50,7 +50,7 @@ public protocol SyncRemote: Sendable {
     func listEnvelopePairs() async throws -> [EnvelopePair]
 
     /// The digest of the user's envelope rows whose session belongs to `ownerDeviceID`, one entry
-    /// per non-empty bucket (``SecretDigest``); `buckets` a power of two up to 65,536. One
+    /// per non-empty bucket (`SecretDigest`); `buckets` a power of two up to 65,536. One
     /// request whatever the size.
     ///
     /// - Throws: `RemoteStoreError` `.missingFunction` when the remote has no digest (then list
@@ -60,9 +60,11 @@ public protocol SyncRemote: Sendable {
     /// The envelope rows of these sessions, with each row's `ephemeral_public_key` (what the
     /// digest hashes), for the buckets whose digests differ.
     ///
-    /// - Parameter atMost: How many rows the caller knows there can be (the digest counted
-    ///   them): a listing that passes it is abandoned at once (`.listingDidNotEnd`) instead of
-    ///   paging on; `nil` bounds it only by the client's general limits.
+    /// - Parameters:
+    ///   - sessions: The sessions whose rows to list.
+    ///   - atMost: How many rows the caller knows there can be (the digest counted them): a
+    ///     listing that passes it is abandoned at once (`.listingDidNotEnd`) instead of paging
+    ///     on; `nil` bounds it only by the client's general limits.
     func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey]
 
     /// Deletes every envelope addressed to these devices. Returns how many were deleted, when known.

@@ -190,6 +190,12 @@ func canonicalPath(_ path: String) -> String {
 func resolveRepository(_ text: String, among repositories: [RepositoryRecord]) throws -> RepositoryRecord {
     let path = canonicalPath(text)
     if let match = repositories.first(where: { $0.localPath == path }) { return match }
+    // The name `repo add` printed, when exactly one repository has it.
+    let named = repositories.filter { $0.name == text }
+    if named.count == 1 { return named[0] }
+    if named.count > 1 {
+        throw CLIError("\(named.count) repositories are named \(text): give its path or its id (`sync-cli repo list`)")
+    }
     let id = try resolveID(text, among: repositories.map(\.id), kind: "repository")
     return repositories.first { $0.id == id }!
 }

@@ -76,7 +76,8 @@ extension SyncCLI.Repo {
             abstract: "Remove a repository and its sessions, here and (at the next push) on the remote."
         )
         @OptionGroup var storeOptions: StoreOptions
-        @Argument(help: "The repository's id (or an unambiguous prefix) or path.") var repository: String
+        @Argument(help: "The repository: its path, its name, or its id (or an unambiguous prefix).") var repository:
+            String
 
         func run() async throws {
             let (store, _, _) = try await desktopStore(storeOptions)

@@ -18,7 +18,7 @@ extension SyncCLI.Session {
             abstract: "Start a session with a fresh secret (sealed to this device's key at rest)."
         )
         @OptionGroup var storeOptions: StoreOptions
-        @Option(help: "The repository: id, id prefix or path.") var repo: String
+        @Option(help: "The repository: its path, its name, or its id (or an unambiguous prefix).") var repo: String
         @Option(help: "A title for the session.") var title: String?
         @Option(help: "The branch the session works on.") var branch: String?
 

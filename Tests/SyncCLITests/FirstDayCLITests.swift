@@ -172,4 +172,18 @@ struct FirstDayCLITests {
         let rows = try cli.run(["push", "--store", store], environment: environment)
         #expect(rows.status == 3, "\(rows.out)")
     }
+
+    @Test func aRepositoryCanBeNamedByItsName() throws {
+        let cli = try CLI()
+        let store = cli.store("desktop")
+        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
+        #expect(try cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
+        let added = try cli.run(["repo", "add", "--store", store, cli.directory.path, "--name", "my-project"])
+        #expect(added.out.contains("Added repository my-project"))
+        let started = try cli.run(["session", "start", "--store", store, "--repo", "my-project", "--title", "t"])
+        #expect(started.status == 0, "\(started.err)")
+        #expect(try cli.run(["repo", "remove", "--store", store, "my-project"]).status == 0)
+        let gone = try cli.run(["session", "start", "--store", store, "--repo", "my-project"])
+        #expect(gone.status == 1)
+    }
 }

@@ -33,6 +33,18 @@ public struct DeviceTrustManager: Sendable {
 
     // MARK: - trust init
 
+    /// The user's other devices that receive secrets today (mode `any`) and will stop receiving
+    /// them once this device pins an identity, until each is paired: what ``initialize(now:recoveryKey:)``
+    /// cuts off, to tell the person before it runs. Deployed apps that cannot pair yet are among
+    /// them; `--trust any` keeps them receiving.
+    public func devicesThatWillNeedPairing() async throws -> [DeviceDecision] {
+        let identity = try await local.requireIdentity()
+        let decisions = RecipientPolicy.evaluate(
+            try await remote.listDevices(), userID: remote.userID, selfID: identity.id,
+            options: RecipientOptions(trust: .any, includeSelf: false), trust: nil, selfKey: identity.publicKey)
+        return decisions.filter(\.receives)
+    }
+
     /// Makes this device the trust root: creates the user's identity key, publishes its public
     /// key, pins it, and certifies this device. With `recoveryKey`, also stores the identity's
     /// encrypted backup under it (recovery.md); show the key to the person once, after this

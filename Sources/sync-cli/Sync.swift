@@ -163,6 +163,11 @@ enum SyncRunner {
                 line += "; \(trust.invalidStatements) invalid certificates or revocations ignored"
             }
             output(line)
+            if report.direction == .push && trust.mode == .verified && trust.unverified > 0 {
+                output(
+                    "  ! \(trust.unverified) device(s) receive no secrets until paired: `sync-cli devices list` names them; pair each (`sync-cli trust invite` here, `sync-cli trust join` there) or push with --trust any"
+                )
+            }
             if let note = trust.note { output("  note: \(note)") }
         }
         for phase in report.phases {

@@ -69,6 +69,19 @@ extension SyncCLI {
             func run() async throws {
                 try await TrustExit.run {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    // Said before pinning: these devices get no new secret until they are paired.
+                    let cutOff = try await manager.devicesThatWillNeedPairing()
+                    if !cutOff.isEmpty && !json {
+                        printError(
+                            "Warning: once this device is the trust root, \(cutOff.count) device(s) stop receiving secrets until they are paired:"
+                        )
+                        for device in cutOff {
+                            printError("  \(device.deviceID.canonical)  \(device.name)  [\(device.deviceType ?? "?")]")
+                        }
+                        printError(
+                            "Pair each: `sync-cli trust invite` here, `sync-cli trust join` there. Until then `sync-cli push --trust any` keeps sealing to them (deployed apps that cannot pair need it)."
+                        )
+                    }
                     let recoveryKey = noRecoveryKey ? nil : RecoveryKey()
                     let fingerprint = try await manager.initialize(recoveryKey: recoveryKey)
                     if json {
@@ -79,7 +92,9 @@ extension SyncCLI {
                     output("This device is now the trust root.")
                     output("Identity fingerprint: \(fingerprint)")
                     if let recoveryKey { try TrustCommand.show(recoveryKey, qr: !noQr) }
-                    output("Pair another device: `sync-cli trust invite` here, then `sync-cli trust join CODE` there.")
+                    output(
+                        "Pair another device: `sync-cli trust invite` here, then `sync-cli trust join` there (it asks for the code)."
+                    )
                 }
             }
         }

@@ -186,4 +186,27 @@ struct FirstDayCLITests {
         let gone = try cli.run(["session", "start", "--store", store, "--repo", "my-project"])
         #expect(gone.status == 1)
     }
+
+    @Test func trustInitSaysWhichDevicesStopReceivingAndPushesKeepSayingIt() throws {
+        let cli = try CLI()
+        let phone = cli.store("phone")
+        let desktop = cli.store("desktop")
+        #expect(
+            try cli.run([
+                "init", "--store", phone, "--role", "mobile", "--name", "Old phone", "--device-type", "ios-phone",
+            ]).status == 0)
+        #expect(try cli.run(["login", "--store", phone, "--email", "a@b.c"]).status == 0)
+        #expect(try cli.run(["pull", "--store", phone]).status == 0)
+        #expect(try cli.run(["init", "--store", desktop, "--role", "desktop", "--name", "d"]).status == 0)
+        #expect(try cli.run(["login", "--store", desktop, "--email", "a@b.c"]).status == 0)
+        let initialised = try cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"])
+        #expect(initialised.status == 0)
+        #expect(initialised.err.contains("1 device(s) stop receiving secrets until they are paired"))
+        #expect(initialised.err.contains("Old phone") && initialised.err.contains("--trust any"))
+        let pushed = try cli.run(["push", "--store", desktop])
+        #expect(pushed.out.contains("1 device(s) receive no secrets until paired"))
+        // Sealing to it anyway is one flag away, and then nothing is said.
+        let anyway = try cli.run(["push", "--store", desktop, "--trust", "any"])
+        #expect(!anyway.out.contains("receive no secrets until paired"))
+    }
 }

@@ -103,7 +103,13 @@ let package = Package(
 
         // Test support: the stack's environment and tokens; a hostile loopback server and a
         // fault-injecting proxy; a child process for the local store's tests.
-        .target(name: "TestStack", dependencies: ["SecretCrypto", "SyncModel"], path: "Tests/TestStack"),
+        .target(
+            name: "TestStack",
+            dependencies: [
+                "SecretCrypto", "SyncModel", "RemoteStore", .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Tests/TestStack"
+        ),
         .target(
             name: "SyncTestSupport",
             dependencies: [

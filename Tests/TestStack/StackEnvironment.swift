@@ -1,4 +1,6 @@
 import Foundation
+import HTTPTypes
+import RemoteStore
 import SecretCrypto
 import SyncModel
 
@@ -98,22 +100,36 @@ public struct StackEnvironment: Sendable {
         _ method: String, _ path: String, base: URL? = nil, token: String? = nil, headers: [String: String] = [:],
         body: String? = nil, apiKey: String?? = .none
     ) async throws -> (status: Int, headers: [String: String], body: String) {
-        var request = URLRequest(url: URL(string: (base ?? url).absoluteString + path)!)
-        request.httpMethod = method
-        if let key = apiKey ?? anonKey { request.setValue(key, forHTTPHeaderField: "apikey") }
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        if let body {
-            request.httpBody = Data(body.utf8)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        // Through the product's own transport (libcurl on Linux), not URLSession: on Linux,
+        // FoundationNetworking races a socket's teardown against its dispatch source and has
+        // crashed the test process (swift-corelibs-foundation#4791).
+        guard let requestMethod = HTTPRequest.Method(method) else { throw BadRequest(what: "method \(method)") }
+        var fields = HTTPFields()
+        func add(_ name: String, _ value: String) throws {
+            guard let field = HTTPField.Name(name) else { throw BadRequest(what: "header name \(name)") }
+            fields.append(HTTPField(name: field, value: value))
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let http = response as! HTTPURLResponse
-        var fields: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { fields[name.lowercased()] = value }
+        if let key = apiKey ?? anonKey { try add("apikey", key) }
+        if let token { try add("Authorization", "Bearer \(token)") }
+        for (name, value) in headers { try add(name, value) }
+        if body != nil, !headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
+            try add("Content-Type", "application/json")
         }
-        return (http.statusCode, fields, String(decoding: data, as: UTF8.self))
+        let response = try await Self.transport.send(
+            TransportRequest(
+                method: requestMethod, url: URL(string: (base ?? url).absoluteString + path)!, headerFields: fields,
+                body: body.map { Data($0.utf8) }))
+        var received: [String: String] = [:]
+        for field in response.headerFields { received[field.name.canonicalName.lowercased()] = field.value }
+        return (response.status.code, received, String(decoding: response.body, as: UTF8.self))
+    }
+
+    private static let transport = defaultTransport()
+
+    /// A request `request(...)` cannot express (HTTP field syntax).
+    public struct BadRequest: Error, CustomStringConvertible {
+        public let what: String
+        public var description: String { "cannot send a request with this \(what)" }
     }
 
     /// Sets device columns as the trust flow would, with the service_role key (RLS bypassed).

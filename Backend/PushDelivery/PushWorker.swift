@@ -202,7 +202,10 @@ public final class PushWorker: Service, Sendable {
                 PushMetrics.transportFault(String(describing: type(of: error)))
                 logger.warning(
                     "request failed; retrying on a new connection",
-                    metadata: ["row": "\(row.id)", "token": "\(row.tokenSuffix)", "error": "\(Self.describe(error))"])
+                    metadata: [
+                        "row": "\(row.id)", "token": "\(row.tokenSuffix)",
+                        "error": "\(Self.describe(error, token: row))",
+                    ])
                 return retry(row, status: nil, reason: nil, cause: "transport")
             }
             PushMetrics.requestTime.record(duration: ContinuousClock.now - started)
@@ -319,9 +322,10 @@ public final class PushWorker: Service, Sendable {
         return .retry(status: status, reason: reason, delay: delay)
     }
 
-    /// An error's description without anything that could carry a request's content.
-    static func describe(_ error: any Error) -> String {
-        String(String(describing: error).prefix(200))
+    /// An error's description for a log line: at most 200 characters, the device token cut to its suffix.
+    static func describe(_ error: any Error, token row: OutboxRow) -> String {
+        // The request's URL holds the token, and a transport error may quote it.
+        String(String(describing: error).replacingOccurrences(of: row.token, with: row.tokenSuffix).prefix(200))
     }
 
     // MARK: - helpers that run beside the loop

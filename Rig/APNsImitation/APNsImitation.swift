@@ -200,8 +200,7 @@ public final class APNsImitation: Sendable {
     // MARK: - checks
 
     func decide(
-        method: String, path: String, headers: [String: String], body: [UInt8], connection: Int, streams: Int,
-        authenticated: Bool
+        method: String, path: String, headers: [String: String], body: [UInt8]
     ) -> (fault: Fault?, status: Int, reason: String?, timestamp: Date?, issuedAt: Int?, validToken: Bool) {
         let token = path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : ""
         let now = Date()
@@ -405,9 +404,7 @@ final class StreamHandler: ChannelInboundHandler {
         for (name, value, _) in headers where !name.hasPrefix(":") { plain[name.lowercased()] = value }
         let method = headers.first(name: ":method") ?? ""
         let path = headers.first(name: ":path") ?? ""
-        let decision = server.decide(
-            method: method, path: path, headers: plain, body: body, connection: connection, streams: streams,
-            authenticated: authenticated.withLockedValue { $0 })
+        let decision = server.decide(method: method, path: path, headers: plain, body: body)
         let token = path.hasPrefix("/3/device/") ? String(path.dropFirst("/3/device/".count)) : ""
         server.record(
             .init(

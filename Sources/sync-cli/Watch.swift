@@ -77,7 +77,6 @@ enum WatchRunner {
                 } else {
                     output(line(tick))
                 }
-                fflush(nil)
             }
         }
         // SIGINT and SIGTERM stop the watch after the running tick.

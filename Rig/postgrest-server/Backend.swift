@@ -309,19 +309,22 @@ actor Backend {
     }
 
     /// Issues an access token and a fresh refresh token for `user`, in GoTrue's shape.
-    func session(user: String, email: String, createdAt: String) async throws -> String {
+    func session(user: String, email: String, createdAt: String, sessionID: String? = nil) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
+        let sessionID = sessionID ?? UUID().uuidString.lowercased()
         let access = JWT.sign(
             [
                 "sub": user, "role": "authenticated", "aud": configuration.jwtAudience, "email": email,
-                "iat": now, "exp": now + configuration.jwtExpiry, "session_id": UUID().uuidString.lowercased(),
+                "iat": now, "exp": now + configuration.jwtExpiry, "session_id": sessionID,
+                "jti": UUID().uuidString.lowercased(),
                 "is_anonymous": false,
             ], secret: configuration.jwtSecret)
         let refresh = JWT.base64URL(SecureBytes(randomCount: 24).withUnsafeBytes { Array($0) })
         // Only a digest is stored: a copy of the table gives nobody a usable refresh token.
         _ = try await authClient.query(
             """
-            INSERT INTO auth.refresh_tokens (token, user_id) VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid)
+            INSERT INTO auth.refresh_tokens (token, user_id, session_id)
+            VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid, \(sessionID)::uuid)
             """, logger: logger)
         let signedIn = ISO8601DateFormatter().string(from: Date())
         let object: [String: Any] = [
@@ -408,16 +411,61 @@ actor Backend {
             """
             UPDATE auth.refresh_tokens r SET revoked = true FROM auth.users u
             WHERE r.token = encode(digest(\(token), 'sha256'), 'hex') AND NOT r.revoked AND u.id = r.user_id
-            RETURNING u.id::text, u.email, to_char(u.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+            RETURNING u.id::text, u.email, to_char(u.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                coalesce(r.session_id::text, '')
             """, logger: logger)
-        var found: (String, String, String)?
-        for try await (id, email, created) in rows.decode((String, String, String).self) {
-            found = (id, email, created)
+        var found: (String, String, String, String)?
+        for try await (id, email, created, session) in rows.decode((String, String, String, String).self) {
+            found = (id, email, created, session)
         }
-        guard let (id, email, created) = found else {
+        guard let (id, email, created, session) = found else {
             return Self.invalidGrant("Invalid Refresh Token: Refresh Token Not Found", code: "refresh_token_not_found")
         }
-        return .json(200, try await session(user: id, email: email, createdAt: created))
+        return .json(
+            200,
+            try await self.session(
+                user: id, email: email, createdAt: created, sessionID: session.isEmpty ? nil : session))
+    }
+
+    /// `POST /auth/v1/logout?scope=global|local|others`: ends the user's refresh tokens, all of
+    /// them, the caller's session's, or every other session's; 204 as GoTrue answers. Access
+    /// tokens already issued stay valid until they expire, as with GoTrue.
+    func logout(authorization: String?, scope: String) async throws -> Answer {
+        guard let authorization, authorization.prefix(7).lowercased() == "bearer " else {
+            return .json(
+                401, #"{"code":401,"error_code":"no_authorization","msg":"This endpoint requires a Bearer token"}"#)
+        }
+        guard
+            let (claims, _) = try? JWT.verify(
+                String(authorization.dropFirst(7)), secret: configuration.jwtSecret, audience: configuration.jwtAudience
+            ),
+            let object = try? JSONSerialization.jsonObject(with: Data(claims.utf8)) as? [String: Any],
+            let sub = object["sub"] as? String, UUID(uuidString: sub) != nil
+        else {
+            return .json(
+                403, #"{"code":403,"error_code":"bad_jwt","msg":"invalid JWT: unable to parse or verify signature"}"#)
+        }
+        let session = (object["session_id"] as? String).flatMap { UUID(uuidString: $0) }?.uuidString.lowercased() ?? ""
+        switch scope {
+        case "global":
+            _ = try await authClient.query(
+                "UPDATE auth.refresh_tokens SET revoked = true WHERE user_id = \(sub)::uuid", logger: logger)
+        case "local":
+            _ = try await authClient.query(
+                """
+                UPDATE auth.refresh_tokens SET revoked = true
+                WHERE user_id = \(sub)::uuid AND session_id::text = \(session)
+                """, logger: logger)
+        case "others":
+            _ = try await authClient.query(
+                """
+                UPDATE auth.refresh_tokens SET revoked = true
+                WHERE user_id = \(sub)::uuid AND session_id::text IS DISTINCT FROM \(session)
+                """, logger: logger)
+        default:
+            return .json(400, #"{"code":400,"error_code":"validation_failed","msg":"Unsupported logout scope"}"#)
+        }
+        return .json(204, "")
     }
 
     static func invalidGrant(_ message: String, code: String) -> Answer {

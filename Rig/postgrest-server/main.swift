@@ -108,6 +108,12 @@ func route(_ request: Request, body: String) async -> Answer {
                 return .json(500, #"{"code":500,"msg":"auth backend error"}"#)
             }
         }
+        if endpoint == "logout" && request.method == .post {
+            let scope = query.first { $0.0 == "scope" }?.1 ?? "global"
+            do { return try await backend.logout(authorization: headers["authorization"], scope: scope) } catch {
+                return .json(500, #"{"code":500,"msg":"auth backend error"}"#)
+            }
+        }
         return await auth(path: endpoint, method: request.method.rawValue, query: query, body: body)
     }
     var table = path

@@ -284,6 +284,56 @@ public struct DeviceTrustManager: Sendable {
     ///   `.trustUnavailable`; remote and local errors. Nothing is pinned when it throws.
     @discardableResult
     public func join(code: PairingCode) async throws -> IdentityFingerprint {
+        try await requestJoin(code: code).fingerprint
+    }
+
+    /// Joins with `code` and waits for the trust root's answer: a certificate for this device
+    /// (``JoinOutcome/certified(_:)``), the request removed without one (refused: the root's
+    /// `trust approve` says why; most often the code was mistyped), or nothing before `timeout`.
+    ///
+    /// A device that already holds a valid certificate of the code's identity makes no request
+    /// (``JoinOutcome/alreadyCertified(_:)``): running join again is an honest retry, not a replay.
+    ///
+    /// - Parameters:
+    ///   - code: The pairing code as the person typed or scanned it.
+    ///   - timeout: How long to wait for the root; the invite lives 10 minutes.
+    ///   - pollInterval: Time between looks at the certificates and the request.
+    /// - Throws: As ``join(code:)``; `CancellationError`.
+    public func joinAndWait(
+        code: PairingCode, timeout: Duration = .seconds(Int64(inviteLifetime)), pollInterval: Duration = .seconds(2)
+    ) async throws -> JoinOutcome {
+        let (identity, _) = try await signedIn()
+        if let pinned = try await local.pinnedIdentityKey(), IdentityFingerprint(pinned) == code.fingerprint,
+            try await isCertified(identity.id)
+        {
+            return .alreadyCertified(code.fingerprint)
+        }
+        let (fingerprint, requestID) = try await requestJoin(code: code)
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        while true {
+            try await Task.sleep(for: pollInterval)
+            if try await isCertified(identity.id) { return .certified(fingerprint) }
+            let pending = try await remote.trustTables().listPairingRequests().contains { $0.id == requestID }
+            // Gone without a certificate: the root refused it. Looked at once more, since a root
+            // publishes the certificate before it deletes the request.
+            if !pending {
+                return try await isCertified(identity.id) ? .certified(fingerprint) : .refused(fingerprint)
+            }
+            if clock.now >= deadline { return .timedOut(fingerprint) }
+        }
+    }
+
+    /// Whether `deviceID` holds a valid certificate of the pinned identity that matches its row.
+    func isCertified(_ deviceID: UUID) async throws -> Bool {
+        guard let snapshot = try await TrustSnapshot.load(local: local, remote: remote),
+            let device = try await remote.listDevices().first(where: { $0.id == deviceID })
+        else { return false }
+        return snapshot.status(of: device) == .verified
+    }
+
+    /// Pins the code's identity and inserts the pairing request; returns its id.
+    func requestJoin(code: PairingCode) async throws -> (fingerprint: IdentityFingerprint, requestID: UUID) {
         let (identity, user) = try await signedIn()
         guard let published = try await publishedIdentityKey() else {
             throw SyncError(
@@ -302,13 +352,13 @@ public struct DeviceTrustManager: Sendable {
         let mac = PairingMAC.mac(
             secret: code.secret, inviteID: code.inviteID, userID: user, deviceID: identity.id,
             x25519PublicKey: identity.publicKey, ed25519PublicKey: signing)
-        try await remote.trustTables().insertPairingRequest(
-            PairingRequestRow(
-                userID: user, inviteID: code.inviteIDText, deviceID: identity.id,
-                x25519PublicKey: identity.publicKey.base64,
-                ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac)))
+        let request = PairingRequestRow(
+            userID: user, inviteID: code.inviteIDText, deviceID: identity.id,
+            x25519PublicKey: identity.publicKey.base64,
+            ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac))
+        try await remote.trustTables().insertPairingRequest(request)
         try await local.pinIdentityKey(key)
-        return IdentityFingerprint(key)
+        return (IdentityFingerprint(key), request.id)
     }
 
     // MARK: - trust approve
@@ -359,15 +409,12 @@ public struct DeviceTrustManager: Sendable {
                 continue
             }
             guard let invite = invites[ByteEncoding.hex(inviteID)] else {
-                try await refuse("no invite of this trust root has this id")
+                try await refuse(
+                    "no invite of this trust root has this id: the code was mistyped, or made by another trust root")
                 continue
             }
-            guard invite.usedAt == nil else {
-                try await refuse("the invite was already used (a replayed request)")
-                continue
-            }
-            guard invite.expiresAt > now else {
-                try await refuse("the invite expired")
+            guard invite.expiresAt > now || invite.usedAt != nil else {
+                try await refuse("the invite expired (invites live 10 minutes): make a new one with `trust invite`")
                 continue
             }
             guard
@@ -387,7 +434,12 @@ public struct DeviceTrustManager: Sendable {
                     mac, secret: invite.secret, inviteID: inviteID, userID: user, deviceID: request.deviceID,
                     x25519PublicKey: x25519, ed25519PublicKey: ed25519)
             else {
-                try await refuse("the MAC does not verify: the request was not made with this invite's code")
+                try await refuse(
+                    "the MAC does not verify: the request was not made with this invite's code (mistyped, or forged)")
+                continue
+            }
+            guard invite.usedAt == nil else {
+                try await refuse(Self.usedInviteReason(invite, requestedBy: request.deviceID))
                 continue
             }
             guard let device = devices.first(where: { $0.id == request.deviceID }) else {
@@ -436,7 +488,8 @@ public struct DeviceTrustManager: Sendable {
                 type = named
             }
             guard try await local.useInvite(id: invite.id, by: device.id, at: now) else {
-                try await refuse("the invite was already used (a replayed request)")
+                let used = try await local.invites().first { $0.id == invite.id } ?? invite
+                try await refuse(Self.usedInviteReason(used, requestedBy: device.id))
                 continue
             }
             let certificate = DeviceCertificate(
@@ -583,8 +636,9 @@ public struct DeviceTrustManager: Sendable {
         return report
     }
 
-    /// "Sign out everywhere else": revokes every device of the user but this one that is not
-    /// revoked yet.
+    /// Revokes every device of the user but this one that is not revoked yet. Not a sign-out:
+    /// the devices keep the user's login (end it with `SupabaseAuth.logout(accessToken:scope:)`
+    /// and scope `others`, where the auth server offers it).
     public func revokeAllOthers(now: Date = Date()) async throws -> RevocationReport {
         let (identity, user) = try await signedIn()
         let known = Set(try await local.knownRevocations().map(\.deviceID))
@@ -651,6 +705,15 @@ public struct DeviceTrustManager: Sendable {
                 body: signed.body, signature: signed.signature))
     }
 
+    /// Why a request for a used invite is refused: the same device asking again (an honest
+    /// retry: it was certified with this invite) is not called a replay.
+    static func usedInviteReason(_ invite: PairingInvite, requestedBy deviceID: UUID) -> String {
+        invite.usedBy == deviceID
+            ? "this device already joined with this invite and was certified: a repeated request, removed (nothing to do)"
+            : "the invite was already used by another device: a replayed request, or the code was used twice "
+                + "(make a new invite for each device)"
+    }
+
     /// `count` bytes from hex (either case) or standard, URL-safe or unpadded base64; `nil` otherwise.
     static func bytes(_ text: String, count: Int) -> [UInt8]? {
         if text.count == count * 2, let bytes = try? ByteEncoding.bytes(hex: text) { return bytes }
@@ -663,6 +726,21 @@ public struct DeviceTrustManager: Sendable {
     static func fingerprint(_ published: String) -> String {
         (try? Ed25519PublicKey(base64: published)).map { IdentityFingerprint($0).description } ?? "an unreadable key"
     }
+}
+
+/// How ``DeviceTrustManager/joinAndWait(code:timeout:pollInterval:)`` ended; each names the
+/// identity pinned.
+public enum JoinOutcome: Sendable, Hashable {
+    /// The trust root certified this device.
+    case certified(IdentityFingerprint)
+    /// This device already held a valid certificate of this identity: no request was made.
+    case alreadyCertified(IdentityFingerprint)
+    /// The trust root removed the request without certifying: the code was mistyped (a wrong
+    /// invite id or pairing secret), the invite expired or was used, or the device row does not
+    /// match; the root's `trust approve` printed which.
+    case refused(IdentityFingerprint)
+    /// No answer before the timeout: nobody ran `trust approve` (or `trust invite --wait`).
+    case timedOut(IdentityFingerprint)
 }
 
 /// What `approve` did.

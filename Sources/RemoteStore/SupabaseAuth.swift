@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import SyncModel
 
-/// Supabase Auth (GoTrue): the password and refresh_token grants.
+/// Supabase Auth (GoTrue): the password and refresh_token grants, and logout.
 public struct SupabaseAuth: Sendable {
     let projectURL: URL
     let apiKey: String
@@ -25,6 +25,46 @@ public struct SupabaseAuth: Sendable {
     /// Exchanges a refresh token for a new session (refresh tokens are single-use).
     public func refresh(_ refreshToken: String) async throws -> AuthSession {
         try await grant("refresh_token", body: ["refresh_token": refreshToken])
+    }
+
+    /// Which sessions ``logout(accessToken:scope:)`` ends (GoTrue's `scope` parameter).
+    public enum LogoutScope: String, Sendable {
+        /// Every session of the user, this one included.
+        case global
+        /// This session only.
+        case local
+        /// Every session of the user but this one: the other devices must sign in again once
+        /// their access token expires (GoTrue ends refresh tokens; an access token already
+        /// issued stays valid until its `exp`).
+        case others
+    }
+
+    /// Ends sessions on the auth server (`POST /auth/v1/logout?scope=...`).
+    ///
+    /// - Throws: ``RemoteStoreError`` `.unauthorized` when the token is refused, `.network`, `.http`.
+    public func logout(accessToken: String, scope: LogoutScope) async throws {
+        var base = projectURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let url = URL(string: "\(base)/auth/v1/logout?scope=\(scope.rawValue)") else {
+            throw RemoteStoreError(.configuration, "invalid project URL")
+        }
+        let request = TransportRequest(
+            method: .post, url: url,
+            headerFields: [.apikey: apiKey, .authorization: "Bearer \(accessToken)", .accept: "application/json"],
+            body: Data())
+        let response: TransportResponse
+        do {
+            response = try await transport.send(request)
+        } catch {
+            throw RemoteStoreError(.network, "cannot reach \(projectURL.host ?? "the auth server")")
+        }
+        guard response.status.kind == .successful else {
+            let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] ?? [:]
+            let message = ((object["msg"] as? String) ?? "logout refused").escapingControlCharacters
+            throw RemoteStoreError(
+                response.status == .unauthorized || response.status == .forbidden ? .unauthorized : .http, message,
+                status: response.status.code)
+        }
     }
 
     func grant(_ type: String, body: [String: String]) async throws -> AuthSession {

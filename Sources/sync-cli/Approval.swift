@@ -76,7 +76,9 @@ struct ApprovalContext {
             return try await remote.approvalRequests(status: nil)
         }
         let id = try resolveID(text, among: all.map(\.id), kind: "approval request")
-        guard let row = all.first(where: { $0.id == id }) else { throw CLIError("no approval request \(id.canonical)") }
+        guard let row = all.first(where: { $0.id == id }) else {
+            throw CLIError("no approval request \(id.canonical); `sync-cli approval list` shows the open ones")
+        }
         return row
     }
 }

@@ -232,7 +232,9 @@ extension SyncCLI {
             func run() async throws {
                 let context = try await CoordinationContext(storeOptions, remoteOptions)
                 guard try await context.run({ try await $0.invalidatePushToken(token) }) else {
-                    throw CLIError("you have no push token \(PushTokenText.hint(token))")
+                    throw CLIError(
+                        "you have no push token \(PushTokenText.hint(token)); register it first (`sync-cli push-token register`)"
+                    )
                 }
                 output("Push token \(PushTokenText.hint(token)) is no longer valid.")
             }

@@ -17,6 +17,7 @@ extension SyncCLI {
                     "Without --reveal only whether it opens is printed. With --reveal the secret's text form is printed: treat the terminal as sensitive."
             )
             @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
             @Argument(help: "The session's id or an unambiguous prefix.") var session: String
             @Flag(help: "Print the secret itself.") var reveal = false
             @Option(help: "An earlier generation of the secret (after a rotation); default: the current one.")
@@ -67,7 +68,12 @@ extension SyncCLI {
                     )
                     return
                 }
-                let opened = try await store.openReceived(sessionID: id, generation: generation)
+                let opened: OpenedSecret
+                do {
+                    opened = try await store.openReceived(sessionID: id, generation: generation)
+                } catch let error as LocalStoreError where error.code == .notFound && generation == nil {
+                    throw CLIError(try await whyMissing(id, store: store))
+                }
                 if json {
                     return try printJSON(
                         Shown(
@@ -87,6 +93,22 @@ extension SyncCLI {
                 output(
                     "The secret of session \(id.canonical) opens with this device's key; \(origin) (use --reveal to print it).\(also)"
                 )
+            }
+
+            /// Why this phone holds no envelope for the session: not paired, refused by the last
+            /// pull, or not pushed yet, each with its next step. The remote is asked for this
+            /// device's standing; when it cannot be reached, the message says so.
+            func whyMissing(_ id: UUID, store: DeviceStore) async throws -> String {
+                do {
+                    let remote = try await RemoteFactory.make(
+                        address: try await remoteOptions.address(for: store), store: store)
+                    let manager = DeviceTrustManager(local: store, remote: remote)
+                    return try await manager.missingEnvelopeReason(sessionID: id).explanation(sessionID: id)
+                } catch {
+                    return
+                        "This device has no secret for session \(id.canonical), and the remote could not be asked why "
+                        + "(\(error)). Check the remote (`sync-cli status`), then run `sync-cli sync`."
+                }
             }
         }
     }

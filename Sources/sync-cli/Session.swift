@@ -43,7 +43,9 @@ extension SyncCLI.Session {
         func run() async throws {
             let (store, _, _) = try await desktopStore(storeOptions)
             let id = try resolveID(session, among: try await store.sessions().map(\.id), kind: "session")
-            guard var record = try await store.session(id: id) else { throw CLIError("no session \(id.canonical)") }
+            guard var record = try await store.session(id: id) else {
+                throw CLIError("no session \(id.canonical); `sync-cli session list` shows them")
+            }
             record.status = .ended
             record.sessionEndedAt = Date()
             record.updatedAt = Date()

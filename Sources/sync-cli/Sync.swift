@@ -178,7 +178,14 @@ enum SyncRunner {
         }
         let errors = report.errors
         for issue in errors.prefix(20) { output("  ! \(issue)") }
-        if errors.count > 20 { print("  ! ... and \(errors.count - 20) more (use --json for all)") }
+        if errors.count > 20 { output("  ! ... and \(errors.count - 20) more (use --json for all)") }
+        // Once per kind of remote failure: what to check.
+        var hinted = Set<String>()
+        for issue in errors {
+            if let hint = remoteHint(issue.code.rawValue), hinted.insert(issue.code.rawValue).inserted {
+                output("  hint: \(hint)")
+            }
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RemoteStore
 
 /// `sync-cli`: the end-to-end encrypted session-secret sync engine from the command line.
 @main
@@ -28,4 +29,40 @@ struct SyncCLI: AsyncParsableCommand {
             Vectors.self,
         ]
     )
+
+    /// Runs the command; a remote failure that escapes it is printed with what to check next.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as RemoteStoreError {
+            printError("Error: \(error)")
+            if let hint = remoteHint(error.code.description) { printError(hint) }
+            exit(withError: ExitCode(1))
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// What to check after a remote failure of this kind (a `RemoteStoreError.Code`'s name, as
+/// reports carry it), or `nil` when the message says it all.
+func remoteHint(_ code: String) -> String? {
+    switch code {
+    case RemoteStoreError.Code.network.description:
+        return
+            "Check the remote's address (--remote, $SYNC_REMOTE, or the one `login` saved: `sync-cli status` shows it), "
+            + "that this machine is online and that the server is running; then run the command again."
+    case RemoteStoreError.Code.unauthorized.description:
+        return "The server refused this login: run `sync-cli login` again (and check $SUPABASE_ANON_KEY)."
+    case RemoteStoreError.Code.missingFunction.description, RemoteStoreError.Code.missingTable.description:
+        return
+            "The remote lacks part of the schema: apply supabase/migrations/*.sql in file order (docs/remote-schema.md)."
+    default:
+        return nil
+    }
 }

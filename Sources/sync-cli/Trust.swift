@@ -3,6 +3,7 @@ import DeviceTrust
 import Foundation
 import LocalStore
 import PostLoginSync
+import RemoteStore
 import SyncModel
 
 extension TrustMode: ExpressibleByArgument {}
@@ -312,6 +313,11 @@ extension SyncCLI {
                     (the server cannot substitute it), pins it, and asks the trust root to certify \
                     this device. Spaces, hyphens and case in the code do not matter.
 
+                    Then it waits for the trust root's answer (`trust approve` there, or `trust \
+                    invite --wait`) and says "certified", or that the request was refused (most \
+                    often a mistyped code: the trust root's approve prints why), exiting 1. \
+                    Joining again once certified is harmless: it says so and asks nothing.
+
                     The code is read from $SYNC_PAIRING_CODE, else typed at a prompt that does not \
                     echo it, else one line of standard input. Given as an argument it still works, \
                     but other local users can read it in the process list while join runs.
@@ -327,6 +333,14 @@ extension SyncCLI {
             )
             var code: [String] = []
             @Flag(help: "Print the result as JSON.") var json = false
+            @Flag(help: "Return once the request is made, without waiting for the trust root's answer.")
+            var noWait = false
+            @Option(help: "Seconds to wait for the trust root's answer (an invite lives 600).")
+            var timeout: Int = 600
+
+            func validate() throws {
+                guard timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") }
+            }
 
             func run() async throws {
                 let text: String
@@ -341,17 +355,70 @@ extension SyncCLI {
                     text = code.joined()
                 }
                 let parsed: PairingCode
-                do { parsed = try PairingCode(parsing: text) } catch { throw CLIError("\(error)") }
+                do { parsed = try PairingCode(parsing: text) } catch {
+                    throw CLIError("\(error); compare it with the code on the trust root's screen and type it again")
+                }
                 try await TrustExit.run {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
-                    let fingerprint = try await manager.join(code: parsed)
-                    if json {
-                        return try printJSON(["identityFingerprint": fingerprint.description, "requested": "true"])
+                    if noWait {
+                        let fingerprint = try await manager.join(code: parsed)
+                        if json {
+                            return try printJSON(
+                                JoinResult(identityFingerprint: fingerprint.description, outcome: "requested"))
+                        }
+                        output("Pinned the user's identity \(fingerprint).")
+                        output(
+                            "Asked the trust root for a certificate: run `sync-cli trust approve` there (or it is waiting with `trust invite --wait`)."
+                        )
+                        return
                     }
-                    output("Pinned the user's identity \(fingerprint).")
-                    output(
-                        "Asked the trust root for a certificate: run `sync-cli trust approve` there (or it is waiting with --wait)."
-                    )
+                    if !json {
+                        output(
+                            "Asked the trust root for a certificate; waiting for its answer (`sync-cli trust approve` there, or `trust invite --wait`)..."
+                        )
+                    }
+                    let outcome = try await manager.joinAndWait(code: parsed, timeout: .seconds(timeout))
+                    try Self.report(outcome, json: json)
+                }
+            }
+
+            /// `trust join --json`.
+            struct JoinResult: Encodable {
+                let identityFingerprint: String
+                /// requested, certified, already-certified, refused, timed-out.
+                let outcome: String
+            }
+
+            /// Prints the outcome; a refusal or a timeout exits 1 with what to do next.
+            static func report(_ outcome: JoinOutcome, json: Bool) throws {
+                let (fingerprint, name, message, ok): (IdentityFingerprint, String, String, Bool)
+                switch outcome {
+                case .certified(let pinned):
+                    (fingerprint, name, ok) = (pinned, "certified", true)
+                    message =
+                        "Certified: this device joined the identity \(pinned). Desktops seal secrets to it from their next push; run `sync-cli sync` after that."
+                case .alreadyCertified(let pinned):
+                    (fingerprint, name, ok) = (pinned, "already-certified", true)
+                    message = "This device is already certified by the identity \(pinned): nothing to do."
+                case .refused(let pinned):
+                    (fingerprint, name, ok) = (pinned, "refused", false)
+                    message =
+                        "The trust root refused the request: most often the code was mistyped, or the invite expired or was already used; "
+                        + "`sync-cli trust approve` on the trust root printed which. Ask for a new code (`sync-cli trust invite`) and join again."
+                case .timedOut(let pinned):
+                    (fingerprint, name, ok) = (pinned, "timed-out", false)
+                    message =
+                        "No answer from the trust root in time: run `sync-cli trust approve` on it (the request stays until the invite expires), "
+                        + "then `sync-cli trust status` here."
+                }
+                if json {
+                    try printJSON(JoinResult(identityFingerprint: fingerprint.description, outcome: name))
+                } else if ok {
+                    output(message)
+                }
+                if !ok {
+                    printError("Error: \(message)")
+                    throw ExitCode(1)
                 }
             }
         }
@@ -438,11 +505,21 @@ extension SyncCLI {
 
         struct Revoke: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Trust root: revoke devices (sign out); desktops then rotate every secret they had received.",
+                abstract:
+                    "Trust root: revoke devices: they receive no more secrets, and desktops rotate the ones they had.",
                 discussion: """
                     Publishes a signed revocation, deletes the device's certificate and every \
-                    envelope addressed to it, and marks its row inactive. A revoked device keeps \
-                    what it already received; rotation protects what comes after.
+                    envelope addressed to it, and marks its row inactive. Every desktop's next push \
+                    then gives each session the device had a new secret it never receives.
+
+                    What revocation does not do: the device keeps what it already received, and \
+                    it is not signed out. With the user's login it can still read what the server \
+                    holds in clear: repository names, session titles and statuses. On a Supabase \
+                    project, `--all-others --end-other-logins` also ends every other login of the \
+                    user on the auth server (GoTrue logout, scope others): their refresh tokens stop \
+                    working, and an access token already issued lasts until it expires (an hour by \
+                    default). It cannot end one device's login alone, and the embedded remote has \
+                    no logins to end. Change the password too if a device was stolen.
 
                     \(TrustExit.help)
                     """
@@ -450,19 +527,33 @@ extension SyncCLI {
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
             @Argument(help: "Device ids (or unambiguous prefixes) to revoke.") var devices: [String] = []
-            @Flag(help: "Revoke every device of the user but this one (sign out everywhere else).") var allOthers =
-                false
+            @Flag(help: "Revoke every device of the user but this one.") var allOthers = false
+            @Flag(
+                help:
+                    "With --all-others on a Supabase project: also end every other login of the user on the auth server."
+            )
+            var endOtherLogins = false
             @Flag(help: "Print the result as JSON.") var json = false
 
             func validate() throws {
                 guard allOthers != !devices.isEmpty else {
                     throw ValidationError("give device ids or --all-others (not both)")
                 }
+                if endOtherLogins && !allOthers {
+                    throw ValidationError(
+                        "--end-other-logins needs --all-others: the auth server cannot end one device's login alone")
+                }
             }
 
             func run() async throws {
                 try await TrustExit.run {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    let address = try await remoteOptions.address(for: manager.local)
+                    if endOtherLogins && address.hasPrefix("embedded:") {
+                        throw CLIError(
+                            "the embedded remote has no auth server: there are no logins to end; run without --end-other-logins"
+                        )
+                    }
                     let report: RevocationReport
                     if allOthers {
                         report = try await manager.revokeAllOthers()
@@ -471,7 +562,8 @@ extension SyncCLI {
                         let ids = try devices.map { try resolveID($0, among: known, kind: "device") }
                         report = try await manager.revoke(Set(ids))
                     }
-                    if json { return try printJSON(report) }
+                    if endOtherLogins { try await Self.endOtherLogins(address: address, store: manager.local) }
+                    if json { return try printJSON(Revoked(report: report, otherLoginsEnded: endOtherLogins)) }
                     if report.revoked.isEmpty { output("Nothing to revoke.") }
                     for id in report.revoked { output("Revoked \(id.canonical).") }
                     if !report.revoked.isEmpty {
@@ -479,7 +571,47 @@ extension SyncCLI {
                             "Deleted \(report.envelopesDeleted) envelopes addressed to them; each desktop's next push rotates the secrets they had."
                         )
                     }
+                    if endOtherLogins {
+                        output(
+                            "Ended every other login of this user on the auth server: those devices must sign in again once their access token expires."
+                        )
+                    } else if !report.revoked.isEmpty {
+                        let hint =
+                            address.hasPrefix("embedded:")
+                            ? ""
+                            : allOthers
+                                ? " Run again with --end-other-logins to end their logins too."
+                                : " `trust revoke --all-others --end-other-logins` ends every other login."
+                        output(
+                            "They are not signed out: with the user's login they still read repository names, session titles and statuses.\(hint)"
+                        )
+                    }
                 }
+            }
+
+            /// `trust revoke --json`.
+            struct Revoked: Encodable {
+                let report: RevocationReport
+                let otherLoginsEnded: Bool
+            }
+
+            /// GoTrue logout with scope `others`, with this store's login.
+            static func endOtherLogins(address: String, store: DeviceStore) async throws {
+                guard !address.hasPrefix("embedded:"), let url = URL(string: address) else {
+                    throw CLIError("the embedded remote has no auth server: there are no logins to end")
+                }
+                let auth = SupabaseAuth(projectURL: url, apiKey: try RemoteFactory.anonKey())
+                let token: String
+                if let given = ProcessInfo.processInfo.environment["SYNC_ACCESS_TOKEN"], !given.isEmpty {
+                    token = given
+                } else {
+                    guard let session = try store.authSessionFile.load() else {
+                        throw CLIError("no saved login to act with; run `sync-cli login --remote \(address)`")
+                    }
+                    token = try await AccessTokens(session: session, auth: auth) { try store.authSessionFile.save($0) }
+                        .token(forceRefresh: false)
+                }
+                try await auth.logout(accessToken: token, scope: .others)
             }
         }
     }

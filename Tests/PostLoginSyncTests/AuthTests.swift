@@ -36,6 +36,24 @@ struct AuthTests {
         }
     }
 
+    @Test("logout with scope others ends every other session's refresh token, and keeps the caller's across refreshes")
+    func logoutOthers() async throws {
+        let stack = try StackEnvironment.require()
+        let (email, password) = try await Self.newUser(stack)
+        let auth = SupabaseAuth(projectURL: stack.url, apiKey: stack.anonKey)
+        let mine = try await auth.refresh(try await auth.signIn(email: email, password: password).refreshToken)
+        let other = try await auth.signIn(email: email, password: password)
+        try await auth.logout(accessToken: mine.accessToken, scope: .others)
+        await #expect { _ = try await auth.refresh(other.refreshToken) } throws: {
+            ($0 as? RemoteStoreError)?.code == .unauthorized
+        }
+        // The caller's session (refreshed once before) goes on; a bad token is refused.
+        #expect(try await auth.refresh(mine.refreshToken).userID == mine.userID)
+        await #expect { try await auth.logout(accessToken: "not-a-token", scope: .others) } throws: {
+            ($0 as? RemoteStoreError)?.code == .unauthorized
+        }
+    }
+
     @Test("two concurrent token requests near expiry cause exactly one refresh, and both get its token")
     func singleFlightRefresh() async throws {
         let stack = try StackEnvironment.require()

@@ -309,7 +309,7 @@ struct TrustThreatTests {
         replay.id = UUID()
         try await remote.insertPairingRequest(replay)
         let replayed = try await p.root.approve()
-        #expect(replayed.approved.isEmpty && replayed.refused.first?.reason.contains("already used") == true)
+        #expect(replayed.approved.isEmpty && replayed.refused.first?.reason.contains("already joined") == true)
 
         // An expired invite.
         let (late, _) = try await p.root.invite(deviceType: .iosTablet)

@@ -18,7 +18,7 @@ struct ApprovalCLITests {
         let code = try #require(
             invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
                 .first { $0.count == 79 && $0.split(separator: "-").count == 16 })
-        #expect(try cli.run(["trust", "join", "--store", cli.store("p")], stdin: code + "\n").status == 0)
+        #expect(try cli.run(["trust", "join", "--no-wait", "--store", cli.store("p")], stdin: code + "\n").status == 0)
         #expect(try cli.run(["trust", "approve", "--store", cli.store("d")]).status == 0)
         #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
         let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out

@@ -185,7 +185,7 @@ final class CrashHarness: @unchecked Sendable {
         let invite = try run(["trust", "invite", "--store", desktop.path, "--device-type", type, "--json"])
         let code = try #require(
             (try JSONSerialization.jsonObject(with: Data(invite.out.utf8)) as? [String: String])?["code"])
-        #expect(try run(["trust", "join", "--store", store.path], stdin: code + "\n").status == 0)
+        #expect(try run(["trust", "join", "--no-wait", "--store", store.path], stdin: code + "\n").status == 0)
         let approved = try run(["trust", "approve", "--store", desktop.path, "--json"])
         #expect(approved.status == 0 && approved.out.contains("\"approved\""), "\(approved.out)")
     }

@@ -171,6 +171,10 @@ struct FirstDayCLITests {
         #expect(try cli.run(["repo", "add", "--store", store, cli.directory.path]).status == 0)
         let rows = try cli.run(["push", "--store", store], environment: environment)
         #expect(rows.status == 3, "\(rows.out)")
+        // Network errors say what to check, in a report and when a command fails outright.
+        #expect(rows.out.components(separatedBy: "hint: Check the remote's address").count == 2)
+        let listed = try cli.run(["devices", "list", "--store", store], environment: environment)
+        #expect(listed.status == 1 && listed.err.contains("Check the remote's address"))
     }
 
     @Test func aRepositoryCanBeNamedByItsName() throws {
@@ -208,5 +212,97 @@ struct FirstDayCLITests {
         // Sealing to it anyway is one flag away, and then nothing is said.
         let anyway = try cli.run(["push", "--store", desktop, "--trust", "any"])
         #expect(!anyway.out.contains("receive no secrets until paired"))
+    }
+
+    /// Two logged-in stores on one embedded remote: a desktop with a session and a phone.
+    static func desktopAndPhone(_ cli: CLI) throws -> (desktop: String, phone: String, session: String) {
+        let phone = cli.store("phone")
+        let desktop = cli.store("desktop")
+        for (store, role) in [(desktop, "desktop"), (phone, "mobile")] {
+            #expect(try cli.run(["init", "--store", store, "--role", role, "--name", role]).status == 0)
+            #expect(try cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
+        }
+        #expect(try cli.run(["repo", "add", "--store", desktop, cli.directory.path]).status == 0)
+        let session = try cli.run(["session", "start", "--store", desktop, "--repo", cli.directory.path]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return (desktop, phone, session)
+    }
+
+    @Test func joinWaitsAndSaysCertifiedOrRefused() async throws {
+        let cli = try CLI()
+        let (desktop, phone, _) = try Self.desktopAndPhone(cli)
+        #expect(try cli.run(["pull", "--store", phone]).status == 0)
+        #expect(try cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
+
+        func invite() throws -> String {
+            let out = try cli.run(["trust", "invite", "--store", desktop, "--device-type", "ios-phone", "--no-qr"]).out
+            let range = try #require(out.range(of: #"([A-Z2-7]{4}-){15}[A-Z2-7]{4}"#, options: .regularExpression))
+            return String(out[range])
+        }
+        /// Joins in the background while the root approves until a round says something.
+        func joinWhileApproving(_ code: String) async throws -> (status: Int32, out: String, err: String, root: String)
+        {
+            let joining = Task.detached {
+                try cli.run(["trust", "join", "--store", phone, "--timeout", "60"], stdin: code + "\n")
+            }
+            var root = ""
+            for _ in 0..<200 where root.isEmpty || root.contains("No pairing requests") {
+                try await Task.sleep(for: .milliseconds(100))
+                root = try cli.run(["trust", "approve", "--store", desktop]).out
+            }
+            let joined = try await joining.value
+            return (joined.status, joined.out, joined.err, root)
+        }
+
+        // A mistyped code (one character of the pairing secret): the root says mistyped, join
+        // exits 1 saying refused, with what to do next.
+        let code = try invite()
+        var typo = Array(code)
+        typo[25] = typo[25] == "A" ? "B" : "A"
+        let refused = try await joinWhileApproving(String(typo))
+        #expect(refused.root.contains("mistyped"), "\(refused.root)")
+        #expect(refused.status == 1 && refused.err.contains("refused") && refused.err.contains("new code"))
+
+        // The right code: "Certified", exit 0; once more: already certified, exit 0.
+        let certified = try await joinWhileApproving(code)
+        #expect(certified.status == 0 && certified.out.contains("Certified"), "\(certified.err)")
+        let again = try cli.run(["trust", "join", "--store", phone], stdin: code + "\n")
+        #expect(again.status == 0 && again.out.contains("already certified"))
+        #expect(!again.out.contains("replay") && !again.err.contains("replay"))
+    }
+
+    @Test func aMissingSecretSaysWhyAndWhatToDo() throws {
+        let cli = try CLI()
+        let (desktop, phone, session) = try Self.desktopAndPhone(cli)
+        // The desktop pushed before the phone had a row: not pushed yet.
+        #expect(try cli.run(["push", "--store", desktop]).status == 0)
+        #expect(try cli.run(["pull", "--store", phone]).status == 0)
+        let notYet = try cli.run(["secrets", "show", "--store", phone, session])
+        #expect(notYet.status == 1 && notYet.err.contains("not sealed the secret to it"), "\(notYet.err)")
+        #expect(notYet.err.contains("`sync-cli sync` on that desktop"))
+
+        // The desktop pins an identity: it seals to certified devices only; the phone is not paired.
+        #expect(try cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
+        #expect(try cli.run(["push", "--store", desktop]).status == 0)
+        #expect(try cli.run(["pull", "--store", phone]).status == 0)
+        let unpaired = try cli.run(["secrets", "show", "--store", phone, session])
+        #expect(unpaired.status == 1 && unpaired.err.contains("not paired"), "\(unpaired.err)")
+        #expect(unpaired.err.contains("trust join"))
+    }
+
+    @Test func revokeSaysWhatItDoesAndOnlyOffersWhatTheServerCanDo() throws {
+        let cli = try CLI()
+        let (desktop, phone, _) = try Self.desktopAndPhone(cli)
+        #expect(try cli.run(["pull", "--store", phone]).status == 0)
+        let help = try cli.run(["trust", "revoke", "--help"]).out
+        #expect(help.contains("not signed out") && !help.contains("(sign out)"))
+        let alone = try cli.run(["trust", "revoke", "--store", desktop, "x", "--end-other-logins"])
+        #expect(alone.status == 64 && alone.err.contains("cannot end one device's login alone"))
+        #expect(try cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
+        let embedded = try cli.run(["trust", "revoke", "--store", desktop, "--all-others", "--end-other-logins"])
+        #expect(embedded.status == 1 && embedded.err.contains("no auth server"))
+        let revoked = try cli.run(["trust", "revoke", "--store", desktop, "--all-others"])
+        #expect(revoked.status == 0 && revoked.out.contains("still read repository names, session titles"))
+        #expect(!revoked.out.contains("--end-other-logins"))
     }
 }

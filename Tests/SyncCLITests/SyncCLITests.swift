@@ -344,4 +344,42 @@ struct SyncCLILoginTests {
         let pushed = try cli.run(["push", "--store", cli.store("d")], environment: environment)
         #expect(pushed.status == 0, "\(pushed.out) \(pushed.err)")
     }
+
+    @Test("trust revoke --all-others --end-other-logins ends the other devices' logins on the auth server")
+    func revokeEndsOtherLogins() async throws {
+        let stack = try StackEnvironment.require()
+        let cli = try CLI()
+        let email = "cli-\(UUID().canonical)@example.test"
+        let signup = try await stack.request(
+            "POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"hunter2-but-longer"}"#)
+        try #require(signup.status == 200)
+        let environment = [
+            "SUPABASE_ANON_KEY": stack.anonKey, "SYNC_REMOTE": stack.url.absoluteString,
+            "SYNC_PASSWORD": "hunter2-but-longer",
+        ]
+        for (name, role) in [("d", "desktop"), ("p", "mobile")] {
+            #expect(try cli.run(["init", "--store", cli.store(name), "--role", role, "--name", name]).status == 0)
+            let login = try cli.run(["login", "--store", cli.store(name), "--email", email], environment: environment)
+            #expect(login.status == 0, "\(login.err)")
+            #expect(try cli.run(["sync", "--store", cli.store(name)], environment: environment).status == 0)
+        }
+        #expect(
+            try cli.run(["trust", "init", "--store", cli.store("d"), "--no-recovery-key"], environment: environment)
+                .status == 0)
+        let plain = try cli.run(
+            ["trust", "revoke", "--store", cli.store("d"), "--all-others"], environment: environment)
+        #expect(plain.status == 0 && plain.out.contains("not signed out") && plain.out.contains("--end-other-logins"))
+        let ended = try cli.run(
+            ["trust", "revoke", "--store", cli.store("d"), "--all-others", "--end-other-logins"],
+            environment: environment)
+        #expect(ended.status == 0 && ended.out.contains("Ended every other login"), "\(ended.err)")
+        let auth = SupabaseAuth(projectURL: stack.url, apiKey: stack.anonKey)
+        let phoneSession = try #require(
+            try DeviceStore(directory: URL(fileURLWithPath: cli.store("p"))).authSessionFile.load())
+        await #expect { _ = try await auth.refresh(phoneSession.refreshToken) } throws: {
+            ($0 as? RemoteStoreError)?.code == .unauthorized
+        }
+        // The desktop's own login goes on.
+        #expect(try cli.run(["sync", "--store", cli.store("d")], environment: environment).status == 0)
+    }
 }

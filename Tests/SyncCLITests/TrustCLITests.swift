@@ -47,7 +47,8 @@ struct TrustCLITests {
             refused.err.contains("not the one in the pairing code") && refused.err.contains("process list")
         #expect(refused.status == 1 && refusedClearly)
         // The code on standard input (what a prompt reads on a terminal): no argument, no warning.
-        let joined = try cli.run(["trust", "join", "--store", cli.store("p")], stdin: code.lowercased() + "\n")
+        let joined = try cli.run(
+            ["trust", "join", "--no-wait", "--store", cli.store("p")], stdin: code.lowercased() + "\n")
         #expect(joined.status == 0 && !joined.err.contains("process list"))
         let approved = try cli.run(["trust", "approve", "--store", cli.store("d"), "--json"])
         #expect(approved.status == 0 && approved.out.contains("\"approved\""))
@@ -133,12 +134,14 @@ struct TrustCLITests {
         }
         // Opened for a phone, joined by a tablet: refused, the row's type is not the invite's.
         let wrongType = try code(["--device-type", "ios-phone"])
-        #expect(try cli.run(["trust", "join", "--store", cli.store("t")], stdin: wrongType + "\n").status == 0)
+        #expect(
+            try cli.run(["trust", "join", "--no-wait", "--store", cli.store("t")], stdin: wrongType + "\n").status == 0)
         let refused = try cli.run(["trust", "approve", "--store", cli.store("d")])
         #expect(refused.status == 0 && refused.out.contains("the invite was opened for ios-phone"))
         // Opened without a type: no terminal to ask on, so the request waits, untouched.
         let untyped = try code([])
-        #expect(try cli.run(["trust", "join", "--store", cli.store("t")], stdin: untyped + "\n").status == 0)
+        #expect(
+            try cli.run(["trust", "join", "--no-wait", "--store", cli.store("t")], stdin: untyped + "\n").status == 0)
         let waiting = try cli.run(["trust", "approve", "--store", cli.store("d"), "--json"])
         let report = try #require(JSONSerialization.jsonObject(with: Data(waiting.out.utf8)) as? [String: Any])
         #expect((report["pending"] as? [[String: Any]])?.first?["deviceType"] as? String == "ios-tablet")

@@ -55,6 +55,10 @@ CREATE TABLE IF NOT EXISTS auth.refresh_tokens (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 
+-- The session a refresh token belongs to (GoTrue's session_id claim): kept across refreshes, so
+-- that logout with scope "others" ends every session but the caller's.
+ALTER TABLE auth.refresh_tokens ADD COLUMN IF NOT EXISTS session_id uuid;
+
 -- refresh_tokens.token holds the SHA-256 (hex) of each token, never the token itself.
 GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role, authenticator, supabase_auth_admin;
 GRANT EXECUTE ON FUNCTION auth.uid(), auth.role(), auth.jwt() TO anon, authenticated, service_role;

@@ -69,12 +69,15 @@ demo: deps
 
 ## The benchmarks (release build): crypto beside the libsodium floor, the local store, and push
 ## and pull at sizes S, M, L on the embedded remote and on a private PostgreSQL stack (release
-## server), beside the per-row baseline and the floor. Figures are printed; JSON goes to
-## .build/sync-bench.json.
+## server), beside the per-row baseline and the floor; then the first push with every device on
+## v2 beside v1, and the real `sync-cli sync` process from exec to exit with its peak RSS.
+## Figures and targets are printed; JSON goes to .build/sync-bench.json.
 bench: deps
 	$(RIG) $(SWIFT) build -c release --product sync-bench
+	$(RIG) $(SWIFT) build -c release --product sync-cli
 	$(RIG) $(SWIFT) build -c release --product postgrest-server
-	$(RIG) STACK_SERVER=$(CURDIR)/.build/release/postgrest-server scripts/with-stack.sh .build/release/sync-bench
+	$(RIG) STACK_SERVER=$(CURDIR)/.build/release/postgrest-server scripts/with-stack.sh sh -c \
+	  '.build/release/sync-bench && .build/release/sync-bench versions && .build/release/sync-bench coldstart'
 
 ## The push worker's figures (release build) beside h2load against the same APNs imitation, in
 ## the same run, on a private stack: sender alone, end to end from PostgreSQL, LISTEN latency,

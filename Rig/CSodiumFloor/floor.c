@@ -125,32 +125,77 @@ static size_t build_info(unsigned char info[150], const char session_id[36], con
     return n;
 }
 
+/* The same shortcuts as the engine's key schedule, so that the two do the same work: the empty
+   salt's HMAC state keyed once, psk_id_hash of the empty psk_id computed once, and the secret's
+   HMAC state keyed once for both key and base_nonce. Set up by floor_v2_prepare(). */
+static crypto_auth_hmacsha256_state empty_salt_state;
+static unsigned char empty_psk_id_hash[32];
+static int prepared = 0;
+
+static void keyed_mac(const crypto_auth_hmacsha256_state *keyed, const unsigned char *const *parts, const size_t *lens,
+                      size_t count, unsigned char out[32]) {
+    crypto_auth_hmacsha256_state state = *keyed;
+    for (size_t i = 0; i < count; i++) crypto_auth_hmacsha256_update(&state, parts[i], lens[i]);
+    crypto_auth_hmacsha256_final(&state, out);
+    sodium_memzero(&state, sizeof state);
+}
+
+static void empty_salt_extract(const unsigned char *suite, size_t suite_len, const char *label, const unsigned char *ikm,
+                               size_t ikm_len, unsigned char out[32]) {
+    const unsigned char *parts[4] = {(const unsigned char *)"HPKE-v1", suite, (const unsigned char *)label, ikm};
+    size_t lens[4] = {7, suite_len, strlen(label), ikm_len};
+    keyed_mac(&empty_salt_state, parts, lens, 4, out);
+}
+
+static void keyed_expand(const crypto_auth_hmacsha256_state *keyed, const unsigned char *suite, size_t suite_len,
+                         const char *label, const unsigned char *info, size_t info_len, size_t length, unsigned char *out) {
+    unsigned char length_bytes[2] = {(unsigned char)(length >> 8), (unsigned char)length};
+    unsigned char counter = 1, block[32];
+    const unsigned char *parts[6] = {length_bytes, (const unsigned char *)"HPKE-v1", suite, (const unsigned char *)label, info, &counter};
+    size_t lens[6] = {2, 7, suite_len, strlen(label), info_len, 1};
+    keyed_mac(keyed, parts, lens, 6, block);
+    memcpy(out, block, length);
+    sodium_memzero(block, sizeof block);
+}
+
+void floor_v2_prepare(void) {
+    if (prepared) return;
+    crypto_auth_hmacsha256_init(&empty_salt_state, NULL, 0);
+    empty_salt_extract(HPKE_SUITE, 10, "psk_id_hash", NULL, 0, empty_psk_id_hash);
+    prepared = 1;
+}
+
 /* shared_secret from dh (64 bytes) and kem_context (96 bytes), then key and base_nonce. */
 static void schedule(const unsigned char dh[64], const unsigned char kem_context[96], const unsigned char *info, size_t info_len,
                      unsigned char key[32], unsigned char nonce[12]) {
-    unsigned char prk[32], shared[32], psk_id_hash[32], info_hash[32], secret[32], context[65];
-    labeled_extract(KEM_SUITE, 5, NULL, 0, "eae_prk", dh, 64, prk);
+    unsigned char prk[32], shared[32], info_hash[32], secret[32], context[65];
+    crypto_auth_hmacsha256_state secret_state;
+    empty_salt_extract(KEM_SUITE, 5, "eae_prk", dh, 64, prk);
     labeled_expand(KEM_SUITE, 5, prk, "shared_secret", kem_context, 96, 32, shared);
-    labeled_extract(HPKE_SUITE, 10, NULL, 0, "psk_id_hash", NULL, 0, psk_id_hash);
-    labeled_extract(HPKE_SUITE, 10, NULL, 0, "info_hash", info, info_len, info_hash);
+    empty_salt_extract(HPKE_SUITE, 10, "info_hash", info, info_len, info_hash);
     context[0] = 0x02;
-    memcpy(context + 1, psk_id_hash, 32);
+    memcpy(context + 1, empty_psk_id_hash, 32);
     memcpy(context + 33, info_hash, 32);
     labeled_extract(HPKE_SUITE, 10, shared, 32, "secret", NULL, 0, secret);
-    labeled_expand(HPKE_SUITE, 10, secret, "key", context, 65, 32, key);
-    labeled_expand(HPKE_SUITE, 10, secret, "base_nonce", context, 65, 12, nonce);
+    crypto_auth_hmacsha256_init(&secret_state, secret, 32);
+    keyed_expand(&secret_state, HPKE_SUITE, 10, "key", context, 65, 32, key);
+    keyed_expand(&secret_state, HPKE_SUITE, 10, "base_nonce", context, 65, 12, nonce);
     sodium_memzero(prk, 32); sodium_memzero(shared, 32); sodium_memzero(secret, 32);
+    sodium_memzero(&secret_state, sizeof secret_state);
 }
 
 int floor_envelope_v2_seal(const unsigned char plaintext[48], const unsigned char recipient_pk[32],
                            const unsigned char sender_sk[32], const unsigned char sender_pk[32],
                            const char session_id[36], const char sender_id[36], const char recipient_id[36],
                            const unsigned char sender_raw_id[16], unsigned int generation,
+                           const unsigned char *static_dh,
                            char *eph_b64, size_t eph_b64_len, char *enc_b64, size_t enc_b64_len) {
     unsigned char esk[32], epk[32], dh[64], kem_context[96], info[150], key[32], nonce[12], field[21 + 48 + 16];
     randombytes_buf(esk, 32);
     if (crypto_scalarmult_base(epk, esk) != 0) return -1;
-    if (crypto_scalarmult(dh, esk, recipient_pk) != 0 || crypto_scalarmult(dh + 32, sender_sk, recipient_pk) != 0) {
+    /* static_dh: DH(skS, pkR) computed once per recipient, as the engine keeps it per push. */
+    if (crypto_scalarmult(dh, esk, recipient_pk) != 0 ||
+        (static_dh ? (memcpy(dh + 32, static_dh, 32), 0) : crypto_scalarmult(dh + 32, sender_sk, recipient_pk)) != 0) {
         sodium_memzero(esk, 32); sodium_memzero(dh, 64);
         return -1;
     }

@@ -5,6 +5,8 @@ import Foundation
 //   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sessions N] [--sizes S,M,L,XL] [--remotes embedded,postgrest] [--sync-runs R] [--json PATH]
 //   sync-bench watch [--size M] [--minutes 10] [--interval 5]
 //   sync-bench approval [--rounds 20]
+//   sync-bench coldstart [--sizes M,L] [--remotes embedded,postgrest] [--sync-runs 3]
+//   sync-bench versions [--size L] [--sync-runs 3]
 
 struct Options {
     var mode = "all"
@@ -20,21 +22,27 @@ struct Options {
     var watchMinutes = 10.0
     var watchInterval = 5.0
     var rounds = 20
+    var sizeGiven = false
+    var sizesGiven = false
 
     init(_ arguments: [String]) {
         var rest = arguments.dropFirst()
         while let argument = rest.popFirst() {
             switch argument {
-            case "crypto", "localstore", "sync", "all", "watch", "approval": mode = argument
+            case "crypto", "localstore", "sync", "all", "watch", "approval", "coldstart", "versions": mode = argument
             case "--rounds": rounds = max(1, Int(rest.popFirst() ?? "") ?? rounds)
-            case "--size": watchSize = rest.popFirst() ?? watchSize
+            case "--size":
+                watchSize = rest.popFirst() ?? watchSize
+                sizeGiven = true
             case "--minutes": watchMinutes = Double(rest.popFirst() ?? "") ?? watchMinutes
             case "--interval": watchInterval = Double(rest.popFirst() ?? "") ?? watchInterval
             case "worker":
                 mode = "worker"
                 worker = Array(rest)
                 rest = []
-            case "--sizes": sizes = (rest.popFirst() ?? "").split(separator: ",").map(String.init)
+            case "--sizes":
+                sizes = (rest.popFirst() ?? "").split(separator: ",").map(String.init)
+                sizesGiven = true
             case "--remotes": remotes = (rest.popFirst() ?? "").split(separator: ",").map(String.init)
             case "--sync-runs": syncRuns = Int(rest.popFirst() ?? "") ?? syncRuns
             case "--json": json = rest.popFirst() ?? json
@@ -44,7 +52,7 @@ struct Options {
             case "-h", "--help":
                 print(
                     """
-                    usage: sync-bench [crypto|localstore|sync|watch|approval|all] [options]
+                    usage: sync-bench [crypto|localstore|sync|watch|approval|coldstart|versions|all] [options]
                       crypto      envelope v1 and v2 seals/s and opens/s on one core and on all cores, beside
                                   the libsodium floor (the same calls in C); --iterations N operations
                                   per worker (default 5000), median of --runs R (default 5)
@@ -68,6 +76,13 @@ struct Options {
                       approval    a desktop asks, a paired phone answers, --rounds N times (default 20), on
                                   the embedded remote and the stack: the time from the phone's answer to
                                   the desktop's verified outcome (median, p90, max). Not part of `all`.
+                      coldstart   the real `sync-cli sync` process (beside sync-bench) on a desktop that
+                                  pushed before, at --sizes (default M,L) on both remotes: no change and
+                                  one new session, exec to exit beside the report's own time; median of
+                                  --sync-runs R after one warm-up run. Not part of `all`.
+                      versions    the first push at --size (default L) with every other device on envelope
+                                  v1, then on v2, on the embedded remote, alternating; the v2/v1 ratio.
+                                  Not part of `all`.
                       all         crypto, localstore and sync (default)
                     Build with -c release (`make bench`).
                     """)
@@ -116,6 +131,14 @@ if options.mode == "sync" || options.mode == "all" {
 if options.mode == "watch" {
     try await WatchBench.run(
         sizeName: options.watchSize, minutes: options.watchMinutes, interval: options.watchInterval)
+}
+if options.mode == "coldstart" {
+    try await ColdStartBench.run(
+        sizeNames: options.sizesGiven ? options.sizes : ["M", "L"], remoteNames: options.remotes,
+        runs: options.syncRuns)
+}
+if options.mode == "versions" {
+    try await VersionBench.run(sizeName: options.sizeGiven ? options.watchSize : "L", runs: options.syncRuns)
 }
 if options.mode == "approval" {
     try await ApprovalBench.run(rounds: options.rounds)

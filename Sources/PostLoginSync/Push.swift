@@ -537,6 +537,9 @@ extension SyncEngine {
         let parts = try await inParallel(work) { part in
             var sealed: [EnvelopeRecord] = []
             var problems: [SyncIssue] = []
+            // DH(this desktop's key, each recipient's key), once per recipient for this task's
+            // part of the push; wiped when the task ends, never stored.
+            var exchanges = RecipientExchanges()
             for item in part {
                 try Task.checkCancellation()
                 let sessionID = SessionID(item.session)
@@ -557,7 +560,8 @@ extension SyncEngine {
                             ? try SecretEnvelope.sealV2(
                                 secret, for: recipient.publicKey, recipientDeviceID: recipient.deviceID,
                                 sessionID: sessionID,
-                                sender: key, senderDeviceID: sender, generation: item.own.generation)
+                                sender: key, senderDeviceID: sender, generation: item.own.generation,
+                                exchanges: &exchanges)
                             : try SecretEnvelope.seal(secret, for: recipient.publicKey, sessionID: sessionID)
                         sealed.append(
                             EnvelopeRecord(

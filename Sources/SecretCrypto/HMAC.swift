@@ -64,6 +64,39 @@ public enum HMACSHA256 {
     }
 }
 
+/// HMAC-SHA256 keyed once, for several messages under one key: each MAC starts from a copy of
+/// the keyed state, which saves hashing the two key pads (two SHA-256 blocks) per message. The
+/// result is exactly ``HMACSHA256``'s. The state is derived from the key: ``wipe()`` it when the
+/// key is secret.
+struct HMACKey: Sendable {
+    private var state = crypto_auth_hmacsha256_state()
+
+    /// Keys the state with `key` (any length, as ``HMACSHA256``).
+    init(_ key: UnsafeRawBufferPointer) {
+        Sodium.ensureInitialized()
+        let status = crypto_auth_hmacsha256_init(&state, key.cPointer(), key.count)
+        precondition(status == 0, "crypto_auth_hmacsha256_init failed")
+    }
+
+    /// One HMAC over the concatenation of `parts`, written to `output` (32 bytes).
+    func mac(parts: [UnsafeRawBufferPointer], into output: UnsafeMutableRawPointer) {
+        var copy = state
+        defer { withUnsafeMutableBytes(of: &copy) { sodium_memzero($0.baseAddress, $0.count) } }
+        for part in parts where part.count > 0 {
+            let status = crypto_auth_hmacsha256_update(
+                &copy, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
+            precondition(status == 0, "crypto_auth_hmacsha256_update failed")
+        }
+        let status = crypto_auth_hmacsha256_final(&copy, output.assumingMemoryBound(to: UInt8.self))
+        precondition(status == 0, "crypto_auth_hmacsha256_final failed")
+    }
+
+    /// Overwrites the keyed state with zeros.
+    mutating func wipe() {
+        withUnsafeMutableBytes(of: &state) { sodium_memzero($0.baseAddress, $0.count) }
+    }
+}
+
 /// HKDF-SHA256 (RFC 5869), built on ``HMACSHA256`` because libsodium 1.0.18 has no HKDF.
 ///
 /// ```swift

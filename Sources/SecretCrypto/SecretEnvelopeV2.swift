@@ -51,18 +51,34 @@ extension SecretEnvelope {
     /// The `info` of a version-2 envelope.
     public static func infoV2(sessionID: SessionID, sender: UUID, recipient: UUID, generation: UInt32) -> [UInt8] {
         var info = infoV2
+        info.reserveCapacity(infoV2.count + 3 * 37 + 5)
         info.append(0)
-        info += Array(sessionID.canonical.utf8)
+        info += sessionID.canonical.utf8
         info.append(0)
-        info += Array(sender.uuidString.lowercased().utf8)
+        appendLowercaseText(of: sender, to: &info)
         info.append(0)
-        info += Array(recipient.uuidString.lowercased().utf8)
+        appendLowercaseText(of: recipient, to: &info)
         info.append(0)
         info += [
             UInt8(generation >> 24), UInt8((generation >> 16) & 0xFF), UInt8((generation >> 8) & 0xFF),
             UInt8(generation & 0xFF),
         ]
         return info
+    }
+
+    /// A UUID's canonical lowercase text (8-4-4-4-12 hex digits), appended as bytes: what
+    /// `uuidString.lowercased()` gives, without the two strings.
+    static func appendLowercaseText(of uuid: UUID, to bytes: inout [UInt8]) {
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { hex in
+            withUnsafeBytes(of: uuid.uuid) { raw in
+                for (index, byte) in raw.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
+                    bytes.append(hex[Int(byte >> 4)])
+                    bytes.append(hex[Int(byte & 0x0F)])
+                }
+            }
+        }
     }
 
     /// Seals `secret` as version 2, authenticated by the sealing device's X25519 key.
@@ -89,6 +105,24 @@ extension SecretEnvelope {
         }
     }
 
+    /// ``sealV2(_:for:recipientDeviceID:sessionID:sender:senderDeviceID:generation:)`` for one
+    /// of many envelopes sealed with the same sender key: `exchanges` keeps the static exchange
+    /// `DH(skS, pkR)` of each recipient, computed at its first envelope, so the others cost two
+    /// X25519 operations (the ephemeral key and its exchange) instead of three, as a version-1
+    /// seal does. The envelope is the same as without it.
+    public static func sealV2(
+        _ secret: SessionSecret, for recipient: X25519PublicKey, recipientDeviceID: UUID, sessionID: SessionID,
+        sender: X25519PrivateKey, senderDeviceID: UUID, generation: UInt32, exchanges: inout RecipientExchanges
+    ) throws -> SecretEnvelope {
+        let exchange = try exchanges.exchange(of: sender, with: recipient)
+        return try secret.withTextFormBytes { plaintext in
+            try sealV2(
+                plaintext: plaintext, recipient: recipient, recipientDeviceID: recipientDeviceID, sessionID: sessionID,
+                sender: sender, senderDeviceID: senderDeviceID, generation: generation, ephemeral: X25519PrivateKey(),
+                staticExchange: exchange)
+        }
+    }
+
     /// Seals any plaintext with a given ephemeral key: only for producing test vectors.
     package static func sealV2Deterministically(
         plaintext: [UInt8], for recipient: X25519PublicKey, recipientDeviceID: UUID, sessionID: SessionID,
@@ -103,16 +137,18 @@ extension SecretEnvelope {
 
     static func sealV2(
         plaintext: UnsafeRawBufferPointer, recipient: X25519PublicKey, recipientDeviceID: UUID, sessionID: SessionID,
-        sender: X25519PrivateKey, senderDeviceID: UUID, generation: UInt32, ephemeral: X25519PrivateKey
+        sender: X25519PrivateKey, senderDeviceID: UUID, generation: UInt32, ephemeral: X25519PrivateKey,
+        staticExchange: SecureBytes? = nil
     ) throws -> SecretEnvelope {
         guard generation > 0 else { throw CryptoError.invalidHPKEInput }
         let info = infoV2(
             sessionID: sessionID, sender: senderDeviceID, recipient: recipientDeviceID, generation: generation)
         var context = try HPKE.SenderContext(
             mode: .auth, recipient: recipient, info: info, sender: sender, psk: nil, pskID: [],
-            ephemeral: ephemeral, withExporter: false)
+            ephemeral: ephemeral, withExporter: false, staticExchange: staticExchange)
         let ciphertext = try context.seal(plaintext)
         var field: [UInt8] = [0x02]
+        field.reserveCapacity(headerByteCount + ciphertext.count)
         withUnsafeBytes(of: senderDeviceID.uuid) { field += $0 }
         field += [
             UInt8(generation >> 24), UInt8((generation >> 16) & 0xFF), UInt8((generation >> 8) & 0xFF),
@@ -229,6 +265,36 @@ public struct SenderExchanges: Sendable {
         if let known = bySender[sender] { return known }
         let computed = try HPKE.staticExchange(recipient: recipientKey, sender: sender)
         bySender[sender] = computed
+        return computed
+    }
+}
+
+/// The static X25519 exchanges `DH(skS, pkR)` of one sender key with the recipients' keys, for
+/// sealing many version-2 envelopes: `AuthEncap` needs it for every envelope, and it is the same
+/// for all envelopes one sender seals to one recipient. Secret material, held in self-wiping
+/// memory (wiped when the value goes away) and never stored; keep one for a batch of seals by one
+/// task, such as one push, not longer.
+public struct RecipientExchanges: Sendable {
+    private var sender: X25519PublicKey?
+    private var byRecipient: [X25519PublicKey: SecureBytes] = [:]
+
+    /// An empty set: each recipient's exchange is computed at its first envelope.
+    public init() {}
+
+    /// How many recipients' exchanges are held.
+    public var count: Int { byRecipient.count }
+
+    /// `DH(skS, pkR)`, computed once per recipient (and again if the sender key changes).
+    ///
+    /// - Throws: ``CryptoError/lowOrderPoint`` for a low-order recipient key (nothing is kept).
+    mutating func exchange(of senderKey: X25519PrivateKey, with recipient: X25519PublicKey) throws -> SecureBytes {
+        if sender != senderKey.publicKey {
+            sender = senderKey.publicKey
+            byRecipient = [:]
+        }
+        if let known = byRecipient[recipient] { return known }
+        let computed = try HPKE.staticExchange(sender: senderKey, recipient: recipient)
+        byRecipient[recipient] = computed
         return computed
     }
 }

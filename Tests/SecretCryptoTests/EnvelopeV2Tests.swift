@@ -1,6 +1,7 @@
 import Foundation
-import SecretCrypto
 import Testing
+
+@testable import SecretCrypto
 
 @Suite("Envelope v2 and Ed25519")
 struct EnvelopeV2Tests {
@@ -56,6 +57,76 @@ struct EnvelopeV2Tests {
                 SessionSecret(), for: p.recipient.publicKey, recipientDeviceID: p.recipientID,
                 sessionID: p.sessionID, sender: p.sender, senderDeviceID: p.senderID, generation: 0)
         }
+    }
+
+    @Test(
+        "envelopes sealed with kept recipient exchanges are byte for byte those sealed one by one; a new sender key starts over"
+    )
+    func keptRecipientExchanges() throws {
+        let p = Parties()
+        let second = X25519PrivateKey()
+        let recipients = [p.recipient, X25519PrivateKey()]
+        var exchanges = RecipientExchanges()
+        for index in 0..<8 {
+            let sender = index < 4 ? p.sender : second
+            let recipient = recipients[index % 2]
+            // With the same ephemeral key, the kept exchange gives exactly the envelope computed alone.
+            let ephemeral = X25519PrivateKey()
+            let plaintext = Array(SessionSecret().revealTextForm().utf8)
+            let exchange = try exchanges.exchange(of: sender, with: recipient.publicKey)
+            let kept = try plaintext.withUnsafeBytes {
+                try SecretEnvelope.sealV2(
+                    plaintext: $0, recipient: recipient.publicKey, recipientDeviceID: p.recipientID,
+                    sessionID: p.sessionID, sender: sender, senderDeviceID: p.senderID, generation: 2,
+                    ephemeral: ephemeral, staticExchange: exchange)
+            }
+            let alone = try SecretEnvelope.sealV2Deterministically(
+                plaintext: plaintext, for: recipient.publicKey, recipientDeviceID: p.recipientID,
+                sessionID: p.sessionID, sender: sender, senderDeviceID: p.senderID, generation: 2,
+                ephemeral: ephemeral)
+            #expect(kept == alone)
+            // The public call opens under the sender that sealed it, and under no other.
+            let secret = SessionSecret()
+            let sealed = try SecretEnvelope.sealV2(
+                secret, for: recipient.publicKey, recipientDeviceID: p.recipientID, sessionID: p.sessionID,
+                sender: sender, senderDeviceID: p.senderID, generation: 2, exchanges: &exchanges)
+            let opened = try sealed.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: recipient) {
+                _ in sender.publicKey
+            }
+            #expect(opened.secret == secret && opened.authenticated)
+            let other = sender.publicKey == p.sender.publicKey ? second.publicKey : p.sender.publicKey
+            #expect(throws: CryptoError.authenticationFailure) {
+                try sealed.open(sessionID: p.sessionID, recipientDeviceID: p.recipientID, using: recipient) { _ in
+                    other
+                }
+            }
+        }
+        // One exchange per recipient of the current sender: the first sender's were dropped.
+        #expect(exchanges.count == 2)
+    }
+
+    @Test("the info's ids are the canonical lowercase text, byte for byte")
+    func infoText() throws {
+        for uuid in [UUID(), UUID(), UUID(uuidString: "00000000-0000-0000-0000-000000000000")!] {
+            var bytes: [UInt8] = []
+            SecretEnvelope.appendLowercaseText(of: uuid, to: &bytes)
+            #expect(bytes == Array(uuid.uuidString.lowercased().utf8))
+        }
+    }
+
+    @Test(
+        "sealing v2 to a low-order key with kept exchanges is refused and keeps nothing",
+        arguments: X25519Tests.lowOrder)
+    func keptExchangesRefuseLowOrder(hex: String) throws {
+        let p = Parties()
+        let bad = try X25519PublicKey(rawRepresentation: ByteEncoding.bytes(hex: hex))
+        var exchanges = RecipientExchanges()
+        #expect(throws: CryptoError.lowOrderPoint) {
+            try SecretEnvelope.sealV2(
+                SessionSecret(), for: bad, recipientDeviceID: p.recipientID, sessionID: p.sessionID, sender: p.sender,
+                senderDeviceID: p.senderID, generation: 1, exchanges: &exchanges)
+        }
+        #expect(exchanges.count == 0)
     }
 
     @Test(

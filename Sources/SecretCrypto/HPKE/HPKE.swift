@@ -122,38 +122,23 @@ public enum HPKE {
 
     // MARK: - Labeled HKDF (RFC 9180 §4)
 
+    /// HMAC keyed with the empty salt (RFC 9180's extracts with salt `""`): keyed once.
+    static let emptySalt = [UInt8]().withUnsafeBytes { HMACKey($0) }
+
     static func labeledExtract(
-        suite: [UInt8], salt: some ContiguousBytes, label: String, ikm: some ContiguousBytes
+        suite: [UInt8], salt: some ContiguousBytes, label: StaticString, ikm: some ContiguousBytes
     ) -> SecureBytes {
         SecureBytes(count: hashByteCount) { out in
             salt.withUnsafeBytes { salt in
                 version.withUnsafeBytes { version in
                     suite.withUnsafeBytes { suite in
-                        Array(label.utf8).withUnsafeBytes { label in
+                        label.withUTF8Buffer { label in
                             ikm.withUnsafeBytes { ikm in
-                                HKDFSHA256.extract(
-                                    salt: salt, ikm: [version, suite, label, ikm], into: out.baseAddress!)
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    static func labeledExpand(
-        suite: [UInt8], prk: SecureBytes, label: String, info: some ContiguousBytes, length: Int
-    ) -> SecureBytes {
-        SecureBytes(count: length) { out in
-            let lengthBytes: [UInt8] = [UInt8(length >> 8), UInt8(length & 0xFF)]
-            prk.withUnsafeBytes { prk in
-                lengthBytes.withUnsafeBytes { lengthBytes in
-                    version.withUnsafeBytes { version in
-                        suite.withUnsafeBytes { suite in
-                            Array(label.utf8).withUnsafeBytes { label in
-                                info.withUnsafeBytes { info in
-                                    HKDFSHA256.expand(
-                                        prk: prk, info: [lengthBytes, version, suite, label, info], into: out)
+                                let parts = [version, suite, UnsafeRawBufferPointer(label), ikm]
+                                if salt.isEmpty {
+                                    emptySalt.mac(parts: parts, into: out.baseAddress!)
+                                } else {
+                                    HKDFSHA256.extract(salt: salt, ikm: parts, into: out.baseAddress!)
                                 }
                             }
                         }
@@ -163,17 +148,82 @@ public enum HPKE {
         }
     }
 
+    static func labeledExpand(
+        suite: [UInt8], prk: SecureBytes, label: StaticString, info: some ContiguousBytes, length: Int
+    ) -> SecureBytes {
+        SecureBytes(count: length) { out in
+            let lengthBytes: [UInt8] = [UInt8(length >> 8), UInt8(length & 0xFF)]
+            prk.withUnsafeBytes { prk in
+                lengthBytes.withUnsafeBytes { lengthBytes in
+                    version.withUnsafeBytes { version in
+                        suite.withUnsafeBytes { suite in
+                            label.withUTF8Buffer { label in
+                                info.withUnsafeBytes { info in
+                                    HKDFSHA256.expand(
+                                        prk: prk,
+                                        info: [lengthBytes, version, suite, UnsafeRawBufferPointer(label), info],
+                                        into: out)
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// ``labeledExpand(suite:prk:label:info:length:)`` of at most one block (32 bytes) with the
+    /// PRK keyed once, for several expansions of one PRK.
+    static func labeledExpand(
+        suite: [UInt8], keyed prk: HMACKey, label: StaticString, info: some ContiguousBytes, length: Int
+    ) -> SecureBytes {
+        precondition(length <= hashByteCount, "one block at most")
+        return SecureBytes(count: length) { out in
+            withUnsafeTemporaryAllocation(byteCount: hashByteCount, alignment: 16) { block in
+                defer { sodium_memzero(block.baseAddress, block.count) }
+                let prefix: [UInt8] = [UInt8(length >> 8), UInt8(length & 0xFF)]
+                var counter: UInt8 = 1
+                prefix.withUnsafeBytes { prefix in
+                    version.withUnsafeBytes { version in
+                        suite.withUnsafeBytes { suite in
+                            label.withUTF8Buffer { label in
+                                info.withUnsafeBytes { info in
+                                    withUnsafeBytes(of: &counter) { counter in
+                                        prk.mac(
+                                            parts: [
+                                                prefix, version, suite, UnsafeRawBufferPointer(label), info, counter,
+                                            ],
+                                            into: block.baseAddress!)
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                out.baseAddress!.copyMemory(from: block.baseAddress!, byteCount: length)
+            }
+        }
+    }
+
     // MARK: - DHKEM(X25519, HKDF-SHA256) (RFC 9180 §4.1)
 
     /// `ExtractAndExpand(dh, kem_context)`.
     static func sharedSecret(dh: SecureBytes, kemContext: [UInt8]) -> SecureBytes {
         let prk = labeledExtract(suite: kemSuite, salt: [UInt8](), label: "eae_prk", ikm: dh)
-        return labeledExpand(suite: kemSuite, prk: prk, label: "shared_secret", info: kemContext, length: hashByteCount)
+        var keyed = prk.withUnsafeBytes { HMACKey($0) }
+        defer { keyed.wipe() }
+        return labeledExpand(
+            suite: kemSuite, keyed: keyed, label: "shared_secret", info: kemContext, length: hashByteCount)
     }
 
     /// `Encap` / `AuthEncap`: the shared secret and `enc`.
+    ///
+    /// `staticExchange`, when given, is `DH(skS, pkR)` computed before
+    /// (``staticExchange(sender:recipient:)``): the same for every message one sender seals to
+    /// one recipient.
     static func encapsulate(
-        to recipient: X25519PublicKey, ephemeral: X25519PrivateKey, sender: X25519PrivateKey?
+        to recipient: X25519PublicKey, ephemeral: X25519PrivateKey, sender: X25519PrivateKey?,
+        staticExchange: SecureBytes? = nil
     ) throws
         -> (shared: SecureBytes, enc: [UInt8])
     {
@@ -183,7 +233,11 @@ public enum HPKE {
                 try X25519.exchange(
                     into: out.baseAddress!, privateKey: skE.baseAddress!, publicKey: recipient.rawRepresentation)
             }
-            if let sender {
+            if sender != nil, let staticExchange, staticExchange.count == 32 {
+                staticExchange.withUnsafeBytes {
+                    out.baseAddress!.advanced(by: 32).copyMemory(from: $0.baseAddress!, byteCount: 32)
+                }
+            } else if let sender {
                 try sender.rawRepresentation.withUnsafeBytes { skS in
                     try X25519.exchange(
                         into: out.baseAddress! + 32, privateKey: skS.baseAddress!,
@@ -191,7 +245,10 @@ public enum HPKE {
                 }
             }
         }
-        let kemContext = enc + recipient.rawRepresentation + (sender?.publicKey.rawRepresentation ?? [])
+        var kemContext = enc
+        kemContext.reserveCapacity(3 * encapsulatedKeyByteCount)
+        kemContext += recipient.rawRepresentation
+        if let sender { kemContext += sender.publicKey.rawRepresentation }
         return (sharedSecret(dh: dh, kemContext: kemContext), enc)
     }
 
@@ -215,8 +272,23 @@ public enum HPKE {
                 }
             }
         }
-        let kemContext = enc + recipient.publicKey.rawRepresentation + (sender?.rawRepresentation ?? [])
+        var kemContext = enc
+        kemContext.reserveCapacity(3 * encapsulatedKeyByteCount)
+        kemContext += recipient.publicKey.rawRepresentation
+        if let sender { kemContext += sender.rawRepresentation }
         return sharedSecret(dh: dh, kemContext: kemContext)
+    }
+
+    /// `DH(skS, pkR)`, the static part of `AuthEncap` (equal to `DH(skR, pkS)`).
+    ///
+    /// - Throws: ``CryptoError/lowOrderPoint`` for a low-order recipient key.
+    static func staticExchange(sender: X25519PrivateKey, recipient: X25519PublicKey) throws -> SecureBytes {
+        try SecureBytes(count: 32) { out in
+            try sender.rawRepresentation.withUnsafeBytes { skS in
+                try X25519.exchange(
+                    into: out.baseAddress!, privateKey: skS.baseAddress!, publicKey: recipient.rawRepresentation)
+            }
+        }
     }
 
     /// `DH(skR, pkS)`, the static part of `AuthDecap`.
@@ -243,6 +315,9 @@ public enum HPKE {
         let exporterSecret: SecureBytes?
     }
 
+    /// `psk_id_hash` of the empty `psk_id` (modes without a PSK): the same for every message.
+    static let emptyPSKIDHash = labeledExtract(suite: hpkeSuite, salt: [UInt8](), label: "psk_id_hash", ikm: [UInt8]())
+
     static func schedule(
         mode: Mode, shared: SecureBytes, info: some ContiguousBytes, psk: SecureBytes?, pskID: [UInt8],
         withExporter: Bool
@@ -251,18 +326,25 @@ public enum HPKE {
         let gotPSK = pskBytes.count > 0
         let gotPSKID = !pskID.isEmpty
         guard gotPSK == gotPSKID, gotPSK == mode.usesPSK else { throw CryptoError.invalidHPKEInput }
-        let pskIDHash = labeledExtract(suite: hpkeSuite, salt: [UInt8](), label: "psk_id_hash", ikm: pskID)
+        let pskIDHash =
+            gotPSKID
+            ? labeledExtract(suite: hpkeSuite, salt: [UInt8](), label: "psk_id_hash", ikm: pskID) : emptyPSKIDHash
         let infoHash = labeledExtract(suite: hpkeSuite, salt: [UInt8](), label: "info_hash", ikm: info)
         var context: [UInt8] = [mode.rawValue]
+        context.reserveCapacity(1 + 2 * hashByteCount)
         pskIDHash.withUnsafeBytes { context += $0 }
         infoHash.withUnsafeBytes { context += $0 }
         let secret = labeledExtract(suite: hpkeSuite, salt: shared, label: "secret", ikm: pskBytes)
+        // `secret` keys two or three expansions: keyed once.
+        var keyed = secret.withUnsafeBytes { HMACKey($0) }
+        defer { keyed.wipe() }
         return Schedule(
-            key: labeledExpand(suite: hpkeSuite, prk: secret, label: "key", info: context, length: keyByteCount),
+            key: labeledExpand(suite: hpkeSuite, keyed: keyed, label: "key", info: context, length: keyByteCount),
             baseNonce: labeledExpand(
-                suite: hpkeSuite, prk: secret, label: "base_nonce", info: context, length: nonceByteCount),
+                suite: hpkeSuite, keyed: keyed, label: "base_nonce", info: context, length: nonceByteCount),
             exporterSecret: withExporter
-                ? labeledExpand(suite: hpkeSuite, prk: secret, label: "exp", info: context, length: hashByteCount) : nil
+                ? labeledExpand(suite: hpkeSuite, keyed: keyed, label: "exp", info: context, length: hashByteCount)
+                : nil
         )
     }
 
@@ -297,10 +379,11 @@ public enum HPKE {
         init(
             mode: Mode, recipient: X25519PublicKey, info: some ContiguousBytes, sender: X25519PrivateKey?,
             psk: SecureBytes?,
-            pskID: [UInt8], ephemeral: X25519PrivateKey, withExporter: Bool
+            pskID: [UInt8], ephemeral: X25519PrivateKey, withExporter: Bool, staticExchange: SecureBytes? = nil
         ) throws {
             guard (sender != nil) == mode.authenticatesSender else { throw CryptoError.invalidHPKEInput }
-            let (shared, enc) = try HPKE.encapsulate(to: recipient, ephemeral: ephemeral, sender: sender)
+            let (shared, enc) = try HPKE.encapsulate(
+                to: recipient, ephemeral: ephemeral, sender: sender, staticExchange: staticExchange)
             encapsulatedKey = enc
             schedule = try HPKE.schedule(
                 mode: mode, shared: shared, info: info, psk: psk, pskID: pskID, withExporter: withExporter)

@@ -5,45 +5,43 @@ import Testing
 @Suite("sync-cli approval")
 struct ApprovalCLITests {
     /// A desktop (trust root) with a session and a paired phone, synced; returns the session id.
-    static func paired(_ cli: CLI) throws -> String {
+    static func paired(_ cli: CLI) async throws -> String {
         let repo = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
-        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
-        #expect(try cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
         for store in ["d", "p"] {
-            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
+            #expect(try await cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
         }
-        #expect(try cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
-        let invite = try cli.run(["trust", "invite", "--store", cli.store("d"), "--device-type", "ios-phone"])
+        #expect(try await cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
+        let invite = try await cli.run(["trust", "invite", "--store", cli.store("d"), "--device-type", "ios-phone"])
         let code = try #require(
             invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
                 .first { $0.count == 79 && $0.split(separator: "-").count == 16 })
-        #expect(try cli.run(["trust", "join", "--no-wait", "--store", cli.store("p")], stdin: code + "\n").status == 0)
-        #expect(try cli.run(["trust", "approve", "--store", cli.store("d")]).status == 0)
-        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
-        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
+        #expect(
+            try await cli.run(["trust", "join", "--no-wait", "--store", cli.store("p")], stdin: code + "\n").status == 0
+        )
+        #expect(try await cli.run(["trust", "approve", "--store", cli.store("d")]).status == 0)
+        #expect(try await cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let session = try await cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(try cli.run(["sync", "--store", cli.store("d")]).status == 0)
-        #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("d")]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("p")]).status == 0)
         return session
     }
 
     /// Starts `approval request` on the desktop; the result arrives when it exits.
     static func ask(_ cli: CLI, _ arguments: [String]) -> Task<(status: Int32, out: String, err: String), Error> {
-        Task {
-            try await withCheckedThrowingContinuation { continuation in
-                DispatchQueue.global().async {
-                    continuation.resume(with: Result { try cli.run(arguments) })
-                }
-            }
-        }
+        Task { try await cli.run(arguments) }
     }
 
     /// The phone's pending requests' ids, once there is one.
     static func pending(_ cli: CLI) async throws -> String {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
-            let listed = try cli.run(["approval", "list", "--store", cli.store("p"), "--pending", "--json"])
+            let listed = try await cli.run(["approval", "list", "--store", cli.store("p"), "--pending", "--json"])
             #expect(listed.status == 0, "\(listed.err)")
             if let items = try JSONSerialization.jsonObject(with: Data(listed.out.utf8)) as? [[String: Any]],
                 let id = items.first?["requestId"] as? String
@@ -60,7 +58,7 @@ struct ApprovalCLITests {
     )
     func requestAndAnswer() async throws {
         let cli = try CLI()
-        let session = try Self.paired(cli)
+        let session = try await Self.paired(cli)
         let request = [
             "approval", "request", "--store", cli.store("d"), session, "--tool", "Bash", "--summary", "npm test",
             "--detail", "cd app\nnpm test", "--json",
@@ -69,30 +67,30 @@ struct ApprovalCLITests {
         // Approved.
         let approved = Self.ask(cli, request)
         let first = try await Self.pending(cli)
-        let shown = try cli.run(["approval", "show", "--store", cli.store("p"), first, "--json"])
+        let shown = try await cli.run(["approval", "show", "--store", cli.store("p"), first, "--json"])
         let content = try #require(JSONSerialization.jsonObject(with: Data(shown.out.utf8)) as? [String: String])
         #expect(
             content["tool"] == "Bash" && content["summary"] == "npm test" && content["detail"] == "cd app\nnpm test")
-        let answer = try cli.run(["approval", "answer", "--store", cli.store("p"), first, "approve", "--json"])
+        let answer = try await cli.run(["approval", "answer", "--store", cli.store("p"), first, "approve", "--json"])
         #expect(answer.status == 0 && answer.out.contains("\"accepted\" : true"))
         let result = try await approved.value
         #expect(result.status == 0, "\(result.err)")
         let outcome = try #require(JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: String])
-        let phoneID = try cli.run(["status", "--store", cli.store("p")]).out
+        let phoneID = try await cli.run(["status", "--store", cli.store("p")]).out
         #expect(outcome["outcome"] == "approved" && phoneID.contains(outcome["deviceId"] ?? "-"))
         // A second answer is refused and told who answered.
-        let again = try cli.run(["approval", "answer", "--store", cli.store("p"), first, "deny"])
+        let again = try await cli.run(["approval", "answer", "--store", cli.store("p"), first, "deny"])
         #expect(again.status == 1 && again.out.contains("already approved by"))
 
         // Denied: exit 5.
         let denied = Self.ask(cli, request)
         let second = try await Self.pending(cli)
-        #expect(try cli.run(["approval", "answer", "--store", cli.store("p"), second, "deny"]).status == 0)
+        #expect(try await cli.run(["approval", "answer", "--store", cli.store("p"), second, "deny"]).status == 0)
         let deniedResult = try await denied.value
         #expect(deniedResult.status == 5 && deniedResult.out.contains("\"denied\""))
 
         // Audit, on either device: who answered and when; nothing of the content.
-        let list = try cli.run(["approval", "list", "--store", cli.store("d"), "--json"])
+        let list = try await cli.run(["approval", "list", "--store", cli.store("d"), "--json"])
         let rows = try #require(JSONSerialization.jsonObject(with: Data(list.out.utf8)) as? [[String: Any]])
         #expect(rows.count == 2 && rows.allSatisfy { $0["decidedByDeviceId"] is String && $0["decidedAt"] is String })
         #expect(!list.out.contains("npm") && !list.out.contains("Bash"))
@@ -104,30 +102,31 @@ struct ApprovalCLITests {
         kill(pid, SIGTERM)
         let cancelledResult = try await cancelled.value
         #expect(cancelledResult.status == 6 && cancelledResult.out.contains("cancelled"))
-        let late = try cli.run(["approval", "answer", "--store", cli.store("p"), third, "approve"])
+        let late = try await cli.run(["approval", "answer", "--store", cli.store("p"), third, "approve"])
         #expect(late.status == 1 && late.out.contains("already cancelled"))
     }
 
     @Test("request refuses before asking: no pinned identity, content out of limits, timeout out of range")
-    func refusals() throws {
+    func refusals() async throws {
         let cli = try CLI()
         let repo = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
-        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
-        #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
-        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
-        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
+        #expect(
+            try await cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try await cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
+        #expect(try await cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let session = try await cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(try cli.run(["sync", "--store", cli.store("d")]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("d")]).status == 0)
         let base = ["approval", "request", "--store", cli.store("d"), session]
-        let unpaired = try cli.run(base + ["--tool", "Bash", "--summary", "s"])
+        let unpaired = try await cli.run(base + ["--tool", "Bash", "--summary", "s"])
         #expect(unpaired.status == 1 && unpaired.err.contains("pair your devices first"))
-        #expect(try cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
-        let long = try cli.run(base + ["--tool", String(repeating: "t", count: 65), "--summary", "s"])
+        #expect(try await cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
+        let long = try await cli.run(base + ["--tool", String(repeating: "t", count: 65), "--summary", "s"])
         #expect(long.status == 1 && long.err.contains("--tool 1-64"))
-        let timeout = try cli.run(base + ["--tool", "Bash", "--summary", "s", "--timeout", "601"])
+        let timeout = try await cli.run(base + ["--tool", "Bash", "--summary", "s", "--timeout", "601"])
         #expect(timeout.status != 0 && timeout.err.contains("--timeout must be 5 to 600"))
-        let help = try cli.run(["approval", "request", "--help"])
+        let help = try await cli.run(["approval", "request", "--help"])
         #expect(help.out.contains("0 approved; 5 denied; 6 expired or cancelled"))
     }
 

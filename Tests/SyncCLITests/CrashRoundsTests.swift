@@ -98,46 +98,34 @@ final class CrashHarness: @unchecked Sendable {
 
     /// Runs sync-cli to the end.
     @discardableResult
-    func run(_ arguments: [String], stdin: String? = nil) throws -> (status: Int32, out: String, err: String) {
-        try cli.run(arguments, stdin: stdin, environment: environment)
+    func run(_ arguments: [String], stdin: String? = nil) async throws -> (status: Int32, out: String, err: String) {
+        try await cli.run(arguments, stdin: stdin, environment: environment)
     }
 
-    /// Runs sync-cli and sends it SIGKILL after `delay` seconds unless it ended first.
-    func runKilled(_ arguments: [String], after delay: Double) throws -> (killed: Bool, out: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLI.path)
-        process.arguments = arguments
-        process.currentDirectoryURL = cli.directory
-        var env = ProcessInfo.processInfo.environment
-        env["SYNC_REMOTE"] = "embedded:" + cli.directory.appendingPathComponent("remote.sqlite").path
-        env.removeValue(forKey: "SYNC_STORE_DIR")
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        let collected = Mutex(Data())
-        out.fileHandleForReading.readabilityHandler = { handle in
-            let chunk = handle.availableData
-            collected.withLock { $0.append(chunk) }
-        }
+    /// Runs sync-cli and sends it SIGKILL after `delay` seconds unless it ended first; the wait
+    /// is off the cooperative pool (``offThePool(_:)``).
+    func runKilled(_ arguments: [String], after delay: Double) async throws -> (killed: Bool, out: String) {
+        let (cli, environment) = (self.cli, self.environment)
+        return try await offThePool { try Self.runKilled(arguments, after: delay, cli: cli, environment: environment) }
+    }
+
+    static func runKilled(
+        _ arguments: [String], after delay: Double, cli: CLI, environment: [String: String]
+    ) throws -> (killed: Bool, out: String) {
+        let child = try SpawnedChild(
+            CLI.path, arguments, environment: cli.environment(environment), workingDirectory: cli.directory)
         let started = ContinuousClock.now
-        try ChildProcesses.start(process)
         var killed = false
-        while process.isRunning {
+        while try child.ended() == nil {
             if ContinuousClock.now - started >= .milliseconds(Int(delay * 1000)) {
-                kill(process.processIdentifier, SIGKILL)
+                child.kill(SIGKILL)
                 killed = true
                 break
             }
             Thread.sleep(forTimeInterval: 0.002)
         }
-        process.waitUntilExit()
-        out.fileHandleForReading.readabilityHandler = nil
-        let rest = out.fileHandleForReading.readDataToEndOfFile()
-        let text = String(decoding: collected.withLock { $0 } + rest, as: UTF8.self)
-        return (killed && process.terminationReason == .uncaughtSignal, text)
+        let status = try child.wait()
+        return (killed && SpawnedChild.signalled(status), child.output)
     }
 
     // MARK: - In-process views of the stores and the remote
@@ -165,28 +153,29 @@ final class CrashHarness: @unchecked Sendable {
 
     // MARK: - Setup
 
-    func login(_ store: URL) throws {
+    func login(_ store: URL) async throws {
         switch remoteKind {
-        case .embedded: #expect(try run(["login", "--store", store.path, "--email", "crash@example.com"]).status == 0)
-        case .stack: #expect(try run(["login", "--store", store.path]).status == 0)
+        case .embedded:
+            #expect(try await run(["login", "--store", store.path, "--email", "crash@example.com"]).status == 0)
+        case .stack: #expect(try await run(["login", "--store", store.path]).status == 0)
         }
     }
 
     /// A new store of `role`, logged in.
-    func makeStore(_ store: URL, role: String, name: String, type: String? = nil) throws {
+    func makeStore(_ store: URL, role: String, name: String, type: String? = nil) async throws {
         var arguments = ["init", "--store", store.path, "--role", role, "--name", name]
         if let type { arguments += ["--device-type", type] }
-        #expect(try run(arguments).status == 0)
-        try login(store)
+        #expect(try await run(arguments).status == 0)
+        try await login(store)
     }
 
     /// Pairs `store` (of `type`) with the desktop by code, as a person would.
-    func pair(_ store: URL, type: String) throws {
-        let invite = try run(["trust", "invite", "--store", desktop.path, "--device-type", type, "--json"])
+    func pair(_ store: URL, type: String) async throws {
+        let invite = try await run(["trust", "invite", "--store", desktop.path, "--device-type", type, "--json"])
         let code = try #require(
             (try JSONSerialization.jsonObject(with: Data(invite.out.utf8)) as? [String: String])?["code"])
-        #expect(try run(["trust", "join", "--no-wait", "--store", store.path], stdin: code + "\n").status == 0)
-        let approved = try run(["trust", "approve", "--store", desktop.path, "--json"])
+        #expect(try await run(["trust", "join", "--no-wait", "--store", store.path], stdin: code + "\n").status == 0)
+        let approved = try await run(["trust", "approve", "--store", desktop.path, "--json"])
         #expect(approved.status == 0 && approved.out.contains("\"approved\""), "\(approved.out)")
     }
 
@@ -212,14 +201,14 @@ final class CrashHarness: @unchecked Sendable {
     }
 
     func setUp() async throws {
-        try makeStore(desktop, role: "desktop", name: "laptop")
-        try makeStore(phone, role: "mobile", name: "phone")
-        #expect(try run(["repo", "add", "--store", desktop.path, repo.path]).status == 0)
+        try await makeStore(desktop, role: "desktop", name: "laptop")
+        try await makeStore(phone, role: "mobile", name: "phone")
+        #expect(try await run(["repo", "add", "--store", desktop.path, repo.path]).status == 0)
         try await addSessions(1_000)
-        #expect(try run(["trust", "init", "--store", desktop.path]).status == 0)
-        try pair(phone, type: "ios-phone")
-        #expect(try run(["sync", "--store", desktop.path]).status == 0)
-        #expect(try run(["sync", "--store", phone.path]).status == 0)
+        #expect(try await run(["trust", "init", "--store", desktop.path]).status == 0)
+        try await pair(phone, type: "ios-phone")
+        #expect(try await run(["sync", "--store", desktop.path]).status == 0)
+        #expect(try await run(["sync", "--store", phone.path]).status == 0)
         try await verify(round: 0)
     }
 
@@ -257,7 +246,8 @@ final class CrashHarness: @unchecked Sendable {
 
     func sessionStartRound() async throws -> (String, Bool, Double) {
         let delay = delay(for: "session start")
-        let result = try runKilled(["session", "start", "--store", desktop.path, "--repo", repo.path], after: delay)
+        let result = try await runKilled(
+            ["session", "start", "--store", desktop.path, "--repo", repo.path], after: delay)
         for line in result.out.split(separator: "\n") {
             if let id = UUID.parse(line.trimmingCharacters(in: .whitespaces)) {
                 reported.insert(id)
@@ -277,7 +267,7 @@ final class CrashHarness: @unchecked Sendable {
         }
         let delay = delay(for: "push")
         let started = ContinuousClock.now
-        let result = try runKilled(["push", "--store", desktop.path], after: delay)
+        let result = try await runKilled(["push", "--store", desktop.path], after: delay)
         if !result.killed { typical["push"] = (ContinuousClock.now - started).seconds }
         return ("push", result.killed, delay)
     }
@@ -288,7 +278,7 @@ final class CrashHarness: @unchecked Sendable {
         #expect(try await engine(desktop).push().outcome == .success)
         let delay = delay(for: "pull")
         let started = ContinuousClock.now
-        let result = try runKilled(["pull", "--store", phone.path], after: delay)
+        let result = try await runKilled(["pull", "--store", phone.path], after: delay)
         if !result.killed { typical["pull"] = (ContinuousClock.now - started).seconds }
         return ("pull", result.killed, delay)
     }
@@ -297,7 +287,7 @@ final class CrashHarness: @unchecked Sendable {
         try await addSessions(Int.random(in: 0...50, using: &random))
         let store = Bool.random(using: &random) ? desktop : phone
         let delay = Double.random(in: 0.1...3.0, using: &random)
-        let result = try runKilled(["sync", "--store", store.path, "--watch", "--interval", "1"], after: delay)
+        let result = try await runKilled(["sync", "--store", store.path, "--watch", "--interval", "1"], after: delay)
         return ("sync --watch (\(store == desktop ? "desktop" : "phone"))", result.killed, delay)
     }
 
@@ -305,8 +295,8 @@ final class CrashHarness: @unchecked Sendable {
         // A tablet joins and receives everything, then is revoked; the push that rotates is killed.
         tabletCount += 1
         let tablet = cli.directory.appendingPathComponent("t\(tabletCount)")
-        try makeStore(tablet, role: "mobile", name: "tablet \(tabletCount)", type: "ios-tablet")
-        try pair(tablet, type: "ios-tablet")
+        try await makeStore(tablet, role: "mobile", name: "tablet \(tabletCount)", type: "ios-tablet")
+        try await pair(tablet, type: "ios-tablet")
         #expect(try await engine(desktop).push().outcome == .success)
         let tabletEngine = try await engine(tablet)
         #expect(try await tabletEngine.pull().outcome == .success)
@@ -315,7 +305,7 @@ final class CrashHarness: @unchecked Sendable {
         // The revocation itself is killed now and then too.
         let killRevoke = Int.random(in: 0..<4, using: &random) == 0
         let revokeDelay = delay(for: "revoke")
-        let revoke = try runKilled(
+        let revoke = try await runKilled(
             ["trust", "revoke", "--store", desktop.path, id.canonical], after: killRevoke ? revokeDelay : 60)
         let revocations = try await engine(desktop).remote.trustTables().listRevocations()
         if revocations.contains(where: { $0.deviceID == id }) {
@@ -325,7 +315,7 @@ final class CrashHarness: @unchecked Sendable {
             failures.append("trust revoke ended without publishing the revocation of \(id.canonical)")
         }
         let delay = delay(for: "push")
-        let push = try runKilled(["push", "--store", desktop.path], after: delay)
+        let push = try await runKilled(["push", "--store", desktop.path], after: delay)
         return ("trust revoke\(revoke.killed ? " (killed)" : "") + rotating push", push.killed, delay)
     }
 

@@ -41,34 +41,34 @@ struct DiskCLITests {
         let desktop = disk.appendingPathComponent("d").path, phone = disk.appendingPathComponent("p").path
         let repo = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
-        #expect(try cli.run(["init", "--store", desktop, "--role", "desktop", "--name", "laptop"]).status == 0)
-        #expect(try cli.run(["init", "--store", phone, "--role", "mobile", "--name", "phone"]).status == 0)
+        #expect(try await cli.run(["init", "--store", desktop, "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try await cli.run(["init", "--store", phone, "--role", "mobile", "--name", "phone"]).status == 0)
         for store in [desktop, phone] {
-            #expect(try cli.run(["login", "--store", store, "--email", "q@example.com"]).status == 0)
+            #expect(try await cli.run(["login", "--store", store, "--email", "q@example.com"]).status == 0)
         }
-        #expect(try cli.run(["repo", "add", "--store", desktop, repo.path]).status == 0)
+        #expect(try await cli.run(["repo", "add", "--store", desktop, repo.path]).status == 0)
         for _ in 0..<4 {
-            #expect(try cli.run(["session", "start", "--store", desktop, "--repo", repo.path]).status == 0)
+            #expect(try await cli.run(["session", "start", "--store", desktop, "--repo", repo.path]).status == 0)
         }
-        #expect(try cli.run(["sync", "--store", desktop]).status == 0)
+        #expect(try await cli.run(["sync", "--store", desktop]).status == 0)
         // The remote (outside the small disk) holds sessions the phone has not pulled yet, and the
         // desktop holds sessions it has not pushed yet.
-        #expect(try cli.run(["sync", "--store", phone]).status == 0)
+        #expect(try await cli.run(["sync", "--store", phone]).status == 0)
         for _ in 0..<3 {
-            #expect(try cli.run(["session", "start", "--store", desktop, "--repo", repo.path]).status == 0)
+            #expect(try await cli.run(["session", "start", "--store", desktop, "--repo", repo.path]).status == 0)
         }
-        #expect(try cli.run(["sync", "--store", desktop]).status == 0)
+        #expect(try await cli.run(["sync", "--store", desktop]).status == 0)
         for _ in 0..<2 {
-            #expect(try cli.run(["session", "start", "--store", desktop, "--repo", repo.path]).status == 0)
+            #expect(try await cli.run(["session", "start", "--store", desktop, "--repo", repo.path]).status == 0)
         }
         let sessionsBefore = try Self.count(desktop, "sessions")
 
         let filler = try Mounts.fill(disk)
-        let started = try cli.run(["session", "start", "--store", desktop, "--repo", repo.path])
+        let started = try await cli.run(["session", "start", "--store", desktop, "--repo", repo.path])
         #expect(started.status == 1 && started.err.contains(Self.diskFull), "\(started.status) \(started.err)")
-        let pushed = try cli.run(["push", "--store", desktop])
+        let pushed = try await cli.run(["push", "--store", desktop])
         #expect(pushed.status == 1 && pushed.err.contains(Self.diskFull), "\(pushed.status) \(pushed.err)")
-        let pulled = try cli.run(["pull", "--store", phone])
+        let pulled = try await cli.run(["pull", "--store", phone])
         #expect(pulled.status == 1 && pulled.err.contains(Self.diskFull), "\(pulled.status) \(pulled.err)")
         // Room again. Before anything writes: both stores open as they are (SQLite's own check,
         // read-only), and the failed session start left nothing behind.
@@ -78,8 +78,8 @@ struct DiskCLITests {
         #expect(try Self.count(desktop, "own_session_secrets") == sessionsBefore)
 
         // One normal sync on each device, and the phone opens every secret.
-        #expect(try cli.run(["sync", "--store", desktop]).status == 0)
-        #expect(try cli.run(["sync", "--store", phone]).status == 0)
+        #expect(try await cli.run(["sync", "--store", desktop]).status == 0)
+        #expect(try await cli.run(["sync", "--store", phone]).status == 0)
         let desktopStore = try DeviceStore(directory: URL(fileURLWithPath: desktop))
         let phoneStore = try DeviceStore(directory: URL(fileURLWithPath: phone))
         let key = try await phoneStore.deviceKey()
@@ -96,31 +96,33 @@ struct DiskCLITests {
     }
 
     /// A desktop store logged in to `server` with an access token (login then sends nothing).
-    static func loggedIn(_ cli: CLI, _ store: String, server: HostileServer) throws -> [String: String] {
+    static func loggedIn(_ cli: CLI, _ store: String, server: HostileServer) async throws -> [String: String] {
         let environment = [
             "SYNC_REMOTE": server.baseURL.absoluteString, "SUPABASE_ANON_KEY": "anon",
             "SYNC_ACCESS_TOKEN": "eyJhbGciOiJIUzI1NiJ9."
                 + StackEnvironment.base64URL(Data(#"{"sub":"\#(UUID().canonical)"}"#.utf8)) + ".c2ln",
         ]
         #expect(
-            try cli.run(["init", "--store", store, "--role", "desktop", "--name", "laptop"], environment: environment)
-                .status == 0)
-        #expect(try cli.run(["login", "--store", store], environment: environment).status == 0)
+            try await cli.run(
+                ["init", "--store", store, "--role", "desktop", "--name", "laptop"], environment: environment
+            )
+            .status == 0)
+        #expect(try await cli.run(["login", "--store", store], environment: environment).status == 0)
         return environment
     }
 
     @Test("a store directory that became read-only: a clear error before any network request")
-    func readOnlyDirectory() throws {
+    func readOnlyDirectory() async throws {
         let cli = try CLI()
         let server = try Self.countingServer()
         defer { server.stop() }
         let store = cli.store("d")
-        let environment = try Self.loggedIn(cli, store, server: server)
+        let environment = try await Self.loggedIn(cli, store, server: server)
         let before = server.requests.count
         try Mounts.bindReadOnly(URL(fileURLWithPath: store))
         defer { Mounts.unmount(URL(fileURLWithPath: store)) }
         for command in [["sync"], ["push"], ["session", "start", "--repo", "x"]] {
-            let result = try cli.run(command + ["--store", store], environment: environment)
+            let result = try await cli.run(command + ["--store", store], environment: environment)
             #expect(
                 result.status == 1 && result.err.contains("read-only"), "\(command): \(result.status) \(result.err)")
         }
@@ -128,17 +130,17 @@ struct DiskCLITests {
     }
 
     @Test("a store on read-only media: a clear error before any network request")
-    func readOnlyMedia() throws {
+    func readOnlyMedia() async throws {
         let cli = try CLI()
         let server = try Self.countingServer()
         defer { server.stop() }
         let media = try Mounts.tmpfs(size: "8m")
         defer { Mounts.unmount(media) }
         let store = media.appendingPathComponent("d").path
-        let environment = try Self.loggedIn(cli, store, server: server)
+        let environment = try await Self.loggedIn(cli, store, server: server)
         let before = server.requests.count
         try Mounts.remountReadOnly(media)
-        let result = try cli.run(["sync", "--store", store], environment: environment)
+        let result = try await cli.run(["sync", "--store", store], environment: environment)
         #expect(result.status == 1 && result.err.contains("read-only file system"), "\(result.status) \(result.err)")
         #expect(server.requests.count == before, "a request reached the server")
     }

@@ -6,69 +6,72 @@ import Testing
 /// pairing code stuck in a pipe's buffer, ids in two cases, lists without JSON.
 @Suite("sync-cli: the first day")
 struct FirstDayCLITests {
-    @Test func aMistypedStoreIsNeverCreated() throws {
+    @Test func aMistypedStoreIsNeverCreated() async throws {
         let cli = try CLI()
         let typo = cli.store("desktpo")
         for command in [
             ["status"], ["push"], ["devices", "list"], ["session", "list"], ["login", "--email", "a@b.c"],
         ] {
-            let result = try cli.run(command + ["--store", typo])
+            let result = try await cli.run(command + ["--store", typo])
             #expect(result.status == 1, "\(command)")
             #expect(result.err.contains("no store at \(typo)") && result.err.contains("sync-cli init --store"))
             #expect(!FileManager.default.fileExists(atPath: typo))
         }
     }
 
-    @Test func anEmbeddedRemoteNeedsAnExistingDirectoryAndIsPrivate() throws {
+    @Test func anEmbeddedRemoteNeedsAnExistingDirectoryAndIsPrivate() async throws {
         let cli = try CLI()
         let store = cli.store("desktop")
-        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
-        let missing = try cli.run([
+        #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
+        let missing = try await cli.run([
             "login", "--store", store, "--remote", "embedded:/nonexistent/r.sqlite", "--email", "a@b.c",
         ])
         #expect(missing.status == 1 && missing.err.contains("/nonexistent does not exist"))
         #expect(!FileManager.default.fileExists(atPath: "/nonexistent"))
-        let empty = try cli.run(["login", "--store", store, "--remote", "embedded:", "--email", "a@b.c"])
+        let empty = try await cli.run(["login", "--store", store, "--remote", "embedded:", "--email", "a@b.c"])
         #expect(empty.status == 1 && empty.err.contains("embedded: needs a file path"))
         // Neither was remembered: the next login uses the default, beside the store, 0600.
         let remote = cli.directory.appendingPathComponent("own-remote.sqlite").path
         #expect(
-            try cli.run(["login", "--store", store, "--remote", "embedded:" + remote, "--email", "a@b.c"]).status == 0)
-        #expect(try cli.run(["push", "--store", store]).status == 0)
+            try await cli.run(["login", "--store", store, "--remote", "embedded:" + remote, "--email", "a@b.c"]).status
+                == 0)
+        #expect(try await cli.run(["push", "--store", store]).status == 0)
         let mode = try FileManager.default.attributesOfItem(atPath: remote)[.posixPermissions] as? NSNumber
         #expect(mode?.intValue == 0o600)
     }
 
-    @Test func versionAndJSONListsWithLowercaseIDs() throws {
+    @Test func versionAndJSONListsWithLowercaseIDs() async throws {
         let cli = try CLI()
-        let version = try cli.run(["--version"])
+        let version = try await cli.run(["--version"])
         #expect(version.status == 0 && version.out.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil)
         let store = cli.store("desktop")
-        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
-        #expect(try cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
-        #expect(try cli.run(["repo", "add", "--store", store, cli.directory.path]).status == 0)
-        let session = try cli.run(["session", "start", "--store", store, "--repo", cli.directory.path, "--title", "t"])
+        #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
+        #expect(try await cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
+        #expect(try await cli.run(["repo", "add", "--store", store, cli.directory.path]).status == 0)
+        let session = try await cli.run([
+            "session", "start", "--store", store, "--repo", cli.directory.path, "--title", "t",
+        ])
         let id = session.out.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(id == id.lowercased() && UUID(uuidString: id) != nil)
-        #expect(try cli.run(["push", "--store", store]).status == 0)
-        #expect(try cli.run(["trust", "init", "--store", store, "--no-recovery-key"]).status == 0)
+        #expect(try await cli.run(["push", "--store", store]).status == 0)
+        #expect(try await cli.run(["trust", "init", "--store", store, "--no-recovery-key"]).status == 0)
 
-        func json(_ arguments: [String]) throws -> (Any, String) {
-            let result = try cli.run(arguments + ["--store", store, "--json"])
+        func json(_ arguments: [String]) async throws -> (Any, String) {
+            let result = try await cli.run(arguments + ["--store", store, "--json"])
             #expect(result.status == 0, "\(arguments): \(result.err)")
             return (try JSONSerialization.jsonObject(with: Data(result.out.utf8)), result.out)
         }
-        let (sessions, sessionsText) = try json(["session", "list"])
+        let (sessions, sessionsText) = try await json(["session", "list"])
         #expect((sessions as? [[String: Any]])?.first?["id"] as? String == id)
         #expect((sessions as? [[String: Any]])?.first?["sessionStartedAt"] is String)
-        let (repositories, _) = try json(["repo", "list"])
+        let (repositories, _) = try await json(["repo", "list"])
         #expect((repositories as? [[String: Any]])?.count == 1)
-        let (status, _) = try json(["status"])
+        let (status, _) = try await json(["status"])
         let device = ((status as? [String: Any])?["device"] as? [String: Any])?["id"] as? String
         #expect(device != nil && device == device?.lowercased())
-        let (devices, devicesText) = try json(["devices", "list"])
+        let (devices, devicesText) = try await json(["devices", "list"])
         #expect(((devices as? [String: Any])?["devices"] as? [[String: Any]])?.first?["thisDevice"] as? Bool == true)
-        let (_, trustText) = try json(["trust", "status"])
+        let (_, trustText) = try await json(["trust", "status"])
         // No uppercase id anywhere in any of them.
         for text in [sessionsText, devicesText, trustText] {
             #expect(
@@ -81,9 +84,9 @@ struct FirstDayCLITests {
     @Test func aPairingCodeReachesAPipeAtOnce() async throws {
         let cli = try CLI()
         let store = cli.store("desktop")
-        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
-        #expect(try cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
-        #expect(try cli.run(["trust", "init", "--store", store, "--no-recovery-key"]).status == 0)
+        #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
+        #expect(try await cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
+        #expect(try await cli.run(["trust", "init", "--store", store, "--no-recovery-key"]).status == 0)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.path)
         process.arguments = ["trust", "invite", "--store", store, "--device-type", "ios-phone", "--no-qr", "--wait"]
@@ -124,11 +127,11 @@ struct FirstDayCLITests {
         let phone = cli.store("phone")
         let desktop = cli.store("desktop")
         for (store, role) in [(phone, "mobile"), (desktop, "desktop")] {
-            #expect(try cli.run(["init", "--store", store, "--role", role, "--name", role]).status == 0)
-            #expect(try cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
+            #expect(try await cli.run(["init", "--store", store, "--role", role, "--name", role]).status == 0)
+            #expect(try await cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
         }
-        #expect(try cli.run(["pull", "--store", phone]).status == 0)
-        #expect(try cli.run(["repo", "add", "--store", desktop, cli.directory.path]).status == 0)
+        #expect(try await cli.run(["pull", "--store", phone]).status == 0)
+        #expect(try await cli.run(["repo", "add", "--store", desktop, cli.directory.path]).status == 0)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: CLI.path)
         process.arguments = ["sync", "--watch", "--interval", "0.3", "--store", phone]
@@ -144,8 +147,8 @@ struct FirstDayCLITests {
         try await Task.sleep(for: .seconds(2))
         let quiet = try String(contentsOf: out, encoding: .utf8)
         // A session arrives: one line says so.
-        #expect(try cli.run(["session", "start", "--store", desktop, "--repo", cli.directory.path]).status == 0)
-        #expect(try cli.run(["push", "--store", desktop]).status == 0)
+        #expect(try await cli.run(["session", "start", "--store", desktop, "--repo", cli.directory.path]).status == 0)
+        #expect(try await cli.run(["push", "--store", desktop]).status == 0)
         try await Task.sleep(for: .seconds(2))
         process.terminate()
         process.waitUntilExit()
@@ -156,7 +159,7 @@ struct FirstDayCLITests {
         #expect(process.terminationStatus == 0)
     }
 
-    @Test func aPushToADeadServerExitsThreeWithOrWithoutRowsToSend() throws {
+    @Test func aPushToADeadServerExitsThreeWithOrWithoutRowsToSend() async throws {
         let cli = try CLI()
         // A token whose subject is a user id; nothing listens on port 1.
         let token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmMDMwMzVkOC1hZjk2LTQ5MTMtODM0ZC1iNzhhMTE3MjIwNTcifQ.x"
@@ -164,78 +167,80 @@ struct FirstDayCLITests {
             "SYNC_ACCESS_TOKEN": token, "SUPABASE_ANON_KEY": "anon", "SYNC_REMOTE": "http://127.0.0.1:1",
         ]
         let store = cli.store("desktop")
-        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
-        #expect(try cli.run(["login", "--store", store], environment: environment).status == 0)
-        let empty = try cli.run(["push", "--store", store], environment: environment)
+        #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
+        #expect(try await cli.run(["login", "--store", store], environment: environment).status == 0)
+        let empty = try await cli.run(["push", "--store", store], environment: environment)
         #expect(empty.status == 3, "\(empty.out)")
-        #expect(try cli.run(["repo", "add", "--store", store, cli.directory.path]).status == 0)
-        let rows = try cli.run(["push", "--store", store], environment: environment)
+        #expect(try await cli.run(["repo", "add", "--store", store, cli.directory.path]).status == 0)
+        let rows = try await cli.run(["push", "--store", store], environment: environment)
         #expect(rows.status == 3, "\(rows.out)")
         // Network errors say what to check, in a report and when a command fails outright.
         #expect(rows.out.components(separatedBy: "hint: Check the remote's address").count == 2)
-        let listed = try cli.run(["devices", "list", "--store", store], environment: environment)
+        let listed = try await cli.run(["devices", "list", "--store", store], environment: environment)
         #expect(listed.status == 1 && listed.err.contains("Check the remote's address"))
     }
 
-    @Test func aRepositoryCanBeNamedByItsName() throws {
+    @Test func aRepositoryCanBeNamedByItsName() async throws {
         let cli = try CLI()
         let store = cli.store("desktop")
-        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
-        #expect(try cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
-        let added = try cli.run(["repo", "add", "--store", store, cli.directory.path, "--name", "my-project"])
+        #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
+        #expect(try await cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
+        let added = try await cli.run(["repo", "add", "--store", store, cli.directory.path, "--name", "my-project"])
         #expect(added.out.contains("Added repository my-project"))
-        let started = try cli.run(["session", "start", "--store", store, "--repo", "my-project", "--title", "t"])
+        let started = try await cli.run(["session", "start", "--store", store, "--repo", "my-project", "--title", "t"])
         #expect(started.status == 0, "\(started.err)")
-        #expect(try cli.run(["repo", "remove", "--store", store, "my-project"]).status == 0)
-        let gone = try cli.run(["session", "start", "--store", store, "--repo", "my-project"])
+        #expect(try await cli.run(["repo", "remove", "--store", store, "my-project"]).status == 0)
+        let gone = try await cli.run(["session", "start", "--store", store, "--repo", "my-project"])
         #expect(gone.status == 1)
     }
 
-    @Test func trustInitSaysWhichDevicesStopReceivingAndPushesKeepSayingIt() throws {
+    @Test func trustInitSaysWhichDevicesStopReceivingAndPushesKeepSayingIt() async throws {
         let cli = try CLI()
         let phone = cli.store("phone")
         let desktop = cli.store("desktop")
         #expect(
-            try cli.run([
+            try await cli.run([
                 "init", "--store", phone, "--role", "mobile", "--name", "Old phone", "--device-type", "ios-phone",
             ]).status == 0)
-        #expect(try cli.run(["login", "--store", phone, "--email", "a@b.c"]).status == 0)
-        #expect(try cli.run(["pull", "--store", phone]).status == 0)
-        #expect(try cli.run(["init", "--store", desktop, "--role", "desktop", "--name", "d"]).status == 0)
-        #expect(try cli.run(["login", "--store", desktop, "--email", "a@b.c"]).status == 0)
-        let initialised = try cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"])
+        #expect(try await cli.run(["login", "--store", phone, "--email", "a@b.c"]).status == 0)
+        #expect(try await cli.run(["pull", "--store", phone]).status == 0)
+        #expect(try await cli.run(["init", "--store", desktop, "--role", "desktop", "--name", "d"]).status == 0)
+        #expect(try await cli.run(["login", "--store", desktop, "--email", "a@b.c"]).status == 0)
+        let initialised = try await cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"])
         #expect(initialised.status == 0)
         #expect(initialised.err.contains("1 device(s) stop receiving secrets until they are paired"))
         #expect(initialised.err.contains("Old phone") && initialised.err.contains("--trust any"))
-        let pushed = try cli.run(["push", "--store", desktop])
+        let pushed = try await cli.run(["push", "--store", desktop])
         #expect(pushed.out.contains("1 device(s) receive no secrets until paired"))
         // Sealing to it anyway is one flag away, and then nothing is said.
-        let anyway = try cli.run(["push", "--store", desktop, "--trust", "any"])
+        let anyway = try await cli.run(["push", "--store", desktop, "--trust", "any"])
         #expect(!anyway.out.contains("receive no secrets until paired"))
     }
 
     /// Two logged-in stores on one embedded remote: a desktop with a session and a phone.
-    static func desktopAndPhone(_ cli: CLI) throws -> (desktop: String, phone: String, session: String) {
+    static func desktopAndPhone(_ cli: CLI) async throws -> (desktop: String, phone: String, session: String) {
         let phone = cli.store("phone")
         let desktop = cli.store("desktop")
         for (store, role) in [(desktop, "desktop"), (phone, "mobile")] {
-            #expect(try cli.run(["init", "--store", store, "--role", role, "--name", role]).status == 0)
-            #expect(try cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
+            #expect(try await cli.run(["init", "--store", store, "--role", role, "--name", role]).status == 0)
+            #expect(try await cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
         }
-        #expect(try cli.run(["repo", "add", "--store", desktop, cli.directory.path]).status == 0)
-        let session = try cli.run(["session", "start", "--store", desktop, "--repo", cli.directory.path]).out
+        #expect(try await cli.run(["repo", "add", "--store", desktop, cli.directory.path]).status == 0)
+        let session = try await cli.run(["session", "start", "--store", desktop, "--repo", cli.directory.path]).out
             .trimmingCharacters(in: .whitespacesAndNewlines)
         return (desktop, phone, session)
     }
 
     @Test func joinWaitsAndSaysCertifiedOrRefused() async throws {
         let cli = try CLI()
-        let (desktop, phone, _) = try Self.desktopAndPhone(cli)
-        #expect(try cli.run(["pull", "--store", phone]).status == 0)
-        #expect(try cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
+        let (desktop, phone, _) = try await Self.desktopAndPhone(cli)
+        #expect(try await cli.run(["pull", "--store", phone]).status == 0)
+        #expect(try await cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
 
-        func invite() throws -> String {
-            let out = try cli.run(["trust", "invite", "--store", desktop, "--device-type", "ios-phone", "--no-qr"]).out
+        func invite() async throws -> String {
+            let out = try await cli.run([
+                "trust", "invite", "--store", desktop, "--device-type", "ios-phone", "--no-qr",
+            ]).out
             let range = try #require(out.range(of: #"([A-Z2-7]{4}-){15}[A-Z2-7]{4}"#, options: .regularExpression))
             return String(out[range])
         }
@@ -243,12 +248,12 @@ struct FirstDayCLITests {
         func joinWhileApproving(_ code: String) async throws -> (status: Int32, out: String, err: String, root: String)
         {
             let joining = Task.detached {
-                try cli.run(["trust", "join", "--store", phone, "--timeout", "60"], stdin: code + "\n")
+                try await cli.run(["trust", "join", "--store", phone, "--timeout", "60"], stdin: code + "\n")
             }
             var root = ""
             for _ in 0..<200 where root.isEmpty || root.contains("No pairing requests") {
                 try await Task.sleep(for: .milliseconds(100))
-                root = try cli.run(["trust", "approve", "--store", desktop]).out
+                root = try await cli.run(["trust", "approve", "--store", desktop]).out
             }
             let joined = try await joining.value
             return (joined.status, joined.out, joined.err, root)
@@ -256,7 +261,7 @@ struct FirstDayCLITests {
 
         // A mistyped code (one character of the pairing secret): the root says mistyped, join
         // exits 1 saying refused, with what to do next.
-        let code = try invite()
+        let code = try await invite()
         var typo = Array(code)
         typo[25] = typo[25] == "A" ? "B" : "A"
         let refused = try await joinWhileApproving(String(typo))
@@ -266,42 +271,42 @@ struct FirstDayCLITests {
         // The right code: "Certified", exit 0; once more: already certified, exit 0.
         let certified = try await joinWhileApproving(code)
         #expect(certified.status == 0 && certified.out.contains("Certified"), "\(certified.err)")
-        let again = try cli.run(["trust", "join", "--store", phone], stdin: code + "\n")
+        let again = try await cli.run(["trust", "join", "--store", phone], stdin: code + "\n")
         #expect(again.status == 0 && again.out.contains("already certified"))
         #expect(!again.out.contains("replay") && !again.err.contains("replay"))
     }
 
-    @Test func aMissingSecretSaysWhyAndWhatToDo() throws {
+    @Test func aMissingSecretSaysWhyAndWhatToDo() async throws {
         let cli = try CLI()
-        let (desktop, phone, session) = try Self.desktopAndPhone(cli)
+        let (desktop, phone, session) = try await Self.desktopAndPhone(cli)
         // The desktop pushed before the phone had a row: not pushed yet.
-        #expect(try cli.run(["push", "--store", desktop]).status == 0)
-        #expect(try cli.run(["pull", "--store", phone]).status == 0)
-        let notYet = try cli.run(["secrets", "show", "--store", phone, session])
+        #expect(try await cli.run(["push", "--store", desktop]).status == 0)
+        #expect(try await cli.run(["pull", "--store", phone]).status == 0)
+        let notYet = try await cli.run(["secrets", "show", "--store", phone, session])
         #expect(notYet.status == 1 && notYet.err.contains("not sealed the secret to it"), "\(notYet.err)")
         #expect(notYet.err.contains("`sync-cli sync` on that desktop"))
 
         // The desktop pins an identity: it seals to certified devices only; the phone is not paired.
-        #expect(try cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
-        #expect(try cli.run(["push", "--store", desktop]).status == 0)
-        #expect(try cli.run(["pull", "--store", phone]).status == 0)
-        let unpaired = try cli.run(["secrets", "show", "--store", phone, session])
+        #expect(try await cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
+        #expect(try await cli.run(["push", "--store", desktop]).status == 0)
+        #expect(try await cli.run(["pull", "--store", phone]).status == 0)
+        let unpaired = try await cli.run(["secrets", "show", "--store", phone, session])
         #expect(unpaired.status == 1 && unpaired.err.contains("not paired"), "\(unpaired.err)")
         #expect(unpaired.err.contains("trust join"))
     }
 
-    @Test func revokeSaysWhatItDoesAndOnlyOffersWhatTheServerCanDo() throws {
+    @Test func revokeSaysWhatItDoesAndOnlyOffersWhatTheServerCanDo() async throws {
         let cli = try CLI()
-        let (desktop, phone, _) = try Self.desktopAndPhone(cli)
-        #expect(try cli.run(["pull", "--store", phone]).status == 0)
-        let help = try cli.run(["trust", "revoke", "--help"]).out
+        let (desktop, phone, _) = try await Self.desktopAndPhone(cli)
+        #expect(try await cli.run(["pull", "--store", phone]).status == 0)
+        let help = try await cli.run(["trust", "revoke", "--help"]).out
         #expect(help.contains("not signed out") && !help.contains("(sign out)"))
-        let alone = try cli.run(["trust", "revoke", "--store", desktop, "x", "--end-other-logins"])
+        let alone = try await cli.run(["trust", "revoke", "--store", desktop, "x", "--end-other-logins"])
         #expect(alone.status == 64 && alone.err.contains("cannot end one device's login alone"))
-        #expect(try cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
-        let embedded = try cli.run(["trust", "revoke", "--store", desktop, "--all-others", "--end-other-logins"])
+        #expect(try await cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
+        let embedded = try await cli.run(["trust", "revoke", "--store", desktop, "--all-others", "--end-other-logins"])
         #expect(embedded.status == 1 && embedded.err.contains("no auth server"))
-        let revoked = try cli.run(["trust", "revoke", "--store", desktop, "--all-others"])
+        let revoked = try await cli.run(["trust", "revoke", "--store", desktop, "--all-others"])
         #expect(revoked.status == 0 && revoked.out.contains("still read repository names, session titles"))
         #expect(!revoked.out.contains("--end-other-logins"))
     }

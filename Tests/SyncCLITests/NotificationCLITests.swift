@@ -5,55 +5,57 @@ import Testing
 @Suite("sync-cli notifications")
 struct NotificationCLITests {
     @Test("show and set the phone's settings; a desktop's status reaches the phone's live activity sanitised")
-    func settingsAndLiveActivity() throws {
+    func settingsAndLiveActivity() async throws {
         let cli = try CLI()
         let repo = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
-        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
-        #expect(try cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
         for store in ["d", "p"] {
-            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
+            #expect(try await cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
         }
-        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
-        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
+        #expect(try await cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let session = try await cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(try cli.run(["sync", "--store", cli.store("d")]).status == 0)
-        #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("d")]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("p")]).status == 0)
 
-        func settings(_ arguments: [String]) throws -> [String: Any] {
-            let result = try cli.run(["notifications"] + arguments + ["--store", cli.store("p"), "--json"])
+        func settings(_ arguments: [String]) async throws -> [String: Any] {
+            let result = try await cli.run(["notifications"] + arguments + ["--store", cli.store("p"), "--json"])
             #expect(result.status == 0, "\(result.err)")
             return try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
         }
-        let defaults = try settings(["show"])
+        let defaults = try await settings(["show"])
         #expect(defaults["live-activities"] as? Bool == true && defaults["background"] as? Bool == true)
         #expect(defaults["details"] as? Bool == false && defaults["time-sensitive"] as? Bool == true)
-        let changed = try settings(["set", "details", "on"])
+        let changed = try await settings(["set", "details", "on"])
         #expect(changed["details"] as? Bool == true && changed["live-activities-ended"] as? Int == 0)
-        #expect(try settings(["show"])["details"] as? Bool == true)
-        let text = try cli.run(["notifications", "show", "--store", cli.store("p")])
+        await #expect(try settings(["show"])["details"] as? Bool == true)
+        let text = try await cli.run(["notifications", "show", "--store", cli.store("p")])
         #expect(text.status == 0 && text.out.contains("details") && text.out.contains("on"))
 
         // Bad input: a clear refusal, nothing changed.
-        let badValue = try cli.run(["notifications", "set", "details", "maybe", "--store", cli.store("p")])
+        let badValue = try await cli.run(["notifications", "set", "details", "maybe", "--store", cli.store("p")])
         #expect(badValue.status != 0 && badValue.err.contains("on or off"))
-        let badKey = try cli.run(["notifications", "set", "sound", "on", "--store", cli.store("p")])
+        let badKey = try await cli.run(["notifications", "set", "sound", "on", "--store", cli.store("p")])
         #expect(badKey.status != 0 && badKey.err.contains("live-activities"))
-        #expect(try settings(["show"])["details"] as? Bool == true)
+        await #expect(try settings(["show"])["details"] as? Bool == true)
 
         // The phone's live activity for the session, then the desktop reports.
         #expect(
-            try cli.run([
+            try await cli.run([
                 "push-token", "register", "--store", cli.store("p"), "live0123", "--type", "live_activity",
                 "--activity-id", "a1", "--session-id", session,
             ]).status == 0)
-        let reported = try cli.run([
+        let reported = try await cli.run([
             "session", "status", "--store", cli.store("d"), session, "running", "--operation",
             "Deploying with token=abc123", "--todo", "3/7", "--task", "Fix auth bug", "--json",
         ])
         #expect(reported.status == 0, "\(reported.err)")
         #expect(reported.out.contains("Deploying with [REDACTED]") && !reported.out.contains("abc123"))
-        let outbox = try cli.run(["outbox", "list", "--store", cli.store("p"), "--json"])
+        let outbox = try await cli.run(["outbox", "list", "--store", cli.store("p"), "--json"])
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(outbox.out.utf8)) as? [[String: Any]])
         let live = try #require(rows.first { $0["push_type"] as? String == "liveactivity" })
         let aps = try #require((live["payload"] as? [String: Any])?["aps"] as? [String: Any])
@@ -61,9 +63,13 @@ struct NotificationCLITests {
         #expect(state["currentOperation"] as? String == "Deploying with [REDACTED]")
         #expect((state["todoProgress"] as? [String: Any])?["currentTask"] as? String == "Fix auth bug")
         #expect(live["not_before"] is String)
-        let badTodo = try cli.run(["session", "status", "--store", cli.store("d"), session, "running", "--todo", "3"])
+        let badTodo = try await cli.run([
+            "session", "status", "--store", cli.store("d"), session, "running", "--todo", "3",
+        ])
         #expect(badTodo.status != 0 && badTodo.err.contains("COMPLETED/TOTAL"))
-        let taskAlone = try cli.run(["session", "status", "--store", cli.store("d"), session, "running", "--task", "x"])
+        let taskAlone = try await cli.run([
+            "session", "status", "--store", cli.store("d"), session, "running", "--task", "x",
+        ])
         #expect(taskAlone.status != 0 && taskAlone.err.contains("--todo"))
     }
 }

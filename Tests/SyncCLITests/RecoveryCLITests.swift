@@ -14,31 +14,34 @@ struct RecoveryCLITests {
     }
 
     @Test("the root desktop is lost; another desktop recovers with the key; the phone keeps receiving secrets")
-    func loseRootAndRecover() throws {
+    func loseRootAndRecover() async throws {
         let cli = try CLI()
         for (store, role, name) in [("d", "desktop", "laptop"), ("p", "mobile", "phone"), ("s", "desktop", "spare")] {
-            #expect(try cli.run(["init", "--store", cli.store(store), "--role", role, "--name", name]).status == 0)
-            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
+            #expect(
+                try await cli.run(["init", "--store", cli.store(store), "--role", role, "--name", name]).status == 0)
+            #expect(try await cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
         }
         // The one deliberate print of the key.
-        let initialized = try cli.run(["trust", "init", "--store", cli.store("d"), "--json"])
+        let initialized = try await cli.run(["trust", "init", "--store", cli.store("d"), "--json"])
         #expect(initialized.status == 0, "\(initialized.err)")
         let printed = try #require(
             try JSONSerialization.jsonObject(with: Data(initialized.out.utf8)) as? [String: String])
         let recoveryKey = try #require(printed["recoveryKey"])
-        let shown = try cli.run(["trust", "init", "--store", cli.store("s"), "--no-qr"])
+        let shown = try await cli.run(["trust", "init", "--store", cli.store("s"), "--no-qr"])
         #expect(shown.status != 0, "a second identity must be refused")
 
-        let invite = try cli.run([
+        let invite = try await cli.run([
             "trust", "invite", "--store", cli.store("d"), "--device-type", "ios-phone", "--no-qr",
         ])
         let code = try #require(
             invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
                 .first { $0.count == 79 && $0.split(separator: "-").count == 16 })
-        #expect(try cli.run(["trust", "join", "--no-wait", "--store", cli.store("p")], stdin: code + "\n").status == 0)
-        #expect(try cli.run(["trust", "approve", "--store", cli.store("d")]).status == 0)
-        #expect(try cli.run(["sync", "--store", cli.store("d")]).status == 0)
-        #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
+        #expect(
+            try await cli.run(["trust", "join", "--no-wait", "--store", cli.store("p")], stdin: code + "\n").status == 0
+        )
+        #expect(try await cli.run(["trust", "approve", "--store", cli.store("d")]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("d")]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("p")]).status == 0)
 
         // The laptop is gone.
         try FileManager.default.removeItem(atPath: cli.store("d"))
@@ -46,25 +49,25 @@ struct RecoveryCLITests {
         // A mistyped key: refused, nothing written.
         var typo = Array(recoveryKey)
         typo[0] = typo[0] == "A" ? "B" : "A"
-        let mistyped = try cli.run(["trust", "recover", "--store", cli.store("s")], stdin: String(typo) + "\n")
+        let mistyped = try await cli.run(["trust", "recover", "--store", cli.store("s")], stdin: String(typo) + "\n")
         #expect(mistyped.status == 1 && mistyped.err.contains("mistyped"))
         #expect(!FileManager.default.fileExists(atPath: cli.store("s") + "/identity.key"))
 
-        let recovered = try cli.run(["trust", "recover", "--store", cli.store("s")], stdin: recoveryKey + "\n")
+        let recovered = try await cli.run(["trust", "recover", "--store", cli.store("s")], stdin: recoveryKey + "\n")
         #expect(recovered.status == 0, "\(recovered.err)")
         #expect(recovered.out.contains("trust root"))
-        let status = try cli.run(["trust", "status", "--store", cli.store("s")])
+        let status = try await cli.run(["trust", "status", "--store", cli.store("s")])
         #expect(status.out.contains("(this device) (trust root)"))
 
         // The spare desktop's session reaches the phone, which opens it without re-pairing.
         let repo = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
-        #expect(try cli.run(["repo", "add", "--store", cli.store("s"), repo.path]).status == 0)
-        let session = try cli.run(["session", "start", "--store", cli.store("s"), "--repo", repo.path]).out
+        #expect(try await cli.run(["repo", "add", "--store", cli.store("s"), repo.path]).status == 0)
+        let session = try await cli.run(["session", "start", "--store", cli.store("s"), "--repo", repo.path]).out
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(try cli.run(["sync", "--store", cli.store("s")]).status == 0)
-        #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
-        let opened = try cli.run(["secrets", "show", "--store", cli.store("p"), session, "--json"])
+        #expect(try await cli.run(["sync", "--store", cli.store("s")]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("p")]).status == 0)
+        let opened = try await cli.run(["secrets", "show", "--store", cli.store("p"), session, "--json"])
         #expect(opened.status == 0 && opened.out.contains("\"opens\" : true"), "\(opened.out) \(opened.err)")
 
         // The key and the seed are nowhere but identity.key (and the one print above).
@@ -85,14 +88,15 @@ struct RecoveryCLITests {
         }
 
         // The last resort: a new identity, confirmed by the store's email.
-        let refused = try cli.run(
+        let refused = try await cli.run(
             ["trust", "reset", "--store", cli.store("s"), "--no-qr"], stdin: "someone@else.com\n")
         #expect(refused.status == 1 && refused.err.contains("does not match"))
-        let reset = try cli.run(["trust", "reset", "--store", cli.store("s"), "--json"], stdin: "q@example.com\n")
+        let reset = try await cli.run(
+            ["trust", "reset", "--store", cli.store("s"), "--json"], stdin: "q@example.com\n")
         #expect(reset.status == 0, "\(reset.err)")
         let again = try #require(try JSONSerialization.jsonObject(with: Data(reset.out.utf8)) as? [String: String])
         #expect(again["recoveryKey"] != nil && again["recoveryKey"] != recoveryKey)
-        let phone = try cli.run(["sync", "--store", cli.store("p")])
+        let phone = try await cli.run(["sync", "--store", cli.store("p")])
         #expect(phone.status == 4, "the phone pinned the old identity: \(phone.err)")
     }
 }

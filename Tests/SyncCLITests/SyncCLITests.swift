@@ -26,34 +26,34 @@ struct CLI {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
-    /// Runs `arguments`; returns exit status, stdout and stderr.
+    /// Runs `arguments`; returns exit status, stdout and stderr. The wait is off the cooperative
+    /// pool (``offThePool(_:)``).
     @discardableResult
     func run(
         _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
+    ) async throws -> (status: Int32, out: String, err: String) {
+        try await offThePool { try runBlocking(arguments, stdin: stdin, environment: environment) }
+    }
+
+    /// ``run(_:stdin:environment:)`` on the calling thread.
+    func runBlocking(
+        _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
     ) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.path)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
+        let child = try SpawnedChild(
+            Self.path, arguments, environment: self.environment(environment), workingDirectory: directory,
+            stdin: stdin)
+        let status = SpawnedChild.exitCode(try child.wait())
+        return (status, child.output, child.errors)
+    }
+
+    /// The environment a run gets: this process's, the embedded remote beside the stores, and
+    /// `overrides`.
+    func environment(_ overrides: [String: String]) -> [String: String] {
         var env = ProcessInfo.processInfo.environment
         env["SYNC_REMOTE"] = "embedded:" + directory.appendingPathComponent("remote.sqlite").path
         env.removeValue(forKey: "SYNC_STORE_DIR")
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try ChildProcesses.start(process)
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errData = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outData, as: UTF8.self),
-            String(decoding: errData, as: UTF8.self)
-        )
+        for (key, value) in overrides { env[key] = value }
+        return env
     }
 
     func store(_ name: String) -> String { directory.appendingPathComponent(name).path }
@@ -74,16 +74,16 @@ struct SyncCLITests {
     ]
 
     @Test("every command has help", arguments: commands)
-    func help(command: [String]) throws {
-        let result = try CLI().run(command + ["--help"])
+    func help(command: [String]) async throws {
+        let result = try await CLI().run(command + ["--help"])
         #expect(result.status == 0)
         #expect(result.out.contains("USAGE:"))
     }
 
     @Test("sync commands document their exit statuses")
-    func exitStatusesDocumented() throws {
+    func exitStatusesDocumented() async throws {
         for command in ["push", "pull", "sync"] {
-            let result = try CLI().run([command, "--help"])
+            let result = try await CLI().run([command, "--help"])
             let text = result.out.split(whereSeparator: \.isWhitespace).joined(separator: " ")
             #expect(
                 text.contains("2 partial success") && text.contains("3 every phase failed")
@@ -92,8 +92,8 @@ struct SyncCLITests {
     }
 
     @Test("the demo ends with every secret matched")
-    func demo() throws {
-        let result = try CLI().run(["demo"])
+    func demo() async throws {
+        let result = try await CLI().run(["demo"])
         // Booleans first: the demo's output holds its (throwaway) pairing code, which a failing
         // expectation would otherwise print.
         let matched = result.out.contains("5/5 secrets matched"),
@@ -110,33 +110,37 @@ struct SyncCLITests {
         let cli = try CLI()
         let repo = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
-        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
-        #expect(try cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
         // Before login, a push refuses to run: status 1, a clear message.
-        let early = try cli.run(["push", "--store", cli.store("d")])
+        let early = try await cli.run(["push", "--store", cli.store("d")])
         #expect(early.status == 1 && early.err.contains("login"))
         for store in ["d", "p"] {
-            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
+            #expect(try await cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
         }
-        #expect(try cli.run(["pull", "--store", cli.store("p")]).status == 0)
-        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
-        let started = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path, "--title", "t"])
+        #expect(try await cli.run(["pull", "--store", cli.store("p")]).status == 0)
+        #expect(try await cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let started = try await cli.run([
+            "session", "start", "--store", cli.store("d"), "--repo", repo.path, "--title", "t",
+        ])
         let session = started.out.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(started.status == 0 && UUID.parse(session) != nil)
-        let push = try cli.run(["push", "--store", cli.store("d"), "--json"])
+        let push = try await cli.run(["push", "--store", cli.store("d"), "--json"])
         #expect(push.status == 0)
         #expect(push.out.contains("\"envelopesSealed\" : 2"))
-        let pull = try cli.run(["pull", "--store", cli.store("p")])
+        let pull = try await cli.run(["pull", "--store", cli.store("p")])
         #expect(pull.status == 0 && pull.out.contains("1 opened"))
 
-        let shown = try cli.run(["secrets", "show", "--store", cli.store("p"), String(session.prefix(8))])
+        let shown = try await cli.run(["secrets", "show", "--store", cli.store("p"), String(session.prefix(8))])
         #expect(shown.status == 0 && !shown.out.contains("sess_"))
-        let revealed = try cli.run(["secrets", "show", "--store", cli.store("p"), session, "--reveal"])
+        let revealed = try await cli.run(["secrets", "show", "--store", cli.store("p"), session, "--reveal"])
         let secret = revealed.out.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(secret.hasPrefix("sess_") && secret.count == 48)
-        let desktopCopy = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"])
+        let desktopCopy = try await cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"])
         #expect(desktopCopy.out.trimmingCharacters(in: .whitespacesAndNewlines) == secret)
-        for output in [push, pull, shown, try cli.run(["status", "--store", cli.store("d")])] {
+        for output in [push, pull, shown, try await cli.run(["status", "--store", cli.store("d")])] {
             #expect(!output.out.contains(secret) && !output.err.contains(secret))
         }
 
@@ -150,110 +154,113 @@ struct SyncCLITests {
             OwnDeviceRow(
                 id: broken, userID: user, name: "broken", deviceType: .iosPhone,
                 hostname: nil, publicKey: "bm90IGEga2V5"))
-        let partial = try cli.run(["push", "--store", cli.store("d")])
+        let partial = try await cli.run(["push", "--store", cli.store("d")])
         #expect(partial.status == 2)
         #expect(partial.out.contains("invalidPublicKey") && partial.out.contains(broken.canonical))
-        let devices = try cli.run(["devices", "list", "--store", cli.store("d")])
+        let devices = try await cli.run(["devices", "list", "--store", cli.store("d")])
         #expect(devices.out.contains("broken") && devices.out.contains("no: public key is not the base64 of 32 bytes"))
 
         // The wrong role is refused.
-        #expect(try cli.run(["push", "--store", cli.store("p")]).status == 1)
+        #expect(try await cli.run(["push", "--store", cli.store("p")]).status == 1)
     }
 
     @Test(
         "coordination by hand: tokens, handoff, approval clearing, runtime status, outbox, presence; no token printed whole"
     )
-    func coordination() throws {
+    func coordination() async throws {
         let cli = try CLI()
         let repo = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
         for (store, role) in [("d", "desktop"), ("p", "mobile")] {
-            #expect(try cli.run(["init", "--store", cli.store(store), "--role", role, "--name", store]).status == 0)
-            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "c@example.com"]).status == 0)
+            #expect(
+                try await cli.run(["init", "--store", cli.store(store), "--role", role, "--name", store]).status == 0)
+            #expect(try await cli.run(["login", "--store", cli.store(store), "--email", "c@example.com"]).status == 0)
         }
-        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
-        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
+        #expect(try await cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let session = try await cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
             .trimmingCharacters(in: .whitespacesAndNewlines)
         // Before the phone's first sync the remote does not know it: a clear refusal.
-        let early = try cli.run(["session", "activity", "--store", cli.store("p"), session])
+        let early = try await cli.run(["session", "activity", "--store", cli.store("p"), session])
         #expect(early.status == 1 && early.err.contains("sync-cli sync"))
-        #expect(try cli.run(["sync", "--store", cli.store("d")]).status == 0)
-        #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("d")]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("p")]).status == 0)
 
         let desktopToken = "d0d0d0d0d0d0d0d0d0d0aa11", phoneToken = "f0f0f0f0f0f0f0f0f0f0bb22",
             rotated = "f0f0f0f0f0f0f0f0f0f0cc33"
-        #expect(try cli.run(["push-token", "register", "--store", cli.store("d"), desktopToken]).status == 0)
-        let registered = try cli.run([
+        #expect(try await cli.run(["push-token", "register", "--store", cli.store("d"), desktopToken]).status == 0)
+        let registered = try await cli.run([
             "push-token", "register", "--store", cli.store("p"), phoneToken, "--environment", "development",
         ])
         #expect(registered.status == 0 && registered.out.contains("…f0bb22") && !registered.out.contains(phoneToken))
-        let rotation = try cli.run([
+        let rotation = try await cli.run([
             "push-token", "register", "--store", cli.store("p"), rotated, "--previous", phoneToken,
         ])
         #expect(rotation.out.contains("no longer valid"))
-        let status = try cli.run(["push-token", "status", "--store", cli.store("p"), "--json"])
+        let status = try await cli.run(["push-token", "status", "--store", cli.store("p"), "--json"])
         let statusObject = try JSONSerialization.jsonObject(with: Data(status.out.utf8)) as? [String: Any]
         #expect(
             statusObject?["deviceTokenRegistered"] as? Bool == true
                 && (statusObject?["liveActivityTokens"] as? [Any])?.isEmpty == true)
-        let missingActivity = try cli.run([
+        let missingActivity = try await cli.run([
             "push-token", "register", "--store", cli.store("p"), "abc", "--type", "live_activity",
         ])
         #expect(missingActivity.status == 64 && missingActivity.err.contains("--activity-id"))
 
         #expect(
-            try cli.run(["session", "activity", "--store", cli.store("d"), session]).out.contains("not handed off"))
-        let handoff = try cli.run([
+            try await cli.run(["session", "activity", "--store", cli.store("d"), session]).out.contains(
+                "not handed off"))
+        let handoff = try await cli.run([
             "session", "activity", "--store", cli.store("p"), String(session.prefix(8)), "--json",
         ])
         let claim = try JSONSerialization.jsonObject(with: Data(handoff.out.utf8)) as? [String: Any]
         #expect(claim?["handed_off"] as? Bool == true && claim?["notified"] as? Int == 1)
-        let unknownClient = try cli.run([
+        let unknownClient = try await cli.run([
             "session", "activity", "--store", cli.store("p"), session, "--client", "android",
         ])
         #expect(unknownClient.status == 64)
 
         for _ in 0..<2 {
-            let cleared = try cli.run([
+            let cleared = try await cli.run([
                 "approvals", "clear", "--store", cli.store("p"), "req-9", "--exclude-token", rotated, "--json",
             ])
             let answer = try JSONSerialization.jsonObject(with: Data(cleared.out.utf8)) as? [String: Any]
             #expect(answer?["success"] as? Bool == true && answer?["devicesNotified"] as? Int == 1)
         }
 
-        let reported = try cli.run([
+        let reported = try await cli.run([
             "session", "status", "--store", cli.store("d"), session, "waiting", "--message", "approve \u{1B}[31m?",
         ])
         #expect(reported.status == 0, "\(reported.err)")
         #expect(
-            try cli.run(["session", "status", "--store", cli.store("p"), session, "idle"]).status == 1,
+            try await cli.run(["session", "status", "--store", cli.store("p"), session, "idle"]).status == 1,
             "a phone does not report")
-        #expect(try cli.run(["sync", "--store", cli.store("p")]).status == 0)
-        let listed = try cli.run(["session", "list", "--store", cli.store("p")])
+        #expect(try await cli.run(["sync", "--store", cli.store("p")]).status == 0)
+        let listed = try await cli.run(["session", "list", "--store", cli.store("p")])
         #expect(listed.out.contains("[waiting: approve") && !listed.out.contains("\u{1B}"))
 
-        let outbox = try cli.run(["outbox", "list", "--store", cli.store("p"), "--json"])
+        let outbox = try await cli.run(["outbox", "list", "--store", cli.store("p"), "--json"])
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(outbox.out.utf8)) as? [[String: Any]])
         #expect(rows.count == 2, "one handoff to the desktop, one approval clearing to the desktop")
         #expect(Set(rows.compactMap { $0["token"] as? String }) == ["…" + String(desktopToken.suffix(6))])
-        let human = try cli.run(["outbox", "list", "--store", cli.store("d")])
+        let human = try await cli.run(["outbox", "list", "--store", cli.store("d")])
         #expect(human.out.contains("session_handoff") && human.out.contains("clearApprovalId"))
         for output in [registered, rotation, status, handoff, outbox, human] {
             for token in [desktopToken, phoneToken, rotated] {
                 #expect(!output.out.contains(token) && !output.err.contains(token))
             }
         }
-        let devices = try cli.run(["devices", "list", "--store", cli.store("p")])
+        let devices = try await cli.run(["devices", "list", "--store", cli.store("p")])
         #expect(devices.out.contains("online"))
     }
 
     @Test("a key file readable by others stops the command with ssh's advice")
-    func openKeyFile() throws {
+    func openKeyFile() async throws {
         let cli = try CLI()
-        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
-        #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try await cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: cli.store("d") + "/device.key")
-        let result = try cli.run(["push", "--store", cli.store("d")])
+        let result = try await cli.run(["push", "--store", cli.store("d")])
         #expect(result.status == 1 && result.err.contains("too open") && result.err.contains("chmod 600"))
     }
 }
@@ -263,8 +270,9 @@ struct SyncCLISecurityTests {
     @Test("repo add strips credentials from the origin URL before storing, printing or pushing it")
     func credentialsInRemoteURL() async throws {
         let cli = try CLI()
-        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
-        #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try await cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
         let checkout = cli.directory.appendingPathComponent("checkout")
         try FileManager.default.createDirectory(at: checkout, withIntermediateDirectories: true)
         for arguments in [
@@ -278,11 +286,11 @@ struct SyncCLISecurityTests {
             git.waitUntilExit()
             try #require(git.terminationStatus == 0)
         }
-        let added = try cli.run(["repo", "add", "--store", cli.store("d"), checkout.path])
+        let added = try await cli.run(["repo", "add", "--store", cli.store("d"), checkout.path])
         #expect(added.status == 0)
         #expect(added.out.contains("https://github.com/org/repo.git"))
-        let listed = try cli.run(["repo", "list", "--store", cli.store("d")])
-        let pushed = try cli.run(["push", "--store", cli.store("d")])
+        let listed = try await cli.run(["repo", "list", "--store", cli.store("d")])
+        let pushed = try await cli.run(["push", "--store", cli.store("d")])
         for output in [added, listed, pushed] {
             #expect(!output.out.contains("TOPSECRET") && !output.err.contains("TOPSECRET"))
         }
@@ -297,8 +305,9 @@ struct SyncCLISecurityTests {
     @Test("device names and server messages cannot drive the terminal: control characters are escaped")
     func terminalEscapes() async throws {
         let cli = try CLI()
-        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
-        #expect(try cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try await cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
         let user = try #require(
             try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
         let remote = try EmbeddedRemoteStore(
@@ -307,8 +316,8 @@ struct SyncCLISecurityTests {
             OwnDeviceRow(
                 id: UUID(), userID: user, name: "evil\u{1B}]0;pwned\u{07}\u{1B}[2J\r\u{9B}31m", deviceType: .iosPhone,
                 hostname: nil, publicKey: "bm90IGEga2V5"))
-        let listed = try cli.run(["devices", "list", "--store", cli.store("d")])
-        let pushed = try cli.run(["push", "--store", cli.store("d")])
+        let listed = try await cli.run(["devices", "list", "--store", cli.store("d")])
+        let pushed = try await cli.run(["push", "--store", cli.store("d")])
         for output in [listed, pushed] {
             let text = output.out + output.err
             #expect(!text.unicodeScalars.contains { [0x1B, 0x07, 0x0D, 0x9B].contains($0.value) })
@@ -327,21 +336,22 @@ struct SyncCLILoginTests {
         let signup = try await stack.request(
             "POST", "/auth/v1/signup", body: #"{"email":"\#(email)","password":"hunter2-but-longer"}"#)
         try #require(signup.status == 200)
-        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
         let environment = ["SUPABASE_ANON_KEY": stack.anonKey, "SYNC_REMOTE": stack.url.absoluteString]
-        let wrong = try cli.run(
+        let wrong = try await cli.run(
             ["login", "--store", cli.store("d"), "--email", email],
             environment: environment.merging(["SYNC_PASSWORD": "not-the-password"]) { a, _ in a })
         #expect(wrong.status != 0)
         #expect(!wrong.out.contains("not-the-password") && !wrong.err.contains("not-the-password"))
-        let right = try cli.run(
+        let right = try await cli.run(
             ["login", "--store", cli.store("d"), "--email", email],
             environment: environment.merging(["SYNC_PASSWORD": "hunter2-but-longer"]) { a, _ in a })
         #expect(right.status == 0, "\(right.err)")
         let mode =
             try FileManager.default.attributesOfItem(atPath: cli.store("d") + "/auth.json")[.posixPermissions] as? Int
         #expect(mode == 0o600)
-        let pushed = try cli.run(["push", "--store", cli.store("d")], environment: environment)
+        let pushed = try await cli.run(["push", "--store", cli.store("d")], environment: environment)
         #expect(pushed.status == 0, "\(pushed.out) \(pushed.err)")
     }
 
@@ -358,18 +368,22 @@ struct SyncCLILoginTests {
             "SYNC_PASSWORD": "hunter2-but-longer",
         ]
         for (name, role) in [("d", "desktop"), ("p", "mobile")] {
-            #expect(try cli.run(["init", "--store", cli.store(name), "--role", role, "--name", name]).status == 0)
-            let login = try cli.run(["login", "--store", cli.store(name), "--email", email], environment: environment)
+            #expect(
+                try await cli.run(["init", "--store", cli.store(name), "--role", role, "--name", name]).status == 0)
+            let login = try await cli.run(
+                ["login", "--store", cli.store(name), "--email", email], environment: environment)
             #expect(login.status == 0, "\(login.err)")
-            #expect(try cli.run(["sync", "--store", cli.store(name)], environment: environment).status == 0)
+            #expect(try await cli.run(["sync", "--store", cli.store(name)], environment: environment).status == 0)
         }
         #expect(
-            try cli.run(["trust", "init", "--store", cli.store("d"), "--no-recovery-key"], environment: environment)
-                .status == 0)
-        let plain = try cli.run(
+            try await cli.run(
+                ["trust", "init", "--store", cli.store("d"), "--no-recovery-key"], environment: environment
+            )
+            .status == 0)
+        let plain = try await cli.run(
             ["trust", "revoke", "--store", cli.store("d"), "--all-others"], environment: environment)
         #expect(plain.status == 0 && plain.out.contains("not signed out") && plain.out.contains("--end-other-logins"))
-        let ended = try cli.run(
+        let ended = try await cli.run(
             ["trust", "revoke", "--store", cli.store("d"), "--all-others", "--end-other-logins"],
             environment: environment)
         #expect(ended.status == 0 && ended.out.contains("Ended every other login"), "\(ended.err)")
@@ -380,6 +394,6 @@ struct SyncCLILoginTests {
             ($0 as? RemoteStoreError)?.code == .unauthorized
         }
         // The desktop's own login goes on.
-        #expect(try cli.run(["sync", "--store", cli.store("d")], environment: environment).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("d")], environment: environment).status == 0)
     }
 }

@@ -11,29 +11,31 @@ struct TrustCLITests {
     @Test(
         "pairing by hand: a desktop and a phone that verify each other, then revocation with rotation; the code is printed only by invite"
     )
-    func pairing() throws {
+    func pairing() async throws {
         let cli = try CLI()
         let repo = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
-        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
-        #expect(try cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(
+            try await cli.run(["init", "--store", cli.store("p"), "--role", "mobile", "--name", "phone"]).status == 0)
         for store in ["d", "p"] {
-            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
+            #expect(try await cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
         }
         // Before trust init: mode any, and status says to init.
-        #expect(try cli.run(["trust", "status", "--store", cli.store("d")]).out.contains("trust init"))
-        #expect(try cli.run(["trust", "invite", "--store", cli.store("d")]).status == 1)
+        #expect(try await cli.run(["trust", "status", "--store", cli.store("d")]).out.contains("trust init"))
+        #expect(try await cli.run(["trust", "invite", "--store", cli.store("d")]).status == 1)
 
-        let initialised = try cli.run(["trust", "init", "--store", cli.store("d")])
+        let initialised = try await cli.run(["trust", "init", "--store", cli.store("d")])
         #expect(initialised.status == 0 && initialised.out.contains("trust root"))
-        let again = try cli.run(["trust", "init", "--store", cli.store("p")])
+        let again = try await cli.run(["trust", "init", "--store", cli.store("p")])
         #expect(again.status == 1 && again.err.contains("already has an identity key"))
         let keyMode =
             try FileManager.default.attributesOfItem(atPath: cli.store("d") + "/identity.key")[.posixPermissions]
             as? Int
         #expect(keyMode == 0o600)
 
-        let invite = try cli.run(["trust", "invite", "--store", cli.store("d"), "--device-type", "ios-phone"])
+        let invite = try await cli.run(["trust", "invite", "--store", cli.store("d"), "--device-type", "ios-phone"])
         let drewQR = invite.out.contains("█")
         #expect(invite.status == 0 && drewQR)
         let code = try #require(
@@ -42,56 +44,61 @@ struct TrustCLITests {
         // A mistyped code is refused before anything is pinned. Given as an argument it still
         // works, with a warning that other local users can read it (the warning never quotes it).
         let typo = String(code.dropLast()) + (code.hasSuffix("A") ? "B" : "A")
-        let refused = try cli.run(["trust", "join", "--store", cli.store("p"), typo])
+        let refused = try await cli.run(["trust", "join", "--store", cli.store("p"), typo])
         let refusedClearly =
             refused.err.contains("not the one in the pairing code") && refused.err.contains("process list")
         #expect(refused.status == 1 && refusedClearly)
         // The code on standard input (what a prompt reads on a terminal): no argument, no warning.
-        let joined = try cli.run(
+        let joined = try await cli.run(
             ["trust", "join", "--no-wait", "--store", cli.store("p")], stdin: code.lowercased() + "\n")
         #expect(joined.status == 0 && !joined.err.contains("process list"))
-        let approved = try cli.run(["trust", "approve", "--store", cli.store("d"), "--json"])
+        let approved = try await cli.run(["trust", "approve", "--store", cli.store("d"), "--json"])
         #expect(approved.status == 0 && approved.out.contains("\"approved\""))
-        let replay = try cli.run(["trust", "approve", "--store", cli.store("d")])
+        let replay = try await cli.run(["trust", "approve", "--store", cli.store("d")])
         #expect(replay.out.contains("No pairing requests"))
 
-        #expect(try cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
-        let session = try cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
+        #expect(try await cli.run(["repo", "add", "--store", cli.store("d"), repo.path]).status == 0)
+        let session = try await cli.run(["session", "start", "--store", cli.store("d"), "--repo", repo.path]).out
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        let push = try cli.run(["sync", "--store", cli.store("d")])
+        let push = try await cli.run(["sync", "--store", cli.store("d")])
         #expect(
             push.status == 0 && push.out.contains("trust verified") && push.out.contains("2 verified, 0 unverified"))
-        let pull = try cli.run(["sync", "--store", cli.store("p")])
+        let pull = try await cli.run(["sync", "--store", cli.store("p")])
         #expect(pull.status == 0 && pull.out.contains("1 opened"))
-        let shown = try cli.run(["secrets", "show", "--store", cli.store("p"), session])
+        let shown = try await cli.run(["secrets", "show", "--store", cli.store("p"), session])
         #expect(shown.out.contains("(authenticated), generation 1"))
-        let shownJSON = try cli.run(["secrets", "show", "--store", cli.store("p"), session, "--json"])
+        let shownJSON = try await cli.run(["secrets", "show", "--store", cli.store("p"), session, "--json"])
         let facts = try #require(JSONSerialization.jsonObject(with: Data(shownJSON.out.utf8)) as? [String: Any])
         #expect(
             facts["authenticated"] as? Bool == true && facts["envelopeVersion"] as? Int == 2
                 && facts["generation"] as? Int == 1)
-        #expect(try cli.run(["secrets", "show", "--store", cli.store("p"), session, "--json", "--reveal"]).status != 0)
+        #expect(
+            try await cli.run(["secrets", "show", "--store", cli.store("p"), session, "--json", "--reveal"]).status != 0
+        )
         for store in ["d", "p"] {
-            let status = try cli.run(["trust", "status", "--store", cli.store(store), "--json"])
+            let status = try await cli.run(["trust", "status", "--store", cli.store(store), "--json"])
             let json = try #require(JSONSerialization.jsonObject(with: Data(status.out.utf8)) as? [String: Any])
             #expect(json["thisDevice"] as? String == "verified")
             #expect((json["devices"] as? [[String: Any]])?.allSatisfy { $0["status"] as? String == "verified" } == true)
         }
-        let devices = try cli.run(["devices", "list", "--store", cli.store("d")])
+        let devices = try await cli.run(["devices", "list", "--store", cli.store("d")])
         #expect(devices.out.contains("Trust mode verified: 2 of 2 devices receive secrets"))
 
         // Revocation: the next push rotates the session's secret; generation 1 stays readable here.
-        let before = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"]).out
-        let revoked = try cli.run(["trust", "revoke", "--store", cli.store("d"), "--all-others"])
+        let before = try await cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"]).out
+        let revoked = try await cli.run(["trust", "revoke", "--store", cli.store("d"), "--all-others"])
         #expect(revoked.status == 0 && revoked.out.contains("Revoked"))
-        let rotated = try cli.run(["push", "--store", cli.store("d"), "--json"])
+        let rotated = try await cli.run(["push", "--store", cli.store("d"), "--json"])
         #expect(rotated.status == 0 && rotated.out.contains("\"sessionsRotated\" : 1"))
-        let after = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"]).out
-        let old = try cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal", "--generation", "1"])
-            .out
+        let after = try await cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"]).out
+        let old = try await cli.run([
+            "secrets", "show", "--store", cli.store("d"), session, "--reveal", "--generation", "1",
+        ])
+        .out
         #expect(after != before && old == before)
         #expect(
-            try cli.run(["secrets", "show", "--store", cli.store("d"), session]).out.contains("Generations held: 2, 1"))
+            try await cli.run(["secrets", "show", "--store", cli.store("d"), session]).out.contains(
+                "Generations held: 2, 1"))
 
         // The pairing code appears only in invite's output.
         // (The check is computed apart so that a failure never prints the code itself.)
@@ -102,60 +109,63 @@ struct TrustCLITests {
 
         // The published identity replaced behind everyone's back: exit status 4, nothing sent.
         let database = try DatabaseQueue(path: cli.directory.appendingPathComponent("remote.sqlite").path)
-        try database.write {
+        try await database.write {
             try $0.execute(
                 sql: "UPDATE user_identity_keys SET public_key = ?", arguments: [Ed25519PrivateKey().publicKey.base64])
         }
-        let changed = try cli.run(["push", "--store", cli.store("d")])
+        let changed = try await cli.run(["push", "--store", cli.store("d")])
         #expect(changed.status == 4 && changed.err.contains("identity key changed"))
-        #expect(try cli.run(["trust", "status", "--store", cli.store("p")]).status == 4)
-        #expect(try cli.run(["devices", "list", "--store", cli.store("d")]).status == 4)
+        #expect(try await cli.run(["trust", "status", "--store", cli.store("p")]).status == 4)
+        #expect(try await cli.run(["devices", "list", "--store", cli.store("d")]).status == 4)
     }
 
     @Test(
         "an invite opened without a device type waits, without a terminal, for the person to confirm; with one the row's type must match"
     )
-    func pairingTypeConfirmed() throws {
+    func pairingTypeConfirmed() async throws {
         let cli = try CLI()
-        #expect(try cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
         #expect(
-            try cli.run([
+            try await cli.run(["init", "--store", cli.store("d"), "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(
+            try await cli.run([
                 "init", "--store", cli.store("t"), "--role", "mobile", "--name", "tablet", "--device-type",
                 "ios-tablet",
             ]).status == 0)
         for store in ["d", "t"] {
-            #expect(try cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
+            #expect(try await cli.run(["login", "--store", cli.store(store), "--email", "q@example.com"]).status == 0)
         }
-        #expect(try cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
-        func code(_ arguments: [String]) throws -> String {
-            let invite = try cli.run(["trust", "invite", "--store", cli.store("d"), "--json"] + arguments)
+        #expect(try await cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
+        func code(_ arguments: [String]) async throws -> String {
+            let invite = try await cli.run(["trust", "invite", "--store", cli.store("d"), "--json"] + arguments)
             let json = try #require(JSONSerialization.jsonObject(with: Data(invite.out.utf8)) as? [String: String])
             return try #require(json["code"])
         }
         // Opened for a phone, joined by a tablet: refused, the row's type is not the invite's.
-        let wrongType = try code(["--device-type", "ios-phone"])
+        let wrongType = try await code(["--device-type", "ios-phone"])
         #expect(
-            try cli.run(["trust", "join", "--no-wait", "--store", cli.store("t")], stdin: wrongType + "\n").status == 0)
-        let refused = try cli.run(["trust", "approve", "--store", cli.store("d")])
+            try await cli.run(["trust", "join", "--no-wait", "--store", cli.store("t")], stdin: wrongType + "\n").status
+                == 0)
+        let refused = try await cli.run(["trust", "approve", "--store", cli.store("d")])
         #expect(refused.status == 0 && refused.out.contains("the invite was opened for ios-phone"))
         // Opened without a type: no terminal to ask on, so the request waits, untouched.
-        let untyped = try code([])
+        let untyped = try await code([])
         #expect(
-            try cli.run(["trust", "join", "--no-wait", "--store", cli.store("t")], stdin: untyped + "\n").status == 0)
-        let waiting = try cli.run(["trust", "approve", "--store", cli.store("d"), "--json"])
+            try await cli.run(["trust", "join", "--no-wait", "--store", cli.store("t")], stdin: untyped + "\n").status
+                == 0)
+        let waiting = try await cli.run(["trust", "approve", "--store", cli.store("d"), "--json"])
         let report = try #require(JSONSerialization.jsonObject(with: Data(waiting.out.utf8)) as? [String: Any])
         #expect((report["pending"] as? [[String: Any]])?.first?["deviceType"] as? String == "ios-tablet")
         #expect((report["approved"] as? [Any])?.isEmpty == true && (report["refused"] as? [Any])?.isEmpty == true)
-        #expect(try cli.run(["trust", "approve", "--store", cli.store("d")]).out.contains("Waiting: tablet"))
+        #expect(try await cli.run(["trust", "approve", "--store", cli.store("d")]).out.contains("Waiting: tablet"))
     }
 
     @Test("--trust is validated, --require-trusted stays an alias, and help tells the modes")
-    func options() throws {
+    func options() async throws {
         let cli = try CLI()
-        let help = try cli.run(["push", "--help"])
+        let help = try await cli.run(["push", "--help"])
         #expect(help.out.contains("--trust") && help.out.contains("verified") && help.out.contains("--require-trusted"))
-        #expect(try cli.run(["pull", "--help"]).out.contains("--require-authenticated"))
-        #expect(try cli.run(["push", "--trust", "sometimes"]).status != 0)
-        #expect(try cli.run(["push", "--trust", "any", "--require-trusted"]).status != 0)
+        #expect(try await cli.run(["pull", "--help"]).out.contains("--require-authenticated"))
+        #expect(try await cli.run(["push", "--trust", "sometimes"]).status != 0)
+        #expect(try await cli.run(["push", "--trust", "any", "--require-trusted"]).status != 0)
     }
 }

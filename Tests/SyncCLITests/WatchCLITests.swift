@@ -97,11 +97,11 @@ struct WatchCLITests {
     }
 
     /// Waits (bounded) until `file` contains `text`; returns whether it did.
-    static func wait(for text: String, in file: URL, seconds: Double) -> Bool {
+    static func wait(for text: String, in file: URL, seconds: Double) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let content = try? String(contentsOf: file, encoding: .utf8), content.contains(text) { return true }
-            Thread.sleep(forTimeInterval: 0.1)
+            try? await Task.sleep(for: .milliseconds(100))
         }
         return false
     }
@@ -123,17 +123,19 @@ struct WatchCLITests {
         let project = cli.directory.appendingPathComponent("project")
         try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
         let store = cli.store("d")
-        #expect(try cli.run(["init", "--store", store, "--role", "desktop", "--name", "agent"]).status == 0)
-        #expect(try cli.run(["login", "--store", store, "--email", email], environment: environment).status == 0)
-        #expect(try cli.run(["repo", "add", "--store", store, project.path]).status == 0)
-        let first = try cli.run(["session", "start", "--store", store, "--repo", project.path, "--title", "before"])
+        #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "agent"]).status == 0)
+        #expect(try await cli.run(["login", "--store", store, "--email", email], environment: environment).status == 0)
+        #expect(try await cli.run(["repo", "add", "--store", store, project.path]).status == 0)
+        let first = try await cli.run([
+            "session", "start", "--store", store, "--repo", project.path, "--title", "before",
+        ])
         let firstID = try #require(UUID.parse(first.out.trimmingCharacters(in: .whitespacesAndNewlines)))
 
         // The agent.
         let out = cli.directory.appendingPathComponent("watch.out"),
             err = cli.directory.appendingPathComponent("watch.err")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let watch = Process()
         watch.executableURL = URL(fileURLWithPath: CLI.path)
         watch.arguments = ["sync", "--watch", "--interval", "1", "--store", store]
@@ -142,22 +144,24 @@ struct WatchCLITests {
         watch.standardError = try FileHandle(forWritingTo: err)
         try ChildProcesses.start(watch)
         defer { if watch.isRunning { watch.terminate() } }
-        #expect(Self.wait(for: "tick 1 full", in: out, seconds: 60), "no first tick")
+        #expect(await Self.wait(for: "tick 1 full", in: out, seconds: 60), "no first tick")
 
         // Manual commands run while the watch runs (the lease is per tick).
-        #expect(try cli.run(["status", "--store", store]).status == 0)
+        #expect(try await cli.run(["status", "--store", store]).status == 0)
 
         // The server goes away; a session is started meanwhile.
         server.stop()
-        let second = try cli.run(["session", "start", "--store", store, "--repo", project.path, "--title", "during"])
+        let second = try await cli.run([
+            "session", "start", "--store", store, "--repo", project.path, "--title", "during",
+        ])
         let secondID = try #require(UUID.parse(second.out.trimmingCharacters(in: .whitespacesAndNewlines)))
-        #expect(Self.wait(for: "backing off", in: err, seconds: 30), "no backoff line")
+        #expect(await Self.wait(for: "backing off", in: err, seconds: 30), "no backoff line")
         // Let it fail a few times, then bring the server back.
         try await Task.sleep(for: .seconds(3))
         try server.start()
-        #expect(Self.wait(for: "answers again", in: err, seconds: 90), "no recovery line")
+        #expect(await Self.wait(for: "answers again", in: err, seconds: 90), "no recovery line")
         #expect(
-            Self.wait(for: "local changes", in: out, seconds: 30),
+            await Self.wait(for: "local changes", in: out, seconds: 30),
             "the session started during the outage was not pushed")
 
         // SIGTERM: the running tick finishes, exit 0.
@@ -178,6 +182,6 @@ struct WatchCLITests {
                 "SELECT count(*), count(DISTINCT (session_id, device_id)) FROM agent_coding_session_secrets WHERE session_id IN (\(ids))"
             ) == "2|2")
         // The store is free again.
-        #expect(try cli.run(["push", "--store", store], environment: environment).status == 0)
+        #expect(try await cli.run(["push", "--store", store], environment: environment).status == 0)
     }
 }

@@ -15,3 +15,16 @@ public enum ChildProcesses {
         try starting.withLock { _ in try process.run() }
     }
 }
+
+/// Runs blocking work (waiting for a child process or reading its pipes to the end) on a thread
+/// of its own and awaits it.
+///
+/// Swift's cooperative pool has one thread per core: two on this project's machine. A test that
+/// blocks one of them for as long as a child runs (the crash rounds do for ten minutes) leaves
+/// every other test of the process one thread, and two such tests leave it none: timeouts that
+/// had long passed were seen 40 s late.
+public func offThePool<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}

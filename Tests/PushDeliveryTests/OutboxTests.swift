@@ -12,8 +12,15 @@ extension PushStackTests {
             var tokens: [String] = []
             for _ in 0..<8 { tokens.append(try await world.token()) }
             for token in tokens { try await world.enqueue(token: token, count: 100) }
-            let one = try RunningWorker(world.configuration { $0.batchSize = 32 })
-            let two = try RunningWorker(world.configuration { $0.batchSize = 32 })
+            // A deadline and a lease no loaded machine reaches: a request that passed its deadline
+            // is sent again (at least once, by design), which is not what this test is about.
+            let patient: (inout PushWorkerConfiguration) -> Void = {
+                $0.batchSize = 32
+                $0.requestDeadline = .seconds(60)
+                $0.lease = .seconds(120)
+            }
+            let one = try RunningWorker(world.configuration(patient))
+            let two = try RunningWorker(world.configuration(patient))
             #expect(try await world.eventually(.seconds(60)) { try await world.pending() == 0 })
             try await one.stop()
             try await two.stop()

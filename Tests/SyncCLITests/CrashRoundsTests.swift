@@ -106,7 +106,9 @@ final class CrashHarness: @unchecked Sendable {
     /// is off the cooperative pool (``offThePool(_:)``).
     func runKilled(_ arguments: [String], after delay: Double) async throws -> (killed: Bool, out: String) {
         let (cli, environment) = (self.cli, self.environment)
-        return try await offThePool { try Self.runKilled(arguments, after: delay, cli: cli, environment: environment) }
+        return try await ChildProcesses.slots.run {
+            try await offThePool { try Self.runKilled(arguments, after: delay, cli: cli, environment: environment) }
+        }
     }
 
     static func runKilled(

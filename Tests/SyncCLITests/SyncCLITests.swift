@@ -32,7 +32,9 @@ struct CLI {
     func run(
         _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]
     ) async throws -> (status: Int32, out: String, err: String) {
-        try await offThePool { try runBlocking(arguments, stdin: stdin, environment: environment) }
+        try await ChildProcesses.slots.run {
+            try await offThePool { try runBlocking(arguments, stdin: stdin, environment: environment) }
+        }
     }
 
     /// ``run(_:stdin:environment:)`` on the calling thread.

@@ -28,3 +28,42 @@ public func offThePool<Value: Sendable>(_ body: @escaping @Sendable () throws ->
         Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
+
+/// At most `limit` holders at once; the others wait without holding a thread.
+public actor AsyncSlots {
+    private let limit: Int
+    private var taken = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    public init(_ limit: Int) { self.limit = max(1, limit) }
+
+    /// Runs `body` in a slot.
+    public func run<Value: Sendable>(_ body: @Sendable () async throws -> Value) async throws -> Value {
+        await take()
+        defer { give() }
+        return try await body()
+    }
+
+    private func take() async {
+        if taken < limit {
+            taken += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func give() {
+        if waiting.isEmpty {
+            taken -= 1
+        } else {
+            waiting.removeFirst().resume()
+        }
+    }
+}
+
+extension ChildProcesses {
+    /// The CLI children that may run at once: as many as the machine has cores, plus one. Dozens
+    /// at once (a parametrised test starts one per argument) left the two cores to them for
+    /// seconds, and a push worker test elsewhere saw its requests pass their deadline.
+    public static let slots = AsyncSlots(ProcessInfo.processInfo.activeProcessorCount + 1)
+}

@@ -7,7 +7,9 @@ import Glibc
 /// glibc's `posix_spawn_file_actions_addchdir_np` (2.29 and later), which the Glibc module does
 /// not export.
 @_silgen_name("posix_spawn_file_actions_addchdir_np")
-private func addChdir(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ path: UnsafePointer<CChar>)
+private func addChdir(
+    _ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ path: UnsafePointer<CChar>
+)
     -> Int32
 
 /// A child process started with `posix_spawn`, its standard streams in files: what the CLI tests

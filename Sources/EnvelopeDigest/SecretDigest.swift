@@ -36,6 +36,19 @@ public enum SecretDigest {
         return (Int64(bitPattern: hash.0), Int64(bitPattern: hash.1))
     }
 
+    /// The hash of an id in a ``RowSetDigest``: MD5 of its lowercase text, as (h1, h2).
+    public static func idHash(_ id: UUID) -> (Int64, Int64) {
+        let hash = MD5.halves(of: id.canonical)
+        return (Int64(bitPattern: hash.0), Int64(bitPattern: hash.1))
+    }
+
+    /// The ``RowSetDigest`` of a set of ids.
+    public static func digest(ofIDs ids: some Sequence<UUID>) -> RowSetDigest {
+        var digest = RowSetDigest()
+        for id in ids { digest.add(idHash(id)) }
+        return digest
+    }
+
     /// SQLite statements that create `table` (session_id, pairs, h1, h2): per session, the count
     /// and XOR of the `row_h1`/`row_h2` of `source`'s rows, kept by triggers on `source` as its
     /// rows are inserted, updated and deleted (rows whose `row_h1` is NULL are left out). The

@@ -29,15 +29,27 @@ extension DeviceStore {
         return try Int64.fetchOne(db, sql: "SELECT value FROM change_counter") ?? 0
     }
 
-    func apply<R: LocalRow>(_ rows: [R], retaining: Set<UUID>?) async throws {
+    /// Applies rows a pull read: deletes the rows not in `retaining` (when given), inserts new
+    /// rows and updates those that differ; a row equal to the one stored is not written. One
+    /// transaction.
+    func apply<R: LocalRow>(_ rows: [R], retaining: Set<UUID>?) async throws -> AppliedRows {
         try await mapErrors("applying \(R.table)") {
             try await bulkWrite { db in
+                var applied = AppliedRows()
                 if let retaining {
                     try db.execute(
                         sql: "DELETE FROM \(R.table) WHERE id NOT IN (SELECT value FROM json_each(?))",
                         arguments: [jsonArray(retaining)])
+                    applied.deleted = db.changesCount
                 }
-                try Self.upsert(rows, in: db, progress: nil)
+                guard !rows.isEmpty else { return applied }
+                let sequence = try Self.nextChangeSequence(db)
+                let statement = try db.cachedStatement(sql: R.applySQL)
+                for row in rows {
+                    try statement.execute(arguments: StatementArguments(row.values + [sequence]))
+                    applied.changed += db.changesCount
+                }
+                return applied
             }
         }
     }

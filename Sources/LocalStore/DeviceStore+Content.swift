@@ -82,8 +82,12 @@ extension DeviceStore {
     }
 
     /// A pull's view of the remote, applied in one transaction: rows not in `retaining` are
-    /// deleted first (so a path freed remotely can be reused), then `rows` are upserted.
-    public func applyRepositories(_ rows: [RepositoryRecord], retaining: Set<UUID>?) async throws {
+    /// deleted first (so a path freed remotely can be reused), then `rows` are upserted; a row
+    /// equal to the one stored is not written.
+    ///
+    /// - Returns: How many rows changed (inserted or updated) and how many were deleted.
+    @discardableResult
+    public func applyRepositories(_ rows: [RepositoryRecord], retaining: Set<UUID>?) async throws -> AppliedRows {
         try await apply(rows, retaining: retaining)
     }
 
@@ -135,8 +139,10 @@ extension DeviceStore {
         }
     }
 
-    /// A pull's view of the remote sessions, applied in one transaction (deletions first).
-    public func applySessions(_ rows: [SessionRecord], retaining: Set<UUID>?) async throws {
+    /// A pull's view of the remote sessions, applied in one transaction (deletions first), as
+    /// ``applyRepositories(_:retaining:)``.
+    @discardableResult
+    public func applySessions(_ rows: [SessionRecord], retaining: Set<UUID>?) async throws -> AppliedRows {
         try await apply(rows, retaining: retaining)
     }
 }

@@ -24,6 +24,12 @@ extension LocalRow {
         let updates = (columns.dropFirst() + ["change_seq"]).map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
         return "INSERT INTO \(table) (\(list)) VALUES (\(marks)) ON CONFLICT (id) DO UPDATE SET \(updates)"
     }
+
+    /// ``upsertSQL`` that leaves a row equal to the one stored untouched (no write, no change
+    /// counted), for rows a pull read again.
+    static var applySQL: String {
+        upsertSQL + " WHERE " + columns.dropFirst().map { "\($0) IS NOT excluded.\($0)" }.joined(separator: " OR ")
+    }
 }
 
 extension Date {

@@ -421,6 +421,45 @@ enum Schema {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v11: envelope rows as the remote holds them, with their digest kept") { db in
+            // Phone: every envelope row the remote addresses to this device, as last read, whatever
+            // became of it (stored, refused, unreadable, its session not here): what a pull compares
+            // with the remote's digest instead of listing every envelope (docs/sync.md, "The pull
+            // feed"), and what it opens again without asking the remote when the row differs from
+            // the envelope stored. row_h1/row_h2: the remote's row hash, MD5 of
+            // session_id:device_id:ephemeral_public_key, bytes 0-7 and 8-15.
+            func xor(_ a: String, _ b: String) -> String { "((\(a) | \(b)) - (\(a) & \(b)))" }
+            try db.execute(
+                sql: """
+                    CREATE TABLE envelope_rows (
+                        session_id TEXT PRIMARY KEY NOT NULL,
+                        ephemeral_public_key TEXT NOT NULL,
+                        encrypted_secret TEXT NOT NULL,
+                        row_h1 INTEGER NOT NULL,
+                        row_h2 INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    -- The digest of every row (count and XORs), kept by triggers: one row to read.
+                    CREATE TABLE envelope_rows_digest (
+                        singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+                        pairs INTEGER NOT NULL,
+                        h1 INTEGER NOT NULL,
+                        h2 INTEGER NOT NULL
+                    );
+                    INSERT INTO envelope_rows_digest (singleton, pairs, h1, h2) VALUES (1, 0, 0, 0);
+                    CREATE TRIGGER envelope_rows_digest_insert AFTER INSERT ON envelope_rows BEGIN
+                        UPDATE envelope_rows_digest SET pairs = pairs + 1, h1 = \(xor("h1", "NEW.row_h1")),
+                            h2 = \(xor("h2", "NEW.row_h2"));
+                    END;
+                    CREATE TRIGGER envelope_rows_digest_delete AFTER DELETE ON envelope_rows BEGIN
+                        UPDATE envelope_rows_digest SET pairs = pairs - 1, h1 = \(xor("h1", "OLD.row_h1")),
+                            h2 = \(xor("h2", "OLD.row_h2"));
+                    END;
+                    CREATE TRIGGER envelope_rows_digest_update AFTER UPDATE OF row_h1, row_h2 ON envelope_rows BEGIN
+                        UPDATE envelope_rows_digest SET h1 = \(xor(xor("h1", "OLD.row_h1"), "NEW.row_h1")),
+                            h2 = \(xor(xor("h2", "OLD.row_h2"), "NEW.row_h2"));
+                    END;
+                    """)
+        }
         return migrator
     }
 }

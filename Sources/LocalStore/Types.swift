@@ -156,7 +156,19 @@ public struct StoreCounts: Sendable, Hashable, Codable {
     }
 }
 
-/// The tables a pull keeps a cursor for.
+/// What applying a pull's rows did.
+public struct AppliedRows: Sendable, Hashable {
+    /// Rows inserted or updated (a row equal to the one stored is not counted).
+    public var changed = 0
+    /// Rows deleted because the remote no longer has them.
+    public var deleted = 0
+
+    /// Nothing applied yet.
+    public init() {}
+}
+
+/// The tables a pull keeps a cursor for (when the remote has no pull feed; with one, the feed's
+/// cursor covers them all).
 public enum CursorTable: String, Sendable, CaseIterable {
     case repositories, sessions, envelopes
 }

@@ -1,3 +1,4 @@
+import EnvelopeDigest
 import Foundation
 import LocalStore
 import Logging
@@ -6,11 +7,18 @@ import SecretCrypto
 import SyncModel
 import Synchronization
 
-// Pull (phone): own device row, repositories and sessions changed since the cursor plus an id
-// listing to find deletions, then the envelopes addressed to this device.
+// Pull (phone): its own device row; then, from the pull feed where the remote has one, only
+// what changed (the changed rows with the answer, digests for deletions and envelopes),
+// otherwise every table paged into the store; then the envelope rows that differ from what the
+// store holds, opened and checked.
 extension SyncEngine {
 
     /// Pulls into this phone's store: its device row, repositories, sessions and envelopes.
+    ///
+    /// Where the remote has the pull feed (docs/sync.md, "The pull feed"), a pull asks what
+    /// changed since the last one in one request and reads nothing more when nothing changed;
+    /// otherwise it pages through every table. Pages go into the store as they arrive: memory does
+    /// not grow with the number of sessions.
     ///
     /// - Parameter progress: Receives progress events.
     /// - Returns: The report (also saved as the store's last report).
@@ -18,85 +26,267 @@ extension SyncEngine {
     public func pull(progress: ProgressHandler? = nil) async throws -> SyncReport {
         let (identity, user, lease) = try await prepare(role: .mobile, purpose: "pull")
         defer { lease.release() }
-        return try await pull(identity: identity, user: user, progress: progress)
+        var memory = PullMemory()
+        return try await pull(identity: identity, user: user, progress: progress, memory: &memory).report
     }
 
-    /// The pull itself, with the store lease held by the caller.
-    func pull(identity: DeviceIdentity, user: UUID, progress: ProgressHandler?) async throws -> SyncReport {
+    /// What a watch keeps from one pull to the next: the trust it verified, valid while the
+    /// feed's fingerprint of the trust statements and the pinned identity stay the same.
+    struct PullMemory: Sendable {
+        var trust: TrustContext?
+        var pinned: Ed25519PublicKey?
+    }
+
+    /// The trust in force for a sync (``trustContext(phase:selfID:)``).
+    typealias TrustContext = (mode: TrustMode, snapshot: TrustSnapshot?, summary: TrustSummary)
+
+    /// What a pull did, and what the feed said beside it.
+    struct PullOutcome: Sendable {
+        var report: SyncReport
+        /// The feed's answer, when the remote has one.
+        var changes: PullChanges?
+        /// Whether anything in the store changed: rows, envelopes, deletions.
+        var changedStore: Bool
+    }
+
+    /// The pull itself, with the store lease held by the caller. `memory` carries verified
+    /// trust from one pull of a watch to the next.
+    func pull(
+        identity: DeviceIdentity, user: UUID, progress: ProgressHandler?, memory: inout PullMemory
+    ) async throws -> PullOutcome {
         let before = remote.metrics()
-        let trust = try await trustContext(phase: .envelopes, selfID: identity.id)
+        let pinned = try await local.pinnedIdentityKey()
+        let feed = remote as? any PullFeedRemote
+        // Verified trust from the last pull holds while the feed says the statements are the same
+        // (checked below); without a feed, or at a watch's first pull, it is loaded first.
+        var trust: TrustContext
+        if feed != nil, let kept = memory.trust, memory.pinned == pinned {
+            trust = kept
+        } else {
+            trust = try await trustContext(phase: .envelopes, selfID: identity.id)
+        }
+        var trustRequests = remote.metrics().since(before).requests
         let recorder = Recorder(direction: .pull, deviceID: identity.id, progress: progress, logger: logger)
-        recorder.report.trust = trust.summary
-        recorder.report.trust?.requests = remote.metrics().since(before).requests
 
         try await recorder.phase(.device) { entry in
             entry.sent = 1
             try await upsertOwnDevice(identity, user: user, revoked: trust.snapshot?.revocations[identity.id] != nil)
             entry.applied = 1
         }
-        // The envelopes are fetched and the new ones opened while the repositories and sessions
-        // are fetched and applied (the sessions' SQLite transaction alone runs on one core for
-        // seconds at 100,000 sessions); the envelopes phase then keeps those of sessions held.
-        let envelopeTally = MetricsTally()
-        let verified = trust.mode == .verified ? trust.snapshot : nil
-        return try await withThrowingTaskGroup(of: OpenedEnvelopes.self) { group in
-            group.addTask {
-                try await MetricsTally.$current.withValue(envelopeTally) {
-                    try await self.fetchAndOpenEnvelopes(identity: identity, trust: verified)
-                }
+
+        var pull = PullState(identity: identity, trust: trust.mode == .verified ? trust.snapshot : nil)
+        try await recorder.phase(.repositories) { entry in
+            if let feed { pull.changes = try await askFeed(feed, identity: identity, since: &pull.since) }
+            try await pullRepositories(pull, entry: &entry, recorder: recorder)
+        }
+        if let changes = pull.changes, let snapshot = trust.snapshot, changes.statements != snapshot.statementsDigest {
+            // The statements changed since the trust was verified: verify again.
+            let reload = remote.metrics()
+            trust = try await trustContext(phase: .envelopes, selfID: identity.id)
+            trustRequests += remote.metrics().since(reload).requests
+            pull.trust = trust.mode == .verified ? trust.snapshot : nil
+            if snapshot.revocations[identity.id] == nil && trust.snapshot?.revocations[identity.id] != nil {
+                try await upsertOwnDevice(identity, user: user, revoked: true)
             }
-            try await pullRows(recorder: recorder)
-            try await recorder.phase(.envelopes, counting: envelopeTally) { entry in
-                guard let opened = try await group.next() else { throw CancellationError() }
-                try await pullEnvelopes(opened, identity: identity, trust: verified, entry: &entry, recorder: recorder)
-            }
-            return await recorder.finish(local: local)
+        }
+        memory = PullMemory(trust: trust, pinned: pinned)
+        recorder.report.trust = trust.summary
+        recorder.report.trust?.requests = trustRequests
+
+        try await pullSessions(&pull, recorder: recorder)
+        try await recorder.phase(.envelopes) { entry in
+            try await pullEnvelopes(&pull, entry: &entry, recorder: recorder)
+        }
+        let report = await recorder.finish(local: local)
+        // The feed's cursor moves only when every phase did its part: what a failed phase missed is
+        // read again next time.
+        if let changes = pull.changes, !pull.holdCursor, report.phases.allSatisfy({ $0.status != .failed }) {
+            try await local.setSetting(.pullFeedSince, moved(changes.cursor).since)
+        }
+        let changed = report.phases.contains { $0.phase != .device && ($0.applied > 0 || $0.deleted > 0) }
+        return PullOutcome(report: report, changes: pull.changes, changedStore: changed)
+    }
+
+    /// What one pull knows as it goes.
+    struct PullState: Sendable {
+        let identity: DeviceIdentity
+        /// The verified trust in force (mode `verified`), or `nil`.
+        var trust: TrustSnapshot?
+        /// The feed's answer, when the remote has a feed.
+        var changes: PullChanges?
+        /// The cursor the feed was asked from.
+        var since: ChangeCursor?
+        /// A session was left out (its repository did not arrive): the cursors stay, so it is
+        /// read again next time.
+        var holdCursor = false
+    }
+
+    /// A feed cursor moved back by ``SyncOptions/cursorOverlap``, so rows committed late with an
+    /// earlier `updated_at` are still seen (a row read twice is equal to the one stored, and not
+    /// written again).
+    func moved(_ cursor: ChangeCursor) -> ChangeCursor {
+        guard let date = Timestamp.parse(cursor.since), options.cursorOverlap > 0 else { return cursor }
+        return ChangeCursor(since: Timestamp.format(date.addingTimeInterval(-options.cursorOverlap)))
+    }
+
+    /// The pull feed's answer since the last pull's, or `nil` from a deployment without it (or
+    /// when it refuses this device, whose row did not make it): the tables are paged through then.
+    func askFeed(
+        _ feed: any PullFeedRemote, identity: DeviceIdentity, since: inout ChangeCursor?
+    ) async throws
+        -> PullChanges?
+    {
+        let cursor = try await local.setting(.pullFeedSince).map(ChangeCursor.init(since:))
+        do {
+            let changes = try await feed.pullChanges(
+                for: identity.id, since: cursor, rowLimit: options.pullFeedRowLimit)
+            since = cursor
+            return changes
+        } catch let error as RemoteStoreError where error.code == .missingFunction || error.code == .permissionDenied {
+            logger?.debug("pull feed not available (\(error.code)): paging through the tables")
+            return nil
         }
     }
 
-    /// The repositories and sessions phases of a pull.
-    func pullRows(recorder: Recorder) async throws {
-        try await recorder.phase(.repositories) { entry in
+    /// The repositories phase of a pull (after the feed, when there is one).
+    func pullRepositories(_ pull: PullState, entry: inout PhaseReport, recorder: Recorder) async throws {
+        let applied: AppliedRows
+        if let changes = pull.changes {
+            // Every changed repository fits in memory (a user has hundreds): read them all when
+            // the feed did not bring them, then delete what the digest says is gone, first (a
+            // path freed on the remote can be taken again by a new row).
+            let rows: [RepositoryRecord]
+            if let listed = changes.repositories {
+                rows = listed.map(\.record)
+            } else {
+                rows = try await remote.fetchRepositories(after: pull.since.map(Self.cursor(from:))).map(\.record)
+            }
+            applied = try await applyPulled(
+                rows, expected: changes.repositoryIDs, held: try await local.repositoryIDs(),
+                list: { try await remote.listRepositoryIDs(deviceID: nil) },
+                apply: { try await local.applyRepositories($0, retaining: $1) },
+                everything: { try await remote.fetchRepositories(after: nil).map(\.record) })
+        } else {
             // The changed rows and the id listing are fetched at once.
             let cursor = try await local.cursor(for: .repositories)
             async let listed = remote.listRepositoryIDs(deviceID: nil)
             let changed = try await remote.fetchRepositories(after: cursor)
-            let ids = try await listed
-            let before = try await local.repositoryIDs()
-            try await local.applyRepositories(changed.map(\.record), retaining: ids)
-            entry.applied = changed.count
-            entry.deleted = before.subtracting(ids).count
+            applied = try await local.applyRepositories(changed.map(\.record), retaining: try await listed)
             try await advance(.repositories, to: changed.last.map { ($0.updatedAt, $0.record.id) })
-            recorder.emit(.repositories, changed.count, changed.count, "Syncing repositories...")
         }
+        entry.applied = applied.changed
+        entry.deleted = applied.deleted
+        recorder.emit(.repositories, applied.changed, applied.changed, "Syncing repositories...")
+    }
+
+    /// The sessions phase of a pull, a page at a time into the store.
+    func pullSessions(_ pull: inout PullState, recorder: Recorder) async throws {
+        let changes = pull.changes
+        let since = pull.since
+        var hold = false
         try await recorder.phase(.sessions) { entry in
-            let cursor = try await local.cursor(for: .sessions)
-            async let listed = remote.listSessionIDs(deviceID: nil)
-            let changed = try await remote.fetchSessions(after: cursor)
-            let ids = try await listed
             let repositories = try await local.repositoryIDs()
-            let before = try await local.sessionIDs()
-            // A session whose repository did not arrive cannot be kept (foreign key); report it.
-            let (keep, orphans) = changed.reduce(into: ([SessionRecord](), [SessionRecord]())) { result, item in
-                if repositories.contains(item.record.repositoryID) {
-                    result.0.append(item.record)
-                } else {
-                    result.1.append(item.record)
+            var orphans: [SessionRecord] = []
+            var applied = AppliedRows()
+            /// Applies one page: the sessions whose repository is here; the others are reported.
+            func apply(_ page: [SessionRecord], retaining: Set<UUID>?) async throws {
+                var keep: [SessionRecord] = []
+                for row in page {
+                    if repositories.contains(row.repositoryID) { keep.append(row) } else { orphans.append(row) }
                 }
+                let result = try await local.applySessions(keep, retaining: retaining)
+                applied.changed += result.changed
+                applied.deleted += result.deleted
+                recorder.emit(.sessions, applied.changed, 0, "Syncing sessions...")
             }
-            try await local.applySessions(keep, retaining: ids)
-            entry.applied = keep.count
+            if let changes {
+                if let listed = changes.sessions {
+                    try await apply(listed.map(\.record), retaining: nil)
+                } else {
+                    // More than the feed carries: a page at a time into the store.
+                    let pages = PageQueue<Versioned<SessionRecord>>()
+                    try await pages.drain(
+                        producing: { page in
+                            try await remote.fetchSessions(after: since.map(Self.cursor(from:)), pages: page)
+                        },
+                        consuming: { try await apply($0.map(\.record), retaining: nil) })
+                }
+                let after = try await local.sessionIDsDigest()
+                if after != changes.sessionIDs {
+                    // Something was deleted (or missed): the listing says what the remote holds.
+                    let ids = try await remote.listSessionIDs(deviceID: nil)
+                    try await apply([], retaining: ids)
+                    if !ids.subtracting(try await local.sessionIDs()).isEmpty {
+                        // Rows the cursor missed: read every session again.
+                        let pages = PageQueue<Versioned<SessionRecord>>()
+                        try await pages.drain(
+                            producing: { page in try await remote.fetchSessions(after: nil, pages: page) },
+                            consuming: { try await apply($0.map(\.record), retaining: nil) })
+                    }
+                }
+            } else {
+                let cursor = try await local.cursor(for: .sessions)
+                let ids = try await remote.listSessionIDs(deviceID: nil)
+                // Deletions first, then the changed rows a page at a time.
+                try await apply([], retaining: ids)
+                // The pages of the listing's ranges come in any order: the last row is the
+                // greatest (updated_at, id) of them all.
+                var last: (date: Date, updatedAt: String, id: UUID)?
+                let pages = PageQueue<Versioned<SessionRecord>>()
+                try await pages.drain(
+                    producing: { page in try await remote.fetchSessions(after: cursor, pages: page) },
+                    consuming: { page in
+                        for row in page {
+                            let date = Timestamp.parse(row.updatedAt) ?? .distantPast
+                            if let seen = last,
+                                seen.date > date || (seen.date == date && !seen.id.canonicallyPrecedes(row.record.id))
+                            {
+                                continue
+                            }
+                            last = (date, row.updatedAt, row.record.id)
+                        }
+                        try await apply(page.map(\.record), retaining: nil)
+                    })
+                // Orphans are retried next pull: do not move the cursor past them.
+                if orphans.isEmpty { try await advance(.sessions, to: last.map { ($0.updatedAt, $0.id) }) }
+            }
+            entry.applied = applied.changed
+            entry.deleted = applied.deleted
             entry.skipped = orphans.count
             entry.errors += orphans.map {
                 SyncIssue(
                     phase: .sessions, code: .missingRepository, rowID: $0.id.canonical,
                     message: "session skipped: its repository \($0.repositoryID.canonical) is not available")
             }
-            entry.deleted = before.subtracting(ids).count
-            // Orphans are retried next pull: do not move the cursor past them.
-            if orphans.isEmpty { try await advance(.sessions, to: changed.last.map { ($0.updatedAt, $0.record.id) }) }
-            recorder.emit(.sessions, changed.count, changed.count, "Syncing sessions...")
+            hold = !orphans.isEmpty
         }
+        pull.holdCursor = pull.holdCursor || hold
+    }
+
+    /// Applies repositories read since the cursor so that the store holds what the remote does:
+    /// when the ids here and the new ones do not add up to the remote's `expected` digest, the
+    /// remote's ids are listed and the others deleted first; ids listed but never read (a row the
+    /// cursor missed) make the whole table be read again.
+    func applyPulled(
+        _ rows: [RepositoryRecord], expected: RowSetDigest, held: Set<UUID>,
+        list: () async throws -> Set<UUID>, apply: ([RepositoryRecord], Set<UUID>?) async throws -> AppliedRows,
+        everything: () async throws -> [RepositoryRecord]
+    ) async throws -> AppliedRows {
+        var after = SecretDigest.digest(ofIDs: held)
+        for id in Set(rows.map(\.id)) where !held.contains(id) { after.add(SecretDigest.idHash(id)) }
+        guard after != expected else { return try await apply(rows, nil) }
+        let ids = try await list()
+        var applied = try await apply(rows, ids)
+        if !ids.subtracting(held).subtracting(rows.map(\.id)).isEmpty {
+            let again = try await apply(try await everything(), nil)
+            applied.changed += again.changed
+        }
+        return applied
+    }
+
+    /// A pull cursor that starts at a feed cursor's time.
+    static func cursor(from feed: ChangeCursor) -> PullCursor {
+        PullCursor(updatedAt: feed.since, id: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
     }
 
     /// Moves a pull cursor to just before the last row seen (by ``SyncOptions/cursorOverlap``).
@@ -112,38 +302,12 @@ extension SyncEngine {
         }
     }
 
-    /// The envelopes addressed to this device as fetched, what the store held when they were,
-    /// its generation marks, and the outcome of opening each one it did not already hold.
-    struct OpenedEnvelopes: Sendable {
-        var fetched: [EnvelopeRecord]
-        var held: [UUID: ReceivedEnvelope]
-        var marks: [UUID: GenerationMark]
-        var outcomes: [UUID: Result<OpenedEnvelope, CryptoError>]
-    }
-
     /// An envelope that opened, as it would be stored.
     struct OpenedEnvelope: Sendable {
         var received: ReceivedEnvelope
         /// A version-1 envelope whose secret differs from the last one stored for its session
         /// (held now, or kept in the history when the session was deleted).
         var changesSecret: Bool
-    }
-
-    /// Fetches the envelopes addressed to this device and opens every one the store does not
-    /// already hold; the plaintext is dropped at once, never stored. Touches neither the report
-    /// nor the store's rows: it runs while the sessions are applied.
-    func fetchAndOpenEnvelopes(identity: DeviceIdentity, trust: TrustSnapshot?) async throws -> OpenedEnvelopes {
-        let fetched = try await remote.fetchEnvelopes(addressedTo: identity.id)
-        var held: [UUID: ReceivedEnvelope] = [:]
-        for item in try await local.receivedEnvelopes() { held[item.sessionID] = item }
-        let marks = try await local.generationMarks()
-        let fresh = fetched.filter {
-            held[$0.sessionID]?.envelope
-                != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
-        }
-        return OpenedEnvelopes(
-            fetched: fetched, held: held, marks: marks,
-            outcomes: try await open(fresh, identity: identity, trust: trust, held: held, marks: marks))
     }
 
     /// Opens `envelopes`, each against the last envelope stored for its session: the one held
@@ -153,26 +317,13 @@ extension SyncEngine {
     /// certified key; without it, among the user's own devices (a row of another user, or one
     /// listed twice, resolves to nothing).
     func open(
-        _ envelopes: [EnvelopeRecord], identity: DeviceIdentity, trust: TrustSnapshot?,
+        _ envelopes: [EnvelopeRecord], identity: DeviceIdentity, senders: SenderKeys,
         held: [UUID: ReceivedEnvelope], marks: [UUID: GenerationMark]
     ) async throws -> [UUID: Result<OpenedEnvelope, CryptoError>] {
         guard !envelopes.isEmpty else { return [:] }
-        var senderKeys: [UUID: X25519PublicKey] = [:]
-        if let trust {
-            for id in trust.certificates.keys { senderKeys[id] = trust.certifiedKey(of: id) }
-        } else if envelopes.contains(where: { $0.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) }) {
-            var seen = Set<UUID>(), repeated = Set<UUID>()
-            for device in try await remote.listDevices() where device.userID == remote.userID {
-                guard seen.insert(device.id).inserted else {
-                    repeated.insert(device.id)
-                    continue
-                }
-                if let text = device.publicKey, let key = try? X25519PublicKey(base64: text), !key.isLowOrder {
-                    senderKeys[device.id] = key
-                }
-            }
-            for id in repeated { senderKeys[id] = nil }
-        }
+        let senderKeys =
+            envelopes.contains(where: { $0.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) })
+            ? try await senders.keys() : [:]
         var previous = held
         for item in envelopes
         where held[item.sessionID] == nil && !item.ephemeralPublicKey.hasPrefix(SecretEnvelope.version2Prefix) {
@@ -328,106 +479,166 @@ extension SyncEngine {
         return nil
     }
 
-    /// Keeps, of the envelopes fetched and opened, those of sessions the store holds, that
-    /// opened and that ``refusal(of:_:)`` lets through: an envelope that does not open is
-    /// reported and never stored (a junk row must not displace a good envelope kept from an
-    /// earlier pull, nor sit in the store looking like a secret).
+    /// The envelopes phase: brings the store's record of the envelope rows addressed to this
+    /// device up to date, then opens and checks every recorded row that differs from the envelope
+    /// stored for its session, a chunk at a time.
     ///
-    /// With verified trust (`trust` given), a sender without a valid certificate is refused
+    /// With the feed, the rows of the sessions it listed come with it, and the digest of every row
+    /// says whether anything else changed; only then are the buckets that differ read (or, with
+    /// nothing recorded yet, every row). Without a feed, every row is listed.
+    ///
+    /// A row that opens and that ``refusal(of:_:)`` lets through is stored; one that does not
+    /// open, or is refused, is reported and never stored (a junk row must not displace a good
+    /// envelope kept from an earlier pull, nor sit in the store looking like a secret). It stays
+    /// recorded, and is checked again at each pull (the trust that refused it may change).
+    ///
+    /// With verified trust (`pull.trust`), a sender without a valid certificate is refused
     /// (`uncertifiedSender`); a version-1 envelope, which names no sender, is kept marked
     /// unauthenticated while the session's owner is not certified, or refused with
     /// ``SyncOptions/requireAuthenticated``.
-    func pullEnvelopes(
-        _ opened: OpenedEnvelopes, identity: DeviceIdentity, trust: TrustSnapshot?, entry: inout PhaseReport,
-        recorder: Recorder
-    ) async throws {
+    func pullEnvelopes(_ pull: inout PullState, entry: inout PhaseReport, recorder: Recorder) async throws {
+        let identity = pull.identity
+        let trust = pull.trust
         if let trust { entry.errors += trust.problems }
-        let owners = try await local.sessionOwners()
-        let sessions = Set(owners.keys)
-        let kept = opened.fetched.filter { sessions.contains($0.sessionID) }
-        let listed = Set(kept.map(\.sessionID))
-        entry.skipped = opened.fetched.count - kept.count
-        // Applying the sessions deleted the envelopes of the sessions it deleted. A session
-        // deleted and written again in that one transaction (it changed on the remote between
-        // the id listing and the rows) lost the envelope it held: its envelope is opened again.
-        let stillHeld = try await local.receivedEnvelopeSessionIDs()
-        let held = opened.held.filter { stillHeld.contains($0.key) }
-        var outcomes = opened.outcomes.filter { listed.contains($0.key) }
-        let lost = kept.filter {
-            opened.held[$0.sessionID] != nil && held[$0.sessionID] == nil && opened.outcomes[$0.sessionID] == nil
-        }
-        for (session, outcome) in try await open(lost, identity: identity, trust: trust, held: [:], marks: opened.marks)
-        {
-            outcomes[session] = outcome
-        }
+        try await refreshEnvelopeRows(pull, recorder: recorder)
 
-        var good: [ReceivedEnvelope] = []
-        var refusals: [SyncIssue] = []
-        for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: {
-            $0.received.sessionID.canonicallyPrecedes($1.received.sessionID)
-        }) {
-            let session = item.received.sessionID
-            let owner = owners[session]
-            let context = EnvelopeContext(
-                mark: opened.marks[session], owner: owner,
-                ownerCertified: trust.map { trust in
-                    owner.map { trust.certificates[$0] != nil || trust.revocations[$0] != nil } ?? false
-                } ?? false,
-                verified: trust != nil, requireAuthenticated: options.requireAuthenticated,
-                window: options.generationWindow)
-            if let (code, message) = Self.refusal(of: item, context) {
-                recorder.report.trust?.rejectedEnvelopes += 1
-                refusals.append(SyncIssue(phase: .envelopes, code: code, rowID: session.canonical, message: message))
-            } else {
-                if !item.received.authenticated { recorder.report.trust?.unauthenticatedEnvelopes += 1 }
-                good.append(item.received)
+        let senders = SenderKeys(remote: remote, trust: trust, known: pull.since == nil ? pull.changes?.devices : nil)
+        var after: UUID?
+        var opened = 0
+        while true {
+            let chunk = try await local.pendingEnvelopeRows(after: after, limit: options.openChunk)
+            guard let last = chunk.last else { break }
+            after = last.sessionID
+            let sessions = Set(chunk.map(\.sessionID))
+            let owners = try await local.sessionOwners(of: sessions)
+            let kept = chunk.filter { owners[$0.sessionID] != nil }
+            entry.skipped += chunk.count - kept.count
+            let keptSessions = Set(kept.map(\.sessionID))
+            let held = try await local.receivedEnvelopes(sessions: keptSessions)
+            let marks = try await local.generationMarks(of: keptSessions)
+            let outcomes = try await open(kept, identity: identity, senders: senders, held: held, marks: marks)
+
+            var good: [ReceivedEnvelope] = []
+            for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: {
+                $0.received.sessionID.canonicallyPrecedes($1.received.sessionID)
+            }) {
+                let session = item.received.sessionID
+                let owner = owners[session]
+                let context = EnvelopeContext(
+                    mark: marks[session], owner: owner,
+                    ownerCertified: trust.map { trust in
+                        owner.map { trust.certificates[$0] != nil || trust.revocations[$0] != nil } ?? false
+                    } ?? false,
+                    verified: trust != nil, requireAuthenticated: options.requireAuthenticated,
+                    window: options.generationWindow)
+                if let (code, message) = Self.refusal(of: item, context) {
+                    recorder.report.trust?.rejectedEnvelopes += 1
+                    entry.failed += 1
+                    entry.errors.append(
+                        SyncIssue(phase: .envelopes, code: code, rowID: session.canonical, message: message))
+                } else {
+                    if !item.received.authenticated { recorder.report.trust?.unauthenticatedEnvelopes += 1 }
+                    good.append(item.received)
+                }
             }
+            let failures = outcomes.compactMap { session, outcome -> (UUID, CryptoError)? in
+                if case let .failure(error) = outcome { return (session, error) }
+                return nil
+            }.sorted { $0.0.canonicallyPrecedes($1.0) }
+            try await local.upsertReceivedEnvelopes(good)
+            entry.applied += good.count
+            recorder.report.envelopesOpened += good.count
+            entry.failed += failures.count
+            entry.errors += failures.map { session, error in
+                if error == .unknownSender && trust != nil {
+                    recorder.report.trust?.rejectedEnvelopes += 1
+                    return SyncIssue(
+                        phase: .envelopes, code: .uncertifiedSender, rowID: session.canonical,
+                        message:
+                            "the envelope for this session was sealed by a device without a valid certificate; it was not stored"
+                    )
+                }
+                return error == .unknownSender
+                    ? SyncIssue(
+                        phase: .envelopes, code: .unknownSender, rowID: session.canonical,
+                        message:
+                            "the envelope for this session names a sender that is not one of the user's devices; it was not stored"
+                    )
+                    : SyncIssue(
+                        phase: .envelopes, code: .envelopeUnreadable, rowID: session.canonical,
+                        message:
+                            "the envelope for this session cannot be opened with this device's key; it was not stored")
+            }
+            opened += outcomes.count
+            recorder.emit(.envelopes, opened, 0, "Syncing envelopes...")
         }
+        // An envelope the remote no longer addresses here is deleted (its history keeps it).
+        entry.deleted = try await local.deleteReceivedEnvelopesWithoutRows()
         if let trust {
             // A sender revoked since: what it sealed stays readable, but the revoked device knows
             // the secret. Counted at every pull while such an envelope is held.
-            let revoked = held.values.filter { $0.senderDeviceID.map { trust.revocations[$0] != nil } ?? false }
-            recorder.report.trust?.revokedSenderEnvelopes = revoked.count
+            recorder.report.trust?.revokedSenderEnvelopes = try await local.receivedEnvelopeCount(
+                sentBy: Set(trust.revocations.keys))
         }
-        let failures = outcomes.compactMap { session, outcome -> (UUID, CryptoError)? in
-            if case let .failure(error) = outcome { return (session, error) }
-            return nil
-        }.sorted { $0.0.canonicallyPrecedes($1.0) }
-        try await local.upsertReceivedEnvelopes(good)
-        // What the store holds beyond the listing is what it held before it (`stillHeld`): the
-        // envelopes just stored are all listed. Nothing to delete costs no statement.
-        entry.deleted = stillHeld.isSubset(of: listed) ? 0 : try await local.deleteReceivedEnvelopes(notIn: listed)
-        entry.applied = good.count
-        recorder.report.envelopesOpened += good.count
-        entry.failed = failures.count + refusals.count
-        entry.errors += refusals
-        entry.errors += failures.map { session, error in
-            if error == .unknownSender && trust != nil {
-                recorder.report.trust?.rejectedEnvelopes += 1
-                return SyncIssue(
-                    phase: .envelopes, code: .uncertifiedSender, rowID: session.canonical,
-                    message:
-                        "the envelope for this session was sealed by a device without a valid certificate; it was not stored"
-                )
-            }
-            return error == .unknownSender
-                ? SyncIssue(
-                    phase: .envelopes, code: .unknownSender, rowID: session.canonical,
-                    message:
-                        "the envelope for this session names a sender that is not one of the user's devices; it was not stored"
-                )
-                : SyncIssue(
-                    phase: .envelopes, code: .envelopeUnreadable, rowID: session.canonical,
-                    message: "the envelope for this session cannot be opened with this device's key; it was not stored")
-        }
-        recorder.emit(.envelopes, outcomes.count, outcomes.count, "Syncing envelopes...")
+        recorder.emit(.envelopes, opened, opened, "Syncing envelopes...")
         if options.requestMissingSecrets {
-            // What the store holds now: the envelopes kept from before or stored just now, for
-            // sessions the remote still addresses to this device.
-            let holding = Set(held.keys).union(good.map(\.sessionID)).intersection(listed)
             try await requestMissingSecrets(
-                deviceID: identity.id, missing: sessions.subtracting(holding), entry: &entry, recorder: recorder)
+                deviceID: identity.id, missing: try await local.sessionsWithoutReceivedEnvelope(),
+                open: pull.changes?.secretRequests, entry: &entry, recorder: recorder)
         }
+    }
+
+    /// Brings the record of envelope rows (`DeviceStore.recordEnvelopeRows`) up to what the
+    /// remote holds for this device: from the feed where there is one, by listing every row
+    /// otherwise.
+    func refreshEnvelopeRows(_ pull: PullState, recorder: Recorder) async throws {
+        let me = pull.identity.id
+        guard let changes = pull.changes else { return try await recordAllEnvelopeRows(me, recorder: recorder) }
+        if let rows = changes.envelopes {
+            try await local.recordEnvelopeRows(
+                rows, replacingSessions: Set((changes.sessions ?? []).map(\.record.id)))
+        }
+        let recorded = try await local.envelopeRowsDigest()
+        guard recorded != changes.envelopeRows else { return }
+        // Something else changed: the buckets that differ say which sessions to read again,
+        // unless there is no record yet (a first pull), or most of it differs.
+        guard recorded.count > 0, let feed = remote as? any PullFeedRemote else {
+            return try await recordAllEnvelopeRows(me, recorder: recorder)
+        }
+        let buckets = SecretDigest.bucketCount(
+            forPairs: max(recorded.count, changes.envelopeRows.count), rowsPerBucket: options.rowsPerDigestBucket)
+        let theirs = Dictionary(
+            uniqueKeysWithValues: try await feed.recipientDigest(deviceID: me, buckets: buckets).map { ($0.bucket, $0) }
+        )
+        let ours = Dictionary(
+            uniqueKeysWithValues: try await local.envelopeRowsDigest(buckets: buckets).map { ($0.bucket, $0) })
+        let differing = Set(theirs.keys).union(ours.keys).filter { theirs[$0] != ours[$0] }
+        guard differing.count * 2 <= max(1, theirs.count) else {
+            return try await recordAllEnvelopeRows(me, recorder: recorder)
+        }
+        let sessions = try await local.sessionsForEnvelopeRows(inBuckets: differing, of: buckets)
+        try await local.recordEnvelopeRows(
+            try await remote.fetchEnvelopes(addressedTo: me, sessions: sessions), replacingSessions: sessions)
+        // A row of a session this device never heard of (it did not arrive with the sessions)
+        // cannot be found by bucket: then every row is listed once.
+        if try await local.envelopeRowsDigest() != changes.envelopeRows {
+            try await recordAllEnvelopeRows(me, recorder: recorder)
+        }
+    }
+
+    /// Lists every envelope row addressed to this device, a page at a time into the record, and
+    /// forgets the rows the listing no longer has.
+    func recordAllEnvelopeRows(_ me: UUID, recorder: Recorder) async throws {
+        var listed = Set<UUID>()
+        let pages = PageQueue<EnvelopeRecord>()
+        try await pages.drain(
+            producing: { page in try await remote.fetchEnvelopes(addressedTo: me, pages: page) },
+            consuming: { page in
+                try await local.recordEnvelopeRows(page)
+                listed.formUnion(page.map(\.sessionID))
+                recorder.emit(.envelopes, listed.count, 0, "Reading envelopes...")
+            })
+        try await local.deleteEnvelopeRows(notIn: listed)
     }
 
     /// Asks for the secret of every session this phone holds no envelope for: one
@@ -435,14 +646,19 @@ extension SyncEngine {
     /// (coordination.md). The desktop that owns the session serves it at its next push or watch
     /// tick. Nothing is asked when nothing is missing, nor of a remote without the table.
     func requestMissingSecrets(
-        deviceID: UUID, missing: Set<UUID>, entry: inout PhaseReport, recorder: Recorder
+        deviceID: UUID, missing: Set<UUID>, open known: [SecretRequestRow]?, entry: inout PhaseReport,
+        recorder: Recorder
     ) async throws {
         guard !missing.isEmpty else { return }
         let open: [SecretRequestRow]
-        do {
-            open = try await remote.secretRequests().listOpenSecretRequests()
-        } catch let error as RemoteStoreError where error.code == .missingTable {
-            return
+        if let known {
+            open = known
+        } else {
+            do {
+                open = try await remote.secretRequests().listOpenSecretRequests()
+            } catch let error as RemoteStoreError where error.code == .missingTable {
+                return
+            }
         }
         let asked = Set(open.filter { $0.requesterDeviceID == deviceID }.map(\.sessionID))
         var summary = SecretRequestSummary()
@@ -461,5 +677,99 @@ extension SyncEngine {
             entry.errors += Self.issues(refused, phase: .envelopes)
         }
         recorder.report.secretRequests = summary
+    }
+}
+
+/// The keys that may have sealed a version-2 envelope, resolved once per pull when first needed:
+/// with verified trust the certified keys only; without, the keys of the user's own device rows
+/// (a row of another user, or one listed twice, resolves to nothing).
+actor SenderKeys {
+    let remote: any SyncRemote
+    let trust: TrustSnapshot?
+    /// Every device row of the user, when the caller already has them.
+    let known: [RemoteDevice]?
+    private var resolved: [UUID: X25519PublicKey]?
+
+    init(remote: any SyncRemote, trust: TrustSnapshot?, known: [RemoteDevice]?) {
+        self.remote = remote
+        self.trust = trust
+        self.known = known
+    }
+
+    func keys() async throws -> [UUID: X25519PublicKey] {
+        if let resolved { return resolved }
+        var keys: [UUID: X25519PublicKey] = [:]
+        if let trust {
+            for id in trust.certificates.keys { keys[id] = trust.certifiedKey(of: id) }
+        } else {
+            var seen = Set<UUID>(), repeated = Set<UUID>()
+            let devices: [RemoteDevice]
+            if let known { devices = known } else { devices = try await remote.listDevices() }
+            for device in devices where device.userID == remote.userID {
+                guard seen.insert(device.id).inserted else {
+                    repeated.insert(device.id)
+                    continue
+                }
+                if let text = device.publicKey, let key = try? X25519PublicKey(base64: text), !key.isLowOrder {
+                    keys[device.id] = key
+                }
+            }
+            for id in repeated { keys[id] = nil }
+        }
+        resolved = keys
+        return keys
+    }
+}
+
+/// Pages of a listing that may produce several at once (its ranges run together), handed one at
+/// a time to a consumer in the calling task. Each producer waits until its page was consumed, so
+/// no more than one page per range is held, whatever the listing's length.
+struct PageQueue<Row: Sendable> {
+    typealias Item = (rows: [Row], done: CheckedContinuation<Void, Error>)
+
+    /// Runs `producing` (a listing that calls its handler with each page) and `consuming` on each
+    /// page in turn. An error of either ends both; the first one is thrown.
+    func drain(
+        producing: @escaping @Sendable (@escaping PageHandler<Row>) async throws -> Void,
+        consuming: ([Row]) async throws -> Void
+    ) async throws {
+        let (stream, continuation) = AsyncThrowingStream<Item, Error>.makeStream()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await producing { rows in
+                        try await withCheckedThrowingContinuation { done in
+                            if case .terminated = continuation.yield((rows, done)) {
+                                done.resume(throwing: CancellationError())
+                            }
+                        }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            var failure: Error?
+            do {
+                for try await item in stream {
+                    // After a failure, each waiting producer is let go with it.
+                    if let failure {
+                        item.done.resume(throwing: failure)
+                        continue
+                    }
+                    do {
+                        try await consuming(item.rows)
+                        item.done.resume()
+                    } catch {
+                        failure = error
+                        item.done.resume(throwing: error)
+                    }
+                }
+            } catch {
+                if failure == nil { failure = error }
+            }
+            try? await group.waitForAll()
+            if let failure { throw failure }
+        }
     }
 }

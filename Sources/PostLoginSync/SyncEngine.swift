@@ -76,6 +76,11 @@ public struct SyncOptions: Sendable {
     /// Seconds a pull cursor is moved back, so rows committed late by a concurrent writer with
     /// an earlier `updated_at` are still seen (re-reading a few rows is harmless).
     public var cursorOverlap: TimeInterval = 2
+    /// Pull: how many changed rows of a table the pull feed may carry (at most 5,000); when more
+    /// changed, the table is paged through instead.
+    public var pullFeedRowLimit = 500
+    /// Pull: envelopes opened (and checked, and stored) per chunk; memory holds one chunk.
+    public var openChunk = 2_000
     /// Tests only: the engine deliberately broken. The push records each chunk in the ledger as
     /// soon as it is sealed, before the remote has accepted it, instead of after (sync.md: the
     /// ledger is written only after the remote accepted a batch). The fault-injection test
@@ -283,6 +288,8 @@ extension StoreSetting where Value == TrustTablesSeen {
 extension StoreSetting where Value == String {
     /// The envelope versions last advertised successfully in this device's row.
     static var advertisedVersions: Self { StoreSetting("capabilities.envelope_versions") }
+    /// Where the next pull asks the pull feed from (its last answer's time, minus the overlap).
+    static var pullFeedSince: Self { StoreSetting("pull.feed.since") }
 }
 
 extension StoreSetting where Value == Int64 {

@@ -1,4 +1,5 @@
 import DeviceTrust
+import EnvelopeDigest
 import Foundation
 import LocalStore
 import RemoteStore
@@ -42,6 +43,10 @@ public struct TrustSnapshot: Sendable {
     public let revocations: [UUID: KnownRevocation]
     /// Statements that did not verify: ignored, reported.
     public let problems: [SyncIssue]
+    /// The pull feed's `statements` fingerprint of the rows this snapshot was built from
+    /// (``statementsDigest(identityKey:rows:)``): while the feed answers the same, nothing
+    /// changed and the snapshot still holds.
+    let statementsDigest: String
 
     /// The identity key's fingerprint.
     public var fingerprint: IdentityFingerprint { IdentityFingerprint(identityKey) }
@@ -78,7 +83,7 @@ public struct TrustSnapshot: Sendable {
         local: DeviceStore, remote: any SyncRemote, phase: SyncPhase = .secrets
     ) async throws -> TrustSnapshot? {
         guard let pinned = try await local.pinnedIdentityKey() else { return nil }
-        try await checkPublishedIdentity(pinned: pinned, remote: remote)
+        let published = try await checkPublishedIdentity(pinned: pinned, remote: remote)
         let user = remote.userID
         var problems: [SyncIssue] = []
         func refused(_ kind: String, _ row: SignedStatementRow, _ why: String) {
@@ -92,7 +97,8 @@ public struct TrustSnapshot: Sendable {
         var revocations = Dictionary(
             try await local.knownRevocations().map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
         var fresh: [KnownRevocation] = []
-        for row in try await remote.trustTables().listRevocations() {
+        let revocationRows = try await remote.trustTables().listRevocations()
+        for row in revocationRows {
             do {
                 guard row.userID == user else { throw TrustStatementError(.wrongUser, "the row names another user") }
                 let revocation = try DeviceRevocation.verify(
@@ -110,7 +116,8 @@ public struct TrustSnapshot: Sendable {
         try await local.recordRevocations(fresh)
 
         var certificates: [UUID: DeviceCertificate] = [:]
-        for row in try await remote.trustTables().listCertificates() {
+        let certificateRows = try await remote.trustTables().listCertificates()
+        for row in certificateRows {
             do {
                 guard row.userID == user else { throw TrustStatementError(.wrongUser, "the row names another user") }
                 certificates[row.deviceID] = try DeviceCertificate.verify(
@@ -121,11 +128,23 @@ public struct TrustSnapshot: Sendable {
             }
         }
         return TrustSnapshot(
-            identityKey: pinned, certificates: certificates, revocations: revocations, problems: problems)
+            identityKey: pinned, certificates: certificates, revocations: revocations, problems: problems,
+            statementsDigest: statementsDigest(
+                identityKey: published,
+                rows: certificateRows.map { ("c", $0) } + revocationRows.map { ("r", $0) }))
     }
 
-    /// Refuses to go on when the remote's identity key is not the pinned one.
-    static func checkPublishedIdentity(pinned: Ed25519PublicKey, remote: any SyncRemote) async throws {
+    /// The pull feed's `statements`: MD5 (lowercase hex) of the published identity key, `|`,
+    /// and every certificate (`c`) and revocation (`r`) row as `kind:device_id:signature`, in
+    /// that order, joined by `,` (`*_pull_feed.sql`).
+    static func statementsDigest(identityKey: String, rows: [(String, SignedStatementRow)]) -> String {
+        let joined = rows.map { "\($0.0):\($0.1.deviceID.canonical):\($0.1.signature)" }.sorted().joined(separator: ",")
+        return MD5.hash(Array((identityKey + "|" + joined).utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Refuses to go on when the remote's identity key is not the pinned one; the key as published.
+    @discardableResult
+    static func checkPublishedIdentity(pinned: Ed25519PublicKey, remote: any SyncRemote) async throws -> String {
         let published: String?
         do {
             published = try await remote.trustTables().fetchIdentityKey()
@@ -152,5 +171,6 @@ public struct TrustSnapshot: Sendable {
                     + "but this device pinned \(IdentityFingerprint(pinned)); nothing was sent. Re-pair with `sync-cli trust join` "
                     + "if the user really made a new identity")
         }
+        return published
     }
 }

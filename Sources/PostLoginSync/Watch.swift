@@ -157,6 +157,8 @@ actor WatchState {
     var refused: Set<UUID> = []
     /// Approval requests as last surfaced, by id.
     var approvals: [UUID: ApprovalStatus] = [:]
+    /// A phone's verified trust, kept from one pull to the next.
+    var pullMemory = SyncEngine.PullMemory()
 
     init(engine: SyncEngine, options: WatchOptions, progress: ProgressHandler?) {
         self.engine = engine
@@ -174,10 +176,7 @@ actor WatchState {
             defer { lease.release() }
             let (identity, user) = try await engine.signedIn(role: nil)
             if identity.role == .mobile {
-                tick.action = .sync
-                tick.reasons = ["pull"]
-                tick.report = try await engine.pull(identity: identity, user: user, progress: progress)
-                try await approvalsTick(&tick, identity: identity)
+                try await phoneTick(&tick, identity: identity, user: user)
             } else {
                 try await desktopTick(&tick, identity: identity, user: user)
             }
@@ -233,8 +232,28 @@ actor WatchState {
         tick.nextTickSeconds = wait.seconds
     }
 
-    /// A phone's tick: the approval requests that changed, from the change feed (one request),
-    /// where the remote has one.
+    /// A phone's tick: a pull, which with the pull feed costs the device row and the feed when
+    /// nothing changed (trust verified at an earlier tick holds while the feed says its
+    /// statements are the same), and the approval requests that changed, from the same feed.
+    func phoneTick(_ tick: inout WatchTick, identity: DeviceIdentity, user: UUID) async throws {
+        var memory = pullMemory
+        let outcome = try await engine.pull(identity: identity, user: user, progress: progress, memory: &memory)
+        pullMemory = memory
+        tick.report = outcome.report
+        if let changes = outcome.changes {
+            tick.changeFeed = .feed
+            surface(changes.approvals, in: &tick, identity: identity)
+        } else {
+            try await approvalsTick(&tick, identity: identity)
+        }
+        if outcome.changedStore || outcome.report.outcome != .success {
+            tick.action = .sync
+            tick.reasons = ["pull"]
+        }
+    }
+
+    /// The approval requests that changed, from the change feed (one request), for a phone whose
+    /// remote has no pull feed.
     func approvalsTick(_ tick: inout WatchTick, identity: DeviceIdentity) async throws {
         guard let feed = engine.remote as? any ChangeFeedRemote else { return }
         let changes = try await feed.changes(since: cursor, statements: false)

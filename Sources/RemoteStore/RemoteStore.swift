@@ -102,6 +102,21 @@ public protocol SyncRemote: Sendable {
     /// The envelopes addressed to one device.
     func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord]
 
+    /// The envelopes addressed to one device, a page at a time: `page` gets each page as it
+    /// arrives, so that the caller never holds them all (a listing that fans out may call it for
+    /// several pages at once).
+    func fetchEnvelopes(addressedTo deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>) async throws
+
+    /// The envelopes addressed to one device of these sessions only.
+    func fetchEnvelopes(addressedTo deviceID: UUID, sessions: Set<UUID>) async throws -> [EnvelopeRecord]
+
+    /// ``fetchSessions(after:)`` a page at a time, as
+    /// ``fetchEnvelopes(addressedTo:pages:)``: each page is in `(updated_at, id)` order, the
+    /// pages not necessarily.
+    func fetchSessions(
+        after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>)
+        async throws
+
     /// Refreshes this device's heartbeat (`last_seen_at`, coordination.md "Presence") and
     /// nothing else.
     func heartbeat(deviceID: UUID) async throws
@@ -113,6 +128,9 @@ public protocol SyncRemote: Sendable {
 /// Called after the remote accepted a batch, with that batch's rows (for the distribution
 /// ledger, which must only record what the remote holds, and for progress).
 public typealias BatchHandler<Row> = @Sendable ([Row]) async throws -> Void
+
+/// Called with each page of a listing that is read a page at a time.
+public typealias PageHandler<Row> = @Sendable ([Row]) async throws -> Void
 
 /// What a bulk write did.
 public struct BulkWriteResult: Sendable, Hashable {
@@ -366,8 +384,29 @@ public struct RemoteMetrics: Sendable, Hashable, Codable {
 
 /// Every capability a remote can have: what the PostgREST client and the embedded remote both
 /// are (a PostgREST deployment may still lack a migration's tables or functions).
-public typealias CompleteRemote = TrustRemote & SecretRequestRemote & ChangeFeedRemote & CoordinationRemote
-    & ApprovalRemote
+public typealias CompleteRemote = TrustRemote & SecretRequestRemote & ChangeFeedRemote & PullFeedRemote
+    & CoordinationRemote & ApprovalRemote
+
+extension SyncRemote {
+    /// The whole listing as one page: for a remote that reads everything at once anyway.
+    public func fetchEnvelopes(
+        addressedTo deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>
+    ) async throws {
+        try await page(try await fetchEnvelopes(addressedTo: deviceID))
+    }
+
+    /// The whole listing, filtered: for a remote that reads everything at once anyway.
+    public func fetchEnvelopes(addressedTo deviceID: UUID, sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
+        try await fetchEnvelopes(addressedTo: deviceID).filter { sessions.contains($0.sessionID) }
+    }
+
+    /// The whole listing as one page: for a remote that reads everything at once anyway.
+    public func fetchSessions(
+        after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>
+    ) async throws {
+        try await page(try await fetchSessions(after: cursor))
+    }
+}
 
 extension SyncRemote {
     /// This remote's device-trust tables: itself, when it has them.

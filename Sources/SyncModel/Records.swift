@@ -200,3 +200,28 @@ public struct DigestBucket: Sendable, Hashable, Codable {
         self.h2 = h2
     }
 }
+
+/// The digest of a whole set of rows, compared instead of listing them (the pull feed,
+/// docs/sync.md): how many there are, and the XOR over them of a row hash's bytes 0-7 and 8-15
+/// as signed int8. The hash is MD5 of the lowercase id for repositories and sessions, and the
+/// envelope `row_hash` of ``DigestBucket`` for envelope rows. Equal on both sides, the sets are
+/// the same (MD5 is a checksum here, not a defence: a difference only says what to re-read).
+public struct RowSetDigest: Sendable, Hashable, Codable {
+    public var count: Int
+    public var h1: Int64
+    public var h2: Int64
+
+    /// Creates a digest; the empty set by default.
+    public init(count: Int = 0, h1: Int64 = 0, h2: Int64 = 0) {
+        self.count = count
+        self.h1 = h1
+        self.h2 = h2
+    }
+
+    /// Adds (or, XOR being its own inverse, with `removing`, takes out) one row's hash.
+    public mutating func add(_ hash: (Int64, Int64), removing: Bool = false) {
+        count += removing ? -1 : 1
+        h1 ^= hash.0
+        h2 ^= hash.1
+    }
+}

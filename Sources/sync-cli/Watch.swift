@@ -140,17 +140,14 @@ struct StandardErrorLogHandler: LogHandler {
 }
 
 extension WatchRunner {
-    /// Whether a tick gets a line without `--verbose`: a desktop's tick that synced, or a
-    /// phone's that received envelopes or deletions, failed in part, or brought approvals (a
-    /// phone pulls at every tick; a line per tick would say nothing).
+    /// Whether a tick gets a line without `--verbose`: a tick that synced (a desktop's push, or
+    /// a phone's pull that changed its store), or one that failed in part or brought approvals
+    /// (a phone pulls at every tick; a line per quiet tick would say nothing).
     static func worthALine(_ tick: WatchTick) -> Bool {
-        guard tick.action == .sync || tick.action == .full else { return false }
-        guard let report = tick.report, report.direction == .pull else { return true }
-        if report.outcome != .success || tick.failure != nil || tick.approvals?.isEmpty == false { return true }
-        // Sessions and repositories are read again for a few seconds after they change (the
-        // cursor's overlap), so their counts do not say whether anything is new; envelopes do.
-        return report.phases.contains {
-            ($0.phase == .envelopes && $0.applied > 0) || $0.deleted > 0 || $0.failed > 0
+        switch tick.action {
+        case .sync, .full: return true
+        case .quiet: return tick.approvals?.isEmpty == false || tick.report.map { $0.outcome != .success } ?? false
+        case .failed, .busy: return false
         }
     }
 }

@@ -444,6 +444,20 @@ public final class PostgRESTRemoteStore: SyncRemote {
         try await fetchVersioned(RemoteTable.sessions, after: cursor, decode: SessionRecord.init(json:))
     }
 
+    public func fetchSessions(
+        after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>
+    ) async throws {
+        _ = try await fetchFanned(
+            RemoteTable.sessions, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")],
+            order: "updated_at.asc,id.asc", keyset: ["updated_at", "id"],
+            after: cursor.map { [$0.updatedAt, $0.id.canonical] }, rangesOf: "id",
+            decode: { row in
+                Versioned(
+                    record: try SessionRecord(json: row),
+                    updatedAt: try RowReader(row, table: RemoteTable.sessions).string("updated_at"))
+            }, onPage: page)
+    }
+
     func fetchVersioned<Record>(
         _ table: String, after cursor: PullCursor?, decode: @escaping @Sendable (ResponseRow) throws -> Record
     ) async throws
@@ -494,12 +508,38 @@ public final class PostgRESTRemoteStore: SyncRemote {
 
     public func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
         try await fetchFanned(
-            RemoteTable.secrets,
-            query: [
-                ("select", "session_id,device_id,ephemeral_public_key,encrypted_secret"),
-                ("device_id", "eq.\(deviceID.canonical)"),
-            ], order: "session_id.asc", keyset: ["session_id"], rangesOf: "session_id",
-            decode: EnvelopeRecord.init(json:))
+            RemoteTable.secrets, query: Self.envelopeQuery(deviceID), order: "session_id.asc", keyset: ["session_id"],
+            rangesOf: "session_id", decode: EnvelopeRecord.init(json:))
+    }
+
+    public func fetchEnvelopes(
+        addressedTo deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>
+    ) async throws {
+        _ = try await fetchFanned(
+            RemoteTable.secrets, query: Self.envelopeQuery(deviceID), order: "session_id.asc", keyset: ["session_id"],
+            rangesOf: "session_id", decode: EnvelopeRecord.init(json:), onPage: page)
+    }
+
+    public func fetchEnvelopes(addressedTo deviceID: UUID, sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
+        let ids = sessions.map(\.canonical).sorted()
+        var rows: [EnvelopeRecord] = []
+        for start in stride(from: 0, to: ids.count, by: configuration.inFilterChunk) {
+            let chunk = ids[start..<min(start + configuration.inFilterChunk, ids.count)]
+            // One envelope per session at most (the pair is unique): the chunk bounds the listing.
+            rows += try await fetchAll(
+                RemoteTable.secrets, query: Self.envelopeQuery(deviceID) + [("session_id", PostgREST.inList(chunk))],
+                order: "session_id.asc", keyset: ["session_id"], atMost: chunk.count, decode: EnvelopeRecord.init(json:)
+            )
+        }
+        return rows
+    }
+
+    /// The columns and filter of a listing of the envelopes addressed to one device.
+    static func envelopeQuery(_ deviceID: UUID) -> [(String, String)] {
+        [
+            ("select", "session_id,device_id,ephemeral_public_key,encrypted_secret"),
+            ("device_id", "eq.\(deviceID.canonical)"),
+        ]
     }
 
     /// A keyset listing that fans out (``PostgRESTConfiguration/listingStreams``): the first
@@ -509,20 +549,25 @@ public final class PostgRESTRemoteStore: SyncRemote {
     /// when the key starts with `column`, the whole space otherwise; their rows come back in
     /// range order. The server gave full pages when asked, so in a range a short page is its
     /// last: no empty page is asked for to end it.
+    ///
+    /// With `onPage`, each page goes to it as it arrives (the ranges' pages at the same time) and
+    /// the listing returns no rows: the caller never holds more than a page per range.
     func fetchFanned<Row: Sendable>(
         _ table: String, query: [(String, String)], order: String, keyset: [String], after start: [String]? = nil,
-        rangesOf column: String, decode: @escaping @Sendable (ResponseRow) throws -> Row
+        rangesOf column: String, decode: @escaping @Sendable (ResponseRow) throws -> Row,
+        onPage: PageHandler<Row>? = nil
     ) async throws -> [Row] {
         // Two pages first: a listing of exactly one full page (1,000 sessions) ends with the
         // second, as it always did, instead of asking every range for nothing.
         let first = try await fetchPages(
-            table, query: query, order: order, keyset: keyset, after: start, maxPages: 2, decode: decode)
+            table, query: query, order: order, keyset: keyset, after: start, maxPages: 2, decode: decode,
+            onPage: onPage)
         guard let resume = first.resume else { return first.rows }
         let streams = configuration.listingStreams
-        guard streams > 1, first.rows.count >= 2 * configuration.pageSize else {
+        guard streams > 1, first.fetched >= 2 * configuration.pageSize else {
             return first.rows
                 + (try await fetchPages(
-                    table, query: query, order: order, keyset: keyset, after: resume, decode: decode
+                    table, query: query, order: order, keyset: keyset, after: resume, decode: decode, onPage: onPage
                 ).rows)
         }
         // Bounds on the uuid's first 32 bits: the ranges [bound(i), bound(i + 1)).
@@ -542,7 +587,7 @@ public final class PostgRESTRemoteStore: SyncRemote {
                         index,
                         try await self.fetchPages(
                             table, query: range, order: order, keyset: keyset, after: resume,
-                            shortPageEnds: true, decode: decode
+                            shortPageEnds: true, decode: decode, onPage: onPage
                         ).rows
                     )
                 }
@@ -584,15 +629,16 @@ public final class PostgRESTRemoteStore: SyncRemote {
     }
 
     /// ``fetchAll(_:query:order:keyset:after:exactCount:decode:)`` stopping after `maxPages`
-    /// pages: the rows, and when the listing has not ended, the key to go on after (keyset
-    /// listings; an offset listing just stops). With `shortPageEnds`, a page shorter than
-    /// ``PostgRESTConfiguration/pageSize`` ends the listing (for a server known not to cap below it).
+    /// pages: the rows, how many were fetched, and when the listing has not ended, the key to go
+    /// on after (keyset listings; an offset listing just stops). With `shortPageEnds`, a page
+    /// shorter than ``PostgRESTConfiguration/pageSize`` ends the listing (for a server known not to
+    /// cap below it). With `onPage`, each page's rows go to it and none are returned.
     func fetchPages<Row>(
         _ table: String, query: [(String, String)], order: String, keyset: [String]? = nil,
         after start: [String]? = nil,
         exactCount: Bool = false, atMost: Int? = nil, maxPages: Int = .max, shortPageEnds: Bool = false,
-        decode: (ResponseRow) throws -> Row
-    ) async throws -> (rows: [Row], resume: [String]?) {
+        decode: (ResponseRow) throws -> Row, onPage: PageHandler<Row>? = nil
+    ) async throws -> (rows: [Row], fetched: Int, resume: [String]?) {
         var pages = 0
         // Each page becomes typed rows at once: 100,000 JSON objects held to the end cost ~170 MB.
         var rows: [Row] = []
@@ -628,27 +674,36 @@ public final class PostgRESTRemoteStore: SyncRemote {
                 throw RemoteStoreError(
                     .listingDidNotEnd, "\(table): the listing passed the \(atMost) rows there can be")
             }
-            rows.reserveCapacity(rows.count + page.count)
-            for object in page { rows.append(try decode(object)) }
+            if let onPage {
+                var decoded: [Row] = []
+                decoded.reserveCapacity(page.count)
+                for object in page { decoded.append(try decode(object)) }
+                if !decoded.isEmpty { try await onPage(decoded) }
+            } else {
+                rows.reserveCapacity(rows.count + page.count)
+                for object in page { rows.append(try decode(object)) }
+            }
             fetched += page.count
             guard let header = response.headerFields[.contentRange] else {
                 // A server that ignores Range sent everything at once.
-                return (rows, nil)
+                return (rows, fetched, nil)
             }
             guard let contentRange = ContentRange(header) else {
                 throw RemoteStoreError(
                     .malformedResponse, "\(table): unreadable Content-Range", status: response.status.code)
             }
             if total == nil { total = contentRange.total }
-            if page.isEmpty { return (rows, nil) }
+            if page.isEmpty { return (rows, fetched, nil) }
             guard contentRange.first == first, let last = contentRange.last, last - first + 1 == page.count else {
                 throw RemoteStoreError(
                     .malformedResponse, "\(table): Content-Range does not match the rows returned",
                     status: response.status.code)
             }
             offset += page.count
-            if let total, fetched >= total { return (rows, nil) }
-            if shortPageEnds && page.count < configuration.pageSize { return (rows, nil) }
+            if let total, fetched >= total { return (rows, fetched, nil) }
+            // The caller knows there can be no more: no empty page is asked for to end it.
+            if let atMost, fetched >= atMost { return (rows, fetched, nil) }
+            if shortPageEnds && page.count < configuration.pageSize { return (rows, fetched, nil) }
             if let keyset, let lastRow = page.last {
                 let next = try keyset.map { column in
                     switch lastRow[column] {
@@ -664,7 +719,7 @@ public final class PostgRESTRemoteStore: SyncRemote {
                 after = next
             }
             pages += 1
-            if pages >= maxPages { return (rows, after) }
+            if pages >= maxPages { return (rows, fetched, after) }
         }
     }
 

@@ -1,0 +1,192 @@
+import EnvelopeDigest
+import Foundation
+import GRDB
+import RemoteStore
+import SyncModel
+
+/// The pull feed on the embedded remote, with the migration's rules (`*_pull_feed.sql`): one
+/// read, the device must be the caller's, the digests are computed as PostgreSQL computes them.
+/// Also the paged listings a pull streams into its store.
+extension EmbeddedRemoteStore: PullFeedRemote {
+    /// Rows per page of the paged listings.
+    static let pageRows = 1_000
+
+    public func pullChanges(
+        for deviceID: UUID, since cursor: ChangeCursor?, rowLimit: Int
+    ) async throws
+        -> PullChanges
+    {
+        guard (0...5_000).contains(rowLimit) else { throw Self.invalid("row_limit must be from 0 to 5000") }
+        let me = self.me
+        let device = deviceID.canonical
+        return try await read("reading the pull feed") { db in
+            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
+            let now = Self.now
+            let since = cursor?.since
+            /// The rows changed since the cursor, or `nil` when there are more than the limit.
+            func changed(_ table: String) throws -> [Row]? {
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT * FROM \(table) WHERE user_id = ? AND (? IS NULL OR updated_at > ?)
+                        ORDER BY updated_at, id LIMIT ?
+                        """, arguments: [me, since, since, rowLimit + 1])
+                return rows.count > rowLimit ? nil : rows
+            }
+            let repositories = try changed("repositories").map { rows in
+                try rows.map {
+                    Versioned(record: try RepositoryRecord(json: Self.json($0)), updatedAt: $0["updated_at"])
+                }
+            }
+            let sessions = try changed("agent_coding_sessions").map { rows in
+                try rows.map { Versioned(record: try SessionRecord(json: Self.json($0)), updatedAt: $0["updated_at"]) }
+            }
+            let envelopes = try sessions.map { sessions in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret
+                        FROM agent_coding_session_secrets s JOIN agent_coding_sessions c ON c.id = s.session_id
+                        WHERE c.user_id = ? AND s.device_id = ? AND s.session_id IN (SELECT value FROM json_each(?))
+                        ORDER BY s.session_id
+                        """, arguments: [me, device, Self.jsonArray(Set(sessions.map(\.record.id)))]
+                ).map { try EnvelopeRecord(json: Self.json($0)) }
+            }
+            func ids(_ table: String) throws -> RowSetDigest {
+                SecretDigest.digest(
+                    ofIDs: try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ?", arguments: [me])
+                        .map(Self.uuid))
+            }
+            var envelopeRows = RowSetDigest()
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT s.session_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
+                    JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ?
+                    """, arguments: [me, device])
+            while let row = try rows.next() {
+                envelopeRows.add(
+                    SecretDigest.rowHash(
+                        sessionID: try Self.uuid(row[0]).canonical, deviceID: device, ephemeralPublicKey: row[1]))
+            }
+            // As the migration computes it: MD5 (hex) of the identity key, "|", and every
+            // certificate and revocation as kind:device_id:signature, sorted, joined by ",".
+            var statements: String?
+            if try db.tableExists("user_identity_keys") {
+                let key =
+                    try String.fetchOne(
+                        db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
+                    ?? ""
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT 'c', device_id, signature FROM device_certificates WHERE user_id = ?
+                        UNION ALL SELECT 'r', device_id, signature FROM device_revocations WHERE user_id = ?
+                        """, arguments: [me, me]
+                ).map { row in "\(row[0] as String):\(try Self.uuid(row[1]).canonical):\(row[2] as String)" }
+                let text = key + "|" + rows.sorted().joined(separator: ",")
+                statements = MD5.hash(Array(text.utf8)).map { String(format: "%02x", $0) }.joined()
+            }
+            return PullChanges(
+                cursor: ChangeCursor(since: now), repositories: repositories, sessions: sessions, envelopes: envelopes,
+                repositoryIDs: try ids("repositories"), sessionIDs: try ids("agent_coding_sessions"),
+                envelopeRows: envelopeRows,
+                devices: try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT * FROM devices WHERE user_id = ? AND (? IS NULL OR updated_at > ?) ORDER BY updated_at, id",
+                    arguments: [me, since, since]
+                ).map { try RemoteDevice(json: Self.json($0)) },
+                statements: statements,
+                secretRequests: try Self.openRequests(db, user: me).filter { $0.requesterDeviceID == deviceID },
+                approvals: try Self.changedApprovals(db, user: me, since: since))
+        }
+    }
+
+    public func recipientDigest(deviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
+        guard SecretDigest.isValidBucketCount(buckets) else {
+            throw Self.invalid("buckets must be a power of two from 1 to 65536")
+        }
+        let me = self.me
+        let device = deviceID.canonical
+        return try await read("computing the recipient digest") { db in
+            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
+            var result: [Int: DigestBucket] = [:]
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT s.session_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
+                    JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ?
+                    """, arguments: [me, device])
+            while let row = try rows.next() {
+                let session = try Self.uuid(row[0]).canonical
+                let hash = SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: row[1])
+                SecretDigest.add(session: session, pairs: 1, h1: hash.0, h2: hash.1, buckets: buckets, to: &result)
+            }
+            return result.values.sorted { $0.bucket < $1.bucket }
+        }
+    }
+
+    public func fetchEnvelopes(
+        addressedTo deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>
+    ) async throws {
+        let me = self.me
+        var after = ""
+        while true {
+            let key = after
+            let rows = try await read("reading envelopes") { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
+                        JOIN agent_coding_sessions c ON c.id = s.session_id
+                        WHERE c.user_id = ? AND s.device_id = ? AND s.session_id > ? ORDER BY s.session_id LIMIT ?
+                        """, arguments: [me, deviceID.canonical, key, Self.pageRows]
+                ).map { try EnvelopeRecord(json: Self.json($0)) }
+            }
+            if !rows.isEmpty { try await page(rows) }
+            guard rows.count == Self.pageRows, let last = rows.last else { return }
+            after = last.sessionID.canonical
+        }
+    }
+
+    public func fetchEnvelopes(addressedTo deviceID: UUID, sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
+        let me = self.me
+        let list = Self.jsonArray(sessions)
+        return try await read("reading envelopes") { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
+                    JOIN agent_coding_sessions c ON c.id = s.session_id
+                    WHERE c.user_id = ? AND s.device_id = ? AND s.session_id IN (SELECT value FROM json_each(?))
+                    ORDER BY s.session_id
+                    """, arguments: [me, deviceID.canonical, list]
+            ).map { try EnvelopeRecord(json: Self.json($0)) }
+        }
+    }
+
+    public func fetchSessions(
+        after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>
+    ) async throws {
+        let me = self.me
+        var after = cursor.map { ($0.updatedAt, $0.id.canonical) }
+        while true {
+            let key = after
+            let rows = try await read("reading agent_coding_sessions") { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT * FROM agent_coding_sessions WHERE user_id = ?
+                        AND (? IS NULL OR updated_at > ? OR (updated_at = ? AND id > ?)) ORDER BY updated_at, id LIMIT ?
+                        """, arguments: [me, key?.0, key?.0, key?.0, key?.1, Self.pageRows]
+                ).map {
+                    Versioned(record: try SessionRecord(json: Self.json($0)), updatedAt: $0["updated_at"] as String)
+                }
+            }
+            if !rows.isEmpty { try await page(rows) }
+            guard rows.count == Self.pageRows, let last = rows.last else { return }
+            after = (last.updatedAt, last.record.id.canonical)
+        }
+    }
+}

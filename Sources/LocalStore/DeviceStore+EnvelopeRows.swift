@@ -1,0 +1,245 @@
+import EnvelopeDigest
+import Foundation
+import GRDB
+import SecretCrypto
+import SyncModel
+
+// What a phone keeps to pull only what changed (docs/sync.md, "The pull feed"): the envelope
+// rows the remote addresses to it, as last read, and the digests it compares with the remote's.
+extension DeviceStore {
+    // MARK: - Envelope rows as the remote holds them
+
+    /// Records envelope rows as the remote holds them (addressed to this device), replacing what
+    /// was recorded for their sessions; with `sessions`, the rows recorded for those sessions
+    /// that are not among `rows` are deleted too (the remote no longer has them). One transaction.
+    ///
+    /// The rows are not opened or checked here: ``pendingEnvelopeRows(after:limit:)`` gives back
+    /// those that differ from the envelope stored for their session.
+    public func recordEnvelopeRows(
+        _ rows: [EnvelopeRecord], replacingSessions sessions: Set<UUID>? = nil
+    )
+        async throws
+    {
+        try await mapErrors("recording envelope rows") {
+            try await pool.write { db in
+                if let sessions, !sessions.isEmpty {
+                    let kept = Set(rows.map(\.sessionID))
+                    try db.execute(
+                        sql: "DELETE FROM envelope_rows WHERE session_id IN (SELECT value FROM json_each(?))",
+                        arguments: [jsonArray(sessions.subtracting(kept))])
+                }
+                let statement = try db.cachedStatement(
+                    sql: """
+                        INSERT INTO envelope_rows (session_id, ephemeral_public_key, encrypted_secret, row_h1, row_h2)
+                        VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (session_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
+                            encrypted_secret = excluded.encrypted_secret, row_h1 = excluded.row_h1, row_h2 = excluded.row_h2
+                        WHERE ephemeral_public_key IS NOT excluded.ephemeral_public_key
+                           OR encrypted_secret IS NOT excluded.encrypted_secret
+                        """)
+                for row in rows {
+                    let session = row.sessionID.canonical
+                    let hash = SecretDigest.rowHash(
+                        sessionID: session, deviceID: row.deviceID.canonical, ephemeralPublicKey: row.ephemeralPublicKey
+                    )
+                    try statement.execute(arguments: [
+                        session, row.ephemeralPublicKey, row.encryptedSecret, hash.0, hash.1,
+                    ])
+                }
+            }
+        }
+    }
+
+    /// Deletes the recorded envelope rows of sessions not in `sessions` (after a listing of every
+    /// row). Returns how many were deleted.
+    @discardableResult
+    public func deleteEnvelopeRows(notIn sessions: Set<UUID>) async throws -> Int {
+        try await mapErrors("deleting envelope rows") {
+            try await pool.write { db in
+                try db.execute(
+                    sql: "DELETE FROM envelope_rows WHERE session_id NOT IN (SELECT value FROM json_each(?))",
+                    arguments: [jsonArray(sessions)])
+                return db.changesCount
+            }
+        }
+    }
+
+    /// The digest of every recorded envelope row, as the remote's `envelope_rows`: one row read
+    /// (triggers keep it).
+    public func envelopeRowsDigest() async throws -> RowSetDigest {
+        try await mapErrors("reading the envelope digest") {
+            try await pool.read { db in
+                guard let row = try Row.fetchOne(db, sql: "SELECT pairs, h1, h2 FROM envelope_rows_digest") else {
+                    return RowSetDigest()
+                }
+                return RowSetDigest(count: row[0], h1: row[1], h2: row[2])
+            }
+        }
+    }
+
+    /// The digest of the recorded envelope rows by bucket of session (``DigestBucket``), as the
+    /// remote's recipient digest: one entry per non-empty bucket, ordered by bucket.
+    public func envelopeRowsDigest(buckets: Int) async throws -> [DigestBucket] {
+        try await mapErrors("reading the envelope digest") {
+            try await pool.read { db in
+                var result: [Int: DigestBucket] = [:]
+                let rows = try Row.fetchCursor(db, sql: "SELECT session_id, row_h1, row_h2 FROM envelope_rows")
+                while let row = try rows.next() {
+                    SecretDigest.add(
+                        session: try row.uuid(0).canonical, pairs: 1, h1: row[1], h2: row[2], buckets: buckets,
+                        to: &result)
+                }
+                return result.values.sorted { $0.bucket < $1.bucket }
+            }
+        }
+    }
+
+    /// The sessions of recorded envelope rows, and of sessions held, that fall in `chosen` of
+    /// `buckets` buckets: every session whose envelope row the remote may hold in those buckets.
+    public func sessionsForEnvelopeRows(inBuckets chosen: Set<Int>, of buckets: Int) async throws -> Set<UUID> {
+        try await mapErrors("reading sessions") {
+            try await pool.read { db in
+                var result = Set<UUID>()
+                let rows = try Row.fetchCursor(
+                    db, sql: "SELECT session_id FROM envelope_rows UNION SELECT id FROM sessions")
+                while let row = try rows.next() {
+                    let session = try row.uuid(0)
+                    if chosen.contains(SecretDigest.bucket(of: session, buckets: buckets)) { result.insert(session) }
+                }
+                return result
+            }
+        }
+    }
+
+    /// Up to `limit` recorded envelope rows, after session `after` in session order, whose
+    /// envelope differs from the one stored for their session (or none is stored): what a pull
+    /// must open and check. A row stays pending while it is refused, does not open, or its
+    /// session is not here.
+    public func pendingEnvelopeRows(after: UUID?, limit: Int) async throws -> [EnvelopeRecord] {
+        try await mapErrors("reading envelope rows") {
+            let me = try await requireIdentity().id
+            return try await pool.read { db in
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT m.session_id, m.ephemeral_public_key, m.encrypted_secret FROM envelope_rows m
+                        LEFT JOIN received_envelopes r ON r.session_id = m.session_id
+                        WHERE m.session_id > ?
+                          AND (r.session_id IS NULL OR r.ephemeral_public_key IS NOT m.ephemeral_public_key
+                               OR r.encrypted_secret IS NOT m.encrypted_secret)
+                        ORDER BY m.session_id LIMIT ?
+                        """, arguments: [after?.canonical ?? "", limit]
+                ).map { row in
+                    EnvelopeRecord(
+                        sessionID: try row.uuid(0), deviceID: me, ephemeralPublicKey: row[1], encryptedSecret: row[2])
+                }
+            }
+        }
+    }
+
+    /// The received envelopes of these sessions, by session.
+    public func receivedEnvelopes(sessions: Set<UUID>) async throws -> [UUID: ReceivedEnvelope] {
+        try await mapErrors("reading envelopes") {
+            try await pool.read { db in
+                var result: [UUID: ReceivedEnvelope] = [:]
+                for row in try Row.fetchAll(
+                    db,
+                    sql: "SELECT * FROM received_envelopes WHERE session_id IN (SELECT value FROM json_each(?))",
+                    arguments: [jsonArray(sessions)])
+                {
+                    let envelope = try Self.receivedEnvelope(row)
+                    result[envelope.sessionID] = envelope
+                }
+                return result
+            }
+        }
+    }
+
+    /// Deletes the received envelopes whose session has no recorded envelope row: the remote no
+    /// longer addresses one to this device (each stays readable in the history). Returns how many.
+    @discardableResult
+    public func deleteReceivedEnvelopesWithoutRows() async throws -> Int {
+        try await mapErrors("deleting envelopes") {
+            try await pool.write { db in
+                try db.execute(
+                    sql: """
+                        DELETE FROM received_envelopes WHERE session_id NOT IN (SELECT session_id FROM envelope_rows)
+                        """)
+                return db.changesCount
+            }
+        }
+    }
+
+    /// The device that owns each of these sessions (those held), by session id.
+    public func sessionOwners(of sessions: Set<UUID>) async throws -> [UUID: UUID] {
+        try await mapErrors("reading sessions") {
+            try await pool.read { db in
+                var result: [UUID: UUID] = [:]
+                let rows = try Row.fetchCursor(
+                    db, sql: "SELECT id, device_id FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+                    arguments: [jsonArray(sessions)])
+                while let row = try rows.next() { result[try row.uuid(0)] = try row.uuid(1) }
+                return result
+            }
+        }
+    }
+
+    /// The generation marks of these sessions (``generationMarks()``), by session.
+    public func generationMarks(of sessions: Set<UUID>) async throws -> [UUID: GenerationMark] {
+        try await mapErrors("reading generation marks") {
+            try await pool.read { db in
+                var marks: [UUID: GenerationMark] = [:]
+                for row in try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT session_id, generation, authenticated, sender_device_id FROM session_generation_marks
+                        WHERE session_id IN (SELECT value FROM json_each(?))
+                        """, arguments: [jsonArray(sessions)])
+                {
+                    let session = try row.uuid("session_id")
+                    marks[session] = GenerationMark(
+                        sessionID: session, generation: UInt32(clamping: row["generation"] as Int64),
+                        authenticated: row["authenticated"], senderDeviceID: try row.optionalUUID("sender_device_id"))
+                }
+                return marks
+            }
+        }
+    }
+
+    /// The sessions held here that have no received envelope.
+    public func sessionsWithoutReceivedEnvelope() async throws -> Set<UUID> {
+        try await mapErrors("reading sessions") {
+            try await pool.read { db in
+                var result = Set<UUID>()
+                let rows = try Row.fetchCursor(
+                    db, sql: "SELECT id FROM sessions WHERE id NOT IN (SELECT session_id FROM received_envelopes)")
+                while let row = try rows.next() { result.insert(try row.uuid(0)) }
+                return result
+            }
+        }
+    }
+
+    /// How many received envelopes these devices sealed.
+    public func receivedEnvelopeCount(sentBy senders: Set<UUID>) async throws -> Int {
+        guard !senders.isEmpty else { return 0 }
+        return try await mapErrors("reading envelopes") {
+            try await pool.read { db in
+                try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*) FROM received_envelopes WHERE sender_device_id IN (SELECT value FROM json_each(?))
+                        """, arguments: [jsonArray(senders)]) ?? 0
+            }
+        }
+    }
+
+    /// The digest of every repository id here (``RowSetDigest``), as the remote's `repository_ids`.
+    public func repositoryIDsDigest() async throws -> RowSetDigest {
+        SecretDigest.digest(ofIDs: try await repositoryIDs())
+    }
+
+    /// The digest of every session id here, as the remote's `session_ids`.
+    public func sessionIDsDigest() async throws -> RowSetDigest {
+        SecretDigest.digest(ofIDs: try await sessionIDs())
+    }
+}

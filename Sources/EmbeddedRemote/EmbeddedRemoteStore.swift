@@ -365,7 +365,8 @@ public final class EmbeddedRemoteStore: SyncRemote {
 
     /// Refuses to touch an existing row that belongs to another user (RLS `USING`).
     func checkExisting(_ db: Database, table: String, id: String) throws {
-        if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM \(table) WHERE id = ?", arguments: [id]),
+        if let owner = try String.fetchOne(
+            db.cachedStatement(sql: "SELECT user_id FROM \(table) WHERE id = ?"), arguments: [id]),
             owner != me
         {
             throw RemoteStoreError(
@@ -482,7 +483,7 @@ public final class EmbeddedRemoteStore: SyncRemote {
             try self.checkOwner(row.userID)
             try self.checkExisting(db, table: "repositories", id: row.id.canonical)
             let now = Self.now
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO repositories (id, user_id, device_id, name, local_path, remote_url, default_branch, parent_repository_id,
                         is_worktree, worktree_branch, status, last_synced_at, created_at, updated_at)
@@ -492,7 +493,8 @@ public final class EmbeddedRemoteStore: SyncRemote {
                         parent_repository_id = excluded.parent_repository_id, is_worktree = excluded.is_worktree,
                         worktree_branch = excluded.worktree_branch, status = excluded.status,
                         last_synced_at = excluded.last_synced_at, updated_at = excluded.updated_at
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     row.id.canonical, row.userID.canonical, row.deviceID.canonical, row.name, row.localPath,
                     row.remoteURL,
@@ -511,10 +513,11 @@ public final class EmbeddedRemoteStore: SyncRemote {
             let now = Self.now
             let wasEnded =
                 try String.fetchOne(
-                    db, sql: "SELECT status FROM agent_coding_sessions WHERE id = ?", arguments: [row.id.canonical])
+                    db.cachedStatement(sql: "SELECT status FROM agent_coding_sessions WHERE id = ?"),
+                    arguments: [row.id.canonical])
                 == SessionStatus.ended.rawValue
             // `title` is kept when a row has none, as the PostgREST client omits the key then.
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO agent_coding_sessions (id, user_id, device_id, repository_id, title, session_pid, session_started_at,
                         session_ended_at, status, current_branch, working_directory, last_heartbeat_at, created_at, updated_at,
@@ -526,7 +529,8 @@ public final class EmbeddedRemoteStore: SyncRemote {
                         status = excluded.status, current_branch = excluded.current_branch,
                         working_directory = excluded.working_directory, last_heartbeat_at = excluded.last_heartbeat_at,
                         updated_at = excluded.updated_at, is_worktree = excluded.is_worktree, worktree_path = excluded.worktree_path
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     row.id.canonical, row.userID.canonical, row.deviceID.canonical, row.repositoryID.canonical,
                     row.title,
@@ -537,7 +541,8 @@ public final class EmbeddedRemoteStore: SyncRemote {
                 ])
             // A session whose repository is another user's would be refused by RLS too.
             if let owner = try String.fetchOne(
-                db, sql: "SELECT user_id FROM repositories WHERE id = ?", arguments: [row.repositoryID.canonical]),
+                db.cachedStatement(sql: "SELECT user_id FROM repositories WHERE id = ?"),
+                arguments: [row.repositoryID.canonical]),
                 owner != self.me
             {
                 throw RemoteStoreError(
@@ -556,7 +561,7 @@ public final class EmbeddedRemoteStore: SyncRemote {
         try await bulk(rows, key: { $0.pair.key }, onBatchAccepted: onBatchAccepted) { db, row in
             guard
                 let owner = try String.fetchOne(
-                    db, sql: "SELECT user_id FROM agent_coding_sessions WHERE id = ?",
+                    db.cachedStatement(sql: "SELECT user_id FROM agent_coding_sessions WHERE id = ?"),
                     arguments: [row.sessionID.canonical])
             else {
                 throw RemoteStoreError(
@@ -572,13 +577,14 @@ public final class EmbeddedRemoteStore: SyncRemote {
             let session = row.sessionID.canonical, device = row.deviceID.canonical
             let hash = SecretDigest.rowHash(
                 sessionID: session, deviceID: device, ephemeralPublicKey: row.ephemeralPublicKey)
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO agent_coding_session_secrets (session_id, device_id, ephemeral_public_key, encrypted_secret, created_at, row_h1, row_h2)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (session_id, device_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
                         encrypted_secret = excluded.encrypted_secret, row_h1 = excluded.row_h1, row_h2 = excluded.row_h2
-                    """,
+                    """
+            ).execute(
                 arguments: [session, device, row.ephemeralPublicKey, row.encryptedSecret, Self.now, hash.0, hash.1])
         }
     }

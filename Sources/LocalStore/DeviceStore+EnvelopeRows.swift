@@ -235,11 +235,28 @@ extension DeviceStore {
 
     /// The digest of every repository id here (``RowSetDigest``), as the remote's `repository_ids`.
     public func repositoryIDsDigest() async throws -> RowSetDigest {
-        SecretDigest.digest(ofIDs: try await repositoryIDs())
+        try await idDigest("repositories")
     }
 
     /// The digest of every session id here, as the remote's `session_ids`.
     public func sessionIDsDigest() async throws -> RowSetDigest {
-        SecretDigest.digest(ofIDs: try await sessionIDs())
+        try await idDigest("sessions")
+    }
+
+    /// A table's kept id digest (one row), or, if it does not count every row (a row written
+    /// without its hash), the digest computed from every id.
+    func idDigest(_ table: String) async throws -> RowSetDigest {
+        let kept = try await mapErrors("reading \(table)") {
+            try await pool.read { db -> RowSetDigest? in
+                guard
+                    let row = try Row.fetchOne(
+                        db, sql: "SELECT pairs, h1, h2 FROM id_digests WHERE table_name = ?", arguments: [table]),
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table)") == row[0]
+                else { return nil }
+                return RowSetDigest(count: row[0], h1: row[1], h2: row[2])
+            }
+        }
+        if let kept { return kept }
+        return SecretDigest.digest(ofIDs: try await ids(in: table))
     }
 }

@@ -1,3 +1,4 @@
+import EnvelopeDigest
 import Foundation
 import GRDB
 import SyncModel
@@ -97,7 +98,7 @@ extension RepositoryRecord: LocalRow {
     static let table = "repositories"
     static let columns = [
         "id", "user_id", "device_id", "name", "local_path", "remote_url", "default_branch", "parent_repository_id",
-        "is_worktree", "worktree_branch", "status", "last_synced_at", "created_at", "updated_at",
+        "is_worktree", "worktree_branch", "status", "last_synced_at", "created_at", "updated_at", "id_h1", "id_h2",
     ]
 
     var values: [(any DatabaseValueConvertible)?] {
@@ -105,7 +106,7 @@ extension RepositoryRecord: LocalRow {
             id.canonical, userID.canonical, deviceID.canonical, name, localPath, remoteURL, defaultBranch,
             parentRepositoryID?.canonical, isWorktree, worktreeBranch, status.rawValue, lastSyncedAt?.epoch,
             createdAt.epoch, updatedAt.epoch,
-        ]
+        ] + idHashValues(id)
     }
 
     init(row: Row) throws {
@@ -123,7 +124,7 @@ extension SessionRecord: LocalRow {
     static let columns = [
         "id", "user_id", "device_id", "repository_id", "title", "session_pid", "session_started_at",
         "session_ended_at", "status", "current_branch", "working_directory", "last_heartbeat_at", "is_worktree",
-        "worktree_path", "created_at", "updated_at", "runtime_status", "runtime_status_updated_at",
+        "worktree_path", "created_at", "updated_at", "runtime_status", "runtime_status_updated_at", "id_h1", "id_h2",
     ]
 
     var values: [(any DatabaseValueConvertible)?] {
@@ -132,7 +133,7 @@ extension SessionRecord: LocalRow {
             sessionStartedAt.epoch, sessionEndedAt?.epoch, status.rawValue, currentBranch, workingDirectory,
             lastHeartbeatAt?.epoch, isWorktree, worktreePath, createdAt.epoch, updatedAt.epoch,
             runtimeStatus?.jsonText, runtimeStatus?.reportedAt?.epoch,
-        ]
+        ] + idHashValues(id)
     }
 
     init(row: Row) throws {
@@ -146,6 +147,13 @@ extension SessionRecord: LocalRow {
         let reportedAt = row.optionalDate(17)
         runtimeStatus = (row[16] as String?).flatMap { RuntimeStatus(json: $0, sessionID: id, reportedAt: reportedAt) }
     }
+}
+
+/// The `id_h1`, `id_h2` columns of a repository or session: its id's hash in a ``RowSetDigest``,
+/// which triggers add to the table's kept digest (`id_digests`).
+func idHashValues(_ id: UUID) -> [(any DatabaseValueConvertible)?] {
+    let hash = SecretDigest.idHash(id)
+    return [hash.0, hash.1]
 }
 
 /// JSON array text of canonical ids, bound as one argument and expanded by `json_each`, so a set

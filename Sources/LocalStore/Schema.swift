@@ -1,4 +1,5 @@
 import EnvelopeDigest
+import Foundation
 import GRDB
 import SyncModel
 
@@ -459,6 +460,55 @@ enum Schema {
                             h2 = \(xor(xor("h2", "OLD.row_h2"), "NEW.row_h2"));
                     END;
                     """)
+        }
+        migrator.registerMigration("v12: id digests kept for repositories and sessions") { db in
+            // What a pull compares with the remote's repository_ids and session_ids (docs/sync.md,
+            // "The pull feed"): each row carries its id's hash, written with the row, and triggers
+            // keep each table's count and XORs in one row of id_digests.
+            func xor(_ a: String, _ b: String) -> String { "((\(a) | \(b)) - (\(a) & \(b)))" }
+            try db.execute(
+                sql: """
+                    CREATE TABLE id_digests (
+                        table_name TEXT PRIMARY KEY NOT NULL,
+                        pairs INTEGER NOT NULL,
+                        h1 INTEGER NOT NULL,
+                        h2 INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+            for table in ["repositories", "sessions"] {
+                try db.execute(
+                    sql: "ALTER TABLE \(table) ADD COLUMN id_h1 INTEGER; ALTER TABLE \(table) ADD COLUMN id_h2 INTEGER")
+                var digest = RowSetDigest()
+                let update = try db.makeStatement(sql: "UPDATE \(table) SET id_h1 = ?, id_h2 = ? WHERE id = ?")
+                for text in try String.fetchAll(db, sql: "SELECT id FROM \(table)") {
+                    guard let id = UUID.parse(text) else { continue }
+                    let hash = SecretDigest.idHash(id)
+                    try update.execute(arguments: [hash.0, hash.1, text])
+                    digest.add(hash)
+                }
+                try db.execute(
+                    sql: "INSERT INTO id_digests (table_name, pairs, h1, h2) VALUES (?, ?, ?, ?)",
+                    arguments: [table, digest.count, digest.h1, digest.h2])
+                try db.execute(
+                    sql: """
+                        CREATE TRIGGER \(table)_id_digest_insert AFTER INSERT ON \(table) WHEN NEW.id_h1 IS NOT NULL BEGIN
+                            UPDATE id_digests SET pairs = pairs + 1, h1 = \(xor("h1", "NEW.id_h1")), h2 = \(xor("h2", "NEW.id_h2"))
+                            WHERE table_name = '\(table)';
+                        END;
+                        CREATE TRIGGER \(table)_id_digest_delete AFTER DELETE ON \(table) WHEN OLD.id_h1 IS NOT NULL BEGIN
+                            UPDATE id_digests SET pairs = pairs - 1, h1 = \(xor("h1", "OLD.id_h1")), h2 = \(xor("h2", "OLD.id_h2"))
+                            WHERE table_name = '\(table)';
+                        END;
+                        CREATE TRIGGER \(table)_id_digest_update AFTER UPDATE OF id, id_h1, id_h2 ON \(table)
+                        WHEN OLD.id_h1 IS NOT NEW.id_h1 OR OLD.id_h2 IS NOT NEW.id_h2 BEGIN
+                            UPDATE id_digests SET
+                                pairs = pairs - (OLD.id_h1 IS NOT NULL) + (NEW.id_h1 IS NOT NULL),
+                                h1 = \(xor(xor("h1", "coalesce(OLD.id_h1, 0)"), "coalesce(NEW.id_h1, 0)")),
+                                h2 = \(xor(xor("h2", "coalesce(OLD.id_h2, 0)"), "coalesce(NEW.id_h2, 0)"))
+                            WHERE table_name = '\(table)';
+                        END;
+                        """)
+            }
         }
         return migrator
     }

@@ -340,7 +340,11 @@ extension SyncEngine {
                 guard !page.isEmpty else { continue }
                 var ledger: [UUID: [UUID: String]] = [:]
                 if !partial.isEmpty {
-                    for item in try await local.ledger(sessions: Set(page.map(\.sessionID))) {
+                    // Only the partial recipients' entries: after a new device, one entry a session
+                    // instead of one per recipient (40,000 entries a page at size L).
+                    for item in try await local.ledger(
+                        recipients: Set(partial.map(\.deviceID)), sessions: Set(page.map(\.sessionID)))
+                    {
                         ledger[item.sessionID, default: [:]][item.recipientDeviceID] = item.recipientKeyFingerprint
                     }
                 }

@@ -654,3 +654,96 @@ struct ProcessTests {
         #expect(try await reopened.counts().sessions == 11)
     }
 }
+
+@Suite("DeviceStore: what a pull compares")
+struct PullDigestTests {
+    @Test(
+        "the kept id digests equal the digests of the ids through inserts, updates, cascades and deletions; a row without its hash falls back to reading every id"
+    )
+    func idDigests() async throws {
+        let fixture = try await Fixture(role: .mobile)
+        let store = fixture.store
+        let repositories = (0..<3).map { _ in fixture.repository() }
+        let sessions = (0..<20).map { fixture.session(in: repositories[$0 % 3]) }
+        try await store.applyRepositories(repositories, retaining: nil)
+        try await store.applySessions(sessions, retaining: nil)
+        func check() async throws {
+            #expect(try await store.sessionIDsDigest() == SecretDigest.digest(ofIDs: try await store.sessionIDs()))
+            #expect(
+                try await store.repositoryIDsDigest() == SecretDigest.digest(ofIDs: try await store.repositoryIDs()))
+        }
+        try await check()
+        #expect(try await store.sessionIDsDigest().count == 20)
+        // Updated rows (equal ones are not even written), a repository deleted with its sessions,
+        // sessions retained.
+        var renamed = sessions[0]
+        renamed.title = "renamed"
+        #expect(try await store.applySessions([renamed, sessions[1]], retaining: nil).changed == 1)
+        try await check()
+        try await store.applyRepositories([], retaining: Set(repositories.dropFirst().map(\.id)))
+        try await check()
+        let before = try await store.sessionIDs()
+        let kept = Set(before.prefix(3))
+        #expect(try await store.applySessions([], retaining: kept).deleted == before.count - 3)
+        try await check()
+        #expect(try await store.sessionIDsDigest().count == 3)
+        // A row written without its hash (by hand): the kept digest no longer counts every row.
+        try await store.pool.write { db in
+            try db.execute(
+                sql: "UPDATE sessions SET id_h1 = NULL, id_h2 = NULL WHERE id = ?", arguments: [kept.first!.canonical])
+        }
+        try await check()
+    }
+
+    @Test(
+        "the record of envelope rows keeps its digest, replaces a session's row, and gives back what differs from the envelope stored"
+    )
+    func envelopeRows() async throws {
+        let fixture = try await Fixture(role: .mobile)
+        let store = fixture.store
+        let me = fixture.identity.id
+        let repository = fixture.repository()
+        let sessions = (0..<5).map { _ in fixture.session(in: repository) }
+        try await store.applyRepositories([repository], retaining: nil)
+        try await store.applySessions(sessions, retaining: nil)
+        let rows = sessions.map {
+            EnvelopeRecord(
+                sessionID: $0.id, deviceID: me, ephemeralPublicKey: "k-\($0.id.canonical)", encryptedSecret: "AA==")
+        }
+        try await store.recordEnvelopeRows(rows)
+        var expected = RowSetDigest()
+        for row in rows {
+            expected.add(
+                SecretDigest.rowHash(
+                    sessionID: row.sessionID.canonical, deviceID: me.canonical,
+                    ephemeralPublicKey: row.ephemeralPublicKey))
+        }
+        #expect(try await store.envelopeRowsDigest() == expected)
+        #expect(try await store.pendingEnvelopeRows(after: nil, limit: 100).count == 5)
+        #expect(try await store.pendingEnvelopeRows(after: nil, limit: 2).count == 2)
+        // A session's rows replaced: the one given stays, the other sessions named lose theirs.
+        var changed = rows[0]
+        changed.ephemeralPublicKey = "new"
+        try await store.recordEnvelopeRows([changed], replacingSessions: [rows[0].sessionID, rows[1].sessionID])
+        expected.add(
+            SecretDigest.rowHash(
+                sessionID: rows[0].sessionID.canonical, deviceID: me.canonical,
+                ephemeralPublicKey: "k-\(rows[0].sessionID.canonical)"),
+            removing: true)
+        expected.add(
+            SecretDigest.rowHash(
+                sessionID: rows[0].sessionID.canonical, deviceID: me.canonical, ephemeralPublicKey: "new"))
+        expected.add(
+            SecretDigest.rowHash(
+                sessionID: rows[1].sessionID.canonical, deviceID: me.canonical,
+                ephemeralPublicKey: "k-\(rows[1].sessionID.canonical)"),
+            removing: true)
+        #expect(try await store.envelopeRowsDigest() == expected)
+        #expect(
+            try await store.envelopeRowsDigest(buckets: 1).first.map {
+                RowSetDigest(count: $0.pairs, h1: $0.h1, h2: $0.h2)
+            } == expected)
+        #expect(try await store.deleteEnvelopeRows(notIn: [rows[0].sessionID]) == 3)
+        #expect(try await store.envelopeRowsDigest().count == 1)
+    }
+}

@@ -228,3 +228,56 @@ struct PullFeedAnswerTests {
         }
     }
 }
+
+@Suite("Pull feed digests kept on PostgreSQL")
+struct KeptPullDigestTests {
+    /// Every kept digest beside the same digest computed from the rows, as text, for comparison.
+    static let compare = """
+        WITH fresh AS (
+            SELECT 'repositories' AS kind, r.user_id AS owner, count(*)::bigint AS pairs,
+                   bit_xor(('x' || substr(md5(r.id::text), 1, 16))::bit(64)::bigint) AS h1,
+                   bit_xor(('x' || substr(md5(r.id::text), 17, 16))::bit(64)::bigint) AS h2
+            FROM public.repositories r GROUP BY r.user_id
+            UNION ALL
+            SELECT 'sessions', c.user_id, count(*), bit_xor(('x' || substr(md5(c.id::text), 1, 16))::bit(64)::bigint),
+                   bit_xor(('x' || substr(md5(c.id::text), 17, 16))::bit(64)::bigint)
+            FROM public.agent_coding_sessions c GROUP BY c.user_id
+            UNION ALL
+            SELECT 'envelopes', s.device_id, count(*),
+                   bit_xor(('x' || substr(md5(s.session_id::text || ':' || s.device_id::text || ':' || s.ephemeral_public_key), 1, 16))::bit(64)::bigint),
+                   bit_xor(('x' || substr(md5(s.session_id::text || ':' || s.device_id::text || ':' || s.ephemeral_public_key), 17, 16))::bit(64)::bigint)
+            FROM public.agent_coding_session_secrets s GROUP BY s.device_id
+        )
+        SELECT count(*) FROM fresh f FULL JOIN private.pull_digests d ON d.kind = f.kind AND d.owner = f.owner
+        WHERE f.pairs IS DISTINCT FROM d.pairs OR f.h1 IS DISTINCT FROM d.h1 OR f.h2 IS DISTINCT FROM d.h2
+        """
+
+    @Test("inserts, re-seals, deletions and cascades keep every digest equal to the rows")
+    func keptEqualsComputed() async throws {
+        guard !StackEnvironment.skipped else { return }
+        let stack = try StackEnvironment.require()
+        let world = try World(.postgrest)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        let desktop = try await world.desktop(repositories: 3, sessions: 40)
+        #expect(try await desktop.engine.push().outcome == .success)
+        #expect(try stack.sql(Self.compare) == "0")
+        // A re-seal (an update of the row's key), a session deleted (its envelopes cascade), a
+        // repository deleted (its sessions and their envelopes cascade), a device deleted.
+        let remote = try world.remote()
+        let sessions = try await desktop.store.sessions()
+        try await remote.deleteEnvelopes(pairs: [EnvelopePair(sessionID: sessions[0].id, deviceID: phone.identity.id)])
+        #expect(try await desktop.engine.push().envelopesSealed == 1)
+        #expect(try await remote.deleteSessions(ids: [sessions[1].id]) == 1)
+        let repository = try #require(try await desktop.store.repositories().last)
+        #expect(try await remote.deleteRepositories(ids: [repository.id]) == 1)
+        #expect(try stack.sql(Self.compare) == "0")
+        _ = try stack.sql("DELETE FROM public.devices WHERE id = '\(phone.identity.id.canonical)'")
+        _ = try stack.sql(
+            "UPDATE public.agent_coding_sessions SET id = gen_random_uuid() WHERE id = '\(sessions[2].id.canonical)'")
+        #expect(try stack.sql(Self.compare) == "0")
+        #expect(
+            try stack.sql("SELECT count(*) FROM private.pull_digests WHERE owner = '\(phone.identity.id.canonical)'")
+                == "0", "a device's digest goes with its last envelope row")
+    }
+}

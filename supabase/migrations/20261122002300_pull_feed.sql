@@ -28,6 +28,175 @@
 -- feeds, so they read only the caller's rows. `device_id` must be one of the caller's devices.
 -- A deployment without them (the deployed variant) answers 404 PGRST202 and the client pages
 -- through the tables instead.
+--
+-- The three totals are kept, not computed at each call (a phone asks at every watch tick): in
+-- pull_digests, one row per user for its repositories and for its sessions, and one per recipient
+-- device for the envelope rows addressed to it, maintained by the tables' triggers as rows are
+-- written (XOR is its own inverse: a row in XORs its hash in, a row out XORs it out). An envelope
+-- row's recipient is always a device of the session's user (the ownership checks), so a device's
+-- total is its user's. The envelope rows' hashes are computed once per row for both kept digests:
+-- session_secret_digest_apply() is replaced to maintain both. The table and its functions are in
+-- the schema PostgREST does not expose (`private`), nobody's to read or write (row-level security
+-- without a policy, no grants); only SECURITY DEFINER functions touch it.
+
+CREATE SCHEMA IF NOT EXISTS private;
+CREATE TABLE private.pull_digests (
+    kind text NOT NULL CHECK (kind IN ('repositories', 'sessions', 'envelopes')),
+    -- The user (repositories, sessions), or the recipient device (envelopes).
+    owner uuid NOT NULL,
+    pairs bigint NOT NULL,
+    h1 bigint NOT NULL,
+    h2 bigint NOT NULL,
+    PRIMARY KEY (kind, owner)
+);
+ALTER TABLE private.pull_digests ENABLE ROW LEVEL SECURITY;
+REVOKE ALL ON private.pull_digests FROM PUBLIC, anon, authenticated;
+
+-- Repositories and sessions: the ids of rows inserted and deleted, in owner order (two writers
+-- take the digest rows' locks in the same order).
+CREATE FUNCTION private.pull_digest_ids() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+#variable_conflict use_column
+DECLARE
+    v_kind text := TG_ARGV[0];
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO private.pull_digests AS d (kind, owner, pairs, h1, h2)
+        SELECT v_kind, n.user_id, count(*), bit_xor(n.h1), bit_xor(n.h2)
+        FROM (SELECT r.user_id, ('x' || substr(m.h, 1, 16))::bit(64)::bigint AS h1, ('x' || substr(m.h, 17, 16))::bit(64)::bigint AS h2
+              FROM new_rows r CROSS JOIN LATERAL (SELECT md5(r.id::text) AS h) m) n
+        GROUP BY n.user_id ORDER BY n.user_id
+        ON CONFLICT (kind, owner) DO UPDATE SET pairs = d.pairs + excluded.pairs, h1 = d.h1 # excluded.h1, h2 = d.h2 # excluded.h2;
+    ELSE
+        INSERT INTO private.pull_digests AS d (kind, owner, pairs, h1, h2)
+        SELECT v_kind, n.user_id, -count(*), bit_xor(n.h1), bit_xor(n.h2)
+        FROM (SELECT r.user_id, ('x' || substr(m.h, 1, 16))::bit(64)::bigint AS h1, ('x' || substr(m.h, 17, 16))::bit(64)::bigint AS h2
+              FROM old_rows r CROSS JOIN LATERAL (SELECT md5(r.id::text) AS h) m) n
+        GROUP BY n.user_id ORDER BY n.user_id
+        ON CONFLICT (kind, owner) DO UPDATE SET pairs = d.pairs + excluded.pairs, h1 = d.h1 # excluded.h1, h2 = d.h2 # excluded.h2;
+        DELETE FROM private.pull_digests d WHERE d.kind = v_kind AND d.pairs <= 0 AND d.owner IN (SELECT user_id FROM old_rows);
+    END IF;
+    RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION private.pull_digest_ids() FROM PUBLIC;
+
+-- A row whose id or user changes (the service role only: users cannot move rows): out, then in.
+CREATE FUNCTION private.pull_digest_moved() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    v_kind text := TG_ARGV[0];
+    v_old text := md5(OLD.id::text);
+    v_new text := md5(NEW.id::text);
+BEGIN
+    INSERT INTO private.pull_digests AS d (kind, owner, pairs, h1, h2)
+    VALUES (v_kind, OLD.user_id, -1, ('x' || substr(v_old, 1, 16))::bit(64)::bigint, ('x' || substr(v_old, 17, 16))::bit(64)::bigint)
+    ON CONFLICT (kind, owner) DO UPDATE SET pairs = d.pairs + excluded.pairs, h1 = d.h1 # excluded.h1, h2 = d.h2 # excluded.h2;
+    INSERT INTO private.pull_digests AS d (kind, owner, pairs, h1, h2)
+    VALUES (v_kind, NEW.user_id, 1, ('x' || substr(v_new, 1, 16))::bit(64)::bigint, ('x' || substr(v_new, 17, 16))::bit(64)::bigint)
+    ON CONFLICT (kind, owner) DO UPDATE SET pairs = d.pairs + excluded.pairs, h1 = d.h1 # excluded.h1, h2 = d.h2 # excluded.h2;
+    RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION private.pull_digest_moved() FROM PUBLIC;
+
+CREATE TRIGGER repositories_pull_digest_insert AFTER INSERT ON public.repositories
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.pull_digest_ids('repositories');
+CREATE TRIGGER repositories_pull_digest_delete AFTER DELETE ON public.repositories
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION private.pull_digest_ids('repositories');
+CREATE TRIGGER repositories_pull_digest_moved AFTER UPDATE OF id, user_id ON public.repositories
+    FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id OR OLD.user_id IS DISTINCT FROM NEW.user_id)
+    EXECUTE FUNCTION private.pull_digest_moved('repositories');
+CREATE TRIGGER sessions_pull_digest_insert AFTER INSERT ON public.agent_coding_sessions
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.pull_digest_ids('sessions');
+CREATE TRIGGER sessions_pull_digest_delete AFTER DELETE ON public.agent_coding_sessions
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION private.pull_digest_ids('sessions');
+CREATE TRIGGER sessions_pull_digest_moved AFTER UPDATE OF id, user_id ON public.agent_coding_sessions
+    FOR EACH ROW WHEN (OLD.id IS DISTINCT FROM NEW.id OR OLD.user_id IS DISTINCT FROM NEW.user_id)
+    EXECUTE FUNCTION private.pull_digest_moved('sessions');
+
+-- The envelope rows: each row hashed once, for the per-session digest (as before) and the
+-- per-recipient one, in one statement each way, in session order then device order.
+CREATE OR REPLACE FUNCTION public.session_secret_digest_apply() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+BEGIN
+    -- A statement trigger sees only the transition tables of its event: one statement per event,
+    -- each hashing every row once for both digests.
+    IF TG_OP = 'INSERT' THEN
+        WITH hashed AS MATERIALIZED (
+            SELECT r.session_id, r.device_id, r.delta,
+                   ('x' || substr(m.h, 1, 16))::bit(64)::bigint AS h1, ('x' || substr(m.h, 17, 16))::bit(64)::bigint AS h2
+            FROM (SELECT w.session_id, w.device_id, w.ephemeral_public_key, 1 AS delta FROM new_rows w) r
+            CROSS JOIN LATERAL (SELECT md5(r.session_id::text || ':' || r.device_id::text || ':' || r.ephemeral_public_key) AS h) m
+        ), by_session AS (
+            INSERT INTO public.agent_coding_session_secret_digests AS d (session_id, pairs, h1, h2)
+            SELECT session_id, sum(delta)::integer, bit_xor(h1), bit_xor(h2) FROM hashed GROUP BY session_id ORDER BY session_id
+            ON CONFLICT (session_id) DO UPDATE SET pairs = d.pairs + excluded.pairs, h1 = d.h1 # excluded.h1, h2 = d.h2 # excluded.h2
+        )
+        INSERT INTO private.pull_digests AS d (kind, owner, pairs, h1, h2)
+        SELECT 'envelopes', device_id, sum(delta), bit_xor(h1), bit_xor(h2) FROM hashed GROUP BY device_id ORDER BY device_id
+        ON CONFLICT (kind, owner) DO UPDATE SET pairs = d.pairs + excluded.pairs, h1 = d.h1 # excluded.h1, h2 = d.h2 # excluded.h2;
+    ELSIF TG_OP = 'DELETE' THEN
+        WITH hashed AS MATERIALIZED (
+            SELECT r.session_id, r.device_id, r.delta,
+                   ('x' || substr(m.h, 1, 16))::bit(64)::bigint AS h1, ('x' || substr(m.h, 17, 16))::bit(64)::bigint AS h2
+            FROM (SELECT o.session_id, o.device_id, o.ephemeral_public_key, -1 AS delta FROM old_rows o) r
+            CROSS JOIN LATERAL (SELECT md5(r.session_id::text || ':' || r.device_id::text || ':' || r.ephemeral_public_key) AS h) m
+        ), by_session AS (
+            INSERT INTO public.agent_coding_session_secret_digests AS d (session_id, pairs, h1, h2)
+            SELECT session_id, sum(delta)::integer, bit_xor(h1), bit_xor(h2) FROM hashed GROUP BY session_id ORDER BY session_id
+            ON CONFLICT (session_id) DO UPDATE SET pairs = d.pairs + excluded.pairs, h1 = d.h1 # excluded.h1, h2 = d.h2 # excluded.h2
+        )
+        INSERT INTO private.pull_digests AS d (kind, owner, pairs, h1, h2)
+        SELECT 'envelopes', device_id, sum(delta), bit_xor(h1), bit_xor(h2) FROM hashed GROUP BY device_id ORDER BY device_id
+        ON CONFLICT (kind, owner) DO UPDATE SET pairs = d.pairs + excluded.pairs, h1 = d.h1 # excluded.h1, h2 = d.h2 # excluded.h2;
+    ELSE
+        WITH hashed AS MATERIALIZED (
+            SELECT r.session_id, r.device_id, r.delta,
+                   ('x' || substr(m.h, 1, 16))::bit(64)::bigint AS h1, ('x' || substr(m.h, 17, 16))::bit(64)::bigint AS h2
+            FROM (SELECT o.session_id, o.device_id, o.ephemeral_public_key, -1 AS delta FROM old_rows o
+                  UNION ALL SELECT w.session_id, w.device_id, w.ephemeral_public_key, 1 FROM new_rows w) r
+            CROSS JOIN LATERAL (SELECT md5(r.session_id::text || ':' || r.device_id::text || ':' || r.ephemeral_public_key) AS h) m
+        ), by_session AS (
+            INSERT INTO public.agent_coding_session_secret_digests AS d (session_id, pairs, h1, h2)
+            SELECT session_id, sum(delta)::integer, bit_xor(h1), bit_xor(h2) FROM hashed GROUP BY session_id ORDER BY session_id
+            ON CONFLICT (session_id) DO UPDATE SET pairs = d.pairs + excluded.pairs, h1 = d.h1 # excluded.h1, h2 = d.h2 # excluded.h2
+        )
+        INSERT INTO private.pull_digests AS d (kind, owner, pairs, h1, h2)
+        SELECT 'envelopes', device_id, sum(delta), bit_xor(h1), bit_xor(h2) FROM hashed GROUP BY device_id ORDER BY device_id
+        ON CONFLICT (kind, owner) DO UPDATE SET pairs = d.pairs + excluded.pairs, h1 = d.h1 # excluded.h1, h2 = d.h2 # excluded.h2;
+    END IF;
+    IF TG_OP <> 'INSERT' THEN
+        DELETE FROM public.agent_coding_session_secret_digests d
+        WHERE d.pairs <= 0 AND d.session_id IN (SELECT session_id FROM old_rows);
+        DELETE FROM private.pull_digests d
+        WHERE d.kind = 'envelopes' AND d.pairs <= 0 AND d.owner IN (SELECT device_id FROM old_rows);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- The rows written before the triggers.
+INSERT INTO private.pull_digests (kind, owner, pairs, h1, h2)
+SELECT 'repositories', r.user_id, count(*), bit_xor(('x' || substr(m.h, 1, 16))::bit(64)::bigint), bit_xor(('x' || substr(m.h, 17, 16))::bit(64)::bigint)
+FROM public.repositories r CROSS JOIN LATERAL (SELECT md5(r.id::text) AS h) m GROUP BY r.user_id;
+INSERT INTO private.pull_digests (kind, owner, pairs, h1, h2)
+SELECT 'sessions', c.user_id, count(*), bit_xor(('x' || substr(m.h, 1, 16))::bit(64)::bigint), bit_xor(('x' || substr(m.h, 17, 16))::bit(64)::bigint)
+FROM public.agent_coding_sessions c CROSS JOIN LATERAL (SELECT md5(c.id::text) AS h) m GROUP BY c.user_id;
+INSERT INTO private.pull_digests (kind, owner, pairs, h1, h2)
+SELECT 'envelopes', s.device_id, count(*), bit_xor(('x' || substr(m.h, 1, 16))::bit(64)::bigint), bit_xor(('x' || substr(m.h, 17, 16))::bit(64)::bigint)
+FROM public.agent_coding_session_secrets s
+CROSS JOIN LATERAL (SELECT md5(s.session_id::text || ':' || s.device_id::text || ':' || s.ephemeral_public_key) AS h) m
+GROUP BY s.device_id;
+
+-- One kept digest as the feed answers it: {"count", "h1", "h2"}, zeros when there is none.
+CREATE FUNCTION private.pull_digest_of(v_kind text, v_owner uuid) RETURNS jsonb
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = '' AS $$
+    SELECT coalesce((SELECT jsonb_build_object('count', d.pairs, 'h1', d.h1, 'h2', d.h2) FROM private.pull_digests d
+                     WHERE d.kind = v_kind AND d.owner = v_owner),
+                    jsonb_build_object('count', 0, 'h1', 0, 'h2', 0))
+$$;
+REVOKE ALL ON FUNCTION private.pull_digest_of(text, uuid) FROM PUBLIC;
 
 CREATE FUNCTION public.sync_pull_changes(device_id uuid, since timestamptz DEFAULT NULL, row_limit integer DEFAULT 500)
     RETURNS jsonb
@@ -73,23 +242,9 @@ BEGIN
         'repositories', v_repositories,
         'sessions', v_sessions,
         'envelopes', v_envelopes,
-        'repository_ids', (SELECT jsonb_build_object('count', count(*),
-                                   'h1', coalesce(bit_xor(('x' || substr(m.h, 1, 16))::bit(64)::bigint), 0),
-                                   'h2', coalesce(bit_xor(('x' || substr(m.h, 17, 16))::bit(64)::bigint), 0))
-                             FROM public.repositories r CROSS JOIN LATERAL (SELECT md5(r.id::text) AS h) m
-                            WHERE r.user_id = caller),
-        'session_ids', (SELECT jsonb_build_object('count', count(*),
-                                'h1', coalesce(bit_xor(('x' || substr(m.h, 1, 16))::bit(64)::bigint), 0),
-                                'h2', coalesce(bit_xor(('x' || substr(m.h, 17, 16))::bit(64)::bigint), 0))
-                          FROM public.agent_coding_sessions c CROSS JOIN LATERAL (SELECT md5(c.id::text) AS h) m
-                         WHERE c.user_id = caller),
-        'envelope_rows', (SELECT jsonb_build_object('count', count(*),
-                                  'h1', coalesce(bit_xor(('x' || substr(m.h, 1, 16))::bit(64)::bigint), 0),
-                                  'h2', coalesce(bit_xor(('x' || substr(m.h, 17, 16))::bit(64)::bigint), 0))
-                            FROM public.agent_coding_session_secrets s
-                            JOIN public.agent_coding_sessions c ON c.id = s.session_id
-                            CROSS JOIN LATERAL (SELECT md5(s.session_id::text || ':' || s.device_id::text || ':' || s.ephemeral_public_key) AS h) m
-                           WHERE s.device_id = v_device AND c.user_id = caller),
+        'repository_ids', private.pull_digest_of('repositories', caller),
+        'session_ids', private.pull_digest_of('sessions', caller),
+        'envelope_rows', private.pull_digest_of('envelopes', v_device),
         'devices', coalesce((SELECT jsonb_agg(to_jsonb(d) ORDER BY d.updated_at, d.id) FROM public.devices d
                              WHERE d.user_id = caller AND (v_since IS NULL OR d.updated_at > v_since)), '[]'::jsonb),
         'statements', (SELECT md5(coalesce((SELECT k.public_key FROM public.user_identity_keys k WHERE k.user_id = caller), '') || '|' ||

@@ -77,7 +77,7 @@ extension DeviceStore {
         }
     }
 
-    /// The digest of the recorded envelope rows by bucket of session (``DigestBucket``), as the
+    /// The digest of the recorded envelope rows by bucket of session (`DigestBucket`), as the
     /// remote's recipient digest: one entry per non-empty bucket, ordered by bucket.
     public func envelopeRowsDigest(buckets: Int) async throws -> [DigestBucket] {
         try await mapErrors("reading the envelope digest") {
@@ -233,7 +233,7 @@ extension DeviceStore {
         }
     }
 
-    /// The digest of every repository id here (``RowSetDigest``), as the remote's `repository_ids`.
+    /// The digest of every repository id here (`RowSetDigest`), as the remote's `repository_ids`.
     public func repositoryIDsDigest() async throws -> RowSetDigest {
         try await idDigest("repositories")
     }

@@ -149,7 +149,7 @@ extension SessionRecord: LocalRow {
     }
 }
 
-/// The `id_h1`, `id_h2` columns of a repository or session: its id's hash in a ``RowSetDigest``,
+/// The `id_h1`, `id_h2` columns of a repository or session: its id's hash in a `RowSetDigest`,
 /// which triggers add to the table's kept digest (`id_digests`).
 func idHashValues(_ id: UUID) -> [(any DatabaseValueConvertible)?] {
     let hash = SecretDigest.idHash(id)

@@ -22,7 +22,7 @@ public struct PullChanges: Sendable {
     public var repositoryIDs: RowSetDigest
     /// Every session id of the user.
     public var sessionIDs: RowSetDigest
-    /// Every envelope row addressed to the device, by row hash (``DigestBucket``'s `row_hash`).
+    /// Every envelope row addressed to the device, by row hash (`DigestBucket`'s `row_hash`).
     public var envelopeRows: RowSetDigest
     /// The user's device rows changed since the cursor (every one without a cursor).
     public var devices: [RemoteDevice]
@@ -67,7 +67,7 @@ public protocol PullFeedRemote: SyncRemote {
     func pullChanges(for deviceID: UUID, since cursor: ChangeCursor?, rowLimit: Int) async throws -> PullChanges
 
     /// The digest of the envelope rows addressed to `deviceID`, by bucket of session
-    /// (``DigestBucket``); `buckets` a power of two up to 65,536.
+    /// (`DigestBucket`); `buckets` a power of two up to 65,536.
     ///
     /// - Throws: `RemoteStoreError` `.missingFunction`, `.invalidValue` for a bad bucket count,
     ///   `.permissionDenied` for a device that is not the user's.

@@ -24,12 +24,18 @@ enum ColdStartBench {
         var peakKiB: [Double] = []
     }
 
-    static func run(sizeNames: [String], remoteNames: [String], runs: Int) async throws {
+    /// The `sync-cli` beside this `sync-bench`.
+    static func cliPath() throws -> String {
         let cli = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("sync-cli").path
         guard FileManager.default.isExecutableFile(atPath: cli) else {
             throw SyncBench.CLIFailure("no sync-cli beside sync-bench (\(cli)): build both (`make bench`)")
         }
+        return cli
+    }
+
+    static func run(sizeNames: [String], remoteNames: [String], runs: Int) async throws {
+        let cli = try cliPath()
         let stack = SyncBench.stackEnvironment()
         var remotes = remoteNames.filter { $0 == "embedded" }
         if remoteNames.contains("postgrest") {
@@ -85,14 +91,7 @@ enum ColdStartBench {
         try await world.desktopData(desktop)
         let remote = world.remote()
         for _ in 0..<(size.devices - 1) { try await world.registerSyntheticDevice(remote) }
-        var environment = ProcessInfo.processInfo.environment
-        if let stack {
-            environment["SYNC_REMOTE"] = stack.url.absoluteString
-            environment["SUPABASE_ANON_KEY"] = stack.anonKey
-            environment["SYNC_ACCESS_TOKEN"] = stack.token(for: world.user)
-        } else {
-            environment["SYNC_REMOTE"] = "embedded:" + world.directory.appendingPathComponent("remote.sqlite").path
-        }
+        let environment = world.cliEnvironment()
         let store = world.directory.appendingPathComponent("desktop").path
         let repository = try await desktop.repositories()[0]
         let identity = try await desktop.requireIdentity()

@@ -40,7 +40,9 @@ enum SyncBench {
         Size(name: "XL", repositories: 1_000, sessions: 100_000, devices: 10),
     ]
 
-    static let scenarios = ["first push", "no-change push", "push after new device", "first pull", "no-change pull"]
+    static let scenarios = [
+        "first push", "no-change push", "push after new device", "first pull", "no-change pull", "incremental pull",
+    ]
 
     /// One measured operation.
     struct Measure: Codable, Sendable {
@@ -259,7 +261,8 @@ enum SyncBench {
                 try await remote.upsertOwnDevice(
                     OwnDeviceRow(
                         id: identity.id, userID: user, name: identity.name,
-                        deviceType: .iosPhone, hostname: nil, publicKey: identity.publicKey.base64))
+                        deviceType: .iosPhone, hostname: nil, publicKey: identity.publicKey.base64,
+                        envelopeVersions: [1, 2]))
             }
             for _ in 0..<(size.devices - 1 - phones.count) { try await registerSyntheticDevice(remote) }
             let desktopSync = SyncEngine(local: desktop, remote: remote)
@@ -276,11 +279,62 @@ enum SyncBench {
                 try await registerSyntheticDevice(remote)
                 try await run("push after new device") { try await desktopSync.push() }
             }
-            for phone in phones {
-                try await run("first pull") { try await SyncEngine(local: phone, remote: remote).pull() }
+            if all {
+                for phone in phones {
+                    try await run("first pull") { try await SyncEngine(local: phone, remote: remote).pull() }
+                }
+            } else {
+                // At XL each phone pulls in a process of its own, as a phone app would: its peak
+                // resident set is the pull's alone, not this worker's after building the world.
+                for phone in phones {
+                    let measured = try pullInProcess(phone)
+                    progress("      first pull (own process): \(String(format: "%.3f", measured.seconds)) s")
+                    out.append(("first pull", measured))
+                }
             }
-            if all { try await run("no-change pull") { try await SyncEngine(local: phones[0], remote: remote).pull() } }
+            if all {
+                try await run("no-change pull") { try await SyncEngine(local: phones[0], remote: remote).pull() }
+                // One session started on the desktop and pushed (not measured): what the phone's
+                // next pull reads.
+                let identity = try await desktop.requireIdentity()
+                guard let repository = try await desktop.repositories().first else {
+                    throw CLIFailure("the desktop has no repository")
+                }
+                _ = try await desktop.createSession(
+                    SessionRecord(
+                        userID: user, deviceID: identity.id, repositoryID: repository.id, title: "one more",
+                        sessionPID: 1, currentBranch: "main", workingDirectory: repository.localPath))
+                _ = try await desktopSync.push()
+                try await run("incremental pull") { try await SyncEngine(local: phones[0], remote: remote).pull() }
+            }
             return out
+        }
+
+        /// The environment a `sync-cli` process of this world runs with: its remote and token.
+        func cliEnvironment() -> [String: String] {
+            var environment = ProcessInfo.processInfo.environment
+            if let stack {
+                environment["SYNC_REMOTE"] = stack.url.absoluteString
+                environment["SUPABASE_ANON_KEY"] = stack.anonKey
+                environment["SYNC_ACCESS_TOKEN"] = stack.token(for: user)
+            } else {
+                environment["SYNC_REMOTE"] = "embedded:" + directory.appendingPathComponent("remote.sqlite").path
+            }
+            return environment
+        }
+
+        /// A phone's pull by the real `sync-cli pull` process (built beside this one): its wall
+        /// time, its report's counts, and its peak resident set as the kernel counted it.
+        func pullInProcess(_ phone: DeviceStore) throws -> Measure {
+            let (wall, peak, report) = try ColdStartBench.runCLI(
+                ColdStartBench.cliPath(), ["pull", "--store", phone.directory.path, "--json"], cliEnvironment())
+            return Measure(
+                seconds: wall, requests: report.requests, bytesSent: report.bytesSent,
+                bytesReceived: report.bytesReceived, sealed: report.envelopesSealed, opened: report.envelopesOpened,
+                outcome: report.outcome.rawValue,
+                phaseSeconds: Dictionary(
+                    uniqueKeysWithValues: report.phases.map { ($0.phase.rawValue, $0.durationSeconds) }),
+                peakRSSKiB: peak)
         }
 
         func measure(_ body: () async throws -> SyncReport) async throws -> Measure {
@@ -603,6 +657,35 @@ enum SyncBench {
                 "  \(pad(result.remote, 10)) \(result.size): crypto \(String(format: "%.3f", crypto)) s + insert \(String(format: "%.3f", insert)) s = "
                     + "\(String(format: "%.3f", crypto + insert)) s; first push \(String(format: "%.3f", median)) s = \(String(format: "%.2f", median / (crypto + insert)))x the floor"
             )
+        }
+        lines.append("")
+        lines.append("targets (issue: the next frontier), from the median run:")
+        func median(_ result: WorkerResult, _ scenario: String) -> Measure? {
+            guard let measures = result.measures[scenario], !measures.isEmpty else { return nil }
+            return measures.sorted { $0.seconds < $1.seconds }[measures.count / 2]
+        }
+        for result in results {
+            let name = "\(result.remote) \(result.size)"
+            if let m = median(result, "incremental pull") {
+                lines.append(
+                    "  \(name): incremental pull (one new session) \(m.requests) requests, \(String(format: "%.3f", m.seconds)) s"
+                        + (result.size == "L" && result.remote == "postgrest"
+                            ? " (target <= 5 requests, < 0.15 s)" : ""))
+            }
+            if let m = median(result, "no-change pull") {
+                lines.append("  \(name): no-change pull \(m.requests) requests, \(String(format: "%.3f", m.seconds)) s")
+            }
+            for scenario in ["first push", "push after new device"] {
+                if let peak = median(result, scenario)?.peakRSSKiB, result.size == "L" {
+                    lines.append("  \(name): \(scenario) peak RSS \(peak / 1024) MiB (target < 90 MiB)")
+                }
+            }
+            if result.size == "XL", let measures = result.measures["first pull"], !measures.isEmpty {
+                let peaks = measures.compactMap(\.peakRSSKiB).map { $0 / 1024 }
+                lines.append(
+                    "  \(name): first pull peak RSS \(peaks.map(String.init).joined(separator: ", ")) MiB (target < 100 MiB)"
+                )
+            }
         }
         return lines.joined(separator: "\n")
     }

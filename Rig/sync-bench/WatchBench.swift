@@ -7,11 +7,13 @@ import TestStack
 import Glibc
 #endif
 
-/// An idle watch: a desktop with a size's dataset, pushed once, then watched for a while with
-/// nothing changing. What it costs per tick (requests, envelopes sealed, time) on each remote.
+/// An idle watch: a desktop with a size's dataset, pushed once, and a phone that pulled it, then
+/// each watched for a while with nothing changing. What a tick costs (requests, envelopes sealed,
+/// time) on each remote, for each role.
 enum WatchBench {
     struct Result: Codable, Sendable {
         var remote: String
+        var role: String
         var size: String
         var seconds: Double
         var intervalSeconds: Double
@@ -37,7 +39,7 @@ enum WatchBench {
         progress(
             "  watch: size \(size.name), \(remotes.count) remotes at once, \(minutes) min each, a tick every \(interval) s..."
         )
-        let results = try await withThrowingTaskGroup(of: Result.self) { group in
+        let results = try await withThrowingTaskGroup(of: [Result].self) { group in
             for remote in remotes {
                 group.addTask {
                     try await idle(
@@ -45,18 +47,19 @@ enum WatchBench {
                 }
             }
             var results: [Result] = []
-            for try await result in group { results.append(result) }
-            return results.sorted { $0.remote < $1.remote }
+            for try await result in group { results += result }
+            return results.sorted { ($0.remote, $0.role) < ($1.remote, $1.role) }
         }
         print(
             "Idle watch at \(size.name) (\(size.sessions) sessions, \(size.devices) devices), \(minutes) min, interval \(interval) s, full reconciliation every 10 min:"
         )
         print(
-            "remote     feed     ticks  quiet  full  failed  requests/tick  requests/quiet tick  sealed  quiet tick (median)"
+            "remote     role     feed     ticks  quiet  full  failed  requests/tick  requests/quiet tick  sealed  quiet tick (median)"
         )
         for r in results {
             print(
                 r.remote.padding(toLength: 11, withPad: " ", startingAt: 0)
+                    + r.role.padding(toLength: 9, withPad: " ", startingAt: 0)
                     + r.changeFeed.padding(toLength: 9, withPad: " ", startingAt: 0)
                     + String(
                         format: "%5d  %5d  %4d  %6d  %13.2f  %19.2f  %6d  %.1f ms", r.ticks, r.quietTicks, r.fullTicks,
@@ -65,22 +68,40 @@ enum WatchBench {
         }
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        print("peak RSS of the process (both watches): \(usage.ru_maxrss / 1024) MiB")
+        print("peak RSS of the process (every watch): \(usage.ru_maxrss / 1024) MiB")
+        print("target: a quiet phone tick on the stack, at most 2 requests")
     }
 
     enum StackEnvironmentChoice { case embedded, stack }
 
+    /// One world on one remote: the desktop's watch and the phone's, side by side.
     static func idle(
         size: SyncBench.Size, stack: StackEnvironment?, minutes: Double, interval: Double
-    ) async throws -> Result {
+    ) async throws -> [Result] {
         let world = try SyncBench.World(size: size, stack: stack)
         defer { world.remove() }
         let desktop = try await world.store("desktop", role: .desktop)
         try await world.desktopData(desktop)
+        let phone = try await world.store("phone", role: .mobile)
         let remote = world.remote()
-        for _ in 0..<(size.devices - 1) { try await world.registerSyntheticDevice(remote) }
+        let phoneEngine = SyncEngine(local: phone, remote: world.remote())
+        _ = try await phoneEngine.pull()
+        for _ in 0..<(size.devices - 2) { try await world.registerSyntheticDevice(remote) }
         let engine = SyncEngine(local: desktop, remote: remote)
         _ = try await engine.push()
+        _ = try await phoneEngine.pull()
+        async let desktopTicks = watch(engine, minutes: minutes, interval: interval)
+        async let phoneTicks = watch(phoneEngine, minutes: minutes, interval: interval)
+        let name = stack == nil ? "embedded" : "postgrest"
+        return [
+            summary(
+                try await desktopTicks, remote: name, role: "desktop", size: size, minutes: minutes, interval: interval),
+            summary(
+                try await phoneTicks, remote: name, role: "phone", size: size, minutes: minutes, interval: interval),
+        ]
+    }
+
+    static func watch(_ engine: SyncEngine, minutes: Double, interval: Double) async throws -> [WatchTick] {
         var options = WatchOptions()
         options.interval = .milliseconds(Int64(interval * 1000))
         let deadline = ContinuousClock.now + .milliseconds(Int64(minutes * 60_000))
@@ -89,10 +110,16 @@ enum WatchBench {
             ticks.append(tick)
             if ContinuousClock.now >= deadline { break }
         }
+        return ticks
+    }
+
+    static func summary(
+        _ ticks: [WatchTick], remote: String, role: String, size: SyncBench.Size, minutes: Double, interval: Double
+    ) -> Result {
         let quiet = ticks.filter { $0.action == .quiet }
         let requests = ticks.map(\.requests).reduce(0, +)
         return Result(
-            remote: stack == nil ? "embedded" : "postgrest", size: size.name, seconds: minutes * 60,
+            remote: remote, role: role, size: size.name, seconds: minutes * 60,
             intervalSeconds: interval,
             ticks: ticks.count, quietTicks: quiet.count, fullTicks: ticks.filter { $0.action == .full }.count,
             failedTicks: ticks.filter { $0.action == .failed }.count, requests: requests,

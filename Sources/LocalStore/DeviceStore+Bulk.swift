@@ -54,30 +54,10 @@ extension DeviceStore {
         }
     }
 
-    /// Runs `updates` in one write transaction with a page cache of up to
-    /// ``bulkCacheKiB`` KiB, then sets the cache back to what it was and hands its pages back
-    /// to the allocator (`PRAGMA shrink_memory`), whether the transaction committed or not.
-    ///
-    /// A pull applies every changed session in one transaction. With SQLite's default 2 MiB
-    /// cache, the id and `updated_at` indexes of 100,000 sessions do not fit, so SQLite spills
-    /// dirty pages to the WAL and reads them back while the transaction runs.
+    /// Runs `updates` in one write transaction: what a pull writes, a page at a time.
     func bulkWrite<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await pool.writeWithoutTransaction { db in
-            let before = try Int.fetchOne(db, sql: "PRAGMA cache_size") ?? -2000
-            try db.execute(sql: "PRAGMA cache_size = -\(Self.bulkCacheKiB)")
-            defer { try? db.execute(sql: "PRAGMA cache_size = \(before); PRAGMA shrink_memory") }
-            var result: T?
-            try db.inTransaction(.immediate) {
-                result = try updates(db)
-                return .commit
-            }
-            return result!
-        }
+        try await pool.write(updates)
     }
-
-    /// The page cache, in KiB, of ``bulkWrite(_:)``: an upper bound, filled only as pages are
-    /// touched.
-    static let bulkCacheKiB = 65_536
 
     func fetch<R: LocalRow>(_ type: R.Type, changedSince since: Date?) async throws -> [R] {
         try await mapErrors("reading \(R.table)") {

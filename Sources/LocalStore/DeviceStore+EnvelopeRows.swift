@@ -11,15 +11,17 @@ extension DeviceStore {
 
     /// Records envelope rows as the remote holds them (addressed to this device), replacing what
     /// was recorded for their sessions; with `sessions`, the rows recorded for those sessions
-    /// that are not among `rows` are deleted too (the remote no longer has them). One transaction.
+    /// that are not among `rows` are deleted too (the remote no longer has them). With
+    /// `storing`, those envelopes (opened and checked, each one of `rows` or one recorded
+    /// before) are stored as ``upsertReceivedEnvelopes(_:)`` stores them, and their rows keep only
+    /// their hash. One transaction.
     ///
-    /// The rows are not opened or checked here: ``pendingEnvelopeRows(after:limit:)`` gives back
-    /// those that differ from the envelope stored for their session.
+    /// A recorded row that is not the envelope stored for its session stays whole:
+    /// ``pendingEnvelopeRows(after:limit:)`` gives it back until it is stored.
     public func recordEnvelopeRows(
-        _ rows: [EnvelopeRecord], replacingSessions sessions: Set<UUID>? = nil
-    )
-        async throws
-    {
+        _ rows: [EnvelopeRecord], replacingSessions sessions: Set<UUID>? = nil, storing: [ReceivedEnvelope] = []
+    ) async throws {
+        let me = try await requireIdentity().id.canonical
         try await mapErrors("recording envelope rows") {
             try await pool.write { db in
                 if let sessions, !sessions.isEmpty {
@@ -28,23 +30,43 @@ extension DeviceStore {
                         sql: "DELETE FROM envelope_rows WHERE session_id IN (SELECT value FROM json_each(?))",
                         arguments: [jsonArray(sessions.subtracting(kept))])
                 }
-                let statement = try db.cachedStatement(
+                let stored = Dictionary(
+                    storing.map { ($0.sessionID, $0.envelope) }, uniquingKeysWith: { _, last in last })
+                // A row that changed is recorded whole (again); one being stored, only its hash.
+                let record = try db.cachedStatement(
                     sql: """
-                        INSERT INTO envelope_rows (session_id, ephemeral_public_key, encrypted_secret, row_h1, row_h2)
+                        INSERT INTO envelope_rows (session_id, row_h1, row_h2, ephemeral_public_key, encrypted_secret)
                         VALUES (?, ?, ?, ?, ?)
-                        ON CONFLICT (session_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
-                            encrypted_secret = excluded.encrypted_secret, row_h1 = excluded.row_h1, row_h2 = excluded.row_h2
-                        WHERE ephemeral_public_key IS NOT excluded.ephemeral_public_key
-                           OR encrypted_secret IS NOT excluded.encrypted_secret
+                        ON CONFLICT (session_id) DO UPDATE SET row_h1 = excluded.row_h1, row_h2 = excluded.row_h2,
+                            ephemeral_public_key = excluded.ephemeral_public_key, encrypted_secret = excluded.encrypted_secret
+                        WHERE row_h1 IS NOT excluded.row_h1 OR row_h2 IS NOT excluded.row_h2
                         """)
                 for row in rows {
                     let session = row.sessionID.canonical
                     let hash = SecretDigest.rowHash(
                         sessionID: session, deviceID: row.deviceID.canonical, ephemeralPublicKey: row.ephemeralPublicKey
                     )
-                    try statement.execute(arguments: [
-                        session, row.ephemeralPublicKey, row.encryptedSecret, hash.0, hash.1,
+                    let whole =
+                        stored[row.sessionID]
+                        != SecretEnvelope(
+                            ephemeralPublicKey: row.ephemeralPublicKey, encryptedSecret: row.encryptedSecret)
+                    try record.execute(arguments: [
+                        session, hash.0, hash.1, whole ? row.ephemeralPublicKey : nil,
+                        whole ? row.encryptedSecret : nil,
                     ])
+                }
+                guard !storing.isEmpty else { return }
+                try Self.storeReceived(storing, in: db)
+                let settle = try db.cachedStatement(
+                    sql: """
+                        UPDATE envelope_rows SET ephemeral_public_key = NULL, encrypted_secret = NULL
+                        WHERE session_id = ? AND row_h1 = ? AND row_h2 = ? AND encrypted_secret IS NOT NULL
+                        """)
+                for item in storing {
+                    let session = item.sessionID.canonical
+                    let hash = SecretDigest.rowHash(
+                        sessionID: session, deviceID: me, ephemeralPublicKey: item.envelope.ephemeralPublicKey)
+                    try settle.execute(arguments: [session, hash.0, hash.1])
                 }
             }
         }
@@ -111,23 +133,18 @@ extension DeviceStore {
         }
     }
 
-    /// Up to `limit` recorded envelope rows, after session `after` in session order, whose
-    /// envelope differs from the one stored for their session (or none is stored): what a pull
-    /// must open and check. A row stays pending while it is refused, does not open, or its
-    /// session is not here.
+    /// Up to `limit` recorded envelope rows, after session `after` in session order, that are not
+    /// the envelope stored for their session: what a pull must open and check. A row stays
+    /// pending while it is refused, does not open, or its session is not here.
     public func pendingEnvelopeRows(after: UUID?, limit: Int) async throws -> [EnvelopeRecord] {
-        try await mapErrors("reading envelope rows") {
-            let me = try await requireIdentity().id
-            return try await pool.read { db in
+        let me = try await requireIdentity().id
+        return try await mapErrors("reading envelope rows") {
+            try await pool.read { db in
                 try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT m.session_id, m.ephemeral_public_key, m.encrypted_secret FROM envelope_rows m
-                        LEFT JOIN received_envelopes r ON r.session_id = m.session_id
-                        WHERE m.session_id > ?
-                          AND (r.session_id IS NULL OR r.ephemeral_public_key IS NOT m.ephemeral_public_key
-                               OR r.encrypted_secret IS NOT m.encrypted_secret)
-                        ORDER BY m.session_id LIMIT ?
+                        SELECT session_id, ephemeral_public_key, encrypted_secret FROM envelope_rows
+                        WHERE encrypted_secret IS NOT NULL AND session_id > ? ORDER BY session_id LIMIT ?
                         """, arguments: [after?.canonical ?? "", limit]
                 ).map { row in
                     EnvelopeRecord(

@@ -12,25 +12,28 @@ extension DeviceStore {
     /// - Throws: ``LocalStoreError`` `.foreignKeyViolation` for an unknown session.
     public func upsertReceivedEnvelopes(_ envelopes: [ReceivedEnvelope]) async throws {
         try await mapErrors("saving envelopes") {
-            try await bulkWrite { db in
-                let statement = try db.cachedStatement(
-                    sql: """
-                        INSERT INTO received_envelopes (session_id, ephemeral_public_key, encrypted_secret, fetched_at,
-                                                        sender_device_id, sender_public_key, generation, authenticated)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        ON CONFLICT (session_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
-                            encrypted_secret = excluded.encrypted_secret, fetched_at = excluded.fetched_at,
-                            sender_device_id = excluded.sender_device_id, sender_public_key = excluded.sender_public_key,
-                            generation = excluded.generation, authenticated = excluded.authenticated
-                        """)
-                for item in envelopes {
-                    try statement.execute(arguments: [
-                        item.sessionID.canonical, item.envelope.ephemeralPublicKey, item.envelope.encryptedSecret,
-                        item.fetchedAt.epoch, item.senderDeviceID?.canonical, item.senderPublicKey?.base64,
-                        Int64(item.generation), item.authenticated,
-                    ])
-                }
-            }
+            try await bulkWrite { db in try Self.storeReceived(envelopes, in: db) }
+        }
+    }
+
+    /// ``upsertReceivedEnvelopes(_:)`` in a transaction of the caller's.
+    static func storeReceived(_ envelopes: [ReceivedEnvelope], in db: Database) throws {
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT INTO received_envelopes (session_id, ephemeral_public_key, encrypted_secret, fetched_at,
+                                                sender_device_id, sender_public_key, generation, authenticated)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (session_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
+                    encrypted_secret = excluded.encrypted_secret, fetched_at = excluded.fetched_at,
+                    sender_device_id = excluded.sender_device_id, sender_public_key = excluded.sender_public_key,
+                    generation = excluded.generation, authenticated = excluded.authenticated
+                """)
+        for item in envelopes {
+            try statement.execute(arguments: [
+                item.sessionID.canonical, item.envelope.ephemeralPublicKey, item.envelope.encryptedSecret,
+                item.fetchedAt.epoch, item.senderDeviceID?.canonical, item.senderPublicKey?.base64,
+                Int64(item.generation), item.authenticated,
+            ])
         }
     }
 

@@ -424,20 +424,21 @@ enum Schema {
         }
         migrator.registerMigration("v11: envelope rows as the remote holds them, with their digest kept") { db in
             // Phone: every envelope row the remote addresses to this device, as last read, whatever
-            // became of it (stored, refused, unreadable, its session not here): what a pull compares
-            // with the remote's digest instead of listing every envelope (docs/sync.md, "The pull
-            // feed"), and what it opens again without asking the remote when the row differs from
-            // the envelope stored. row_h1/row_h2: the remote's row hash, MD5 of
-            // session_id:device_id:ephemeral_public_key, bytes 0-7 and 8-15.
+            // became of it: what a pull compares with the remote's digest instead of listing every
+            // envelope (docs/sync.md, "The pull feed"). row_h1/row_h2: the remote's row hash, MD5
+            // of session_id:device_id:ephemeral_public_key, bytes 0-7 and 8-15. The row itself is
+            // kept only while it is not the envelope stored for its session (not opened yet,
+            // refused, unreadable, its session not here): the pull opens exactly those. Once stored,
+            // only the hash stays (the envelope is in received_envelopes).
             func xor(_ a: String, _ b: String) -> String { "((\(a) | \(b)) - (\(a) & \(b)))" }
             try db.execute(
                 sql: """
                     CREATE TABLE envelope_rows (
                         session_id TEXT PRIMARY KEY NOT NULL,
-                        ephemeral_public_key TEXT NOT NULL,
-                        encrypted_secret TEXT NOT NULL,
                         row_h1 INTEGER NOT NULL,
-                        row_h2 INTEGER NOT NULL
+                        row_h2 INTEGER NOT NULL,
+                        ephemeral_public_key TEXT,
+                        encrypted_secret TEXT
                     ) WITHOUT ROWID;
                     -- The digest of every row (count and XORs), kept by triggers: one row to read.
                     CREATE TABLE envelope_rows_digest (
@@ -458,6 +459,11 @@ enum Schema {
                     CREATE TRIGGER envelope_rows_digest_update AFTER UPDATE OF row_h1, row_h2 ON envelope_rows BEGIN
                         UPDATE envelope_rows_digest SET h1 = \(xor(xor("h1", "OLD.row_h1"), "NEW.row_h1")),
                             h2 = \(xor(xor("h2", "OLD.row_h2"), "NEW.row_h2"));
+                    END;
+                    -- A stored envelope that goes (its session deleted, even to be written again) takes
+                    -- its row's record with it: the digest then differs, and the next pull reads it again.
+                    CREATE TRIGGER received_envelope_forget_row AFTER DELETE ON received_envelopes BEGIN
+                        DELETE FROM envelope_rows WHERE session_id = OLD.session_id AND encrypted_secret IS NULL;
                     END;
                     """)
         }

@@ -344,8 +344,11 @@ extension SyncEngine {
                 var results: [(UUID, Result<OpenedEnvelope, CryptoError>)] = []
                 // Each sender's static exchange once per part: one X25519 an envelope, not two.
                 var exchanges = SenderExchanges()
-                for item in part {
+                for (index, item) in part.enumerated() {
                     try Task.checkCancellation()
+                    // The pull's other stages (reading the next batch, storing the last) run on the
+                    // same threads: let them in now and then.
+                    if index % 64 == 63 { await Task.yield() }
                     let envelope = SecretEnvelope(
                         ephemeralPublicKey: item.ephemeralPublicKey, encryptedSecret: item.encryptedSecret)
                     do {
@@ -390,6 +393,19 @@ extension SyncEngine {
             outcomes[session] = outcome
         }
         return outcomes
+    }
+
+    /// A batch of envelope rows on its way through a pull: what checking them needs, and once
+    /// opened, the outcome of each.
+    struct Opening: Sendable {
+        /// Every row of the batch, recorded when it is stored.
+        var all: [EnvelopeRecord]
+        /// Those to open.
+        var rows: [EnvelopeRecord]
+        var owners: [UUID: UUID]
+        var held: [UUID: ReceivedEnvelope]
+        var marks: [UUID: GenerationMark]
+        var outcomes: [UUID: Result<OpenedEnvelope, CryptoError>] = [:]
     }
 
     /// What the pull knows about one session when it decides on an envelope for it.
@@ -500,32 +516,61 @@ extension SyncEngine {
         let identity = pull.identity
         let trust = pull.trust
         if let trust { entry.errors += trust.problems }
-        try await refreshEnvelopeRows(pull, recorder: recorder)
-
         let senders = SenderKeys(remote: remote, trust: trust, known: pull.since == nil ? pull.changes?.devices : nil)
-        var after: UUID?
         var opened = 0
-        while true {
-            let chunk = try await local.pendingEnvelopeRows(after: after, limit: options.openChunk)
-            guard let last = chunk.last else { break }
-            after = last.sessionID
-            let sessions = Set(chunk.map(\.sessionID))
-            let owners = try await local.sessionOwners(of: sessions)
-            let kept = chunk.filter { owners[$0.sessionID] != nil }
-            entry.skipped += chunk.count - kept.count
-            let keptSessions = Set(kept.map(\.sessionID))
-            let held = try await local.receivedEnvelopes(sessions: keptSessions)
-            let marks = try await local.generationMarks(of: keptSessions)
-            let outcomes = try await open(kept, identity: identity, senders: senders, held: held, marks: marks)
+        // Three stages, each batch a stage behind the one before it: while a batch is opened (on
+        // every core), the next is read from the store and the one before is stored.
+        var opening: Task<Opening, Error>?
+        var storing: Task<Void, Error>?
+        defer {
+            opening?.cancel()
+            storing?.cancel()
+        }
 
+        /// Reads what checking `rows` needs (rows that may differ from the envelope stored):
+        /// those of sessions held are to be opened; all are recorded when the batch is stored.
+        func prepare(_ rows: [EnvelopeRecord]) async throws -> Opening {
+            let sessions = Set(rows.map(\.sessionID))
+            let owners = try await local.sessionOwners(of: sessions)
+            let held = try await local.receivedEnvelopes(sessions: sessions)
+            // A row equal to the envelope stored was checked when it was stored.
+            let candidates = rows.filter {
+                held[$0.sessionID]?.envelope
+                    != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
+            }
+            let kept = candidates.filter { owners[$0.sessionID] != nil }
+            entry.skipped += candidates.count - kept.count
+            return Opening(
+                all: rows, rows: kept, owners: owners, held: held,
+                marks: kept.isEmpty ? [:] : try await local.generationMarks(of: Set(kept.map(\.sessionID))))
+        }
+
+        /// Starts opening a prepared batch, after finishing the one being opened.
+        func advance(_ next: Opening?) async throws {
+            if let opening { try await finish(try await opening.value) }
+            opening = next.map { batch in
+                Task {
+                    var batch = batch
+                    if !batch.rows.isEmpty {
+                        batch.outcomes = try await open(
+                            batch.rows, identity: identity, senders: senders, held: batch.held, marks: batch.marks)
+                    }
+                    return batch
+                }
+            }
+        }
+
+        /// Checks an opened batch against the rules, reports what is refused or does not open,
+        /// and starts recording the batch's rows and storing what passed (after the batch before).
+        func finish(_ batch: Opening) async throws {
             var good: [ReceivedEnvelope] = []
-            for item in outcomes.values.compactMap({ try? $0.get() }).sorted(by: {
+            for item in batch.outcomes.values.compactMap({ try? $0.get() }).sorted(by: {
                 $0.received.sessionID.canonicallyPrecedes($1.received.sessionID)
             }) {
                 let session = item.received.sessionID
-                let owner = owners[session]
+                let owner = batch.owners[session]
                 let context = EnvelopeContext(
-                    mark: marks[session], owner: owner,
+                    mark: batch.marks[session], owner: owner,
                     ownerCertified: trust.map { trust in
                         owner.map { trust.certificates[$0] != nil || trust.revocations[$0] != nil } ?? false
                     } ?? false,
@@ -541,11 +586,13 @@ extension SyncEngine {
                     good.append(item.received)
                 }
             }
-            let failures = outcomes.compactMap { session, outcome -> (UUID, CryptoError)? in
+            let failures = batch.outcomes.compactMap { session, outcome -> (UUID, CryptoError)? in
                 if case let .failure(error) = outcome { return (session, error) }
                 return nil
             }.sorted { $0.0.canonicallyPrecedes($1.0) }
-            try await local.upsertReceivedEnvelopes(good)
+            try await storing?.value
+            let (local, rows, stored) = (self.local, batch.all, good)
+            storing = Task { try await local.recordEnvelopeRows(rows, storing: stored) }
             entry.applied += good.count
             recorder.report.envelopesOpened += good.count
             entry.failed += failures.count
@@ -569,9 +616,42 @@ extension SyncEngine {
                         message:
                             "the envelope for this session cannot be opened with this device's key; it was not stored")
             }
-            opened += outcomes.count
+            opened += batch.outcomes.count
             recorder.emit(.envelopes, opened, 0, "Syncing envelopes...")
         }
+
+        // Every row listed (a first pull, a remote without the feed): each page is recorded,
+        // opened and stored as it arrives, while the next pages are fetched.
+        var evaluated = Set<UUID>()
+        if try await needsEveryEnvelopeRow(pull) {
+            let pages = PageQueue<EnvelopeRecord>()
+            try await pages.drain(
+                producing: { page in try await remote.fetchEnvelopes(addressedTo: identity.id, pages: page) },
+                consuming: { page in
+                    evaluated.formUnion(page.map(\.sessionID))
+                    try await advance(try await prepare(page))
+                })
+            // Everything listed is recorded before the rows the listing did not have go.
+            try await advance(nil)
+            try await storing?.value
+            storing = nil
+            try await local.deleteEnvelopeRows(notIn: evaluated)
+        } else if let changes = pull.changes {
+            try await refreshEnvelopeRows(changes, me: identity.id, recorder: recorder)
+        }
+        // Then every recorded row that differs from what is stored, a chunk at a time (rows
+        // evaluated just now are not checked twice).
+        var after: UUID?
+        while true {
+            let chunk = try await local.pendingEnvelopeRows(after: after, limit: options.openChunk)
+            guard let last = chunk.last else { break }
+            after = last.sessionID
+            let rest = chunk.filter { !evaluated.contains($0.sessionID) }
+            if !rest.isEmpty { try await advance(try await prepare(rest)) }
+        }
+        try await advance(nil)
+        try await storing?.value
+        storing = nil
         // An envelope the remote no longer addresses here is deleted (its history keeps it).
         entry.deleted = try await local.deleteReceivedEnvelopesWithoutRows()
         if let trust {
@@ -588,12 +668,18 @@ extension SyncEngine {
         }
     }
 
+    /// Whether the pull must list every envelope row: the remote has no feed, or the store has
+    /// recorded none while the remote holds some (a first pull).
+    func needsEveryEnvelopeRow(_ pull: PullState) async throws -> Bool {
+        guard let changes = pull.changes else { return true }
+        guard changes.envelopeRows.count > 0 else { return false }
+        return try await local.envelopeRowsDigest().count == 0
+    }
+
     /// Brings the record of envelope rows (`DeviceStore.recordEnvelopeRows`) up to what the
-    /// remote holds for this device: from the feed where there is one, by listing every row
-    /// otherwise.
-    func refreshEnvelopeRows(_ pull: PullState, recorder: Recorder) async throws {
-        let me = pull.identity.id
-        guard let changes = pull.changes else { return try await recordAllEnvelopeRows(me, recorder: recorder) }
+    /// remote holds for this device, from the feed's answer (``needsEveryEnvelopeRow(_:)``
+    /// decides when every row is listed instead).
+    func refreshEnvelopeRows(_ changes: PullChanges, me: UUID, recorder: Recorder) async throws {
         if let rows = changes.envelopes {
             try await local.recordEnvelopeRows(
                 rows, replacingSessions: Set((changes.sessions ?? []).map(\.record.id)))

@@ -385,27 +385,19 @@ struct ConstraintTests {
         #expect(try await fixture.store.sessions().isEmpty)
     }
 
-    @Test("a pull's bulk apply is all or nothing and gives its larger page cache back")
+    @Test("a pull's apply of a page is all or nothing")
     func bulkApply() async throws {
         let fixture = try await Fixture(role: .mobile)
         let repository = fixture.repository(device: UUID())
         try await fixture.store.applyRepositories([repository], retaining: nil)
-        // The pool's one writer connection runs every write, so this reads the cache it used.
-        let cacheSize = { try await fixture.store.pool.write { try Int.fetchOne($0, sql: "PRAGMA cache_size") } }
-        let before = try await cacheSize()
-        #expect(before != -DeviceStore.bulkCacheKiB)
-
         let good = fixture.session(in: repository)
         let orphan = fixture.session(in: fixture.repository(device: UUID()))
         await #expect {
             try await fixture.store.applySessions([good, orphan], retaining: nil)
         } throws: { ($0 as? LocalStoreError)?.code == .foreignKeyViolation }
         #expect(try await fixture.store.sessions().isEmpty)
-        #expect(try await cacheSize() == before)
-
         try await fixture.store.applySessions([good], retaining: nil)
         #expect(try await fixture.store.sessions().map(\.id) == [good.id])
-        #expect(try await cacheSize() == before)
     }
 
     @Test("a session id used twice is refused by createSession")
@@ -745,5 +737,44 @@ struct PullDigestTests {
             } == expected)
         #expect(try await store.deleteEnvelopeRows(notIn: [rows[0].sessionID]) == 3)
         #expect(try await store.envelopeRowsDigest().count == 1)
+    }
+
+    @Test(
+        "a row stored keeps only its hash and is no longer pending; a stored envelope that goes takes its row's record with it"
+    )
+    func storedRows() async throws {
+        let fixture = try await Fixture(role: .mobile)
+        let store = fixture.store
+        let me = fixture.identity.id
+        let repository = fixture.repository()
+        let sessions = (0..<3).map { _ in fixture.session(in: repository) }
+        try await store.applyRepositories([repository], retaining: nil)
+        try await store.applySessions(sessions, retaining: nil)
+        let rows = sessions.map {
+            EnvelopeRecord(
+                sessionID: $0.id, deviceID: me, ephemeralPublicKey: "k-\($0.id.canonical)", encryptedSecret: "AA==")
+        }
+        let stored = ReceivedEnvelope(
+            sessionID: rows[0].sessionID,
+            envelope: SecretEnvelope(ephemeralPublicKey: rows[0].ephemeralPublicKey, encryptedSecret: "AA=="),
+            fetchedAt: Date(), senderDeviceID: nil, senderPublicKey: nil, generation: 1, authenticated: false)
+        try await store.recordEnvelopeRows(rows, storing: [stored])
+        let digest = try await store.envelopeRowsDigest()
+        #expect(digest.count == 3)
+        #expect(
+            Set(try await store.pendingEnvelopeRows(after: nil, limit: 10).map(\.sessionID))
+                == Set(rows.dropFirst().map(\.sessionID)))
+        #expect(try await store.receivedEnvelope(sessionID: rows[0].sessionID).envelope == stored.envelope)
+        let whole = try await store.pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM envelope_rows WHERE encrypted_secret IS NOT NULL")
+        }
+        #expect(whole == 2)
+        // Recording the same rows again changes nothing; a pending row stored later is settled.
+        try await store.recordEnvelopeRows(rows)
+        #expect(try await store.envelopeRowsDigest() == digest)
+        #expect(try await store.pendingEnvelopeRows(after: nil, limit: 10).count == 2)
+        // The session of the stored envelope goes: its row's record goes with it.
+        _ = try await store.applySessions([], retaining: Set(sessions.dropFirst().map(\.id)))
+        #expect(try await store.envelopeRowsDigest().count == 2)
     }
 }

@@ -4,6 +4,7 @@ import GRDB
 import SecretCrypto
 import SyncModel
 import SyncTestSupport
+import Synchronization
 import Testing
 
 @testable import LocalStore
@@ -146,6 +147,42 @@ struct PullFeedTests {
         #expect(Self.phase(report, .envelopes)?.applied == 0, "what is held is not stored again")
         #expect(try await phone.store.receivedEnvelopes() == held)
         #expect(try await phone.engine.pull().requests == 2)
+    }
+
+    @Test(
+        "sync_pull_envelopes pages every row addressed to the device once, in ranges; another user's device is refused")
+    func envelopeListing() async throws {
+        guard !StackEnvironment.skipped else { return }
+        let stack = try StackEnvironment.require()
+        let world = try World(.postgrest)
+        let phone = try await world.device("phone", role: .mobile)
+        _ = try await phone.engine.pull()
+        let desktop = try await world.desktop(sessions: 61)
+        #expect(try await desktop.engine.push().outcome == .success)
+        /// The world's user (or `user`), with small pages read in three ranges at once.
+        func remote(as user: UUID) -> PostgRESTRemoteStore {
+            var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) {
+                _ in stack.token(for: user)
+            }
+            configuration.pageSize = 7
+            configuration.listingStreams = 3
+            return PostgRESTRemoteStore(configuration: configuration)
+        }
+        let rows = Mutex<[EnvelopeRecord]>([])
+        try await remote(as: world.user).fetchEnvelopes(addressedTo: phone.identity.id) { page in
+            rows.withLock { $0 += page }
+        }
+        let listed = rows.withLock { $0 }
+        #expect(listed.count == 61)
+        #expect(Set(listed.map(\.sessionID)) == Set(try await desktop.store.sessions().map(\.id)))
+        #expect(listed.allSatisfy { $0.deviceID == phone.identity.id })
+
+        // Another user naming the phone: refused, not an empty listing.
+        await #expect {
+            try await remote(as: UUID()).fetchEnvelopes(addressedTo: phone.identity.id) { _ in }
+        } throws: {
+            ($0 as? RemoteStoreError)?.code == .permissionDenied
+        }
     }
 
     @Test(

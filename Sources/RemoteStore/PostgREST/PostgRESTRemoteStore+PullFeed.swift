@@ -31,6 +31,77 @@ extension PostgRESTRemoteStore: PullFeedRemote {
             data, maxRows: max(rowLimit, configuration.maxDeviceRows), table: Self.pullFeedFunction)
     }
 
+    /// The listing of the envelope rows addressed to a device, by RPC.
+    static let pullEnvelopesFunction = "sync_pull_envelopes"
+
+    /// Pages through `sync_pull_envelopes`: a first page; when it is full, the rest in
+    /// ``PostgRESTConfiguration/listingStreams`` ranges of session ids above its last at once,
+    /// each a keyset listing (`after` the last row seen, `before` the range's end).
+    func pullEnvelopes(_ deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>) async throws {
+        let size = configuration.pageSize
+        let first = try await envelopePage(deviceID, after: nil, before: nil)
+        if !first.isEmpty { try await page(first) }
+        guard first.count == size, let last = first.last?.sessionID.canonical else { return }
+        let streams = max(1, configuration.listingStreams)
+        let low = UInt64(UInt32(last.prefix(8), radix: 16) ?? 0)
+        /// The first 32 bits of range `index`'s start.
+        func bound(_ index: Int) -> UInt32 {
+            UInt32(low + (0x1_0000_0000 - low) * UInt64(index) / UInt64(streams))
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<streams {
+                // Exclusive bounds: a range starts after the id just below its first (or after the
+                // first page's last row), and ends before the next range's first id.
+                var after = last
+                if index > 0, bound(index) > 0 {
+                    after = max(last, String(format: "%08x-ffff-ffff-ffff-ffffffffffff", bound(index) - 1))
+                }
+                let before =
+                    index < streams - 1 ? String(format: "%08x-0000-0000-0000-000000000000", bound(index + 1)) : nil
+                if let before, before <= after { continue }
+                group.addTask {
+                    var key = after
+                    while true {
+                        let rows = try await self.envelopePage(
+                            deviceID, after: UUID(uuidString: key), before: before.flatMap(UUID.init(uuidString:)))
+                        if !rows.isEmpty { try await page(rows) }
+                        guard rows.count == size, let next = rows.last?.sessionID.canonical else { return }
+                        guard next > key else {
+                            throw RemoteStoreError(
+                                .listingDidNotEnd,
+                                "\(Self.pullEnvelopesFunction): a page did not advance past the previous one")
+                        }
+                        key = next
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// One page of `sync_pull_envelopes`, rows in session order, at most ``PostgRESTConfiguration/pageSize``.
+    func envelopePage(_ deviceID: UUID, after: UUID?, before: UUID?) async throws -> [EnvelopeRecord] {
+        var arguments: [String: RPCArgument] = [
+            "device_id": .string(deviceID.canonical), "row_limit": .int(configuration.pageSize),
+        ]
+        if let after { arguments["after"] = .string(after.canonical) }
+        if let before { arguments["before"] = .string(before.canonical) }
+        let data = try await rpc(Self.pullEnvelopesFunction, arguments: arguments)
+        let rows = try ResponseJSON.rows(data, table: Self.pullEnvelopesFunction, maxRows: configuration.pageSize)
+            .map(EnvelopeRecord.init(json:))
+        // A page is in session order, inside its bounds, and names only this device.
+        var previous = after?.canonical ?? ""
+        for row in rows {
+            let session = row.sessionID.canonical
+            guard session > previous, before.map({ session < $0.canonical }) ?? true, row.deviceID == deviceID else {
+                throw RemoteStoreError(
+                    .malformedResponse, "\(Self.pullEnvelopesFunction) answered rows out of order or out of bounds")
+            }
+            previous = session
+        }
+        return rows
+    }
+
     public func recipientDigest(deviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
         let data = try await rpc(
             "session_secret_recipient_digest",

@@ -512,9 +512,19 @@ public final class PostgRESTRemoteStore: SyncRemote {
             rangesOf: "session_id", decode: EnvelopeRecord.init(json:))
     }
 
+    /// Where the deployment has `sync_pull_envelopes` (the pull feed's migration), pages through
+    /// it; otherwise through the table (``fetchFanned(_:query:order:keyset:after:rangesOf:decode:onPage:)``),
+    /// where row-level security costs PostgreSQL a hash of every session of the user per page.
     public func fetchEnvelopes(
         addressedTo deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>
     ) async throws {
+        if !missingFunctions.withLock({ $0.contains(Self.pullEnvelopesFunction) }) {
+            do {
+                return try await pullEnvelopes(deviceID, pages: page)
+            } catch let error as RemoteStoreError where error.code == .missingFunction {
+                missingFunctions.withLock { _ = $0.insert(Self.pullEnvelopesFunction) }
+            }
+        }
         _ = try await fetchFanned(
             RemoteTable.secrets, query: Self.envelopeQuery(deviceID), order: "session_id.asc", keyset: ["session_id"],
             rangesOf: "session_id", decode: EnvelopeRecord.init(json:), onPage: page)

@@ -62,9 +62,10 @@ struct Options {
                       sync        push and pull at sizes S, M, L (--sizes S,M,L; XL, 1,000,000 pairs, only
                                   when named) on the embedded remote and, when reachable, the PostgreSQL
                                   stack ($SYNC_STACK_URL or the one `make stack` started): first push,
-                                  no-change push, push after a new device, first pull, no-change pull
-                                  (at XL the first three only, and three phones pull: the first pull is
-                                  the median of 3 in each world); median of --sync-runs R (default 3);
+                                  no-change push, push after a new device, first pull, no-change pull,
+                                  incremental pull (one new session); at XL the first push, the no-change
+                                  push and three phones' first pulls, each by the real `sync-cli pull` in
+                                  a process of its own (the median of 3); median of --sync-runs R (default 3);
                                   peak RSS per scenario; the per-row baseline on S and M; the floor
                                   (envelope v2 crypto + direct bulk INSERT); JSON to --json PATH
                                   (default .build/sync-bench.json); --remotes embedded,postgrest picks

@@ -1,6 +1,10 @@
 import ArgumentParser
 import RemoteStore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `sync-cli`: the end-to-end encrypted session-secret sync engine from the command line.
 @main
 struct SyncCLI: AsyncParsableCommand {
@@ -32,6 +36,7 @@ struct SyncCLI: AsyncParsableCommand {
 
     /// Runs the command; a remote failure that escapes it is printed with what to check next.
     static func main() async {
+        limitMallocArenas()
         do {
             var command = try parseAsRoot()
             if var command = command as? AsyncParsableCommand {
@@ -47,6 +52,19 @@ struct SyncCLI: AsyncParsableCommand {
             exit(withError: error)
         }
     }
+}
+
+/// Caps glibc's malloc arenas at two. glibc gives every thread that allocates at once an arena
+/// of its own, and each of a pull's threads keeps one full of freed pages: two arenas hold the
+/// same work in less memory (`mallopt(M_ARENA_MAX, 2)`; `<malloc.h>` is not in Swift's Glibc
+/// module, so it is looked up by name).
+func limitMallocArenas() {
+    #if canImport(Glibc)
+    typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
+    let arenaMax: Int32 = -8 // M_ARENA_MAX
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return }
+    _ = unsafeBitCast(symbol, to: Mallopt.self)(arenaMax, 2)
+    #endif
 }
 
 /// What to check after a remote failure of this kind (a `RemoteStoreError.Code`'s name, as

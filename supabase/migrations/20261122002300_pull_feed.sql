@@ -206,7 +206,7 @@ REVOKE ALL ON FUNCTION private.pull_digest_of(text, uuid) FROM PUBLIC;
 
 CREATE FUNCTION public.sync_pull_changes(device_id uuid, since timestamptz DEFAULT NULL, row_limit integer DEFAULT 500)
     RETURNS jsonb
-    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = '' AS $$
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = '' SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
     caller uuid := auth.uid();
     v_device uuid := sync_pull_changes.device_id;
@@ -277,7 +277,9 @@ CREATE INDEX agent_coding_session_secrets_device ON public.agent_coding_session_
 CREATE FUNCTION public.sync_pull_envelopes(device_id uuid, after uuid DEFAULT NULL, before uuid DEFAULT NULL,
                                            row_limit integer DEFAULT 1000)
     RETURNS json
-    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = '' AS $$
+    -- A custom plan at every call: a generic one (chosen after five calls on a connection) cannot
+    -- start the index scans at `after`, and read every row of the device for each page.
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = '' SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
     caller uuid := auth.uid();
     v_device uuid := sync_pull_envelopes.device_id;

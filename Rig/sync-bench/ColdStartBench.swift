@@ -120,7 +120,7 @@ enum ColdStartBench {
         return out
     }
 
-    /// Runs `sync-cli` by `posix_spawn` and `wait4`: its wall time, its peak RSS (KiB) and the
+    /// Runs `sync-cli` by `posix_spawn`, polling it every millisecond: its wall time, its peak RSS (KiB) and the
     /// report it printed.
     static func runCLI(
         _ path: String, _ arguments: [String], _ environment: [String: String]
@@ -143,14 +143,30 @@ enum ColdStartBench {
         let start = ContinuousClock.now
         let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
         guard spawned == 0 else { throw SyncBench.CLIFailure("cannot start \(path): errno \(spawned)") }
+        // The peak is the child's own high-water mark (VmHWM), read until it exits. Not wait4's
+        // ru_maxrss: a child started by posix_spawn shares this process's memory until exec, and
+        // the kernel counts this process's high-water mark into the child's.
         var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) == -1 && errno == EINTR {}
+        var peak = 0
+        while true {
+            if let hwm = highWaterKiB(pid) { peak = max(peak, hwm) }
+            let waited = waitpid(pid, &status, WNOHANG)
+            if waited == pid || (waited == -1 && errno != EINTR) { break }
+            usleep(1000)
+        }
         let elapsed = seconds(ContinuousClock.now - start)
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         guard let report = SyncReport.decode(text) else {
             throw SyncBench.CLIFailure("sync-cli printed no report (wait status \(status))")
         }
-        return (elapsed, Int(usage.ru_maxrss), report)
+        return (elapsed, peak, report)
+    }
+
+    /// `VmHWM` of process `pid` in KiB (its peak resident set so far), or nil once it is gone.
+    static func highWaterKiB(_ pid: pid_t) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return nil }
+        return Int(line.dropFirst("VmHWM:".count).split(separator: " ").first ?? "")
     }
 }

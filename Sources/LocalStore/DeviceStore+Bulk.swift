@@ -33,6 +33,19 @@ extension DeviceStore {
     /// rows and updates those that differ; a row equal to the one stored is not written. One
     /// transaction.
     func apply<R: LocalRow>(_ rows: [R], retaining: Set<UUID>?) async throws -> AppliedRows {
+        try await apply(R.self, Self.arguments(rows), retaining: retaining)
+    }
+
+    /// Each row's values as bound to ``LocalRow/applySQL`` but for the change sequence: made by
+    /// the caller, not on the store's writer.
+    static func arguments<R: LocalRow>(_ rows: [R]) -> [StatementArguments] {
+        rows.map { StatementArguments($0.values) }
+    }
+
+    /// ``apply(_:retaining:)`` of rows whose values are made (``arguments(_:)``).
+    func apply<R: LocalRow>(
+        _ type: R.Type, _ rows: [StatementArguments], retaining: Set<UUID>?
+    ) async throws -> AppliedRows {
         try await mapErrors("applying \(R.table)") {
             try await bulkWrite { db in
                 var applied = AppliedRows()
@@ -43,10 +56,10 @@ extension DeviceStore {
                     applied.deleted = db.changesCount
                 }
                 guard !rows.isEmpty else { return applied }
-                let sequence = try Self.nextChangeSequence(db)
+                let sequence: StatementArguments = [try Self.nextChangeSequence(db)]
                 let statement = try db.cachedStatement(sql: R.applySQL)
                 for row in rows {
-                    try statement.execute(arguments: StatementArguments(row.values + [sequence]))
+                    try statement.execute(arguments: row + sequence)
                     applied.changed += db.changesCount
                 }
                 return applied

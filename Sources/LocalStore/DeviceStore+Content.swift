@@ -145,4 +145,25 @@ extension DeviceStore {
     public func applySessions(_ rows: [SessionRecord], retaining: Set<UUID>?) async throws -> AppliedRows {
         try await apply(rows, retaining: retaining)
     }
+
+    /// Applies sessions made ready by ``PreparedSessions/init(_:)``, as
+    /// ``applySessions(_:retaining:)`` without deletions.
+    @discardableResult
+    public func applySessions(_ prepared: PreparedSessions) async throws -> AppliedRows {
+        try await apply(SessionRecord.self, prepared.arguments, retaining: nil)
+    }
+}
+
+/// Sessions a pull read, with the values the store writes made from them (ids formatted and
+/// hashed): the part of ``DeviceStore/applySessions(_:)`` that does not need the store's single
+/// writer, so that a pull makes a page's values while the writer writes the page before.
+public struct PreparedSessions: Sendable {
+    let arguments: [StatementArguments]
+
+    /// How many sessions.
+    public var count: Int { arguments.count }
+
+    public init(_ rows: [SessionRecord]) {
+        arguments = DeviceStore.arguments(rows)
+    }
 }

@@ -188,12 +188,32 @@ extension SyncEngine {
             let repositories = try await local.repositoryIDs()
             var orphans: [SessionRecord] = []
             var applied = AppliedRows()
+            // A page of sessions being written: the next page's values are made meanwhile.
+            var writing: Task<AppliedRows, Error>?
+            defer { writing?.cancel() }
+            /// Waits for the page being written (if any) and counts what it changed.
+            func written() async throws {
+                guard let page = writing else { return }
+                writing = nil
+                let result = try await page.value
+                applied.changed += result.changed
+                recorder.emit(.sessions, applied.changed, 0, "Syncing sessions...")
+            }
             /// Applies one page: the sessions whose repository is here; the others are reported.
+            /// A page without deletions is written while the next is read (``written()`` waits).
             func apply(_ page: [SessionRecord], retaining: Set<UUID>?) async throws {
                 var keep: [SessionRecord] = []
                 for row in page {
                     if repositories.contains(row.repositoryID) { keep.append(row) } else { orphans.append(row) }
                 }
+                if retaining == nil {
+                    let prepared = PreparedSessions(keep)
+                    try await written()
+                    let local = self.local
+                    writing = Task { try await local.applySessions(prepared) }
+                    return
+                }
+                try await written()
                 let result = try await local.applySessions(keep, retaining: retaining)
                 applied.changed += result.changed
                 applied.deleted += result.deleted
@@ -211,6 +231,7 @@ extension SyncEngine {
                         },
                         consuming: { try await apply($0.map(\.record), retaining: nil) })
                 }
+                try await written()
                 let after = try await local.sessionIDsDigest()
                 if after != changes.sessionIDs {
                     // Something was deleted (or missed): the listing says what the remote holds.
@@ -222,6 +243,7 @@ extension SyncEngine {
                         try await pages.drain(
                             producing: { page in try await remote.fetchSessions(after: nil, pages: page) },
                             consuming: { try await apply($0.map(\.record), retaining: nil) })
+                        try await written()
                     }
                 }
             } else {
@@ -247,6 +269,7 @@ extension SyncEngine {
                         }
                         try await apply(page.map(\.record), retaining: nil)
                     })
+                try await written()
                 // Orphans are retried next pull: do not move the cursor past them.
                 if orphans.isEmpty { try await advance(.sessions, to: last.map { ($0.updatedAt, $0.id) }) }
             }

@@ -163,10 +163,20 @@ enum ColdStartBench {
     }
 
     /// `VmHWM` of process `pid` in KiB (its peak resident set so far), or nil once it is gone.
+    /// Read with `read(2)`: a file of /proc has no size for Foundation to read up to.
     static func highWaterKiB(_ pid: pid_t) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
-        else { return nil }
-        return Int(line.dropFirst("VmHWM:".count).split(separator: " ").first ?? "")
+        let fd = open("/proc/\(pid)/status", O_RDONLY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        var count = 0
+        while count < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if n <= 0 { break }
+            count += n
+        }
+        let text = String(decoding: bytes[..<count], as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+        return Int(line.dropFirst("VmHWM:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
     }
 }

@@ -513,8 +513,8 @@ public final class PostgRESTRemoteStore: SyncRemote {
     }
 
     /// Where the deployment has `sync_pull_envelopes` (the pull feed's migration), pages through
-    /// it; otherwise through the table (``fetchFanned(_:query:order:keyset:after:rangesOf:decode:onPage:)``),
-    /// where row-level security costs PostgreSQL a hash of every session of the user per page.
+    /// it; otherwise through the table, in ranges read side by side, where row-level security
+    /// costs PostgreSQL a hash of every session of the user per page.
     public func fetchEnvelopes(
         addressedTo deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>
     ) async throws {

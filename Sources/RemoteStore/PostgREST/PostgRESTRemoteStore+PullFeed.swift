@@ -43,11 +43,8 @@ extension PostgRESTRemoteStore: PullFeedRemote {
         if !first.isEmpty { try await page(first) }
         guard first.count == size, let last = first.last?.sessionID.canonical else { return }
         let streams = max(1, configuration.listingStreams)
-        let low = UInt64(UInt32(last.prefix(8), radix: 16) ?? 0)
-        /// The first 32 bits of range `index`'s start.
-        func bound(_ index: Int) -> UInt32 {
-            UInt32(low + (0x1_0000_0000 - low) * UInt64(index) / UInt64(streams))
-        }
+        let starts = Self.rangeStarts(above: last, streams: streams)
+        func bound(_ index: Int) -> UInt32 { starts[index] }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<streams {
                 // Exclusive bounds: a range starts after the id just below its first (or after the

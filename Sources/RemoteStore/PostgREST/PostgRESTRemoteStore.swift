@@ -552,6 +552,14 @@ public final class PostgRESTRemoteStore: SyncRemote {
         ]
     }
 
+    /// The first 32 bits of the start of each of `streams` ranges that split the uuids above
+    /// `low` (all of them without it) evenly: range `i` runs from `starts[i]` up to
+    /// `starts[i + 1]`, the last to the end. The first start is `low`'s own first 32 bits.
+    static func rangeStarts(above low: String?, streams: Int) -> [UInt32] {
+        let base = UInt64(low.flatMap { UInt32($0.prefix(8), radix: 16) } ?? 0)
+        return (0..<streams).map { UInt32(base + (0x1_0000_0000 - base) * UInt64($0) / UInt64(streams)) }
+    }
+
     /// A keyset listing that fans out (``PostgRESTConfiguration/listingStreams``): the first
     /// two pages one after the other; when both come back full, the rest in that many ranges of
     /// the uuid column `column` at once (`column=gte.<low>&column=lt.<high>`), each a keyset
@@ -580,13 +588,9 @@ public final class PostgRESTRemoteStore: SyncRemote {
                     table, query: query, order: order, keyset: keyset, after: resume, decode: decode, onPage: onPage
                 ).rows)
         }
-        // Bounds on the uuid's first 32 bits: the ranges [bound(i), bound(i + 1)).
-        let low = keyset[0] == column ? UInt64(UInt32(resume[0].prefix(8), radix: 16) ?? 0) : 0
-        func bound(_ index: Int) -> String {
-            String(
-                format: "%08x-0000-0000-0000-000000000000",
-                UInt32(low + (0x1_0000_0000 - low) * UInt64(index) / UInt64(streams)))
-        }
+        // The ranges [bound(i), bound(i + 1)) of the ids above the resume point.
+        let starts = Self.rangeStarts(above: keyset[0] == column ? resume[0] : nil, streams: streams)
+        func bound(_ index: Int) -> String { String(format: "%08x-0000-0000-0000-000000000000", starts[index]) }
         let parts = try await withThrowingTaskGroup(of: (Int, [Row]).self) { group in
             for index in 0..<streams {
                 var range = query

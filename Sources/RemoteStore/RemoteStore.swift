@@ -111,8 +111,9 @@ public protocol SyncRemote: Sendable {
     func fetchEnvelopes(addressedTo deviceID: UUID, sessions: Set<UUID>) async throws -> [EnvelopeRecord]
 
     /// ``fetchSessions(after:)`` a page at a time, as
-    /// ``fetchEnvelopes(addressedTo:pages:)``: each page is in `(updated_at, id)` order, the
-    /// pages not necessarily.
+    /// ``fetchEnvelopes(addressedTo:pages:)``: after a cursor each page is in `(updated_at, id)`
+    /// order, the pages not necessarily; without one (every session) the order is the remote's
+    /// choice.
     func fetchSessions(
         after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>)
         async throws

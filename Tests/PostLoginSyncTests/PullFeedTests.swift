@@ -186,6 +186,49 @@ struct PullFeedTests {
     }
 
     @Test(
+        "every session listed without a cursor comes once, each page in id order, in ranges; after a cursor only the later rows; another user lists none"
+    )
+    func sessionListing() async throws {
+        guard !StackEnvironment.skipped else { return }
+        let stack = try StackEnvironment.require()
+        let world = try World(.postgrest)
+        let desktop = try await world.desktop(sessions: 61)
+        #expect(try await desktop.engine.push().outcome == .success)
+        /// The world's user (or `user`), with small pages read in three ranges at once.
+        func remote(as user: UUID) -> PostgRESTRemoteStore {
+            var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) {
+                _ in stack.token(for: user)
+            }
+            configuration.pageSize = 7
+            configuration.listingStreams = 3
+            return PostgRESTRemoteStore(configuration: configuration)
+        }
+        func list(as user: UUID, after cursor: PullCursor?) async throws -> [[Versioned<SessionRecord>]] {
+            let pages = Mutex<[[Versioned<SessionRecord>]]>([])
+            try await remote(as: user).fetchSessions(after: cursor) { page in pages.withLock { $0.append(page) } }
+            return pages.withLock { $0 }
+        }
+        let pages = try await list(as: world.user, after: nil)
+        let listed = pages.flatMap { $0 }
+        #expect(listed.count == 61)
+        #expect(Set(listed.map(\.record.id)) == Set(try await desktop.store.sessions().map(\.id)))
+        #expect(pages.count >= 9, "pages of 7, read in ranges")
+        #expect(
+            pages.allSatisfy { page in
+                zip(page, page.dropFirst()).allSatisfy { $0.record.id.canonical < $1.record.id.canonical }
+            })
+
+        // After a cursor: the rows after it, each page in (updated_at, id) order.
+        let ordered = listed.sorted {
+            ($0.updatedAt, $0.record.id.canonical) < ($1.updatedAt, $1.record.id.canonical)
+        }
+        let cut = ordered[40]
+        let later = try await list(as: world.user, after: PullCursor(updatedAt: cut.updatedAt, id: cut.record.id))
+        #expect(Set(later.flatMap { $0 }.map(\.record.id)) == Set(ordered[41...].map(\.record.id)))
+        #expect(try await list(as: UUID(), after: nil).flatMap { $0 }.isEmpty)
+    }
+
+    @Test(
         "a paired phone's watch verifies trust once: a quiet tick is the device row and the feed; a revocation published meanwhile is seen at the next tick",
         arguments: Backend.available)
     func verifiedQuietTicks(backend: Backend) async throws {

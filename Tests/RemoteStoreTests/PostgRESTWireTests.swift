@@ -532,6 +532,21 @@ struct PostgRESTWireTests {
         #expect(request.path == "/rest/v1/agent_coding_sessions")
     }
 
+    @Test("the paged session listing goes by id alone without a cursor, by (updated_at, id) after one")
+    func sessionListingOrder() async throws {
+        let server = try LoopbackHTTPServer { _ in .json(200, [Any](), headers: ["content-range": "*/0"]) }
+        let client = makeClient(server)
+        try await client.fetchSessions(after: nil) { _ in }
+        let every = try #require(server.requests.last)
+        #expect(every.queryValue("order") == "id.asc")
+        #expect(every.queryValue("or") == nil && every.queryValue("updated_at") == nil)
+        let cursor = PullCursor(updatedAt: "2026-03-04T05:06:07.123456+00:00", id: UUID())
+        try await client.fetchSessions(after: cursor) { _ in }
+        let since = try #require(server.requests.last)
+        #expect(since.queryValue("order") == "updated_at.asc,id.asc")
+        #expect(since.queryValue("updated_at") == "gte.2026-03-04T05:06:07.123456+00:00")
+    }
+
     @Test("long in.() filters are chunked")
     func inChunks() async throws {
         let server = try LoopbackHTTPServer { _ in TransportResponse(status: 204, headers: ["content-range": "*/10"]) }

@@ -444,12 +444,17 @@ public final class PostgRESTRemoteStore: SyncRemote {
         try await fetchVersioned(RemoteTable.sessions, after: cursor, decode: SessionRecord.init(json:))
     }
 
+    /// Every session since `cursor` (every one without), a page at a time. Without a cursor the
+    /// order does not matter to the caller, and the listing goes by `id` alone: each range's page is
+    /// then one scan of the `(user_id, id)` index. Ordered by `(updated_at, id)` instead, a page
+    /// of a range read and sorted every row of the range left (30-90 ms a page at 100,000 sessions).
     public func fetchSessions(
         after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>
     ) async throws {
         _ = try await fetchFanned(
             RemoteTable.sessions, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")],
-            order: "updated_at.asc,id.asc", keyset: ["updated_at", "id"],
+            order: cursor == nil ? "id.asc" : "updated_at.asc,id.asc",
+            keyset: cursor == nil ? ["id"] : ["updated_at", "id"],
             after: cursor.map { [$0.updatedAt, $0.id.canonical] }, rangesOf: "id",
             decode: { row in
                 Versioned(

@@ -146,6 +146,44 @@ extension DeviceStore {
         try await apply(rows, retaining: retaining)
     }
 
+    /// Runs `body`, which fills the sessions table (a phone's first pull), with the table's
+    /// secondary indexes dropped when it starts empty, and builds them again when `body` ends,
+    /// whether it succeeds or throws. Rows arrive in id order at best, so each page of inserts
+    /// touched a page of every index at random: a 100,000-session load spent more time keeping
+    /// the indexes than writing the rows. Built once at the end, each index is one sort.
+    ///
+    /// Readers meanwhile see the same rows (queries on the indexed columns scan). A process that
+    /// ends before the indexes are built again leaves them to the next open of the store, which
+    /// builds what is missing.
+    ///
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws (the indexes are built again first), or ``LocalStoreError``.
+    public func loadingSessionsInBulk<T>(_ body: () async throws -> T) async throws -> T {
+        let dropped = try await mapErrors("preparing a bulk load of sessions") {
+            try await pool.write { db -> Bool in
+                guard try Bool.fetchOne(db, sql: "SELECT NOT EXISTS (SELECT 1 FROM sessions)") == true else {
+                    return false
+                }
+                for index in Schema.sessionIndexes { try db.execute(sql: "DROP INDEX IF EXISTS \(index.name)") }
+                return true
+            }
+        }
+        guard dropped else { return try await body() }
+        let result: T
+        do {
+            result = try await body()
+        } catch {
+            try? await buildSessionIndexes()
+            throw error
+        }
+        try await buildSessionIndexes()
+        return result
+    }
+
+    func buildSessionIndexes() async throws {
+        try await mapErrors("building the sessions' indexes") { try await pool.write(Schema.buildSessionIndexes) }
+    }
+
     /// Applies sessions made ready by ``PreparedSessions/init(_:)``, as
     /// ``applySessions(_:retaining:)`` without deletions.
     @discardableResult

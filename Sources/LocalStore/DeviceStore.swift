@@ -105,6 +105,8 @@ public final class DeviceStore: Sendable {
                     "\(path) was written by a newer version of this program; upgrade it (the store was not modified)")
             }
             try migrator.migrate(pool)
+            // A bulk load of sessions that did not finish left their indexes dropped.
+            if try pool.read(Schema.sessionIndexesMissing) { try pool.write(Schema.buildSessionIndexes) }
         } catch {
             throw LocalStoreError.wrap(error, context: "cannot prepare \(path)")
         }

@@ -518,4 +518,27 @@ enum Schema {
         }
         return migrator
     }
+
+    /// The sessions table's secondary indexes as the migrations left them: what a bulk load
+    /// (``DeviceStore/loadingSessionsInBulk(_:)``) drops and builds again after it.
+    static let sessionIndexes: [(name: String, sql: String)] = [
+        ("sessions_repository", "CREATE INDEX IF NOT EXISTS sessions_repository ON sessions (repository_id)"),
+        ("sessions_updated", "CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated_at, id)"),
+        ("sessions_change_seq", "CREATE INDEX IF NOT EXISTS sessions_change_seq ON sessions (change_seq)"),
+    ]
+
+    /// Whether one of ``sessionIndexes`` is missing: a bulk load did not get to build it again
+    /// (the process ended in between).
+    static func sessionIndexesMissing(_ db: Database) throws -> Bool {
+        let names = sessionIndexes.map { "'\($0.name)'" }.joined(separator: ", ")
+        let present =
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN (\(names))") ?? 0
+        return present < sessionIndexes.count
+    }
+
+    /// Builds every missing one of ``sessionIndexes``.
+    static func buildSessionIndexes(_ db: Database) throws {
+        for index in sessionIndexes { try db.execute(sql: index.sql) }
+    }
 }

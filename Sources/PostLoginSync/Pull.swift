@@ -185,103 +185,107 @@ extension SyncEngine {
         let since = pull.since
         var hold = false
         try await recorder.phase(.sessions) { entry in
-            let repositories = try await local.repositoryIDs()
-            var orphans: [SessionRecord] = []
-            var applied = AppliedRows()
-            // A page of sessions being written: the next page's values are made meanwhile.
-            var writing: Task<AppliedRows, Error>?
-            defer { writing?.cancel() }
-            /// Waits for the page being written (if any) and counts what it changed.
-            func written() async throws {
-                guard let page = writing else { return }
-                writing = nil
-                let result = try await page.value
-                applied.changed += result.changed
-                recorder.emit(.sessions, applied.changed, 0, "Syncing sessions...")
-            }
-            /// Applies one page: the sessions whose repository is here; the others are reported.
-            /// A page without deletions is written while the next is read (``written()`` waits).
-            func apply(_ page: [SessionRecord], retaining: Set<UUID>?) async throws {
-                var keep: [SessionRecord] = []
-                for row in page {
-                    if repositories.contains(row.repositoryID) { keep.append(row) } else { orphans.append(row) }
+            // A first pull fills an empty table: its indexes are built once, after the pages.
+            try await local.loadingSessionsInBulk {
+                let repositories = try await local.repositoryIDs()
+                var orphans: [SessionRecord] = []
+                var applied = AppliedRows()
+                // A page of sessions being written: the next page's values are made meanwhile.
+                var writing: Task<AppliedRows, Error>?
+                defer { writing?.cancel() }
+                /// Waits for the page being written (if any) and counts what it changed.
+                func written() async throws {
+                    guard let page = writing else { return }
+                    writing = nil
+                    let result = try await page.value
+                    applied.changed += result.changed
+                    recorder.emit(.sessions, applied.changed, 0, "Syncing sessions...")
                 }
-                if retaining == nil {
-                    let prepared = PreparedSessions(keep)
+                /// Applies one page: the sessions whose repository is here; the others are reported.
+                /// A page without deletions is written while the next is read (``written()`` waits).
+                func apply(_ page: [SessionRecord], retaining: Set<UUID>?) async throws {
+                    var keep: [SessionRecord] = []
+                    for row in page {
+                        if repositories.contains(row.repositoryID) { keep.append(row) } else { orphans.append(row) }
+                    }
+                    if retaining == nil {
+                        let prepared = PreparedSessions(keep)
+                        try await written()
+                        let local = self.local
+                        writing = Task { try await local.applySessions(prepared) }
+                        return
+                    }
                     try await written()
-                    let local = self.local
-                    writing = Task { try await local.applySessions(prepared) }
-                    return
+                    let result = try await local.applySessions(keep, retaining: retaining)
+                    applied.changed += result.changed
+                    applied.deleted += result.deleted
+                    recorder.emit(.sessions, applied.changed, 0, "Syncing sessions...")
                 }
-                try await written()
-                let result = try await local.applySessions(keep, retaining: retaining)
-                applied.changed += result.changed
-                applied.deleted += result.deleted
-                recorder.emit(.sessions, applied.changed, 0, "Syncing sessions...")
-            }
-            if let changes {
-                if let listed = changes.sessions {
-                    try await apply(listed.map(\.record), retaining: nil)
-                } else {
-                    // More than the feed carries: a page at a time into the store.
-                    let pages = PageQueue<Versioned<SessionRecord>>()
-                    try await pages.drain(
-                        producing: { page in
-                            try await remote.fetchSessions(after: since.map(Self.cursor(from:)), pages: page)
-                        },
-                        consuming: { try await apply($0.map(\.record), retaining: nil) })
-                }
-                try await written()
-                let after = try await local.sessionIDsDigest()
-                if after != changes.sessionIDs {
-                    // Something was deleted (or missed): the listing says what the remote holds.
-                    let ids = try await remote.listSessionIDs(deviceID: nil)
-                    try await apply([], retaining: ids)
-                    if !ids.subtracting(try await local.sessionIDs()).isEmpty {
-                        // Rows the cursor missed: read every session again.
+                if let changes {
+                    if let listed = changes.sessions {
+                        try await apply(listed.map(\.record), retaining: nil)
+                    } else {
+                        // More than the feed carries: a page at a time into the store.
                         let pages = PageQueue<Versioned<SessionRecord>>()
                         try await pages.drain(
-                            producing: { page in try await remote.fetchSessions(after: nil, pages: page) },
+                            producing: { page in
+                                try await remote.fetchSessions(after: since.map(Self.cursor(from:)), pages: page)
+                            },
                             consuming: { try await apply($0.map(\.record), retaining: nil) })
-                        try await written()
                     }
-                }
-            } else {
-                let cursor = try await local.cursor(for: .sessions)
-                let ids = try await remote.listSessionIDs(deviceID: nil)
-                // Deletions first, then the changed rows a page at a time.
-                try await apply([], retaining: ids)
-                // The pages of the listing's ranges come in any order: the last row is the
-                // greatest (updated_at, id) of them all.
-                var last: (date: Date, updatedAt: String, id: UUID)?
-                let pages = PageQueue<Versioned<SessionRecord>>()
-                try await pages.drain(
-                    producing: { page in try await remote.fetchSessions(after: cursor, pages: page) },
-                    consuming: { page in
-                        for row in page {
-                            let date = Timestamp.parse(row.updatedAt) ?? .distantPast
-                            if let seen = last,
-                                seen.date > date || (seen.date == date && !seen.id.canonicallyPrecedes(row.record.id))
-                            {
-                                continue
-                            }
-                            last = (date, row.updatedAt, row.record.id)
+                    try await written()
+                    let after = try await local.sessionIDsDigest()
+                    if after != changes.sessionIDs {
+                        // Something was deleted (or missed): the listing says what the remote holds.
+                        let ids = try await remote.listSessionIDs(deviceID: nil)
+                        try await apply([], retaining: ids)
+                        if !ids.subtracting(try await local.sessionIDs()).isEmpty {
+                            // Rows the cursor missed: read every session again.
+                            let pages = PageQueue<Versioned<SessionRecord>>()
+                            try await pages.drain(
+                                producing: { page in try await remote.fetchSessions(after: nil, pages: page) },
+                                consuming: { try await apply($0.map(\.record), retaining: nil) })
+                            try await written()
                         }
-                        try await apply(page.map(\.record), retaining: nil)
-                    })
-                try await written()
-                // Orphans are retried next pull: do not move the cursor past them.
-                if orphans.isEmpty { try await advance(.sessions, to: last.map { ($0.updatedAt, $0.id) }) }
+                    }
+                } else {
+                    let cursor = try await local.cursor(for: .sessions)
+                    let ids = try await remote.listSessionIDs(deviceID: nil)
+                    // Deletions first, then the changed rows a page at a time.
+                    try await apply([], retaining: ids)
+                    // The pages of the listing's ranges come in any order: the last row is the
+                    // greatest (updated_at, id) of them all.
+                    var last: (date: Date, updatedAt: String, id: UUID)?
+                    let pages = PageQueue<Versioned<SessionRecord>>()
+                    try await pages.drain(
+                        producing: { page in try await remote.fetchSessions(after: cursor, pages: page) },
+                        consuming: { page in
+                            for row in page {
+                                let date = Timestamp.parse(row.updatedAt) ?? .distantPast
+                                if let seen = last,
+                                    seen.date > date
+                                        || (seen.date == date && !seen.id.canonicallyPrecedes(row.record.id))
+                                {
+                                    continue
+                                }
+                                last = (date, row.updatedAt, row.record.id)
+                            }
+                            try await apply(page.map(\.record), retaining: nil)
+                        })
+                    try await written()
+                    // Orphans are retried next pull: do not move the cursor past them.
+                    if orphans.isEmpty { try await advance(.sessions, to: last.map { ($0.updatedAt, $0.id) }) }
+                }
+                entry.applied = applied.changed
+                entry.deleted = applied.deleted
+                entry.skipped = orphans.count
+                entry.errors += orphans.map {
+                    SyncIssue(
+                        phase: .sessions, code: .missingRepository, rowID: $0.id.canonical,
+                        message: "session skipped: its repository \($0.repositoryID.canonical) is not available")
+                }
+                hold = !orphans.isEmpty
             }
-            entry.applied = applied.changed
-            entry.deleted = applied.deleted
-            entry.skipped = orphans.count
-            entry.errors += orphans.map {
-                SyncIssue(
-                    phase: .sessions, code: .missingRepository, rowID: $0.id.canonical,
-                    message: "session skipped: its repository \($0.repositoryID.canonical) is not available")
-            }
-            hold = !orphans.isEmpty
         }
         pull.holdCursor = pull.holdCursor || hold
     }

@@ -645,10 +645,72 @@ struct ProcessTests {
         try await reopened.upsertSessions([fixture.session(in: repository)])
         #expect(try await reopened.counts().sessions == 11)
     }
+
+    @Test("a bulk load of sessions killed before it built the indexes again leaves them to the next open of the store")
+    func bulkLoadKilled() async throws {
+        let fixture = try await Fixture(role: .mobile)
+        let repository = fixture.repository()
+        try await fixture.store.applyRepositories([repository], retaining: nil)
+        let migrated = try await sessionIndexDefinitions(fixture.store)
+        let child = try Helper(["bulk-load", fixture.temporary.store.path, repository.id.canonical, "500"])
+        #expect(child.wait(for: "loading"))
+        #expect(try await sessionIndexDefinitions(fixture.store).isEmpty)
+        child.kill()
+        #expect(child.process.terminationReason == .uncaughtSignal)
+
+        let reopened = try DeviceStore(directory: fixture.temporary.store)
+        #expect(try await sessionIndexDefinitions(reopened) == migrated)
+        #expect(try await reopened.counts().sessions == 500)
+    }
+}
+
+/// The sessions table's own indexes (not the primary key's), by name, as the schema holds them.
+func sessionIndexDefinitions(_ store: DeviceStore) async throws -> [String: String] {
+    try await store.pool.read { db in
+        Dictionary(
+            uniqueKeysWithValues: try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sessions' AND sql IS NOT NULL"
+            ).map { ($0[0] as String, $0[1] as String) })
+    }
 }
 
 @Suite("DeviceStore: what a pull compares")
 struct PullDigestTests {
+    @Test(
+        "a bulk load of sessions drops the table's indexes only when it starts empty, and builds them again as the migrations made them, also when it throws"
+    )
+    func bulkLoad() async throws {
+        let fixture = try await Fixture(role: .mobile)
+        let store = fixture.store
+        let repository = fixture.repository()
+        try await store.applyRepositories([repository], retaining: nil)
+        let migrated = try await sessionIndexDefinitions(store)
+        #expect(Set(migrated.keys) == ["sessions_repository", "sessions_updated", "sessions_change_seq"])
+        let sessions = (0..<50).map { _ in fixture.session(in: repository) }
+        let during = try await store.loadingSessionsInBulk {
+            #expect(try await store.applySessions(PreparedSessions(sessions)).changed == 50)
+            return try await sessionIndexDefinitions(store)
+        }
+        #expect(during.isEmpty)
+        #expect(try await sessionIndexDefinitions(store) == migrated)
+        #expect(Set(try await store.sessions().map(\.id)) == Set(sessions.map(\.id)))
+        #expect(try await store.sessionIDsDigest() == SecretDigest.digest(ofIDs: Set(sessions.map(\.id))))
+        // A table that holds rows keeps its indexes.
+        #expect(try await store.loadingSessionsInBulk { try await sessionIndexDefinitions(store) } == migrated)
+        // A load that throws leaves them built again.
+        _ = try await store.applySessions([], retaining: [])
+        struct Stop: Error {}
+        await #expect(throws: Stop.self) {
+            try await store.loadingSessionsInBulk {
+                #expect(try await sessionIndexDefinitions(store).isEmpty)
+                throw Stop()
+            }
+        }
+        #expect(try await sessionIndexDefinitions(store) == migrated)
+    }
+
     @Test(
         "the kept id digests equal the digests of the ids through inserts, updates, cascades and deletions; a row without its hash falls back to reading every id"
     )

@@ -10,6 +10,10 @@ import SyncModel
 //   localstore-test-helper bulk-write DIR REPOSITORY_ID COUNT
 //       upserts COUNT new sessions under REPOSITORY_ID in one transaction; after the first
 //       1,000 rows it prints "writing" and sleeps inside the transaction, to be SIGKILLed.
+//   localstore-test-helper bulk-load DIR REPOSITORY_ID COUNT
+//       loads COUNT new sessions under REPOSITORY_ID into the empty sessions table through
+//       loadingSessionsInBulk (its indexes dropped), prints "loading" with the rows written, and
+//       sleeps inside the load, to be SIGKILLed before the indexes are built again.
 //   localstore-test-helper atomic-write DIR KIND STEP
 //       writes DIR/auth.json (KIND replace: over the old one) or DIR/new.key (KIND create) through
 //       AtomicFile, killing itself with SIGKILL right after STEP.
@@ -36,7 +40,7 @@ if arguments.count == 5, arguments[1] == "atomic-write" {
     exit(0)
 }
 guard arguments.count >= 3 else {
-    FileHandle.standardError.write(Data("usage: localstore-test-helper hold-lease|bulk-write DIR ...\n".utf8))
+    FileHandle.standardError.write(Data("usage: localstore-test-helper hold-lease|bulk-write|bulk-load DIR ...\n".utf8))
     exit(64)
 }
 let store = try DeviceStore(directory: URL(fileURLWithPath: arguments[2]))
@@ -58,6 +62,18 @@ case "bulk-write":
             say("writing")
             Thread.sleep(forTimeInterval: 60)
         }
+    }
+    say("finished")
+case "bulk-load":
+    let repository = UUID(uuidString: arguments[3])!
+    let identity = try await store.requireIdentity()
+    let count = Int(arguments[4]) ?? 1_000
+    let user = identity.userID ?? UUID()
+    let rows = (0..<count).map { _ in SessionRecord(userID: user, deviceID: identity.id, repositoryID: repository) }
+    try await store.loadingSessionsInBulk {
+        try await store.applySessions(PreparedSessions(rows))
+        say("loading")
+        try await Task.sleep(for: .seconds(60))
     }
     say("finished")
 default:

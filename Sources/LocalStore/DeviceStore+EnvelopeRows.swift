@@ -22,17 +22,32 @@ extension DeviceStore {
         _ rows: [EnvelopeRecord], replacingSessions sessions: Set<UUID>? = nil, storing: [ReceivedEnvelope] = []
     ) async throws {
         let me = try await requireIdentity().id.canonical
+        // The values each statement binds are made before the writer's turn (hashing, formatting):
+        // the store has one writer, and a pull's other stages run meanwhile.
+        let stored = Dictionary(storing.map { ($0.sessionID, $0.envelope) }, uniquingKeysWith: { _, last in last })
+        let records = rows.map { row -> (session: UUID, arguments: StatementArguments, whole: Bool) in
+            let session = row.sessionID.canonical
+            let hash = SecretDigest.rowHash(
+                sessionID: session, deviceID: row.deviceID.canonical, ephemeralPublicKey: row.ephemeralPublicKey)
+            // A row that changed is recorded whole (again); one being stored, only its hash.
+            let whole =
+                stored[row.sessionID]
+                != SecretEnvelope(ephemeralPublicKey: row.ephemeralPublicKey, encryptedSecret: row.encryptedSecret)
+            return (
+                row.sessionID,
+                [session, hash.0, hash.1, whole ? row.ephemeralPublicKey : nil, whole ? row.encryptedSecret : nil],
+                whole
+            )
+        }
+        let received = Self.receivedArguments(storing)
+        let removed = sessions.map { jsonArray($0.subtracting(rows.map(\.sessionID))) }
         try await mapErrors("recording envelope rows") {
             try await pool.write { db in
-                if let sessions, !sessions.isEmpty {
-                    let kept = Set(rows.map(\.sessionID))
+                if let removed, let sessions, !sessions.isEmpty {
                     try db.execute(
                         sql: "DELETE FROM envelope_rows WHERE session_id IN (SELECT value FROM json_each(?))",
-                        arguments: [jsonArray(sessions.subtracting(kept))])
+                        arguments: [removed])
                 }
-                let stored = Dictionary(
-                    storing.map { ($0.sessionID, $0.envelope) }, uniquingKeysWith: { _, last in last })
-                // A row that changed is recorded whole (again); one being stored, only its hash.
                 let record = try db.cachedStatement(
                     sql: """
                         INSERT INTO envelope_rows (session_id, row_h1, row_h2, ephemeral_public_key, encrypted_secret)
@@ -41,28 +56,24 @@ extension DeviceStore {
                             ephemeral_public_key = excluded.ephemeral_public_key, encrypted_secret = excluded.encrypted_secret
                         WHERE row_h1 IS NOT excluded.row_h1 OR row_h2 IS NOT excluded.row_h2
                         """)
-                for row in rows {
-                    let session = row.sessionID.canonical
-                    let hash = SecretDigest.rowHash(
-                        sessionID: session, deviceID: row.deviceID.canonical, ephemeralPublicKey: row.ephemeralPublicKey
-                    )
-                    let whole =
-                        stored[row.sessionID]
-                        != SecretEnvelope(
-                            ephemeralPublicKey: row.ephemeralPublicKey, encryptedSecret: row.encryptedSecret)
-                    try record.execute(arguments: [
-                        session, hash.0, hash.1, whole ? row.ephemeralPublicKey : nil,
-                        whole ? row.encryptedSecret : nil,
-                    ])
+                // Sessions whose row this call wrote with its hash only: nothing to settle.
+                var settled = Set<UUID>()
+                for item in records {
+                    try record.execute(arguments: item.arguments)
+                    if db.changesCount > 0 {
+                        if item.whole { settled.remove(item.session) } else { settled.insert(item.session) }
+                    }
                 }
                 guard !storing.isEmpty else { return }
-                try Self.storeReceived(storing, in: db)
+                try Self.storeReceived(received, in: db)
+                // A row recorded before, whole, and read again unchanged (so not written above)
+                // keeps only its hash now that its envelope is stored.
                 let settle = try db.cachedStatement(
                     sql: """
                         UPDATE envelope_rows SET ephemeral_public_key = NULL, encrypted_secret = NULL
                         WHERE session_id = ? AND row_h1 = ? AND row_h2 = ? AND encrypted_secret IS NOT NULL
                         """)
-                for item in storing {
+                for item in storing where !settled.contains(item.sessionID) {
                     let session = item.sessionID.canonical
                     let hash = SecretDigest.rowHash(
                         sessionID: session, deviceID: me, ephemeralPublicKey: item.envelope.ephemeralPublicKey)

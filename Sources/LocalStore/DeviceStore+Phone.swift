@@ -11,13 +11,25 @@ extension DeviceStore {
     ///
     /// - Throws: ``LocalStoreError`` `.foreignKeyViolation` for an unknown session.
     public func upsertReceivedEnvelopes(_ envelopes: [ReceivedEnvelope]) async throws {
+        let arguments = Self.receivedArguments(envelopes)
         try await mapErrors("saving envelopes") {
-            try await bulkWrite { db in try Self.storeReceived(envelopes, in: db) }
+            try await bulkWrite { db in try Self.storeReceived(arguments, in: db) }
         }
     }
 
-    /// ``upsertReceivedEnvelopes(_:)`` in a transaction of the caller's.
-    static func storeReceived(_ envelopes: [ReceivedEnvelope], in db: Database) throws {
+    /// The values ``storeReceived(_:in:)`` binds for each envelope, made before the writer's turn.
+    static func receivedArguments(_ envelopes: [ReceivedEnvelope]) -> [StatementArguments] {
+        envelopes.map { item in
+            [
+                item.sessionID.canonical, item.envelope.ephemeralPublicKey, item.envelope.encryptedSecret,
+                item.fetchedAt.epoch, item.senderDeviceID?.canonical, item.senderPublicKey?.base64,
+                Int64(item.generation), item.authenticated,
+            ]
+        }
+    }
+
+    /// Stores envelopes (their ``receivedArguments(_:)``) in a transaction of the caller's.
+    static func storeReceived(_ arguments: [StatementArguments], in db: Database) throws {
         let statement = try db.cachedStatement(
             sql: """
                 INSERT INTO received_envelopes (session_id, ephemeral_public_key, encrypted_secret, fetched_at,
@@ -28,13 +40,7 @@ extension DeviceStore {
                     sender_device_id = excluded.sender_device_id, sender_public_key = excluded.sender_public_key,
                     generation = excluded.generation, authenticated = excluded.authenticated
                 """)
-        for item in envelopes {
-            try statement.execute(arguments: [
-                item.sessionID.canonical, item.envelope.ephemeralPublicKey, item.envelope.encryptedSecret,
-                item.fetchedAt.epoch, item.senderDeviceID?.canonical, item.senderPublicKey?.base64,
-                Int64(item.generation), item.authenticated,
-            ])
-        }
+        for values in arguments { try statement.execute(arguments: values) }
     }
 
     /// The sessions this phone holds an envelope for, without reading the envelopes.

@@ -835,6 +835,27 @@ struct PullDigestTests {
         try await store.recordEnvelopeRows(rows)
         #expect(try await store.envelopeRowsDigest() == digest)
         #expect(try await store.pendingEnvelopeRows(after: nil, limit: 10).count == 2)
+        let later = ReceivedEnvelope(
+            sessionID: rows[1].sessionID,
+            envelope: SecretEnvelope(ephemeralPublicKey: rows[1].ephemeralPublicKey, encryptedSecret: "AA=="),
+            fetchedAt: Date(), senderDeviceID: nil, senderPublicKey: nil, generation: 1, authenticated: false)
+        try await store.recordEnvelopeRows([rows[1]], storing: [later])
+        #expect(try await store.envelopeRowsDigest() == digest)
+        #expect(
+            try await store.pendingEnvelopeRows(after: nil, limit: 10).map(\.sessionID) == [rows[2].sessionID])
+        // A row that changed, recorded and stored at once, keeps only its hash too.
+        var replaced = rows[2]
+        replaced.ephemeralPublicKey = "k2-\(rows[2].sessionID.canonical)"
+        let replacing = ReceivedEnvelope(
+            sessionID: replaced.sessionID,
+            envelope: SecretEnvelope(ephemeralPublicKey: replaced.ephemeralPublicKey, encryptedSecret: "AA=="),
+            fetchedAt: Date(), senderDeviceID: nil, senderPublicKey: nil, generation: 1, authenticated: false)
+        try await store.recordEnvelopeRows([replaced], storing: [replacing])
+        #expect(try await store.pendingEnvelopeRows(after: nil, limit: 10).isEmpty)
+        let stillWhole = try await store.pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM envelope_rows WHERE encrypted_secret IS NOT NULL")
+        }
+        #expect(stillWhole == 0)
         // The session of the stored envelope goes: its row's record goes with it.
         _ = try await store.applySessions([], retaining: Set(sessions.dropFirst().map(\.id)))
         #expect(try await store.envelopeRowsDigest().count == 2)

@@ -57,11 +57,12 @@ struct SyncCLI: AsyncParsableCommand {
 /// Caps glibc's malloc arenas at two. glibc gives every thread that allocates at once an arena
 /// of its own, and each of a pull's threads keeps one full of freed pages: two arenas hold the
 /// same work in less memory (`mallopt(M_ARENA_MAX, 2)`; `<malloc.h>` is not in Swift's Glibc
-/// module, so it is looked up by name).
+/// module, so it is looked up by name). A `MALLOC_ARENA_MAX` in the environment is left to rule.
 func limitMallocArenas() {
     #if canImport(Glibc)
     typealias Mallopt = @convention(c) (Int32, Int32) -> Int32
     let arenaMax: Int32 = -8 // M_ARENA_MAX
+    if getenv("MALLOC_ARENA_MAX") != nil { return }
     guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return }
     _ = unsafeBitCast(symbol, to: Mallopt.self)(arenaMax, 2)
     #endif

@@ -520,7 +520,9 @@ enum Schema {
     }
 
     /// The sessions table's secondary indexes as the migrations left them: what a bulk load
-    /// (``DeviceStore/loadingSessionsInBulk(_:)``) drops and builds again after it.
+    /// (``DeviceStore/loadingSessionsInBulk(_:)``) drops and builds again after it. A migration
+    /// that changes one changes this list too, and names them with `IF EXISTS`: a store whose load
+    /// was killed lacks them until its next open has migrated it.
     static let sessionIndexes: [(name: String, sql: String)] = [
         ("sessions_repository", "CREATE INDEX IF NOT EXISTS sessions_repository ON sessions (repository_id)"),
         ("sessions_updated", "CREATE INDEX IF NOT EXISTS sessions_updated ON sessions (updated_at, id)"),

@@ -132,6 +132,9 @@ struct NotificationTests {
             let next = start.addingTimeInterval(Double(i + 1) * 0.1)
             if next > Date() { try await Task.sleep(for: .milliseconds(Int(next.timeIntervalSinceNow * 1000))) }
         }
+        // On a loaded machine the loop can take longer than the throttle: what is checked is that
+        // the update left waiting was not due at the last delivery, not that it is still ahead now.
+        let lastDelivery = Date()
         try await n.deliverDue(token)
         let rows = try await n.rows(token)
         #expect(rows.allSatisfy { $0.pushType == "liveactivity" })
@@ -143,7 +146,7 @@ struct NotificationTests {
         #expect(rows.filter { $0.deliveredAt == nil }.count == 1)
         // The one still waiting carries the newest state.
         let waiting = try #require(rows.last)
-        #expect(waiting.deliveredAt == nil && waiting.notBefore! > Date())
+        #expect(waiting.deliveredAt == nil && waiting.notBefore! > lastDelivery)
         let state = try contentState(waiting)
         #expect(state["currentOperation"] as? String == "step 99")
         #expect(state["status"] as? String == "waiting_approval" && waiting.priority == 10)

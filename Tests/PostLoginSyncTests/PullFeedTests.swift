@@ -15,6 +15,16 @@ import Testing
 /// request, and reads only what the digests say differs.
 @Suite("Pull feed")
 struct PullFeedTests {
+    /// A client of `user` on the stack, with small pages read in three ranges at once.
+    static func smallPages(_ stack: StackEnvironment, user: UUID) -> PostgRESTRemoteStore {
+        var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) {
+            _ in stack.token(for: user)
+        }
+        configuration.pageSize = 7
+        configuration.listingStreams = 3
+        return PostgRESTRemoteStore(configuration: configuration)
+    }
+
     /// Requests of each pull phase, by name.
     static func requests(_ report: SyncReport) -> [SyncPhase: Int] {
         Dictionary(uniqueKeysWithValues: report.phases.map { ($0.phase, $0.requests) })
@@ -159,15 +169,7 @@ struct PullFeedTests {
         _ = try await phone.engine.pull()
         let desktop = try await world.desktop(sessions: 61)
         #expect(try await desktop.engine.push().outcome == .success)
-        /// The world's user (or `user`), with small pages read in three ranges at once.
-        func remote(as user: UUID) -> PostgRESTRemoteStore {
-            var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) {
-                _ in stack.token(for: user)
-            }
-            configuration.pageSize = 7
-            configuration.listingStreams = 3
-            return PostgRESTRemoteStore(configuration: configuration)
-        }
+        func remote(as user: UUID) -> PostgRESTRemoteStore { Self.smallPages(stack, user: user) }
         let rows = Mutex<[EnvelopeRecord]>([])
         try await remote(as: world.user).fetchEnvelopes(addressedTo: phone.identity.id) { page in
             rows.withLock { $0 += page }
@@ -194,15 +196,7 @@ struct PullFeedTests {
         let world = try World(.postgrest)
         let desktop = try await world.desktop(sessions: 61)
         #expect(try await desktop.engine.push().outcome == .success)
-        /// The world's user (or `user`), with small pages read in three ranges at once.
-        func remote(as user: UUID) -> PostgRESTRemoteStore {
-            var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) {
-                _ in stack.token(for: user)
-            }
-            configuration.pageSize = 7
-            configuration.listingStreams = 3
-            return PostgRESTRemoteStore(configuration: configuration)
-        }
+        func remote(as user: UUID) -> PostgRESTRemoteStore { Self.smallPages(stack, user: user) }
         func list(as user: UUID, after cursor: PullCursor?) async throws -> [[Versioned<SessionRecord>]] {
             let pages = Mutex<[[Versioned<SessionRecord>]]>([])
             try await remote(as: user).fetchSessions(after: cursor) { page in pages.withLock { $0.append(page) } }

@@ -57,8 +57,10 @@ extension SyncEngine {
                 entry.deleted = try await remote.deleteSessions(ids: pending.sessions) ?? pending.sessions.count
                 try await local.clearPendingRemoteDeletions(repositories: [], sessions: pending.sessions)
             }
+            // Sessions are independent of one another: a page goes up in `uploadConcurrency`
+            // parts at once, so the client, the server and the database work side by side.
             try await pushRows(
-                .sessions, entry: &entry, recorder: recorder,
+                .sessions, entry: &entry, recorder: recorder, streams: options.uploadConcurrency,
                 count: { try await local.sessionsChangedCount(after: $0) },
                 changed: { try await local.sessions(changedAfter: $0, from: $1, limit: $2) },
                 send: { rows, handler in try await remote.upsertSessions(rows, onBatchAccepted: handler) },
@@ -72,15 +74,16 @@ extension SyncEngine {
     }
 
     /// Sends the rows written since the last accepted push, a page of ``SyncOptions/rowPage``
-    /// rows at a time (read, sent, let go: memory stays flat however many rows there are).
+    /// rows at a time (read, sent, let go: memory stays flat however many rows there are), in
+    /// `streams` parts at once (repositories, which may name a parent, in one: in change order).
     /// Advances the push mark only past rows every one of which was accepted, so refused rows
     /// are retried next time; after each page, to the sequence before the page's last row (the
     /// rows of that sequence may go on in the next page).
     func pushRows<Row: Sendable>(
-        _ phase: SyncPhase, entry: inout PhaseReport, recorder: Recorder,
+        _ phase: SyncPhase, entry: inout PhaseReport, recorder: Recorder, streams: Int = 1,
         count: (Int64) async throws -> Int,
         changed: (Int64, ChangePosition?, Int) async throws -> ChangedPage<Row>,
-        send: ([Row], BatchHandler<Row>?) async throws -> BulkWriteResult,
+        send: @escaping @Sendable ([Row], BatchHandler<Row>?) async throws -> BulkWriteResult,
         stamp: (inout Row, Date) -> Void
     ) async throws {
         let mark = try await pushMark(phase)
@@ -99,16 +102,22 @@ extension SyncEngine {
                 for index in page.rows.indices { stamp(&page.rows[index], now) }
                 entry.sent += page.rows.count
                 let total = max(pending, entry.sent)
-                let result = try await send(page.rows) { batch in
+                let handler: BatchHandler<Row> = { batch in
                     let completed = done.add(batch.count)
                     progress?(
                         SyncProgress(
                             phase: phase, completed: completed, total: total, message: "Syncing \(phase.rawValue)..."))
                 }
-                entry.applied += result.accepted
-                entry.failed += result.rejected.count
-                entry.errors += Self.issues(result.rejected, phase: phase)
-                accepted = accepted && result.rejected.isEmpty
+                let results = try await inParallel(page.rows, workers: streams, minimumSlice: options.uploadPartRows) {
+                    part in
+                    try await send(part, handler)
+                }
+                for result in results {
+                    entry.applied += result.accepted
+                    entry.failed += result.rejected.count
+                    entry.errors += Self.issues(result.rejected, phase: phase)
+                    accepted = accepted && result.rejected.isEmpty
+                }
                 position = last
             }
             // Once nothing follows, the last row's sequence is done (also when an empty page
@@ -239,6 +248,7 @@ extension SyncEngine {
             progress?(SyncProgress(phase: .secrets, completed: completed, total: total, message: "Syncing secrets..."))
         }
         let uploadConcurrency = options.uploadConcurrency
+        let uploadPartRows = options.uploadPartRows
         // A pipeline: a chunk uploads (in `uploadConcurrency` streams) while the next is read and
         // sealed, so the crypto hides behind the network and the database. One chunk uploading
         // and one sealing at most: memory stays flat however many sessions there are.
@@ -259,7 +269,9 @@ extension SyncEngine {
                 }
                 if ledgerFirst { try await record(sealed) }
                 group.addTask {
-                    let parts = try await self.inParallel(sealed, workers: uploadConcurrency) { part in
+                    let parts = try await self.inParallel(
+                        sealed, workers: uploadConcurrency, minimumSlice: uploadPartRows
+                    ) { part in
                         try await remote.upsertEnvelopes(part, onBatchAccepted: handler)
                     }
                     return BulkWriteResult(

@@ -56,8 +56,13 @@ public struct SyncOptions: Sendable {
     /// About how many envelope rows each bucket of the digest covers (docs/sync.md): fewer
     /// make a difference cheaper to list and the digest larger.
     public var rowsPerDigestBucket = 256
-    /// Envelope uploads in flight at once.
-    public var uploadConcurrency = 2
+    /// Envelope and session uploads in flight at once. Four kept both cores of the benchmark
+    /// machine busy while a chunk seals (two left the sealer waiting on uploads, six slowed the
+    /// sealing; docs/benchmarks.md).
+    public var uploadConcurrency = 4
+    /// The fewest rows one upload stream is given (a PostgREST batch's worth), so that a small
+    /// push is not cut into many small requests.
+    public var uploadPartRows = 500
     /// The envelope versions this device reads, advertised in its `capabilities`; a desktop
     /// writes version 2 to recipients that list it only when this includes 2.
     public var envelopeVersions: [Int] = [1, 2]
@@ -240,13 +245,16 @@ public struct SyncEngine: Sendable {
         }
     }
 
-    /// Runs `body` over ``SyncOptions/cryptoConcurrency`` slices of `items` at once, in a
-    /// bounded task group; returns the slices' results in no particular order.
+    /// Runs `body` over ``SyncOptions/cryptoConcurrency`` slices of `items` at once (or
+    /// `workers`, and no slice smaller than `minimumSlice` items), in a bounded task group;
+    /// returns the slices' results in no particular order.
     func inParallel<Item: Sendable, Result: Sendable>(
-        _ items: [Item], workers: Int? = nil, _ body: @escaping @Sendable ([Item]) async throws -> Result
+        _ items: [Item], workers: Int? = nil, minimumSlice: Int = 1,
+        _ body: @escaping @Sendable ([Item]) async throws -> Result
     ) async throws -> [Result] {
         guard !items.isEmpty else { return [] }
-        let workers = max(1, min(workers ?? options.cryptoConcurrency, items.count))
+        let fit = (items.count + max(1, minimumSlice) - 1) / max(1, minimumSlice)
+        let workers = max(1, min(workers ?? options.cryptoConcurrency, items.count, fit))
         let slice = (items.count + workers - 1) / workers
         return try await withThrowingTaskGroup(of: Result.self) { group in
             for start in stride(from: 0, to: items.count, by: slice) {

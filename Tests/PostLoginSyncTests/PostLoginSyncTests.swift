@@ -156,6 +156,29 @@ struct PostLoginSyncTests {
         #expect(try await desktop.engine.push().envelopesSealed == 0)
     }
 
+    /// `count` sessions of `desktop` on `repository`, written in one transaction (one change sequence).
+    static func writeSessions(
+        _ count: Int, titled prefix: String, on repository: RepositoryRecord, of desktop: World.Device, in world: World
+    ) async throws {
+        try await desktop.store.createSessions(
+            (0..<count).map { i in
+                SessionRecord(
+                    userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id,
+                    title: "\(prefix)\(i)", workingDirectory: "/w")
+            })
+    }
+
+    /// A push whose connection drops once `sessionBatches` session batches were accepted.
+    static func pushCut(
+        _ desktop: World.Device, to real: any CompleteRemote, options: SyncOptions,
+        afterSessionBatches sessionBatches: Int
+    ) async throws -> SyncReport {
+        try await SyncEngine(
+            local: desktop.store, remote: FailAfterBatches(real, envelopeBatches: .max, sessionBatches: sessionBatches),
+            options: options
+        ).push()
+    }
+
     @Test(
         "sessions go a page at a time; a push cut off between pages of one change sequence resumes without skipping any",
         arguments: Backend.available)
@@ -163,21 +186,15 @@ struct PostLoginSyncTests {
         let world = try World(backend)
         var options = SyncOptions()
         options.rowPage = 3
+        // One stream: each page is one batch, so the cut falls between pages.
+        options.uploadConcurrency = 1
         let desktop = try await world.desktop(repositories: 1, sessions: 0, options: options)
         let repository = try #require(try await desktop.store.repositories().first)
         // Eight sessions in one transaction share one change sequence: pages of 3 split it.
-        try await desktop.store.createSessions(
-            (0..<8).map { i in
-                SessionRecord(
-                    userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id, title: "s\(i)",
-                    workingDirectory: "/w")
-            })
+        try await Self.writeSessions(8, titled: "s", on: repository, of: desktop, in: world)
         let real = try world.remote()
         // The connection drops after the second page was accepted.
-        let cut = try await SyncEngine(
-            local: desktop.store, remote: FailAfterBatches(real, envelopeBatches: .max, sessionBatches: 2),
-            options: options
-        ).push()
+        let cut = try await Self.pushCut(desktop, to: real, options: options, afterSessionBatches: 2)
         #expect(cut.phases.first { $0.phase == .sessions }?.status == .failed)
         #expect(try await real.listSessionIDs(deviceID: nil).count == 6)
 
@@ -202,16 +219,50 @@ struct PostLoginSyncTests {
         #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0)
 
         // Exactly one full page: the empty page after it moves the mark past it.
-        try await desktop.store.createSessions(
-            (0..<3).map { i in
-                SessionRecord(
-                    userID: world.user, deviceID: desktop.identity.id, repositoryID: repository.id, title: "page \(i)",
-                    workingDirectory: "/w")
-            })
+        try await Self.writeSessions(3, titled: "page ", on: repository, of: desktop, in: world)
         #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 3)
         #expect(
             try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0,
             "a quiet push sends no session")
+    }
+
+    @Test(
+        "a page of sessions goes up in parallel parts; a page cut off after some parts were accepted is sent again whole",
+        arguments: Backend.available)
+    func pagedRowsInParallel(backend: Backend) async throws {
+        let world = try World(backend)
+        var options = SyncOptions()
+        options.rowPage = 6
+        options.uploadConcurrency = 3
+        options.uploadPartRows = 2
+        let desktop = try await world.desktop(repositories: 1, sessions: 0, options: options)
+        let repository = try #require(try await desktop.store.repositories().first)
+        try await Self.writeSessions(12, titled: "s", on: repository, of: desktop, in: world)
+        let real = try world.remote()
+        // The first page goes in three parts of two; the connection drops once two parts were accepted.
+        let cut = try await Self.pushCut(desktop, to: real, options: options, afterSessionBatches: 2)
+        #expect(cut.phases.first { $0.phase == .sessions }?.status == .failed)
+        let landed = try await real.listSessionIDs(deviceID: nil).count
+        #expect(landed >= 4 && landed <= 6, "\(landed) sessions landed")
+
+        // Nothing of the page was marked as pushed: all twelve go again, and each lands once.
+        let resumed = try await desktop.engine.push()
+        #expect(resumed.outcome == .success, "\(resumed.errors)")
+        #expect(resumed.phases.first { $0.phase == .sessions }?.sent == 12)
+        #expect(resumed.phases.first { $0.phase == .sessions }?.applied == 12)
+        let ids = try await real.listSessionIDs(deviceID: nil)
+        #expect(ids.count == 12 && Set(ids).count == 12)
+        #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0)
+
+        // With the default part size (a batch's worth), a small page is not cut up: one request.
+        var whole = options
+        whole.uploadPartRows = SyncOptions().uploadPartRows
+        try await Self.writeSessions(5, titled: "more ", on: repository, of: desktop, in: world)
+        let counting = FailAfterBatches(real, envelopeBatches: .max)
+        let small = try await SyncEngine(local: desktop.store, remote: counting, options: whole).push()
+        #expect(small.outcome == .success, "\(small.errors)")
+        #expect(small.phases.first { $0.phase == .sessions }?.applied == 5)
+        #expect(counting.sessionsAccepted.value.withLock { $0 } == 1)
     }
 
     @Test(

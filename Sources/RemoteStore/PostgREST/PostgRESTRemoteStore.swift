@@ -284,8 +284,12 @@ public final class PostgRESTRemoteStore: SyncRemote {
             self.row = row
         }
 
+        /// The row without `columns`; itself when it names none of them (its JSON is not
+        /// written again: the common case, where every column is known).
         func dropping(_ columns: Set<String>) -> Prepared {
-            Prepared(key: key, fields: JSONRow(fields: fields.fields.filter { !columns.contains($0.0) }), row: row)
+            guard fields.fields.contains(where: { columns.contains($0.0) }) else { return self }
+            let kept = fields.fields.filter { !columns.contains($0.0) }
+            return Prepared(key: key, fields: JSONRow(fields: kept), row: row)
         }
     }
 
@@ -296,12 +300,14 @@ public final class PostgRESTRemoteStore: SyncRemote {
         let missing = missingColumns.withLock { $0 }
         // De-duplicate by conflict key (the last row wins, as it would had they been sent in
         // order), then group by key set: PostgREST rejects a batch whose objects differ in keys.
+        let keys = rows.map(key)
         var latest: [String: Int] = [:]
-        for (index, row) in rows.enumerated() { latest[key(row)] = index }
+        latest.reserveCapacity(keys.count)
+        for (index, rowKey) in keys.enumerated() { latest[rowKey] = index }
         var groups: [String: [Prepared<Row>]] = [:]
         var groupOrder: [String] = []
-        for (index, row) in rows.enumerated() where latest[key(row)] == index {
-            let prepared = Prepared(key: key(row), fields: encode(row), row: row).dropping(missing)
+        for (index, row) in rows.enumerated() where latest[keys[index]] == index {
+            let prepared = Prepared(key: keys[index], fields: encode(row), row: row).dropping(missing)
             let signature = prepared.fields.signature
             if groups[signature] == nil { groupOrder.append(signature) }
             groups[signature, default: []].append(prepared)

@@ -308,20 +308,15 @@ public final class APNsImitation: Sendable {
     }
 
     static func makeCertificate(certificate: String, key: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=localhost",
-            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        // Started through the tests' one starter: Foundation's Process.run() crashes when two
-        // threads start children at once.
-        try ChildProcesses.start(process)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        // posix_spawn, not Foundation's Process (see SpawnedChild).
+        let openssl = try SpawnedChild(
+            "/usr/bin/env",
+            [
+                "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=localhost",
+                "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            ], environment: ProcessInfo.processInfo.environment)
+        guard try openssl.wait() == 0 else {
             throw ImitationError("openssl could not make the imitation's certificate (is openssl installed?)")
         }
     }

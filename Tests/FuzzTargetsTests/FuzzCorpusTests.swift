@@ -86,16 +86,9 @@ import Testing
         let fallback = Self.root.appendingPathComponent(".build/debug/sync-fuzz")
         let path = FileManager.default.isExecutableFile(atPath: binary.path) ? binary : fallback
         func run(_ arguments: [String]) throws -> (Int32, String) {
-            let process = Process()
-            process.executableURL = path
-            process.arguments = arguments
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = out
-            try ChildProcesses.start(process)
-            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (process.terminationStatus, text)
+            let child = try SpawnedChild(path.path, arguments, environment: ProcessInfo.processInfo.environment)
+            let status = SpawnedChild.exitCode(try child.wait())
+            return (status, child.output + child.errors)
         }
         let corpus = Self.root.appendingPathComponent("fuzz/corpus/envelope-v1").path
         let (status, text) = try run(["replay", "envelope-v1", corpus])

@@ -152,8 +152,7 @@ struct AtomicFileTests {
     /// Runs the helper, which kills itself after `step`; returns whether it got that far.
     static func killed(after step: AtomicFile.Step, kind: String, in directory: URL) throws -> Bool {
         let child = try Helper(["atomic-write", directory.path, kind, step.rawValue])
-        child.process.waitUntilExit()
-        return child.process.terminationReason == .uncaughtSignal && child.process.terminationStatus == SIGKILL
+        return child.endedBy(signal: SIGKILL)
     }
 
     @Test(

@@ -56,23 +56,19 @@ struct Helper {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
     }
 
-    let process = Process()
-    let output = Pipe()
+    let child: SpawnedChild
     /// The child's standard input; closing it ends `hold-lease`.
-    let input = Pipe()
+    var input: FileHandle { child.input! }
 
     init(_ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: Self.path)
-        process.arguments = arguments
-        process.standardOutput = output
-        process.standardInput = input
-        try ChildProcesses.start(process)
+        child = try SpawnedChild(
+            Self.path, arguments, environment: ProcessInfo.processInfo.environment, pipeInput: true, pipeOutput: true)
     }
 
     /// Reads stdout until `line` appears (or the child exits).
     func wait(for line: String) -> Bool {
         var seen = ""
-        let handle = output.fileHandleForReading
+        let handle = child.outputPipe!
         while true {
             let chunk = handle.availableData
             if chunk.isEmpty { return false }
@@ -82,7 +78,13 @@ struct Helper {
     }
 
     func kill() {
-        Foundation.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        child.kill(SIGKILL)
+        _ = try? child.wait()
+    }
+
+    /// Waits for the child to end; whether `signal` (any signal when nil) ended it.
+    func endedBy(signal: Int32? = nil) -> Bool {
+        guard let status = try? child.wait(), SpawnedChild.signalled(status) else { return false }
+        return signal.map { status & 0x7F == $0 } ?? true
     }
 }

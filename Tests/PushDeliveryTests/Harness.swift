@@ -240,7 +240,7 @@ final class RunningWorker: Sendable {
     }
 }
 
-/// `push-worker` as a child process, its output in files.
+/// `push-worker` as a child process (posix_spawn: see ``SpawnedChild``), its output in files.
 final class WorkerProcess: @unchecked Sendable {
     static var path: String {
         let candidates = [
@@ -251,43 +251,38 @@ final class WorkerProcess: @unchecked Sendable {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
     }
 
-    let process = Process()
-    let stdout: URL
-    let stderr: URL
+    let child: SpawnedChild
 
-    init(_ arguments: [String], environment: [String: String], directory: URL) throws {
-        let name = UUID().uuidString.prefix(8)
-        stdout = directory.appendingPathComponent("worker-\(name).out")
-        stderr = directory.appendingPathComponent("worker-\(name).err")
-        _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: Self.path)
-        process.arguments = arguments
-        process.environment = environment
-        process.standardOutput = try FileHandle(forWritingTo: stdout)
-        process.standardError = try FileHandle(forWritingTo: stderr)
-        process.standardInput = FileHandle.nullDevice
-        try ChildProcesses.start(process)
+    init(_ arguments: [String], environment: [String: String]) throws {
+        child = try SpawnedChild(Self.path, arguments, environment: environment)
     }
 
     /// Runs to the end; returns the exit status and both outputs.
     static func run(
-        _ arguments: [String], environment: [String: String], directory: URL
+        _ arguments: [String], environment: [String: String]
     ) async throws -> (status: Int32, out: String, err: String) {
-        let child = try WorkerProcess(arguments, environment: environment, directory: directory)
+        let child = try WorkerProcess(arguments, environment: environment)
         let status = try await child.wait(timeout: .seconds(60))
         return (status ?? -1, child.output, child.errors)
     }
 
-    func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+    func signal(_ signal: Int32) { child.kill(signal) }
 
-    /// The exit status, or nil if it is still running after `timeout`.
+    /// The exit code (128 + the signal for one a signal ended), or nil if it is still running
+    /// after `timeout`.
     func wait(timeout: Duration) async throws -> Int32? {
         let deadline = ContinuousClock.now + timeout
-        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        return process.isRunning ? nil : process.terminationStatus
+        while try child.ended() == nil {
+            guard ContinuousClock.now < deadline else { return nil }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return try child.ended().map(SpawnedChild.exitCode)
     }
 
-    var output: String { (try? String(contentsOf: stdout, encoding: .utf8)) ?? "" }
-    var errors: String { (try? String(contentsOf: stderr, encoding: .utf8)) ?? "" }
+    var output: String { child.output }
+    var errors: String { child.errors }
+
+    /// A worker still running when its test ends (one that failed early) is killed, not waited
+    /// for.
+    deinit { child.kill(SIGKILL) }
 }

@@ -14,7 +14,7 @@ extension PushStackTests {
             let environment = world.environment([
                 "PUSH_LEASE_SECONDS": "5", "PUSH_MAX_IN_FLIGHT": "64", "PUSH_BATCH_SIZE": "64",
             ])
-            let first = try WorkerProcess(["run"], environment: environment, directory: world.directory)
+            let first = try WorkerProcess(["run"], environment: environment)
             #expect(
                 try await world.eventually {
                     try await world.count(
@@ -25,7 +25,7 @@ extension PushStackTests {
             first.signal(SIGKILL)
             _ = try await first.wait(timeout: .seconds(10))
             let pendingAtKill = try await world.pending()
-            let second = try WorkerProcess(["run"], environment: environment, directory: world.directory)
+            let second = try WorkerProcess(["run"], environment: environment)
             #expect(try await world.eventually(.seconds(120)) { try await world.pending() == 0 })
             second.signal(SIGTERM)
             #expect(try await second.wait(timeout: .seconds(10)) == 0)
@@ -57,7 +57,7 @@ extension PushStackTests {
             // machine too; what it shows is the same: stalled requests are given up, their rows
             // given back.
             let child = try WorkerProcess(
-                ["run"], environment: world.environment(["PUSH_DRAIN_SECONDS": "5"]), directory: world.directory)
+                ["run"], environment: world.environment(["PUSH_DRAIN_SECONDS": "5"]))
             #expect(try await world.eventually { try await world.pending() == 0 })
             try await world.enqueue(token: stalled, count: 5)
             try await world.enqueue(token: fine, count: 50)
@@ -105,8 +105,7 @@ extension PushStackTests {
             try await world.enqueue(token: tokens[5], payload: huge)
             let child = try WorkerProcess(
                 ["run"],
-                environment: world.environment(["PUSH_LOG_LEVEL": "trace", "PUSH_TOKEN_BACKOFF_SECONDS": "0.2"]),
-                directory: world.directory)
+                environment: world.environment(["PUSH_LOG_LEVEL": "trace", "PUSH_TOKEN_BACKOFF_SECONDS": "0.2"]))
             #expect(try await world.eventually(.seconds(60)) { try await world.pending() == 0 })
             child.signal(SIGTERM)
             #expect(try await child.wait(timeout: .seconds(10)) == 0)
@@ -133,31 +132,29 @@ extension PushStackTests {
             var missing = world.environment()
             missing["APNS_KEY_ID"] = nil
             let noKeyID = try await WorkerProcess.run(
-                ["check-config"], environment: missing, directory: world.directory)
+                ["check-config"], environment: missing)
             #expect(noKeyID.status == 2 && noKeyID.err.contains("APNS_KEY_ID"))
 
             let badTeam = try await WorkerProcess.run(
-                ["run"], environment: world.environment(["APNS_TEAM_ID": "team"]), directory: world.directory)
+                ["run"], environment: world.environment(["APNS_TEAM_ID": "team"]))
             #expect(badTeam.status == 2 && badTeam.err.contains("APNS_TEAM_ID"))
 
             let elsewhere = try await WorkerProcess.run(
-                ["run"], environment: world.environment(["APNS_BASE_URL": "https://push.example.com"]),
-                directory: world.directory)
+                ["run"], environment: world.environment(["APNS_BASE_URL": "https://push.example.com"]))
             #expect(elsewhere.status == 2 && elsewhere.err.contains("APNS_BASE_URL"))
             let plain = try await WorkerProcess.run(
-                ["run"], environment: world.environment(["APNS_BASE_URL": "http://127.0.0.1:1"]),
-                directory: world.directory)
+                ["run"], environment: world.environment(["APNS_BASE_URL": "http://127.0.0.1:1"]))
             #expect(plain.status == 2 && plain.err.contains("APNS_BASE_URL"))
 
             chmod(world.keyPath, 0o644)
             let readable = try await WorkerProcess.run(
-                ["check-config"], environment: world.environment(), directory: world.directory)
+                ["check-config"], environment: world.environment())
             #expect(
                 readable.status == 2 && readable.err.contains("APNS_KEY_PATH") && readable.err.contains("chmod 600"))
             chmod(world.keyPath, 0o600)
 
             let good = try await WorkerProcess.run(
-                ["check-config", "--json"], environment: world.environment(), directory: world.directory)
+                ["check-config", "--json"], environment: world.environment())
             #expect(good.status == 0)
             let summary = try JSONSerialization.jsonObject(with: Data(good.out.utf8)) as? [String: String]
             #expect(summary?["outbox"] == "ok" && summary?["team"] == PushWorld.teamID)
@@ -173,15 +170,13 @@ extension PushStackTests {
             let token = try await world.token()
             let waiting = try await world.enqueue(token: token, notBefore: "now() + interval '1 hour'")
             let result = try await WorkerProcess.run(
-                ["send-once", "--outbox-id", String(waiting[0]), "--json"], environment: world.environment(),
-                directory: world.directory)
+                ["send-once", "--outbox-id", String(waiting[0]), "--json"], environment: world.environment())
             #expect(result.status == 0)
             let object = try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any]
             #expect(object?["outcome"] as? String == "delivered")
             #expect(world.imitation.requests.count == 1)
             let again = try await WorkerProcess.run(
-                ["send-once", "--outbox-id", String(waiting[0])], environment: world.environment(),
-                directory: world.directory)
+                ["send-once", "--outbox-id", String(waiting[0])], environment: world.environment())
             #expect(again.status == 1 && again.out.contains("not pending"))
             #expect(world.imitation.requests.count == 1)
             await world.close()

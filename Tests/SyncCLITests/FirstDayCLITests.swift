@@ -87,22 +87,18 @@ struct FirstDayCLITests {
         #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "d"]).status == 0)
         #expect(try await cli.run(["login", "--store", store, "--email", "a@b.c"]).status == 0)
         #expect(try await cli.run(["trust", "init", "--store", store, "--no-recovery-key"]).status == 0)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLI.path)
-        process.arguments = ["trust", "invite", "--store", store, "--device-type", "ios-phone", "--no-qr", "--wait"]
         var environment = ProcessInfo.processInfo.environment
         environment["SYNC_REMOTE"] = "embedded:" + cli.directory.appendingPathComponent("remote.sqlite").path
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try ChildProcesses.start(process)
-        defer { process.terminate() }
+        let process = try SpawnedChild(
+            CLI.path, ["trust", "invite", "--store", store, "--device-type", "ios-phone", "--no-qr", "--wait"],
+            environment: environment, pipeOutput: true)
+        defer { process.kill(SIGKILL) }
+        let pipe = process.outputPipe!
         // The invite waits for ten minutes; its code must be readable long before.
         let found = Task.detached { () -> Bool in
             var text = ""
             while true {
-                let data = pipe.fileHandleForReading.availableData
+                let data = pipe.availableData
                 if data.isEmpty { return false }
                 text += String(decoding: data, as: UTF8.self)
                 if text.range(of: #"([A-Z2-7]{4}-){15}[A-Z2-7]{4}"#, options: .regularExpression) != nil { return true }
@@ -132,31 +128,24 @@ struct FirstDayCLITests {
         }
         #expect(try await cli.run(["pull", "--store", phone]).status == 0)
         #expect(try await cli.run(["repo", "add", "--store", desktop, cli.directory.path]).status == 0)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CLI.path)
-        process.arguments = ["sync", "--watch", "--interval", "0.3", "--store", phone]
         var environment = ProcessInfo.processInfo.environment
         environment["SYNC_REMOTE"] = "embedded:" + cli.directory.appendingPathComponent("remote.sqlite").path
-        process.environment = environment
-        let out = cli.directory.appendingPathComponent("watch.out")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        process.standardError = FileHandle.nullDevice
-        try ChildProcesses.start(process)
+        let process = try SpawnedChild(
+            CLI.path, ["sync", "--watch", "--interval", "0.3", "--store", phone], environment: environment)
         // Quiet ticks: nothing to print.
         try await Task.sleep(for: .seconds(2))
-        let quiet = try String(contentsOf: out, encoding: .utf8)
+        let quiet = process.output
         // A session arrives: one line says so.
         #expect(try await cli.run(["session", "start", "--store", desktop, "--repo", cli.directory.path]).status == 0)
         #expect(try await cli.run(["push", "--store", desktop]).status == 0)
         try await Task.sleep(for: .seconds(2))
-        process.terminate()
-        process.waitUntilExit()
-        let all = try String(contentsOf: out, encoding: .utf8)
+        process.kill(SIGTERM)
+        let status = try await offThePool { try process.wait() }
+        let all = process.output
         #expect(quiet.isEmpty, "quiet ticks printed: \(quiet)")
         let lines = all.split(separator: "\n")
         #expect(lines.count >= 1 && lines.count <= 2, "\(all)")
-        #expect(process.terminationStatus == 0)
+        #expect(status == 0)
     }
 
     @Test func aPushToADeadServerExitsThreeWithOrWithoutRowsToSend() async throws {

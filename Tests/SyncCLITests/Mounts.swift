@@ -24,14 +24,10 @@ enum Mounts {
     /// Runs a command; its exit status.
     @discardableResult
     static func run(_ tool: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? ChildProcesses.start(process)) != nil else { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+        guard let child = try? SpawnedChild(tool, arguments, environment: ProcessInfo.processInfo.environment),
+            let status = try? child.wait()
+        else { return -1 }
+        return SpawnedChild.exitCode(status)
     }
 
     /// A new tmpfs of `size` (`"3m"`) on a fresh directory.

@@ -281,12 +281,10 @@ struct SyncCLISecurityTests {
             ["init", "-q"],
             ["remote", "add", "origin", "https://quinn:ghp_TOPSECRET@github.com/org/repo.git?token=ghp_TOPSECRET"],
         ] {
-            let git = Process()
-            git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            git.arguments = ["git", "-C", checkout.path] + arguments
-            try ChildProcesses.start(git)
-            git.waitUntilExit()
-            try #require(git.terminationStatus == 0)
+            let git = try SpawnedChild(
+                "/usr/bin/env", ["git", "-C", checkout.path] + arguments,
+                environment: ProcessInfo.processInfo.environment)
+            try #require(try git.wait() == 0)
         }
         let added = try await cli.run(["repo", "add", "--store", cli.store("d"), checkout.path])
         #expect(added.status == 0)

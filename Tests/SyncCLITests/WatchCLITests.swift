@@ -11,7 +11,7 @@ struct WatchCLITests {
     /// A `postgrest-server` of our own on a free port.
     final class Server {
         let port: Int
-        var process: Process?
+        var process: SpawnedChild?
         let stack: StackEnvironment
 
         init(stack: StackEnvironment) throws {
@@ -28,17 +28,15 @@ struct WatchCLITests {
             else {
                 throw CLIFailure("SYNC_STACK_DB names no port: start the stack (make stack)")
             }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: CLI.path).deletingLastPathComponent().appendingPathComponent(
-                "postgrest-server")
-            process.environment = ProcessInfo.processInfo.environment.merging([
-                "PGRST_JWT_SECRET": stack.jwtSecret, "PGRST_SERVER_PORT": String(port), "PGRST_DB_PORT": String(pgPort),
-                "PGRST_DB_NAME": "sync_own", "PGRST_DB_USER": "authenticator",
-                "PGRST_AUTH_DB_USER": "supabase_auth_admin",
-            ]) { _, new in new }
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try ChildProcesses.start(process)
+            let process = try SpawnedChild(
+                URL(fileURLWithPath: CLI.path).deletingLastPathComponent().appendingPathComponent("postgrest-server")
+                    .path,
+                [],
+                environment: ProcessInfo.processInfo.environment.merging([
+                    "PGRST_JWT_SECRET": stack.jwtSecret, "PGRST_SERVER_PORT": String(port),
+                    "PGRST_DB_PORT": String(pgPort), "PGRST_DB_NAME": "sync_own", "PGRST_DB_USER": "authenticator",
+                    "PGRST_AUTH_DB_USER": "supabase_auth_admin",
+                ]) { _, new in new })
             self.process = process
             // Up when it answers (bounded).
             for _ in 0..<200 {
@@ -51,8 +49,8 @@ struct WatchCLITests {
 
         func stop() {
             guard let process else { return }
-            process.terminate()
-            process.waitUntilExit()
+            process.kill(SIGTERM)
+            _ = try? process.wait()
             self.process = nil
         }
 
@@ -132,18 +130,11 @@ struct WatchCLITests {
         let firstID = try #require(UUID.parse(first.out.trimmingCharacters(in: .whitespacesAndNewlines)))
 
         // The agent.
-        let out = cli.directory.appendingPathComponent("watch.out"),
-            err = cli.directory.appendingPathComponent("watch.err")
-        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: CLI.path)
-        watch.arguments = ["sync", "--watch", "--interval", "1", "--store", store]
-        watch.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        watch.standardOutput = try FileHandle(forWritingTo: out)
-        watch.standardError = try FileHandle(forWritingTo: err)
-        try ChildProcesses.start(watch)
-        defer { if watch.isRunning { watch.terminate() } }
+        let watch = try SpawnedChild(
+            CLI.path, ["sync", "--watch", "--interval", "1", "--store", store],
+            environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new })
+        defer { watch.kill(SIGKILL) }
+        let out = watch.outputFile, err = watch.errorsFile
         #expect(await Self.wait(for: "tick 1 full", in: out, seconds: 60), "no first tick")
 
         // Manual commands run while the watch runs (the lease is per tick).
@@ -165,10 +156,10 @@ struct WatchCLITests {
             "the session started during the outage was not pushed")
 
         // SIGTERM: the running tick finishes, exit 0.
-        watch.terminate()
+        watch.kill(SIGTERM)
         let deadline = Date().addingTimeInterval(30)
         while watch.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(!watch.isRunning && watch.terminationStatus == 0)
+        #expect(try watch.ended() == 0)
         let log = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
         #expect(log.components(separatedBy: "backing off").count == 2, "one line when the remote went away: \(log)")
         #expect(log.components(separatedBy: "answers again").count == 2)

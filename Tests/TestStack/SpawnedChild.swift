@@ -12,36 +12,63 @@ private func addChdir(
 )
     -> Int32
 
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later): the child closes every
+/// descriptor from `from` on, so it inherits none of the test process's sockets and pipes.
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func addCloseFrom(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
+
 /// A child process started with `posix_spawn`, its standard streams in files: what the CLI tests
 /// run `sync-cli` with.
 ///
-/// Not Foundation's `Process`: its `run()` crashed in a `memmove` (a bad pointer) with dozens of
-/// children starting and ending from many threads at once, even with every start serialised
-/// (``ChildProcesses``). Files instead of pipes: nothing to drain while the child runs, and
-/// nothing lost when it is killed.
+/// Not Foundation's `Process`: its `run()` on Linux reads the directory `/proc/self/fd` and
+/// copies each entry's whole 256-byte name field, past the end of the entry
+/// (swift-corelibs-foundation#5472). When an entry ends glibc's read buffer and the next page is
+/// not mapped, that copy faults: the test process, with over a thousand descriptors open at
+/// times, crashed in a `memmove` that way, whether or not starts were serialised. Files instead
+/// of pipes: nothing to drain while the child runs, and nothing lost when it is killed.
 public final class SpawnedChild: @unchecked Sendable {
     public let pid: pid_t
     let directory: URL
     private var status: Int32?
 
+    /// The write end of the child's standard input when started with `pipeInput` (closing it
+    /// is the end of the input the child sees); otherwise nil.
+    public let input: FileHandle?
+    /// The read end of the child's standard output when started with `pipeOutput`; otherwise
+    /// nil, and ``output`` reads it from its file.
+    public let outputPipe: FileHandle?
+
     /// Starts `executable` with `arguments` in `workingDirectory`, `environment` as its whole
-    /// environment, `stdin` as its standard input (empty by default).
+    /// environment. Its standard input is `stdin` (empty by default) or, with `pipeInput`, a
+    /// pipe (``input``); its standard output a file or, with `pipeOutput`, a pipe
+    /// (``outputPipe``); its standard error a file. It inherits no other descriptor.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String], workingDirectory: URL? = nil,
-        stdin: String? = nil
+        stdin: String? = nil, pipeInput: Bool = false, pipeOutput: Bool = false
     ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let input = directory.appendingPathComponent("in")
         try Data((stdin ?? "").utf8).write(to: input)
+        let inputPipe = pipeInput ? try Self.pipe() : nil
+        let outputPipe = pipeOutput ? try Self.pipe() : nil
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, input.path, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(
-            &actions, 1, directory.appendingPathComponent("out").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        if let inputPipe {
+            posix_spawn_file_actions_adddup2(&actions, inputPipe.read, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, input.path, O_RDONLY, 0)
+        }
+        if let outputPipe {
+            posix_spawn_file_actions_adddup2(&actions, outputPipe.write, 1)
+        } else {
+            posix_spawn_file_actions_addopen(
+                &actions, 1, directory.appendingPathComponent("out").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        }
         posix_spawn_file_actions_addopen(
             &actions, 2, directory.appendingPathComponent("err").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = addCloseFrom(&actions, 3)
         if let workingDirectory { _ = addChdir(&actions, workingDirectory.path) }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -50,8 +77,25 @@ public final class SpawnedChild: @unchecked Sendable {
         }
         var pid = pid_t()
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard spawned == 0 else { throw SpawnFailed(errno: spawned) }
+        // The child's ends are the child's alone.
+        if let inputPipe { close(inputPipe.read) }
+        if let outputPipe { close(outputPipe.write) }
+        guard spawned == 0 else {
+            if let inputPipe { close(inputPipe.write) }
+            if let outputPipe { close(outputPipe.read) }
+            throw SpawnFailed(errno: spawned)
+        }
         self.pid = pid
+        self.input = inputPipe.map { FileHandle(fileDescriptor: $0.write, closeOnDealloc: true) }
+        self.outputPipe = outputPipe.map { FileHandle(fileDescriptor: $0.read, closeOnDealloc: true) }
+    }
+
+    /// A pipe whose two ends are closed on exec (the child gets copies through `dup2`).
+    private static func pipe() throws -> (read: Int32, write: Int32) {
+        var ends: [Int32] = [-1, -1]
+        guard Glibc.pipe(&ends) == 0 else { throw SpawnFailed(errno: errno) }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        return (ends[0], ends[1])
     }
 
     deinit {
@@ -93,6 +137,11 @@ public final class SpawnedChild: @unchecked Sendable {
         if status == nil { _ = Glibc.kill(pid, signal) }
     }
 
+    /// Whether the child still runs (it is reaped once it has ended).
+    public var isRunning: Bool {
+        do { return try ended() == nil } catch { return false }
+    }
+
     /// The exit code of a child that exited, or 128 + the signal of one a signal ended.
     public static func exitCode(_ status: Int32) -> Int32 {
         let signal = status & 0x7F
@@ -104,6 +153,11 @@ public final class SpawnedChild: @unchecked Sendable {
         let signal = status & 0x7F
         return signal != 0 && signal != 0x7F
     }
+
+    /// The file of its standard output (unless started with `pipeOutput`).
+    public var outputFile: URL { directory.appendingPathComponent("out") }
+    /// The file of its standard error.
+    public var errorsFile: URL { directory.appendingPathComponent("err") }
 
     /// What it wrote to standard output so far.
     public var output: String { read("out") }

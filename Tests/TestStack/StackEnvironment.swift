@@ -73,17 +73,15 @@ public struct StackEnvironment: Sendable {
     public func sql(_ statement: String, database: String = "sync_own", notices: Bool = false) throws -> String {
         guard let settings = ProcessInfo.processInfo.environment["SYNC_STACK_DB"] else { throw Missing() }
         let connection = settings.replacingOccurrences(of: "dbname=sync_own", with: "dbname=\(database)")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", connection, "-c", statement]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = notices ? output : FileHandle.nullDevice
-        try ChildProcesses.start(process)
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw SQLFailed(status: process.terminationStatus) }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        // posix_spawn, not Foundation's Process: see SpawnedChild.
+        let child = try SpawnedChild(
+            "/usr/bin/env", ["psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", connection, "-c", statement],
+            environment: ProcessInfo.processInfo.environment)
+        let status = try child.wait()
+        guard status == 0 else { throw SQLFailed(status: SpawnedChild.exitCode(status)) }
+        // The notices (standard error) after the output: callers look for lines, not their order.
+        let output = notices ? child.output + "\n" + child.errors : child.output
+        return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// The REST server's process id (for memory checks), when the stack runs from with-stack.sh.

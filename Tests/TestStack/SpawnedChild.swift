@@ -30,6 +30,10 @@ public final class SpawnedChild: @unchecked Sendable {
     public let pid: pid_t
     let directory: URL
     private var status: Int32?
+    /// The file of its standard output (unless started with `pipeOutput`).
+    public let outputFile: URL
+    /// The file of its standard error.
+    public let errorsFile: URL
 
     /// The write end of the child's standard input when started with `pipeInput` (closing it
     /// is the end of the input the child sees); otherwise nil.
@@ -48,6 +52,8 @@ public final class SpawnedChild: @unchecked Sendable {
     ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        outputFile = directory.appendingPathComponent("out")
+        errorsFile = directory.appendingPathComponent("err")
         let input = directory.appendingPathComponent("in")
         try Data((stdin ?? "").utf8).write(to: input)
         let inputPipe = pipeInput ? try Self.pipe() : nil
@@ -63,11 +69,9 @@ public final class SpawnedChild: @unchecked Sendable {
         if let outputPipe {
             posix_spawn_file_actions_adddup2(&actions, outputPipe.write, 1)
         } else {
-            posix_spawn_file_actions_addopen(
-                &actions, 1, directory.appendingPathComponent("out").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            posix_spawn_file_actions_addopen(&actions, 1, outputFile.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         }
-        posix_spawn_file_actions_addopen(
-            &actions, 2, directory.appendingPathComponent("err").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errorsFile.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         _ = addCloseFrom(&actions, 3)
         if let workingDirectory { _ = addChdir(&actions, workingDirectory.path) }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -154,17 +158,12 @@ public final class SpawnedChild: @unchecked Sendable {
         return signal != 0 && signal != 0x7F
     }
 
-    /// The file of its standard output (unless started with `pipeOutput`).
-    public var outputFile: URL { directory.appendingPathComponent("out") }
-    /// The file of its standard error.
-    public var errorsFile: URL { directory.appendingPathComponent("err") }
-
     /// What it wrote to standard output so far.
-    public var output: String { read("out") }
+    public var output: String { read(outputFile) }
     /// What it wrote to standard error so far.
-    public var errors: String { read("err") }
+    public var errors: String { read(errorsFile) }
 
-    private func read(_ name: String) -> String {
-        String(decoding: (try? Data(contentsOf: directory.appendingPathComponent(name))) ?? Data(), as: UTF8.self)
+    private func read(_ file: URL) -> String {
+        String(decoding: (try? Data(contentsOf: file)) ?? Data(), as: UTF8.self)
     }
 }

@@ -122,6 +122,7 @@ vectors: deps
 	.build/debug/sync-vectors generate --kind lockscreen -o testvectors/lockscreen-sanitiser-v1.json
 	.build/debug/sync-vectors generate --kind backup -o testvectors/identity-backup-v1.json
 	.build/debug/sync-vectors generate --kind pairing -o testvectors/pairing-v1.json
+	.build/debug/sync-vectors generate --kind trustlog -o testvectors/trust-log-v1.json
 	$(RIG) $(SWIFT) build --product sync-fuzz
 	.build/debug/sync-fuzz seed testvectors fuzz/corpus
 

@@ -26,17 +26,18 @@ extension SyncVectors {
                 testvectors/approval-v1.json (--kind approval), \
                 testvectors/lockscreen-sanitiser-v1.json (--kind lockscreen), \
                 testvectors/identity-backup-v1.json (--kind backup) and \
-                testvectors/pairing-v1.json (--kind pairing) are this command's output.
+                testvectors/pairing-v1.json (--kind pairing) and \
+                testvectors/trust-log-v1.json (--kind trustlog) are this command's output.
                 """
         )
 
         enum Kind: String, ExpressibleByArgument, CaseIterable {
-            case envelope, certificate, approval, lockscreen, backup, pairing
+            case envelope, certificate, approval, lockscreen, backup, pairing, trustlog
         }
 
         @Option(
             help:
-                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), lockscreen (the lock-screen sanitiser), backup (identity backups and recovery keys) or pairing (revocations, pairing codes and MACs, fingerprints)."
+                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), lockscreen (the lock-screen sanitiser), backup (identity backups and recovery keys) pairing (revocations, pairing codes and MACs, fingerprints) or trustlog (trust logs, append rules, backups, grants, witnesses)."
         )
         var kind: Kind = .envelope
 
@@ -58,6 +59,7 @@ extension SyncVectors {
             case .lockscreen: data = try LockScreenVectorGenerator.generate()
             case .backup: data = try IdentityBackupVectorGenerator.generate()
             case .pairing: data = try PairingVectorGenerator.generate()
+            case .trustlog: data = try TrustLogVectorGenerator.generate()
             case .envelope:
                 data =
                     version == 1

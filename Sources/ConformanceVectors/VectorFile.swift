@@ -473,6 +473,7 @@ public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case lockScreenSanitiserV1 = "UNBOUND-LOCKSCREEN-SANITISER-V1"
     case identityBackupV1 = "UNBOUND-IDENTITY-BACKUP-V1"
     case pairingV1 = "UNBOUND-PAIRING-V1"
+    case trustLogV1 = "UNBOUND-TRUST-LOG-V1"
 }
 
 /// Loads vector files; the one loader the CLI and the tests share.

@@ -72,6 +72,10 @@ public enum VectorVerifier {
             return try run(IdentityBackupGroup.self, data, algorithm, path) { group, test in
                 group.type == .open ? checkBackup(test) : checkRecoveryKey(test)
             }
+        case .trustLogV1:
+            return try run(TrustLogGroup.self, data, algorithm, path) { group, test in
+                TrustLogVectorCheck.check(group.type, test)
+            }
         case .lockScreenSanitiserV1:
             return try run(LockScreenSanitiserGroup.self, data, algorithm, path) { _, test in
                 judge(test.result, LockScreenText.sanitised(test.input) == test.output)

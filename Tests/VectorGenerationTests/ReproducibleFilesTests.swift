@@ -58,4 +58,9 @@ struct ReproducibleFilesTests {
     func pairing() throws {
         #expect(try Self.committed("pairing-v1.json") == PairingVectorGenerator.generate(), "run `make vectors`")
     }
+
+    @Test("trust-log-v1.json is exactly what `sync-vectors generate --kind trustlog` writes")
+    func trustLog() throws {
+        #expect(try Self.committed("trust-log-v1.json") == TrustLogVectorGenerator.generate(), "run `make vectors`")
+    }
 }

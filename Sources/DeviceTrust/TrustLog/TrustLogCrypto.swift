@@ -94,11 +94,18 @@ public enum SealedSeed {
         _ identity: Ed25519PrivateKey, to recipient: X25519PublicKey, userID: UUID, deviceID: UUID, epoch: UInt32,
         seq: UInt64
     ) throws -> [UInt8] {
-        let (enc, ct) = try HPKE.seal(
-            mode: .base, to: recipient,
-            info: info(userID: userID, deviceID: deviceID, epoch: epoch, seq: seq, identityKey: identity.publicKey),
-            plaintext: identity.seedRepresentation)
-        return enc + ct
+        try seal(identity, to: recipient, userID: userID, deviceID: deviceID, epoch: epoch, seq: seq, ephemeral: nil)
+    }
+
+    /// ``seal(_:to:userID:deviceID:epoch:seq:)`` with a given ephemeral key (vectors only).
+    package static func seal(
+        _ identity: Ed25519PrivateKey, to recipient: X25519PublicKey, userID: UUID, deviceID: UUID, epoch: UInt32,
+        seq: UInt64, ephemeral: X25519PrivateKey?
+    ) throws -> [UInt8] {
+        let info = info(userID: userID, deviceID: deviceID, epoch: epoch, seq: seq, identityKey: identity.publicKey)
+        var context = try HPKE.deterministicSender(
+            mode: .base, to: recipient, info: info, ephemeral: ephemeral ?? X25519PrivateKey())
+        return context.encapsulatedKey + (try context.seal(identity.seedRepresentation))
     }
 
     /// Opens a grant addressed to this device and returns the seed's key, only if its public key
@@ -176,10 +183,20 @@ public enum LogBackup {
         _ identity: Ed25519PrivateKey, entryHash: [UInt8], to recoveryKey: X25519PublicKey, userID: UUID,
         epoch: UInt32, seq: UInt64
     ) throws -> String {
+        try seal(
+            identity, entryHash: entryHash, to: recoveryKey, userID: userID, epoch: epoch, seq: seq, ephemeral: nil)
+    }
+
+    /// ``seal(_:entryHash:to:userID:epoch:seq:)`` with a given ephemeral key (vectors only).
+    package static func seal(
+        _ identity: Ed25519PrivateKey, entryHash: [UInt8], to recoveryKey: X25519PublicKey, userID: UUID,
+        epoch: UInt32, seq: UInt64, ephemeral: X25519PrivateKey?
+    ) throws -> String {
         let plaintext = identity.seedRepresentation.withUnsafeBytes { SecureBytes(copying: Array($0) + entryHash) }
-        let (enc, ct) = try HPKE.seal(
-            mode: .base, to: recoveryKey, info: info(userID: userID, epoch: epoch, seq: seq), plaintext: plaintext)
-        return ByteEncoding.base64([version] + enc + ct)
+        var context = try HPKE.deterministicSender(
+            mode: .base, to: recoveryKey, info: info(userID: userID, epoch: epoch, seq: seq),
+            ephemeral: ephemeral ?? X25519PrivateKey())
+        return ByteEncoding.base64([version] + context.encapsulatedKey + (try context.seal(plaintext)))
     }
 
     /// Whether stored text has a backup's shape (what the server checks too).

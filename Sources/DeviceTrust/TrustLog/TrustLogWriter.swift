@@ -23,6 +23,11 @@ public struct TrustLogWriter: Sendable {
     public private(set) var written: [Written] = []
     /// The append chain of the key in force, made at the first append that needs it.
     var links: SecureBytes?
+    /// Ephemeral keys for the seals of grants and backups, used in order (vectors only; random
+    /// when empty).
+    package var ephemerals: [X25519PrivateKey] = []
+
+    mutating func nextEphemeral() -> X25519PrivateKey? { ephemerals.isEmpty ? nil : ephemerals.removeFirst() }
 
     /// A writer appending after `state` with `identity`, the key in force.
     ///
@@ -45,6 +50,18 @@ public struct TrustLogWriter: Sendable {
         userID: UUID, epoch: UInt32, priorEpoch: UInt32, identity: Ed25519PrivateKey, recoveryKey: X25519PublicKey?,
         certificate: DeviceCertificate, signingKey: Ed25519PrivateKey, createdAt: UInt64
     ) throws -> TrustLogWriter {
+        try genesis(
+            userID: userID, epoch: epoch, priorEpoch: priorEpoch, identity: identity, recoveryKey: recoveryKey,
+            certificate: certificate, signingKey: signingKey, createdAt: createdAt, ephemerals: [])
+    }
+
+    /// ``genesis(userID:epoch:priorEpoch:identity:recoveryKey:certificate:signingKey:createdAt:)``
+    /// with the seals' ephemeral keys given (vectors only).
+    package static func genesis(
+        userID: UUID, epoch: UInt32, priorEpoch: UInt32, identity: Ed25519PrivateKey, recoveryKey: X25519PublicKey?,
+        certificate: DeviceCertificate, signingKey: Ed25519PrivateKey, createdAt: UInt64,
+        ephemerals: [X25519PrivateKey]
+    ) throws -> TrustLogWriter {
         let body = Genesis(
             userID: userID, identityKey: identity.publicKey,
             anchor: AppendChain.anchor(seed: identity.seedRepresentation, userID: userID, epoch: epoch),
@@ -56,6 +73,7 @@ public struct TrustLogWriter: Sendable {
         let parsed = try ParsedLogEntry(bytes: entry.bytes())
         let state = try TrustLogState.genesis(parsed, userID: userID, epoch: epoch)
         var writer = try TrustLogWriter(state: state, identity: identity, author: certificate.deviceID)
+        writer.ephemerals = ephemerals
         writer.keep(parsed)
         return writer
     }
@@ -73,7 +91,7 @@ public struct TrustLogWriter: Sendable {
         let seq = state.headSeq + 1
         let sealed = try SealedSeed.seal(
             identity, to: try certifiedKey(of: device), userID: state.userID, deviceID: device, epoch: state.epoch,
-            seq: seq)
+            seq: seq, ephemeral: nextEphemeral())
         try append(
             .rootGrant(RootGrant(userID: state.userID, deviceID: device, sealedSeed: sealed)), createdAt: createdAt)
     }
@@ -90,7 +108,7 @@ public struct TrustLogWriter: Sendable {
         for root in state.roots where root != author && !revoked.contains(root) {
             let sealed = try SealedSeed.seal(
                 newIdentity, to: try certifiedKey(of: root), userID: state.userID, deviceID: root, epoch: state.epoch,
-                seq: seq)
+                seq: seq, ephemeral: nextEphemeral())
             grants.append(Succession.Grant(deviceID: root, sealedSeed: sealed))
         }
         let body = Succession(
@@ -133,7 +151,7 @@ public struct TrustLogWriter: Sendable {
         if let recovery = state.recoveryPublicKey {
             backup = try? LogBackup.seal(
                 identity, entryHash: parsed.hash, to: recovery, userID: state.userID, epoch: state.epoch,
-                seq: parsed.entry.seq)
+                seq: parsed.entry.seq, ephemeral: nextEphemeral())
         }
         written.append(Written(text: parsed.entry.text, hash: parsed.hash, seq: parsed.entry.seq, backup: backup))
     }

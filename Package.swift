@@ -78,7 +78,10 @@ let package = Package(
         // A remote in one SQLite file, with the rules of the project's database.
         .target(
             name: "EmbeddedRemote",
-            dependencies: ["RemoteStore", "SyncModel", "EnvelopeDigest", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "RemoteStore", "SyncModel", "EnvelopeDigest", "DeviceTrust", "SecretCrypto",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // The engine: push, pull, watch, pairing, revocation, coordination.
         .target(
@@ -143,7 +146,7 @@ let package = Package(
         .testTarget(
             name: "RemoteStoreTests",
             dependencies: [
-                "RemoteStore", "EmbeddedRemote", "SyncModel", "SecretCrypto", "SyncTestSupport",
+                "RemoteStore", "EmbeddedRemote", "SyncModel", "SecretCrypto", "DeviceTrust", "SyncTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),

@@ -94,7 +94,7 @@ create_database() {  # name, variant (own | deployed)
       # no capabilities merge, none of the coordination functions, no envelope digest and no change feeds.
       case "$name" in
         *_session_secrets.sql) file="$root/supabase/variants/deployed_session_secrets.sql" ;;
-        *_updated_at_triggers.sql|*_column_limits.sql|*_capabilities_merge.sql|*_coordination.sql|*_push_token_ownership.sql|*_approvals.sql|*_notifications.sql|*_push_delivery.sql|*_secret_digest.sql|*_secret_digest_kept.sql|*_change_feed.sql|*_pull_feed.sql|*_session_id_index.sql) continue ;;
+        *_updated_at_triggers.sql|*_column_limits.sql|*_capabilities_merge.sql|*_coordination.sql|*_push_token_ownership.sql|*_approvals.sql|*_notifications.sql|*_push_delivery.sql|*_secret_digest.sql|*_secret_digest_kept.sql|*_change_feed.sql|*_pull_feed.sql|*_session_id_index.sql|*_trust_log_feeds.sql) continue ;;
       esac
     fi
     psql_as "$db" -f "$file"
@@ -123,8 +123,10 @@ start() {
   fi
   local digest
   digest=$(cat "$root"/supabase/bootstrap/*.sql "$root"/supabase/migrations/*.sql "$root"/supabase/variants/*.sql | sha256sum | cut -d' ' -f1)
-  if [ -f "$STACK_DIR/schema.sha256" ] && [ "$(cat "$STACK_DIR/schema.sha256")" != "$digest" ]; then
-    log "supabase/ changed: rebuilding the databases"
+  # Rebuilt when supabase/ changed, or when an earlier start failed before writing the digest (a
+  # migration that failed leaves a database half made, which must not be taken for a finished one).
+  if [ "$(cat "$STACK_DIR/schema.sha256" 2>/dev/null)" != "$digest" ]; then
+    log "supabase/ changed (or the last start did not finish): rebuilding the databases"
     stop_servers
     psql_as postgres -c "DROP DATABASE IF EXISTS sync_own" -c "DROP DATABASE IF EXISTS sync_deployed" \
       -c "DROP DATABASE IF EXISTS sync_push"

@@ -245,6 +245,12 @@ actor Backend {
                     _ = try? await connection.query("DISCARD ALL", logger: logger)
                     return result
                 } catch {
+                    // PostgresNIO closes a connection on any SQLSTATE of class 28 (it takes them
+                    // for authentication failures), also one a function raised: nothing more may
+                    // be sent on it (a query on the closing connection never completes).
+                    if let sqlState = (error as? PSQLError)?.serverInfo?[.sqlState], sqlState.hasPrefix("28") {
+                        throw error
+                    }
                     _ = try? await connection.query("ROLLBACK", logger: logger)
                     _ = try? await connection.query("DISCARD ALL", logger: logger)
                     throw error
@@ -309,22 +315,29 @@ actor Backend {
     }
 
     /// Issues an access token and a fresh refresh token for `user`, in GoTrue's shape.
-    func session(user: String, email: String, createdAt: String, sessionID: String? = nil) async throws -> String {
+    ///
+    /// `amr` names when the user signed in with their password, as GoTrue's does: a refreshed
+    /// token keeps the time of the sign-in it descends from (`signedInAt`), so a function that
+    /// asks for a recent sign-in (the trust log's `start_trust_log`) can tell a fresh one.
+    func session(
+        user: String, email: String, createdAt: String, sessionID: String? = nil, signedInAt: Int? = nil
+    ) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
         let sessionID = sessionID ?? UUID().uuidString.lowercased()
+        let signedInAt = signedInAt ?? now
         let access = JWT.sign(
             [
                 "sub": user, "role": "authenticated", "aud": configuration.jwtAudience, "email": email,
                 "iat": now, "exp": now + configuration.jwtExpiry, "session_id": sessionID,
                 "jti": UUID().uuidString.lowercased(),
-                "is_anonymous": false,
+                "is_anonymous": false, "amr": [["method": "password", "timestamp": signedInAt]],
             ], secret: configuration.jwtSecret)
         let refresh = JWT.base64URL(SecureBytes(randomCount: 24).withUnsafeBytes { Array($0) })
         // Only a digest is stored: a copy of the table gives nobody a usable refresh token.
         _ = try await authClient.query(
             """
-            INSERT INTO auth.refresh_tokens (token, user_id, session_id)
-            VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid, \(sessionID)::uuid)
+            INSERT INTO auth.refresh_tokens (token, user_id, session_id, signed_in_at)
+            VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid, \(sessionID)::uuid, \(signedInAt))
             """, logger: logger)
         let signedIn = ISO8601DateFormatter().string(from: Date())
         let object: [String: Any] = [
@@ -412,19 +425,21 @@ actor Backend {
             UPDATE auth.refresh_tokens r SET revoked = true FROM auth.users u
             WHERE r.token = encode(digest(\(token), 'sha256'), 'hex') AND NOT r.revoked AND u.id = r.user_id
             RETURNING u.id::text, u.email, to_char(u.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                coalesce(r.session_id::text, '')
+                coalesce(r.session_id::text, ''), coalesce(r.signed_in_at, 0)
             """, logger: logger)
-        var found: (String, String, String, String)?
-        for try await (id, email, created, session) in rows.decode((String, String, String, String).self) {
-            found = (id, email, created, session)
+        var found: (String, String, String, String, Int)?
+        for try await (id, email, created, session, signedIn) in rows.decode((String, String, String, String, Int).self)
+        {
+            found = (id, email, created, session, signedIn)
         }
-        guard let (id, email, created, session) = found else {
+        guard let (id, email, created, session, signedIn) = found else {
             return Self.invalidGrant("Invalid Refresh Token: Refresh Token Not Found", code: "refresh_token_not_found")
         }
         return .json(
             200,
             try await self.session(
-                user: id, email: email, createdAt: created, sessionID: session.isEmpty ? nil : session))
+                user: id, email: email, createdAt: created, sessionID: session.isEmpty ? nil : session,
+                signedInAt: signedIn))
     }
 
     /// `POST /auth/v1/logout?scope=global|local|others`: ends the user's refresh tokens, all of

@@ -71,6 +71,9 @@ extension Backend {
             let (role, claims) = try authenticate(
                 authorization: request.headers["authorization"], apiKey: request.headers["apikey"])
             var arguments: [String: String?] = [:]
+            // Arguments given as JSON arrays: an array-typed parameter takes their elements, as
+            // PostgREST's json_to_record does.
+            var arrays = Set<String>()
             if request.method == "POST" {
                 let text = request.body.trimmingCharacters(in: .whitespacesAndNewlines)
                 if !text.isEmpty {
@@ -79,7 +82,10 @@ extension Backend {
                     else {
                         throw APIError(status: 400, code: "PGRST102", message: "Empty or invalid json")
                     }
-                    for (key, value) in members { arguments[key] = value.sqlText }
+                    for (key, value) in members {
+                        arguments[key] = value.sqlText
+                        if case .array = value { arrays.insert(key) }
+                    }
                 }
             } else if request.method == "GET" {
                 for (key, value) in request.query where !Grammar.reservedParameters.contains(key) {
@@ -105,7 +111,12 @@ extension Backend {
             }
             var builder = SQLBuilder()
             let named = try function.arguments.filter { arguments.keys.contains($0.name) }.map { argument in
-                "\(try SQLBuilder.identifier(argument.name)) => \(builder.bind(arguments[argument.name] ?? nil))::\(argument.type)"
+                let value = builder.bind(arguments[argument.name] ?? nil)
+                let expression =
+                    argument.type.hasSuffix("[]") && arrays.contains(argument.name)
+                    ? "ARRAY(SELECT jsonb_array_elements_text(\(value)::jsonb))::\(argument.type)"
+                    : "\(value)::\(argument.type)"
+                return "\(try SQLBuilder.identifier(argument.name)) => \(expression)"
             }.joined(separator: ", ")
             let call =
                 "\(try SQLBuilder.identifier(configuration.schema)).\(try SQLBuilder.identifier(function.name))(\(named))"

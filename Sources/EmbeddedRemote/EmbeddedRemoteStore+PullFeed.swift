@@ -97,7 +97,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                         "SELECT * FROM devices WHERE user_id = ? AND (? IS NULL OR updated_at > ?) ORDER BY updated_at, id",
                     arguments: [me, since, since]
                 ).map { try RemoteDevice(json: Self.json($0)) },
-                statements: statements,
+                statements: statements, trustLog: try self.trustLogHead(db),
                 secretRequests: try Self.openRequests(db, user: me).filter { $0.requesterDeviceID == deviceID },
                 approvals: try Self.changedApprovals(db, user: me, since: since))
         }

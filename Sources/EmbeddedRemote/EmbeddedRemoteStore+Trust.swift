@@ -3,10 +3,9 @@ import GRDB
 import RemoteStore
 import SyncModel
 
-/// The device-trust tables on the embedded remote, with the migration's row-level rules: a
-/// user reads and writes only their own rows, a certificate, revocation or pairing request names
-/// only one of the user's own devices (or an id nobody has), the identity key is insert-only,
-/// and revocations are never deleted.
+/// The legacy device-trust tables on the embedded remote, read-only since the trust log (as the
+/// migration makes them); pairing requests, which a user inserts and deletes; and the raw writes
+/// an operator could make, for tests that stage a legacy user or an attack.
 extension EmbeddedRemoteStore: TrustRemote {
     public func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws {
         let me = self.me
@@ -27,38 +26,12 @@ extension EmbeddedRemoteStore: TrustRemote {
         }
     }
 
-    public func publishIdentityKey(_ publicKey: String) async throws {
-        let me = self.me
-        try await write("publishing the identity key") { db in
-            try db.execute(
-                sql: "INSERT INTO user_identity_keys (user_id, public_key, created_at) VALUES (?, ?, ?)",
-                arguments: [me, publicKey, Self.now])
-        }
-    }
-
     public func listCertificates() async throws -> [SignedStatementRow] {
         try await listStatements("device_certificates")
     }
 
-    public func publishCertificate(_ row: SignedStatementRow) async throws {
-        try await upsertStatement("device_certificates", row)
-    }
-
-    public func deleteCertificate(deviceID: UUID) async throws {
-        let me = self.me
-        try await write("deleting a certificate") { db in
-            try db.execute(
-                sql: "DELETE FROM device_certificates WHERE device_id = ? AND user_id = ?",
-                arguments: [deviceID.canonical, me])
-        }
-    }
-
     public func listRevocations() async throws -> [SignedStatementRow] {
         try await listStatements("device_revocations")
-    }
-
-    public func publishRevocation(_ row: SignedStatementRow) async throws {
-        try await upsertStatement("device_revocations", row)
     }
 
     public func insertPairingRequest(_ row: PairingRequestRow) async throws {
@@ -125,28 +98,9 @@ extension EmbeddedRemoteStore: TrustRemote {
         }
     }
 
-    func upsertStatement(_ table: String, _ row: SignedStatementRow) async throws {
-        try checkOwner(row.userID)
-        let me = self.me
-        try await write("writing \(table)") { db in
-            try self.requireNotAnothers(db, device: row.deviceID)
-            if let owner = try String.fetchOne(
-                db, sql: "SELECT user_id FROM \(table) WHERE device_id = ?", arguments: [row.deviceID.canonical]),
-                owner != me
-            {
-                throw Self.refused("new row violates row-level security policy")
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO \(table) (device_id, user_id, body, signature, created_at) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (device_id) DO UPDATE SET body = excluded.body, signature = excluded.signature
-                    """, arguments: [row.deviceID.canonical, me, row.body, row.signature, Self.now])
-        }
-    }
 }
 
-/// The identity backup on the embedded remote: one row per user, read, inserted and replaced
-/// only by that user, never deleted (as the migration's policies allow).
+/// The legacy identity backup on the embedded remote: read only.
 extension EmbeddedRemoteStore: IdentityBackupRemote {
     public func fetchIdentityBackup() async throws -> String? {
         let me = self.me
@@ -155,25 +109,43 @@ extension EmbeddedRemoteStore: IdentityBackupRemote {
         }
     }
 
-    public func resetIdentity() async throws {
+}
+
+// MARK: - Raw rows, as the operator could write them (tests only)
+
+extension EmbeddedRemoteStore {
+    /// Writes a legacy trust row as the database's owner could (no rule applies): `table` is
+    /// `user_identity_keys`, `device_certificates`, `device_revocations` or `identity_key_backups`.
+    package func rawLegacyRow(
+        _ table: String, deviceID: UUID? = nil, body: String, signature: String? = nil
+    ) async throws {
         let me = self.me
-        try await write("resetting the identity") { db in
-            for table in ["device_certificates", "device_revocations", "pairing_requests", "identity_key_backups"] {
-                try db.execute(sql: "DELETE FROM \(table) WHERE user_id = ?", arguments: [me])
+        try await write("writing \(table) raw") { db in
+            switch table {
+            case "user_identity_keys":
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO user_identity_keys (user_id, public_key, created_at) VALUES (?, ?, ?)",
+                    arguments: [me, body, Self.now])
+            case "identity_key_backups":
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO identity_key_backups (user_id, body, created_at, updated_at)
+                        VALUES (?, ?, ?, ?)
+                        """, arguments: [me, body, Self.now, Self.now])
+            default:
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO \(table) (device_id, user_id, body, signature, created_at)
+                        VALUES (?, ?, ?, ?, ?)
+                        """, arguments: [deviceID?.canonical, me, body, signature ?? "", Self.now])
             }
-            try db.execute(sql: "DELETE FROM user_identity_keys WHERE user_id = ?", arguments: [me])
         }
     }
 
-    public func storeIdentityBackup(_ body: String) async throws {
-        let me = self.me
-        try await write("storing the identity backup") { db in
-            let now = Self.now
-            try db.execute(
-                sql: """
-                    INSERT INTO identity_key_backups (user_id, body, created_at, updated_at) VALUES (?, ?, ?, ?)
-                    ON CONFLICT (user_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at
-                    """, arguments: [me, body, now, now])
+    /// Runs SQL on the file as its owner could (tests stage what an operator could do).
+    package func rawSQL(_ sql: String, arguments: [DatabaseValue] = []) async throws {
+        try await write("raw SQL") { db in
+            try db.execute(sql: sql, arguments: StatementArguments(arguments))
         }
     }
 }

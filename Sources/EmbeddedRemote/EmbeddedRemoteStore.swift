@@ -23,13 +23,22 @@ public final class EmbeddedRemoteStore: SyncRemote {
     let counters = Mutex(RemoteMetrics())
     /// Rows per transaction for bulk writes, as the PostgREST client batches.
     let batchSize = 500
+    /// When the user last signed in (the embedded remote has no passwords: `login` records the
+    /// time); starting a trust log or asking for a reset needs one in the last 600 seconds.
+    public let signedInAt: Date?
+
+    /// Whether the sign-in is fresh enough to start a trust log or ask for a reset.
+    var isFreshSignIn: Bool { signedInAt.map { abs(Date().timeIntervalSince($0)) <= 600 } ?? false }
 
     /// Opens (creating if needed) the embedded remote at `path`, scoped to `userID`.
     ///
+    /// - Parameters:
+    ///   - signedInAt: When the user signed in, for the calls that need a recent sign-in.
     /// - Throws: `RemoteStoreError` `.storage`.
-    public init(path: String, userID: UUID, busyTimeout: TimeInterval = 15) throws {
+    public init(path: String, userID: UUID, signedInAt: Date? = nil, busyTimeout: TimeInterval = 15) throws {
         self.userID = userID
         self.path = path
+        self.signedInAt = signedInAt
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(busyTimeout)
@@ -311,6 +320,7 @@ public final class EmbeddedRemoteStore: SyncRemote {
                     );
                     """)
         }
+        migrator.registerMigration("v9: trust log", migrate: Self.trustLogMigration)
         return migrator
     }
 

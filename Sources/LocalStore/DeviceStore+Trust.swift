@@ -147,10 +147,15 @@ extension DeviceStore {
                 for item in revocations {
                     try db.execute(
                         sql: """
-                            INSERT INTO known_revocations (device_id, x25519_public_key, revoked_at, seen_at) VALUES (?, ?, ?, ?)
+                            INSERT INTO known_revocations
+                                (device_id, x25519_public_key, revoked_at, seen_at, epoch, ed25519_public_key)
+                            VALUES (?, ?, ?, ?, ?, ?)
                             ON CONFLICT (device_id) DO NOTHING
                             """,
-                        arguments: [item.deviceID.canonical, item.x25519PublicKey.base64, item.revokedAt.epoch, now])
+                        arguments: [
+                            item.deviceID.canonical, item.x25519PublicKey.base64, item.revokedAt.epoch, now,
+                            item.epoch.map { Int64($0) }, item.ed25519PublicKey?.base64,
+                        ])
                 }
             }
         }
@@ -164,7 +169,10 @@ extension DeviceStore {
                     KnownRevocation(
                         deviceID: try row.uuid("device_id"),
                         x25519PublicKey: try X25519PublicKey(base64: row["x25519_public_key"]),
-                        revokedAt: row.date("revoked_at"))
+                        revokedAt: row.date("revoked_at"), epoch: (row["epoch"] as Int64?).map { UInt32($0) },
+                        ed25519PublicKey: (row["ed25519_public_key"] as String?).flatMap {
+                            try? Ed25519PublicKey(base64: $0)
+                        })
                 }
             }
         }
@@ -309,11 +317,20 @@ public struct KnownRevocation: Sendable, Hashable {
     public var deviceID: UUID
     public var x25519PublicKey: X25519PublicKey
     public var revokedAt: Date
+    /// The trust-log epoch it was verified in; `nil` for one verified in legacy mode.
+    public var epoch: UInt32?
+    /// The device's certified Ed25519 key, when it was certified.
+    public var ed25519PublicKey: Ed25519PublicKey?
 
     /// Creates a record.
-    public init(deviceID: UUID, x25519PublicKey: X25519PublicKey, revokedAt: Date) {
+    public init(
+        deviceID: UUID, x25519PublicKey: X25519PublicKey, revokedAt: Date, epoch: UInt32? = nil,
+        ed25519PublicKey: Ed25519PublicKey? = nil
+    ) {
         self.deviceID = deviceID
         self.x25519PublicKey = x25519PublicKey
         self.revokedAt = revokedAt
+        self.epoch = epoch
+        self.ed25519PublicKey = ed25519PublicKey
     }
 }

@@ -516,6 +516,7 @@ enum Schema {
                         """)
             }
         }
+        migrator.registerMigration("v13: trust log pin", migrate: trustLogPin)
         return migrator
     }
 

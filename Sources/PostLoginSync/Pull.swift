@@ -31,14 +31,11 @@ extension SyncEngine {
     }
 
     /// What a watch keeps from one pull to the next: the trust it verified, valid while the
-    /// feed's fingerprint of the trust statements and the pinned identity stay the same.
+    /// feed reports the same head of the trust log.
     struct PullMemory: Sendable {
         var trust: TrustContext?
-        var pinned: Ed25519PublicKey?
+        var reported: TrustLogHead??
     }
-
-    /// The trust in force for a sync (``trustContext(phase:selfID:)``).
-    typealias TrustContext = (mode: TrustMode, snapshot: TrustSnapshot?, summary: TrustSummary)
 
     /// What a pull did, and what the feed said beside it.
     struct PullOutcome: Sendable {
@@ -54,42 +51,37 @@ extension SyncEngine {
     func pull(
         identity: DeviceIdentity, user: UUID, progress: ProgressHandler?, memory: inout PullMemory
     ) async throws -> PullOutcome {
-        let before = remote.metrics()
-        let pinned = try await local.pinnedIdentityKey()
         let feed = remote as? any PullFeedRemote
-        // Verified trust from the last pull holds while the feed says the statements are the same
-        // (checked below); without a feed, or at a watch's first pull, it is loaded first.
-        var trust: TrustContext
-        if feed != nil, let kept = memory.trust, memory.pinned == pinned {
-            trust = kept
-        } else {
-            trust = try await trustContext(phase: .envelopes, selfID: identity.id)
-        }
-        var trustRequests = remote.metrics().since(before).requests
         let recorder = Recorder(direction: .pull, deviceID: identity.id, progress: progress, logger: logger)
-
+        // The device phase needs only whether this device was revoked, which it remembers.
+        let revokedBefore = try await local.knownRevocations().contains { $0.deviceID == identity.id }
         try await recorder.phase(.device) { entry in
             entry.sent = 1
-            try await upsertOwnDevice(identity, user: user, revoked: trust.snapshot?.revocations[identity.id] != nil)
+            try await upsertOwnDevice(identity, user: user, revoked: revokedBefore)
             entry.applied = 1
         }
-
-        var pull = PullState(identity: identity, trust: trust.mode == .verified ? trust.snapshot : nil)
+        var pull = PullState(identity: identity, trust: nil)
         try await recorder.phase(.repositories) { entry in
             if let feed { pull.changes = try await askFeed(feed, identity: identity, since: &pull.since) }
             try await pullRepositories(pull, entry: &entry, recorder: recorder)
         }
-        if let changes = pull.changes, let snapshot = trust.snapshot, changes.statements != snapshot.statementsDigest {
-            // The statements changed since the trust was verified: verify again.
-            let reload = remote.metrics()
-            trust = try await trustContext(phase: .envelopes, selfID: identity.id)
-            trustRequests += remote.metrics().since(reload).requests
-            pull.trust = trust.mode == .verified ? trust.snapshot : nil
-            if snapshot.revocations[identity.id] == nil && trust.snapshot?.revocations[identity.id] != nil {
-                try await upsertOwnDevice(identity, user: user, revoked: true)
-            }
+        // The trust log's head as the feed reported it: when it is the pinned head, trust comes
+        // from the pin alone (nothing read, nothing verified); a watch keeps it while unchanged.
+        let reported: TrustLogHead?? = pull.changes.map { .some($0.trustLog) } ?? .none
+        let trustStart = remote.metrics()
+        let trust: TrustContext
+        if let kept = memory.trust, kept.failure == nil, case .some = reported, memory.reported == reported {
+            trust = kept
+        } else {
+            trust = try await trustContext(phase: .envelopes, selfID: identity.id, reported: reported)
         }
-        memory = PullMemory(trust: trust, pinned: pinned)
+        let trustRequests = remote.metrics().since(trustStart).requests
+        pull.trust = trust.mode == .verified ? trust.snapshot : nil
+        pull.trustFailure = trust.failure
+        if !revokedBefore && trust.snapshot?.revocations[identity.id] != nil {
+            try await upsertOwnDevice(identity, user: user, revoked: true)
+        }
+        memory = PullMemory(trust: trust, reported: reported)
         recorder.report.trust = trust.summary
         recorder.report.trust?.requests = trustRequests
 
@@ -112,6 +104,8 @@ extension SyncEngine {
         let identity: DeviceIdentity
         /// The verified trust in force (mode `verified`), or `nil`.
         var trust: TrustSnapshot?
+        /// The trust failed to verify: envelopes are not accepted (the phase fails with it).
+        var trustFailure: SyncError?
         /// The feed's answer, when the remote has a feed.
         var changes: PullChanges?
         /// The cursor the feed was asked from.
@@ -540,6 +534,7 @@ extension SyncEngine {
     /// unauthenticated while the session's owner is not certified, or refused with
     /// ``SyncOptions/requireAuthenticated``.
     func pullEnvelopes(_ pull: inout PullState, entry: inout PhaseReport, recorder: Recorder) async throws {
+        if let failure = pull.trustFailure { throw failure }
         let identity = pull.identity
         let trust = pull.trust
         if let trust { entry.errors += trust.problems }

@@ -27,7 +27,15 @@ extension SyncEngine {
     func push(identity: DeviceIdentity, user: UUID, progress: ProgressHandler?) async throws -> SyncReport {
         let key = try await local.deviceKey()
         let before = remote.metrics()
-        let trust = try await trustContext(phase: .secrets, selfID: identity.id)
+        var trust = try await trustContext(phase: .secrets, selfID: identity.id)
+        // A root's duties (a migration, vetoes of pending resets, a grant to open) before the
+        // trust is used: what they append is read again.
+        var duties: [SyncIssue] = []
+        if trust.failure == nil, Self.mayHaveRootDuties(trust.snapshot, selfID: identity.id) {
+            let manager = DeviceTrustManager(local: local, remote: remote, options: options, logger: logger)
+            duties = await manager.rootDuties()
+            trust = try await trustContext(phase: .secrets, selfID: identity.id)
+        }
         let recorder = Recorder(direction: .push, deviceID: identity.id, progress: progress, logger: logger)
         recorder.report.trust = trust.summary
         recorder.report.trust?.requests = remote.metrics().since(before).requests
@@ -67,10 +75,19 @@ extension SyncEngine {
                 stamp: { $0.updatedAt = $1 })
         }
         try await recorder.phase(.secrets) { entry in
+            try trust.requireVerified()
+            entry.errors += duties
             try await pushSecrets(
                 identity: identity, key: key, trust: trust.snapshot, entry: &entry, recorder: recorder)
         }
         return await recorder.finish(local: local)
+    }
+
+    /// Whether this desktop may have a root's duties: it is a root of the verified log (or the
+    /// log makes it one), a reset is pending, or it holds a legacy identity key before the log.
+    static func mayHaveRootDuties(_ snapshot: TrustSnapshot?, selfID: UUID) -> Bool {
+        guard let snapshot else { return false }
+        return snapshot.roots.contains(selfID) || !snapshot.pendingResets.isEmpty || snapshot.log == nil
     }
 
     /// Sends the rows written since the last accepted push, a page of ``SyncOptions/rowPage``
@@ -411,16 +428,15 @@ extension SyncEngine {
     /// sealed at rest; the earlier generation stays in the store. The sessions' ledger entries
     /// go with the rotation, so the rest of the push seals the new secret to every recipient.
     /// Devices a verified revocation names whose row is still active: a revocation interrupted
-    /// after it was published (`trust revoke` killed before it tidied up). Finishes it as
-    /// ``DeviceTrustManager/revoke(_:now:)`` would: the certificate and every envelope addressed
-    /// to the device go, and its row becomes inactive. They receive nothing either way; this keeps
+    /// after it was appended (`trust revoke` killed before it tidied up). Finishes it as
+    /// ``DeviceTrustManager/revoke(_:keepRecoveryKey:now:)`` would: every envelope addressed to
+    /// the device goes, and its row becomes inactive. They receive nothing either way; this keeps
     /// them from being reported at every push. Returns the ids (canonical) finished.
     func finishRevocations(_ devices: [UUID]) async -> Set<String> {
         guard !devices.isEmpty, let tables = try? remote.trustTables() else { return [] }
         var finished = Set<String>()
         for id in devices {
             do {
-                try await tables.deleteCertificate(deviceID: id)
                 _ = try await remote.deleteEnvelopes(recipients: [id])
                 try await tables.setDeviceActive(id, isActive: false)
                 finished.insert(id.canonical)

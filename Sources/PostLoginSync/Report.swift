@@ -107,6 +107,31 @@ public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
         public static let certificateMismatch: Code = "certificateMismatch"
         /// The remote has no device-trust tables: verified trust needs the migration (said once per store).
         public static let trustUnavailable: Code = "trustUnavailable"
+        /// The trust log does not verify, differs from what was seen, or ends early: nothing is
+        /// sealed or accepted until it is resolved (trust-log.md).
+        public static let trustLogInvalid: Code = "trustLogInvalid"
+        public static let trustLogForked: Code = "trustLogForked"
+        public static let trustLogTruncated: Code = "trustLogTruncated"
+        /// The user has no trust log yet: this device verifies the legacy trust rows (legacy mode).
+        public static let trustLogMissing: Code = "trustLogMissing"
+        /// The account's identity was reset: this device must be paired again.
+        public static let identityReset: Code = "identityReset"
+        /// A reset of the user's identity is pending: it takes effect at the date given unless a
+        /// root vetoes it.
+        public static let resetPending: Code = "resetPending"
+        /// An envelope sealed by a device the log revokes: refused, once, and counted (not a failure).
+        public static let revokedSender: Code = "revokedSender"
+        /// A witness row that does not count (garbage, another epoch, an unknown or revoked device).
+        public static let invalidWitness: Code = "invalidWitness"
+        /// This device's clock is more than 600 s behind the log's head: check it.
+        public static let trustLogClock: Code = "trustLogClock"
+        /// A device this device remembers as revoked is certified by the log with the same keys:
+        /// it stays untrusted here; revoke it again from a root.
+        public static let revocationMissingFromLog: Code = "revocationMissingFromLog"
+        /// A root grant for this device does not open to the key in force: it does not act as a root.
+        public static let rootGrantInvalid: Code = "rootGrantInvalid"
+        /// A root could not do what a root's sync does (veto a reset, migrate): said why.
+        public static let rootDuty: Code = "rootDuty"
         /// Any other failure.
         public static let error: Code = "error"
     }
@@ -237,6 +262,13 @@ public struct TrustSummary: Sendable, Codable, Hashable {
     /// Requests made to load and check the trust records before the phases (counted in the
     /// report's `requests` too).
     public var requests = 0
+    /// The trust log's verified head (`epoch`, `seq` and the first 8 bytes of its hash, hex),
+    /// when this device verified one.
+    public var head: String?
+    /// Trust-log entries verified by this sync (0 when the head was unchanged).
+    public var entriesVerified = 0
+    /// Pull: envelopes refused because their sender is revoked (each once; not a failure).
+    public var revokedSenders = 0
 
     /// Creates a summary.
     public init(mode: TrustMode, identityFingerprint: String? = nil) {

@@ -36,6 +36,25 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// Recovery was asked for, but the user has no identity backup (recovery.md), or the
         /// remote has no table for it.
         case noRecoveryBackup
+        /// The trust log does not verify at a position (trust-log.md): fail closed.
+        case trustLogInvalid
+        /// The trust log differs from what this device (or a witness, or an approval) saw at a
+        /// position: somebody is shown another history.
+        case trustLogForked
+        /// The trust log ends before what this device (or a witness, or a revocation it
+        /// remembers) knows it holds.
+        case trustLogTruncated
+        /// The user has no trust log yet: a device in legacy mode cannot pair.
+        case trustLogMissing
+        /// The account's identity was reset: this device must be paired again.
+        case identityReset
+        /// The recovery key was replaced (a newer one is bound to the log).
+        case recoveryKeyRetired
+        /// The server wants a recent sign-in for this (sign in again, then retry).
+        case freshSignInRequired
+        /// A reset, a veto or an append was refused by the log's state (a reset pending or asked
+        /// for in the last 24 hours, an epoch closed, the log nearly full).
+        case trustLogRefused
     }
 
     public let code: Code
@@ -86,6 +105,8 @@ public struct SyncOptions: Sendable {
     public var pullFeedRowLimit = 500
     /// Pull: envelopes opened (and checked, and stored) per chunk; memory holds one chunk.
     public var openChunk = 2_000
+    /// The clock the trust log's resets and witnesses are judged by (this device's, by default).
+    public var now: @Sendable () -> Date = { Date() }
     /// Tests only: the engine deliberately broken. The push records each chunk in the ledger as
     /// soon as it is sealed, before the remote has accepted it, instead of after (sync.md: the
     /// ledger is written only after the remote accepted a batch). The fault-injection test
@@ -167,45 +188,83 @@ public struct SyncEngine: Sendable {
         return (identity, user)
     }
 
-    /// The trust mode in force, the verified trust records (with a pinned identity) and the
-    /// report's summary. Runs before anything is sent.
+    /// The trust in force for a sync: the mode, the verified trust (with a pinned log or legacy
+    /// identity), the report's summary, and a verification failure, which fails closed: the
+    /// phases that seal or accept envelopes fail with it, the others run.
+    struct TrustContext: Sendable {
+        var mode: TrustMode
+        var snapshot: TrustSnapshot?
+        var summary: TrustSummary
+        var failure: SyncError?
+
+        /// Throws the failure, in the phases that seal or accept envelopes.
+        func requireVerified() throws {
+            if let failure { throw failure }
+        }
+    }
+
+    /// Loads the trust in force before a sync's trust-sensitive phases.
     ///
-    /// - Throws: ``SyncError`` `.identityChanged` (the remote's identity key is not the pinned
-    ///   one), `.noIdentity` (mode `verified` asked for without a pinned identity).
-    func trustContext(
-        phase: SyncPhase, selfID: UUID
-    ) async throws -> (mode: TrustMode, snapshot: TrustSnapshot?, summary: TrustSummary) {
-        let snapshot = try await TrustSnapshot.load(local: local, remote: remote, phase: phase)
-        let mode = RecipientPolicy.mode(options.recipients, hasPinnedIdentity: snapshot != nil)
-        if mode == .verified && snapshot == nil {
+    /// - Parameter reported: The log's head as a feed reported it (nothing is read or verified
+    ///   when it is the pinned head).
+    /// - Throws: ``SyncError`` `.identityChanged` (the legacy identity key is not the pinned one),
+    ///   `.noIdentity` (mode `verified` asked for without a pinned identity); remote errors.
+    func trustContext(phase: SyncPhase, selfID: UUID, reported: TrustLogHead?? = .none) async throws -> TrustContext {
+        var snapshot: TrustSnapshot?
+        var failure: SyncError?
+        do {
+            snapshot = try await TrustSnapshot.load(
+                local: local, remote: remote, phase: phase, options: options, reported: reported)
+        } catch let error as SyncError where Self.failsClosed.contains(error.code) {
+            failure = error
+            logger?.warning("trust: \(error)")
+        }
+        let pinned = snapshot != nil || failure != nil
+        let mode =
+            failure != nil ? TrustMode.verified : RecipientPolicy.mode(options.recipients, hasPinnedIdentity: pinned)
+        if mode == .verified && !pinned {
             throw SyncError(
                 code: .noIdentity,
                 message: "trust mode verified needs the user's identity pinned on this device: "
-                    + "run `sync-cli trust init` on the first device or `sync-cli trust join CODE` here")
+                    + "run `sync-cli trust init` on the first device or `sync-cli trust join` here")
         }
         var summary = TrustSummary(mode: mode, identityFingerprint: snapshot?.fingerprint.description)
-        summary.invalidStatements = snapshot?.problems.count ?? 0
+        summary.invalidStatements = snapshot?.problems.filter { $0.code == .invalidStatement }.count ?? 0
+        summary.head = snapshot?.head?.description
+        summary.entriesVerified = snapshot?.verifiedEntries ?? 0
         if let snapshot, snapshot.revocations[selfID] != nil {
             summary.note =
-                "this device was revoked by the user's identity key: it receives no secrets (pair it again from a new store)"
+                "this device was revoked: it receives no secrets (pair it again from a new store)"
         }
-        // Without a pinned identity: say once per store when the remote cannot do verified trust.
-        if snapshot == nil, try await local.setting(.trustTables) == nil {
-            do {
-                _ = try await remote.trustTables().fetchIdentityKey()
-                try await local.setSetting(.trustTables, .present)
-            } catch let error as RemoteStoreError where error.code == .missingTable {
-                summary.note =
-                    "verified trust needs the device-trust migration (supabase/migrations/20261122001200_device_trust.sql); "
-                    + "this remote has none of its tables, so every active device of the user receives secrets (trust mode any)"
-                logger?.notice("\(summary.note ?? "")")
-                try await local.setSetting(.trustTables, .missing)
-            } catch {
-                // Not knowing is not fatal: ask again next time.
-            }
-        }
-        return (mode, snapshot, summary)
+        if let failure { summary.note = failure.message }
+        if !pinned, let note = try await trustLogAbsence() { summary.note = note }
+        return TrustContext(mode: mode, snapshot: snapshot, summary: summary, failure: failure)
     }
+
+    /// Said once per store, before any pairing: the remote has no trust log, so every active
+    /// device of the user receives secrets (trust mode `any`) until it gets the migration.
+    func trustLogAbsence() async throws -> String? {
+        guard try await local.setting(.trustLogSeen) == nil else { return nil }
+        do {
+            _ = try await remote.trustLog().trustLogGeneses()
+            try await local.setSetting(.trustLogSeen, .present)
+            return nil
+        } catch let error as RemoteStoreError where error.code == .missingTable || error.code == .missingFunction {
+            try await local.setSetting(.trustLogSeen, .missing)
+            let note =
+                "verified trust needs the trust-log migration (supabase/migrations/20261122002500_trust_log.sql); "
+                + "this remote has none, so every active device of the user receives secrets (trust mode any)"
+            logger?.notice("\(note)")
+            return note
+        } catch {
+            return nil // not knowing is not fatal: asked again next time
+        }
+    }
+
+    /// The verification failures that fail closed while a sync's other phases run.
+    static let failsClosed: Set<SyncError.Code> = [
+        .trustLogInvalid, .trustLogForked, .trustLogTruncated, .identityReset,
+    ]
 
     /// The own device row; it carries the envelope versions this device reads until they were
     /// advertised once (after that the upsert leaves `capabilities` alone).
@@ -283,14 +342,14 @@ extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
 }
 
-/// Whether the remote had the device-trust tables when a sync last asked.
-enum TrustTablesSeen: String, StoreSettingValue {
+/// Whether the remote had the trust log when a sync last asked.
+enum TrustLogSeen: String, StoreSettingValue {
     case present, missing
 }
 
-extension StoreSetting where Value == TrustTablesSeen {
-    /// Whether the remote had the device-trust tables when asked (said once per store).
-    static var trustTables: Self { StoreSetting("trust.remote_tables") }
+extension StoreSetting where Value == TrustLogSeen {
+    /// Whether the remote had the trust log when asked (said once per store).
+    static var trustLogSeen: Self { StoreSetting("trust.remote_log") }
 }
 
 extension StoreSetting where Value == String {

@@ -61,9 +61,11 @@ public struct RemoteChanges: Sendable {
     /// The user's approval requests changed since the cursor (every pending one on a first
     /// call); empty from a remote or feed without approvals.
     public var approvals: [ApprovalRequestRow] = []
-    /// A fingerprint of every certificate and revocation row: when it changes, trust must be
-    /// reloaded. `nil` when not asked for or when the remote has no trust tables.
+    /// A fingerprint of every legacy certificate and revocation row: when it changes, a device in
+    /// legacy mode reloads trust. `nil` when not asked for or when the remote has no trust tables.
     public var statements: String?
+    /// The head of the trust log's current epoch (when asked for, from a remote with a feed).
+    public var trustLog: TrustLogHead?
     /// Where to continue; `nil` when the remote gave none (ask for everything next time).
     public var cursor: ChangeCursor?
     /// How a remote answered a change-feed question.

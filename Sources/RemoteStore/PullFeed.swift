@@ -26,9 +26,12 @@ public struct PullChanges: Sendable {
     public var envelopeRows: RowSetDigest
     /// The user's device rows changed since the cursor (every one without a cursor).
     public var devices: [RemoteDevice]
-    /// A fingerprint of the identity key and every certificate and revocation row: when it
-    /// changes, trust must be reloaded. `nil` when the remote has no trust tables.
+    /// A fingerprint of the legacy identity key and every legacy certificate and revocation row:
+    /// when it changes, a device in legacy mode reloads trust. `nil` without those tables.
     public var statements: String?
+    /// The head of the trust log's current epoch: while it equals a device's pin, nothing in the
+    /// log changed. `nil` before any log (or from a remote without one).
+    public var trustLog: TrustLogHead?
     /// The device's open secret requests.
     public var secretRequests: [SecretRequestRow]
     /// Approval requests changed since the cursor (every pending one without a cursor).
@@ -39,8 +42,9 @@ public struct PullChanges: Sendable {
         cursor: ChangeCursor, repositories: [Versioned<RepositoryRecord>]?, sessions: [Versioned<SessionRecord>]?,
         envelopes: [EnvelopeRecord]?, repositoryIDs: RowSetDigest, sessionIDs: RowSetDigest,
         envelopeRows: RowSetDigest, devices: [RemoteDevice] = [], statements: String? = nil,
-        secretRequests: [SecretRequestRow] = [], approvals: [ApprovalRequestRow] = []
+        trustLog: TrustLogHead? = nil, secretRequests: [SecretRequestRow] = [], approvals: [ApprovalRequestRow] = []
     ) {
+        self.trustLog = trustLog
         self.cursor = cursor
         self.repositories = repositories
         self.sessions = sessions

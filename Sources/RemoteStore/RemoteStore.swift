@@ -385,8 +385,8 @@ public struct RemoteMetrics: Sendable, Hashable, Codable {
 
 /// Every capability a remote can have: what the PostgREST client and the embedded remote both
 /// are (a PostgREST deployment may still lack a migration's tables or functions).
-public typealias CompleteRemote = TrustRemote & SecretRequestRemote & ChangeFeedRemote & PullFeedRemote
-    & CoordinationRemote & ApprovalRemote
+public typealias CompleteRemote = TrustRemote & TrustLogRemote & SecretRequestRemote & ChangeFeedRemote
+    & PullFeedRemote & CoordinationRemote & ApprovalRemote
 
 extension SyncRemote {
     /// The whole listing as one page: for a remote that reads everything at once anyway.
@@ -416,6 +416,14 @@ extension SyncRemote {
     ///   them, as a deployment without the migration answers.
     public func trustTables() throws(RemoteStoreError) -> any TrustRemote {
         guard let remote = self as? any TrustRemote else { throw .trustUnavailable }
+        return remote
+    }
+
+    /// This remote's trust log: itself, when it has one.
+    ///
+    /// - Throws: ``RemoteStoreError/trustUnavailable`` (`.missingTable`) for a remote without it.
+    public func trustLog() throws(RemoteStoreError) -> any TrustLogRemote {
+        guard let remote = self as? any TrustLogRemote else { throw .trustUnavailable }
         return remote
     }
 

@@ -143,6 +143,14 @@ public struct PostgRESTErrorCode: RawRepresentable, Sendable, Hashable, CustomSt
     public static let uniqueViolation = PostgRESTErrorCode("23505")
     /// `23514`: a CHECK refused the row.
     public static let checkViolation = PostgRESTErrorCode("23514")
+    /// `28000`: the request needs a fresh sign-in (`start_trust_log`, `request_identity_reset`).
+    public static let invalidAuthorization = PostgRESTErrorCode("28000")
+    /// `40001`: a trust-log append not at the head: read again and rebuild.
+    public static let serializationFailure = PostgRESTErrorCode("40001")
+    /// `55000`: a state refusal (an epoch pending or closed, a reset pending, the seq 9,000 reserve).
+    public static let objectNotInPrerequisiteState = PostgRESTErrorCode("55000")
+    /// `42883`: no such function (one the migration dropped, such as `reset_identity`).
+    public static let undefinedFunction = PostgRESTErrorCode("42883")
     /// `42501`: row-level security or a missing privilege.
     public static let insufficientPrivilege = PostgRESTErrorCode("42501")
     /// `42703`: no such column (a read naming a column an old deployment lacks).

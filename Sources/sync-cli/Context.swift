@@ -67,7 +67,10 @@ enum RemoteFactory {
             throw CLIError("this store is not logged in; run `sync-cli login` first")
         }
         if address.hasPrefix("embedded:") {
-            return try embedded(path: String(address.dropFirst("embedded:".count)), userID: user)
+            let signedIn = try await store.setting(.embeddedSignedInAt).map {
+                Date(timeIntervalSince1970: TimeInterval($0))
+            }
+            return try embedded(path: String(address.dropFirst("embedded:".count)), userID: user, signedInAt: signedIn)
         }
         guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
             throw CLIError("--remote must be an http(s) Supabase project URL or embedded:PATH")
@@ -93,7 +96,7 @@ enum RemoteFactory {
 
     /// The embedded remote at `path`: its directory must exist (a typo must not create a new,
     /// empty remote somewhere), and a file it creates is readable by its owner only.
-    static func embedded(path: String, userID: UUID) throws -> EmbeddedRemoteStore {
+    static func embedded(path: String, userID: UUID, signedInAt: Date? = nil) throws -> EmbeddedRemoteStore {
         guard !path.isEmpty else {
             throw CLIError("embedded: needs a file path, for example embedded:/path/to/remote.sqlite")
         }
@@ -112,7 +115,7 @@ enum RemoteFactory {
         if !FileManager.default.fileExists(atPath: path) {
             _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
-        return try EmbeddedRemoteStore(path: path, userID: userID)
+        return try EmbeddedRemoteStore(path: path, userID: userID, signedInAt: signedInAt)
     }
 
     static func anonKey() throws -> String {
@@ -215,4 +218,10 @@ func git(_ arguments: [String], in path: String) -> String? {
     guard process.terminationStatus == 0 else { return nil }
     let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     return text.isEmpty ? nil : text
+}
+
+extension StoreSetting where Value == Int64 {
+    /// When this store last signed in to an embedded remote (it has no passwords: `login` is the
+    /// sign-in the trust log's first start and a reset ask to be recent).
+    static var embeddedSignedInAt: Self { StoreSetting("embedded.signed_in_at") }
 }

@@ -72,6 +72,9 @@ extension SyncCLI {
             }
             try await store.setUserID(userID)
             try await store.setSetting(.remoteAddress, address)
+            if address.hasPrefix("embedded:") {
+                try await store.setSetting(.embeddedSignedInAt, Int64(Date().timeIntervalSince1970))
+            }
             output(
                 "Logged in as user \(userID.canonical) on \(address.hasPrefix("embedded:") ? address : URL(string: address)?.host ?? address)"
             )

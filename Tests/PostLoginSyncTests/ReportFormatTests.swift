@@ -95,10 +95,15 @@ struct ReportFormatTests {
         tick.report = Self.report(.push)
         tick.changeFeed = .feed
         #expect(tick.json() + "\n" == (try Self.golden("watch-tick")))
-        var status = TrustStatus(deviceID: Self.device, isTrustRoot: true)
+        var status = TrustStatus(deviceID: Self.device, isTrustRoot: true, mode: "log")
         status.identityFingerprint = "0000 1111 2222 3333 4444 5555 6666 7777"
         status.thisDevice = .verified
-        status.recoveryBackup = false
+        status.head = TrustLogPosition(epoch: 1, seq: 3, hash: [UInt8](repeating: 0xAB, count: 32))
+        status.headCreatedAt = 1_800_000_000
+        status.recoveryKeyBound = false
+        status.pendingResets = [
+            PendingReset(epoch: 2, hash: [UInt8](repeating: 0xCD, count: 32), deadline: 1_800_259_800)
+        ]
         status.devices = [
             TrustStatus.Device(
                 deviceID: Self.other, name: "phone", deviceType: "ios-phone", isActive: true, status: .keyMismatch,

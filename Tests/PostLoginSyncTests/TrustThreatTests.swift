@@ -154,73 +154,35 @@ struct TrustThreatTests {
     // MARK: 3
 
     @Test(
-        "3. certificates and revocations with a bad signature, for another user or device, with trailing bytes, or signed by another key are ignored and reported",
+        "3. legacy certificate and revocation rows planted by the operator change nothing for devices that verified the log",
         arguments: remotes)
     func forgedStatements(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
-        let uik = try #require(try await p.desktop.store.identityKey())
         let attackerKey = X25519PrivateKey()
-        let attackerSigning = Ed25519PrivateKey()
         let remote = try p.world.remote()
-        func plantDevice() async throws -> UUID {
-            let id = UUID()
-            try await remote.upsertOwnDevice(
-                OwnDeviceRow(
-                    id: id, userID: p.world.user, name: "plant", deviceType: .iosPhone, hostname: nil,
-                    publicKey: attackerKey.publicKey.base64))
-            return id
-        }
-        func certificate(for id: UUID, user: UUID? = nil) -> DeviceCertificate {
-            DeviceCertificate(
-                userID: user ?? p.world.user, deviceID: id, x25519PublicKey: attackerKey.publicKey,
-                ed25519PublicKey: attackerSigning.publicKey, deviceType: "ios-phone", deviceRole: "trusted_executor",
-                issuedAt: 1)
-        }
-        func plant(_ id: UUID, body: [UInt8], signature: [UInt8]) async throws {
-            try await remote.publishCertificate(
-                SignedStatementRow(
-                    deviceID: id, userID: p.world.user, body: ByteEncoding.base64(body),
-                    signature: ByteEncoding.base64(signature)))
-        }
-        // Signed by a key other than the pinned identity.
-        let otherSigner = try await plantDevice()
-        let body1 = try certificate(for: otherSigner).body()
-        try await plant(otherSigner, body: body1, signature: attackerSigning.signature(for: body1))
-        // The pinned identity's signature, flipped.
-        let badSignature = try await plantDevice()
-        let body2 = try certificate(for: badSignature).body()
-        var signature2 = uik.signature(for: body2)
-        signature2[10] ^= 1
-        try await plant(badSignature, body: body2, signature: signature2)
-        // Genuinely signed, but for another user.
-        let otherUser = try await plantDevice()
-        let body3 = try certificate(for: otherUser, user: UUID()).body()
-        try await plant(otherUser, body: body3, signature: uik.signature(for: body3))
-        // Genuinely signed, but for another device (the row's id is not the body's).
-        let otherDevice = try await plantDevice()
-        let body4 = try certificate(for: UUID()).body()
-        try await plant(otherDevice, body: body4, signature: uik.signature(for: body4))
-        // Genuinely signed, with trailing bytes.
-        let trailing = try await plantDevice()
-        let body5 = try certificate(for: trailing).body() + [0]
-        try await plant(trailing, body: body5, signature: uik.signature(for: body5))
-        // A revocation of the phone signed by the attacker: ignored, the phone still receives.
+        let planted = UUID()
+        try await remote.upsertOwnDevice(
+            OwnDeviceRow(
+                id: planted, userID: p.world.user, name: "plant", deviceType: .iosPhone, hostname: nil,
+                publicKey: attackerKey.publicKey.base64))
+        // The legacy rows are read-only for every API role: only the operator can write them.
+        let body = try DeviceCertificate(
+            userID: p.world.user, deviceID: planted, x25519PublicKey: attackerKey.publicKey,
+            ed25519PublicKey: Ed25519PrivateKey().publicKey, deviceType: "ios-phone", deviceRole: "trusted_executor",
+            issuedAt: 1
+        ).body()
         let revocation = DeviceRevocation(
             userID: p.world.user, deviceID: p.phone.identity.id, x25519PublicKey: p.phone.identity.publicKey,
             revokedAt: 2)
-        try await remote.publishRevocation(
-            SignedStatementRow(
-                deviceID: p.phone.identity.id, userID: p.world.user, body: ByteEncoding.base64(revocation.body()),
-                signature: ByteEncoding.base64(attackerSigning.signature(for: revocation.body()))))
-
+        try await TrustLogStaging.legacyRow(
+            p.world, "device_certificates", device: planted, body: ByteEncoding.base64(body), signature: "AA==")
+        try await TrustLogStaging.legacyRow(
+            p.world, "device_revocations", device: p.phone.identity.id,
+            body: ByteEncoding.base64(revocation.body()), signature: "AA==")
         let push = try await p.desktop.engine.push()
-        for id in [otherSigner, badSignature, otherUser, otherDevice, trailing] {
-            #expect(push.recipients.first { $0.deviceID == id }?.receives == false)
-            #expect(try await remote.fetchEnvelopes(addressedTo: id).isEmpty)
-            #expect(push.errors.contains { $0.code == .invalidStatement && $0.rowID == id.canonical })
-        }
-        #expect(push.trust?.invalidStatements == 6)
-        #expect(push.errors.contains { $0.code == .invalidStatement && $0.rowID == p.phone.identity.id.canonical })
+        #expect(push.outcome == .success, "\(push.errors)")
+        #expect(push.recipients.first { $0.deviceID == planted }?.receives == false)
+        #expect(try await remote.fetchEnvelopes(addressedTo: planted).isEmpty)
         #expect(push.recipients.first { $0.deviceID == p.phone.identity.id }?.receives == true)
         #expect(try await remote.fetchEnvelopes(addressedTo: p.phone.identity.id).count == 3)
     }
@@ -228,39 +190,34 @@ struct TrustThreatTests {
     // MARK: 4
 
     @Test(
-        "4. the published identity key replaced: every command that needs trust fails with identityChanged",
+        "4. the log's genesis replaced by the operator (another identity): every device reports a fork and seals nothing",
         arguments: remotes)
     func replacedIdentity(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
-        let usurper = Ed25519PrivateKey()
-        try await Self.asServiceRole(
-            p.world,
-            "UPDATE user_identity_keys SET public_key = '\(usurper.publicKey.base64)' WHERE user_id = '\(p.world.user.canonical)'"
-        )
         let before = try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id)
-        await #expect { try await p.desktop.engine.push() } throws: { ($0 as? SyncError)?.code == .identityChanged }
-        await #expect { try await p.phone.engine.pull() } throws: { ($0 as? SyncError)?.code == .identityChanged }
-        await #expect { try await p.root.status() } throws: { ($0 as? SyncError)?.code == .identityChanged }
-        await #expect { try await p.root.invite() } throws: { ($0 as? SyncError)?.code == .identityChanged }
-        await #expect { try await p.root.approve() } throws: { ($0 as? SyncError)?.code == .identityChanged }
-        await #expect { try await p.root.revokeAllOthers() } throws: { ($0 as? SyncError)?.code == .identityChanged }
-        await #expect { try await p.root.initialize() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+        // The operator writes a whole new log under another key in place of the user's.
+        let usurper = try RemoteLogWriterForWorld(world: p.world)
+        try await TrustLogStaging.replaceEpoch(p.world, epoch: 1, with: usurper.texts)
+        let push = try await p.desktop.engine.push()
+        #expect(push.phases.first { $0.phase == .secrets }?.status == .failed)
+        #expect(push.errors.contains { $0.code == .init(rawValue: "trustLogForked") })
+        let pull = try await p.phone.engine.pull()
+        #expect(pull.phases.first { $0.phase == .envelopes }?.status == .failed)
+        await #expect { try await p.root.status() } throws: { ($0 as? SyncError)?.code == .trustLogForked }
+        await #expect { try await p.root.invite() } throws: { ($0 as? SyncError)?.code == .trustLogForked }
+        await #expect { try await p.root.revokeAllOthers() } throws: { ($0 as? SyncError)?.code == .trustLogForked }
         #expect(try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id) == before)
         // A join with a code for the real identity refuses the substituted key and pins nothing.
         let third = try await p.world.device("tablet", role: .mobile, type: .iosTablet)
         let code = try PairingCode(
             inviteID: Array(repeating: 1, count: 8), secret: SecureBytes(randomCount: 16),
-            fingerprint: IdentityFingerprint(try #require(try await p.desktop.store.pinnedIdentityKey())))
+            fingerprint: IdentityFingerprint(try #require(try await p.desktop.store.identityKey()).publicKey))
         await #expect {
             try await DeviceTrustManager(local: third.store, remote: try p.world.remote()).join(code: code)
         } throws: {
             ($0 as? SyncError)?.code == .pairingRefused
         }
-        #expect(try await third.store.pinnedIdentityKey() == nil)
-        // Deleting the published key is the same change.
-        try await Self.asServiceRole(
-            p.world, "DELETE FROM user_identity_keys WHERE user_id = '\(p.world.user.canonical)'")
-        await #expect { try await p.desktop.engine.push() } throws: { ($0 as? SyncError)?.code == .identityChanged }
+        #expect(try await third.store.trustLogPin() == nil)
     }
 
     // MARK: 5
@@ -475,24 +432,20 @@ struct TrustThreatTests {
 
 extension TrustThreatTests {
     @Test(
-        "a revocation interrupted after it was published (the row still active) is finished by the next push, which succeeds",
+        "a revocation interrupted after it was appended (the row still active) is finished by the next push, which succeeds",
         arguments: remotes)
     func interruptedRevocation(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
-        let uik = try #require(try await p.desktop.store.identityKey())
         let phone = p.phone.identity.id
-        let signed = DeviceRevocation(
-            userID: p.world.user, deviceID: phone, x25519PublicKey: p.phone.identity.publicKey, revokedAt: 5
-        ).signed(by: uik)
+        let revocation = DeviceRevocation(
+            userID: p.world.user, deviceID: phone, x25519PublicKey: p.phone.identity.publicKey, revokedAt: 5)
         // What `trust revoke` does first; killed there, it did nothing else.
+        try await p.root.append { writer, now in try writer.append(.revoke(revocation), createdAt: now) }
         let remote = try p.world.remote()
-        try await remote.trustTables().publishRevocation(
-            SignedStatementRow(deviceID: phone, userID: p.world.user, body: signed.body, signature: signed.signature))
         let push = try await p.desktop.engine.push()
         #expect(push.outcome == .success, "\(push.errors)")
         #expect(push.trust?.sessionsRotated == 3)
         #expect(try await remote.listDevices().first { $0.id == phone }?.isActive == false)
-        #expect(try await !remote.trustTables().listCertificates().contains { $0.deviceID == phone })
         #expect(try await remote.fetchEnvelopes(addressedTo: phone).isEmpty)
         #expect(try await p.desktop.engine.push().outcome == .success)
     }
@@ -501,7 +454,7 @@ extension TrustThreatTests {
 @Suite("Device trust on a remote without its tables")
 struct TrustWithoutTablesTests {
     @Test(
-        "a remote without the device-trust tables keeps syncing in mode any, says so once, and trust init fails with trustUnavailable"
+        "a remote without the trust log keeps syncing in mode any, says so once, and trust init fails with trustUnavailable"
     )
     func withoutTables() async throws {
         let world = try World(.embedded)
@@ -512,11 +465,12 @@ struct TrustWithoutTablesTests {
             world,
             """
             DROP TABLE user_identity_keys; DROP TABLE device_certificates; DROP TABLE device_revocations; DROP TABLE pairing_requests;
+            DROP TABLE trust_log; DROP TABLE trust_log_witnesses;
             """)
         let first = try await desktop.engine.push()
         #expect(
             first.outcome == .success && first.trust?.mode == .any
-                && first.trust?.note?.contains("device-trust migration") == true)
+                && first.trust?.note?.contains("trust-log migration") == true)
         #expect(first.recipients.filter(\.receives).count == 2)
         let second = try await desktop.engine.push()
         #expect(second.outcome == .success && second.trust?.note == nil)

@@ -46,7 +46,8 @@ final class World: Sendable {
         let user = user ?? self.user
         switch backend {
         case .embedded:
-            return try EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+            return try EmbeddedRemoteStore(
+                path: directory.appendingPathComponent("remote.sqlite").path, userID: user, signedInAt: Date())
         case .postgrest:
             let stack = try StackEnvironment.require()
             var configuration = PostgRESTConfiguration(

@@ -693,7 +693,7 @@ struct TimestampTests {
 
 @Suite("Device-trust tables missing on the remote")
 struct MissingTrustTablesTests {
-    @Test("404 PGRST205 (and 42P01) from PostgREST arrive as .missingTable for every trust operation")
+    @Test("404 PGRST205 (and 42P01) from PostgREST arrive as .missingTable for every trust read")
     func missingTables() async throws {
         // PostgREST 12+ answers PGRST205; older versions let PostgreSQL's 42P01 through.
         let newer = try LoopbackHTTPServer { _ in
@@ -710,14 +710,13 @@ struct MissingTrustTablesTests {
         }
         let server = newer
         let client = makeClient(server)
-        let row = SignedStatementRow(deviceID: UUID(), userID: client.userID, body: "AA==", signature: "AA==")
         let calls: [(String, () async throws -> Void)] = [
             ("fetchIdentityKey", { _ = try await client.fetchIdentityKey() }),
-            ("publishIdentityKey", { try await client.publishIdentityKey("AA==") }),
             ("listCertificates", { _ = try await client.listCertificates() }),
-            ("publishCertificate", { try await client.publishCertificate(row) }),
             ("listRevocations", { _ = try await client.listRevocations() }),
-            ("publishRevocation", { try await client.publishRevocation(row) }),
+            ("trustLogRows", { _ = try await client.trustLogRows(epoch: 1, fromSeq: 0) }),
+            ("trustLogGeneses", { _ = try await client.trustLogGeneses() }),
+            ("trustLogWitnesses", { _ = try await client.trustLogWitnesses(epoch: 1) }),
             ("listPairingRequests", { _ = try await client.listPairingRequests() }),
             ("deletePairingRequest", { try await client.deletePairingRequest(id: UUID()) }),
         ]

@@ -44,12 +44,15 @@ public struct StackEnvironment: Sendable {
         return current
     }
 
-    /// An HS256 access token for `user`, as Supabase Auth would issue it.
-    public func token(for user: UUID, expiresIn seconds: Int = 3600) -> String {
+    /// An HS256 access token for `user`, as Supabase Auth would issue it: `amr` says the user
+    /// signed in with a password at `signedIn` (a fresh sign-in by default; `nil`: no `amr`).
+    public func token(for user: UUID, expiresIn seconds: Int = 3600, signedIn: Date? = Date()) -> String {
         let now = Int(Date().timeIntervalSince1970)
+        let amr =
+            signedIn.map { #","amr":[{"method":"password","timestamp":\#(Int($0.timeIntervalSince1970))}]"# } ?? ""
         return sign(
             claims:
-                #"{"aud":"authenticated","exp":\#(now + seconds),"iat":\#(now),"role":"authenticated","sub":"\#(user.canonical)"}"#
+                #"{"aud":"authenticated","exp":\#(now + seconds),"iat":\#(now),"role":"authenticated","sub":"\#(user.canonical)"\#(amr)}"#
         )
     }
 

@@ -58,6 +58,9 @@ CREATE TABLE IF NOT EXISTS auth.refresh_tokens (
 -- The session a refresh token belongs to (GoTrue's session_id claim): kept across refreshes, so
 -- that logout with scope "others" ends every session but the caller's.
 ALTER TABLE auth.refresh_tokens ADD COLUMN IF NOT EXISTS session_id uuid;
+-- When the sign-in a refresh token descends from happened (Unix seconds): refreshed tokens carry
+-- it in their amr claim, as GoTrue's do.
+ALTER TABLE auth.refresh_tokens ADD COLUMN IF NOT EXISTS signed_in_at bigint;
 
 -- refresh_tokens.token holds the SHA-256 (hex) of each token, never the token itself.
 GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role, authenticator, supabase_auth_admin;

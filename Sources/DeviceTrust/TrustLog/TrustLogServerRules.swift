@@ -21,6 +21,16 @@ public enum TrustLogServerRules {
         static func invalid(_ message: String) -> Refusal { Refusal("22023", message) }
     }
 
+    /// What the epoch a call names is, for step (c).
+    public enum EpochStatus: Sendable, Hashable {
+        /// The epoch the call may write.
+        case open
+        /// Pending or closed: 55000.
+        case pendingOrClosed
+        /// Neither current nor pending nor closed: 22023.
+        case notCurrent
+    }
+
     /// An epoch's head as the server keeps it.
     public struct Head: Sendable, Hashable, Codable {
         public var seq: UInt64
@@ -51,6 +61,8 @@ public enum TrustLogServerRules {
         /// A genesis's identity key and certificate bytes (for the legacy checks of `start_trust_log`).
         public var genesisIdentityKey: [UInt8]?
         public var genesisCertificate: [UInt8]?
+        /// The header's author, as text (the server does not parse it further).
+        public var author: String
         /// The head after this entry.
         public var head: Head
     }
@@ -66,11 +78,11 @@ public enum TrustLogServerRules {
     ///   - backup: The row's backup, or `nil`.
     ///   - userID: `auth.uid()`.
     ///   - epoch: The epoch the function names.
-    ///   - epochRefused: (c): the named epoch is pending or closed (55000).
+    ///   - epochStatus: (c): what the named epoch is.
     ///   - head: The named epoch's head, `nil` when it has no rows.
     ///   - now: The server's clock; `nil` skips the ±600 s window (a client counting answers).
     public static func check(
-        _ text: String, backup: String?, userID: UUID, epoch: UInt32, epochRefused: Bool = false, head: Head?,
+        _ text: String, backup: String?, userID: UUID, epoch: UInt32, epochStatus: EpochStatus = .open, head: Head?,
         now: UInt64?
     ) throws(Refusal) -> Checked {
         // (a) shape
@@ -87,7 +99,8 @@ public enum TrustLogServerRules {
         let me = Array(userID.canonical.utf8)
         var checked = Checked(
             epoch: read32(bytes, 58), seq: read64(bytes, 62), type: type, createdAt: read64(bytes, 103),
-            hash: TrustLogEntry.hash(of: bytes), head: Head(seq: 0, hash: [], createdAt: 0, lastProof: []))
+            hash: TrustLogEntry.hash(of: bytes), author: String(decoding: bytes[111..<147], as: UTF8.self),
+            head: Head(seq: 0, hash: [], createdAt: 0, lastProof: []))
         var bodyUser: [UInt8]?
         if type == 0x01 {
             guard body.count >= 168, Array(body[0..<29]) == genesisPrefix, body[65] == 0,
@@ -107,8 +120,10 @@ public enum TrustLogServerRules {
             throw Refusal("42501", "the entry names another user")
         }
         // (c) the epoch
-        if epochRefused { throw Refusal("55000", "the epoch is pending or closed") }
-        guard checked.epoch == epoch else { throw .invalid("the entry names another epoch") }
+        if epochStatus == .pendingOrClosed { throw Refusal("55000", "the epoch is pending or closed") }
+        guard epochStatus == .open, checked.epoch == epoch else {
+            throw .invalid("the entry names another epoch than the current one")
+        }
         // (d) the chain's position
         let prev = Array(bytes[70..<102])
         let proof = Array(bytes[148..<180])

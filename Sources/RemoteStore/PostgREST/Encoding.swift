@@ -77,6 +77,16 @@ public struct RPCArgument: Sendable, Hashable {
     public static func bool(_ flag: Bool) -> RPCArgument { RPCArgument(value: .bool(flag)) }
     /// JSON `null`: the argument does not apply.
     public static let null = RPCArgument(value: .null)
+    /// A JSON array of strings and nulls (a `text[]` parameter).
+    public static func strings(_ items: [String?]) -> RPCArgument {
+        var out = "["
+        for (index, item) in items.enumerated() {
+            if index > 0 { out.append(",") }
+            if let item { JSONWriter.string(item, into: &out) } else { out.append("null") }
+        }
+        out.append("]")
+        return RPCArgument(value: .json(out))
+    }
 }
 
 /// One row to send: its fields in order. A field that is absent is not a key at all (the

@@ -78,6 +78,7 @@ extension PostgRESTRemoteStore: SecretRequestRemote, ChangeFeedRemote {
             devices: try devices.map(RemoteDevice.init(json:)), complete: complete,
             secretRequests: try requests.map(SecretRequestRow.init(json:)),
             statements: statements, cursor: ChangeCursor(since: serverTime), method: .feed)
+        changes.trustLog = try TrustLogHead(feed: object["trustLog"], table: "sync_changes")
         // A feed without approvals (before their migration) simply has none.
         changes.approvals = try (lists["approvals"] ?? []).map(ApprovalRequestRow.init(json:))
         return changes

@@ -157,6 +157,7 @@ extension PostgRESTRemoteStore: PullFeedRemote {
             sessions: sessions, envelopes: envelopes, repositoryIDs: try digest("repository_ids"),
             sessionIDs: try digest("session_ids"), envelopeRows: try digest("envelope_rows"),
             devices: try (lists["devices"] ?? []).map(RemoteDevice.init(json:)), statements: statements,
+            trustLog: try TrustLogHead(feed: object["trustLog"], table: "sync_pull_changes"),
             secretRequests: try (lists["secret_requests"] ?? []).map(SecretRequestRow.init(json:)),
             approvals: try (lists["approvals"] ?? []).map(ApprovalRequestRow.init(json:)))
     }

@@ -30,33 +30,12 @@ extension PostgRESTRemoteStore: TrustRemote {
         return try RowReader(row, table: "user_identity_keys").string("public_key")
     }
 
-    public func publishIdentityKey(_ publicKey: String) async throws {
-        let body = JSONRow(fields: [("user_id", .string(userID.canonical)), ("public_key", .string(publicKey))])
-        _ = try await send(.post, "user_identity_keys", query: [], prefer: "return=minimal", body: Data(body.json.utf8))
-    }
-
     public func listCertificates() async throws -> [SignedStatementRow] {
         try await listStatements("device_certificates")
     }
 
-    public func publishCertificate(_ row: SignedStatementRow) async throws {
-        try await upsertStatement("device_certificates", row)
-    }
-
-    public func deleteCertificate(deviceID: UUID) async throws {
-        _ = try await deleteRequest(
-            "device_certificates",
-            query: [
-                ("device_id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
-            ])
-    }
-
     public func listRevocations() async throws -> [SignedStatementRow] {
         try await listStatements("device_revocations")
-    }
-
-    public func publishRevocation(_ row: SignedStatementRow) async throws {
-        try await upsertStatement("device_revocations", row)
     }
 
     public func insertPairingRequest(_ row: PairingRequestRow) async throws {
@@ -108,15 +87,6 @@ extension PostgRESTRemoteStore: TrustRemote {
             body: try r.string("body"), signature: try r.string("signature"))
     }
 
-    func upsertStatement(_ table: String, _ row: SignedStatementRow) async throws {
-        let body = JSONRow(fields: [
-            ("device_id", .uuid(row.deviceID)), ("user_id", .uuid(row.userID)), ("body", .string(row.body)),
-            ("signature", .string(row.signature)),
-        ])
-        _ = try await send(
-            .post, table, query: [("on_conflict", "device_id")], prefer: "resolution=merge-duplicates,return=minimal",
-            body: Data(("[" + body.json + "]").utf8))
-    }
 }
 
 extension PostgRESTRemoteStore: IdentityBackupRemote {
@@ -132,14 +102,97 @@ extension PostgRESTRemoteStore: IdentityBackupRemote {
         return try RowReader(row, table: "identity_key_backups").string("body")
     }
 
-    public func resetIdentity() async throws {
-        _ = try await rpc("reset_identity", arguments: [:])
+}
+
+/// The trust log over PostgREST: reads page by `order=epoch.asc,seq.asc`, writes go through the
+/// migration's functions (never the table).
+extension PostgRESTRemoteStore: TrustLogRemote {
+    public func trustLogRows(epoch: UInt32, fromSeq: UInt64) async throws -> [TrustLogRow] {
+        try await fetchAll(
+            "trust_log",
+            query: [
+                ("select", "epoch,seq,entry,backup,created_at"), ("user_id", "eq.\(userID.canonical)"),
+                ("epoch", "eq.\(epoch)"), ("seq", "gte.\(fromSeq)"),
+            ], order: "epoch.asc,seq.asc", keyset: ["epoch", "seq"], decode: Self.logRow)
     }
 
-    public func storeIdentityBackup(_ body: String) async throws {
-        let row = JSONRow(fields: [("user_id", .uuid(userID)), ("body", .string(body))])
-        _ = try await send(
-            .post, "identity_key_backups", query: [("on_conflict", "user_id")],
-            prefer: "resolution=merge-duplicates,return=minimal", body: Data(("[" + row.json + "]").utf8))
+    public func trustLogGeneses() async throws -> [TrustLogRow] {
+        try await fetchAll(
+            "trust_log",
+            query: [
+                ("select", "epoch,seq,entry,backup,created_at"), ("user_id", "eq.\(userID.canonical)"),
+                ("seq", "eq.0"),
+            ], order: "epoch.asc,seq.asc", keyset: ["epoch", "seq"], decode: Self.logRow)
+    }
+
+    public func trustLogWitnesses(epoch: UInt32) async throws -> [TrustLogWitnessRow] {
+        try await fetchAll(
+            "trust_log_witnesses",
+            query: [
+                ("select", "device_id,epoch,seq,body,signature"), ("user_id", "eq.\(userID.canonical)"),
+                ("epoch", "eq.\(epoch)"),
+            ], order: "device_id.asc,seq.asc", keyset: ["device_id", "seq"]
+        ) { row in
+            let r = RowReader(row, table: "trust_log_witnesses")
+            return TrustLogWitnessRow(
+                deviceID: try r.uuid("device_id"), epoch: UInt32(clamping: try r.int("epoch")),
+                seq: UInt64(clamping: try r.int("seq")), body: try r.string("body"),
+                signature: try r.string("signature"))
+        }
+    }
+
+    static func logRow(_ row: ResponseRow) throws -> TrustLogRow {
+        let r = RowReader(row, table: "trust_log")
+        return TrustLogRow(
+            epoch: UInt32(clamping: try r.int("epoch")), seq: UInt64(clamping: try r.int("seq")),
+            entry: try r.string("entry"), backup: try r.optionalString("backup"),
+            createdAt: try r.optionalDate("created_at"))
+    }
+
+    public func appendTrustEntries(epoch: UInt32, firstSeq: UInt64, _ entries: [TrustLogAppend]) async throws {
+        _ = try await rpc(
+            "append_trust_entries",
+            arguments: [
+                "epoch": .int(Int(epoch)), "first_seq": .int(Int(firstSeq)), "entries": .strings(entries.map(\.entry)),
+                "backups": .strings(entries.map(\.backup)),
+            ])
+    }
+
+    public func startTrustLog(_ entries: [TrustLogAppend]) async throws {
+        _ = try await rpc(
+            "start_trust_log",
+            arguments: ["entries": .strings(entries.map(\.entry)), "backups": .strings(entries.map(\.backup))])
+    }
+
+    public func requestIdentityReset(_ genesis: TrustLogAppend, accept: TrustLogAppend?) async throws {
+        _ = try await rpc(
+            "request_identity_reset",
+            arguments: [
+                "entry": .string(genesis.entry), "backup": .string(genesis.backup),
+                "accept": .string(accept?.entry), "accept_backup": .string(accept?.backup),
+            ])
+    }
+
+    public func publishWitness(deviceID: UUID, body: String, signature: String) async throws {
+        _ = try await rpc(
+            "publish_witness",
+            arguments: [
+                "device_id": .string(deviceID.canonical), "body": .string(body), "signature": .string(signature),
+            ])
+    }
+}
+
+extension TrustLogHead {
+    /// The feeds' `trustLog` member: absent or `null` before any log.
+    init?(feed value: ResponseValue?, table: String) throws {
+        switch value {
+        case nil, .null?: return nil
+        case .json(let text)?:
+            guard let head = try? JSONDecoder().decode(TrustLogHead.self, from: Data(text.utf8)) else {
+                throw RemoteStoreError(.malformedResponse, "\(table): trustLog is not a head")
+            }
+            self = head
+        default: throw RemoteStoreError(.malformedResponse, "\(table): trustLog is not a head")
+        }
     }
 }

@@ -1,0 +1,346 @@
+import DeviceTrust
+import Foundation
+import GRDB
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+/// The trust log on the embedded remote (trust-log.md, "Remote"): the same tables, the same
+/// rules **E** (``TrustLogServerRules``, the function the SQL migration mirrors) and the same
+/// SQLSTATEs, each call one SQLite transaction (SQLite runs one writer at a time: the row lock).
+extension EmbeddedRemoteStore: TrustLogRemote {
+    /// The migration: the log, its witnesses, and the private state (never read by a client).
+    static func trustLogMigration(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE trust_log (
+                    user_id TEXT NOT NULL,
+                    epoch INTEGER NOT NULL CHECK (epoch >= 1),
+                    seq INTEGER NOT NULL CHECK (seq >= 0 AND seq < 10000),
+                    entry TEXT NOT NULL,
+                    backup TEXT,
+                    created_at TEXT NOT NULL,
+                    PRIMARY KEY (user_id, epoch, seq)
+                );
+                CREATE TABLE trust_log_witnesses (
+                    user_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    epoch INTEGER NOT NULL,
+                    seq INTEGER NOT NULL,
+                    body TEXT NOT NULL,
+                    signature TEXT NOT NULL,
+                    created_at TEXT NOT NULL,
+                    PRIMARY KEY (user_id, device_id, epoch, seq)
+                );
+                CREATE TABLE trust_log_state (
+                    user_id TEXT PRIMARY KEY NOT NULL,
+                    current_epoch INTEGER,
+                    highest_epoch INTEGER NOT NULL DEFAULT 0,
+                    pending_epoch INTEGER,
+                    pending_hash BLOB,
+                    pending_created_at INTEGER,
+                    last_reset_request REAL
+                );
+                CREATE TABLE trust_log_heads (
+                    user_id TEXT NOT NULL,
+                    epoch INTEGER NOT NULL,
+                    seq INTEGER NOT NULL,
+                    hash BLOB NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    last_proof BLOB NOT NULL,
+                    PRIMARY KEY (user_id, epoch)
+                );
+                """)
+    }
+
+    // MARK: - Reads
+
+    public func trustLogRows(epoch: UInt32, fromSeq: UInt64) async throws -> [TrustLogRow] {
+        let me = self.me
+        return try await read("reading the trust log") { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM trust_log WHERE user_id = ? AND epoch = ? AND seq >= ? ORDER BY epoch, seq",
+                arguments: [me, Int64(epoch), Int64(fromSeq)]
+            ).map(Self.logRow)
+        }
+    }
+
+    public func trustLogGeneses() async throws -> [TrustLogRow] {
+        let me = self.me
+        return try await read("reading the trust log") { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM trust_log WHERE user_id = ? AND seq = 0 ORDER BY epoch", arguments: [me]
+            ).map(Self.logRow)
+        }
+    }
+
+    public func trustLogWitnesses(epoch: UInt32) async throws -> [TrustLogWitnessRow] {
+        let me = self.me
+        return try await read("reading the trust log's witnesses") { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM trust_log_witnesses WHERE user_id = ? AND epoch = ? ORDER BY device_id, seq",
+                arguments: [me, Int64(epoch)]
+            ).map { row in
+                TrustLogWitnessRow(
+                    deviceID: try Self.uuid(row["device_id"]), epoch: UInt32(row["epoch"] as Int64),
+                    seq: UInt64(row["seq"] as Int64), body: row["body"], signature: row["signature"])
+            }
+        }
+    }
+
+    static func logRow(_ row: Row) -> TrustLogRow {
+        TrustLogRow(
+            epoch: UInt32(row["epoch"] as Int64), seq: UInt64(row["seq"] as Int64), entry: row["entry"],
+            backup: row["backup"], createdAt: (row["created_at"] as String?).flatMap(Timestamp.parse))
+    }
+
+    /// The head the feeds carry (`nil` before any genesis).
+    func trustLogHead(_ db: Database) throws -> TrustLogHead? {
+        guard let state = try TrustLogServerState.fetch(db, user: me), state.highestEpoch > 0 else { return nil }
+        let head = try state.current.flatMap { try TrustLogServerState.head(db, user: me, epoch: $0) }
+        let pending = state.pending.flatMap {
+            $0.createdAt + TrustLogEpochs.resetDelay > Self.clockSeconds ? $0.epoch : nil
+        }
+        return TrustLogHead(
+            epoch: state.current, seq: head?.seq,
+            hash: head.map { $0.hash.map { String(format: "%02x", $0) }.joined() },
+            highestEpoch: state.highestEpoch, pendingEpoch: pending)
+    }
+
+    // MARK: - Writes
+
+    public func appendTrustEntries(epoch: UInt32, firstSeq: UInt64, _ entries: [TrustLogAppend]) async throws {
+        let me = self.me, user = userID
+        try await write("appending to the trust log") { db in
+            guard (1...8).contains(entries.count) else { throw Self.invalid("append 1 to 8 entries") }
+            var state = try TrustLogServerState.settled(db, user: me)
+            if epoch == state.current {
+                let head = try TrustLogServerState.head(db, user: me, epoch: epoch)
+                guard firstSeq == (head?.seq ?? 0) + 1 else {
+                    throw Self.refusal(.init("40001", "first_seq is not the head's next: read again and rebuild"))
+                }
+            }
+            try Self.append(db, user: user, state: &state, epoch: epoch, entries[...])
+        }
+    }
+
+    public func startTrustLog(_ entries: [TrustLogAppend]) async throws {
+        let me = self.me, user = userID, fresh = isFreshSignIn
+        try await write("starting the trust log") { db in
+            guard fresh else {
+                throw Self.refusal(
+                    .init("28000", "sign in again, then retry (starting a trust log needs a recent sign-in)"))
+            }
+            var state = try TrustLogServerState.settled(db, user: me)
+            guard state.current == nil else {
+                throw Self.refusal(.init("23505", "this user already has a trust log (identityExists)"))
+            }
+            guard (1...9).contains(entries.count) else {
+                throw Self.invalid("start with a genesis and up to 8 entries")
+            }
+            let genesis = try Self.check(db, user: user, epoch: 1, entries[0], head: nil)
+            guard genesis.priorEpoch == 0 else { throw Self.invalid("epoch 1's genesis names prior epoch 0") }
+            try Self.checkLegacy(db, user: user, genesis: genesis, entries: entries)
+            try Self.store(db, user: me, genesis, entries[0])
+            state.current = 1
+            state.highestEpoch = max(state.highestEpoch, 1)
+            try state.save(db)
+            try Self.append(db, user: user, state: &state, epoch: 1, entries.dropFirst())
+        }
+    }
+
+    public func requestIdentityReset(_ genesis: TrustLogAppend, accept: TrustLogAppend?) async throws {
+        let me = self.me, user = userID, fresh = isFreshSignIn
+        try await write("requesting an identity reset") { db in
+            guard fresh else {
+                throw Self.refusal(.init("28000", "sign in again, then retry (a reset needs a recent sign-in)"))
+            }
+            var state = try TrustLogServerState.settled(db, user: me)
+            let legacy = try String.fetchOne(
+                db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
+            guard state.current != nil || state.highestEpoch > 0 || legacy != nil else {
+                throw Self.refusal(.init("55000", "this user has no identity to reset"))
+            }
+            guard state.pending == nil else { throw Self.refusal(.init("55000", "a reset is already pending")) }
+            if accept == nil, let last = state.lastResetRequest, last > Self.clockSeconds - 86_400 {
+                throw Self.refusal(.init("55000", "a reset was asked for in the last 24 hours"))
+            }
+            let epoch = max(2, state.highestEpoch + 1)
+            let checked = try Self.check(db, user: user, epoch: epoch, genesis, head: nil)
+            guard checked.priorEpoch == (state.current ?? 1) else {
+                throw Self.invalid("a reset names the current epoch as its prior")
+            }
+            if let accept {
+                guard let current = state.current else { throw Self.refusal(.init("55000", "no epoch is current")) }
+                let head = try TrustLogServerState.head(db, user: me, epoch: current)
+                let answer = try Self.check(db, user: user, epoch: current, accept, head: head)
+                guard let named = answer.answer, named.verdict == .accept, named.resetEpoch == epoch,
+                    named.resetGenesisHash == checked.hash
+                else { throw Self.invalid("the accept must name this reset") }
+                try Self.store(db, user: me, answer, accept)
+                try Self.store(db, user: me, checked, genesis)
+                state.current = epoch
+            } else {
+                try Self.store(db, user: me, checked, genesis)
+                state.pending = .init(epoch: epoch, hash: checked.hash, createdAt: checked.createdAt)
+            }
+            state.highestEpoch = epoch
+            state.lastResetRequest = Self.clockSeconds
+            try state.save(db)
+        }
+    }
+
+    public func publishWitness(deviceID: UUID, body: String, signature: String) async throws {
+        let me = self.me, user = userID
+        try await write("publishing a witness") { db in
+            guard let witness = try? TrustLogWitness.parse(body),
+                (try? ByteEncoding.bytes(base64: signature))?.count == 64
+            else { throw Self.invalid("the witness is not 155 bytes and a 64-byte signature, in base64") }
+            guard witness.userID == user, witness.deviceID == deviceID,
+                try String.fetchOne(
+                    db, sql: "SELECT user_id FROM devices WHERE id = ?", arguments: [deviceID.canonical])
+                    == me
+            else { throw Self.refused("the witness names another user or a device that is not yours") }
+            let state = try TrustLogServerState.settled(db, user: me)
+            let head = try state.current.flatMap { try TrustLogServerState.head(db, user: me, epoch: $0) }
+            let last = try Int64.fetchOne(
+                db,
+                sql: "SELECT max(seq) FROM trust_log_witnesses WHERE user_id = ? AND device_id = ? AND epoch = ?",
+                arguments: [me, deviceID.canonical, Int64(witness.epoch)])
+            let now = Self.clockSeconds
+            guard let head, witness.epoch == state.current, witness.seq <= head.seq,
+                Int64(witness.seq) > (last ?? -1), witness.seenAt >= now - min(now, 600), witness.seenAt <= now + 600
+            else {
+                throw Self.invalid(
+                    "a witness names the current epoch, a seq up to its head and above the device's last, and now")
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO trust_log_witnesses (user_id, device_id, epoch, seq, body, signature, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq), body, signature, Self.now,
+                ])
+        }
+    }
+
+    // MARK: - The rules
+
+    /// Seconds since 1970 by this remote's clock.
+    static var clockSeconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970)) }
+
+    static func refusal(_ refusal: TrustLogServerRules.Refusal) -> RemoteStoreError {
+        let code: RemoteStoreError.Code
+        switch refusal.sqlState {
+        case "42501": code = .permissionDenied
+        case "22023": code = .invalidValue
+        case "23505": code = .conflict
+        default: code = .http
+        }
+        return RemoteStoreError(code, refusal.message, postgrestCode: PostgRESTErrorCode(rawValue: refusal.sqlState))
+    }
+
+    /// Rules **E** for one entry of `epoch`.
+    static func check(
+        _ db: Database, user: UUID, epoch: UInt32, status: TrustLogServerRules.EpochStatus = .open,
+        _ item: TrustLogAppend, head: TrustLogServerRules.Head?
+    ) throws -> TrustLogServerRules.Checked {
+        do {
+            return try TrustLogServerRules.check(
+                item.entry, backup: item.backup, userID: user, epoch: epoch, epochStatus: status, head: head,
+                now: clockSeconds)
+        } catch {
+            throw refusal(error)
+        }
+    }
+
+    /// Appends entries after the named epoch's head; a reset answer must veto the pending reset.
+    static func append(
+        _ db: Database, user: UUID, state: inout TrustLogServerState, epoch: UInt32, _ items: ArraySlice<TrustLogAppend>
+    ) throws {
+        let me = user.canonical
+        let status: TrustLogServerRules.EpochStatus
+        let hasRows = try TrustLogServerState.head(db, user: me, epoch: epoch) != nil
+        if epoch == state.current {
+            status = .open
+        } else if epoch == state.pending?.epoch || (state.current.map { epoch < $0 } ?? false) || hasRows {
+            status = .pendingOrClosed
+        } else {
+            status = .notCurrent
+        }
+        for item in items {
+            let head = try TrustLogServerState.head(db, user: me, epoch: epoch)
+            let checked = try check(db, user: user, epoch: epoch, status: status, item, head: head)
+            if let answer = checked.answer {
+                guard answer.verdict == .veto else {
+                    throw invalid("an accept is appended only with request_identity_reset")
+                }
+                guard let pending = state.pending, pending.epoch == answer.resetEpoch,
+                    pending.hash == answer.resetGenesisHash
+                else { throw refusal(.init("55000", "the veto names no pending reset")) }
+                state.pending = nil
+                try state.save(db)
+                try db.execute(
+                    sql: "DELETE FROM trust_log_heads WHERE user_id = ? AND epoch = ?",
+                    arguments: [me, Int64(pending.epoch)])
+            }
+            try store(db, user: me, checked, item)
+        }
+    }
+
+    static func store(
+        _ db: Database, user: String, _ checked: TrustLogServerRules.Checked, _ item: TrustLogAppend
+    )
+        throws
+    {
+        try db.execute(
+            sql: "INSERT INTO trust_log (user_id, epoch, seq, entry, backup, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [user, Int64(checked.epoch), Int64(checked.seq), item.entry, item.backup, now])
+        try db.execute(
+            sql: """
+                INSERT INTO trust_log_heads (user_id, epoch, seq, hash, created_at, last_proof) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (user_id, epoch) DO UPDATE SET seq = excluded.seq, hash = excluded.hash,
+                    created_at = excluded.created_at, last_proof = excluded.last_proof
+                """,
+            arguments: [
+                user, Int64(checked.epoch), Int64(checked.seq), Data(checked.head.hash), Int64(checked.createdAt),
+                Data(checked.head.lastProof),
+            ])
+    }
+
+    /// A legacy identity starts its log with its key, a root the legacy tables certify and do not
+    /// revoke (the same keys and type), then a succession.
+    static func checkLegacy(
+        _ db: Database, user: UUID, genesis: TrustLogServerRules.Checked, entries: [TrustLogAppend]
+    ) throws {
+        guard try db.tableExists("user_identity_keys"),
+            let legacy = try String.fetchOne(
+                db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [user.canonical])
+        else { return }
+        let refused = invalid("a legacy identity starts its log with its key, a certified root, then a succession")
+        guard let key = try? ByteEncoding.bytes(base64: legacy), key == genesis.genesisIdentityKey,
+            let body = try String.fetchOne(
+                db, sql: "SELECT body FROM device_certificates WHERE user_id = ? AND device_id = ?",
+                arguments: [user.canonical, genesis.author]),
+            try String.fetchOne(
+                db, sql: "SELECT device_id FROM device_revocations WHERE user_id = ? AND device_id = ?",
+                arguments: [user.canonical, genesis.author]) == nil,
+            let row = try? ByteEncoding.bytes(base64: body), let fields = certificateFields(row),
+            fields == genesis.genesisCertificate.flatMap(certificateFields), entries.count >= 2,
+            let second = try? ByteEncoding.bytes(base64: entries[1].entry), second.count > 102,
+            second[102] == TrustLogEntryType.succession.rawValue
+        else { throw refused }
+    }
+
+    /// A certificate body's device id, keys and type, as the SQL migration compares them.
+    static func certificateFields(_ bytes: [UInt8]) -> [UInt8]? {
+        let prefix = Array(DeviceCertificate.prefix.utf8) + [0]
+        guard bytes.count >= 30 + 37 + 37 + 64 + 2 + 8, Array(bytes[0..<30]) == prefix else { return nil }
+        let typeLength = Int(bytes[168])
+        guard bytes.count >= 169 + typeLength + 1 else { return nil }
+        return Array(bytes[67..<103]) + Array(bytes[104..<168]) + Array(bytes[169..<169 + typeLength])
+    }
+}

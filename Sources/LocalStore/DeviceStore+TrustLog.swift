@@ -1,0 +1,180 @@
+import Foundation
+import GRDB
+import SecretCrypto
+import SyncModel
+
+/// The trust log as this device verified it (trust-log.md, "The pin"): the epoch, its head, the
+/// verifier's state after the head (opaque here: the engine encodes it), the highest epoch the
+/// server reported, and the seq this device last witnessed.
+public struct TrustLogPin: Sendable, Hashable {
+    public var epoch: UInt32
+    public var headSeq: UInt64
+    public var headHash: [UInt8]
+    /// The verifier's state after the head, as the engine encoded it.
+    public var state: Data
+    /// The highest epoch the remote reported when the pin was written.
+    public var highestEpoch: UInt32
+    /// The seq of this device's last published witness in the epoch.
+    public var witnessedSeq: UInt64?
+
+    public init(
+        epoch: UInt32, headSeq: UInt64, headHash: [UInt8], state: Data, highestEpoch: UInt32, witnessedSeq: UInt64?
+    ) {
+        self.epoch = epoch
+        self.headSeq = headSeq
+        self.headHash = headHash
+        self.state = state
+        self.highestEpoch = highestEpoch
+        self.witnessedSeq = witnessedSeq
+    }
+}
+
+/// One verified entry of the pinned epoch: its stored text and `entry_hash`.
+public struct PinnedLogEntry: Sendable, Hashable {
+    public var seq: UInt64
+    public var text: String
+    public var hash: [UInt8]
+
+    public init(seq: UInt64, text: String, hash: [UInt8]) {
+        self.seq = seq
+        self.text = text
+        self.hash = hash
+    }
+}
+
+extension DeviceStore {
+    /// The pin, or `nil` when this device has verified no trust log.
+    public func trustLogPin() async throws -> TrustLogPin? {
+        try await mapErrors("reading the trust log's pin") {
+            try await pool.read { db in
+                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM trust_log_pin") else { return nil }
+                return TrustLogPin(
+                    epoch: UInt32(row["epoch"] as Int64), headSeq: UInt64(row["head_seq"] as Int64),
+                    headHash: Array(row["head_hash"] as Data), state: row["state"],
+                    highestEpoch: UInt32(row["highest_epoch"] as Int64),
+                    witnessedSeq: (row["witnessed_seq"] as Int64?).map { UInt64($0) })
+            }
+        }
+    }
+
+    /// Saves a pin and the entries verified since the last one, in one transaction. With
+    /// `replacing`, the entries of every other epoch go (a new pin: join, recovery).
+    public func saveTrustLogPin(_ pin: TrustLogPin, entries: [PinnedLogEntry], replacing: Bool) async throws {
+        try await mapErrors("saving the trust log's pin") {
+            try await pool.write { db in
+                if replacing {
+                    try db.execute(sql: "DELETE FROM trust_log_entries WHERE epoch <> ?", arguments: [Int64(pin.epoch)])
+                }
+                let insert = try db.makeStatement(
+                    sql: "INSERT OR REPLACE INTO trust_log_entries (epoch, seq, entry, hash) VALUES (?, ?, ?, ?)")
+                for entry in entries {
+                    try insert.execute(arguments: [Int64(pin.epoch), Int64(entry.seq), entry.text, Data(entry.hash)])
+                }
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO trust_log_pin
+                            (singleton, epoch, head_seq, head_hash, state, highest_epoch, witnessed_seq, updated_at)
+                        VALUES (1, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        Int64(pin.epoch), Int64(pin.headSeq), Data(pin.headHash), pin.state, Int64(pin.highestEpoch),
+                        pin.witnessedSeq.map { Int64($0) }, Date().epoch,
+                    ])
+            }
+        }
+    }
+
+    /// The `entry_hash` this device verified at (`epoch`, `seq`), or `nil`.
+    public func trustLogEntryHash(epoch: UInt32, seq: UInt64) async throws -> [UInt8]? {
+        try await mapErrors("reading the trust log") {
+            try await pool.read { db in
+                try
+                    (Data.fetchOne(
+                        db, sql: "SELECT hash FROM trust_log_entries WHERE epoch = ? AND seq = ?",
+                        arguments: [Int64(epoch), Int64(seq)])).map(Array.init)
+            }
+        }
+    }
+
+    /// The verified entries of `epoch` from `seq` on, in order.
+    public func trustLogEntries(epoch: UInt32, fromSeq seq: UInt64 = 0) async throws -> [PinnedLogEntry] {
+        try await mapErrors("reading the trust log") {
+            try await pool.read { db in
+                try Row.fetchAll(
+                    db, sql: "SELECT * FROM trust_log_entries WHERE epoch = ? AND seq >= ? ORDER BY seq",
+                    arguments: [Int64(epoch), Int64(seq)]
+                ).map {
+                    PinnedLogEntry(seq: UInt64($0["seq"] as Int64), text: $0["entry"], hash: Array($0["hash"] as Data))
+                }
+            }
+        }
+    }
+
+    /// Records the seq this device witnessed in the pinned epoch.
+    public func setWitnessedSeq(_ seq: UInt64) async throws {
+        try await mapErrors("saving the trust log's pin") {
+            try await pool.write { db in
+                try db.execute(sql: "UPDATE trust_log_pin SET witnessed_seq = ?", arguments: [Int64(seq)])
+            }
+        }
+    }
+
+    /// Forgets the pin and the entries (before a new pairing of this device).
+    public func removeTrustLogPin() async throws {
+        try await mapErrors("removing the trust log's pin") {
+            try await pool.write { db in
+                try db.execute(sql: "DELETE FROM trust_log_pin")
+                try db.execute(sql: "DELETE FROM trust_log_entries")
+            }
+        }
+    }
+
+    // MARK: - The identity key files of a root
+
+    /// `identity.next.key`: a succession's new seed, or one `trust recover` opened, written before
+    /// the append and renamed over `identity.key` once it is accepted.
+    public var nextIdentityKeyPath: String { directory.appendingPathComponent("identity.next.key").path }
+
+    /// `identity.reset.<epoch>.key`: the seed of a reset this device asked for, until it takes effect.
+    public func resetIdentityKeyPath(epoch: UInt32) -> String {
+        directory.appendingPathComponent("identity.reset.\(epoch).key").path
+    }
+
+    /// Writes a seed to `path` (0600, atomic, refused when the file exists).
+    public func writeIdentitySeed(_ key: Ed25519PrivateKey, to path: String) throws {
+        try DeviceKeyFile.create(bytes: key.seedRepresentation, at: path)
+    }
+
+    /// The seed at `path`, or `nil` when there is no file.
+    ///
+    /// - Throws: ``LocalStoreError`` for a file that is too open, a symlink, the wrong size or another user's.
+    public func identitySeed(at path: String) throws -> Ed25519PrivateKey? {
+        do {
+            return try Ed25519PrivateKey(seed: DeviceKeyFile.loadBytes(from: path))
+        } catch let error as LocalStoreError where error.code == .keyFileMissing {
+            return nil
+        }
+    }
+
+    /// Renames the seed at `path` over `identity.key` (the key in force changed, and was accepted).
+    public func promoteIdentitySeed(from path: String) throws {
+        guard rename(path, identityKeyPath) == 0 else {
+            throw LocalStoreError(.io, "could not rename \(path) over identity.key (errno \(errno))")
+        }
+        AtomicFile.syncDirectory(directory.path)
+    }
+
+    /// Removes a seed file (a refused append, a vetoed reset, a retired key).
+    public func removeIdentitySeed(at path: String) {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Every `identity.reset.<epoch>.key` in the store, by epoch.
+    public func resetIdentitySeedEpochs() -> [UInt32] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.compactMap { name in
+            guard name.hasPrefix("identity.reset."), name.hasSuffix(".key") else { return nil }
+            return UInt32(name.dropFirst("identity.reset.".count).dropLast(".key".count))
+        }.sorted()
+    }
+}

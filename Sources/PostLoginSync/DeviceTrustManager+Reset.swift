@@ -1,0 +1,126 @@
+import DeviceTrust
+import Foundation
+import LocalStore
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+// The reset (trust-log.md, "Flows"): a new epoch with a new identity. On a root whose log
+// verifies, in effect at once (the root accepts it); anywhere else, pending for 72 hours, during
+// which any root's sync vetoes it.
+extension DeviceTrustManager {
+    /// What a reset did.
+    public struct ResetOutcome: Sendable {
+        /// The new epoch.
+        public var epoch: UInt32
+        /// Whether it is in effect now (a root accepted it) or pending.
+        public var inEffect: Bool
+        /// When a pending reset takes effect unless vetoed (Unix seconds).
+        public var effectiveAt: UInt64?
+        /// The new identity's fingerprint.
+        public var fingerprint: IdentityFingerprint
+        /// The recovery key bound to the new epoch (show it once), when one was made.
+        public var recoveryKey: RecoveryKey?
+    }
+
+    /// Starts a new epoch of the user's log with this desktop as its root (`trust reset`, after
+    /// the person typed their email): in effect at once on a root whose log verifies (a legacy
+    /// root migrates first); otherwise pending for 72 hours unless a root vetoes it. Every other
+    /// device then reports `identityReset` until it is paired again with a code from this one.
+    ///
+    /// - Throws: ``SyncError`` `.freshSignInRequired`, `.trustLogRefused` (a reset pending or asked
+    ///   for in the last 24 hours), `.wrongRole`; remote and local errors.
+    public func reset(recovery: RecoveryChoice = .new) async throws -> ResetOutcome {
+        let (identity, user) = try await signedIn()
+        guard identity.role == .desktop else {
+            throw SyncError(code: .wrongRole, message: "only a desktop can become the root of a new identity")
+        }
+        var snapshot: TrustSnapshot?
+        do {
+            snapshot = try await verified()
+        } catch let error as SyncError
+            where [.trustLogInvalid, .trustLogForked, .trustLogTruncated, .identityReset]
+            .contains(error.code)
+        {
+            snapshot = nil
+        }
+        if snapshot?.log == nil, snapshot != nil, try await local.identityKey() != nil {
+            try await migrate(recoveryKey: nil)
+            snapshot = try await verified()
+        }
+        let log = try remote.trustLog()
+        let rows = try await log.trustLogGeneses()
+        let highest = rows.map(\.epoch).max() ?? 0
+        let epoch = max(2, highest + 1)
+        let recoveryKey = recovery == .new ? RecoveryKey() : nil
+        let seed = Ed25519PrivateKey()
+        var rootState: TrustLogState?
+        var rootKey: Ed25519PrivateKey?
+        if let state = snapshot?.log, let key = try? await self.rootKey(state) {
+            rootState = state
+            rootKey = key
+        }
+        let prior: UInt32
+        if let rootState { prior = rootState.epoch } else { prior = try await currentEpoch(rows) }
+        let genesis = try TrustLogWriter.genesis(
+            userID: user, epoch: epoch, priorEpoch: prior, identity: seed,
+            recoveryKey: recoveryKey?.agreementKey(userID: user).publicKey,
+            certificate: try await ownCertificate(identity, user: user, role: .trustRoot),
+            signingKey: try await local.signingKey(), createdAt: seconds)
+        var accept: TrustLogWriter?
+        if let rootState, let rootKey {
+            var writer = try TrustLogWriter(state: rootState, identity: rootKey, author: identity.id)
+            try writer.append(
+                .resetAnswer(
+                    ResetAnswer(
+                        userID: user, resetEpoch: epoch, resetGenesisHash: genesis.written[0].hash, verdict: .accept)),
+                createdAt: seconds)
+            accept = writer
+        }
+        let keyPath = local.resetIdentityKeyPath(epoch: epoch)
+        local.removeIdentitySeed(at: keyPath)
+        try local.writeIdentitySeed(seed, to: keyPath)
+        do {
+            try await log.requestIdentityReset(
+                TrustLogAppend(entry: genesis.written[0].text, backup: genesis.written[0].backup),
+                accept: accept.map { TrustLogAppend(entry: $0.written[0].text, backup: $0.written[0].backup) })
+        } catch let error as RemoteStoreError {
+            local.removeIdentitySeed(at: keyPath)
+            throw Self.refusal(error)
+        }
+        var outcome = ResetOutcome(
+            epoch: epoch, inEffect: accept != nil, effectiveAt: nil, fingerprint: IdentityFingerprint(seed.publicKey),
+            recoveryKey: recoveryKey)
+        if accept != nil {
+            try local.promoteIdentitySeed(from: keyPath)
+            var sync = TrustLogSync(local: local, remote: remote, phase: .secrets, now: options.now())
+            try await sync.save(
+                genesis.state,
+                new: genesis.written.map { PinnedLogEntry(seq: $0.seq, text: $0.text, hash: $0.hash) },
+                highestEpoch: epoch, replacing: true)
+            try await sync.witness(genesis.state)
+        } else {
+            outcome.effectiveAt = genesis.state.genesisCreatedAt + TrustLogEpochs.resetDelay
+        }
+        return outcome
+    }
+
+    /// The epoch the server holds current, judged as it does (answers counted by the chain,
+    /// signatures not checked): where a desktop that cannot verify the log starts a reset from.
+    func currentEpoch(_ geneses: [TrustLogRow]) async throws -> UInt32 {
+        let infos = TrustLogEpochs.readGeneses(geneses.map(\.entry), userID: remote.userID).geneses
+        var epoch: UInt32 = 1
+        while true {
+            let rows =
+                infos.contains { $0.epoch == epoch }
+                ? try await remote.trustLog().trustLogRows(epoch: epoch, fromSeq: 0) : []
+            let answers = TrustLogEpochs.Answers(
+                rows: rows.map { ($0.entry, $0.backup) }, userID: remote.userID, epoch: epoch)
+            guard
+                case .move(let next) = TrustLogEpochs.step(from: epoch, answers: answers, geneses: infos, now: seconds)
+                    .step
+            else { return epoch }
+            epoch = next.epoch
+        }
+    }
+}

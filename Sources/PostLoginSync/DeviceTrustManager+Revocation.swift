@@ -1,0 +1,166 @@
+import DeviceTrust
+import Foundation
+import LocalStore
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+// Revoking devices, granting roots, and replacing the identity or recovery key (trust-log.md,
+// "Flows"): every one an append by a root; a root is revoked only by a succession.
+extension DeviceTrustManager {
+    /// Revokes devices: a revoke entry for each device that is not a root; when a root is among
+    /// them, one succession that revokes them all, hands a new identity key to every other root,
+    /// and (unless `keepRecoveryKey`) binds a new recovery key. Then the envelopes addressed to
+    /// them go and their rows become inactive; each desktop's next push rotates the secrets they
+    /// had received.
+    ///
+    /// - Parameters:
+    ///   - deviceIDs: Devices of the user; never this device ("revoke it from another root").
+    ///   - keepRecoveryKey: On a root's revocation, keep the recovery key (the recovery floor
+    ///     stays where it was; see the docs' limits).
+    /// - Throws: ``SyncError`` `.notTrustRoot`, `.unknownDevice`, trust-log errors.
+    public func revoke(
+        _ deviceIDs: Set<UUID>, keepRecoveryKey: Bool = false, now: Date = Date()
+    ) async throws
+        -> RevocationReport
+    {
+        let (identity, user) = try await signedIn()
+        guard !deviceIDs.contains(identity.id) else {
+            throw SyncError(
+                code: .unknownDevice,
+                message: "a device cannot revoke itself: revoke it from another root (a sole root is replaced with "
+                    + "`trust grant-root` on another desktop first, or `trust reset`)")
+        }
+        let state = try await verifiedLog()
+        let devices = Dictionary(
+            try await remote.listDevices().filter { $0.userID == user }.map { ($0.id, $0) },
+            uniquingKeysWith: { a, _ in a })
+        var revocations: [DeviceRevocation] = []
+        for id in deviceIDs.sorted(by: { $0.canonical < $1.canonical }) {
+            if state.devices[id]?.isRevoked == true { continue }
+            let key: X25519PublicKey
+            if let certified = state.devices[id], certified.isCertified {
+                key = try X25519PublicKey(rawRepresentation: Array(certified.x25519))
+            } else if let text = devices[id]?.publicKey, let rowKey = try? X25519PublicKey(base64: text),
+                rowKey.isCanonicalAndNotLowOrder
+            {
+                key = rowKey
+            } else {
+                throw SyncError(
+                    code: .unknownDevice,
+                    message: "device \(id.canonical) is not one of the user's devices (or has no key to revoke)")
+            }
+            revocations.append(
+                DeviceRevocation(
+                    userID: user, deviceID: id, x25519PublicKey: key,
+                    revokedAt: UInt64(max(0, now.timeIntervalSince1970))))
+        }
+        var report = RevocationReport()
+        guard !revocations.isEmpty else { return report }
+        let roots = revocations.filter { state.isRoot($0.deviceID) }
+        if roots.isEmpty {
+            report.head = try await append { writer, now in
+                for revocation in revocations { try writer.append(.revoke(revocation), createdAt: now) }
+            }.position
+        } else {
+            guard revocations.count <= Succession.maxItems else {
+                throw SyncError(
+                    code: .unknownDevice, message: "a succession revokes at most 8 devices: revoke the others first")
+            }
+            let recovery = keepRecoveryKey ? nil : RecoveryKey()
+            report.head = try await succeed(reason: .rootRevoked, recovery: recovery, revoking: revocations).position
+            report.identityKeyReplaced = true
+            report.recoveryKey = recovery
+        }
+        for revocation in revocations {
+            let id = revocation.deviceID
+            report.envelopesDeleted += try await remote.deleteEnvelopes(recipients: [id]) ?? 0
+            if devices[id] != nil { try await remote.trustTables().setDeviceActive(id, isActive: false) }
+            report.revoked.append(id)
+        }
+        return report
+    }
+
+    /// Revokes every device of the user but this one that is not revoked yet. Not a sign-out:
+    /// the devices keep the user's login (end it with `SupabaseAuth.logout(accessToken:scope:)`
+    /// and scope `others`, where the auth server offers it).
+    public func revokeAllOthers(keepRecoveryKey: Bool = false, now: Date = Date()) async throws -> RevocationReport {
+        let (identity, user) = try await signedIn()
+        let state = try await verifiedLog()
+        let others = Set(
+            try await remote.listDevices().filter {
+                $0.userID == user && $0.id != identity.id && state.devices[$0.id]?.isRevoked != true
+            }.map(\.id))
+        guard !others.isEmpty else { return RevocationReport() }
+        return try await revoke(others, keepRecoveryKey: keepRecoveryKey, now: now)
+    }
+
+    /// Makes a certified desktop a root (`trust grant-root`): a root grant sealing the identity
+    /// key in force to its certified X25519 key. At most 9 roots.
+    ///
+    /// - Returns: The head after the grant.
+    /// - Throws: ``SyncError`` `.notTrustRoot`, `.unknownDevice` (not a certified desktop, already
+    ///   a root, or a tenth root), trust-log errors.
+    @discardableResult
+    public func grantRoot(_ deviceID: UUID) async throws -> TrustLogPosition {
+        let state = try await verifiedLog()
+        guard let device = state.devices[deviceID], device.isTrusted, TrustLogState.isDesktop(device.deviceType) else {
+            throw SyncError(code: .unknownDevice, message: "device \(deviceID.canonical) is not a certified desktop")
+        }
+        guard !state.isRoot(deviceID) else {
+            throw SyncError(code: .unknownDevice, message: "device \(deviceID.canonical) is already a root")
+        }
+        guard state.roots.count < TrustLogState.maxRoots else {
+            throw SyncError(code: .unknownDevice, message: "the log already has 9 roots, the most it may have")
+        }
+        return try await append { writer, now in try writer.grantRoot(to: deviceID, createdAt: now) }.position
+    }
+
+    /// Binds a new recovery key (`trust recovery-key new`): a succession (reason 2) to a new
+    /// identity key, so the old recovery key opens only backups of retired keys.
+    ///
+    /// - Returns: The new key, to show the person once.
+    public func newRecoveryKey() async throws -> RecoveryKey {
+        let recovery = RecoveryKey()
+        try await succeed(reason: .recoveryKeyReplaced, recovery: recovery, revoking: [])
+        return recovery
+    }
+
+    /// Replaces the identity key (`trust rotate-identity`, when its seed may be known to someone
+    /// else): a succession (reason 3) with a new recovery key.
+    ///
+    /// - Returns: The new recovery key, to show the person once.
+    public func rotateIdentity() async throws -> RecoveryKey {
+        let recovery = RecoveryKey()
+        try await succeed(reason: .seedSuspected, recovery: recovery, revoking: [])
+        return recovery
+    }
+
+    /// A succession to a fresh key: its seed goes to `identity.next.key` before the append and
+    /// over `identity.key` once the append is accepted (deleted on a refusal).
+    @discardableResult
+    func succeed(
+        reason: SuccessionReason, recovery: RecoveryKey?, revoking: [DeviceRevocation]
+    ) async throws
+        -> TrustLogState
+    {
+        let seed = Ed25519PrivateKey()
+        let next = local.nextIdentityKeyPath
+        let local = self.local
+        let user = remote.userID
+        do {
+            let state = try await append { writer, now in
+                local.removeIdentitySeed(at: next)
+                try local.writeIdentitySeed(seed, to: next)
+                try writer.succeed(
+                    to: seed, reason: reason, newRecoveryKey: recovery?.agreementKey(userID: user).publicKey,
+                    revocations: revoking, createdAt: now)
+            }
+            try local.promoteIdentitySeed(from: next)
+            return state
+        } catch {
+            local.removeIdentitySeed(at: next)
+            throw error
+        }
+    }
+}

@@ -409,13 +409,32 @@ struct StatementReader {
 /// signing key.
 ///
 /// ```
-/// "unbound-approval-decision-v1" || 0x00 || user_id || 0x00 || session_id || 0x00
+/// "unbound-approval-decision-v2" || 0x00 || user_id || 0x00 || session_id || 0x00
 ///   || request_id || 0x00 || device_id || 0x00 || verdict (1 byte: 0x01 approve, 0x02 deny)
 ///   || SHA-256(the decoded request body) (32) || read (32) || decided_at (8 bytes, BE)
+///   || epoch (4) || log_seq (8) || log_hash (32)
 /// ```
+/// Version 2 (trust-log.md, "Flows") carries the answering device's pinned trust-log head; a
+/// version-1 decision (`unbound-approval-decision-v1`, without it) still parses, and every
+/// desktop refuses it.
 public struct ApprovalDecision: Sendable, Hashable {
-    /// The body's prefix.
+    /// The version-1 prefix (no trust-log head).
     public static let prefix = "unbound-approval-decision-v1"
+    /// The version-2 prefix.
+    public static let prefixV2 = "unbound-approval-decision-v2"
+
+    /// The answering device's pinned trust-log head.
+    public struct LogHead: Sendable, Hashable {
+        public var epoch: UInt32
+        public var seq: UInt64
+        public var hash: [UInt8]
+
+        public init(epoch: UInt32, seq: UInt64, hash: [UInt8]) {
+            self.epoch = epoch
+            self.seq = seq
+            self.hash = hash
+        }
+    }
 
     /// What the person answered.
     public enum Verdict: UInt8, Sendable, Hashable, CaseIterable {
@@ -435,12 +454,15 @@ public struct ApprovalDecision: Sendable, Hashable {
     public var read: [UInt8]
     /// When it was answered, in Unix seconds (below 2^63).
     public var decidedAt: UInt64
+    /// Version 2: the answering device's pinned trust-log head; `nil` for version 1.
+    public var logHead: LogHead?
 
-    /// Creates a decision.
+    /// Creates a decision (version 2 when `logHead` is given).
     public init(
         userID: UUID, sessionID: UUID, requestID: UUID, deviceID: UUID, verdict: Verdict, bodyHash: [UInt8],
-        read: [UInt8], decidedAt: UInt64
+        read: [UInt8], decidedAt: UInt64, logHead: LogHead? = nil
     ) {
+        self.logHead = logHead
         self.userID = userID
         self.sessionID = sessionID
         self.requestID = requestID
@@ -453,7 +475,7 @@ public struct ApprovalDecision: Sendable, Hashable {
 
     /// The exact bytes that are signed.
     public func body() -> [UInt8] {
-        var out = StatementWriter(prefix: Self.prefix)
+        var out = StatementWriter(prefix: logHead == nil ? Self.prefix : Self.prefixV2)
         for id in [userID, sessionID, requestID, deviceID] {
             out.identifier(id)
             out.separator()
@@ -462,6 +484,11 @@ public struct ApprovalDecision: Sendable, Hashable {
         out.bytes(bodyHash)
         out.bytes(read)
         out.integer(decidedAt)
+        if let logHead {
+            out.bytes((0..<4).map { UInt8(truncatingIfNeeded: logHead.epoch >> (24 - 8 * $0)) })
+            out.integer(logHead.seq)
+            out.bytes(logHead.hash)
+        }
         return out.bytes
     }
 
@@ -469,7 +496,8 @@ public struct ApprovalDecision: Sendable, Hashable {
     /// known verdict, exact lengths, a time below 2^63, nothing after.
     public static func parse(_ bytes: [UInt8]) throws(TrustStatementError) -> ApprovalDecision {
         var reader = StatementReader(bytes)
-        try reader.prefix(prefix)
+        let v2 = bytes.starts(with: Array(prefixV2.utf8) + [0])
+        try reader.prefix(v2 ? prefixV2 : prefix)
         var ids: [UUID] = []
         for _ in 0..<4 {
             ids.append(try reader.identifier())
@@ -482,11 +510,20 @@ public struct ApprovalDecision: Sendable, Hashable {
         let read = Array(try reader.take(32))
         let decided = try reader.integer()
         guard decided < 1 << 63 else { throw TrustStatementError(.invalidText, "the decision's time is out of range") }
+        var head: LogHead?
+        if v2 {
+            let epoch = try reader.take(4).reduce(0) { $0 << 8 | UInt32($1) }
+            let seq = try reader.integer()
+            let hash = Array(try reader.take(32))
+            guard epoch >= 1, seq < 10_000 else {
+                throw TrustStatementError(.invalidText, "the decision's trust-log head is out of range")
+            }
+            head = LogHead(epoch: epoch, seq: seq, hash: hash)
+        }
         try reader.end()
         return ApprovalDecision(
             userID: ids[0], sessionID: ids[1], requestID: ids[2], deviceID: ids[3], verdict: verdict, bodyHash: hash,
-            read: read,
-            decidedAt: decided)
+            read: read, decidedAt: decided, logHead: head)
     }
 
     /// Signs the decision with the answering device's signing key.

@@ -160,7 +160,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         let me = self.me
         return try await write("answering an approval") { db in
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
-            let decisionBytes = 29 + 4 * 37 + 1 + 32 + 32 + 8
+            // A version-2 decision (with the answering device's trust-log head): the only one taken.
+            let decisionBytes = 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44
             guard Self.isCanonicalBase64(decisionBody, bytes: decisionBytes...decisionBytes),
                 Self.isCanonicalBase64(decisionSignature, bytes: 64...64)
             else {

@@ -19,12 +19,21 @@ extension DeviceStore {
     /// A recorded row that is not the envelope stored for its session stays whole:
     /// ``pendingEnvelopeRows(after:limit:)`` gives it back until it is stored.
     public func recordEnvelopeRows(
-        _ rows: [EnvelopeRecord], replacingSessions sessions: Set<UUID>? = nil, storing: [ReceivedEnvelope] = []
+        _ rows: [EnvelopeRecord], replacingSessions sessions: Set<UUID>? = nil, storing: [ReceivedEnvelope] = [],
+        settling refused: [EnvelopeRecord] = []
     ) async throws {
         let me = try await requireIdentity().id.canonical
         // The values each statement binds are made before the writer's turn (hashing, formatting):
-        // the store has one writer, and a pull's other stages run meanwhile.
-        let stored = Dictionary(storing.map { ($0.sessionID, $0.envelope) }, uniquingKeysWith: { _, last in last })
+        // the store has one writer, and a pull's other stages run meanwhile. A row refused for
+        // good (its sender revoked) is settled like a stored one: checked again only if it changes.
+        let stored = Dictionary(
+            storing.map { ($0.sessionID, $0.envelope) }
+                + refused.map {
+                    (
+                        $0.sessionID,
+                        SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
+                    )
+                }, uniquingKeysWith: { _, last in last })
         let records = rows.map { row -> (session: UUID, arguments: StatementArguments, whole: Bool) in
             let session = row.sessionID.canonical
             let hash = SecretDigest.rowHash(
@@ -64,8 +73,8 @@ extension DeviceStore {
                         if item.whole { settled.remove(item.session) } else { settled.insert(item.session) }
                     }
                 }
-                guard !storing.isEmpty else { return }
-                try Self.storeReceived(received, in: db)
+                guard !storing.isEmpty || !refused.isEmpty else { return }
+                if !storing.isEmpty { try Self.storeReceived(received, in: db) }
                 // A row recorded before, whole, and read again unchanged (so not written above)
                 // keeps only its hash now that its envelope is stored.
                 let settle = try db.cachedStatement(
@@ -73,10 +82,12 @@ extension DeviceStore {
                         UPDATE envelope_rows SET ephemeral_public_key = NULL, encrypted_secret = NULL
                         WHERE session_id = ? AND row_h1 = ? AND row_h2 = ? AND encrypted_secret IS NOT NULL
                         """)
-                for item in storing where !settled.contains(item.sessionID) {
-                    let session = item.sessionID.canonical
-                    let hash = SecretDigest.rowHash(
-                        sessionID: session, deviceID: me, ephemeralPublicKey: item.envelope.ephemeralPublicKey)
+                let settling =
+                    storing.map { ($0.sessionID, $0.envelope.ephemeralPublicKey) }
+                    + refused.map { ($0.sessionID, $0.ephemeralPublicKey) }
+                for (sessionID, ephemeral) in settling where !settled.contains(sessionID) {
+                    let session = sessionID.canonical
+                    let hash = SecretDigest.rowHash(sessionID: session, deviceID: me, ephemeralPublicKey: ephemeral)
                     try settle.execute(arguments: [session, hash.0, hash.1])
                 }
             }

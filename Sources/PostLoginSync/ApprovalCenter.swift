@@ -233,8 +233,11 @@ public struct ApprovalCenter: Sendable {
         } catch {
             return refuse("the decision is not a well-formed decision statement")
         }
-        let trust = try await trust()
+        var trust = try await trust()
         let device = unverified.deviceID
+        guard let head = unverified.logHead else {
+            return refuse("the decision is version 1 (it names no trust-log head): refused", device: device)
+        }
         guard trust.revocations[device] == nil else { return refuse("the deciding device is revoked", device: device) }
         guard let certificate = trust.certificates[device] else {
             return refuse("the deciding device has no valid certificate", device: device)
@@ -252,6 +255,32 @@ public struct ApprovalCenter: Sendable {
                 signingKey: certificate.ed25519PublicKey, expecting: expected)
         } catch {
             return refuse(error.description, device: device)
+        }
+        // The head the answering device pinned must be a position of this desktop's own verified
+        // log (read again once when beyond its head), where the device was certified.
+        guard var log = trust.log, head.epoch == log.epoch else {
+            return refuse(
+                "the deciding device is paired with another epoch of the trust log (a stale pairing): refused as "
+                    + "an uncertified device", device: device)
+        }
+        if head.seq > log.headSeq {
+            trust = try await self.trust()
+            guard let reread = trust.log, reread.epoch == head.epoch, head.seq <= reread.headSeq else {
+                throw TrustLogSync.truncated(
+                    head.seq, "a decision names seq \(head.seq), beyond the end of the log this desktop can read")
+            }
+            log = reread
+        }
+        guard let ours = try await local.trustLogEntryHash(epoch: head.epoch, seq: head.seq) else {
+            throw TrustLogSync.truncated(head.seq, "the log this desktop pinned lacks seq \(head.seq)")
+        }
+        guard ours == head.hash else {
+            throw TrustLogSync.forked(
+                head.seq, "device \(device.canonical) answered from a log that holds another entry at seq \(head.seq)")
+        }
+        guard let certifiedAt = log.devices[device]?.certifiedSeq, certifiedAt <= head.seq, trust.isTrusted(device)
+        else {
+            return refuse("the deciding device was not certified at the head it answered from", device: device)
         }
         let status = decision.verdict == .approve ? ApprovalStatus.approved : ApprovalStatus.denied
         guard row.status == status, row.decidedByDeviceID == device else {
@@ -302,11 +331,17 @@ public struct ApprovalCenter: Sendable {
         let identity = try await local.requireIdentity()
         let user = try await signedInUser()
         let request = opened.request
+        guard let head = try await trust().head else {
+            throw SyncError(
+                code: .trustLogMissing,
+                message: "answering needs the user's trust log verified here (a decision carries its head)")
+        }
         let decision = ApprovalDecision(
             userID: user, sessionID: request.sessionID, requestID: request.id, deviceID: identity.id,
             verdict: verdict == .approve ? .approve : .deny,
             bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: request.body)),
-            read: opened.read, decidedAt: UInt64(max(0, now.timeIntervalSince1970)))
+            read: opened.read, decidedAt: UInt64(max(0, now.timeIntervalSince1970)),
+            logHead: ApprovalDecision.LogHead(epoch: head.epoch, seq: head.seq, hash: head.hash))
         let signed = decision.signed(by: try await local.signingKey())
         return try await approvals().answerApproval(
             requestID: request.id, deviceID: identity.id, verdict: verdict, decisionBody: signed.body,

@@ -36,9 +36,6 @@ extension DeviceTrustManager {
     @discardableResult
     public func initialize(recovery: RecoveryChoice = .new) async throws -> Started {
         let (identity, user) = try await signedIn()
-        guard identity.role == .desktop else {
-            throw SyncError(code: .wrongRole, message: "only a desktop can start the trust log (and be its first root)")
-        }
         let pinned = try await local.trustLogPin() != nil
         let geneses: [TrustLogRow]
         do {
@@ -62,6 +59,9 @@ extension DeviceTrustManager {
                 code: .identityExists,
                 message: "this user has an identity from before the trust log: its trust root migrates it at its "
                     + "next sync; pair this device with `sync-cli trust join`; nothing was changed")
+        }
+        guard identity.role == .desktop else {
+            throw SyncError(code: .wrongRole, message: "only a desktop can start the trust log (and be its first root)")
         }
         try await engine.upsertOwnDevice(identity, user: user)
         let recoveryKey = recovery == .new ? RecoveryKey() : nil

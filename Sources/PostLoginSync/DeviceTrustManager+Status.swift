@@ -17,6 +17,9 @@ extension DeviceTrustManager {
         let root = try await local.identityKey()
         var status = TrustStatus(deviceID: identity.id, isTrustRoot: false, mode: "none")
         guard let snapshot = try await verified() else {
+            let geneses = (try? await remote.trustLog().trustLogGeneses()) ?? []
+            let legacy = (try? await remote.trustTables().fetchIdentityKey()) ?? nil
+            status.userHasIdentity = !geneses.isEmpty || legacy != nil
             status.devices = devices.map {
                 TrustStatus.Device(
                     deviceID: $0.id, name: $0.name, deviceType: $0.deviceType?.rawValue, isActive: $0.isActive,
@@ -24,6 +27,7 @@ extension DeviceTrustManager {
             }
             return status
         }
+        status.userHasIdentity = true
         status.identityFingerprint = snapshot.fingerprint.description
         status.problems = snapshot.problems.map(\.description)
         status.pendingResets = snapshot.pendingResets

@@ -39,7 +39,7 @@ extension DeviceTrustManager {
         let status = try await status()
         // A device that pinned nothing has no standing yet: unverified.
         let standing = status.thisDevice ?? .unverified
-        if status.mode != "none", standing != .verified {
+        if status.userHasIdentity, standing != .verified {
             return .notPaired(standing)
         }
         return .notPushedYet(lastPull: report?.direction == .pull ? report?.finishedAt : nil)

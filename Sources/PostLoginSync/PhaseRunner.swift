@@ -70,6 +70,7 @@ extension SyncEngine {
             case let error as RemoteStoreError: SyncIssue.Code(remote: error.code)
             case let error as LocalStoreError: SyncIssue.Code(local: error.code)
             case is CryptoError: .crypto
+            case let error as SyncError: SyncIssue.Code(rawValue: error.code.rawValue)
             default: .error
             }
         }

@@ -537,7 +537,6 @@ extension SyncEngine {
         if let failure = pull.trustFailure { throw failure }
         let identity = pull.identity
         let trust = pull.trust
-        if let trust { entry.errors += trust.problems }
         let senders = SenderKeys(remote: remote, trust: trust, known: pull.since == nil ? pull.changes?.devices : nil)
         var opened = 0
         // Three stages, each batch a stage behind the one before it: while a batch is opened (on
@@ -586,6 +585,7 @@ extension SyncEngine {
         /// and starts recording the batch's rows and storing what passed (after the batch before).
         func finish(_ batch: Opening) async throws {
             var good: [ReceivedEnvelope] = []
+            var revoked: [EnvelopeRecord] = []
             for item in batch.outcomes.values.compactMap({ try? $0.get() }).sorted(by: {
                 $0.received.sessionID.canonicallyPrecedes($1.received.sessionID)
             }) {
@@ -598,6 +598,14 @@ extension SyncEngine {
                     } ?? false,
                     verified: trust != nil, requireAuthenticated: options.requireAuthenticated,
                     window: options.generationWindow)
+                if let trust, let sender = item.received.senderDeviceID, !trust.isTrusted(sender),
+                    trust.revocations[sender] != nil
+                {
+                    // A revoked device's envelope: refused, once (its row is settled), counted; not a failure.
+                    recorder.report.trust?.revokedSenders += 1
+                    if let row = batch.rows.first(where: { $0.sessionID == session }) { revoked.append(row) }
+                    continue
+                }
                 if let (code, message) = Self.refusal(of: item, context) {
                     recorder.report.trust?.rejectedEnvelopes += 1
                     entry.failed += 1
@@ -613,8 +621,8 @@ extension SyncEngine {
                 return nil
             }.sorted { $0.0.canonicallyPrecedes($1.0) }
             try await storing?.value
-            let (local, rows, stored) = (self.local, batch.all, good)
-            storing = Task { try await local.recordEnvelopeRows(rows, storing: stored) }
+            let (local, rows, stored, settled) = (self.local, batch.all, good, revoked)
+            storing = Task { try await local.recordEnvelopeRows(rows, storing: stored, settling: settled) }
             entry.applied += good.count
             recorder.report.envelopesOpened += good.count
             entry.failed += failures.count
@@ -809,6 +817,9 @@ actor SenderKeys {
         var keys: [UUID: X25519PublicKey] = [:]
         if let trust {
             for id in trust.certificates.keys { keys[id] = trust.certifiedKey(of: id) }
+            // A revoked device's key too: its envelopes open, so that they are told apart
+            // (refused as `revokedSender`, once) from forgeries.
+            for (id, revocation) in trust.revocations where keys[id] == nil { keys[id] = revocation.x25519PublicKey }
         } else {
             var seen = Set<UUID>(), repeated = Set<UUID>()
             let devices: [RemoteDevice]

@@ -76,7 +76,7 @@ extension SyncEngine {
         }
         try await recorder.phase(.secrets) { entry in
             try trust.requireVerified()
-            entry.errors += duties
+            recorder.report.trust?.reports += duties
             try await pushSecrets(
                 identity: identity, key: key, trust: trust.snapshot, entry: &entry, recorder: recorder)
         }
@@ -161,7 +161,6 @@ extension SyncEngine {
     ) async throws {
         let devices = try await remote.listDevices()
         if let trust {
-            entry.errors += trust.problems
             try await applyRevocations(trust, identity: identity, entry: &entry, recorder: recorder)
         }
         let decisions = RecipientPolicy.decide(

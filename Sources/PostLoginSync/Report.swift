@@ -269,6 +269,9 @@ public struct TrustSummary: Sendable, Codable, Hashable {
     public var entriesVerified = 0
     /// Pull: envelopes refused because their sender is revoked (each once; not a failure).
     public var revokedSenders = 0
+    /// What verifying the trust reported without failing (a pending reset, ignored witnesses,
+    /// a clock behind the log, legacy mode): never a failure of the sync.
+    public var reports: [SyncIssue] = []
 
     /// Creates a summary.
     public init(mode: TrustMode, identityFingerprint: String? = nil) {

@@ -230,6 +230,7 @@ public struct SyncEngine: Sendable {
         }
         var summary = TrustSummary(mode: mode, identityFingerprint: snapshot?.fingerprint.description)
         summary.invalidStatements = snapshot?.problems.filter { $0.code == .invalidStatement }.count ?? 0
+        summary.reports = snapshot?.problems ?? []
         summary.head = snapshot?.head?.description
         summary.entriesVerified = snapshot?.verifiedEntries ?? 0
         if let snapshot, snapshot.revocations[selfID] != nil {

@@ -151,6 +151,8 @@ actor WatchState {
     /// Other devices' rows as last acted on, heartbeat left out.
     var devices: [UUID: RemoteDevice] = [:]
     var statements: String?
+    /// The trust log's head as the change feed last reported it.
+    var trustLog: TrustLogHead?
     var lastFull: ContinuousClock.Instant?
     var failures = 0
     /// Requests refused by the recipient policy: not a reason to push again until the next full run.
@@ -282,7 +284,9 @@ actor WatchState {
         let local = engine.local, remote = engine.remote
         let now = ContinuousClock.now
         let full = lastFull.map { now - $0 >= options.fullEvery } ?? true
-        let pinned = try await local.pinnedIdentityKey() != nil
+        let legacyPin = try await local.pinnedIdentityKey() != nil
+        let logPin = try await local.trustLogPin() != nil
+        let pinned = legacyPin || logPin
         let changes = try await remote.changesOrPoll(since: cursor, statements: pinned)
         tick.changeFeed = changes.method
         surface(changes.approvals, in: &tick, identity: identity)
@@ -297,7 +301,7 @@ actor WatchState {
             seen[device.id] = row
         }
         if changes.complete { changedDevices += Set(devices.keys).subtracting(seen.keys).count }
-        let statementsChanged = pinned && changes.statements != statements
+        let statementsChanged = pinned && (changes.statements != statements || changes.trustLog != trustLog)
         var requests: [SecretRequestRow] = []
         if !changes.secretRequests.isEmpty {
             let own = try await local.ownSessionIDs()
@@ -311,7 +315,7 @@ actor WatchState {
         if changedDevices > 0 && lastFull != nil {
             tick.reasons.append("\(changedDevices) device\(changedDevices == 1 ? "" : "s") changed")
         }
-        if statementsChanged && lastFull != nil { tick.reasons.append("trust statements changed") }
+        if statementsChanged && lastFull != nil { tick.reasons.append("trust changed") }
         if !requests.isEmpty {
             tick.reasons.append("\(requests.count) secret request\(requests.count == 1 ? "" : "s")")
         }
@@ -334,6 +338,7 @@ actor WatchState {
         }
         devices = seen
         statements = changes.statements
+        trustLog = changes.trustLog
         cursor = changes.cursor.map { moved($0) }
     }
 

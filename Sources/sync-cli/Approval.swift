@@ -56,7 +56,7 @@ struct ApprovalContext {
             return try await body(center)
         } catch let error as SyncError {
             printError("Error: \(error.message)")
-            throw ExitCode(error.code == .identityChanged ? TrustExit.identityChanged : 1)
+            throw ExitCode(TrustExit.isTrustFailure(error.code) ? TrustExit.identityChanged : 1)
         } catch let error as RemoteStoreError where error.code == .missingFunction || error.code == .missingTable {
             throw CLIError("the remote has no approvals; apply the project's supabase/migrations/*_approvals.sql to it")
         } catch CryptoError.invalidApprovalContent {

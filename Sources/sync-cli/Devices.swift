@@ -36,7 +36,7 @@ extension SyncCLI {
                     snapshot = try await TrustSnapshot.load(local: store, remote: remote)
                 } catch let error as SyncError {
                     printError("Error: \(error.message)")
-                    throw ExitCode(error.code == .identityChanged ? TrustExit.identityChanged : 1)
+                    throw ExitCode(TrustExit.isTrustFailure(error.code) ? TrustExit.identityChanged : 1)
                 }
                 let options = RecipientOptions(trust: requireTrusted ? .flagged : trust, includeSelf: !excludeSelf)
                 let decisions = RecipientPolicy.evaluate(

@@ -16,9 +16,10 @@ enum SyncExit {
         Exit status: 0 everything synced; 2 partial success (some rows, devices or phases \
         failed; see the report); 3 every phase failed (a phase with nothing to do does not \
         count: a push with nothing to send to a dead server exits 3); 1 nothing ran (not \
-        initialised or logged in, store busy, bad key file); 64 a usage mistake; 4 nothing \
-        ran because the user's \
-        identity key on the remote is not the one this device pinned (re-pair).
+        initialised or logged in, store busy, bad key file); 64 a usage mistake; 4 the trust \
+        log does not verify, was forked or cut, or the identity was reset (nothing was sealed \
+        or accepted; the other phases ran and the report says which), or in legacy mode the \
+        identity key changed (nothing ran): compare `trust status` across devices, or re-pair.
         """
 }
 
@@ -121,13 +122,17 @@ enum SyncRunner {
         } catch let error as SyncError {
             printer.finish()
             printError("Error: \(error.message)")
-            throw ExitCode(error.code == .identityChanged ? TrustExit.identityChanged : SyncExit.error)
+            throw ExitCode(TrustExit.isTrustFailure(error.code) ? TrustExit.identityChanged : SyncExit.error)
         }
         printer.finish()
         if options.json {
             printJSONText(report.json())
         } else {
             printSummary(report)
+        }
+        // A trust failure fails closed: the phases that seal or accept failed with it.
+        if report.errors.contains(where: { TrustExit.isTrustFailure(SyncError.Code(rawValue: $0.code.rawValue)) }) {
+            throw ExitCode(TrustExit.identityChanged)
         }
         switch report.outcome {
         case .success: return

@@ -19,8 +19,9 @@ enum TrustExit {
         "Exit status: 0 done; 1 refused or failed (the message says why); 4 the trust log does not verify, was forked or cut, or the identity was reset or changed (re-pair, or compare `trust status` across devices)."
 
     /// Whether an engine error is a trust failure (exit 4).
-    static func isTrustFailure(_ code: SyncError.Code) -> Bool {
-        [.identityChanged, .trustLogInvalid, .trustLogForked, .trustLogTruncated, .identityReset].contains(code)
+    static func isTrustFailure(_ code: SyncError.Code?) -> Bool {
+        guard let code else { return false }
+        return [.identityChanged, .trustLogInvalid, .trustLogForked, .trustLogTruncated, .identityReset].contains(code)
     }
 
     /// Runs `body`, turning a ``SyncError`` into its message and exit status.

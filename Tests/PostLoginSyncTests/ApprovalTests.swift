@@ -48,6 +48,12 @@ struct ApprovalWorld {
         return ApprovalWorld(world: world, desktop: desktop, phone: phone, tablet: tablet, root: root, tokens: tokens)
     }
 
+    /// The trust-log head a device pinned, as a decision names it.
+    static func pinnedHead(_ store: DeviceStore) async throws -> ApprovalDecision.LogHead {
+        let pin = try #require(try await store.trustLogPin())
+        return ApprovalDecision.LogHead(epoch: pin.epoch, seq: pin.headSeq, hash: pin.headHash)
+    }
+
     func center(_ device: World.Device) throws -> ApprovalCenter {
         ApprovalCenter(
             local: device.store, remote: try world.remote(), logger: Logger(label: "approvals") { _ in logs })
@@ -209,13 +215,14 @@ struct ApprovalTests {
         let tabletKey = try await w.tablet.store.signingKey()
         let opened = try await w.center(w.phone).open(row)
         let body = try ByteEncoding.bytes(base64: row.body)
+        let head = try await ApprovalWorld.pinnedHead(w.desktop.store)
         func decision(
             device: UUID, verdict: ApprovalDecision.Verdict = .approve, request: UUID? = nil, bodyHash: [UInt8]? = nil
         ) -> ApprovalDecision {
             ApprovalDecision(
                 userID: w.world.user, sessionID: row.sessionID, requestID: request ?? row.id, deviceID: device,
                 verdict: verdict, bodyHash: bodyHash ?? SHA256.hash(body), read: opened.read,
-                decidedAt: UInt64(Date().timeIntervalSince1970))
+                decidedAt: UInt64(Date().timeIntervalSince1970), logHead: head)
         }
         func plant(_ statement: SignedStatement, status: String = "approved", by device: UUID) async throws {
             try await w.asServiceRole(
@@ -246,6 +253,11 @@ struct ApprovalTests {
         let stranger = UUID()
         try await plant(decision(device: stranger).signed(by: Ed25519PrivateKey()), by: stranger)
         try await expectRefused("uncertified", "no valid certificate")
+        // A genuine version-1 decision (no trust-log head): refused.
+        var v1 = decision(device: phone)
+        v1.logHead = nil
+        try await plant(v1.signed(by: phoneKey), by: phone)
+        try await expectRefused("version 1", "version 1")
         // Signed by the phone for another request, and for another body.
         try await plant(decision(device: phone, request: UUID()).signed(by: phoneKey), by: phone)
         try await expectRefused("another request", "another user, session or request")
@@ -305,7 +317,7 @@ struct ApprovalTests {
         let overSwapped = ApprovalDecision(
             userID: w.world.user, sessionID: row1.sessionID, requestID: row1.id, deviceID: w.phone.identity.id,
             verdict: .approve, bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: row2.body)), read: read,
-            decidedAt: UInt64(Date().timeIntervalSince1970)
+            decidedAt: UInt64(Date().timeIntervalSince1970), logHead: try await ApprovalWorld.pinnedHead(w.phone.store)
         ).signed(by: try await w.phone.store.signingKey())
         let answered = try await (w.world.remote()).answerApproval(
             requestID: row1.id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: overSwapped.body,
@@ -327,7 +339,7 @@ struct ApprovalTests {
             userID: w.world.user, sessionID: row2.sessionID, requestID: row2.id, deviceID: viewer.identity.id,
             verdict: .approve, bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: row2.body)),
             read: SecureBytes(randomCount: 32).withUnsafeBytes { Array($0) },
-            decidedAt: UInt64(Date().timeIntervalSince1970)
+            decidedAt: UInt64(Date().timeIntervalSince1970), logHead: try await ApprovalWorld.pinnedHead(viewer.store)
         ).signed(by: try await viewer.store.signingKey())
         let refusals2 = Refusals()
         let waiting = Task {
@@ -448,7 +460,7 @@ struct ApprovalTests {
 
         let mine = try w.world.remote()
         let mySession = try await w.session
-        let decision = ByteEncoding.base64([UInt8](repeating: 7, count: 29 + 4 * 37 + 1 + 32 + 32 + 8))
+        let decision = ByteEncoding.base64([UInt8](repeating: 7, count: 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44))
         let signature = ByteEncoding.base64([UInt8](repeating: 9, count: 64))
         let before = try await w.snapshot([w.world.user, other])
         let calls: [(String, () async throws -> Void)] = [
@@ -640,7 +652,7 @@ struct ApprovalTests {
                 body: ByteEncoding.base64([1, 0, 0, 0, 1] + [UInt8](repeating: 4, count: 60)), generation: 1,
                 expiresAt: now + 60)
         }
-        let decision = ByteEncoding.base64([UInt8](repeating: 7, count: 29 + 4 * 37 + 1 + 32 + 32 + 8))
+        let decision = ByteEncoding.base64([UInt8](repeating: 7, count: 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44))
         let signature = ByteEncoding.base64([UInt8](repeating: 9, count: 64))
         await refused("own request", .invalidValue) {
             _ = try await remote.answerApproval(

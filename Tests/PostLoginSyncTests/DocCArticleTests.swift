@@ -100,7 +100,8 @@ func answerFromNotification(payload: Data, store: DeviceStore, remote: any SyncR
         }
         let desktop = try await store("desktop", role: .desktop, type: .macDesktop)
         let phone = try await store("phone", role: .mobile, type: .iosPhone)
-        let desktopRemote = try EmbeddedRemoteStore(path: remotePath, userID: user)
+        // Signed in just now: starting the trust log asks for a recent sign-in.
+        let desktopRemote = try EmbeddedRemoteStore(path: remotePath, userID: user, signedInAt: Date())
         let phoneRemote = try EmbeddedRemoteStore(path: remotePath, userID: user)
         _ = try await SyncEngine(local: phone, remote: phoneRemote).sync()
 

@@ -25,8 +25,9 @@ struct RecoveryCLITests {
         let initialized = try await cli.run(["trust", "init", "--store", cli.store("d"), "--json"])
         #expect(initialized.status == 0, "\(initialized.err)")
         let printed = try #require(
-            try JSONSerialization.jsonObject(with: Data(initialized.out.utf8)) as? [String: String])
-        let recoveryKey = try #require(printed["recoveryKey"])
+            try JSONSerialization.jsonObject(with: Data(initialized.out.utf8)) as? [String: Any])
+        let recoveryKey = try #require(printed["recoveryKey"] as? String)
+        #expect(printed["trustRoot"] as? Bool == true)
         let shown = try await cli.run(["trust", "init", "--store", cli.store("s"), "--no-qr"])
         #expect(shown.status != 0, "a second identity must be refused")
 
@@ -53,7 +54,12 @@ struct RecoveryCLITests {
         #expect(mistyped.status == 1 && mistyped.err.contains("mistyped"))
         #expect(!FileManager.default.fileExists(atPath: cli.store("s") + "/identity.key"))
 
-        let recovered = try await cli.run(["trust", "recover", "--store", cli.store("s")], stdin: recoveryKey + "\n")
+        // Without a terminal to confirm on, recovery writes nothing unless told --yes.
+        let unconfirmed = try await cli.run(["trust", "recover", "--store", cli.store("s")], stdin: recoveryKey + "\n")
+        #expect(unconfirmed.status == 1 && unconfirmed.err.contains("not confirmed"))
+        #expect(!FileManager.default.fileExists(atPath: cli.store("s") + "/identity.key"))
+        let recovered = try await cli.run(
+            ["trust", "recover", "--yes", "--store", cli.store("s")], stdin: recoveryKey + "\n")
         #expect(recovered.status == 0, "\(recovered.err)")
         #expect(recovered.out.contains("trust root"))
         let status = try await cli.run(["trust", "status", "--store", cli.store("s")])
@@ -94,9 +100,11 @@ struct RecoveryCLITests {
         let reset = try await cli.run(
             ["trust", "reset", "--store", cli.store("s"), "--json"], stdin: "q@example.com\n")
         #expect(reset.status == 0, "\(reset.err)")
-        let again = try #require(try JSONSerialization.jsonObject(with: Data(reset.out.utf8)) as? [String: String])
-        #expect(again["recoveryKey"] != nil && again["recoveryKey"] != recoveryKey)
+        let again = try #require(try JSONSerialization.jsonObject(with: Data(reset.out.utf8)) as? [String: Any])
+        #expect(again["recoveryKey"] as? String != nil && again["recoveryKey"] as? String != recoveryKey)
+        #expect(again["inEffect"] as? Bool == true)
         let phone = try await cli.run(["sync", "--store", cli.store("p")])
         #expect(phone.status == 4, "the phone pinned the old identity: \(phone.err)")
+        #expect(phone.out.contains("identity was reset"))
     }
 }

@@ -29,7 +29,7 @@ struct TrustCLITests {
         let initialised = try await cli.run(["trust", "init", "--store", cli.store("d")])
         #expect(initialised.status == 0 && initialised.out.contains("trust root"))
         let again = try await cli.run(["trust", "init", "--store", cli.store("p")])
-        #expect(again.status == 1 && again.err.contains("already has an identity key"))
+        #expect(again.status == 1 && again.err.contains("already has a trust log"))
         let keyMode =
             try FileManager.default.attributesOfItem(atPath: cli.store("d") + "/identity.key")[.posixPermissions]
             as? Int
@@ -107,14 +107,15 @@ struct TrustCLITests {
         }.count
         #expect(leaks == 0)
 
-        // The published identity replaced behind everyone's back: exit status 4, nothing sent.
+        // The log's genesis altered behind everyone's back: nothing sealed (the other phases run, the
+        // report names the fork), and every trust command exits 4.
         let database = try DatabaseQueue(path: cli.directory.appendingPathComponent("remote.sqlite").path)
         try await database.write {
             try $0.execute(
-                sql: "UPDATE user_identity_keys SET public_key = ?", arguments: [Ed25519PrivateKey().publicKey.base64])
+                sql: "UPDATE trust_log SET entry = (SELECT entry FROM trust_log WHERE seq = 1) WHERE seq = 0")
         }
         let changed = try await cli.run(["push", "--store", cli.store("d")])
-        #expect(changed.status == 4 && changed.err.contains("identity key changed"))
+        #expect(changed.status == 4 && changed.out.contains("forked"), "\(changed.out)")
         #expect(try await cli.run(["trust", "status", "--store", cli.store("p")]).status == 4)
         #expect(try await cli.run(["devices", "list", "--store", cli.store("d")]).status == 4)
     }

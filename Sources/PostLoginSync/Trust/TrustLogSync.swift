@@ -32,11 +32,44 @@ struct TrustLogSync {
     var user: UUID { remote.userID }
 
     mutating func load(reported: TrustLogHead??) async throws -> TrustSnapshot? {
-        if let pin = try await local.trustLogPin() {
-            return try await refresh(pin, reported: reported)
+        do {
+            if let pin = try await local.trustLogPin() {
+                return try await refresh(pin, reported: reported)
+            }
+            if let legacy = try await local.pinnedIdentityKey() {
+                return try await loadLegacy(pinned: legacy)
+            }
+        } catch let error as SyncError where error.code == .identityReset {
+            if let adopted = try await adoptOwnReset() { return adopted }
+            throw error
         }
-        if let legacy = try await local.pinnedIdentityKey() {
-            return try await loadLegacy(pinned: legacy)
+        return try await adoptOwnReset()
+    }
+
+    /// A reset this desktop asked for (its seed kept in `identity.reset.<epoch>.key`): once in
+    /// effect, this device is that epoch's root and pins it; once vetoed or superseded, the seed
+    /// is deleted.
+    mutating func adoptOwnReset() async throws -> TrustSnapshot? {
+        let epochs = local.resetIdentitySeedEpochs()
+        guard !epochs.isEmpty, let walked = try await walk() else { return nil }
+        let state = walked.state
+        let identity = try await local.requireIdentity()
+        for epoch in epochs {
+            let path = local.resetIdentityKeyPath(epoch: epoch)
+            if epoch == state.epoch, let seed = try local.identitySeed(at: path),
+                seed.publicKey == state.identityPublicKey,
+                state.isRoot(identity.id)
+            {
+                try await pin(walked)
+                try local.promoteIdentitySeed(from: path)
+                for other in epochs where other != epoch {
+                    local.removeIdentitySeed(at: local.resetIdentityKeyPath(epoch: other))
+                }
+                return try await snapshot(state)
+            }
+            if epoch < state.epoch || state.vetoes.contains(where: { $0.epoch == epoch }) {
+                local.removeIdentitySeed(at: path)
+            }
         }
         return nil
     }

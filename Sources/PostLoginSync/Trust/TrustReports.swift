@@ -107,6 +107,8 @@ public struct TrustStatus: Sendable, Codable, Hashable {
     public var thisDevice: DeviceTrustStatus?
     /// `log` (verified and pinned), `legacy` (before the user's log exists) or `none`.
     public var mode: String
+    /// Whether the user has a trust log (or an identity from before it), paired here or not.
+    public var userHasIdentity = false
     /// The verified head: epoch, seq and the first 8 bytes of its hash (compare it across devices).
     public var head: TrustLogPosition?
     /// When the head was written (Unix seconds, the writer's clock).

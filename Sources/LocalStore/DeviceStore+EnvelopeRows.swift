@@ -94,6 +94,39 @@ extension DeviceStore {
         }
     }
 
+    /// The sessions of `rows` whose row is recorded settled with the same hash: stored, or
+    /// refused for good (a revoked sender's); a listing does not check them again.
+    public func settledEnvelopeRows(_ rows: [EnvelopeRecord]) async throws -> Set<UUID> {
+        guard !rows.isEmpty else { return [] }
+        let me = try await requireIdentity().id.canonical
+        let hashes = Dictionary(
+            rows.map { row in
+                (
+                    row.sessionID,
+                    SecretDigest.rowHash(
+                        sessionID: row.sessionID.canonical, deviceID: me, ephemeralPublicKey: row.ephemeralPublicKey)
+                )
+            }, uniquingKeysWith: { _, last in last })
+        return try await mapErrors("reading envelope rows") {
+            try await pool.read { db in
+                var settled = Set<UUID>()
+                for row in try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT session_id, row_h1, row_h2 FROM envelope_rows
+                        WHERE encrypted_secret IS NULL AND session_id IN (SELECT value FROM json_each(?))
+                        """, arguments: [jsonArray(Set(hashes.keys))])
+                {
+                    let session = try row.uuid(0)
+                    if let hash = hashes[session], hash.0 == row[1] as Int64, hash.1 == row[2] as Int64 {
+                        settled.insert(session)
+                    }
+                }
+                return settled
+            }
+        }
+    }
+
     /// Deletes the recorded envelope rows of sessions not in `sessions` (after a listing of every
     /// row). Returns how many were deleted.
     @discardableResult

@@ -554,10 +554,13 @@ extension SyncEngine {
             let sessions = Set(rows.map(\.sessionID))
             let owners = try await local.sessionOwners(of: sessions)
             let held = try await local.receivedEnvelopes(sessions: sessions)
-            // A row equal to the envelope stored was checked when it was stored.
+            // A row equal to the envelope stored was checked when it was stored; one recorded as
+            // refused for good (a revoked sender's), unchanged, is not checked again either.
+            let settled = try await local.settledEnvelopeRows(rows)
             let candidates = rows.filter {
-                held[$0.sessionID]?.envelope
-                    != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
+                !settled.contains($0.sessionID)
+                    && held[$0.sessionID]?.envelope
+                        != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
             }
             let kept = candidates.filter { owners[$0.sessionID] != nil }
             entry.skipped += candidates.count - kept.count

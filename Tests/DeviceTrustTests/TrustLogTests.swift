@@ -359,7 +359,7 @@ struct TrustLogRulesTests {
         #expect(TrustLogEpochs.effect(of: genesis, answers: accept, now: genesis.createdAt) == .inEffect)
         // The prior epoch went on after T + 600 (a backdated reset raw-inserted into an active epoch).
         let active = TrustLogEpochs.Answers(headCreatedAt: t + 601)
-        #expect(TrustLogEpochs.effect(of: genesis, answers: active, now: t + 100_000) == .pending(deadline: t + 600))
+        #expect(TrustLogEpochs.effect(of: genesis, answers: active, now: t + 100_000) == .vetoed)
         // Two in effect: forked; an accept naming a genesis nobody can read: truncated.
         var other = genesis
         other.epoch = 3

@@ -113,7 +113,7 @@ enum TrustLogStaging {
 struct RemoteLogWriterForWorld {
     let texts: [String]
 
-    init(world: World, epoch: UInt32 = 1) throws {
+    init(world: World, epoch: UInt32 = 1, priorEpoch: UInt32? = nil, createdAt: UInt64? = nil) throws {
         let root = UUID()
         let certificate = DeviceCertificate(
             userID: world.user, deviceID: root, x25519PublicKey: X25519PrivateKey().publicKey,
@@ -123,8 +123,9 @@ struct RemoteLogWriterForWorld {
         var signed = certificate
         signed.ed25519PublicKey = signing.publicKey
         let writer = try TrustLogWriter.genesis(
-            userID: world.user, epoch: epoch, priorEpoch: epoch == 1 ? 0 : epoch - 1, identity: Ed25519PrivateKey(),
-            recoveryKey: nil, certificate: signed, signingKey: signing, createdAt: UInt64(Date().timeIntervalSince1970))
+            userID: world.user, epoch: epoch, priorEpoch: priorEpoch ?? (epoch == 1 ? 0 : epoch - 1),
+            identity: Ed25519PrivateKey(), recoveryKey: nil, certificate: signed, signingKey: signing,
+            createdAt: createdAt ?? UInt64(Date().timeIntervalSince1970))
         texts = writer.written.map(\.text)
     }
 }

@@ -60,7 +60,7 @@ public enum TrustLogEpochs {
     public enum Effect: Sendable, Hashable {
         /// An accept names it, or its 72 hours passed with no veto while the prior epoch stood still.
         case inEffect
-        /// A veto names it: it never takes effect.
+        /// A veto names it, or its prior epoch went on after its deadline: it never takes effect.
         case vetoed
         /// Neither yet: reported until `deadline` (device clock).
         case pending(deadline: UInt64)
@@ -98,8 +98,10 @@ public enum TrustLogEpochs {
         if answers.accepts.contains(reference) { return .inEffect }
         if answers.vetoes.contains(reference) { return .vetoed }
         let deadline = genesis.deadline
-        if deadline <= now && (answers.headCreatedAt ?? 0) <= deadline { return .inEffect }
-        return .pending(deadline: deadline)
+        guard deadline <= now else { return .pending(deadline: deadline) }
+        // Past its deadline, it took effect unless its prior epoch went on after it (the server
+        // takes no append to the prior epoch from T on): then it never will (a backdated insert).
+        return (answers.headCreatedAt ?? 0) <= deadline ? .inEffect : .vetoed
     }
 
     /// Where a walk goes from an epoch.

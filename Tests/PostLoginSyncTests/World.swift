@@ -41,19 +41,20 @@ final class World: Sendable {
 
     deinit { try? FileManager.default.removeItem(at: directory) }
 
-    /// A remote signed in as this world's user (or `user`).
-    func remote(as user: UUID? = nil) throws -> any CompleteRemote {
+    /// A remote signed in as this world's user (or `user`), who signed in at `signedIn` (just
+    /// now by default; `nil`: not recently).
+    func remote(as user: UUID? = nil, signedIn: Date? = Date()) throws -> any CompleteRemote {
         let user = user ?? self.user
         switch backend {
         case .embedded:
             return try EmbeddedRemoteStore(
-                path: directory.appendingPathComponent("remote.sqlite").path, userID: user, signedInAt: Date())
+                path: directory.appendingPathComponent("remote.sqlite").path, userID: user, signedInAt: signedIn)
         case .postgrest:
             let stack = try StackEnvironment.require()
             var configuration = PostgRESTConfiguration(
                 projectURL: deployedSchema ? stack.deployedURL : stack.url, apiKey: stack.anonKey,
                 userID: user
-            ) { _ in stack.token(for: user) }
+            ) { _ in stack.token(for: user, signedIn: signedIn) }
             configuration.baseBackoff = .milliseconds(10)
             return PostgRESTRemoteStore(configuration: configuration)
         }

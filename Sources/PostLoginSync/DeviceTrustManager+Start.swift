@@ -130,13 +130,14 @@ extension DeviceTrustManager {
     /// one revoke per legacy revocation it verifies, one certify per other device's legacy
     /// certificate (role `trust_root` as `trusted_executor`), one root grant per former root that
     /// is a desktop; each group in device-id order. Only its genesis author does this.
-    func finishMigration(_ state: TrustLogState) async throws {
+    @discardableResult
+    func finishMigration(_ state: TrustLogState) async throws -> Bool {
         let identity = try await local.requireIdentity()
         guard let legacy = try await local.pinnedIdentityKey(), try await local.setting(.migrationDone) != true,
             try await local.trustLogEntries(epoch: 1, fromSeq: 0).first.flatMap({
                 try? ParsedLogEntry(text: $0.text).entry.author
             }) == identity.id, state.epoch == 1
-        else { return }
+        else { return false }
         var sync = TrustLogSync(local: local, remote: remote, phase: .secrets, now: options.now())
         let snapshot = try await sync.legacySnapshot(pinned: legacy)
         let former = snapshot.certificates.values.filter { $0.deviceID != identity.id }.sorted {
@@ -173,6 +174,7 @@ extension DeviceTrustManager {
             }
         }
         try await local.setSetting(.migrationDone, true)
+        return missing
     }
 
     /// Sends the first `count` entries of `writer` with `start_trust_log`, the new seed kept in

@@ -33,8 +33,9 @@ extension SyncEngine {
         var duties: [SyncIssue] = []
         if trust.failure == nil, Self.mayHaveRootDuties(trust.snapshot, selfID: identity.id) {
             let manager = DeviceTrustManager(local: local, remote: remote, options: options, logger: logger)
-            duties = await manager.rootDuties()
-            trust = try await trustContext(phase: .secrets, selfID: identity.id)
+            let done = await manager.rootDuties(given: trust.snapshot)
+            duties = done.issues
+            if done.appended { trust = try await trustContext(phase: .secrets, selfID: identity.id) }
         }
         let recorder = Recorder(direction: .push, deviceID: identity.id, progress: progress, logger: logger)
         recorder.report.trust = trust.summary

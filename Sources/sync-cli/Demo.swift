@@ -31,7 +31,11 @@ extension SyncCLI {
             defer { if !keep { try? FileManager.default.removeItem(at: root) } }
             let user = UUID()
             let remotePath = root.appendingPathComponent("embedded-remote.sqlite").path
-            func remote() throws -> any SyncRemote { try EmbeddedRemoteStore(path: remotePath, userID: user) }
+            // Signed in just now: the trust log's start asks for a recent sign-in.
+            let signedIn = Date()
+            func remote() throws -> any SyncRemote {
+                try EmbeddedRemoteStore(path: remotePath, userID: user, signedInAt: signedIn)
+            }
             var step = 0
             func say(_ text: String) {
                 step += 1
@@ -72,10 +76,12 @@ extension SyncCLI {
                 )
             }
 
-            say("The desktop becomes the trust root: it creates the user's identity key and certifies itself")
+            say(
+                "The desktop starts the user's trust log and is its first root: a new identity key, its own certificate, a recovery key"
+            )
             let trustRoot = DeviceTrustManager(local: desktopStore, remote: try remote())
-            let fingerprint = try await trustRoot.initialize()
-            output("   identity fingerprint \(fingerprint)")
+            let started = try await trustRoot.initialize()
+            output("   identity fingerprint \(started.fingerprint), trust log head \(started.head)")
 
             say("The desktop shows a pairing code for a phone (valid 10 minutes, single use) as text and as a QR code")
             let (code, _) = try await trustRoot.invite(deviceType: .iosPhone)
@@ -85,14 +91,14 @@ extension SyncCLI {
                     separator: "\n"))
 
             say(
-                "The phone joins with the code: it checks the published identity against the code's fingerprint and asks for a certificate"
+                "The phone joins with the code: it verifies the trust log, checks its key in force against the code's fingerprint, and asks for a certificate"
             )
             let joined = try await DeviceTrustManager(local: phoneStore, remote: try remote()).join(
                 code: PairingCode(parsing: code.revealText()))
             output("   pinned identity \(joined)")
 
             say(
-                "The desktop approves: it checks the request's MAC against the code's secret and certifies the phone as an ios-phone"
+                "The desktop approves: it checks the request's MAC against the code's secret and appends the phone's certificate (an ios-phone) to the log"
             )
             let approval = try await trustRoot.approve()
             output(

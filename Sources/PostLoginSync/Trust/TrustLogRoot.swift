@@ -79,20 +79,26 @@ extension DeviceTrustManager {
     /// epoch; a granted root opens its grant; the genesis author of a migration appends what the
     /// log still lacks of it. Each problem is reported; none stops the sync.
     ///
-    /// - Returns: What was reported.
-    public func rootDuties() async -> [SyncIssue] {
+    /// - Parameter known: The trust this sync already verified (read again when `nil`).
+    /// - Returns: What was reported, and whether anything was appended to the log.
+    public func rootDuties(given known: TrustSnapshot? = nil) async -> (issues: [SyncIssue], appended: Bool) {
         var issues: [SyncIssue] = []
+        var appended = false
         func report(_ message: String) {
             issues.append(SyncIssue(phase: .secrets, code: .rootDuty, message: message))
         }
         do {
             let identity = try await local.requireIdentity()
-            guard identity.role == .desktop else { return [] }
-            let snapshot = try await verified()
-            guard let snapshot else { return [] }
+            guard identity.role == .desktop else { return ([], false) }
+            var loaded = known
+            if loaded == nil { loaded = try await verified() }
+            guard let snapshot = loaded else { return ([], false) }
             guard let state = snapshot.log else {
-                if try await local.identityKey() != nil { try await migrate(recoveryKey: nil) }
-                return []
+                if try await local.identityKey() != nil {
+                    try await migrate(recoveryKey: nil)
+                    appended = true
+                }
+                return ([], appended)
             }
             let settled = try await TrustLogRoot(local: local, logger: logger).settle(state, selfID: identity.id)
             if settled.grantInvalid {
@@ -102,8 +108,9 @@ extension DeviceTrustManager {
                         message: "the log makes this device a root, but its grant does not open to the identity key "
                             + "in force: it does not act as a root"))
             }
-            guard settled.key != nil else { return issues }
+            guard settled.key != nil else { return (issues, appended) }
             for reset in snapshot.pendingResets {
+                appended = true
                 try await append { writer, now in
                     try writer.append(
                         .resetAnswer(
@@ -113,7 +120,7 @@ extension DeviceTrustManager {
                 }
                 logger?.notice("trust log: vetoed the pending reset of epoch \(reset.epoch)")
             }
-            try await finishMigration(state)
+            appended = try await finishMigration(state) || appended
         } catch let error as SyncError where error.code == .freshSignInRequired {
             report(
                 "this trust root has not started the user's trust log yet: sign in again (`sync-cli login`) and sync "
@@ -121,6 +128,6 @@ extension DeviceTrustManager {
         } catch {
             report("a trust root's duty could not be done: \(error)")
         }
-        return issues
+        return (issues, appended)
     }
 }

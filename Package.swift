@@ -129,7 +129,7 @@ let package = Package(
         .testTarget(
             name: "SecretCryptoTests",
             dependencies: ["SecretCrypto", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "DeviceTrustTests", dependencies: ["DeviceTrust", "SecretCrypto"]),
+        .testTarget(name: "DeviceTrustTests", dependencies: ["DeviceTrust", "SecretCrypto", "CSodium"]),
         .testTarget(
             name: "ConformanceVectorsTests",
             dependencies: [

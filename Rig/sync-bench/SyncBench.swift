@@ -209,7 +209,9 @@ enum SyncBench {
                 configuration.maxRowsPerBatch = batchRows
                 return PostgRESTRemoteStore(configuration: configuration)
             }
-            return try! EmbeddedRemoteStore(path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+            // Signed in just now: a trust root's log calls want a recent sign-in.
+            return try! EmbeddedRemoteStore(
+                path: directory.appendingPathComponent("remote.sqlite").path, userID: user, signedInAt: Date())
         }
 
         func store(_ name: String, role: SyncRole) async throws -> DeviceStore {

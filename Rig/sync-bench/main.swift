@@ -7,6 +7,7 @@ import Foundation
 //   sync-bench approval [--rounds 20]
 //   sync-bench coldstart [--sizes M,L] [--remotes embedded,postgrest] [--sync-runs 3]
 //   sync-bench versions [--size L] [--sync-runs 3]
+//   sync-bench trustlog [--runs 5]
 
 struct Options {
     var mode = "all"
@@ -29,7 +30,8 @@ struct Options {
         var rest = arguments.dropFirst()
         while let argument = rest.popFirst() {
             switch argument {
-            case "crypto", "localstore", "sync", "all", "watch", "approval", "coldstart", "versions": mode = argument
+            case "crypto", "localstore", "sync", "all", "watch", "approval", "coldstart", "versions", "trustlog":
+                mode = argument
             case "--rounds": rounds = max(1, Int(rest.popFirst() ?? "") ?? rounds)
             case "--size":
                 watchSize = rest.popFirst() ?? watchSize
@@ -52,7 +54,7 @@ struct Options {
             case "-h", "--help":
                 print(
                     """
-                    usage: sync-bench [crypto|localstore|sync|watch|approval|coldstart|versions|all] [options]
+                    usage: sync-bench [crypto|localstore|sync|watch|approval|coldstart|versions|trustlog|all] [options]
                       crypto      envelope v1 and v2 seals/s and opens/s on one core and on all cores, beside
                                   the libsodium floor (the same calls in C); --iterations N operations
                                   per worker (default 5000), median of --runs R (default 5)
@@ -84,6 +86,11 @@ struct Options {
                       versions    the first push at --size (default L) with every other device on envelope
                                   v1, then on v2, on the embedded remote, alternating; the v2/v1 ratio.
                                   Not part of `all`.
+                      trustlog    a 10,000-entry trust log verified from scratch on one core (target
+                                  under 1 s) and extended by one entry, median of --runs R (default 5);
+                                  then a phone's two pulls against it on the embedded remote: the first
+                                  reads and verifies every entry, the next (head unchanged) none. Not
+                                  part of `all`.
                       all         crypto, localstore and sync (default)
                     Build with -c release (`make bench`).
                     """)
@@ -140,6 +147,9 @@ if options.mode == "coldstart" {
 }
 if options.mode == "versions" {
     try await VersionBench.run(sizeName: options.sizeGiven ? options.watchSize : "L", runs: options.syncRuns)
+}
+if options.mode == "trustlog" {
+    try await TrustLogBench.run(runs: options.runs)
 }
 if options.mode == "approval" {
     try await ApprovalBench.run(rounds: options.rounds)

@@ -107,6 +107,24 @@ struct RecoveryTests {
     }
 
     @Test(
+        "a recovery the log refuses (the head moved under it) keeps no seed and writes nothing",
+        arguments: Backend.available)
+    func refusedKeepsNoSeed(backend: Backend) async throws {
+        let r = try await RecoveryWorld.make(backend)
+        let root = try r.manager(r.root)
+        let phone = r.phone.identity.id
+        await #expect {
+            try await r.manager(r.spare).recover(with: r.recoveryKey) { _ in
+                // While the person reads the preview, the root appends: the recovery's entries are stale.
+                (try? await root.revoke([phone])) != nil
+            }
+        } throws: {
+            ($0 as? SyncError)?.code == .trustLogRefused
+        }
+        try await r.nothingWritten(on: r.spare)
+    }
+
+    @Test(
         "threat 9: a new recovery key retires the old one (recoveryKeyRetired, nothing written); the new one recovers",
         arguments: Backend.available)
     func newKey(backend: Backend) async throws {

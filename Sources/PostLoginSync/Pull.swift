@@ -560,7 +560,8 @@ extension SyncEngine {
             let candidates = rows.filter {
                 !settled.contains($0.sessionID)
                     && held[$0.sessionID]?.envelope
-                        != SecretEnvelope(ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
+                        != SecretEnvelope(
+                            ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
             }
             let kept = candidates.filter { owners[$0.sessionID] != nil }
             entry.skipped += candidates.count - kept.count

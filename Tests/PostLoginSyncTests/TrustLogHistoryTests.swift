@@ -33,7 +33,7 @@ struct TrustLogHistoryTests {
             let pulled = try await w.engine(w.phone, options: LogWorld.clock(offset)).pull()
             #expect(pulled.outcome == .success, "\(offset): \(pulled.errors)")
         }
-        let status = try await w.manager(w.spare).status()  // never paired: nothing to verify
+        let status = try await w.manager(w.spare).status() // never paired: nothing to verify
         #expect(status.mode == "none")
         let rows = try await w.rows()
         #expect(throws: Never.self) { try TrustLogVerifier.verify(rows.map(\.entry), userID: w.world.user, epoch: 1) }
@@ -116,14 +116,18 @@ struct TrustLogHistoryTests {
         let phone = w.phone.identity.id
         let key = try await w.phone.store.signingKey()
         let rows = try await w.rows()
-        func publish(seq: UInt64, epoch: UInt32 = 1, hash: [UInt8]? = nil, signer: Ed25519PrivateKey? = nil) async
+        func publish(
+            seq: UInt64, epoch: UInt32 = 1, hash: [UInt8]? = nil, signer: Ed25519PrivateKey? = nil
+        ) async
             -> String?
         {
             let witness = TrustLogWitness(
                 userID: w.world.user, deviceID: phone, epoch: epoch, seq: seq,
                 entryHash: hash ?? SHA256.hash([UInt8(seq)]), seenAt: UInt64(Date().timeIntervalSince1970))
             let (body, signature) = witness.signed(by: signer ?? key)
-            return await LogWorld.code { try await remote.publishWitness(deviceID: phone, body: body, signature: signature) }
+            return await LogWorld.code {
+                try await remote.publishWitness(deviceID: phone, body: body, signature: signature)
+            }
         }
         // The phone witnessed the head at its pull: an older seq replayed, or one beyond the head: 22023.
         #expect(await publish(seq: 0) == "22023")
@@ -178,7 +182,9 @@ struct TrustLogHistoryTests {
         #expect(second.outcome == .success && second.trust?.revokedSenders == 0)
     }
 
-    @Test("15. a sync whose head is unchanged does no verification work; the report says what it verified", arguments: remotes)
+    @Test(
+        "15. a sync whose head is unchanged does no verification work; the report says what it verified",
+        arguments: remotes)
     func unchangedHead(backend: Backend, deployed: Bool) async throws {
         let w = try await LogWorld.make(backend, deployed)
         let pull = try await w.phone.engine.pull()

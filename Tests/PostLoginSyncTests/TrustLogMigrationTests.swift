@@ -33,8 +33,10 @@ struct LegacyWorld {
         let legacy = Ed25519PrivateKey()
         let recoveryKey = RecoveryKey()
         try await TrustLogStaging.legacyRow(world, "user_identity_keys", body: legacy.publicKey.base64)
-        for (device, role) in [(root, "trust_root"), (other, "trust_root"), (phone, "trusted_executor"),
-            (tablet, "trusted_executor")] {
+        for (device, role) in [
+            (root, "trust_root"), (other, "trust_root"), (phone, "trusted_executor"),
+            (tablet, "trusted_executor"),
+        ] {
             let signed = try DeviceCertificate(
                 userID: world.user, deviceID: device.identity.id, x25519PublicKey: device.identity.publicKey,
                 ed25519PublicKey: try await device.store.signingKey().publicKey,
@@ -102,7 +104,8 @@ struct TrustLogMigrationTests {
         // After the migration the legacy recovery key finds a retired key.
         let spare = try await l.world.desktop("spare", repositories: 1, sessions: 1)
         await #expect {
-            try await DeviceTrustManager(local: spare.store, remote: try l.world.remote()).recover(with: l.recoveryKey) {
+            try await DeviceTrustManager(local: spare.store, remote: try l.world.remote()).recover(with: l.recoveryKey)
+            {
                 _ in true
             }
         } throws: { ($0 as? SyncError)?.code == .recoveryKeyRetired }
@@ -124,7 +127,8 @@ struct TrustLogMigrationTests {
         await #expect {
             try await DeviceTrustManager(local: l.other.store, remote: try l.world.remote()).migrate(recoveryKey: nil)
         } throws: { error in
-            (error as? SyncError)?.code == .notTrustRoot || ((error as? RemoteStoreError)?.postgrestCode?.rawValue == "22023")
+            (error as? SyncError)?.code == .notTrustRoot
+                || ((error as? RemoteStoreError)?.postgrestCode?.rawValue == "22023")
         }
         // The genuine root migrates; the revoked one's proofs under the legacy chain are refused.
         #expect(try await l.root.engine.push().outcome == .success)

@@ -75,7 +75,7 @@ struct TrustLogSequenceTests {
         #expect(push.recipients.first { $0.deviceID == w.phone.identity.id }?.receives == false)
         #expect(try await remote.fetchEnvelopes(addressedTo: w.phone.identity.id).isEmpty)
         // Its answer to the recovered desktop's question is refused: the question stays open.
-        guard backend == .embedded || !deployed else { return }  // the deployed schema has no approvals
+        guard backend == .embedded || !deployed else { return } // the deployed schema has no approvals
         let center = ApprovalCenter(local: w.spare.store, remote: try w.world.remote())
         let session = try #require(try await w.spare.store.sessions().first).id
         let refusals = Mutex<[String]>([])
@@ -191,8 +191,9 @@ struct TrustLogSequenceTests {
         #expect(LogWorld.failed(pull, with: "trustLogInvalid"))
         #expect(pull.errors.contains { $0.message.contains("seq \(seq) (proof)") })
         // And the revoked root cannot open the new seed: no grant names it.
-        #expect(try await TrustLogRoot(local: second.store, logger: nil).newestGrant(state, to: second.identity.id) == nil
-            || !state.isRoot(second.identity.id))
+        #expect(
+            try await TrustLogRoot(local: second.store, logger: nil).newestGrant(state, to: second.identity.id) == nil
+                || !state.isRoot(second.identity.id))
     }
 
     @Test("5. trust init on a root is refused and changes nothing: the recovery key still works", arguments: remotes)

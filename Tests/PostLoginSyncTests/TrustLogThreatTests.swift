@@ -55,7 +55,8 @@ struct TrustLogThreatTests {
         // Garbage.
         #expect(
             await LogWorld.code {
-                try await remote.appendTrustEntries(epoch: 1, firstSeq: next, [TrustLogAppend(entry: "AAAA", backup: nil)])
+                try await remote.appendTrustEntries(
+                    epoch: 1, firstSeq: next, [TrustLogAppend(entry: "AAAA", backup: nil)])
             } == "22023")
         // A well-formed certify of an attacker's device, signed by a key of the attacker's, with a
         // proof the attacker cannot compute.
@@ -72,7 +73,8 @@ struct TrustLogThreatTests {
         entry.sign(identity: attacker)
         #expect(
             await LogWorld.code {
-                try await remote.appendTrustEntries(epoch: 1, firstSeq: next, [TrustLogAppend(entry: entry.text, backup: nil)])
+                try await remote.appendTrustEntries(
+                    epoch: 1, firstSeq: next, [TrustLogAppend(entry: entry.text, backup: nil)])
             } == "22023")
         #expect(try await w.rows() == before)
         let push = try await w.root.engine.push()

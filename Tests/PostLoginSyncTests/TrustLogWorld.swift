@@ -44,7 +44,7 @@ struct LogWorld {
     func secondRoot(_ device: World.Device) async throws -> DeviceTrustManager {
         try await TrustThreatTests.join(device, world: world, root: manager(root))
         try await manager(root).grantRoot(device.identity.id)
-        _ = try await device.engine.push()  // its sync opens the grant
+        _ = try await device.engine.push() // its sync opens the grant
         return try manager(device)
     }
 

@@ -22,12 +22,12 @@ extension SyncCLI.Trust {
         static let configuration = CommandConfiguration(
             abstract: "Start the user's trust log with this desktop as its first trust root.",
             discussion: """
-                Needs a sign-in in the last 10 minutes (`sync-cli login`, then this). Refused when \\
-                the user already has a trust log or an identity from before it (on a root too: it \\
+                Needs a sign-in in the last 10 minutes (`sync-cli login`, then this). Refused when \
+                the user already has a trust log or an identity from before it (on a root too: it \
                 never replaces anything): pair this device with `trust join` instead.
 
-                Prints a recovery key once: write it down. With it, `trust recover` makes another \\
-                desktop of yours a trust root if every root is lost; the server keeps only \\
+                Prints a recovery key once: write it down. With it, `trust recover` makes another \
+                desktop of yours a trust root if every root is lost; the server keeps only \
                 backups it cannot open.
 
                 \(TrustExit.help)
@@ -87,8 +87,8 @@ extension SyncCLI.Trust {
             static let configuration = CommandConfiguration(
                 abstract: "Trust root: bind a new recovery key; the old one opens nothing written from now on.",
                 discussion: """
-                    A succession: a new identity key (handed to every other root) whose backups \\
-                    only the new recovery key opens. The old key still opens backups of retired \\
+                    A succession: a new identity key (handed to every other root) whose backups \
+                    only the new recovery key opens. The old key still opens backups of retired \
                     keys, which recover nothing (a recovery must reach the key in force).
 
                     \(TrustExit.help)
@@ -112,12 +112,12 @@ extension SyncCLI.Trust {
             static let configuration = CommandConfiguration(
                 abstract: "Legacy trust root: start the trust log now, with a new recovery key printed here.",
                 discussion: """
-                    For an identity made before the trust log: this root starts the log with the \\
-                    legacy identity key, hands over to a fresh one (the legacy key, which every \\
-                    legacy root and the legacy backup hold, verifies nothing from then on), vetoes \\
-                    any pending reset, and carries over every device, revocation and root the \\
-                    legacy rows verifiably hold. A root's sync does the same (without a recovery \\
-                    key) once signed in fresh; this prints the new recovery key to the terminal. \\
+                    For an identity made before the trust log: this root starts the log with the \
+                    legacy identity key, hands over to a fresh one (the legacy key, which every \
+                    legacy root and the legacy backup hold, verifies nothing from then on), vetoes \
+                    any pending reset, and carries over every device, revocation and root the \
+                    legacy rows verifiably hold. A root's sync does the same (without a recovery \
+                    key) once signed in fresh; this prints the new recovery key to the terminal. \
                     Needs a sign-in in the last 10 minutes.
 
                     \(TrustExit.help)
@@ -153,9 +153,9 @@ extension SyncCLI.Trust {
             abstract:
                 "Trust root: replace the identity key (its seed may be known to someone else), with a new recovery key.",
             discussion: """
-                A succession: the key in force is retired (nothing verifies under it from then on) \\
-                and a new one is handed to every other root; a new recovery key is printed once. \\
-                Paired devices need nothing: they verify the hand-over in the log. If a root may be \\
+                A succession: the key in force is retired (nothing verifies under it from then on) \
+                and a new one is handed to every other root; a new recovery key is printed once. \
+                Paired devices need nothing: they verify the hand-over in the log. If a root may be \
                 in someone else's hands, revoke it instead (`trust revoke`), which does this too.
 
                 \(TrustExit.help)

@@ -12,13 +12,13 @@ extension SyncCLI.Trust {
         static let configuration = CommandConfiguration(
             abstract: "Make this desktop a trust root with the recovery key, after losing the roots.",
             discussion: """
-                The key is read from $SYNC_RECOVERY_KEY, else typed at a prompt that does not \\
-                echo, else one line of standard input (never from the command line: shells keep \\
-                history). A mistyped key is refused before any network call. The log is verified \\
-                whole; the newest backup the key opens must hold the identity key in force, and the \\
-                log must reach that backup's row and every device's witness. Before anything is \\
-                written you are shown the log's head, its last entries and every device: compare \\
-                them with what you know (--yes skips the question, for scripts). Other devices \\
+                The key is read from $SYNC_RECOVERY_KEY, else typed at a prompt that does not \
+                echo, else one line of standard input (never from the command line: shells keep \
+                history). A mistyped key is refused before any network call. The log is verified \
+                whole; the newest backup the key opens must hold the identity key in force, and the \
+                log must reach that backup's row and every device's witness. Before anything is \
+                written you are shown the log's head, its last entries and every device: compare \
+                them with what you know (--yes skips the question, for scripts). Other devices \
                 see no change.
 
                 \(TrustExit.help)
@@ -73,13 +73,13 @@ extension SyncCLI.Trust {
         static let configuration = CommandConfiguration(
             abstract: "The last resort: a new identity, when no root and no recovery key is left.",
             discussion: """
-                Starts a new epoch of the trust log with this desktop as its root. On a trust root \\
-                whose log verifies it takes effect at once; on any other desktop it is pending for \\
-                72 hours, during which any root's sync vetoes it (so a thief with the password \\
-                cannot take the identity over while a root of yours is alive). Every other device \\
-                then reports "identity reset" until it is paired again with a code from this one. \\
-                Needs a sign-in in the last 10 minutes, and asks for the email this store signed \\
-                in with ($SYNC_CONFIRM_EMAIL, a prompt, or a line of standard input). A reset may \\
+                Starts a new epoch of the trust log with this desktop as its root. On a trust root \
+                whose log verifies it takes effect at once; on any other desktop it is pending for \
+                72 hours, during which any root's sync vetoes it (so a thief with the password \
+                cannot take the identity over while a root of yours is alive). Every other device \
+                then reports "identity reset" until it is paired again with a code from this one. \
+                Needs a sign-in in the last 10 minutes, and asks for the email this store signed \
+                in with ($SYNC_CONFIRM_EMAIL, a prompt, or a line of standard input). A reset may \
                 be asked for once a day.
 
                 \(TrustExit.help)

@@ -21,7 +21,7 @@ struct TrustLogReserveTests {
 
     @Test(
         "from seq 9,000 a certify of another device is 55000; a revocation, a succession and a recovery's self-certify and self-grant go; seq 10,000 is 22023",
-        arguments: RemoteKind.available.filter { $0 != .postgrestDeployedSchema })
+        arguments: RemoteKind.available)
     func reserveAndBound(kind: RemoteKind) async throws {
         let harness = try kind.harness()
         let user = UUID()

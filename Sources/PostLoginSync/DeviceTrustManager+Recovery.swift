@@ -79,15 +79,25 @@ extension DeviceTrustManager {
             throw TrustLogSync.truncated(bound, "the log ends before the backup's row or a device's witness")
         }
         guard await confirm(preview(walked, skipped: skipped, selfID: identity.id)) else { return nil }
-        try await sync.pin(walked)
-        try await engine.upsertOwnDevice(identity, user: user)
         if state.isRoot(identity.id) {
+            try await sync.pin(walked)
+            try await engine.upsertOwnDevice(identity, user: user)
             local.removeIdentitySeed(at: local.nextIdentityKeyPath)
             try local.writeIdentitySeed(found.key, to: local.nextIdentityKeyPath)
             try local.promoteIdentitySeed(from: local.nextIdentityKeyPath)
             return IdentityFingerprint(found.key.publicKey)
         }
-        try await certifyAndGrantSelf(found.key, state: state, identity: identity, user: user)
+        // The appends extend the pin, so it is written first, without a witness; a refusal takes
+        // it back when this device had none, so a refused recovery leaves nothing behind.
+        let hadPin = try await local.trustLogPin() != nil
+        try await sync.save(walked.state, new: walked.entries, highestEpoch: walked.highestEpoch, replacing: true)
+        do {
+            try await engine.upsertOwnDevice(identity, user: user)
+            try await certifyAndGrantSelf(found.key, state: state, identity: identity, user: user)
+        } catch {
+            if !hadPin { try? await local.removeTrustLogPin() }
+            throw error
+        }
         logger?.notice("recovered the identity; this device is a trust root")
         return IdentityFingerprint(found.key.publicKey)
     }

@@ -267,6 +267,9 @@ public struct TrustSummary: Sendable, Codable, Hashable {
     public var head: String?
     /// Trust-log entries verified by this sync (0 when the head was unchanged).
     public var entriesVerified = 0
+    /// Trust-log rows (entries, geneses, witnesses) this sync read from the remote: 0 when the
+    /// pull feed said the head was unchanged.
+    public var entriesRead = 0
     /// Pull: envelopes refused because their sender is revoked (each once; not a failure).
     public var revokedSenders = 0
     /// What verifying the trust reported without failing (a pending reset, ignored witnesses,

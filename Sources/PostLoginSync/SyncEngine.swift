@@ -233,6 +233,7 @@ public struct SyncEngine: Sendable {
         summary.reports = snapshot?.problems ?? []
         summary.head = snapshot?.head?.description
         summary.entriesVerified = snapshot?.verifiedEntries ?? 0
+        summary.entriesRead = snapshot?.readEntries ?? 0
         if let snapshot, snapshot.revocations[selfID] != nil {
             summary.note =
                 "this device was revoked: it receives no secrets (pair it again from a new store)"

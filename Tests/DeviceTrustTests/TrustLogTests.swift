@@ -143,6 +143,12 @@ struct TrustLogVerifierTests {
             $0.prev = SHA256.hash([9])
         }
         #expect(TrustLogVerifier.failure(rows + [wrongPrev], user: log.user)?.reason == .header)
+        // The right prev, signed and proved, but a seq one ahead: the header, at the expected position.
+        let aheadBody = try log.certificate(.init(id: UUID(), x25519: .init(), ed25519: .init(), type: "ios-phone"))
+            .body()
+        let ahead = log.craft(.certify, body: aheadBody) { $0.seq += 1 }
+        let aheadFailure = TrustLogVerifier.failure(rows + [ahead], user: log.user)
+        #expect(aheadFailure?.seq == 4 && aheadFailure?.reason == .header)
         var trailing = try ByteEncoding.bytes(base64: rows[3])
         trailing.append(0)
         let failure = TrustLogVerifier.failure(rows.dropLast() + [ByteEncoding.base64(trailing)], user: log.user)
@@ -262,6 +268,19 @@ struct TrustLogVerifierTests {
         body[67 + 37 + 31] |= 0x80 // the top bit of the X25519 key
         let topBit = small.craft(.certify, body: body)
         #expect(TrustLogVerifier.failure(small.texts + [topBit], user: small.user)?.reason == .parse)
+
+        // A device revoked before it was ever certified (a stolen device that never paired):
+        // its id and its X25519 key are burned all the same, so neither can be certified later.
+        var early = try LogFixture()
+        let stranger = LogFixture.Device(id: UUID(), x25519: .init(), ed25519: .init(), type: "ios-phone")
+        try early.revoke(stranger)
+        #expect(early.state.devices[stranger.id]?.isTrusted != true)
+        let sameID = LogFixture.Device(id: stranger.id, x25519: .init(), ed25519: .init(), type: "ios-phone")
+        let byID = early.craft(.certify, body: try early.certificate(sameID).body())
+        #expect(TrustLogVerifier.failure(early.texts + [byID], user: early.user)?.reason == .state)
+        let sameX = LogFixture.Device(id: UUID(), x25519: stranger.x25519, ed25519: .init(), type: "ios-phone")
+        let byKey = early.craft(.certify, body: try early.certificate(sameX).body())
+        #expect(TrustLogVerifier.failure(early.texts + [byKey], user: early.user)?.reason == .state)
     }
 
     @Test("a certify or grant of itself by a non-root is allowed (recovery), a certify of another is not")
@@ -406,5 +425,12 @@ struct TrustLogRulesTests {
             ],
             state: state, hashAt: hashAt, now: Self.now)
         #expect(ignored.ignored == 3 && ignored.forkedAt == nil && ignored.counted[phone.id]?.seq == 1)
+        // A well-formed witness of another entry, signed by another key than the device's: it
+        // does not count, so it can neither fork nor cut the log.
+        var forged = row(phone, seq: 1, hash: SHA256.hash([1]))
+        forged.signature = ByteEncoding.base64(
+            Ed25519PrivateKey().signature(for: try ByteEncoding.bytes(base64: forged.body)))
+        let unsigned = TrustLogWitnesses.evaluate([forged], state: state, hashAt: hashAt, now: Self.now)
+        #expect(unsigned.ignored == 1 && unsigned.forkedAt == nil && unsigned.counted.isEmpty)
     }
 }

@@ -269,6 +269,12 @@ struct ApprovalTests {
         // The row names the tablet, the signature is the phone's.
         try await plant(genuine, by: w.tablet.identity.id)
         try await expectRefused("decided_by", "disagrees with the signed decision")
+        // Signed by the phone, naming a head of the log from before the phone was certified.
+        var early = decision(device: phone)
+        let genesisHash = try #require(try await w.desktop.store.trustLogEntryHash(epoch: 1, seq: 0))
+        early.logHead = ApprovalDecision.LogHead(epoch: 1, seq: 0, hash: genesisHash)
+        try await plant(early.signed(by: phoneKey), by: phone)
+        try await expectRefused("before certified", "not certified at the head")
         // Signed by a device revoked since.
         let tabletDecision = decision(device: w.tablet.identity.id).signed(by: tabletKey)
         _ = try await w.root.revoke([w.tablet.identity.id])
@@ -285,6 +291,30 @@ struct ApprovalTests {
         // The genuine answer still counts.
         #expect(try await w.center(w.phone).answer(opened, verdict: .approve).accepted)
         #expect(try await task.value == .approved(by: phone))
+    }
+
+    @Test(
+        "10. a decision naming another entry at a seq of the desktop's log: trustLogForked, nothing accepted",
+        arguments: remotes)
+    func forkedDecision(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let (task, row) = try await w.ask()
+        let opened = try await w.center(w.phone).open(row)
+        let head = try await ApprovalWorld.pinnedHead(w.desktop.store)
+        // The phone was shown another history: the same seq, another entry.
+        let forked = ApprovalDecision(
+            userID: w.world.user, sessionID: row.sessionID, requestID: row.id, deviceID: w.phone.identity.id,
+            verdict: .approve, bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: row.body)), read: opened.read,
+            decidedAt: UInt64(Date().timeIntervalSince1970),
+            logHead: ApprovalDecision.LogHead(epoch: head.epoch, seq: head.seq, hash: SHA256.hash([7])))
+        let statement = forked.signed(by: try await w.phone.store.signingKey())
+        try await w.asServiceRole(
+            """
+            UPDATE approval_requests SET status = 'approved', decided_by_device_id = '\(w.phone.identity.id.canonical)',
+                decision_body = '\(statement.body)', decision_signature = '\(statement.signature)'
+            WHERE id = '\(row.id.canonical)'
+            """)
+        await #expect { _ = try await task.value } throws: { ($0 as? SyncError)?.code == .trustLogForked }
     }
 
     // MARK: 2

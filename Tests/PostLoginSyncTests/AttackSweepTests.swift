@@ -203,6 +203,12 @@ struct AttackSweepTests {
         return result
     }
 
+    /// A PostgREST error body whose code is one the functions raise on purpose.
+    static func deliberateRefusal(_ body: String) -> Bool {
+        let object = (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any]
+        return ["40001", "55000"].contains(object?["code"] as? String ?? "") && object?["message"] is String
+    }
+
     /// The victim's value for an argument, by its name and type.
     func argument(_ name: String, _ type: String, _ victim: Victim) -> Any {
         switch name {
@@ -246,7 +252,10 @@ struct AttackSweepTests {
             let text = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
             let answer = try await stack.request(
                 "POST", "/rest/v1/rpc/\(function.name)", base: base, token: token, body: text)
-            #expect(answer.status < 500, "rpc \(function.name)")
+            // PostgREST answers classes 40 and 55 with 500: the trust log's functions refuse with
+            // 40001 (not at the head) and 55000 (a state refusal) on purpose. Any other 500 is a
+            // server error.
+            #expect(answer.status < 500 || Self.deliberateRefusal(answer.body), "rpc \(function.name)")
             expectNothingLeaks(answer.body, victim, "rpc \(function.name)")
             if function.name == "session_secret_digest", answer.status == 200 {
                 let buckets =

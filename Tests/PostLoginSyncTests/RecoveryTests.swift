@@ -122,6 +122,7 @@ struct RecoveryTests {
             ($0 as? SyncError)?.code == .trustLogRefused
         }
         try await r.nothingWritten(on: r.spare)
+        #expect(try await r.spare.store.trustLogPin() == nil)
     }
 
     @Test(

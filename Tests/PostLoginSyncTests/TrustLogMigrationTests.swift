@@ -123,7 +123,26 @@ struct TrustLogMigrationTests {
         try await TrustLogStaging.legacyRow(
             l.world, "device_revocations", device: l.other.identity.id, body: revocation.body,
             signature: revocation.signature)
-        // The revoked root tries to migrate first: refused.
+        // The revoked root, with its own client, sends the migration's first call itself (its
+        // genesis under the legacy key, a succession): the server refuses it (its revocation row).
+        let otherKey = try await l.other.store.signingKey()
+        let now = UInt64(Date().timeIntervalSince1970)
+        var own = try TrustLogWriter.genesis(
+            userID: l.world.user, epoch: 1, priorEpoch: 0, identity: l.legacy, recoveryKey: nil,
+            certificate: DeviceCertificate(
+                userID: l.world.user, deviceID: l.other.identity.id, x25519PublicKey: l.other.identity.publicKey,
+                ed25519PublicKey: otherKey.publicKey, deviceType: l.other.identity.deviceType.rawValue,
+                deviceRole: "trust_root", issuedAt: now),
+            signingKey: otherKey, createdAt: now)
+        try own.succeed(
+            to: Ed25519PrivateKey(), reason: .seedSuspected, newRecoveryKey: nil, revocations: [], createdAt: now)
+        #expect(
+            await LogWorld.code {
+                try await l.world.remote().startTrustLog(
+                    own.written.map { TrustLogAppend(entry: $0.text, backup: $0.backup) })
+            } == "22023")
+        #expect(try await l.world.remote().trustLogGeneses().isEmpty)
+        // Through the library the same attempt is refused before anything is sent.
         await #expect {
             try await DeviceTrustManager(local: l.other.store, remote: try l.world.remote()).migrate(recoveryKey: nil)
         } throws: { error in

@@ -126,6 +126,11 @@ struct TrustLogSequenceTests {
         #expect(!outcome.inEffect)
         #expect(try await w.root.engine.push().outcome == .success)
         #expect(try await w.phone.engine.pull().outcome == .success)
+        // The veto is in the log, so 72 hours later the reset has not taken effect anywhere.
+        let last = try ParsedLogEntry(text: try #require(try await w.rows().last).entry)
+        #expect(last.entry.type == .resetAnswer)
+        let later = try await w.engine(w.phone, options: LogWorld.clock(259_200 + 700)).pull()
+        #expect(later.outcome == .success && later.trust?.reports.contains { $0.code == .resetPending } == false)
         // Nothing was lost: the recovery key still recovers the identity on the spare.
         #expect(try await w.manager(w.spare).recover(with: w.recoveryKey) { _ in true } != nil)
     }

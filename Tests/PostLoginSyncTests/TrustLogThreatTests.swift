@@ -99,6 +99,13 @@ struct TrustLogThreatTests {
             await LogWorld.code {
                 try await w.world.remote().startTrustLog([TrustLogAppend(entry: usurper.texts[0], backup: nil)])
             } == "23505")
+        // A reset by a token whose sign-in is older than 10 minutes (a refreshed, stolen one): 28000.
+        let stale = DeviceTrustManager(
+            local: w.spare.store, remote: try w.world.remote(signedIn: Date(timeIntervalSinceNow: -700)))
+        await #expect { _ = try await stale.reset(recovery: .none) } throws: {
+            ($0 as? SyncError)?.code == .freshSignInRequired
+        }
+        #expect(try await w.world.remote().trustLogGeneses().map(\.epoch) == [1])
         // A reset from the spare desktop (the thief's): pending.
         let outcome = try await w.manager(w.spare).reset(recovery: .none)
         #expect(!outcome.inEffect && outcome.epoch == 2)
@@ -149,6 +156,13 @@ struct TrustLogThreatTests {
         let pulled = try await w.phone.engine.pull()
         #expect(pulled.outcome == .success, "\(pulled.errors)")
         #expect(pulled.trust?.reports.contains { $0.code == .resetPending } == false)
+        // A device joining now walks every genesis from epoch 1: it stays in epoch 1, so the
+        // root's code (of epoch 1's key) pairs it.
+        let tablet = try await w.world.device("tablet", role: .mobile, type: .iosTablet)
+        try await TrustThreatTests.join(tablet, world: w.world, root: w.manager(w.root))
+        let walked = try await tablet.engine.pull()
+        #expect(walked.outcome == .success, "\(walked.errors)")
+        #expect(walked.trust?.head?.hasPrefix("epoch 1,") == true)
     }
 }
 

@@ -98,7 +98,12 @@ struct TrustLogReserveTests {
         ).body()
         var entry = TrustLogEntry(
             userID: user, epoch: 1, seq: 10_000, prev: Array(beyond.state.headHash), type: .revoke,
-            createdAt: RemoteLogWriter.now, author: log.root, appendProof: Array(repeating: 0, count: 32), body: revoke)
+            createdAt: RemoteLogWriter.now, author: log.root,
+            // The chain's next preimage, so that only the bound refuses it.
+            appendProof: AppendChain.proof(
+                seed: next.seedRepresentation, userID: user, epoch: 1,
+                steps: Int(10_000 - beyond.state.identityKeySince)),
+            body: revoke)
         entry.sign(identity: next)
         #expect(await code(entry.text, seq: 10_000) == "22023")
         #expect(throws: (any Error).self) {

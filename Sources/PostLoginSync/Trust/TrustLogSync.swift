@@ -18,6 +18,8 @@ struct TrustLogSync {
     var problems: [SyncIssue] = []
     /// Entries verified by this load.
     var verified = 0
+    /// Rows read from the remote log by this load (entries, geneses, witnesses).
+    var read = 0
     /// Pending resets of the verified epoch.
     var pending: [PendingReset] = []
 
@@ -97,6 +99,7 @@ struct TrustLogSync {
         let witnesses = try await log.trustLogWitnesses(epoch: pin.epoch)
         let geneses = try await log.trustLogGeneses()
         let rows = try await log.trustLogRows(epoch: pin.epoch, fromSeq: pin.headSeq)
+        read += witnesses.count + geneses.count + rows.count
         let infos = readGeneses(geneses)
         guard let own = geneses.first(where: { $0.epoch == pin.epoch }) else {
             throw Self.truncated(0, "the genesis of epoch \(pin.epoch), which this device pinned, is gone")
@@ -277,7 +280,7 @@ struct TrustLogSync {
         return TrustSnapshot(
             identityKey: identityKey, certificates: certificates, revocations: revocations, problems: problems,
             roots: Set(state.roots), source: .log(state.position), log: state, untrusted: untrusted,
-            verifiedEntries: verified, pendingResets: pending)
+            verifiedEntries: verified, readEntries: read, pendingResets: pending)
     }
 
     // MARK: - Helpers

@@ -26,13 +26,16 @@ extension TrustLogSync {
     ///   (an accept naming a genesis that cannot be read, a witness beyond the end).
     mutating func walk() async throws -> Walked? {
         let log = try remote.trustLog()
-        let geneses = readGeneses(try await log.trustLogGeneses())
+        let genesisRows = try await log.trustLogGeneses()
+        read += genesisRows.count
+        let geneses = readGeneses(genesisRows)
         var epoch: UInt32 = 1
         while true {
             let witnesses = try await log.trustLogWitnesses(epoch: epoch)
             let rows =
                 geneses.contains(where: { $0.epoch == epoch })
                 ? try await log.trustLogRows(epoch: epoch, fromSeq: 0) : []
+            read += witnesses.count + rows.count
             var verifiedEpoch: (state: TrustLogState, hashes: [[UInt8]])?
             var failure: TrustLogFailure?
             if !rows.isEmpty {

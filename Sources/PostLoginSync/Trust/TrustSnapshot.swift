@@ -133,6 +133,8 @@ public struct TrustSnapshot: Sendable {
     let untrusted: Set<UUID>
     /// Trust-log entries this load verified (0 when the head was unchanged).
     let verifiedEntries: Int
+    /// Rows this load read from the remote log (0 when the feed said the head was unchanged).
+    let readEntries: Int
     /// Resets of the verified epoch that are pending (a root's sync vetoes each).
     public let pendingResets: [PendingReset]
 
@@ -148,9 +150,10 @@ public struct TrustSnapshot: Sendable {
     init(
         identityKey: Ed25519PublicKey, certificates: [UUID: DeviceCertificate], revocations: [UUID: KnownRevocation],
         problems: [SyncIssue], roots: Set<UUID>, source: TrustSource, log: TrustLogState?, untrusted: Set<UUID>,
-        verifiedEntries: Int = 0, pendingResets: [PendingReset] = []
+        verifiedEntries: Int = 0, readEntries: Int = 0, pendingResets: [PendingReset] = []
     ) {
         self.verifiedEntries = verifiedEntries
+        self.readEntries = readEntries
         self.pendingResets = pendingResets
         self.identityKey = identityKey
         self.certificates = certificates

@@ -165,6 +165,17 @@ public enum FuzzSeeds {
                 Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])))
         }
 
+        for test in try tests("trust-log-v1.json") {
+            let id = test["tcId"] as? Int ?? 0
+            if let entries = test["entries"] as? [String], id <= 40 {
+                add(
+                    .trustLog, "tc\(id)",
+                    lines([text(test, "userId"), String(test["epoch"] as? Int ?? 1)] + entries))
+            }
+            if test["body"] != nil { add(.trustLogWitness, "tc\(id)", Array(text(test, "body").utf8)) }
+        }
+        add(.trustLogWitness, "garbage", Array("dW5ib3VuZA==".utf8))
+
         add(.vectorFile, "unknown-algorithm", Array(#"{"algorithm":"NOPE","numberOfTests":0,"testGroups":[]}"#.utf8))
         for (index, query) in queries.enumerated() { add(.postgrestQuery, "q\(index)", Array(query.utf8)) }
 

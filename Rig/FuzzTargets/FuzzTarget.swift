@@ -65,6 +65,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case recoveryKey = "recovery-key"
     /// An identity backup: recovery key text, user id, identity public key (base64), body.
     case identityBackup = "identity-backup"
+    /// An epoch of the trust log: user id, epoch, then one stored entry per line.
+    case trustLog = "trust-log"
+    /// A trust-log witness body as stored (base64).
+    case trustLogWitness = "trust-log-witness"
 
     /// Runs one input through the target.
     ///
@@ -89,6 +93,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .lockScreenText: return Self.lockScreenText(String(decoding: data, as: UTF8.self))
         case .recoveryKey: return Self.recoveryKey(String(decoding: data, as: UTF8.self))
         case .identityBackup: return Self.identityBackup(Self.lines(data))
+        case .trustLog: return Self.trustLog(Self.lines(data))
+        case .trustLogWitness: return Self.trustLogWitness(String(decoding: data, as: UTF8.self))
         }
     }
 

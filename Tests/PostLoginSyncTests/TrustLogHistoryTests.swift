@@ -93,6 +93,76 @@ struct TrustLogHistoryTests {
     }
 
     @Test(
+        "11. a walk (recovery) is bounded by the head this device pinned and by the revocations it verified, witnesses gone or not",
+        arguments: remotes)
+    func truncationOnAWalk(backend: Backend, deployed: Bool) async throws {
+        let w = try await LogWorld.make(backend, deployed)
+        try await TrustThreatTests.join(w.spare, world: w.world, root: w.manager(w.root))
+        let tablet = try await w.world.device("tablet", role: .mobile, type: .iosTablet)
+        try await TrustThreatTests.join(tablet, world: w.world, root: w.manager(w.root))
+        try await w.manager(w.root).revoke([tablet.identity.id])
+        let watch = try await w.world.device("watch", role: .mobile, type: .iosPhone)
+        try await TrustThreatTests.join(watch, world: w.world, root: w.manager(w.root))
+        #expect(try await w.spare.engine.push().outcome == .success)
+        let rows = try await w.rows()
+        let user = w.world.user.canonical
+        func cut(from seq: Int) async throws {
+            try await TrustLogStaging.deleteRows(w.world, epoch: 1, fromSeq: UInt64(seq))
+            try await TrustLogStaging.operatorSQL(
+                w.world, stack: "DELETE FROM public.trust_log_witnesses WHERE user_id = '\(user)'",
+                embedded: "DELETE FROM trust_log_witnesses WHERE user_id = '\(user)'")
+        }
+        // The operator cuts the last certify off, and every witness that would say so: the spare
+        // recovers, and its pin is beyond the log's end.
+        try await cut(from: rows.count - 1)
+        await #expect { try await w.manager(w.spare).recover(with: w.recoveryKey) { _ in true } } throws: {
+            ($0 as? SyncError)?.code == .trustLogTruncated
+        }
+        // The revocation cut off too, and the spare's pin lost (a lost cache): the revocation it
+        // verified is still a floor.
+        try await cut(from: rows.count - 2)
+        try await w.spare.store.removeTrustLogPin()
+        await #expect { try await w.manager(w.spare).recover(with: w.recoveryKey) { _ in true } } throws: {
+            ($0 as? SyncError)?.code == .trustLogTruncated
+        }
+        #expect(try await w.spare.store.identityKey() == nil)
+    }
+
+    @Test(
+        "1. a revocation remembered from an earlier epoch: a new epoch certifying the same keys is reported and not trusted",
+        arguments: remotes)
+    func revocationMissingFromLog(backend: Backend, deployed: Bool) async throws {
+        let w = try await LogWorld.make(backend, deployed)
+        try await TrustThreatTests.join(w.spare, world: w.world, root: w.manager(w.root))
+        try await w.manager(w.root).revoke([w.phone.identity.id])
+        #expect(try await w.spare.engine.push().outcome == .success)
+        // The root starts epoch 2 (in effect at once); the spare is paired again in it.
+        let reset = try await w.manager(w.root).reset(recovery: .none)
+        #expect(reset.inEffect && reset.epoch == 2)
+        try await TrustThreatTests.join(w.spare, world: w.world, root: w.manager(w.root))
+        // A root of epoch 2 that never saw epoch 1's revocation certifies the revoked phone's keys.
+        let rows = try await w.rows(2)
+        let state = try TrustLogVerifier.verify(rows.map(\.entry), userID: w.world.user, epoch: 2).state
+        let key = try #require(try await w.root.store.identityKey())
+        var writer = try TrustLogWriter(state: state, identity: key, author: w.root.identity.id)
+        try writer.append(
+            .certify(
+                DeviceCertificate(
+                    userID: w.world.user, deviceID: w.phone.identity.id, x25519PublicKey: w.phone.identity.publicKey,
+                    ed25519PublicKey: try await w.phone.store.signingKey().publicKey, deviceType: "ios-phone",
+                    deviceRole: "trusted_executor", issuedAt: UInt64(Date().timeIntervalSince1970))),
+            createdAt: UInt64(Date().timeIntervalSince1970))
+        try await w.world.remote().appendTrustEntries(
+            epoch: 2, firstSeq: state.headSeq + 1,
+            writer.written.map { TrustLogAppend(entry: $0.text, backup: $0.backup) })
+        // The spare remembers: reported, and nothing sealed to the phone.
+        let push = try await w.spare.engine.push()
+        #expect(push.outcome == .success, "\(push.errors)")
+        #expect(push.trust?.reports.contains { $0.code == .revocationMissingFromLog } == true)
+        #expect(push.recipients.first { $0.deviceID == w.phone.identity.id }?.receives != true)
+    }
+
+    @Test(
         "12. a gap, a duplicate or a wrong prev raw-inserted: trustLogInvalid at the expected position",
         arguments: remotes)
     func malformedHistory(backend: Backend, deployed: Bool) async throws {

@@ -63,6 +63,7 @@ extension TrustLogSync {
             guard let (state, hashes) = verifiedEpoch else { throw Self.invalid(failure!) }
             var entries = zip(rows, hashes).map { PinnedLogEntry(seq: $0.seq, text: $0.entry, hash: $1) }
             let final = try await judgeWitnesses(witnesses, state: state, new: &entries, log: log)
+            try await checkFloor(final, entries: entries)
             let counted = TrustLogWitnesses.evaluate(
                 witnesses.map { .init(deviceID: $0.deviceID, body: $0.body, signature: $0.signature) }, state: final,
                 hashAt: { seq in entries.first { $0.seq == seq }?.hash }, now: seconds)
@@ -73,6 +74,20 @@ extension TrustLogSync {
     }
 
     /// Pins a walked epoch (replacing any earlier pin) and publishes this device's witness.
+    /// What this device already knows of the epoch it walked to bounds it from below: the head
+    /// it pinned (the same entry at that seq) and every revocation it verified there.
+    func checkFloor(_ state: TrustLogState, entries: [PinnedLogEntry]) async throws {
+        if let pin = try await local.trustLogPin(), pin.epoch == state.epoch {
+            guard state.headSeq >= pin.headSeq else {
+                throw Self.truncated(pin.headSeq, "the log ends before seq \(pin.headSeq), which this device verified")
+            }
+            guard entries.first(where: { $0.seq == pin.headSeq })?.hash == pin.headHash else {
+                throw Self.forked(pin.headSeq, "the entry at seq \(pin.headSeq) is not the one this device verified")
+            }
+        }
+        try await checkMemory(state)
+    }
+
     mutating func pin(_ walked: Walked) async throws {
         try await save(walked.state, new: walked.entries, highestEpoch: walked.highestEpoch, replacing: true)
         try await witness(walked.state)

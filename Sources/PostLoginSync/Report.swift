@@ -281,6 +281,31 @@ public struct TrustSummary: Sendable, Codable, Hashable {
         self.mode = mode
         self.identityFingerprint = identityFingerprint
     }
+
+    /// Decodes a summary; a field a report written by an older version lacks keeps its default,
+    /// so the store's last report still reads after an upgrade.
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        mode = try c.decode(TrustMode.self, forKey: .mode)
+        identityFingerprint = try c.decodeIfPresent(String.self, forKey: .identityFingerprint)
+        func count(_ key: CodingKeys) throws -> Int { try c.decodeIfPresent(Int.self, forKey: key) ?? 0 }
+        verified = try count(.verified)
+        unverified = try count(.unverified)
+        revoked = try count(.revoked)
+        keyMismatch = try count(.keyMismatch)
+        invalidStatements = try count(.invalidStatements)
+        sessionsRotated = try count(.sessionsRotated)
+        unauthenticatedEnvelopes = try count(.unauthenticatedEnvelopes)
+        rejectedEnvelopes = try count(.rejectedEnvelopes)
+        revokedSenderEnvelopes = try count(.revokedSenderEnvelopes)
+        note = try c.decodeIfPresent(String.self, forKey: .note)
+        requests = try count(.requests)
+        head = try c.decodeIfPresent(String.self, forKey: .head)
+        entriesVerified = try count(.entriesVerified)
+        entriesRead = try count(.entriesRead)
+        revokedSenders = try count(.revokedSenders)
+        reports = try c.decodeIfPresent([SyncIssue].self, forKey: .reports) ?? []
+    }
 }
 
 /// How a push learned which envelope rows the remote holds (sync.md, "Reconciliation that scales").

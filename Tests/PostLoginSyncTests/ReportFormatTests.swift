@@ -95,6 +95,18 @@ struct ReportFormatTests {
         return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
     }
 
+    @Test("a report an older version stored, without this version's trust fields, still reads")
+    func olderReport() throws {
+        var object = try #require(
+            try JSONSerialization.jsonObject(with: Data(Self.report(.pull).json().utf8)) as? [String: Any])
+        var trust = try #require(object["trust"] as? [String: Any])
+        for key in ["entriesVerified", "entriesRead", "revokedSenders", "reports", "head"] { trust[key] = nil }
+        object["trust"] = trust
+        let older = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+        let read = try #require(SyncReport.decode(older))
+        #expect(read.trust?.entriesRead == 0 && read.trust?.reports == [] && read.trust?.mode == .verified)
+    }
+
     @Test(
         "push and pull reports (sync --json), a watch tick (sync --watch --json) and trust status (trust status --json)"
     )

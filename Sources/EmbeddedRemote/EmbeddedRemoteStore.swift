@@ -33,7 +33,10 @@ public final class EmbeddedRemoteStore: SyncRemote {
     /// Opens (creating if needed) the embedded remote at `path`, scoped to `userID`.
     ///
     /// - Parameters:
+    ///   - path: The SQLite file.
+    ///   - userID: The signed-in user every call acts as.
     ///   - signedInAt: When the user signed in, for the calls that need a recent sign-in.
+    ///   - busyTimeout: How long a write waits for another process's.
     /// - Throws: `RemoteStoreError` `.storage`.
     public init(path: String, userID: UUID, signedInAt: Date? = nil, busyTimeout: TimeInterval = 15) throws {
         self.userID = userID

@@ -27,7 +27,9 @@ extension DeviceTrustManager {
     /// shows `confirm` what it found; then pins the log and, unless this desktop already is a
     /// root, appends a certify of itself (when not certified) and a root grant to itself.
     ///
-    /// - Parameter confirm: Asked with what was found; `false` stops without writing anything.
+    /// - Parameters:
+    ///   - recoveryKey: The key the person typed.
+    ///   - confirm: Asked with what was found; `false` stops without writing anything.
     /// - Returns: The identity's fingerprint, or `nil` when the person did not confirm.
     /// - Throws: `RecoveryError/doesNotOpen`; ``SyncError`` `.recoveryKeyRetired` (a key replaced
     ///   since), `.wrongRole`, `.unknownDevice` (this device is revoked, or 9 roots), trust-log

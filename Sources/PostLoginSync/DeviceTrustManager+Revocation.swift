@@ -18,6 +18,7 @@ extension DeviceTrustManager {
     ///   - deviceIDs: Devices of the user; never this device ("revoke it from another root").
     ///   - keepRecoveryKey: On a root's revocation, keep the recovery key (the recovery floor
     ///     stays where it was; see the docs' limits).
+    ///   - now: The revocations' time.
     /// - Throws: ``SyncError`` `.notTrustRoot`, `.unknownDevice`, trust-log errors.
     public func revoke(
         _ deviceIDs: Set<UUID>, keepRecoveryKey: Bool = false, now: Date = Date()

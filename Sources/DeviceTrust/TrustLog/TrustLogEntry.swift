@@ -166,7 +166,7 @@ public struct TrustLogEntry: Sendable, Hashable {
     /// Parses an entry's bytes strictly: the layout of its type (an unknown type is read with one
     /// signature, so that its refusal is a header error at its position, never a skip).
     ///
-    /// The body is not parsed here: ``TrustLogBody/parse(_:of:)`` does that.
+    /// The body is not parsed here: ``TrustLogBody/parse(_:of:userID:)`` does that.
     public static func parse(_ bytes: [UInt8]) throws(TrustLogParseError) -> (entry: TrustLogEntry, knownType: UInt8) {
         var reader = LogReader(bytes, "the entry")
         try reader.prefix(prefix)

@@ -44,8 +44,14 @@ public struct TrustLogWriter: Sendable {
     /// Starts an epoch: its genesis, signed by `identity` and by the author's `signingKey`.
     ///
     /// - Parameters:
-    ///   - certificate: The author's own certificate (role `trust_root`, a desktop).
+    ///   - userID: The user.
+    ///   - epoch: The epoch it starts (1, or a reset's number).
+    ///   - priorEpoch: 0 for epoch 1, else the epoch it resets.
+    ///   - identity: The new epoch's identity key.
     ///   - recoveryKey: The recovery key's public key, or `nil` for none.
+    ///   - certificate: The author's own certificate (role `trust_root`, a desktop).
+    ///   - signingKey: The author's own signing key (the genesis's second signature).
+    ///   - createdAt: This device's clock.
     public static func genesis(
         userID: UUID, epoch: UInt32, priorEpoch: UInt32, identity: Ed25519PrivateKey, recoveryKey: X25519PublicKey?,
         certificate: DeviceCertificate, signingKey: Ed25519PrivateKey, createdAt: UInt64
@@ -80,7 +86,9 @@ public struct TrustLogWriter: Sendable {
 
     /// Appends a certify, revoke, root grant or reset answer.
     ///
-    /// - Parameter createdAt: This device's clock; the entry takes the head's time when later.
+    /// - Parameters:
+    ///   - body: The entry's body.
+    ///   - createdAt: This device's clock; the entry takes the head's time when later.
     /// - Throws: ``TrustLogFailure`` when the entry would not verify (the writer is unchanged).
     public mutating func append(_ body: TrustLogBody, createdAt: UInt64) throws {
         try add(body, createdAt: createdAt, next: identity, second: nil)

@@ -194,6 +194,10 @@ public struct TrustSnapshot: Sendable {
     /// `nil` when this device has pinned nothing (trust mode `any`).
     ///
     /// - Parameters:
+    ///   - local: This device's store (the pin, the memory of revocations).
+    ///   - remote: The remote holding the log.
+    ///   - phase: The phase the load's failures are reported in.
+    ///   - options: The clock (`SyncOptions.now`).
     ///   - reported: The log's head as a feed reported it: when it is the pinned head and no
     ///     reset is pending, nothing is read or verified.
     /// - Throws: ``SyncError`` `.trustLogInvalid`, `.trustLogForked`, `.trustLogTruncated`,

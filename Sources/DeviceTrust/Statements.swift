@@ -414,7 +414,7 @@ struct StatementReader {
 ///   || SHA-256(the decoded request body) (32) || read (32) || decided_at (8 bytes, BE)
 ///   || epoch (4) || log_seq (8) || log_hash (32)
 /// ```
-/// Version 2 (trust-log.md, "Flows") carries the answering device's pinned trust-log head; a
+/// Version 2 (approvals.md) carries the answering device's pinned trust-log head; a
 /// version-1 decision (`unbound-approval-decision-v1`, without it) still parses, and every
 /// desktop refuses it.
 public struct ApprovalDecision: Sendable, Hashable {
@@ -544,7 +544,7 @@ public struct ApprovalDecision: Sendable, Hashable {
     }
 
     /// The request as the asking desktop stored it when it created it: what a decision must match
-    /// (approvals.md, "What the requesting desktop accepts"). Never the server's copy.
+    /// (approvals.md, "What the asking desktop accepts"). Never the server's copy.
     public struct Expectation: Sendable, Hashable {
         public var userID: UUID
         public var sessionID: UUID

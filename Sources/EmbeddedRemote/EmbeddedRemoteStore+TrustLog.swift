@@ -5,7 +5,7 @@ import RemoteStore
 import SecretCrypto
 import SyncModel
 
-/// The trust log on the embedded remote (trust-log.md, "Remote"): the same tables, the same
+/// The trust log on the embedded remote (trust-log.md, "The remote"): the same tables, the same
 /// rules **E** (``TrustLogServerRules``, the function the SQL migration mirrors) and the same
 /// SQLSTATEs, each call one SQLite transaction (SQLite runs one writer at a time: the row lock).
 extension EmbeddedRemoteStore: TrustLogRemote {

@@ -2,7 +2,7 @@ import DeviceTrust
 import Foundation
 import GRDB
 
-/// The embedded remote's private trust-log state of one user (trust-log.md, "Remote"): the
+/// The embedded remote's private trust-log state of one user (trust-log.md, "The remote"): the
 /// current epoch, the highest used, the pending reset and the last reset request.
 struct TrustLogServerState: Sendable {
     struct Pending: Sendable, Hashable {

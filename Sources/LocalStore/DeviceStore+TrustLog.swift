@@ -3,7 +3,7 @@ import GRDB
 import SecretCrypto
 import SyncModel
 
-/// The trust log as this device verified it (trust-log.md, "The pin"): the epoch, its head, the
+/// The trust log as this device verified it (trust-log.md, "Verification"): the epoch, its head, the
 /// verifier's state after the head (opaque here: the engine encodes it), the highest epoch the
 /// server reported, and the seq this device last witnessed.
 public struct TrustLogPin: Sendable, Hashable {

@@ -5,7 +5,7 @@ import RemoteStore
 import SecretCrypto
 import SyncModel
 
-// Pairing by code (trust.md, "Pairing"; trust-log.md, "Flows"): a root shows a code whose
+// Pairing by code (trust.md, "Pairing"): a root shows a code whose
 // fingerprint is of the identity key in force; the new device walks the log, requires that key,
 // pins the log and asks with a MAC only the code's holder can make; the root appends a certify.
 extension DeviceTrustManager {

@@ -5,7 +5,7 @@ import RemoteStore
 import SecretCrypto
 import SyncModel
 
-// Recovery with the recovery key, and the reset (trust-log.md, "Flows").
+// Recovery with the recovery key, and the reset (trust.md and recovery.md).
 extension DeviceTrustManager {
     /// What a recovery is about to do, shown to the person before anything is written.
     public struct RecoveryPreview: Sendable {

@@ -5,7 +5,7 @@ import RemoteStore
 import SecretCrypto
 import SyncModel
 
-// The reset (trust-log.md, "Flows"): a new epoch with a new identity. On a root whose log
+// The reset (recovery.md, "Reset: the last resort"): a new epoch with a new identity. On a root whose log
 // verifies, in effect at once (the root accepts it); anywhere else, pending for 72 hours, during
 // which any root's sync vetoes it.
 extension DeviceTrustManager {

@@ -6,7 +6,7 @@ import SecretCrypto
 import SyncModel
 
 // Starting the user's trust log: `trust init` for a new user, the migration of a legacy
-// identity by its root (trust-log.md, "Flows" and "Migration").
+// identity by its root (trust.md, "Pairing", and trust-log.md, "Migration from the legacy tables").
 extension DeviceTrustManager {
     /// What starting a log (or migrating to one) made.
     public struct Started: Sendable {
@@ -77,7 +77,7 @@ extension DeviceTrustManager {
         return Started(fingerprint: IdentityFingerprint(seed.publicKey), recoveryKey: recoveryKey, head: state.position)
     }
 
-    /// Migrates a legacy identity to the trust log (trust-log.md, "Migration" 2), on its root:
+    /// Migrates a legacy identity to the trust log (trust-log.md, "Migration from the legacy tables" 2), on its root:
     /// one `start_trust_log` call (a fresh sign-in) with the genesis under the legacy key, a
     /// succession to a fresh key (and, with `recoveryKey`, a recovery key bound to the log) and a
     /// veto of any pending reset; then every legacy revocation, certificate and root it verifies.

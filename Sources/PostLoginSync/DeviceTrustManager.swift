@@ -8,7 +8,7 @@ import SyncModel
 
 /// Device trust as library calls a desktop or phone app can make from its own UI: starting the
 /// user's trust log, pairing by code, revoking, granting roots, recovering, resetting, status
-/// (trust-log.md, "Flows"). `sync-cli trust` is a thin layer over them.
+/// (trust.md and recovery.md). `sync-cli trust` is a thin layer over them.
 ///
 /// Trust lives in the user's trust log: an append-only, hash-chained history that only a holder
 /// of the identity key in force (a **root**) can extend, and that every device verifies in full

@@ -53,7 +53,7 @@ public struct PairingRequestRow: Sendable, Hashable {
     }
 }
 
-/// The device-trust tables of trust.md, read-only since the trust log (trust-log.md, "Migration"):
+/// The device-trust tables of trust.md, read-only since the trust log (trust-log.md, "Migration from the legacy tables"):
 /// the legacy identity key, certificates and revocations a device in legacy mode still reads,
 /// the pairing requests, and the device rows' activity. A remote without them does not conform
 /// (and a deployment without the migration answers `.missingTable`).
@@ -160,7 +160,7 @@ public struct TrustLogHead: Sendable, Hashable, Codable {
     }
 }
 
-/// The trust log (trust-log.md, "Remote"): rows readable by their user, writable only through
+/// The trust log (trust-log.md, "The remote"): rows readable by their user, writable only through
 /// the append functions, which check the chain (never a signature: every client does that).
 ///
 /// Refusals arrive as `RemoteStoreError` with the function's SQLSTATE in `postgrestCode`:

@@ -60,7 +60,7 @@ struct RecoveryWorld {
     }
 }
 
-/// Identity recovery bound to the trust log (trust-log.md, "Flows", "Threats" 9), on the
+/// Identity recovery bound to the trust log (recovery.md; trust.md, "What each threat meets"), on the
 /// embedded remote and the stack.
 @Suite("Recovery")
 struct RecoveryTests {

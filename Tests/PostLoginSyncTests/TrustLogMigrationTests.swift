@@ -63,7 +63,7 @@ struct LegacyWorld {
     }
 }
 
-/// The migration of a legacy identity to the trust log (trust-log.md, "Migration"; threats 3,
+/// The migration of a legacy identity to the trust log (trust-log.md, "Migration from the legacy tables"; threats 3,
 /// 4, 7 and 8), on the embedded remote and the stack's two variants.
 @Suite("The trust log: migrating an identity from before it")
 struct TrustLogMigrationTests {

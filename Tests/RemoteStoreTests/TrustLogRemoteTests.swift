@@ -67,7 +67,7 @@ struct RemoteLogWriter {
     }
 }
 
-/// The trust log on every remote (trust-log.md, "Remote"): the same rules and codes on the
+/// The trust log on every remote (trust-log.md, "The remote"): the same rules and codes on the
 /// embedded remote and on the stack's two schema variants.
 @Suite("The trust log on the remote: appends only at the head with the chain's next proof")
 struct TrustLogRemoteTests {

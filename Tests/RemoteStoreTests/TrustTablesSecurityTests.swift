@@ -5,9 +5,9 @@ import SyncModel
 import SyncTestSupport
 import Testing
 
-/// Row-level security on the device-trust tables (docs/trust.md), on the stack's two schema
-/// variants: another user reaches nothing, the identity key is insert-only, revocations cannot be
-/// deleted, and anon has no access at all.
+/// Row-level security on the legacy device-trust tables (docs/trust.md), on the stack's two
+/// schema variants: since the trust log they are read-only for every API role, another user reads
+/// nothing, a revocation can be neither updated nor deleted, and anon has no access at all.
 @Suite("Device-trust tables: row-level security", .enabled(if: !StackEnvironment.skipped))
 struct TrustTablesSecurityTests {
     static func base(_ deployed: Bool) throws -> URL {
@@ -28,18 +28,30 @@ struct TrustTablesSecurityTests {
                 #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"v","device_type":"ios-phone","public_key":"\#(key)"}]"#
         )
         #expect(r.status == 201, "\(r.body)")
+        // Since the trust log no API role writes the legacy tables: the owner's own inserts are
+        // refused, and the rows an older version wrote are staged by the operator.
         r = try await stack.request(
             "POST", "/rest/v1/user_identity_keys", base: base, token: token,
             body: #"{"user_id":"\#(user.canonical)","public_key":"\#(Ed25519PrivateKey().publicKey.base64)"}"#)
-        #expect(r.status == 201, "\(r.body)")
+        #expect(r.status == 403, "\(r.body)")
         for table in ["device_certificates", "device_revocations"] {
             r = try await stack.request(
                 "POST", "/rest/v1/\(table)", base: base, token: token,
                 body:
                     #"{"device_id":"\#(device.canonical)","user_id":"\#(user.canonical)","body":"AA==","signature":"AA=="}"#
             )
-            #expect(r.status == 201, "\(table): \(r.body)")
+            #expect(r.status == 403, "\(table): \(r.body)")
         }
+        let database = deployed ? "sync_deployed" : "sync_own"
+        _ = try stack.sql(
+            """
+            INSERT INTO public.user_identity_keys (user_id, public_key)
+                VALUES ('\(user.canonical)', '\(Ed25519PrivateKey().publicKey.base64)');
+            INSERT INTO public.device_certificates (device_id, user_id, body, signature)
+                VALUES ('\(device.canonical)', '\(user.canonical)', 'AA==', 'AA==');
+            INSERT INTO public.device_revocations (device_id, user_id, body, signature)
+                VALUES ('\(device.canonical)', '\(user.canonical)', 'AA==', 'AA==');
+            """, database: database)
         r = try await stack.request(
             "POST", "/rest/v1/pairing_requests", base: base, token: token,
             body:
@@ -132,6 +144,10 @@ struct TrustTablesSecurityTests {
             try await stack.request("GET", "/rest/v1/user_identity_keys?select=public_key", base: base, token: token)
                 .body == before)
 
+        let revocationUpdate = try await stack.request(
+            "PATCH", "/rest/v1/device_revocations?device_id=eq.\(device.canonical)", base: base, token: token,
+            body: #"{"body":"BB=="}"#)
+        #expect(revocationUpdate.status >= 400, "revocation update: \(revocationUpdate.status)")
         let revocationDelete = try await stack.request(
             "DELETE", "/rest/v1/device_revocations?device_id=eq.\(device.canonical)", base: base, token: token)
         #expect(revocationDelete.status >= 400, "revocation delete: \(revocationDelete.status)")

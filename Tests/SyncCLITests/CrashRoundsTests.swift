@@ -309,8 +309,10 @@ final class CrashHarness: @unchecked Sendable {
         let revokeDelay = delay(for: "revoke")
         let revoke = try await runKilled(
             ["trust", "revoke", "--store", desktop.path, id.canonical], after: killRevoke ? revokeDelay : 60)
-        let revocations = try await engine(desktop).remote.trustTables().listRevocations()
-        if revocations.contains(where: { $0.deviceID == id }) {
+        // Revoked means revoked in the trust log the desktop verifies.
+        let desktopEngine = try await engine(desktop)
+        let standing = try await DeviceTrustManager(local: desktopEngine.local, remote: desktopEngine.remote).status()
+        if standing.devices.contains(where: { $0.deviceID == id && $0.status == .revoked }) {
             revoked.append(id)
             tablets.removeAll { $0.id == id }
         } else if !revoke.killed {

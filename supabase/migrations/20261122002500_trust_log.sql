@@ -114,7 +114,7 @@ CREATE TYPE private.tl_checked AS (
     author text
 );
 
--- Rules E (docs/trust-log.md, "Remote"), in order, the first failure deciding the code:
+-- Rules E (docs/trust-log.md, "The remote"), in order, the first failure deciding the code:
 -- (a) shape 22023, (b) the user 42501, (c) the epoch 55000/22023, (d) the position 40001, (e) the
 -- bound 22023, (f) types by position 22023 (the seq 9,000 reserve 55000), (g) time 22023, (h) the
 -- append chain 22023, (i) the backup 22023. A head of NULL seq means the epoch is empty.

@@ -1,4 +1,4 @@
--- The feeds carry the trust log's head (docs/trust-log.md, "Remote"): `trustLog` is
+-- The feeds carry the trust log's head (docs/trust-log.md, "The remote"): `trustLog` is
 -- {"epoch", "seq", "hash", "highestEpoch", "pendingEpoch"} of the caller's current epoch (null
 -- before any log). A device whose pin is at that head, with no new epoch and no reset pending,
 -- reads nothing more of the log and verifies nothing. `statements` stays for older clients,

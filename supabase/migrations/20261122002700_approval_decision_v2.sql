@@ -1,4 +1,4 @@
--- Approval decisions become version 2 (docs/trust-log.md, "Flows"): the signed decision carries
+-- Approval decisions become version 2 (docs/approvals.md): the signed decision carries
 -- the answering device's pinned trust-log head (epoch, seq, hash: 44 bytes more), which the asking
 -- desktop checks against its own verified log. Every desktop refuses version 1, so the server
 -- takes only a version-2 decision's length (the signature it cannot check; the desktop does).

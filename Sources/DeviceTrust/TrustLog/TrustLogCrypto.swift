@@ -154,7 +154,7 @@ extension RecoveryKey {
     }
 }
 
-/// The identity backup bound to the log (trust-log.md, "Backup"): stored in the row of each
+/// The identity backup bound to the log (trust-log.md, "Bytes"): stored in the row of each
 /// append by a root while a recovery key is bound. HPKE mode_base, suite A.2, sealed to the
 /// recovery key in force after the row's entry, `info = "unbound-identity-backup-v2" || 0x00 ||
 /// user_id || 0x00 || epoch (4) || seq (8)`, plaintext `seed (32) || entry_hash (32)`; stored

@@ -1,7 +1,7 @@
 import Foundation
 import SecretCrypto
 
-/// Epochs and resets as a client decides them (trust-log.md, "Epochs"): every genesis after
+/// Epochs and resets as a client decides them (trust-log.md, "Epochs and resets"): every genesis after
 /// epoch 1 is a reset of its prior epoch, pending for 72 hours unless a root of that epoch vetoes
 /// it, in effect at once if a root accepts it.
 public enum TrustLogEpochs {
@@ -141,7 +141,7 @@ public enum TrustLogEpochs {
     }
 }
 
-/// The witnesses of an epoch as a client counts them (trust-log.md, "Witnesses").
+/// The witnesses of an epoch as a client counts them (trust-log.md, "Verification").
 public enum TrustLogWitnesses {
     /// A stored witness row.
     public struct Row: Sendable, Hashable {

@@ -1,7 +1,7 @@
 import Foundation
 import SecretCrypto
 
-/// What the server checks of every entry it stores (trust-log.md, "Remote", **E**), without
+/// What the server checks of every entry it stores (trust-log.md, "The remote", **E**), without
 /// signatures: shapes, the user, positions, times and the append chain. The embedded remote
 /// runs exactly this; the SQL migration runs the same steps; a client runs it (without the
 /// clock window) to count a reset's answers "by the chain" in an epoch that does not verify.
@@ -175,7 +175,7 @@ public enum TrustLogServerRules {
         return checked
     }
 
-    /// The reset answers an epoch's rows hold "by the chain" (trust-log.md, "Epochs"): those
+    /// The reset answers an epoch's rows hold "by the chain" (trust-log.md, "Epochs and resets"): those
     /// from seq 0 up to the first row that fails **E** without its clock window, as the server
     /// would have stored them; and the head's `created_at` of that prefix.
     public static func answers(

@@ -44,7 +44,7 @@ public struct RetiredKey: Sendable, Hashable, Codable {
     public var retiredAt: UInt64
 }
 
-/// What a verified epoch of the trust log says (trust-log.md, "State"): the keys in force and
+/// What a verified epoch of the trust log says (trust-log.md, "Verification"): the keys in force and
 /// used, every device with its certificate and revocation, what is burned, the roots, the reset
 /// answers, and the head.
 public struct TrustLogState: Sendable, Hashable, Codable {

@@ -5,7 +5,7 @@ import RemoteStore
 import SecretCrypto
 import SyncModel
 
-/// Legacy read-only mode (trust-log.md, "Migration" 3): until the user's log exists, a device that
+/// Legacy read-only mode (trust-log.md, "Migration from the legacy tables" 3): until the user's log exists, a device that
 /// pinned the legacy identity key verifies the (now read-only) legacy rows under it, fail closed,
 /// and adopts epoch 1 once a root starts it with that key.
 extension TrustLogSync {

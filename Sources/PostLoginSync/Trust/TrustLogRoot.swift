@@ -74,7 +74,7 @@ struct TrustLogRoot {
 }
 
 extension DeviceTrustManager {
-    /// What a root's sync does besides syncing (trust-log.md, "Flows" and "Migration"): a legacy
+    /// What a root's sync does besides syncing (trust.md, "Pairing", and trust-log.md, "Migration from the legacy tables"): a legacy
     /// root migrates to the log (after a fresh sign-in); a root vetoes every pending reset of its
     /// epoch; a granted root opens its grant; the genesis author of a migration appends what the
     /// log still lacks of it. Each problem is reported; none stops the sync.

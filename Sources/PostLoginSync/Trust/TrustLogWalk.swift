@@ -6,7 +6,7 @@ import SecretCrypto
 import SyncModel
 
 /// A device without a pin (a first join, a recovery, a lost cache) walks the epochs from epoch 1
-/// and verifies each on its path from seq 0 (trust-log.md, "Epochs").
+/// and verifies each on its path from seq 0 (trust-log.md, "Epochs and resets").
 extension TrustLogSync {
     /// The epoch a walk ended in, verified whole.
     struct Walked: Sendable {

@@ -111,7 +111,9 @@ enum TrustLogBench {
             let elapsed = seconds(ContinuousClock.now - start)
             print(
                 "  " + label.padding(toLength: 42, withPad: " ", startingAt: 0)
-                    + String(format: "%7.3f s   entries verified: %d", elapsed, report.trust?.entriesVerified ?? -1))
+                    + String(
+                        format: "%7.3f s   entries verified: %d, rows read: %d", elapsed,
+                        report.trust?.entriesVerified ?? -1, report.trust?.entriesRead ?? -1))
         }
     }
 }

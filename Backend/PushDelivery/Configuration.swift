@@ -55,6 +55,8 @@ public struct PushWorkerConfiguration: Sendable {
     public var retention: Duration = .seconds(7 * 24 * 3600)
     /// How long a SIGTERM waits for requests in flight before it gives their rows back.
     public var drainTimeout: Duration = .seconds(8)
+    /// How long `check-config` and `send-once` wait for the database before they exit 1.
+    public var databaseConnectTimeout: Duration = .seconds(10)
     /// A name for this process in `leased_by`: host, pid and a random part.
     public var workerID: String
 
@@ -128,7 +130,7 @@ public struct PushWorkerConfiguration: Sendable {
             guard let url = URL(string: value), url.scheme == "https", let host = url.host,
                 url.path.isEmpty || url.path == "/"
             else { throw ConfigurationError(variable: "APNS_BASE_URL", problem: "must be an https URL with no path") }
-            guard configuration.allowNonLoopbackOverride || ["127.0.0.1", "::1", "[::1]", "localhost"].contains(host)
+            guard configuration.allowNonLoopbackOverride || DatabaseSettings.loopbackHosts.contains(host)
             else {
                 throw ConfigurationError(
                     variable: "APNS_BASE_URL",
@@ -175,6 +177,14 @@ public struct PushWorkerConfiguration: Sendable {
         try seconds("PUSH_POLL_SECONDS", 0.01...60, into: &configuration.pollInterval)
         try seconds("PUSH_RETENTION_SECONDS", 60...(365 * 86400), into: &configuration.retention)
         try seconds("PUSH_DRAIN_SECONDS", 0.1...9, into: &configuration.drainTimeout)
+        guard configuration.lease > configuration.requestDeadline else {
+            throw ConfigurationError(
+                variable: "PUSH_LEASE_SECONDS",
+                problem:
+                    "must be longer than PUSH_REQUEST_DEADLINE_SECONDS (\(configuration.requestDeadline.seconds) s): a lease that ends before its request can answer lets another worker send the row again"
+            )
+        }
+        try seconds("PUSH_DB_CONNECT_SECONDS", 0.1...300, into: &configuration.databaseConnectTimeout)
         var refreshMinutes = 40
         try integer("PUSH_PROVIDER_TOKEN_REFRESH_MINUTES", 1...1000, into: &refreshMinutes)
         configuration.providerTokenRefresh = .seconds(60 * min(55, max(20, refreshMinutes)))
@@ -206,7 +216,8 @@ public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
 
 /// Where the outbox is: a direct or session connection (LISTEN does not pass a transaction
 /// pooler). Parsed from a `postgres://user:password@host:port/database?sslmode=...` URL; the
-/// password is never printed.
+/// password is never printed. Without `sslmode`, a loopback host means `prefer` and any other
+/// host `require`.
 public struct DatabaseSettings: Sendable, CustomStringConvertible {
     public enum TLSMode: String, Sendable { case disable, prefer, require }
     public var host: String
@@ -235,7 +246,9 @@ public struct DatabaseSettings: Sendable, CustomStringConvertible {
         else { throw bad }
         let database = String(components.path.dropFirst())
         guard !database.isEmpty, !database.contains("/") else { throw bad }
-        var tls = TLSMode.prefer
+        // Without sslmode, a database on another machine gets TLS or nothing (PostgreSQL's own
+        // default, prefer, would send the password in the clear to a server that declines TLS).
+        var tls = Self.loopbackHosts.contains(host) ? TLSMode.prefer : .require
         if let mode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value {
             switch mode {
             case "disable": tls = .disable
@@ -248,6 +261,9 @@ public struct DatabaseSettings: Sendable, CustomStringConvertible {
             host: host, port: components.port ?? 5432, username: user.removingPercentEncoding ?? user,
             password: components.password.map { $0.removingPercentEncoding ?? $0 }, database: database, tls: tls)
     }
+
+    /// The host names that stay on this machine.
+    static let loopbackHosts: Set<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
 
     /// Host, port, user and database; never the password.
     public var description: String { "\(username)@\(host):\(port)/\(database)" }

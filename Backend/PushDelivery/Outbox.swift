@@ -105,20 +105,24 @@ public struct Outbox: Sendable {
         return claim
     }
 
-    /// Writes outcomes in one statement, each only where this worker still holds the lease.
-    /// Returns how many rows it changed.
+    /// Writes outcomes in one statement, each only where its claim still holds the row: this
+    /// worker leased it, and no claim came after the one whose attempt the outcome names (a
+    /// lease that ended and was taken again, even by this same worker, fences the old answer
+    /// off). Returns how many rows it changed.
     @discardableResult
-    public func complete(_ outcomes: [(id: Int64, completion: Completion)]) async throws -> Int {
+    public func complete(_ outcomes: [(id: Int64, attempt: Int, completion: Completion)]) async throws -> Int {
         guard !outcomes.isEmpty else { return 0 }
         var ids: [Int64] = []
+        var attempts: [Int64] = []
         var kinds: [String] = []
         var statuses: [Int64] = []
         var reasons: [String] = []
         var notes: [String] = []
         var refunds: [Int64] = []
         var delays: [Double] = []
-        for (id, completion) in outcomes {
+        for (id, attempt, completion) in outcomes {
             ids.append(id)
+            attempts.append(Int64(attempt))
             switch completion {
             case .delivered:
                 kinds.append("delivered")
@@ -161,10 +165,10 @@ public struct Outbox: Sendable {
                 next_attempt_at = CASE WHEN c.kind = 'retry' THEN now() + make_interval(secs => c.delay)
                                        ELSE o.next_attempt_at END,
                 lease_until = NULL, leased_by = NULL
-            FROM unnest(\(ids)::bigint[], \(kinds)::text[], \(statuses)::bigint[], \(reasons)::text[],
-                        \(notes)::text[], \(refunds)::bigint[], \(delays)::float8[])
-                AS c(id, kind, status, reason, note, refund, delay)
-            WHERE o.id = c.id AND o.leased_by = \(workerID)
+            FROM unnest(\(ids)::bigint[], \(attempts)::bigint[], \(kinds)::text[], \(statuses)::bigint[],
+                        \(reasons)::text[], \(notes)::text[], \(refunds)::bigint[], \(delays)::float8[])
+                AS c(id, attempt, kind, status, reason, note, refund, delay)
+            WHERE o.id = c.id AND o.leased_by = \(workerID) AND o.attempts = c.attempt
             RETURNING o.id
             """
         let rows = try await client.query(query, logger: logger)

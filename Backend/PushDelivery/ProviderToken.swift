@@ -11,9 +11,12 @@ public struct ProviderKey: Sendable {
     var key: P256.Signing.PrivateKey { try! P256.Signing.PrivateKey(rawRepresentation: raw) }
 
     /// Loads the key at `path`: the file must be readable by its owner only (mode 0600 or
-    /// 0400) and hold one PEM `PRIVATE KEY`.
-    public static func load(path: String) throws(ConfigurationError) -> ProviderKey {
+    /// 0400) and hold one PEM `PRIVATE KEY`. A symbolic link (a Kubernetes secret is mounted as
+    /// a chain of them) is followed, and the file it ends at is the one checked and read.
+    public static func load(path given: String) throws(ConfigurationError) -> ProviderKey {
+        let path = URL(fileURLWithPath: given).resolvingSymlinksInPath().path
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            attributes[.type] as? FileAttributeType == .typeRegular,
             let mode = (attributes[.posixPermissions] as? NSNumber)?.uint16Value
         else { throw ConfigurationError(variable: "APNS_KEY_PATH", problem: "names no readable file") }
         guard mode & 0o077 == 0 else {

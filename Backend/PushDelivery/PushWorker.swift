@@ -153,7 +153,7 @@ public final class PushWorker: Service, Sendable {
 
     private func deliver(_ row: OutboxRow) async {
         let completion = await attempt(row)
-        await completions.add(row.id, completion)
+        await completions.add(row.id, row.attempts, completion)
         state.withLock { $0.inFlight -= 1 }
         wake()
     }
@@ -420,18 +420,19 @@ public final class PushWorker: Service, Sendable {
         if let closed = claim.closed.first { return .closed(reason: closed.reason) }
         guard let row = claim.rows.first else { return .notPending }
         let completion = await attempt(row)
-        try await outbox.complete([(row.id, completion)])
+        try await outbox.complete([(row.id, row.attempts, completion)])
         return .completed(completion)
     }
 }
 
 /// Completions waiting to be written in one statement.
 actor CompletionBuffer {
-    private var pending: [(id: Int64, completion: Completion)] = []
-    func add(_ id: Int64, _ completion: Completion) { pending.append((id, completion)) }
-    func take() -> [(id: Int64, completion: Completion)] {
+    typealias Outcome = (id: Int64, attempt: Int, completion: Completion)
+    private var pending: [Outcome] = []
+    func add(_ id: Int64, _ attempt: Int, _ completion: Completion) { pending.append((id, attempt, completion)) }
+    func take() -> [Outcome] {
         defer { pending = [] }
         return pending
     }
-    func putBack(_ batch: [(id: Int64, completion: Completion)]) { pending = batch + pending }
+    func putBack(_ batch: [Outcome]) { pending = batch + pending }
 }

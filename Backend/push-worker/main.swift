@@ -51,6 +51,52 @@ enum Setup {
     }
 }
 
+extension Setup {
+    /// Runs `body` while the database client runs, and ends the client after it.
+    static func withClient<T: Sendable>(
+        _ runtime: PushWorkerRuntime, _ body: @escaping @Sendable () async -> T
+    ) async -> T {
+        await withTaskGroup(of: T?.self) { group in
+            group.addTask {
+                await runtime.client.run()
+                return nil
+            }
+            group.addTask { await body() }
+            var result: T?
+            while result == nil, let next = await group.next() { result = next }
+            group.cancelAll()
+            return result!
+        }
+    }
+
+    /// Nil when the outbox answers within the connect timeout; otherwise what is wrong, naming
+    /// the database (never its password). The PostgreSQL client retries a refused or silent
+    /// connection for ever: this is the bound.
+    static func probe(_ runtime: PushWorkerRuntime, _ configuration: PushWorkerConfiguration) async -> String? {
+        let timeout = configuration.databaseConnectTimeout
+        return await withTaskGroup(of: String??.self) { group in
+            group.addTask {
+                do {
+                    _ = try await runtime.worker.outbox.backlog()
+                    return .some(nil)
+                } catch {
+                    return "unreachable or not migrated (\(String(describing: error).prefix(120)))"
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return Task.isCancelled
+                    ? nil
+                    : "no answer from \(configuration.database.host):\(configuration.database.port) within \(timeout.components.seconds) s (check DATABASE_URL and that PostgreSQL is reachable)"
+            }
+            var answer: String??
+            while answer == nil, let next = await group.next() { answer = next }
+            group.cancelAll()
+            return answer ?? nil
+        }
+    }
+}
+
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Deliver the outbox until SIGTERM or SIGINT (which drain within 10 seconds).")
@@ -86,23 +132,7 @@ struct CheckConfig: AsyncParsableCommand {
         logger.logLevel = .critical
         let configuration = try Setup.configuration()
         let runtime = try Setup.runtime(configuration, logger: logger)
-        let database: String = await withTaskGroup(of: String?.self) { group in
-            group.addTask {
-                await runtime.client.run()
-                return nil
-            }
-            group.addTask {
-                do {
-                    _ = try await runtime.worker.outbox.backlog()
-                    return "ok"
-                } catch {
-                    return "unreachable or not migrated (\(String(describing: error).prefix(120)))"
-                }
-            }
-            let result = await group.next()!!
-            group.cancelAll()
-            return result
-        }
+        let database = await Setup.withClient(runtime) { await Setup.probe(runtime, configuration) ?? "ok" }
         try? await runtime.transport.shutdown()
         let hosts = configuration.environment.served.map {
             configuration.baseURL(forTokenEnvironment: $0).absoluteString
@@ -124,6 +154,12 @@ struct CheckConfig: AsyncParsableCommand {
     }
 }
 
+/// The database did not answer `send-once`'s probe.
+struct DatabaseUnreachable: Error, CustomStringConvertible {
+    let problem: String
+    var description: String { "the database: \(problem)" }
+}
+
 struct SendOnce: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send-once", abstract: "Send one outbox row now (due or not) and print what APNs answered.")
@@ -135,19 +171,12 @@ struct SendOnce: AsyncParsableCommand {
         let logger = Setup.logger()
         let configuration = try Setup.configuration()
         let runtime = try Setup.runtime(configuration, logger: logger)
-        let result: Result<PushWorker.SingleResult, any Error> = await withTaskGroup(
-            of: Result<PushWorker.SingleResult, any Error>?.self
-        ) { group in
-            group.addTask {
-                await runtime.client.run()
-                return nil
+        let outboxID = outboxID
+        let result: Result<PushWorker.SingleResult, any Error> = await Setup.withClient(runtime) {
+            if let problem = await Setup.probe(runtime, configuration) {
+                return .failure(DatabaseUnreachable(problem: problem))
             }
-            group.addTask {
-                do { return .success(try await runtime.worker.sendOnce(id: outboxID)) } catch { return .failure(error) }
-            }
-            let result = await group.next()!!
-            group.cancelAll()
-            return result
+            do { return .success(try await runtime.worker.sendOnce(id: outboxID)) } catch { return .failure(error) }
         }
         try? await runtime.transport.shutdown()
         let outcome: String

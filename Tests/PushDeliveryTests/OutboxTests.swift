@@ -175,6 +175,33 @@ extension PushStackTests {
             await world.close()
         }
 
+        @Test("a late answer of the same worker's earlier claim is fenced off by the claim, not only the worker")
+        func aCompletionOfAnEarlierClaimBySameWorkerWritesNothing() async throws {
+            let world = try await PushWorld()
+            let token = try await world.token()
+            let id = try await world.enqueue(token: token)[0]
+            let client = PostgresClient(configuration: world.configuration().database.clientConfiguration)
+            let task = Task { await client.run() }
+            let outbox = Outbox(client: client, workerID: "one", logger: world.logger)
+            let first = try await outbox.claim(limit: 10, lease: .seconds(5), environments: ["production"])
+            #expect(first.rows.map(\.attempts) == [1])
+            try await world.sql(
+                "UPDATE public.push_outbox SET lease_until = now() - interval '1 second' WHERE id = \(id)")
+            let second = try await outbox.claim(limit: 10, lease: .seconds(60), environments: ["production"])
+            #expect(second.rows.map(\.attempts) == [2])
+            // The first claim's answer arrives after the second claim: it must not close the row.
+            #expect(
+                try await outbox.complete([(id, 1, .dead(status: 400, reason: "BadTopic", note: "our fault"))]) == 0)
+            #expect(try await outbox.complete([(id, 2, .delivered)]) == 1)
+            let row = try #require(
+                try await world.rows(
+                    "SELECT delivered_at IS NOT NULL AS delivered, failed_at FROM public.push_outbox WHERE id = \(id)"
+                ).first)
+            #expect(row["delivered"] == "true" && row["failed_at"] == nil)
+            task.cancel()
+            await world.close()
+        }
+
         @Test func aCompletionAfterTheLeaseWasTakenOverWritesNothing() async throws {
             let world = try await PushWorld()
             let token = try await world.token()
@@ -193,8 +220,8 @@ extension PushStackTests {
             let second = try await quick.claim(limit: 10, lease: .seconds(60), environments: ["production"])
             #expect(second.rows.map(\.id) == [id] && second.rows.first?.attempts == 2)
             // The first worker's late answer is fenced off; the holder's is written.
-            #expect(try await slow.complete([(id, .dead(status: 400, reason: "BadTopic", note: "our fault"))]) == 0)
-            #expect(try await quick.complete([(id, .delivered)]) == 1)
+            #expect(try await slow.complete([(id, 1, .dead(status: 400, reason: "BadTopic", note: "our fault"))]) == 0)
+            #expect(try await quick.complete([(id, 2, .delivered)]) == 1)
             let row = try #require(
                 try await world.rows(
                     "SELECT delivered_at IS NOT NULL AS delivered, failed_at FROM public.push_outbox WHERE id = \(id)"

@@ -165,6 +165,64 @@ extension PushStackTests {
             await world.close()
         }
 
+        @Test("a key file reached through symbolic links (as Kubernetes mounts secrets) is followed and checked")
+        func keyFileBehindSymlinks() async throws {
+            let world = try await PushWorld()
+            let directory = URL(fileURLWithPath: world.keyPath).deletingLastPathComponent()
+            // Kubernetes: key.p8 -> ..data/key.p8, ..data -> ..2026_11_26/
+            let version = directory.appendingPathComponent("..2026_11_26")
+            try FileManager.default.createDirectory(at: version, withIntermediateDirectories: true)
+            let target = version.appendingPathComponent("key.p8").path
+            try FileManager.default.copyItem(atPath: world.keyPath, toPath: target)
+            chmod(target, 0o600)
+            try FileManager.default.createSymbolicLink(
+                atPath: directory.appendingPathComponent("..data").path, withDestinationPath: "..2026_11_26")
+            let link = directory.appendingPathComponent("mounted.p8").path
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "..data/key.p8")
+            let good = try await WorkerProcess.run(
+                ["check-config", "--json"], environment: world.environment(["APNS_KEY_PATH": link]))
+            #expect(good.status == 0, "\(good.err)")
+            // The target, not the link (whose own mode is 0777), is what must be private.
+            chmod(target, 0o644)
+            let readable = try await WorkerProcess.run(
+                ["check-config"], environment: world.environment(["APNS_KEY_PATH": link]))
+            #expect(readable.status == 2 && readable.err.contains("chmod 600"))
+            await world.close()
+        }
+
+        @Test("check-config and send-once give up on a silent database after the connect timeout, naming the host")
+        func unreachableDatabaseExitsOne() async throws {
+            let world = try await PushWorld()
+            // A listening socket that never answers: the PostgreSQL client waits on it for ever.
+            let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(silent) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, length) }
+            }
+            #expect(listen(silent, 16) == 0)
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(silent, $0, &length) }
+            }
+            let port = Int(UInt16(bigEndian: address.sin_port))
+            let environment = world.environment([
+                "DATABASE_URL": "postgres://push_sender:pw@127.0.0.1:\(port)/postgres?sslmode=disable",
+                "PUSH_DB_CONNECT_SECONDS": "1",
+            ])
+            for arguments in [["check-config"], ["send-once", "--outbox-id", "1"]] {
+                let started = ContinuousClock.now
+                let result = try await WorkerProcess.run(arguments, environment: environment)
+                #expect(result.status == 1, "\(arguments): \(result.err)")
+                #expect((result.out + result.err).contains("127.0.0.1:\(port)"), "\(arguments)")
+                #expect(ContinuousClock.now - started < .seconds(30), "\(arguments)")
+            }
+            await world.close()
+        }
+
         @Test func sendOnceSendsOneRowNowAndSaysWhatHappened() async throws {
             let world = try await PushWorld()
             let token = try await world.token()

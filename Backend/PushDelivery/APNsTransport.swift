@@ -1,8 +1,4 @@
-import AsyncHTTPClient
 import Foundation
-import NIOCore
-import NIOHTTP1
-import NIOSSL
 
 /// Sends one request to APNs and returns its answer. A thrown error is a transport fault
 /// (connection refused or reset, GOAWAY, TLS, the deadline): the worker retries the row.
@@ -17,61 +13,24 @@ public enum APNsTransportError: Error, CustomStringConvertible {
     case notHTTP2
     /// A redirect, which APNs never sends: not followed.
     case redirect(Int)
+    /// The whole exchange (connecting, the answer's head and its body) did not end within the
+    /// request deadline.
+    case deadline(Duration)
+    /// The server's certificate does not name the host connected to.
+    case certificateName(String)
+    /// An answer without a status.
+    case malformedAnswer
+    /// The server reset the stream (RST_STREAM, with its error code).
+    case streamReset(Int)
 
     public var description: String {
         switch self {
         case .notHTTP2: "the APNs server did not answer over HTTP/2"
         case .redirect(let status): "the APNs server answered a redirect (\(status)); redirects are not followed"
+        case .deadline(let deadline): "no complete answer within the request deadline (\(deadline))"
+        case .certificateName(let host): "the server's certificate does not name \(host)"
+        case .malformedAnswer: "the APNs server answered without a status"
+        case .streamReset(let code): "the APNs server reset the stream (HTTP/2 error \(code))"
         }
-    }
-}
-
-/// The transport on AsyncHTTPClient: HTTP/2 over TLS, connections pooled and multiplexed, no
-/// redirects, a deadline on every request, at most 4 KiB of answer read.
-public final class HTTPClientAPNsTransport: APNsTransport {
-    private let client: HTTPClient
-
-    /// - Parameter caFile: extra trust roots (PEM), for a test server's certificate.
-    public init(caFile: String? = nil) throws {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.applicationProtocols = ["h2"]
-        if let caFile {
-            tls.additionalTrustRoots = [.file(caFile)]
-        }
-        var configuration = HTTPClient.Configuration(
-            tlsConfiguration: tls, redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(5), read: nil), ignoreUncleanSSLShutdown: false)
-        configuration.httpVersion = .automatic
-        configuration.connectionPool.idleTimeout = .seconds(600)
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
-
-    public func send(_ request: APNsRequest, to baseURL: URL, deadline: Duration) async throws -> APNsResponse {
-        var base = baseURL.absoluteString
-        if base.hasSuffix("/") { base.removeLast() }
-        var outgoing = HTTPClientRequest(url: base + request.path)
-        outgoing.method = .POST
-        for header in request.headers { outgoing.headers.add(name: header.name, value: header.value) }
-        outgoing.body = .bytes(ByteBuffer(bytes: request.body))
-        let nanoseconds = deadline.components.seconds * 1_000_000_000 + deadline.components.attoseconds / 1_000_000_000
-        let response = try await client.execute(outgoing, deadline: .now() + .nanoseconds(nanoseconds))
-        guard response.version.major == 2 else { throw APNsTransportError.notHTTP2 }
-        if (300..<400).contains(Int(response.status.code)) {
-            throw APNsTransportError.redirect(Int(response.status.code))
-        }
-        // At most 4 KiB: an answer larger than that is not APNs'; its reason is ignored. A body
-        // cut off by a closed connection or stream is a transport fault, not an answer: its
-        // status alone would dead-letter a row that was never refused.
-        var body: [UInt8] = []
-        do {
-            body = Array(try await response.body.collect(upTo: 4096).readableBytesView)
-        } catch let error as NIOTooManyBytesError {
-            _ = error
-        }
-        return APNsResponse(status: Int(response.status.code), body: body)
-    }
-
-    public func shutdown() async throws {
-        try await client.shutdown()
     }
 }

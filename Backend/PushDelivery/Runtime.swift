@@ -22,14 +22,14 @@ extension DatabaseSettings {
 /// `push-worker run` puts the client and the worker in one `ServiceGroup`.
 public struct PushWorkerRuntime: Sendable {
     public let client: PostgresClient
-    public let transport: HTTPClientAPNsTransport
+    public let transport: HTTP2APNsTransport
     public let worker: PushWorker
 
     /// Loads the key (refusing a readable one) and builds the parts. Nothing connects yet.
     public init(configuration: PushWorkerConfiguration, logger: Logger) throws {
         let key = try ProviderKey.load(path: configuration.keyPath)
         client = PostgresClient(configuration: configuration.database.clientConfiguration, backgroundLogger: logger)
-        transport = try HTTPClientAPNsTransport(caFile: configuration.caFile)
+        transport = try HTTP2APNsTransport(caFile: configuration.caFile)
         let tokens = ProviderTokens(
             key: key, keyID: configuration.keyID, teamID: configuration.teamID,
             refresh: configuration.providerTokenRefresh)

@@ -30,6 +30,10 @@ public final class APNsImitation: Sendable {
         case stall
         /// Close the TCP connection.
         case close
+        /// Answer 400 with a head and the start of a body, then never end the body.
+        case stallBody
+        /// Answer 400 with a head, then send one byte of body a second, never ending it.
+        case dripBody
     }
 
     /// One request as the imitation saw it.
@@ -61,6 +65,8 @@ public final class APNsImitation: Sendable {
         public var maximumTokenAge: TimeInterval = 3600
         /// The stream limit once a connection has shown a valid token (before: 1).
         public var streamsAfterAuthentication = 1000
+        /// The names the server's certificate carries (openssl's subjectAltName syntax).
+        public var certificateNames = "DNS:localhost,IP:127.0.0.1"
 
         public init(keyID: String, teamID: String, bundleID: String, publicKey: P256.Signing.PublicKey) {
             self.keyID = keyID
@@ -101,7 +107,7 @@ public final class APNsImitation: Sendable {
     ) async throws -> APNsImitation {
         let certificate = directory.appendingPathComponent("apns-imitation-cert.pem").path
         let key = directory.appendingPathComponent("apns-imitation-key.pem").path
-        try makeCertificate(certificate: certificate, key: key)
+        try makeCertificate(certificate: certificate, key: key, names: options.certificateNames)
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
@@ -307,14 +313,14 @@ public final class APNsImitation: Sendable {
         state.withLockedValue { $0.openStreams[connection, default: 1] -= 1 }
     }
 
-    static func makeCertificate(certificate: String, key: String) throws {
+    static func makeCertificate(certificate: String, key: String, names: String) throws {
         // posix_spawn, not Foundation's Process (see SpawnedChild).
         let openssl = try SpawnedChild(
             "/usr/bin/env",
             [
                 "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                 "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=localhost",
-                "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                "-addext", "subjectAltName=\(names)",
             ], environment: ProcessInfo.processInfo.environment)
         guard try openssl.wait() == 0 else {
             throw ImitationError("openssl could not make the imitation's certificate (is openssl installed?)")
@@ -365,6 +371,7 @@ final class StreamHandler: ChannelInboundHandler {
     var headers: HPACKHeaders?
     var body: [UInt8] = []
     var streams = 0
+    var counted = true
 
     init(server: APNsImitation, connection: Int, authenticated: NIOLockedValueBox<Bool>) {
         self.server = server
@@ -376,7 +383,13 @@ final class StreamHandler: ChannelInboundHandler {
         streams = server.streamOpened(connection)
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    func handlerRemoved(context: ChannelHandlerContext) { uncount() }
+
+    /// The stream stops counting as open once its answer has ended (as HTTP/2 sees it: both sides
+    /// have ended it), not when its channel is torn down a moment later.
+    func uncount() {
+        guard counted else { return }
+        counted = false
         server.streamClosed(connection)
     }
 
@@ -409,13 +422,18 @@ final class StreamHandler: ChannelInboundHandler {
                 concurrentStreams: streams))
         if decision.validToken, !authenticated.withLockedValue({ $0 }) {
             authenticated.withLockedValue { $0 = true }
+            // Like APNs: the raise comes once the first request with a valid token has been
+            // answered, so it reaches a connection with no stream open (written after the answer).
             let settings = HTTP2Frame(
                 streamID: .rootStream,
                 payload: .settings(
                     .settings([
                         HTTP2Setting(parameter: .maxConcurrentStreams, value: server.options.streamsAfterAuthentication)
                     ])))
-            context.channel.parent?.writeAndFlush(settings, promise: nil)
+            let parent = context.channel.parent
+            defer {
+                parent?.eventLoop.scheduleTask(in: .milliseconds(20)) { parent?.writeAndFlush(settings, promise: nil) }
+            }
         }
         switch decision.fault {
         case .goaway:
@@ -426,6 +444,7 @@ final class StreamHandler: ChannelInboundHandler {
             parent?.writeAndFlush(frame).whenComplete { _ in parent?.close(promise: nil) }
             return
         case .reset:
+            uncount()
             context.writeAndFlush(wrapOutboundOut(.rstStream(.internalError)), promise: nil)
             return
         case .stall:
@@ -433,11 +452,25 @@ final class StreamHandler: ChannelInboundHandler {
         case .close:
             context.channel.parent?.close(promise: nil)
             return
+        case .stallBody, .dripBody:
+            let head = HPACKHeaders([(":status", "400"), ("content-type", "application/json")])
+            context.write(wrapOutboundOut(.headers(.init(headers: head))), promise: nil)
+            let start = context.channel.allocator.buffer(string: #"{"reason":"#)
+            context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(start)))), promise: nil)
+            guard decision.fault == .dripBody else { return }
+            let channel = context.channel
+            channel.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { task in
+                guard channel.isActive else { return task.cancel() }
+                let byte = channel.allocator.buffer(string: " ")
+                channel.writeAndFlush(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(byte))), promise: nil)
+            }
+            return
         case .answer, nil:
             break
         }
         var response = HPACKHeaders([(":status", String(decision.status))])
         if let id = plain["apns-id"] { response.add(name: "apns-id", value: id) }
+        uncount()
         if decision.status == 200 {
             context.writeAndFlush(wrapOutboundOut(.headers(.init(headers: response, endStream: true))), promise: nil)
             return

@@ -8,7 +8,7 @@ import PushDelivery
 // `push-bench`: the push worker's figures (docs/push-worker.md), beside h2load against the
 // same imitation in the same run. Run by `make bench-push` inside the test stack.
 //
-//   sender alone, one connection   requests/s of HTTPClientAPNsTransport, 100 in flight
+//   sender alone, one connection   requests/s of HTTP2APNsTransport, 100 in flight
 //   h2load, one connection         requests/s of nghttp2's load generator, 100 streams
 //   end to end, one worker         rows/s from PostgreSQL to the imitation
 //   LISTEN latency at 50 rows/s    commit to request, p50/p99
@@ -77,7 +77,7 @@ struct PushBench {
 
         print("push delivery (imitation on loopback, \(ProcessInfo.processInfo.activeProcessorCount) cores)")
         func senderRun(count: Int) async throws -> Double {
-            let transport = try HTTPClientAPNsTransport(caFile: imitation.certificateFile)
+            let transport = try HTTP2APNsTransport(caFile: imitation.certificateFile)
             defer { Task { try? await transport.shutdown() } }
             let row = OutboxRow(
                 id: 1, token: benchToken, pushType: .background, priority: 5, collapseID: nil, payload: payload,
@@ -220,11 +220,11 @@ struct PushBench {
             return configuration
         }
         func inProcessWorker() throws -> (
-            PushWorker, Task<Void, any Error>, Task<Void, Never>, PostgresClient, HTTPClientAPNsTransport
+            PushWorker, Task<Void, any Error>, Task<Void, Never>, PostgresClient, HTTP2APNsTransport
         ) {
             let configuration = configuration()
             let client = PostgresClient(configuration: configuration.database.clientConfiguration)
-            let transport = try HTTPClientAPNsTransport(caFile: configuration.caFile)
+            let transport = try HTTP2APNsTransport(caFile: configuration.caFile)
             let worker = PushWorker(
                 configuration: configuration, client: client, transport: transport,
                 tokens: ProviderTokens(
@@ -235,7 +235,7 @@ struct PushBench {
             return (worker, task, clientTask, client, transport)
         }
         func stop(
-            _ parts: (PushWorker, Task<Void, any Error>, Task<Void, Never>, PostgresClient, HTTPClientAPNsTransport)
+            _ parts: (PushWorker, Task<Void, any Error>, Task<Void, Never>, PostgresClient, HTTP2APNsTransport)
         ) async throws {
             parts.0.stop()
             try await parts.1.value
@@ -331,11 +331,11 @@ struct PushBench {
             imitation.clearLog()
             let before = try await delivered()
             try await enqueue(10_000)
-            let first = try spawn(["PUSH_LEASE_SECONDS": "5"])
+            let first = try spawn(["PUSH_LEASE_SECONDS": "5", "PUSH_REQUEST_DEADLINE_SECONDS": "4"])
             while try await delivered() - before < 3000 { try await Task.sleep(for: .milliseconds(5)) }
             kill(first.processIdentifier, SIGKILL)
             _ = try await wait(first, timeout: .seconds(5))
-            let second = try spawn(["PUSH_LEASE_SECONDS": "5"])
+            let second = try spawn(["PUSH_LEASE_SECONDS": "5", "PUSH_REQUEST_DEADLINE_SECONDS": "4"])
             while try await pending() > 0 { try await Task.sleep(for: .milliseconds(50)) }
             kill(second.processIdentifier, SIGTERM)
             _ = try await wait(second, timeout: .seconds(15))

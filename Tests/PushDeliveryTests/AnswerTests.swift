@@ -190,6 +190,44 @@ extension PushStackTests {
             await world.close()
         }
 
+        @Test(
+            "an answer whose body never ends, or drips, is a transport fault: retried on a new connection, its slot freed"
+        )
+        func unfinishedBodiesAreTransportFaults() async throws {
+            let world = try await PushWorld()
+            let stalled = try await world.token()
+            let dripping = try await world.token()
+            let healthy = try await world.token()
+            world.imitation.script(token: stalled, [.stallBody])
+            world.imitation.script(token: dripping, [.dripBody])
+            try await world.enqueue(token: stalled)
+            try await world.enqueue(token: dripping)
+            try await world.enqueue(token: healthy, count: 3)
+            // One request at a time: a slot the stalled answer kept would stop every delivery.
+            let running = try RunningWorker(
+                world.configuration {
+                    $0.requestDeadline = .seconds(1)
+                    $0.maxInFlight = 1
+                    $0.lease = .seconds(5)
+                })
+            #expect(try await world.eventually(.seconds(30)) { try await world.pending() == 0 })
+            try await running.stop()
+            let requests = world.imitation.requests
+            for token in [stalled, dripping] {
+                let tries = requests.filter { $0.token == token }
+                #expect(tries.count == 2, "two attempts for each unfinished answer")
+                #expect(tries.last?.status == 200)
+                if tries.count == 2 {
+                    #expect(tries[0].connection != tries[1].connection, "the retry went out on a new connection")
+                }
+            }
+            let rows = try await world.rows(
+                "SELECT delivered_at IS NOT NULL AS delivered FROM public.push_outbox WHERE user_id = '\(world.userID)'"
+            )
+            #expect(rows.count == 5 && rows.allSatisfy { $0["delivered"] == "true" })
+            await world.close()
+        }
+
         @Test func serverErrorsGoawaysResetsAndStallsEndWithEverythingDelivered() async throws {
             let world = try await PushWorld()
             var tokens: [String] = []

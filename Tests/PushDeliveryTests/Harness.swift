@@ -211,7 +211,7 @@ final class PushWorld: Sendable {
 final class RunningWorker: Sendable {
     let worker: PushWorker
     let client: PostgresClient
-    let transport: HTTPClientAPNsTransport
+    let transport: HTTP2APNsTransport
     let task: Task<Void, any Error>
     let clientTask: Task<Void, Never>
 
@@ -219,7 +219,7 @@ final class RunningWorker: Sendable {
         var logger = logger
         logger.logLevel = .error
         client = PostgresClient(configuration: configuration.database.clientConfiguration)
-        transport = try HTTPClientAPNsTransport(caFile: configuration.caFile)
+        transport = try HTTP2APNsTransport(caFile: configuration.caFile)
         let tokens = ProviderTokens(
             key: try ProviderKey.load(path: configuration.keyPath), keyID: configuration.keyID,
             teamID: configuration.teamID, refresh: configuration.providerTokenRefresh)

@@ -9,13 +9,16 @@ import Testing
     static let keyID = "ABC123DEFG"
     static let teamID = "TEAM123456"
 
-    func start(_ key: P256.Signing.PrivateKey) async throws -> (APNsImitation, HTTPClientAPNsTransport, URL) {
+    func start(
+        _ key: P256.Signing.PrivateKey, certificateNames: String? = nil
+    ) async throws -> (APNsImitation, HTTP2APNsTransport, URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imitation-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let imitation = try await APNsImitation.start(
-            options: .init(keyID: Self.keyID, teamID: Self.teamID, bundleID: "com.x", publicKey: key.publicKey),
-            directory: directory)
-        return (imitation, try HTTPClientAPNsTransport(caFile: imitation.certificateFile), directory)
+        var options = APNsImitation.Options(
+            keyID: Self.keyID, teamID: Self.teamID, bundleID: "com.x", publicKey: key.publicKey)
+        if let certificateNames { options.certificateNames = certificateNames }
+        let imitation = try await APNsImitation.start(options: options, directory: directory)
+        return (imitation, try HTTP2APNsTransport(caFile: imitation.certificateFile), directory)
     }
 
     func request(
@@ -61,6 +64,36 @@ import Testing
         }
         #expect(imitation.requests.contains { $0.concurrentStreams > 1 })
         try await transport.shutdown()
+        try await imitation.shutdown()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @Test("the certificate must name the host: an IP address it carries does not stand for a host name")
+    func certificateMustNameTheHost() async throws {
+        let key = P256.Signing.PrivateKey()
+        let (imitation, transport, directory) = try await start(key, certificateNames: "IP:127.0.0.1")
+        let valid = try request(
+            provider: await ProviderTokens(
+                key: ProviderKey(key: key), keyID: Self.keyID, teamID: Self.teamID, refresh: .seconds(2400)
+            ).token().value)
+        let byName = try #require(URL(string: "https://localhost:\(imitation.port)"))
+        await #expect(throws: APNsTransportError.self) {
+            _ = try await transport.send(valid, to: byName, deadline: .seconds(10))
+        }
+        // Nothing was sent: the provider token never left.
+        #expect(imitation.requests.isEmpty)
+        // The same certificate proves its own address.
+        #expect(try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(10)).status == 200)
+        try await transport.shutdown()
+
+        // A transport without the test CA trusts only the production root: the imitation's
+        // certificate is refused, and again nothing is sent.
+        let production = try HTTP2APNsTransport()
+        await #expect(throws: (any Error).self) {
+            _ = try await production.send(valid, to: imitation.baseURL, deadline: .seconds(10))
+        }
+        #expect(imitation.requests.count == 1)
+        try await production.shutdown()
         try await imitation.shutdown()
         try? FileManager.default.removeItem(at: directory)
     }

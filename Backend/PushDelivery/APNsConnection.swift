@@ -1,0 +1,239 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import Synchronization
+
+/// One TLS + HTTP/2 connection to an APNs host.
+final class APNsConnection: Sendable {
+    let channel: any Channel
+    private let multiplexer: NIOHTTP2Handler.StreamMultiplexer
+    private let retired = Flag()
+    /// Set when the server sent GOAWAY: no new stream.
+    private let goingAway: Flag
+
+    private init(channel: any Channel, multiplexer: NIOHTTP2Handler.StreamMultiplexer, goingAway: Flag) {
+        self.channel = channel
+        self.multiplexer = multiplexer
+        self.goingAway = goingAway
+    }
+
+    var isUsable: Bool { channel.isActive && !retired.isSet && !goingAway.isSet }
+
+    func retire() { retired.set() }
+
+    /// Connects, completes TLS (h2 by ALPN, the host named by the certificate) and starts HTTP/2,
+    /// all within `limit` (and never more than 5 seconds).
+    static func open(
+        _ endpoint: Endpoint, sslContext: NIOSSLContext, group: any EventLoopGroup, within limit: Duration
+    ) async throws -> APNsConnection {
+        let bound = min(limit, .seconds(5))
+        let timeout = TimeAmount.nanoseconds(
+            max(1, bound.components.seconds * 1_000_000_000 + bound.components.attoseconds / 1_000_000_000))
+        let isIPLiteral = APNsTrust.ipBytes(endpoint.host) != nil
+        let handshake = Slot<EventLoopFuture<String?>>()
+        let multiplexer = Slot<NIOHTTP2Handler.StreamMultiplexer>()
+        let goingAway = Flag()
+        // The whole pipeline is built before the connection is active: the server's SETTINGS
+        // arrive right after the handshake, and a handler added later would never see them.
+        // Nothing is sent on a stream before the handshake's checks below have passed.
+        let channel = try await ClientBootstrap(group: group)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(
+                        NIOSSLClientHandler(context: sslContext, serverHostname: isIPLiteral ? nil : endpoint.host))
+                    let done = channel.eventLoop.makePromise(of: String?.self)
+                    handshake.value = done.futureResult
+                    try sync.addHandler(HandshakeWatcher(done: done))
+                    multiplexer.value = try sync.configureHTTP2Pipeline(
+                        mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
+                    ) { stream in stream.close() }
+                    try sync.addHandler(GoAwayWatcher { goingAway.set() })
+                }
+            }
+            .connect(host: endpoint.host, port: endpoint.port).get()
+        do {
+            // The handshake, bounded: a server that accepts the connection and never finishes
+            // TLS is closed at the bound.
+            let closer = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+            defer { closer.cancel() }
+            guard let done = handshake.value, let multiplexer = multiplexer.value else {
+                throw ChannelError.ioOnClosedChannel
+            }
+            guard try await done.get() == "h2" else { throw APNsTransportError.notHTTP2 }
+            guard let leaf = try await channel.nioSSL_peerCertificate().get(),
+                APNsTrust.certificate(leaf, names: endpoint.host)
+            else { throw APNsTransportError.certificateName(endpoint.host) }
+            return APNsConnection(channel: channel, multiplexer: multiplexer, goingAway: goingAway)
+        } catch {
+            try? await channel.close()
+            throw error
+        }
+    }
+
+    /// One request on a new stream and its whole answer. Cancelling resets the stream.
+    func exchange(_ request: APNsRequest, endpoint: Endpoint) async throws -> APNsResponse {
+        let answer = channel.eventLoop.makePromise(of: APNsResponse.self)
+        let stream: any Channel
+        do {
+            stream = try await multiplexer.createStreamChannel { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    try stream.pipeline.syncOperations.addHandler(AnswerReader(answer: answer))
+                }
+            }.get()
+        } catch {
+            answer.fail(error)
+            throw error
+        }
+        var headers = HPACKHeaders([
+            (":method", "POST"), (":scheme", "https"), (":authority", endpoint.authority), (":path", request.path),
+        ])
+        for header in request.headers { headers.add(name: header.name.lowercased(), value: header.value) }
+        headers.add(name: "content-length", value: String(request.body.count))
+        stream.write(HTTP2Frame.FramePayload.headers(.init(headers: headers)), promise: nil)
+        let body = stream.allocator.buffer(bytes: request.body)
+        stream.writeAndFlush(
+            HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(body), endStream: true)), promise: nil)
+        let response = try await withTaskCancellationHandler {
+            try await answer.futureResult.get()
+        } onCancel: {
+            stream.close(promise: nil)
+        }
+        if (300..<400).contains(response.status) { throw APNsTransportError.redirect(response.status) }
+        return response
+    }
+}
+
+/// Completes `done` with the protocol ALPN chose once TLS is up, or fails it if the connection
+/// ends first.
+private final class HandshakeWatcher: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+    private let done: EventLoopPromise<String?>
+    private var completed = false
+
+    init(done: EventLoopPromise<String?>) { self.done = done }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted(let negotiated) = event { complete(.success(negotiated)) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        complete(.failure(error))
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        complete(.failure(ChannelError.ioOnClosedChannel))
+        context.fireChannelInactive()
+    }
+
+    private func complete(_ result: Result<String?, any Error>) {
+        guard !completed else { return }
+        completed = true
+        done.completeWith(result)
+    }
+}
+
+/// A flag set once, read from any thread.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .acquiring) }
+    func set() { value.store(true, ordering: .releasing) }
+}
+
+/// A value handed from one thread to another.
+final class Slot<Value: Sendable>: Sendable {
+    private let storage = Mutex<Value?>(nil)
+    var value: Value? {
+        get { storage.withLock { $0 } }
+        set { storage.withLock { $0 = newValue } }
+    }
+}
+
+/// Notes a GOAWAY from the server.
+private final class GoAwayWatcher: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    let received: @Sendable () -> Void
+    init(_ received: @escaping @Sendable () -> Void) { self.received = received }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .goAway = unwrapInboundIn(data).payload { received() }
+        context.fireChannelRead(data)
+    }
+}
+
+/// Reads one stream's answer: the status, and at most 4 KiB of body (a larger body is not APNs'
+/// and its reason is ignored). A stream that ends any other way (reset, closed, cut off) fails the
+/// answer: a transport fault, never a status alone.
+private final class AnswerReader: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    private let answer: EventLoopPromise<APNsResponse>
+    private var status: Int?
+    private var body: [UInt8] = []
+    private var oversized = false
+    private var completed = false
+
+    init(answer: EventLoopPromise<APNsResponse>) { self.answer = answer }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .headers(let frame):
+            if status == nil {
+                guard let code = frame.headers.first(name: ":status").flatMap(Int.init) else {
+                    return fail(context, APNsTransportError.malformedAnswer)
+                }
+                // 1xx heads are informational; the answer's head follows.
+                if !(100..<200).contains(code) { status = code }
+            }
+            if frame.endStream { finish(context) }
+        case .data(let frame):
+            if case .byteBuffer(let buffer) = frame.data, !oversized {
+                body += buffer.readableBytesView
+                if body.count > APNsRequest.maximumPayload {
+                    oversized = true
+                    body = []
+                }
+            }
+            if frame.endStream { finish(context) }
+        case .rstStream(let code):
+            complete(.failure(APNsTransportError.streamReset(code.networkCode)))
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        complete(.failure(ChannelError.ioOnClosedChannel))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(context, error)
+    }
+
+    /// The answer ended: the stream is closed on both sides, and HTTP/2 closes its channel. (A
+    /// close from here would reset a stream that is already done, and a server counts resets: past
+    /// its limit it ends the connection with ENHANCE_YOUR_CALM.)
+    private func finish(_ context: ChannelHandlerContext) {
+        guard let status else { return fail(context, APNsTransportError.malformedAnswer) }
+        complete(.success(APNsResponse(status: status, body: body)))
+    }
+
+    private func fail(_ context: ChannelHandlerContext, _ error: any Error) {
+        complete(.failure(error))
+        context.close(promise: nil)
+    }
+
+    private func complete(_ result: Result<APNsResponse, any Error>) {
+        guard !completed else { return }
+        completed = true
+        answer.completeWith(result)
+    }
+}

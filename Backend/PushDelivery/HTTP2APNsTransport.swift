@@ -1,0 +1,185 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// The transport on SwiftNIO's HTTP/2: one TLS connection per APNs host, requests multiplexed
+/// as streams on it, within the stream limit the server announces (one until a provider token is
+/// accepted, then what APNs raises it to: new streams wait for room), no redirects, at most 4 KiB
+/// of answer read.
+///
+/// - **One deadline over the whole exchange**: connecting, the answer's head and its body. A
+///   request that misses it (no answer, or a body that never ends or drips) is a transport fault;
+///   its stream is reset, and its connection is retired: the next requests go out on a new one,
+///   and the old one is closed once the requests still on it have had their own deadline.
+/// - **TLS**: the roots of ``APNsTrust`` (the production root, or the configured CA file alone),
+///   and the certificate must name the host by a DNS name (an IP literal host: by that address).
+/// - A connection that received GOAWAY, or closed, takes no new request.
+public final class HTTP2APNsTransport: APNsTransport {
+    private let sslContext: NIOSSLContext
+    private let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+
+    private struct State {
+        var connections: [Endpoint: Task<APNsConnection, any Error>] = [:]
+        var isShutDown = false
+    }
+    private let state = Mutex(State())
+
+    /// - Parameter caFile: the roots to trust instead of the production one (PEM): a test
+    ///   server's certificate.
+    public init(caFile: String? = nil) throws {
+        sslContext = try APNsTrust.context(caFile: caFile)
+    }
+
+    public func send(_ request: APNsRequest, to baseURL: URL, deadline: Duration) async throws -> APNsResponse {
+        let endpoint = try Endpoint(baseURL)
+        let end = ContinuousClock.now + deadline
+        let used = Slot<APNsConnection>()
+        let outcome = Once<APNsResponse>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.set(continuation)
+                let work = Task {
+                    do {
+                        let connection = try await self.connection(to: endpoint, before: end)
+                        used.value = connection
+                        outcome.resume(with: .success(try await connection.exchange(request, endpoint: endpoint)))
+                    } catch {
+                        outcome.resume(with: .failure(error))
+                    }
+                }
+                let timer = Task {
+                    try? await Task.sleep(until: end)
+                    guard !Task.isCancelled, outcome.resume(with: .failure(APNsTransportError.deadline(deadline)))
+                    else { return }
+                    work.cancel()
+                    if let connection = used.value { self.retire(connection, endpoint, after: deadline) }
+                }
+                outcome.onResume { timer.cancel() }
+            }
+        } onCancel: {
+            outcome.resume(with: .failure(CancellationError()))
+        }
+    }
+
+    public func shutdown() async throws {
+        let tasks = state.withLock { state -> [Task<APNsConnection, any Error>] in
+            state.isShutDown = true
+            defer { state.connections = [:] }
+            return Array(state.connections.values)
+        }
+        for task in tasks {
+            if let connection = try? await task.value { try? await connection.channel.close() }
+        }
+    }
+
+    // MARK: - Connections
+
+    /// The endpoint's usable connection, opened (once, however many requests wait) if there is
+    /// none.
+    private func connection(to endpoint: Endpoint, before end: ContinuousClock.Instant) async throws -> APNsConnection {
+        for _ in 0..<2 {
+            let task = try state.withLock { state -> Task<APNsConnection, any Error> in
+                guard !state.isShutDown else { throw ChannelError.ioOnClosedChannel }
+                if let task = state.connections[endpoint] { return task }
+                let remaining = end - ContinuousClock.now
+                let task = Task { [sslContext, group] in
+                    try await APNsConnection.open(endpoint, sslContext: sslContext, group: group, within: remaining)
+                }
+                state.connections[endpoint] = task
+                return task
+            }
+            do {
+                let connection = try await task.value
+                if connection.isUsable { return connection }
+            } catch {
+                forget(task, endpoint)
+                throw error
+            }
+            forget(task, endpoint)
+        }
+        throw ChannelError.ioOnClosedChannel
+    }
+
+    private func forget(_ task: Task<APNsConnection, any Error>, _ endpoint: Endpoint) {
+        state.withLock { state in
+            if state.connections[endpoint] == task { state.connections[endpoint] = nil }
+        }
+    }
+
+    /// Takes `connection` out of use (the next request opens a new one), and closes it after
+    /// `grace`.
+    private func retire(_ connection: APNsConnection, _ endpoint: Endpoint, after grace: Duration) {
+        connection.retire()
+        Task {
+            try? await Task.sleep(for: grace + .seconds(1))
+            try? await connection.channel.close()
+        }
+    }
+}
+
+/// An APNs host and port.
+struct Endpoint: Hashable, Sendable {
+    let host: String
+    let port: Int
+    /// `:authority`: the host, and the port when it is not 443.
+    var authority: String { port == 443 ? host : "\(host):\(port)" }
+
+    init(_ url: URL) throws {
+        guard url.scheme == "https", let host = url.host, !host.isEmpty else {
+            throw APNsTransportError.notHTTP2
+        }
+        self.host = host
+        port = url.port ?? 443
+    }
+}
+
+/// A result delivered once: the first of an answer, the deadline and a cancellation wins.
+final class Once<Value: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Value, any Error>?
+        var early: Result<Value, any Error>?
+        var done = false
+        var onResume: (@Sendable () -> Void)?
+    }
+    private let state = Mutex(State())
+
+    func set(_ continuation: CheckedContinuation<Value, any Error>) {
+        let early = state.withLock { state -> Result<Value, any Error>? in
+            if let early = state.early { return early }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    func onResume(_ action: @escaping @Sendable () -> Void) {
+        let already = state.withLock { state -> Bool in
+            if state.done { return true }
+            state.onResume = action
+            return false
+        }
+        if already { action() }
+    }
+
+    /// Whether this call was the one that delivered.
+    @discardableResult
+    func resume(with result: Result<Value, any Error>) -> Bool {
+        let taken = state.withLock {
+            state -> (continuation: CheckedContinuation<Value, any Error>?, action: (@Sendable () -> Void)?)? in
+            guard !state.done else { return nil }
+            state.done = true
+            let continuation = state.continuation
+            state.continuation = nil
+            if continuation == nil { state.early = result }
+            return (continuation, state.onResume)
+        }
+        guard let taken else { return false }
+        taken.continuation?.resume(with: result)
+        taken.action?()
+        return true
+    }
+}

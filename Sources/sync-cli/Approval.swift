@@ -111,6 +111,11 @@ extension SyncCLI.Approval {
         static let configuration = CommandConfiguration(
             abstract: "Ask whether the agent may run a tool, and wait for the answer.",
             discussion: """
+                The question is a JSON object {"tool": ..., "summary": ..., "detail": ...} ("detail" \
+                optional) read with --from-file from a file, or from standard input with --from-file -. \
+                --tool, --summary and --detail still work but print a warning: a process's arguments \
+                are readable by every local user (ps, /proc/PID/cmdline) for as long as it waits.
+
                 Waits until a paired device answers (and the answer verifies), the question expires, \
                 or it is cancelled: Ctrl-C or SIGTERM cancels it, which clears the prompt on the other devices.
 
@@ -120,21 +125,42 @@ extension SyncCLI.Approval {
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
         @Argument(help: "The session's id or an unambiguous prefix.") var session: String
-        @Option(help: "The tool the agent wants to run (1-64 characters).") var tool: String
-        @Option(help: "What it would do, in one line (1-200 characters).") var summary: String
-        @Option(help: "More detail (up to 2,000 characters).") var detail: String = ""
+        @Option(
+            name: .customLong("from-file"),
+            help: ArgumentHelp(
+                "Read the question (JSON: tool, summary, detail) from this file; - reads standard input.",
+                valueName: "path"))
+        var fromFile: String?
+        @Option(help: "Discouraged (visible in the process list): the tool the agent wants to run (1-64 characters).")
+        var tool: String?
+        @Option(help: "Discouraged (visible in the process list): what it would do, in one line (1-200 characters).")
+        var summary: String?
+        @Option(help: "Discouraged (visible in the process list): more detail (up to 2,000 characters).")
+        var detail: String?
         @Option(help: "Seconds the question stands (5-600).") var timeout = 60
         @Flag(help: "Print the outcome as JSON.") var json = false
 
         func validate() throws {
             guard (5...600).contains(timeout) else { throw ValidationError("--timeout must be 5 to 600 seconds") }
+            if fromFile != nil {
+                guard tool == nil, summary == nil, detail == nil else {
+                    throw ValidationError(
+                        "give the question either with --from-file or with --tool and --summary, not both")
+                }
+            } else {
+                guard tool != nil, summary != nil else {
+                    throw ValidationError(
+                        "give the question with --from-file PATH (or --from-file - on standard input)")
+                }
+            }
         }
 
         func run() async throws {
+            let question = try readQuestion()
             let context = try await ApprovalContext(storeOptions, remoteOptions)
             let id = try resolveID(session, among: try await context.store.sessions().map(\.id), kind: "session")
             if !json { output("Asked the user's other devices; waiting up to \(timeout) s for an answer...") }
-            let (tool, summary, detail, timeout) = (tool, summary, detail, timeout)
+            let (tool, summary, detail, timeout) = (question.tool, question.summary, question.detail ?? "", timeout)
             let asking = Task {
                 try await context.run { center in
                     try await center.request(
@@ -173,6 +199,45 @@ extension SyncCLI.Approval {
         }
     }
 
+    /// The question `approval request` asks, as `--from-file` reads it.
+    struct Question: Decodable {
+        var tool: String
+        var summary: String
+        var detail: String?
+    }
+}
+
+extension SyncCLI.Approval.Request {
+    /// The question from `--from-file` (a file, or standard input for `-`), or from the flags with
+    /// a warning that they are visible to other local users.
+    func readQuestion() throws -> SyncCLI.Approval.Question {
+        guard let fromFile else {
+            printError(
+                "Warning: the question was given as arguments, which every local user can read in the process list "
+                    + "while this waits; next time write it as JSON to a file and pass --from-file PATH (or pipe it "
+                    + "with --from-file -)")
+            return .init(tool: tool ?? "", summary: summary ?? "", detail: detail)
+        }
+        let data: Data
+        if fromFile == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let read = FileManager.default.contents(atPath: fromFile) else {
+                throw CLIError("cannot read \(fromFile); --from-file takes a readable file, or - for standard input")
+            }
+            data = read
+        }
+        do {
+            return try JSONDecoder().decode(SyncCLI.Approval.Question.self, from: data)
+        } catch {
+            throw CLIError(
+                #"the question must be a JSON object {"tool": "...", "summary": "...", "detail": "..."} ("detail" optional)"#
+            )
+        }
+    }
+}
+
+extension SyncCLI.Approval {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
@@ -231,7 +296,11 @@ extension SyncCLI.Approval {
     struct Answer: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Approve or deny a request this device can open; the first answer wins.",
-            discussion: "The answer is signed with this device's signing key; the asking desktop checks it.")
+            discussion: """
+                The answer is signed with this device's signing key; the asking desktop checks it. Exit \
+                status: 0 the answer was recorded; 1 it was not (another answer came first, the question \
+                expired or was cancelled; with --json too, after printing the remote's answer).
+                """)
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
         @Argument(help: "The request's id or an unambiguous prefix.") var request: String
@@ -244,7 +313,12 @@ extension SyncCLI.Approval {
             let answered = try await context.run { center in
                 try await center.answer(try await center.open(row), verdict: verdict)
             }
-            if json { return try printJSON(answered) }
+            // One exit-code rule with or without --json: 1 when the answer was not recorded.
+            if json {
+                try printJSON(answered)
+                if !answered.accepted { throw ExitCode(1) }
+                return
+            }
             if answered.accepted {
                 output("Answered \(verdict.rawValue) for \(row.id.canonical).")
             } else {

@@ -33,8 +33,10 @@ struct ApprovalCLITests {
     }
 
     /// Starts `approval request` on the desktop; the result arrives when it exits.
-    static func ask(_ cli: CLI, _ arguments: [String]) -> Task<(status: Int32, out: String, err: String), Error> {
-        Task { try await cli.run(arguments) }
+    static func ask(
+        _ cli: CLI, _ arguments: [String], stdin: String? = nil
+    ) -> Task<(status: Int32, out: String, err: String), Error> {
+        Task { try await cli.run(arguments, stdin: stdin) }
     }
 
     /// The phone's pending requests' ids, once there is one.
@@ -59,14 +61,17 @@ struct ApprovalCLITests {
     func requestAndAnswer() async throws {
         let cli = try CLI()
         let session = try await Self.paired(cli)
-        let request = [
-            "approval", "request", "--store", cli.store("d"), session, "--tool", "Bash", "--summary", "npm test",
-            "--detail", "cd app\nnpm test", "--json",
-        ]
+        let request = ["approval", "request", "--store", cli.store("d"), session, "--from-file", "-", "--json"]
+        let question = #"{"tool": "Bash", "summary": "npm test", "detail": "cd app\nnpm test"}"#
 
         // Approved.
-        let approved = Self.ask(cli, request)
+        let approved = Self.ask(cli, request, stdin: question)
         let first = try await Self.pending(cli)
+        // The question never was a process argument: other local users cannot read it in /proc.
+        let asker = try #require(Self.pid(of: "approval", in: cli))
+        let arguments = String(
+            decoding: FileManager.default.contents(atPath: "/proc/\(asker)/cmdline") ?? Data(), as: UTF8.self)
+        #expect(!arguments.isEmpty && !arguments.contains("npm") && !arguments.contains("Bash"))
         let shown = try await cli.run(["approval", "show", "--store", cli.store("p"), first, "--json"])
         let content = try #require(JSONSerialization.jsonObject(with: Data(shown.out.utf8)) as? [String: String])
         #expect(
@@ -83,7 +88,7 @@ struct ApprovalCLITests {
         #expect(again.status == 1 && again.out.contains("already approved by"))
 
         // Denied: exit 5.
-        let denied = Self.ask(cli, request)
+        let denied = Self.ask(cli, request, stdin: question)
         let second = try await Self.pending(cli)
         #expect(try await cli.run(["approval", "answer", "--store", cli.store("p"), second, "deny"]).status == 0)
         let deniedResult = try await denied.value
@@ -96,7 +101,7 @@ struct ApprovalCLITests {
         #expect(!list.out.contains("npm") && !list.out.contains("Bash"))
 
         // Cancelled: SIGTERM cancels the request, the phone's prompt clears, exit 6.
-        let cancelled = Self.ask(cli, request.filter { $0 != "--json" })
+        let cancelled = Self.ask(cli, request.filter { $0 != "--json" }, stdin: question)
         let third = try await Self.pending(cli)
         let pid = try #require(Self.pid(of: "approval", in: cli))
         kill(pid, SIGTERM)
@@ -104,6 +109,9 @@ struct ApprovalCLITests {
         #expect(cancelledResult.status == 6 && cancelledResult.out.contains("cancelled"))
         let late = try await cli.run(["approval", "answer", "--store", cli.store("p"), third, "approve"])
         #expect(late.status == 1 && late.out.contains("already cancelled"))
+        // The same rule with --json: the remote's answer is printed, and the exit says it was not recorded.
+        let lateJSON = try await cli.run(["approval", "answer", "--store", cli.store("p"), third, "approve", "--json"])
+        #expect(lateJSON.status == 1 && lateJSON.out.contains("\"accepted\" : false"))
     }
 
     @Test("request refuses before asking: no pinned identity, content out of limits, timeout out of range")
@@ -121,6 +129,16 @@ struct ApprovalCLITests {
         let base = ["approval", "request", "--store", cli.store("d"), session]
         let unpaired = try await cli.run(base + ["--tool", "Bash", "--summary", "s"])
         #expect(unpaired.status == 1 && unpaired.err.contains("pair your devices first"))
+        // The flags still work, with a warning that they are visible in the process list.
+        #expect(unpaired.err.contains("Warning: the question was given as arguments"))
+        let file = cli.directory.appendingPathComponent("question.json")
+        try Data(#"{"tool": "Bash"}"#.utf8).write(to: file)
+        let partial = try await cli.run(base + ["--from-file", file.path])
+        #expect(partial.status == 1 && partial.err.contains("must be a JSON object"))
+        let both = try await cli.run(base + ["--from-file", file.path, "--tool", "Bash"])
+        #expect(both.status != 0 && both.err.contains("not both"))
+        let neither = try await cli.run(base)
+        #expect(neither.status != 0 && neither.err.contains("--from-file"))
         #expect(try await cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
         let long = try await cli.run(base + ["--tool", String(repeating: "t", count: 65), "--summary", "s"])
         #expect(long.status == 1 && long.err.contains("--tool 1-64"))

@@ -232,15 +232,15 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
-    /// What leaves the sanitiser is at most 200 scalars, holds no control character, and no run
+    /// What leaves the sanitiser is at most 200 scalars, holds no hidden character, and no run
     /// of 40 base64 characters survives in it. `.accepted`: the text passed unchanged;
     /// `.rejected`: something was redacted, removed or cut.
     static func lockScreenText(_ text: String) -> FuzzOutcome {
         let out = LockScreenText.sanitised(text)
         let scalars = Array(out.unicodeScalars)
         guard scalars.count <= LockScreenText.maxLength else { violated(.lockScreenText, "longer than 200 scalars") }
-        guard !scalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            violated(.lockScreenText, "a control character left")
+        guard !scalars.contains(where: LockScreenText.isHidden) else {
+            violated(.lockScreenText, "a hidden character (Cc, Cf, U+2028, U+2029) left")
         }
         var run = 0
         for scalar in scalars {

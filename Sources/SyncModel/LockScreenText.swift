@@ -1,30 +1,43 @@
+import Foundation
+
 /// The lock-screen sanitiser (notifications.md): the one function that text passes through
 /// before it may reach a lock screen (a live activity's operation and task, an approval's summary
 /// when a device shows details).
 ///
 /// ``sanitised(_:)`` is deterministic and works on Unicode scalars (code points):
-/// 1. Every scalar inside a match of any of these patterns, tried at every position of the text,
-///    is marked, in the text as given and again in the text without its control characters (so
-///    a control character placed inside a secret cannot hide it):
+/// 1. **Hidden characters** (general category Cc or Cf, and U+2028, U+2029) are never shown, and
+///    they cannot hide a secret: the patterns are matched in two views of the text, one without
+///    its hidden characters that are not White_Space (a tab or a line separator still separates
+///    `bearer` from its token), one without any hidden character (a zero-width space, a soft hyphen,
+///    a BOM, a bidi control or a newline inside a secret does not split it).
+/// 2. **Matching form**: in each view, every scalar is replaced by its own NFKC form (fullwidth
+///    `ＰＡＳＳＷＯＲＤ` is `PASSWORD`) and then by ``confusables`` (Cyrillic `ѕ` is `s`). A match
+///    marks the original scalars it came from.
+/// 3. Every match of any pattern, tried at every position of each view, is marked:
 ///    - `(?i)(api[_-]?key|token|secret|password|credential)\s*[:=]\s*["']?[\w-]+`
 ///    - `(?i)bearer\s+[\w-]+`
 ///    - `[A-Za-z0-9+/]{40,}={0,2}`
 ///    - `sess_[A-Za-z0-9_-]{43}`
 ///    - `eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*` (a JWT)
 ///    - `-----BEGIN [A-Z ]*PRIVATE KEY-----`
+///    - `gh[pousr]_[A-Za-z0-9]{36,}`, `github_pat_[A-Za-z0-9_]{22,}` (GitHub)
+///    - `[rs]k_(live|test)_[A-Za-z0-9]{16,}` (Stripe)
+///    - `(AKIA|ASIA)[A-Z0-9]{16}` (AWS access key ids)
+///    - `xox[abposr]-[A-Za-z0-9-]{10,}` (Slack)
+///    - `(?<=://)[^\s/?#@]+(?=@)` (a URL's user information, `https://user:password@host`)
 ///
 ///    Marking the union of all matches, rather than replacing pattern after pattern, makes the
 ///    result independent of the patterns' order: a JWT whose payload alone would match the
 ///    base64 pattern is still redacted whole, and `secret=` followed by base64 with a `+` in it
 ///    loses its whole value.
-/// 2. Each maximal run of marked scalars (control characters inside it included) becomes one
-///    `[REDACTED]`, and the control characters (general category Cc) are removed.
-/// 3. The text is cut to at most ``maxLength`` scalars, at the last grapheme boundary that fits.
+/// 4. Each maximal run of marked scalars (hidden characters inside it included) becomes one
+///    `[REDACTED]`, and every hidden character is removed.
+/// 5. The text is cut to at most ``maxLength`` scalars, at the last grapheme boundary that fits.
 ///
 /// Character classes: `\s` is Unicode White_Space; `\w` is any letter (L*), mark (M*), number
-/// (Nd, Nl, No), connector punctuation (Pc) or joiner (U+200C, U+200D), which covers both the
-/// Unicode and Python readings of `\w`; `(?i)` folds ASCII letters and also lets `i` match `İ`
-/// and `ı`, `s` match `ſ` and `k` match the Kelvin sign, as Python's `re` does.
+/// (Nd, Nl, No) or connector punctuation (Pc), which covers both the Unicode and Python readings
+/// of `\w`; `(?i)` folds ASCII letters and also lets `i` match `İ` and `ı`, `s` match `ſ` and `k`
+/// match the Kelvin sign, as Python's `re` does.
 public enum LockScreenText {
     /// The longest text that leaves the sanitiser, in Unicode scalars.
     public static let maxLength = 200
@@ -34,33 +47,90 @@ public enum LockScreenText {
     /// `text` made safe for a lock screen (see the type's documentation).
     public static func sanitised(_ text: String) -> String {
         let original = Array(text.unicodeScalars)
-        let isControl = original.map { $0.properties.generalCategory == .control }
+        let hidden = original.map(isHidden)
         var marked = [Bool](repeating: false, count: original.count)
-        for (start, end) in matches(in: Input(original)) {
-            for i in start..<end { marked[i] = true }
-        }
-        if isControl.contains(true) {
-            // The text without its control characters, read again: a control character inside a
-            // secret must not hide it. Each match marks the original scalars it spans.
-            let kept = original.indices.filter { !isControl[$0] }
-            for (start, end) in matches(in: Input(kept.map { original[$0] })) {
-                for i in kept[start]...kept[end - 1] { marked[i] = true }
+        func mark(droppingHiddenWhitespace: Bool) {
+            let view = MatchingView(original) {
+                hidden[$0] && (droppingHiddenWhitespace || !original[$0].properties.isWhitespace)
             }
+            for (start, end) in matches(in: view.input) {
+                for j in start..<end { marked[view.origin[j]] = true }
+            }
+        }
+        mark(droppingHiddenWhitespace: false)
+        if original.indices.contains(where: { hidden[$0] && original[$0].properties.isWhitespace }) {
+            mark(droppingHiddenWhitespace: true)
         }
         var out = String.UnicodeScalarView()
         var i = 0
         while i < original.count {
-            if isControl[i] {
+            if hidden[i] {
                 i += 1
             } else if marked[i] {
                 out.append(contentsOf: redaction.unicodeScalars)
-                while i < original.count, marked[i] || isControl[i] { i += 1 }
+                while i < original.count, marked[i] || hidden[i] { i += 1 }
             } else {
                 out.append(original[i])
                 i += 1
             }
         }
         return cut(String(out), to: maxLength)
+    }
+
+    /// Whether `scalar` is never shown: general category Cc or Cf, or U+2028 or U+2029.
+    public static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: return true
+        default: return false
+        }
+    }
+
+    /// Look-alike letters matched as the Latin letter they imitate (after NFKC): Cyrillic and
+    /// Greek letters drawn like `a`, `c`, `e`, `o`, `p`, `s`, `x`... The table is part of the
+    /// sanitiser's definition (docs/notifications.md lists it).
+    public static let confusables: [Unicode.Scalar: Unicode.Scalar] = {
+        let pairs: [(UInt32, Unicode.Scalar)] = [
+            // Cyrillic small letters
+            (0x0430, "a"), (0x0435, "e"), (0x043E, "o"), (0x0440, "p"), (0x0441, "c"), (0x0443, "y"),
+            (0x0445, "x"), (0x0455, "s"), (0x0456, "i"), (0x0458, "j"), (0x04BB, "h"), (0x04CF, "l"),
+            (0x0501, "d"), (0x051B, "q"), (0x051D, "w"),
+            // Cyrillic capital letters
+            (0x0405, "S"), (0x0406, "I"), (0x0408, "J"), (0x0410, "A"), (0x0412, "B"), (0x0415, "E"),
+            (0x041A, "K"), (0x041C, "M"), (0x041D, "H"), (0x041E, "O"), (0x0420, "P"), (0x0421, "C"),
+            (0x0422, "T"), (0x0425, "X"), (0x04AE, "Y"), (0x051A, "Q"), (0x051C, "W"),
+            // Greek letters
+            (0x0391, "A"), (0x0392, "B"), (0x0395, "E"), (0x0396, "Z"), (0x0397, "H"), (0x0399, "I"),
+            (0x039A, "K"), (0x039C, "M"), (0x039D, "N"), (0x039F, "O"), (0x03A1, "P"), (0x03A4, "T"),
+            (0x03A5, "Y"), (0x03A7, "X"), (0x03B1, "a"), (0x03B9, "i"), (0x03BD, "v"), (0x03BF, "o"),
+            (0x03C1, "p"),
+        ]
+        return Dictionary(uniqueKeysWithValues: pairs.map { (Unicode.Scalar($0.0)!, $0.1) })
+    }()
+
+    /// One view of the text in its matching form, with the original scalar each matching scalar
+    /// came from.
+    struct MatchingView {
+        let input: Input
+        let origin: [Int]
+
+        init(_ original: [Unicode.Scalar], dropping: (Int) -> Bool) {
+            var scalars: [Unicode.Scalar] = []
+            var origin: [Int] = []
+            for i in original.indices where !dropping(i) {
+                for scalar in LockScreenText.matchingForm(original[i]) {
+                    scalars.append(scalar)
+                    origin.append(i)
+                }
+            }
+            input = Input(scalars)
+            self.origin = origin
+        }
+    }
+
+    /// `scalar`'s NFKC form, each scalar of it replaced by its ``confusables`` entry if it has one.
+    static func matchingForm(_ scalar: Unicode.Scalar) -> [Unicode.Scalar] {
+        if scalar.isASCII { return [scalar] }
+        return String(scalar).precomposedStringWithCompatibilityMapping.unicodeScalars.map { confusables[$0] ?? $0 }
     }
 
     /// The union of every pattern's match at every position of `input`, as disjoint ascending
@@ -121,7 +191,9 @@ public enum LockScreenText {
 
     typealias Pattern = @Sendable (Input, Int) -> Int?
 
-    static let patterns: [Pattern] = [keywordValue, bearer, longBase64, sessionToken, jwt, privateKeyHeader]
+    static let patterns: [Pattern] = [
+        keywordValue, bearer, longBase64, sessionToken, jwt, privateKeyHeader, prefixedToken, urlUserInfo,
+    ]
 
     /// `(?i)(api[_-]?key|token|secret|password|credential)\s*[:=]\s*["']?[\w-]+`
     static func keywordValue(_ input: Input, _ start: Int) -> Int? {
@@ -199,6 +271,51 @@ public enum LockScreenText {
         return run + 5
     }
 
+    /// A service's token format: one of `prefixes`, then at least `minimum` (and at most
+    /// `maximum`) characters of `body`.
+    struct TokenFormat: Sendable {
+        let prefixes: [String]
+        let body: @Sendable (Unicode.Scalar) -> Bool
+        let minimum: Int
+        var maximum = Int.max
+    }
+
+    /// GitHub, Stripe, AWS and Slack tokens (the type's documentation gives them as patterns).
+    static let tokenFormats: [TokenFormat] = [
+        TokenFormat(prefixes: ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], body: isASCIIAlphanumeric, minimum: 36),
+        TokenFormat(prefixes: ["github_pat_"], body: { isASCIIAlphanumeric($0) || $0 == "_" }, minimum: 22),
+        TokenFormat(
+            prefixes: ["sk_live_", "sk_test_", "rk_live_", "rk_test_"], body: isASCIIAlphanumeric, minimum: 16),
+        TokenFormat(
+            prefixes: ["AKIA", "ASIA"], body: { ("A"..."Z").contains($0) || ("0"..."9").contains($0) }, minimum: 16,
+            maximum: 16),
+        TokenFormat(
+            prefixes: ["xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"],
+            body: { isASCIIAlphanumeric($0) || $0 == "-" }, minimum: 10),
+    ]
+
+    /// The longest match of any of ``tokenFormats`` at `start`.
+    static func prefixedToken(_ input: Input, _ start: Int) -> Int? {
+        let s = input.s
+        var best: Int?
+        for format in tokenFormats {
+            for prefix in format.prefixes {
+                guard let e = literal(s, start, prefix, folding: false) else { continue }
+                let run = min(skip(s, e, format.body), e + min(format.maximum, s.count))
+                if run - e >= format.minimum { best = max(best ?? run, run) }
+            }
+        }
+        return best
+    }
+
+    /// `(?<=://)[^\s/?#@]+(?=@)`: a URL's user information (a name, or a name and a password).
+    static func urlUserInfo(_ input: Input, _ start: Int) -> Int? {
+        let s = input.s
+        guard start >= 3, s[start - 3] == ":", s[start - 2] == "/", s[start - 1] == "/" else { return nil }
+        let end = skip(s, start) { !isSpace($0) && !"/?#@".unicodeScalars.contains($0) }
+        return end > start && end < s.count && s[end] == "@" ? end : nil
+    }
+
     // MARK: - Character classes
 
     /// The end of `word` matched at `start` (ASCII; with `folding`, case-insensitive), or nil.
@@ -234,7 +351,6 @@ public enum LockScreenText {
     static func isWordOrHyphen(_ scalar: Unicode.Scalar) -> Bool {
         if scalar == "-" || scalar == "_" || isASCIIAlphanumeric(scalar) { return true }
         if scalar.isASCII { return false }
-        if scalar == "\u{200C}" || scalar == "\u{200D}" { return true }
         switch scalar.properties.generalCategory {
         case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
             .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber, .letterNumber, .otherNumber,

@@ -256,6 +256,42 @@ struct PushBench {
             "end to end from PostgreSQL, one worker", median(endToEnd), "rows/s",
             "median of \(runs), \(rows) rows; target >= 1000")
 
+        // Fairness: another account's push while one account's 5,000-row backlog drains.
+        let otherUser = UUID().uuidString.lowercased()
+        let otherDevice = UUID().uuidString.lowercased()
+        let otherToken = hexToken()
+        try await sql(
+            "INSERT INTO public.devices (id, user_id, name, device_type) VALUES ('\(otherDevice)', '\(otherUser)', 'other', 'ios-phone')"
+        )
+        try await sql(
+            "INSERT INTO public.push_tokens (user_id, device_id, token) VALUES ('\(otherUser)', '\(otherDevice)', '\(otherToken)')"
+        )
+        var otherLatency: [Double] = []
+        for _ in 0..<runs {
+            imitation.clearLog()
+            imitation.keepLog(true)
+            try await enqueue(5000)
+            let worker = try inProcessWorker()
+            while try await pending() > 4500 { try await Task.sleep(for: .milliseconds(5)) }
+            let queued = Date()
+            try await sql(
+                """
+                INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, payload)
+                VALUES ('\(otherUser)', '\(otherDevice)', '\(otherToken)', 'background', 5, '\(payload)')
+                """)
+            while !imitation.requests.contains(where: { $0.token == otherToken }) {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            let arrival = imitation.requests.first { $0.token == otherToken }!.time
+            otherLatency.append(arrival.timeIntervalSince(queued))
+            while try await pending() > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            try await stop(worker)
+            imitation.keepLog(false)
+        }
+        report(
+            "another account's push during a 5,000-row flood of one account", median(otherLatency) * 1000, "ms",
+            "median of \(runs), queued after 500 of the flood were sent; target < 5000")
+
         // Commit to request, LISTEN waking the worker (the poll is 2 s): 50 rows/s for 10 s.
         imitation.clearLog()
         imitation.keepLog(true)

@@ -47,6 +47,9 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
         public static let invalidValue = Code(name: "invalidValue")
         /// A listing did not end: pages stopped advancing, or passed the row or time bound.
         public static let listingDidNotEnd = Code(name: "listingDidNotEnd")
+        /// One of the remote's per-user limits (`54000`): push tokens, pending approval requests,
+        /// pushes queued a minute. The message says which and what to do.
+        public static let limitExceeded = Code(name: "limitExceeded")
     }
 
     public var code: Code
@@ -149,6 +152,8 @@ public struct PostgRESTErrorCode: RawRepresentable, Sendable, Hashable, CustomSt
     public static let serializationFailure = PostgRESTErrorCode("40001")
     /// `55000`: a state refusal (an epoch pending or closed, a reset pending, the seq 9,000 reserve).
     public static let objectNotInPrerequisiteState = PostgRESTErrorCode("55000")
+    /// `54000`: a per-user limit (tokens, pending approvals, pushes a minute).
+    public static let programLimitExceeded = PostgRESTErrorCode("54000")
     /// `42883`: no such function (one the migration dropped, such as `reset_identity`).
     public static let undefinedFunction = PostgRESTErrorCode("42883")
     /// `42501`: row-level security or a missing privilege.

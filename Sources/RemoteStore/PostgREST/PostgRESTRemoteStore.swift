@@ -863,6 +863,7 @@ public final class PostgRESTRemoteStore: SyncRemote {
             (_, .stringDataRightTruncation?):
             code = .invalidValue
         case (_, .tableNotFound?), (_, .undefinedTable?): code = .missingTable
+        case (_, .programLimitExceeded?): code = .limitExceeded
         default: code = .http
         }
         return RemoteStoreError(

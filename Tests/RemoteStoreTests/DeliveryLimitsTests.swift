@@ -1,0 +1,98 @@
+import Foundation
+import RemoteStore
+import SecretCrypto
+import SyncModel
+import SyncTestSupport
+import Testing
+
+/// The remote's per-user limits (docs/push-worker.md, docs/approvals.md): one account cannot fill
+/// the token table or the push outbox. On the stack with the project's schema.
+@Suite("Delivery limits")
+struct DeliveryLimitsTests {
+    static var kinds: [RemoteKind] { RemoteKind.available.filter { $0 == .postgrest } }
+
+    static func register(_ store: any CoordinationRemote, device: UUID, _ token: String) async throws {
+        _ = try await store.registerPushToken(
+            PushTokenRegistration(deviceID: device, token: token))
+    }
+
+    @Test("a device keeps its newest 5 device tokens valid; a user holds at most 50", arguments: kinds)
+    func tokenCaps(kind: RemoteKind) async throws {
+        let me = try await CoordinationActor(try kind.harness())
+        var tokens: [String] = []
+        for _ in 0..<7 {
+            let token = CoordinationActor.token()
+            tokens.append(token)
+            try await Self.register(me.store, device: me.phone, token)
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        // The clearing call queues one push per valid device token: the newest five.
+        let probe = "probe-\(UUID().canonical)"
+        #expect(try await me.store.clearApproval(requestID: probe, excludingToken: nil).devicesNotified == 5)
+        let queued = Set(try await me.outbox(collapse: "approval-\(probe)").map(\.token))
+        #expect(queued == Set(tokens.suffix(5)))
+
+        // 50 valid tokens across ten devices; the 51st registration is refused and names the limit.
+        for index in 0..<9 {
+            let device = UUID()
+            try await me.actor.store.upsertOwnDevice(
+                OwnDeviceRow(
+                    id: device, userID: me.user, name: "device \(index)", deviceType: .iosPhone, hostname: nil,
+                    publicKey: X25519PrivateKey().publicKey.base64))
+            for _ in 0..<5 { try await Self.register(me.store, device: device, CoordinationActor.token()) }
+        }
+        await #expect {
+            try await Self.register(me.store, device: me.desktop, CoordinationActor.token())
+        } throws: {
+            isRemote($0, .limitExceeded) && "\($0)".contains("50 valid push tokens")
+        }
+    }
+
+    @Test("a token holder cannot queue another user's approval clearing, nor flood the outbox", arguments: kinds)
+    func clearingIsOwnedAndRateLimited(kind: RemoteKind) async throws {
+        let harness = try kind.harness()
+        let me = try await CoordinationActor(harness)
+        let other = try await CoordinationActor(harness)
+        for _ in 0..<5 { try await Self.register(me.store, device: me.phone, CoordinationActor.token()) }
+        try await Self.register(other.store, device: other.phone, CoordinationActor.token())
+        // The other user's real approval request: its id is refused to me.
+        let request = UUID()
+        let body = Data([1, 0, 0, 0, 1] + (0..<60).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let expires = UInt64(Date().timeIntervalSince1970) + 300
+        let approvals = try #require(other.actor.store as? any ApprovalRemote)
+        _ = try await approvals.requestApproval(
+            sessionID: other.session.id, requestID: request, requesterDeviceID: other.desktop, body: body,
+            generation: 1, expiresAt: expires)
+        await #expect {
+            _ = try await me.store.clearApproval(requestID: request.canonical, excludingToken: nil)
+        } throws: { isRemote($0, .permissionDenied) }
+
+        // 600 pushes a minute per user: 120 clearings of 5 tokens, then a refusal.
+        for index in 0..<120 {
+            #expect(
+                try await me.store.clearApproval(requestID: "flood-\(index)", excludingToken: nil).devicesNotified == 5)
+        }
+        await #expect {
+            _ = try await me.store.clearApproval(requestID: "flood-120", excludingToken: nil)
+        } throws: { isRemote($0, .limitExceeded) && "\($0)".contains("600 pushes a minute") }
+        // Another user is not limited by it.
+        #expect(try await other.store.clearApproval(requestID: "other-1", excludingToken: nil).devicesNotified == 1)
+    }
+
+    @Test("pending approval requests: at most 5 per session", arguments: kinds)
+    func pendingApprovalCap(kind: RemoteKind) async throws {
+        let me = try await CoordinationActor(try kind.harness())
+        let approvals = try #require(me.actor.store as? any ApprovalRemote)
+        let expires = UInt64(Date().timeIntervalSince1970) + 300
+        func ask() async throws {
+            let body = Data([1, 0, 0, 0, 1] + (0..<60).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+            _ = try await approvals.requestApproval(
+                sessionID: me.session.id, requestID: UUID(), requesterDeviceID: me.desktop, body: body, generation: 1,
+                expiresAt: expires)
+        }
+        for _ in 0..<5 { try await ask() }
+        await #expect { try await ask() } throws: {
+            isRemote($0, .limitExceeded) && "\($0)".contains("5 pending approval requests")
+        }
+    }
+}

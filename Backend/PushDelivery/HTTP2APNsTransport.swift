@@ -51,10 +51,10 @@ public final class HTTP2APNsTransport: APNsTransport {
                         outcome.resume(with: .failure(error))
                     }
                 }
-                let timer = Task {
-                    try? await Task.sleep(until: end)
-                    guard !Task.isCancelled, outcome.resume(with: .failure(APNsTransportError.deadline(deadline)))
-                    else { return }
+                // The deadline on an event loop: a cancelled NIO timer leaves its heap at once (a
+                // cancelled Task.sleep would hold a dispatch timer until its deadline).
+                let timer = self.group.any().scheduleTask(in: Self.timeAmount(deadline)) {
+                    guard outcome.resume(with: .failure(APNsTransportError.deadline(deadline))) else { return }
                     work.cancel()
                     if let connection = used.value { self.retire(connection, endpoint, after: deadline) }
                 }
@@ -63,6 +63,11 @@ public final class HTTP2APNsTransport: APNsTransport {
         } onCancel: {
             outcome.resume(with: .failure(CancellationError()))
         }
+    }
+
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(
+            max(1, duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000))
     }
 
     public func shutdown() async throws {

@@ -36,30 +36,14 @@ public struct Outbox: Sendable {
         public var closed: [(id: Int64, reason: String)] = []
     }
 
-    /// Claims up to `limit` due rows, fairly across users and then in priority order (one
-    /// transaction: `FOR UPDATE SKIP LOCKED`, lease and `attempts + 1`), re-reading each row's
-    /// token. With `only`, claims
+    /// Claims up to `limit` due rows in priority order (one transaction: `FOR UPDATE SKIP
+    /// LOCKED`, lease and `attempts + 1`), re-reading each row's token. With `only`, claims
     /// that row if it is pending and not leased, due or not (`send-once`).
     public func claim(limit: Int, lease: Duration, environments: [String], only: Int64? = nil) async throws -> Claim {
         let leaseSeconds = lease.seconds
         let onlyID = only ?? 0
-        // Fair across users: each user's waiting rows get turns (1 for its first row by priority,
-        // due time and id, 2 for the next...), and a claim takes turn 1 of every user before
-        // anyone's turn 2, so a backlog of one account never delays another's next push by more
-        // than the rows already in flight. Within a turn, priority first.
         let query: PostgresQuery = """
-            WITH waiting AS (
-                SELECT o.id, row_number() OVER (
-                        PARTITION BY o.user_id ORDER BY o.priority DESC, o.next_attempt_at, o.id) AS turn,
-                    o.priority, o.next_attempt_at
-                FROM public.push_outbox o
-                WHERE o.delivered_at IS NULL AND o.failed_at IS NULL
-                  AND (o.lease_until IS NULL OR o.lease_until < now())
-                  AND ((\(onlyID)::bigint = 0 AND o.next_attempt_at <= now() AND o.not_before <= now())
-                       OR o.id = \(onlyID)::bigint)
-            ), picked AS (
-                SELECT w.id FROM waiting w ORDER BY w.turn, w.priority DESC, w.next_attempt_at, w.id LIMIT \(limit)
-            ), due AS (
+            WITH due AS (
                 SELECT o.id, t.environment,
                     CASE
                         WHEN o.expires_at IS NOT NULL AND o.expires_at <= now() THEN 'expired'
@@ -71,9 +55,12 @@ public struct Outbox: Sendable {
                         WHEN NOT (t.environment = ANY(\(environments)::text[])) THEN 'dropped: environment not served'
                     END AS closed_reason
                 FROM public.push_outbox o LEFT JOIN public.push_tokens t ON t.token = o.token
-                WHERE o.id IN (SELECT id FROM picked)
-                  AND o.delivered_at IS NULL AND o.failed_at IS NULL
+                WHERE o.delivered_at IS NULL AND o.failed_at IS NULL
                   AND (o.lease_until IS NULL OR o.lease_until < now())
+                  AND ((\(onlyID)::bigint = 0 AND o.next_attempt_at <= now() AND o.not_before <= now())
+                       OR o.id = \(onlyID)::bigint)
+                ORDER BY o.priority DESC, o.next_attempt_at, o.id
+                LIMIT \(limit)
                 FOR UPDATE OF o SKIP LOCKED
             ), closed AS (
                 UPDATE public.push_outbox o SET failed_at = now(), last_error = due.closed_reason,

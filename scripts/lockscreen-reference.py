@@ -93,9 +93,17 @@ CONFUSABLES = {
 }
 
 
+# Default_Ignorable_Code_Point as of Unicode 15.1 (docs/notifications.md lists the same ranges).
+INVISIBLE = [(0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+             (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+             (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+             (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
+
+
 def is_hidden(ch):
     c = unicodedata.category(ch)
-    return c in ('Cc', 'Cf') or ch in '\u2028\u2029'
+    cp = ord(ch)
+    return c in ('Cc', 'Cf') or ch in '\u2028\u2029' or any(a <= cp <= b for a, b in INVISIBLE)
 
 
 def matching_form(text, idxs):
@@ -265,7 +273,7 @@ B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
 B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-'
 ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
 UPNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
-HIDDEN = ['\u200b', '\u200c', '\u200d', '\u00ad', '\ufeff', '\u202e', '\u2066', '\u2069', '\u2060',
+HIDDEN = ['\ufe0f', '\u034f', '\u3164', '\u2065', '\u200b', '\u200c', '\u200d', '\u00ad', '\ufeff', '\u202e', '\u2066', '\u2069', '\u2060',
           '\U000e0041', '\u0000', '\u0007', '\t', '\n', '\u0085', '\u2028', '\u2029']
 LOOKALIKE_OF = {}
 for _cp, _a in CONFUSABLES.items():

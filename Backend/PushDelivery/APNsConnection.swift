@@ -34,12 +34,12 @@ final class APNsConnection: Sendable {
         let timeout = TimeAmount.nanoseconds(
             max(1, bound.components.seconds * 1_000_000_000 + bound.components.attoseconds / 1_000_000_000))
         let isIPLiteral = APNsTrust.ipBytes(endpoint.host) != nil
-        let handshake = Slot<EventLoopFuture<String?>>()
-        let multiplexer = Slot<NIOHTTP2Handler.StreamMultiplexer>()
         let goingAway = Flag()
         // The whole pipeline is built before the connection is active: the server's SETTINGS
         // arrive right after the handshake, and a handler added later would never see them.
-        // Nothing is sent on a stream before the handshake's checks below have passed.
+        // Nothing is sent on a stream before the handshake's checks below have passed. The
+        // bootstrap may try several addresses (Happy Eyeballs), each with its own pipeline: the
+        // handshake and the multiplexer are read from the channel that won.
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -48,10 +48,8 @@ final class APNsConnection: Sendable {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(
                         NIOSSLClientHandler(context: sslContext, serverHostname: isIPLiteral ? nil : endpoint.host))
-                    let done = channel.eventLoop.makePromise(of: String?.self)
-                    handshake.value = done.futureResult
-                    try sync.addHandler(HandshakeWatcher(done: done))
-                    multiplexer.value = try sync.configureHTTP2Pipeline(
+                    try sync.addHandler(HandshakeWatcher(done: channel.eventLoop.makePromise(of: String?.self)))
+                    _ = try sync.configureHTTP2Pipeline(
                         mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
                     ) { stream in stream.close() }
                     try sync.addHandler(GoAwayWatcher { goingAway.set() })
@@ -63,9 +61,11 @@ final class APNsConnection: Sendable {
             // TLS is closed at the bound.
             let closer = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
             defer { closer.cancel() }
-            guard let done = handshake.value, let multiplexer = multiplexer.value else {
-                throw ChannelError.ioOnClosedChannel
-            }
+            let (done, multiplexer) = try await channel.eventLoop.submit {
+                let sync = channel.pipeline.syncOperations
+                let done = try sync.handler(type: HandshakeWatcher.self).done.futureResult
+                return (done, try sync.handler(type: NIOHTTP2Handler.self).syncMultiplexer())
+            }.get()
             guard try await done.get() == "h2" else { throw APNsTransportError.notHTTP2 }
             guard let leaf = try await channel.nioSSL_peerCertificate().get(),
                 APNsTrust.certificate(leaf, names: endpoint.host)
@@ -91,6 +91,12 @@ final class APNsConnection: Sendable {
             answer.fail(error)
             throw error
         }
+        // A deadline or a cancellation that came while the stream was being opened: nothing is
+        // written, and the stream is closed before it carries a frame.
+        if Task.isCancelled {
+            stream.close(promise: nil)
+            throw CancellationError()
+        }
         var headers = HPACKHeaders([
             (":method", "POST"), (":scheme", "https"), (":authority", endpoint.authority), (":path", request.path),
         ])
@@ -114,7 +120,7 @@ final class APNsConnection: Sendable {
 /// ends first.
 private final class HandshakeWatcher: ChannelInboundHandler {
     typealias InboundIn = NIOAny
-    private let done: EventLoopPromise<String?>
+    let done: EventLoopPromise<String?>
     private var completed = false
 
     init(done: EventLoopPromise<String?>) { self.done = done }
@@ -132,6 +138,11 @@ private final class HandshakeWatcher: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         complete(.failure(ChannelError.ioOnClosedChannel))
         context.fireChannelInactive()
+    }
+
+    /// A connection attempt that lost (or never became active) ends here, its promise failed.
+    func handlerRemoved(context: ChannelHandlerContext) {
+        complete(.failure(ChannelError.ioOnClosedChannel))
     }
 
     private func complete(_ result: Result<String?, any Error>) {
@@ -216,6 +227,11 @@ private final class AnswerReader: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         fail(context, error)
+    }
+
+    /// A stream closed before it ever became active ends here, its answer failed.
+    func handlerRemoved(context: ChannelHandlerContext) {
+        complete(.failure(ChannelError.ioOnClosedChannel))
     }
 
     /// The answer ended: the stream is closed on both sides, and HTTP/2 closes its channel. (A

@@ -177,11 +177,13 @@ public struct PushWorkerConfiguration: Sendable {
         try seconds("PUSH_POLL_SECONDS", 0.01...60, into: &configuration.pollInterval)
         try seconds("PUSH_RETENTION_SECONDS", 60...(365 * 86400), into: &configuration.retention)
         try seconds("PUSH_DRAIN_SECONDS", 0.1...9, into: &configuration.drainTimeout)
-        guard configuration.lease > configuration.requestDeadline else {
+        // One attempt can make two requests (a provider token refused as expired is re-minted
+        // and the row sent again), each with the whole deadline.
+        guard configuration.lease > configuration.requestDeadline * 2 else {
             throw ConfigurationError(
                 variable: "PUSH_LEASE_SECONDS",
                 problem:
-                    "must be longer than PUSH_REQUEST_DEADLINE_SECONDS (\(configuration.requestDeadline.seconds) s): a lease that ends before its request can answer lets another worker send the row again"
+                    "must be longer than twice PUSH_REQUEST_DEADLINE_SECONDS (\(configuration.requestDeadline.seconds) s): one attempt can make two requests, and a lease that ends before they answer lets another worker send the row again"
             )
         }
         try seconds("PUSH_DB_CONNECT_SECONDS", 0.1...300, into: &configuration.databaseConnectTimeout)

@@ -38,10 +38,13 @@ public final class HTTP2APNsTransport: APNsTransport {
         let endpoint = try Endpoint(baseURL)
         let end = ContinuousClock.now + deadline
         let used = Slot<APNsConnection>()
+        let running = Slot<Task<Void, Never>>()
         let outcome = Once<APNsResponse>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 outcome.set(continuation)
+                // Already cancelled (the worker stopping, the circuit opening): nothing is sent.
+                guard !outcome.isDone else { return }
                 let work = Task {
                     do {
                         let connection = try await self.connection(to: endpoint, before: end)
@@ -51,6 +54,8 @@ public final class HTTP2APNsTransport: APNsTransport {
                         outcome.resume(with: .failure(error))
                     }
                 }
+                running.value = work
+                if outcome.isDone { work.cancel() }
                 // The deadline on an event loop: a cancelled NIO timer leaves its heap at once (a
                 // cancelled Task.sleep would hold a dispatch timer until its deadline).
                 let timer = self.group.any().scheduleTask(in: Self.timeAmount(deadline)) {
@@ -61,7 +66,10 @@ public final class HTTP2APNsTransport: APNsTransport {
                 outcome.onResume { timer.cancel() }
             }
         } onCancel: {
+            // The caller gave the row back: its request must not go out later (another worker
+            // will send it), so the work is cancelled too (a stream already open is reset).
             outcome.resume(with: .failure(CancellationError()))
+            running.value?.cancel()
         }
     }
 
@@ -169,6 +177,9 @@ final class Once<Value: Sendable>: Sendable {
         }
         if already { action() }
     }
+
+    /// Whether a result was delivered.
+    var isDone: Bool { state.withLock { $0.done } }
 
     /// Whether this call was the one that delivered.
     @discardableResult

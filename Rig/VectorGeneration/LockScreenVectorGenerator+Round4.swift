@@ -49,6 +49,20 @@ extension LockScreenVectorGenerator {
             ("line separator between bearer and its token", ["HiddenCharacters", "Bearer"], "Bearer\u{2028}abc", r),
             ("paragraph separator removed", ["HiddenCharacters"], "one\u{2029}two", "onetwo"),
             (
+                "GitHub token split by a variation selector (Mn, default ignorable)",
+                ["HiddenCharacters", "TokenFormat"],
+                String(ghp.prefix(22)) + "\u{FE0F}" + String(ghp.dropFirst(22)), r
+            ),
+            (
+                "password split by a combining grapheme joiner", ["HiddenCharacters", "KeywordValue"],
+                "pass\u{34F}word=hunter2", r
+            ),
+            (
+                "token value split by a Hangul filler", ["HiddenCharacters", "KeywordValue"], "token=abc\u{3164}def ok",
+                "\(r) ok"
+            ),
+            ("an unassigned default ignorable is hidden", ["HiddenCharacters"], "a\u{2065}b", "ab"),
+            (
                 "fullwidth PASSWORD: and value", ["Confusables", "KeywordValue"],
                 fullwidthPassword + "\u{FF1A}" + fullwidthHunter, r
             ),

@@ -367,11 +367,11 @@ struct PushBench {
             imitation.clearLog()
             let before = try await delivered()
             try await enqueue(10_000)
-            let first = try spawn(["PUSH_LEASE_SECONDS": "5", "PUSH_REQUEST_DEADLINE_SECONDS": "4"])
+            let first = try spawn(["PUSH_LEASE_SECONDS": "5", "PUSH_REQUEST_DEADLINE_SECONDS": "2"])
             while try await delivered() - before < 3000 { try await Task.sleep(for: .milliseconds(5)) }
             kill(first.processIdentifier, SIGKILL)
             _ = try await wait(first, timeout: .seconds(5))
-            let second = try spawn(["PUSH_LEASE_SECONDS": "5", "PUSH_REQUEST_DEADLINE_SECONDS": "4"])
+            let second = try spawn(["PUSH_LEASE_SECONDS": "5", "PUSH_REQUEST_DEADLINE_SECONDS": "2"])
             while try await pending() > 0 { try await Task.sleep(for: .milliseconds(50)) }
             kill(second.processIdentifier, SIGTERM)
             _ = try await wait(second, timeout: .seconds(15))

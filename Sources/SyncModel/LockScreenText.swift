@@ -5,7 +5,8 @@ import Foundation
 /// when a device shows details).
 ///
 /// ``sanitised(_:)`` is deterministic and works on Unicode scalars (code points):
-/// 1. **Hidden characters** (general category Cc or Cf, and U+2028, U+2029) are never shown, and
+/// 1. **Hidden characters** (general category Cc or Cf, U+2028, U+2029, and the other
+///    Default_Ignorable code points: ``invisibleRanges``) are never shown, and
 ///    they cannot hide a secret: the patterns are matched in two views of the text, one without
 ///    its hidden characters that are not White_Space (a tab or a line separator still separates
 ///    `bearer` from its token), one without any hidden character (a zero-width space, a soft hyphen,
@@ -77,13 +78,23 @@ public enum LockScreenText {
         return cut(String(out), to: maxLength)
     }
 
-    /// Whether `scalar` is never shown: general category Cc or Cf, or U+2028 or U+2029.
+    /// Whether `scalar` is never shown: general category Cc or Cf, U+2028 or U+2029, or one of
+    /// ``invisibleRanges`` (characters drawn as nothing that are not Cf: variation selectors, the
+    /// combining grapheme joiner, Hangul fillers...).
     public static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.properties.generalCategory {
         case .control, .format, .lineSeparator, .paragraphSeparator: return true
-        default: return false
+        default: return invisibleRanges.contains { $0.contains(scalar.value) }
         }
     }
+
+    /// Unicode's Default_Ignorable_Code_Point ranges (Unicode 15.1), listed here so that the
+    /// definition does not move with the platform's Unicode tables; most of them are Cf anyway.
+    public static let invisibleRanges: [ClosedRange<UInt32>] = [
+        0x00AD...0x00AD, 0x034F...0x034F, 0x061C...0x061C, 0x115F...0x1160, 0x17B4...0x17B5, 0x180B...0x180F,
+        0x200B...0x200F, 0x202A...0x202E, 0x2060...0x206F, 0x3164...0x3164, 0xFE00...0xFE0F, 0xFEFF...0xFEFF,
+        0xFFA0...0xFFA0, 0xFFF0...0xFFF8, 0x1BCA0...0x1BCA3, 0x1D173...0x1D17A, 0xE0000...0xE0FFF,
+    ]
 
     /// Look-alike letters matched as the Latin letter they imitate (after NFKC): Cyrillic and
     /// Greek letters drawn like `a`, `c`, `e`, `o`, `p`, `s`, `x`... The table is part of the

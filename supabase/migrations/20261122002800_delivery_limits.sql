@@ -4,7 +4,8 @@
 
 -- A device keeps its newest 5 device tokens and 20 live-activity tokens valid: registering
 -- another invalidates the oldest (APNs hands out a new token on reinstall or restore, and the
--- old one is dead). A user holds at most 50 valid tokens; a registration beyond that is refused.
+-- old one is dead). A user holds at most 50 valid device tokens; a registration beyond that is
+-- refused (live-activity tokens are bounded per device, and ended ones are never invalidated).
 -- These hold for what a signed-in user registers; the service role and the worker are not limited.
 CREATE FUNCTION private.push_token_limits() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
@@ -17,9 +18,9 @@ BEGIN
           WHERE o.device_id = NEW.device_id AND o.token_type = NEW.token_type AND o.is_valid AND o.token <> NEW.token
           ORDER BY o.updated_at DESC, o.token DESC
          OFFSET CASE WHEN NEW.token_type = 'device' THEN 4 ELSE 19 END);
-    IF (SELECT count(*) FROM public.push_tokens t
-         WHERE t.user_id = NEW.user_id AND t.is_valid AND t.token <> NEW.token) >= 50 THEN
-        RAISE EXCEPTION 'a user holds at most 50 valid push tokens: remove devices you no longer use'
+    IF NEW.token_type = 'device' AND (SELECT count(*) FROM public.push_tokens t
+         WHERE t.user_id = NEW.user_id AND t.token_type = 'device' AND t.is_valid AND t.token <> NEW.token) >= 50 THEN
+        RAISE EXCEPTION 'a user holds at most 50 valid device tokens: remove devices you no longer use'
             USING ERRCODE = '54000';
     END IF;
     RETURN NEW;
@@ -52,13 +53,21 @@ CREATE TRIGGER approval_requests_limits BEFORE INSERT ON public.approval_request
     FOR EACH ROW EXECUTE FUNCTION private.approval_request_limits();
 
 -- A signed-in user's calls queue at most 600 alert and background pushes a minute (approval
--- alerts, clearings, background syncs). Live-activity updates have their own throttle (one per
+-- alerts, clearings of ids that are not the user's approval requests, background syncs). Live-activity updates have their own throttle (one per
 -- token every 15 s) and are not counted; the delivery worker and the service role are not limited.
 CREATE INDEX push_outbox_user_created ON public.push_outbox (user_id, created_at);
 CREATE FUNCTION private.push_outbox_rate() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 BEGIN
     IF auth.uid() IS NULL OR NEW.push_type = 'liveactivity' THEN RETURN NEW; END IF;
+    -- The clearing of one of the user's own approval requests is not counted: each request
+    -- clears each token once (a unique key), and an answer or a cancellation must always commit.
+    IF NEW.collapse_id LIKE 'approval-%' AND EXISTS (
+        SELECT 1 FROM public.approval_requests r
+         WHERE r.id::text = lower(substring(NEW.collapse_id FROM 10)) AND r.user_id = NEW.user_id) THEN
+        RETURN NEW;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('push_outbox:' || NEW.user_id::text, 0));
     IF (SELECT count(*) FROM public.push_outbox o
          WHERE o.user_id = NEW.user_id AND o.created_at > now() - interval '1 minute'
            AND o.push_type <> 'liveactivity') >= 600 THEN

@@ -214,10 +214,12 @@ extension PushStackTests {
             try await running.stop()
             let requests = world.imitation.requests
             for token in [stalled, dripping] {
+                // At least two attempts (a loaded machine may push a normal answer past the 1 s
+                // deadline too); the first retry on a new connection; the last one answered.
                 let tries = requests.filter { $0.token == token }
-                #expect(tries.count == 2, "two attempts for each unfinished answer")
+                #expect(tries.count >= 2, "a retry for each unfinished answer")
                 #expect(tries.last?.status == 200)
-                if tries.count == 2 {
+                if tries.count >= 2 {
                     #expect(tries[0].connection != tries[1].connection, "the retry went out on a new connection")
                 }
             }

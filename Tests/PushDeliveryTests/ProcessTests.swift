@@ -12,7 +12,7 @@ extension PushStackTests {
             for _ in 0..<10 { tokens.append(try await world.token()) }
             for token in tokens { try await world.enqueue(token: token, count: 300) }
             let environment = world.environment([
-                "PUSH_LEASE_SECONDS": "5", "PUSH_REQUEST_DEADLINE_SECONDS": "2", "PUSH_MAX_IN_FLIGHT": "64",
+                "PUSH_LEASE_SECONDS": "9", "PUSH_REQUEST_DEADLINE_SECONDS": "4", "PUSH_MAX_IN_FLIGHT": "64",
                 "PUSH_BATCH_SIZE": "64",
             ])
             let first = try WorkerProcess(["run"], environment: environment)

@@ -42,7 +42,7 @@ import Testing
         let refused = try request(provider: forged)
         try await withThrowingTaskGroup(of: APNsResponse.self) { group in
             for _ in 0..<20 {
-                group.addTask { try await transport.send(refused, to: imitation.baseURL, deadline: .seconds(10)) }
+                group.addTask { try await transport.send(refused, to: imitation.baseURL, deadline: .seconds(30)) }
             }
             for try await response in group {
                 #expect(response == APNsResponse(status: 403, reason: "InvalidProviderToken"))
@@ -54,11 +54,11 @@ import Testing
             provider: await ProviderTokens(
                 key: ProviderKey(key: key), keyID: Self.keyID, teamID: Self.teamID, refresh: .seconds(2400)
             ).token().value)
-        _ = try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(10))
+        _ = try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(30))
         imitation.clearLog()
         try await withThrowingTaskGroup(of: APNsResponse.self) { group in
             for _ in 0..<50 {
-                group.addTask { try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(10)) }
+                group.addTask { try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(30)) }
             }
             for try await response in group { #expect(response.status == 200) }
         }
@@ -78,19 +78,19 @@ import Testing
             ).token().value)
         let byName = try #require(URL(string: "https://localhost:\(imitation.port)"))
         await #expect(throws: APNsTransportError.self) {
-            _ = try await transport.send(valid, to: byName, deadline: .seconds(10))
+            _ = try await transport.send(valid, to: byName, deadline: .seconds(30))
         }
         // Nothing was sent: the provider token never left.
         #expect(imitation.requests.isEmpty)
         // The same certificate proves its own address.
-        #expect(try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(10)).status == 200)
+        #expect(try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(30)).status == 200)
         try await transport.shutdown()
 
         // A transport without the test CA trusts only the production root: the imitation's
         // certificate is refused, and again nothing is sent.
         let production = try HTTP2APNsTransport()
         await #expect(throws: (any Error).self) {
-            _ = try await production.send(valid, to: imitation.baseURL, deadline: .seconds(10))
+            _ = try await production.send(valid, to: imitation.baseURL, deadline: .seconds(30))
         }
         #expect(imitation.requests.count == 1)
         try await production.shutdown()
@@ -109,7 +109,7 @@ import Testing
         }
         let good = await token()
         func send(_ request: APNsRequest) async throws -> APNsResponse {
-            try await transport.send(request, to: imitation.baseURL, deadline: .seconds(10))
+            try await transport.send(request, to: imitation.baseURL, deadline: .seconds(30))
         }
         #expect(try await send(try request(provider: good)).status == 200)
         #expect(

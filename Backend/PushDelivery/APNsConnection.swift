@@ -52,7 +52,8 @@ final class APNsConnection: Sendable {
                     _ = try sync.configureHTTP2Pipeline(
                         mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
                     ) { stream in stream.close() }
-                    try sync.addHandler(GoAwayWatcher { goingAway.set() })
+                    try sync.addHandler(
+                        GoAwayWatcher(settings: channel.eventLoop.makePromise(of: Void.self)) { goingAway.set() })
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port).get()
@@ -61,15 +62,19 @@ final class APNsConnection: Sendable {
             // TLS is closed at the bound.
             let closer = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
             defer { closer.cancel() }
-            let (done, multiplexer) = try await channel.eventLoop.submit {
+            let (done, settings, multiplexer) = try await channel.eventLoop.submit {
                 let sync = channel.pipeline.syncOperations
                 let done = try sync.handler(type: HandshakeWatcher.self).done.futureResult
-                return (done, try sync.handler(type: NIOHTTP2Handler.self).syncMultiplexer())
+                let settings = try sync.handler(type: GoAwayWatcher.self).settings.futureResult
+                return (done, settings, try sync.handler(type: NIOHTTP2Handler.self).syncMultiplexer())
             }.get()
             guard try await done.get() == "h2" else { throw APNsTransportError.notHTTP2 }
             guard let leaf = try await channel.nioSSL_peerCertificate().get(),
                 APNsTrust.certificate(leaf, names: endpoint.host)
             else { throw APNsTransportError.certificateName(endpoint.host) }
+            // The server's first SETTINGS (APNs: one stream until a provider token is accepted)
+            // before any stream: a burst opened earlier would ignore the limit.
+            try await settings.get()
             return APNsConnection(channel: channel, multiplexer: multiplexer, goingAway: goingAway)
         } catch {
             try? await channel.close()
@@ -168,15 +173,37 @@ final class Slot<Value: Sendable>: Sendable {
     }
 }
 
-/// Notes a GOAWAY from the server.
+/// Notes a GOAWAY from the server, and completes `settings` at its first SETTINGS frame (the
+/// stream limit a request must respect is known from then on).
 private final class GoAwayWatcher: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     let received: @Sendable () -> Void
-    init(_ received: @escaping @Sendable () -> Void) { self.received = received }
+    let settings: EventLoopPromise<Void>
+    private var settled = false
+
+    init(settings: EventLoopPromise<Void>, _ received: @escaping @Sendable () -> Void) {
+        self.settings = settings
+        self.received = received
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .goAway = unwrapInboundIn(data).payload { received() }
+        switch unwrapInboundIn(data).payload {
+        case .goAway: received()
+        case .settings(.settings):
+            if !settled {
+                settled = true
+                settings.succeed()
+            }
+        default: break
+        }
         context.fireChannelRead(data)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        if !settled {
+            settled = true
+            settings.fail(ChannelError.ioOnClosedChannel)
+        }
     }
 }
 

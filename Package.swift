@@ -190,6 +190,7 @@ if backend {
         .target(
             name: "PushDelivery",
             dependencies: [
+                "SyncModel",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -311,7 +312,7 @@ if rig {
         .testTarget(
             name: "PushDeliveryTests",
             dependencies: [
-                "PushDelivery", "push-worker", "APNsImitation", "TestStack",
+                "PushDelivery", "push-worker", "APNsImitation", "TestStack", "SyncModel",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -56,13 +56,17 @@ public struct APNsRequest: Sendable {
     public enum Refusal: Error, Equatable {
         /// The compacted payload is over 4,096 bytes: never sent.
         case payloadTooLarge(Int)
+        /// The payload is not a JSON object, so what it would display cannot be checked: never sent.
+        case payloadNotAnObject
     }
 
-    /// The request for `row`, sent with `providerToken` at `now`.
+    /// The request for `row`, sent with `providerToken` at `now`. What a lock screen would show of
+    /// the payload passes through the sanitiser first (``DisplayedText``).
     public static func make(
         row: OutboxRow, bundleID: String, providerToken: String, now: Date = Date()
     ) throws(Refusal) -> APNsRequest {
-        let body = compactJSON(Array(row.payload.utf8))
+        guard let shown = DisplayedText.sanitised(payload: Array(row.payload.utf8)) else { throw .payloadNotAnObject }
+        let body = compactJSON(shown)
         guard body.count <= maximumPayload else { throw .payloadTooLarge(body.count) }
         let nowSeconds = Int(now.timeIntervalSince1970)
         let expiration: Int

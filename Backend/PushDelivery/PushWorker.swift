@@ -177,11 +177,15 @@ public final class PushWorker: Service, Sendable {
                 request = try APNsRequest.make(
                     row: row, bundleID: configuration.bundleID, providerToken: providerToken.value)
             } catch {
+                let (reason, note) =
+                    switch error {
+                    case .payloadTooLarge: ("PayloadTooLarge", "our fault: payload over 4096 bytes")
+                    case .payloadNotAnObject: ("PayloadNotAnObject", "our fault: payload is not a JSON object")
+                    }
                 logger.error(
-                    "payload over 4096 bytes: dead-lettered, never sent",
-                    metadata: ["row": "\(row.id)", "token": "\(row.tokenSuffix)"])
-                PushMetrics.closed("dead", reason: "PayloadTooLarge")
-                return .dead(status: nil, reason: "PayloadTooLarge", note: "our fault: payload over 4096 bytes")
+                    "\(note): dead-lettered, never sent", metadata: ["row": "\(row.id)", "token": "\(row.tokenSuffix)"])
+                PushMetrics.closed("dead", reason: reason)
+                return .dead(status: nil, reason: reason, note: note)
             }
             let started = ContinuousClock.now
             let response: APNsResponse

@@ -64,6 +64,44 @@ extension PushStackTests {
             await world.close()
         }
 
+        /// Round 4, finding 6: a client that is not this engine writes raw status text into a
+        /// session; with details on, the trigger copies it into a live activity, and what reaches
+        /// APNs is the sanitiser's output.
+        @Test func rawStatusTextAClientWroteIsSanitisedBeforeAPNs() async throws {
+            let world = try await PushWorld()
+            let activity = try await world.token(liveActivity: true)
+            let session = try #require(
+                try await world.rows("SELECT session_id::text AS s FROM public.push_tokens WHERE token = '\(activity)'")
+                    .first?["s"])
+            try await world.sql(
+                """
+                INSERT INTO public.notification_settings (device_id, user_id, show_notification_details)
+                VALUES ('\(world.device.uuidString.lowercased())', '\(world.userID)', true)
+                """)
+            let secret = "sk_live_" + String(repeating: "Zq7", count: 10)
+            try await world.sql(
+                """
+                UPDATE public.agent_coding_sessions SET runtime_status_updated_at = now(), runtime_status = jsonb_build_object('coding_session',
+                    jsonb_build_object('status', 'running', 'current_operation', 'deploying with \(secret)',
+                        'todo_progress', jsonb_build_object('completed', 1, 'total', 3, 'current_task', 'password\u{200B}: hunter2')))
+                WHERE id = '\(session)'
+                """)
+            // The queue holds what the client wrote (it is the user's own row).
+            #expect(
+                try await world.count(
+                    "SELECT count(*) FROM public.push_outbox WHERE token = '\(activity)' AND payload::text LIKE '%\(secret)%'"
+                ) == 1)
+            let running = try RunningWorker(world.configuration())
+            #expect(try await world.eventually { try await world.pending() == 0 })
+            try await running.stop()
+            let request = try #require(world.imitation.requests.first { $0.token == activity })
+            #expect(request.status == 200)
+            let body = String(decoding: request.body, as: UTF8.self)
+            #expect(!body.contains(secret) && !body.contains("hunter2"))
+            #expect(body.contains("deploying with [REDACTED]"))
+            await world.close()
+        }
+
         @Test func aBurstOfExpiredProviderTokenMintsExactlyOnce() async throws {
             let world = try await PushWorld()
             let device = try await world.token()

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import PushDelivery
+import SyncModel
 import Testing
 
 /// The worker's pure parts: requests, collapse ids, answers, provider tokens, configuration.
@@ -41,6 +42,61 @@ import Testing
         #expect(activity["apns-topic"] == "com.x.push-type.liveactivity")
         #expect(activity["apns-priority"] == "5" && activity["apns-expiration"] == "1800000300")
         #expect(activity["apns-collapse-id"] == "c")
+    }
+
+    /// Finding 6 of round 4: a client that is not this engine writes raw status text; what the
+    /// queuing functions copy of it into a payload is sanitised before it leaves for APNs.
+    @Test func displayedTextIsSanitisedWhateverTheClientWrote() throws {
+        var live = Self.row
+        live.pushType = .liveactivity
+        live.payload = """
+            {"aps": {"event": "update", "timestamp": 1, "content-state": {"status": "processing", \
+            "currentOperation": "deploy with sk_live_\(String(repeating: "a1", count: 12))", \
+            "todoProgress": {"completed": 1, "total": 2, "currentTask": "password:\\u200bhunter2"}}}}
+            """
+        let request = try APNsRequest.make(row: live, bundleID: "com.x", providerToken: "T")
+        let body = try #require(JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any])
+        let aps = try #require(body["aps"] as? [String: Any])
+        let state = try #require(aps["content-state"] as? [String: Any])
+        #expect(state["currentOperation"] as? String == "deploy with [REDACTED]")
+        let todo = try #require(state["todoProgress"] as? [String: Any])
+        #expect(todo["currentTask"] as? String == "[REDACTED]")
+        #expect(todo["completed"] as? Int == 1 && aps["event"] as? String == "update")
+        let text = String(decoding: request.body, as: UTF8.self)
+        #expect(!text.contains("hunter2") && !text.contains("a1a1a1"))
+
+        var alert = Self.row
+        alert.payload = #"{"aps": {"alert": {"title": "Bearer abcdefghijklmnopqrstuvwx", "body": "ok"}}}"#
+        let alertBody = String(
+            decoding: try APNsRequest.make(row: alert, bundleID: "com.x", providerToken: "T").body, as: UTF8.self)
+        #expect(!alertBody.contains("abcdefghijklmnop") && alertBody.contains("[REDACTED]"))
+        alert.payload = #"{"aps": {"alert": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789"}}"#
+        let plain = String(
+            decoding: try APNsRequest.make(row: alert, bundleID: "com.x", providerToken: "T").body, as: UTF8.self)
+        #expect(!plain.contains("ghp_abc"))
+
+        // What the check cannot read is never sent.
+        alert.payload = "[1, 2]"
+        #expect(throws: APNsRequest.Refusal.payloadNotAnObject) {
+            try APNsRequest.make(row: alert, bundleID: "com.x", providerToken: "T")
+        }
+    }
+
+    /// Text this engine already sanitised is sent byte for byte: the sanitiser is idempotent on
+    /// every output of its vector file.
+    @Test func theSanitiserIsIdempotentOnEveryVectorOutput() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("testvectors/lockscreen-sanitiser-v1.json")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: path)) as? [String: Any])
+        var count = 0
+        for group in try #require(json["testGroups"] as? [[String: Any]]) {
+            for test in try #require(group["tests"] as? [[String: Any]]) {
+                let output = try #require(test["output"] as? String)
+                #expect(LockScreenText.sanitised(output) == output)
+                count += 1
+            }
+        }
+        #expect(count >= 103)
     }
 
     @Test func thePayloadIsCompactedWithoutTouchingStrings() throws {

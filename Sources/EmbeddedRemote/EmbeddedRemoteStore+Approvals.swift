@@ -16,9 +16,9 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         return data.base64EncodedString() == text
     }
 
-    /// The clearing push of coordination.md for every valid device token of the user but
-    /// `except`'s, carrying each device's new badge; once per token and request. Never
-    /// suppressed by a device's settings.
+    /// The clearing push of coordination.md for every valid device token of the user's trusted
+    /// devices (``TrustedDevices``) but the requester's and `except`'s, carrying each device's new
+    /// badge; once per token and request. Never suppressed by a device's settings.
     static func queueClearing(
         _ db: Database, user: String, request: String, reason: String, except: String?
     )
@@ -30,11 +30,15 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 SELECT device_id, token FROM push_tokens
                 WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id IS NOT ? ORDER BY token
                 """, arguments: [user, except])
+        let requester = try String.fetchOne(
+            db, sql: "SELECT requester_device_id FROM approval_requests WHERE id = ?", arguments: [request])
+        let trusted = try TrustedDevices.of(db, user: user)
         var queued = 0
         let now = Self.now
         for token in tokens {
             let device: String = token["device_id"]
-            guard try mayQueue(db, device: device, kind: .clearing) else { continue }
+            guard device != requester, trusted.contains(device), try mayQueue(db, device: device, kind: .clearing)
+            else { continue }
             let payload = payload([
                 "aps": ["content-available": 1, "badge": try approvalBadge(db, user: user, device: device)],
                 "clearApprovalId": request, "reason": reason,
@@ -50,7 +54,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         return queued
     }
 
-    /// The alert of a new request for every valid device token of the user's other devices:
+    /// The alert of a new request for every valid device token of the user's other trusted
+    /// devices (``TrustedDevices``):
     /// generic text, the device's badge, `time-sensitive` unless the device turned that off, and
     /// the sealed body (left out when the payload would pass 4,096 bytes).
     static func queueAlerts(_ db: Database, user: String, request: Row) throws -> Int {
@@ -74,11 +79,12 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 SELECT device_id, token FROM push_tokens
                 WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id <> ? ORDER BY token
                 """, arguments: [user, requester])
+        let trusted = try TrustedDevices.of(db, user: user)
         var queued = 0
         let now = Self.now
         for token in tokens {
             let device: String = token["device_id"]
-            guard try mayQueue(db, device: device, kind: .alert) else { continue }
+            guard trusted.contains(device), try mayQueue(db, device: device, kind: .alert) else { continue }
             var deviceAPS = aps
             deviceAPS["badge"] = try approvalBadge(db, user: user, device: device)
             deviceAPS["interruption-level"] =
@@ -184,6 +190,11 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 return ApprovalAnswered(
                     accepted: false, status: status,
                     decidedBy: try (request["decided_by_device_id"] as String?).map { try Self.uuid($0) })
+            }
+            // Only a device the trust log in force certifies and does not revoke decides; a
+            // refused answer writes nothing, and the question stays open for the genuine one.
+            guard try TrustedDevices.of(db, user: me).contains(deviceID.canonical) else {
+                throw Self.refused("the answering device is not certified in your trust log, or is revoked")
             }
             let decided: ApprovalStatus = verdict == .approve ? .approved : .denied
             let stamp = Self.now

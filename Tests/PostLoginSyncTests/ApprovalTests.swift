@@ -161,7 +161,8 @@ struct ApprovalTests {
         let answered = try await w.center(w.phone).answer(opened, verdict: .approve)
         #expect(answered.accepted && answered.status == .approved && answered.decidedBy == w.phone.identity.id)
         #expect(try await task.value == .approved(by: w.phone.identity.id))
-        // The alert went to the other devices' tokens only, with generic text; the clearing to all but the phone.
+        // The alert went to the other devices' tokens only, with generic text; the clearing to
+        // every trusted device but the phone and the requester (round 4, finding 8).
         let (alerts, clearings) = try await w.outbox(row.id)
         #expect(Set(alerts.map(\.token)) == [w.tokens[w.phone.identity.id]!, w.tokens[w.tablet.identity.id]!])
         for alert in alerts {
@@ -172,7 +173,7 @@ struct ApprovalTests {
             #expect(payload["sealed"] as? String == row.body)
             #expect(alert.pushType == "alert" && alert.priority == 10)
         }
-        #expect(Set(clearings.map(\.token)) == [w.tokens[w.desktop.identity.id]!, w.tokens[w.tablet.identity.id]!])
+        #expect(Set(clearings.map(\.token)) == [w.tokens[w.tablet.identity.id]!])
         #expect(clearings.allSatisfy { $0.payload.contains("approved_on_other_device") })
         // Audit: the row keeps who answered and when.
         let stored = try #require(try await w.world.remote().approvalRequest(id: row.id))
@@ -415,8 +416,7 @@ struct ApprovalTests {
             )
             let (_, clearings) = try await w.outbox(row.id)
             #expect(
-                clearings.map(\.token).sorted()
-                    == [w.tokens[w.desktop.identity.id]!, w.tokens[loser.identity.id]!].sorted(),
+                clearings.map(\.token) == [w.tokens[loser.identity.id]!],
                 "round \(round)")
             let stored = try #require(try await w.world.remote().approvalRequest(id: row.id))
             #expect(stored.decidedByDeviceID == winner.identity.id)
@@ -451,11 +451,17 @@ struct ApprovalTests {
         #expect(!late2.accepted && late2.status == .expired)
         #expect(try await w.snapshot([w.world.user]) == before2)
         #expect(try await expiring.value == .expired)
-        // The delivery worker's pass marks it expired and queues the clearing once.
-        #expect(try await w.expire() == 1)
-        #expect(try await w.expire() == 0)
+        // The delivery worker's pass marks it expired and queues the clearing once. On the
+        // shared stack the pass covers every user, so another test's request may expire with it:
+        // the embedded remote's count is exact, and the second pass adds no clearing below.
+        let expired = try await w.expire()
+        #expect(w.world.backend == .embedded ? expired == 1 : expired >= 1)
+        _ = try await w.expire()
         let (_, clearings) = try await w.outbox(row2.id)
-        #expect(clearings.count == 3 && clearings.allSatisfy { $0.payload.contains("\"timeout\"") })
+        // The timeout clearing goes to the phone and the tablet, not to the requester's own token.
+        #expect(
+            Set(clearings.map(\.token)) == [w.tokens[w.phone.identity.id]!, w.tokens[w.tablet.identity.id]!]
+                && clearings.allSatisfy { $0.payload.contains("\"timeout\"") })
         #expect(try await w.world.remote().approvalRequest(id: row2.id)?.status == .expired)
     }
 

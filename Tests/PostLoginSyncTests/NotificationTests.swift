@@ -418,6 +418,11 @@ struct NotificationTests {
         let remote = try #require(approvals)
         try await n.phoneSide.setNotificationSettings(.init([.timeSensitive: false]))
         let tablet = try await n.world.device("tablet", role: .mobile, type: .iosTablet)
+        // Approval pushes go only to devices the trust log certifies.
+        let root = DeviceTrustManager(local: n.desktop.store, remote: try n.world.remote())
+        try await root.initialize()
+        try await TrustThreatTests.join(n.phone, world: n.world, root: root)
+        try await TrustThreatTests.join(tablet, world: n.world, root: root)
         #expect(try await tablet.engine.pull().outcome == .success)
         let tabletToken = NotificationWorld.token()
         try await Coordinator(store: tablet.store, remote: try n.world.remote()).registerPushToken(tabletToken)

@@ -98,13 +98,27 @@ struct TrustLogSequenceTests {
             read: [UInt8](repeating: 0, count: 32), decidedAt: UInt64(Date().timeIntervalSince1970),
             logHead: try await ApprovalWorld.pinnedHead(w.phone.store)
         ).signed(by: try await w.phone.store.signingKey())
-        _ = try? await (w.world.remote() as any ApprovalRemote).answerApproval(
-            requestID: row.id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: decision.body,
-            decisionSignature: decision.signature)
-        for _ in 0..<100 where refusals.withLock({ $0.isEmpty }) { try await Task.sleep(for: .milliseconds(100)) }
+        // A remote that reads the trust log refuses the answer itself (approvals.md: only a
+        // certified, unrevoked device answers) and the question stays open; any other remote
+        // records it, and the desktop refuses it.
+        var refusedByServer = false
+        do {
+            _ = try await (w.world.remote() as any ApprovalRemote).answerApproval(
+                requestID: row.id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: decision.body,
+                decisionSignature: decision.signature)
+        } catch {
+            refusedByServer = true
+            #expect((error as? RemoteStoreError)?.code == .permissionDenied)
+            #expect(try await (w.world.remote() as any ApprovalRemote).approvalRequest(id: row.id)?.status == .pending)
+        }
+        for _ in 0..<100 where !refusedByServer && refusals.withLock({ $0.isEmpty }) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
         asking.cancel()
         #expect((try? await asking.value) == nil, "the desktop was not told approved")
-        #expect(refusals.withLock { $0.contains { $0.contains("revoked") || $0.contains("certificate") } })
+        #expect(
+            refusedByServer
+                || refusals.withLock { $0.contains { $0.contains("revoked") || $0.contains("certificate") } })
     }
 
     @Test(

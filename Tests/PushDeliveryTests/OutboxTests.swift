@@ -132,6 +132,7 @@ extension PushStackTests {
             let repository = UUID().uuidString.lowercased()
             let request = UUID().uuidString.lowercased()
             let device = world.device.uuidString.lowercased()
+            let desktop = UUID().uuidString.lowercased()
             try await world.sql(
                 """
                 INSERT INTO public.repositories (id, user_id, device_id, name, local_path)
@@ -145,7 +146,17 @@ extension PushStackTests {
             try await world.sql(
                 """
                 INSERT INTO public.approval_requests (id, user_id, session_id, requester_device_id, body, generation, expires_at)
-                VALUES ('\(request)', '\(world.userID)', '\(session)', '\(device)', 'x', 1, extract(epoch FROM now())::bigint - 5)
+                VALUES ('\(request)', '\(world.userID)', '\(session)', '\(desktop)', 'x', 1, extract(epoch FROM now())::bigint - 5)
+                """)
+            // The timeout clearing goes to trusted devices other than the requester: the
+            // server's reading of a log that certifies the phone.
+            try await world.sql(
+                """
+                INSERT INTO private.trust_log_state (user_id, current_epoch, highest_epoch) VALUES ('\(world.userID)', 1, 1)
+                """)
+            try await world.sql(
+                """
+                INSERT INTO private.trust_log_devices (user_id, epoch, device_id, certified_seq) VALUES ('\(world.userID)', 1, '\(device)', 1)
                 """)
             // Closed long ago: deleted. A live activity's end stays while its token exists.
             let old = try await world.enqueue(token: token, count: 2)

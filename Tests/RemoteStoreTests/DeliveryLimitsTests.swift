@@ -77,6 +77,14 @@ struct DeliveryLimitsTests {
         // limited), so the test does not depend on how fast a loaded machine makes its calls:
         // 590 rows, then my request's 5 alerts, then one clearing of 5 tokens; the next is refused.
         let stack = try StackEnvironment.require()
+        // Approval pushes go only to devices the trust log certifies: the server's reading of a
+        // log that certifies my phone (this test is about limits, not the log).
+        _ = try stack.sql(
+            """
+            INSERT INTO private.trust_log_state (user_id, current_epoch, highest_epoch) VALUES ('\(me.user.canonical)', 1, 1);
+            INSERT INTO private.trust_log_devices (user_id, epoch, device_id, certified_seq)
+                VALUES ('\(me.user.canonical)', 1, '\(me.phone.canonical)', 1)
+            """)
         _ = try stack.sql(
             """
             INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)

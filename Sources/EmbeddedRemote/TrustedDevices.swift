@@ -1,0 +1,45 @@
+import DeviceTrust
+import Foundation
+import GRDB
+import SyncModel
+
+/// The devices approvals reach and accept answers from, read from the trust log as the
+/// PostgreSQL remote reads it (`*_approval_recipients.sql`): in the epoch in force (the current
+/// one, or a pending reset whose 72 hours passed), every device a genesis or a certify
+/// certifies, less every device a revoke or a succession revokes. A revocation is never undone.
+/// An entry that does not parse leaves nobody trusted, and a user without a log trusts nobody
+/// (fail closed).
+enum TrustedDevices {
+    static func of(_ db: Database, user: String) throws -> Set<String> {
+        guard let state = try TrustLogServerState.fetch(db, user: user) else { return [] }
+        var epoch = state.current
+        if let pending = state.pending,
+            pending.createdAt + TrustLogEpochs.resetDelay <= EmbeddedRemoteStore.clockSeconds
+        {
+            epoch = pending.epoch
+        }
+        guard let epoch, let userID = UUID(uuidString: user) else { return [] }
+        let entries = try String.fetchAll(
+            db, sql: "SELECT entry FROM trust_log WHERE user_id = ? AND epoch = ? ORDER BY seq",
+            arguments: [user, Int64(epoch)])
+        var certified: Set<String> = []
+        var revoked: Set<String> = []
+        for text in entries {
+            guard let data = Data(base64Encoded: text),
+                let entry = try? TrustLogEntry.parse(Array(data)).entry,
+                let body = try? TrustLogBody.parse(entry.body, of: entry.type, userID: userID)
+            else { return [] }
+            switch body {
+            case .genesis(let genesis): certified.insert(genesis.certificate.deviceID.canonical)
+            case .certify(let certificate):
+                if !revoked.contains(certificate.deviceID.canonical) {
+                    certified.insert(certificate.deviceID.canonical)
+                }
+            case .revoke(let revocation): revoked.insert(revocation.deviceID.canonical)
+            case .succession(let succession): revoked.formUnion(succession.revocations.map(\.deviceID.canonical))
+            case .rootGrant, .resetAnswer: break
+            }
+        }
+        return certified.subtracting(revoked)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import RemoteStore
+import SecretCrypto
+import SyncModel
+import Testing
+
+@testable import DeviceTrust
+@testable import PostLoginSync
+
+/// Round 4, findings 7 and 8 (docs/approvals.md, "Who is asked, who may answer"): alerts and
+/// clearings reach only devices the trust log certifies and does not revoke, never the
+/// requester; the remote takes an answer only from such a device, and a refused answer leaves
+/// the question open for the genuine one.
+@Suite("Approvals: who is asked, who may answer")
+struct ApprovalRecipientsTests {
+    /// A decision `device` signs for `row`, as a token holder with that device's key would.
+    static func answer(
+        _ row: ApprovalRequestRow, as device: World.Device, in w: ApprovalWorld
+    ) async throws -> ApprovalAnswered {
+        let decision = ApprovalDecision(
+            userID: w.world.user, sessionID: row.sessionID, requestID: row.id, deviceID: device.identity.id,
+            verdict: .approve, bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: row.body)),
+            read: [UInt8](repeating: 0, count: 32), decidedAt: UInt64(Date().timeIntervalSince1970),
+            logHead: try await ApprovalWorld.pinnedHead(w.phone.store)
+        ).signed(by: try await device.store.signingKey())
+        return try await (w.world.remote() as any ApprovalRemote).answerApproval(
+            requestID: row.id, deviceID: device.identity.id, verdict: .approve, decisionBody: decision.body,
+            decisionSignature: decision.signature)
+    }
+
+    @Test(
+        "a revoked device gets no alert, no clearing and cannot answer; the requester gets no clearing",
+        arguments: Backend.available)
+    func revokedDevice(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        _ = try await w.root.revoke([w.tablet.identity.id])
+        let phone = try #require(w.tokens[w.phone.identity.id])
+
+        // Cancelled: the alert and the clearing reach the phone only.
+        let (cancelled, first) = try await w.ask()
+        #expect(try await w.outbox(first.id).alerts.map(\.token) == [phone])
+        cancelled.cancel()
+        _ = try? await cancelled.value
+        #expect(try await w.world.remote().approvalRequest(id: first.id)?.status == .cancelled)
+        #expect(try await w.outbox(first.id).clearings.map(\.token) == [phone])
+
+        // The revoked tablet's answer is refused and ends nothing; the phone's is then taken.
+        let (task, row) = try await w.ask()
+        await #expect {
+            _ = try await Self.answer(row, as: w.tablet, in: w)
+        } throws: { ($0 as? RemoteStoreError)?.code == .permissionDenied }
+        #expect(try await w.world.remote().approvalRequest(id: row.id)?.status == .pending)
+        let answered = try await w.center(w.phone).answer(w.center(w.phone).open(row), verdict: .approve)
+        #expect(answered.accepted && answered.decidedBy == w.phone.identity.id)
+        #expect(try await task.value == .approved(by: w.phone.identity.id))
+    }
+
+    @Test(
+        "a device row the trust log never certified gets no alert and cannot answer; the question stays open",
+        arguments: Backend.available)
+    func uncertifiedDevice(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        // A token holder adds a device row of the user and registers a token for it.
+        let intruder = try await w.world.device("intruder", role: .mobile)
+        _ = try? await intruder.engine.pull() // writes its device row
+        let token = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
+        try await w.world.remote().registerPushToken(
+            PushTokenRegistration(deviceID: intruder.identity.id, token: token))
+
+        let (task, row) = try await w.ask()
+        let (alerts, _) = try await w.outbox(row.id)
+        #expect(!alerts.contains { $0.token == token })
+        #expect(Set(alerts.map(\.deviceID)) == [w.phone.identity.id, w.tablet.identity.id])
+        await #expect {
+            _ = try await Self.answer(row, as: intruder, in: w)
+        } throws: { ($0 as? RemoteStoreError)?.code == .permissionDenied }
+        #expect(try await w.world.remote().approvalRequest(id: row.id)?.status == .pending)
+        let answered = try await w.center(w.tablet).answer(w.center(w.tablet).open(row), verdict: .deny)
+        #expect(answered.accepted)
+        #expect(try await task.value == .denied(by: w.tablet.identity.id))
+        #expect(!(try await w.outbox(row.id).clearings.contains { $0.token == token }))
+    }
+}

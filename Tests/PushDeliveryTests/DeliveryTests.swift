@@ -102,6 +102,50 @@ extension PushStackTests {
             await world.close()
         }
 
+        /// Round 4, finding 2: another account's backlog of 3,000 alerts, queued first, does not
+        /// hold back this account's alert: the claim is fair across users.
+        @Test func anotherAccountsBacklogDoesNotDelayThisAccountsAlert() async throws {
+            let world = try await PushWorld()
+            let mine = try await world.token()
+            let flooder = UUID().uuidString.lowercased()
+            let floodDevice = UUID().uuidString.lowercased()
+            let floodToken = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            try await world.sql(
+                "INSERT INTO public.devices (id, user_id, name, device_type) VALUES ('\(floodDevice)', '\(flooder)', 'phone', 'ios-phone')"
+            )
+            try await world.sql(
+                "INSERT INTO public.push_tokens (user_id, device_id, token) VALUES ('\(flooder)', '\(floodDevice)', '\(floodToken)')"
+            )
+            try await world.sql(
+                """
+                INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, payload)
+                SELECT '\(flooder)', '\(floodDevice)', '\(floodToken)', 'alert', 10, '{"aps": {"alert": "flood"}}'
+                FROM generate_series(1, 3000)
+                """)
+            let alert = try await world.enqueue(
+                token: mine, type: "alert", priority: 10, payload: #"{"aps": {"alert": "mine"}, "n": 0}"#)
+            let apnsID = try #require(
+                try await world.rows("SELECT apns_id::text AS a FROM public.push_outbox WHERE id = \(alert[0])").first?[
+                    "a"])
+            let running = try RunningWorker(
+                world.configuration {
+                    $0.maxInFlight = 8
+                    $0.batchSize = 32
+                })
+            #expect(
+                try await world.eventually {
+                    try await world.count(
+                        "SELECT count(*) FROM public.push_outbox WHERE id = \(alert[0]) AND delivered_at IS NOT NULL")
+                        == 1
+                })
+            try await running.stop()
+            let requests = world.imitation.requests
+            let position = try #require(requests.firstIndex { $0.headers["apns-id"] == apnsID })
+            // Without the fair order it is request 3,001; with it, among the first claims.
+            #expect(position < 200, "position \(position)")
+            await world.close()
+        }
+
         @Test func aBurstOfExpiredProviderTokenMintsExactlyOnce() async throws {
             let world = try await PushWorld()
             let device = try await world.token()

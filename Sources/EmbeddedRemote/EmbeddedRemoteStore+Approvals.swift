@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RemoteStore
+import SecretCrypto
 import SyncModel
 
 /// Approvals on the embedded remote: the rules of the project's `*_approvals.sql`, each operation
@@ -105,8 +106,28 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         return queued
     }
 
+    /// The project's `*_approval_control.sql`: the requester's control hash, and how often the
+    /// request was reopened.
+    static func approvalControlMigration(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                ALTER TABLE approval_requests ADD COLUMN control_hash BLOB CHECK (control_hash IS NULL OR length(control_hash) = 32);
+                ALTER TABLE approval_requests ADD COLUMN reopened INTEGER NOT NULL DEFAULT 0;
+                """)
+    }
+
+    /// Whether `control` proves the requester of a request stored with `hash` (none: anyone).
+    static func controlProves(_ control: String?, hash: Data?) -> Bool {
+        guard let hash else { return true }
+        guard let control, isCanonicalBase64(control, bytes: 32...32), let bytes = Data(base64Encoded: control) else {
+            return false
+        }
+        return Data(SHA256.hash(bytes)) == hash
+    }
+
     public func requestApproval(
-        sessionID: UUID, requestID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32, expiresAt: UInt64
+        sessionID: UUID, requestID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32, expiresAt: UInt64,
+        controlHash: String?
     ) async throws -> ApprovalRequested {
         let me = self.me
         return try await write("requesting an approval") { db in
@@ -123,6 +144,13 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 let raw = Data(base64Encoded: body), raw[0] == 1,
                 raw[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == generation
             else { throw Self.invalid("body must be canonical base64 of a sealed request of this generation") }
+            var control: Data?
+            if let controlHash {
+                guard Self.isCanonicalBase64(controlHash, bytes: 32...32) else {
+                    throw Self.invalid("control_hash must be canonical base64 of 32 bytes")
+                }
+                control = Data(base64Encoded: controlHash)
+            }
             if let existing = try Row.fetchOne(
                 db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
             {
@@ -132,7 +160,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 guard (existing["body"] as String) == body, (existing["session_id"] as String) == sessionID.canonical,
                     (existing["requester_device_id"] as String) == requesterDeviceID.canonical,
                     (existing["generation"] as Int64) == Int64(generation),
-                    (existing["expires_at"] as Int64) == Int64(expiresAt)
+                    (existing["expires_at"] as Int64) == Int64(expiresAt),
+                    (existing["control_hash"] as Data?) == control
                 else {
                     throw RemoteStoreError(.conflict, "another request has this id", postgrestCode: .uniqueViolation)
                 }
@@ -145,13 +174,12 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             let stamp = Self.now
             try db.execute(
                 sql: """
-                    INSERT INTO approval_requests (id, user_id, session_id, requester_device_id, body, generation, created_at, expires_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO approval_requests (id, user_id, session_id, requester_device_id, body, generation, created_at, expires_at, updated_at, control_hash)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     requestID.canonical, me, sessionID.canonical, requesterDeviceID.canonical, body, Int64(generation),
-                    stamp,
-                    Int64(expiresAt), stamp,
+                    stamp, Int64(expiresAt), stamp, control,
                 ])
             let request = try Row.fetchOne(
                 db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
@@ -215,7 +243,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         }
     }
 
-    public func cancelApproval(requestID: UUID) async throws -> ApprovalCancelled {
+    public func cancelApproval(requestID: UUID, control: String?) async throws -> ApprovalCancelled {
         let me = self.me
         return try await write("cancelling an approval") { db in
             guard
@@ -223,6 +251,9 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                     db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
                 (request["user_id"] as String) == me
             else { throw Self.refused("the request is not one of yours") }
+            guard Self.controlProves(control, hash: request["control_hash"]) else {
+                throw Self.refused("only the requesting device may cancel this request")
+            }
             var status = ApprovalStatus(rawValue: request["status"]) ?? .pending
             if status == .pending, UInt64(request["expires_at"] as Int64) <= Self.epochSeconds { status = .expired }
             guard status == .pending else {
@@ -235,6 +266,49 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 db, user: me, request: requestID.canonical, reason: "cancelled",
                 except: request["requester_device_id"] as String)
             return ApprovalCancelled(cancelled: true, status: .cancelled, devicesNotified: queued)
+        }
+    }
+
+    public func reopenApproval(
+        requestID: UUID, decisionSignature: String, control: String
+    ) async throws -> ApprovalReopened {
+        let me = self.me
+        return try await write("reopening an approval") { db in
+            guard
+                let request = try Row.fetchOne(
+                    db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
+                (request["user_id"] as String) == me
+            else { throw Self.refused("the request is not one of yours") }
+            let hash: Data? = request["control_hash"]
+            guard hash != nil, Self.controlProves(control, hash: hash) else {
+                throw Self.refused("only the requesting device may reopen this request")
+            }
+            let status = ApprovalStatus(rawValue: request["status"]) ?? .pending
+            let expired = UInt64(request["expires_at"] as Int64) <= Self.epochSeconds
+            // Only the decision the desktop refused: a later one (it may be genuine) stays.
+            guard status == .approved || status == .denied, !expired,
+                (request["decision_signature"] as String?) == decisionSignature
+            else {
+                return ApprovalReopened(
+                    reopened: false, status: status == .pending && expired ? .expired : status, devicesNotified: 0)
+            }
+            guard (request["reopened"] as Int64) < 20 else {
+                throw RemoteStoreError(
+                    .limitExceeded, "a request is reopened at most 20 times", postgrestCode: .programLimitExceeded)
+            }
+            try db.execute(
+                sql: """
+                    UPDATE approval_requests SET status = 'pending', decided_by_device_id = NULL, decided_at = NULL,
+                        decision_body = NULL, decision_signature = NULL, reopened = reopened + 1, updated_at = ?
+                    WHERE id = ?
+                    """, arguments: [Self.now, requestID.canonical])
+            try db.execute(
+                sql: "DELETE FROM push_outbox WHERE user_id = ? AND collapse_id IN (?, ?)",
+                arguments: [me, "approval-request-" + requestID.canonical, "approval-" + requestID.canonical])
+            let reopened = try Row.fetchOne(
+                db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
+            let queued = try reopened.map { try Self.queueAlerts(db, user: me, request: $0) } ?? 0
+            return ApprovalReopened(reopened: true, status: .pending, devicesNotified: queued)
         }
     }
 

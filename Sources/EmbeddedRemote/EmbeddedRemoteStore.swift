@@ -324,6 +324,7 @@ public final class EmbeddedRemoteStore: SyncRemote {
                     """)
         }
         migrator.registerMigration("v9: trust log", migrate: Self.trustLogMigration)
+        migrator.registerMigration("v10: approval control", migrate: Self.approvalControlMigration)
         return migrator
     }
 

@@ -159,18 +159,22 @@ public struct ApprovalCenter: Sendable {
             requestID: requestID, sessionID: session, body: body, generation: sealed.generation, expiresAt: expiresAt)
         try await local.recordSentApproval(sent)
         let read = try ApprovalCrypto.readProof(secret: secret, requestID: requestID, generation: sealed.generation)
+        // The control: 32 random bytes only this process holds. The server keeps their hash and
+        // lets only their holder cancel the request or reopen it after a refused decision.
+        let control = SecureBytes(randomCount: 32).withUnsafeBytes { [UInt8]($0) }
         _ = try await approvals.requestApproval(
             sessionID: session, requestID: requestID, requesterDeviceID: identity.id, body: body,
-            generation: sealed.generation,
-            expiresAt: expiresAt)
+            generation: sealed.generation, expiresAt: expiresAt,
+            controlHash: ByteEncoding.base64(SHA256.hash(control)))
         logger?.info("approval \(requestID.canonical) asked for session \(session.canonical)")
+        let controlText = ByteEncoding.base64(control)
         do {
             return try await wait(
-                for: sent, read: read, identity: identity.id, user: user, pollInterval: pollInterval,
-                onRefused: onRefused)
+                for: sent, read: read, identity: identity.id, user: user, control: controlText,
+                pollInterval: pollInterval, onRefused: onRefused)
         } catch is CancellationError {
             // In a task of its own: this one is cancelled, and so would be the call.
-            _ = await Task { try? await approvals.cancelApproval(requestID: requestID) }.value
+            _ = await Task { try? await approvals.cancelApproval(requestID: requestID, control: controlText) }.value
             throw CancellationError()
         }
     }
@@ -183,9 +187,11 @@ public struct ApprovalCenter: Sendable {
         return user
     }
 
-    /// Polls the request until it ends with a verified answer, expires or is cancelled.
+    /// Polls the request until it ends with a verified answer, expires or is cancelled. A
+    /// decision it refuses is reported once and reopened with `control`, so that the question
+    /// stays open for the genuine answer (approvals.md, "Who is asked, who may answer").
     func wait(
-        for sent: SentApproval, read: [UInt8], identity: UUID, user: UUID, pollInterval: Duration,
+        for sent: SentApproval, read: [UInt8], identity: UUID, user: UUID, control: String, pollInterval: Duration,
         onRefused: (@Sendable (ApprovalRefusal) -> Void)?
     ) async throws -> ApprovalOutcome {
         let approvals = try approvals()
@@ -207,11 +213,25 @@ public struct ApprovalCenter: Sendable {
                             logger?.warning("\(refusal)")
                             onRefused?(refusal)
                         }
+                        try await reopen(row, control: control)
                     }
                 }
             }
             if UInt64(Date().timeIntervalSince1970) >= sent.expiresAt + 30 { return .expired }
             try await Task.sleep(for: pollInterval)
+        }
+    }
+
+    /// Drops a refused decision on the server (a failed call is tried again at the next poll;
+    /// past the limit of reopenings the request waits for its expiry).
+    func reopen(_ row: ApprovalRequestRow, control: String) async throws {
+        guard let signature = row.decisionSignature else { return }
+        do {
+            _ = try await approvals().reopenApproval(requestID: row.id, decisionSignature: signature, control: control)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            logger?.warning("approval \(row.id.canonical): the refused decision was not dropped: \(error)")
         }
     }
 

@@ -128,15 +128,34 @@ public struct ApprovalCancelled: Sendable, Hashable, Codable {
     }
 }
 
+/// What `reopen_approval` answered.
+public struct ApprovalReopened: Sendable, Hashable, Codable {
+    /// Whether the refused decision was dropped and the request is pending again.
+    public var reopened: Bool
+    public var status: ApprovalStatus
+    /// Alert pushes queued afresh (when reopened).
+    public var devicesNotified: Int
+
+    /// Creates an answer.
+    public init(reopened: Bool, status: ApprovalStatus, devicesNotified: Int) {
+        self.reopened = reopened
+        self.status = status
+        self.devicesNotified = devicesNotified
+    }
+}
+
 /// Approval requests (approvals.md): the server stores the sealed question and the signed
 /// answer, queues the alert and clearing pushes, and lets the first answer win under a row lock.
 /// It checks shapes and ownership only; whether an answer counts is the asking desktop's to
 /// check. A deployment without the migration answers `.missingFunction` or `.missingTable`.
 public protocol ApprovalRemote: SyncRemote {
-    /// Stores a request and queues its alert push for the user's other devices. Idempotent for
-    /// the same request; another body under the same id is `.conflict`.
+    /// Stores a request and queues its alert push for the user's other trusted devices.
+    /// Idempotent for the same request; another body (or control hash) under the same id is
+    /// `.conflict`. `controlHash`, standard base64 of SHA-256 of 32 random bytes only the
+    /// requester keeps, makes cancelling and reopening the request need those bytes.
     func requestApproval(
-        sessionID: UUID, requestID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32, expiresAt: UInt64
+        sessionID: UUID, requestID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32, expiresAt: UInt64,
+        controlHash: String?
     ) async throws -> ApprovalRequested
 
     /// Records an answer if the request is still pending and unexpired (first answer wins), and
@@ -145,12 +164,36 @@ public protocol ApprovalRemote: SyncRemote {
         requestID: UUID, deviceID: UUID, verdict: ApprovalVerdict, decisionBody: String, decisionSignature: String
     ) async throws -> ApprovalAnswered
 
-    /// The requester gives up: a pending request becomes cancelled, with clearing pushes.
-    func cancelApproval(requestID: UUID) async throws -> ApprovalCancelled
+    /// The requester gives up: a pending request becomes cancelled, with clearing pushes. A
+    /// request stored with a control hash needs `control` (standard base64 of the 32 bytes):
+    /// anything else is `.permissionDenied`.
+    func cancelApproval(requestID: UUID, control: String?) async throws -> ApprovalCancelled
+
+    /// The requester refused the recorded decision whose signature is `decisionSignature`: it is
+    /// dropped, the request is pending again and its alerts are queued afresh, so the genuine
+    /// answer can still be recorded. Needs the request's control; at most 20 times a request
+    /// (`.limitExceeded`). A decision that is no longer the recorded one is left alone.
+    func reopenApproval(requestID: UUID, decisionSignature: String, control: String) async throws -> ApprovalReopened
 
     /// One request of the user, or `nil`.
     func approvalRequest(id: UUID) async throws -> ApprovalRequestRow?
 
     /// The user's requests, newest first; only those of `status` when given.
     func approvalRequests(status: ApprovalStatus?) async throws -> [ApprovalRequestRow]
+}
+
+extension ApprovalRemote {
+    /// A request without a control hash: any caller of the user may cancel it (older clients).
+    public func requestApproval(
+        sessionID: UUID, requestID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32, expiresAt: UInt64
+    ) async throws -> ApprovalRequested {
+        try await requestApproval(
+            sessionID: sessionID, requestID: requestID, requesterDeviceID: requesterDeviceID, body: body,
+            generation: generation, expiresAt: expiresAt, controlHash: nil)
+    }
+
+    /// Cancels without a control: only a request stored without a control hash.
+    public func cancelApproval(requestID: UUID) async throws -> ApprovalCancelled {
+        try await cancelApproval(requestID: requestID, control: nil)
+    }
 }

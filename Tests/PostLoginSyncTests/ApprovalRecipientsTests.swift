@@ -80,4 +80,63 @@ struct ApprovalRecipientsTests {
         #expect(try await task.value == .denied(by: w.tablet.identity.id))
         #expect(!(try await w.outbox(row.id).clearings.contains { $0.token == token }))
     }
+
+    @Test(
+        "a token holder's answer under a trusted device's id does not end the question: the desktop refuses and reopens it",
+        arguments: Backend.available)
+    func refusedDecisionReopens(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let refusals = Refusals()
+        let (task, row) = try await w.ask(refusals: refusals)
+        // The server cannot check the signature: a well-formed decision under the phone's id, not
+        // signed by the phone, is recorded.
+        let opened = try await w.center(w.phone).open(row)
+        let forged = ApprovalDecision(
+            userID: w.world.user, sessionID: row.sessionID, requestID: row.id, deviceID: w.phone.identity.id,
+            verdict: .approve, bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: row.body)), read: opened.read,
+            decidedAt: UInt64(Date().timeIntervalSince1970), logHead: try await ApprovalWorld.pinnedHead(w.phone.store)
+        ).signed(by: Ed25519PrivateKey())
+        let recorded = try await (w.world.remote() as any ApprovalRemote).answerApproval(
+            requestID: row.id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: forged.body,
+            decisionSignature: forged.signature)
+        #expect(recorded.accepted)
+        try await refusals.wait(for: 1)
+        // The desktop dropped it: the question is pending again and alerted afresh.
+        var reopened: ApprovalRequestRow?
+        for _ in 0..<250 where reopened == nil {
+            reopened = try await w.world.remote().approvalRequest(id: row.id).flatMap {
+                $0.status == .pending ? $0 : nil
+            }
+            if reopened == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(reopened?.decisionSignature == nil)
+        #expect(try await w.outbox(row.id).alerts.count == 2)
+        // The genuine answer is then recorded and counts.
+        let answered = try await w.center(w.phone).answer(opened, verdict: .approve)
+        #expect(answered.accepted)
+        #expect(try await task.value == .approved(by: w.phone.identity.id))
+    }
+
+    @Test(
+        "only the requesting desktop cancels or reopens: a token holder without the control is refused",
+        arguments: Backend.available)
+    func onlyTheRequesterCancels(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let (task, row) = try await w.ask()
+        let remote = try w.world.remote() as any ApprovalRemote
+        let wrong = ByteEncoding.base64(SecureBytes(randomCount: 32).withUnsafeBytes { [UInt8]($0) })
+        for control in [nil, wrong, "not base64"] {
+            await #expect {
+                _ = try await remote.cancelApproval(requestID: row.id, control: control)
+            } throws: { ($0 as? RemoteStoreError)?.code == .permissionDenied }
+        }
+        await #expect {
+            _ = try await remote.reopenApproval(requestID: row.id, decisionSignature: "", control: wrong)
+        } throws: { ($0 as? RemoteStoreError)?.code == .permissionDenied }
+        #expect(try await w.world.remote().approvalRequest(id: row.id)?.status == .pending)
+        // The desktop itself still cancels (its wait cancelled).
+        task.cancel()
+        _ = try? await task.value
+        #expect(try await w.world.remote().approvalRequest(id: row.id)?.status == .cancelled)
+    }
 }

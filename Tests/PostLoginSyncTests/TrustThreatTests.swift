@@ -52,7 +52,11 @@ struct TrustThreatTests {
     static func asServiceRole(_ world: World, _ sql: String) async throws {
         switch world.backend {
         case .embedded:
-            let queue = try DatabaseQueue(path: world.directory.appendingPathComponent("remote.sqlite").path)
+            // Waits for the remote's own writers (a desktop reopening a refused decision) as they wait for it.
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            let queue = try DatabaseQueue(
+                path: world.directory.appendingPathComponent("remote.sqlite").path, configuration: configuration)
             try await queue.write { try $0.execute(sql: sql) }
         case .postgrest:
             _ = try StackEnvironment.require().sql(sql, database: world.deployedSchema ? "sync_deployed" : "sync_own")

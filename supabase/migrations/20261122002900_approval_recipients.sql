@@ -192,11 +192,11 @@ $$;
 
 -- An answer is taken only from a device the log in force certifies and does not revoke. Checked
 -- as the decision is written: a refused answer rolls back whole, and the question stays open for
--- the genuine one.
+-- the genuine one. Signed-in callers only: the service role is the server itself.
 CREATE FUNCTION private.approval_answer_device_trusted() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 BEGIN
-    IF NEW.status IN ('approved', 'denied') AND OLD.status = 'pending'
+    IF NEW.status IN ('approved', 'denied') AND OLD.status = 'pending' AND auth.uid() IS NOT NULL
        AND NOT private.is_trusted_device(NEW.user_id, NEW.decided_by_device_id) THEN
         RAISE EXCEPTION 'the answering device is not certified in your trust log, or is revoked'
             USING ERRCODE = '42501';

@@ -7,17 +7,18 @@ extension PostgRESTRemoteStore: ApprovalRemote {
     static let approvalsTable = "approval_requests"
 
     public func requestApproval(
-        sessionID: UUID, requestID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32, expiresAt: UInt64
+        sessionID: UUID, requestID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32, expiresAt: UInt64,
+        controlHash: String?
     ) async throws -> ApprovalRequested {
-        try Self.decode(
-            ApprovalRequested.self,
-            from: try await rpc(
-                "request_approval",
-                arguments: [
-                    "session_id": .string(sessionID.canonical), "request_id": .string(requestID.canonical),
-                    "requester_device_id": .string(requesterDeviceID.canonical), "body": .string(body),
-                    "generation": .int(Int(generation)), "expires_at": .int(Int(clamping: expiresAt)),
-                ]), function: "request_approval")
+        var arguments: [String: RPCArgument] = [
+            "session_id": .string(sessionID.canonical), "request_id": .string(requestID.canonical),
+            "requester_device_id": .string(requesterDeviceID.canonical), "body": .string(body),
+            "generation": .int(Int(generation)), "expires_at": .int(Int(clamping: expiresAt)),
+        ]
+        if let controlHash { arguments["control_hash"] = .string(controlHash) }
+        return try Self.decode(
+            ApprovalRequested.self, from: try await rpc("request_approval", arguments: arguments),
+            function: "request_approval")
     }
 
     public func answerApproval(
@@ -34,11 +35,25 @@ extension PostgRESTRemoteStore: ApprovalRemote {
                 ]), function: "answer_approval")
     }
 
-    public func cancelApproval(requestID: UUID) async throws -> ApprovalCancelled {
-        try Self.decode(
-            ApprovalCancelled.self,
-            from: try await rpc("cancel_approval", arguments: ["request_id": .string(requestID.canonical)]),
+    public func cancelApproval(requestID: UUID, control: String?) async throws -> ApprovalCancelled {
+        var arguments: [String: RPCArgument] = ["request_id": .string(requestID.canonical)]
+        if let control { arguments["control"] = .string(control) }
+        return try Self.decode(
+            ApprovalCancelled.self, from: try await rpc("cancel_approval", arguments: arguments),
             function: "cancel_approval")
+    }
+
+    public func reopenApproval(
+        requestID: UUID, decisionSignature: String, control: String
+    ) async throws -> ApprovalReopened {
+        try Self.decode(
+            ApprovalReopened.self,
+            from: try await rpc(
+                "reopen_approval",
+                arguments: [
+                    "request_id": .string(requestID.canonical), "decision_signature": .string(decisionSignature),
+                    "control": .string(control),
+                ]), function: "reopen_approval")
     }
 
     public func approvalRequest(id: UUID) async throws -> ApprovalRequestRow? {

@@ -52,7 +52,7 @@ S = ''.join(re.escape(chr(c)) for c in sorted(WHITE_SPACE))  # \s, contents of a
 WS = '[' + S + ']'
 
 PATTERNS = [
-    re.compile(r'(api[_-]?key|token|secret|password|credential)' + WS + r'*[:=]' + WS + r'*["\']?[' + W + r'\-]+',
+    re.compile(r'(api[_-]?key|token|secret|password|credential)["\']?' + WS + r'*[:=]' + WS + r'*["\']?[' + W + r'\-]+',
                re.IGNORECASE),
     re.compile(r'bearer' + WS + r'+[' + W + r'\-]+', re.IGNORECASE),
     re.compile(r'[A-Za-z0-9+/]{40,}={0,2}'),
@@ -298,8 +298,9 @@ def piece(rng):
                          'passwd', 'tokn'])
         sep = rng.choice(['=', ':', ' = ', ' : ', '\u00a0=\u00a0', '', ' ', '\t:', ':\n', '=\u2028'])
         q = rng.choice(['', '', '"', "'", '`'])
+        kq = rng.choice(['', '', '', '"', "'", '`'])
         val = rs(ALNUM + '-_.+é\u0301', rng.randrange(0, 12), rng)
-        return mixcase(kw, rng) + sep + q + val + (q if rng.random() < 0.5 else '')
+        return mixcase(kw, rng) + kq + sep + q + val + (q if rng.random() < 0.5 else '')
     if k == 1:
         return mixcase('bearer', rng) + rng.choice([' ', '  ', '\t', '\n', '\u2028', '', '\u00a0', '\u0085']) + \
             rs(ALNUM + '-_.', rng.randrange(0, 15), rng)

@@ -31,7 +31,8 @@ public struct PushWorkerConfiguration: Sendable {
     /// `allowNonLoopbackOverride`, so that a configuration change cannot ship the provider
     /// token elsewhere.
     public var baseURLOverride: URL?
-    /// A PEM file of extra trust roots (`APNS_CA_FILE`), for the imitation's certificate.
+    /// A PEM file of trust roots (`APNS_CA_FILE`), for the imitation's certificate. It replaces
+    /// the production root (USERTrust RSA) rather than adding to it.
     public var caFile: String?
     public var allowNonLoopbackOverride = false
 

@@ -47,7 +47,7 @@ public final class HTTP2APNsTransport: APNsTransport {
                 guard !outcome.isDone else { return }
                 let work = Task {
                     do {
-                        let connection = try await self.connection(to: endpoint, before: end)
+                        let connection = try await self.connection(to: endpoint, before: end, grace: deadline)
                         used.value = connection
                         outcome.resume(with: .success(try await connection.exchange(request, endpoint: endpoint)))
                     } catch {
@@ -92,8 +92,11 @@ public final class HTTP2APNsTransport: APNsTransport {
     // MARK: - Connections
 
     /// The endpoint's usable connection, opened (once, however many requests wait) if there is
-    /// none.
-    private func connection(to endpoint: Endpoint, before end: ContinuousClock.Instant) async throws -> APNsConnection {
+    /// none. One that is no longer usable (GOAWAY, retired) is closed once the requests still on
+    /// it have had `grace`, their deadline.
+    private func connection(
+        to endpoint: Endpoint, before end: ContinuousClock.Instant, grace: Duration
+    ) async throws -> APNsConnection {
         for _ in 0..<2 {
             let task = try state.withLock { state -> Task<APNsConnection, any Error> in
                 guard !state.isShutDown else { throw ChannelError.ioOnClosedChannel }
@@ -108,18 +111,22 @@ public final class HTTP2APNsTransport: APNsTransport {
             do {
                 let connection = try await task.value
                 if connection.isUsable { return connection }
+                if forget(task, endpoint) { retire(connection, endpoint, after: grace) }
             } catch {
                 forget(task, endpoint)
                 throw error
             }
-            forget(task, endpoint)
         }
         throw ChannelError.ioOnClosedChannel
     }
 
-    private func forget(_ task: Task<APNsConnection, any Error>, _ endpoint: Endpoint) {
+    /// Drops `task` as the endpoint's connection; whether it still was (so one caller retires it).
+    @discardableResult
+    private func forget(_ task: Task<APNsConnection, any Error>, _ endpoint: Endpoint) -> Bool {
         state.withLock { state in
-            if state.connections[endpoint] == task { state.connections[endpoint] = nil }
+            guard state.connections[endpoint] == task else { return false }
+            state.connections[endpoint] = nil
+            return true
         }
     }
 
@@ -138,8 +145,12 @@ public final class HTTP2APNsTransport: APNsTransport {
 struct Endpoint: Hashable, Sendable {
     let host: String
     let port: Int
-    /// `:authority`: the host, and the port when it is not 443.
-    var authority: String { port == 443 ? host : "\(host):\(port)" }
+    /// `:authority`: the host (an IPv6 address in brackets, RFC 3986), and the port when it is
+    /// not 443. `host` itself is without brackets, as connecting and the name check need it.
+    var authority: String {
+        let name = host.contains(":") ? "[\(host)]" : host
+        return port == 443 ? name : "\(name):\(port)"
+    }
 
     init(_ url: URL) throws {
         guard url.scheme == "https", let host = url.host, !host.isEmpty else {

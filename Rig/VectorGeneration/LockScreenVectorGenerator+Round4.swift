@@ -115,6 +115,10 @@ extension LockScreenVectorGenerator {
             ),
             ("@ in a URL's path passes", ["UserInfo"], "see https://example.com/a@b", "see https://example.com/a@b"),
             ("an e-mail address passes", ["UserInfo"], "mail me@example.com", "mail me@example.com"),
+            // A quote may close the keyword, as in JSON and quoted assignments.
+            ("JSON password", ["KeywordValue"], #"{"password": "hunter2"}"#, "{\"\(r)\"}"),
+            ("JSON token without spaces", ["KeywordValue"], #"{"token":"x1-y2"}"#, "{\"\(r)\"}"),
+            ("quoted api_key assignment", ["KeywordValue"], "set 'api_key'='abc-123' now", "set '\(r)' now"),
         ]
     }
 }

@@ -224,6 +224,10 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             guard try TrustedDevices.of(db, user: me).contains(deviceID.canonical) else {
                 throw Self.refused("the answering device is not certified in your trust log, or is revoked")
             }
+            // The decision names the device that answers (its device_id at byte 140).
+            guard let decision = Data(base64Encoded: decisionBody),
+                decision[140..<176].elementsEqual(deviceID.canonical.utf8)
+            else { throw Self.invalid("the decision names another device than the one answering") }
             let decided: ApprovalStatus = verdict == .approve ? .approved : .denied
             let stamp = Self.now
             try db.execute(

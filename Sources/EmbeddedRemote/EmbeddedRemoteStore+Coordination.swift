@@ -190,6 +190,14 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         }
         let me = self.me
         return try await write("clearing an approval") { db in
+            // An approval request is cleared by its answer or its cancellation, never by this call.
+            if let id = UUID(uuidString: requestID),
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM approval_requests WHERE id = ?)", arguments: [id.canonical])
+                    == true
+            {
+                throw Self.refused("an approval request is cleared by its answer or its cancellation")
+            }
             let eligible = "user_id = ? AND token_type = 'device' AND is_valid AND token IS NOT ?"
             let devices = try String.fetchAll(
                 db, sql: "SELECT DISTINCT device_id FROM push_tokens WHERE \(eligible) ORDER BY device_id",

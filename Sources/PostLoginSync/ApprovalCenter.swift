@@ -196,6 +196,7 @@ public struct ApprovalCenter: Sendable {
     ) async throws -> ApprovalOutcome {
         let approvals = try approvals()
         var refused = Set<String>()
+        var mayReopen = true
         while true {
             try Task.checkCancellation()
             if let row = try await approvals.approvalRequest(id: sent.requestID) {
@@ -213,7 +214,7 @@ public struct ApprovalCenter: Sendable {
                             logger?.warning("\(refusal)")
                             onRefused?(refusal)
                         }
-                        try await reopen(row, control: control)
+                        if mayReopen { mayReopen = try await reopen(row, control: control) }
                     }
                 }
             }
@@ -222,16 +223,24 @@ public struct ApprovalCenter: Sendable {
         }
     }
 
-    /// Drops a refused decision on the server (a failed call is tried again at the next poll;
-    /// past the limit of reopenings the request waits for its expiry).
-    func reopen(_ row: ApprovalRequestRow, control: String) async throws {
-        guard let signature = row.decisionSignature else { return }
+    /// Drops a refused decision on the server. Returns whether to keep reopening: a failed call
+    /// is tried again at the next poll; past the limit of reopenings (or against a remote without
+    /// them) the request waits for its expiry.
+    func reopen(_ row: ApprovalRequestRow, control: String) async throws -> Bool {
+        guard let signature = row.decisionSignature else { return true }
         do {
             _ = try await approvals().reopenApproval(requestID: row.id, decisionSignature: signature, control: control)
+            return true
         } catch is CancellationError {
             throw CancellationError()
+        } catch let error as RemoteStoreError
+            where error.code == .limitExceeded || error.code == .missingFunction || error.code == .permissionDenied
+        {
+            logger?.warning("approval \(row.id.canonical): the refused decision stays; waiting for expiry: \(error)")
+            return false
         } catch {
             logger?.warning("approval \(row.id.canonical): the refused decision was not dropped: \(error)")
+            return true
         }
     }
 

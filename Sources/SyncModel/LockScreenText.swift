@@ -15,7 +15,7 @@ import Foundation
 ///    `ＰＡＳＳＷＯＲＤ` is `PASSWORD`) and then by ``confusables`` (Cyrillic `ѕ` is `s`). A match
 ///    marks the original scalars it came from.
 /// 3. Every match of any pattern, tried at every position of each view, is marked:
-///    - `(?i)(api[_-]?key|token|secret|password|credential)\s*[:=]\s*["']?[\w-]+`
+///    - `(?i)(api[_-]?key|token|secret|password|credential)["']?\s*[:=]\s*["']?[\w-]+`
 ///    - `(?i)bearer\s+[\w-]+`
 ///    - `[A-Za-z0-9+/]{40,}={0,2}`
 ///    - `sess_[A-Za-z0-9_-]{43}`
@@ -206,7 +206,7 @@ public enum LockScreenText {
         keywordValue, bearer, longBase64, sessionToken, jwt, privateKeyHeader, prefixedToken, urlUserInfo,
     ]
 
-    /// `(?i)(api[_-]?key|token|secret|password|credential)\s*[:=]\s*["']?[\w-]+`
+    /// `(?i)(api[_-]?key|token|secret|password|credential)["']?\s*[:=]\s*["']?[\w-]+`
     static func keywordValue(_ input: Input, _ start: Int) -> Int? {
         let s = input.s
         var i: Int
@@ -224,6 +224,7 @@ public enum LockScreenText {
         } else {
             return nil
         }
+        if i < s.count, s[i] == "\"" || s[i] == "'" { i += 1 }
         i = skip(s, i, isSpace)
         guard i < s.count, s[i] == ":" || s[i] == "=" else { return nil }
         i = skip(s, i + 1, isSpace)

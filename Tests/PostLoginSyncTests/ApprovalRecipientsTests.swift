@@ -28,6 +28,18 @@ struct ApprovalRecipientsTests {
             decisionSignature: decision.signature)
     }
 
+    /// What `clear_approval` of `requestID` answers: the refusal's code, `nil` when it queued.
+    static func clearRefusal(_ requestID: String, _ w: ApprovalWorld) async throws -> RemoteStoreError.Code? {
+        let remote: any SyncRemote = try w.world.remote()
+        guard let coordination = remote as? any CoordinationRemote else { return nil }
+        do {
+            _ = try await coordination.clearApproval(requestID: requestID, excludingToken: nil)
+            return nil
+        } catch let error as RemoteStoreError {
+            return error.code
+        }
+    }
+
     @Test(
         "a revoked device gets no alert, no clearing and cannot answer; the requester gets no clearing",
         arguments: Backend.available)
@@ -133,6 +145,11 @@ struct ApprovalRecipientsTests {
         await #expect {
             _ = try await remote.reopenApproval(requestID: row.id, decisionSignature: "", control: wrong)
         } throws: { ($0 as? RemoteStoreError)?.code == .permissionDenied }
+        // Nor can the coordination call dismiss its prompt everywhere, in any spelling of the id.
+        let lower: RemoteStoreError.Code? = try await Self.clearRefusal(row.id.uuidString.lowercased(), w)
+        let upper: RemoteStoreError.Code? = try await Self.clearRefusal(row.id.uuidString.uppercased(), w)
+        #expect(lower == .permissionDenied && upper == .permissionDenied)
+        #expect(try await w.outbox(row.id).clearings.isEmpty)
         #expect(try await w.world.remote().approvalRequest(id: row.id)?.status == .pending)
         // The desktop itself still cancels (its wait cancelled).
         task.cancel()

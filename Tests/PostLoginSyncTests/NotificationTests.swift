@@ -447,7 +447,10 @@ struct NotificationTests {
         // The phone answers the first: the tablet's clearing push carries the new count.
         _ = try await remote.answerApproval(
             requestID: requests[0], deviceID: n.phone.identity.id, verdict: .approve,
-            decisionBody: Data(repeating: 1, count: 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44).base64EncodedString(),
+            decisionBody: Data(
+                [UInt8](repeating: 1, count: 140) + Array(n.phone.identity.id.canonical.utf8)
+                    + [UInt8](repeating: 1, count: 1 + 1 + 32 + 32 + 8 + 44)
+            ).base64EncodedString(),
             decisionSignature: Data(repeating: 2, count: 64).base64EncodedString())
         let clearing = try #require(
             try await n.rows(tabletToken).first { $0.collapseID == "approval-\(requests[0].canonical)" })

@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
-import PushDelivery
 import SyncModel
 import Testing
+
+@testable import PushDelivery
 
 /// The worker's pure parts: requests, collapse ids, answers, provider tokens, configuration.
 @Suite struct RequestTests {
@@ -97,6 +98,14 @@ import Testing
             }
         }
         #expect(count >= 103)
+    }
+
+    @Test func anIPv6HostIsBracketedInTheAuthorityAndNowhereElse() throws {
+        let v6 = try Endpoint(#require(URL(string: "https://[::1]:2197/x")))
+        #expect(v6.authority == "[::1]:2197" && v6.host == "::1")
+        #expect(try Endpoint(#require(URL(string: "https://[2001:db8::1]"))).authority == "[2001:db8::1]")
+        #expect(try Endpoint(#require(URL(string: "https://api.push.apple.com"))).authority == "api.push.apple.com")
+        #expect(try Endpoint(#require(URL(string: "https://127.0.0.1:8443"))).authority == "127.0.0.1:8443")
     }
 
     @Test func thePayloadIsCompactedWithoutTouchingStrings() throws {

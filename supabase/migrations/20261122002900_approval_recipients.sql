@@ -196,10 +196,16 @@ $$;
 CREATE FUNCTION private.approval_answer_device_trusted() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 BEGIN
-    IF NEW.status IN ('approved', 'denied') AND OLD.status = 'pending' AND auth.uid() IS NOT NULL
-       AND NOT private.is_trusted_device(NEW.user_id, NEW.decided_by_device_id) THEN
-        RAISE EXCEPTION 'the answering device is not certified in your trust log, or is revoked'
-            USING ERRCODE = '42501';
+    IF NEW.status IN ('approved', 'denied') AND OLD.status = 'pending' AND auth.uid() IS NOT NULL THEN
+        IF NOT private.is_trusted_device(NEW.user_id, NEW.decided_by_device_id) THEN
+            RAISE EXCEPTION 'the answering device is not certified in your trust log, or is revoked'
+                USING ERRCODE = '42501';
+        END IF;
+        -- The decision names the device that answers (approvals.md: its device_id at byte 140).
+        IF convert_from(substring(decode(NEW.decision_body, 'base64') FROM 141 FOR 36), 'LATIN1')
+           <> NEW.decided_by_device_id::text THEN
+            RAISE EXCEPTION 'the decision names another device than the one answering' USING ERRCODE = '22023';
+        END IF;
     END IF;
     RETURN NEW;
 END

@@ -4,10 +4,14 @@
 -- Start-time fair queuing by user. Each row gets fair_at when it is queued: now, or 1 ms after
 -- the same user's latest pending row if that is later. A user who queues faster than 1,000 rows
 -- a second pushes their own rows' fair_at into the future, and a row of another user, queued
--- now, sorts before them. The worker claims in (priority DESC, fair_at, id) order: one ordered
--- index scan as before, so the claim costs what it did; nothing is held back when nothing else
+-- now, sorts before them. The worker claims in (priority DESC, greatest(fair_at,
+-- next_attempt_at, not_before), id) order: one ordered index scan as before, so the claim costs what it did; nothing is held back when nothing else
 -- waits (the order changes, not the rate), and an account's own alerts still go before its own
--- background pushes. A retried row keeps its fair_at, so it goes first once its backoff ends.
+-- background pushes. A row not due yet (a throttled live-activity update, a retry, a hold-back)
+-- sorts at the time it is due, so rows waiting out a delay never sit at the head of the claim's
+-- index; fair_at itself stays the user's virtual clock. clock_timestamp(), not now(): a long transaction's rows
+-- do not jump the queue. (Two transactions of one user at once may give equal values; the id
+-- orders them.)
 -- Only the project's own schema has the worker's columns; the deployed variant skips this file.
 
 ALTER TABLE public.push_outbox ADD COLUMN fair_at timestamptz NOT NULL DEFAULT now();
@@ -21,7 +25,7 @@ CREATE INDEX push_outbox_user_fair ON public.push_outbox (user_id, fair_at DESC)
 CREATE FUNCTION private.push_outbox_fair_at() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 BEGIN
-    NEW.fair_at := greatest(now(), (
+    NEW.fair_at := greatest(clock_timestamp(), (
         SELECT o.fair_at + interval '1 millisecond' FROM public.push_outbox o
         WHERE o.user_id = NEW.user_id AND o.delivered_at IS NULL AND o.failed_at IS NULL
         ORDER BY o.fair_at DESC LIMIT 1));
@@ -34,5 +38,5 @@ REVOKE ALL ON FUNCTION private.push_outbox_fair_at() FROM PUBLIC;
 
 -- Due rows, in the new claim order.
 DROP INDEX public.push_outbox_due;
-CREATE INDEX push_outbox_due ON public.push_outbox (priority DESC, fair_at, id)
+CREATE INDEX push_outbox_due ON public.push_outbox (priority DESC, (greatest(fair_at, next_attempt_at, not_before)), id)
     WHERE delivered_at IS NULL AND failed_at IS NULL;

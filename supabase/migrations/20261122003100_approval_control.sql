@@ -167,6 +167,47 @@ BEGIN
 END
 $$;
 
+-- clear_approval as before, but never for an approval request (any form of its id).
+CREATE OR REPLACE FUNCTION public.clear_approval(request_id text, exclude_device_token text DEFAULT NULL) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = '' AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_request text := clear_approval.request_id;
+    v_exclude text := clear_approval.exclude_device_token;
+    notified integer;
+    v_id uuid;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'clear_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_request IS NULL OR length(v_request) NOT BETWEEN 1 AND 200 OR v_request ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION 'request_id must be 1 to 200 characters without control characters' USING ERRCODE = '22023';
+    END IF;
+    -- An approval request is cleared by its answer or its cancellation (which needs the
+    -- requester's control), never by this call: it would dismiss the prompt everywhere.
+    BEGIN
+        v_id := v_request::uuid;
+    EXCEPTION WHEN invalid_text_representation THEN
+        v_id := NULL;
+    END;
+    IF v_id IS NOT NULL AND EXISTS (SELECT 1 FROM public.approval_requests r WHERE r.id = v_id) THEN
+        RAISE EXCEPTION 'an approval request is cleared by its answer or its cancellation' USING ERRCODE = '42501';
+    END IF;
+    INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
+        SELECT caller, t.device_id, t.token, 'background', 5, 'approval-' || v_request,
+               jsonb_build_object('aps', jsonb_build_object('content-available', 1,
+                                                            'badge', private.approval_badge(caller, t.device_id)),
+                                  'clearApprovalId', v_request, 'reason', 'approved_on_other_device')
+        FROM public.push_tokens t
+        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude
+          AND private.may_queue_push(t.device_id, 'clearing')
+        ORDER BY t.token
+        ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING;
+    SELECT count(*) INTO notified FROM public.push_tokens t
+        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude;
+    RETURN jsonb_build_object('success', true, 'devicesNotified', notified);
+END
+$$;
+
 REVOKE ALL ON FUNCTION public.request_approval(uuid, uuid, uuid, text, integer, bigint, text),
     public.cancel_approval(uuid, text), public.reopen_approval(uuid, text, text),
     private.approval_control_ok(bytea, text) FROM PUBLIC;

@@ -108,6 +108,12 @@ struct ApprovalRecipientsTests {
             verdict: .approve, bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: row.body)), read: opened.read,
             decidedAt: UInt64(Date().timeIntervalSince1970), logHead: try await ApprovalWorld.pinnedHead(w.phone.store)
         ).signed(by: Ed25519PrivateKey())
+        // Recorded for another device than the one the decision names: refused (22023).
+        await #expect {
+            _ = try await (w.world.remote() as any ApprovalRemote).answerApproval(
+                requestID: row.id, deviceID: w.tablet.identity.id, verdict: .approve, decisionBody: forged.body,
+                decisionSignature: forged.signature)
+        } throws: { ($0 as? RemoteStoreError)?.code == .invalidValue }
         let recorded = try await (w.world.remote() as any ApprovalRemote).answerApproval(
             requestID: row.id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: forged.body,
             decisionSignature: forged.signature)

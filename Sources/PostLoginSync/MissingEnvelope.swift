@@ -6,7 +6,7 @@ import RemoteStore
 /// each case has its own fix.
 public enum MissingEnvelopeReason: Sendable, Hashable {
     /// The user has an identity and this device has no valid certificate: desktops in verified
-    /// trust seal to certified devices only. Fix: pair this device (`trust join CODE` with a code
+    /// trust seal to certified devices only. Fix: pair this device (`trust join`, which asks for a code
     /// from `trust invite` on the trust root).
     case notPaired(DeviceTrustStatus)
     /// The last pull received an envelope for the session and refused it (trust, generation or
@@ -54,11 +54,11 @@ extension MissingEnvelopeReason {
         case .notPaired(.revoked):
             return "This device has no secret for session \(session): it was revoked, and desktops seal secrets "
                 + "only to certified devices. A trust root can pair it again (`sync-cli trust invite` there, "
-                + "`sync-cli trust join CODE` here)."
+                + "`sync-cli trust join` here, which asks for the code)."
         case .notPaired(let standing):
             return "This device has no secret for session \(session) because it is not paired (\(standing.rawValue)): "
                 + "desktops seal secrets only to certified devices. Run `sync-cli trust invite` on the trust root, "
-                + "then `sync-cli trust join CODE` here, and `sync-cli sync` once the desktop has pushed."
+                + "then `sync-cli trust join` here (it asks for the code), and `sync-cli sync` once the desktop has pushed."
         case .refused(let code, let message):
             return "This device has no secret for session \(session): the last pull refused its envelope (\(code)): "
                 + "\(message). Check the sending device with `sync-cli trust status`; "

@@ -170,6 +170,11 @@ struct FirstDayTrustTests {
         _ = try await phone.engine.pull()
         let reason = try await phoneTrust.missingEnvelopeReason(sessionID: sessions[0])
         #expect(reason == .notPaired(.unverified))
-        #expect(reason.explanation(sessionID: sessions[0]).contains("trust join"))
+        // The hint names the form the help recommends (it asks for the code), never the code as
+        // an argument, which stays in the shell's history and the process list.
+        let hint = reason.explanation(sessionID: sessions[0])
+        #expect(hint.contains("`sync-cli trust join`") && !hint.contains("trust join CODE"))
+        let revoked = MissingEnvelopeReason.notPaired(.revoked).explanation(sessionID: sessions[0])
+        #expect(revoked.contains("`sync-cli trust join`") && !revoked.contains("trust join CODE"))
     }
 }

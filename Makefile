@@ -7,10 +7,12 @@ RIG := SESSION_SYNC_RIG=1
 # verified too whenever they differ from the vendored ones in testvectors/third_party/.
 SHARED_VECTORS ?= ../shared/vectors
 CLI := .build/debug/sync-cli
+# The suites run a second time on the swift-crypto backend (the one an iOS app links).
+SWIFT_CRYPTO_SUITES := SecretCryptoTests|DeviceTrustTests|ConformanceVectorsTests|PostLoginSyncTests\.(Approval|EnvelopeV2|FirstDayTrust|Recovery|Trust)
 # An import of a module the target does not declare fails the build.
 BUILD_FLAGS := --explicit-target-dependency-import-check error
 
-.PHONY: all deps build test lint docs demo install bench bench-push push-worker fuzz stack stack-stop vectors clean
+.PHONY: all deps build test lint docs demo install app-check soak bench bench-push push-worker fuzz stack stack-stop vectors clean
 
 all: build
 
@@ -21,14 +23,33 @@ build: deps
 	$(SWIFT) build $(BUILD_FLAGS)
 
 ## Starts a private PostgreSQL + PostgREST-compatible stack, runs the whole suite against it,
-## stops the stack (by pid, even when tests fail), then runs every vector file through
-## `sync-cli vectors verify`.
+## stops the stack (by pid, even when tests fail); runs the crypto, envelope, trust, approval
+## and recovery suites again on the swift-crypto backend; runs every vector file through
+## `sync-cli vectors verify` on both backends; checks that no library reaches a C library on
+## Apple platforms.
 test: deps
 	$(RIG) $(SWIFT) build $(BUILD_FLAGS) --build-tests
 	$(RIG) scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS)
+	$(RIG) SESSION_SYNC_CRYPTO_BACKEND=swift-crypto scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS) --skip-build --filter '$(SWIFT_CRYPTO_SUITES)'
 	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS))
+	$(CLI) vectors verify --backend swift-crypto testvectors/*.json testvectors/third_party/*/*.json
+	scripts/check-app-graph.sh
 	scripts/check-readme.sh
 	scripts/check-install.sh
+
+## The soak tier (docs/testing.md): the kill rounds (200 on the embedded remote, 50 on the stack)
+## and the fault-proxy rounds (200) at their full counts, each with a fresh seed, printed;
+## SESSION_SYNC_SOAK_SEED=N replays one. `make test` runs the same tests at 30, 10 and 60 rounds
+## with fixed seeds.
+soak: deps
+	$(RIG) $(SWIFT) build $(BUILD_FLAGS) --build-tests
+	$(RIG) SESSION_SYNC_SOAK=1 scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS) --skip-build --filter 'CrashRoundsTests|FaultInjectionTests'
+
+## Builds Examples/AppPackage, an app's package depending on this one by path, with libsodium left
+## out of the build as on iOS (the swift-crypto backend alone), and runs the code of the DocC
+## article "Pull and open secrets in an iOS app" in it (scripts/app-check.sh).
+app-check: deps
+	scripts/app-check.sh
 
 ## Checks the formatting (.swift-format: 120 columns and the rules kept green); CI runs it.
 ## `swift format -i -r Sources Backend Rig Tests Package.swift` applies it.

@@ -14,6 +14,11 @@ let rig = ProcessInfo.processInfo.environment["SESSION_SYNC_RIG"] == "1"
 // server's executable, never linked into an app or `sync-cli`, so it is declared only with
 // SESSION_SYNC_BACKEND=1 (`make push-worker`) or with the rig, whose tests exercise it.
 let backend = rig || ProcessInfo.processInfo.environment["SESSION_SYNC_BACKEND"] == "1"
+// The crypto backends (SecretCrypto's CryptoBackend): libsodium is compiled on Linux only, and
+// swift-crypto (CryptoKit on Apple platforms) everywhere. SESSION_SYNC_CRYPTO=swift-crypto builds
+// Linux as an app builds for iOS, with no libsodium at all (`make app-check`).
+let sodium = ProcessInfo.processInfo.environment["SESSION_SYNC_CRYPTO"] != "swift-crypto"
+let sodiumOnLinux: [Target.Dependency] = sodium ? [.target(name: "CSodium", condition: .when(platforms: [.linux]))] : []
 
 let package = Package(
     name: "SessionSecretSync",
@@ -33,15 +38,15 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // Tests only: an independent, CryptoKit-compatible implementation to cross-check
-        // envelopes, and SwiftNIO for the fault-injecting proxy.
+        // The swift-crypto backend (CryptoKit on Apple platforms, BoringSSL elsewhere).
         .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
+        // Tests only: SwiftNIO for the fault-injecting proxy.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // `make docs`: the DocC catalogues (a command plugin; nothing is linked).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // The C libraries, from the system (pkg-config).
+        // The C libraries, from the system (pkg-config), on Linux only: an app links none.
         .systemLibrary(
             name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]),
         // The HTTP transport on Linux (CurlTransport); Apple platforms use URLSession.
@@ -51,8 +56,9 @@ let package = Package(
         .systemLibrary(
             name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]),
 
-        // Keys, KDF, AEAD, HPKE, Ed25519, envelopes v1 and v2. No I/O.
-        .target(name: "SecretCrypto", dependencies: ["CSodium"]),
+        // Keys, KDF, AEAD, HPKE, Ed25519, envelopes v1 and v2, on either crypto backend. No I/O.
+        .target(
+            name: "SecretCrypto", dependencies: sodiumOnLinux + [.product(name: "Crypto", package: "swift-crypto")]),
         // The domain records both stores and the engine speak. No I/O.
         .target(name: "SyncModel"),
         // The envelope digest (sync.md), in Swift and as the SQLite triggers that keep it.
@@ -128,8 +134,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SecretCryptoTests",
-            dependencies: ["SecretCrypto", .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "DeviceTrustTests", dependencies: ["DeviceTrust", "SecretCrypto", "CSodium"]),
+            dependencies: ["SecretCrypto", .product(name: "Crypto", package: "swift-crypto")] + sodiumOnLinux),
+        .testTarget(name: "DeviceTrustTests", dependencies: ["DeviceTrust", "SecretCrypto"] + sodiumOnLinux),
         .testTarget(
             name: "ConformanceVectorsTests",
             dependencies: [

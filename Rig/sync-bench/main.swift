@@ -8,6 +8,7 @@ import Foundation
 //   sync-bench coldstart [--sizes M,L] [--remotes embedded,postgrest] [--sync-runs 3]
 //   sync-bench versions [--size L] [--sync-runs 3]
 //   sync-bench trustlog [--runs 5]
+//   sync-bench backends [--iterations N] [--runs R]
 
 struct Options {
     var mode = "all"
@@ -30,7 +31,8 @@ struct Options {
         var rest = arguments.dropFirst()
         while let argument = rest.popFirst() {
             switch argument {
-            case "crypto", "localstore", "sync", "all", "watch", "approval", "coldstart", "versions", "trustlog":
+            case "crypto", "localstore", "sync", "all", "watch", "approval", "coldstart", "versions", "trustlog",
+                "backends":
                 mode = argument
             case "--rounds": rounds = max(1, Int(rest.popFirst() ?? "") ?? rounds)
             case "--size":
@@ -54,10 +56,13 @@ struct Options {
             case "-h", "--help":
                 print(
                     """
-                    usage: sync-bench [crypto|localstore|sync|watch|approval|coldstart|versions|trustlog|all] [options]
+                    usage: sync-bench [crypto|backends|localstore|sync|watch|approval|coldstart|versions|trustlog|all] [options]
                       crypto      envelope v1 and v2 seals/s and opens/s on one core and on all cores, beside
                                   the libsodium floor (the same calls in C); --iterations N operations
                                   per worker (default 5000), median of --runs R (default 5)
+                      backends    libsodium and swift-crypto side by side, one core: envelope v1 and v2
+                                  seal and open, Ed25519 sign and verify; --iterations N per figure
+                                  (default 2000), median of --runs R (default 5)
                       localstore  apply --sessions N sessions (default 10,000) and 100 repositories
                                   to a fresh store as a pull does, and read them back, median of
                                   --runs R
@@ -128,6 +133,9 @@ if let unknown = options.remotes.first(where: { !["embedded", "postgrest"].conta
 }
 if options.mode == "crypto" || options.mode == "all" {
     await CryptoBench.run(iterations: options.iterations ?? 5_000, runs: options.runs)
+}
+if options.mode == "backends" || options.mode == "all" {
+    try BackendBench.run(iterations: options.iterations ?? 2_000, runs: options.runs)
 }
 if options.mode == "localstore" || options.mode == "all" {
     try await LocalStoreBench.run(runs: options.runs, sessions: options.sessions)

@@ -42,7 +42,7 @@ extension DeviceStore {
             throw LocalStoreError(.identityExists, "this store already has a device identity")
         }
         let key = X25519PrivateKey()
-        try DeviceKeyFile.create(key, at: keyPath)
+        try keys.createKey(.encryption, key.rawRepresentation)
         let identity = DeviceIdentity(
             id: id, userID: nil, name: name, deviceType: deviceType, hostname: hostname,
             role: role, publicKey: key.publicKey, createdAt: Date())
@@ -62,7 +62,7 @@ extension DeviceStore {
             }
         } catch {
             // No identity row means the key we just wrote belongs to nobody: remove it.
-            try? FileManager.default.removeItem(atPath: keyPath)
+            try? keys.removeKey(.encryption)
             throw error
         }
         return identity
@@ -88,15 +88,20 @@ extension DeviceStore {
     ///   `.keyMismatch`, `.identityMissing`.
     public func deviceKey() async throws -> X25519PrivateKey {
         let identity = try await requireIdentity()
-        let key = try DeviceKeyFile.load(from: keyPath)
+        guard let bytes = try keys.key(.encryption) else {
+            throw LocalStoreError(
+                .keyFileMissing, "no device key at \(keys.location(of: .encryption)); run `sync-cli init` first")
+        }
+        let key = try X25519PrivateKey(rawRepresentation: bytes)
         guard key.publicKey == identity.publicKey else {
-            throw LocalStoreError(.keyMismatch, "\(keyPath) does not match this store's device identity")
+            throw LocalStoreError(
+                .keyMismatch, "\(keys.location(of: .encryption)) does not match this store's device identity")
         }
         return key
     }
 
-    /// The signing key file's path.
-    public var signingKeyPath: String { directory.appendingPathComponent("signing.key").path }
+    /// The signing key file's path, in the default ``FileKeyStore``.
+    public var signingKeyPath: String { directory.appendingPathComponent(DeviceKeyName.signing.fileName).path }
 
     /// This device's Ed25519 signing key (`signing.key`: the 32-byte seed, 0600, the same file
     /// rules as `device.key`), created atomically on first use: a store made before signing keys
@@ -105,17 +110,15 @@ extension DeviceStore {
     /// - Throws: ``LocalStoreError`` `.keyFileTooOpen`, `.keyFileMalformed`, `.io`, `.identityMissing`.
     public func signingKey() async throws -> Ed25519PrivateKey {
         _ = try await requireIdentity()
+        if let seed = try keys.key(.signing) { return try Ed25519PrivateKey(seed: seed) }
+        let fresh = Ed25519PrivateKey()
         do {
-            return try DeviceKeyFile.loadSigningKey(from: signingKeyPath)
-        } catch let error as LocalStoreError where error.code == .keyFileMissing {
-            let fresh = Ed25519PrivateKey()
-            do {
-                try DeviceKeyFile.create(bytes: fresh.seedRepresentation, at: signingKeyPath)
-                return fresh
-            } catch let error as LocalStoreError where error.code == .identityExists {
-                // Another process created it first: use theirs.
-                return try DeviceKeyFile.loadSigningKey(from: signingKeyPath)
-            }
+            try keys.createKey(.signing, fresh.seedRepresentation)
+            return fresh
+        } catch let error as LocalStoreError where error.code == .identityExists {
+            // Another process created it first: use theirs.
+            guard let seed = try keys.key(.signing) else { throw error }
+            return try Ed25519PrivateKey(seed: seed)
         }
     }
 }

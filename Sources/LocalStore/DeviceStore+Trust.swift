@@ -8,8 +8,9 @@ import SyncModel
 extension DeviceStore {
     // MARK: - Identity key (trust root only) and the pinned identity
 
-    /// The identity key file's path (`identity.key`, only on the trust root).
-    public var identityKeyPath: String { directory.appendingPathComponent("identity.key").path }
+    /// The identity key file's path (`identity.key`, only on the trust root), in the default
+    /// ``FileKeyStore``.
+    public var identityKeyPath: String { directory.appendingPathComponent(DeviceKeyName.identity.fileName).path }
 
     /// Creates the user's identity key in `identity.key` (the 32-byte seed, 0600, atomic,
     /// the same file rules as `device.key`).
@@ -18,7 +19,7 @@ extension DeviceStore {
     public func createIdentityKey() async throws -> Ed25519PrivateKey {
         _ = try await requireIdentity()
         let key = Ed25519PrivateKey()
-        try DeviceKeyFile.create(bytes: key.seedRepresentation, at: identityKeyPath)
+        try keys.createKey(.identity, key.seedRepresentation)
         return key
     }
 
@@ -34,7 +35,7 @@ extension DeviceStore {
             }
             return
         }
-        try DeviceKeyFile.create(bytes: key.seedRepresentation, at: identityKeyPath)
+        try keys.createKey(.identity, key.seedRepresentation)
     }
 
     /// The identity key, when this device is the trust root; `nil` when there is no file.
@@ -42,16 +43,12 @@ extension DeviceStore {
     /// - Throws: ``LocalStoreError`` for a file that exists but is too open, a symlink, the wrong
     ///   size or another user's.
     public func identityKey() async throws -> Ed25519PrivateKey? {
-        do {
-            return try Ed25519PrivateKey(seed: DeviceKeyFile.loadBytes(from: identityKeyPath))
-        } catch let error as LocalStoreError where error.code == .keyFileMissing {
-            return nil
-        }
+        try keys.key(.identity).map { try Ed25519PrivateKey(seed: $0) }
     }
 
     /// Removes `identity.key` (when a freshly created key could not be published).
     public func removeIdentityKey() throws {
-        try? FileManager.default.removeItem(atPath: identityKeyPath)
+        try? keys.removeKey(.identity)
     }
 
     /// The identity public key this device pinned when it joined (or created it), or `nil`.

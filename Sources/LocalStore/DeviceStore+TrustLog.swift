@@ -129,52 +129,40 @@ extension DeviceStore {
         }
     }
 
-    // MARK: - The identity key files of a root
+    // MARK: - The identity keys of a root
 
-    /// `identity.next.key`: a succession's new seed, or one `trust recover` opened, written before
-    /// the append and renamed over `identity.key` once it is accepted.
-    public var nextIdentityKeyPath: String { directory.appendingPathComponent("identity.next.key").path }
-
-    /// `identity.reset.<epoch>.key`: the seed of a reset this device asked for, until it takes effect.
-    public func resetIdentityKeyPath(epoch: UInt32) -> String {
-        directory.appendingPathComponent("identity.reset.\(epoch).key").path
+    /// `identity.next.key` in the default ``FileKeyStore``: a succession's new seed, or one
+    /// `trust recover` opened, written before the append and moved over `identity.key` once it
+    /// is accepted.
+    public var nextIdentityKeyPath: String {
+        directory.appendingPathComponent(DeviceKeyName.nextIdentity.fileName).path
     }
 
-    /// Writes a seed to `path` (0600, atomic, refused when the file exists).
-    public func writeIdentitySeed(_ key: Ed25519PrivateKey, to path: String) throws {
-        try DeviceKeyFile.create(bytes: key.seedRepresentation, at: path)
+    /// Stores a seed under `name` (atomic, refused when one is there).
+    public func writeIdentitySeed(_ key: Ed25519PrivateKey, to name: DeviceKeyName) throws {
+        try keys.createKey(name, key.seedRepresentation)
     }
 
-    /// The seed at `path`, or `nil` when there is no file.
+    /// The seed under `name`, or `nil` when there is none.
     ///
-    /// - Throws: ``LocalStoreError`` for a file that is too open, a symlink, the wrong size or another user's.
-    public func identitySeed(at path: String) throws -> Ed25519PrivateKey? {
-        do {
-            return try Ed25519PrivateKey(seed: DeviceKeyFile.loadBytes(from: path))
-        } catch let error as LocalStoreError where error.code == .keyFileMissing {
-            return nil
-        }
+    /// - Throws: When the key store holds one it cannot use (for files: too open, a symlink, the
+    ///   wrong size or another user's).
+    public func identitySeed(at name: DeviceKeyName) throws -> Ed25519PrivateKey? {
+        try keys.key(name).map { try Ed25519PrivateKey(seed: $0) }
     }
 
-    /// Renames the seed at `path` over `identity.key` (the key in force changed, and was accepted).
-    public func promoteIdentitySeed(from path: String) throws {
-        guard rename(path, identityKeyPath) == 0 else {
-            throw LocalStoreError(.io, "could not rename \(path) over identity.key (errno \(errno))")
-        }
-        AtomicFile.syncDirectory(directory.path)
+    /// Moves the seed under `name` over the identity key (the key in force changed, and was accepted).
+    public func promoteIdentitySeed(from name: DeviceKeyName) throws {
+        try keys.moveKey(name, to: .identity)
     }
 
-    /// Removes a seed file (a refused append, a vetoed reset, a retired key).
-    public func removeIdentitySeed(at path: String) {
-        try? FileManager.default.removeItem(atPath: path)
+    /// Removes a seed (a refused append, a vetoed reset, a retired key).
+    public func removeIdentitySeed(at name: DeviceKeyName) {
+        try? keys.removeKey(name)
     }
 
-    /// Every `identity.reset.<epoch>.key` in the store, by epoch.
+    /// The epoch of every reset seed held, ascending.
     public func resetIdentitySeedEpochs() -> [UInt32] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.compactMap { name in
-            guard name.hasPrefix("identity.reset."), name.hasSuffix(".key") else { return nil }
-            return UInt32(name.dropFirst("identity.reset.".count).dropLast(".key".count))
-        }.sorted()
+        (try? keys.resetEpochs()) ?? []
     }
 }

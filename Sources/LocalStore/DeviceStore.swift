@@ -26,14 +26,17 @@ import Darwin
 public final class DeviceStore: Sendable {
     /// The store directory.
     public let directory: URL
+    /// Where this device's private keys live (``FileKeyStore`` over ``directory`` unless the
+    /// app gave another).
+    public let keys: any DeviceKeyStore
     let pool: DatabasePool
     /// This store's entry in ``openStores``.
     let openKey: String
 
     /// The database file's path.
     public var databasePath: String { directory.appendingPathComponent("store.sqlite").path }
-    /// The device key file's path.
-    public var keyPath: String { directory.appendingPathComponent("device.key").path }
+    /// The device key file's path, in the default ``FileKeyStore``.
+    public var keyPath: String { directory.appendingPathComponent(DeviceKeyName.encryption.fileName).path }
 
     /// `$XDG_DATA_HOME/session-sync`, else `~/.local/share/session-sync`.
     ///
@@ -51,10 +54,12 @@ public final class DeviceStore: Sendable {
     /// - Parameters:
     ///   - directory: The store directory; created with mode 0700 when missing.
     ///   - busyTimeout: How long a write waits for another process's write to finish.
+    ///   - keyStore: Where the private keys live; `nil` for 0600 files in `directory`.
     /// - Throws: ``LocalStoreError`` with `.notADatabase` or `.schemaTooNew` (the file is then left
     ///   untouched), or `.io`.
-    public init(directory: URL, busyTimeout: TimeInterval = 10) throws {
+    public init(directory: URL, busyTimeout: TimeInterval = 10, keyStore: (any DeviceKeyStore)? = nil) throws {
         self.directory = directory
+        keys = keyStore ?? FileKeyStore(directory: directory)
         do {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

@@ -84,9 +84,9 @@ extension DeviceTrustManager {
         if state.isRoot(identity.id) {
             try await sync.pin(walked)
             try await engine.upsertOwnDevice(identity, user: user)
-            local.removeIdentitySeed(at: local.nextIdentityKeyPath)
-            try local.writeIdentitySeed(found.key, to: local.nextIdentityKeyPath)
-            try local.promoteIdentitySeed(from: local.nextIdentityKeyPath)
+            local.removeIdentitySeed(at: DeviceKeyName.nextIdentity)
+            try local.writeIdentitySeed(found.key, to: DeviceKeyName.nextIdentity)
+            try local.promoteIdentitySeed(from: DeviceKeyName.nextIdentity)
             return IdentityFingerprint(found.key.publicKey)
         }
         // The appends extend the pin, so it is written first, without a witness; a refusal takes
@@ -108,7 +108,7 @@ extension DeviceTrustManager {
     func certifyAndGrantSelf(
         _ key: Ed25519PrivateKey, state: TrustLogState, identity: DeviceIdentity, user: UUID
     ) async throws {
-        let next = local.nextIdentityKeyPath
+        let next = DeviceKeyName.nextIdentity
         local.removeIdentitySeed(at: next)
         try local.writeIdentitySeed(key, to: next)
         do {

@@ -77,22 +77,22 @@ extension DeviceTrustManager {
                 createdAt: seconds)
             accept = writer
         }
-        let keyPath = local.resetIdentityKeyPath(epoch: epoch)
-        local.removeIdentitySeed(at: keyPath)
-        try local.writeIdentitySeed(seed, to: keyPath)
+        let keyName = DeviceKeyName.resetIdentity(epoch: epoch)
+        local.removeIdentitySeed(at: keyName)
+        try local.writeIdentitySeed(seed, to: keyName)
         do {
             try await log.requestIdentityReset(
                 TrustLogAppend(entry: genesis.written[0].text, backup: genesis.written[0].backup),
                 accept: accept.map { TrustLogAppend(entry: $0.written[0].text, backup: $0.written[0].backup) })
         } catch let error as RemoteStoreError {
-            local.removeIdentitySeed(at: keyPath)
+            local.removeIdentitySeed(at: keyName)
             throw Self.refusal(error)
         }
         var outcome = ResetOutcome(
             epoch: epoch, inEffect: accept != nil, effectiveAt: nil, fingerprint: IdentityFingerprint(seed.publicKey),
             recoveryKey: recoveryKey)
         if accept != nil {
-            try local.promoteIdentitySeed(from: keyPath)
+            try local.promoteIdentitySeed(from: keyName)
             var sync = TrustLogSync(local: local, remote: remote, phase: .secrets, now: options.now())
             try await sync.save(
                 genesis.state,

@@ -146,7 +146,7 @@ extension DeviceTrustManager {
         -> TrustLogState
     {
         let seed = Ed25519PrivateKey()
-        let next = local.nextIdentityKeyPath
+        let next = DeviceKeyName.nextIdentity
         let local = self.local
         let user = remote.userID
         do {

@@ -180,7 +180,7 @@ extension DeviceTrustManager {
     /// Sends the first `count` entries of `writer` with `start_trust_log`, the new seed kept in
     /// `identity.next.key` until they are accepted; pins the log.
     func start(_ writer: TrustLogWriter, seed: Ed25519PrivateKey, count: Int) async throws -> TrustLogState {
-        let next = local.nextIdentityKeyPath
+        let next = DeviceKeyName.nextIdentity
         local.removeIdentitySeed(at: next)
         try local.writeIdentitySeed(seed, to: next)
         let first = Array(writer.written.prefix(count))

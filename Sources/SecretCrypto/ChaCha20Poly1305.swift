@@ -1,4 +1,3 @@
-internal import CSodium
 import Foundation
 
 /// ChaCha20-Poly1305 AEAD, IETF variant (RFC 8439): 32-byte key, 12-byte nonce, 16-byte tag.
@@ -97,15 +96,7 @@ public enum ChaCha20Poly1305 {
         key: UnsafeRawPointer,
         into output: UnsafeMutableRawPointer
     ) {
-        Sodium.ensureInitialized()
-        var written: UInt64 = 0
-        let status = crypto_aead_chacha20poly1305_ietf_encrypt(
-            output.assumingMemoryBound(to: UInt8.self), &written,
-            message.cPointer(), UInt64(message.count),
-            aad.cPointer(), UInt64(aad.count),
-            nil, nonce.assumingMemoryBound(to: UInt8.self), key.assumingMemoryBound(to: UInt8.self)
-        )
-        precondition(status == 0, "crypto_aead_chacha20poly1305_ietf_encrypt failed")
+        Primitives.backend.aeadSeal(message: message, aad: aad, nonce: nonce, key: key, into: output)
     }
 
     static func decrypt(
@@ -115,14 +106,6 @@ public enum ChaCha20Poly1305 {
         key: UnsafeRawPointer,
         into output: UnsafeMutableRawPointer?
     ) throws {
-        Sodium.ensureInitialized()
-        var written: UInt64 = 0
-        let status = crypto_aead_chacha20poly1305_ietf_decrypt(
-            output?.assumingMemoryBound(to: UInt8.self), &written, nil,
-            sealed.cPointer(), UInt64(sealed.count),
-            aad.cPointer(), UInt64(aad.count),
-            nonce.assumingMemoryBound(to: UInt8.self), key.assumingMemoryBound(to: UInt8.self)
-        )
-        guard status == 0 else { throw CryptoError.authenticationFailure }
+        try Primitives.aeadOpen(sealed: sealed, aad: aad, nonce: nonce, key: key, into: output)
     }
 }

@@ -29,6 +29,8 @@ public enum CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
     /// An approval request to seal is out of approvals.md's limits (a field empty, too long or
     /// holding a control character; a time or a generation out of range).
     case invalidApprovalContent
+    /// The named crypto backend is not compiled into this build (libsodium on Apple platforms).
+    case backendUnavailable(String)
 
     public var description: String {
         switch self {
@@ -54,6 +56,8 @@ public enum CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
             return "the approval request is outside approvals.md's limits"
         case .unknownSender:
             return "the envelope's sender is not a known device"
+        case let .backendUnavailable(name):
+            return "the crypto backend \(name) is not compiled into this build"
         }
     }
 }

@@ -1,10 +1,10 @@
-internal import CSodium
 import Foundation
 
 /// An Ed25519 public key: 32 raw bytes, on the wire as standard base64.
 ///
-/// Verification is libsodium's `crypto_sign_verify_detached`: it refuses non-canonical `S`,
-/// small-order keys and `R` values, and any signature that is not exactly 64 bytes.
+/// Verification has libsodium's rules (`crypto_sign_verify_detached`) on both backends: it
+/// refuses non-canonical `S`, small-order keys and `R` values, non-canonical keys, and any
+/// signature that is not exactly 64 bytes.
 public struct Ed25519PublicKey: Sendable, Hashable, CustomStringConvertible {
     /// The size of a public key.
     public static let byteCount = 32
@@ -38,13 +38,11 @@ public struct Ed25519PublicKey: Sendable, Hashable, CustomStringConvertible {
     ///   - signature: Exactly 64 bytes; any other length is simply invalid.
     ///   - message: The signed bytes.
     public func isValidSignature(_ signature: some ContiguousBytes, for message: some ContiguousBytes) -> Bool {
-        Sodium.ensureInitialized()
         return signature.withUnsafeBytes { signature in
             guard signature.count == Ed25519PrivateKey.signatureByteCount else { return false }
             return message.withUnsafeBytes { message in
                 rawRepresentation.withUnsafeBytes { key in
-                    crypto_sign_verify_detached(
-                        signature.cPointer(), message.cPointer(), UInt64(message.count), key.cPointer()) == 0
+                    Primitives.backend.ed25519Verify(signature: signature, message: message, key: key)
                 }
             }
         }
@@ -69,8 +67,6 @@ public struct Ed25519PrivateKey: Sendable, CustomStringConvertible, CustomReflec
 
     /// The seed.
     let seed: SecureBytes
-    /// libsodium's expanded secret key (`seed || public key`).
-    let expanded: SecureBytes
     /// The matching public key.
     public let publicKey: Ed25519PublicKey
 
@@ -86,15 +82,7 @@ public struct Ed25519PrivateKey: Sendable, CustomStringConvertible, CustomReflec
         guard seed.count == Self.seedByteCount else {
             throw CryptoError.invalidKeyLength(expected: Self.seedByteCount, actual: seed.count)
         }
-        Sodium.ensureInitialized()
-        var publicBytes = [UInt8](repeating: 0, count: Ed25519PublicKey.byteCount)
-        expanded = SecureBytes(count: 64) { out in
-            seed.withUnsafeBytes { seed in
-                let status = crypto_sign_seed_keypair(
-                    &publicBytes, out.baseAddress!.assumingMemoryBound(to: UInt8.self), seed.cPointer())
-                precondition(status == 0, "crypto_sign_seed_keypair failed")
-            }
-        }
+        let publicBytes = seed.withUnsafeBytes { Primitives.backend.ed25519PublicKey(seed: $0) }
         self.seed = seed
         publicKey = try Ed25519PublicKey(rawRepresentation: publicBytes)
     }
@@ -102,18 +90,15 @@ public struct Ed25519PrivateKey: Sendable, CustomStringConvertible, CustomReflec
     /// The seed, for writing the key file.
     public var seedRepresentation: SecureBytes { seed }
 
-    /// The detached signature of `message` (64 bytes; Ed25519 is deterministic).
+    /// The detached signature of `message` (64 bytes). Ed25519 is deterministic on libsodium
+    /// and on swift-crypto over BoringSSL; CryptoKit on Apple platforms adds randomness, which
+    /// changes the bytes and never their validity.
     public func signature(for message: some ContiguousBytes) -> [UInt8] {
-        Sodium.ensureInitialized()
-        var signature = [UInt8](repeating: 0, count: Self.signatureByteCount)
         message.withUnsafeBytes { message in
-            expanded.withUnsafeBytes { key in
-                let status = crypto_sign_detached(
-                    &signature, nil, message.cPointer(), UInt64(message.count), key.cPointer())
-                precondition(status == 0, "crypto_sign_detached failed")
+            seed.withUnsafeBytes { seed in
+                Primitives.backend.ed25519Sign(message: message, seed: seed, publicKey: publicKey.rawRepresentation)
             }
         }
-        return signature
     }
 
     public var description: String { "Ed25519PrivateKey(<redacted>)" }

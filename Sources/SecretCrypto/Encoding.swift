@@ -1,19 +1,19 @@
-internal import CSodium
 import Foundation
 
 /// Strict text encodings of bytes: standard base64 (RFC 4648 §4, padded), base64url without
 /// padding (§5) and lowercase hex.
 ///
 /// Decoding is strict the way key material needs: no whitespace, exact padding, no
-/// non-canonical trailing bits, nothing after the last character. These use libsodium's
-/// constant-time codecs, so decoding a key does not leak it through timing.
+/// non-canonical trailing bits, nothing after the last character. These are the crypto
+/// backend's constant-time codecs (libsodium's, or their rules in Swift), so decoding a key does
+/// not leak it through timing.
 public enum ByteEncoding {
     /// Encodes bytes as padded standard base64.
     ///
     /// - Parameter bytes: The bytes to encode.
     /// - Returns: The base64 text.
     public static func base64(_ bytes: some ContiguousBytes) -> String {
-        bytes.withUnsafeBytes { base64(raw: $0, variant: sodium_base64_VARIANT_ORIGINAL) }
+        bytes.withUnsafeBytes { base64(raw: $0) }
     }
 
     /// Decodes strict padded standard base64.
@@ -22,7 +22,7 @@ public enum ByteEncoding {
     /// - Returns: The decoded bytes.
     /// - Throws: ``CryptoError/invalidEncoding`` for anything but canonical base64.
     public static func bytes(base64 text: String) throws -> [UInt8] {
-        try decodeBase64(text, variant: sodium_base64_VARIANT_ORIGINAL)
+        try decodeBase64(text)
     }
 
     /// Encodes bytes as lowercase hex.
@@ -30,15 +30,7 @@ public enum ByteEncoding {
     /// - Parameter bytes: The bytes to encode.
     /// - Returns: The hex text.
     public static func hex(_ bytes: some ContiguousBytes) -> String {
-        bytes.withUnsafeBytes { raw in
-            let length = raw.count * 2 + 1
-            return String(unsafeUninitializedCapacity: length) { out in
-                out.withMemoryRebound(to: CChar.self) { chars in
-                    _ = sodium_bin2hex(chars.baseAddress!, length, raw.cPointer(), raw.count)
-                }
-                return length - 1
-            }
-        }
+        bytes.withUnsafeBytes { String(decoding: Primitives.backend.hex($0), as: UTF8.self) }
     }
 
     /// Decodes hex (either case, even length, nothing else).
@@ -48,51 +40,31 @@ public enum ByteEncoding {
     /// - Throws: ``CryptoError/invalidEncoding`` for anything that is not hex.
     public static func bytes(hex text: String) throws -> [UInt8] {
         var text = text
-        return try text.withUTF8 { utf8 -> [UInt8] in
-            guard utf8.count % 2 == 0 else { throw CryptoError.invalidEncoding }
-            guard utf8.count > 0 else { return [] }
-            let capacity = utf8.count / 2
-            var decodedCount = 0
-            let result = try [UInt8](unsafeUninitializedCapacity: capacity) { out, initialized in
-                let status = utf8.withMemoryRebound(to: CChar.self) { chars in
-                    sodium_hex2bin(out.baseAddress!, capacity, chars.baseAddress!, chars.count, nil, &decodedCount, nil)
-                }
-                initialized = status == 0 ? decodedCount : 0
-                guard status == 0 else { throw CryptoError.invalidEncoding }
+        return try text.withUTF8 { utf8 in
+            guard let decoded = Primitives.backend.decodeHex(UnsafeRawBufferPointer(utf8)) else {
+                throw CryptoError.invalidEncoding
             }
-            return result
+            return decoded
         }
     }
 
     // MARK: - Internal
 
-    static func base64(raw: UnsafeRawBufferPointer, variant: Int32) -> String {
-        let length = sodium_base64_encoded_len(raw.count, variant)
-        return String(unsafeUninitializedCapacity: length) { out in
-            out.withMemoryRebound(to: CChar.self) { chars in
-                _ = sodium_bin2base64(chars.baseAddress!, length, raw.cPointer(), raw.count, variant)
-            }
-            return length - 1 // drop the NUL terminator
-        }
+    static func base64(raw: UnsafeRawBufferPointer) -> String {
+        String(decoding: Primitives.backend.base64(raw, urlSafe: false), as: UTF8.self)
     }
 
-    static func decodeBase64(_ text: String, variant: Int32) throws -> [UInt8] {
+    static func decodeBase64(_ text: String) throws -> [UInt8] {
         var text = text
-        return try text.withUTF8 { try decodeBase64(utf8: UnsafeRawBufferPointer($0), variant: variant) }
+        return try text.withUTF8 { try decodeBase64(utf8: UnsafeRawBufferPointer($0)) }
     }
 
-    /// Decodes base64 text given as UTF-8 bytes; `nil` end pointer makes libsodium insist that
-    /// every character is consumed.
-    static func decodeBase64(utf8: UnsafeRawBufferPointer, variant: Int32) throws -> [UInt8] {
-        guard isASCII(utf8) else { throw CryptoError.invalidEncoding }
-        let capacity = utf8.count / 4 * 3 + 3
-        var decodedCount = 0
-        return try [UInt8](unsafeUninitializedCapacity: capacity) { out, initialized in
-            let status = sodium_base642bin(
-                out.baseAddress!, capacity, utf8.cPointer(to: CChar.self), utf8.count, nil, &decodedCount, nil, variant)
-            initialized = status == 0 ? decodedCount : 0
-            guard status == 0 else { throw CryptoError.invalidEncoding }
+    /// Decodes padded standard base64 given as UTF-8 bytes; every character must be consumed.
+    static func decodeBase64(utf8: UnsafeRawBufferPointer) throws -> [UInt8] {
+        guard isASCII(utf8), let decoded = Primitives.backend.decodeBase64(utf8, urlSafe: false) else {
+            throw CryptoError.invalidEncoding
         }
+        return decoded
     }
 
     /// Whether every byte is 7-bit ASCII, checked without a data-dependent branch.

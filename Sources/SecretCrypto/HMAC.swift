@@ -1,10 +1,9 @@
-internal import CSodium
 import Foundation
 
-/// HMAC-SHA256 (RFC 2104, FIPS 198-1) on libsodium's incremental `crypto_auth_hmacsha256`.
+/// HMAC-SHA256 (RFC 2104, FIPS 198-1) on the crypto backend (libsodium or swift-crypto).
 ///
 /// Keys of any length are accepted: longer than 64 bytes are hashed first, shorter are padded,
-/// exactly as RFC 2104 says (libsodium does both).
+/// exactly as RFC 2104 says (both backends do).
 public enum HMACSHA256 {
     /// The tag length in bytes.
     public static let byteCount = 32
@@ -42,25 +41,16 @@ public enum HMACSHA256 {
         let full = authenticationCode(for: message, using: key)
         return tag.withUnsafeBytes { expected in
             guard expected.count > 0, expected.count <= byteCount else { return false }
-            return full.withUnsafeBytes { sodium_memcmp($0.baseAddress, expected.baseAddress, expected.count) == 0 }
+            return full.withUnsafeBytes {
+                Primitives.equal($0.baseAddress!, expected.baseAddress!, count: expected.count)
+            }
         }
     }
 
     /// One HMAC over the concatenation of `parts`, written to `output` (32 bytes).
     static func mac(key: UnsafeRawBufferPointer, parts: [UnsafeRawBufferPointer], into output: UnsafeMutableRawPointer)
     {
-        Sodium.ensureInitialized()
-        var state = crypto_auth_hmacsha256_state()
-        defer { withUnsafeMutableBytes(of: &state) { sodium_memzero($0.baseAddress, $0.count) } }
-        var status = crypto_auth_hmacsha256_init(&state, key.cPointer(), key.count)
-        precondition(status == 0, "crypto_auth_hmacsha256_init failed")
-        for part in parts where part.count > 0 {
-            status = crypto_auth_hmacsha256_update(
-                &state, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
-            precondition(status == 0, "crypto_auth_hmacsha256_update failed")
-        }
-        status = crypto_auth_hmacsha256_final(&state, output.assumingMemoryBound(to: UInt8.self))
-        precondition(status == 0, "crypto_auth_hmacsha256_final failed")
+        Primitives.backend.hmacKey(key).mac(parts: parts, into: output)
     }
 }
 
@@ -69,35 +59,29 @@ public enum HMACSHA256 {
 /// result is exactly ``HMACSHA256``'s. The state is derived from the key: ``wipe()`` it when the
 /// key is secret.
 struct HMACKey: Sendable {
-    private var state = crypto_auth_hmacsha256_state()
+    private let key: SecureBytes
+    private let backend: CryptoBackend
+    private let keyed: any KeyedMAC
 
-    /// Keys the state with `key` (any length, as ``HMACSHA256``).
     init(_ key: UnsafeRawBufferPointer) {
-        Sodium.ensureInitialized()
-        let status = crypto_auth_hmacsha256_init(&state, key.cPointer(), key.count)
-        precondition(status == 0, "crypto_auth_hmacsha256_init failed")
+        self.key = SecureBytes(copying: key)
+        backend = CryptoBackend.current
+        keyed = Primitives.backend.hmacKey(key)
     }
 
-    /// One HMAC over the concatenation of `parts`, written to `output` (32 bytes).
+    /// The tag of the concatenated `parts`, by the current task's backend (the one that keyed
+    /// this value, or the key absorbed again for another).
     func mac(parts: [UnsafeRawBufferPointer], into output: UnsafeMutableRawPointer) {
-        var copy = state
-        defer { withUnsafeMutableBytes(of: &copy) { sodium_memzero($0.baseAddress, $0.count) } }
-        for part in parts where part.count > 0 {
-            let status = crypto_auth_hmacsha256_update(
-                &copy, part.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(part.count))
-            precondition(status == 0, "crypto_auth_hmacsha256_update failed")
+        if CryptoBackend.current == backend {
+            keyed.mac(parts: parts, into: output)
+        } else {
+            key.withUnsafeBytes { Primitives.backend.hmacKey($0).mac(parts: parts, into: output) }
         }
-        let status = crypto_auth_hmacsha256_final(&copy, output.assumingMemoryBound(to: UInt8.self))
-        precondition(status == 0, "crypto_auth_hmacsha256_final failed")
-    }
-
-    /// Overwrites the keyed state with zeros.
-    mutating func wipe() {
-        withUnsafeMutableBytes(of: &state) { sodium_memzero($0.baseAddress, $0.count) }
     }
 }
 
-/// HKDF-SHA256 (RFC 5869), built on ``HMACSHA256`` because libsodium 1.0.18 has no HKDF.
+/// HKDF-SHA256 (RFC 5869), built on ``HMACSHA256``: one implementation over both backends
+/// (libsodium 1.0.18 has no HKDF).
 ///
 /// ```swift
 /// let key = try HKDFSHA256.deriveKey(inputKeyMaterial: shared, salt: Array(sessionID.utf8),
@@ -144,7 +128,7 @@ public enum HKDFSHA256 {
         into output: UnsafeMutableRawBufferPointer
     ) {
         withUnsafeTemporaryAllocation(byteCount: 64, alignment: 16) { scratch in
-            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
+            defer { Primitives.wipe(scratch) }
             let prk = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<32])
             let block = UnsafeMutableRawBufferPointer(rebasing: scratch[32..<64])
             // An empty HMAC key is zero-padded to the block size, which equals HashLen zeros.
@@ -178,7 +162,7 @@ public enum HKDFSHA256 {
         prk: UnsafeRawBufferPointer, info: [UnsafeRawBufferPointer], into output: UnsafeMutableRawBufferPointer
     ) {
         withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { block in
-            defer { sodium_memzero(block.baseAddress, block.count) }
+            defer { Primitives.wipe(block) }
             var written = 0
             var counter: UInt8 = 1
             var previous = UnsafeRawBufferPointer(start: nil, count: 0)

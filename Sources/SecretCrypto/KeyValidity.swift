@@ -1,5 +1,3 @@
-internal import CSodium
-
 // The strict key checks of the trust log (trust-log.md, "Bytes"): a key that passes has exactly
 // one encoding and is not one of the few points every exchange or signature check degenerates on.
 
@@ -44,50 +42,13 @@ extension Ed25519PublicKey {
     /// A key that fails can never verify anything; the trust log refuses it where it is named,
     /// so that two keys that pass are the same key exactly when their bytes are equal.
     public var isCanonicalAndNotSmallOrder: Bool {
-        Sodium.ensureInitialized()
         let bytes = rawRepresentation
-        guard Self.isCanonical(bytes), !Self.hasSmallOrder(bytes) else { return false }
-        // crypto_core_ed25519_add checks only that its inputs decode to points of the curve (the
-        // one check of verify's left: libsodium's ge25519_frombytes_negate_vartime).
-        var sum = [UInt8](repeating: 0, count: 32)
-        return crypto_core_ed25519_add(&sum, bytes, Self.basePoint) == 0
+        guard Ed25519Rules.isCanonical(bytes), !Ed25519Rules.hasSmallOrder(bytes) else { return false }
+        // The one check of verify's left: the encoding decodes to a point of the curve
+        // (libsodium's ge25519_frombytes_negate_vartime).
+        return Primitives.backend.ed25519Decodes(bytes)
     }
 
     /// The base point's encoding (y = 4/5).
     static let basePoint: [UInt8] = [0x58] + [UInt8](repeating: 0x66, count: 31)
-
-    /// libsodium's `ge25519_has_small_order`: the encoding, its sign bit aside, is one of the
-    /// points of order 1, 2, 4 or 8 (with p − 1, p and p + 1 for y = −1, 0 and 1).
-    static func hasSmallOrder(_ s: [UInt8]) -> Bool {
-        smallOrder.contains { listed in
-            var c: UInt8 = (s[31] & 0x7F) ^ listed[31]
-            for i in 0..<31 { c |= s[i] ^ listed[i] }
-            return c == 0
-        }
-    }
-
-    static let smallOrder: [[UInt8]] = [
-        [UInt8](repeating: 0, count: 32),
-        [1] + [UInt8](repeating: 0, count: 31),
-        [
-            0x26, 0xE8, 0x95, 0x8F, 0xC2, 0xB2, 0x27, 0xB0, 0x45, 0xC3, 0xF4, 0x89, 0xF2, 0xEF, 0x98, 0xF0,
-            0xD5, 0xDF, 0xAC, 0x05, 0xD3, 0xC6, 0x33, 0x39, 0xB1, 0x38, 0x02, 0x88, 0x6D, 0x53, 0xFC, 0x05,
-        ],
-        [
-            0xC7, 0x17, 0x6A, 0x70, 0x3D, 0x4D, 0xD8, 0x4F, 0xBA, 0x3C, 0x0B, 0x76, 0x0D, 0x10, 0x67, 0x0F,
-            0x2A, 0x20, 0x53, 0xFA, 0x2C, 0x39, 0xCC, 0xC6, 0x4E, 0xC7, 0xFD, 0x77, 0x92, 0xAC, 0x03, 0x7A,
-        ],
-        [0xEC] + [UInt8](repeating: 0xFF, count: 30) + [0x7F],
-        [0xED] + [UInt8](repeating: 0xFF, count: 30) + [0x7F],
-        [0xEE] + [UInt8](repeating: 0xFF, count: 30) + [0x7F],
-    ]
-
-    /// libsodium's `ge25519_is_canonical`: the 255-bit y (the sign bit aside) is below p.
-    static func isCanonical(_ s: [UInt8]) -> Bool {
-        var c = (s[31] & 0x7F) ^ 0x7F
-        for i in stride(from: 30, to: 0, by: -1) { c |= s[i] ^ 0xFF }
-        let high = (Int(c) - 1) >> 8 & 1
-        let low = (0xED - 1 - Int(s[0])) >> 8 & 1
-        return high & low == 0
-    }
 }

@@ -1,5 +1,3 @@
-internal import CSodium
-
 /// A session secret encrypted to one recipient device: envelope format version 1.
 ///
 /// Wire-compatible with deployed desktop daemons and iOS apps. Sealing for a recipient public
@@ -56,11 +54,11 @@ public struct SecretEnvelope: Sendable, Hashable {
         _ secret: SessionSecret, for recipient: X25519PublicKey, sessionID: SessionID
     ) throws -> SecretEnvelope {
         try withUnsafeTemporaryAllocation(byteCount: 32 + ChaCha20Poly1305.nonceByteCount, alignment: 16) { scratch in
-            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
+            defer { Primitives.wipe(scratch) }
             let ephemeral = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<32])
             let nonce = UnsafeMutableRawBufferPointer(rebasing: scratch[32...])
-            Sodium.randomBytes(ephemeral)
-            Sodium.randomBytes(nonce)
+            Primitives.backend.randomBytes(ephemeral)
+            Primitives.backend.randomBytes(nonce)
             let plaintext = secret.textFormBytes()
             return try plaintext.withUnsafeBytes { plaintext in
                 try seal(
@@ -102,18 +100,11 @@ public struct SecretEnvelope: Sendable, Hashable {
         ephemeralPrivateKey: UnsafeRawBufferPointer,
         nonce: UnsafeRawBufferPointer
     ) throws -> SecretEnvelope {
-        Sodium.ensureInitialized()
         // 0..<32 ephemeral public, 32..<64 shared, 64..<96 derived key.
         return try withUnsafeTemporaryAllocation(byteCount: 96, alignment: 16) { scratch in
-            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
+            defer { Primitives.wipe(scratch) }
             let base = scratch.baseAddress!
-            let ephemeralPublic = base.assumingMemoryBound(to: UInt8.self)
-            guard
-                crypto_scalarmult_base(
-                    ephemeralPublic, ephemeralPrivateKey.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
-            else {
-                throw CryptoError.lowOrderPoint
-            }
+            Primitives.backend.x25519Base(into: base, scalar: ephemeralPrivateKey.baseAddress!)
             try X25519.exchange(
                 into: base + 32, privateKey: ephemeralPrivateKey.baseAddress!, publicKey: recipient.rawRepresentation)
             var salt = sessionID.canonical
@@ -133,10 +124,10 @@ public struct SecretEnvelope: Sendable, Hashable {
                     message: plaintext, aad: UnsafeRawBufferPointer(start: nil, count: 0),
                     nonce: nonce.baseAddress!, key: base + 64,
                     into: sealed.baseAddress! + nonce.count)
-                return ByteEncoding.base64(raw: UnsafeRawBufferPointer(sealed), variant: sodium_base64_VARIANT_ORIGINAL)
+                return ByteEncoding.base64(raw: UnsafeRawBufferPointer(sealed))
             }
             let ephemeralText = ByteEncoding.base64(
-                raw: UnsafeRawBufferPointer(rebasing: scratch[0..<32]), variant: sodium_base64_VARIANT_ORIGINAL)
+                raw: UnsafeRawBufferPointer(rebasing: scratch[0..<32]))
             return SecretEnvelope(ephemeralPublicKey: ephemeralText, encryptedSecret: encrypted)
         }
     }
@@ -161,7 +152,7 @@ public struct SecretEnvelope: Sendable, Hashable {
         let sealed = try Self.decodeEncryptedSecret(encryptedSecret)
         guard sealed.count >= Self.overhead else { throw CryptoError.authenticationFailure }
         return try withUnsafeTemporaryAllocation(byteCount: 64, alignment: 16) { scratch in
-            defer { sodium_memzero(scratch.baseAddress, scratch.count) }
+            defer { Primitives.wipe(scratch) }
             let base = scratch.baseAddress!
             try privateKey.key.withUnsafeBytes { secretKey in
                 try X25519.exchange(
@@ -201,7 +192,7 @@ public struct SecretEnvelope: Sendable, Hashable {
         // The common deployed case: the column holds the ASCII of base64 text. Raw sealed
         // bytes are essentially never all valid base64 of the right shape.
         if let decoded = try? bytes.withUnsafeBytes({
-            try ByteEncoding.decodeBase64(utf8: $0, variant: sodium_base64_VARIANT_ORIGINAL)
+            try ByteEncoding.decodeBase64(utf8: $0)
         }),
             !bytes.isEmpty
         {

@@ -1,11 +1,9 @@
-internal import CSodium
-
 /// Bytes of key material that are wiped when released, compared in constant time and never
 /// printed.
 ///
 /// The bytes live in one heap buffer owned by the value; they are reachable only through
 /// ``withUnsafeBytes(_:)``. When the last copy of the value goes away the buffer is cleared with
-/// `sodium_memzero` before it is freed. `description`, `debugDescription` and the reflection
+/// `explicit_bzero` (`memset_s` on Apple platforms) before it is freed. `description`, `debugDescription` and the reflection
 /// mirror all show `<redacted>`, so a stray `print`, string interpolation or `dump` cannot leak
 /// it.
 ///
@@ -31,7 +29,7 @@ public struct SecureBytes: Sendable {
         }
 
         deinit {
-            sodium_memzero(buffer.baseAddress, buffer.count)
+            Primitives.wipe(buffer)
             buffer.deallocate()
         }
     }
@@ -62,7 +60,7 @@ public struct SecureBytes: Sendable {
     ///
     /// - Parameter count: The number of random bytes.
     public init(randomCount count: Int) {
-        self.init(count: count) { Sodium.randomBytes($0) }
+        self.init(count: count) { Primitives.backend.randomBytes($0) }
     }
 
     /// Copies `bytes` into a new secure buffer.
@@ -98,16 +96,15 @@ extension SecureBytes: Equatable {
     public static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
         guard lhs.count == rhs.count else { return false }
         if lhs.count == 0 { return true }
-        return sodium_memcmp(lhs.baseAddress, rhs.baseAddress, lhs.count) == 0
+        return Primitives.equal(lhs.baseAddress, rhs.baseAddress, count: lhs.count)
     }
 }
 
 extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    /// Zeroes `buffer` in a way the compiler cannot drop (`sodium_memzero`): for temporary
+    /// Zeroes `buffer` in a way the compiler cannot drop (`explicit_bzero`, `memset_s`): for temporary
     /// arrays that held secret bytes.
     public static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
-        guard let base = buffer.baseAddress else { return }
-        sodium_memzero(base, buffer.count)
+        Primitives.wipe(buffer)
     }
 
     public var description: String { "<redacted>" }

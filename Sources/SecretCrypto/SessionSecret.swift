@@ -1,5 +1,3 @@
-internal import CSodium
-
 /// A session's 32-byte secret, the key that later encrypts the session's messages.
 ///
 /// Its text form, which is what envelopes carry and deployed clients store, is `sess_`
@@ -49,30 +47,12 @@ public struct SessionSecret: Sendable, Equatable, CustomStringConvertible, Custo
             bytes.prefix(Self.prefix.count).elementsEqual(Self.prefix)
         else { throw CryptoError.malformedSessionSecret }
         let encoded = UnsafeRawBufferPointer(rebasing: bytes[Self.prefix.count...])
-        let capacity = Self.byteCount + 1
-        var decodedCount = 0
-        var failed = false
-        let raw = SecureBytes(count: Self.byteCount) { out in
-            // Decode into a scratch buffer one byte larger so an over-long input is detected
-            // rather than silently truncated.
-            withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 1) { scratch in
-                defer { sodium_memzero(scratch.baseAddress, scratch.count) }
-                let status = encoded.withMemoryRebound(to: CChar.self) { chars in
-                    sodium_base642bin(
-                        scratch.baseAddress!.assumingMemoryBound(to: UInt8.self), capacity,
-                        chars.baseAddress, chars.count, nil, &decodedCount, nil,
-                        sodium_base64_VARIANT_URLSAFE_NO_PADDING
-                    )
-                }
-                if status == 0 && decodedCount == Self.byteCount {
-                    out.copyMemory(from: UnsafeRawBufferPointer(rebasing: scratch[0..<Self.byteCount]))
-                } else {
-                    failed = true
-                }
-            }
+        guard var decoded = Primitives.backend.decodeBase64(encoded, urlSafe: true) else {
+            throw CryptoError.malformedSessionSecret
         }
-        guard !failed else { throw CryptoError.malformedSessionSecret }
-        self.rawRepresentation = raw
+        defer { decoded.withUnsafeMutableBytes { Primitives.wipe($0) } }
+        guard decoded.count == Self.byteCount else { throw CryptoError.malformedSessionSecret }
+        self.rawRepresentation = SecureBytes(copying: decoded)
     }
 
     /// Calls `body` with the UTF-8 bytes of the text form, held in wiped memory.
@@ -92,16 +72,11 @@ public struct SessionSecret: Sendable, Equatable, CustomStringConvertible, Custo
                 UnsafeMutableRawBufferPointer(rebasing: out[0..<$0.count]).copyMemory(from: $0)
             }
             rawRepresentation.withUnsafeBytes { raw in
-                let length = sodium_base64_encoded_len(raw.count, sodium_base64_VARIANT_URLSAFE_NO_PADDING)
-                withUnsafeTemporaryAllocation(byteCount: length, alignment: 1) { scratch in
-                    defer { sodium_memzero(scratch.baseAddress, scratch.count) }
-                    _ = sodium_bin2base64(
-                        scratch.baseAddress!.assumingMemoryBound(to: CChar.self), length,
-                        raw.baseAddress!.assumingMemoryBound(to: UInt8.self), raw.count,
-                        sodium_base64_VARIANT_URLSAFE_NO_PADDING
-                    )
-                    out.baseAddress!.advanced(by: Self.prefix.count)
-                        .copyMemory(from: scratch.baseAddress!, byteCount: length - 1)
+                var text = Primitives.backend.base64(raw, urlSafe: true)
+                defer { text.withUnsafeMutableBytes { Primitives.wipe($0) } }
+                text.withUnsafeBytes {
+                    out.baseAddress!.advanced(by: Self.prefix.count).copyMemory(
+                        from: $0.baseAddress!, byteCount: $0.count)
                 }
             }
         }

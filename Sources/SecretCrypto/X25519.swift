@@ -1,5 +1,3 @@
-internal import CSodium
-
 /// An X25519 public key: 32 raw bytes, on the wire as standard base64.
 ///
 /// Public keys are not secret, so this is a plain value type. Importing validates the length
@@ -40,23 +38,17 @@ public struct X25519PublicKey: Sendable, Hashable, CustomStringConvertible {
     /// Checked by running an exchange with a fixed scalar: X25519 with any clamped scalar maps a
     /// low-order point (and only such a point) to the all-zero output.
     public var isLowOrder: Bool {
-        Sodium.ensureInitialized()
         var probe = [UInt8](repeating: 0, count: 32)
         probe[0] = 1
         var out = [UInt8](repeating: 0, count: 32)
-        let status = crypto_scalarmult(&out, probe, rawRepresentation)
-        return status != 0
+        return (try? Primitives.x25519(into: &out, scalar: probe, point: rawRepresentation)) == nil
     }
 
     /// A short, stable name for the key: hex of the first 16 bytes of its SHA-256.
     ///
     /// The distribution ledger records it to notice when a recipient's key changed.
     public var fingerprint: String {
-        Sodium.ensureInitialized()
-        var digest = [UInt8](repeating: 0, count: 32)
-        let status = crypto_hash_sha256(&digest, rawRepresentation, UInt64(rawRepresentation.count))
-        precondition(status == 0, "crypto_hash_sha256 failed")
-        return ByteEncoding.hex(digest.prefix(16))
+        ByteEncoding.hex(SHA256.hash(rawRepresentation).prefix(16))
     }
 
     public var description: String { "X25519PublicKey(\(base64))" }
@@ -99,18 +91,14 @@ public struct X25519PrivateKey: Sendable, Equatable, CustomStringConvertible, Cu
     /// - Throws: ``CryptoError/invalidEncoding`` or ``CryptoError/invalidKeyLength(expected:actual:)``.
     public init(base64: String) throws {
         var decoded = try ByteEncoding.bytes(base64: base64)
-        defer { decoded.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
+        defer { decoded.withUnsafeMutableBytes { Primitives.wipe($0) } }
         try self.init(rawRepresentation: SecureBytes(copying: decoded))
     }
 
     private init(validated key: SecureBytes) {
-        Sodium.ensureInitialized()
         self.key = key
         var publicBytes = [UInt8](repeating: 0, count: X25519PublicKey.byteCount)
-        let status = key.withUnsafeBytes { secret in
-            crypto_scalarmult_base(&publicBytes, secret.baseAddress!.assumingMemoryBound(to: UInt8.self))
-        }
-        precondition(status == 0, "crypto_scalarmult_base failed")
+        key.withUnsafeBytes { Primitives.backend.x25519Base(into: &publicBytes, scalar: $0.baseAddress!) }
         // Length is fixed above, so this cannot throw.
         self.publicKey = try! X25519PublicKey(rawRepresentation: publicBytes)
     }
@@ -140,15 +128,9 @@ enum X25519 {
         privateKey: UnsafeRawPointer,
         publicKey: UnsafeRawPointer
     ) throws {
-        Sodium.ensureInitialized()
-        let status = crypto_scalarmult(
-            output.assumingMemoryBound(to: UInt8.self),
-            privateKey.assumingMemoryBound(to: UInt8.self),
-            publicKey.assumingMemoryBound(to: UInt8.self)
-        )
-        // libsodium returns -1 exactly when the result is all zero (or the input is a known
-        // low-order encoding); the output buffer is wiped by the caller's SecureBytes.
-        guard status == 0 else { throw CryptoError.lowOrderPoint }
+        // An all-zero result (a low-order point) is refused; the caller's SecureBytes wipes
+        // the output either way.
+        try Primitives.x25519(into: output, scalar: privateKey, point: publicKey)
     }
 
     static func exchange(into output: UnsafeMutableRawPointer, privateKey: UnsafeRawPointer, publicKey: [UInt8]) throws

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ConformanceVectors
 import Foundation
+import SecretCrypto
 
 extension SyncCLI {
     struct Vectors: AsyncParsableCommand {
@@ -22,6 +23,9 @@ extension SyncCLI.Vectors {
                 Prints one line per file (<file>: <algorithm>: N passed, N failed), the tcId and \
                 comment of each failure, and a closing total line "N passed, N failed".
 
+                --backend runs every file on the named crypto backend: \(CryptoBackend.available.map(\.rawValue).joined(separator: " or ")) \
+                (default: \(CryptoBackend.processDefault.rawValue)). The two give the same results on every file.
+
                 Exit status: 0 when every test passed; 1 when a test failed; 2 when a file was \
                 unreadable, malformed or named an unknown algorithm (the other files still run).
                 """
@@ -30,8 +34,15 @@ extension SyncCLI.Vectors {
         @Argument(help: "Vector files (JSON, Wycheproof layout).", completion: .file(extensions: ["json"]))
         var files: [String]
 
+        @Option(help: "The crypto backend that computes the primitives.")
+        var backend: String?
+
         func validate() throws {
             guard !files.isEmpty else { throw ValidationError("Give at least one vector file.") }
+            if let backend, CryptoBackend(rawValue: backend)?.isAvailable != true {
+                let choices = CryptoBackend.available.map(\.rawValue).joined(separator: ", ")
+                throw ValidationError("Unknown crypto backend '\(backend)': this build has \(choices).")
+            }
         }
 
         func run() async throws {
@@ -40,7 +51,8 @@ extension SyncCLI.Vectors {
             var fileErrors = 0
             for path in files {
                 do {
-                    let report = try VectorVerifier.verify(path: path)
+                    let chosen = backend.flatMap(CryptoBackend.init(rawValue:)) ?? .processDefault
+                    let report = try CryptoBackend.with(chosen) { try VectorVerifier.verify(path: path) }
                     passed += report.passed
                     failed += report.failures.count
                     output(

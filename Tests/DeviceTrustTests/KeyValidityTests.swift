@@ -1,3 +1,4 @@
+#if canImport(CSodium)
 import CSodium
 import Foundation
 import SecretCrypto
@@ -103,3 +104,4 @@ struct KeyValidityTests {
         #expect(refused > 20)
     }
 }
+#endif

@@ -66,6 +66,87 @@ func answerFromNotification(payload: Data, store: DeviceStore, remote: any SyncR
     }
 }
 
+func openSharedStore(appGroupContainer: URL, keys: any DeviceKeyStore) throws -> DeviceStore {
+    try DeviceStore(directory: appGroupContainer.appendingPathComponent("session-sync"), keyStore: keys)
+}
+
+#if canImport(Security)
+import Security
+
+/// The device's keys as generic-password items of an access group the app and its
+/// notification service extension share; readable after the first unlock.
+struct KeychainKeyStore: DeviceKeyStore {
+    let service = "com.example.session-sync.keys"
+    let accessGroup: String // "TEAMID.com.example.shared"
+
+    struct Failure: Error { let status: OSStatus }
+
+    private func query(_ name: DeviceKeyName) -> [String: Any] {
+        [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
+            kSecAttrAccount as String: name.fileName, kSecAttrAccessGroup as String: accessGroup,
+            kSecUseDataProtectionKeychain as String: true,
+        ]
+    }
+
+    func key(_ name: DeviceKeyName) throws -> SecureBytes? {
+        var query = query(name)
+        query[kSecReturnData as String] = true
+        var item: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &item)
+        if status == errSecItemNotFound { return nil }
+        guard status == errSecSuccess, let data = item as? Data else { throw Failure(status: status) }
+        return SecureBytes(copying: data)
+    }
+
+    func createKey(_ name: DeviceKeyName, _ bytes: SecureBytes) throws {
+        var item = query(name)
+        item[kSecValueData as String] = bytes.withUnsafeBytes { Data($0) }
+        item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+        let status = SecItemAdd(item as CFDictionary, nil)
+        if status == errSecDuplicateItem { throw LocalStoreError(.identityExists, "\(name) exists") }
+        guard status == errSecSuccess else { throw Failure(status: status) }
+    }
+
+    func moveKey(_ source: DeviceKeyName, to target: DeviceKeyName) throws {
+        guard let bytes = try key(source) else { throw Failure(status: errSecItemNotFound) }
+        let update = [kSecValueData as String: bytes.withUnsafeBytes { Data($0) }]
+        let status = SecItemUpdate(query(target) as CFDictionary, update as CFDictionary)
+        if status == errSecItemNotFound {
+            try createKey(target, bytes)
+        } else if status != errSecSuccess {
+            throw Failure(status: status)
+        }
+        try removeKey(source)
+    }
+
+    func removeKey(_ name: DeviceKeyName) throws {
+        let status = SecItemDelete(query(name) as CFDictionary)
+        guard status == errSecSuccess || status == errSecItemNotFound else { throw Failure(status: status) }
+    }
+
+    func resetEpochs() throws -> [UInt32] {
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
+            kSecAttrAccessGroup as String: accessGroup, kSecUseDataProtectionKeychain as String: true,
+            kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true,
+        ]
+        var items: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &items)
+        if status == errSecItemNotFound { return [] }
+        guard status == errSecSuccess, let found = items as? [[String: Any]] else { throw Failure(status: status) }
+        return found.compactMap { item in
+            guard let account = item[kSecAttrAccount as String] as? String, account.hasPrefix("identity.reset."),
+                account.hasSuffix(".key")
+            else { return nil }
+            return UInt32(account.dropFirst("identity.reset.".count).dropLast(".key".count))
+        }.sorted()
+    }
+
+    func location(of name: DeviceKeyName) -> String { "the Keychain item \(service)/\(name.fileName)" }
+}
+#endif
+
 @Suite struct DocCArticleTests {
     static let catalogue = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources/PostLoginSync/PostLoginSync.docc")
@@ -85,6 +166,16 @@ func answerFromNotification(payload: Data, store: DeviceStore, remote: any SyncR
             }
         }
         #expect(blocks >= 5)
+    }
+
+    @Test func theSharedStoreOpensInTheAppAndItsExtension() async throws {
+        let container = FileManager.default.temporaryDirectory.appendingPathComponent("group-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: container) }
+        let keys = FileKeyStore(directory: container.appendingPathComponent("session-sync"))
+        let app = try openSharedStore(appGroupContainer: container, keys: keys)
+        let identity = try await app.createIdentity(name: "phone", deviceType: .iosPhone, role: .mobile)
+        let appExtension = try openSharedStore(appGroupContainer: container, keys: keys)
+        #expect(try await appExtension.deviceKey().publicKey == identity.publicKey)
     }
 
     @Test func theArticlesCodeRuns() async throws {

@@ -29,7 +29,7 @@ struct TrustLogRoot {
 
     func settle(_ state: TrustLogState, selfID: UUID) async throws -> Settled {
         let inForce = state.identityPublicKey
-        let nextPath = local.nextIdentityKeyPath
+        let nextPath = DeviceKeyName.nextIdentity
         if let next = try local.identitySeed(at: nextPath) {
             if next.publicKey == inForce && state.isRoot(selfID) {
                 try local.promoteIdentitySeed(from: nextPath)

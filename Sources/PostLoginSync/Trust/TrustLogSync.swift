@@ -57,20 +57,20 @@ struct TrustLogSync {
         let state = walked.state
         let identity = try await local.requireIdentity()
         for epoch in epochs {
-            let path = local.resetIdentityKeyPath(epoch: epoch)
-            if epoch == state.epoch, let seed = try local.identitySeed(at: path),
+            let name = DeviceKeyName.resetIdentity(epoch: epoch)
+            if epoch == state.epoch, let seed = try local.identitySeed(at: name),
                 seed.publicKey == state.identityPublicKey,
                 state.isRoot(identity.id)
             {
                 try await pin(walked)
-                try local.promoteIdentitySeed(from: path)
+                try local.promoteIdentitySeed(from: name)
                 for other in epochs where other != epoch {
-                    local.removeIdentitySeed(at: local.resetIdentityKeyPath(epoch: other))
+                    local.removeIdentitySeed(at: DeviceKeyName.resetIdentity(epoch: other))
                 }
                 return try await snapshot(state)
             }
             if epoch < state.epoch || state.vetoes.contains(where: { $0.epoch == epoch }) {
-                local.removeIdentitySeed(at: path)
+                local.removeIdentitySeed(at: name)
             }
         }
         return nil

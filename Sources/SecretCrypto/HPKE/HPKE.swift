@@ -1,8 +1,8 @@
-internal import CSodium
 import Foundation
 
 /// RFC 9180 Hybrid Public Key Encryption, suite A.2 only: DHKEM(X25519, HKDF-SHA256) (0x0020),
-/// HKDF-SHA256 (0x0001), ChaCha20-Poly1305 (0x0003), in all four modes, on libsodium.
+/// HKDF-SHA256 (0x0001), ChaCha20-Poly1305 (0x0003), in all four modes, over the crypto
+/// backend's primitives (``CryptoBackend``).
 ///
 /// ```swift
 /// // The recipient learns that `sender` sealed this (auth mode).
@@ -180,7 +180,7 @@ public enum HPKE {
         precondition(length <= hashByteCount, "one block at most")
         return SecureBytes(count: length) { out in
             withUnsafeTemporaryAllocation(byteCount: hashByteCount, alignment: 16) { block in
-                defer { sodium_memzero(block.baseAddress, block.count) }
+                defer { Primitives.wipe(block) }
                 let prefix: [UInt8] = [UInt8(length >> 8), UInt8(length & 0xFF)]
                 var counter: UInt8 = 1
                 prefix.withUnsafeBytes { prefix in
@@ -210,8 +210,7 @@ public enum HPKE {
     /// `ExtractAndExpand(dh, kem_context)`.
     static func sharedSecret(dh: SecureBytes, kemContext: [UInt8]) -> SecureBytes {
         let prk = labeledExtract(suite: kemSuite, salt: [UInt8](), label: "eae_prk", ikm: dh)
-        var keyed = prk.withUnsafeBytes { HMACKey($0) }
-        defer { keyed.wipe() }
+        let keyed = prk.withUnsafeBytes { HMACKey($0) }
         return labeledExpand(
             suite: kemSuite, keyed: keyed, label: "shared_secret", info: kemContext, length: hashByteCount)
     }
@@ -336,8 +335,7 @@ public enum HPKE {
         infoHash.withUnsafeBytes { context += $0 }
         let secret = labeledExtract(suite: hpkeSuite, salt: shared, label: "secret", ikm: pskBytes)
         // `secret` keys two or three expansions: keyed once.
-        var keyed = secret.withUnsafeBytes { HMACKey($0) }
-        defer { keyed.wipe() }
+        let keyed = secret.withUnsafeBytes { HMACKey($0) }
         return Schedule(
             key: labeledExpand(suite: hpkeSuite, keyed: keyed, label: "key", info: context, length: keyByteCount),
             baseNonce: labeledExpand(

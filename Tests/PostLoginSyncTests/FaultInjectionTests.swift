@@ -14,8 +14,9 @@ import Testing
 /// once, every envelope opens on the phones, the ledger equal to the remote.
 @Suite("Faults on the network", .serialized)
 struct FaultInjectionTests {
-    /// Rounds of the main test: 200, or `SYNC_FAULT_ROUNDS` (a longer soak by hand).
-    static let rounds = Int(ProcessInfo.processInfo.environment["SYNC_FAULT_ROUNDS"] ?? "") ?? 200
+    /// Rounds of the main test: 60 in `make test`, 200 in `make soak`, or `SYNC_FAULT_ROUNDS`.
+    static let rounds =
+        Int(ProcessInfo.processInfo.environment["SYNC_FAULT_ROUNDS"] ?? "") ?? Soak.rounds(quick: 60, soak: 200)
 
     struct Outcome {
         /// Rounds after which the ledger named a pair the remote did not hold.
@@ -149,11 +150,12 @@ struct FaultInjectionTests {
     }
 
     @Test(
-        "a push and a pull through a network that fails at random, 200 seeded rounds: the ledger never runs ahead, and all converges"
+        "a push and a pull through a network that fails at random, seeded rounds: the ledger never runs ahead, and all converges"
     )
     func seededRounds() async throws {
         guard !StackEnvironment.skipped else { return }
-        let outcome = try await scenario(seed: 0x5EED_2026, rounds: Self.rounds, broken: false)
+        let seed = Soak.seed(0x5EED_2026, suite: "fault proxy")
+        let outcome = try await scenario(seed: seed, rounds: Self.rounds, broken: false)
         #expect(
             outcome.ledgerAhead == 0, "the ledger named envelopes the remote lacked after \(outcome.ledgerAhead) rounds"
         )

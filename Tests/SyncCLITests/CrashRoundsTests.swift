@@ -19,16 +19,17 @@ import Testing
 /// backwards, and the desktop's ledger is exactly what the remote holds.
 @Suite("Killed at a random moment: nothing lost", .serialized)
 struct CrashRoundsTests {
-    @Test("200 rounds on the embedded remote")
+    @Test("rounds on the embedded remote (30; 200 in make soak)")
     func embedded() async throws {
-        let harness = try await CrashHarness(remote: .embedded, seed: 33)
-        try await harness.run(rounds: 200)
+        let harness = try await CrashHarness(remote: .embedded, seed: Soak.seed(33, suite: "kill rounds, embedded"))
+        try await harness.run(rounds: Soak.rounds(quick: 30, soak: 200))
     }
 
-    @Test("50 rounds on the PostgreSQL stack", .enabled(if: !StackEnvironment.skipped))
+    @Test("rounds on the PostgreSQL stack (10; 50 in make soak)", .enabled(if: !StackEnvironment.skipped))
     func stack() async throws {
-        let harness = try await CrashHarness(remote: .stack(try StackEnvironment.require()), seed: 3_300)
-        try await harness.run(rounds: 50)
+        let harness = try await CrashHarness(
+            remote: .stack(try StackEnvironment.require()), seed: Soak.seed(3_300, suite: "kill rounds, stack"))
+        try await harness.run(rounds: Soak.rounds(quick: 10, soak: 50))
     }
 }
 

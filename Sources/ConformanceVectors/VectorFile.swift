@@ -485,6 +485,9 @@ public enum VectorLoader {
     /// - Throws: ``VectorFileError``.
     public static func read(path: String) throws -> (data: Data, algorithm: VectorAlgorithm) {
         let data: Data
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw VectorFileError(code: .unreadable, path: path, detail: "no such file")
+        }
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {

@@ -43,6 +43,14 @@ public enum ApprovalOutcome: Sendable, Hashable, CustomStringConvertible {
         case .cancelled: "cancelled"
         }
     }
+
+    /// The outcome as the end of a sentence about the request: "was approved by …", "expired".
+    public var sentence: String {
+        switch self {
+        case .approved, .denied, .cancelled: "was \(description)"
+        case .expired: "expired"
+        }
+    }
 }
 
 /// An answer the asking desktop refused: the server's row said decided, but the signed decision
@@ -111,6 +119,30 @@ public struct ApprovalCenter: Sendable {
 
     // MARK: - Asking (the desktop that runs the session)
 
+    /// Checks, without asking anything, that this device can ask about `session`: it is a
+    /// desktop and runs that session. ``request(session:tool:summary:detail:timeout:pollInterval:onRefused:)``
+    /// makes the same checks first; a caller that says "asking…" before the wait calls this
+    /// before saying it.
+    ///
+    /// - Throws: ``SyncError`` `.wrongRole` on a phone, `.unknownSession` for a session another
+    ///   device runs.
+    public func checkCanAsk(session: UUID) async throws {
+        let identity = try await local.requireIdentity()
+        guard identity.role == .desktop else {
+            throw SyncError(
+                code: .wrongRole,
+                message: "approval requests are asked by the desktop that runs the session; this store is a phone's")
+        }
+        do {
+            _ = try await local.ownSealedSecret(sessionID: session)
+        } catch let error as LocalStoreError where error.code == .notFound {
+            throw SyncError(
+                code: .unknownSession,
+                message:
+                    "session \(session.canonical) is not one this device runs: ask from the desktop that started it")
+        }
+    }
+
     /// Asks the user's other devices whether the agent may run `tool`, and waits for a verified
     /// answer, the request's end, or cancellation.
     ///
@@ -137,6 +169,7 @@ public struct ApprovalCenter: Sendable {
     ) async throws -> ApprovalOutcome {
         guard Self.timeouts.contains(timeout) else { throw CryptoError.invalidApprovalContent }
         let content = try ApprovalContent(tool: tool, summary: summary, detail: detail)
+        try await checkCanAsk(session: session)
         let approvals = try approvals()
         _ = try await trust()
         let identity = try await local.requireIdentity()
@@ -340,6 +373,11 @@ public struct ApprovalCenter: Sendable {
         _ = try await trust()
         let user = try await signedInUser()
         guard request.userID == user else { throw CryptoError.authenticationFailure }
+        guard request.requesterDeviceID != (try await local.requireIdentity().id) else {
+            throw SyncError(
+                code: .wrongRole, message: "this device asked this question: answer it on another of the user's devices"
+            )
+        }
         let secret = try await local.openReceived(sessionID: request.sessionID, generation: request.generation).secret
         let context = ApprovalRequestContext(
             userID: user, sessionID: request.sessionID, requestID: request.id,

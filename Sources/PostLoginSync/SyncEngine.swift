@@ -173,7 +173,8 @@ public struct SyncEngine: Sendable {
             throw SyncError(
                 code: .wrongRole,
                 message:
-                    "this store is a \(identity.role.rawValue); it \(identity.role == .desktop ? "pushes" : "pulls")")
+                    "this store is a \(identity.role == .desktop ? "desktop's" : "phone's"); it \(identity.role == .desktop ? "pushes" : "pulls")"
+            )
         }
         guard let user = identity.userID else {
             throw SyncError(code: .notLoggedIn, message: "this store is not logged in; run `sync-cli login` first")

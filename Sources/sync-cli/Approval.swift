@@ -159,7 +159,8 @@ extension SyncCLI.Approval {
             let question = try readQuestion()
             let context = try await ApprovalContext(storeOptions, remoteOptions)
             let id = try resolveID(session, among: try await context.store.sessions().map(\.id), kind: "session")
-            if !json { output("Asked the user's other devices; waiting up to \(timeout) s for an answer...") }
+            try await context.run { try await $0.checkCanAsk(session: id) }
+            if !json { output("Asking the user's other devices; waiting up to \(timeout) s for an answer...") }
             let (tool, summary, detail, timeout) = (question.tool, question.summary, question.detail ?? "", timeout)
             let asking = Task {
                 try await context.run { center in
@@ -189,7 +190,7 @@ extension SyncCLI.Approval {
                 object["deviceId"] = outcome.device?.canonical
                 try printJSON(object)
             } else {
-                output("The request was \(outcome).")
+                output("The request \(outcome.sentence).")
             }
             switch outcome {
             case .approved: return

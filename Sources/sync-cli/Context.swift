@@ -73,7 +73,7 @@ enum RemoteFactory {
             return try embedded(path: String(address.dropFirst("embedded:".count)), userID: user, signedInAt: signedIn)
         }
         guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
-            throw CLIError("--remote must be an http(s) Supabase project URL or embedded:PATH")
+            throw UsageError.remote(address)
         }
         let apiKey = try anonKey()
         let provider: AccessTokenProvider
@@ -98,7 +98,7 @@ enum RemoteFactory {
     /// empty remote somewhere), and a file it creates is readable by its owner only.
     static func embedded(path: String, userID: UUID, signedInAt: Date? = nil) throws -> EmbeddedRemoteStore {
         guard !path.isEmpty else {
-            throw CLIError("embedded: needs a file path, for example embedded:/path/to/remote.sqlite")
+            throw UsageError("embedded: needs a file path, for example embedded:/path/to/remote.sqlite")
         }
         let url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
@@ -132,6 +132,22 @@ struct CLIError: Error, CustomStringConvertible {
     init(_ message: String) { description = message }
 }
 
+/// A command given wrongly (a value of the wrong form, a required option missing): exit 64, as
+/// ArgumentParser's own validation errors, without the usage text.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ message: String) { description = message }
+
+    /// `--remote` names neither an http(s) URL nor `embedded:PATH`; a near miss of `embedded:` is named.
+    static func remote(_ address: String) -> UsageError {
+        let scheme = address.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+        if scheme != "embedded", editDistance(scheme.lowercased(), "embedded") <= 2 {
+            return UsageError("--remote \(address): did you mean embedded:\(address.dropFirst(scheme.count + 1))?")
+        }
+        return UsageError("--remote must be an http(s) Supabase project URL or embedded:PATH")
+    }
+}
+
 /// A secret typed by the person (a password, a pairing code): from the environment variable
 /// `environment`, else a prompt without echo on a terminal, else one line of standard input.
 /// Never from a flag or an argument: those show in `ps` and `/proc` to other local users.
@@ -162,8 +178,11 @@ func output(_ text: String) {
 }
 
 /// Resolves a session or repository given as an id or an unambiguous id prefix.
-func resolveID(_ text: String, among ids: [UUID], kind: String) throws -> UUID {
+func resolveID(_ text: String, among ids: [UUID], kind: String, minimumPrefix: Int = 1) throws -> UUID {
     if let id = UUID.parse(text), ids.contains(id) { return id }
+    guard text.count >= minimumPrefix else {
+        throw UsageError("give at least \(minimumPrefix) characters of the \(kind) id")
+    }
     let matches = ids.filter { $0.canonical.hasPrefix(text.lowercased()) }
     guard matches.count == 1 else {
         throw CLIError(

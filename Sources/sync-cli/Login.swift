@@ -39,18 +39,18 @@ extension SyncCLI {
             let userID: UUID
             if address.hasPrefix("embedded:") {
                 if let user {
-                    guard let parsed = UUID.parse(user) else { throw CLIError("--user must be a UUID") }
+                    guard let parsed = UUID.parse(user) else { throw UsageError("--user must be a UUID") }
                     userID = parsed
                 } else if let email, !email.isEmpty {
                     userID = Self.embeddedUser(email: email)
                 } else {
-                    throw CLIError("the embedded remote needs --email or --user")
+                    throw UsageError("the embedded remote needs --email or --user")
                 }
                 // The path is checked now (its directory must exist), not at the first sync.
                 _ = try RemoteFactory.embedded(path: String(address.dropFirst("embedded:".count)), userID: userID)
             } else {
                 guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
-                    throw CLIError("--remote must be an http(s) Supabase project URL or embedded:PATH")
+                    throw UsageError.remote(address)
                 }
                 if let token = ProcessInfo.processInfo.environment["SYNC_ACCESS_TOKEN"], !token.isEmpty {
                     guard let subject = Self.subject(ofJWT: token) else {
@@ -58,7 +58,7 @@ extension SyncCLI {
                     }
                     userID = subject
                 } else {
-                    guard let email, !email.isEmpty else { throw CLIError("give --email (or set $SYNC_EMAIL)") }
+                    guard let email, !email.isEmpty else { throw UsageError("give --email (or set $SYNC_EMAIL)") }
                     let password = try Self.readPassword()
                     let auth = SupabaseAuth(projectURL: url, apiKey: try RemoteFactory.anonKey())
                     let session = try await auth.signIn(email: email, password: password)
@@ -75,9 +75,15 @@ extension SyncCLI {
             if address.hasPrefix("embedded:") {
                 try await store.setSetting(.embeddedSignedInAt, Int64(Date().timeIntervalSince1970))
             }
-            output(
-                "Logged in as user \(userID.canonical) on \(address.hasPrefix("embedded:") ? address : URL(string: address)?.host ?? address)"
-            )
+            output("Logged in as user \(userID.canonical) on \(Self.shown(address))")
+        }
+
+        /// The remote as the login line names it: `embedded:PATH`, or the URL's host with its port.
+        static func shown(_ address: String) -> String {
+            guard !address.hasPrefix("embedded:"), let url = URL(string: address), let host = url.host else {
+                return address
+            }
+            return url.port.map { "\(host):\($0)" } ?? host
         }
 
         /// The same user id for the same email, on every device (embedded remote only).

@@ -18,7 +18,7 @@ extension SyncCLI {
             )
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
-            @Argument(help: "The session's id or an unambiguous prefix.") var session: String
+            @Argument(help: "The session's id or an unambiguous prefix of at least 8 characters.") var session: String
             @Flag(help: "Print the secret itself.") var reveal = false
             @Option(help: "An earlier generation of the secret (after a rotation); default: the current one.")
             var generation: UInt32?
@@ -44,7 +44,8 @@ extension SyncCLI {
             func run() async throws {
                 let store = try storeOptions.open()
                 let identity = try await store.requireIdentity()
-                let id = try resolveID(session, among: try await store.sessions().map(\.id), kind: "session")
+                let id = try resolveID(
+                    session, among: try await store.sessions().map(\.id), kind: "session", minimumPrefix: 8)
                 let generations = try await store.secretGenerations(sessionID: id)
                 let others = generations.filter { $0 != generation }
                 let also =

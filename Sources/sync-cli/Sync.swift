@@ -11,6 +11,8 @@ enum SyncExit {
     static let error: Int32 = 1
     static let partial: Int32 = 2
     static let failure: Int32 = 3
+    /// Ctrl-C (SIGINT) or SIGTERM: what was written stays, the next sync takes the rest.
+    static let interrupted: Int32 = 130
 
     static let help = """
         Exit status: 0 everything synced; 2 partial success (some rows, devices or phases \
@@ -19,7 +21,7 @@ enum SyncExit {
         initialised or logged in, store busy, bad key file); 64 a usage mistake; 4 the trust \
         log does not verify, was forked or cut, or the identity was reset (nothing was sealed \
         or accepted; the other phases ran and the report says which), or in legacy mode the \
-        identity key changed (nothing ran): compare `trust status` across devices, or re-pair.
+        identity key changed (nothing ran): compare `trust status` across devices, or re-pair;         130 interrupted (Ctrl-C or SIGTERM; the next sync resumes).
         """
 }
 
@@ -110,12 +112,26 @@ enum SyncRunner {
         let identity = try await store.requireIdentity()
         if let direction, direction != identity.role {
             throw CLIError(
-                "this store is a \(identity.role.rawValue): use `sync-cli \(identity.role == .desktop ? "push" : "pull")` (or `sync`)"
+                "this store is a \(identity.role == .desktop ? "desktop's" : "phone's"): use `sync-cli \(identity.role == .desktop ? "push" : "pull")` (or `sync`)"
             )
         }
         let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
         let engine = SyncEngine(local: store, remote: remote, options: options.options)
         let printer = ProgressPrinter()
+        // Ctrl-C and SIGTERM end the run at once: every write is a transaction, and the next
+        // sync finds what this one did not finish (the kill rounds show nothing is lost).
+        let interrupts = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                printer.finish()
+                printError("interrupted: the next sync resumes where this one stopped")
+                exit(SyncExit.interrupted)
+            }
+            source.resume()
+            return source
+        }
+        defer { interrupts.forEach { $0.cancel() } }
         let report: SyncReport
         do {
             report = try await engine.sync(progress: options.json ? nil : printer.handle)

@@ -37,6 +37,10 @@ struct SyncCLI: AsyncParsableCommand {
     /// Runs the command; a remote failure that escapes it is printed with what to check next.
     static func main() async {
         limitMallocArenas()
+        if let unknown = unknownSubcommand(Array(CommandLine.arguments.dropFirst())) {
+            printError("Error: \(unknown)")
+            exit(withError: ExitCode(64))
+        }
         do {
             var command = try parseAsRoot()
             if var command = command as? AsyncParsableCommand {
@@ -44,6 +48,9 @@ struct SyncCLI: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+        } catch let error as UsageError {
+            printError("Error: \(error)")
+            exit(withError: ExitCode(64))
         } catch let error as RemoteStoreError {
             printError("Error: \(error)")
             if let hint = remoteHint(error.code.description) { printError(hint) }
@@ -52,6 +59,50 @@ struct SyncCLI: AsyncParsableCommand {
             exit(withError: error)
         }
     }
+}
+
+/// A message for a subcommand name that names none, with the nearest one, or `nil` when the
+/// arguments name known subcommands all the way (their flags are ArgumentParser's to judge).
+///
+/// ArgumentParser reads an unknown word as the first positional argument of the command before
+/// it, so `sync-cli pul --store X` was told "Unknown option '--store'". A command with a default
+/// subcommand takes positional arguments, so a word after it is not judged here.
+func unknownSubcommand(_ arguments: [String]) -> String? {
+    var command: any ParsableCommand.Type = SyncCLI.self
+    var path = ["sync-cli"]
+    for argument in arguments {
+        let configuration = command.configuration
+        guard !configuration.subcommands.isEmpty, configuration.defaultSubcommand == nil,
+            !argument.hasPrefix("-"), argument != "help"
+        else { return nil }
+        let names = configuration.subcommands.map { ($0._commandName, $0) }
+        if let next = names.first(where: { $0.0 == argument || $0.1.configuration.aliases.contains(argument) }) {
+            command = next.1
+            path.append(argument)
+            continue
+        }
+        let here = path.joined(separator: " ")
+        let nearest = names.map { ($0.0, editDistance($0.0, argument)) }.min { $0.1 < $1.1 }
+        if let nearest, nearest.1 <= max(1, argument.count / 3) {
+            return "unknown command '\(argument)': did you mean `\(here) \(nearest.0)`? (`\(here) --help` lists them)"
+        }
+        return "unknown command '\(argument)' (`\(here) --help` lists them)"
+    }
+    return nil
+}
+
+/// The Levenshtein distance between two short words.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    var previous = Array(0...b.count)
+    for i in 1...max(a.count, 1) where !a.isEmpty {
+        var current = [i] + [Int](repeating: 0, count: b.count)
+        for j in 1...max(b.count, 1) where !b.isEmpty {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return a.isEmpty ? b.count : previous[b.count]
 }
 
 /// Caps glibc's malloc arenas at two. glibc gives every thread that allocates at once an arena

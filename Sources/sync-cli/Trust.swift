@@ -60,8 +60,10 @@ extension SyncCLI {
 }
 
 enum TrustCommand {
-    /// Shows a recovery key once, with what to do with it.
+    /// Shows a recovery key once, with what to do with it. Its QR code is drawn only on a
+    /// terminal: in a pipe or a log it would be the key again, in a form nobody reads there.
     static func show(_ key: RecoveryKey, qr: Bool) throws {
+        let qr = qr && isatty(STDOUT_FILENO) == 1
         output("")
         output("Recovery key (write it down and keep it somewhere safe; it is shown only now):")
         output("")

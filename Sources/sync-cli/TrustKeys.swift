@@ -67,7 +67,7 @@ extension SyncCLI.Trust {
                 output("Identity fingerprint: \(started.fingerprint)")
                 output("Trust log head: \(started.head)")
                 if let recoveryKey = started.recoveryKey {
-                    try TrustCommand.show(recoveryKey, qr: !noQr && isatty(STDOUT_FILENO) == 1)
+                    try TrustCommand.show(recoveryKey, qr: !noQr)
                 }
                 output(
                     "Pair another device: `sync-cli trust invite` here, then `sync-cli trust join` there (it asks for the code)."

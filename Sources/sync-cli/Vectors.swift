@@ -71,7 +71,8 @@ extension SyncCLI.Vectors {
                     printError("error: \(error)")
                 }
             }
-            output("\(passed) passed, \(failed) failed")
+            let unread = fileErrors == 0 ? "" : "; \(fileErrors) of \(files.count) files not verified (see above)"
+            output("\(passed) passed, \(failed) failed\(unread)")
             if fileErrors > 0 { throw ExitCode(2) }
             if failed > 0 { throw ExitCode(1) }
         }

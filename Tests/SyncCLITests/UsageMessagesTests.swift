@@ -1,0 +1,108 @@
+import Foundation
+import SyncTestSupport
+import TestStack
+import Testing
+
+/// The first day, round 2 (issue 52): a mistake gets exit 64 and a message that points the right
+/// way; a message says what happened, not what was about to.
+@Suite("sync-cli: usage mistakes and messages that point the right way")
+struct UsageMessagesTests {
+    @Test("a mistyped subcommand is named with the nearest one (7); exit 64")
+    func mistypedSubcommand() async throws {
+        let cli = try CLI()
+        let pull = try await cli.run(["pul", "--store", cli.store("x")])
+        #expect(pull.status == 64 && pull.err.contains("did you mean `sync-cli pull`?"), "\(pull.err)")
+        #expect(!pull.err.contains("Unknown option"))
+        let approve = try await cli.run(["trust", "aprove", "--store", cli.store("x")])
+        #expect(approve.status == 64 && approve.err.contains("did you mean `sync-cli trust approve`?"))
+        let nothing = try await cli.run(["frobnicate"])
+        #expect(nothing.status == 64 && nothing.err.contains("unknown command 'frobnicate'"))
+        #expect(!nothing.err.contains("did you mean"))
+        // Known words all the way, and arguments after a leaf, are ArgumentParser's to judge.
+        #expect(try await cli.run(["vectors", "verify", "--help"]).status == 0)
+    }
+
+    @Test("login: a malformed --user, a mistyped embedded: and a missing --email exit 64 (6); the port is shown (13)")
+    func loginUsage() async throws {
+        let cli = try CLI()
+        let store = cli.store("d")
+        #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "laptop"]).status == 0)
+        let user = try await cli.run(["login", "--store", store, "--user", "not-a-uuid"])
+        #expect(user.status == 64 && user.err.contains("--user must be a UUID"))
+        let typo = try await cli.run(["login", "--store", store, "--remote", "embeded:/x/remote.sqlite"])
+        #expect(typo.status == 64 && typo.err.contains("did you mean embedded:/x/remote.sqlite?"), "\(typo.err)")
+        let bare = try await cli.run(["login", "--store", store], environment: ["SYNC_EMAIL": ""])
+        #expect(bare.status == 64 && bare.err.contains("needs --email or --user"))
+        let token =
+            "eyJhbGciOiJIUzI1NiJ9." + StackEnvironment.base64URL(Data(#"{"sub":"\#(UUID().canonical)"}"#.utf8))
+            + ".c2ln"
+        let port = try await cli.run(
+            ["login", "--store", store, "--remote", "http://127.0.0.1:54321"],
+            environment: ["SUPABASE_ANON_KEY": "anon", "SYNC_ACCESS_TOKEN": token])
+        #expect(port.status == 0 && port.out.contains(" on 127.0.0.1:54321"), "\(port.out) \(port.err)")
+    }
+
+    @Test("trust init in a pipe prints the recovery key without its QR block (13)")
+    func recoveryKeyQRNotInAPipe() async throws {
+        let cli = try CLI()
+        let store = cli.store("d")
+        #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try await cli.run(["login", "--store", store, "--email", "q@example.com"]).status == 0)
+        let started = try await cli.run(["trust", "init", "--store", store])
+        #expect(started.status == 0 && started.out.contains("Recovery key"), "\(started.err)")
+        #expect(!started.out.contains("█") && !started.out.contains("▀") && !started.out.contains("▄"))
+    }
+
+    @Test("Ctrl-C during a push exits 130 and says the next sync resumes (6)")
+    func interruptedPush() async throws {
+        let cli = try CLI()
+        // A server that never answers: the push waits on its first request.
+        let silent = try HostileServer { _, _ in }
+        defer { silent.stop() }
+        let store = cli.store("d")
+        let environment = try await DiskCLITests.loggedIn(cli, store, server: silent)
+        let push = try SpawnedChild(
+            CLI.path, ["push", "--store", store], environment: cli.environment(environment),
+            workingDirectory: cli.directory, stdin: nil)
+        try await Task.sleep(for: .seconds(1))
+        push.kill(SIGINT)
+        let status = try await offThePool { SpawnedChild.exitCode(try push.wait()) }
+        #expect(status == 130 && push.errors.contains("interrupted: the next sync resumes"), "\(push.errors)")
+    }
+
+    @Test("vectors verify names a missing file and says the files were not verified (6)")
+    func missingVectorFile() async throws {
+        let cli = try CLI()
+        let missing = try await cli.run(["vectors", "verify", "/nonexistent.json"])
+        #expect(missing.status == 2 && missing.err.contains("/nonexistent.json: cannot read file: no such file"))
+        #expect(missing.out.contains("0 passed, 0 failed; 1 of 1 files not verified"))
+    }
+
+    @Test(
+        "secrets show wants 8 characters of the id (13); approval request on a phone refuses before saying it asked, and an answer on the asking desktop says to answer elsewhere (9)"
+    )
+    func approvalsAndSecrets() async throws {
+        let cli = try CLI()
+        let session = try await ApprovalCLITests.paired(cli)
+        let short = try await cli.run(["secrets", "show", "--store", cli.store("p"), String(session.prefix(7))])
+        #expect(short.status == 64 && short.err.contains("at least 8 characters"))
+        let enough = try await cli.run(["secrets", "show", "--store", cli.store("p"), String(session.prefix(8))])
+        #expect(enough.status == 0, "\(enough.err)")
+
+        let question = #"{"tool": "Bash", "summary": "npm test"}"#
+        let onPhone = try await cli.run(
+            ["approval", "request", "--store", cli.store("p"), session, "--from-file", "-"], stdin: question)
+        #expect(onPhone.status == 1 && onPhone.err.contains("asked by the desktop that runs the session"))
+        #expect(!onPhone.out.contains("Asking"), "it said it asked before it refused: \(onPhone.out)")
+
+        let asked = ApprovalCLITests.ask(
+            cli, ["approval", "request", "--store", cli.store("d"), session, "--from-file", "-", "--timeout", "30"],
+            stdin: question)
+        let request = try await ApprovalCLITests.pending(cli)
+        let own = try await cli.run(["approval", "answer", "--store", cli.store("d"), request, "approve"])
+        #expect(own.status == 1 && own.err.contains("answer it on another of the user's devices"), "\(own.err)")
+        #expect(!own.err.contains("generation"))
+        #expect(try await cli.run(["approval", "answer", "--store", cli.store("p"), request, "deny"]).status == 0)
+        #expect(try await asked.value.status == 5)
+    }
+}

@@ -68,6 +68,8 @@ struct SyncCLI: AsyncParsableCommand {
 /// it, so `sync-cli pul --store X` was told "Unknown option '--store'". A command with a default
 /// subcommand takes positional arguments, so a word after it is not judged here.
 func unknownSubcommand(_ arguments: [String]) -> String? {
+    // Help asked for anywhere is ArgumentParser's to give, for the nearest command it knows.
+    if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) { return nil }
     var command: any ParsableCommand.Type = SyncCLI.self
     var path = ["sync-cli"]
     for argument in arguments {

@@ -7,6 +7,26 @@ import Testing
 /// way; a message says what happened, not what was about to.
 @Suite("sync-cli: usage mistakes and messages that point the right way")
 struct UsageMessagesTests {
+    /// The phone's pending request, once the desktop's is there; the desktop's output if it ended
+    /// first. Waits up to two minutes: under a full suite the asking process may wait for a slot.
+    static func pending(
+        _ cli: CLI, _ asked: Task<(status: Int32, out: String, err: String), Error>
+    ) async throws -> String {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while ContinuousClock.now < deadline {
+            let listed = try await cli.run(["approval", "list", "--store", cli.store("p"), "--pending", "--json"])
+            if let items = try? JSONSerialization.jsonObject(with: Data(listed.out.utf8)) as? [[String: Any]],
+                let id = items.first?["requestId"] as? String
+            {
+                return id
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let ended = try await asked.value
+        Issue.record("no pending request; the desktop's request ended \(ended.status): \(ended.err)")
+        throw CancellationError()
+    }
+
     @Test("a mistyped subcommand is named with the nearest one (7); exit 64")
     func mistypedSubcommand() async throws {
         let cli = try CLI()
@@ -96,9 +116,9 @@ struct UsageMessagesTests {
         #expect(!onPhone.out.contains("Asking"), "it said it asked before it refused: \(onPhone.out)")
 
         let asked = ApprovalCLITests.ask(
-            cli, ["approval", "request", "--store", cli.store("d"), session, "--from-file", "-", "--timeout", "30"],
+            cli, ["approval", "request", "--store", cli.store("d"), session, "--from-file", "-", "--timeout", "120"],
             stdin: question)
-        let request = try await ApprovalCLITests.pending(cli)
+        let request = try await Self.pending(cli, asked)
         let own = try await cli.run(["approval", "answer", "--store", cli.store("d"), request, "approve"])
         #expect(own.status == 1 && own.err.contains("answer it on another of the user's devices"), "\(own.err)")
         #expect(!own.err.contains("generation"))

@@ -220,13 +220,13 @@ info() {
   environment   source $STACK_DIR/stack.env
 
   A user token (GoTrue-style):
-    curl -s -X POST $SYNC_STACK_URL/auth/v1/signup -H 'Content-Type: application/json' \\
-         -d '{"email":"you@example.com","password":"choose-a-password"}'
-    curl -s -X POST "$SYNC_STACK_URL/auth/v1/token?grant_type=password" -H 'Content-Type: application/json' \\
-         -d '{"email":"you@example.com","password":"choose-a-password"}'
+    curl -s -X POST "$SYNC_STACK_URL/auth/v1/signup" -H "apikey: $SYNC_STACK_ANON_KEY" \\
+         -H 'Content-Type: application/json' -d '{"email":"you@example.com","password":"choose-a-password"}'
+    curl -s -X POST "$SYNC_STACK_URL/auth/v1/token?grant_type=password" -H "apikey: $SYNC_STACK_ANON_KEY" \\
+         -H 'Content-Type: application/json' -d '{"email":"you@example.com","password":"choose-a-password"}'
   then send  apikey: <apikey>  and  Authorization: Bearer <access_token>.
 
-  Stop it with: make stack-stop
+  Stop it with: STACK_DIR=$STACK_DIR $0 stop
 INFO
 }
 

@@ -105,7 +105,7 @@ extension SyncEngine {
         /// The verified trust in force (mode `verified`), or `nil`.
         var trust: TrustSnapshot?
         /// The trust failed to verify: envelopes are not accepted (the phase fails with it).
-        var trustFailure: SyncError?
+        var trustFailure: (any Error & Sendable)?
         /// The feed's answer, when the remote has a feed.
         var changes: PullChanges?
         /// The cursor the feed was asked from.

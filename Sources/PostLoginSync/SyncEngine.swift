@@ -159,6 +159,9 @@ public struct SyncEngine: Sendable {
         let lease = try await local.acquireSyncLease(purpose: purpose, timeout: options.leaseTimeout)
         do {
             let (identity, user) = try await signedIn(role: role)
+            // A device key that cannot be used (too open, missing, another user's) stops the sync
+            // before any phase runs, rather than failing the phases that need it one by one.
+            _ = try await local.deviceKey()
             return (identity, user, lease)
         } catch {
             lease.release()
@@ -196,7 +199,8 @@ public struct SyncEngine: Sendable {
         var mode: TrustMode
         var snapshot: TrustSnapshot?
         var summary: TrustSummary
-        var failure: SyncError?
+        /// A ``SyncError`` of verification, or the ``RemoteStoreError`` of a server that could not be asked.
+        var failure: (any Error & Sendable)?
 
         /// Throws the failure, in the phases that seal or accept envelopes.
         func requireVerified() throws {
@@ -212,11 +216,17 @@ public struct SyncEngine: Sendable {
     ///   `.noIdentity` (mode `verified` asked for without a pinned identity); remote errors.
     func trustContext(phase: SyncPhase, selfID: UUID, reported: TrustLogHead?? = .none) async throws -> TrustContext {
         var snapshot: TrustSnapshot?
-        var failure: SyncError?
+        var failure: (any Error & Sendable)?
         do {
             snapshot = try await TrustSnapshot.load(
                 local: local, remote: remote, phase: phase, options: options, reported: reported)
         } catch let error as SyncError where Self.failsClosed.contains(error.code) {
+            failure = error
+            logger?.warning("trust: \(error)")
+        } catch let error as RemoteStoreError where Self.unreachable.contains(error.code) {
+            // The server could not be asked (down, refusing, signed out): the phases that seal or
+            // accept fail with that, closed, and the others run and meet the same server, so a
+            // dead server is a report whose phases failed (exit 3), whatever the trust mode.
             failure = error
             logger?.warning("trust: \(error)")
         }
@@ -239,7 +249,9 @@ public struct SyncEngine: Sendable {
             summary.note =
                 "this device was revoked: it receives no secrets (pair it again from a new store)"
         }
-        if let failure { summary.note = failure.message }
+        if let failure {
+            summary.note = (failure as? SyncError)?.message ?? "the trust log could not be read: \(failure)"
+        }
         if !pinned, let note = try await trustLogAbsence() { summary.note = note }
         return TrustContext(mode: mode, snapshot: snapshot, summary: summary, failure: failure)
     }
@@ -265,6 +277,9 @@ public struct SyncEngine: Sendable {
     }
 
     /// The verification failures that fail closed while a sync's other phases run.
+    /// Remote failures that say the server could not be asked, not that it answered wrongly.
+    static let unreachable: [RemoteStoreError.Code] = [.network, .http, .unauthorized]
+
     static let failsClosed: Set<SyncError.Code> = [
         .trustLogInvalid, .trustLogForked, .trustLogTruncated, .identityReset,
     ]

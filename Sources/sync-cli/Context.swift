@@ -95,8 +95,14 @@ enum RemoteFactory {
     }
 
     /// The embedded remote at `path`: its directory must exist (a typo must not create a new,
-    /// empty remote somewhere), and a file it creates is readable by its owner only.
-    static func embedded(path: String, userID: UUID, signedInAt: Date? = nil) throws -> EmbeddedRemoteStore {
+    /// empty remote somewhere), and a file it creates is readable by its owner only. Only `login`
+    /// creates one (`create`); every other command names a missing file, since a new, empty remote
+    /// would then say the identity changed and advise re-pairing against the wrong remote.
+    static func embedded(
+        path: String, userID: UUID, signedInAt: Date? = nil, create: Bool = false
+    ) throws
+        -> EmbeddedRemoteStore
+    {
         guard !path.isEmpty else {
             throw UsageError("embedded: needs a file path, for example embedded:/path/to/remote.sqlite")
         }
@@ -113,6 +119,11 @@ enum RemoteFactory {
         }
         // Made 0600 before SQLite opens it: its journal files take the database file's mode.
         if !FileManager.default.fileExists(atPath: path) {
+            guard create else {
+                throw CLIError(
+                    "there is no embedded remote at \(path): check --remote and $SYNC_REMOTE (`sync-cli status` "
+                        + "shows the one login saved); `sync-cli login --remote embedded:\(path)` creates a new one")
+            }
             _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
         return try EmbeddedRemoteStore(path: path, userID: userID, signedInAt: signedInAt)

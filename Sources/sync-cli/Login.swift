@@ -47,7 +47,8 @@ extension SyncCLI {
                     throw UsageError("the embedded remote needs --email or --user")
                 }
                 // The path is checked now (its directory must exist), not at the first sync.
-                _ = try RemoteFactory.embedded(path: String(address.dropFirst("embedded:".count)), userID: userID)
+                _ = try RemoteFactory.embedded(
+                    path: String(address.dropFirst("embedded:".count)), userID: userID, create: true)
             } else {
                 guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
                     throw UsageError.remote(address)

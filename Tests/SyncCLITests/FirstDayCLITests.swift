@@ -35,7 +35,11 @@ struct FirstDayCLITests {
         #expect(
             try await cli.run(["login", "--store", store, "--remote", "embedded:" + remote, "--email", "a@b.c"]).status
                 == 0)
-        #expect(try await cli.run(["push", "--store", store]).status == 0)
+        // The environment's remote ($SYNC_REMOTE, which the test's CLI sets) would be read first;
+        // only `login` creates one, so the push names the one login made.
+        #expect(
+            try await cli.run(["push", "--store", store], environment: ["SYNC_REMOTE": "embedded:" + remote]).status
+                == 0)
         let mode = try FileManager.default.attributesOfItem(atPath: remote)[.posixPermissions] as? NSNumber
         #expect(mode?.intValue == 0o600)
     }

@@ -90,6 +90,73 @@ struct UsageMessagesTests {
         #expect(status == 130 && push.errors.contains("interrupted: the next sync resumes"), "\(push.errors)")
     }
 
+    @Test(
+        "a mistyped embedded remote is named, not created (3); a too-open device.key stops the sync before it runs (6)")
+    func embeddedTypoAndOpenKey() async throws {
+        let cli = try CLI()
+        let session = try await ApprovalCLITests.paired(cli)
+        let other = cli.directory.appendingPathComponent("other.sqlite").path
+        let typo = try await cli.run(["pull", "--store", cli.store("p"), "--remote", "embedded:" + other])
+        #expect(typo.status == 1 && typo.err.contains("there is no embedded remote at \(other)"), "\(typo.err)")
+        #expect(!typo.err.contains("re-pair") && !FileManager.default.fileExists(atPath: other))
+
+        let key = cli.store("d") + "/device.key"
+        chmod(key, 0o644)
+        let open = try await cli.run(["push", "--store", cli.store("d"), "--json"])
+        #expect(open.status == 1 && open.err.contains("too open"), "\(open.status) \(open.err)")
+        chmod(key, 0o600)
+        #expect(try await cli.run(["push", "--store", cli.store("d")]).status == 0)
+        let phoneKey = cli.store("p") + "/device.key"
+        chmod(phoneKey, 0o640)
+        let pulled = try await cli.run(["pull", "--store", cli.store("p"), "--json"])
+        #expect(pulled.status == 1 && pulled.err.contains("too open") && pulled.out.isEmpty, "\(pulled.status)")
+        chmod(phoneKey, 0o600)
+        #expect(try await cli.run(["secrets", "show", "--store", cli.store("p"), session]).status == 0)
+    }
+
+    @Test("with trust set up, a dead server exits 3 with a JSON report, on a push and on a pull (1)")
+    func deadServerWithTrust() async throws {
+        let cli = try CLI()
+        _ = try await ApprovalCLITests.paired(cli)
+        for store in ["d", "p"] {
+            let status = try await cli.run(["status", "--store", cli.store(store), "--json"])
+            let object = try #require(JSONSerialization.jsonObject(with: Data(status.out.utf8)) as? [String: Any])
+            let user = try #require((object["device"] as? [String: Any])?["userId"] as? String)
+            let token =
+                "eyJhbGciOiJIUzI1NiJ9." + StackEnvironment.base64URL(Data(#"{"sub":"\#(user)"}"#.utf8)) + ".c2ln"
+            // Port 9 (discard) on loopback: nothing listens, every request fails at once.
+            let dead = try await cli.run(
+                ["sync", "--store", cli.store(store), "--remote", "http://127.0.0.1:9", "--json"],
+                environment: ["SUPABASE_ANON_KEY": "anon", "SYNC_ACCESS_TOKEN": token])
+            #expect(dead.status == 3, "\(store): \(dead.status) \(dead.err)")
+            let report = try? JSONSerialization.jsonObject(with: Data(dead.out.utf8)) as? [String: Any]
+            #expect(report?["outcome"] as? String == "failure", "\(store): \(dead.out)")
+        }
+    }
+
+    @Test(
+        "scripts/stack.sh info prints a signup that works as printed and a stop command for its own directory (13)",
+        .enabled(if: !StackEnvironment.skipped && ProcessInfo.processInfo.environment["STACK_DIR"] != nil))
+    func stackInfo() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let info = try SpawnedChild(
+            "/bin/bash", [root.appendingPathComponent("scripts/stack.sh").path, "info"],
+            environment: ProcessInfo.processInfo.environment, workingDirectory: root, stdin: nil)
+        #expect(try info.wait() == 0)
+        let lines = info.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let start = try #require(lines.firstIndex { $0.contains("/auth/v1/signup") })
+        let email = "info-\(UUID().canonical)@example.com"
+        let signup = (lines[start] + "\n" + lines[start + 1]).replacingOccurrences(of: "you@example.com", with: email)
+        let run = try SpawnedChild(
+            "/bin/bash", ["-c", signup], environment: ProcessInfo.processInfo.environment, workingDirectory: root,
+            stdin: nil)
+        #expect(try run.wait() == 0)
+        #expect(run.output.contains("\"access_token\""), "\(run.output)")
+        let stackDirectory = try #require(ProcessInfo.processInfo.environment["STACK_DIR"])
+        #expect(info.output.contains("Stop it with: STACK_DIR=\(stackDirectory) "))
+    }
+
     @Test("vectors verify names a missing file and says the files were not verified (6)")
     func missingVectorFile() async throws {
         let cli = try CLI()

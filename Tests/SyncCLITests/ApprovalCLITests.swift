@@ -33,10 +33,14 @@ struct ApprovalCLITests {
     }
 
     /// Starts `approval request` on the desktop; the result arrives when it exits.
+    ///
+    /// It runs outside ``ChildProcesses/slots``: the asking process mostly waits for an answer,
+    /// and holding a slot meanwhile starved the commands that answer it. Three tests asking at
+    /// once held all three slots while each waited for a slot to list what they had asked.
     static func ask(
         _ cli: CLI, _ arguments: [String], stdin: String? = nil
     ) -> Task<(status: Int32, out: String, err: String), Error> {
-        Task { try await cli.run(arguments, stdin: stdin) }
+        Task { try await offThePool { try cli.runBlocking(arguments, stdin: stdin) } }
     }
 
     /// The phone's pending requests' ids, once there is one.

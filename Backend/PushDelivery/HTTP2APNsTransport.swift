@@ -97,7 +97,7 @@ public final class HTTP2APNsTransport: APNsTransport {
     private func connection(
         to endpoint: Endpoint, before end: ContinuousClock.Instant, grace: Duration
     ) async throws -> APNsConnection {
-        for _ in 0..<2 {
+        for attempt in 0..<2 {
             let task = try state.withLock { state -> Task<APNsConnection, any Error> in
                 guard !state.isShutDown else { throw ChannelError.ioOnClosedChannel }
                 if let task = state.connections[endpoint] { return task }
@@ -114,10 +114,22 @@ public final class HTTP2APNsTransport: APNsTransport {
                 if forget(task, endpoint) { retire(connection, endpoint, after: grace) }
             } catch {
                 forget(task, endpoint)
+                // A connection closed while it was being set up (its handlers already gone from
+                // the pipeline) is opened once more within the deadline: APNs may close a
+                // connection at any time, and a fresh one is what it expects. Any other failure,
+                // or a second one, is the caller's.
+                if attempt == 0, Self.closedWhileOpening(error), ContinuousClock.now < end { continue }
                 throw error
             }
         }
         throw ChannelError.ioOnClosedChannel
+    }
+
+    /// Whether `error` says the channel closed under the connection's setup.
+    static func closedWhileOpening(_ error: any Error) -> Bool {
+        if let error = error as? ChannelPipelineError, error == .notFound { return true }
+        if let error = error as? ChannelError, error == .ioOnClosedChannel || error == .eof { return true }
+        return false
     }
 
     /// Drops `task` as the endpoint's connection; whether it still was (so one caller retires it).

@@ -46,7 +46,7 @@ struct ApprovalContext {
 
     init(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws {
         store = try storeOptions.open()
-        let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+        let remote = try await remoteOptions.remote(for: store)
         center = ApprovalCenter(local: store, remote: remote)
     }
 

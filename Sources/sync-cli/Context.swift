@@ -49,6 +49,18 @@ struct RemoteOptions: ParsableArguments {
             valueName: "url"))
     var remote: String?
 
+    @Flag(
+        name: .customLong("insecure-http"),
+        help:
+            "Allow a plain http:// remote on a host that is not this machine (a lab only: the password and tokens travel in the clear)."
+    )
+    var insecureHTTP = false
+
+    /// The remote a signed-in store talks to, at ``address(for:)``.
+    func remote(for store: DeviceStore) async throws -> any CompleteRemote {
+        try await RemoteFactory.make(address: try await address(for: store), store: store, insecureHTTP: insecureHTTP)
+    }
+
     /// The remote's address: this option, the environment, the store's saved choice, the default.
     func address(for store: DeviceStore) async throws -> String {
         if let remote { return remote }
@@ -61,7 +73,7 @@ struct RemoteOptions: ParsableArguments {
 
 /// Builds the remote a signed-in store talks to.
 enum RemoteFactory {
-    static func make(address: String, store: DeviceStore) async throws -> any CompleteRemote {
+    static func make(address: String, store: DeviceStore, insecureHTTP: Bool) async throws -> any CompleteRemote {
         let identity = try await store.requireIdentity()
         guard let user = identity.userID else {
             throw CLIError("this store is not logged in; run `sync-cli login` first")
@@ -75,6 +87,7 @@ enum RemoteFactory {
         guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
             throw UsageError.remote(address)
         }
+        try checkTransport(url, insecureHTTP: insecureHTTP)
         let apiKey = try anonKey()
         let provider: AccessTokenProvider
         if let token = ProcessInfo.processInfo.environment["SYNC_ACCESS_TOKEN"], !token.isEmpty {
@@ -127,6 +140,27 @@ enum RemoteFactory {
             _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
         return try EmbeddedRemoteStore(path: path, userID: userID, signedInAt: signedInAt)
+    }
+
+    /// Refuses plain `http://` to a host that is not this machine: the password, the tokens and
+    /// every row would cross the network in the clear. `--insecure-http` allows it, with a warning
+    /// on every run.
+    static func checkTransport(_ url: URL, insecureHTTP: Bool) throws {
+        guard url.scheme == "http", !isLoopback(url.host ?? "") else { return }
+        guard insecureHTTP else {
+            throw UsageError(
+                "--remote \(url.absoluteString): plain http:// is refused for a host other than this machine "
+                    + "(the password and tokens would travel in the clear); use https://, or --insecure-http for a lab")
+        }
+        printError("Warning: plain http:// to \(url.host ?? "?"): the password, tokens and rows travel in the clear")
+    }
+
+    /// `localhost`, `127.0.0.0/8` and `::1`.
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
+        if bare == "localhost" || bare == "::1" { return true }
+        let parts = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
     static func anonKey() throws -> String {

@@ -19,7 +19,7 @@ struct CoordinationContext {
     init(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws {
         store = try storeOptions.open()
         identity = try await store.requireIdentity()
-        let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+        let remote = try await remoteOptions.remote(for: store)
         coordinator = Coordinator(store: store, remote: remote)
     }
 

@@ -28,8 +28,7 @@ extension SyncCLI {
             func run() async throws {
                 let store = try storeOptions.open()
                 let identity = try await store.requireIdentity()
-                let remote = try await RemoteFactory.make(
-                    address: try await remoteOptions.address(for: store), store: store)
+                let remote = try await remoteOptions.remote(for: store)
                 let devices = try await remote.listDevices()
                 let snapshot: TrustSnapshot?
                 do {

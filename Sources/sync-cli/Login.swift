@@ -53,6 +53,7 @@ extension SyncCLI {
                 guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
                     throw UsageError.remote(address)
                 }
+                try RemoteFactory.checkTransport(url, insecureHTTP: remoteOptions.insecureHTTP)
                 if let token = ProcessInfo.processInfo.environment["SYNC_ACCESS_TOKEN"], !token.isEmpty {
                     guard let subject = Self.subject(ofJWT: token) else {
                         throw CLIError("$SYNC_ACCESS_TOKEN is not a JWT with a sub claim")

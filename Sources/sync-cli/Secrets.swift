@@ -101,8 +101,7 @@ extension SyncCLI {
             /// device's standing; when it cannot be reached, the message says so.
             func whyMissing(_ id: UUID, store: DeviceStore) async throws -> String {
                 do {
-                    let remote = try await RemoteFactory.make(
-                        address: try await remoteOptions.address(for: store), store: store)
+                    let remote = try await remoteOptions.remote(for: store)
                     let manager = DeviceTrustManager(local: store, remote: remote)
                     return try await manager.missingEnvelopeReason(sessionID: id).explanation(sessionID: id)
                 } catch {

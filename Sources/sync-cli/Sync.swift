@@ -115,7 +115,7 @@ enum SyncRunner {
                 "this store is a \(identity.role == .desktop ? "desktop's" : "phone's"): use `sync-cli \(identity.role == .desktop ? "push" : "pull")` (or `sync`)"
             )
         }
-        let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+        let remote = try await remoteOptions.remote(for: store)
         let engine = SyncEngine(local: store, remote: remote, options: options.options)
         let printer = ProgressPrinter()
         // Ctrl-C and SIGTERM end the run at once: every write is a transaction, and the next

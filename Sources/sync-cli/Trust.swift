@@ -76,7 +76,7 @@ enum TrustCommand {
     static func manager(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws -> DeviceTrustManager
     {
         let store = try storeOptions.open()
-        let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+        let remote = try await remoteOptions.remote(for: store)
         return DeviceTrustManager(local: store, remote: remote)
     }
 

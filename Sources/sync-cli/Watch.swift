@@ -58,7 +58,7 @@ enum WatchRunner {
     ) async throws {
         let store = try storeOptions.open()
         _ = try await store.requireIdentity()
-        let remote = try await RemoteFactory.make(address: try await remoteOptions.address(for: store), store: store)
+        let remote = try await remoteOptions.remote(for: store)
         var logger = Logger(label: "sync-cli") { _ in StandardErrorLogHandler() }
         logger.logLevel = watch.verbose ? .debug : .notice
         let engine = SyncEngine(local: store, remote: remote, options: sync.options, logger: logger)

@@ -157,6 +157,33 @@ struct UsageMessagesTests {
         #expect(info.output.contains("Stop it with: STACK_DIR=\(stackDirectory) "))
     }
 
+    @Test(
+        "plain http:// to another host is refused for a login and for every later command; --insecure-http allows it with a warning (4)"
+    )
+    func plainHTTP() async throws {
+        let cli = try CLI()
+        let store = cli.store("d")
+        #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "laptop"]).status == 0)
+        let token =
+            "eyJhbGciOiJIUzI1NiJ9." + StackEnvironment.base64URL(Data(#"{"sub":"\#(UUID().canonical)"}"#.utf8))
+            + ".c2ln"
+        let environment = ["SUPABASE_ANON_KEY": "anon", "SYNC_ACCESS_TOKEN": token]
+        // 192.0.2.0/24 is TEST-NET-1: nothing answers there, and nothing is sent.
+        let refused = try await cli.run(
+            ["login", "--store", store, "--remote", "http://192.0.2.1:8000"], environment: environment)
+        #expect(refused.status == 64 && refused.err.contains("plain http:// is refused"), "\(refused.err)")
+        let allowed = try await cli.run(
+            ["login", "--store", store, "--remote", "http://192.0.2.1:8000", "--insecure-http"],
+            environment: environment)
+        #expect(allowed.status == 0 && allowed.err.contains("Warning: plain http://"), "\(allowed.err)")
+        // The saved remote is refused again by a command without the flag, before any request.
+        let push = try await cli.run(
+            ["push", "--store", store], environment: environment.merging(["SYNC_REMOTE": ""]) { $1 })
+        #expect(push.status == 64 && push.err.contains("plain http:// is refused"), "\(push.err)")
+        let help = try await cli.run(["login", "--help"])
+        #expect(help.out.contains("--insecure-http"))
+    }
+
     @Test("vectors verify names a missing file and says the files were not verified (6)")
     func missingVectorFile() async throws {
         let cli = try CLI()

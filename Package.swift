@@ -172,7 +172,7 @@ let package = Package(
             name: "SyncCLITests",
             dependencies: [
                 "sync-cli", "LocalStore", "RemoteStore", "EmbeddedRemote", "PostLoginSync", "SyncModel", "SecretCrypto",
-                "TestStack",
+                "DeviceTrust", "TestStack",
                 "SyncTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -4,8 +4,10 @@ import SecretCrypto
 /// Why a pairing code or request was refused.
 public struct PairingError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Code: String, Sendable, Hashable {
-        /// The code is not 64 base32 characters (spaces and hyphens aside).
+        /// The code is not 68 base32 characters (spaces and hyphens aside).
         case malformedCode
+        /// The code's checksum does not match: a character was mistyped or two were swapped.
+        case mistypedCode
     }
 
     public let code: Code
@@ -20,10 +22,13 @@ public struct PairingError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The pairing code the trust root shows and the new device types or scans:
-/// `base32(invite_id (8) || P (16) || identity fingerprint (16))`, 64 characters printed in
-/// groups of 4 (trust.md).
+/// `base32(invite_id (8) || P (16) || identity fingerprint (16) || C (2))`, where
+/// `C = CRC-16/XMODEM` of the 40 bytes before it (big-endian, as the recovery key's): 68
+/// characters, the last one's 4 unused bits zero, printed in 17 groups of 4 (docs/trust.md).
 ///
-/// The pairing secret `P` never leaves the two screens; `description` redacts it.
+/// The checksum catches every single mistyped character and every swap of two neighbouring
+/// characters offline, before anything is sent. The pairing secret `P` never leaves the two
+/// screens; `description` redacts it.
 public struct PairingCode: Sendable, CustomStringConvertible {
     /// The invite's 8 random bytes.
     public let inviteID: [UInt8]
@@ -31,6 +36,9 @@ public struct PairingCode: Sendable, CustomStringConvertible {
     public let secret: SecureBytes
     /// The identity key's fingerprint.
     public let fingerprint: IdentityFingerprint
+
+    /// The number of characters of the text form, without separators.
+    public static let textLength = 68
 
     /// Creates a code.
     public init(inviteID: [UInt8], secret: SecureBytes, fingerprint: IdentityFingerprint) throws(PairingError) {
@@ -42,25 +50,54 @@ public struct PairingCode: Sendable, CustomStringConvertible {
         self.fingerprint = fingerprint
     }
 
-    /// Parses a code as typed: case, spaces and hyphens do not matter.
+    /// Parses a code as typed: space, tab, CR, LF and `-` are ignored, case does not matter;
+    /// only `A-Z`, `a-z` and `2-7` are accepted, exactly 68 of them, the unused bits zero and
+    /// the checksum equal.
+    ///
+    /// - Throws: ``PairingError`` `.malformedCode` (another length or character),
+    ///   `.mistypedCode` (the checksum or the unused bits do not match).
     public init(parsing text: String) throws(PairingError) {
-        let letters = text.uppercased().filter { $0 != " " && $0 != "-" && $0 != "\t" }
-        guard letters.count == 64, let bytes = Base32.decode(letters), bytes.count == 40 else {
-            throw PairingError(
-                .malformedCode, "a pairing code is 64 characters of A-Z and 2-7 (spaces and hyphens aside)")
+        var letters: [UInt8] = []
+        letters.reserveCapacity(Self.textLength)
+        for byte in text.utf8 {
+            switch byte {
+            case 0x20, 0x09, 0x0D, 0x0A, 0x2D: continue
+            case 0x61...0x7A: letters.append(byte - 0x20)
+            case 0x41...0x5A, 0x32...0x37: letters.append(byte)
+            default: throw Self.malformed
+            }
+            guard letters.count <= Self.textLength else { throw Self.malformed }
         }
+        guard letters.count == Self.textLength else { throw Self.malformed }
+        guard let bytes = Base32.decode(String(decoding: letters, as: UTF8.self)), bytes.count == 42 else {
+            throw Self.mistyped
+        }
+        let check = RecoveryKey.crc16(bytes[0..<40])
+        guard bytes[40] == UInt8(check >> 8), bytes[41] == UInt8(check & 0xFF) else { throw Self.mistyped }
         try self.init(
             inviteID: Array(bytes[0..<8]), secret: SecureBytes(copying: bytes[8..<24]),
             fingerprint: IdentityFingerprint(bytes: Array(bytes[24..<40]))!)
     }
 
+    static let malformed = PairingError(
+        .malformedCode,
+        "a pairing code is 68 characters of A-Z and 2-7, shown in 17 groups of 4 (spaces and hyphens aside); "
+            + "copy it from the trust root's screen")
+    static let mistyped = PairingError(
+        .mistypedCode,
+        "the pairing code does not check out: a character is mistyped or two are swapped; compare it with "
+            + "the trust root's screen and type it again (nothing was sent)")
+
     /// The invite id as the pairing request carries it: 16 lowercase hex digits.
     public var inviteIDText: String { ByteEncoding.hex(inviteID) }
 
-    /// The code to show: 16 groups of 4 base32 characters joined by hyphens. This is the
+    /// The code to show: 17 groups of 4 base32 characters joined by hyphens. This is the
     /// secret itself: show it on a screen, never log it.
     public func revealText() -> String {
-        let raw = secret.withUnsafeBytes { inviteID + Array($0) + fingerprint.bytes }
+        var raw = secret.withUnsafeBytes { inviteID + Array($0) + fingerprint.bytes }
+        defer { raw.withUnsafeMutableBytes { SecureBytes.wipe($0) } }
+        let check = RecoveryKey.crc16(raw)
+        raw += [UInt8(check >> 8), UInt8(check & 0xFF)]
         let text = Base32.encode(raw)
         return stride(from: 0, to: text.count, by: 4).map { start in
             let from = text.index(text.startIndex, offsetBy: start)

@@ -6,6 +6,97 @@ import SyncModel
 // What only a desktop keeps: its sessions' own secrets, sealed at rest, and the change
 // sequence and tombstones that tell a push what to send.
 extension DeviceStore {
+    // MARK: - Desktop: what an app calls
+
+    /// Adds one of this desktop's repositories, or updates the one it already has at
+    /// `localPath`: the user and device come from the store, so an app passes only what it
+    /// knows of the checkout. The next push sends it.
+    ///
+    /// - Parameters:
+    ///   - name: The name people see (a folder's name, say).
+    ///   - localPath: The checkout's absolute path on this desktop; it identifies the repository.
+    ///   - remoteURL: The `origin` URL, if any (credentials in it are removed before storing).
+    ///   - defaultBranch: The default branch, if known.
+    /// - Returns: The stored repository; keep its ``RepositoryRecord/id`` to start sessions in it.
+    /// - Throws: ``LocalStoreError`` `.identityMissing`, `.userMissing` (nobody signed in on this
+    ///   store yet), `.wrongRole` (a phone's store).
+    @discardableResult
+    public func addRepository(
+        name: String, localPath: String, remoteURL: String? = nil, defaultBranch: String? = nil
+    ) async throws -> RepositoryRecord {
+        let (identity, user) = try await requireDesktop()
+        let existing = try await repositories().first { $0.deviceID == identity.id && $0.localPath == localPath }
+        var record =
+            existing ?? RepositoryRecord(userID: user, deviceID: identity.id, name: name, localPath: localPath)
+        record.name = name
+        if let remoteURL { record.remoteURL = RemoteURL.redacted(remoteURL) }
+        if let defaultBranch { record.defaultBranch = defaultBranch }
+        record.updatedAt = Date()
+        try await upsertRepositories([record])
+        return record
+    }
+
+    /// Starts a session in one of this desktop's repositories, with a fresh secret sealed to
+    /// this device's key at rest. The next push sends the session and seals its secret to
+    /// every device the user trusts.
+    ///
+    /// - Parameters:
+    ///   - repositoryID: The repository, as ``addRepository(name:localPath:remoteURL:defaultBranch:)``
+    ///     returned it.
+    ///   - title: What the session is about, if the app has it.
+    ///   - branch: The branch it works on.
+    ///   - processID: The agent's process, if it has one.
+    /// - Returns: The stored session; its ``SessionRecord/id`` names it everywhere.
+    /// - Throws: ``LocalStoreError`` `.notFound` (no such repository of this desktop),
+    ///   `.identityMissing`, `.userMissing`, `.wrongRole`.
+    @discardableResult
+    public func startSession(
+        repositoryID: UUID, title: String? = nil, branch: String? = nil, processID: Int? = nil
+    ) async throws -> SessionRecord {
+        let (identity, user) = try await requireDesktop()
+        guard let repository = try await repositories().first(where: { $0.id == repositoryID }),
+            repository.deviceID == identity.id
+        else {
+            throw LocalStoreError(
+                .notFound, "this desktop has no repository \(repositoryID.canonical); add it with addRepository first")
+        }
+        return try await createSession(
+            SessionRecord(
+                userID: user, deviceID: identity.id, repositoryID: repository.id, title: title, sessionPID: processID,
+                currentBranch: branch, workingDirectory: repository.localPath))
+    }
+
+    /// Marks one of this desktop's sessions ended; the next push sends the change (the secret
+    /// stays, so its messages can still be read).
+    ///
+    /// - Returns: The session as stored.
+    /// - Throws: ``LocalStoreError`` `.notFound`, `.wrongRole`, `.identityMissing`, `.userMissing`.
+    @discardableResult
+    public func endSession(_ sessionID: UUID, at date: Date = Date()) async throws -> SessionRecord {
+        let (identity, _) = try await requireDesktop()
+        guard var record = try await session(id: sessionID), record.deviceID == identity.id else {
+            throw LocalStoreError(.notFound, "this desktop has no session \(sessionID.canonical)")
+        }
+        record.status = .ended
+        record.sessionEndedAt = date
+        record.updatedAt = date
+        try await upsertSessions([record])
+        return record
+    }
+
+    /// This store's identity and user, when it is a desktop's and someone signed in on it.
+    func requireDesktop() async throws -> (DeviceIdentity, UUID) {
+        let identity = try await requireIdentity()
+        guard identity.role == .desktop else {
+            throw LocalStoreError(
+                .wrongRole, "this store is a phone's; repositories and sessions live on desktops")
+        }
+        guard let user = identity.userID else {
+            throw LocalStoreError(.userMissing, "nobody has signed in on this store yet; sign in first")
+        }
+        return (identity, user)
+    }
+
     // MARK: - Desktop: own sessions and their secrets
 
     /// Creates a session with a fresh secret, sealed to this device's own key, in one transaction.

@@ -31,6 +31,10 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         public static let keyMismatch = Code(name: "keyMismatch")
         /// The store has no device identity yet (`init` was not run).
         public static let identityMissing = Code(name: "identityMissing")
+        /// The store's identity has no user yet (nobody signed in on it).
+        public static let userMissing = Code(name: "userMissing")
+        /// The call is a desktop's (repositories and sessions) and this store is a phone's.
+        public static let wrongRole = Code(name: "wrongRole")
         /// The store already has a device identity.
         public static let identityExists = Code(name: "identityExists")
         /// A unique key would be violated (the remote would reject the same rows).
@@ -90,6 +94,11 @@ public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertibl
         case .SQLITE_CONSTRAINT_UNIQUE, .SQLITE_CONSTRAINT_PRIMARYKEY: code = .uniqueViolation
         case .SQLITE_CONSTRAINT_FOREIGNKEY: code = .foreignKeyViolation
         case .SQLITE_NOTADB: code = .notADatabase
+        case .SQLITE_IOERR_SHMSIZE:
+            // The shared-memory index beside a WAL could not be given its pages: on a nearly
+            // full disk that is the first thing to fail when a store opens (a WAL was left, the
+            // index must be rebuilt), reported by SQLite as an I/O error, not as SQLITE_FULL.
+            return LocalStoreError(.diskFull, diskFullMessage, sqliteCode: error.extendedResultCode.rawValue)
         default:
             switch error.resultCode {
             case .SQLITE_NOTADB: code = .notADatabase

@@ -36,7 +36,7 @@ extension SyncEngine {
             var entry = PhaseReport(phase: phase)
             let tally = MetricsTally()
             let start = ContinuousClock.now
-            emit(phase, 0, 0, "Syncing \(phase.rawValue)...")
+            emit(phase, 0, 0)
             do {
                 try await MetricsTally.$current.withValue(tally) { try await body(&entry) }
                 if entry.failed > 0 || !entry.errors.isEmpty { entry.status = .partial }
@@ -61,8 +61,8 @@ extension SyncEngine {
             report.phases.append(entry)
         }
 
-        func emit(_ phase: SyncPhase, _ completed: Int, _ total: Int, _ message: String) {
-            progress?(SyncProgress(phase: phase, completed: completed, total: total, message: message))
+        func emit(_ phase: SyncPhase, _ completed: Int, _ total: Int, action: String = "Syncing") {
+            progress?(SyncProgress(phase: phase, completed: completed, total: total, action: action))
         }
 
         static func code(of error: Error) -> SyncIssue.Code {

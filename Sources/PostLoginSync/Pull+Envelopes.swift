@@ -338,7 +338,7 @@ extension SyncEngine {
                             "the envelope for this session cannot be opened with this device's key; it was not stored")
             }
             opened += batch.outcomes.count
-            recorder.emit(.envelopes, opened, 0, "Syncing envelopes...")
+            recorder.emit(.envelopes, opened, 0)
         }
 
         // Every row listed (a first pull, a remote without the feed): each page is recorded,
@@ -381,7 +381,7 @@ extension SyncEngine {
             recorder.report.trust?.revokedSenderEnvelopes = try await local.receivedEnvelopeCount(
                 sentBy: Set(trust.revocations.keys))
         }
-        recorder.emit(.envelopes, opened, opened, "Syncing envelopes...")
+        recorder.emit(.envelopes, opened, opened)
         if options.requestMissingSecrets {
             try await requestMissingSecrets(
                 deviceID: identity.id, missing: try await local.sessionsWithoutReceivedEnvelope(),
@@ -443,7 +443,7 @@ extension SyncEngine {
             consuming: { page in
                 try await local.recordEnvelopeRows(page)
                 listed.formUnion(page.map(\.sessionID))
-                recorder.emit(.envelopes, listed.count, 0, "Reading envelopes...")
+                recorder.emit(.envelopes, listed.count, 0, action: "Reading")
             })
         try await local.deleteEnvelopeRows(notIn: listed)
     }

@@ -170,7 +170,7 @@ extension SyncEngine {
         }
         entry.applied = applied.changed
         entry.deleted = applied.deleted
-        recorder.emit(.repositories, applied.changed, applied.changed, "Syncing repositories...")
+        recorder.emit(.repositories, applied.changed, applied.changed)
     }
 
     /// The sessions phase of a pull, a page at a time into the store.
@@ -193,7 +193,7 @@ extension SyncEngine {
                     writing = nil
                     let result = try await page.value
                     applied.changed += result.changed
-                    recorder.emit(.sessions, applied.changed, 0, "Syncing sessions...")
+                    recorder.emit(.sessions, applied.changed, 0)
                 }
                 /// Applies one page: the sessions whose repository is here; the others are reported.
                 /// A page without deletions is written while the next is read (``written()`` waits).
@@ -213,7 +213,7 @@ extension SyncEngine {
                     let result = try await local.applySessions(keep, retaining: retaining)
                     applied.changed += result.changed
                     applied.deleted += result.deleted
-                    recorder.emit(.sessions, applied.changed, 0, "Syncing sessions...")
+                    recorder.emit(.sessions, applied.changed, 0)
                 }
                 if let changes {
                     if let listed = changes.sessions {

@@ -60,7 +60,13 @@ extension SyncEngine {
                 send: { rows, handler in try await remote.upsertRepositories(rows, onBatchAccepted: handler) },
                 stamp: { $0.updatedAt = $1 })
         }
+        // The secrets phase seals only sessions whose rows this push has put on the remote (or
+        // an earlier one did): those that existed before the session rows went up, less any the
+        // remote refused. A session started meanwhile is sealed by the next push, not refused
+        // by the remote's foreign key now.
+        var sealable = try await local.ownSessionIDs()
         try await recorder.phase(.sessions) { entry in
+            defer { sealable.subtract(entry.errors.compactMap { $0.rowID.flatMap(UUID.init(uuidString:)) }) }
             let pending = try await local.pendingRemoteDeletions()
             if !pending.sessions.isEmpty {
                 entry.deleted = try await remote.deleteSessions(ids: pending.sessions) ?? pending.sessions.count
@@ -79,7 +85,8 @@ extension SyncEngine {
             try trust.requireVerified()
             recorder.report.trust?.reports += duties
             try await pushSecrets(
-                identity: identity, key: key, trust: trust.snapshot, entry: &entry, recorder: recorder)
+                identity: identity, key: key, trust: trust.snapshot, sealable: sealable, entry: &entry,
+                recorder: recorder)
         }
         return await recorder.finish(local: local)
     }
@@ -122,9 +129,7 @@ extension SyncEngine {
                 let total = max(pending, entry.sent)
                 let handler: BatchHandler<Row> = { batch in
                     let completed = done.add(batch.count)
-                    progress?(
-                        SyncProgress(
-                            phase: phase, completed: completed, total: total, message: "Syncing \(phase.rawValue)..."))
+                    progress?(SyncProgress(phase: phase, completed: completed, total: total))
                 }
                 let results = try await inParallel(page.rows, workers: streams, minimumSlice: options.uploadPartRows) {
                     part in
@@ -156,9 +161,11 @@ extension SyncEngine {
         try await local.setting(.pushMark(phase)) ?? 0
     }
 
+    /// Seals the secrets of the sessions in `sealable` (those whose rows are on the remote)
+    /// for every recipient that lacks them.
     func pushSecrets(
-        identity: DeviceIdentity, key: X25519PrivateKey, trust: TrustSnapshot?, entry: inout PhaseReport,
-        recorder: Recorder
+        identity: DeviceIdentity, key: X25519PrivateKey, trust: TrustSnapshot?, sealable: Set<UUID>,
+        entry: inout PhaseReport, recorder: Recorder
     ) async throws {
         let devices = try await remote.listDevices()
         if let trust {
@@ -190,7 +197,7 @@ extension SyncEngine {
         {
             try await local.setSetting(.advertisedVersions, nil)
         }
-        let ownIDs = try await local.ownSessionIDs()
+        let ownIDs = try await local.ownSessionIDs().intersection(sealable)
         // First the ledger is made to say what the remote holds; from then on it alone decides.
         var stale = try await reconcileLedger(
             owner: identity.id, own: ownIDs, recipients: recipientIDs,
@@ -262,7 +269,7 @@ extension SyncEngine {
                 served.withLock { $0.formUnion(pairs) }
             }
             let completed = done.add(batch.count)
-            progress?(SyncProgress(phase: .secrets, completed: completed, total: total, message: "Syncing secrets..."))
+            progress?(SyncProgress(phase: .secrets, completed: completed, total: total))
         }
         let uploadConcurrency = options.uploadConcurrency
         let uploadPartRows = options.uploadPartRows
@@ -273,8 +280,8 @@ extension SyncEngine {
             var results: [BulkWriteResult] = []
             var uploading = 0
             var reader = SealWorkReader(
-                local: local, partial: partial, all: recipients, marks: marks, requested: requested,
-                chunkPairs: options.sealChunk)
+                local: local, sessions: ownIDs, partial: partial, all: recipients, marks: marks,
+                requested: requested, chunkPairs: options.sealChunk)
             while let chunk = try await reader.next() {
                 let (sealed, problems) = try await seal(chunk, key: key, sender: identity.id, writesV2: writesV2)
                 recorder.report.envelopesSealed += sealed.count
@@ -319,6 +326,8 @@ extension SyncEngine {
     /// When every recipient is covered, only the requested sessions are read.
     struct SealWorkReader {
         let local: DeviceStore
+        /// The sessions this push may seal; the store may hold newer ones.
+        let sessions: Set<UUID>
         let partial: [Recipient]
         let marks: [UUID: String]
         let chunkPairs: Int
@@ -328,10 +337,11 @@ extension SyncEngine {
         var finished = false
 
         init(
-            local: DeviceStore, partial: [Recipient], all: [Recipient], marks: [UUID: String],
+            local: DeviceStore, sessions: Set<UUID>, partial: [Recipient], all: [Recipient], marks: [UUID: String],
             requested: [EnvelopePair: [UUID]], chunkPairs: Int
         ) {
             self.local = local
+            self.sessions = sessions
             self.partial = partial
             self.marks = marks
             self.chunkPairs = max(1, chunkPairs)
@@ -349,7 +359,7 @@ extension SyncEngine {
             var pairs = 0
             while !finished && pairs < chunkPairs {
                 try Task.checkCancellation()
-                let page: [(sessionID: UUID, sealed: OwnSealedSecret)]
+                var page: [(sessionID: UUID, sealed: OwnSealedSecret)]
                 if partial.isEmpty {
                     // Only requested sessions: read them by id, in id order, a page at a time.
                     let ids = requested.keys.filter { after == nil || $0.canonical > after!.canonical }
@@ -365,6 +375,7 @@ extension SyncEngine {
                         after: after, limit: max(1, (chunkPairs - pairs) / partial.count))
                     if page.isEmpty { finished = true }
                     after = page.last?.sessionID ?? after
+                    page.removeAll { !sessions.contains($0.sessionID) }
                 }
                 guard !page.isEmpty else { continue }
                 var ledger: [UUID: [UUID: String]] = [:]

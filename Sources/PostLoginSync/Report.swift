@@ -18,17 +18,35 @@ public enum SyncPhase: String, Sendable, Codable, CaseIterable {
 
 /// A progress event: how far one phase has got.
 public struct SyncProgress: Sendable, Hashable {
+    /// The phase the event is about.
     public var phase: SyncPhase
+    /// Rows (or envelopes) this phase has done so far.
     public var completed: Int
+    /// Rows (or envelopes) the phase has to do in all; 0 while it is not known (a pull learns
+    /// it only as it reads).
     public var total: Int
+    /// One line for a person, with the counts: "Syncing sessions: 120 of 500", "Syncing
+    /// envelopes: 40 so far", "Syncing secrets..." before any. Never an id or a row's content.
     public var message: String
 
-    /// Creates an event.
+    /// Creates an event with its own message.
     public init(phase: SyncPhase, completed: Int, total: Int, message: String) {
         self.phase = phase
         self.completed = completed
         self.total = total
         self.message = message
+    }
+
+    /// Creates an event whose message says the counts, as the engine reports them.
+    ///
+    /// - Parameter action: The message's first word: "Syncing", or "Reading" while a phase only
+    ///   lists what it will work on.
+    public init(phase: SyncPhase, completed: Int, total: Int, action: String = "Syncing") {
+        let message =
+            total > 0
+            ? "\(action) \(phase.rawValue): \(completed) of \(total)"
+            : completed > 0 ? "\(action) \(phase.rawValue): \(completed) so far" : "\(action) \(phase.rawValue)..."
+        self.init(phase: phase, completed: completed, total: total, message: message)
     }
 }
 
@@ -164,7 +182,7 @@ public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
 /// | `skipped` | secrets: pairs already in place (sessions x recipients - sent) | sessions: rows whose repository is missing; envelopes: rows for sessions this phone does not have |
 /// | `failed` | rows the remote refused; envelopes that could not be sealed | envelopes that did not open (never stored) |
 /// | `deleted` | rows deleted remotely (removed here; envelopes of devices that stopped qualifying) | rows deleted locally because they disappeared remotely |
-/// | `requests`, `bytesSent`, `bytesReceived`, `retries` | HTTP traffic of this phase | the same |
+/// | `requests`, `bytesSent`, `bytesReceived`, `retries` | HTTP traffic of this phase: requests attempted; bodies of requests the server answered (nothing reached a dead server); answers | the same |
 public struct PhaseReport: Sendable, Codable, Hashable {
     /// How a phase ended.
     public enum Status: String, Sendable, Codable, Hashable {

@@ -356,9 +356,13 @@ public final class MetricsTally: Sendable {
 
 /// Counters for reports and benchmarks.
 public struct RemoteMetrics: Sendable, Hashable, Codable {
+    /// Requests attempted, answered or not.
     public var requests = 0
+    /// Bytes of request bodies the server answered: a request that got no answer counts none.
     public var bytesSent = 0
+    /// Bytes of answers' bodies.
     public var bytesReceived = 0
+    /// Attempts repeated after a failure.
     public var retries = 0
 
     /// Creates zeroed counters.

@@ -243,7 +243,7 @@ func desktopStore(_ options: StoreOptions) async throws -> (DeviceStore, DeviceI
     let identity = try await store.requireIdentity()
     guard identity.role == .desktop else {
         throw CLIError(
-            "this is a mobile store; repositories and sessions live on desktops: run it with a desktop's --store")
+            "this store is a phone's; repositories and sessions live on desktops: run it with a desktop's --store")
     }
     guard let user = identity.userID else { throw CLIError("this store is not logged in; run `sync-cli login` first") }
     return (store, identity, user)

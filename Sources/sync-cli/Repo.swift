@@ -25,7 +25,7 @@ extension SyncCLI.Repo {
         @Option(help: "The name (default: the checkout's directory name).") var name: String?
 
         func run() async throws {
-            let (store, identity, user) = try await desktopStore(storeOptions)
+            let (store, identity, _) = try await desktopStore(storeOptions)
             var isDirectory: ObjCBool = false
             let absolute = canonicalPath(path)
             guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), isDirectory.boolValue
@@ -40,12 +40,9 @@ extension SyncCLI.Repo {
                 }
                 ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: root)
             let existing = try await store.repositories().first { $0.deviceID == identity.id && $0.localPath == root }
-            var record = existing ?? RepositoryRecord(userID: user, deviceID: identity.id, name: "", localPath: root)
-            record.name = name ?? existing?.name ?? URL(fileURLWithPath: root).lastPathComponent
-            record.remoteURL = remoteURL ?? record.remoteURL
-            record.defaultBranch = defaultBranch ?? record.defaultBranch
-            record.updatedAt = Date()
-            try await store.upsertRepositories([record])
+            let record = try await store.addRepository(
+                name: name ?? existing?.name ?? URL(fileURLWithPath: root).lastPathComponent, localPath: root,
+                remoteURL: remoteURL, defaultBranch: defaultBranch)
             output("\(existing == nil ? "Added" : "Updated") repository \(record.name) (\(record.id.canonical))")
             output("  path            \(root)")
             if let remoteURL = record.remoteURL { output("  remote          \(remoteURL)") }

@@ -39,6 +39,9 @@ extension SyncCLI {
                 let envelopeVersion: Int?
                 let authenticated: Bool?
                 let senderDeviceId: String?
+                /// Phone: whether this device has since verified the sealer's revocation (the
+                /// secret was authenticated when it arrived; its sealer is no longer trusted).
+                let senderRevoked: Bool?
             }
 
             func run() async throws {
@@ -58,7 +61,7 @@ extension SyncCLI {
                             Shown(
                                 sessionId: id.canonical, generation: sealed.generation, generationsHeld: generations,
                                 opens: true,
-                                envelopeVersion: nil, authenticated: nil, senderDeviceId: nil))
+                                envelopeVersion: nil, authenticated: nil, senderDeviceId: nil, senderRevoked: nil))
                     }
                     if reveal {
                         print(secret.revealTextForm())
@@ -75,22 +78,31 @@ extension SyncCLI {
                 } catch let error as LocalStoreError where error.code == .notFound && generation == nil {
                     throw CLIError(try await whyMissing(id, store: store))
                 }
+                let revocation = try await store.knownRevocations().first {
+                    opened.senderDeviceID != nil && $0.deviceID == opened.senderDeviceID
+                }
                 if json {
                     return try printJSON(
                         Shown(
                             sessionId: id.canonical, generation: opened.generation, generationsHeld: generations,
                             opens: true,
                             envelopeVersion: opened.version, authenticated: opened.authenticated,
-                            senderDeviceId: opened.senderDeviceID?.canonical))
+                            senderDeviceId: opened.senderDeviceID?.canonical,
+                            senderRevoked: opened.senderDeviceID == nil ? nil : revocation != nil))
                 }
                 if reveal {
                     print(opened.secret.revealTextForm())
                     return
                 }
+                let sender = opened.senderDeviceID?.canonical ?? "?"
                 let origin =
-                    opened.authenticated
-                    ? "envelope v2, sealed by device \(opened.senderDeviceID?.canonical ?? "?") (authenticated), generation \(opened.generation)"
-                    : "envelope v1, generation \(opened.generation): unauthenticated (it names no sender: any writer of the secrets table could have planted it)"
+                    !opened.authenticated
+                    ? "envelope v1, generation \(opened.generation): unauthenticated (it names no sender: any writer of the secrets table could have planted it)"
+                    : revocation.map {
+                        "envelope v2, sealed by device \(sender), generation \(opened.generation): authenticated when it arrived, "
+                            + "but that device was revoked on \(ISO8601DateFormatter().string(from: $0.revokedAt)) and is no longer trusted"
+                    }
+                        ?? "envelope v2, sealed by device \(sender) (authenticated), generation \(opened.generation)"
                 output(
                     "The secret of session \(id.canonical) opens with this device's key; \(origin) (use --reveal to print it).\(also)"
                 )

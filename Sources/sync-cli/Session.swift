@@ -23,14 +23,12 @@ extension SyncCLI.Session {
         @Option(help: "The branch the session works on.") var branch: String?
 
         func run() async throws {
-            let (store, identity, user) = try await desktopStore(storeOptions)
+            let (store, _, _) = try await desktopStore(storeOptions)
             let repository = try resolveRepository(repo, among: try await store.repositories())
-            let id = repository.id
-            let session = try await store.createSession(
-                SessionRecord(
-                    userID: user, deviceID: identity.id, repositoryID: id, title: title, sessionPID: Int(getpid()),
-                    currentBranch: branch ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: repository.localPath),
-                    workingDirectory: repository.localPath))
+            let session = try await store.startSession(
+                repositoryID: repository.id, title: title,
+                branch: branch ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: repository.localPath),
+                processID: Int(getpid()))
             output(session.id.canonical)
         }
     }
@@ -43,13 +41,11 @@ extension SyncCLI.Session {
         func run() async throws {
             let (store, _, _) = try await desktopStore(storeOptions)
             let id = try resolveID(session, among: try await store.sessions().map(\.id), kind: "session")
-            guard var record = try await store.session(id: id) else {
-                throw CLIError("no session \(id.canonical); `sync-cli session list` shows them")
+            do {
+                try await store.endSession(id)
+            } catch let error as LocalStoreError where error.code == .notFound {
+                throw CLIError("no session \(id.canonical) of this desktop; `sync-cli session list` shows them")
             }
-            record.status = .ended
-            record.sessionEndedAt = Date()
-            record.updatedAt = Date()
-            try await store.upsertSessions([record])
             output("Ended session \(id.canonical)")
         }
     }

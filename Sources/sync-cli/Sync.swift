@@ -90,8 +90,7 @@ final class ProgressPrinter: Sendable {
             } else if event.phase != state.phase || percent >= state.lastPercent + 25
                 || (percent == 100 && state.lastPercent != 100)
             {
-                let count = event.total > 0 ? " \(event.completed)/\(event.total)" : ""
-                FileHandle.standardError.write(Data("\(event.message)\(count)\n".utf8))
+                FileHandle.standardError.write(Data("\(event.message)\n".utf8))
                 state.lastPercent = percent
             }
             state.phase = event.phase

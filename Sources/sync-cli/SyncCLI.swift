@@ -8,8 +8,9 @@ import Glibc
 /// `sync-cli`: the end-to-end encrypted session-secret sync engine from the command line.
 @main
 struct SyncCLI: AsyncParsableCommand {
-    /// `sync-cli --version` (CHANGELOG.md says what each holds).
-    static let version = "0.1.0"
+    /// `sync-cli --version`: the newest version heading of CHANGELOG.md, which says what each
+    /// holds (a test keeps the two equal).
+    static let version = "0.7.0"
 
     static let configuration = CommandConfiguration(
         commandName: "sync-cli",

@@ -117,9 +117,8 @@ extension SyncCLI.Trust {
                 text = code.joined()
             }
             let parsed: PairingCode
-            do { parsed = try PairingCode(parsing: text) } catch {
-                throw CLIError("\(error); compare it with the code on the trust root's screen and type it again")
-            }
+            // Checked offline: a mistyped code never reaches the server.
+            do { parsed = try PairingCode(parsing: text) } catch { throw CLIError("\(error)") }
             try await TrustExit.run {
                 let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                 if noWait {
@@ -208,11 +207,16 @@ extension SyncCLI.Trust {
             try await TrustExit.run {
                 let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                 let report = try await manager.approve(confirm: TrustCommand.confirmation())
-                if json { return try printJSON(report) }
-                if report.approved.isEmpty && report.refused.isEmpty && report.pending.isEmpty {
-                    output("No pairing requests.")
+                // Every request it saw was refused: nothing was approved, which is a failure.
+                if json {
+                    try printJSON(report)
+                } else {
+                    if report.approved.isEmpty && report.refused.isEmpty && report.pending.isEmpty {
+                        output("No pairing requests.")
+                    }
+                    TrustCommand.printApproval(report)
                 }
-                TrustCommand.printApproval(report)
+                if !report.refused.isEmpty && report.approved.isEmpty && report.pending.isEmpty { throw ExitCode(1) }
             }
         }
     }

@@ -218,6 +218,7 @@ struct VectorFileTests {
             flags.isSuperset(of: [
                 "OtherSigner", "ModifiedSignature", "WrongUser", "WrongDevice", "Truncated", "TrailingBytes",
                 "WrongPrefix", "Encoding", "Length", "Alphabet", "ModifiedMAC", "WrongSecret", "WrongInvite",
+                "Mistyped", "Swapped", "UnusedBits",
             ]))
     }
 

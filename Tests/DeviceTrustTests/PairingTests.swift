@@ -27,7 +27,8 @@ struct PairingTests {
             inviteID: Array(0..<8), secret: SecureBytes(randomCount: 16),
             fingerprint: IdentityFingerprint(key.publicKey))
         let text = code.revealText()
-        #expect(text.count == 64 + 15 && text.split(separator: "-").allSatisfy { $0.count == 4 })
+        #expect(text.count == 68 + 16 && text.split(separator: "-").count == 17)
+        #expect(text.split(separator: "-").allSatisfy { $0.count == 4 })
         for typed in [
             text, text.lowercased(), text.replacingOccurrences(of: "-", with: " "),
             text.replacingOccurrences(of: "-", with: ""),
@@ -44,11 +45,40 @@ struct PairingTests {
     @Test(
         "malformed codes are refused with a typed error",
         arguments: [
-            "", "ABCD", String(repeating: "A", count: 63), String(repeating: "A", count: 65),
-            String(repeating: "A", count: 63) + "1", String(repeating: "A", count: 63) + "!",
+            "", "ABCD", String(repeating: "A", count: 67), String(repeating: "A", count: 69),
+            String(repeating: "A", count: 67) + "1", String(repeating: "A", count: 67) + "!",
+            String(repeating: "A", count: 64), String(repeating: "A", count: 67) + "\u{0130}",
         ])
     func malformedCode(text: String) {
         #expect { try PairingCode(parsing: text) } throws: { ($0 as? PairingError)?.code == .malformedCode }
+    }
+
+    @Test("every single mistyped character and every swap of two neighbours is refused offline, as mistyped")
+    func everyTypoIsRefused() throws {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        for _ in 0..<4 {
+            let code = try PairingCode(
+                inviteID: (0..<8).map { _ in UInt8.random(in: 0...255) }, secret: SecureBytes(randomCount: 16),
+                fingerprint: IdentityFingerprint(Ed25519PrivateKey().publicKey))
+            let letters = Array(code.revealText().filter { $0 != "-" })
+            #expect(letters.count == PairingCode.textLength)
+            var refused = 0
+            for index in letters.indices {
+                for replacement in alphabet where replacement != letters[index] {
+                    var typo = letters
+                    typo[index] = replacement
+                    #expect(throws: PairingError.self) { try PairingCode(parsing: String(typo)) }
+                    refused += 1
+                }
+                guard index + 1 < letters.count, letters[index] != letters[index + 1] else { continue }
+                var swapped = letters
+                swapped.swapAt(index, index + 1)
+                #expect { try PairingCode(parsing: String(swapped)) } throws: {
+                    ($0 as? PairingError)?.code == .mistypedCode
+                }
+            }
+            #expect(refused == 68 * 31)
+        }
     }
 
     @Test("the MAC binds every field: another secret, invite, user, device or key does not verify")

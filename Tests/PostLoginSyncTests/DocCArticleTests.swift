@@ -29,6 +29,33 @@ func supabaseRemote(projectURL: URL, anonKey: String, userID: UUID, accessToken:
             projectURL: projectURL, apiKey: anonKey, userID: userID, accessToken: { _ in accessToken }))
 }
 
+func openDesktopStore(directory: URL, signedIn: AuthSession) async throws -> DeviceStore {
+    let store = try DeviceStore(directory: directory)
+    if try await store.identity() == nil {
+        try await store.createIdentity(name: "My Mac", deviceType: .macDesktop, role: .desktop)
+    }
+    try await store.setUserID(signedIn.userID)
+    return store
+}
+
+func startAgentSession(
+    store: DeviceStore, remote: any SyncRemote, checkout: URL, task: String
+) async throws -> SessionRecord {
+    let repository = try await store.addRepository(
+        name: checkout.lastPathComponent, localPath: checkout.path, defaultBranch: "main")
+    let session = try await store.startSession(repositoryID: repository.id, title: task)
+    let report = try await SyncEngine(local: store, remote: remote).push()
+    if report.outcome != .success {
+        print("will retry at the next sync: \(report.errors)")
+    }
+    return session
+}
+
+func finishAgentSession(store: DeviceStore, remote: any SyncRemote, session: SessionRecord) async throws {
+    try await store.endSession(session.id)
+    _ = try await SyncEngine(local: store, remote: remote).push()
+}
+
 func pullAndOpen(store: DeviceStore, remote: any SyncRemote, sessionID: UUID) async throws -> SessionSecret {
     _ = try await SyncEngine(local: store, remote: remote).sync()
     let opened = try await store.openReceived(sessionID: sessionID)
@@ -176,6 +203,28 @@ struct KeychainKeyStore: DeviceKeyStore {
         let identity = try await app.createIdentity(name: "phone", deviceType: .iosPhone, role: .mobile)
         let appExtension = try openSharedStore(appGroupContainer: container, keys: keys)
         #expect(try await appExtension.deviceKey().publicKey == identity.publicKey)
+    }
+
+    @Test func theDesktopArticlesCodeRuns() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("docc-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let signedIn = AuthSession(
+            accessToken: "token", refreshToken: "refresh", expiresAt: Date().addingTimeInterval(3600), userID: UUID(),
+            email: nil)
+        let store = try await openDesktopStore(directory: directory.appendingPathComponent("mac"), signedIn: signedIn)
+        let again = try await openDesktopStore(directory: directory.appendingPathComponent("mac"), signedIn: signedIn)
+        #expect(try await again.requireIdentity().id == store.requireIdentity().id, "created once")
+        let remote = try EmbeddedRemoteStore(
+            path: directory.appendingPathComponent("remote.sqlite").path, userID: signedIn.userID)
+        let checkout = directory.appendingPathComponent("api")
+        let session = try await startAgentSession(store: store, remote: remote, checkout: checkout, task: "Fix login")
+        let second = try await startAgentSession(store: store, remote: remote, checkout: checkout, task: "Add tests")
+        #expect(try await store.repositories().count == 1, "the same checkout is one repository")
+        #expect(try await remote.listSessionIDs(deviceID: nil) == [session.id, second.id])
+        try await finishAgentSession(store: store, remote: remote, session: session)
+        let pulled = try await remote.fetchSessions(after: nil).map(\.record)
+        #expect(pulled.first { $0.id == session.id }?.status == .ended)
+        #expect(pulled.first { $0.id == second.id }?.status == .active)
     }
 
     @Test func theArticlesCodeRuns() async throws {

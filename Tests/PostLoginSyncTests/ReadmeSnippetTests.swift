@@ -19,13 +19,22 @@ import Testing
         let store = try DeviceStore(directory: storeDirectory)
         try await store.createIdentity(name: "My laptop", deviceType: .linuxDesktop, role: .desktop)
         try await store.setUserID(userID)
+        let repository = try await store.addRepository(name: "api", localPath: "/src/api")
+        let session = try await store.startSession(repositoryID: repository.id, title: "Fix the login bug")
         let remote = try EmbeddedRemoteStore(path: remotePath, userID: userID)
         let report = try await SyncEngine(local: store, remote: remote).sync()
 
-        #expect(report.outcome == .success)
+        #expect(report.outcome == .success, "\(report.errors)")
+        #expect(try await remote.listSessionIDs(deviceID: nil) == [session.id])
+        #expect(try await remote.listRepositoryIDs(deviceID: nil) == [repository.id])
         let readme = try String(
             contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let block = readme.components(separatedBy: "```swift\n")[1].components(separatedBy: "```")[0]
+        let here = try String(contentsOfFile: #filePath, encoding: .utf8)
+        for line in block.split(separator: "\n") where !line.hasPrefix("import") && !line.hasPrefix("//") {
+            #expect(here.contains(line.trimmingCharacters(in: .whitespaces)), "README line not run here: \(line)")
+        }
         #expect(readme.contains("let report = try await SyncEngine(local: store, remote: remote).sync()"))
         #expect(
             readme.contains(

@@ -90,6 +90,54 @@ struct DiskCLITests {
         #expect(try await desktopStore.sessions().count == sessionsBefore)
     }
 
+    @Test(
+        "a nearly full disk (192 KiB free): every refusal says no space and what to do, never a disk I/O error; a sync converges once there is room"
+    )
+    func nearlyFullDisk() async throws {
+        let cli = try CLI()
+        let disk = try Mounts.tmpfs(size: "4m")
+        defer { Mounts.unmount(disk) }
+        let phone = disk.appendingPathComponent("p").path
+        let desktop = cli.directory.appendingPathComponent("desktop").path
+        let repo = cli.directory.appendingPathComponent("project")
+        try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
+        #expect(try await cli.run(["init", "--store", desktop, "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try await cli.run(["init", "--store", phone, "--role", "mobile", "--name", "phone"]).status == 0)
+        for store in [desktop, phone] {
+            #expect(try await cli.run(["login", "--store", store, "--email", "q@example.com"]).status == 0)
+        }
+        #expect(try await cli.run(["sync", "--store", phone]).status == 0)
+        #expect(try await cli.run(["repo", "add", "--store", desktop, repo.path]).status == 0)
+        // More than the phone's disk can take: its pull fills the disk part way through.
+        let store = try DeviceStore(directory: URL(fileURLWithPath: desktop))
+        let repository = try #require(try await store.repositories().first)
+        for _ in 0..<150 { try await store.startSession(repositoryID: repository.id) }
+        #expect(try await cli.run(["sync", "--store", desktop]).status == 0)
+
+        let filler = try Mounts.fill(disk, leaving: 192 * 1024)
+        #expect((128 * 1024...256 * 1024).contains(Mounts.free(disk)), "\(Mounts.free(disk)) bytes free")
+        let pulled = try await cli.run(["pull", "--store", phone])
+        #expect(pulled.status == 1 && pulled.err.contains(Self.diskFull), "\(pulled.status) \(pulled.err)")
+        #expect(!pulled.err.contains("I/O error"))
+        // The pull left its WAL behind; without its index (a store copied or restored without
+        // `-shm`), opening the store must rebuild the index, for which there is no room.
+        try? FileManager.default.removeItem(atPath: phone + "/store.sqlite-shm")
+        let filler2 = try Mounts.fill(disk, leaving: 8 * 1024)
+        for command in [["pull", "--store", phone], ["status", "--store", phone]] {
+            let result = try await cli.run(command)
+            #expect(
+                result.status == 1 && result.err.contains(Self.diskFull), "\(command) \(result.status) \(result.err)")
+            #expect(!result.err.contains("I/O error"), "\(command): \(result.err)")
+        }
+
+        try FileManager.default.removeItem(at: filler)
+        try FileManager.default.removeItem(at: filler2)
+        let again = try await cli.run(["sync", "--store", phone])
+        #expect(again.status == 0, "\(again.err)")
+        #expect(try Self.count(phone, "sessions") == 150)
+        #expect(try Self.integrity(phone) == "ok")
+    }
+
     /// A server that counts what reaches it (a Supabase project as far as login cares).
     static func countingServer() throws -> HostileServer {
         try HostileServer { _, connection in connection.json(200, "[]", headers: ["content-range": "*/*"]) }

@@ -1,4 +1,6 @@
+import DeviceTrust
 import Foundation
+import SecretCrypto
 import TestStack
 import Testing
 
@@ -105,7 +107,7 @@ struct FirstDayCLITests {
                 let data = pipe.availableData
                 if data.isEmpty { return false }
                 text += String(decoding: data, as: UTF8.self)
-                if text.range(of: #"([A-Z2-7]{4}-){15}[A-Z2-7]{4}"#, options: .regularExpression) != nil { return true }
+                if text.range(of: #"([A-Z2-7]{4}-){16}[A-Z2-7]{4}"#, options: .regularExpression) != nil { return true }
             }
         }
         let outcome = try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -234,7 +236,7 @@ struct FirstDayCLITests {
             let out = try await cli.run([
                 "trust", "invite", "--store", desktop, "--device-type", "ios-phone", "--no-qr",
             ]).out
-            let range = try #require(out.range(of: #"([A-Z2-7]{4}-){15}[A-Z2-7]{4}"#, options: .regularExpression))
+            let range = try #require(out.range(of: #"([A-Z2-7]{4}-){16}[A-Z2-7]{4}"#, options: .regularExpression))
             return String(out[range])
         }
         /// Joins in the background while the root approves until a round says something.
@@ -252,12 +254,22 @@ struct FirstDayCLITests {
             return (joined.status, joined.out, joined.err, root)
         }
 
-        // A mistyped code (one character of the pairing secret): the root says mistyped, join
-        // exits 1 saying refused, with what to do next.
+        // A mistyped code (one character of the pairing secret): its checksum refuses it before
+        // anything is sent, and join says so at once.
         let code = try await invite()
         var typo = Array(code)
         typo[25] = typo[25] == "A" ? "B" : "A"
-        let refused = try await joinWhileApproving(String(typo))
+        let offline = try await cli.run(
+            ["trust", "join", "--store", phone, "--timeout", "60"], stdin: String(typo) + "\n")
+        #expect(offline.status == 1 && offline.err.contains("does not check out"), "\(offline.err)")
+        // A wrong secret whose checksum holds (a one-in-65,536 typo, or a forger): the root says
+        // mistyped, join exits 1 saying refused, with what to do next.
+        let parsed = try PairingCode(parsing: code)
+        var secret = parsed.secret.withUnsafeBytes { Array($0) }
+        secret[5] ^= 0x01
+        let wrong = try PairingCode(
+            inviteID: parsed.inviteID, secret: SecureBytes(copying: secret), fingerprint: parsed.fingerprint)
+        let refused = try await joinWhileApproving(wrong.revealText())
         #expect(refused.root.contains("mistyped"), "\(refused.root)")
         #expect(refused.status == 1 && refused.err.contains("refused") && refused.err.contains("new code"))
 

@@ -69,6 +69,33 @@ enum Mounts {
         return filler
     }
 
+    /// Fills the file system holding `directory` until `leaving` bytes are free (to the block);
+    /// returns the filler's path.
+    static func fill(_ directory: URL, leaving: Int) throws -> URL {
+        var info = statvfs()
+        guard statvfs(directory.path, &info) == 0 else { throw MountFailed(point: directory.path) }
+        let free = Int(info.f_bavail) * Int(info.f_frsize)
+        let filler = directory.appendingPathComponent("filler-\(UUID().uuidString)")
+        let descriptor = open(filler.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard descriptor >= 0 else { throw MountFailed(point: directory.path) }
+        defer { close(descriptor) }
+        var left = max(0, free - leaving)
+        let block = [UInt8](repeating: 0xAA, count: 4096)
+        while left > 0 {
+            let wrote = block.withUnsafeBytes { write(descriptor, $0.baseAddress, min(left, $0.count)) }
+            guard wrote > 0 else { break }
+            left -= wrote
+        }
+        return filler
+    }
+
+    /// Bytes free on the file system holding `directory`.
+    static func free(_ directory: URL) -> Int {
+        var info = statvfs()
+        guard statvfs(directory.path, &info) == 0 else { return -1 }
+        return Int(info.f_bavail) * Int(info.f_frsize)
+    }
+
     struct MountFailed: Error, CustomStringConvertible {
         let point: String
         var description: String { "cannot mount at \(point)" }

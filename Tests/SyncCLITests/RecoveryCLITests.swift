@@ -36,7 +36,7 @@ struct RecoveryCLITests {
         ])
         let code = try #require(
             invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-                .first { $0.count == 79 && $0.split(separator: "-").count == 16 })
+                .first { $0.count == 84 && $0.split(separator: "-").count == 17 })
         #expect(
             try await cli.run(["trust", "join", "--no-wait", "--store", cli.store("p")], stdin: code + "\n").status == 0
         )

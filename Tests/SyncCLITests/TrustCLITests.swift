@@ -40,13 +40,13 @@ struct TrustCLITests {
         #expect(invite.status == 0 && drewQR)
         let code = try #require(
             invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-                .first { $0.count == 79 && $0.split(separator: "-").count == 16 })
+                .first { $0.count == 84 && $0.split(separator: "-").count == 17 })
         // A mistyped code is refused before anything is pinned. Given as an argument it still
         // works, with a warning that other local users can read it (the warning never quotes it).
         let typo = String(code.dropLast()) + (code.hasSuffix("A") ? "B" : "A")
         let refused = try await cli.run(["trust", "join", "--store", cli.store("p"), typo])
         let refusedClearly =
-            refused.err.contains("not the one in the pairing code") && refused.err.contains("process list")
+            refused.err.contains("does not check out") && refused.err.contains("process list")
         #expect(refused.status == 1 && refusedClearly)
         // The code on standard input (what a prompt reads on a terminal): no argument, no warning.
         let joined = try await cli.run(
@@ -147,7 +147,7 @@ struct TrustCLITests {
             try await cli.run(["trust", "join", "--no-wait", "--store", cli.store("t")], stdin: wrongType + "\n").status
                 == 0)
         let refused = try await cli.run(["trust", "approve", "--store", cli.store("d")])
-        #expect(refused.status == 0 && refused.out.contains("the invite was opened for ios-phone"))
+        #expect(refused.status == 1 && refused.out.contains("the invite was opened for ios-phone"))
         // Opened without a type: no terminal to ask on, so the request waits, untouched.
         let untyped = try await code([])
         #expect(

@@ -1,4 +1,7 @@
+import DeviceTrust
 import Foundation
+import LocalStore
+import SecretCrypto
 import SyncTestSupport
 import TestStack
 import Testing
@@ -60,6 +63,27 @@ struct UsageMessagesTests {
             ["login", "--store", store, "--remote", "http://127.0.0.1:54321"],
             environment: ["SUPABASE_ANON_KEY": "anon", "SYNC_ACCESS_TOKEN": token])
         #expect(port.status == 0 && port.out.contains(" on 127.0.0.1:54321"), "\(port.out) \(port.err)")
+    }
+
+    @Test("--version is the newest version heading of CHANGELOG.md (13)")
+    func versionFromTheChangelog() async throws {
+        let cli = try CLI()
+        let printed = try await cli.run(["--version"])
+        #expect(printed.status == 0)
+        let changelog = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let headings = changelog.split(separator: "\n").filter { $0.hasPrefix("## ") }
+        let newest = try #require(headings.first?.dropFirst(3).split(separator: " ").first)
+        #expect(printed.out.trimmingCharacters(in: .whitespacesAndNewlines) == String(newest))
+        // Every heading names a version and its date, newest first.
+        let versions = try headings.map { heading in
+            let parts = heading.dropFirst(3).split(separator: " ")
+            #expect(parts.count == 2 && parts[1].hasPrefix("(") && parts[1].hasSuffix(")"), "\(heading)")
+            return try #require(parts.first).split(separator: ".").compactMap { Int($0) }
+        }
+        #expect(versions.allSatisfy { $0.count == 3 })
+        #expect(zip(versions, versions.dropFirst()).allSatisfy { $0.0.lexicographicallyPrecedes($0.1) == false })
     }
 
     @Test("trust init in a pipe prints the recovery key without its QR block (13)")
@@ -218,5 +242,86 @@ struct UsageMessagesTests {
         #expect(!own.err.contains("generation"))
         #expect(try await cli.run(["approval", "answer", "--store", cli.store("p"), request, "deny"]).status == 0)
         #expect(try await asked.value.status == 5)
+    }
+
+    @Test("secrets show says when the device that sealed a secret has since been revoked (9)")
+    func secretFromARevokedSender() async throws {
+        let cli = try CLI()
+        let first = try await ApprovalCLITests.paired(cli)
+        let other = cli.store("d2")
+        #expect(try await cli.run(["init", "--store", other, "--role", "desktop", "--name", "spare"]).status == 0)
+        #expect(try await cli.run(["login", "--store", other, "--email", "q@example.com"]).status == 0)
+        let invite = try await cli.run(["trust", "invite", "--store", cli.store("d"), "--device-type", "linux-desktop"])
+        let code = try #require(
+            invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .first { $0.count == 84 && $0.split(separator: "-").count == 17 })
+        #expect(try await cli.run(["trust", "join", "--no-wait", "--store", other], stdin: code + "\n").status == 0)
+        #expect(try await cli.run(["trust", "approve", "--store", cli.store("d")]).status == 0)
+        let repo = cli.directory.appendingPathComponent("spare-project")
+        try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
+        #expect(try await cli.run(["repo", "add", "--store", other, repo.path]).status == 0)
+        let sealed = try await cli.run(["session", "start", "--store", other, "--repo", repo.path]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await cli.run(["sync", "--store", other]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("p")]).status == 0)
+        let before = try await cli.run(["secrets", "show", "--store", cli.store("p"), sealed])
+        #expect(before.status == 0 && before.out.contains("(authenticated)") && !before.out.contains("revoked"))
+
+        let otherID = try #require(try await DeviceStore(directory: URL(fileURLWithPath: other)).identity()).id
+        #expect(try await cli.run(["trust", "revoke", "--store", cli.store("d"), otherID.canonical]).status == 0)
+        #expect(try await cli.run(["sync", "--store", cli.store("p")]).status <= 2)
+        let after = try await cli.run(["secrets", "show", "--store", cli.store("p"), sealed])
+        #expect(after.status == 0, "\(after.err)")
+        #expect(after.out.contains("revoked on") && after.out.contains("no longer trusted"), "\(after.out)")
+        #expect(!after.out.contains("(authenticated)"), "\(after.out)")
+        let json = try await cli.run(["secrets", "show", "--store", cli.store("p"), sealed, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+        #expect(object["senderRevoked"] as? Bool == true)
+        let untouched = try await cli.run(["secrets", "show", "--store", cli.store("p"), first, "--json"])
+        let still = try #require(try JSONSerialization.jsonObject(with: Data(untouched.out.utf8)) as? [String: Any])
+        #expect(still["senderRevoked"] as? Bool == false)
+    }
+
+    @Test(
+        "a pairing code with one character changed or two groups swapped is refused before anything is sent; approve exits 1 when it refused every request (2)"
+    )
+    func mistypedPairingCode() async throws {
+        let cli = try CLI()
+        for (name, role) in [("d", "desktop"), ("p", "mobile")] {
+            #expect(
+                try await cli.run(["init", "--store", cli.store(name), "--role", role, "--name", name]).status == 0)
+            #expect(try await cli.run(["login", "--store", cli.store(name), "--email", "q@example.com"]).status == 0)
+        }
+        #expect(try await cli.run(["trust", "init", "--store", cli.store("d")]).status == 0)
+        let invite = try await cli.run(["trust", "invite", "--store", cli.store("d"), "--device-type", "ios-phone"])
+        let code = try #require(
+            invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .first { $0.count == 84 && $0.split(separator: "-").count == 17 })
+        var groups = code.split(separator: "-").map(String.init)
+        groups.swapAt(4, 5)
+        let letters = Array(code)
+        let changed = String(letters.prefix(40)) + (letters[40] == "A" ? "B" : "A") + String(letters.dropFirst(41))
+        for typo in [changed, groups.joined(separator: "-")] {
+            let joined = try await cli.run(
+                ["trust", "join", "--no-wait", "--store", cli.store("p")], stdin: typo + "\n")
+            #expect(joined.status == 1 && joined.err.contains("does not check out"), "\(joined.status) \(joined.err)")
+            #expect(!joined.out.contains("Asked the trust root"))
+        }
+        let nothing = try await cli.run(["trust", "approve", "--store", cli.store("d")])
+        #expect(nothing.status == 0 && nothing.out.contains("No pairing requests"), "nothing reached the server")
+
+        // A code whose checksum holds but whose secret is wrong (only a forger or a one-in-65,536
+        // typo gets here): the server-side MAC still refuses it, and approve says so with exit 1.
+        let parsed = try PairingCode(parsing: code)
+        var secret = parsed.secret.withUnsafeBytes { Array($0) }
+        secret[0] ^= 0x01
+        let forged = try PairingCode(
+            inviteID: parsed.inviteID, secret: SecureBytes(copying: secret), fingerprint: parsed.fingerprint)
+        let asked = try await cli.run(
+            ["trust", "join", "--no-wait", "--store", cli.store("p")], stdin: forged.revealText() + "\n")
+        #expect(asked.status == 0, "\(asked.err)")
+        let refused = try await cli.run(["trust", "approve", "--store", cli.store("d")])
+        #expect(refused.status == 1, "\(refused.status) \(refused.out) \(refused.err)")
+        #expect(refused.out.contains("mistyped") || refused.err.contains("mistyped"), "\(refused.out)")
     }
 }

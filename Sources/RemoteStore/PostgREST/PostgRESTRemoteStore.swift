@@ -780,11 +780,7 @@ public final class PostgRESTRemoteStore: SyncRemote {
             let request = TransportRequest(
                 method: method, url: url, headerFields: headers, body: body, timeout: configuration.requestTimeout,
                 maxResponseBytes: maxResponseBytes)
-            MetricsTally.record(
-                {
-                    $0.requests += 1
-                    $0.bytesSent += (body?.count ?? 0)
-                }, in: counters)
+            MetricsTally.record({ $0.requests += 1 }, in: counters)
 
             let response: TransportResponse
             do {
@@ -805,7 +801,13 @@ public final class PostgRESTRemoteStore: SyncRemote {
                 attempt += 1
                 continue
             }
-            MetricsTally.record({ $0.bytesReceived += response.body.count }, in: counters)
+            // A body counts as sent once an answer shows the server read it: a dead server
+            // has been sent nothing, however many attempts were made.
+            MetricsTally.record(
+                {
+                    $0.bytesSent += (body?.count ?? 0)
+                    $0.bytesReceived += response.body.count
+                }, in: counters)
             if response.status.kind == .successful { return response }
 
             if response.status.kind == .redirection {

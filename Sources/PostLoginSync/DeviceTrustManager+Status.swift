@@ -35,7 +35,7 @@ extension DeviceTrustManager {
         if let log = snapshot.log {
             status.mode = "log"
             status.head = log.position
-            status.headCreatedAt = log.headCreatedAt
+            status.headCreatedAt = Date(timeIntervalSince1970: TimeInterval(min(log.headCreatedAt, 1 << 40)))
             status.recoveryKeyBound = log.recoveryKey != nil
             if log.headSeq >= TrustLogEntry.reserveStart {
                 status.problems.append(

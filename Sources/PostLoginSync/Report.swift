@@ -1,6 +1,7 @@
 import Foundation
 import LocalStore
 import RemoteStore
+import SyncModel
 
 /// The steps of a sync, in order.
 public enum SyncPhase: String, Sendable, Codable, CaseIterable {
@@ -400,20 +401,28 @@ public struct SyncReport: Sendable, Codable, Hashable {
     /// Every recorded problem, phase by phase.
     public var errors: [SyncIssue] { phases.flatMap(\.errors) }
 
-    /// The report as JSON (sorted keys, ISO 8601 dates).
+    /// The report as JSON in the project's one style (`JSONStyle`: sorted camelCase keys with
+    /// `Id`, lowercase UUIDs, RFC 3339 UTC dates).
     public func json(pretty: Bool = true) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting =
-            pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        guard let data = try? encoder.encode(self) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        (try? JSONStyle.text(self, pretty: pretty)) ?? "{}"
     }
 
-    /// Decodes a report saved with ``json(pretty:)``.
+    /// Decodes a report saved with ``json(pretty:)`` (or, before `JSONStyle`, with `ID` keys).
     public static func decode(_ json: String) -> SyncReport? {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
+        // The style's `deviceId` is the Swift `deviceID`: the report's types name no key `…Id`.
+        decoder.keyDecodingStrategy = .custom { path in
+            DecodedKey(path.last?.stringValue.replacing(/([a-z0-9])Id(?=$|[A-Z])/) { "\($0.1)ID" } ?? "")
+        }
         return try? decoder.decode(SyncReport.self, from: Data(json.utf8))
+    }
+
+    struct DecodedKey: CodingKey {
+        let stringValue: String
+        init(_ value: String) { stringValue = value }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
     }
 }

@@ -60,13 +60,10 @@ public struct WatchTick: Sendable, Codable, Hashable {
     /// their own): a question this device may answer, or the end of one it asked. `nil` when none.
     public var approvals: [WatchApproval]?
 
-    /// The tick as one line of JSON.
+    /// The tick as one line of JSON, in the project's one style (`JSONStyle`: camelCase keys,
+    /// lowercase UUIDs, RFC 3339 UTC dates).
     public func json() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        guard let data = try? encoder.encode(self) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        (try? JSONStyle.text(self, pretty: false)) ?? "{}"
     }
 }
 

@@ -89,20 +89,20 @@ struct ApprovalSummary: Encodable {
     let sessionId: String
     let requesterDeviceId: String
     let status: String
-    let createdAt: String?
-    let expiresAt: UInt64
+    let createdAt: Date?
+    let expiresAt: Date
     let decidedByDeviceId: String?
-    let decidedAt: String?
+    let decidedAt: Date?
 
     init(_ row: ApprovalRequestRow, now: Date = Date()) {
         requestId = row.id.canonical
         sessionId = row.sessionID.canonical
         requesterDeviceId = row.requesterDeviceID.canonical
         status = row.status(at: now).rawValue
-        createdAt = row.createdAt.map(Timestamp.format)
-        expiresAt = row.expiresAt
+        createdAt = row.createdAt
+        expiresAt = Date(timeIntervalSince1970: TimeInterval(min(row.expiresAt, 1 << 40)))
         decidedByDeviceId = row.decidedByDeviceID?.canonical
-        decidedAt = row.decidedAt.map(Timestamp.format)
+        decidedAt = row.decidedAt
     }
 }
 
@@ -261,7 +261,8 @@ extension SyncCLI.Approval {
             if json { return try printJSON(summaries) }
             if summaries.isEmpty { output(pending ? "No pending approval requests." : "No approval requests.") }
             for item in summaries {
-                let decided = item.decidedByDeviceId.map { " by \($0) at \(item.decidedAt ?? "?")" } ?? ""
+                let when = item.decidedAt.map(JSONStyle.date) ?? "?"
+                let decided = item.decidedByDeviceId.map { " by \($0) at \(when)" } ?? ""
                 output("\(item.requestId)  session \(item.sessionId.prefix(8))  \(item.status)\(decided)")
             }
         }

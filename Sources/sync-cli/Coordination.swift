@@ -50,20 +50,13 @@ struct CoordinationContext {
 
 /// Prints a value as pretty, key-sorted JSON, ids in lowercase (``printJSONText(_:)``).
 func printJSON<T: Encodable>(_ value: T) throws {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    encoder.dateEncodingStrategy = .iso8601
-    printJSONText(String(decoding: try encoder.encode(value), as: UTF8.self))
+    printJSONText(try JSONStyle.text(value))
 }
 
-/// Prints JSON text with every string that is exactly a UUID in lowercase, the form the remote,
-/// the reports and the human output use (Foundation encodes a `UUID` in uppercase). Every
+/// Prints JSON text, every string that is exactly a UUID in lowercase (``JSONStyle``). Every
 /// `--json` output goes through here.
 func printJSONText(_ json: String) {
-    print(
-        json.replacing(/"([0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12})"/) {
-            "\"" + $0.1.lowercased() + "\""
-        })
+    print(JSONStyle.lowercasingUUIDs(json))
     fflush(nil) // a watch's JSON lines reach a pipe one by one
 }
 
@@ -147,9 +140,11 @@ extension SyncCLI.Session {
                     todoProgress: progress)
             }
             if json {
+                // The column's wire object, its keys in the one style (`updatedAtMs`: Unix ms, as stored).
+                let wire = (try? JSONSerialization.jsonObject(with: Data(status.jsonText.utf8))) ?? [:]
                 let object: [String: Any] = [
-                    "runtime_status": (try? JSONSerialization.jsonObject(with: Data(status.jsonText.utf8))) ?? [:],
-                    "runtime_status_updated_at": status.reportedAt.map(Timestamp.format) ?? NSNull(),
+                    "runtimeStatus": restyledKeys(wire),
+                    "runtimeStatusUpdatedAt": status.reportedAt.map(JSONStyle.date) ?? NSNull(),
                 ]
                 let data = try JSONSerialization.data(
                     withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
@@ -249,7 +244,12 @@ extension SyncCLI {
 
             func run() async throws {
                 let context = try await CoordinationContext(storeOptions, remoteOptions)
-                let status = try await context.run { try await $0.pushTokenStatus() }
+                var status = try await context.run { try await $0.pushTokenStatus() }
+                // The remote's timestamp text, in the one style.
+                for index in status.liveActivityTokens.indices {
+                    let text = status.liveActivityTokens[index].registeredAt
+                    status.liveActivityTokens[index].registeredAt = Timestamp.parse(text).map(JSONStyle.date) ?? text
+                }
                 if json { return try printJSON(status) }
                 output("Device token     \(status.deviceTokenRegistered ? "registered" : "none")")
                 output(
@@ -287,19 +287,20 @@ extension SyncCLI {
                 let entries = try await context.run { try await $0.outbox(limit: limit) }
                 if json {
                     let rows: [[String: Any]] = entries.map { entry in
+                        // The payload is APNs' own JSON: its keys stay as they are.
                         var row: [String: Any] = [
-                            "id": entry.id, "token": entry.tokenHint, "push_type": entry.pushType,
+                            "id": entry.id, "token": entry.tokenHint, "pushType": entry.pushType,
                             "priority": entry.priority,
                             "attempts": entry.attempts,
                             "payload": (try? JSONSerialization.jsonObject(with: Data(entry.payload.utf8)))
                                 ?? entry.payload,
                         ]
-                        row["device_id"] = entry.deviceID?.canonical ?? NSNull()
-                        row["collapse_id"] = entry.collapseID ?? NSNull()
-                        row["created_at"] = entry.createdAt.map(Timestamp.format) ?? NSNull()
-                        row["delivered_at"] = entry.deliveredAt.map(Timestamp.format) ?? NSNull()
-                        row["last_error"] = entry.lastError ?? NSNull()
-                        row["not_before"] = entry.notBefore.map(Timestamp.format) ?? NSNull()
+                        row["deviceId"] = entry.deviceID?.canonical ?? NSNull()
+                        row["collapseId"] = entry.collapseID ?? NSNull()
+                        row["createdAt"] = entry.createdAt.map(JSONStyle.date) ?? NSNull()
+                        row["deliveredAt"] = entry.deliveredAt.map(JSONStyle.date) ?? NSNull()
+                        row["lastError"] = entry.lastError ?? NSNull()
+                        row["notBefore"] = entry.notBefore.map(JSONStyle.date) ?? NSNull()
                         return row
                     }
                     let data = try JSONSerialization.data(
@@ -318,5 +319,16 @@ extension SyncCLI {
                 }
             }
         }
+    }
+}
+
+/// A JSON object of another style (a column's wire format) with its keys in ``JSONStyle``'s.
+func restyledKeys(_ value: Any) -> Any {
+    switch value {
+    case let object as [String: Any]:
+        Dictionary(
+            object.map { (JSONStyle.key($0.key), restyledKeys($0.value)) }, uniquingKeysWith: { first, _ in first })
+    case let array as [Any]: array.map(restyledKeys)
+    default: value
     }
 }

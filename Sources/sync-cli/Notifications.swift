@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RemoteStore
+import SyncModel
 
 extension NotificationSettings.Key: ExpressibleByArgument {}
 
@@ -20,8 +21,8 @@ extension SyncCLI {
         static func printSettings(_ settings: NotificationSettings, ended: Int?, json: Bool) throws {
             if json {
                 var object: [String: Any] = [:]
-                for key in NotificationSettings.Key.allCases { object[key.rawValue] = settings[key] }
-                if let ended { object["live-activities-ended"] = ended }
+                for key in NotificationSettings.Key.allCases { object[JSONStyle.key(key.rawValue)] = settings[key] }
+                if let ended { object["liveActivitiesEnded"] = ended }
                 let data = try JSONSerialization.data(
                     withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
                 return printJSONText(String(decoding: data, as: UTF8.self))

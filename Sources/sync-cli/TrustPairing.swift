@@ -36,7 +36,7 @@ extension SyncCLI.Trust {
                 let text = code.revealText()
                 if json {
                     try printJSON([
-                        "code": text, "inviteId": code.inviteIDText, "expiresAt": Timestamp.format(expiresAt),
+                        "code": text, "inviteId": code.inviteIDText, "expiresAt": JSONStyle.date(expiresAt),
                         "identityFingerprint": code.fingerprint.description,
                     ])
                 } else {

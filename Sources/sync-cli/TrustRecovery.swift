@@ -172,7 +172,7 @@ extension SyncCLI.Trust {
                         "Identity fingerprint: \(status.identityFingerprint ?? "?")\(status.isTrustRoot ? " (this device is a trust root)" : "")"
                     )
                     if let head = status.head {
-                        let when = status.headCreatedAt.map { " (written \(TrustCommand.date($0)))" } ?? ""
+                        let when = status.headCreatedAt.map { " (written \(JSONStyle.date($0)))" } ?? ""
                         output("Trust log head: \(head)\(when)")
                     }
                     output("This device: \(status.thisDevice?.rawValue ?? "unverified")")
@@ -219,6 +219,6 @@ extension TrustCommand {
 
     /// A Unix time as RFC 3339 UTC.
     static func date(_ seconds: UInt64) -> String {
-        Timestamp.format(Date(timeIntervalSince1970: TimeInterval(min(seconds, 1 << 40))))
+        JSONStyle.date(Date(timeIntervalSince1970: TimeInterval(min(seconds, 1 << 40))))
     }
 }

@@ -90,9 +90,16 @@ struct ReportFormatTests {
 
     /// What `printJSON` in sync-cli writes.
     static func printed<T: Encodable>(_ value: T) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
+        try JSONStyle.text(value) + "\n"
+    }
+
+    @Test("a report in the one JSON style reads back as it was")
+    func styledReportRoundTrips() throws {
+        let report = Self.report(.push)
+        #expect(SyncReport.decode(report.json())?.json() == report.json())
+        #expect(SyncReport.decode(report.json(pretty: false))?.json() == report.json())
+        #expect(SyncReport.decode(report.json())?.deviceID == report.deviceID)
+        #expect(SyncReport.decode(report.json())?.errors.map(\.rowID) == report.errors.map(\.rowID))
     }
 
     @Test("a report an older version stored, without this version's trust fields, still reads")
@@ -122,7 +129,7 @@ struct ReportFormatTests {
         status.identityFingerprint = "0000 1111 2222 3333 4444 5555 6666 7777"
         status.thisDevice = .verified
         status.head = TrustLogPosition(epoch: 1, seq: 3, hash: [UInt8](repeating: 0xAB, count: 32))
-        status.headCreatedAt = 1_800_000_000
+        status.headCreatedAt = Date(timeIntervalSince1970: 1_800_000_000)
         status.recoveryKeyBound = false
         status.pendingResets = [
             PendingReset(epoch: 2, hash: [UInt8](repeating: 0xCD, count: 32), deadline: 1_800_259_800)

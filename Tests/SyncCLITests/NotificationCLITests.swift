@@ -28,10 +28,10 @@ struct NotificationCLITests {
             return try #require(try JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
         }
         let defaults = try await settings(["show"])
-        #expect(defaults["live-activities"] as? Bool == true && defaults["background"] as? Bool == true)
-        #expect(defaults["details"] as? Bool == false && defaults["time-sensitive"] as? Bool == true)
+        #expect(defaults["liveActivities"] as? Bool == true && defaults["background"] as? Bool == true)
+        #expect(defaults["details"] as? Bool == false && defaults["timeSensitive"] as? Bool == true)
         let changed = try await settings(["set", "details", "on"])
-        #expect(changed["details"] as? Bool == true && changed["live-activities-ended"] as? Int == 0)
+        #expect(changed["details"] as? Bool == true && changed["liveActivitiesEnded"] as? Int == 0)
         await #expect(try settings(["show"])["details"] as? Bool == true)
         let text = try await cli.run(["notifications", "show", "--store", cli.store("p")])
         #expect(text.status == 0 && text.out.contains("details") && text.out.contains("on"))
@@ -57,12 +57,12 @@ struct NotificationCLITests {
         #expect(reported.out.contains("Deploying with [REDACTED]") && !reported.out.contains("abc123"))
         let outbox = try await cli.run(["outbox", "list", "--store", cli.store("p"), "--json"])
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(outbox.out.utf8)) as? [[String: Any]])
-        let live = try #require(rows.first { $0["push_type"] as? String == "liveactivity" })
+        let live = try #require(rows.first { $0["pushType"] as? String == "liveactivity" })
         let aps = try #require((live["payload"] as? [String: Any])?["aps"] as? [String: Any])
         let state = try #require(aps["content-state"] as? [String: Any])
         #expect(state["currentOperation"] as? String == "Deploying with [REDACTED]")
         #expect((state["todoProgress"] as? [String: Any])?["currentTask"] as? String == "Fix auth bug")
-        #expect(live["not_before"] is String)
+        #expect(live["notBefore"] is String)
         let badTodo = try await cli.run([
             "session", "status", "--store", cli.store("d"), session, "running", "--todo", "3",
         ])

@@ -215,7 +215,7 @@ struct SyncCLITests {
             "session", "activity", "--store", cli.store("p"), String(session.prefix(8)), "--json",
         ])
         let claim = try JSONSerialization.jsonObject(with: Data(handoff.out.utf8)) as? [String: Any]
-        #expect(claim?["handed_off"] as? Bool == true && claim?["notified"] as? Int == 1)
+        #expect(claim?["handedOff"] as? Bool == true && claim?["notified"] as? Int == 1)
         let unknownClient = try await cli.run([
             "session", "activity", "--store", cli.store("p"), session, "--client", "android",
         ])

@@ -111,8 +111,8 @@ public struct TrustStatus: Sendable, Codable, Hashable {
     public var userHasIdentity = false
     /// The verified head: epoch, seq and the first 8 bytes of its hash (compare it across devices).
     public var head: TrustLogPosition?
-    /// When the head was written (Unix seconds, the writer's clock).
-    public var headCreatedAt: UInt64?
+    /// When the head was written (the writer's clock).
+    public var headCreatedAt: Date?
     /// Whether a recovery key is bound to the log (`nil`: unknown, legacy mode).
     public var recoveryKeyBound: Bool?
     public var devices: [Device] = []

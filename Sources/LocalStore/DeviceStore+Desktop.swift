@@ -17,7 +17,7 @@ extension DeviceStore {
     ///   - localPath: The checkout's absolute path on this desktop; it identifies the repository.
     ///   - remoteURL: The `origin` URL, if any (credentials in it are removed before storing).
     ///   - defaultBranch: The default branch, if known.
-    /// - Returns: The stored repository; keep its ``RepositoryRecord/id`` to start sessions in it.
+    /// - Returns: The stored repository; keep its `id` to start sessions in it.
     /// - Throws: ``LocalStoreError`` `.identityMissing`, `.userMissing` (nobody signed in on this
     ///   store yet), `.wrongRole` (a phone's store).
     @discardableResult
@@ -46,7 +46,7 @@ extension DeviceStore {
     ///   - title: What the session is about, if the app has it.
     ///   - branch: The branch it works on.
     ///   - processID: The agent's process, if it has one.
-    /// - Returns: The stored session; its ``SessionRecord/id`` names it everywhere.
+    /// - Returns: The stored session; its `id` names it everywhere.
     /// - Throws: ``LocalStoreError`` `.notFound` (no such repository of this desktop),
     ///   `.identityMissing`, `.userMissing`, `.wrongRole`.
     @discardableResult

@@ -40,8 +40,12 @@ public struct SyncProgress: Sendable, Hashable {
 
     /// Creates an event whose message says the counts, as the engine reports them.
     ///
-    /// - Parameter action: The message's first word: "Syncing", or "Reading" while a phase only
-    ///   lists what it will work on.
+    /// - Parameters:
+    ///   - phase: The phase the event is about.
+    ///   - completed: Rows (or envelopes) done so far.
+    ///   - total: Rows (or envelopes) in all; 0 when not known.
+    ///   - action: The message's first word: "Syncing", or "Reading" while a phase only lists
+    ///     what it will work on.
     public init(phase: SyncPhase, completed: Int, total: Int, action: String = "Syncing") {
         let message =
             total > 0

@@ -140,6 +140,7 @@ vectors: deps
 	.build/debug/sync-vectors generate --version 2 -o testvectors/session-secret-v2.json
 	.build/debug/sync-vectors generate --kind certificate -o testvectors/device-certificate-v1.json
 	.build/debug/sync-vectors generate --kind approval -o testvectors/approval-v1.json
+	.build/debug/sync-vectors generate --kind question -o testvectors/question-v1.json
 	.build/debug/sync-vectors generate --kind lockscreen -o testvectors/lockscreen-sanitiser-v1.json
 	.build/debug/sync-vectors generate --kind backup -o testvectors/identity-backup-v1.json
 	.build/debug/sync-vectors generate --kind pairing -o testvectors/pairing-v1.json

@@ -371,6 +371,17 @@ public enum ApprovalVectorGenerator {
                 try plaintext(
                     "authentic plaintext that is not an approval: \(name)", ["MalformedPlaintext"], json, valid: false)
             }
+
+            // An agent's question sealed for the same fields and secret: never an approval.
+            let question = try QuestionCrypto.seal(
+                QuestionContent(text: "Should I run the database migration now?"),
+                context: QuestionContext(
+                    userID: context.userID, sessionID: context.sessionID, questionID: context.requestID,
+                    requesterDeviceID: context.requesterDeviceID, expiresAt: context.expiresAt,
+                    generation: context.generation), secret: secret, nonce: Self.bytes("nonce:question", 12))
+            invalid(
+                "an agent's question body offered as an approval request", ["OtherKind"],
+                body: ByteEncoding.base64(question))
         }
 
         // MARK: Decisions

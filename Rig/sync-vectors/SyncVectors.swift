@@ -24,6 +24,7 @@ extension SyncVectors {
                 testvectors/session-secret-v2.json (--version 2) and \
                 testvectors/device-certificate-v1.json (--kind certificate) and \
                 testvectors/approval-v1.json (--kind approval), \
+                testvectors/question-v1.json (--kind question), \
                 testvectors/lockscreen-sanitiser-v1.json (--kind lockscreen), \
                 testvectors/identity-backup-v1.json (--kind backup) and \
                 testvectors/pairing-v1.json (--kind pairing) and \
@@ -32,12 +33,12 @@ extension SyncVectors {
         )
 
         enum Kind: String, ExpressibleByArgument, CaseIterable {
-            case envelope, certificate, approval, lockscreen, backup, pairing, trustlog
+            case envelope, certificate, approval, question, lockscreen, backup, pairing, trustlog
         }
 
         @Option(
             help:
-                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), lockscreen (the lock-screen sanitiser), backup (identity backups and recovery keys) pairing (revocations, pairing codes and MACs, fingerprints) or trustlog (trust logs, append rules, backups, grants, witnesses)."
+                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), question (an agent's sealed questions), lockscreen (the lock-screen sanitiser), backup (identity backups and recovery keys) pairing (revocations, pairing codes and MACs, fingerprints) or trustlog (trust logs, append rules, backups, grants, witnesses)."
         )
         var kind: Kind = .envelope
 
@@ -56,6 +57,7 @@ extension SyncVectors {
             switch kind {
             case .certificate: data = try DeviceCertificateVectorGenerator.generate()
             case .approval: data = try ApprovalVectorGenerator.generate()
+            case .question: data = try QuestionVectorGenerator.generate()
             case .lockscreen: data = try LockScreenVectorGenerator.generate()
             case .backup: data = try IdentityBackupVectorGenerator.generate()
             case .pairing: data = try PairingVectorGenerator.generate()

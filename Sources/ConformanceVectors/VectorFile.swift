@@ -294,6 +294,7 @@ public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case hpke = "HPKE"
     case deviceCertificateV1 = "UNBOUND-DEVICE-CERTIFICATE-V1"
     case approvalV1 = "UNBOUND-APPROVAL-V1"
+    case questionV1 = "UNBOUND-QUESTION-V1"
     case lockScreenSanitiserV1 = "UNBOUND-LOCKSCREEN-SANITISER-V1"
     case identityBackupV1 = "UNBOUND-IDENTITY-BACKUP-V1"
     case pairingV1 = "UNBOUND-PAIRING-V1"

@@ -95,6 +95,36 @@ public struct ApprovalGroup: VectorGroup {
     }
 }
 
+/// `UNBOUND-QUESTION-V1` (notifications-2.md, "Questions, sealed"): groups of `type`
+/// `QuestionOpen`: open an agent's question body with the session secret for the question's
+/// fields; valid: exactly `text` (and re-seals with `nonce` to the same body), invalid: refused.
+public struct QuestionGroup: VectorGroup {
+    public let tests: [Test]
+
+    /// A question body and what must open from it.
+    public struct Test: VectorTest {
+        public let tcId: Int
+        public let comment: String
+        public let result: ExpectedResult
+        /// The session secret's text form (`sess_...`).
+        public let sessionSecret: String
+        public let userId: String
+        public let sessionId: String
+        public let questionId: String
+        public let requesterDeviceId: String
+        public let expiresAt: UInt64
+        public let generation: UInt32
+        /// The question body, standard base64 as stored.
+        public let body: String
+        /// The expected text (valid cases).
+        public let text: String?
+        /// Intermediate values of a valid case (hex): `K`, the AAD, the nonce (to re-seal).
+        public let key: HexBytes?
+        public let aad: HexBytes?
+        public let nonce: HexBytes?
+    }
+}
+
 /// `UNBOUND-LOCKSCREEN-SANITISER-V1` (notifications.md): text in, lock-screen text out. Every
 /// test is `valid`: ``LockScreenText/sanitised(_:)`` of `input` is exactly `output`.
 public struct LockScreenSanitiserGroup: VectorGroup {

@@ -192,6 +192,37 @@ extension VectorVerifier {
         return nil
     }
 
+    static func checkQuestion(_ test: QuestionGroup.Test) -> String? {
+        let parsed: (QuestionContext, SessionSecret)? = {
+            guard let user = UUID(uuidString: test.userId), let session = UUID(uuidString: test.sessionId),
+                let question = UUID(uuidString: test.questionId),
+                let requester = UUID(uuidString: test.requesterDeviceId),
+                let secret = try? SessionSecret(textForm: test.sessionSecret)
+            else { return nil }
+            return (
+                QuestionContext(
+                    userID: user, sessionID: session, questionID: question, requesterDeviceID: requester,
+                    expiresAt: test.expiresAt, generation: test.generation), secret
+            )
+        }()
+        let opened = parsed.flatMap { try? QuestionCrypto.open(body: test.body, context: $0.0, secret: $0.1) }
+        if let reason = judge(test.result, opened.map { $0.text == test.text }) { return "open: " + reason }
+        guard test.result == .valid, let (context, secret) = parsed, let content = opened else { return nil }
+        if let key = test.key,
+            (try? QuestionCrypto.key(secret: secret, questionID: context.questionID, generation: context.generation))?
+                .withUnsafeBytes({ Array($0) }) != key.bytes
+        {
+            return "key: differs"
+        }
+        if let aad = test.aad, context.aad != aad.bytes { return "aad: differs" }
+        if let nonce = test.nonce {
+            guard let sealed = try? QuestionCrypto.seal(content, context: context, secret: secret, nonce: nonce.bytes)
+            else { return "re-seal: rejected" }
+            guard ByteEncoding.base64(sealed) == test.body else { return "re-seal: body differs" }
+        }
+        return nil
+    }
+
     static func checkDecision(_ test: ApprovalGroup.Test) -> String? {
         let parsed = approvalContext(test)
         let decision: ApprovalDecision? = {

@@ -66,6 +66,8 @@ public enum VectorVerifier {
             return try run(ApprovalGroup.self, data, algorithm, path) { group, test in
                 group.type == .requestOpen ? checkRequest(test) : checkDecision(test)
             }
+        case .questionV1:
+            return try run(QuestionGroup.self, data, algorithm, path) { _, test in checkQuestion(test) }
         case .pairingV1:
             return try run(PairingGroup.self, data, algorithm, path) { group, test in checkPairing(group.type, test) }
         case .identityBackupV1:

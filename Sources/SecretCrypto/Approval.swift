@@ -236,8 +236,11 @@ public struct ApprovalRequestContext: Sendable, Hashable {
     /// Whether the times and the generation are in range.
     var isInRange: Bool { expiresAt < 1 << 63 && (1...UInt32(Int32.max)).contains(generation) }
 
-    package var aad: [UInt8] {
-        var out = Array("unbound-approval-request-v1".utf8)
+    package var aad: [UInt8] { aad(SealedRequestLabels.approval) }
+
+    /// The AAD under one kind's prefix.
+    func aad(_ labels: SealedRequestLabels) -> [UInt8] {
+        var out = Array(labels.aadPrefix.utf8)
         for id in [userID, sessionID, requestID, requesterDeviceID] {
             out.append(0)
             out += Array(id.uuidString.lowercased().utf8)
@@ -276,9 +279,44 @@ public enum ApprovalCrypto {
 
     /// The request's key `K`.
     package static func key(secret: SessionSecret, requestID: UUID, generation: UInt32) throws -> SecureBytes {
+        try key(secret: secret, id: requestID, generation: generation, labels: .approval)
+    }
+
+    /// One kind's key: `HKDF-SHA256(secret, salt: id, info: labels.keyInfo || 0x00 || generation)`.
+    static func key(
+        secret: SessionSecret, id: UUID, generation: UInt32, labels: SealedRequestLabels
+    ) throws -> SecureBytes {
         try HKDFSHA256.deriveKey(
-            inputKeyMaterial: secret.rawRepresentation, salt: rawUUID(requestID),
-            info: Array("unbound-approval-v1".utf8) + [0] + bigEndian(generation), outputByteCount: 32)
+            inputKeyMaterial: secret.rawRepresentation, salt: rawUUID(id),
+            info: Array(labels.keyInfo.utf8) + [0] + bigEndian(generation), outputByteCount: 32)
+    }
+
+    /// `version || generation || nonce || ChaCha20-Poly1305(K, nonce, aad, plaintext)` for one kind.
+    static func sealBody(
+        _ plaintext: [UInt8], context: ApprovalRequestContext, secret: SessionSecret, nonce: [UInt8],
+        labels: SealedRequestLabels
+    ) throws -> [UInt8] {
+        guard context.isInRange, nonce.count == 12 else { throw CryptoError.invalidApprovalContent }
+        let key = try key(secret: secret, id: context.requestID, generation: context.generation, labels: labels)
+        let sealed = try ChaCha20Poly1305.seal(plaintext, using: key, nonce: nonce, authenticating: context.aad(labels))
+        return [version] + bigEndian(context.generation) + nonce + sealed
+    }
+
+    /// The plaintext of a stored body of one kind, or ``CryptoError/authenticationFailure``
+    /// without saying which check failed.
+    static func openBody(
+        _ text: String, context: ApprovalRequestContext, secret: SessionSecret, labels: SealedRequestLabels
+    ) throws -> [UInt8] {
+        guard context.isInRange, let body = try? ByteEncoding.bytes(base64: text), body.count >= 1 + 4 + 12 + 16,
+            body[0] == version, Array(body[1..<5]) == bigEndian(context.generation)
+        else { throw CryptoError.authenticationFailure }
+        let key = try key(secret: secret, id: context.requestID, generation: context.generation, labels: labels)
+        do {
+            return try ChaCha20Poly1305.open(
+                Array(body[17...]), using: key, nonce: Array(body[5..<17]), authenticating: context.aad(labels))
+        } catch {
+            throw CryptoError.authenticationFailure
+        }
     }
 
     /// Seals `content` for the request `context`: the body's bytes, as the remote stores them
@@ -298,11 +336,7 @@ public enum ApprovalCrypto {
     package static func seal(
         _ content: ApprovalContent, context: ApprovalRequestContext, secret: SessionSecret, nonce: [UInt8]
     ) throws -> [UInt8] {
-        guard context.isInRange, nonce.count == 12 else { throw CryptoError.invalidApprovalContent }
-        let key = try key(secret: secret, requestID: context.requestID, generation: context.generation)
-        let sealed = try ChaCha20Poly1305.seal(
-            ApprovalContent.encode(content), using: key, nonce: nonce, authenticating: context.aad)
-        return [version] + bigEndian(context.generation) + nonce + sealed
+        try sealBody(ApprovalContent.encode(content), context: context, secret: secret, nonce: nonce, labels: .approval)
     }
 
     /// Opens a request body (its stored base64) for `context` with the session secret of the
@@ -315,18 +349,7 @@ public enum ApprovalCrypto {
     public static func open(
         body text: String, context: ApprovalRequestContext, secret: SessionSecret
     ) throws -> ApprovalContent {
-        guard context.isInRange, let body = try? ByteEncoding.bytes(base64: text), body.count >= 1 + 4 + 12 + 16,
-            body[0] == version, Array(body[1..<5]) == bigEndian(context.generation)
-        else { throw CryptoError.authenticationFailure }
-        let key = try key(secret: secret, requestID: context.requestID, generation: context.generation)
-        let plaintext: [UInt8]
-        do {
-            plaintext = try ChaCha20Poly1305.open(
-                Array(body[17...]), using: key, nonce: Array(body[5..<17]), authenticating: context.aad)
-        } catch {
-            throw CryptoError.authenticationFailure
-        }
-        return try ApprovalContent.decode(plaintext)
+        try ApprovalContent.decode(openBody(text, context: context, secret: secret, labels: .approval))
     }
 
     /// The generation a stored body names (bytes 1-4), to find the secret that opens it; `nil`
@@ -343,4 +366,16 @@ public enum ApprovalCrypto {
             for: Array("unbound-approval-read-v1".utf8) + [0] + Array(requestID.uuidString.lowercased().utf8),
             using: key)
     }
+}
+
+/// The labels that keep one kind of sealed request from opening as another: an approval's body
+/// never opens as an agent's question, nor the reverse (notifications-2.md).
+struct SealedRequestLabels: Sendable {
+    /// The HKDF info's text, before `0x00 || generation`.
+    let keyInfo: String
+    /// The AAD's first field.
+    let aadPrefix: String
+
+    static let approval = SealedRequestLabels(keyInfo: "unbound-approval-v1", aadPrefix: "unbound-approval-request-v1")
+    static let question = SealedRequestLabels(keyInfo: "unbound-question-v1", aadPrefix: "unbound-question-request-v1")
 }

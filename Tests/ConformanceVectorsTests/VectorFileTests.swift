@@ -31,7 +31,7 @@ struct VectorFileTests {
                 "rfc7748-x25519.json", "rfc5869-hkdf-sha256.json", "rfc8439-chacha20-poly1305.json",
                 "rfc4231-hmac-sha256.json", "session-secret-v1.json", "session-secret-v2.json",
                 "device-certificate-v1.json", "approval-v1.json", "lockscreen-sanitiser-v1.json",
-                "identity-backup-v1.json",
+                "identity-backup-v1.json", "question-v1.json",
             ]))
     }
 
@@ -64,7 +64,7 @@ struct VectorFileTests {
         "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext",
         "UNBOUND-DEVICE-CERTIFICATE-V1": "deviceRole", "UNBOUND-APPROVAL-V1": "body",
         "UNBOUND-LOCKSCREEN-SANITISER-V1": "output", "UNBOUND-IDENTITY-BACKUP-V1": "expected",
-        "UNBOUND-PAIRING-V1": "expected",
+        "UNBOUND-PAIRING-V1": "expected", "UNBOUND-QUESTION-V1": "text",
     ]
 
     /// Files whose groups hold different outputs (the trust log's): the field by group type;

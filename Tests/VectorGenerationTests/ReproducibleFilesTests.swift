@@ -40,6 +40,11 @@ struct ReproducibleFilesTests {
         #expect(try Self.committed("approval-v1.json") == ApprovalVectorGenerator.generate(), "run `make vectors`")
     }
 
+    @Test("question-v1.json is exactly what `sync-vectors generate --kind question` writes")
+    func question() throws {
+        #expect(try Self.committed("question-v1.json") == QuestionVectorGenerator.generate(), "run `make vectors`")
+    }
+
     @Test("lockscreen-sanitiser-v1.json is exactly what `sync-vectors generate --kind lockscreen` writes")
     func lockScreen() throws {
         #expect(

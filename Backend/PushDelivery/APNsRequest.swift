@@ -79,7 +79,8 @@ public struct APNsRequest: Sendable {
             topic = bundleID
         case .alert:
             expiration = row.expiresAt.map { Int($0.timeIntervalSince1970) } ?? nowSeconds + 3600
-            priority = 10
+            // The row's priority: 5 for a passive alert (notifications round 2), else 10.
+            priority = row.priority == 5 ? 5 : 10
             topic = bundleID
         case .liveactivity:
             expiration = nowSeconds + 300

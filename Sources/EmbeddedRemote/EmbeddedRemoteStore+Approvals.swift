@@ -59,16 +59,21 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     /// devices (``TrustedDevices``):
     /// generic text, the device's badge, `time-sensitive` unless the device turned that off, and
     /// the sealed body (left out when the payload would pass 4,096 bytes).
-    static func queueAlerts(_ db: Database, user: String, request: Row) throws -> Int {
+    static func queueAlerts(_ db: Database, user: String, request: Row, scheme: String) throws -> Int {
         let requester: String = request["requester_device_id"]
         let id: String = request["id"]
+        let session: String = request["session_id"]
         let aps: [String: Any] = [
-            "alert": ["title": "Approval needed", "body": "An agent session is waiting for you"],
-            "sound": "default", "category": "APPROVAL_REQUEST", "interruption-level": "time-sensitive",
-            "mutable-content": 1, "badge": 0,
+            "alert": [
+                "title": "Approval needed", "body": "An agent session is waiting for you",
+                "title-loc-key": "notification.approval.title", "loc-key": "notification.approval.body.generic",
+            ],
+            "sound": "default", "category": "APPROVAL_REQUEST", "thread-id": session,
+            "interruption-level": "time-sensitive", "mutable-content": 1, "badge": 0,
         ]
         var object: [String: Any] = [
-            "aps": aps, "type": "approval", "requestId": id, "sessionId": request["session_id"] as String,
+            "aps": aps, "type": "approval", "requestId": id, "sessionId": session,
+            "deepLink": "\(scheme)://session/\(session)/approval/\(id)",
             "requesterDeviceId": requester, "generation": request["generation"] as Int64,
             "expiresAt": request["expires_at"] as Int64, "sealed": request["body"] as String,
         ]
@@ -183,7 +188,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 ])
             let request = try Row.fetchOne(
                 db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
-            let queued = try request.map { try Self.queueAlerts(db, user: me, request: $0) } ?? 0
+            let queued =
+                try request.map { try Self.queueAlerts(db, user: me, request: $0, scheme: self.deepLinkScheme) } ?? 0
             return ApprovalRequested(requestId: requestID, expiresAt: expiresAt, devicesNotified: queued)
         }
     }
@@ -311,7 +317,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 arguments: [me, "approval-request-" + requestID.canonical, "approval-" + requestID.canonical])
             let reopened = try Row.fetchOne(
                 db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
-            let queued = try reopened.map { try Self.queueAlerts(db, user: me, request: $0) } ?? 0
+            let queued =
+                try reopened.map { try Self.queueAlerts(db, user: me, request: $0, scheme: self.deepLinkScheme) } ?? 0
             return ApprovalReopened(reopened: true, status: .pending, devicesNotified: queued)
         }
     }

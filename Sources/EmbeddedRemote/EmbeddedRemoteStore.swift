@@ -26,6 +26,9 @@ public final class EmbeddedRemoteStore: SyncRemote {
     /// When the user last signed in (the embedded remote has no passwords: `login` records the
     /// time); starting a trust log or asking for a reset needs one in the last 600 seconds.
     public let signedInAt: Date?
+    /// The scheme of the deep links in alerts (notifications.md, "Round 2"): a deployment's
+    /// `private.notification_config`, here a value given at init.
+    public let deepLinkScheme: String
 
     /// Whether the sign-in is fresh enough to start a trust log or ask for a reset.
     var isFreshSignIn: Bool { signedInAt.map { abs(Date().timeIntervalSince($0)) <= 600 } ?? false }
@@ -37,11 +40,20 @@ public final class EmbeddedRemoteStore: SyncRemote {
     ///   - userID: The signed-in user every call acts as.
     ///   - signedInAt: When the user signed in, for the calls that need a recent sign-in.
     ///   - busyTimeout: How long a write waits for another process's.
-    /// - Throws: `RemoteStoreError` `.storage`.
-    public init(path: String, userID: UUID, signedInAt: Date? = nil, busyTimeout: TimeInterval = 15) throws {
+    ///   - deepLinkScheme: The scheme of alerts' deep links: `^[a-z][a-z0-9+.-]{0,31}$`.
+    /// - Throws: `RemoteStoreError` `.storage`; `.configuration` for a scheme of another form.
+    public init(
+        path: String, userID: UUID, signedInAt: Date? = nil, busyTimeout: TimeInterval = 15,
+        deepLinkScheme: String = AlertRoute.defaultScheme
+    ) throws {
+        guard AlertRoute.isValidScheme(deepLinkScheme) else {
+            throw RemoteStoreError(
+                .configuration, "a deep-link scheme is a lowercase letter and up to 31 of a-z, 0-9, +, . and -")
+        }
         self.userID = userID
         self.path = path
         self.signedInAt = signedInAt
+        self.deepLinkScheme = deepLinkScheme
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(busyTimeout)

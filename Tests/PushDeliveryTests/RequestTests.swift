@@ -20,8 +20,13 @@ import Testing
         #expect(alert.path == "/3/device/" + Self.row.token)
         #expect(headers["authorization"] == "bearer T")
         #expect(headers["apns-push-type"] == "alert" && headers["apns-topic"] == "com.x")
-        // An alert is always priority 10 and expires with its approval.
-        #expect(headers["apns-priority"] == "10" && headers["apns-expiration"] == "2000000000")
+        // An alert goes at its row's priority (5: a passive alert, notifications round 2) and
+        // expires with its approval; any other priority is 10.
+        #expect(headers["apns-priority"] == "5" && headers["apns-expiration"] == "2000000000")
+        var urgent = Self.row
+        urgent.priority = 10
+        let ten = try APNsRequest.make(row: urgent, bundleID: "com.x", providerToken: "T", now: now)
+        #expect(ten.headers.first { $0.name == "apns-priority" }?.value == "10")
         #expect(headers["apns-id"] == Self.row.apnsID.uuidString.lowercased())
         #expect(headers["apns-collapse-id"] == nil)
 

@@ -1,0 +1,118 @@
+import EmbeddedRemote
+import Foundation
+import PostLoginSync
+import RemoteStore
+import SyncModel
+import SyncTestSupport
+import Testing
+
+/// Notifications round 2, the approval alert (notifications-2.md, "Payloads" and "Deep links";
+/// "What the tests must show", 2, for the approval kind): exactly the table's members, the loc
+/// keys and their English fallbacks, no `loc-args`, a deep link under the deployment's scheme,
+/// and a scheme of another form refused.
+@Suite("Notifications round 2: the approval alert", .serialized)
+struct AlertRound2Tests {
+    /// Asks with the desktop's store over `remote`, until the phone sees the request; then
+    /// leaves the asking task to the caller.
+    static func ask(
+        _ w: ApprovalWorld, over remote: any SyncRemote
+    ) async throws -> (Task<ApprovalOutcome, Error>, UUID) {
+        let asking = ApprovalCenter(local: w.desktop.store, remote: remote)
+        let phoneCenter = try w.center(w.phone)
+        let before = Set(try await phoneCenter.pending().map(\.id))
+        let session = try await w.session
+        let task = Task {
+            try await asking.request(
+                session: session, tool: "Bash", summary: "npm test", timeout: .seconds(60),
+                pollInterval: .milliseconds(20))
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if let row = try await phoneCenter.pending().first(where: { !before.contains($0.id) }) {
+                return (task, row.id)
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        task.cancel()
+        throw CancellationError()
+    }
+
+    /// Every alert of `request`: its members checked against the table; returns the deep links.
+    static func checkedAlerts(_ w: ApprovalWorld, request: UUID, scheme: String) async throws -> [String] {
+        let session = try await w.session
+        let (alerts, _) = try await w.outbox(request)
+        #expect(alerts.count == 2, "one a trusted device")
+        var links: [String] = []
+        for alert in alerts {
+            let payload = try #require(JSONSerialization.jsonObject(with: Data(alert.payload.utf8)) as? [String: Any])
+            #expect(
+                Set(payload.keys) == [
+                    "aps", "type", "sessionId", "deepLink", "requestId", "requesterDeviceId", "generation", "expiresAt",
+                    "sealed",
+                ])
+            let aps = try #require(payload["aps"] as? [String: Any])
+            #expect(
+                Set(aps.keys) == [
+                    "alert", "category", "thread-id", "interruption-level", "sound", "mutable-content", "badge",
+                ])
+            #expect(
+                aps["category"] as? String == "APPROVAL_REQUEST" && aps["thread-id"] as? String == session.canonical)
+            #expect(aps["sound"] as? String == "default" && aps["mutable-content"] as? Int == 1)
+            #expect(
+                aps["alert"] as? [String: String] == [
+                    "title": "Approval needed", "body": "An agent session is waiting for you",
+                    "title-loc-key": "notification.approval.title", "loc-key": "notification.approval.body.generic",
+                ])
+            #expect(!alert.payload.contains("loc-args"))
+            let link = try #require(payload["deepLink"] as? String)
+            #expect(link == "\(scheme)://session/\(session.canonical)/approval/\(request.canonical)")
+            #expect(
+                link.wholeMatch(
+                    of: try Regex("^\(scheme)://session/[0-9a-f-]{36}(/(approval|question)/[0-9a-f-]{36})?$")) != nil)
+            let parsed = try AlertPayload(json: Data(alert.payload.utf8))
+            #expect(parsed.route == .approval(session: session, request: request))
+            #expect(AlertRoute(url: try #require(URL(string: link)), scheme: scheme) == parsed.route)
+            #expect(alert.priority == 10 && alert.pushType == "alert")
+            links.append(link)
+        }
+        return links
+    }
+
+    @Test(
+        "the approval alert has exactly its members, and the deployment's scheme in its deep link",
+        arguments: Backend.available)
+    func approvalAlert(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let (first, request) = try await Self.ask(w, over: try w.world.remote())
+        _ = try await Self.checkedAlerts(w, request: request, scheme: "codingbridge")
+        first.cancel()
+
+        // Another scheme: the next alerts carry it.
+        let path = w.world.directory.appendingPathComponent("remote.sqlite").path
+        let remote: any SyncRemote
+        switch backend {
+        case .embedded:
+            remote = try EmbeddedRemoteStore(path: path, userID: w.world.user, deepLinkScheme: "myapp")
+            #expect(throws: RemoteStoreError.self) {
+                try EmbeddedRemoteStore(path: path, userID: w.world.user, deepLinkScheme: "My App")
+            }
+        case .postgrest:
+            let stack = try StackEnvironment.require()
+            _ = try stack.sql("UPDATE private.notification_config SET deep_link_scheme = 'myapp'")
+            #expect(throws: (any Error).self) {
+                try stack.sql("UPDATE private.notification_config SET deep_link_scheme = 'My App'")
+            }
+            remote = try w.world.remote()
+        }
+        defer {
+            if backend == .postgrest {
+                _ = try? StackEnvironment.require().sql(
+                    "UPDATE private.notification_config SET deep_link_scheme = 'codingbridge'")
+            }
+        }
+        let (second, again) = try await Self.ask(w, over: remote)
+        let links = try await Self.checkedAlerts(w, request: again, scheme: "myapp")
+        #expect(links.allSatisfy { $0.hasPrefix("myapp://") })
+        second.cancel()
+    }
+}

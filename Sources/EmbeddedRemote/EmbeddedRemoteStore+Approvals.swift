@@ -91,20 +91,30 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         for token in tokens {
             let device: String = token["device_id"]
             guard trusted.contains(device), try mayQueue(db, device: device, kind: .alert) else { continue }
+            // Each token's device decides once: off, nothing; passive (another device is active
+            // on the session), no sound and priority 5.
+            let decision = try alertDecision(db, device: device, kind: .approval, session: session)
+            guard decision != .off, decision != .suppressed else { continue }
             var deviceAPS = aps
             deviceAPS["badge"] = try approvalBadge(db, user: user, device: device)
-            deviceAPS["interruption-level"] =
-                try settings(db, device: device).timeSensitive ? "time-sensitive" : "active"
+            if decision == .passive {
+                deviceAPS["interruption-level"] = "passive"
+                deviceAPS["sound"] = nil
+            } else {
+                deviceAPS["interruption-level"] =
+                    try settings(db, device: device).timeSensitive ? "time-sensitive" : "active"
+            }
             var alert = object
             alert["aps"] = deviceAPS
             try db.execute(
                 sql: """
                     INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
-                    VALUES (?, ?, ?, 'alert', 10, ?, ?, ?, ?)
+                    VALUES (?, ?, ?, 'alert', ?, ?, ?, ?, ?)
                     ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
                     """,
                 arguments: [
-                    user, device, token["token"] as String, "approval-request-" + id, payload(alert), now, now,
+                    user, device, token["token"] as String, decision == .passive ? 5 : 10, "approval-request-" + id,
+                    payload(alert), now, now,
                 ])
             queued += db.changesCount
         }

@@ -21,7 +21,60 @@ extension EmbeddedRemoteStore: NotificationRemote {
         return NotificationSettings(
             liveActivities: row["enable_live_activities"],
             backgroundNotifications: row["enable_background_notifications"],
-            showDetails: row["show_notification_details"], timeSensitive: row["enable_time_sensitive"])
+            showDetails: row["show_notification_details"], timeSensitive: row["enable_time_sensitive"],
+            alertApprovals: row["alert_approvals"], alertQuestions: row["alert_questions"],
+            alertTaskComplete: row["alert_task_complete"], alertTaskFailed: row["alert_task_failed"],
+            alertTaskPaused: row["alert_task_paused"], quietWhileActive: row["quiet_while_active"])
+    }
+
+    /// The project's `*_notifications_2.sql`: a setting per alert kind and quiet-while-active.
+    static func notificationsRound2Migration(_ db: Database) throws {
+        for column in [
+            "alert_approvals", "alert_questions", "alert_task_complete", "alert_task_failed", "alert_task_paused",
+            "quiet_while_active",
+        ] {
+            try db.execute(sql: "ALTER TABLE notification_settings ADD COLUMN \(column) INTEGER NOT NULL DEFAULT 1")
+        }
+    }
+
+    /// How an alert is queued for a device (`private.alert_decision`).
+    enum AlertDecision {
+        /// The device's setting for the kind is off: nothing.
+        case off
+        /// A task kind while another device is active on the session: nothing.
+        case suppressed
+        /// An approval or a question then: queued without sound, priority 5.
+        case passive
+        /// As usual.
+        case alert
+    }
+
+    /// Decides, once when queueing, how an alert of `kind` about `session` goes to `device`.
+    static func alertDecision(
+        _ db: Database, device: String, kind: AlertKind, session: String
+    ) throws
+        -> AlertDecision
+    {
+        let settings = try settings(db, device: device)
+        let on: Bool =
+            switch kind {
+            case .approval: settings.alertApprovals
+            case .question: settings.alertQuestions
+            case .taskComplete: settings.alertTaskComplete
+            case .taskFailed: settings.alertTaskFailed
+            case .taskPaused: settings.alertTaskPaused
+            }
+        guard on else { return .off }
+        let since = Timestamp.format(Date().addingTimeInterval(-60))
+        let elsewhere =
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM session_active_clients
+                                   WHERE session_id = ? AND device_id <> ? AND last_activity_at >= ?)
+                    """, arguments: [session, device, since]) ?? false
+        guard settings.quietWhileActive, elsewhere else { return .alert }
+        return kind == .approval || kind == .question ? .passive : .suppressed
     }
 
     /// Whether a push of `kind` may be queued for `device`: the one rule every queuing
@@ -261,16 +314,22 @@ extension EmbeddedRemoteStore: NotificationRemote {
             try db.execute(
                 sql: """
                     INSERT INTO notification_settings (device_id, user_id, enable_live_activities, enable_background_notifications,
-                        show_notification_details, enable_time_sensitive, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                        show_notification_details, enable_time_sensitive, alert_approvals, alert_questions,
+                        alert_task_complete, alert_task_failed, alert_task_paused, quiet_while_active, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (device_id) DO UPDATE SET enable_live_activities = excluded.enable_live_activities,
                         enable_background_notifications = excluded.enable_background_notifications,
                         show_notification_details = excluded.show_notification_details,
-                        enable_time_sensitive = excluded.enable_time_sensitive, updated_at = excluded.updated_at
+                        enable_time_sensitive = excluded.enable_time_sensitive,
+                        alert_approvals = excluded.alert_approvals, alert_questions = excluded.alert_questions,
+                        alert_task_complete = excluded.alert_task_complete, alert_task_failed = excluded.alert_task_failed,
+                        alert_task_paused = excluded.alert_task_paused, quiet_while_active = excluded.quiet_while_active,
+                        updated_at = excluded.updated_at
                     """,
                 arguments: [
                     device, me, after.liveActivities, after.backgroundNotifications, after.showDetails,
-                    after.timeSensitive, Self.now,
+                    after.timeSensitive, after.alertApprovals, after.alertQuestions, after.alertTaskComplete,
+                    after.alertTaskFailed, after.alertTaskPaused, after.quietWhileActive, Self.now,
                 ])
             var ended = 0
             if before.liveActivities, !after.liveActivities {
@@ -278,6 +337,21 @@ extension EmbeddedRemoteStore: NotificationRemote {
                     db, user: me, device: device, session: nil, status: nil, operation: nil)
             }
             return NotificationSettingsUpdated(settings: after, liveActivitiesEnded: ended)
+        }
+    }
+
+    public func touchSessionActivity(sessionID: UUID, deviceID: UUID) async throws -> Bool {
+        let me = self.me
+        return try await write("touching session activity") { db in
+            try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
+            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
+            let now = Self.now
+            try db.execute(
+                sql: """
+                    UPDATE session_active_clients SET last_activity_at = ?, updated_at = ?
+                    WHERE session_id = ? AND device_id = ? AND user_id = ?
+                    """, arguments: [now, now, sessionID.canonical, deviceID.canonical, me])
+            return db.changesCount > 0
         }
     }
 }

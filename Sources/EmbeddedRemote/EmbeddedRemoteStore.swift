@@ -337,6 +337,7 @@ public final class EmbeddedRemoteStore: SyncRemote {
         }
         migrator.registerMigration("v9: trust log", migrate: Self.trustLogMigration)
         migrator.registerMigration("v10: approval control", migrate: Self.approvalControlMigration)
+        migrator.registerMigration("v11: notifications round 2", migrate: Self.notificationsRound2Migration)
         return migrator
     }
 

@@ -136,6 +136,18 @@ public struct Coordinator: Sendable {
         return try await notifications().setNotificationSettings(deviceID: identity.id, change)
     }
 
+    /// Keeps this device's claim on a session fresh while the session is on screen: call it every
+    /// 30 seconds while the app shows the session in the foreground (besides a claim on every
+    /// interaction), so that the user's other devices stay quiet about it (notifications.md,
+    /// "Round 2"). Never takes the session over and queues nothing.
+    ///
+    /// - Returns: Whether this device holds the session (`false`: claim it first).
+    @discardableResult
+    public func touch(sessionID: UUID) async throws -> Bool {
+        let identity = try await identity()
+        return try await notifications().touchSessionActivity(sessionID: sessionID, deviceID: identity.id)
+    }
+
     /// What is queued for delivery to the user's devices, newest first.
     public func outbox(limit: Int = 50) async throws -> [OutboxEntry] {
         _ = try await identity()

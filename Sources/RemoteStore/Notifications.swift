@@ -14,6 +14,11 @@ public protocol NotificationRemote: CoordinationRemote {
         deviceID: UUID, _ change: NotificationSettings.Change
     ) async throws
         -> NotificationSettingsUpdated
+
+    /// Keeps this device's claim on a session fresh while the session is on screen (every 30 s
+    /// in the foreground): refreshes the claim's time only when `deviceID` holds the session;
+    /// never takes it over, queues nothing. Returns whether `deviceID` holds it.
+    func touchSessionActivity(sessionID: UUID, deviceID: UUID) async throws -> Bool
 }
 
 /// What a person allows their device's notifications to do: `notification_settings`, one row
@@ -28,17 +33,36 @@ public struct NotificationSettings: Sendable, Hashable, Codable {
     public var showDetails: Bool
     /// Whether approval alerts break through Focus (`time-sensitive`; off: `active`).
     public var timeSensitive: Bool
+    /// Alerts of each kind (off: none of that kind for the device; `off` in its deliveries).
+    public var alertApprovals: Bool
+    public var alertQuestions: Bool
+    public var alertTaskComplete: Bool
+    public var alertTaskFailed: Bool
+    public var alertTaskPaused: Bool
+    /// Quiet while another device is active on the session (used it in the last 60 seconds):
+    /// its task alerts are not sent, approvals and questions arrive without sound.
+    public var quietWhileActive: Bool
 
     /// A device that never set anything: everything on but details.
     public static let defaults = NotificationSettings(
         liveActivities: true, backgroundNotifications: true, showDetails: false, timeSensitive: true)
 
-    /// Creates settings.
-    public init(liveActivities: Bool, backgroundNotifications: Bool, showDetails: Bool, timeSensitive: Bool) {
+    /// Creates settings; the round-2 settings default to on.
+    public init(
+        liveActivities: Bool, backgroundNotifications: Bool, showDetails: Bool, timeSensitive: Bool,
+        alertApprovals: Bool = true, alertQuestions: Bool = true, alertTaskComplete: Bool = true,
+        alertTaskFailed: Bool = true, alertTaskPaused: Bool = true, quietWhileActive: Bool = true
+    ) {
         self.liveActivities = liveActivities
         self.backgroundNotifications = backgroundNotifications
         self.showDetails = showDetails
         self.timeSensitive = timeSensitive
+        self.alertApprovals = alertApprovals
+        self.alertQuestions = alertQuestions
+        self.alertTaskComplete = alertTaskComplete
+        self.alertTaskFailed = alertTaskFailed
+        self.alertTaskPaused = alertTaskPaused
+        self.quietWhileActive = quietWhileActive
     }
 
     /// A setting by name, as `sync-cli notifications set` takes it.
@@ -47,6 +71,12 @@ public struct NotificationSettings: Sendable, Hashable, Codable {
         case background
         case details
         case timeSensitive = "time-sensitive"
+        case approvals
+        case questions
+        case complete
+        case failed
+        case paused
+        case quietWhileActive = "quiet-while-active"
 
         /// The column that stores it.
         public var column: String {
@@ -55,6 +85,12 @@ public struct NotificationSettings: Sendable, Hashable, Codable {
             case .background: "enable_background_notifications"
             case .details: "show_notification_details"
             case .timeSensitive: "enable_time_sensitive"
+            case .approvals: "alert_approvals"
+            case .questions: "alert_questions"
+            case .complete: "alert_task_complete"
+            case .failed: "alert_task_failed"
+            case .paused: "alert_task_paused"
+            case .quietWhileActive: "quiet_while_active"
             }
         }
     }
@@ -67,6 +103,12 @@ public struct NotificationSettings: Sendable, Hashable, Codable {
             case .background: backgroundNotifications
             case .details: showDetails
             case .timeSensitive: timeSensitive
+            case .approvals: alertApprovals
+            case .questions: alertQuestions
+            case .complete: alertTaskComplete
+            case .failed: alertTaskFailed
+            case .paused: alertTaskPaused
+            case .quietWhileActive: quietWhileActive
             }
         }
         set {
@@ -75,6 +117,12 @@ public struct NotificationSettings: Sendable, Hashable, Codable {
             case .background: backgroundNotifications = newValue
             case .details: showDetails = newValue
             case .timeSensitive: timeSensitive = newValue
+            case .approvals: alertApprovals = newValue
+            case .questions: alertQuestions = newValue
+            case .complete: alertTaskComplete = newValue
+            case .failed: alertTaskFailed = newValue
+            case .paused: alertTaskPaused = newValue
+            case .quietWhileActive: quietWhileActive = newValue
             }
         }
     }
@@ -111,18 +159,24 @@ public struct NotificationSettingsUpdated: Sendable, Hashable {
 extension NotificationSettingsUpdated: Decodable {
     enum CodingKeys: String, CodingKey {
         case enableLiveActivities, enableBackgroundNotifications, showNotificationDetails, enableTimeSensitive
+        case alertApprovals, alertQuestions, alertTaskComplete, alertTaskFailed, alertTaskPaused, quietWhileActive
         case liveActivitiesEnded
     }
 
-    /// Reads `set_notification_settings`'s answer.
+    /// Reads `set_notification_settings`'s answer (a server before round 2 names no alert
+    /// settings: they are on).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        func on(_ key: CodingKeys) throws -> Bool { try c.decodeIfPresent(Bool.self, forKey: key) ?? true }
         self.init(
             settings: NotificationSettings(
                 liveActivities: try c.decode(Bool.self, forKey: .enableLiveActivities),
                 backgroundNotifications: try c.decode(Bool.self, forKey: .enableBackgroundNotifications),
                 showDetails: try c.decode(Bool.self, forKey: .showNotificationDetails),
-                timeSensitive: try c.decode(Bool.self, forKey: .enableTimeSensitive)),
+                timeSensitive: try c.decode(Bool.self, forKey: .enableTimeSensitive),
+                alertApprovals: try on(.alertApprovals), alertQuestions: try on(.alertQuestions),
+                alertTaskComplete: try on(.alertTaskComplete), alertTaskFailed: try on(.alertTaskFailed),
+                alertTaskPaused: try on(.alertTaskPaused), quietWhileActive: try on(.quietWhileActive)),
             liveActivitiesEnded: try c.decode(Int.self, forKey: .liveActivitiesEnded))
     }
 }

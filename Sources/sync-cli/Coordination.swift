@@ -93,6 +93,34 @@ extension SyncCLI.Session {
         }
     }
 
+    struct Touch: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Keep this device's claim on a session fresh (as an app does every 30 s while it shows it).",
+            discussion: """
+                Refreshes the claim's time only when this device holds the session (`session activity` \
+                claims it); never takes it over and queues nothing. While the claim is fresh (60 s), \
+                the user's other devices with quiet-while-active on get no task alerts for the session \
+                and its approvals without sound.
+                """)
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Argument(help: "The session: a full id, or an id or unambiguous prefix of one in this store.") var session:
+            String
+        @Flag(help: "Print the answer as JSON.") var json = false
+
+        func run() async throws {
+            let context = try await CoordinationContext(storeOptions, remoteOptions)
+            let id = try await context.session(session)
+            let holder = try await context.run(migration: "notifications_2") { try await $0.touch(sessionID: id) }
+            if json { return try printJSON(["holder": holder]) }
+            output(
+                holder
+                    ? "Session \(id.canonical): this device holds it; its claim is fresh for 60 s."
+                    : "Session \(id.canonical): another device holds it (or none does); nothing changed. Claim it with `sync-cli session activity`."
+            )
+        }
+    }
+
     struct RuntimeState: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "status",

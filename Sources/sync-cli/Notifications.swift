@@ -13,7 +13,10 @@ extension SyncCLI {
                 live-activities: live-activity updates (off: none, and open activities end). \
                 background: silent pushes (off: none, except approval clearing and handoff). \
                 details: show the session's operation and task on the lock screen, sanitised \
-                (off: "Working"). time-sensitive: approval alerts break through Focus (off: active).
+                (off: "Working"). time-sensitive: approval alerts break through Focus (off: active). \
+                approvals, questions, complete, failed, paused: alerts of that kind (off: none for this \
+                device). quiet-while-active: while another device is active on a session (used it in \
+                the last 60 s), no task alerts for it and its approvals and questions without sound.
                 """,
             subcommands: [Show.self, Set.self]
         )
@@ -55,7 +58,10 @@ extension SyncCLI {
             static let configuration = CommandConfiguration(abstract: "Turn one setting of this device on or off.")
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
-            @Argument(help: "live-activities, background, details or time-sensitive.") var key: NotificationSettings.Key
+            @Argument(
+                help:
+                    "live-activities, background, details, time-sensitive, approvals, questions, complete, failed, paused or quiet-while-active."
+            ) var key: NotificationSettings.Key
             @Argument(help: "on or off.") var value: String
             @Flag(help: "Print the settings as JSON.") var json = false
 

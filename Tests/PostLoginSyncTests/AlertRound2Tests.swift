@@ -1,5 +1,6 @@
 import EmbeddedRemote
 import Foundation
+import GRDB
 import PostLoginSync
 import RemoteStore
 import SyncModel
@@ -114,5 +115,84 @@ struct AlertRound2Tests {
         let links = try await Self.checkedAlerts(w, request: again, scheme: "myapp")
         #expect(links.allSatisfy { $0.hasPrefix("myapp://") })
         second.cancel()
+    }
+
+    /// The newest alert of `request` for `device`.
+    static func alert(_ w: ApprovalWorld, _ request: UUID, for device: World.Device) async throws -> OutboxEntry? {
+        try await w.outbox(request).alerts.first { $0.deviceID == device.identity.id }
+    }
+
+    /// Whether `alert` is the quiet form: passive, no sound, priority 5.
+    static func isPassive(_ alert: OutboxEntry) throws -> Bool {
+        let payload = try #require(JSONSerialization.jsonObject(with: Data(alert.payload.utf8)) as? [String: Any])
+        let aps = try #require(payload["aps"] as? [String: Any])
+        let passive = aps["interruption-level"] as? String == "passive" && aps["sound"] == nil && alert.priority == 5
+        let usual =
+            aps["interruption-level"] as? String == "time-sensitive" && aps["sound"] as? String == "default"
+            && alert.priority == 10
+        #expect(passive || usual, "\(alert.payload) priority \(alert.priority)")
+        return passive
+    }
+
+    /// Moves the session's claim `seconds` into the past, as the service role.
+    static func ageClaim(_ w: ApprovalWorld, session: UUID, seconds: Int) async throws {
+        switch w.world.backend {
+        case .embedded:
+            let queue = try DatabaseQueue(path: w.world.directory.appendingPathComponent("remote.sqlite").path)
+            try await queue.write {
+                try $0.execute(
+                    sql: "UPDATE session_active_clients SET last_activity_at = ? WHERE session_id = ?",
+                    arguments: [Timestamp.format(Date().addingTimeInterval(-Double(seconds))), session.canonical])
+            }
+        case .postgrest:
+            _ = try StackEnvironment.require().sql(
+                "UPDATE public.session_active_clients SET last_activity_at = now() - interval '\(seconds) seconds' "
+                    + "WHERE session_id = '\(session.canonical)'")
+        }
+    }
+
+    @Test(
+        "another device active on the session: the phone's approval alert arrives quietly; 61 s after, with the setting off, or after a non-holder's touch, as usual; approvals off: none",
+        arguments: Backend.available)
+    func quietWhileActive(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let session = try await w.session
+        let phone = Coordinator(store: w.phone.store, remote: try w.world.remote())
+        let tablet = Coordinator(store: w.tablet.store, remote: try w.world.remote())
+        func ask() async throws -> UUID {
+            let (task, request) = try await Self.ask(w, over: try w.world.remote())
+            task.cancel()
+            return request
+        }
+        // The tablet claimed the session 10 s ago.
+        _ = try await tablet.claim(sessionID: session)
+        try await Self.ageClaim(w, session: session, seconds: 10)
+        var request = try await ask()
+        #expect(try Self.isPassive(try #require(try await Self.alert(w, request, for: w.phone))))
+        #expect(try !Self.isPassive(try #require(try await Self.alert(w, request, for: w.tablet))), "the holder's own")
+
+        // The phone's quiet-while-active off: as usual.
+        try await phone.setNotificationSettings(NotificationSettings.Change([.quietWhileActive: false]))
+        request = try await ask()
+        #expect(try !Self.isPassive(try #require(try await Self.alert(w, request, for: w.phone))))
+        try await phone.setNotificationSettings(NotificationSettings.Change([.quietWhileActive: true]))
+
+        // 61 s after the claim: as usual; the phone's touch (not the holder) changes nothing.
+        try await Self.ageClaim(w, session: session, seconds: 61)
+        #expect(try await phone.touch(sessionID: session) == false)
+        request = try await ask()
+        #expect(try !Self.isPassive(try #require(try await Self.alert(w, request, for: w.phone))))
+        // The holder's touch makes the claim fresh again: quiet.
+        #expect(try await tablet.touch(sessionID: session) == true)
+        request = try await ask()
+        #expect(try Self.isPassive(try #require(try await Self.alert(w, request, for: w.phone))))
+
+        // Approvals off for the phone: no alert for it, the tablet's as before.
+        let updated = try await phone.setNotificationSettings(NotificationSettings.Change([.approvals: false]))
+        #expect(updated.settings.alertApprovals == false && updated.settings.alertQuestions == true)
+        #expect(try await phone.notificationSettings().alertApprovals == false)
+        request = try await ask()
+        #expect(try await Self.alert(w, request, for: w.phone) == nil)
+        #expect(try await Self.alert(w, request, for: w.tablet) != nil)
     }
 }

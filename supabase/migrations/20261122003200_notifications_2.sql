@@ -9,6 +9,9 @@
 --   `body` stay the generic English), `thread-id` (the session id: iOS groups a session's
 --   alerts) and `deepLink` (<scheme>://session/<session id>/approval/<request id>). No `loc-args`:
 --   any argument would be content.
+-- - notification_settings gains a setting per alert kind and quiet_while_active;
+--   set_notification_settings takes them; private.alert_decision decides, per token's device, how
+--   an alert is queued; touch_session_activity keeps a claim fresh while a session is on screen.
 -- Only the project's own schema has approvals; the deployed variant skips this file.
 
 CREATE TABLE private.notification_config (
@@ -24,6 +27,168 @@ CREATE FUNCTION private.deep_link_scheme() RETURNS text
     SELECT coalesce((SELECT c.deep_link_scheme FROM private.notification_config c WHERE c.id), 'codingbridge')
 $$;
 REVOKE ALL ON FUNCTION private.deep_link_scheme() FROM PUBLIC;
+
+-- Per-device control (docs/notifications.md, "Round 2"): a setting per kind, and quiet while
+-- another device is active on the session.
+ALTER TABLE public.notification_settings
+    ADD COLUMN alert_approvals boolean NOT NULL DEFAULT true,
+    ADD COLUMN alert_questions boolean NOT NULL DEFAULT true,
+    ADD COLUMN alert_task_complete boolean NOT NULL DEFAULT true,
+    ADD COLUMN alert_task_failed boolean NOT NULL DEFAULT true,
+    ADD COLUMN alert_task_paused boolean NOT NULL DEFAULT true,
+    ADD COLUMN quiet_while_active boolean NOT NULL DEFAULT true;
+
+CREATE OR REPLACE FUNCTION private.notification_settings_of(device uuid) RETURNS public.notification_settings
+    LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    settings public.notification_settings%ROWTYPE;
+BEGIN
+    SELECT * INTO settings FROM public.notification_settings s WHERE s.device_id = device;
+    IF NOT FOUND THEN
+        settings.device_id := device;
+        settings.enable_live_activities := true;
+        settings.enable_background_notifications := true;
+        settings.show_notification_details := false;
+        settings.enable_time_sensitive := true;
+        settings.alert_approvals := true;
+        settings.alert_questions := true;
+        settings.alert_task_complete := true;
+        settings.alert_task_failed := true;
+        settings.alert_task_paused := true;
+        settings.quiet_while_active := true;
+    END IF;
+    RETURN settings;
+END
+$$;
+
+-- One signature: PostgREST never sees two candidates.
+DROP FUNCTION public.set_notification_settings(uuid, boolean, boolean, boolean, boolean);
+CREATE FUNCTION public.set_notification_settings(
+    device_id uuid, enable_live_activities boolean DEFAULT NULL, enable_background_notifications boolean DEFAULT NULL,
+    show_notification_details boolean DEFAULT NULL, enable_time_sensitive boolean DEFAULT NULL,
+    alert_approvals boolean DEFAULT NULL, alert_questions boolean DEFAULT NULL,
+    alert_task_complete boolean DEFAULT NULL, alert_task_failed boolean DEFAULT NULL,
+    alert_task_paused boolean DEFAULT NULL, quiet_while_active boolean DEFAULT NULL
+) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = '' AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_device uuid := set_notification_settings.device_id;
+    before public.notification_settings;
+    after public.notification_settings%ROWTYPE;
+    open_before integer;
+    ended integer := 0;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'set_notification_settings needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    before := private.notification_settings_of(v_device);
+    open_before := (SELECT count(*) FROM public.push_tokens p
+                    WHERE p.user_id = caller AND p.device_id = v_device AND p.token_type = 'live_activity' AND p.is_valid
+                      AND private.live_activity_open(p.token));
+    INSERT INTO public.notification_settings AS s (device_id, user_id, enable_live_activities,
+            enable_background_notifications, show_notification_details, enable_time_sensitive,
+            alert_approvals, alert_questions, alert_task_complete, alert_task_failed, alert_task_paused,
+            quiet_while_active)
+        VALUES (v_device, caller,
+                coalesce(set_notification_settings.enable_live_activities, before.enable_live_activities),
+                coalesce(set_notification_settings.enable_background_notifications, before.enable_background_notifications),
+                coalesce(set_notification_settings.show_notification_details, before.show_notification_details),
+                coalesce(set_notification_settings.enable_time_sensitive, before.enable_time_sensitive),
+                coalesce(set_notification_settings.alert_approvals, before.alert_approvals),
+                coalesce(set_notification_settings.alert_questions, before.alert_questions),
+                coalesce(set_notification_settings.alert_task_complete, before.alert_task_complete),
+                coalesce(set_notification_settings.alert_task_failed, before.alert_task_failed),
+                coalesce(set_notification_settings.alert_task_paused, before.alert_task_paused),
+                coalesce(set_notification_settings.quiet_while_active, before.quiet_while_active))
+        ON CONFLICT ON CONSTRAINT notification_settings_pkey DO UPDATE
+        SET enable_live_activities = EXCLUDED.enable_live_activities,
+            enable_background_notifications = EXCLUDED.enable_background_notifications,
+            show_notification_details = EXCLUDED.show_notification_details,
+            enable_time_sensitive = EXCLUDED.enable_time_sensitive,
+            alert_approvals = EXCLUDED.alert_approvals, alert_questions = EXCLUDED.alert_questions,
+            alert_task_complete = EXCLUDED.alert_task_complete, alert_task_failed = EXCLUDED.alert_task_failed,
+            alert_task_paused = EXCLUDED.alert_task_paused, quiet_while_active = EXCLUDED.quiet_while_active
+        RETURNING * INTO after;
+    ended := open_before - (SELECT count(*) FROM public.push_tokens p
+                            WHERE p.user_id = caller AND p.device_id = v_device AND p.token_type = 'live_activity'
+                              AND p.is_valid AND private.live_activity_open(p.token));
+    RETURN jsonb_build_object(
+        'deviceId', v_device, 'enableLiveActivities', after.enable_live_activities,
+        'enableBackgroundNotifications', after.enable_background_notifications,
+        'showNotificationDetails', after.show_notification_details,
+        'enableTimeSensitive', after.enable_time_sensitive,
+        'alertApprovals', after.alert_approvals, 'alertQuestions', after.alert_questions,
+        'alertTaskComplete', after.alert_task_complete, 'alertTaskFailed', after.alert_task_failed,
+        'alertTaskPaused', after.alert_task_paused, 'quietWhileActive', after.quiet_while_active,
+        'liveActivitiesEnded', ended);
+END
+$$;
+REVOKE ALL ON FUNCTION public.set_notification_settings(uuid, boolean, boolean, boolean, boolean, boolean, boolean,
+    boolean, boolean, boolean, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION public.set_notification_settings(uuid, boolean, boolean, boolean, boolean, boolean, boolean,
+    boolean, boolean, boolean, boolean) TO authenticated, service_role;
+
+-- How an alert of `kind` for `device` about `session` is queued, decided once when queueing:
+-- 'off' (the device's setting for the kind is off: nothing), 'suppressed' (a task kind while
+-- another device is active on the session and quiet_while_active: nothing), 'passive' (an
+-- approval or a question then: queued without sound, priority 5; a blocked agent must reach
+-- someone) or 'alert'. Active elsewhere: the session's session_active_clients row names another
+-- device, active in the last 60 seconds.
+CREATE FUNCTION private.alert_decision(device uuid, kind text, session uuid) RETURNS text
+    LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    settings public.notification_settings := private.notification_settings_of(device);
+    enabled boolean;
+    elsewhere boolean;
+BEGIN
+    enabled := CASE kind
+        WHEN 'approval' THEN settings.alert_approvals
+        WHEN 'question' THEN settings.alert_questions
+        WHEN 'task_complete' THEN settings.alert_task_complete
+        WHEN 'task_failed' THEN settings.alert_task_failed
+        WHEN 'task_paused' THEN settings.alert_task_paused
+        ELSE true END;
+    IF NOT enabled THEN RETURN 'off'; END IF;
+    elsewhere := EXISTS (SELECT 1 FROM public.session_active_clients a
+                         WHERE a.session_id = session AND a.device_id <> device
+                           AND a.last_activity_at >= now() - interval '60 seconds');
+    IF settings.quiet_while_active AND elsewhere THEN
+        RETURN CASE WHEN kind IN ('approval', 'question') THEN 'passive' ELSE 'suppressed' END;
+    END IF;
+    RETURN 'alert';
+END
+$$;
+REVOKE ALL ON FUNCTION private.alert_decision(uuid, text, uuid) FROM PUBLIC;
+
+-- Keeps a claim fresh while the session is on screen (every 30 s): refreshes last_activity_at
+-- only when `device_id` holds the session, never takes over, queues nothing.
+CREATE FUNCTION public.touch_session_activity(session_id uuid, device_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = '' AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_session uuid := touch_session_activity.session_id;
+    v_device uuid := touch_session_activity.device_id;
+    touched integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'touch_session_activity needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
+        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    UPDATE public.session_active_clients a SET last_activity_at = now(), updated_at = now()
+        WHERE a.session_id = v_session AND a.device_id = v_device AND a.user_id = caller;
+    GET DIAGNOSTICS touched = ROW_COUNT;
+    RETURN jsonb_build_object('holder', touched > 0);
+END
+$$;
+REVOKE ALL ON FUNCTION public.touch_session_activity(uuid, uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION public.touch_session_activity(uuid, uuid) TO authenticated;
 
 -- The alert of a new request: as in *_approval_recipients.sql, with the round-2 members.
 CREATE OR REPLACE FUNCTION private.queue_approval_alerts(caller uuid, request uuid) RETURNS integer
@@ -48,16 +213,24 @@ BEGIN
         'sealed', r.body);
     -- The badge's digits never bring a payload over the limit it was measured with (at most 6 more bytes).
     IF octet_length(base::text) + 6 > 4096 THEN base := base - 'sealed'; END IF;
+    -- Each token's device decides once (private.alert_decision): off, nothing; passive (another
+    -- device is active on the session), no sound and priority 5; else as before.
     INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
-        SELECT caller, t.device_id, t.token, 'alert', 10, 'approval-request-' || r.id::text,
-               jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, t.device_id))),
-                         '{aps,interruption-level}',
-                         to_jsonb(CASE WHEN (private.notification_settings_of(t.device_id)).enable_time_sensitive
-                                       THEN 'time-sensitive' ELSE 'active' END))
-        FROM public.push_tokens t
-        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id <> r.requester_device_id
-          AND private.is_trusted_device(caller, t.device_id) AND private.may_queue_push(t.device_id, 'alert')
-        ORDER BY t.token
+        SELECT caller, d.device_id, d.token, 'alert', CASE WHEN d.decision = 'passive' THEN 5 ELSE 10 END,
+               'approval-request-' || r.id::text,
+               CASE WHEN d.decision = 'passive'
+                    THEN jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, d.device_id))),
+                                   '{aps,interruption-level}', '"passive"') #- '{aps,sound}'
+                    ELSE jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, d.device_id))),
+                                   '{aps,interruption-level}',
+                                   to_jsonb(CASE WHEN (private.notification_settings_of(d.device_id)).enable_time_sensitive
+                                                 THEN 'time-sensitive' ELSE 'active' END)) END
+        FROM (SELECT t.device_id, t.token, private.alert_decision(t.device_id, 'approval', r.session_id) AS decision
+              FROM public.push_tokens t
+              WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id <> r.requester_device_id
+                AND private.is_trusted_device(caller, t.device_id) AND private.may_queue_push(t.device_id, 'alert')) d
+        WHERE d.decision <> 'off'
+        ORDER BY d.token
         ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING;
     GET DIAGNOSTICS queued = ROW_COUNT;
     RETURN queued;

@@ -16,7 +16,13 @@ extension PostgRESTRemoteStore: NotificationRemote {
                 liveActivities: try r.bool("enable_live_activities", default: true),
                 backgroundNotifications: try r.bool("enable_background_notifications", default: true),
                 showDetails: try r.bool("show_notification_details", default: false),
-                timeSensitive: try r.bool("enable_time_sensitive", default: true))
+                timeSensitive: try r.bool("enable_time_sensitive", default: true),
+                alertApprovals: try r.bool("alert_approvals", default: true),
+                alertQuestions: try r.bool("alert_questions", default: true),
+                alertTaskComplete: try r.bool("alert_task_complete", default: true),
+                alertTaskFailed: try r.bool("alert_task_failed", default: true),
+                alertTaskPaused: try r.bool("alert_task_paused", default: true),
+                quietWhileActive: try r.bool("quiet_while_active", default: true))
         }
         if let settings = rows.first { return settings }
         // No row: the defaults, once the device is known to be the user's.
@@ -41,5 +47,16 @@ extension PostgRESTRemoteStore: NotificationRemote {
             NotificationSettingsUpdated.self,
             from: try await rpc("set_notification_settings", arguments: arguments),
             function: "set_notification_settings")
+    }
+
+    public func touchSessionActivity(sessionID: UUID, deviceID: UUID) async throws -> Bool {
+        struct Touched: Decodable { let holder: Bool }
+        return try Self.decode(
+            Touched.self,
+            from: try await rpc(
+                "touch_session_activity",
+                arguments: ["session_id": .string(sessionID.canonical), "device_id": .string(deviceID.canonical)]),
+            function: "touch_session_activity"
+        ).holder
     }
 }

@@ -55,6 +55,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// A reset, a veto or an append was refused by the log's state (a reset pending or asked
         /// for in the last 24 hours, an epoch closed, the log nearly full).
         case trustLogRefused
+        /// A call with a deadline ran out of time (an answer from a notification): nothing more
+        /// was sent after it passed.
+        case deadlineExceeded
     }
 
     public let code: Code

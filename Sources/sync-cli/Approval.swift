@@ -33,7 +33,7 @@ extension SyncCLI {
                 trust. The first answer wins; the others are told who answered. Needs paired devices \
                 (`sync-cli trust`).
                 """,
-            subcommands: [Request.self, List.self, Show.self, Answer.self, Clear.self],
+            subcommands: [Request.self, List.self, Show.self, Answer.self, AnswerPush.self, Clear.self],
             aliases: ["approvals"]
         )
     }
@@ -328,6 +328,82 @@ extension SyncCLI.Approval {
                 output("Not recorded: the request was already \(answered.status.rawValue)\(by).")
                 throw ExitCode(1)
             }
+        }
+    }
+
+    struct AnswerPush: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "answer-push",
+            abstract: "Answer an approval from its push payload, as an app's notification action does.",
+            discussion: """
+                Runs `ApprovalCenter.answerNotification` on the payload (a JSON file, or - for standard \
+                input): opens its sealed request (or fetches it by id when the payload had no room for \
+                it), signs the decision with this device's key and the trust-log head it pinned, and \
+                records it, in at most two requests, within --deadline. No trust table is fetched: the \
+                desktop that asked verifies the answer. Prints accepted, status, decidedBy and elapsedMs.
+                Exit status: 0 recorded; 1 not recorded (another answer came first, or expired) or \
+                refused (not an approval, expired, a body that does not open, past the deadline).
+                """)
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Argument(help: "The payload's JSON file, or - for standard input.") var payload: String
+        @Argument(help: "approve or deny.") var verdict: ApprovalVerdict
+        @Option(help: "Seconds the answer may take (iOS gives an action about 30).") var deadline: Int = 20
+        @Flag(help: "Print the answer as JSON.") var json = false
+
+        func validate() throws {
+            guard (1...300).contains(deadline) else { throw ValidationError("--deadline must be 1-300 seconds") }
+        }
+
+        struct Printed: Encodable {
+            let accepted: Bool
+            let status: String
+            let decidedBy: UUID?
+            let elapsedMs: Int
+        }
+
+        func run() async throws {
+            let start = ContinuousClock.now
+            let data: Data
+            do {
+                data =
+                    payload == "-"
+                    ? FileHandle.standardInput.readDataToEndOfFile()
+                    : try Data(contentsOf: URL(fileURLWithPath: payload))
+            } catch {
+                throw CLIError("cannot read \(payload): \((error as NSError).localizedDescription)")
+            }
+            let parsed: AlertPayload
+            do { parsed = try AlertPayload(json: data) } catch { throw CLIError("\(error)") }
+            let store = try storeOptions.open()
+            let remote = try await remoteOptions.remote(for: store)
+            let answered: ApprovalAnswered
+            do {
+                answered = try await ApprovalCenter.answerNotification(
+                    parsed, verdict: verdict, store: store, remote: remote, deadline: .seconds(deadline))
+            } catch let error as AlertPayloadError {
+                throw CLIError("\(error)")
+            } catch let error as SyncError {
+                printError("Error: \(error.message)")
+                throw ExitCode(TrustExit.isTrustFailure(error.code) ? TrustExit.identityChanged : 1)
+            } catch CryptoError.authenticationFailure {
+                throw CLIError("the payload's request does not open with this device's secret: nothing was answered")
+            }
+            let elapsed = ContinuousClock.now - start
+            let milliseconds = Int(
+                elapsed.components.seconds * 1_000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+            if json {
+                try printJSON(
+                    Printed(
+                        accepted: answered.accepted, status: answered.status.rawValue, decidedBy: answered.decidedBy,
+                        elapsedMs: milliseconds))
+            } else if answered.accepted {
+                output("Answered \(verdict.rawValue) in \(milliseconds) ms.")
+            } else {
+                let by = answered.decidedBy.map { " by \($0.canonical)" } ?? ""
+                output("Not recorded: the request was already \(answered.status.rawValue)\(by).")
+            }
+            if !answered.accepted { throw ExitCode(1) }
         }
     }
 

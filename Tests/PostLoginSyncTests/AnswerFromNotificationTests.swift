@@ -1,0 +1,108 @@
+import EmbeddedRemote
+import Foundation
+import GRDB
+import LocalStore
+import PostLoginSync
+import RemoteStore
+import SecretCrypto
+import SyncModel
+import Testing
+
+/// Answering from the lock screen (notifications-2.md, "What the tests must show", 9; 8 in
+/// part): `ApprovalCenter.answerNotification` and `notificationDisplay` on an approval's real push.
+@Suite("Notifications round 2: answering from the lock screen")
+struct AnswerFromNotificationTests {
+    static func payload(_ text: String, _ change: (inout [String: Any]) -> Void = { _ in }) throws -> AlertPayload {
+        var object = try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        change(&object)
+        return try AlertPayload(json: JSONSerialization.data(withJSONObject: object))
+    }
+
+    @Test(
+        "a payload without sealed is fetched and answered; an expired one sends nothing; a swapped body is never answered; a question or task payload is refused",
+        arguments: Backend.available)
+    func answer(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let (task, row) = try await w.ask(tool: "Bash", summary: "npm test")
+        let (other, second) = try await w.ask(tool: "Edit", summary: "App.swift")
+        let alert = try #require(try await w.outbox(row.id).alerts.first { $0.deviceID == w.phone.identity.id })
+        let remote = try w.world.remote()
+
+        // What the extension shows: the session's repository, and with details the question.
+        let shown = try await ApprovalCenter.notificationDisplay(
+            Self.payload(alert.payload), store: w.phone.store, showDetails: true, remote: remote)
+        #expect(shown.canAnswer && shown.tool == "Bash" && shown.summary == "npm test")
+        #expect(shown.sessionLabel?.hasPrefix("repo-") == true)
+        let hidden = try await ApprovalCenter.notificationDisplay(
+            Self.payload(alert.payload), store: w.phone.store, showDetails: false, remote: nil)
+        #expect(hidden.canAnswer && hidden.tool == nil && hidden.summary == nil)
+
+        // Refused before any request: expired, a question, a task.
+        for (change, expected) in [
+            ({ (o: inout [String: Any]) in o["expiresAt"] = 1_000 }, AlertPayloadError.expired),
+            ({ (o: inout [String: Any]) in o["type"] = "question" }, .notAnApproval),
+            ({ (o: inout [String: Any]) in o["type"] = "task_complete" }, .notAnApproval),
+        ] as [((inout [String: Any]) -> Void, AlertPayloadError)] {
+            let before = remote.metrics().requests
+            await #expect(throws: expected) {
+                try await ApprovalCenter.answerNotification(
+                    Self.payload(alert.payload, change), verdict: .approve, store: w.phone.store, remote: remote)
+            }
+            #expect(remote.metrics().requests == before, "no request sent")
+        }
+
+        // The other request's body in this one's payload: never opened, nothing submitted.
+        await #expect(throws: CryptoError.authenticationFailure) {
+            try await ApprovalCenter.answerNotification(
+                Self.payload(alert.payload) { $0["sealed"] = second.body }, verdict: .approve, store: w.phone.store,
+                remote: remote)
+        }
+        #expect(try await remote.approvalRequest(id: row.id)?.status == .pending)
+
+        // Without sealed (a payload that had no room): fetched by id, answered.
+        let answered = try await ApprovalCenter.answerNotification(
+            Self.payload(alert.payload) { $0["sealed"] = nil }, verdict: .deny, store: w.phone.store, remote: remote)
+        #expect(answered.accepted && answered.status == .denied && answered.decidedBy == w.phone.identity.id)
+        #expect(try await task.value == .denied(by: w.phone.identity.id))
+        other.cancel()
+    }
+
+    @Test("against a remote that never answers, the call ends with deadlineExceeded within the deadline and a second")
+    func deadline() async throws {
+        let w = try await ApprovalWorld.make(.embedded)
+        let (task, row) = try await w.ask()
+        let alert = try #require(try await w.outbox(row.id).alerts.first { $0.deviceID == w.phone.identity.id })
+        // A lock held on the remote's file: every write waits (the embedded remote's busy timeout
+        // is longer than the deadline).
+        let path = w.world.directory.appendingPathComponent("remote.sqlite").path
+        let stuck = try EmbeddedRemoteStore(path: path, userID: w.world.user, busyTimeout: 60)
+        let blocker = try DatabaseBlocker(path: path)
+        defer { blocker.release() }
+        let start = ContinuousClock.now
+        await #expect {
+            try await ApprovalCenter.answerNotification(
+                Self.payload(alert.payload), verdict: .approve, store: w.phone.store, remote: stuck,
+                deadline: .seconds(2))
+        } throws: {
+            ($0 as? SyncError)?.code == .deadlineExceeded
+        }
+        #expect(ContinuousClock.now - start < .seconds(3))
+        task.cancel()
+    }
+}
+
+/// Holds SQLite's write lock on a database file until released: every writer waits.
+final class DatabaseBlocker: Sendable {
+    let queue: DatabaseQueue
+
+    init(path: String) throws {
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        queue = try DatabaseQueue(path: path, configuration: configuration)
+        try queue.inDatabase { try $0.execute(sql: "BEGIN IMMEDIATE") }
+    }
+
+    func release() {
+        try? queue.inDatabase { try $0.execute(sql: "ROLLBACK") }
+    }
+}

@@ -1,6 +1,12 @@
 import Foundation
 import SyncModel
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The signed-in session's file, `auth.json` in the store directory: the one home of the
 /// user's tokens on disk.
 ///
@@ -45,6 +51,30 @@ public struct AuthSessionFile: Sendable {
         } catch {
             throw Failure(path: path, reason: "not a saved session")
         }
+    }
+
+    /// `auth.lock` beside the file: the lock the processes sharing a store (an app and its
+    /// notification extension) hold while one of them refreshes the session.
+    public var lockPath: String { (path as NSString).deletingLastPathComponent + "/auth.lock" }
+
+    /// Runs `body` holding an exclusive `flock` on ``lockPath`` (created 0600), waiting up to
+    /// `timeout` for another process to let it go.
+    ///
+    /// - Throws: ``LocalStoreError`` `.storeBusy` after `timeout`, `.io` when the lock file
+    ///   cannot be opened; what `body` throws.
+    public func exclusively<T>(timeout: Duration = .seconds(30), _ body: () async throws -> T) async throws -> T {
+        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw LocalStoreError(.io, "cannot open \(lockPath)") }
+        defer { close(descriptor) }
+        let deadline = ContinuousClock.now + timeout
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard ContinuousClock.now < deadline else {
+                throw LocalStoreError(.storeBusy, "another process held \(lockPath) for too long")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        defer { _ = flock(descriptor, LOCK_UN) }
+        return try await body()
     }
 
     /// Removes the saved session (log out); nothing happens when there is none.

@@ -55,9 +55,16 @@ public final class DeviceStore: Sendable {
     ///   - directory: The store directory; created with mode 0700 when missing.
     ///   - busyTimeout: How long a write waits for another process's write to finish.
     ///   - keyStore: Where the private keys live; `nil` for 0600 files in `directory`.
+    ///   - sharedContainer: `true` for a store an app shares with its extensions (an App Group
+    ///     container): GRDB observes the app's suspension, so a suspended app holds no SQLite
+    ///     lock. Opening a store whose schema is current takes no write lock either way, so an
+    ///     extension opens it while the app writes.
     /// - Throws: ``LocalStoreError`` with `.notADatabase` or `.schemaTooNew` (the file is then left
     ///   untouched), or `.io`.
-    public init(directory: URL, busyTimeout: TimeInterval = 10, keyStore: (any DeviceKeyStore)? = nil) throws {
+    public init(
+        directory: URL, busyTimeout: TimeInterval = 10, keyStore: (any DeviceKeyStore)? = nil,
+        sharedContainer: Bool = false
+    ) throws {
         self.directory = directory
         keys = keyStore ?? FileKeyStore(directory: directory)
         do {
@@ -91,6 +98,7 @@ public final class DeviceStore: Sendable {
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "DeviceStore"
+        configuration.observesSuspensionNotifications = sharedContainer
         // SQLite's temporary files (the statement journal: the pages a statement changes, kept
         // so that it can be undone alone) stay in memory instead of /var/tmp, outside this 0700
         // directory. Applying 100,000 pulled sessions wrote about 1,000,000 pages there.
@@ -109,6 +117,8 @@ public final class DeviceStore: Sendable {
                     .schemaTooNew,
                     "\(path) was written by a newer version of this program; upgrade it (the store was not modified)")
             }
+            // A current schema is only read (GRDB's migrator writes nothing then): another
+            // process's write does not hold up the opening (SharedOpenTests).
             try migrator.migrate(pool)
             // A bulk load of sessions that did not finish left their indexes dropped.
             if try pool.read(Schema.sessionIndexesMissing) { try pool.write(Schema.buildSessionIndexes) }

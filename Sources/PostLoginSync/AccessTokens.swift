@@ -1,4 +1,5 @@
 import Foundation
+import LocalStore
 import RemoteStore
 import SyncModel
 
@@ -7,11 +8,16 @@ import SyncModel
 ///
 /// Refresh is single-flight: a refresh token is single use, so callers that arrive while a
 /// refresh is running (two uploads in flight near expiry) await that refresh instead of
-/// spending the same refresh token again.
+/// spending the same refresh token again. Over a store's `AuthSessionFile`
+/// (``init(file:session:auth:)``) it is single-flight across processes too (an app and its
+/// notification extension): the refresh runs under an exclusive lock on `auth.lock`, and first
+/// re-reads `auth.json`: a session another process saved, newer than ours and not within 60 s of
+/// expiry, is used instead of refreshing.
 public actor AccessTokens {
     private var session: AuthSession
     private let auth: SupabaseAuth
     private let save: @Sendable (AuthSession) async throws -> Void
+    private let file: AuthSessionFile?
     private var refreshing: Task<AuthSession, Error>?
     /// Refreshes done so far (for tests and diagnostics).
     public private(set) var refreshCount = 0
@@ -28,6 +34,21 @@ public actor AccessTokens {
         self.session = session
         self.auth = auth
         self.save = save
+        file = nil
+    }
+
+    /// Creates the provider over a store's saved session, shared by every process that opens
+    /// the store: refreshes are saved there and single-flight across those processes.
+    ///
+    /// - Parameters:
+    ///   - file: The store's `auth.json`.
+    ///   - session: The session as this process read it.
+    ///   - auth: Where to refresh it.
+    public init(file: AuthSessionFile, session: AuthSession, auth: SupabaseAuth) {
+        self.session = session
+        self.auth = auth
+        save = { try file.save($0) }
+        self.file = file
     }
 
     /// The token to send; refreshed first when forced or within a minute of expiry.
@@ -46,16 +67,30 @@ public actor AccessTokens {
         let current = session
         let auth = self.auth
         let save = self.save
-        let task = Task {
-            let fresh = try await auth.refresh(current.refreshToken)
-            try await save(fresh)
-            return fresh
+        let file = self.file
+        let task = Task { () async throws -> (AuthSession, Bool) in
+            guard let file else {
+                let fresh = try await auth.refresh(current.refreshToken)
+                try await save(fresh)
+                return (fresh, true)
+            }
+            return try await file.exclusively {
+                let saved = try? file.load()
+                if let saved, saved.expiresAt > current.expiresAt, saved.expiresAt.timeIntervalSinceNow > 60 {
+                    return (saved, false) // another process refreshed meanwhile
+                }
+                // Our refresh token may be spent by another process's refresh: use the newest.
+                let newest = saved.map { $0.expiresAt > current.expiresAt ? $0 : current } ?? current
+                let fresh = try await auth.refresh(newest.refreshToken)
+                try file.save(fresh)
+                return (fresh, true)
+            }
         }
-        refreshing = task
+        refreshing = Task { try await task.value.0 }
         defer { refreshing = nil }
-        let fresh = try await task.value
+        let (fresh, refreshedHere) = try await task.value
         session = fresh
-        refreshCount += 1
+        if refreshedHere { refreshCount += 1 }
         lastRefresh = ContinuousClock.now
         return fresh.accessToken
     }

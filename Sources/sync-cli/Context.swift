@@ -97,10 +97,8 @@ enum RemoteFactory {
                 throw CLIError(
                     "no saved session for \(url.absoluteString); run `sync-cli login --remote \(url.absoluteString)`")
             }
-            let tokens = AccessTokens(session: session, auth: SupabaseAuth(projectURL: url, apiKey: apiKey)) {
-                refreshed in
-                try store.authSessionFile.save(refreshed)
-            }
+            let tokens = AccessTokens(
+                file: store.authSessionFile, session: session, auth: SupabaseAuth(projectURL: url, apiKey: apiKey))
             provider = tokens.provider
         }
         return PostgRESTRemoteStore(

@@ -130,7 +130,7 @@ extension SyncCLI.Trust {
                 guard let session = try store.authSessionFile.load() else {
                     throw CLIError("no saved login to act with; run `sync-cli login --remote \(address)`")
                 }
-                token = try await AccessTokens(session: session, auth: auth) { try store.authSessionFile.save($0) }
+                token = try await AccessTokens(file: store.authSessionFile, session: session, auth: auth)
                     .token(forceRefresh: false)
             }
             try await auth.logout(accessToken: token, scope: .others)

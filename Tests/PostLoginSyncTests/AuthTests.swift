@@ -1,4 +1,5 @@
 import Foundation
+import LocalStore
 import PostLoginSync
 import RemoteStore
 import SyncModel
@@ -82,6 +83,37 @@ struct AuthTests {
             let count = await tokens.refreshCount
             #expect((count == 1 && forced == a) || (count == 2 && forced != a))
         }
+    }
+
+    @Test(
+        "two processes sharing a store's auth.json (an app and its extension) near expiry: one refresh, the refresh token spent once, both get its token"
+    )
+    func singleFlightAcrossProcesses() async throws {
+        let stack = try StackEnvironment.require()
+        let (email, password) = try await Self.newUser(stack)
+        let auth = SupabaseAuth(projectURL: stack.url, apiKey: stack.anonKey)
+        var session = try await auth.signIn(email: email, password: password)
+        session.expiresAt = Date().addingTimeInterval(10)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("auth-\(UUID().canonical)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = AuthSessionFile(directory: directory)
+        try file.save(session)
+        // Each provider read the file on its own, as each process does; each has its own lock
+        // descriptor, so they contend as two processes would.
+        let app = AccessTokens(file: file, session: try #require(try file.load()), auth: auth)
+        let appExtension = AccessTokens(file: AuthSessionFile(directory: directory), session: session, auth: auth)
+        async let first = app.token(forceRefresh: false)
+        async let second = appExtension.token(forceRefresh: false)
+        let (a, b) = try await (first, second)
+        #expect(a == b && a != session.accessToken)
+        let refreshes = await app.refreshCount + appExtension.refreshCount
+        #expect(refreshes == 1, "the single-use refresh token was spent once")
+        #expect(try file.load()?.accessToken == a)
+        // A forced refresh (a 401) later in the other process adopts nothing stale: it refreshes
+        // with the newest saved token, which works.
+        try await Task.sleep(for: .seconds(6))
+        #expect(try await appExtension.token(forceRefresh: true) != a)
     }
 
     @Test("the auth endpoints answer in GoTrue's shape, and GET /auth/v1/user returns the token's user")

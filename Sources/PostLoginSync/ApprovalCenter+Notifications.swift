@@ -165,6 +165,18 @@ extension ApprovalCenter {
         }
     }
 
+    /// Where an approval's alert went, device by device: delivered, sent, queued, failed,
+    /// dropped, unreachable or off, with the reason (`AlertDeliveries.summary` says it in a line).
+    ///
+    /// - Throws: `RemoteStoreError` `.permissionDenied` for an id that is not one of the user's
+    ///   approvals; `.missingFunction` on a remote without notifications round 2.
+    public func deliveries(of alertID: UUID) async throws -> AlertDeliveries {
+        guard let remote = remote as? any NotificationRemote else {
+            throw RemoteStoreError(.missingFunction, "this remote has no delivery outcomes (notifications round 2)")
+        }
+        return try await remote.alertDeliveries(alertID: alertID)
+    }
+
     /// Runs `body`, cancelled once `limit` passes: then `SyncError` `.deadlineExceeded` at
     /// once, even while `body` is blocked in a call that does not notice cancellation (a SQLite
     /// busy wait): the caller never waits past the deadline; `body` stops at its next check.

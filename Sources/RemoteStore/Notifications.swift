@@ -19,6 +19,11 @@ public protocol NotificationRemote: CoordinationRemote {
     /// in the foreground): refreshes the claim's time only when `deviceID` holds the session;
     /// never takes it over, queues nothing. Returns whether `deviceID` holds it.
     func touchSessionActivity(sessionID: UUID, deviceID: UUID) async throws -> Bool
+
+    /// Where an approval's alert went, device by device (`alert_deliveries`).
+    /// `RemoteStoreError.permissionDenied` for an id that is not one of the user's approvals,
+    /// whether it exists or not.
+    func alertDeliveries(alertID: UUID) async throws -> AlertDeliveries
 }
 
 /// What a person allows their device's notifications to do: `notification_settings`, one row

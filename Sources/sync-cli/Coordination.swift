@@ -295,8 +295,37 @@ extension SyncCLI {
             abstract: "What is queued for delivery to the user's devices.",
             discussion:
                 "A backend delivery worker sends these to APNs and marks them delivered; this engine never does.",
-            subcommands: [List.self]
+            subcommands: [List.self, Deliveries.self]
         )
+
+        struct Deliveries: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Where an approval's alert went, device by device, and why where it did not.",
+                discussion: """
+                    One line: delivered to, sent to, queued for, failed:, dropped:, not reachable:, off: \
+                    (each with its reason). With --json: alertId, kind, final (nothing can change any \
+                    more) and devices [{deviceId, deviceName, deviceType, outcome, reason, apnsReason, \
+                    attempts, updatedAt}]. Never a token.
+                    """)
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Argument(help: "The approval request's id.") var alert: String
+            @Flag(help: "Print the answer as JSON.") var json = false
+
+            func run() async throws {
+                guard let id = UUID.parse(alert) else { throw UsageError("\(alert) is not an approval's id (a UUID)") }
+                let store = try storeOptions.open()
+                let center = ApprovalCenter(local: store, remote: try await remoteOptions.remote(for: store))
+                let deliveries: AlertDeliveries
+                do {
+                    deliveries = try await center.deliveries(of: id)
+                } catch let error as RemoteStoreError where error.code == .permissionDenied {
+                    throw CLIError("no approval \(id.canonical) of this user")
+                }
+                if json { return try printJSON(deliveries) }
+                output("Push: \(deliveries.summary)\(deliveries.isFinal ? "." : " (not final yet).")")
+            }
+        }
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(

@@ -195,4 +195,36 @@ struct AlertRound2Tests {
         #expect(try await Self.alert(w, request, for: w.phone) == nil)
         #expect(try await Self.alert(w, request, for: w.tablet) != nil)
     }
+
+    @Test(
+        "alert_deliveries: one entry per device but the asker's, off for a setting turned off, never a token; another user's or a random id: refused",
+        arguments: Backend.available)
+    func deliveries(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let phone = Coordinator(store: w.phone.store, remote: try w.world.remote())
+        try await phone.setNotificationSettings(NotificationSettings.Change([.approvals: false]))
+        let (task, request) = try await Self.ask(w, over: try w.world.remote())
+        defer { task.cancel() }
+        let center = ApprovalCenter(local: w.desktop.store, remote: try w.world.remote())
+        let deliveries = try await center.deliveries(of: request)
+        #expect(deliveries.alertID == request && deliveries.kind == "approval")
+        #expect(Set(deliveries.devices.map(\.deviceID)) == [w.phone.identity.id, w.tablet.identity.id])
+        let byDevice = Dictionary(uniqueKeysWithValues: deliveries.devices.map { ($0.deviceID, $0) })
+        #expect(
+            byDevice[w.phone.identity.id]?.outcome == .off && byDevice[w.phone.identity.id]?.reason == "setting off")
+        #expect(byDevice[w.tablet.identity.id]?.outcome == .queued && byDevice[w.tablet.identity.id]?.attempts == 0)
+        #expect(!deliveries.isFinal, "the tablet's alert is still queued")
+        #expect(deliveries.summary == "queued for tablet; off: phone (setting off)")
+        let text = "\(deliveries)"
+        for token in w.tokens.values { #expect(!text.contains(token)) }
+
+        // Another user's view of this id, and a random id: refused alike.
+        for (remote, id) in [(try w.world.remote(as: UUID()), request), (try w.world.remote(), UUID())] {
+            await #expect {
+                _ = try await ApprovalCenter(local: w.desktop.store, remote: remote).deliveries(of: id)
+            } throws: {
+                ($0 as? RemoteStoreError)?.code == .permissionDenied
+            }
+        }
+    }
 }

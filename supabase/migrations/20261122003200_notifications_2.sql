@@ -236,3 +236,75 @@ BEGIN
     RETURN queued;
 END
 $$;
+
+-- Nothing silently lost (docs/notifications.md, "Round 2"): where an approval's alert went,
+-- device by device, for the asker. An approval id of the caller's, else 42501 whether it exists
+-- or not. One entry per device of the caller but the asker's that has a device token row (valid
+-- or not) or an outbox row for the alert, by name then id; never a token. The outcome is that of
+-- the device's most advanced row (delivered > sent > queued > failed > dropped), else its state
+-- now: off (the kind's setting is off) or unreachable (no valid token now: 'token invalid'; a
+-- valid token newer than the alert: 'registered later'; a valid token of a device the trust log
+-- does not certify: 'not trusted'). Past the outbox's retention (7 days)
+-- `devices` is [].
+CREATE FUNCTION public.alert_deliveries(alert_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    caller uuid := auth.uid();
+    r public.approval_requests%ROWTYPE;
+    entries jsonb;
+BEGIN
+    SELECT * INTO r FROM public.approval_requests a WHERE a.id = alert_id AND a.user_id = caller;
+    IF caller IS NULL OR NOT FOUND THEN
+        RAISE EXCEPTION 'not an approval of yours' USING ERRCODE = '42501';
+    END IF;
+    WITH rows AS (
+        SELECT o.device_id, o.attempts, o.last_reason,
+               CASE WHEN o.delivered_at IS NOT NULL THEN 'delivered'
+                    WHEN o.failed_at IS NOT NULL AND o.last_error LIKE 'dropped: %' THEN 'dropped'
+                    WHEN o.failed_at IS NOT NULL THEN 'failed'
+                    WHEN o.attempts >= 1 THEN 'sent' ELSE 'queued' END AS outcome,
+               CASE WHEN o.failed_at IS NOT NULL AND o.last_error LIKE 'dropped: %' THEN substr(o.last_error, 10)
+                    WHEN o.failed_at IS NOT NULL THEN o.last_error END AS reason,
+               coalesce(o.delivered_at, o.failed_at, o.created_at) AS updated_at
+        FROM public.push_outbox o
+        WHERE o.user_id = caller AND o.collapse_id = 'approval-request-' || r.id::text
+    ), ranked AS (
+        SELECT DISTINCT ON (x.device_id) x.*
+        FROM rows x
+        ORDER BY x.device_id, CASE x.outcome WHEN 'delivered' THEN 5 WHEN 'sent' THEN 4 WHEN 'queued' THEN 3
+                                             WHEN 'failed' THEN 2 ELSE 1 END DESC, x.updated_at DESC
+    ), devices AS (
+        SELECT d.id, d.name, d.device_type FROM public.devices d
+        WHERE d.user_id = caller AND d.id <> r.requester_device_id
+          AND (EXISTS (SELECT 1 FROM public.push_tokens t
+                       WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device')
+               OR EXISTS (SELECT 1 FROM ranked k WHERE k.device_id = d.id))
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'deviceId', d.id, 'deviceName', d.name, 'deviceType', d.device_type,
+               'outcome', coalesce(k.outcome, CASE
+                   WHEN private.alert_decision(d.id, 'approval', r.session_id) = 'off' THEN 'off'
+                   ELSE 'unreachable' END),
+               'reason', CASE WHEN k.device_id IS NOT NULL THEN k.reason
+                   WHEN private.alert_decision(d.id, 'approval', r.session_id) = 'off' THEN 'setting off'
+                   WHEN EXISTS (SELECT 1 FROM public.push_tokens t
+                                WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
+                                  AND t.is_valid AND t.created_at > r.created_at) THEN 'registered later'
+                   WHEN EXISTS (SELECT 1 FROM public.push_tokens t
+                                WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
+                                  AND t.is_valid) THEN 'not trusted'
+                   ELSE 'token invalid' END,
+               'apnsReason', k.last_reason, 'attempts', k.attempts, 'updatedAt', k.updated_at)
+             ORDER BY d.name, d.id), '[]'::jsonb)
+        INTO entries
+        FROM devices d LEFT JOIN ranked k ON k.device_id = d.id;
+    IF r.created_at < now() - interval '7 days' THEN entries := '[]'::jsonb; END IF;
+    RETURN jsonb_build_object(
+        'alertId', r.id, 'kind', 'approval',
+        'final', NOT EXISTS (SELECT 1 FROM jsonb_array_elements(entries) e
+                             WHERE e ->> 'outcome' IN ('queued', 'sent')),
+        'devices', entries);
+END
+$$;
+REVOKE ALL ON FUNCTION public.alert_deliveries(uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION public.alert_deliveries(uuid) TO authenticated;

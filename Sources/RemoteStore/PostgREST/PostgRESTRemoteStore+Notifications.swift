@@ -59,4 +59,11 @@ extension PostgRESTRemoteStore: NotificationRemote {
             function: "touch_session_activity"
         ).holder
     }
+
+    public func alertDeliveries(alertID: UUID) async throws -> AlertDeliveries {
+        try Self.decode(
+            AlertDeliveries.self,
+            from: try await rpc("alert_deliveries", arguments: ["alert_id": .string(alertID.canonical)]),
+            function: "alert_deliveries")
+    }
 }

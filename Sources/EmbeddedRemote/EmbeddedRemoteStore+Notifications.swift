@@ -391,7 +391,8 @@ extension EmbeddedRemoteStore: NotificationRemote {
                     deviceID: id, deviceName: "", outcome: outcome,
                     reason: dropped ? lastError.map { String($0.dropFirst(9)) } : failed ? lastError : nil,
                     apnsReason: row["last_reason"], attempts: row["attempts"],
-                    updatedAt: row["delivered_at"] ?? row["failed_at"] ?? row["created_at"])
+                    updatedAt: (row["delivered_at"] ?? row["failed_at"] ?? row["created_at"] as String?).flatMap(
+                        Timestamp.parse))
                 if let current = best[device], rank[current.outcome, default: 0] >= rank[outcome, default: 0] {
                     continue
                 }
@@ -433,9 +434,11 @@ extension EmbeddedRemoteStore: NotificationRemote {
                                 SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
                                                AND is_valid)
                                 """, arguments: [id, me]) ?? false
+                    let trusted = try TrustedDevices.of(db, user: me).contains(id)
                     entry = AlertDelivery(
                         deviceID: UUID.parse(id)!, deviceName: "", outcome: .unreachable,
-                        reason: later ? "registered later" : valid ? "not trusted" : "token invalid")
+                        reason: later
+                            ? "registered later" : !valid ? "token invalid" : !trusted ? "not trusted" : "not queued")
                 }
                 entry.deviceName = device["name"]
                 entry.deviceType = device["device_type"]

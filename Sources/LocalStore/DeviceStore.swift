@@ -56,8 +56,9 @@ public final class DeviceStore: Sendable {
     ///   - busyTimeout: How long a write waits for another process's write to finish.
     ///   - keyStore: Where the private keys live; `nil` for 0600 files in `directory`.
     ///   - sharedContainer: `true` for a store an app shares with its extensions (an App Group
-    ///     container): GRDB observes the app's suspension, so a suspended app holds no SQLite
-    ///     lock. Opening a store whose schema is current takes no write lock either way, so an
+    ///     container): GRDB observes suspension, so a suspended app holds no SQLite lock; the app
+    ///     posts GRDB's `Database.suspendNotification` when it moves to the background and
+    ///     `Database.resumeNotification` when it comes back (reads fail while suspended). Opening a store whose schema is current takes no write lock either way, so an
     ///     extension opens it while the app writes.
     /// - Throws: ``LocalStoreError`` with `.notADatabase` or `.schemaTooNew` (the file is then left
     ///   untouched), or `.io`.

@@ -75,7 +75,8 @@ public actor AccessTokens {
                 return (fresh, true)
             }
             return try await file.exclusively {
-                let saved = try? file.load()
+                // Only a session of the same user: a login of another user is never adopted.
+                let saved = (try? file.load()).flatMap { $0.userID == current.userID ? $0 : nil }
                 if let saved, saved.expiresAt > current.expiresAt, saved.expiresAt.timeIntervalSinceNow > 60 {
                     return (saved, false) // another process refreshed meanwhile
                 }

@@ -115,30 +115,34 @@ extension ApprovalCenter {
             let expiresAt = payload.expiresAt
         else { throw AlertPayloadError.notAnApproval }
         guard expiresAt > UInt64(max(0, Date().timeIntervalSince1970)) else { throw AlertPayloadError.expired }
-        let identity = try await store.requireIdentity()
-        guard let user = identity.userID, user == remote.userID else {
-            throw SyncError(code: .userMismatch, message: "this store is not logged in as the remote's user")
-        }
-        guard requester != identity.id else {
-            throw SyncError(
-                code: .wrongRole, message: "this device asked this question: answer it on another of the user's devices"
-            )
-        }
-        guard let pin = try await store.trustLogPin() else {
-            throw SyncError(
-                code: .noIdentity,
-                message:
-                    "answering needs the user's trust log pinned on this device: pair it first (`sync-cli trust join`)")
-        }
-        guard let approvals = remote as? any ApprovalRemote else {
-            throw RemoteStoreError(.missingFunction, "this remote has no approvals (it needs the approvals migration)")
-        }
-        let secret = try await store.openReceived(sessionID: payload.sessionID, generation: generation).secret
-        let signingKey = try await store.signingKey()
-        let context = ApprovalRequestContext(
-            userID: user, sessionID: payload.sessionID, requestID: requestID, requesterDeviceID: requester,
-            expiresAt: expiresAt, generation: generation)
+        // The clock covers everything from here: the store's reads too.
         return try await within(deadline) {
+            let identity = try await store.requireIdentity()
+            guard let user = identity.userID, user == remote.userID else {
+                throw SyncError(code: .userMismatch, message: "this store is not logged in as the remote's user")
+            }
+            guard requester != identity.id else {
+                throw SyncError(
+                    code: .wrongRole,
+                    message: "this device asked this question: answer it on another of the user's devices"
+                )
+            }
+            guard let pin = try await store.trustLogPin() else {
+                throw SyncError(
+                    code: .noIdentity,
+                    message:
+                        "answering needs the user's trust log pinned on this device: pair it first (`sync-cli trust join`)"
+                )
+            }
+            guard let approvals = remote as? any ApprovalRemote else {
+                throw RemoteStoreError(
+                    .missingFunction, "this remote has no approvals (it needs the approvals migration)")
+            }
+            let secret = try await store.openReceived(sessionID: payload.sessionID, generation: generation).secret
+            let signingKey = try await store.signingKey()
+            let context = ApprovalRequestContext(
+                userID: user, sessionID: payload.sessionID, requestID: requestID, requesterDeviceID: requester,
+                expiresAt: expiresAt, generation: generation)
             var body = payload.sealed
             if body == nil {
                 // A request the remote no longer has can no longer be answered.
@@ -189,6 +193,7 @@ extension ApprovalCenter {
                 race.start(continuation, limit: limit, body: body)
             }
         } onCancel: {
+            race.cancelled.withLock { $0 = true }
             race.finish(.failure(CancellationError()))
         }
     }
@@ -198,6 +203,8 @@ extension ApprovalCenter {
 /// caller, once; the deadline cancels the work.
 final class DeadlineRace<T: Sendable>: Sendable {
     let continuation = Mutex<CheckedContinuation<T, Error>?>(nil)
+    /// Set when the caller was cancelled before the work started: it then never starts.
+    let cancelled = Mutex(false)
     let work = Mutex<Task<Void, Never>?>(nil)
     let clock = Mutex<Task<Void, Never>?>(nil)
 
@@ -205,6 +212,10 @@ final class DeadlineRace<T: Sendable>: Sendable {
         _ continuation: CheckedContinuation<T, Error>, limit: Duration, body: @escaping @Sendable () async throws -> T
     ) {
         self.continuation.withLock { $0 = continuation }
+        guard !cancelled.withLock({ $0 }) else {
+            finish(.failure(CancellationError()))
+            return
+        }
         work.withLock {
             $0 = Task {
                 do { self.finish(.success(try await body())) } catch { self.finish(.failure(error)) }
@@ -216,7 +227,9 @@ final class DeadlineRace<T: Sendable>: Sendable {
                 .failure(
                     SyncError(
                         code: .deadlineExceeded,
-                        message: "no answer within \(limit.components.seconds) s; nothing more was sent")))
+                        message:
+                            "no answer within \(limit.components.seconds) s: nothing more is sent, but an answer already on its way may have been recorded"
+                    )))
         }
         clock.withLock { $0 = sleeper }
     }

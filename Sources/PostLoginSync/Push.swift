@@ -60,13 +60,14 @@ extension SyncEngine {
                 send: { rows, handler in try await remote.upsertRepositories(rows, onBatchAccepted: handler) },
                 stamp: { $0.updatedAt = $1 })
         }
-        // The secrets phase seals only sessions whose rows this push has put on the remote (or
-        // an earlier one did): those that existed before the session rows went up, less any the
-        // remote refused. A session started meanwhile is sealed by the next push, not refused
-        // by the remote's foreign key now.
+        // The secrets phase seals only sessions whose rows are on the remote: those that existed
+        // before the session rows went up, less those this push may not have put there (refused,
+        // or not sent because the phase failed) that no earlier push sealed (a session in the
+        // ledger was on the remote already). A session started meanwhile is sealed by the next
+        // push, not refused by the remote's foreign key now.
         var sealable = try await local.ownSessionIDs()
+        let sessionsMark = try await pushMark(.sessions)
         try await recorder.phase(.sessions) { entry in
-            defer { sealable.subtract(entry.errors.compactMap { $0.rowID.flatMap(UUID.init(uuidString:)) }) }
             let pending = try await local.pendingRemoteDeletions()
             if !pending.sessions.isEmpty {
                 entry.deleted = try await remote.deleteSessions(ids: pending.sessions) ?? pending.sessions.count
@@ -80,6 +81,14 @@ extension SyncEngine {
                 changed: { try await local.sessions(changedAfter: $0, from: $1, limit: $2) },
                 send: { rows, handler in try await remote.upsertSessions(rows, onBatchAccepted: handler) },
                 stamp: { $0.updatedAt = $1 })
+        }
+        if let entry = recorder.report.phases.last, entry.phase == .sessions, entry.status != .ok {
+            let unsure =
+                entry.status == .failed
+                ? try await sessionIDs(changedAfter: sessionsMark)
+                : Set(entry.errors.compactMap { $0.rowID.flatMap(UUID.init(uuidString:)) })
+            let sealed = Set(try await local.ledger(sessions: unsure).map(\.sessionID))
+            sealable.subtract(unsure.subtracting(sealed))
         }
         try await recorder.phase(.secrets) { entry in
             try trust.requireVerified()
@@ -153,6 +162,18 @@ extension SyncEngine {
                 }
             }
             if page.complete { break }
+        }
+    }
+
+    /// The ids of this desktop's sessions changed after `mark`, a page at a time.
+    func sessionIDs(changedAfter mark: Int64) async throws -> Set<UUID> {
+        var ids = Set<UUID>()
+        var position: ChangePosition?
+        while true {
+            let page = try await local.sessions(changedAfter: mark, from: position, limit: max(1, options.rowPage))
+            ids.formUnion(page.rows.map(\.id))
+            position = page.last ?? position
+            if page.complete || page.last == nil { return ids }
         }
     }
 

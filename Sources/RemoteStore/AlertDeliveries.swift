@@ -35,7 +35,7 @@ public struct AlertDelivery: Sendable, Hashable, Codable {
     /// The outbox row's attempts, `nil` without a row.
     public var attempts: Int?
     /// When the row last changed (delivered, failed or created), `nil` without a row.
-    public var updatedAt: String?
+    public var updatedAt: Date?
 
     enum CodingKeys: String, CodingKey {
         case deviceID = "deviceId", deviceName, deviceType, outcome, reason, apnsReason, attempts, updatedAt
@@ -44,7 +44,7 @@ public struct AlertDelivery: Sendable, Hashable, Codable {
     /// Creates an entry.
     public init(
         deviceID: UUID, deviceName: String, deviceType: String? = nil, outcome: DeliveryOutcome, reason: String? = nil,
-        apnsReason: String? = nil, attempts: Int? = nil, updatedAt: String? = nil
+        apnsReason: String? = nil, attempts: Int? = nil, updatedAt: Date? = nil
     ) {
         self.deviceID = deviceID
         self.deviceName = deviceName
@@ -54,6 +54,21 @@ public struct AlertDelivery: Sendable, Hashable, Codable {
         self.apnsReason = apnsReason
         self.attempts = attempts
         self.updatedAt = updatedAt
+    }
+
+    /// Reads an entry of `alert_deliveries`' answer (`updatedAt` as the database writes a
+    /// `timestamptz`).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            deviceID: try c.decode(UUID.self, forKey: .deviceID),
+            deviceName: try c.decode(String.self, forKey: .deviceName),
+            deviceType: try c.decodeIfPresent(String.self, forKey: .deviceType),
+            outcome: try c.decode(DeliveryOutcome.self, forKey: .outcome),
+            reason: try c.decodeIfPresent(String.self, forKey: .reason),
+            apnsReason: try c.decodeIfPresent(String.self, forKey: .apnsReason),
+            attempts: try c.decodeIfPresent(Int.self, forKey: .attempts),
+            updatedAt: try c.decodeIfPresent(String.self, forKey: .updatedAt).flatMap(Timestamp.parse))
     }
 }
 

@@ -243,8 +243,8 @@ $$;
 -- or not) or an outbox row for the alert, by name then id; never a token. The outcome is that of
 -- the device's most advanced row (delivered > sent > queued > failed > dropped), else its state
 -- now: off (the kind's setting is off) or unreachable (no valid token now: 'token invalid'; a
--- valid token newer than the alert: 'registered later'; a valid token of a device the trust log
--- does not certify: 'not trusted'). Past the outbox's retention (7 days)
+-- valid token newer than the alert: 'registered later'; a device the trust log does not
+-- certify: 'not trusted'; else, a setting or limit at the time: 'not queued'). Past the outbox's retention (7 days)
 -- `devices` is [].
 CREATE FUNCTION public.alert_deliveries(alert_id uuid) RETURNS jsonb
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = '' AS $$
@@ -290,10 +290,11 @@ BEGIN
                    WHEN EXISTS (SELECT 1 FROM public.push_tokens t
                                 WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
                                   AND t.is_valid AND t.created_at > r.created_at) THEN 'registered later'
-                   WHEN EXISTS (SELECT 1 FROM public.push_tokens t
-                                WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
-                                  AND t.is_valid) THEN 'not trusted'
-                   ELSE 'token invalid' END,
+                   WHEN NOT EXISTS (SELECT 1 FROM public.push_tokens t
+                                    WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
+                                      AND t.is_valid) THEN 'token invalid'
+                   WHEN NOT private.is_trusted_device(caller, d.id) THEN 'not trusted'
+                   ELSE 'not queued' END,
                'apnsReason', k.last_reason, 'attempts', k.attempts, 'updatedAt', k.updated_at)
              ORDER BY d.name, d.id), '[]'::jsonb)
         INTO entries

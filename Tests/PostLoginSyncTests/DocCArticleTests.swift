@@ -56,6 +56,41 @@ func finishAgentSession(store: DeviceStore, remote: any SyncRemote, session: Ses
     _ = try await SyncEngine(local: store, remote: remote).push()
 }
 
+func notificationContent(
+    userInfo: [AnyHashable: Any], store: DeviceStore, remote: any SyncRemote, showDetails: Bool
+) async -> (category: String, subtitle: String?, body: String?) {
+    guard let payload = try? AlertPayload(userInfo: userInfo) else { return ("APPROVAL_REQUEST_VIEW", nil, nil) }
+    let display = await ApprovalCenter.notificationDisplay(
+        payload, store: store, showDetails: showDetails, remote: remote)
+    switch payload.kind {
+    case .approval:
+        let body = display.tool.map { tool in "\(tool): \(display.summary ?? "")" }
+        return (display.canAnswer ? "APPROVAL_REQUEST" : "APPROVAL_REQUEST_VIEW", display.sessionLabel, body)
+    case .question:
+        return ("AGENT_QUESTION", display.sessionLabel, display.text)
+    case .taskComplete, .taskFailed, .taskPaused:
+        return ("SESSION_STATUS", display.sessionLabel, nil)
+    }
+}
+
+func answerAction(
+    actionIdentifier: String, userInfo: [AnyHashable: Any], store: DeviceStore, remote: any SyncRemote
+) async -> Bool {
+    guard let payload = try? AlertPayload(userInfo: userInfo),
+        actionIdentifier == "APPROVE" || actionIdentifier == "DENY"
+    else { return false }
+    do {
+        let answered = try await ApprovalCenter.answerNotification(
+            payload, verdict: actionIdentifier == "APPROVE" ? .approve : .deny, store: store, remote: remote,
+            deadline: .seconds(20))
+        return answered.accepted
+    } catch {
+        // Expired, not an approval, past the deadline, or a body that does not open: the app
+        // shows the request when it is opened.
+        return false
+    }
+}
+
 func pullAndOpen(store: DeviceStore, remote: any SyncRemote, sessionID: UUID) async throws -> SessionSecret {
     _ = try await SyncEngine(local: store, remote: remote).sync()
     let opened = try await store.openReceived(sessionID: sessionID)
@@ -225,6 +260,27 @@ struct KeychainKeyStore: DeviceKeyStore {
         let pulled = try await remote.fetchSessions(after: nil).map(\.record)
         #expect(pulled.first { $0.id == session.id }?.status == .ended)
         #expect(pulled.first { $0.id == second.id }?.status == .active)
+    }
+
+    @Test func theLockScreenArticlesCodeRuns() async throws {
+        let w = try await ApprovalWorld.make(.embedded)
+        let (task, row) = try await w.ask(tool: "Bash", summary: "npm test")
+        let alert = try #require(try await w.outbox(row.id).alerts.first { $0.deviceID == w.phone.identity.id })
+        let userInfo = try #require(
+            try JSONSerialization.jsonObject(with: Data(alert.payload.utf8)) as? [AnyHashable: Any])
+        let remote = try w.world.remote()
+        let shown = await notificationContent(
+            userInfo: userInfo, store: w.phone.store, remote: remote, showDetails: true)
+        #expect(shown.category == "APPROVAL_REQUEST" && shown.body == "Bash: npm test")
+        #expect(shown.subtitle?.hasPrefix("repo-") == true)
+        let quiet = await notificationContent(
+            userInfo: userInfo, store: w.phone.store, remote: remote, showDetails: false)
+        #expect(quiet.category == "APPROVAL_REQUEST" && quiet.body == nil)
+        #expect(
+            await answerAction(actionIdentifier: "OPEN", userInfo: userInfo, store: w.phone.store, remote: remote)
+                == false)
+        #expect(await answerAction(actionIdentifier: "DENY", userInfo: userInfo, store: w.phone.store, remote: remote))
+        #expect(try await task.value == .denied(by: w.phone.identity.id))
     }
 
     @Test func theArticlesCodeRuns() async throws {

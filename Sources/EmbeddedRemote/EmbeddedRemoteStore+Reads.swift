@@ -1,0 +1,192 @@
+import EnvelopeDigest
+import Foundation
+import GRDB
+import RemoteStore
+import SyncModel
+
+// Reading and deleting what a push wrote: envelope listings and digests, deletes, and the
+// versioned reads a pull pages through.
+extension EmbeddedRemoteStore {
+    // MARK: - Envelope pairs and deletes
+
+    public func listEnvelopePairs() async throws -> [EnvelopePair] {
+        let me = self.me
+        return try await read("listing envelope pairs") { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.session_id, s.device_id FROM agent_coding_session_secrets s
+                    JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? ORDER BY s.session_id, s.device_id
+                    """, arguments: [me]
+            ).map { row in
+                EnvelopePair(sessionID: try Self.uuid(row["session_id"]), deviceID: try Self.uuid(row["device_id"]))
+            }
+        }
+    }
+
+    public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
+        guard SecretDigest.isValidBucketCount(buckets) else {
+            throw RemoteStoreError(
+                .invalidValue, "buckets must be a power of two from 1 to 65536", postgrestCode: .invalidParameterValue)
+        }
+        let me = self.me
+        return try await read("computing the envelope digest") { db in
+            var result: [Int: DigestBucket] = [:]
+            let rows = try Row.fetchCursor(
+                db,
+                sql: """
+                    SELECT d.session_id, d.pairs, d.h1, d.h2 FROM session_secret_digests d
+                    JOIN agent_coding_sessions c ON c.id = d.session_id WHERE c.user_id = ? AND c.device_id = ? AND d.pairs > 0
+                    """, arguments: [me, ownerDeviceID.canonical])
+            while let row = try rows.next() {
+                SecretDigest.add(
+                    session: (row[0] as String).lowercased(), pairs: row[1], h1: row[2], h2: row[3], buckets: buckets,
+                    to: &result)
+            }
+            return result.values.sorted { $0.bucket < $1.bucket }
+        }
+    }
+
+    public func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey] {
+        let me = self.me
+        let list = Self.jsonArray(sessions)
+        return try await read("listing envelope keys") { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.session_id, s.device_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
+                    JOIN agent_coding_sessions c ON c.id = s.session_id
+                    WHERE c.user_id = ? AND s.session_id IN (SELECT value FROM json_each(?)) ORDER BY s.session_id, s.device_id
+                    """, arguments: [me, list]
+            ).map { row in
+                EnvelopeKey(
+                    pair: EnvelopePair(
+                        sessionID: try Self.uuid(row["session_id"]), deviceID: try Self.uuid(row["device_id"])),
+                    ephemeralPublicKey: row["ephemeral_public_key"])
+            }
+        }
+    }
+
+    public func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? {
+        try await deleteSecrets(column: "device_id", ids: recipients)
+    }
+
+    public func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? {
+        try await deleteSecrets(column: "session_id", ids: sessions)
+    }
+
+    func deleteSecrets(column: String, ids: Set<UUID>) async throws -> Int? {
+        let me = self.me
+        let list = Self.jsonArray(ids)
+        return try await write("deleting envelopes") { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM agent_coding_session_secrets WHERE \(column) IN (SELECT value FROM json_each(?))
+                    AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
+                    """, arguments: [list, me])
+            return db.changesCount
+        }
+    }
+
+    public func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? {
+        let me = self.me
+        return try await write("deleting envelopes") { db in
+            let statement = try db.cachedStatement(
+                sql: """
+                    DELETE FROM agent_coding_session_secrets WHERE session_id = ? AND device_id = ?
+                    AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
+                    """)
+            var deleted = 0
+            for pair in pairs {
+                try statement.execute(arguments: [pair.sessionID.canonical, pair.deviceID.canonical, me])
+                deleted += db.changesCount
+            }
+            return deleted
+        }
+    }
+
+    public func deleteRepositories(ids: Set<UUID>) async throws -> Int? {
+        try await deleteOwned("repositories", ids: ids)
+    }
+
+    public func deleteSessions(ids: Set<UUID>) async throws -> Int? {
+        try await deleteOwned("agent_coding_sessions", ids: ids)
+    }
+
+    func deleteOwned(_ table: String, ids: Set<UUID>) async throws -> Int? {
+        let me = self.me
+        let list = Self.jsonArray(ids)
+        return try await write("deleting \(table)") { db in
+            try db.execute(
+                sql: "DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?)) AND user_id = ?",
+                arguments: [list, me])
+            return db.changesCount
+        }
+    }
+
+    // MARK: - Reads
+
+    public func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>] {
+        try await fetchVersioned("repositories", after: cursor, decode: RepositoryRecord.init(json:))
+    }
+
+    public func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] {
+        try await fetchVersioned("agent_coding_sessions", after: cursor, decode: SessionRecord.init(json:))
+    }
+
+    func fetchVersioned<Record: Sendable & Hashable>(
+        _ table: String, after cursor: PullCursor?, decode: @Sendable @escaping (ResponseRow) throws -> Record
+    ) async throws -> [Versioned<Record>] {
+        let me = self.me
+        return try await read("reading \(table)") { db in
+            let rows: [Row]
+            if let cursor {
+                rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT * FROM \(table) WHERE user_id = ? AND (updated_at > ? OR (updated_at = ? AND id > ?)) ORDER BY updated_at, id
+                        """, arguments: [me, cursor.updatedAt, cursor.updatedAt, cursor.id.canonical])
+            } else {
+                rows = try Row.fetchAll(
+                    db, sql: "SELECT * FROM \(table) WHERE user_id = ? ORDER BY updated_at, id", arguments: [me])
+            }
+            return try rows.map { row in Versioned(record: try decode(Self.json(row)), updatedAt: row["updated_at"]) }
+        }
+    }
+
+    public func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> {
+        try await listIDs("repositories", deviceID: deviceID)
+    }
+
+    public func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> {
+        try await listIDs("agent_coding_sessions", deviceID: deviceID)
+    }
+
+    func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
+        let me = self.me
+        return try await read("listing \(table)") { db in
+            let ids: [String]
+            if let deviceID {
+                ids = try String.fetchAll(
+                    db, sql: "SELECT id FROM \(table) WHERE user_id = ? AND device_id = ?",
+                    arguments: [me, deviceID.canonical])
+            } else {
+                ids = try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ?", arguments: [me])
+            }
+            return Set(try ids.map(Self.uuid))
+        }
+    }
+
+    public func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
+        let me = self.me
+        return try await read("reading envelopes") { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
+                    JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ? ORDER BY s.session_id
+                    """, arguments: [me, deviceID.canonical]
+            ).map { try EnvelopeRecord(json: Self.json($0)) }
+        }
+    }
+}

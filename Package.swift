@@ -318,7 +318,7 @@ if rig {
         .testTarget(
             name: "PushDeliveryTests",
             dependencies: [
-                "PushDelivery", "push-worker", "APNsImitation", "TestStack", "SyncModel",
+                "PushDelivery", "push-worker", "APNsImitation", "TestStack", "SyncModel", "RemoteStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),

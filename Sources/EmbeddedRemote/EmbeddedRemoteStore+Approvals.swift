@@ -184,7 +184,9 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                     try Int.fetchOne(
                         db, sql: "SELECT count(*) FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
                         arguments: [me, "approval-request-" + requestID.canonical]) ?? 0
-                return ApprovalRequested(requestId: requestID, expiresAt: expiresAt, devicesNotified: queued)
+                return ApprovalRequested(
+                    requestId: requestID, expiresAt: expiresAt, devicesNotified: queued,
+                    devices: try Self.deliveries(db, user: me, alertID: requestID).devices)
             }
             let stamp = Self.now
             try db.execute(
@@ -200,7 +202,9 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
             let queued =
                 try request.map { try Self.queueAlerts(db, user: me, request: $0, scheme: self.deepLinkScheme) } ?? 0
-            return ApprovalRequested(requestId: requestID, expiresAt: expiresAt, devicesNotified: queued)
+            return ApprovalRequested(
+                requestId: requestID, expiresAt: expiresAt, devicesNotified: queued,
+                devices: try Self.deliveries(db, user: me, alertID: requestID).devices)
         }
     }
 

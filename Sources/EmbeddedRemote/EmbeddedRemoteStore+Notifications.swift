@@ -362,92 +362,97 @@ extension EmbeddedRemoteStore: NotificationRemote {
     public func alertDeliveries(alertID: UUID) async throws -> AlertDeliveries {
         let me = self.me
         return try await read("reading alert deliveries") { db in
-            guard
-                let request = try Row.fetchOne(
-                    db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?",
-                    arguments: [alertID.canonical, me])
-            else {
-                throw RemoteStoreError(
-                    .permissionDenied, "not an approval of yours", postgrestCode: .insufficientPrivilege)
-            }
-            let requester: String = request["requester_device_id"]
-            let session: String = request["session_id"]
-            let created: String = request["created_at"]
-            let rank: [DeliveryOutcome: Int] = [.delivered: 5, .sent: 4, .queued: 3, .failed: 2, .dropped: 1]
-            var best: [String: AlertDelivery] = [:]
-            for row in try Row.fetchAll(
-                db, sql: "SELECT * FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
-                arguments: [me, "approval-request-" + alertID.canonical])
-            {
-                guard let device = row["device_id"] as String?, let id = UUID.parse(device) else { continue }
-                let lastError: String? = row["last_error"]
-                let failed = (row["failed_at"] as String?) != nil
-                let dropped = failed && lastError?.hasPrefix("dropped: ") == true
-                let outcome: DeliveryOutcome =
-                    (row["delivered_at"] as String?) != nil
-                    ? .delivered
-                    : dropped ? .dropped : failed ? .failed : (row["attempts"] as Int) >= 1 ? .sent : .queued
-                let entry = AlertDelivery(
-                    deviceID: id, deviceName: "", outcome: outcome,
-                    reason: dropped ? lastError.map { String($0.dropFirst(9)) } : failed ? lastError : nil,
-                    apnsReason: row["last_reason"], attempts: row["attempts"],
-                    updatedAt: (row["delivered_at"] ?? row["failed_at"] ?? row["created_at"] as String?).flatMap(
-                        Timestamp.parse))
-                if let current = best[device], rank[current.outcome, default: 0] >= rank[outcome, default: 0] {
-                    continue
-                }
-                best[device] = entry
-            }
-            var devices: [AlertDelivery] = []
-            for device in try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, name, device_type FROM devices d WHERE user_id = ? AND id <> ?
-                    AND (EXISTS (SELECT 1 FROM push_tokens t WHERE t.device_id = d.id AND t.user_id = d.user_id
-                                 AND t.token_type = 'device') OR id IN (SELECT value FROM json_each(?)))
-                    ORDER BY name, id
-                    """,
-                arguments: [
-                    me, requester,
-                    String(decoding: try JSONSerialization.data(withJSONObject: Array(best.keys)), as: UTF8.self),
-                ])
-            {
-                let id: String = device["id"]
-                var entry: AlertDelivery
-                if let found = best[id] {
-                    entry = found
-                } else if try Self.alertDecision(db, device: id, kind: .approval, session: session) == .off {
-                    entry = AlertDelivery(
-                        deviceID: UUID.parse(id)!, deviceName: "", outcome: .off, reason: "setting off")
-                } else {
-                    let later =
-                        try Bool.fetchOne(
-                            db,
-                            sql: """
-                                SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
-                                               AND is_valid AND created_at > ?)
-                                """, arguments: [id, me, created]) ?? false
-                    let valid =
-                        try Bool.fetchOne(
-                            db,
-                            sql: """
-                                SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
-                                               AND is_valid)
-                                """, arguments: [id, me]) ?? false
-                    let trusted = try TrustedDevices.of(db, user: me).contains(id)
-                    entry = AlertDelivery(
-                        deviceID: UUID.parse(id)!, deviceName: "", outcome: .unreachable,
-                        reason: later
-                            ? "registered later" : !valid ? "token invalid" : !trusted ? "not trusted" : "not queued")
-                }
-                entry.deviceName = device["name"]
-                entry.deviceType = device["device_type"]
-                devices.append(entry)
-            }
-            if let date = Timestamp.parse(created), date < Date().addingTimeInterval(-7 * 86_400) { devices = [] }
-            return AlertDeliveries(
-                alertID: alertID, kind: "approval", isFinal: !devices.contains { !$0.outcome.isFinal },
-                devices: devices)
+            try Self.deliveries(db, user: me, alertID: alertID)
         }
+    }
+
+    /// `alert_deliveries` for `user`, in `db`'s transaction (also `request_approval`'s answer).
+    static func deliveries(_ db: Database, user me: String, alertID: UUID) throws -> AlertDeliveries {
+        guard
+            let request = try Row.fetchOne(
+                db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?",
+                arguments: [alertID.canonical, me])
+        else {
+            throw RemoteStoreError(
+                .permissionDenied, "not an approval of yours", postgrestCode: .insufficientPrivilege)
+        }
+        let requester: String = request["requester_device_id"]
+        let session: String = request["session_id"]
+        let created: String = request["created_at"]
+        let rank: [DeliveryOutcome: Int] = [.delivered: 5, .sent: 4, .queued: 3, .failed: 2, .dropped: 1]
+        var best: [String: AlertDelivery] = [:]
+        for row in try Row.fetchAll(
+            db, sql: "SELECT * FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
+            arguments: [me, "approval-request-" + alertID.canonical])
+        {
+            guard let device = row["device_id"] as String?, let id = UUID.parse(device) else { continue }
+            let lastError: String? = row["last_error"]
+            let failed = (row["failed_at"] as String?) != nil
+            let dropped = failed && lastError?.hasPrefix("dropped: ") == true
+            let outcome: DeliveryOutcome =
+                (row["delivered_at"] as String?) != nil
+                ? .delivered
+                : dropped ? .dropped : failed ? .failed : (row["attempts"] as Int) >= 1 ? .sent : .queued
+            let entry = AlertDelivery(
+                deviceID: id, deviceName: "", outcome: outcome,
+                reason: dropped ? lastError.map { String($0.dropFirst(9)) } : failed ? lastError : nil,
+                apnsReason: row["last_reason"], attempts: row["attempts"],
+                updatedAt: (row["delivered_at"] ?? row["failed_at"] ?? row["created_at"] as String?).flatMap(
+                    Timestamp.parse))
+            if let current = best[device], rank[current.outcome, default: 0] >= rank[outcome, default: 0] {
+                continue
+            }
+            best[device] = entry
+        }
+        var devices: [AlertDelivery] = []
+        for device in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, name, device_type FROM devices d WHERE user_id = ? AND id <> ?
+                AND (EXISTS (SELECT 1 FROM push_tokens t WHERE t.device_id = d.id AND t.user_id = d.user_id
+                             AND t.token_type = 'device') OR id IN (SELECT value FROM json_each(?)))
+                ORDER BY name, id
+                """,
+            arguments: [
+                me, requester,
+                String(decoding: try JSONSerialization.data(withJSONObject: Array(best.keys)), as: UTF8.self),
+            ])
+        {
+            let id: String = device["id"]
+            var entry: AlertDelivery
+            if let found = best[id] {
+                entry = found
+            } else if try Self.alertDecision(db, device: id, kind: .approval, session: session) == .off {
+                entry = AlertDelivery(
+                    deviceID: UUID.parse(id)!, deviceName: "", outcome: .off, reason: "setting off")
+            } else {
+                let later =
+                    try Bool.fetchOne(
+                        db,
+                        sql: """
+                            SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
+                                           AND is_valid AND created_at > ?)
+                            """, arguments: [id, me, created]) ?? false
+                let valid =
+                    try Bool.fetchOne(
+                        db,
+                        sql: """
+                            SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
+                                           AND is_valid)
+                            """, arguments: [id, me]) ?? false
+                let trusted = try TrustedDevices.of(db, user: me).contains(id)
+                entry = AlertDelivery(
+                    deviceID: UUID.parse(id)!, deviceName: "", outcome: .unreachable,
+                    reason: later
+                        ? "registered later" : !valid ? "token invalid" : !trusted ? "not trusted" : "not queued")
+            }
+            entry.deviceName = device["name"]
+            entry.deviceType = device["device_type"]
+            devices.append(entry)
+        }
+        if let date = Timestamp.parse(created), date < Date().addingTimeInterval(-7 * 86_400) { devices = [] }
+        return AlertDeliveries(
+            alertID: alertID, kind: "approval", isFinal: !devices.contains { !$0.outcome.isFinal },
+            devices: devices)
     }
 }

@@ -159,13 +159,17 @@ public struct ApprovalCenter: Sendable {
     ///   - timeout: How long the question stands, 5 to 600 seconds.
     ///   - pollInterval: Time between reads of the request row.
     ///   - onRefused: Told of each answer whose signature or content did not verify.
+    ///   - onDeliveries: Told where the alert went: with the request's answer, then on each
+    ///     change, read every 2 seconds until no entry can change or the request ends. A failed
+    ///     read is logged and tried again; it never ends the request.
     /// - Returns: The outcome.
     /// - Throws: ``SyncError`` `.noIdentity` without a pinned identity, `.unknownSession`;
     ///   `CryptoError.invalidApprovalContent` for content out of limits; remote errors;
     ///   `CancellationError` (after cancelling the request).
     public func request(
         session: UUID, tool: String, summary: String, detail: String = "", timeout: Duration = .seconds(60),
-        pollInterval: Duration = .seconds(1), onRefused: (@Sendable (ApprovalRefusal) -> Void)? = nil
+        pollInterval: Duration = .seconds(1), onRefused: (@Sendable (ApprovalRefusal) -> Void)? = nil,
+        onDeliveries: (@Sendable (AlertDeliveries) -> Void)? = nil
     ) async throws -> ApprovalOutcome {
         guard Self.timeouts.contains(timeout) else { throw CryptoError.invalidApprovalContent }
         let content = try ApprovalContent(tool: tool, summary: summary, detail: detail)
@@ -195,16 +199,18 @@ public struct ApprovalCenter: Sendable {
         // The control: 32 random bytes only this process holds. The server keeps their hash and
         // lets only their holder cancel the request or reopen it after a refused decision.
         let control = SecureBytes(randomCount: 32).withUnsafeBytes { [UInt8]($0) }
-        _ = try await approvals.requestApproval(
+        let asked = try await approvals.requestApproval(
             sessionID: session, requestID: requestID, requesterDeviceID: identity.id, body: body,
             generation: sealed.generation, expiresAt: expiresAt,
             controlHash: ByteEncoding.base64(SHA256.hash(control)))
         logger?.info("approval \(requestID.canonical) asked for session \(session.canonical)")
         let controlText = ByteEncoding.base64(control)
+        let watcher = onDeliveries.map { DeliveryWatcher(center: self, alertID: requestID, report: $0) }
+        await watcher?.start(with: asked.devices)
         do {
             return try await wait(
                 for: sent, read: read, identity: identity.id, user: user, control: controlText,
-                pollInterval: pollInterval, onRefused: onRefused)
+                pollInterval: pollInterval, onRefused: onRefused, watcher: watcher)
         } catch is CancellationError {
             // In a task of its own: this one is cancelled, and so would be the call.
             _ = await Task { try? await approvals.cancelApproval(requestID: requestID, control: controlText) }.value
@@ -225,7 +231,7 @@ public struct ApprovalCenter: Sendable {
     /// stays open for the genuine answer (approvals.md, "Who is asked, who may answer").
     func wait(
         for sent: SentApproval, read: [UInt8], identity: UUID, user: UUID, control: String, pollInterval: Duration,
-        onRefused: (@Sendable (ApprovalRefusal) -> Void)?
+        onRefused: (@Sendable (ApprovalRefusal) -> Void)?, watcher: DeliveryWatcher? = nil
     ) async throws -> ApprovalOutcome {
         let approvals = try approvals()
         var refused = Set<String>()
@@ -252,6 +258,7 @@ public struct ApprovalCenter: Sendable {
                 }
             }
             if UInt64(Date().timeIntervalSince1970) >= sent.expiresAt + 30 { return .expired }
+            await watcher?.poll()
             try await Task.sleep(for: pollInterval)
         }
     }

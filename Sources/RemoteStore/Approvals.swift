@@ -86,12 +86,16 @@ public struct ApprovalRequested: Sendable, Hashable, Codable {
     public var expiresAt: UInt64
     /// Device tokens the alert push was queued for.
     public var devicesNotified: Int
+    /// Where the alert went, device by device, as ``AlertDeliveries/devices`` (`nil` from a
+    /// server older than notifications round 2).
+    public var devices: [AlertDelivery]?
 
     /// Creates an answer.
-    public init(requestId: UUID, expiresAt: UInt64, devicesNotified: Int) {
+    public init(requestId: UUID, expiresAt: UInt64, devicesNotified: Int, devices: [AlertDelivery]? = nil) {
         self.requestId = requestId
         self.expiresAt = expiresAt
         self.devicesNotified = devicesNotified
+        self.devices = devices
     }
 }
 

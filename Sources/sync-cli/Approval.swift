@@ -119,6 +119,12 @@ extension SyncCLI.Approval {
                 Waits until a paired device answers (and the answer verifies), the question expires, \
                 or it is cancelled: Ctrl-C or SIGTERM cancels it, which clears the prompt on the other devices.
 
+                Right after asking it prints where the alert went ("Push: delivered to phone; failed: \
+                tablet (token invalid)."), and again once that is settled, if it changed. When no device \
+                can be reached by push it warns on standard error and keeps waiting: a device with the \
+                app open or in watch mode can still answer. --json adds requestId and deliveries (the \
+                last outcomes read).
+
                 \(ApprovalExit.help)
                 """
         )
@@ -162,11 +168,13 @@ extension SyncCLI.Approval {
             try await context.run { try await $0.checkCanAsk(session: id) }
             if !json { output("Asking the user's other devices; waiting up to \(timeout) s for an answer...") }
             let (tool, summary, detail, timeout) = (question.tool, question.summary, question.detail ?? "", timeout)
+            let pushes = PushLines(printing: !json)
             let asking = Task {
                 try await context.run { center in
                     try await center.request(
                         session: id, tool: tool, summary: summary, detail: detail, timeout: .seconds(timeout),
-                        onRefused: { refusal in printError("Warning: \(refusal.description)") })
+                        onRefused: { refusal in printError("Warning: \(refusal.description)") },
+                        onDeliveries: { pushes.update($0) })
                 }
             }
             // SIGINT and SIGTERM cancel the request (its other devices' prompts clear) and exit 6.
@@ -185,10 +193,12 @@ extension SyncCLI.Approval {
             } catch is CancellationError {
                 outcome = .cancelled
             }
+            let deliveries = pushes.finish()
             if json {
-                var object = ["outcome": outcome.name]
-                object["deviceId"] = outcome.device?.canonical
-                try printJSON(object)
+                try printJSON(
+                    RequestAnswer(
+                        outcome: outcome.name, deviceId: outcome.device, requestId: deliveries?.alertID,
+                        deliveries: deliveries))
             } else {
                 output("The request \(outcome.sentence).")
             }

@@ -5,6 +5,7 @@ import PostLoginSync
 import RemoteStore
 import SyncModel
 import SyncTestSupport
+import Synchronization
 import Testing
 
 /// Notifications round 2, the approval alert (notifications-2.md, "Payloads" and "Deep links";
@@ -226,5 +227,65 @@ struct AlertRound2Tests {
                 ($0 as? RemoteStoreError)?.code == .permissionDenied
             }
         }
+    }
+}
+
+extension AlertRound2Tests {
+    /// Marks every alert row of `request` delivered, as the worker would on APNs' 200.
+    static func deliver(_ w: ApprovalWorld, request: UUID) async throws {
+        let collapse = "approval-request-" + request.canonical
+        switch w.world.backend {
+        case .embedded:
+            let queue = try DatabaseQueue(path: w.world.directory.appendingPathComponent("remote.sqlite").path)
+            try await queue.write {
+                try $0.execute(
+                    sql: "UPDATE push_outbox SET delivered_at = ?, attempts = 1 WHERE collapse_id = ?",
+                    arguments: [Timestamp.format(Date()), collapse])
+            }
+        case .postgrest:
+            _ = try StackEnvironment.require().sql(
+                "UPDATE public.push_outbox SET delivered_at = now(), attempts = 1 WHERE collapse_id = '\(collapse)'")
+        }
+    }
+
+    @Test(
+        "onDeliveries: the request's answer within a second of asking, then each change until final; the request itself is unaffected",
+        arguments: Backend.available)
+    func onDeliveries(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let session = try await w.session
+        let reports = Mutex<[(ContinuousClock.Instant, AlertDeliveries)]>([])
+        let center = ApprovalCenter(local: w.desktop.store, remote: try w.world.remote())
+        let started = ContinuousClock.now
+        let task = Task {
+            try await center.request(
+                session: session, tool: "Bash", summary: "npm test", timeout: .seconds(60),
+                pollInterval: .milliseconds(50),
+                onDeliveries: { deliveries in reports.withLock { $0.append((ContinuousClock.now, deliveries)) } })
+        }
+        defer { task.cancel() }
+        let phone = try w.center(w.phone)
+        var request: ApprovalRequestRow?
+        for _ in 0..<400 where request == nil {
+            request = try await phone.pending().first
+            if request == nil { try await Task.sleep(for: .milliseconds(25)) }
+        }
+        let row = try #require(request)
+        let id = row.id
+        let first = try #require(reports.withLock { $0.first })
+        #expect(first.0 - started < .seconds(1), "told where the alert went at once")
+        #expect(first.1.alertID == id && !first.1.isFinal)
+        #expect(first.1.summary == "queued for phone, tablet")
+
+        try await Self.deliver(w, request: id)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline, reports.withLock({ $0.last?.1.isFinal }) != true {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let last = try #require(reports.withLock { $0.last?.1 })
+        #expect(last.isFinal && last.summary == "delivered to phone, tablet")
+        #expect(reports.withLock { $0.count } == 2, "one report per change")
+        _ = try await phone.answer(try await phone.open(row), verdict: .approve)
+        #expect(try await task.value == .approved(by: w.phone.identity.id))
     }
 }

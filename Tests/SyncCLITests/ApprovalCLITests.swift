@@ -84,9 +84,11 @@ struct ApprovalCLITests {
         #expect(answer.status == 0 && answer.out.contains("\"accepted\" : true"))
         let result = try await approved.value
         #expect(result.status == 0, "\(result.err)")
-        let outcome = try #require(JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: String])
+        let outcome = try #require(JSONSerialization.jsonObject(with: Data(result.out.utf8)) as? [String: Any])
         let phoneID = try await cli.run(["status", "--store", cli.store("p")]).out
-        #expect(outcome["outcome"] == "approved" && phoneID.contains(outcome["deviceId"] ?? "-"))
+        #expect(
+            outcome["outcome"] as? String == "approved" && phoneID.contains(outcome["deviceId"] as? String ?? "-"))
+        #expect(outcome["requestId"] as? String == first)
         // A second answer is refused and told who answered.
         let again = try await cli.run(["approval", "answer", "--store", cli.store("p"), first, "deny"])
         #expect(again.status == 1 && again.out.contains("already approved by"))
@@ -167,5 +169,51 @@ struct ApprovalCLITests {
             }
         }
         return nil
+    }
+}
+
+extension ApprovalCLITests {
+    @Test(
+        "request prints where the alert went (Push: ...), --json holds the same entries; with nobody reachable it warns at once and a device with the app open still answers"
+    )
+    func pushOutcomes() async throws {
+        let cli = try CLI()
+        let session = try await Self.paired(cli)
+        let question = #"{"tool": "Bash", "summary": "npm test"}"#
+        let request = ["approval", "request", "--store", cli.store("d"), session, "--from-file", "-"]
+
+        // Nobody has a push token: the warning, and the phone (app open) answers all the same.
+        let unreachable = Self.ask(cli, request, stdin: question)
+        let first = try await UsageMessagesTests.pending(cli, unreachable)
+        #expect(try await cli.run(["approval", "answer", "--store", cli.store("p"), first, "approve"]).status == 0)
+        let answered = try await unreachable.value
+        #expect(answered.status == 0, "\(answered.err)")
+        #expect(answered.out.contains("Push: no device has a push token."))
+        #expect(
+            answered.err.contains(
+                "Warning: no device can be reached by push; only a device with the app open or in watch mode can answer."
+            ))
+
+        // The phone registers a token: queued for it, no warning; --json carries the entries.
+        let token = String(repeating: "cd", count: 32)
+        #expect(try await cli.run(["push-token", "register", "--store", cli.store("p"), token]).status == 0)
+        let reachable = Self.ask(cli, request + ["--json"], stdin: question)
+        let second = try await UsageMessagesTests.pending(cli, reachable)
+        #expect(try await cli.run(["approval", "answer", "--store", cli.store("p"), second, "deny"]).status == 0)
+        let denied = try await reachable.value
+        #expect(denied.status == 5 && !denied.err.contains("Warning"), "\(denied.err)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(denied.out.utf8)) as? [String: Any])
+        #expect(object["outcome"] as? String == "denied" && object["requestId"] as? String == second)
+        let deliveries = try #require(object["deliveries"] as? [String: Any])
+        let devices = try #require(deliveries["devices"] as? [[String: Any]])
+        #expect(devices.count == 1 && devices[0]["deviceName"] as? String == "phone")
+        #expect(devices[0]["outcome"] as? String == "queued" && deliveries["final"] as? Bool == false)
+        #expect(!denied.out.contains(token))
+
+        let text = Self.ask(cli, request, stdin: question)
+        let third = try await UsageMessagesTests.pending(cli, text)
+        #expect(try await cli.run(["approval", "answer", "--store", cli.store("p"), third, "approve"]).status == 0)
+        let printed = try await text.value
+        #expect(printed.status == 0 && printed.out.contains("Push: queued for phone.\n"), "\(printed.out)")
     }
 }

@@ -1,0 +1,114 @@
+import APNsImitation
+import Foundation
+import PostgresNIO
+import PushDelivery
+import RemoteStore
+import SyncModel
+import Testing
+
+/// Nothing silently lost (notifications-2.md, test 6): `request_approval`'s answer and
+/// `alert_deliveries` after the real worker met the imitation's answers, on the stack.
+extension PushStackTests {
+    @Suite struct DeliveryOutcomeTests {
+        /// Runs `query` (one row, one text column) as the world's signed-in user, on one connection.
+        static func asUser(_ world: PushWorld, _ query: String) async throws -> String {
+            try await world.admin.withConnection { connection in
+                let claims = #"{"sub": "\#(world.userID)", "role": "authenticated"}"#
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT set_config('request.jwt.claims', '\(claims)', false)"),
+                    logger: world.logger)
+                defer {
+                    Task {
+                        _ = try? await connection.query(
+                            "SELECT set_config('request.jwt.claims', '', false)", logger: world.logger)
+                    }
+                }
+                var answer = ""
+                for try await text in try await connection.query(
+                    PostgresQuery(unsafeSQL: "SELECT (\(query))::text"), logger: world.logger
+                ).decode(String.self) {
+                    answer = text
+                }
+                return answer
+            }
+        }
+
+        /// The world's user with a desktop, a tablet and a laptop beside the world's phone, all
+        /// certified by a trust log; a session of the desktop's. Answers (desktop, session).
+        static func devices(
+            _ world: PushWorld
+        ) async throws -> (desktop: UUID, session: UUID, tablet: UUID, laptop: UUID) {
+            let (desktop, session, tablet, laptop, repository) = (UUID(), UUID(), UUID(), UUID(), UUID())
+            let user = world.userID
+            for (id, name) in [(desktop, "desktop"), (tablet, "tablet"), (laptop, "laptop")] {
+                try await world.sql(
+                    "INSERT INTO public.devices (id, user_id, name, device_type) VALUES ('\(id.canonical)', '\(user)', '\(name)', 'ios-phone')"
+                )
+            }
+            try await world.sql("INSERT INTO private.trust_log_state (user_id, current_epoch) VALUES ('\(user)', 1)")
+            for id in [world.device, desktop, tablet, laptop] {
+                try await world.sql(
+                    "INSERT INTO private.trust_log_devices (user_id, epoch, device_id, certified_seq) VALUES ('\(user)', 1, '\(id.canonical)', 1)"
+                )
+            }
+            try await world.sql(
+                "INSERT INTO public.repositories (id, user_id, device_id, name, local_path) VALUES ('\(repository.canonical)', '\(user)', '\(desktop.canonical)', 'r', '/r')"
+            )
+            try await world.sql(
+                "INSERT INTO public.agent_coding_sessions (id, user_id, device_id, repository_id, session_started_at) VALUES ('\(session.canonical)', '\(user)', '\(desktop.canonical)', '\(repository.canonical)', now())"
+            )
+            return (desktop, session, tablet, laptop)
+        }
+
+        /// A token for `device` (64 hex digits).
+        static func token(_ world: PushWorld, device: UUID, valid: Bool = true) async throws -> String {
+            let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            try await world.sql(
+                "INSERT INTO public.push_tokens (user_id, device_id, token, environment, is_valid) VALUES ('\(world.userID)', '\(device.canonical)', '\(token)', 'production', \(valid))"
+            )
+            return token
+        }
+
+        /// `request_approval` with a sealed-looking body of generation 1; answers its JSON.
+        static func request(
+            _ world: PushWorld, session: UUID, desktop: UUID, id: UUID
+        ) async throws -> ApprovalRequested {
+            let body = Data([1, 0, 0, 0, 1] + [UInt8](repeating: 7, count: 12 + 2 + 16)).base64EncodedString()
+            let expires = Int(Date().timeIntervalSince1970) + 300
+            let answer = try await asUser(
+                world,
+                "public.request_approval('\(session.canonical)', '\(id.canonical)', '\(desktop.canonical)', '\(body)', 1, \(expires))"
+            )
+            return try JSONDecoder().decode(ApprovalRequested.self, from: Data(answer.utf8))
+        }
+
+        @Test func theAskerLearnsWhichDeviceWasReachedAndWhyNot() async throws {
+            let world = try await PushWorld()
+            let (desktop, session, tablet, laptop) = try await Self.devices(world)
+            let phoneToken = try await Self.token(world, device: world.device)
+            let tabletToken = try await Self.token(world, device: tablet)
+            _ = try await Self.token(world, device: laptop, valid: false)
+            world.imitation.always(token: tabletToken, .answer(status: 410, reason: "Unregistered"))
+            let request = UUID()
+            let asked = try await Self.request(world, session: session, desktop: desktop, id: request)
+            #expect(asked.devicesNotified == 2)
+            let first = AlertDeliveries(
+                alertID: request, kind: "approval", isFinal: false, devices: asked.devices ?? [])
+            #expect(first.summary == "queued for phone, tablet; not reachable: laptop (token invalid)")
+
+            let running = try RunningWorker(world.configuration())
+            #expect(try await world.eventually { try await world.pending() == 0 })
+            try await running.stop()
+            #expect(world.imitation.requests.contains { $0.token == phoneToken })
+            let answer = try await Self.asUser(world, "public.alert_deliveries('\(request.canonical)')")
+            let deliveries = try JSONDecoder().decode(AlertDeliveries.self, from: Data(answer.utf8))
+            #expect(deliveries.isFinal)
+            #expect(
+                deliveries.summary
+                    == "delivered to phone; failed: tablet (token invalid); not reachable: laptop (token invalid)")
+            #expect(deliveries.devices.first { $0.deviceName == "tablet" }?.apnsReason == "Unregistered")
+            #expect(!answer.contains(phoneToken) && !answer.contains(tabletToken))
+            await world.close()
+        }
+    }
+}

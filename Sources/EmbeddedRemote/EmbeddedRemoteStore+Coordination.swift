@@ -230,6 +230,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
 
     public func setRuntimeStatus(_ status: RuntimeStatus) async throws -> RuntimeStatus {
         let me = self.me
+        let scheme = deepLinkScheme
         return try await write("setting runtime status") { db in
             let now = Self.now
             let before = try String.fetchOne(
@@ -245,6 +246,10 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             }
             if before != status.jsonText {
                 try Self.runtimeStatusChanged(db, user: me, session: status.sessionID.canonical)
+                if let kind = Self.taskKind(runtimeBefore: before, after: status.jsonText) {
+                    _ = try Self.queueTaskAlerts(
+                        db, user: me, session: status.sessionID.canonical, kind: kind, scheme: scheme)
+                }
             }
             var stored = status
             stored.reportedAt = Timestamp.parse(now)

@@ -269,11 +269,10 @@ public final class EmbeddedRemoteStore: SyncRemote {
             try self.checkOwner(row.userID)
             try self.checkExisting(db, table: "agent_coding_sessions", id: row.id.canonical)
             let now = Self.now
-            let wasEnded =
-                try String.fetchOne(
-                    db.cachedStatement(sql: "SELECT status FROM agent_coding_sessions WHERE id = ?"),
-                    arguments: [row.id.canonical])
-                == SessionStatus.ended.rawValue
+            let previous = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT status FROM agent_coding_sessions WHERE id = ?"),
+                arguments: [row.id.canonical])
+            let wasEnded = previous == SessionStatus.ended.rawValue
             // `title` is kept when a row has none, as the PostgREST client omits the key then.
             try db.cachedStatement(
                 sql: """
@@ -309,6 +308,10 @@ public final class EmbeddedRemoteStore: SyncRemote {
             }
             if row.status == .ended, !wasEnded {
                 try Self.sessionEnded(db, user: self.me, session: row.id.canonical)
+            }
+            if row.status == .paused, previous == SessionStatus.active.rawValue {
+                _ = try Self.queueTaskAlerts(
+                    db, user: self.me, session: row.id.canonical, kind: .taskPaused, scheme: self.deepLinkScheme)
             }
         }
     }

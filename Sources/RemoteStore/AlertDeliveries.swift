@@ -122,3 +122,22 @@ public struct AlertDeliveries: Sendable, Hashable, Codable {
         }.joined(separator: "; ")
     }
 }
+
+/// What `notify_session_event` (or a session's own transition) did, in device tokens: queued
+/// (or a waiting alert of another kind replaced), coalesced (the same kind went to that token
+/// within the minute), suppressed (another device is active on the session) and off (the
+/// device's setting for the kind is off).
+public struct SessionEventQueued: Sendable, Hashable, Codable {
+    public var queued: Int
+    public var coalesced: Int
+    public var suppressed: Int
+    public var off: Int
+
+    /// Creates counts.
+    public init(queued: Int, coalesced: Int, suppressed: Int, off: Int) {
+        self.queued = queued
+        self.coalesced = coalesced
+        self.suppressed = suppressed
+        self.off = off
+    }
+}

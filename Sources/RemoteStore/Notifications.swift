@@ -24,6 +24,12 @@ public protocol NotificationRemote: CoordinationRemote {
     /// `RemoteStoreError.permissionDenied` for an id that is not one of the user's approvals,
     /// whether it exists or not.
     func alertDeliveries(alertID: UUID) async throws -> AlertDeliveries
+
+    /// Raises a task alert (`task_complete`, `task_failed` or `task_paused`) about a session
+    /// `deviceID` runs, for the user's other devices, coalesced as a session's own transitions
+    /// are (`notify_session_event`). `.permissionDenied` when the session is not the user's on
+    /// that device; `.invalidValue` for another kind.
+    func notifySessionEvent(sessionID: UUID, deviceID: UUID, kind: AlertKind) async throws -> SessionEventQueued
 }
 
 /// What a person allows their device's notifications to do: `notification_settings`, one row

@@ -7,7 +7,9 @@ extension SyncCLI {
     struct Session: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Agent sessions: start, end and delete them on a desktop; list, claim and report their status.",
-            subcommands: [Start.self, End.self, List.self, Delete.self, Activity.self, Touch.self, RuntimeState.self]
+            subcommands: [
+                Start.self, End.self, List.self, Delete.self, Activity.self, Touch.self, RuntimeState.self, Notify.self,
+            ]
         )
     }
 }

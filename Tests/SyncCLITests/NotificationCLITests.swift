@@ -73,3 +73,24 @@ struct NotificationCLITests {
         #expect(taskAlone.status != 0 && taskAlone.err.contains("--todo"))
     }
 }
+
+extension NotificationCLITests {
+    @Test(
+        "session notify: the desktop raises a task alert for the phone; the same kind again within the minute is coalesced; the phone may not"
+    )
+    func sessionNotify() async throws {
+        let cli = try CLI()
+        let session = try await ApprovalCLITests.paired(cli)
+        #expect(
+            try await cli.run(["push-token", "register", "--store", cli.store("p"), String(repeating: "ef", count: 32)])
+                .status == 0)
+        let first = try await cli.run(["session", "notify", "--store", cli.store("d"), session, "complete"])
+        #expect(first.status == 0, "\(first.err)")
+        #expect(first.out.contains("task_complete queued for 1 device token (coalesced 0, suppressed 0, off 0)."))
+        let again = try await cli.run(["session", "notify", "--store", cli.store("d"), session, "complete", "--json"])
+        let counts = try #require(try JSONSerialization.jsonObject(with: Data(again.out.utf8)) as? [String: Int])
+        #expect(counts == ["queued": 0, "coalesced": 1, "suppressed": 0, "off": 0])
+        let phone = try await cli.run(["session", "notify", "--store", cli.store("p"), session, "failed"])
+        #expect(phone.status == 1 && phone.err.contains("not one of yours on this device"), "\(phone.err)")
+    }
+}

@@ -332,3 +332,131 @@ END
 $$;
 REVOKE ALL ON FUNCTION public.request_approval(uuid, uuid, uuid, text, integer, bigint, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION public.request_approval(uuid, uuid, uuid, text, integer, bigint, text) TO authenticated, service_role;
+
+-- Task alerts (docs/notifications.md, "Round 2"): task_complete, task_failed and task_paused,
+-- for every valid device token of the user's trusted devices but those of the session's
+-- desktop, decided per token's device (private.alert_decision: off and suppressed queue
+-- nothing) and coalesced per token and session: while now() < P.not_before + 60 s, P being the
+-- token's newest row with collapse id session-<sid>, an alert of P's kind is not queued; another
+-- kind replaces P's payload if P still waits (pending, unleased, never tried), else is queued
+-- due at P.not_before + 60 s. At most one task alert per session and token a minute, never the
+-- same one twice within it, and the latest state always arrives. Answers the counts of tokens.
+CREATE FUNCTION private.queue_task_alerts(caller uuid, session uuid, kind text) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SET search_path = '' AS $$
+DECLARE
+    s public.agent_coding_sessions%ROWTYPE;
+    v_payload jsonb;
+    t record;
+    decision text;
+    p public.push_outbox%ROWTYPE;
+    v_collapse text := 'session-' || session::text;
+    queued integer := 0;
+    coalesced integer := 0;
+    suppressed integer := 0;
+    turned_off integer := 0;
+BEGIN
+    SELECT * INTO s FROM public.agent_coding_sessions a WHERE a.id = session AND a.user_id = caller;
+    IF NOT FOUND THEN RETURN jsonb_build_object('queued', 0, 'coalesced', 0, 'suppressed', 0, 'off', 0); END IF;
+    v_payload := jsonb_build_object(
+        'aps', jsonb_build_object(
+            'alert', CASE kind
+                WHEN 'task_complete' THEN jsonb_build_object(
+                    'title', 'Task complete', 'body', 'An agent session finished working',
+                    'title-loc-key', 'notification.complete.title', 'loc-key', 'notification.complete.body.generic')
+                WHEN 'task_failed' THEN jsonb_build_object(
+                    'title', 'Task failed', 'body', 'An agent session stopped with an error',
+                    'title-loc-key', 'notification.error.title', 'loc-key', 'notification.error.body.generic')
+                ELSE jsonb_build_object(
+                    'title', 'Task paused', 'body', 'An agent session is paused; open it to continue',
+                    'title-loc-key', 'notification.paused.title', 'loc-key', 'notification.paused.body') END,
+            'category', 'SESSION_STATUS', 'thread-id', session::text, 'interruption-level', 'active',
+            'sound', 'default', 'mutable-content', 1),
+        'type', kind, 'sessionId', session::text,
+        'deepLink', private.deep_link_scheme() || '://session/' || session::text);
+    FOR t IN SELECT k.device_id, k.token FROM public.push_tokens k
+             WHERE k.user_id = caller AND k.token_type = 'device' AND k.is_valid
+               AND k.device_id IS DISTINCT FROM s.device_id
+               AND private.is_trusted_device(caller, k.device_id) AND private.may_queue_push(k.device_id, 'alert')
+             ORDER BY k.token
+    LOOP
+        decision := private.alert_decision(t.device_id, kind, session);
+        IF decision = 'off' THEN turned_off := turned_off + 1; CONTINUE; END IF;
+        IF decision = 'suppressed' THEN suppressed := suppressed + 1; CONTINUE; END IF;
+        PERFORM pg_advisory_xact_lock(hashtext(t.token), hashtext(session::text));
+        SELECT * INTO p FROM public.push_outbox o WHERE o.token = t.token AND o.collapse_id = v_collapse
+            ORDER BY o.not_before DESC, o.id DESC LIMIT 1;
+        IF FOUND AND now() < p.not_before + interval '60 seconds' THEN
+            IF p.payload ->> 'type' = kind THEN coalesced := coalesced + 1; CONTINUE; END IF;
+            IF p.delivered_at IS NULL AND p.failed_at IS NULL AND p.attempts = 0
+               AND (p.lease_until IS NULL OR p.lease_until < now()) THEN
+                UPDATE public.push_outbox o SET payload = v_payload WHERE o.id = p.id;
+            ELSE
+                INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload,
+                                                not_before)
+                    VALUES (caller, t.device_id, t.token, 'alert', 10, v_collapse, v_payload,
+                            p.not_before + interval '60 seconds');
+            END IF;
+        ELSE
+            INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
+                VALUES (caller, t.device_id, t.token, 'alert', 10, v_collapse, v_payload);
+        END IF;
+        queued := queued + 1;
+    END LOOP;
+    RETURN jsonb_build_object('queued', queued, 'coalesced', coalesced, 'suppressed', suppressed, 'off', turned_off);
+END
+$$;
+REVOKE ALL ON FUNCTION private.queue_task_alerts(uuid, uuid, text) FROM PUBLIC;
+
+-- The session's own transitions raise the task kinds: runtime status from running or waiting to
+-- idle (task_complete), from anything else to error (task_failed); status from active to paused
+-- (task_paused). A session's first runtime status (OLD null) raises nothing.
+CREATE FUNCTION private.session_status_alerts() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    old_status text := OLD.runtime_status -> 'coding_session' ->> 'status';
+    new_status text := NEW.runtime_status -> 'coding_session' ->> 'status';
+BEGIN
+    IF OLD.runtime_status IS NOT NULL AND NEW.runtime_status IS NOT NULL THEN
+        IF new_status = 'idle' AND old_status IN ('running', 'waiting') THEN
+            PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_complete');
+        ELSIF new_status = 'error' AND old_status IS DISTINCT FROM 'error' THEN
+            PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_failed');
+        END IF;
+    END IF;
+    IF OLD.status = 'active' AND NEW.status = 'paused' THEN
+        PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_paused');
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER agent_coding_sessions_status_alerts
+    AFTER UPDATE OF runtime_status, status ON public.agent_coding_sessions
+    FOR EACH ROW EXECUTE FUNCTION private.session_status_alerts();
+
+-- Raises a task alert on request, from the desktop running the session: `device_id` must be the
+-- session's device, both the caller's, else 42501; `kind` task_complete, task_failed or
+-- task_paused, else 22023. Answers the counts of device tokens.
+CREATE FUNCTION public.notify_session_event(session_id uuid, device_id uuid, kind text) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = '' AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_session uuid := notify_session_event.session_id;
+    v_device uuid := notify_session_event.device_id;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'notify_session_event needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s
+                                        WHERE s.id = v_session AND s.user_id = caller AND s.device_id = v_device) THEN
+        RAISE EXCEPTION 'the session is not one of yours on this device' USING ERRCODE = '42501';
+    END IF;
+    IF kind IS NULL OR kind NOT IN ('task_complete', 'task_failed', 'task_paused') THEN
+        RAISE EXCEPTION 'kind must be task_complete, task_failed or task_paused' USING ERRCODE = '22023';
+    END IF;
+    RETURN private.queue_task_alerts(caller, v_session, kind);
+END
+$$;
+REVOKE ALL ON FUNCTION public.notify_session_event(uuid, uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION public.notify_session_event(uuid, uuid, text) TO authenticated;

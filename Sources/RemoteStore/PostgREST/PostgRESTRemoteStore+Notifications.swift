@@ -66,4 +66,23 @@ extension PostgRESTRemoteStore: NotificationRemote {
             from: try await rpc("alert_deliveries", arguments: ["alert_id": .string(alertID.canonical)]),
             function: "alert_deliveries")
     }
+
+    public func notifySessionEvent(
+        sessionID: UUID, deviceID: UUID, kind: AlertKind
+    ) async throws
+        -> SessionEventQueued
+    {
+        guard kind.isTaskKind else {
+            throw RemoteStoreError(.invalidValue, "kind must be task_complete, task_failed or task_paused")
+        }
+        return try Self.decode(
+            SessionEventQueued.self,
+            from: try await rpc(
+                "notify_session_event",
+                arguments: [
+                    "session_id": .string(sessionID.canonical), "device_id": .string(deviceID.canonical),
+                    "kind": .string(kind.rawValue),
+                ]),
+            function: "notify_session_event")
+    }
 }

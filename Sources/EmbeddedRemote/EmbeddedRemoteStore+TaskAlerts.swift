@@ -1,0 +1,149 @@
+import Foundation
+import GRDB
+import RemoteStore
+import SyncModel
+
+/// Task alerts on the embedded remote (`private.queue_task_alerts`, the trigger
+/// `agent_coding_sessions_status_alerts` and `notify_session_event` of the project's
+/// `*_notifications_2.sql`): task_complete, task_failed and task_paused for the user's other
+/// trusted devices, decided per device and coalesced per token and session.
+extension EmbeddedRemoteStore {
+    /// The alert text of each task kind: title, body and their string keys.
+    static func taskAlertText(_ kind: AlertKind) -> [String: String] {
+        switch kind {
+        case .taskComplete:
+            [
+                "title": "Task complete", "body": "An agent session finished working",
+                "title-loc-key": "notification.complete.title", "loc-key": "notification.complete.body.generic",
+            ]
+        case .taskFailed:
+            [
+                "title": "Task failed", "body": "An agent session stopped with an error",
+                "title-loc-key": "notification.error.title", "loc-key": "notification.error.body.generic",
+            ]
+        default:
+            [
+                "title": "Task paused", "body": "An agent session is paused; open it to continue",
+                "title-loc-key": "notification.paused.title", "loc-key": "notification.paused.body",
+            ]
+        }
+    }
+
+    /// Queues a task alert of `kind` about `session` for every valid device token of the
+    /// user's trusted devices but the session's desktop's. Per token: the device's decision
+    /// (off, suppressed: nothing); then, P being the token's newest row for the session, within
+    /// 60 s of P's due time the same kind is coalesced, another kind replaces P's payload while P
+    /// waits untried, else is queued due 60 s after P.
+    static func queueTaskAlerts(
+        _ db: Database, user: String, session: String, kind: AlertKind, scheme: String
+    ) throws -> SessionEventQueued {
+        var counts = SessionEventQueued(queued: 0, coalesced: 0, suppressed: 0, off: 0)
+        guard
+            let desktop = try String.fetchOne(
+                db, sql: "SELECT device_id FROM agent_coding_sessions WHERE id = ? AND user_id = ?",
+                arguments: [session, user])
+        else { return counts }
+        let payload = Self.payload([
+            "aps": [
+                "alert": taskAlertText(kind), "category": "SESSION_STATUS", "thread-id": session,
+                "interruption-level": "active", "sound": "default", "mutable-content": 1,
+            ] as [String: Any],
+            "type": kind.rawValue, "sessionId": session, "deepLink": "\(scheme)://session/\(session)",
+        ])
+        let collapse = "session-" + session
+        let trusted = try TrustedDevices.of(db, user: user)
+        let tokens = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT device_id, token FROM push_tokens
+                WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id IS NOT ? ORDER BY token
+                """, arguments: [user, desktop])
+        let now = Date()
+        for token in tokens {
+            let device: String = token["device_id"]
+            let value: String = token["token"]
+            guard trusted.contains(device), try mayQueue(db, device: device, kind: .alert) else { continue }
+            switch try alertDecision(db, device: device, kind: kind, session: session) {
+            case .off:
+                counts.off += 1
+                continue
+            case .suppressed:
+                counts.suppressed += 1
+                continue
+            case .passive, .alert: break
+            }
+            var due = now
+            if let newest = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT id, payload, not_before, delivered_at, failed_at, attempts FROM push_outbox
+                    WHERE token = ? AND collapse_id = ? ORDER BY not_before DESC, id DESC LIMIT 1
+                    """, arguments: [value, collapse]),
+                let since = (newest["not_before"] as String?).flatMap(Timestamp.parse),
+                now < since.addingTimeInterval(60)
+            {
+                let type = (try? JSONSerialization.jsonObject(with: Data((newest["payload"] as String).utf8)))
+                    .flatMap { ($0 as? [String: Any])?["type"] as? String }
+                if type == kind.rawValue {
+                    counts.coalesced += 1
+                    continue
+                }
+                let waits =
+                    (newest["delivered_at"] as String?) == nil && (newest["failed_at"] as String?) == nil
+                    && (newest["attempts"] as Int) == 0
+                if waits {
+                    try db.execute(
+                        sql: "UPDATE push_outbox SET payload = ? WHERE id = ?",
+                        arguments: [payload, newest["id"] as Int64])
+                    counts.queued += 1
+                    continue
+                }
+                due = since.addingTimeInterval(60)
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
+                    VALUES (?, ?, ?, 'alert', 10, ?, ?, ?, ?)
+                    """,
+                arguments: [user, device, value, collapse, payload, Timestamp.format(now), Timestamp.format(due)])
+            counts.queued += 1
+        }
+        return counts
+    }
+
+    /// The kind a session's runtime status change raises: idle from running or waiting is
+    /// task_complete, error from anything else task_failed; a first status (none before) nothing.
+    static func taskKind(runtimeBefore: String?, after: String?) -> AlertKind? {
+        func status(_ json: String?) -> String? {
+            guard let json, let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+            else { return nil }
+            return (object["coding_session"] as? [String: Any])?["status"] as? String
+        }
+        guard runtimeBefore != nil, let new = status(after) else { return nil }
+        let old = status(runtimeBefore)
+        if new == "idle", old == "running" || old == "waiting" { return .taskComplete }
+        if new == "error", old != "error" { return .taskFailed }
+        return nil
+    }
+
+    public func notifySessionEvent(
+        sessionID: UUID, deviceID: UUID, kind: AlertKind
+    ) async throws
+        -> SessionEventQueued
+    {
+        let me = self.me
+        let scheme = deepLinkScheme
+        return try await write("raising a task alert") { db in
+            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
+            let runs =
+                try Bool.fetchOne(
+                    db,
+                    sql:
+                        "SELECT EXISTS (SELECT 1 FROM agent_coding_sessions WHERE id = ? AND user_id = ? AND device_id = ?)",
+                    arguments: [sessionID.canonical, me, deviceID.canonical]) ?? false
+            guard runs else { throw Self.refused("the session is not one of yours on this device") }
+            guard kind.isTaskKind else { throw Self.invalid("kind must be task_complete, task_failed or task_paused") }
+            return try Self.queueTaskAlerts(db, user: me, session: sessionID.canonical, kind: kind, scheme: scheme)
+        }
+    }
+}

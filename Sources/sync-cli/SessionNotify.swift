@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import PostLoginSync
+import RemoteStore
+import SyncModel
+
+extension SyncCLI.Session {
+    /// The task kind a person names: complete, failed or paused.
+    enum TaskEvent: String, ExpressibleByArgument, CaseIterable {
+        case complete, failed, paused
+
+        var kind: AlertKind {
+            switch self {
+            case .complete: .taskComplete
+            case .failed: .taskFailed
+            case .paused: .taskPaused
+            }
+        }
+    }
+
+    struct Notify: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Tell the user's other devices that a session this device runs is done, failed or paused.",
+            discussion: """
+                Queues a task alert (no content: the phone shows "Task complete" and the like, and a tap \
+                opens the session) for the user's other trusted devices with a push token. The session's \
+                own transitions raise these by themselves; this raises one on request. At most one task \
+                alert per session and device a minute: the same kind again within it is coalesced, \
+                another kind replaces one still waiting, so the latest state always arrives. A device \
+                whose setting for the kind is off gets none; one whose user is active on the session \
+                elsewhere (quiet while active) neither.
+                """)
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Argument(help: "The session: a full id, or an id or unambiguous prefix of one in this store.") var session:
+            String
+        @Argument(help: "complete, failed or paused.") var event: TaskEvent
+        @Flag(help: "Print the counts as JSON.") var json = false
+
+        func run() async throws {
+            let context = try await CoordinationContext(storeOptions, remoteOptions)
+            let id = try await context.session(session)
+            let alerts = SessionAlerts(local: context.store, remote: context.coordinator.remote)
+            let queued = try await context.run(migration: "notifications_2") { _ in
+                try await alerts.notify(session: id, kind: event.kind)
+            }
+            if json { return try printJSON(queued) }
+            output(
+                "Session \(id.canonical): \(event.kind.rawValue) queued for \(queued.queued) device token\(queued.queued == 1 ? "" : "s")"
+                    + " (coalesced \(queued.coalesced), suppressed \(queued.suppressed), off \(queued.off)).")
+        }
+    }
+}

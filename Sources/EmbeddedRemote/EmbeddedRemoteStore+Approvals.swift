@@ -55,25 +55,34 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         return queued
     }
 
-    /// The alert of a new request for every valid device token of the user's other trusted
-    /// devices (``TrustedDevices``):
+    /// The alert of a new approval request (or, with `kind` `.question`, an agent's question)
+    /// for every valid device token of the user's other trusted devices (``TrustedDevices``):
     /// generic text, the device's badge, `time-sensitive` unless the device turned that off, and
-    /// the sealed body (left out when the payload would pass 4,096 bytes).
-    static func queueAlerts(_ db: Database, user: String, request: Row, scheme: String) throws -> Int {
+    /// the sealed body (left out when the payload would pass 4,096 bytes). Once per token.
+    static func queueAlerts(
+        _ db: Database, user: String, request: Row, scheme: String, kind: AlertKind = .approval
+    ) throws -> Int {
         let requester: String = request["requester_device_id"]
         let id: String = request["id"]
         let session: String = request["session_id"]
+        let question = kind == .question
         let aps: [String: Any] = [
-            "alert": [
-                "title": "Approval needed", "body": "An agent session is waiting for you",
-                "title-loc-key": "notification.approval.title", "loc-key": "notification.approval.body.generic",
-            ],
-            "sound": "default", "category": "APPROVAL_REQUEST", "thread-id": session,
+            "alert": question
+                ? [
+                    "title": "Your agent has a question", "body": "An agent session is waiting for your answer",
+                    "title-loc-key": "notification.question.title",
+                    "loc-key": "notification.question.body.generic",
+                ]
+                : [
+                    "title": "Approval needed", "body": "An agent session is waiting for you",
+                    "title-loc-key": "notification.approval.title", "loc-key": "notification.approval.body.generic",
+                ],
+            "sound": "default", "category": question ? "AGENT_QUESTION" : "APPROVAL_REQUEST", "thread-id": session,
             "interruption-level": "time-sensitive", "mutable-content": 1, "badge": 0,
         ]
         var object: [String: Any] = [
-            "aps": aps, "type": "approval", "requestId": id, "sessionId": session,
-            "deepLink": "\(scheme)://session/\(session)/approval/\(id)",
+            "aps": aps, "type": kind.rawValue, "requestId": id, "sessionId": session,
+            "deepLink": "\(scheme)://session/\(session)/\(question ? "question" : "approval")/\(id)",
             "requesterDeviceId": requester, "generation": request["generation"] as Int64,
             "expiresAt": request["expires_at"] as Int64, "sealed": request["body"] as String,
         ]
@@ -93,7 +102,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             guard trusted.contains(device), try mayQueue(db, device: device, kind: .alert) else { continue }
             // Each token's device decides once: off, nothing; passive (another device is active
             // on the session), no sound and priority 5.
-            let decision = try alertDecision(db, device: device, kind: .approval, session: session)
+            let decision = try alertDecision(db, device: device, kind: kind, session: session)
             guard decision != .off, decision != .suppressed else { continue }
             var deviceAPS = aps
             deviceAPS["badge"] = try approvalBadge(db, user: user, device: device)
@@ -110,10 +119,11 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 sql: """
                     INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
                     VALUES (?, ?, ?, 'alert', ?, ?, ?, ?, ?)
-                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
+                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE '\(question ? "question" : "approval")-%' DO NOTHING
                     """,
                 arguments: [
-                    user, device, token["token"] as String, decision == .passive ? 5 : 10, "approval-request-" + id,
+                    user, device, token["token"] as String, decision == .passive ? 5 : 10,
+                    (question ? "question-" : "approval-request-") + id,
                     payload(alert), now, now,
                 ])
             queued += db.changesCount
@@ -352,6 +362,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 _ = try Self.queueClearing(
                     db, user: row["user_id"], request: id.canonical, reason: "timeout", except: nil)
             }
+            try Self.expireQuestions(db)
             return rows.count
         }
     }

@@ -78,6 +78,7 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
                 devices: devices, complete: cursor == nil, secretRequests: try Self.openRequests(db, user: me),
                 statements: fingerprint, cursor: ChangeCursor(since: now), method: .feed)
             changes.approvals = try Self.changedApprovals(db, user: me, since: cursor?.since)
+            changes.questions = try Self.changedQuestions(db, user: me, since: cursor?.since)
             if statements { changes.trustLog = try self.trustLogHead(db) }
             return changes
         }

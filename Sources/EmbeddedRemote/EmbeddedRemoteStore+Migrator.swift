@@ -272,6 +272,7 @@ extension EmbeddedRemoteStore {
         migrator.registerMigration("v9: trust log", migrate: Self.trustLogMigration)
         migrator.registerMigration("v10: approval control", migrate: Self.approvalControlMigration)
         migrator.registerMigration("v11: notifications round 2", migrate: Self.notificationsRound2Migration)
+        migrator.registerMigration("v12: agents' questions", migrate: Self.questionsMigration)
         return migrator
     }
 }

@@ -105,13 +105,16 @@ extension EmbeddedRemoteStore: NotificationRemote {
         return true
     }
 
-    /// The device's pending, unexpired approval requests that another device asked: its badge.
+    /// The device's pending, unexpired approval requests and questions that another device
+    /// asked: its badge.
     static func approvalBadge(_ db: Database, user: String, device: String) throws -> Int {
         try Int.fetchOne(
             db,
             sql: """
-                SELECT count(*) FROM approval_requests
-                WHERE user_id = ? AND status = 'pending' AND requester_device_id <> ? AND expires_at > ?
+                SELECT (SELECT count(*) FROM approval_requests
+                        WHERE user_id = ?1 AND status = 'pending' AND requester_device_id <> ?2 AND expires_at > ?3)
+                     + (SELECT count(*) FROM agent_questions
+                        WHERE user_id = ?1 AND status = 'pending' AND requester_device_id <> ?2 AND expires_at > ?3)
                 """, arguments: [user, device, Int64(epochSeconds)]) ?? 0
     }
 
@@ -368,13 +371,18 @@ extension EmbeddedRemoteStore: NotificationRemote {
 
     /// `alert_deliveries` for `user`, in `db`'s transaction (also `request_approval`'s answer).
     static func deliveries(_ db: Database, user me: String, alertID: UUID) throws -> AlertDeliveries {
-        guard
-            let request = try Row.fetchOne(
-                db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?",
+        var kind = AlertKind.approval
+        var found = try Row.fetchOne(
+            db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?", arguments: [alertID.canonical, me])
+        if found == nil {
+            kind = .question
+            found = try Row.fetchOne(
+                db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
                 arguments: [alertID.canonical, me])
-        else {
+        }
+        guard let request = found else {
             throw RemoteStoreError(
-                .permissionDenied, "not an approval of yours", postgrestCode: .insufficientPrivilege)
+                .permissionDenied, "not an approval or question of yours", postgrestCode: .insufficientPrivilege)
         }
         let requester: String = request["requester_device_id"]
         let session: String = request["session_id"]
@@ -383,7 +391,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
         var best: [String: AlertDelivery] = [:]
         for row in try Row.fetchAll(
             db, sql: "SELECT * FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
-            arguments: [me, "approval-request-" + alertID.canonical])
+            arguments: [me, (kind == .question ? "question-" : "approval-request-") + alertID.canonical])
         {
             guard let device = row["device_id"] as String?, let id = UUID.parse(device) else { continue }
             let lastError: String? = row["last_error"]
@@ -422,7 +430,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
             var entry: AlertDelivery
             if let found = best[id] {
                 entry = found
-            } else if try Self.alertDecision(db, device: id, kind: .approval, session: session) == .off {
+            } else if try Self.alertDecision(db, device: id, kind: kind, session: session) == .off {
                 entry = AlertDelivery(
                     deviceID: UUID.parse(id)!, deviceName: "", outcome: .off, reason: "setting off")
             } else {
@@ -452,7 +460,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
         }
         if let date = Timestamp.parse(created), date < Date().addingTimeInterval(-7 * 86_400) { devices = [] }
         return AlertDeliveries(
-            alertID: alertID, kind: "approval", isFinal: !devices.contains { !$0.outcome.isFinal },
+            alertID: alertID, kind: kind.rawValue, isFinal: !devices.contains { !$0.outcome.isFinal },
             devices: devices)
     }
 }

@@ -120,7 +120,7 @@ public struct ApprovalCenter: Sendable {
     // MARK: - Asking (the desktop that runs the session)
 
     /// Checks, without asking anything, that this device can ask about `session`: it is a
-    /// desktop and runs that session. ``request(session:tool:summary:detail:timeout:pollInterval:onRefused:)``
+    /// desktop and runs that session. ``request(session:tool:summary:detail:timeout:pollInterval:onRefused:onDeliveries:)``
     /// makes the same checks first; a caller that says "asking…" before the wait calls this
     /// before saying it.
     ///

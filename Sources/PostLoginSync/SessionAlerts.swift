@@ -2,10 +2,19 @@ import Foundation
 import LocalStore
 import Logging
 import RemoteStore
+import SecretCrypto
 import SyncModel
 
+/// A question as its reader sees it: the row and, opened with the session's secret, its text.
+public struct OpenedQuestion: Sendable {
+    public let question: AgentQuestionRow
+    /// The question, as the agent asked it (not sanitised: show it only on an unlocked screen).
+    public let text: String
+}
+
 /// What the desktop running a session raises for the person on their other devices
-/// (notifications-2.md): a task's end, failure or pause.
+/// (notifications-2.md): an agent's question, sealed so the server cannot read it, and a task's
+/// end, failure or pause.
 ///
 /// A session's own transitions raise these on the remote by themselves (its runtime status from
 /// running or waiting to idle, to error; its status from active to paused); ``notify(session:kind:)``
@@ -41,6 +50,81 @@ public struct SessionAlerts: Sendable {
             sessionID: session, deviceID: identity.id, kind: kind)
         logger?.info("\(kind.rawValue) raised for session \(session.canonical): \(queued.queued) queued")
         return queued
+    }
+
+    /// How long a question may stand: a minute to a day (the default an hour).
+    public static let questionTimeouts: ClosedRange<Duration> = .seconds(60) ... .seconds(86_400)
+
+    /// Asks the person a question on their other devices: sealed under the session's current
+    /// secret (the server stores only ciphertext), alerted to every trusted device with a push
+    /// token (never suppressed: a blocked agent must reach someone). The answer travels in the
+    /// session's own channel; close the question with ``close(question:answered:)`` once it came.
+    ///
+    /// - Parameters:
+    ///   - session: A session this desktop runs.
+    ///   - text: The question: 1-2,000 Unicode scalars, no control character but `\n` and `\t`.
+    ///   - timeout: How long it stands, 60 seconds to a day.
+    /// - Returns: The question's id, its expiry and where its alert went.
+    /// - Throws: `CryptoError.invalidApprovalContent` for text or a timeout out of limits (nothing
+    ///   sent); ``SyncError`` `.wrongRole`, `.unknownSession`, `.notLoggedIn`, `.userMismatch`;
+    ///   remote errors (`.missingFunction` without notifications round 2).
+    public func ask(session: UUID, text: String, timeout: Duration = .seconds(3_600)) async throws -> QuestionAsked {
+        guard Self.questionTimeouts.contains(timeout) else { throw CryptoError.invalidApprovalContent }
+        let content = try QuestionContent(text: text)
+        try await ApprovalCenter(local: local, remote: remote).checkCanAsk(session: session)
+        let identity = try await signedIn()
+        let questions = try questions()
+        let sealed = try await local.ownSealedSecret(sessionID: session)
+        let secret = try await local.openOwnSecret(sessionID: session, generation: sealed.generation)
+        let id = UUID()
+        let expiresAt = UInt64(Date().timeIntervalSince1970) + UInt64(timeout.components.seconds)
+        let context = QuestionContext(
+            userID: remote.userID, sessionID: session, questionID: id, requesterDeviceID: identity.id,
+            expiresAt: expiresAt, generation: sealed.generation)
+        let body = ByteEncoding.base64(try QuestionCrypto.seal(content, context: context, secret: secret))
+        let asked = try await questions.askQuestion(
+            sessionID: session, questionID: id, requesterDeviceID: identity.id, body: body,
+            generation: sealed.generation, expiresAt: expiresAt)
+        logger?.info("question \(id.canonical) asked for session \(session.canonical)")
+        return asked
+    }
+
+    /// Closes a question this user asked: `answered` once the agent has its answer, else
+    /// cancelled. The other devices' prompts clear. A closed or expired question changes nothing
+    /// (`closed` false, with its status).
+    public func close(question: UUID, answered: Bool) async throws -> QuestionClosed {
+        _ = try await signedIn()
+        return try await questions().closeQuestion(questionID: question, status: answered ? .answered : .cancelled)
+    }
+
+    /// Reads a question and opens it with this device's copy of the session's secret (the
+    /// desktop that asked, or a device the secret was sealed to).
+    ///
+    /// - Throws: `RemoteStoreError` `.permissionDenied` for an id that is not one of the user's
+    ///   questions (whether it exists or not); `CryptoError.authenticationFailure` for a body that does not open for exactly
+    ///   this question; `LocalStoreError` `.notFound` without the secret here.
+    public func open(question id: UUID) async throws -> OpenedQuestion {
+        let identity = try await signedIn()
+        guard let row = try await questions().agentQuestion(id: id) else {
+            throw RemoteStoreError(.permissionDenied, "question \(id.canonical) is not one of yours")
+        }
+        guard row.userID == remote.userID else { throw CryptoError.authenticationFailure }
+        let secret =
+            row.requesterDeviceID == identity.id
+            ? try await local.openOwnSecret(sessionID: row.sessionID, generation: row.generation)
+            : try await local.openReceived(sessionID: row.sessionID, generation: row.generation).secret
+        let context = QuestionContext(
+            userID: row.userID, sessionID: row.sessionID, questionID: row.id, requesterDeviceID: row.requesterDeviceID,
+            expiresAt: row.expiresAt, generation: row.generation)
+        let content = try QuestionCrypto.open(body: row.body, context: context, secret: secret)
+        return OpenedQuestion(question: row, text: content.text)
+    }
+
+    func questions() throws -> any QuestionRemote {
+        guard let remote = remote as? any QuestionRemote else {
+            throw RemoteStoreError(.missingFunction, "this remote has no questions (it needs notifications round 2)")
+        }
+        return remote
     }
 
     func signedIn() async throws -> DeviceIdentity {

@@ -61,6 +61,9 @@ public struct RemoteChanges: Sendable {
     /// The user's approval requests changed since the cursor (every pending one on a first
     /// call); empty from a remote or feed without approvals.
     public var approvals: [ApprovalRequestRow] = []
+    /// The user's agents' questions changed since the cursor (every pending one on a first
+    /// call); empty from a remote or feed without them.
+    public var questions: [AgentQuestionRow] = []
     /// A fingerprint of every legacy certificate and revocation row: when it changes, a device in
     /// legacy mode reloads trust. `nil` when not asked for or when the remote has no trust tables.
     public var statements: String?

@@ -29,7 +29,8 @@ struct SyncCLI: AsyncParsableCommand {
         version: SyncCLI.version,
         subcommands: [
             Demo.self, Init.self, Login.self, Repo.self, Session.self, Push.self, Pull.self, Sync.self,
-            Status.self, Devices.self, Trust.self, Secrets.self, PushToken.self, Approval.self, Notifications.self,
+            Status.self, Devices.self, Trust.self, Secrets.self, PushToken.self, Approval.self, Question.self,
+            Notifications.self,
             Outbox.self,
             Vectors.self,
         ]

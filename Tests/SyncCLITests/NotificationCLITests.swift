@@ -94,3 +94,44 @@ extension NotificationCLITests {
         #expect(phone.status == 1 && phone.err.contains("not one of yours on this device"), "\(phone.err)")
     }
 }
+
+extension NotificationCLITests {
+    @Test(
+        "question ask prints its id and Push: line (warning when nobody is reachable); the phone shows it; close clears it; never in the process list"
+    )
+    func questionCommands() async throws {
+        let cli = try CLI()
+        let session = try await ApprovalCLITests.paired(cli)
+        let text = "Which branch should I rebase onto? marker-cli-q"
+        let lonely = try await cli.run(
+            ["question", "ask", "--store", cli.store("d"), session, "--from-file", "-"], stdin: text + "\n")
+        #expect(lonely.status == 0, "\(lonely.err)")
+        #expect(lonely.out.contains("Push: no device has a push token."))
+        #expect(lonely.err.contains("Warning: no device can be reached by push"))
+
+        #expect(
+            try await cli.run(["push-token", "register", "--store", cli.store("p"), String(repeating: "ab", count: 32)])
+                .status == 0)
+        let asked = try await cli.run(
+            ["question", "ask", "--store", cli.store("d"), session, "--from-file", "-", "--json"], stdin: text)
+        #expect(asked.status == 0 && !asked.err.contains("Warning"), "\(asked.err)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(asked.out.utf8)) as? [String: Any])
+        let id = try #require(object["questionId"] as? String)
+        #expect(object["devicesNotified"] as? Int == 1)
+        let deliveries = try #require(object["deliveries"] as? [String: Any])
+        #expect((deliveries["devices"] as? [[String: Any]])?.first?["outcome"] as? String == "queued")
+
+        let shown = try await cli.run(["question", "show", "--store", cli.store("p"), id])
+        #expect(shown.status == 0 && shown.out.contains(text) && shown.out.contains("(pending)"), "\(shown.err)")
+        let outbox = try await cli.run(["outbox", "list", "--store", cli.store("p"), "--json"])
+        #expect(!outbox.out.contains("marker-cli-q"))
+
+        let closed = try await cli.run(["question", "close", "--store", cli.store("d"), id])
+        #expect(closed.status == 0 && closed.out.contains("answered; 1 device told to clear it."), "\(closed.out)")
+        let again = try await cli.run(["question", "close", "--store", cli.store("d"), id, "--cancelled", "--json"])
+        let answer = try #require(try JSONSerialization.jsonObject(with: Data(again.out.utf8)) as? [String: Any])
+        #expect(answer["closed"] as? Bool == false && answer["status"] as? String == "answered")
+        let refused = try await cli.run(["question", "ask", "--store", cli.store("d"), session, "--text", ""])
+        #expect(refused.status == 1 && refused.err.contains("outside the limits"), "\(refused.err)")
+    }
+}

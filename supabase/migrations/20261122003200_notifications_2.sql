@@ -237,9 +237,9 @@ BEGIN
 END
 $$;
 
--- Nothing silently lost (docs/notifications.md, "Round 2"): where an approval's alert went,
--- device by device, for the asker. An approval id of the caller's, else 42501 whether it exists
--- or not. One entry per device of the caller but the asker's that has a device token row (valid
+-- Nothing silently lost (docs/notifications.md, "Round 2"): where an approval's or a question's
+-- alert went, device by device, for the asker. An approval or question id of the caller's, else
+-- 42501 whether it exists or not. One entry per device of the caller but the asker's that has a device token row (valid
 -- or not) or an outbox row for the alert, by name then id; never a token. The outcome is that of
 -- the device's most advanced row (delivered > sent > queued > failed > dropped), else its state
 -- now: off (the kind's setting is off) or unreachable (no valid token now: 'token invalid'; a
@@ -250,13 +250,22 @@ CREATE FUNCTION public.alert_deliveries(alert_id uuid) RETURNS jsonb
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     caller uuid := auth.uid();
-    r public.approval_requests%ROWTYPE;
+    r record;
+    v_kind text := 'approval';
+    v_collapse text;
     entries jsonb;
 BEGIN
-    SELECT * INTO r FROM public.approval_requests a WHERE a.id = alert_id AND a.user_id = caller;
-    IF caller IS NULL OR NOT FOUND THEN
-        RAISE EXCEPTION 'not an approval of yours' USING ERRCODE = '42501';
+    SELECT a.id, a.session_id, a.requester_device_id, a.created_at INTO r
+        FROM public.approval_requests a WHERE a.id = alert_id AND a.user_id = caller;
+    IF NOT FOUND THEN
+        v_kind := 'question';
+        SELECT q.id, q.session_id, q.requester_device_id, q.created_at INTO r
+            FROM public.agent_questions q WHERE q.id = alert_id AND q.user_id = caller;
     END IF;
+    IF caller IS NULL OR NOT FOUND THEN
+        RAISE EXCEPTION 'not an approval or question of yours' USING ERRCODE = '42501';
+    END IF;
+    v_collapse := CASE v_kind WHEN 'approval' THEN 'approval-request-' ELSE 'question-' END || r.id::text;
     WITH rows AS (
         SELECT o.device_id, o.attempts, o.last_reason,
                CASE WHEN o.delivered_at IS NOT NULL THEN 'delivered'
@@ -267,7 +276,7 @@ BEGIN
                     WHEN o.failed_at IS NOT NULL THEN o.last_error END AS reason,
                coalesce(o.delivered_at, o.failed_at, o.created_at) AS updated_at
         FROM public.push_outbox o
-        WHERE o.user_id = caller AND o.collapse_id = 'approval-request-' || r.id::text
+        WHERE o.user_id = caller AND o.collapse_id = v_collapse
     ), ranked AS (
         SELECT DISTINCT ON (x.device_id) x.*
         FROM rows x
@@ -283,10 +292,10 @@ BEGIN
     SELECT coalesce(jsonb_agg(jsonb_build_object(
                'deviceId', d.id, 'deviceName', d.name, 'deviceType', d.device_type,
                'outcome', coalesce(k.outcome, CASE
-                   WHEN private.alert_decision(d.id, 'approval', r.session_id) = 'off' THEN 'off'
+                   WHEN private.alert_decision(d.id, v_kind, r.session_id) = 'off' THEN 'off'
                    ELSE 'unreachable' END),
                'reason', CASE WHEN k.device_id IS NOT NULL THEN k.reason
-                   WHEN private.alert_decision(d.id, 'approval', r.session_id) = 'off' THEN 'setting off'
+                   WHEN private.alert_decision(d.id, v_kind, r.session_id) = 'off' THEN 'setting off'
                    WHEN EXISTS (SELECT 1 FROM public.push_tokens t
                                 WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
                                   AND t.is_valid AND t.created_at > r.created_at) THEN 'registered later'
@@ -301,7 +310,7 @@ BEGIN
         FROM devices d LEFT JOIN ranked k ON k.device_id = d.id;
     IF r.created_at < now() - interval '7 days' THEN entries := '[]'::jsonb; END IF;
     RETURN jsonb_build_object(
-        'alertId', r.id, 'kind', 'approval',
+        'alertId', r.id, 'kind', v_kind,
         'final', NOT EXISTS (SELECT 1 FROM jsonb_array_elements(entries) e
                              WHERE e ->> 'outcome' IN ('queued', 'sent')),
         'devices', entries);
@@ -460,3 +469,291 @@ END
 $$;
 REVOKE ALL ON FUNCTION public.notify_session_event(uuid, uuid, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION public.notify_session_event(uuid, uuid, text) TO authenticated;
+
+-- Questions, sealed (docs/notifications.md, "Questions, sealed"): an agent's question to the
+-- person, sealed as an approval request is (its own labels), asked by the desktop running the
+-- session; alerts as an approval's (category AGENT_QUESTION, collapse question-<id>, never
+-- suppressed: a blocked agent must reach someone); closed by the asker once the agent has its
+-- answer (which travels in the session's own channel) or gave up; expired by expire_approvals().
+CREATE TABLE public.agent_questions (
+    id uuid PRIMARY KEY,
+    user_id uuid NOT NULL,
+    session_id uuid NOT NULL REFERENCES public.agent_coding_sessions (id) ON DELETE CASCADE,
+    requester_device_id uuid NOT NULL,
+    body text NOT NULL,
+    generation integer NOT NULL CHECK (generation >= 1),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    expires_at bigint NOT NULL,
+    status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'answered', 'cancelled', 'expired')),
+    closed_at timestamptz,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX agent_questions_user ON public.agent_questions (user_id, updated_at);
+CREATE INDEX agent_questions_pending ON public.agent_questions (expires_at) WHERE status = 'pending';
+CREATE TRIGGER agent_questions_updated_at BEFORE INSERT OR UPDATE ON public.agent_questions
+    FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
+ALTER TABLE public.agent_questions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY agent_questions_read ON public.agent_questions FOR SELECT TO authenticated
+    USING (user_id = (SELECT auth.uid()));
+GRANT SELECT ON public.agent_questions TO authenticated;
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.agent_questions TO service_role;
+
+-- Each question's alert and clearing push once per token.
+CREATE UNIQUE INDEX push_outbox_question_once ON public.push_outbox (token, collapse_id)
+    WHERE collapse_id LIKE 'question-%';
+
+-- The badge counts the device's pending, unexpired approvals and questions another device asked.
+CREATE OR REPLACE FUNCTION private.approval_badge(caller uuid, device uuid) RETURNS integer
+    LANGUAGE sql STABLE SET search_path = '' AS $$
+    SELECT (SELECT count(*)::integer FROM public.approval_requests a
+            WHERE a.user_id = caller AND a.status = 'pending' AND a.requester_device_id <> device
+              AND a.expires_at > floor(extract(epoch FROM now()))::bigint)
+         + (SELECT count(*)::integer FROM public.agent_questions q
+            WHERE q.user_id = caller AND q.status = 'pending' AND q.requester_device_id <> device
+              AND q.expires_at > floor(extract(epoch FROM now()))::bigint)
+$$;
+
+-- A question's alert expires with the question.
+CREATE OR REPLACE FUNCTION private.push_outbox_expiry() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = '' AS $$
+BEGIN
+    IF NEW.expires_at IS NULL THEN
+        IF NEW.push_type = 'alert' AND NEW.collapse_id LIKE 'approval-request-%' THEN
+            NEW.expires_at := (SELECT to_timestamp(r.expires_at) FROM public.approval_requests r
+                               WHERE r.id::text = substr(NEW.collapse_id, 18));
+        ELSIF NEW.push_type = 'alert' AND NEW.collapse_id LIKE 'question-%'
+              AND NEW.collapse_id NOT LIKE 'question-clear-%' THEN
+            NEW.expires_at := (SELECT to_timestamp(q.expires_at) FROM public.agent_questions q
+                               WHERE q.id::text = substr(NEW.collapse_id, 10));
+        END IF;
+        IF NEW.expires_at IS NULL AND NEW.push_type <> 'liveactivity' THEN
+            NEW.expires_at := NEW.created_at + interval '1 hour';
+        END IF;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+-- The alert of a new question, as an approval's: for every valid device token of the user's
+-- trusted devices but the asker's; passive when quiet (never suppressed), off when the
+-- device's questions are off.
+CREATE FUNCTION private.queue_question_alerts(caller uuid, question uuid) RETURNS integer
+    LANGUAGE plpgsql VOLATILE SET search_path = '' AS $$
+DECLARE
+    q public.agent_questions%ROWTYPE;
+    base jsonb;
+    queued integer;
+BEGIN
+    SELECT * INTO q FROM public.agent_questions a WHERE a.id = question;
+    base := jsonb_build_object(
+        'aps', jsonb_build_object(
+            'alert', jsonb_build_object(
+                'title', 'Your agent has a question', 'body', 'An agent session is waiting for your answer',
+                'title-loc-key', 'notification.question.title',
+                'loc-key', 'notification.question.body.generic'),
+            'sound', 'default', 'category', 'AGENT_QUESTION', 'thread-id', q.session_id::text,
+            'interruption-level', 'time-sensitive', 'mutable-content', 1, 'badge', 0),
+        'type', 'question', 'requestId', q.id::text, 'sessionId', q.session_id::text,
+        'deepLink', private.deep_link_scheme() || '://session/' || q.session_id::text || '/question/' || q.id::text,
+        'requesterDeviceId', q.requester_device_id::text, 'generation', q.generation, 'expiresAt', q.expires_at,
+        'sealed', q.body);
+    IF octet_length(base::text) + 6 > 4096 THEN base := base - 'sealed'; END IF;
+    INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
+        SELECT caller, d.device_id, d.token, 'alert', CASE WHEN d.decision = 'passive' THEN 5 ELSE 10 END,
+               'question-' || q.id::text,
+               CASE WHEN d.decision = 'passive'
+                    THEN jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, d.device_id))),
+                                   '{aps,interruption-level}', '"passive"') #- '{aps,sound}'
+                    ELSE jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, d.device_id))),
+                                   '{aps,interruption-level}',
+                                   to_jsonb(CASE WHEN (private.notification_settings_of(d.device_id)).enable_time_sensitive
+                                                 THEN 'time-sensitive' ELSE 'active' END)) END
+        FROM (SELECT t.device_id, t.token, private.alert_decision(t.device_id, 'question', q.session_id) AS decision
+              FROM public.push_tokens t
+              WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id <> q.requester_device_id
+                AND private.is_trusted_device(caller, t.device_id) AND private.may_queue_push(t.device_id, 'alert')) d
+        WHERE d.decision <> 'off'
+        ORDER BY d.token
+        ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'question-%' DO NOTHING;
+    GET DIAGNOSTICS queued = ROW_COUNT;
+    RETURN queued;
+END
+$$;
+
+-- A question's end, for every valid device token of the user's trusted devices but the asker's
+-- (never suppressed): the prompt goes, the badge is the new count.
+CREATE FUNCTION private.queue_question_clearing(caller uuid, question uuid, reason text) RETURNS integer
+    LANGUAGE plpgsql VOLATILE SET search_path = '' AS $$
+DECLARE
+    queued integer;
+    asker uuid := (SELECT q.requester_device_id FROM public.agent_questions q WHERE q.id = question);
+BEGIN
+    INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
+        SELECT caller, t.device_id, t.token, 'background', 5, 'question-clear-' || question::text,
+               jsonb_build_object('aps', jsonb_build_object('content-available', 1,
+                                                            'badge', private.approval_badge(caller, t.device_id)),
+                                  'clearQuestionId', question::text, 'reason', reason)
+        FROM public.push_tokens t
+        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id IS DISTINCT FROM asker
+          AND private.is_trusted_device(caller, t.device_id)
+        ORDER BY t.token
+        ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'question-%' DO NOTHING;
+    GET DIAGNOSTICS queued = ROW_COUNT;
+    RETURN queued;
+END
+$$;
+REVOKE ALL ON FUNCTION private.queue_question_alerts(uuid, uuid), private.queue_question_clearing(uuid, uuid, text)
+    FROM PUBLIC;
+
+-- Asks: idempotent for the same question (23505 for another under its id); expires 60 s to a day
+-- from now. Answers {"questionId", "expiresAt", "devicesNotified", "devices"}.
+CREATE FUNCTION public.ask_question(
+    session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint
+) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = '' AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_session uuid := ask_question.session_id;
+    v_question uuid := ask_question.question_id;
+    v_device uuid := ask_question.requester_device_id;
+    v_body text := ask_question.body;
+    v_generation integer := ask_question.generation;
+    v_expires bigint := ask_question.expires_at;
+    v_now bigint := floor(extract(epoch FROM now()))::bigint;
+    raw bytea;
+    existing public.agent_questions%ROWTYPE;
+    queued integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'ask_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
+        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_question IS NULL THEN RAISE EXCEPTION 'question_id is required' USING ERRCODE = '22023'; END IF;
+    IF v_generation IS NULL OR v_generation < 1 THEN
+        RAISE EXCEPTION 'generation must be 1 to 2147483647' USING ERRCODE = '22023';
+    END IF;
+    IF v_expires IS NULL OR v_expires < v_now + 60 OR v_expires > v_now + 86400 THEN
+        RAISE EXCEPTION 'expires_at must be 60 to 86,400 seconds from now' USING ERRCODE = '22023';
+    END IF;
+    IF NOT private.is_canonical_base64(v_body, 1 + 4 + 12 + 2 + 16, 1 + 4 + 12 + 4096 + 16) THEN
+        RAISE EXCEPTION 'body must be canonical base64 of a sealed question' USING ERRCODE = '22023';
+    END IF;
+    raw := decode(v_body, 'base64');
+    IF get_byte(raw, 0) <> 1 OR (get_byte(raw, 1)::bigint << 24 | get_byte(raw, 2) << 16 | get_byte(raw, 3) << 8 | get_byte(raw, 4))
+           <> v_generation THEN
+        RAISE EXCEPTION 'the body''s version or generation is not the question''s' USING ERRCODE = '22023';
+    END IF;
+    SELECT * INTO existing FROM public.agent_questions q WHERE q.id = v_question FOR UPDATE;
+    IF FOUND THEN
+        IF existing.user_id <> caller THEN RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501'; END IF;
+        IF existing.body <> v_body OR existing.session_id <> v_session OR existing.requester_device_id <> v_device
+           OR existing.generation <> v_generation OR existing.expires_at <> v_expires THEN
+            RAISE EXCEPTION 'another question has this id' USING ERRCODE = '23505';
+        END IF;
+        SELECT count(*) INTO queued FROM public.push_outbox o
+            WHERE o.user_id = caller AND o.collapse_id = 'question-' || v_question::text;
+    ELSE
+        INSERT INTO public.agent_questions (id, user_id, session_id, requester_device_id, body, generation, expires_at)
+            VALUES (v_question, caller, v_session, v_device, v_body, v_generation, v_expires);
+        queued := private.queue_question_alerts(caller, v_question);
+    END IF;
+    RETURN jsonb_build_object('questionId', v_question, 'expiresAt', v_expires, 'devicesNotified', queued,
+                              'devices', public.alert_deliveries(v_question) -> 'devices');
+END
+$$;
+
+-- Closes a pending question (answered or cancelled) with its clearing pushes; a closed one
+-- changes nothing. Answers {"closed", "status", "devicesNotified"}.
+CREATE FUNCTION public.close_question(question_id uuid, status text) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = '' AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_question uuid := close_question.question_id;
+    v_status text := close_question.status;
+    q public.agent_questions%ROWTYPE;
+    queued integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'close_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_status IS NULL OR v_status NOT IN ('answered', 'cancelled') THEN
+        RAISE EXCEPTION 'status must be answered or cancelled' USING ERRCODE = '22023';
+    END IF;
+    SELECT * INTO q FROM public.agent_questions a WHERE a.id = v_question FOR UPDATE;
+    IF NOT FOUND OR q.user_id <> caller THEN
+        RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint THEN q.status := 'expired'; END IF;
+    IF q.status <> 'pending' THEN
+        RETURN jsonb_build_object('closed', false, 'status', q.status, 'devicesNotified', 0);
+    END IF;
+    UPDATE public.agent_questions a SET status = v_status, closed_at = now() WHERE a.id = v_question;
+    queued := private.queue_question_clearing(caller, v_question, v_status);
+    RETURN jsonb_build_object('closed', true, 'status', v_status, 'devicesNotified', queued);
+END
+$$;
+REVOKE ALL ON FUNCTION public.ask_question(uuid, uuid, uuid, text, integer, bigint),
+    public.close_question(uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION public.ask_question(uuid, uuid, uuid, text, integer, bigint),
+    public.close_question(uuid, text) TO authenticated, service_role;
+
+-- expire_approvals() also expires questions (reason timeout); it still answers the approvals'
+-- count (missed approvals).
+CREATE OR REPLACE FUNCTION public.expire_approvals() RETURNS integer
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    request record;
+    expired integer := 0;
+BEGIN
+    FOR request IN
+        UPDATE public.approval_requests r SET status = 'expired'
+        WHERE r.status = 'pending' AND r.expires_at <= floor(extract(epoch FROM now()))::bigint
+        RETURNING r.id, r.user_id
+    LOOP
+        PERFORM private.queue_approval_clearing(request.user_id, request.id, 'timeout', NULL);
+        expired := expired + 1;
+    END LOOP;
+    FOR request IN
+        UPDATE public.agent_questions q SET status = 'expired', closed_at = now()
+        WHERE q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint
+        RETURNING q.id, q.user_id
+    LOOP
+        PERFORM private.queue_question_clearing(request.user_id, request.id, 'timeout');
+    END LOOP;
+    RETURN expired;
+END
+$$;
+
+-- The change feed carries the caller's questions as it carries approvals (changed since the cursor;
+-- every pending one on a first call).
+CREATE OR REPLACE FUNCTION public.sync_changes(since timestamptz DEFAULT NULL)
+    RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    caller uuid := auth.uid();
+    v_since timestamptz := sync_changes.since;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'sync_changes needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    RETURN jsonb_build_object(
+        'server_time', now(),
+        'devices', coalesce((SELECT jsonb_agg(to_jsonb(d) ORDER BY d.updated_at, d.id) FROM public.devices d
+                             WHERE d.user_id = caller AND (v_since IS NULL OR d.updated_at > v_since)), '[]'::jsonb),
+        'secret_requests', coalesce((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.created_at, r.id) FROM public.session_secret_requests r
+                                     WHERE r.user_id = caller AND r.fulfilled_at IS NULL), '[]'::jsonb),
+        'statements', (SELECT md5(coalesce(string_agg(s.kind || ':' || s.device_id::text || ':' || s.signature, ',' ORDER BY s.kind, s.device_id), ''))
+                       FROM (SELECT 'c' AS kind, c.device_id, c.signature FROM public.device_certificates c WHERE c.user_id = caller
+                             UNION ALL
+                             SELECT 'r', v.device_id, v.signature FROM public.device_revocations v WHERE v.user_id = caller) s),
+        'trustLog', private.trust_log_head_of(caller),
+        'approvals', coalesce((SELECT jsonb_agg(to_jsonb(a) ORDER BY a.updated_at, a.id) FROM public.approval_requests a
+                               WHERE a.user_id = caller AND (CASE WHEN v_since IS NULL THEN a.status = 'pending' ELSE a.updated_at > v_since END)),
+                              '[]'::jsonb),
+        'questions', coalesce((SELECT jsonb_agg(to_jsonb(q) ORDER BY q.updated_at, q.id) FROM public.agent_questions q
+                               WHERE q.user_id = caller AND (CASE WHEN v_since IS NULL THEN q.status = 'pending' ELSE q.updated_at > v_since END)),
+                              '[]'::jsonb)
+    );
+END
+$$;

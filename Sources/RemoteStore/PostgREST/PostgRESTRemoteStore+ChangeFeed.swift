@@ -66,7 +66,8 @@ extension PostgRESTRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     /// feed's answer is capped in bytes too, ``PostgRESTConfiguration/maxRPCResponseBytes``).
     static func decodeChanges(_ data: Data, complete: Bool, maxRows: Int) throws -> RemoteChanges {
         let (object, lists) = try ResponseJSON.object(
-            data, lists: ["devices", "secret_requests", "approvals"], maxRows: maxRows, table: "sync_changes")
+            data, lists: ["devices", "secret_requests", "approvals", "questions"], maxRows: maxRows,
+            table: "sync_changes")
         guard case let .string(serverTime)? = object["server_time"], Timestamp.parse(serverTime) != nil,
             let devices = lists["devices"], let requests = lists["secret_requests"]
         else {
@@ -81,6 +82,7 @@ extension PostgRESTRemoteStore: SecretRequestRemote, ChangeFeedRemote {
         changes.trustLog = try TrustLogHead(feed: object["trustLog"], table: "sync_changes")
         // A feed without approvals (before their migration) simply has none.
         changes.approvals = try (lists["approvals"] ?? []).map(ApprovalRequestRow.init(json:))
+        changes.questions = try (lists["questions"] ?? []).map(AgentQuestionRow.init(json:))
         return changes
     }
 }

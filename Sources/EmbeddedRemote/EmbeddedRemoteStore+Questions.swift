@@ -1,0 +1,184 @@
+import Foundation
+import GRDB
+import RemoteStore
+import SyncModel
+
+/// Agents' questions on the embedded remote: the rules of `ask_question`, `close_question` and
+/// the question half of `expire_approvals()` in the project's `*_notifications_2.sql`.
+extension EmbeddedRemoteStore: QuestionRemote {
+    /// The project's `*_notifications_2.sql`: agent_questions, and each question's pushes once
+    /// per token.
+    static func questionsMigration(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE agent_questions (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL,
+                    session_id TEXT NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
+                    requester_device_id TEXT NOT NULL,
+                    body TEXT NOT NULL,
+                    generation INTEGER NOT NULL CHECK (generation >= 1),
+                    created_at TEXT NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','answered','cancelled','expired')),
+                    closed_at TEXT,
+                    updated_at TEXT NOT NULL
+                );
+                CREATE INDEX agent_questions_user ON agent_questions (user_id, updated_at);
+                CREATE UNIQUE INDEX push_outbox_question_once ON push_outbox (token, collapse_id) WHERE collapse_id LIKE 'question-%';
+                """)
+    }
+
+    /// A question's end for every valid device token of the user's trusted devices but the
+    /// asker's (never suppressed), with each device's new badge; once per token.
+    static func queueQuestionClearing(_ db: Database, user: String, question: String, reason: String) throws -> Int {
+        let asker = try String.fetchOne(
+            db, sql: "SELECT requester_device_id FROM agent_questions WHERE id = ?", arguments: [question])
+        let trusted = try TrustedDevices.of(db, user: user)
+        var queued = 0
+        let now = Self.now
+        for token in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT device_id, token FROM push_tokens
+                WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id IS NOT ? ORDER BY token
+                """, arguments: [user, asker])
+        {
+            let device: String = token["device_id"]
+            guard trusted.contains(device) else { continue }
+            let payload = payload([
+                "aps": ["content-available": 1, "badge": try approvalBadge(db, user: user, device: device)],
+                "clearQuestionId": question, "reason": reason,
+            ])
+            try db.execute(
+                sql: """
+                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
+                    VALUES (?, ?, ?, 'background', 5, ?, ?, ?, ?)
+                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'question-%' DO NOTHING
+                    """,
+                arguments: [user, device, token["token"] as String, "question-clear-" + question, payload, now, now])
+            queued += db.changesCount
+        }
+        return queued
+    }
+
+    public func askQuestion(
+        sessionID: UUID, questionID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32,
+        expiresAt: UInt64
+    ) async throws -> QuestionAsked {
+        let me = self.me
+        let scheme = deepLinkScheme
+        return try await write("asking a question") { db in
+            try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
+            try self.requireOwn(db, table: "devices", id: requesterDeviceID, what: "device")
+            let now = Self.epochSeconds
+            guard generation >= 1, generation <= UInt32(Int32.max) else {
+                throw Self.invalid("generation must be 1 to 2147483647")
+            }
+            guard expiresAt >= now + 60, expiresAt <= now + 86_400 else {
+                throw Self.invalid("expires_at must be 60 to 86,400 seconds from now")
+            }
+            guard Self.isCanonicalBase64(body, bytes: (1 + 4 + 12 + 2 + 16)...(1 + 4 + 12 + 4096 + 16)),
+                let raw = Data(base64Encoded: body), raw[0] == 1,
+                raw[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == generation
+            else { throw Self.invalid("body must be canonical base64 of a sealed question of this generation") }
+            let queued: Int
+            if let existing = try Row.fetchOne(
+                db, sql: "SELECT * FROM agent_questions WHERE id = ?", arguments: [questionID.canonical])
+            {
+                guard (existing["user_id"] as String) == me else {
+                    throw Self.refused("the question is not one of yours")
+                }
+                guard (existing["body"] as String) == body, (existing["session_id"] as String) == sessionID.canonical,
+                    (existing["requester_device_id"] as String) == requesterDeviceID.canonical,
+                    (existing["generation"] as Int64) == Int64(generation),
+                    (existing["expires_at"] as Int64) == Int64(expiresAt)
+                else {
+                    throw RemoteStoreError(.conflict, "another question has this id", postgrestCode: .uniqueViolation)
+                }
+                queued =
+                    try Int.fetchOne(
+                        db, sql: "SELECT count(*) FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
+                        arguments: [me, "question-" + questionID.canonical]) ?? 0
+            } else {
+                let stamp = Self.now
+                try db.execute(
+                    sql: """
+                        INSERT INTO agent_questions (id, user_id, session_id, requester_device_id, body, generation, created_at, expires_at, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        questionID.canonical, me, sessionID.canonical, requesterDeviceID.canonical, body,
+                        Int64(generation), stamp, Int64(expiresAt), stamp,
+                    ])
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM agent_questions WHERE id = ?", arguments: [questionID.canonical])
+                queued =
+                    try row.map { try Self.queueAlerts(db, user: me, request: $0, scheme: scheme, kind: .question) }
+                    ?? 0
+            }
+            return QuestionAsked(
+                questionId: questionID, expiresAt: expiresAt, devicesNotified: queued,
+                devices: try Self.deliveries(db, user: me, alertID: questionID).devices)
+        }
+    }
+
+    public func closeQuestion(questionID: UUID, status: QuestionStatus) async throws -> QuestionClosed {
+        let me = self.me
+        return try await write("closing a question") { db in
+            guard status == .answered || status == .cancelled else {
+                throw Self.invalid("status must be answered or cancelled")
+            }
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
+                    arguments: [questionID.canonical, me])
+            else { throw Self.refused("the question is not one of yours") }
+            var current = QuestionStatus(rawValue: row["status"]) ?? .pending
+            if current == .pending, UInt64(row["expires_at"] as Int64) <= Self.epochSeconds { current = .expired }
+            guard current == .pending else { return QuestionClosed(closed: false, status: current, devicesNotified: 0) }
+            let now = Self.now
+            try db.execute(
+                sql: "UPDATE agent_questions SET status = ?, closed_at = ?, updated_at = ? WHERE id = ?",
+                arguments: [status.rawValue, now, now, questionID.canonical])
+            let queued = try Self.queueQuestionClearing(
+                db, user: me, question: questionID.canonical, reason: status.rawValue)
+            return QuestionClosed(closed: true, status: status, devicesNotified: queued)
+        }
+    }
+
+    public func agentQuestion(id: UUID) async throws -> AgentQuestionRow? {
+        let me = self.me
+        return try await read("reading a question") { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?", arguments: [id.canonical, me]
+            ).map { try AgentQuestionRow(json: Self.json($0)) }
+        }
+    }
+
+    /// Every pending question past its time (of every user in this file) becomes expired, with
+    /// its clearing pushes (reason `timeout`); in `expireApprovals()`'s transaction.
+    static func expireQuestions(_ db: Database) throws {
+        let now = Self.now
+        for row in try Row.fetchAll(
+            db, sql: "SELECT id, user_id FROM agent_questions WHERE status = 'pending' AND expires_at <= ?",
+            arguments: [Int64(Self.epochSeconds)])
+        {
+            let id: String = row["id"]
+            try db.execute(
+                sql: "UPDATE agent_questions SET status = 'expired', closed_at = ?, updated_at = ? WHERE id = ?",
+                arguments: [now, now, id])
+            _ = try queueQuestionClearing(db, user: row["user_id"], question: id, reason: "timeout")
+        }
+    }
+
+    static func changedQuestions(_ db: Database, user: String, since cursor: String?) throws -> [AgentQuestionRow] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT * FROM agent_questions WHERE user_id = ?
+                AND (CASE WHEN ? IS NULL THEN status = 'pending' ELSE updated_at > ? END) ORDER BY updated_at, id
+                """, arguments: [user, cursor, cursor]
+        ).map { try AgentQuestionRow(json: Self.json($0)) }
+    }
+}

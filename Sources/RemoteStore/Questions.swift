@@ -1,0 +1,124 @@
+import Foundation
+import SyncModel
+
+/// Where an agent's question stands (notifications-2.md, "Questions, sealed").
+public enum QuestionStatus: String, Sendable, Codable, Hashable, CaseIterable {
+    case pending, answered, cancelled, expired
+}
+
+/// An `agent_questions` row, as the remote returns it: the body opens only under the session
+/// secret; everything else is the server's word.
+public struct AgentQuestionRow: Sendable, Hashable {
+    public var id: UUID
+    public var userID: UUID
+    public var sessionID: UUID
+    public var requesterDeviceID: UUID
+    /// The sealed question, standard base64.
+    public var body: String
+    public var generation: UInt32
+    public var createdAt: Date?
+    /// Unix seconds.
+    public var expiresAt: UInt64
+    public var status: QuestionStatus
+    public var closedAt: Date?
+
+    /// Creates a row.
+    public init(
+        id: UUID, userID: UUID, sessionID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32,
+        createdAt: Date? = nil, expiresAt: UInt64, status: QuestionStatus = .pending, closedAt: Date? = nil
+    ) {
+        self.id = id
+        self.userID = userID
+        self.sessionID = sessionID
+        self.requesterDeviceID = requesterDeviceID
+        self.body = body
+        self.generation = generation
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.status = status
+        self.closedAt = closedAt
+    }
+
+    /// The status as of `now`: a pending question past its time reads as expired.
+    public func status(at now: Date) -> QuestionStatus {
+        status == .pending && UInt64(max(0, now.timeIntervalSince1970)) >= expiresAt ? .expired : status
+    }
+
+    /// Decodes a row as PostgREST (or the change feed) returns it.
+    package init(json row: ResponseRow) throws {
+        let r = RowReader(row, table: "agent_questions")
+        guard let status = QuestionStatus(rawValue: try r.string("status")),
+            let generation = UInt32(exactly: try r.int("generation")),
+            let expires = UInt64(exactly: try r.int("expires_at"))
+        else {
+            throw RemoteStoreError(
+                .malformedResponse, "agent_questions: a row's status, generation or expiry is out of range")
+        }
+        self.init(
+            id: try r.uuid("id"), userID: try r.uuid("user_id"), sessionID: try r.uuid("session_id"),
+            requesterDeviceID: try r.uuid("requester_device_id"), body: try r.string("body"), generation: generation,
+            createdAt: try r.optionalDate("created_at"), expiresAt: expires, status: status,
+            closedAt: try r.optionalDate("closed_at"))
+    }
+}
+
+/// What `ask_question` answered.
+public struct QuestionAsked: Sendable, Hashable, Codable {
+    public var questionId: UUID
+    public var expiresAt: UInt64
+    /// Device tokens the alert was queued for.
+    public var devicesNotified: Int
+    /// Where the alert went, device by device (as ``AlertDeliveries/devices``).
+    public var devices: [AlertDelivery]?
+
+    /// ``devices`` as ``AlertDeliveries`` (its `summary` says it in a line), `nil` without them.
+    public var deliveries: AlertDeliveries? {
+        devices.map {
+            AlertDeliveries(
+                alertID: questionId, kind: "question", isFinal: !$0.contains { !$0.outcome.isFinal }, devices: $0)
+        }
+    }
+
+    /// Creates an answer.
+    public init(questionId: UUID, expiresAt: UInt64, devicesNotified: Int, devices: [AlertDelivery]? = nil) {
+        self.questionId = questionId
+        self.expiresAt = expiresAt
+        self.devicesNotified = devicesNotified
+        self.devices = devices
+    }
+}
+
+/// What `close_question` answered: whether this call closed it, and the status it has.
+public struct QuestionClosed: Sendable, Hashable, Codable {
+    public var closed: Bool
+    public var status: QuestionStatus
+    /// Device tokens the clearing push was queued for.
+    public var devicesNotified: Int
+
+    /// Creates an answer.
+    public init(closed: Bool, status: QuestionStatus, devicesNotified: Int) {
+        self.closed = closed
+        self.status = status
+        self.devicesNotified = devicesNotified
+    }
+}
+
+/// Agents' questions (notifications-2.md, "Questions, sealed"): the server stores the sealed
+/// question, queues its alerts (never suppressed) and, when it closes or expires, the clearing
+/// push. A deployment without the migration answers `.missingFunction` or `.missingTable`.
+public protocol QuestionRemote: NotificationRemote {
+    /// Stores a question and queues its alert for the user's other trusted devices. Idempotent
+    /// for the same question; another under the same id is `.conflict`. `expiresAt`: 60 to
+    /// 86,400 seconds from now.
+    func askQuestion(
+        sessionID: UUID, questionID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32,
+        expiresAt: UInt64
+    ) async throws -> QuestionAsked
+
+    /// Closes a pending question, `.answered` or `.cancelled` (anything else is
+    /// `.invalidValue`), with its clearing push; a closed one changes nothing.
+    func closeQuestion(questionID: UUID, status: QuestionStatus) async throws -> QuestionClosed
+
+    /// One question of the user, or `nil`.
+    func agentQuestion(id: UUID) async throws -> AgentQuestionRow?
+}

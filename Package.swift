@@ -188,6 +188,8 @@ if backend {
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        // The worker's metrics endpoint (notifications round 2).
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ]
     package.products += [.executable(name: "push-worker", targets: ["push-worker"])]
     package.targets += [
@@ -204,6 +206,8 @@ if backend {
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -292,6 +296,8 @@ if rig {
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],

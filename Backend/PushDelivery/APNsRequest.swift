@@ -22,10 +22,12 @@ public struct OutboxRow: Sendable {
     public var attempts: Int
     /// `development` or `production`: where the token was registered.
     public var environment: String
+    /// When the row became due, `greatest(created_at, not_before)` (`createdAt` when unknown).
+    public var dueAt: Date
 
     public init(
         id: Int64, token: String, pushType: PushType, priority: Int, collapseID: String?, payload: String, apnsID: UUID,
-        expiresAt: Date?, createdAt: Date, attempts: Int, environment: String
+        expiresAt: Date?, createdAt: Date, attempts: Int, environment: String, dueAt: Date? = nil
     ) {
         self.id = id
         self.token = token
@@ -38,6 +40,7 @@ public struct OutboxRow: Sendable {
         self.createdAt = createdAt
         self.attempts = attempts
         self.environment = environment
+        self.dueAt = dueAt ?? createdAt
     }
 
     /// The token's last six characters: all a log line may show of it.

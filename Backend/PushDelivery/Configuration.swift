@@ -60,6 +60,8 @@ public struct PushWorkerConfiguration: Sendable {
     public var databaseConnectTimeout: Duration = .seconds(10)
     /// A name for this process in `leased_by`: host, pid and a random part.
     public var workerID: String
+    /// Where `run` serves its Prometheus metrics; `nil` (no `PUSH_METRICS_PORT`): nowhere.
+    public var metrics: MetricsEndpointSettings?
 
     public init(
         keyPath: String, keyID: String, teamID: String, bundleID: String, environment: Environment, port: Int = 443,
@@ -197,6 +199,7 @@ public struct PushWorkerConfiguration: Sendable {
             }
             configuration.workerID = value
         }
+        configuration.metrics = try MetricsEndpointSettings.fromEnvironment(environment)
         return configuration
     }
 

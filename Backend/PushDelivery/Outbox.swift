@@ -33,7 +33,9 @@ public struct Outbox: Sendable {
         public var rows: [OutboxRow] = []
         /// (row id, why): a missing, invalid, moved or mistyped token, an environment this
         /// worker does not serve, or past `expires_at`.
-        public var closed: [(id: Int64, reason: String)] = []
+        /// Rows closed at claim, never sent, with an alert's kind (its payload's `type`, or
+        /// `other`; `nil` for a row that is not an alert).
+        public var closed: [(id: Int64, reason: String, kind: String?)] = []
     }
 
     /// Claims up to `limit` due rows in priority order (one transaction: `FOR UPDATE SKIP
@@ -66,31 +68,35 @@ public struct Outbox: Sendable {
                 UPDATE public.push_outbox o SET failed_at = now(), last_error = due.closed_reason,
                     lease_until = NULL, leased_by = NULL
                 FROM due WHERE o.id = due.id AND due.closed_reason IS NOT NULL
-                RETURNING o.id, due.closed_reason
+                RETURNING o.id, due.closed_reason,
+                    CASE WHEN o.push_type = 'alert' THEN coalesce(o.payload ->> 'type', 'other') END AS kind
             ), claimed AS (
                 UPDATE public.push_outbox o SET lease_until = now() + make_interval(secs => \(leaseSeconds)),
                     leased_by = \(workerID), attempts = o.attempts + 1
                 FROM due WHERE o.id = due.id AND due.closed_reason IS NULL
                 RETURNING o.id, o.token, o.push_type, o.priority::bigint, o.collapse_id, o.payload::text, o.apns_id,
-                    o.expires_at, o.created_at, o.attempts::bigint, due.environment
+                    o.expires_at, o.created_at, o.attempts::bigint, due.environment,
+                    greatest(o.created_at, o.not_before) AS due_at
             )
             SELECT id, token, push_type, priority, collapse_id, payload, apns_id, expires_at, created_at, attempts,
-                   environment, NULL::text FROM claimed
+                   environment, NULL::text, due_at, NULL::text FROM claimed
             UNION ALL
-            SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, closed_reason FROM closed
+            SELECT id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, closed_reason, NULL, kind FROM closed
             """
         var claim = Claim()
         let rows = try await client.query(query, logger: logger)
         for try await (
-            id, token, type, priority, collapse, payload, apnsID, expires, created, attempts, environment, reason
+            id, token, type, priority, collapse, payload, apnsID, expires, created, attempts, environment, reason, due,
+            kind
         )
             in rows.decode(
                 (
-                    Int64, String?, String?, Int?, String?, String?, UUID?, Date?, Date?, Int?, String?, String?
+                    Int64, String?, String?, Int?, String?, String?, UUID?, Date?, Date?, Int?, String?, String?, Date?,
+                    String?
                 ).self)
         {
             if let reason {
-                claim.closed.append((id, reason))
+                claim.closed.append((id, reason, kind))
                 continue
             }
             guard let token, let type = type.flatMap(PushType.init(rawValue:)), let priority, let payload, let apnsID,
@@ -99,8 +105,9 @@ public struct Outbox: Sendable {
             claim.rows.append(
                 OutboxRow(
                     id: id, token: token, pushType: type, priority: priority, collapseID: collapse, payload: payload,
-                    apnsID: apnsID, expiresAt: expires, createdAt: created, attempts: attempts, environment: environment
-                ))
+                    apnsID: apnsID, expiresAt: expires, createdAt: created, attempts: attempts,
+                    environment: environment,
+                    dueAt: due))
         }
         return claim
     }
@@ -248,6 +255,27 @@ public struct Outbox: Sendable {
             """, logger: logger)
         for try await (count, age) in rows.decode((Int, Double).self) { return (count, age) }
         return (0, 0)
+    }
+
+    /// `notification_report(days)`: the JSON text of one object per UTC day, newest first.
+    public func report(days: Int) async throws -> String {
+        let rows = try await client.query("SELECT public.notification_report(\(days)::integer)::text", logger: logger)
+        for try await text in rows.decode(String.self) { return text }
+        return "[]"
+    }
+
+    /// Valid `live_activity` tokens without an `end` row (for the gauge).
+    public func openLiveActivities() async throws -> Int {
+        let rows = try await client.query(
+            """
+            SELECT count(*)::bigint FROM public.push_tokens t
+            WHERE t.token_type = 'live_activity' AND t.is_valid
+              AND NOT EXISTS (SELECT 1 FROM public.push_outbox o
+                              WHERE o.token = t.token AND o.push_type = 'liveactivity'
+                                AND o.payload -> 'aps' ->> 'event' = 'end')
+            """, logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
     }
 
     /// `expire_approvals()` (approvals.md), where the database has it. Returns nil when it

@@ -97,8 +97,9 @@ public final class PushWorker: Service, Sendable {
                         _ = await wakes.next()
                         continue
                     }
-                    for (id, reason) in claim.closed {
+                    for (id, reason, kind) in claim.closed {
                         PushMetrics.closed("dropped", reason: reason)
+                        if let kind { PushMetrics.alertClosed(kind: kind, outcome: "dropped", reason: reason) }
                         logger.info("row closed without a request", metadata: ["row": "\(id)", "reason": "\(reason)"])
                     }
                     state.withLock { $0.inFlight += claim.rows.count }
@@ -153,6 +154,7 @@ public final class PushWorker: Service, Sendable {
 
     private func deliver(_ row: OutboxRow) async {
         let completion = await attempt(row)
+        PushMetrics.completed(row, completion)
         await completions.add(row.id, row.attempts, completion)
         state.withLock { $0.inFlight -= 1 }
         wake()
@@ -360,7 +362,9 @@ public final class PushWorker: Service, Sendable {
             wake()
             if state.withLock({ $0.approvalsSupported }) {
                 do {
-                    if try await outbox.expireApprovals() == nil {
+                    if let expired = try await outbox.expireApprovals() {
+                        if expired > 0 { PushMetrics.approvalsExpired.increment(by: expired) }
+                    } else {
                         state.withLock { $0.approvalsSupported = false }
                         logger.info("the database has no expire_approvals(); not calling it")
                     }
@@ -376,6 +380,7 @@ public final class PushWorker: Service, Sendable {
                     let backlog = try await outbox.backlog()
                     PushMetrics.pending.record(backlog.pending)
                     PushMetrics.oldestPendingAge.record(backlog.oldestAge)
+                    PushMetrics.liveActivitiesOpen.record(try await outbox.openLiveActivities())
                 } catch {
                     logger.warning("housekeeping failed", metadata: ["error": "\(error)"])
                 }

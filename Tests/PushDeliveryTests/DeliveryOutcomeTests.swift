@@ -17,18 +17,24 @@ extension PushStackTests {
                 try await connection.query(
                     PostgresQuery(unsafeSQL: "SELECT set_config('request.jwt.claims', '\(claims)', false)"),
                     logger: world.logger)
-                defer {
-                    Task {
-                        _ = try? await connection.query(
-                            "SELECT set_config('request.jwt.claims', '', false)", logger: world.logger)
-                    }
+                // Back to no user before the connection returns to the pool (valid JSON: the
+                // triggers read it).
+                func reset() async throws {
+                    try await connection.query(
+                        "SELECT set_config('request.jwt.claims', '{}', false)", logger: world.logger)
                 }
                 var answer = ""
-                for try await text in try await connection.query(
-                    PostgresQuery(unsafeSQL: "SELECT (\(query))::text"), logger: world.logger
-                ).decode(String.self) {
-                    answer = text
+                do {
+                    for try await text in try await connection.query(
+                        PostgresQuery(unsafeSQL: "SELECT (\(query))::text"), logger: world.logger
+                    ).decode(String.self) {
+                        answer = text
+                    }
+                } catch {
+                    try? await reset()
+                    throw error
                 }
+                try await reset()
                 return answer
             }
         }

@@ -757,3 +757,66 @@ BEGIN
     );
 END
 $$;
+
+-- The figures that prove notifications work (docs/notifications.md, "Metrics"): one object per
+-- UTC day, newest first, all users, no ids. Approvals and questions by the day they were asked;
+-- alerts by the day they closed; outbox figures cover its retention only. For the operator and
+-- the worker (`push-worker report`), never a signed-in user.
+CREATE FUNCTION public.notification_report(days integer DEFAULT 7) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    v_days integer := notification_report.days;
+BEGIN
+    IF v_days IS NULL OR v_days < 1 OR v_days > 31 THEN
+        RAISE EXCEPTION 'days must be 1 to 31' USING ERRCODE = '22023';
+    END IF;
+    RETURN (
+        WITH d AS (
+            SELECT (date_trunc('day', now() AT TIME ZONE 'UTC') - make_interval(days => g))::date AS day
+            FROM generate_series(0, v_days - 1) g
+        ), a AS (
+            SELECT (r.created_at AT TIME ZONE 'UTC')::date AS day, r.status,
+                   extract(epoch FROM r.decided_at - r.created_at)::float8 AS answer_seconds
+            FROM public.approval_requests r
+            WHERE r.created_at >= now() - make_interval(days => v_days + 1)
+        ), q AS (
+            SELECT (x.created_at AT TIME ZONE 'UTC')::date AS day, x.status
+            FROM public.agent_questions x
+            WHERE x.created_at >= now() - make_interval(days => v_days + 1)
+        ), o AS (
+            SELECT (coalesce(o.delivered_at, o.failed_at) AT TIME ZONE 'UTC')::date AS day, o.push_type,
+                   o.delivered_at IS NOT NULL AS delivered, o.last_error LIKE 'dropped: %' AS dropped,
+                   extract(epoch FROM o.delivered_at - greatest(o.created_at, o.not_before))::float8 AS latency,
+                   o.payload -> 'aps' ->> 'event' AS event
+            FROM public.push_outbox o
+            WHERE (o.delivered_at IS NOT NULL OR o.failed_at IS NOT NULL)
+              AND coalesce(o.delivered_at, o.failed_at) >= now() - make_interval(days => v_days + 1)
+        )
+        SELECT coalesce(jsonb_agg(jsonb_build_object(
+            'day', to_char(d.day, 'YYYY-MM-DD'),
+            'approvalsAsked', (SELECT count(*) FROM a WHERE a.day = d.day),
+            'approvalsAnswered', (SELECT count(*) FROM a WHERE a.day = d.day AND a.status IN ('approved', 'denied')),
+            'approvalsMissed', (SELECT count(*) FROM a WHERE a.day = d.day AND a.status = 'expired'),
+            'approvalsCancelled', (SELECT count(*) FROM a WHERE a.day = d.day AND a.status = 'cancelled'),
+            'answerSecondsMedian', (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY a.answer_seconds) FROM a
+                                    WHERE a.day = d.day AND a.status IN ('approved', 'denied')),
+            'questionsAsked', (SELECT count(*) FROM q WHERE q.day = d.day),
+            'questionsMissed', (SELECT count(*) FROM q WHERE q.day = d.day AND q.status = 'expired'),
+            'alertsDelivered', (SELECT count(*) FROM o WHERE o.day = d.day AND o.push_type = 'alert' AND o.delivered),
+            'alertsFailed', (SELECT count(*) FROM o WHERE o.day = d.day AND o.push_type = 'alert' AND NOT o.delivered
+                                                   AND NOT o.dropped),
+            'alertsDropped', (SELECT count(*) FROM o WHERE o.day = d.day AND o.push_type = 'alert' AND o.dropped),
+            'alertLatencyMedian', (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY o.latency) FROM o
+                                   WHERE o.day = d.day AND o.push_type = 'alert' AND o.delivered),
+            'alertLatencyP95', (SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY o.latency) FROM o
+                                WHERE o.day = d.day AND o.push_type = 'alert' AND o.delivered),
+            'liveActivitiesStarted', (SELECT count(*) FROM public.push_tokens t WHERE t.token_type = 'live_activity'
+                                        AND (t.created_at AT TIME ZONE 'UTC')::date = d.day),
+            'liveActivitiesEnded', (SELECT count(*) FROM o WHERE o.day = d.day AND o.push_type = 'liveactivity'
+                                      AND o.delivered AND o.event = 'end')
+        ) ORDER BY d.day DESC), '[]'::jsonb) FROM d
+    );
+END
+$$;
+REVOKE ALL ON FUNCTION public.notification_report(integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION public.notification_report(integer) TO service_role, push_worker;

@@ -17,7 +17,7 @@ struct PushWorkerCommand: AsyncParsableCommand {
             DATABASE_URL from the environment (docs/push-worker.md lists the tunables). Exit codes: \
             0 done, 1 a failure while running, 2 a configuration error, 64 a usage error.
             """,
-        subcommands: [Run.self, CheckConfig.self, SendOnce.self]
+        subcommands: [Run.self, CheckConfig.self, SendOnce.self, Report.self]
     )
 }
 
@@ -52,6 +52,25 @@ enum Setup {
 }
 
 extension Setup {
+    /// With `PUSH_METRICS_PORT`, bootstraps swift-metrics over a Prometheus registry and serves
+    /// it; a port that cannot be bound exits 2 naming the variable.
+    static func metrics(_ configuration: PushWorkerConfiguration, logger: Logger) async throws -> MetricsEndpoint? {
+        guard let settings = configuration.metrics else { return nil }
+        let endpoint = MetricsEndpoint()
+        endpoint.bootstrap()
+        do {
+            try await endpoint.start(settings)
+        } catch {
+            FileHandle.standardError.write(
+                Data(
+                    "push-worker: configuration: PUSH_METRICS_PORT cannot be served on \(settings.host):\(settings.port) (\(String(describing: error).prefix(120)))\n"
+                        .utf8))
+            throw ExitCode(2)
+        }
+        logger.info("metrics served", metadata: ["url": "\(settings.url)"])
+        return endpoint
+    }
+
     /// Runs `body` while the database client runs, and ends the client after it.
     static func withClient<T: Sendable>(
         _ runtime: PushWorkerRuntime, _ body: @escaping @Sendable () async -> T
@@ -105,6 +124,8 @@ struct Run: AsyncParsableCommand {
         let logger = Setup.logger()
         let configuration = try Setup.configuration()
         let runtime = try Setup.runtime(configuration, logger: logger)
+        let endpoint = try await Setup.metrics(configuration, logger: logger)
+        defer { if let endpoint { Task { await endpoint.stop() } } }
         let group = ServiceGroup(
             configuration: .init(
                 services: [.init(service: runtime.client), .init(service: runtime.worker)],
@@ -141,7 +162,7 @@ struct CheckConfig: AsyncParsableCommand {
             ("key", "loaded (id \(configuration.keyID))"), ("team", configuration.teamID),
             ("bundle", configuration.bundleID), ("environment", configuration.environment.rawValue),
             ("apns", hosts.joined(separator: " ")), ("database", configuration.database.description),
-            ("outbox", database),
+            ("outbox", database), ("metrics", configuration.metrics?.url ?? "off (PUSH_METRICS_PORT not set)"),
         ]
         if json {
             let object = Dictionary(uniqueKeysWithValues: summary)

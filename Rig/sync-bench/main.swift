@@ -5,6 +5,7 @@ import Foundation
 //   sync-bench [crypto|localstore|sync|all] [--iterations N] [--runs R] [--sessions N] [--sizes S,M,L,XL] [--remotes embedded,postgrest] [--sync-runs R] [--json PATH]
 //   sync-bench watch [--size M] [--minutes 10] [--interval 5]
 //   sync-bench approval [--rounds 20]
+//   sync-bench answerpush [--rounds 50]
 //   sync-bench coldstart [--sizes M,L] [--remotes embedded,postgrest] [--sync-runs 3]
 //   sync-bench versions [--size L] [--sync-runs 3]
 //   sync-bench trustlog [--runs 5]
@@ -32,7 +33,7 @@ struct Options {
         while let argument = rest.popFirst() {
             switch argument {
             case "crypto", "localstore", "sync", "all", "watch", "approval", "coldstart", "versions", "trustlog",
-                "backends":
+                "backends", "answerpush":
                 mode = argument
             case "--rounds": rounds = max(1, Int(rest.popFirst() ?? "") ?? rounds)
             case "--size":
@@ -56,7 +57,7 @@ struct Options {
             case "-h", "--help":
                 print(
                     """
-                    usage: sync-bench [crypto|backends|localstore|sync|watch|approval|coldstart|versions|trustlog|all] [options]
+                    usage: sync-bench [crypto|backends|localstore|sync|watch|approval|answerpush|coldstart|versions|trustlog|all] [options]
                       crypto      envelope v1 and v2 seals/s and opens/s on one core and on all cores, beside
                                   the libsodium floor (the same calls in C); --iterations N operations
                                   per worker (default 5000), median of --runs R (default 5)
@@ -84,6 +85,10 @@ struct Options {
                       approval    a desktop asks, a paired phone answers, --rounds N times (default 20), on
                                   the embedded remote and the stack: the time from the phone's answer to
                                   the desktop's verified outcome (median, p90, max). Not part of `all`.
+                      answerpush  the real `sync-cli approval answer-push` (beside sync-bench) answering
+                                  the phone's alert payload from a cold process, --rounds N times (default
+                                  20), on both remotes: exec to exit (median, p95, max) and the call's own
+                                  elapsedMs. Not part of `all`.
                       coldstart   the real `sync-cli sync` process (beside sync-bench) on a desktop that
                                   pushed before, at --sizes (default M,L) on both remotes: no change and
                                   one new session, exec to exit beside the report's own time; median of
@@ -161,6 +166,9 @@ if options.mode == "trustlog" {
 }
 if options.mode == "approval" {
     try await ApprovalBench.run(rounds: options.rounds)
+}
+if options.mode == "answerpush" {
+    try await AnswerPushBench.run(rounds: options.rounds)
 }
 if options.mode == "worker" {
     let arguments = options.worker

@@ -72,7 +72,8 @@ struct SyncCLITests {
         ["push-token", "invalidate"],
         ["push-token", "status"], ["approvals", "clear"], ["outbox", "list"],
         ["trust"], ["trust", "init"], ["trust", "invite"], ["trust", "join"], ["trust", "approve"],
-        ["trust", "status"], ["trust", "revoke"],
+        ["trust", "status"], ["trust", "revoke"], ["question"], ["question", "ask"], ["question", "close"],
+        ["question", "show"], ["session", "notify"], ["session", "touch"], ["outbox", "deliveries"],
     ]
 
     @Test("every command has help", arguments: commands)

@@ -29,10 +29,7 @@ public struct MetricsEndpointSettings: Sendable, Equatable {
             throw ConfigurationError(variable: "PUSH_METRICS_PORT", problem: "must be a whole number in 1...65535")
         }
         let host = environment["PUSH_METRICS_HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1"
-        guard
-            DatabaseSettings.loopbackHosts.contains(host) || host.hasPrefix("127.")
-                || environment["PUSH_METRICS_ALLOW_NON_LOOPBACK"] == "1"
-        else {
+        guard isLoopback(host) || environment["PUSH_METRICS_ALLOW_NON_LOOPBACK"] == "1" else {
             throw ConfigurationError(
                 variable: "PUSH_METRICS_ALLOW_NON_LOOPBACK",
                 problem:
@@ -40,6 +37,15 @@ public struct MetricsEndpointSettings: Sendable, Equatable {
             )
         }
         return Self(host: host, port: port)
+    }
+
+    /// `localhost`, `::1`, or an IPv4 address (four decimal octets) in 127.0.0.0/8; a name that
+    /// merely starts with "127." is not.
+    static func isLoopback(_ host: String) -> Bool {
+        if DatabaseSettings.loopbackHosts.contains(host) { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets.first == "127"
+            && octets.allSatisfy { $0.count <= 3 && $0.allSatisfy(\.isNumber) && UInt8($0) != nil }
     }
 }
 
@@ -60,6 +66,7 @@ public final class MetricsEndpoint: Sendable {
     /// ``MetricsEndpointSettings/timerBuckets``.
     public func bootstrap() {
         MetricsSystem.bootstrap(factory())
+        PushMetrics.announce()
     }
 
     /// The factory over ``registry``.
@@ -85,7 +92,10 @@ public final class MetricsEndpoint: Sendable {
                     return child.close()
                 }
                 child.closeFuture.whenComplete { _ in open.subtract(1, ordering: .relaxed) }
-                return child.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMap {
+                // A connection idle for 30 s is closed: 16 idle ones must not lock scrapers out.
+                return child.pipeline.addHandler(IdleStateHandler(allTimeout: .seconds(30))).flatMap {
+                    child.pipeline.configureHTTPServerPipeline(withErrorHandling: true)
+                }.flatMap {
                     child.pipeline.addHandler(MetricsHandler(registry: registry))
                 }
             }
@@ -113,6 +123,14 @@ final class MetricsHandler: ChannelInboundHandler, Sendable {
     private let request = Mutex<HTTPRequestHead?>(nil)
 
     init(registry: PrometheusCollectorRegistry) { self.registry = registry }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {

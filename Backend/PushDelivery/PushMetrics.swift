@@ -51,6 +51,18 @@ extension PushMetrics {
     static let approvalsExpired = Counter(label: "push_approvals_expired_total")
     static let liveActivitiesOpen = Gauge(label: "push_live_activities_open")
 
+    /// Creates the round-2 series a scraper should find before anything happened (at zero).
+    static func announce() {
+        approvalsExpired.increment(by: 0)
+        liveActivitiesOpen.record(0)
+        _ = Timer(label: "push_alert_latency_seconds", dimensions: [("kind", "approval")])
+        Counter(
+            label: "push_alerts_closed_total",
+            dimensions: [("kind", "approval"), ("outcome", "delivered"), ("reason", "none")]
+        ).increment(by: 0)
+        Counter(label: "push_live_activity_events_total", dimensions: [("event", "update")]).increment(by: 0)
+    }
+
     /// The alert kinds a label may name.
     static let kinds: Set<String> = ["approval", "question", "task_complete", "task_failed", "task_paused"]
     /// APNs' documented reasons and the outbox's own words a label may name.

@@ -99,7 +99,13 @@ public final class PushWorker: Service, Sendable {
                     }
                     for (id, reason, kind) in claim.closed {
                         PushMetrics.closed("dropped", reason: reason)
-                        if let kind { PushMetrics.alertClosed(kind: kind, outcome: "dropped", reason: reason) }
+                        // Closed at claim: dropped (never sent), or failed when it had expired, as
+                        // alert_deliveries says.
+                        if let kind {
+                            PushMetrics.alertClosed(
+                                kind: kind, outcome: reason.hasPrefix("dropped: ") ? "dropped" : "failed",
+                                reason: reason)
+                        }
                         logger.info("row closed without a request", metadata: ["row": "\(id)", "reason": "\(reason)"])
                     }
                     state.withLock { $0.inFlight += claim.rows.count }

@@ -40,7 +40,7 @@ extension ApprovalCenter {
     /// alert that cannot be opened shows its generic text and offers no action).
     ///
     /// Opens `sealed` with the session secret this device holds; without `sealed` and given a
-    /// remote, it fetches the request by id (one request, 10 s at most).
+    /// remote, it fetches the request or question by id (one request, 10 s at most).
     public static func notificationDisplay(
         _ payload: AlertPayload, store: DeviceStore, showDetails: Bool, remote: (any SyncRemote)?
     ) async -> NotificationDisplay {
@@ -56,9 +56,12 @@ extension ApprovalCenter {
             let secret = try? await store.openReceived(sessionID: payload.sessionID, generation: generation).secret
         else { return display }
         var body = payload.sealed
-        if body == nil, let remote, payload.kind == .approval {
+        if body == nil, let remote {
+            let kind = payload.kind
             body = try? await within(.seconds(10)) {
-                try await (remote as? any ApprovalRemote)?.approvalRequest(id: requestID)?.body
+                kind == .question
+                    ? try await (remote as? any QuestionRemote)?.agentQuestion(id: requestID)?.body
+                    : try await (remote as? any ApprovalRemote)?.approvalRequest(id: requestID)?.body
             }
         }
         guard let body else { return display }

@@ -63,6 +63,18 @@ struct QuestionAlertTests {
 
         let phone = SessionAlerts(local: w.phone.store, remote: try w.world.remote())
         #expect(try await phone.open(question: id).text == Self.text)
+        // A service extension given the alert without `sealed` (left out of a long question's
+        // payload) fetches the question and shows its text, sanitised, only with details on.
+        let mine = try #require(alerts.first { $0.deviceID == w.phone.identity.id })
+        var object = try #require(JSONSerialization.jsonObject(with: Data(mine.payload.utf8)) as? [String: Any])
+        object["sealed"] = nil
+        let unsealed = try AlertPayload(json: try JSONSerialization.data(withJSONObject: object))
+        let shown = await ApprovalCenter.notificationDisplay(
+            unsealed, store: w.phone.store, showDetails: true, remote: try w.world.remote())
+        #expect(shown.text == Self.text && !shown.canAnswer)
+        let hidden = await ApprovalCenter.notificationDisplay(
+            unsealed, store: w.phone.store, showDetails: false, remote: try w.world.remote())
+        #expect(hidden.text == nil)
         #expect(try await desktop.open(question: id).text == Self.text, "the asker opens its own")
         let changes = try await w.world.remote().changes(since: nil, statements: false)
         #expect(changes.questions.map(\.id) == [id], "the change feed carries the pending question")

@@ -11,7 +11,8 @@ import Testing
 extension PushStackTests {
     @Suite struct DeliveryOutcomeTests {
         /// Runs `query` (one row, one text column) as the world's signed-in user, on one connection.
-        static func asUser(_ world: PushWorld, _ query: String) async throws -> String {
+        /// `query` is an expression unless `statement`: then a whole statement answering one text column.
+        static func asUser(_ world: PushWorld, _ query: String, statement: Bool = false) async throws -> String {
             try await world.admin.withConnection { connection in
                 let claims = #"{"sub": "\#(world.userID)", "role": "authenticated"}"#
                 try await connection.query(
@@ -26,7 +27,7 @@ extension PushStackTests {
                 var answer = ""
                 do {
                     for try await text in try await connection.query(
-                        PostgresQuery(unsafeSQL: "SELECT (\(query))::text"), logger: world.logger
+                        PostgresQuery(unsafeSQL: statement ? query : "SELECT (\(query))::text"), logger: world.logger
                     ).decode(String.self) {
                         answer = text
                     }
@@ -116,5 +117,90 @@ extension PushStackTests {
             #expect(!answer.contains(phoneToken) && !answer.contains(tabletToken))
             await world.close()
         }
+    }
+}
+
+extension PushStackTests.DeliveryOutcomeTests {
+    /// A sealed-looking body of `generation` (0x01, the generation big-endian, then 42 bytes).
+    static func body(generation: UInt32) -> String {
+        let bytes = withUnsafeBytes(of: generation.bigEndian) { Array($0) }
+        return Data([1] + bytes + [UInt8](repeating: 7, count: 30)).base64EncodedString()
+    }
+
+    /// Whether `query` run as the world's user fails with `sqlState`.
+    static func refused(_ world: PushWorld, _ query: String, _ sqlState: String) async -> Bool {
+        do {
+            _ = try await asUser(world, query)
+            return false
+        } catch let error as PSQLError {
+            return error.serverInfo?[.sqlState] == sqlState
+        } catch {
+            return false
+        }
+    }
+
+    @Test func aBodyOfAGenerationFrom65536OnIsTakenByBothFunctions() async throws {
+        let world = try await PushWorld()
+        let (desktop, session, _, _) = try await Self.devices(world)
+        let generation: UInt32 = 70_000
+        let expires = Int(Date().timeIntervalSince1970) + 300
+        let approval = try await Self.asUser(
+            world,
+            "public.request_approval('\(session.canonical)', '\(UUID().canonical)', '\(desktop.canonical)', '\(Self.body(generation: generation))', \(generation), \(expires))"
+        )
+        #expect(approval.contains("\"requestId\""))
+        let question = try await Self.asUser(
+            world,
+            "public.ask_question('\(session.canonical)', '\(UUID().canonical)', '\(desktop.canonical)', '\(Self.body(generation: generation))', \(generation), \(expires))"
+        )
+        #expect(question.contains("\"questionId\""))
+        // A body naming another generation is still refused.
+        #expect(
+            await Self.refused(
+                world,
+                "public.ask_question('\(session.canonical)', '\(UUID().canonical)', '\(desktop.canonical)', '\(Self.body(generation: generation + 65_536))', \(generation), \(expires))",
+                "22023"))
+        await world.close()
+    }
+
+    @Test func questionsAreBoundedAndAStatusWriteOverThePushBudgetStillCommits() async throws {
+        do { try await bounded() } catch { Issue.record("\(String(reflecting: error))") }
+    }
+
+    func bounded() async throws {
+        let world = try await PushWorld()
+        let (desktop, session, _, _) = try await Self.devices(world)
+        _ = try await Self.token(world, device: world.device)
+        let expires = Int(Date().timeIntervalSince1970) + 300
+        func ask() -> String {
+            "public.ask_question('\(session.canonical)', '\(UUID().canonical)', '\(desktop.canonical)', '\(Self.body(generation: 1))', 1, \(expires))"
+        }
+        for _ in 0..<5 { _ = try await Self.asUser(world, ask()) }
+        #expect(await Self.refused(world, ask(), "54000"), "a sixth pending question in one session")
+
+        // The user's push budget spent: a runtime status write that would raise a task alert
+        // commits all the same, without the alert.
+        try await world.sql(
+            """
+            INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, payload, not_before)
+            SELECT '\(world.userID)', '\(world.device.canonical)', 'spent', 'background', 5, '{"aps": {}}', now() + interval '1 hour'
+            FROM generate_series(1, 600)
+            """)
+        func status(_ state: String) -> String {
+            """
+            WITH u AS (UPDATE public.agent_coding_sessions SET runtime_status = jsonb_build_object(
+                'schema_version', '1', 'coding_session', jsonb_build_object('status', '\(state)'),
+                'device_id', '\(desktop.canonical)', 'session_id', '\(session.canonical)', 'updated_at_ms', 1),
+                runtime_status_updated_at = now() WHERE id = '\(session.canonical)' RETURNING 1) SELECT count(*)::text FROM u
+            """
+        }
+        #expect(try await Self.asUser(world, status("running"), statement: true) == "1")
+        #expect(
+            try await Self.asUser(world, status("idle"), statement: true) == "1", "the write commits over the budget")
+        #expect(
+            try await world.count(
+                "SELECT count(*) FROM public.push_outbox WHERE collapse_id = 'session-\(session.canonical)'") == 0)
+        try await world.sql("DELETE FROM public.push_outbox WHERE token = 'spent'")
+        await world.close()
     }
 }

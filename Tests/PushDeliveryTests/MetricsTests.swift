@@ -115,6 +115,11 @@ extension PushStackTests {
                 ["run"], environment: world.environment(["PUSH_METRICS_PORT": "9464", "PUSH_METRICS_HOST": "0.0.0.0"]))
             #expect(
                 elsewhere.status == 2 && elsewhere.err.contains("PUSH_METRICS_ALLOW_NON_LOOPBACK"), "\(elsewhere.err)")
+            let named = try await WorkerProcess.run(
+                ["check-config"],
+                environment: world.environment(["PUSH_METRICS_PORT": "9464", "PUSH_METRICS_HOST": "127.example.com"]))
+            #expect(
+                named.status == 2 && named.err.contains("PUSH_METRICS_ALLOW_NON_LOOPBACK"), "a name is not loopback")
             let badPort = try await WorkerProcess.run(
                 ["check-config"], environment: world.environment(["PUSH_METRICS_PORT": "70000"]))
             #expect(badPort.status == 2 && badPort.err.contains("PUSH_METRICS_PORT"))
@@ -141,6 +146,10 @@ extension PushStackTests {
                 return refused
             }
             #expect(refused, "authenticated may not read the report")
+            // Whatever a deployment grants: a signed-in caller is refused by the function itself.
+            #expect(
+                await DeliveryOutcomeTests.refused(world, "public.notification_report(7)", "42501"),
+                "a signed-in user's claims")
             let report = try await WorkerProcess.run(
                 ["report", "--days", "2", "--json"], environment: world.environment())
             #expect(report.status == 0, "\(report.err)")

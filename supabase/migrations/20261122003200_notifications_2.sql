@@ -305,7 +305,7 @@ BEGIN
                    WHEN NOT private.is_trusted_device(caller, d.id) THEN 'not trusted'
                    ELSE 'not queued' END,
                'apnsReason', k.last_reason, 'attempts', k.attempts, 'updatedAt', k.updated_at)
-             ORDER BY d.name, d.id), '[]'::jsonb)
+             ORDER BY d.name COLLATE "C", d.id), '[]'::jsonb)
         INTO entries
         FROM devices d LEFT JOIN ranked k ON k.device_id = d.id;
     IF r.created_at < now() - interval '7 days' THEN entries := '[]'::jsonb; END IF;
@@ -326,6 +326,80 @@ GRANT EXECUTE ON FUNCTION public.alert_deliveries(uuid) TO authenticated;
 ALTER FUNCTION public.request_approval(uuid, uuid, uuid, text, integer, bigint, text) SET SCHEMA private;
 REVOKE ALL ON FUNCTION private.request_approval(uuid, uuid, uuid, text, integer, bigint, text)
     FROM PUBLIC, authenticated, service_role;
+-- Its body's generation is read as the trust log reads a u32 (private.tl_u32): the earlier
+-- expression, `b1::bigint << 24 | b2 << 16 | ...` without brackets, shifted left to right (the
+-- operators share one precedence) and refused every generation from 65,536 on.
+CREATE OR REPLACE FUNCTION private.request_approval(
+    session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint,
+    control_hash text DEFAULT NULL
+) RETURNS jsonb
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = '' AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_session uuid := request_approval.session_id;
+    v_request uuid := request_approval.request_id;
+    v_device uuid := request_approval.requester_device_id;
+    v_body text := request_approval.body;
+    v_generation integer := request_approval.generation;
+    v_expires bigint := request_approval.expires_at;
+    v_now bigint := floor(extract(epoch FROM now()))::bigint;
+    raw bytea;
+    v_control bytea;
+    existing public.approval_requests%ROWTYPE;
+    queued integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'request_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
+        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_request IS NULL THEN RAISE EXCEPTION 'request_id is required' USING ERRCODE = '22023'; END IF;
+    IF v_generation IS NULL OR v_generation < 1 THEN
+        RAISE EXCEPTION 'generation must be 1 to 2147483647' USING ERRCODE = '22023';
+    END IF;
+    IF v_expires IS NULL OR v_expires < v_now + 5 OR v_expires > v_now + 600 THEN
+        RAISE EXCEPTION 'expires_at must be 5 to 600 seconds from now' USING ERRCODE = '22023';
+    END IF;
+    -- 0x01 || generation || nonce || at least the JSON's braces and the tag; at most 4,096 bytes of JSON.
+    IF NOT private.is_canonical_base64(v_body, 1 + 4 + 12 + 2 + 16, 1 + 4 + 12 + 4096 + 16) THEN
+        RAISE EXCEPTION 'body must be canonical base64 of a sealed request' USING ERRCODE = '22023';
+    END IF;
+    raw := decode(v_body, 'base64');
+    IF get_byte(raw, 0) <> 1 OR private.tl_u32(raw, 1) <> v_generation THEN
+        RAISE EXCEPTION 'the body''s version or generation is not the request''s' USING ERRCODE = '22023';
+    END IF;
+
+    IF request_approval.control_hash IS NOT NULL THEN
+        IF NOT private.is_canonical_base64(request_approval.control_hash, 32, 32) THEN
+            RAISE EXCEPTION 'control_hash must be canonical base64 of 32 bytes' USING ERRCODE = '22023';
+        END IF;
+        v_control := decode(request_approval.control_hash, 'base64');
+    END IF;
+
+    SELECT * INTO existing FROM public.approval_requests r WHERE r.id = v_request FOR UPDATE;
+    IF FOUND THEN
+        IF existing.user_id <> caller THEN RAISE EXCEPTION 'the request is not one of yours' USING ERRCODE = '42501'; END IF;
+        IF existing.body <> v_body OR existing.session_id <> v_session OR existing.requester_device_id <> v_device
+           OR existing.generation <> v_generation OR existing.expires_at <> v_expires
+           OR existing.control_hash IS DISTINCT FROM v_control THEN
+            RAISE EXCEPTION 'another request has this id' USING ERRCODE = '23505';
+        END IF;
+        SELECT count(*) INTO queued FROM public.push_outbox o
+            WHERE o.user_id = caller AND o.collapse_id = 'approval-request-' || v_request::text;
+        RETURN jsonb_build_object('requestId', v_request, 'expiresAt', v_expires, 'devicesNotified', queued);
+    END IF;
+
+    INSERT INTO public.approval_requests (id, user_id, session_id, requester_device_id, body, generation, expires_at,
+                                          control_hash)
+        VALUES (v_request, caller, v_session, v_device, v_body, v_generation, v_expires, v_control);
+    queued := private.queue_approval_alerts(caller, v_request);
+    RETURN jsonb_build_object('requestId', v_request, 'expiresAt', v_expires, 'devicesNotified', queued);
+END
+$$;
+
 CREATE FUNCTION public.request_approval(
     session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint,
     control_hash text DEFAULT NULL
@@ -392,8 +466,10 @@ BEGIN
         IF decision = 'off' THEN turned_off := turned_off + 1; CONTINUE; END IF;
         IF decision = 'suppressed' THEN suppressed := suppressed + 1; CONTINUE; END IF;
         PERFORM pg_advisory_xact_lock(hashtext(t.token), hashtext(session::text));
+        -- Locked: a worker claiming P meanwhile (FOR UPDATE SKIP LOCKED) either skips it or has
+        -- claimed it first, and then P no longer waits.
         SELECT * INTO p FROM public.push_outbox o WHERE o.token = t.token AND o.collapse_id = v_collapse
-            ORDER BY o.not_before DESC, o.id DESC LIMIT 1;
+            ORDER BY o.not_before DESC, o.id DESC LIMIT 1 FOR UPDATE;
         IF FOUND AND now() < p.not_before + interval '60 seconds' THEN
             IF p.payload ->> 'type' = kind THEN coalesced := coalesced + 1; CONTINUE; END IF;
             IF p.delivered_at IS NULL AND p.failed_at IS NULL AND p.attempts = 0
@@ -425,16 +501,21 @@ DECLARE
     old_status text := OLD.runtime_status -> 'coding_session' ->> 'status';
     new_status text := NEW.runtime_status -> 'coding_session' ->> 'status';
 BEGIN
-    IF OLD.runtime_status IS NOT NULL AND NEW.runtime_status IS NOT NULL THEN
-        IF new_status = 'idle' AND old_status IN ('running', 'waiting') THEN
-            PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_complete');
-        ELSIF new_status = 'error' AND old_status IS DISTINCT FROM 'error' THEN
-            PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_failed');
+    -- An alert over the user's push budget (54000) is dropped: the write that raised it commits.
+    BEGIN
+        IF OLD.runtime_status IS NOT NULL AND NEW.runtime_status IS NOT NULL THEN
+            IF new_status = 'idle' AND old_status IN ('running', 'waiting') THEN
+                PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_complete');
+            ELSIF new_status = 'error' AND old_status IS DISTINCT FROM 'error' THEN
+                PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_failed');
+            END IF;
         END IF;
-    END IF;
-    IF OLD.status = 'active' AND NEW.status = 'paused' THEN
-        PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_paused');
-    END IF;
+        IF OLD.status = 'active' AND NEW.status = 'paused' THEN
+            PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_paused');
+        END IF;
+    EXCEPTION WHEN program_limit_exceeded THEN
+        NULL;
+    END;
     RETURN NULL;
 END
 $$;
@@ -643,8 +724,7 @@ BEGIN
         RAISE EXCEPTION 'body must be canonical base64 of a sealed question' USING ERRCODE = '22023';
     END IF;
     raw := decode(v_body, 'base64');
-    IF get_byte(raw, 0) <> 1 OR (get_byte(raw, 1)::bigint << 24 | get_byte(raw, 2) << 16 | get_byte(raw, 3) << 8 | get_byte(raw, 4))
-           <> v_generation THEN
+    IF get_byte(raw, 0) <> 1 OR private.tl_u32(raw, 1) <> v_generation THEN
         RAISE EXCEPTION 'the body''s version or generation is not the question''s' USING ERRCODE = '22023';
     END IF;
     SELECT * INTO existing FROM public.agent_questions q WHERE q.id = v_question FOR UPDATE;
@@ -767,6 +847,11 @@ CREATE FUNCTION public.notification_report(days integer DEFAULT 7) RETURNS jsonb
 DECLARE
     v_days integer := notification_report.days;
 BEGIN
+    -- All users' figures: never for a signed-in user or the anon key, whatever default
+    -- privileges a deployment grants on new functions.
+    IF coalesce(auth.role(), '') IN ('anon', 'authenticated') THEN
+        RAISE EXCEPTION 'notification_report is for the service role and the delivery worker' USING ERRCODE = '42501';
+    END IF;
     IF v_days IS NULL OR v_days < 1 OR v_days > 31 THEN
         RAISE EXCEPTION 'days must be 1 to 31' USING ERRCODE = '22023';
     END IF;
@@ -818,5 +903,58 @@ BEGIN
     );
 END
 $$;
-REVOKE ALL ON FUNCTION public.notification_report(integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.notification_report(integer) FROM PUBLIC, anon, authenticated;
 GRANT EXECUTE ON FUNCTION public.notification_report(integer) TO service_role, push_worker;
+
+-- Questions are bounded as approval requests are (*_delivery_limits.sql): at most 5 pending,
+-- unexpired questions per session and 20 per user.
+CREATE FUNCTION private.question_limits() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    v_now bigint := extract(epoch FROM now())::bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('agent_questions:' || NEW.user_id::text, 0));
+    IF (SELECT count(*) FROM public.agent_questions q
+         WHERE q.session_id = NEW.session_id AND q.status = 'pending' AND q.expires_at > v_now) >= 5 THEN
+        RAISE EXCEPTION 'a session has at most 5 pending questions: close one or let it expire first'
+            USING ERRCODE = '54000';
+    END IF;
+    IF (SELECT count(*) FROM public.agent_questions q
+         WHERE q.user_id = NEW.user_id AND q.status = 'pending' AND q.expires_at > v_now) >= 20 THEN
+        RAISE EXCEPTION 'a user has at most 20 pending questions: close one or let it expire first'
+            USING ERRCODE = '54000';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER agent_questions_limits BEFORE INSERT ON public.agent_questions
+    FOR EACH ROW EXECUTE FUNCTION private.question_limits();
+
+-- The push budget (*_delivery_limits.sql) does not count the clearing of one of the user's own
+-- questions either: each question clears each token once (a unique key), and closing must
+-- always commit.
+CREATE OR REPLACE FUNCTION private.push_outbox_rate() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+BEGIN
+    IF auth.uid() IS NULL OR NEW.push_type = 'liveactivity' THEN RETURN NEW; END IF;
+    IF NEW.collapse_id LIKE 'approval-%' AND EXISTS (
+        SELECT 1 FROM public.approval_requests r
+         WHERE r.id::text = lower(substring(NEW.collapse_id FROM 10)) AND r.user_id = NEW.user_id) THEN
+        RETURN NEW;
+    END IF;
+    IF NEW.collapse_id LIKE 'question-clear-%' AND EXISTS (
+        SELECT 1 FROM public.agent_questions q
+         WHERE q.id::text = lower(substring(NEW.collapse_id FROM 16)) AND q.user_id = NEW.user_id) THEN
+        RETURN NEW;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('push_outbox:' || NEW.user_id::text, 0));
+    IF (SELECT count(*) FROM public.push_outbox o
+         WHERE o.user_id = NEW.user_id AND o.created_at > now() - interval '1 minute'
+           AND o.push_type <> 'liveactivity') >= 600 THEN
+        RAISE EXCEPTION 'at most 600 pushes a minute are queued for one user: try again in a minute'
+            USING ERRCODE = '54000';
+    END IF;
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION private.question_limits() FROM PUBLIC;

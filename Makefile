@@ -12,7 +12,7 @@ SWIFT_CRYPTO_SUITES := SecretCryptoTests|DeviceTrustTests|ConformanceVectorsTest
 # An import of a module the target does not declare fails the build.
 BUILD_FLAGS := --explicit-target-dependency-import-check error
 
-.PHONY: all deps build test lint docs demo install app-check soak bench bench-push push-worker fuzz stack stack-stop vectors clean
+.PHONY: all deps build test lint docs demo install app-check soak bench bench-push push-worker fuzz stack stack-stop vectors schema clean
 
 all: build
 
@@ -131,6 +131,12 @@ stack: deps
 
 stack-stop:
 	scripts/stack.sh stop
+
+## Writes supabase/schema.sql again: the migrated schema in one file (pg_dump of a private
+## stack's database, normalised). A test fails while it is stale.
+schema: deps
+	$(RIG) $(SWIFT) build --product postgrest-server
+	$(RIG) scripts/with-stack.sh scripts/schema.sh write
 
 ## Writes the project's vector files again (reproducible: the same bytes on every machine), and
 ## the fuzz seeds made from them.

@@ -140,6 +140,29 @@ struct HostileServerTests {
         #expect(server.requests.count <= 12)
     }
 
+    @Test(
+        "rows that went away between two pages end the listing: PostgREST's 416 for an offset past the end is not an error",
+        arguments: Self.transports)
+    func rowsGoneBetweenPages(transport: Transport) async throws {
+        let server = try HostileServer { request, connection in
+            let first = request.headers["range"].flatMap { Int($0.split(separator: "-")[0]) } ?? 0
+            guard first == 0 else {
+                return connection.json(
+                    416,
+                    #"{"code":"PGRST103","message":"Requested range not satisfiable","details":"An offset of 10 was requested, but there are only 9 rows.","hint":null}"#,
+                    headers: ["content-range": "*/9"])
+            }
+            let rows = (0..<10).map {
+                #"{"id":"\#(UUID().canonical)","user_id":"\#(UUID().canonical)","name":"d\#($0)","device_type":"ios-phone","is_active":true}"#
+            }
+            connection.json(200, "[" + rows.joined(separator: ",") + "]", headers: ["content-range": "0-9/*"])
+        }
+        defer { server.stop() }
+        let store = Self.client(server, transport) { $0.pageSize = 10 }
+        #expect(try await store.listDevices().count == 10)
+        #expect(server.requests.count == 2)
+    }
+
     @Test("a page holding more rows than were asked for is refused (round 3, finding 5)", arguments: Self.transports)
     func overfullPage(transport: Transport) async throws {
         let server = try HostileServer { request, connection in

@@ -256,9 +256,16 @@ extension PostgRESTRemoteStore {
                 first = 0
             }
             let range = "\(first)-\(first + configuration.pageSize - 1)"
-            let response = try await send(
-                .get, table, query: pageQuery + [("order", order)], prefer: exactCount ? "count=exact" : nil, body: nil,
-                extraHeaders: [.rangeUnit: "items", .range: range])
+            let response: TransportResponse
+            do {
+                response = try await send(
+                    .get, table, query: pageQuery + [("order", order)], prefer: exactCount ? "count=exact" : nil,
+                    body: nil, extraHeaders: [.rangeUnit: "items", .range: range])
+            } catch let error as RemoteStoreError where error.status == 416 && first > 0 {
+                // PostgREST answers 416 for an offset past the last row: rows went away since the
+                // previous page (another device answered or cancelled). The listing has ended.
+                return (rows, fetched, nil)
+            }
             let page = try ResponseJSON.rows(response.body, table: table, maxRows: configuration.pageSize)
             if let atMost, fetched + page.count > atMost {
                 throw RemoteStoreError(

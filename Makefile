@@ -29,7 +29,7 @@ build: deps
 ## Apple platforms.
 test: deps
 	$(RIG) $(SWIFT) build $(BUILD_FLAGS) --build-tests
-	$(RIG) scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS)
+	$(RIG) scripts/with-stack.sh scripts/schema.sh check -- $(SWIFT) test $(BUILD_FLAGS)
 	$(RIG) SESSION_SYNC_CRYPTO_BACKEND=swift-crypto scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS) --skip-build --filter '$(SWIFT_CRYPTO_SUITES)'
 	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS))
 	$(CLI) vectors verify --backend swift-crypto testvectors/*.json testvectors/third_party/*/*.json
@@ -133,7 +133,7 @@ stack-stop:
 	scripts/stack.sh stop
 
 ## Writes supabase/schema.sql again: the migrated schema in one file (pg_dump of a private
-## stack's database, normalised). A test fails while it is stale.
+## stack's database, normalised). `make test` fails while it is stale.
 schema: deps
 	$(RIG) $(SWIFT) build --product postgrest-server
 	$(RIG) scripts/with-stack.sh scripts/schema.sh write

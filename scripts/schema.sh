@@ -4,7 +4,9 @@
 # private, normalised: no version lines, no pg_dump session keys).
 #
 #   scripts/with-stack.sh scripts/schema.sh write   # `make schema`: regenerate it
-#   scripts/with-stack.sh scripts/schema.sh check   # fails when it is stale (a test runs this)
+#   scripts/with-stack.sh scripts/schema.sh check [-- COMMAND...]
+#       fails when it is stale; else runs COMMAND. `make test` checks the fresh stack this way
+#       before the suite runs (the suite's tests add functions of their own while they run).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 file="$root/supabase/schema.sql"
@@ -34,9 +36,16 @@ case "${1:-}" in
     fi
     rm -f "$fresh.diff"
     echo "schema: supabase/schema.sql matches the migrations"
+    shift
+    if [ "${1:-}" = "--" ]; then
+      shift
+      rm -f "$fresh"
+      trap - EXIT
+      exec "$@"
+    fi
     ;;
   *)
-    echo "usage: scripts/schema.sh write|check (under scripts/with-stack.sh)" >&2
+    echo "usage: scripts/schema.sh write | check [-- COMMAND...] (under scripts/with-stack.sh)" >&2
     exit 64
     ;;
 esac

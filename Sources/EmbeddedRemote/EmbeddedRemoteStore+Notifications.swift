@@ -122,7 +122,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
 
     /// A live-activity payload for `device` from `session` (a row of agent_coding_sessions).
     static func liveActivityPayload(
-        _ db: Database, session: Row, device: String, event: String, status: String, operation: String?
+        _ db: Database, session: Row, device: String, event: LiveActivityEvent, status: String, operation: String?
     ) throws -> [String: Any] {
         let stamp = Int64(epochSeconds)
         let details = try settings(db, device: device).showDetails
@@ -146,10 +146,10 @@ extension EmbeddedRemoteStore: NotificationRemote {
             ]
         }
         var aps: [String: Any] = [
-            "timestamp": stamp, "event": event, "content-state": state,
+            "timestamp": stamp, "event": event.rawValue, "content-state": state,
             "stale-date": stamp + LiveActivityRules.staleAfter,
         ]
-        if event == "end" { aps["dismissal-date"] = stamp + LiveActivityRules.dismissAfter }
+        if event == .end { aps["dismissal-date"] = stamp + LiveActivityRules.dismissAfter }
         return ["aps": aps]
     }
 
@@ -160,8 +160,8 @@ extension EmbeddedRemoteStore: NotificationRemote {
                 db,
                 sql: """
                     SELECT EXISTS (SELECT 1 FROM push_outbox WHERE token = ? AND push_type = 'liveactivity'
-                                   AND json_extract(payload, '$.aps.event') = 'end')
-                    """, arguments: [token]) ?? false)
+                                   AND json_extract(payload, '$.aps.event') = ?)
+                    """, arguments: [token, LiveActivityEvent.end.rawValue]) ?? false)
     }
 
     /// Queues one live-activity event for one token, throttled: an update while one waits
@@ -169,10 +169,10 @@ extension EmbeddedRemoteStore: NotificationRemote {
     /// previous one, or now. An `end` replaces a waiting update and goes at once; after an `end`
     /// nothing more. Returns whether a row was inserted or replaced.
     static func queueLiveActivity(
-        _ db: Database, user: String, device: String, token: String, event: String, payload: [String: Any],
+        _ db: Database, user: String, device: String, token: String, event: LiveActivityEvent, payload: [String: Any],
         priority: Int
     ) throws -> Bool {
-        if event != "end", try !mayQueue(db, device: device, kind: .liveActivity) { return false }
+        if event != .end, try !mayQueue(db, device: device, kind: .liveActivity) { return false }
         guard try liveActivityOpen(db, token: token) else { return false }
         let text = Self.payload(payload)
         let now = Date()
@@ -184,7 +184,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
                 """, arguments: [token])
         {
             var notBefore: String? = waiting["not_before"]
-            if event == "end" { notBefore = Timestamp.format(now) }
+            if event == .end { notBefore = Timestamp.format(now) }
             try db.execute(
                 sql: "UPDATE push_outbox SET payload = ?, priority = ?, not_before = ? WHERE id = ?",
                 arguments: [text, priority, notBefore, waiting["id"] as Int64])
@@ -195,7 +195,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
             arguments: [token]
         ).flatMap(Timestamp.parse)
         var notBefore = now
-        if event != "end", let previous {
+        if event != .end, let previous {
             notBefore = max(now, previous.addingTimeInterval(LiveActivityRules.updateInterval))
         }
         try db.execute(
@@ -232,9 +232,9 @@ extension EmbeddedRemoteStore: NotificationRemote {
             let shown =
                 try status ?? LiveActivityRules.status(runtimeState(session))
             let payload = try liveActivityPayload(
-                db, session: session, device: device, event: "end", status: shown, operation: operation)
+                db, session: session, device: device, event: .end, status: shown, operation: operation)
             if try queueLiveActivity(
-                db, user: user, device: device, token: tokenText, event: "end", payload: payload, priority: 10)
+                db, user: user, device: device, token: tokenText, event: .end, payload: payload, priority: 10)
             {
                 ended += 1
             }
@@ -269,9 +269,9 @@ extension EmbeddedRemoteStore: NotificationRemote {
             guard try liveActivityOpen(db, token: tokenText), try mayQueue(db, device: device, kind: .liveActivity)
             else { continue }
             let payload = try liveActivityPayload(
-                db, session: session, device: device, event: "update", status: status, operation: nil)
+                db, session: session, device: device, event: .update, status: status, operation: nil)
             _ = try queueLiveActivity(
-                db, user: user, device: device, token: tokenText, event: "update", payload: payload,
+                db, user: user, device: device, token: tokenText, event: .update, payload: payload,
                 priority: status == "waiting_approval" ? 10 : 5)
             let others = try String.fetchAll(
                 db,

@@ -114,15 +114,16 @@ extension EmbeddedRemoteStore {
     /// The kind a session's runtime status change raises: idle from running or waiting is
     /// task_complete, error from anything else task_failed; a first status (none before) nothing.
     static func taskKind(runtimeBefore: String?, after: String?) -> AlertKind? {
-        func status(_ json: String?) -> String? {
+        func state(_ json: String?) -> RuntimeStatus.State? {
             guard let json, let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
             else { return nil }
-            return (object["coding_session"] as? [String: Any])?["status"] as? String
+            return ((object["coding_session"] as? [String: Any])?["status"] as? String)
+                .flatMap(RuntimeStatus.State.init(rawValue:))
         }
-        guard runtimeBefore != nil, let new = status(after) else { return nil }
-        let old = status(runtimeBefore)
-        if new == "idle", old == "running" || old == "waiting" { return .taskComplete }
-        if new == "error", old != "error" { return .taskFailed }
+        guard runtimeBefore != nil, let new = state(after) else { return nil }
+        let old = state(runtimeBefore)
+        if new == .idle, old == .running || old == .waiting { return .taskComplete }
+        if new == .error, old != .error { return .taskFailed }
         return nil
     }
 

@@ -192,6 +192,11 @@ extension NotificationSettingsUpdated: Decodable {
     }
 }
 
+/// A live-activity push's `aps.event`: an update of the activity's state, or its end.
+public enum LiveActivityEvent: String, Sendable, Hashable, Codable, CaseIterable {
+    case update, end
+}
+
 /// The live-activity rules both remotes follow (notifications.md), in one place for the
 /// embedded remote and the tests.
 public enum LiveActivityRules {

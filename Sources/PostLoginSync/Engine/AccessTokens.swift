@@ -18,7 +18,7 @@ public actor AccessTokens {
     private let auth: SupabaseAuth
     private let save: @Sendable (AuthSession) async throws -> Void
     private let file: AuthSessionFile?
-    private var refreshing: Task<AuthSession, Error>?
+    private var refreshing: Task<(AuthSession, Bool), Error>?
     /// Refreshes done so far (for tests and diagnostics).
     public private(set) var refreshCount = 0
     private var lastRefresh: ContinuousClock.Instant?
@@ -59,7 +59,7 @@ public actor AccessTokens {
     /// - Throws: `RemoteStoreError` when the refresh is refused or the auth server is unreachable.
     public func token(forceRefresh: Bool) async throws -> String {
         if let refreshing {
-            return try await refreshing.value.accessToken
+            return try await refreshing.value.0.accessToken
         }
         let recentlyRefreshed = lastRefresh.map { ContinuousClock.now - $0 < .seconds(5) } ?? false
         let stale = forceRefresh && !recentlyRefreshed
@@ -87,7 +87,7 @@ public actor AccessTokens {
                 return (fresh, true)
             }
         }
-        refreshing = Task { try await task.value.0 }
+        refreshing = task
         defer { refreshing = nil }
         let (fresh, refreshedHere) = try await task.value
         session = fresh

@@ -174,25 +174,8 @@ public struct SyncEngine: Sendable {
 
     /// This device's identity and user, checked against the remote (and the role, when given).
     func signedIn(role: SyncRole?) async throws -> (DeviceIdentity, UUID) {
-        let identity = try await local.requireIdentity()
-        if let role, identity.role != role {
-            throw SyncError(
-                code: .wrongRole,
-                message:
-                    "this store is a \(identity.role == .desktop ? "desktop's" : "phone's"); it \(identity.role == .desktop ? "pushes" : "pulls")"
-            )
-        }
-        guard let user = identity.userID else {
-            throw SyncError(code: .notLoggedIn, message: "this store is not logged in; run `sync-cli login` first")
-        }
-        guard user == remote.userID else {
-            throw SyncError(
-                code: .userMismatch,
-                message:
-                    "this store belongs to user \(user.canonical), but the remote is signed in as \(remote.userID.canonical)"
-            )
-        }
-        return (identity, user)
+        let device = try await SignedInDevice.check(local, remoteUser: remote.userID, role: role)
+        return (device.identity, device.userID)
     }
 
     /// The trust in force for a sync: the mode, the verified trust (with a pinned log or legacy

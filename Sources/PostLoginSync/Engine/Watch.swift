@@ -128,9 +128,9 @@ public struct SyncWatch: AsyncSequence, Sendable {
                 do { try await Task.sleep(for: wait) } catch { return nil }
             }
             if Task.isCancelled { return nil }
-            // Unstructured, so cancelling the caller lets the tick finish (and release the lease).
+            // Cancelling the caller lets the tick finish (and release the lease).
             let state = self.state
-            return await Task { await state.tick() }.value
+            return await uncancelled { await state.tick() }
         }
     }
 }

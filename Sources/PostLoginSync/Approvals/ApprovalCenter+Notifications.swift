@@ -107,7 +107,7 @@ extension ApprovalCenter {
     /// - Returns: The remote's answer: accepted, or who decided first.
     /// - Throws: `AlertPayloadError` `.notAnApproval` or `.expired` before any request;
     ///   `SyncError` `.noIdentity` (no pinned trust log), `.wrongRole` (this device asked),
-    ///   `.userMismatch`, `.deadlineExceeded`; `CryptoError.authenticationFailure` for a body
+    ///   `.notLoggedIn`, `.userMismatch`, `.deadlineExceeded`; `CryptoError.authenticationFailure` for a body
     ///   not sealed for exactly this request (nothing is submitted); remote errors.
     public static func answerNotification(
         _ payload: AlertPayload, verdict: ApprovalVerdict, store: DeviceStore, remote: any SyncRemote,
@@ -120,10 +120,8 @@ extension ApprovalCenter {
         guard expiresAt > UInt64(max(0, Date().timeIntervalSince1970)) else { throw AlertPayloadError.expired }
         // The clock covers everything from here: the store's reads too.
         return try await within(deadline) {
-            let identity = try await store.requireIdentity()
-            guard let user = identity.userID, user == remote.userID else {
-                throw SyncError(code: .userMismatch, message: "this store is not logged in as the remote's user")
-            }
+            let device = try await SignedInDevice.check(store, remoteUser: remote.userID)
+            let (identity, user) = (device.identity, device.userID)
             guard requester != identity.id else {
                 throw SyncError(
                     code: .wrongRole,
@@ -198,51 +196,6 @@ extension ApprovalCenter {
         } onCancel: {
             race.cancelled.withLock { $0 = true }
             race.finish(.failure(CancellationError()))
-        }
-    }
-}
-
-/// The work and the clock of ``ApprovalCenter/within(_:_:)``: whichever ends first resumes the
-/// caller, once; the deadline cancels the work.
-final class DeadlineRace<T: Sendable>: Sendable {
-    let continuation = Mutex<CheckedContinuation<T, Error>?>(nil)
-    /// Set when the caller was cancelled before the work started: it then never starts.
-    let cancelled = Mutex(false)
-    let work = Mutex<Task<Void, Never>?>(nil)
-    let clock = Mutex<Task<Void, Never>?>(nil)
-
-    func start(
-        _ continuation: CheckedContinuation<T, Error>, limit: Duration, body: @escaping @Sendable () async throws -> T
-    ) {
-        self.continuation.withLock { $0 = continuation }
-        guard !cancelled.withLock({ $0 }) else {
-            finish(.failure(CancellationError()))
-            return
-        }
-        work.withLock {
-            $0 = Task {
-                do { self.finish(.success(try await body())) } catch { self.finish(.failure(error)) }
-            }
-        }
-        let sleeper = Task {
-            guard (try? await Task.sleep(for: limit)) != nil else { return }
-            self.finish(
-                .failure(
-                    SyncError(
-                        code: .deadlineExceeded,
-                        message:
-                            "no answer within \(limit.components.seconds) s: nothing more is sent, but an answer already on its way may have been recorded"
-                    )))
-        }
-        clock.withLock { $0 = sleeper }
-    }
-
-    func finish(_ result: Result<T, Error>) {
-        if case .failure = result { work.withLock { $0?.cancel() } }
-        clock.withLock { $0?.cancel() }
-        continuation.withLock { pending in
-            pending?.resume(with: result)
-            pending = nil
         }
     }
 }

@@ -212,18 +212,14 @@ public struct ApprovalCenter: Sendable {
                 for: sent, read: read, identity: identity.id, user: user, control: controlText,
                 pollInterval: pollInterval, onRefused: onRefused, watcher: watcher)
         } catch is CancellationError {
-            // In a task of its own: this one is cancelled, and so would be the call.
-            _ = await Task { try? await approvals.cancelApproval(requestID: requestID, control: controlText) }.value
+            // Uncancelled: this task is, and so would be the call.
+            _ = await uncancelled { try? await approvals.cancelApproval(requestID: requestID, control: controlText) }
             throw CancellationError()
         }
     }
 
     func signedInUser() async throws -> UUID {
-        let identity = try await local.requireIdentity()
-        guard let user = identity.userID, user == remote.userID else {
-            throw SyncError(code: .userMismatch, message: "this store is not logged in as the remote's user")
-        }
-        return user
+        try await SignedInDevice.check(local, remoteUser: remote.userID).userID
     }
 
     /// Polls the request until it ends with a verified answer, expires or is cancelled. A

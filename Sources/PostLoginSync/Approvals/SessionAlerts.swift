@@ -128,14 +128,7 @@ public struct SessionAlerts: Sendable {
     }
 
     func signedIn() async throws -> DeviceIdentity {
-        let identity = try await local.requireIdentity()
-        guard let user = identity.userID else {
-            throw SyncError(code: .notLoggedIn, message: "this store is not logged in; run `sync-cli login` first")
-        }
-        guard user == remote.userID else {
-            throw SyncError(code: .userMismatch, message: "this store is not logged in as the remote's user")
-        }
-        return identity
+        try await SignedInDevice.check(local, remoteUser: remote.userID).identity
     }
 
     func notifications() throws -> any NotificationRemote {

@@ -176,112 +176,122 @@ extension SyncEngine {
     /// The sessions phase of a pull, a page at a time into the store.
     func pullSessions(_ pull: inout PullState, recorder: Recorder) async throws {
         let changes = pull.changes
-        let since = pull.since
+        let since = pull.since.map(Self.cursor(from:))
         var hold = false
         try await recorder.phase(.sessions) { entry in
             // A first pull fills an empty table: its indexes are built once, after the pages.
             try await local.loadingSessionsInBulk {
-                let repositories = try await local.repositoryIDs()
-                var orphans: [SessionRecord] = []
-                var applied = AppliedRows()
-                // A page of sessions being written: the next page's values are made meanwhile.
-                var writing: Task<AppliedRows, Error>?
-                defer { writing?.cancel() }
-                /// Waits for the page being written (if any) and counts what it changed.
-                func written() async throws {
-                    guard let page = writing else { return }
-                    writing = nil
-                    let result = try await page.value
-                    applied.changed += result.changed
-                    recorder.emit(.sessions, applied.changed, 0)
-                }
-                /// Applies one page: the sessions whose repository is here; the others are reported.
-                /// A page without deletions is written while the next is read (``written()`` waits).
-                func apply(_ page: [SessionRecord], retaining: Set<UUID>?) async throws {
-                    var keep: [SessionRecord] = []
-                    for row in page {
-                        if repositories.contains(row.repositoryID) { keep.append(row) } else { orphans.append(row) }
-                    }
-                    if retaining == nil {
-                        let prepared = PreparedSessions(keep)
-                        try await written()
-                        let local = self.local
-                        writing = Task { try await local.applySessions(prepared) }
-                        return
-                    }
-                    try await written()
-                    let result = try await local.applySessions(keep, retaining: retaining)
-                    applied.changed += result.changed
-                    applied.deleted += result.deleted
-                    recorder.emit(.sessions, applied.changed, 0)
-                }
+                var sink = SessionSink(local: local, repositories: try await local.repositoryIDs(), recorder: recorder)
                 if let changes {
-                    if let listed = changes.sessions {
-                        try await apply(listed.map(\.record), retaining: nil)
-                    } else {
-                        // More than the feed carries: a page at a time into the store.
-                        let pages = PageQueue<Versioned<SessionRecord>>()
-                        try await pages.drain(
-                            producing: { page in
-                                try await remote.fetchSessions(after: since.map(Self.cursor(from:)), pages: page)
-                            },
-                            consuming: { try await apply($0.map(\.record), retaining: nil) })
-                    }
-                    try await written()
-                    let after = try await local.sessionIDsDigest()
-                    if after != changes.sessionIDs {
-                        // Something was deleted (or missed): the listing says what the remote holds.
-                        let ids = try await remote.listSessionIDs(deviceID: nil)
-                        try await apply([], retaining: ids)
-                        if !ids.subtracting(try await local.sessionIDs()).isEmpty {
-                            // Rows the cursor missed: read every session again.
-                            let pages = PageQueue<Versioned<SessionRecord>>()
-                            try await pages.drain(
-                                producing: { page in try await remote.fetchSessions(after: nil, pages: page) },
-                                consuming: { try await apply($0.map(\.record), retaining: nil) })
-                            try await written()
-                        }
-                    }
+                    try await pullChangedSessions(changes, since: since, into: &sink)
                 } else {
                     let cursor = try await local.cursor(for: .sessions)
-                    let ids = try await remote.listSessionIDs(deviceID: nil)
                     // Deletions first, then the changed rows a page at a time.
-                    try await apply([], retaining: ids)
-                    // The pages of the listing's ranges come in any order: the last row is the
-                    // greatest (updated_at, id) of them all.
-                    var last: (date: Date, updatedAt: String, id: UUID)?
-                    let pages = PageQueue<Versioned<SessionRecord>>()
-                    try await pages.drain(
-                        producing: { page in try await remote.fetchSessions(after: cursor, pages: page) },
-                        consuming: { page in
-                            for row in page {
-                                let date = Timestamp.parse(row.updatedAt) ?? .distantPast
-                                if let seen = last,
-                                    seen.date > date
-                                        || (seen.date == date && !seen.id.canonicallyPrecedes(row.record.id))
-                                {
-                                    continue
-                                }
-                                last = (date, row.updatedAt, row.record.id)
-                            }
-                            try await apply(page.map(\.record), retaining: nil)
-                        })
-                    try await written()
+                    try await sink.apply([], retaining: try await remote.listSessionIDs(deviceID: nil))
+                    try await sink.applyPages(
+                        producing: { page in try await remote.fetchSessions(after: cursor, pages: page) })
+                    let last = sink.last
                     // Orphans are retried next pull: do not move the cursor past them.
-                    if orphans.isEmpty { try await advance(.sessions, to: last.map { ($0.updatedAt, $0.id) }) }
+                    if sink.orphans.isEmpty { try await advance(.sessions, to: last.map { ($0.updatedAt, $0.id) }) }
                 }
-                entry.applied = applied.changed
-                entry.deleted = applied.deleted
-                entry.skipped = orphans.count
-                entry.errors += orphans.map {
+                entry.applied = sink.applied.changed
+                entry.deleted = sink.applied.deleted
+                entry.skipped = sink.orphans.count
+                entry.errors += sink.orphans.map {
                     SyncIssue(
                         phase: .sessions, code: .missingRepository, rowID: $0.id.canonical,
                         message: "session skipped: its repository \($0.repositoryID.canonical) is not available")
                 }
-                hold = !orphans.isEmpty
+                hold = !sink.orphans.isEmpty
             }
         }
         pull.holdCursor = pull.holdCursor || hold
+    }
+
+    /// The sessions the feed names (or, when it names more than it carries, those read since
+    /// its cursor); then, when the store's ids do not add up to the feed's digest, the remote's
+    /// ids listed and the others deleted, and every session read again if the cursor missed some.
+    func pullChangedSessions(_ changes: PullChanges, since: PullCursor?, into sink: inout SessionSink) async throws {
+        if let listed = changes.sessions {
+            try await sink.applyPages(producing: { page in try await page(listed) })
+        } else {
+            // More than the feed carries: a page at a time into the store.
+            try await sink.applyPages(producing: { page in try await remote.fetchSessions(after: since, pages: page) })
+        }
+        guard try await local.sessionIDsDigest() != changes.sessionIDs else { return }
+        // Something was deleted (or missed): the listing says what the remote holds.
+        let ids = try await remote.listSessionIDs(deviceID: nil)
+        try await sink.apply([], retaining: ids)
+        if !ids.subtracting(try await local.sessionIDs()).isEmpty {
+            // Rows the cursor missed: read every session again.
+            try await sink.applyPages(producing: { page in try await remote.fetchSessions(after: nil, pages: page) })
+        }
+    }
+
+    /// Where a pull's sessions go: those whose repository is here into the store, the others
+    /// kept aside to report (and retried at the next pull).
+    struct SessionSink {
+        let local: DeviceStore
+        let repositories: Set<UUID>
+        let recorder: Recorder
+        var orphans: [SessionRecord] = []
+        var applied = AppliedRows()
+        /// The greatest (updated_at, id) read: the pages of a listing's ranges come in any order.
+        var last: (date: Date, updatedAt: String, id: UUID)?
+
+        /// Moves ``last`` past the rows of `page`.
+        mutating func see(_ page: [Versioned<SessionRecord>]) {
+            for row in page {
+                let date = Timestamp.parse(row.updatedAt) ?? .distantPast
+                if let seen = last,
+                    seen.date > date || (seen.date == date && !seen.id.canonicallyPrecedes(row.record.id))
+                {
+                    continue
+                }
+                last = (date, row.updatedAt, row.record.id)
+            }
+        }
+
+        /// Splits off the sessions whose repository is not here.
+        mutating func kept(_ page: [SessionRecord]) -> [SessionRecord] {
+            var keep: [SessionRecord] = []
+            for row in page {
+                if repositories.contains(row.repositoryID) { keep.append(row) } else { orphans.append(row) }
+            }
+            return keep
+        }
+
+        /// Applies `page` and deletes every session not in `retaining`, at once.
+        mutating func apply(_ page: [SessionRecord], retaining: Set<UUID>) async throws {
+            let result = try await local.applySessions(kept(page), retaining: retaining)
+            applied.changed += result.changed
+            applied.deleted += result.deleted
+            recorder.emit(.sessions, applied.changed, 0)
+        }
+
+        /// Applies every page `producing` lists, through a ``Pipeline``: a page is written while
+        /// the next one's values are made and the one after is read.
+        mutating func applyPages(
+            producing: @escaping @Sendable (@escaping PageHandler<Versioned<SessionRecord>>) async throws -> Void
+        ) async throws {
+            let local = self.local
+            let pipeline = Pipeline<[SessionRecord], PreparedSessions, PreparedSessions, AppliedRows>(
+                transform: { PreparedSessions($0) }, write: { try await local.applySessions($0) })
+            try await pipeline.run(
+                reading: { emit in
+                    try await PageQueue<Versioned<SessionRecord>>().drain(
+                        producing: producing,
+                        consuming: { page in
+                            see(page)
+                            try await emit(kept(page.map(\.record)))
+                        })
+                },
+                check: { $0 },
+                written: { result in
+                    applied.changed += result.changed
+                    recorder.emit(.sessions, applied.changed, 0)
+                })
+        }
     }
 
     /// Applies repositories read since the cursor so that the store holds what the remote does:

@@ -103,106 +103,6 @@ extension SyncEngine {
         return outcomes
     }
 
-    /// A batch of envelope rows on its way through a pull: what checking them needs, and once
-    /// opened, the outcome of each.
-    struct Opening: Sendable {
-        /// Every row of the batch, recorded when it is stored.
-        var all: [EnvelopeRecord]
-        /// Those to open.
-        var rows: [EnvelopeRecord]
-        var owners: [UUID: UUID]
-        var held: [UUID: ReceivedEnvelope]
-        var marks: [UUID: GenerationMark]
-        var outcomes: [UUID: Result<OpenedEnvelope, CryptoError>] = [:]
-    }
-
-    /// What the pull knows about one session when it decides on an envelope for it.
-    struct EnvelopeContext {
-        /// The session's high-water mark, if an envelope was ever stored for it.
-        var mark: GenerationMark?
-        /// The device that owns the session (its row's `device_id`).
-        var owner: UUID?
-        /// Verified trust is in force and the owner holds (or held, before a revocation) a
-        /// certificate: it seals version 2, so version 1 is never accepted for the session.
-        var ownerCertified: Bool
-        var verified: Bool
-        var requireAuthenticated: Bool
-        var window: UInt32
-    }
-
-    /// Whether an envelope that opened may be stored (docs/trust.md): `nil` to store it, or the
-    /// reason it is refused.
-    ///
-    /// - The high-water rule: never below the highest generation stored for the session (the
-    ///   mark survives the session's deletion), nor more than `window` above it.
-    /// - The owner rule: a version-2 envelope only from the device that owns the session, and
-    ///   from the first authenticated sender the session had.
-    /// - No downgrade: version 1 never after an authenticated envelope, nor from a certified
-    ///   owner; in verified mode it never replaces a secret (it names no sender).
-    static func refusal(of opened: OpenedEnvelope, _ context: EnvelopeContext) -> (SyncIssue.Code, String)? {
-        let item = opened.received
-        let highest = context.mark?.generation ?? 0
-        if item.generation < highest {
-            return (
-                .staleGeneration,
-                "the envelope for this session is of generation \(item.generation), older than the \(highest) this device "
-                    + "has seen; it was not stored"
-            )
-        }
-        if UInt64(item.generation) > UInt64(max(highest, 1)) + UInt64(context.window) {
-            return (
-                .generationJump,
-                "the envelope for this session claims generation \(item.generation), more than \(context.window) above "
-                    + "the \(max(highest, 1)) this device has seen; it was not stored"
-            )
-        }
-        if item.authenticated {
-            if let owner = context.owner, item.senderDeviceID != owner {
-                return (
-                    .wrongSender,
-                    "the envelope for this session was sealed by device \(item.senderDeviceID?.canonical ?? "?"), "
-                        + "not by the device that owns the session; it was not stored"
-                )
-            }
-            if let first = context.mark?.senderDeviceID, item.senderDeviceID != first {
-                return (
-                    .wrongSender,
-                    "the envelope for this session was sealed by another device than its earlier secrets; it was not stored"
-                )
-            }
-            return nil
-        }
-        if context.requireAuthenticated {
-            return (
-                .unauthenticatedEnvelope,
-                "the envelope for this session is version 1 (no sender) and authenticated envelopes are required; "
-                    + "it was not stored"
-            )
-        }
-        if context.mark?.authenticated == true {
-            return (
-                .downgradeRefused,
-                "the envelope for this session is version 1, but this device holds an authenticated secret for it: "
-                    + "a downgrade, refused; it was not stored"
-            )
-        }
-        if context.ownerCertified {
-            return (
-                .downgradeRefused,
-                "the envelope for this session is version 1, but the session's device is certified and seals version 2: "
-                    + "a downgrade, refused; it was not stored"
-            )
-        }
-        if context.verified && opened.changesSecret {
-            return (
-                .unauthenticatedReplacement,
-                "the envelope for this session is version 1 (no sender) and carries another secret than the "
-                    + "one stored: it cannot replace it; it was not stored"
-            )
-        }
-        return nil
-    }
-
     /// The envelopes phase: brings the store's record of the envelope rows addressed to this
     /// device up to date, then opens and checks every recorded row that differs from the envelope
     /// stored for its session, a chunk at a time.
@@ -211,7 +111,7 @@ extension SyncEngine {
     /// says whether anything else changed; only then are the buckets that differ read (or, with
     /// nothing recorded yet, every row). Without a feed, every row is listed.
     ///
-    /// A row that opens and that ``refusal(of:_:)`` lets through is stored; one that does not
+    /// A row that opens and that ``EnvelopeAcceptance`` lets through is stored; one that does not
     /// open, or is refused, is reported and never stored (a junk row must not displace a good
     /// envelope kept from an earlier pull, nor sit in the store looking like a secret). It stays
     /// recorded, and is checked again at each pull (the trust that refused it may change).
@@ -224,155 +124,41 @@ extension SyncEngine {
         if let failure = pull.trustFailure { throw failure }
         let identity = pull.identity
         let trust = pull.trust
-        let senders = SenderKeys(remote: remote, trust: trust, known: pull.since == nil ? pull.changes?.devices : nil)
-        var opened = 0
-        // Three stages, each batch a stage behind the one before it: while a batch is opened (on
-        // every core), the next is read from the store and the one before is stored.
-        var opening: Task<Opening, Error>?
-        var storing: Task<Void, Error>?
-        defer {
-            opening?.cancel()
-            storing?.cancel()
-        }
-
-        /// Reads what checking `rows` needs (rows that may differ from the envelope stored):
-        /// those of sessions held are to be opened; all are recorded when the batch is stored.
-        func prepare(_ rows: [EnvelopeRecord]) async throws -> Opening {
-            let sessions = Set(rows.map(\.sessionID))
-            let owners = try await local.sessionOwners(of: sessions)
-            let held = try await local.receivedEnvelopes(sessions: sessions)
-            // A row equal to the envelope stored was checked when it was stored; one recorded as
-            // refused for good (a revoked sender's), unchanged, is not checked again either.
-            let settled = try await local.settledEnvelopeRows(rows)
-            let candidates = rows.filter {
-                !settled.contains($0.sessionID)
-                    && held[$0.sessionID]?.envelope
-                        != SecretEnvelope(
-                            ephemeralPublicKey: $0.ephemeralPublicKey, encryptedSecret: $0.encryptedSecret)
-            }
-            let kept = candidates.filter { owners[$0.sessionID] != nil }
-            entry.skipped += candidates.count - kept.count
-            return Opening(
-                all: rows, rows: kept, owners: owners, held: held,
-                marks: kept.isEmpty ? [:] : try await local.generationMarks(of: Set(kept.map(\.sessionID))))
-        }
-
-        /// Starts opening a prepared batch, after finishing the one being opened.
-        func advance(_ next: Opening?) async throws {
-            if let opening { try await finish(try await opening.value) }
-            opening = next.map { batch in
-                Task {
-                    var batch = batch
-                    if !batch.rows.isEmpty {
-                        batch.outcomes = try await open(
-                            batch.rows, identity: identity, senders: senders, held: batch.held, marks: batch.marks)
-                    }
-                    return batch
-                }
-            }
-        }
-
-        /// Checks an opened batch against the rules, reports what is refused or does not open,
-        /// and starts recording the batch's rows and storing what passed (after the batch before).
-        func finish(_ batch: Opening) async throws {
-            var good: [ReceivedEnvelope] = []
-            var revoked: [EnvelopeRecord] = []
-            for item in batch.outcomes.values.compactMap({ try? $0.get() }).sorted(by: {
-                $0.received.sessionID.canonicallyPrecedes($1.received.sessionID)
-            }) {
-                let session = item.received.sessionID
-                let owner = batch.owners[session]
-                let context = EnvelopeContext(
-                    mark: batch.marks[session], owner: owner,
-                    ownerCertified: trust.map { trust in
-                        owner.map { trust.certificates[$0] != nil || trust.revocations[$0] != nil } ?? false
-                    } ?? false,
-                    verified: trust != nil, requireAuthenticated: options.requireAuthenticated,
-                    window: options.generationWindow)
-                if let trust, let sender = item.received.senderDeviceID, !trust.isTrusted(sender),
-                    trust.revocations[sender] != nil
-                {
-                    // A revoked device's envelope: refused, once (its row is settled), counted; not a failure.
-                    recorder.report.trust?.revokedSenders += 1
-                    if let row = batch.rows.first(where: { $0.sessionID == session }) { revoked.append(row) }
-                    continue
-                }
-                if let (code, message) = Self.refusal(of: item, context) {
-                    recorder.report.trust?.rejectedEnvelopes += 1
-                    entry.failed += 1
-                    entry.errors.append(
-                        SyncIssue(phase: .envelopes, code: code, rowID: session.canonical, message: message))
-                } else {
-                    if !item.received.authenticated { recorder.report.trust?.unauthenticatedEnvelopes += 1 }
-                    good.append(item.received)
-                }
-            }
-            let failures = batch.outcomes.compactMap { session, outcome -> (UUID, CryptoError)? in
-                if case let .failure(error) = outcome { return (session, error) }
-                return nil
-            }.sorted { $0.0.canonicallyPrecedes($1.0) }
-            try await storing?.value
-            let (local, rows, stored, settled) = (self.local, batch.all, good, revoked)
-            storing = Task { try await local.recordEnvelopeRows(rows, storing: stored, settling: settled) }
-            entry.applied += good.count
-            recorder.report.envelopesOpened += good.count
-            entry.failed += failures.count
-            entry.errors += failures.map { session, error in
-                if error == .unknownSender && trust != nil {
-                    recorder.report.trust?.rejectedEnvelopes += 1
-                    return SyncIssue(
-                        phase: .envelopes, code: .uncertifiedSender, rowID: session.canonical,
-                        message:
-                            "the envelope for this session was sealed by a device without a valid certificate; it was not stored"
-                    )
-                }
-                return error == .unknownSender
-                    ? SyncIssue(
-                        phase: .envelopes, code: .unknownSender, rowID: session.canonical,
-                        message:
-                            "the envelope for this session names a sender that is not one of the user's devices; it was not stored"
-                    )
-                    : SyncIssue(
-                        phase: .envelopes, code: .envelopeUnreadable, rowID: session.canonical,
-                        message:
-                            "the envelope for this session cannot be opened with this device's key; it was not stored")
-            }
-            opened += batch.outcomes.count
-            recorder.emit(.envelopes, opened, 0)
-        }
-
+        var batches = EnvelopeBatches(
+            engine: self, identity: identity,
+            senders: SenderKeys(remote: remote, trust: trust, known: pull.since == nil ? pull.changes?.devices : nil),
+            rules: EnvelopeAcceptance(
+                trust: trust, requireAuthenticated: options.requireAuthenticated, window: options.generationWindow),
+            recorder: recorder)
         // Every row listed (a first pull, a remote without the feed): each page is recorded,
         // opened and stored as it arrives, while the next pages are fetched.
         var evaluated = Set<UUID>()
         if try await needsEveryEnvelopeRow(pull) {
-            let pages = PageQueue<EnvelopeRecord>()
-            try await pages.drain(
-                producing: { page in try await remote.fetchEnvelopes(addressedTo: identity.id, pages: page) },
-                consuming: { page in
-                    evaluated.formUnion(page.map(\.sessionID))
-                    try await advance(try await prepare(page))
-                })
+            try await batches.run(&entry) { emit in
+                try await PageQueue<EnvelopeRecord>().drain(
+                    producing: { page in try await remote.fetchEnvelopes(addressedTo: identity.id, pages: page) },
+                    consuming: { page in
+                        evaluated.formUnion(page.map(\.sessionID))
+                        try await emit(page)
+                    })
+            }
             // Everything listed is recorded before the rows the listing did not have go.
-            try await advance(nil)
-            try await storing?.value
-            storing = nil
             try await local.deleteEnvelopeRows(notIn: evaluated)
         } else if let changes = pull.changes {
             try await refreshEnvelopeRows(changes, me: identity.id, recorder: recorder)
         }
         // Then every recorded row that differs from what is stored, a chunk at a time (rows
         // evaluated just now are not checked twice).
-        var after: UUID?
-        while true {
-            let chunk = try await local.pendingEnvelopeRows(after: after, limit: options.openChunk)
-            guard let last = chunk.last else { break }
-            after = last.sessionID
-            let rest = chunk.filter { !evaluated.contains($0.sessionID) }
-            if !rest.isEmpty { try await advance(try await prepare(rest)) }
+        try await batches.run(&entry) { emit in
+            var after: UUID?
+            while true {
+                let chunk = try await local.pendingEnvelopeRows(after: after, limit: options.openChunk)
+                guard let last = chunk.last else { break }
+                after = last.sessionID
+                let rest = chunk.filter { !evaluated.contains($0.sessionID) }
+                if !rest.isEmpty { try await emit(rest) }
+            }
         }
-        try await advance(nil)
-        try await storing?.value
-        storing = nil
         // An envelope the remote no longer addresses here is deleted (its history keeps it).
         entry.deleted = try await local.deleteReceivedEnvelopesWithoutRows()
         if let trust {
@@ -381,7 +167,7 @@ extension SyncEngine {
             recorder.report.trust?.revokedSenderEnvelopes = try await local.receivedEnvelopeCount(
                 sentBy: Set(trust.revocations.keys))
         }
-        recorder.emit(.envelopes, opened, opened)
+        recorder.emit(.envelopes, batches.opened, batches.opened)
         if options.requestMissingSecrets {
             try await requestMissingSecrets(
                 deviceID: identity.id, missing: try await local.sessionsWithoutReceivedEnvelope(),

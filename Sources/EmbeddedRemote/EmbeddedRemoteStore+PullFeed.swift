@@ -127,9 +127,11 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         }
     }
 
+    /// Every envelope a page at a time by session id, or those of `sessions` in one page.
     public func fetchEnvelopes(
-        addressedTo deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>
+        addressedTo deviceID: UUID, sessions: Set<UUID>?, pages page: @escaping PageHandler<EnvelopeRecord>
     ) async throws {
+        if let sessions { return try await page(try await fetchEnvelopes(addressedTo: deviceID, of: sessions)) }
         let me = self.me
         var after = ""
         while true {
@@ -150,7 +152,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         }
     }
 
-    public func fetchEnvelopes(addressedTo deviceID: UUID, sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
+    func fetchEnvelopes(addressedTo deviceID: UUID, of sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
         let me = self.me
         let list = Self.jsonArray(sessions)
         return try await read("reading envelopes") { db in

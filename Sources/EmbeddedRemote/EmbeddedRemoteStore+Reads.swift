@@ -67,12 +67,12 @@ extension EmbeddedRemoteStore {
         }
     }
 
-    public func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? {
-        try await deleteSecrets(column: "device_id", ids: recipients)
-    }
-
-    public func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? {
-        try await deleteSecrets(column: "session_id", ids: sessions)
+    public func deleteEnvelopes(_ scope: EnvelopeScope) async throws -> Int? {
+        switch scope {
+        case .recipients(let recipients): try await deleteSecrets(column: "device_id", ids: recipients)
+        case .sessions(let sessions): try await deleteSecrets(column: "session_id", ids: sessions)
+        case .pairs(let pairs): try await deletePairs(pairs)
+        }
     }
 
     func deleteSecrets(column: String, ids: Set<UUID>) async throws -> Int? {
@@ -88,7 +88,7 @@ extension EmbeddedRemoteStore {
         }
     }
 
-    public func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? {
+    func deletePairs(_ pairs: [EnvelopePair]) async throws -> Int? {
         let me = self.me
         return try await write("deleting envelopes") { db in
             let statement = try db.cachedStatement(
@@ -105,12 +105,16 @@ extension EmbeddedRemoteStore {
         }
     }
 
-    public func deleteRepositories(ids: Set<UUID>) async throws -> Int? {
-        try await deleteOwned("repositories", ids: ids)
+    public func deleteRows(_ table: ContentTable, ids: Set<UUID>) async throws -> Int? {
+        try await deleteOwned(Self.tableName(table), ids: ids)
     }
 
-    public func deleteSessions(ids: Set<UUID>) async throws -> Int? {
-        try await deleteOwned("agent_coding_sessions", ids: ids)
+    /// The table of a content table.
+    static func tableName(_ table: ContentTable) -> String {
+        switch table {
+        case .repositories: "repositories"
+        case .sessions: "agent_coding_sessions"
+        }
     }
 
     func deleteOwned(_ table: String, ids: Set<UUID>) async throws -> Int? {
@@ -128,10 +132,6 @@ extension EmbeddedRemoteStore {
 
     public func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>] {
         try await fetchVersioned("repositories", after: cursor, decode: RepositoryRecord.init(json:))
-    }
-
-    public func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] {
-        try await fetchVersioned("agent_coding_sessions", after: cursor, decode: SessionRecord.init(json:))
     }
 
     func fetchVersioned<Record: Sendable & Hashable>(
@@ -154,12 +154,8 @@ extension EmbeddedRemoteStore {
         }
     }
 
-    public func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> {
-        try await listIDs("repositories", deviceID: deviceID)
-    }
-
-    public func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> {
-        try await listIDs("agent_coding_sessions", deviceID: deviceID)
+    public func listIDs(_ table: ContentTable, deviceID: UUID?) async throws -> Set<UUID> {
+        try await listIDs(Self.tableName(table), deviceID: deviceID)
     }
 
     func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
@@ -174,19 +170,6 @@ extension EmbeddedRemoteStore {
                 ids = try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ?", arguments: [me])
             }
             return Set(try ids.map(Self.uuid))
-        }
-    }
-
-    public func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
-        let me = self.me
-        return try await read("reading envelopes") { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
-                    JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ? ORDER BY s.session_id
-                    """, arguments: [me, deviceID.canonical]
-            ).map { try EnvelopeRecord(json: Self.json($0)) }
         }
     }
 }

@@ -15,7 +15,7 @@ import Synchronization
 ///
 /// `updated_at` is set on every write, as the project's own migrations' triggers do, in the
 /// same text form PostgREST returns, so pull cursors work the same on both remotes.
-public final class EmbeddedRemoteStore: SyncRemote {
+public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
     public let userID: UUID
     /// The database file.
     public let path: String

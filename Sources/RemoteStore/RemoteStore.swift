@@ -5,10 +5,12 @@ import Synchronization
 /// The remote, in domain words: what post-login sync needs from Supabase (or the embedded
 /// default), and nothing about how it is spoken.
 ///
-/// This is what every remote does: devices, repositories, sessions and envelopes. What only some
-/// remotes (or deployments) have is a protocol of its own, which the engine discovers: device
-/// trust (``TrustRemote``), secret requests (``SecretRequestRemote``), a change feed
-/// (``ChangeFeedRemote``) and coordination (``CoordinationRemote``). A remote that does not
+/// This is what every remote does: devices, repositories, sessions and envelopes, in 15
+/// requirements. What only some remotes (or deployments) have is a protocol of its own, which
+/// the engine discovers: the envelope digest (``EnvelopeDigestRemote``), device trust
+/// (``TrustRemote``, ``TrustLogRemote``), secret requests (``SecretRequestRemote``), a change feed
+/// (``ChangeFeedRemote``), the pull feed (``PullFeedRemote``), coordination
+/// (``CoordinationRemote``), approvals, notifications and questions; ``CompleteRemote`` is them all. A remote that does not
 /// conform to one is a remote without it, said once in the report; a PostgREST deployment
 /// without the migration answers `.missingTable` or `.missingFunction` the same way.
 ///
@@ -49,74 +51,35 @@ public protocol SyncRemote: Sendable {
     /// Every `(session_id, device_id)` pair that has an envelope, over the user's sessions.
     func listEnvelopePairs() async throws -> [EnvelopePair]
 
-    /// The digest of the user's envelope rows whose session belongs to `ownerDeviceID`, one entry
-    /// per non-empty bucket (`SecretDigest`); `buckets` a power of two up to 65,536. One
-    /// request whatever the size.
-    ///
-    /// - Throws: `RemoteStoreError` `.missingFunction` when the remote has no digest (then list
-    ///   the pairs instead), `.invalidValue` for a bad bucket count.
-    func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket]
-
-    /// The envelope rows of these sessions, with each row's `ephemeral_public_key` (what the
-    /// digest hashes), for the buckets whose digests differ.
-    ///
-    /// - Parameters:
-    ///   - sessions: The sessions whose rows to list.
-    ///   - atMost: How many rows the caller knows there can be (the digest counted them): a
-    ///     listing that passes it is abandoned at once (`.listingDidNotEnd`) instead of paging
-    ///     on; `nil` bounds it only by the client's general limits.
-    func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey]
-
-    /// Deletes every envelope addressed to these devices. Returns how many were deleted, when known.
+    /// Deletes the envelope rows `scope` names. Returns how many were deleted, when known.
     @discardableResult
-    func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int?
-
-    /// Deletes every envelope of these sessions.
-    @discardableResult
-    func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int?
-
-    /// Deletes these envelope rows.
-    @discardableResult
-    func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int?
+    func deleteEnvelopes(_ scope: EnvelopeScope) async throws -> Int?
 
     /// Repositories ordered by `(updated_at, id)`: all, or only those after `cursor`.
     func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>]
 
-    /// Sessions ordered by `(updated_at, id)`: all, or only those after `cursor`.
-    func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>]
+    /// The ids of every repository or session, optionally only one device's.
+    func listIDs(_ table: ContentTable, deviceID: UUID?) async throws -> Set<UUID>
 
-    /// The ids of every repository, optionally only one device's.
-    func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID>
-
-    /// The ids of every session, optionally only one device's.
-    func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID>
-
-    /// Deletes repositories (their sessions and envelopes cascade).
+    /// Deletes repositories (their sessions and envelopes cascade) or sessions (their envelopes
+    /// cascade). Returns how many were deleted, when known.
     @discardableResult
-    func deleteRepositories(ids: Set<UUID>) async throws -> Int?
+    func deleteRows(_ table: ContentTable, ids: Set<UUID>) async throws -> Int?
 
-    /// Deletes sessions (their envelopes cascade).
-    @discardableResult
-    func deleteSessions(ids: Set<UUID>) async throws -> Int?
+    /// The envelopes addressed to one device (of `sessions` only, when given), a page at a
+    /// time: `page` gets each page as it arrives, so that the caller never holds them all (a
+    /// listing that fans out may call it for several pages at once).
+    func fetchEnvelopes(
+        addressedTo deviceID: UUID, sessions: Set<UUID>?, pages page: @escaping PageHandler<EnvelopeRecord>
+    ) async throws
 
-    /// The envelopes addressed to one device.
-    func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord]
-
-    /// The envelopes addressed to one device, a page at a time: `page` gets each page as it
-    /// arrives, so that the caller never holds them all (a listing that fans out may call it for
-    /// several pages at once).
-    func fetchEnvelopes(addressedTo deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>) async throws
-
-    /// The envelopes addressed to one device of these sessions only.
-    func fetchEnvelopes(addressedTo deviceID: UUID, sessions: Set<UUID>) async throws -> [EnvelopeRecord]
-
-    /// ``fetchSessions(after:)`` a page at a time, as
-    /// ``fetchEnvelopes(addressedTo:pages:)``: after a cursor each page is in `(updated_at, id)`
-    /// order, the pages not necessarily; without one (every session) the order is the remote's
-    /// choice.
+    /// Sessions ordered by `(updated_at, id)`, all or only those after `cursor`, a page at a
+    /// time as ``fetchEnvelopes(addressedTo:sessions:pages:)``: after a cursor each page is in
+    /// `(updated_at, id)` order, the pages not necessarily; without one (every session) the
+    /// order is the remote's choice.
     func fetchSessions(
-        after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>)
-        async throws
+        after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>
+    ) async throws
 
     /// Refreshes this device's heartbeat (`last_seen_at`, coordination.md "Presence") and
     /// nothing else.
@@ -200,11 +163,45 @@ public struct EnvelopeKey: Sendable, Hashable {
     }
 }
 
-extension SyncRemote {
-    /// A remote without a digest: `.missingFunction`, so the caller lists the pairs.
-    public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
-        throw RemoteStoreError(.missingFunction, "this remote has no envelope digest")
-    }
+/// Which envelope rows a delete names.
+public enum EnvelopeScope: Sendable, Hashable {
+    /// Every envelope addressed to these devices.
+    case recipients(Set<UUID>)
+    /// Every envelope of these sessions.
+    case sessions(Set<UUID>)
+    /// These rows.
+    case pairs([EnvelopePair])
+}
+
+/// The tables whose rows are listed and deleted by id: `repositories` and
+/// `agent_coding_sessions`.
+public enum ContentTable: String, Sendable, Hashable {
+    case repositories
+    case sessions
+}
+
+/// A remote that digests the envelope rows, so a push compares its ledger with the remote in
+/// one request and lists only the buckets that differ (docs/sync.md). A remote without it is
+/// reconciled by ``SyncRemote/listEnvelopePairs()``; a PostgREST deployment without the
+/// function answers `.missingFunction`, which means the same.
+public protocol EnvelopeDigestRemote: SyncRemote {
+    /// The digest of the user's envelope rows whose session belongs to `ownerDeviceID`, one entry
+    /// per non-empty bucket (`SecretDigest`); `buckets` a power of two up to 65,536. One
+    /// request whatever the size.
+    ///
+    /// - Throws: `RemoteStoreError` `.missingFunction` when the deployment has no digest (then
+    ///   list the pairs instead), `.invalidValue` for a bad bucket count.
+    func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket]
+
+    /// The envelope rows of these sessions, with each row's `ephemeral_public_key` (what the
+    /// digest hashes), for the buckets whose digests differ.
+    ///
+    /// - Parameters:
+    ///   - sessions: The sessions whose rows to list.
+    ///   - atMost: How many rows the caller knows there can be (the digest counted them): a
+    ///     listing that passes it is abandoned at once (`.listingDidNotEnd`) instead of paging
+    ///     on; `nil` bounds it only by the client's general limits.
+    func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey]
 }
 
 /// The columns of `devices` that the device itself owns, the only ones its upsert sends.
@@ -389,27 +386,38 @@ public struct RemoteMetrics: Sendable, Hashable, Codable {
 
 /// Every capability a remote can have: what the PostgREST client and the embedded remote both
 /// are (a PostgREST deployment may still lack a migration's tables or functions).
-public typealias CompleteRemote = TrustRemote & TrustLogRemote & SecretRequestRemote & ChangeFeedRemote
-    & PullFeedRemote & CoordinationRemote & ApprovalRemote
+public typealias CompleteRemote = EnvelopeDigestRemote & TrustRemote & TrustLogRemote & IdentityBackupRemote
+    & SecretRequestRemote & ChangeFeedRemote & PullFeedRemote & CoordinationRemote & ApprovalRemote & NotificationRemote
+    & QuestionRemote
 
 extension SyncRemote {
-    /// The whole listing as one page: for a remote that reads everything at once anyway.
+    /// Every envelope addressed to one device (of `sessions` only, when given), in session order.
+    public func fetchEnvelopes(addressedTo deviceID: UUID, sessions: Set<UUID>? = nil) async throws -> [EnvelopeRecord]
+    {
+        let rows = Mutex<[EnvelopeRecord]>([])
+        try await fetchEnvelopes(addressedTo: deviceID, sessions: sessions) { page in
+            rows.withLock { $0 += page }
+        }
+        return rows.withLock { $0 }.sorted { $0.sessionID.canonicallyPrecedes($1.sessionID) }
+    }
+
+    /// Every envelope addressed to one device, a page at a time.
     public func fetchEnvelopes(
         addressedTo deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>
     ) async throws {
-        try await page(try await fetchEnvelopes(addressedTo: deviceID))
+        try await fetchEnvelopes(addressedTo: deviceID, sessions: nil, pages: page)
     }
 
-    /// The whole listing, filtered: for a remote that reads everything at once anyway.
-    public func fetchEnvelopes(addressedTo deviceID: UUID, sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
-        try await fetchEnvelopes(addressedTo: deviceID).filter { sessions.contains($0.sessionID) }
-    }
-
-    /// The whole listing as one page: for a remote that reads everything at once anyway.
-    public func fetchSessions(
-        after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>
-    ) async throws {
-        try await page(try await fetchSessions(after: cursor))
+    /// Sessions ordered by `(updated_at, id)`: all, or only those after `cursor`.
+    public func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] {
+        let rows = Mutex<[Versioned<SessionRecord>]>([])
+        try await fetchSessions(after: cursor) { page in rows.withLock { $0 += page } }
+        return rows.withLock { $0 }.sorted {
+            let (left, right) = (
+                Timestamp.parse($0.updatedAt) ?? .distantPast, Timestamp.parse($1.updatedAt) ?? .distantPast
+            )
+            return left != right ? left < right : $0.record.id.canonicallyPrecedes($1.record.id)
+        }
     }
 }
 

@@ -42,7 +42,7 @@ struct DigestReconciliationTests {
         let remote = try world.remote()
         let sessions = try await desktop.store.sessions().map(\.id).sorted { $0.canonical < $1.canonical }
         // Deleted remotely.
-        try await remote.deleteEnvelopes(pairs: [EnvelopePair(sessionID: sessions[0], deviceID: phone.identity.id)])
+        try await remote.deleteEnvelopes(.pairs([EnvelopePair(sessionID: sessions[0], deviceID: phone.identity.id)]))
         // Replaced remotely by another writer: a valid envelope of another secret for the phone.
         let forged = try SecretEnvelope.seal(
             SessionSecret(), for: phone.identity.publicKey, sessionID: SessionID(sessions[1]))
@@ -143,8 +143,8 @@ struct DigestReconciliationTests {
                     encryptedSecret: added.encryptedSecret),
             ], onBatchAccepted: nil)
         try await check("replaced and inserted")
-        try await remote.deleteEnvelopes(pairs: [EnvelopePair(sessionID: sessions[2], deviceID: desktop.identity.id)])
-        _ = try await remote.deleteEnvelopes(recipients: [phone.identity.id])
+        try await remote.deleteEnvelopes(.pairs([EnvelopePair(sessionID: sessions[2], deviceID: desktop.identity.id)]))
+        _ = try await remote.deleteEnvelopes(.recipients([phone.identity.id]))
         try await check("deleted")
         // A session deleted: its envelopes cascade.
         _ = try await desktop.store.removeSessions(ids: [sessions[3]])

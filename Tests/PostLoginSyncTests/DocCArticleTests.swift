@@ -255,7 +255,7 @@ struct KeychainKeyStore: DeviceKeyStore {
         let session = try await startAgentSession(store: store, remote: remote, checkout: checkout, task: "Fix login")
         let second = try await startAgentSession(store: store, remote: remote, checkout: checkout, task: "Add tests")
         #expect(try await store.repositories().count == 1, "the same checkout is one repository")
-        #expect(try await remote.listSessionIDs(deviceID: nil) == [session.id, second.id])
+        #expect(try await remote.listIDs(.sessions, deviceID: nil) == [session.id, second.id])
         try await finishAgentSession(store: store, remote: remote, session: session)
         let pulled = try await remote.fetchSessions(after: nil).map(\.record)
         #expect(pulled.first { $0.id == session.id }?.status == .ended)

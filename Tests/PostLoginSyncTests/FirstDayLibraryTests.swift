@@ -40,7 +40,7 @@ struct FirstDayLibraryTests {
         #expect(report.errors.isEmpty)
         #expect(report.envelopesSealed == 3 * 2, "the three uploaded sessions, to the phone and the desktop")
         let remote = try world.remote()
-        #expect(try await remote.listSessionIDs(deviceID: nil).contains(late) == false)
+        #expect(try await remote.listIDs(.sessions, deviceID: nil).contains(late) == false)
 
         let next = try await desktop.engine.push()
         #expect(next.outcome == .success, "\(next.errors)")

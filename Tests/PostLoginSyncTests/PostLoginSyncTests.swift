@@ -196,14 +196,14 @@ struct PostLoginSyncTests {
         // The connection drops after the second page was accepted.
         let cut = try await Self.pushCut(desktop, to: real, options: options, afterSessionBatches: 2)
         #expect(cut.phases.first { $0.phase == .sessions }?.status == .failed)
-        #expect(try await real.listSessionIDs(deviceID: nil).count == 6)
+        #expect(try await real.listIDs(.sessions, deviceID: nil).count == 6)
 
         // Two pages were accepted, but every row of their sequence is sent again: the mark
         // could not pass a sequence whose rows go on in the next page.
         let resumed = try await desktop.engine.push()
         #expect(resumed.outcome == .success, "\(resumed.errors)")
         #expect(resumed.phases.first { $0.phase == .sessions }?.sent == 8)
-        #expect(try await real.listSessionIDs(deviceID: nil).count == 8)
+        #expect(try await real.listIDs(.sessions, deviceID: nil).count == 8)
 
         // Later writes, one transaction each: only they go, a page at a time.
         for i in 0..<4 {
@@ -215,7 +215,7 @@ struct PostLoginSyncTests {
         let later = try await desktop.engine.push()
         #expect(later.phases.first { $0.phase == .sessions }?.sent == 4)
         #expect(later.phases.first { $0.phase == .sessions }?.applied == 4)
-        #expect(try await real.listSessionIDs(deviceID: nil).count == 12)
+        #expect(try await real.listIDs(.sessions, deviceID: nil).count == 12)
         #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0)
 
         // Exactly one full page: the empty page after it moves the mark past it.
@@ -242,7 +242,7 @@ struct PostLoginSyncTests {
         // The first page goes in three parts of two; the connection drops once two parts were accepted.
         let cut = try await Self.pushCut(desktop, to: real, options: options, afterSessionBatches: 2)
         #expect(cut.phases.first { $0.phase == .sessions }?.status == .failed)
-        let landed = try await real.listSessionIDs(deviceID: nil).count
+        let landed = try await real.listIDs(.sessions, deviceID: nil).count
         #expect(landed >= 4 && landed <= 6, "\(landed) sessions landed")
 
         // Nothing of the page was marked as pushed: all twelve go again, and each lands once.
@@ -250,7 +250,7 @@ struct PostLoginSyncTests {
         #expect(resumed.outcome == .success, "\(resumed.errors)")
         #expect(resumed.phases.first { $0.phase == .sessions }?.sent == 12)
         #expect(resumed.phases.first { $0.phase == .sessions }?.applied == 12)
-        let ids = try await real.listSessionIDs(deviceID: nil)
+        let ids = try await real.listIDs(.sessions, deviceID: nil)
         #expect(ids.count == 12 && Set(ids).count == 12)
         #expect(try await desktop.engine.push().phases.first { $0.phase == .sessions }?.sent == 0)
 
@@ -480,7 +480,7 @@ struct PostLoginSyncTests {
 /// Delegates to a real remote, and drops the connection after it accepted `envelopeBatches`
 /// envelope batches (the handler is where the engine records the ledger, so the ledger holds
 /// exactly what the remote accepted).
-struct FailAfterBatches: SecretRequestRemote {
+struct FailAfterBatches: SecretRequestRemote, EnvelopeDigestRemote {
     let base: any CompleteRemote
     let limit: Int
     let accepted = Counter()
@@ -541,29 +541,26 @@ struct FailAfterBatches: SecretRequestRemote {
     func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey] {
         try await base.listEnvelopeKeys(sessions: sessions, atMost: atMost)
     }
-    func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? {
-        try await base.deleteEnvelopes(recipients: recipients)
-    }
-    func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? {
-        try await base.deleteEnvelopes(sessions: sessions)
-    }
-    func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? { try await base.deleteEnvelopes(pairs: pairs) }
+    func deleteEnvelopes(_ scope: EnvelopeScope) async throws -> Int? { try await base.deleteEnvelopes(scope) }
     func fetchRepositories(after cursor: PullCursor?) async throws -> [Versioned<RepositoryRecord>] {
         try await base.fetchRepositories(after: cursor)
     }
-    func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] {
-        try await base.fetchSessions(after: cursor)
+    func fetchSessions(
+        after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>
+    ) async throws {
+        try await base.fetchSessions(after: cursor, pages: page)
     }
-    func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> {
-        try await base.listRepositoryIDs(deviceID: deviceID)
+    func listIDs(_ table: ContentTable, deviceID: UUID?) async throws -> Set<UUID> {
+        let ids = try await base.listIDs(table, deviceID: deviceID)
+        return table == .sessions ? ids.subtracting(unlisted) : ids
     }
-    func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> {
-        try await base.listSessionIDs(deviceID: deviceID).subtracting(unlisted)
+    func deleteRows(_ table: ContentTable, ids: Set<UUID>) async throws -> Int? {
+        try await base.deleteRows(table, ids: ids)
     }
-    func deleteRepositories(ids: Set<UUID>) async throws -> Int? { try await base.deleteRepositories(ids: ids) }
-    func deleteSessions(ids: Set<UUID>) async throws -> Int? { try await base.deleteSessions(ids: ids) }
-    func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
-        try await base.fetchEnvelopes(addressedTo: deviceID)
+    func fetchEnvelopes(
+        addressedTo deviceID: UUID, sessions: Set<UUID>?, pages page: @escaping PageHandler<EnvelopeRecord>
+    ) async throws {
+        try await base.fetchEnvelopes(addressedTo: deviceID, sessions: sessions, pages: page)
     }
     func heartbeat(deviceID: UUID) async throws { try await base.heartbeat(deviceID: deviceID) }
     func listOpenSecretRequests() async throws -> [SecretRequestRow] { try await base.listOpenSecretRequests() }

@@ -126,7 +126,7 @@ struct PullFeedTests {
         // The phone's envelope for one session goes; the desktop's next push seals it again with
         // a new ephemeral key. No session row changed.
         let remote = try world.remote()
-        try await remote.deleteEnvelopes(pairs: [EnvelopePair(sessionID: target.id, deviceID: phone.identity.id)])
+        try await remote.deleteEnvelopes(.pairs([EnvelopePair(sessionID: target.id, deviceID: phone.identity.id)]))
         #expect(try await desktop.engine.push().envelopesSealed == 1)
         let report = try await phone.engine.pull()
         #expect(report.outcome == .success, "\(report.errors)")
@@ -341,11 +341,11 @@ struct KeptPullDigestTests {
         // repository deleted (its sessions and their envelopes cascade), a device deleted.
         let remote = try world.remote()
         let sessions = try await desktop.store.sessions()
-        try await remote.deleteEnvelopes(pairs: [EnvelopePair(sessionID: sessions[0].id, deviceID: phone.identity.id)])
+        try await remote.deleteEnvelopes(.pairs([EnvelopePair(sessionID: sessions[0].id, deviceID: phone.identity.id)]))
         #expect(try await desktop.engine.push().envelopesSealed == 1)
-        #expect(try await remote.deleteSessions(ids: [sessions[1].id]) == 1)
+        #expect(try await remote.deleteRows(.sessions, ids: [sessions[1].id]) == 1)
         let repository = try #require(try await desktop.store.repositories().last)
-        #expect(try await remote.deleteRepositories(ids: [repository.id]) == 1)
+        #expect(try await remote.deleteRows(.repositories, ids: [repository.id]) == 1)
         #expect(try stack.sql(Self.compare) == "0")
         _ = try stack.sql("DELETE FROM public.devices WHERE id = '\(phone.identity.id.canonical)'")
         _ = try stack.sql(

@@ -25,8 +25,8 @@ import Testing
         let report = try await SyncEngine(local: store, remote: remote).sync()
 
         #expect(report.outcome == .success, "\(report.errors)")
-        #expect(try await remote.listSessionIDs(deviceID: nil) == [session.id])
-        #expect(try await remote.listRepositoryIDs(deviceID: nil) == [repository.id])
+        #expect(try await remote.listIDs(.sessions, deviceID: nil) == [session.id])
+        #expect(try await remote.listIDs(.repositories, deviceID: nil) == [repository.id])
         let readme = try String(
             contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)

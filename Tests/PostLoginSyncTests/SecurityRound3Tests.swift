@@ -55,7 +55,7 @@ struct SecurityRound3Tests {
         #expect(try await p.phone.store.openReceived(sessionID: session.id).generation == 2)
 
         // The session is deleted for one pull (a listing that leaves it out does the same)...
-        _ = try await remote.deleteSessions(ids: [session.id])
+        _ = try await remote.deleteRows(.sessions, ids: [session.id])
         _ = try await p.phone.engine.pull()
         #expect(try await !p.phone.store.sessionIDs().contains(session.id))
         // ...and comes back with the genuine generation-1 envelope, which the revoked tablet can

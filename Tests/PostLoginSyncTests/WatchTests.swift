@@ -95,7 +95,7 @@ struct WatchTests {
 
         // The phone lost one envelope (deleted remotely): its pull asks, the watch serves.
         let lost = try #require(try await desktop.store.sessions().first { $0.id != started.id })
-        try await remote.deleteEnvelopes(pairs: [EnvelopePair(sessionID: lost.id, deviceID: phone.identity.id)])
+        try await remote.deleteEnvelopes(.pairs([EnvelopePair(sessionID: lost.id, deviceID: phone.identity.id)]))
         try await phone.store.deleteReceivedEnvelopes(
             notIn: Set(try await phone.store.sessions().map(\.id)).subtracting([lost.id]))
         let asking = try await phone.engine.pull()

@@ -44,6 +44,8 @@ final class LoopbackHTTPServer: Sendable {
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
     var requests: [RecordedRequest] { state.withLock { $0.requests } }
+    /// The requests but calls of functions (`/rpc/`): a table listing's own.
+    var tableRequests: [RecordedRequest] { requests.filter { !$0.path.contains("/rpc/") } }
 
     init(handler: @escaping Handler) throws {
         self.handler = handler
@@ -176,6 +178,11 @@ extension TransportResponse {
             status: status, headers: headers.merging(["content-type": "application/json; charset=utf-8"]) { a, _ in a },
             body: body)
     }
+
+    /// What a deployment without the pull feed's migration answers a call of
+    /// `sync_pull_envelopes`: the client lists the table instead (and remembers it).
+    static let noPullFunction = postgrestError(
+        404, code: "PGRST202", message: "Could not find the function public.sync_pull_envelopes in the schema cache")
 
     static func postgrestError(
         _ status: Int, code: String, message: String, details: String? = nil, hint: String? = nil

@@ -463,6 +463,8 @@ struct PostgRESTWireTests {
         let long = envelopes(3_500), short = envelopes(600)
         let listings = Mutex<[String]>(long)
         let server = try LoopbackHTTPServer { request in
+            // A deployment without the pull function: the table is listed.
+            if request.path.hasSuffix("/rpc/sync_pull_envelopes") { return .noPullFunction }
             // The filters as PostgREST applies them: every gt/gte/lt on session_id, ANDed.
             var rows = listings.withLock { $0 }
             for (name, value) in request.query where name == "session_id" {
@@ -486,10 +488,10 @@ struct PostgRESTWireTests {
         let fetched = try await client.fetchEnvelopes(addressedTo: device)
         #expect(fetched.map(\.sessionID.canonical) == long, "every row once, in session order")
         #expect(
-            server.requests.prefix(2).map { $0.query.filter { $0.0 == "session_id" }.map(\.1) } == [
+            server.tableRequests.prefix(2).map { $0.query.filter { $0.0 == "session_id" }.map(\.1) } == [
                 [], ["gt.\(long[999])"],
             ])
-        let ranged = server.requests.dropFirst(2)
+        let ranged = server.tableRequests.dropFirst(2)
         // Each of four ranges that split the uuid space above the second page's last key starts
         // right after that key, then pages on by its own.
         #expect(ranged.filter { $0.query.contains { $0 == ("session_id", "gt.\(long[1999])") } }.count == 4)
@@ -510,9 +512,9 @@ struct PostgRESTWireTests {
         // 600, 1,000 and 1,500 rows: page after page, as before, until an empty page.
         for (rows, requests) in [(short, 2), (envelopes(1_000), 2), (envelopes(1_500), 3)] {
             listings.withLock { $0 = rows }
-            let before = server.requests.count
+            let before = server.tableRequests.count
             #expect(try await client.fetchEnvelopes(addressedTo: device).map(\.sessionID.canonical) == rows)
-            #expect(server.requests.count - before == requests, "\(rows.count) rows")
+            #expect(server.tableRequests.count - before == requests, "\(rows.count) rows")
         }
     }
 
@@ -551,7 +553,7 @@ struct PostgRESTWireTests {
     func inChunks() async throws {
         let server = try LoopbackHTTPServer { _ in TransportResponse(status: 204, headers: ["content-range": "*/10"]) }
         let ids = Set((0..<450).map { _ in UUID() })
-        let deleted = try await makeClient(server).deleteEnvelopes(recipients: ids)
+        let deleted = try await makeClient(server).deleteEnvelopes(.recipients(ids))
         #expect(deleted == 30)
         #expect(server.requests.count == 3)
         var seen = Set<String>()
@@ -580,8 +582,9 @@ struct PostgRESTWireTests {
             "\\x" + ByteEncoding.hex(Array(sealed[1].encryptedSecret.utf8)),
             "\\x" + ByteEncoding.hex(try SecretEnvelope.decodeEncryptedSecret(sealed[2].encryptedSecret)),
         ]
-        let server = try LoopbackHTTPServer { _ in
-            .json(
+        let server = try LoopbackHTTPServer { request in
+            if request.path.hasSuffix("/rpc/sync_pull_envelopes") { return .noPullFunction }
+            return .json(
                 200,
                 (0..<3).map { i in
                     [
@@ -591,7 +594,10 @@ struct PostgRESTWireTests {
                 }, headers: ["content-range": "0-2/3"])
         }
         let envelopes = try await makeClient(server).fetchEnvelopes(addressedTo: device)
-        #expect(envelopes.map(\.encryptedSecret) == forms)
+        // In session order, each in the form it came.
+        #expect(
+            envelopes.map(\.encryptedSecret)
+                == zip(sessions, forms).sorted { $0.0.canonicallyPrecedes($1.0) }.map(\.1))
         for envelope in envelopes {
             let opened = try SecretEnvelope(
                 ephemeralPublicKey: envelope.ephemeralPublicKey, encryptedSecret: envelope.encryptedSecret
@@ -599,7 +605,7 @@ struct PostgRESTWireTests {
             .open(sessionID: SessionID(envelope.sessionID), using: recipient)
             #expect(opened == secret)
         }
-        #expect(server.requests.first?.queryValue("device_id") == "eq.\(device.canonical)")
+        #expect(server.tableRequests.first?.queryValue("device_id") == "eq.\(device.canonical)")
     }
 
     @Test(

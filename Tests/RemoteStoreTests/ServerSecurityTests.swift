@@ -425,8 +425,8 @@ struct ServerSecurityTests {
                 == .permissionDenied)
 
         // A's delete therefore cannot reach B's rows.
-        _ = try await a.store.deleteRepositories(ids: [aRepository.id])
-        #expect(try await b.store.listSessionIDs(deviceID: nil) == [bSession.id])
+        _ = try await a.store.deleteRows(.repositories, ids: [aRepository.id])
+        #expect(try await b.store.listIDs(.sessions, deviceID: nil) == [bSession.id])
     }
 
     @Test(

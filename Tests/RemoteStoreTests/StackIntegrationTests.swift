@@ -39,7 +39,7 @@ struct StackIntegrationTests {
         let result = try await store.upsertRepositories(rows, onBatchAccepted: nil)
         #expect(result == BulkWriteResult(accepted: 450))
         #expect(calls.withLock { $0.refreshes } == 1)
-        #expect(try await store.listRepositoryIDs(deviceID: desktop).count == 450)
+        #expect(try await store.listIDs(.repositories, deviceID: desktop).count == 450)
     }
 
     @Test("on the deployed schema, envelopes come back through the bytea trap and still open")

@@ -266,7 +266,7 @@ final class CrashHarness: @unchecked Sendable {
             try await addSessions(Int.random(in: 20...200, using: &random))
         } else {
             let engine = try await engine(phone)
-            _ = try await engine.remote.deleteEnvelopes(recipients: [try await engine.local.requireIdentity().id])
+            _ = try await engine.remote.deleteEnvelopes(.recipients([try await engine.local.requireIdentity().id]))
         }
         let delay = delay(for: "push")
         let started = ContinuousClock.now
@@ -412,7 +412,8 @@ final class CrashHarness: @unchecked Sendable {
             },
             uniquingKeysWith: { first, _ in first })
         let held = Dictionary(
-            try await remote.listEnvelopeKeys(sessions: ownIDs, atMost: nil).map {
+            try await #require(remote as? any EnvelopeDigestRemote).listEnvelopeKeys(sessions: ownIDs, atMost: nil).map
+            {
                 ($0.pair, Optional($0.ephemeralPublicKey))
             },
             uniquingKeysWith: { first, _ in first })

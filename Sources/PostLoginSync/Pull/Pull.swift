@@ -157,13 +157,13 @@ extension SyncEngine {
             }
             applied = try await applyPulled(
                 rows, expected: changes.repositoryIDs, held: try await local.repositoryIDs(),
-                list: { try await remote.listRepositoryIDs(deviceID: nil) },
+                list: { try await remote.listIDs(.repositories, deviceID: nil) },
                 apply: { try await local.applyRepositories($0, retaining: $1) },
                 everything: { try await remote.fetchRepositories(after: nil).map(\.record) })
         } else {
             // The changed rows and the id listing are fetched at once.
             let cursor = try await local.cursor(for: .repositories)
-            async let listed = remote.listRepositoryIDs(deviceID: nil)
+            async let listed = remote.listIDs(.repositories, deviceID: nil)
             let changed = try await remote.fetchRepositories(after: cursor)
             applied = try await local.applyRepositories(changed.map(\.record), retaining: try await listed)
             try await advance(.repositories, to: changed.last.map { ($0.updatedAt, $0.record.id) })
@@ -187,7 +187,7 @@ extension SyncEngine {
                 } else {
                     let cursor = try await local.cursor(for: .sessions)
                     // Deletions first, then the changed rows a page at a time.
-                    try await sink.apply([], retaining: try await remote.listSessionIDs(deviceID: nil))
+                    try await sink.apply([], retaining: try await remote.listIDs(.sessions, deviceID: nil))
                     try await sink.applyPages(
                         producing: { page in try await remote.fetchSessions(after: cursor, pages: page) })
                     let last = sink.last
@@ -220,7 +220,7 @@ extension SyncEngine {
         }
         guard try await local.sessionIDsDigest() != changes.sessionIDs else { return }
         // Something was deleted (or missed): the listing says what the remote holds.
-        let ids = try await remote.listSessionIDs(deviceID: nil)
+        let ids = try await remote.listIDs(.sessions, deviceID: nil)
         try await sink.apply([], retaining: ids)
         if !ids.subtracting(try await local.sessionIDs()).isEmpty {
             // Rows the cursor missed: read every session again.

@@ -19,7 +19,7 @@ extension SyncEngine {
         var finished = Set<String>()
         for id in devices {
             do {
-                _ = try await remote.deleteEnvelopes(recipients: [id])
+                _ = try await remote.deleteEnvelopes(.recipients([id]))
                 try await tables.setDeviceActive(id, isActive: false)
                 finished.insert(id.canonical)
                 logger?.notice("revocations: finished the interrupted revocation of device \(id.canonical)")
@@ -44,7 +44,7 @@ extension SyncEngine {
         let hit = try await local.ledger(recipients: revoked)
         guard !hit.isEmpty else { return }
         let recipients = Set(hit.map(\.recipientDeviceID))
-        entry.deleted += try await remote.deleteEnvelopes(recipients: recipients) ?? 0
+        entry.deleted += try await remote.deleteEnvelopes(.recipients(recipients)) ?? 0
         let touched = Set(hit.map(\.sessionID))
         let active = Set(try await local.sessions().filter { touched.contains($0.id) && $0.status != .ended }.map(\.id))
         let own = try await local.ownSealedSecrets()
@@ -76,10 +76,13 @@ extension SyncEngine {
         owner: UUID, own: Set<UUID>, recipients: Set<UUID>, expected: Int,
         recorder: Recorder
     ) async throws -> Set<EnvelopePair> {
+        guard let digests = remote as? any EnvelopeDigestRemote else {
+            return try await reconcileByListing(own: own, recipients: recipients, recorder: recorder)
+        }
         let buckets = SecretDigest.bucketCount(forPairs: expected, rowsPerBucket: options.rowsPerDigestBucket)
         // The remote computes its digest while the ledger's is read: at 1,000,000 pairs each
         // side takes about half a second.
-        async let asked = remote.secretDigest(ownerDeviceID: owner, buckets: buckets)
+        async let asked = digests.secretDigest(ownerDeviceID: owner, buckets: buckets)
         // Sessions with entries that recorded no key cannot be hashed: their buckets are listed.
         let unhashed = try await local.sessionsWithUnhashedLedgerEntries()
         let localDigest = try await local.ledgerDigest(buckets: buckets)
@@ -87,16 +90,7 @@ extension SyncEngine {
         do {
             remoteDigest = try await asked
         } catch let error as RemoteStoreError where error.code == .missingFunction {
-            logger?.notice("the remote has no envelope digest; listing every envelope pair")
-            let listed = try await remote.listEnvelopePairs()
-            recorder.report.reconciliation = Reconciliation(method: .listing, rowsListed: listed.count)
-            let present = Set(listed.filter { own.contains($0.sessionID) })
-            let lost = try await local.ledger().filter { own.contains($0.sessionID) }
-                .map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) }.filter {
-                    !present.contains($0)
-                }
-            try await local.deleteLedgerEntries(pairs: lost.map { ($0.sessionID, $0.deviceID) })
-            return present.filter { !recipients.contains($0.deviceID) }
+            return try await reconcileByListing(own: own, recipients: recipients, recorder: recorder)
         }
         var differing = Set(unhashed.map { SecretDigest.bucket(of: $0, buckets: buckets) })
         let remoteByBucket = Dictionary(remoteDigest.map { ($0.bucket, $0) }, uniquingKeysWith: { first, _ in first })
@@ -112,7 +106,7 @@ extension SyncEngine {
         let counted = differing.reduce(0) { $0 + max(remoteByBucket[$1]?.pairs ?? 0, localDigest[$1]?.pairs ?? 0) }
         let listed =
             sessions.isEmpty
-            ? [] : try await remote.listEnvelopeKeys(sessions: sessions, atMost: counted + max(256, counted / 8))
+            ? [] : try await digests.listEnvelopeKeys(sessions: sessions, atMost: counted + max(256, counted / 8))
         recorder.report.reconciliation = Reconciliation(
             method: .digest, buckets: buckets, bucketsListed: differing.count, rowsListed: listed.count)
         guard !sessions.isEmpty else { return [] }
@@ -138,5 +132,22 @@ extension SyncEngine {
         if !forgotten.isEmpty { try await local.deleteLedgerEntries(pairs: forgotten) }
         if !adopted.isEmpty { try await local.adoptLedgerKeys(adopted) }
         return Set(listed.map(\.pair).filter { !recipients.contains($0.deviceID) })
+    }
+
+    /// ``reconcileLedger(owner:own:recipients:expected:recorder:)`` on a remote without a
+    /// digest: every pair is listed, and the ledger forgets the pairs the remote lost (a row
+    /// another writer replaced goes unnoticed then).
+    func reconcileByListing(own: Set<UUID>, recipients: Set<UUID>, recorder: Recorder) async throws -> Set<EnvelopePair>
+    {
+        logger?.notice("the remote has no envelope digest; listing every envelope pair")
+        let listed = try await remote.listEnvelopePairs()
+        recorder.report.reconciliation = Reconciliation(method: .listing, rowsListed: listed.count)
+        let present = Set(listed.filter { own.contains($0.sessionID) })
+        let lost = try await local.ledger().filter { own.contains($0.sessionID) }
+            .map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) }.filter {
+                !present.contains($0)
+            }
+        try await local.deleteLedgerEntries(pairs: lost.map { ($0.sessionID, $0.deviceID) })
+        return present.filter { !recipients.contains($0.deviceID) }
     }
 }

@@ -50,7 +50,7 @@ extension SyncEngine {
             let pending = try await local.pendingRemoteDeletions()
             if !pending.repositories.isEmpty {
                 entry.deleted =
-                    try await remote.deleteRepositories(ids: pending.repositories) ?? pending.repositories.count
+                    try await remote.deleteRows(.repositories, ids: pending.repositories) ?? pending.repositories.count
                 try await local.clearPendingRemoteDeletions(repositories: pending.repositories, sessions: [])
             }
             try await pushRows(
@@ -70,7 +70,7 @@ extension SyncEngine {
         try await recorder.phase(.sessions) { entry in
             let pending = try await local.pendingRemoteDeletions()
             if !pending.sessions.isEmpty {
-                entry.deleted = try await remote.deleteSessions(ids: pending.sessions) ?? pending.sessions.count
+                entry.deleted = try await remote.deleteRows(.sessions, ids: pending.sessions) ?? pending.sessions.count
                 try await local.clearPendingRemoteDeletions(repositories: [], sessions: pending.sessions)
             }
             // Sessions are independent of one another: a page goes up in `uploadConcurrency`

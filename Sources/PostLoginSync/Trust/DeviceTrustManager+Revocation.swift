@@ -75,7 +75,7 @@ extension DeviceTrustManager {
         }
         for revocation in revocations {
             let id = revocation.deviceID
-            report.envelopesDeleted += try await remote.deleteEnvelopes(recipients: [id]) ?? 0
+            report.envelopesDeleted += try await remote.deleteEnvelopes(.recipients([id])) ?? 0
             if devices[id] != nil { try await remote.trustTables().setDeviceActive(id, isActive: false) }
             report.revoked.append(id)
         }

@@ -11,10 +11,6 @@ extension PostgRESTRemoteStore {
         try await fetchVersioned(RemoteTable.repositories, after: cursor, decode: RepositoryRecord.init(json:))
     }
 
-    public func fetchSessions(after cursor: PullCursor?) async throws -> [Versioned<SessionRecord>] {
-        try await fetchVersioned(RemoteTable.sessions, after: cursor, decode: SessionRecord.init(json:))
-    }
-
     /// Every session since `cursor` (every one without), a page at a time. Without a cursor the
     /// order does not matter to the caller, and the listing goes by `id` alone: each range's page is
     /// then one scan of the `(user_id, id)` index. Ordered by `(updated_at, id)` instead, a page
@@ -65,12 +61,16 @@ extension PostgRESTRemoteStore {
         let row: Row
     }
 
-    public func listRepositoryIDs(deviceID: UUID?) async throws -> Set<UUID> {
-        try await listIDs(RemoteTable.repositories, deviceID: deviceID)
+    public func listIDs(_ table: ContentTable, deviceID: UUID?) async throws -> Set<UUID> {
+        try await listIDs(Self.tableName(table), deviceID: deviceID)
     }
 
-    public func listSessionIDs(deviceID: UUID?) async throws -> Set<UUID> {
-        try await listIDs(RemoteTable.sessions, deviceID: deviceID)
+    /// The remote's name of a content table.
+    static func tableName(_ table: ContentTable) -> String {
+        switch table {
+        case .repositories: RemoteTable.repositories
+        case .sessions: RemoteTable.sessions
+        }
     }
 
     func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
@@ -82,18 +82,14 @@ extension PostgRESTRemoteStore {
             })
     }
 
-    public func fetchEnvelopes(addressedTo deviceID: UUID) async throws -> [EnvelopeRecord] {
-        try await fetchFanned(
-            RemoteTable.secrets, query: Self.envelopeQuery(deviceID), order: "session_id.asc", keyset: ["session_id"],
-            rangesOf: "session_id", decode: EnvelopeRecord.init(json:))
-    }
-
-    /// Where the deployment has `sync_pull_envelopes` (the pull feed's migration), pages through
-    /// it; otherwise through the table, in ranges read side by side, where row-level security
-    /// costs PostgreSQL a hash of every session of the user per page.
+    /// Every envelope: where the deployment has `sync_pull_envelopes` (the pull feed's
+    /// migration), pages through it; otherwise through the table, in ranges read side by side,
+    /// where row-level security costs PostgreSQL a hash of every session of the user per page.
+    /// Of some sessions: `in.()` filters a chunk at a time, one page each.
     public func fetchEnvelopes(
-        addressedTo deviceID: UUID, pages page: @escaping PageHandler<EnvelopeRecord>
+        addressedTo deviceID: UUID, sessions: Set<UUID>?, pages page: @escaping PageHandler<EnvelopeRecord>
     ) async throws {
+        if let sessions { return try await page(try await fetchEnvelopes(addressedTo: deviceID, of: sessions)) }
         if !missingFunctions.withLock({ $0.contains(Self.pullEnvelopesFunction) }) {
             do {
                 return try await pullEnvelopes(deviceID, pages: page)
@@ -106,7 +102,7 @@ extension PostgRESTRemoteStore {
             rangesOf: "session_id", decode: EnvelopeRecord.init(json:), onPage: page)
     }
 
-    public func fetchEnvelopes(addressedTo deviceID: UUID, sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
+    func fetchEnvelopes(addressedTo deviceID: UUID, of sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
         let ids = sessions.map(\.canonical).sorted()
         var rows: [EnvelopeRecord] = []
         for start in stride(from: 0, to: ids.count, by: configuration.inFilterChunk) {

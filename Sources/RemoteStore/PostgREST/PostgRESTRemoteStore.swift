@@ -79,7 +79,7 @@ public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
 ///   long `in.()` filters are chunked; timestamps go as `%2B`, list values are quoted.
 /// - Retries network errors and 502/503/504/520 with capped exponential backoff and jitter;
 ///   refreshes the token once on a 401 `PGRST301`/`PGRST303`; never retries other 4xx.
-public final class PostgRESTRemoteStore: SyncRemote {
+public final class PostgRESTRemoteStore: EnvelopeDigestRemote {
     public let configuration: PostgRESTConfiguration
     let transport: any HTTPTransport
     let counters = Mutex(RemoteMetrics())
@@ -393,15 +393,16 @@ public final class PostgRESTRemoteStore: SyncRemote {
         }
     }
 
-    public func deleteEnvelopes(recipients: Set<UUID>) async throws -> Int? {
-        try await deleteWhere(RemoteTable.secrets, column: "device_id", in: recipients)
+    public func deleteEnvelopes(_ scope: EnvelopeScope) async throws -> Int? {
+        switch scope {
+        case .recipients(let recipients):
+            try await deleteWhere(RemoteTable.secrets, column: "device_id", in: recipients)
+        case .sessions(let sessions): try await deleteWhere(RemoteTable.secrets, column: "session_id", in: sessions)
+        case .pairs(let pairs): try await deletePairs(pairs)
+        }
     }
 
-    public func deleteEnvelopes(sessions: Set<UUID>) async throws -> Int? {
-        try await deleteWhere(RemoteTable.secrets, column: "session_id", in: sessions)
-    }
-
-    public func deleteEnvelopes(pairs: [EnvelopePair]) async throws -> Int? {
+    func deletePairs(_ pairs: [EnvelopePair]) async throws -> Int? {
         var total: Int? = 0
         let chunkSize = max(1, configuration.inFilterChunk / 2)
         for start in stride(from: 0, to: pairs.count, by: chunkSize) {
@@ -416,12 +417,8 @@ public final class PostgRESTRemoteStore: SyncRemote {
         return total
     }
 
-    public func deleteRepositories(ids: Set<UUID>) async throws -> Int? {
-        try await deleteWhere(RemoteTable.repositories, column: "id", in: ids)
-    }
-
-    public func deleteSessions(ids: Set<UUID>) async throws -> Int? {
-        try await deleteWhere(RemoteTable.sessions, column: "id", in: ids)
+    public func deleteRows(_ table: ContentTable, ids: Set<UUID>) async throws -> Int? {
+        try await deleteWhere(Self.tableName(table), column: "id", in: ids)
     }
 
     func deleteWhere(_ table: String, column: String, in ids: Set<UUID>) async throws -> Int? {

@@ -93,19 +93,23 @@ public struct PushWorkerConfiguration: Sendable {
     public static func fromEnvironment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) -> PushWorkerConfiguration {
-        func required(_ name: String) throws(ConfigurationError) -> String {
-            guard let value = environment[name], !value.isEmpty else {
-                throw ConfigurationError(variable: name, problem: "is not set")
-            }
-            return value
-        }
-        let keyPath = try required("APNS_KEY_PATH")
-        let keyID = try required("APNS_KEY_ID")
-        let teamID = try required("APNS_TEAM_ID")
+        let reader = EnvironmentReader(environment: environment)
+        var configuration = try apnsSettings(reader)
+        try configuration.readOverrides(reader)
+        try configuration.readTuning(reader)
+        configuration.metrics = try MetricsEndpointSettings.fromEnvironment(environment)
+        return configuration
+    }
+
+    /// The required settings: the APNs key, team, bundle, environment and port, and the database.
+    static func apnsSettings(_ reader: EnvironmentReader) throws(ConfigurationError) -> PushWorkerConfiguration {
+        let keyPath = try reader.required("APNS_KEY_PATH")
+        let keyID = try reader.required("APNS_KEY_ID")
+        let teamID = try reader.required("APNS_TEAM_ID")
         for (name, value) in [("APNS_KEY_ID", keyID), ("APNS_TEAM_ID", teamID)] where !isAppleID(value) {
             throw ConfigurationError(variable: name, problem: "must be 10 characters of A-Z and 0-9")
         }
-        let bundleID = try required("APNS_BUNDLE_ID")
+        let bundleID = try reader.required("APNS_BUNDLE_ID")
         guard bundleID.count <= 155,
             bundleID.unicodeScalars.allSatisfy({
                 $0.isASCII && ($0.properties.isAlphabetic || "0123456789.-".unicodeScalars.contains($0))
@@ -114,38 +118,92 @@ public struct PushWorkerConfiguration: Sendable {
             throw ConfigurationError(
                 variable: "APNS_BUNDLE_ID", problem: "must be a bundle identifier (letters, digits, '.', '-')")
         }
-        guard let apnsEnvironment = Environment(rawValue: try required("APNS_ENVIRONMENT")) else {
+        guard let apnsEnvironment = Environment(rawValue: try reader.required("APNS_ENVIRONMENT")) else {
             throw ConfigurationError(variable: "APNS_ENVIRONMENT", problem: "must be development, production or both")
         }
         var port = 443
-        if let value = environment["APNS_PORT"] {
+        if let value = reader.environment["APNS_PORT"] {
             guard value == "443" || value == "2197" else {
                 throw ConfigurationError(variable: "APNS_PORT", problem: "must be 443 or 2197")
             }
             port = Int(value)!
         }
-        let database = try DatabaseSettings(url: try required("DATABASE_URL"))
-        var configuration = PushWorkerConfiguration(
+        let database = try DatabaseSettings(url: try reader.required("DATABASE_URL"))
+        return PushWorkerConfiguration(
             keyPath: keyPath, keyID: keyID, teamID: teamID, bundleID: bundleID, environment: apnsEnvironment,
             port: port, database: database)
-        configuration.allowNonLoopbackOverride = environment["APNS_ALLOW_NON_LOOPBACK_OVERRIDE"] == "1"
+    }
+
+    /// Where APNs is, for an imitation or a proxy: `APNS_BASE_URL` (loopback unless allowed) and
+    /// `APNS_CA_FILE`.
+    mutating func readOverrides(_ reader: EnvironmentReader) throws(ConfigurationError) {
+        let environment = reader.environment
+        allowNonLoopbackOverride = environment["APNS_ALLOW_NON_LOOPBACK_OVERRIDE"] == "1"
         if let value = environment["APNS_BASE_URL"], !value.isEmpty {
             guard let url = URL(string: value), url.scheme == "https", let host = url.host,
                 url.path.isEmpty || url.path == "/"
             else { throw ConfigurationError(variable: "APNS_BASE_URL", problem: "must be an https URL with no path") }
-            guard configuration.allowNonLoopbackOverride || DatabaseSettings.loopbackHosts.contains(host)
+            guard allowNonLoopbackOverride || DatabaseSettings.loopbackHosts.contains(host)
             else {
                 throw ConfigurationError(
                     variable: "APNS_BASE_URL",
                     problem: "must name a loopback host (set APNS_ALLOW_NON_LOOPBACK_OVERRIDE=1 to send elsewhere)")
             }
-            configuration.baseURLOverride = url
+            baseURLOverride = url
         }
         if let value = environment["APNS_CA_FILE"], !value.isEmpty {
             guard FileManager.default.isReadableFile(atPath: value) else {
                 throw ConfigurationError(variable: "APNS_CA_FILE", problem: "is not a readable file")
             }
-            configuration.caFile = value
+            caFile = value
+        }
+    }
+
+    /// The numbers (`PUSH_*`), each in its range, and the worker's id.
+    mutating func readTuning(_ reader: EnvironmentReader) throws(ConfigurationError) {
+        try reader.integer("PUSH_BATCH_SIZE", 1...10_000, into: &batchSize)
+        try reader.integer("PUSH_MAX_IN_FLIGHT", 1...10_000, into: &maxInFlight)
+        try reader.integer("PUSH_MAX_ATTEMPTS", 1...100, into: &maxAttempts)
+        try reader.seconds("PUSH_LEASE_SECONDS", 5...3600, into: &lease)
+        try reader.seconds("PUSH_REQUEST_DEADLINE_SECONDS", 0.1...60, into: &requestDeadline)
+        try reader.seconds("PUSH_BACKOFF_BASE_SECONDS", 0.001...60, into: &backoffBase)
+        try reader.seconds("PUSH_BACKOFF_MAX_SECONDS", 0.01...3600, into: &backoffMax)
+        try reader.seconds("PUSH_TOKEN_BACKOFF_SECONDS", 0.001...3600, into: &tokenBackoffBase)
+        try reader.seconds("PUSH_PROVIDER_UPDATES_BACKOFF_SECONDS", 0.001...3600, into: &providerTokenUpdatesBackoff)
+        try reader.seconds("PUSH_CIRCUIT_PROBE_SECONDS", 0.01...3600, into: &circuitProbeInterval)
+        try reader.seconds("PUSH_POLL_SECONDS", 0.01...60, into: &pollInterval)
+        try reader.seconds("PUSH_RETENTION_SECONDS", 60...(365 * 86400), into: &retention)
+        try reader.seconds("PUSH_DRAIN_SECONDS", 0.1...9, into: &drainTimeout)
+        // One attempt can make two requests (a provider token refused as expired is re-minted
+        // and the row sent again), each with the whole deadline.
+        guard lease > requestDeadline * 2 else {
+            throw ConfigurationError(
+                variable: "PUSH_LEASE_SECONDS",
+                problem:
+                    "must be longer than twice PUSH_REQUEST_DEADLINE_SECONDS (\(requestDeadline.seconds) s): one attempt can make two requests, and a lease that ends before they answer lets another worker send the row again"
+            )
+        }
+        try reader.seconds("PUSH_DB_CONNECT_SECONDS", 0.1...300, into: &databaseConnectTimeout)
+        var refreshMinutes = 40
+        try reader.integer("PUSH_PROVIDER_TOKEN_REFRESH_MINUTES", 1...1000, into: &refreshMinutes)
+        providerTokenRefresh = .seconds(60 * min(55, max(20, refreshMinutes)))
+        if let value = reader.environment["PUSH_WORKER_ID"] {
+            guard !value.isEmpty, value.count <= 200 else {
+                throw ConfigurationError(variable: "PUSH_WORKER_ID", problem: "must be 1 to 200 characters")
+            }
+            workerID = value
+        }
+    }
+
+    /// Reads typed values out of the environment, naming the variable in every refusal.
+    struct EnvironmentReader {
+        let environment: [String: String]
+
+        func required(_ name: String) throws(ConfigurationError) -> String {
+            guard let value = environment[name], !value.isEmpty else {
+                throw ConfigurationError(variable: name, problem: "is not set")
+            }
+            return value
         }
 
         func integer(_ name: String, _ range: ClosedRange<Int>, into value: inout Int) throws(ConfigurationError) {
@@ -156,6 +214,7 @@ public struct PushWorkerConfiguration: Sendable {
             }
             value = number
         }
+
         func seconds(
             _ name: String, _ range: ClosedRange<Double>, into value: inout Duration
         ) throws(ConfigurationError) {
@@ -166,41 +225,6 @@ public struct PushWorkerConfiguration: Sendable {
             }
             value = .milliseconds(Int64((number * 1000).rounded()))
         }
-        try integer("PUSH_BATCH_SIZE", 1...10_000, into: &configuration.batchSize)
-        try integer("PUSH_MAX_IN_FLIGHT", 1...10_000, into: &configuration.maxInFlight)
-        try integer("PUSH_MAX_ATTEMPTS", 1...100, into: &configuration.maxAttempts)
-        try seconds("PUSH_LEASE_SECONDS", 5...3600, into: &configuration.lease)
-        try seconds("PUSH_REQUEST_DEADLINE_SECONDS", 0.1...60, into: &configuration.requestDeadline)
-        try seconds("PUSH_BACKOFF_BASE_SECONDS", 0.001...60, into: &configuration.backoffBase)
-        try seconds("PUSH_BACKOFF_MAX_SECONDS", 0.01...3600, into: &configuration.backoffMax)
-        try seconds("PUSH_TOKEN_BACKOFF_SECONDS", 0.001...3600, into: &configuration.tokenBackoffBase)
-        try seconds(
-            "PUSH_PROVIDER_UPDATES_BACKOFF_SECONDS", 0.001...3600, into: &configuration.providerTokenUpdatesBackoff)
-        try seconds("PUSH_CIRCUIT_PROBE_SECONDS", 0.01...3600, into: &configuration.circuitProbeInterval)
-        try seconds("PUSH_POLL_SECONDS", 0.01...60, into: &configuration.pollInterval)
-        try seconds("PUSH_RETENTION_SECONDS", 60...(365 * 86400), into: &configuration.retention)
-        try seconds("PUSH_DRAIN_SECONDS", 0.1...9, into: &configuration.drainTimeout)
-        // One attempt can make two requests (a provider token refused as expired is re-minted
-        // and the row sent again), each with the whole deadline.
-        guard configuration.lease > configuration.requestDeadline * 2 else {
-            throw ConfigurationError(
-                variable: "PUSH_LEASE_SECONDS",
-                problem:
-                    "must be longer than twice PUSH_REQUEST_DEADLINE_SECONDS (\(configuration.requestDeadline.seconds) s): one attempt can make two requests, and a lease that ends before they answer lets another worker send the row again"
-            )
-        }
-        try seconds("PUSH_DB_CONNECT_SECONDS", 0.1...300, into: &configuration.databaseConnectTimeout)
-        var refreshMinutes = 40
-        try integer("PUSH_PROVIDER_TOKEN_REFRESH_MINUTES", 1...1000, into: &refreshMinutes)
-        configuration.providerTokenRefresh = .seconds(60 * min(55, max(20, refreshMinutes)))
-        if let value = environment["PUSH_WORKER_ID"] {
-            guard !value.isEmpty, value.count <= 200 else {
-                throw ConfigurationError(variable: "PUSH_WORKER_ID", problem: "must be 1 to 200 characters")
-            }
-            configuration.workerID = value
-        }
-        configuration.metrics = try MetricsEndpointSettings.fromEnvironment(environment)
-        return configuration
     }
 
     static func isAppleID(_ value: String) -> Bool {

@@ -11,15 +11,15 @@ public final class PushWorker: Service, Sendable {
     public let configuration: PushWorkerConfiguration
     public let outbox: Outbox
     public let tokens: ProviderTokens
-    private let transport: any APNsTransport
-    private let logger: Logger
-    private let state = Mutex(State())
+    let transport: any APNsTransport
+    let logger: Logger
+    let state = Mutex(State())
     private let wakeStream: AsyncStream<Void>
     private let wakeContinuation: AsyncStream<Void>.Continuation
     private let completions = CompletionBuffer()
     /// Requests on their way, by row: an open circuit cancels the ones not yet answered, so
     /// that a refused provider token stops sending at once.
-    private let sends = Mutex<[Int64: Task<APNsResponse, any Error>]>([:])
+    let sends = Mutex<[Int64: Task<APNsResponse, any Error>]>([:])
 
     struct State {
         var inFlight = 0
@@ -166,158 +166,8 @@ public final class PushWorker: Service, Sendable {
         wake()
     }
 
-    /// One row's attempt, and what to write for it.
-    func attempt(_ row: OutboxRow) async -> Completion {
-        let now = Date()
-        let hold = state.withLock { state -> Date? in
-            if case .open = state.circuit { return now }
-            return state.tokenHolds[row.token].map(\.until)
-        }
-        if let hold, hold >= now {
-            return .release(delay: .milliseconds(Int64(hold.timeIntervalSince(now) * 1000)))
-        }
-        var providerToken = await tokens.token()
-        for _ in 0..<2 {
-            let generation = providerToken.generation
-            state.withLock { $0.currentGeneration = max($0.currentGeneration, generation) }
-            let request: APNsRequest
-            do {
-                request = try APNsRequest.make(
-                    row: row, bundleID: configuration.bundleID, providerToken: providerToken.value)
-            } catch {
-                let (reason, note) =
-                    switch error {
-                    case .payloadTooLarge: ("PayloadTooLarge", "our fault: payload over 4096 bytes")
-                    case .payloadNotAnObject: ("PayloadNotAnObject", "our fault: payload is not a JSON object")
-                    }
-                logger.error(
-                    "\(note): dead-lettered, never sent", metadata: ["row": "\(row.id)", "token": "\(row.tokenSuffix)"])
-                PushMetrics.closed("dead", reason: reason)
-                return .dead(status: nil, reason: reason, note: note)
-            }
-            let started = ContinuousClock.now
-            let response: APNsResponse
-            let transport = self.transport
-            let baseURL = configuration.baseURL(forTokenEnvironment: row.environment)
-            let deadline = configuration.requestDeadline
-            let send = Task { try await transport.send(request, to: baseURL, deadline: deadline) }
-            sends.withLock { $0[row.id] = send }
-            defer { _ = sends.withLock { $0.removeValue(forKey: row.id) } }
-            do {
-                response = try await withTaskCancellationHandler {
-                    try await send.value
-                } onCancel: {
-                    send.cancel()
-                }
-            } catch {
-                if Task.isCancelled || send.isCancelled { return .release(delay: .zero) }
-                PushMetrics.transportFault(String(describing: type(of: error)))
-                logger.warning(
-                    "request failed; retrying on a new connection",
-                    metadata: [
-                        "row": "\(row.id)", "token": "\(row.tokenSuffix)",
-                        "error": "\(Self.describe(error, token: row))",
-                    ])
-                return retry(row, status: nil, reason: nil, cause: "transport")
-            }
-            PushMetrics.requestTime.record(duration: ContinuousClock.now - started)
-            if ![403].contains(response.status) {
-                state.withLock { $0.provenGeneration = max($0.provenGeneration, generation) }
-            }
-            PushMetrics.request(
-                environment: row.environment, type: row.pushType, status: response.status, reason: response.reason)
-            logger.debug(
-                "answer",
-                metadata: [
-                    "row": "\(row.id)", "token": "\(row.tokenSuffix)", "status": "\(response.status)",
-                    "reason": "\(response.reason ?? "")",
-                ])
-            switch AnswerAction(response) {
-            case .delivered:
-                state.withLock { state in
-                    state.tokenHolds[row.token] = nil
-                    if state.circuit == .probing { state.circuit = .closed }
-                }
-                PushMetrics.queueLag.recordSeconds(Date().timeIntervalSince(row.createdAt))
-                return .delivered
-            case .invalidateToken(let since):
-                let reason = response.reason ?? String(response.status)
-                do {
-                    if try await outbox.invalidate(token: row.token, since: since) {
-                        PushMetrics.invalidated(reason: reason)
-                        logger.info(
-                            "device token invalid", metadata: ["token": "\(row.tokenSuffix)", "reason": "\(reason)"])
-                    }
-                } catch {
-                    logger.error(
-                        "could not mark the token invalid",
-                        metadata: ["token": "\(row.tokenSuffix)", "error": "\(error)"])
-                }
-                PushMetrics.closed("dead", reason: reason)
-                return .dead(status: response.status, reason: response.reason, note: "token invalid")
-            case .deadLetter:
-                logger.error(
-                    "APNs refused the request as malformed: dead-lettered, token left alone",
-                    metadata: [
-                        "row": "\(row.id)", "token": "\(row.tokenSuffix)", "status": "\(response.status)",
-                        "reason": "\(response.reason ?? "")",
-                    ])
-                PushMetrics.closed("dead", reason: response.reason ?? String(response.status))
-                return .dead(status: response.status, reason: response.reason, note: "our fault")
-            case .retryTransient:
-                return retry(row, status: response.status, reason: response.reason, cause: "transient")
-            case .retryServerError:
-                return retry(row, status: response.status, reason: response.reason, cause: "server")
-            case .refreshProviderToken:
-                let renewed = await tokens.expired(generation: providerToken.generation)
-                if renewed.generation == providerToken.generation {
-                    return .release(delay: configuration.backoffBase)
-                }
-                providerToken = renewed
-                continue
-            case .openCircuit:
-                let until = Date().addingTimeInterval(configuration.circuitProbeInterval.seconds)
-                let opened = state.withLock { state -> Bool in
-                    let wasOpen = state.circuit != .closed && state.circuit != .probing
-                    state.circuit = .open(until: until)
-                    return !wasOpen
-                }
-                sends.withLock { sends in
-                    for (id, send) in sends where id != row.id { send.cancel() }
-                }
-                if opened {
-                    logger.error(
-                        "APNs refused the provider token: sending stopped; check APNS_KEY_ID, APNS_TEAM_ID and the key",
-                        metadata: [
-                            "reason": "\(response.reason ?? "")", "probeIn": "\(configuration.circuitProbeInterval)",
-                        ])
-                }
-                return .release(delay: .zero)
-            case .throttleDeviceToken:
-                let delay = state.withLock { state -> Duration in
-                    let strikes = (state.tokenHolds[row.token]?.strikes ?? 0) + 1
-                    let delay = min(
-                        configuration.backoffMax, configuration.tokenBackoffBase * (1 << min(strikes - 1, 20)))
-                    state.tokenHolds[row.token] = (Date().addingTimeInterval(delay.seconds), strikes)
-                    return delay
-                }
-                try? await outbox.holdBack(token: row.token, for: delay)
-                PushMetrics.retry(cause: "TooManyRequests")
-                if row.attempts >= configuration.maxAttempts {
-                    return .dead(status: response.status, reason: response.reason, note: "attempts")
-                }
-                return .retry(status: response.status, reason: response.reason, delay: delay)
-            case .throttleProviderTokenUpdates:
-                await tokens.blockMinting(for: configuration.providerTokenUpdatesBackoff)
-                logger.warning("APNs says the provider token changed too often: keeping it, holding back")
-                return .release(delay: configuration.providerTokenUpdatesBackoff)
-            }
-        }
-        return .release(delay: configuration.backoffBase)
-    }
-
     /// A charged retry with full jitter, or death after the last attempt or past `expires_at`.
-    private func retry(_ row: OutboxRow, status: Int?, reason: String?, cause: String) -> Completion {
+    func retry(_ row: OutboxRow, status: Int?, reason: String?, cause: String) -> Completion {
         PushMetrics.retry(cause: cause)
         if row.attempts >= configuration.maxAttempts {
             PushMetrics.closed("dead", reason: "attempts")

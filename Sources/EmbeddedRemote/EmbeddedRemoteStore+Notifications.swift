@@ -387,6 +387,42 @@ extension EmbeddedRemoteStore: NotificationRemote {
         let requester: String = request["requester_device_id"]
         let session: String = request["session_id"]
         let created: String = request["created_at"]
+        let best = try outboxOutcomes(db, user: me, kind: kind, alertID: alertID)
+        var devices: [AlertDelivery] = []
+        for device in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT id, name, device_type FROM devices d WHERE user_id = ? AND id <> ?
+                AND (EXISTS (SELECT 1 FROM push_tokens t WHERE t.device_id = d.id AND t.user_id = d.user_id
+                             AND t.token_type = 'device') OR id IN (SELECT value FROM json_each(?)))
+                ORDER BY name, id
+                """,
+            arguments: [
+                me, requester,
+                String(decoding: try JSONSerialization.data(withJSONObject: Array(best.keys)), as: UTF8.self),
+            ])
+        {
+            let id: String = device["id"]
+            var entry: AlertDelivery
+            if let found = best[id] {
+                entry = found
+            } else {
+                entry = try unqueued(db, device: id, user: me, kind: kind, session: session, created: created)
+            }
+            entry.deviceName = device["name"]
+            entry.deviceType = device["device_type"]
+            devices.append(entry)
+        }
+        if let date = Timestamp.parse(created), date < Date().addingTimeInterval(-7 * 86_400) { devices = [] }
+        return AlertDeliveries(
+            alertID: alertID, kind: kind.rawValue, isFinal: !devices.contains { !$0.outcome.isFinal },
+            devices: devices)
+    }
+
+    /// The best outcome of each device's rows of this alert in the outbox.
+    static func outboxOutcomes(
+        _ db: Database, user me: String, kind: AlertKind, alertID: UUID
+    ) throws -> [String: AlertDelivery] {
         let rank: [DeliveryOutcome: Int] = [.delivered: 5, .sent: 4, .queued: 3, .failed: 2, .dropped: 1]
         var best: [String: AlertDelivery] = [:]
         for row in try Row.fetchAll(
@@ -412,55 +448,33 @@ extension EmbeddedRemoteStore: NotificationRemote {
             }
             best[device] = entry
         }
-        var devices: [AlertDelivery] = []
-        for device in try Row.fetchAll(
-            db,
-            sql: """
-                SELECT id, name, device_type FROM devices d WHERE user_id = ? AND id <> ?
-                AND (EXISTS (SELECT 1 FROM push_tokens t WHERE t.device_id = d.id AND t.user_id = d.user_id
-                             AND t.token_type = 'device') OR id IN (SELECT value FROM json_each(?)))
-                ORDER BY name, id
-                """,
-            arguments: [
-                me, requester,
-                String(decoding: try JSONSerialization.data(withJSONObject: Array(best.keys)), as: UTF8.self),
-            ])
-        {
-            let id: String = device["id"]
-            var entry: AlertDelivery
-            if let found = best[id] {
-                entry = found
-            } else if try Self.alertDecision(db, device: id, kind: kind, session: session) == .off {
-                entry = AlertDelivery(
-                    deviceID: UUID.parse(id)!, deviceName: "", outcome: .off, reason: "setting off")
-            } else {
-                let later =
-                    try Bool.fetchOne(
-                        db,
-                        sql: """
-                            SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
-                                           AND is_valid AND created_at > ?)
-                            """, arguments: [id, me, created]) ?? false
-                let valid =
-                    try Bool.fetchOne(
-                        db,
-                        sql: """
-                            SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
-                                           AND is_valid)
-                            """, arguments: [id, me]) ?? false
-                let trusted = try TrustedDevices.of(db, user: me).contains(id)
-                entry = AlertDelivery(
-                    deviceID: UUID.parse(id)!, deviceName: "", outcome: .unreachable,
-                    reason: later
-                        ? "registered later" : !valid ? "token invalid" : !trusted ? "not trusted" : "not queued")
-            }
-            entry.deviceName = device["name"]
-            entry.deviceType = device["device_type"]
-            devices.append(entry)
+        return best
+    }
+
+    /// Why a device with no row of this alert in the outbox was not reached.
+    static func unqueued(
+        _ db: Database, device id: String, user me: String, kind: AlertKind, session: String, created: String
+    ) throws -> AlertDelivery {
+        if try Self.alertDecision(db, device: id, kind: kind, session: session) == .off {
+            return AlertDelivery(deviceID: UUID.parse(id)!, deviceName: "", outcome: .off, reason: "setting off")
         }
-        if let date = Timestamp.parse(created), date < Date().addingTimeInterval(-7 * 86_400) { devices = [] }
-        return AlertDeliveries(
-            alertID: alertID, kind: kind.rawValue, isFinal: !devices.contains { !$0.outcome.isFinal },
-            devices: devices)
+        let later =
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
+                                   AND is_valid AND created_at > ?)
+                    """, arguments: [id, me, created]) ?? false
+        let valid =
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
+                                   AND is_valid)
+                    """, arguments: [id, me]) ?? false
+        let trusted = try TrustedDevices.of(db, user: me).contains(id)
+        return AlertDelivery(
+            deviceID: UUID.parse(id)!, deviceName: "", outcome: .unreachable,
+            reason: later ? "registered later" : !valid ? "token invalid" : !trusted ? "not trusted" : "not queued")
     }
 }

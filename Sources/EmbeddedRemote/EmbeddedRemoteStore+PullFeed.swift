@@ -57,36 +57,8 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                     ofIDs: try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ?", arguments: [me])
                         .map(Self.uuid))
             }
-            var envelopeRows = RowSetDigest()
-            let rows = try Row.fetchCursor(
-                db,
-                sql: """
-                    SELECT s.session_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
-                    JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ?
-                    """, arguments: [me, device])
-            while let row = try rows.next() {
-                envelopeRows.add(
-                    SecretDigest.rowHash(
-                        sessionID: try Self.uuid(row[0]).canonical, deviceID: device, ephemeralPublicKey: row[1]))
-            }
-            // As the migration computes it: MD5 (hex) of the identity key, "|", and every
-            // certificate and revocation as kind:device_id:signature, sorted, joined by ",".
-            var statements: String?
-            if try db.tableExists("user_identity_keys") {
-                let key =
-                    try String.fetchOne(
-                        db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
-                    ?? ""
-                let rows = try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT 'c', device_id, signature FROM device_certificates WHERE user_id = ?
-                        UNION ALL SELECT 'r', device_id, signature FROM device_revocations WHERE user_id = ?
-                        """, arguments: [me, me]
-                ).map { row in "\(row[0] as String):\(try Self.uuid(row[1]).canonical):\(row[2] as String)" }
-                let text = key + "|" + rows.sorted().joined(separator: ",")
-                statements = MD5.hash(Array(text.utf8)).map { String(format: "%02x", $0) }.joined()
-            }
+            let envelopeRows = try Self.envelopeRowsDigest(db, user: me, device: device)
+            let statements = try Self.statementsDigest(db, user: me)
             return PullChanges(
                 cursor: ChangeCursor(since: now), repositories: repositories, sessions: sessions, envelopes: envelopes,
                 repositoryIDs: try ids("repositories"), sessionIDs: try ids("agent_coding_sessions"),
@@ -101,6 +73,46 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                 secretRequests: try Self.openRequests(db, user: me).filter { $0.requesterDeviceID == deviceID },
                 approvals: try Self.changedApprovals(db, user: me, since: since))
         }
+    }
+
+    /// The digest of every envelope row addressed to `device` (the feed's `envelope_rows`).
+    static func envelopeRowsDigest(_ db: Database, user me: String, device: String) throws -> RowSetDigest {
+        var envelopeRows = RowSetDigest()
+        let rows = try Row.fetchCursor(
+            db,
+            sql: """
+                SELECT s.session_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
+                JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ?
+                """, arguments: [me, device])
+        while let row = try rows.next() {
+            envelopeRows.add(
+                SecretDigest.rowHash(
+                    sessionID: try Self.uuid(row[0]).canonical, deviceID: device, ephemeralPublicKey: row[1]))
+        }
+        return envelopeRows
+    }
+
+    /// The digest of the user's trust statements, `nil` without the trust tables.
+    static func statementsDigest(_ db: Database, user me: String) throws -> String? {
+        // As the migration computes it: MD5 (hex) of the identity key, "|", and every
+        // certificate and revocation as kind:device_id:signature, sorted, joined by ",".
+        var statements: String?
+        if try db.tableExists("user_identity_keys") {
+            let key =
+                try String.fetchOne(
+                    db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
+                ?? ""
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT 'c', device_id, signature FROM device_certificates WHERE user_id = ?
+                    UNION ALL SELECT 'r', device_id, signature FROM device_revocations WHERE user_id = ?
+                    """, arguments: [me, me]
+            ).map { row in "\(row[0] as String):\(try Self.uuid(row[1]).canonical):\(row[2] as String)" }
+            let text = key + "|" + rows.sorted().joined(separator: ",")
+            statements = MD5.hash(Array(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        }
+        return statements
     }
 
     public func recipientDigest(deviceID: UUID, buckets: Int) async throws -> [DigestBucket] {

@@ -29,26 +29,46 @@ extension SyncCLI {
                 "sync-demo-\(UUID().canonical.prefix(8))")
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             defer { if !keep { try? FileManager.default.removeItem(at: root) } }
-            let user = UUID()
-            let remotePath = root.appendingPathComponent("embedded-remote.sqlite").path
-            // Signed in just now: the trust log's start asks for a recent sign-in.
-            let signedIn = Date()
-            func remote() throws -> any SyncRemote {
-                try EmbeddedRemoteStore(path: remotePath, userID: user, signedInAt: signedIn)
-            }
-            var step = 0
-            func say(_ text: String) {
-                step += 1
-                output("\(step). \(text)")
-            }
+            let world = DemoWorld(root: root)
+            let (phone, desktop) = try await world.devices()
+            try await world.pair(phone: phone, desktop: desktop)
+            let ok = try await world.syncAndCompare(phone: phone, desktop: desktop)
+            if keep { output("Files kept in \(root.path)") }
+            if !ok { throw ExitCode.failure }
+        }
+    }
 
+    /// The demo's throwaway world: one user, an embedded remote, numbered steps.
+    final class DemoWorld {
+        let root: URL
+        let user = UUID()
+        let remotePath: String
+        /// Signed in just now: the trust log's start asks for a recent sign-in.
+        let signedIn = Date()
+        var step = 0
+
+        init(root: URL) {
+            self.root = root
+            remotePath = root.appendingPathComponent("embedded-remote.sqlite").path
+        }
+
+        func remote() throws -> any SyncRemote {
+            try EmbeddedRemoteStore(path: remotePath, userID: user, signedInAt: signedIn)
+        }
+
+        func say(_ text: String) {
+            step += 1
+            output("\(step). \(text)")
+        }
+
+        /// A phone that registers, and a desktop with two repositories and five sessions.
+        func devices() async throws -> (phone: DeviceStore, desktop: DeviceStore) {
             say("A phone creates its store and X25519 key pair and registers with the remote")
             let phoneStore = try DeviceStore(directory: root.appendingPathComponent("phone"))
             let phone = try await phoneStore.createIdentity(
                 name: "Quinn's iPhone", deviceType: .iosPhone, role: .mobile)
             try await phoneStore.setUserID(user)
-            let phoneSync = SyncEngine(local: phoneStore, remote: try remote())
-            _ = try await phoneSync.pull()
+            _ = try await SyncEngine(local: phoneStore, remote: try remote()).pull()
             output("   phone \(phone.id.canonical.prefix(8)), public key \(phone.publicKey.base64)")
 
             say("A desktop creates its store and key pair")
@@ -75,7 +95,12 @@ extension SyncCLI {
                     "   session \(session.id.canonical.prefix(8)) in \(repository.name) (secret sealed to the desktop's own key at rest)"
                 )
             }
+            return (phoneStore, desktopStore)
+        }
 
+        /// The desktop starts the trust log, invites the phone, the phone joins, the desktop
+        /// certifies it.
+        func pair(phone phoneStore: DeviceStore, desktop desktopStore: DeviceStore) async throws {
             say(
                 "The desktop starts the user's trust log and is its first root: a new identity key, its own certificate, a recovery key"
             )
@@ -104,7 +129,11 @@ extension SyncCLI {
             output(
                 "   certified \(approval.approved.map { $0.name }.joined(separator: ", ")); refused \(approval.refused.count)"
             )
+        }
 
+        /// The desktop pushes, the phone pulls, both open every secret and compare them, and a
+        /// second push seals nothing. Returns whether everything matched.
+        func syncAndCompare(phone phoneStore: DeviceStore, desktop desktopStore: DeviceStore) async throws -> Bool {
             say(
                 "The desktop pushes (trust mode verified): device, repositories, sessions, and one envelope per session and certified recipient"
             )
@@ -113,7 +142,7 @@ extension SyncCLI {
             describe(push)
 
             say("The phone pulls: repositories, sessions and the envelopes addressed to it")
-            let pull = try await phoneSync.pull()
+            let pull = try await SyncEngine(local: phoneStore, remote: try remote()).pull()
             describe(pull)
 
             say(
@@ -149,8 +178,7 @@ extension SyncCLI {
                         ? "every envelope authenticated (sealed by the certified desktop)."
                         : "UNAUTHENTICATED envelopes."))
             output(ok ? "Every secret matched." : "FAILED")
-            if keep { output("Files kept in \(root.path)") }
-            if !ok { throw ExitCode.failure }
+            return ok
         }
 
         func describe(_ report: SyncReport) {

@@ -128,7 +128,7 @@ struct QuestionAlertTests {
             try await Self.outbox(w, "question-" + quiet.questionId.canonical).first {
                 $0.deviceID == w.phone.identity.id
             })
-        #expect(try AlertRound2Tests.isPassive(phoneAlert), "passive, never suppressed")
+        #expect(try ApprovalAlertTests.isPassive(phoneAlert), "passive, never suppressed")
 
         try await w.asServiceRole(
             "UPDATE agent_questions SET expires_at = 1 WHERE id = '\(quiet.questionId.canonical)'")

@@ -127,7 +127,7 @@ struct TaskAlertTests {
         let phone = Coordinator(store: w.phone.store, remote: try w.world.remote())
         let tablet = Coordinator(store: w.tablet.store, remote: try w.world.remote())
         _ = try await tablet.claim(sessionID: session)
-        try await AlertRound2Tests.ageClaim(w, session: session, seconds: 10)
+        try await ApprovalAlertTests.ageClaim(w, session: session, seconds: 10)
         #expect(
             try await alerts.notify(session: session, kind: .taskComplete)
                 == SessionEventQueued(queued: 1, coalesced: 0, suppressed: 1, off: 0))
@@ -136,7 +136,7 @@ struct TaskAlertTests {
         try await phone.setNotificationSettings(NotificationSettings.Change([.quietWhileActive: false]))
         #expect(try await alerts.notify(session: session, kind: .taskFailed).queued == 2)
         try await phone.setNotificationSettings(NotificationSettings.Change([.quietWhileActive: true]))
-        try await AlertRound2Tests.ageClaim(w, session: session, seconds: 61)
+        try await ApprovalAlertTests.ageClaim(w, session: session, seconds: 61)
         #expect(try await alerts.notify(session: session, kind: .taskPaused).queued == 2)
 
         try await phone.setNotificationSettings(NotificationSettings.Change([.complete: false]))

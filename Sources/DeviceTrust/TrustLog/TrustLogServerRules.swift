@@ -86,35 +86,10 @@ public enum TrustLogServerRules {
         now: UInt64?
     ) throws(Refusal) -> Checked {
         // (a) shape
-        guard let bytes = try? LogText.decode(text, what: "an entry", maxBytes: TrustLogEntry.maxEntryBytes),
-            bytes.count >= TrustLogEntry.headerBytes, Array(bytes[0..<21]) == tbsPrefix, bytes[57] == 0, bytes[147] == 0
-        else { throw .invalid("the entry is not canonical base64 of a trust-log entry") }
-        let length = Int(bytes[180]) << 8 | Int(bytes[181])
-        let type = bytes[102]
-        let signatures = type == 0x01 || type == 0x04 ? 128 : 64
-        guard (1...TrustLogEntry.maxBodyBytes).contains(length),
-            bytes.count == TrustLogEntry.headerBytes + length + signatures
-        else { throw .invalid("the entry's length is not the one its body and type give") }
-        let body = Array(bytes[182..<182 + length])
+        let (bytes, body, parsed, bodyUser) = try shape(text)
+        var checked = parsed
+        let type = checked.type
         let me = Array(userID.canonical.utf8)
-        var checked = Checked(
-            epoch: read32(bytes, 58), seq: read64(bytes, 62), type: type, createdAt: read64(bytes, 103),
-            hash: TrustLogEntry.hash(of: bytes), author: String(decoding: bytes[111..<147], as: UTF8.self),
-            head: Head(seq: 0, hash: [], createdAt: 0, lastProof: []))
-        var bodyUser: [UInt8]?
-        if type == 0x01 {
-            guard body.count >= 168, Array(body[0..<29]) == genesisPrefix, body[65] == 0,
-                Int(body[166]) << 8 | Int(body[167]) == body.count - 168
-            else { throw .invalid("the genesis body does not parse") }
-            bodyUser = Array(body[29..<65])
-            checked.priorEpoch = read32(body, 130)
-            checked.genesisIdentityKey = Array(body[66..<98])
-            checked.genesisCertificate = Array(body[168...])
-        } else if type == 0x06 {
-            guard let answer = try? ResetAnswer.parse(body) else { throw .invalid("the reset answer does not parse") }
-            bodyUser = Array(body[24..<60])
-            checked.answer = answer
-        }
         // (b) the user
         guard Array(bytes[21..<57]) == me, bodyUser == nil || bodyUser == me else {
             throw Refusal("42501", "the entry names another user")
@@ -173,6 +148,42 @@ public enum TrustLogServerRules {
         }
         checked.head = Head(seq: checked.seq, hash: checked.hash, createdAt: checked.createdAt, lastProof: last)
         return checked
+    }
+
+    /// Rule (a): the entry's shape, parsed: its bytes, its body, what is read from them, and the
+    /// user a genesis or reset answer names in its body.
+    static func shape(
+        _ text: String
+    ) throws(Refusal) -> (bytes: [UInt8], body: [UInt8], checked: Checked, bodyUser: [UInt8]?) {
+        guard let bytes = try? LogText.decode(text, what: "an entry", maxBytes: TrustLogEntry.maxEntryBytes),
+            bytes.count >= TrustLogEntry.headerBytes, Array(bytes[0..<21]) == tbsPrefix, bytes[57] == 0, bytes[147] == 0
+        else { throw .invalid("the entry is not canonical base64 of a trust-log entry") }
+        let length = Int(bytes[180]) << 8 | Int(bytes[181])
+        let type = bytes[102]
+        let signatures = type == 0x01 || type == 0x04 ? 128 : 64
+        guard (1...TrustLogEntry.maxBodyBytes).contains(length),
+            bytes.count == TrustLogEntry.headerBytes + length + signatures
+        else { throw .invalid("the entry's length is not the one its body and type give") }
+        let body = Array(bytes[182..<182 + length])
+        var checked = Checked(
+            epoch: read32(bytes, 58), seq: read64(bytes, 62), type: type, createdAt: read64(bytes, 103),
+            hash: TrustLogEntry.hash(of: bytes), author: String(decoding: bytes[111..<147], as: UTF8.self),
+            head: Head(seq: 0, hash: [], createdAt: 0, lastProof: []))
+        var bodyUser: [UInt8]?
+        if type == 0x01 {
+            guard body.count >= 168, Array(body[0..<29]) == genesisPrefix, body[65] == 0,
+                Int(body[166]) << 8 | Int(body[167]) == body.count - 168
+            else { throw .invalid("the genesis body does not parse") }
+            bodyUser = Array(body[29..<65])
+            checked.priorEpoch = read32(body, 130)
+            checked.genesisIdentityKey = Array(body[66..<98])
+            checked.genesisCertificate = Array(body[168...])
+        } else if type == 0x06 {
+            guard let answer = try? ResetAnswer.parse(body) else { throw .invalid("the reset answer does not parse") }
+            bodyUser = Array(body[24..<60])
+            checked.answer = answer
+        }
+        return (bytes, body, checked, bodyUser)
     }
 
     /// The reset answers an epoch's rows hold "by the chain" (trust-log.md, "Epochs and resets"): those

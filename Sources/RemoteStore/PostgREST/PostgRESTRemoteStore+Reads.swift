@@ -234,16 +234,7 @@ extension PostgRESTRemoteStore {
         var after = keyset == nil ? nil : start
         let deadline = ContinuousClock.now + configuration.listingDeadline
         while true {
-            // A server whose Content-Range never says done must not keep the client paging forever.
-            guard fetched <= configuration.maxListedRows else {
-                throw RemoteStoreError(
-                    .listingDidNotEnd, "\(table): the listing passed \(configuration.maxListedRows) rows without ending"
-                )
-            }
-            guard ContinuousClock.now < deadline else {
-                throw RemoteStoreError(
-                    .listingDidNotEnd, "\(table): the listing did not end within \(configuration.listingDeadline)")
-            }
+            try checkBounds(table, fetched: fetched, deadline: deadline)
             var pageQuery = query
             var first = offset
             if let keyset, let after {
@@ -298,21 +289,40 @@ extension PostgRESTRemoteStore {
             if let atMost, fetched >= atMost { return (rows, fetched, nil) }
             if shortPageEnds && page.count < configuration.pageSize { return (rows, fetched, nil) }
             if let keyset, let lastRow = page.last {
-                let next = try keyset.map { column in
-                    switch lastRow[column] {
-                    case let .string(value)?: return value
-                    case let .int(value)?: return String(value)
-                    default: throw RemoteStoreError(.malformedResponse, "\(table).\(column) is missing")
-                    }
-                }
-                // The next page starts after this key; the same key again means no progress.
-                guard next != after else {
-                    throw RemoteStoreError(.listingDidNotEnd, "\(table): a page did not advance past the previous one")
-                }
-                after = next
+                after = try Self.key(after: lastRow, columns: keyset, previous: after, table: table)
             }
             pages += 1
             if pages >= maxPages { return (rows, fetched, after) }
         }
+    }
+
+    /// A server whose Content-Range never says done must not keep the client paging forever.
+    func checkBounds(_ table: String, fetched: Int, deadline: ContinuousClock.Instant) throws {
+        guard fetched <= configuration.maxListedRows else {
+            throw RemoteStoreError(
+                .listingDidNotEnd, "\(table): the listing passed \(configuration.maxListedRows) rows without ending")
+        }
+        guard ContinuousClock.now < deadline else {
+            throw RemoteStoreError(
+                .listingDidNotEnd, "\(table): the listing did not end within \(configuration.listingDeadline)")
+        }
+    }
+
+    /// The key the next page starts after: `columns` of the page's last row. The same key as
+    /// `previous` means a page did not advance: refused.
+    static func key(
+        after lastRow: ResponseRow, columns: [String], previous: [String]?, table: String
+    ) throws -> [String] {
+        let next = try columns.map { column in
+            switch lastRow[column] {
+            case let .string(value)?: return value
+            case let .int(value)?: return String(value)
+            default: throw RemoteStoreError(.malformedResponse, "\(table).\(column) is missing")
+            }
+        }
+        guard next != previous else {
+            throw RemoteStoreError(.listingDidNotEnd, "\(table): a page did not advance past the previous one")
+        }
+        return next
     }
 }

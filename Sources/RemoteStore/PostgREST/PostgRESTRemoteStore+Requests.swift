@@ -20,22 +20,8 @@ extension PostgRESTRemoteStore {
         var attempt = 1
         while true {
             try Task.checkCancellation()
-            let token = try await configuration.accessToken(refreshed)
-            // HTTPFields would turn a line break in a credential into a space: such a token or key
-            // is refused here rather than sent mangled (its text never goes into the message).
-            guard Self.isFieldValue(token), Self.isFieldValue(configuration.apiKey) else {
-                throw RemoteStoreError(
-                    .configuration, "the access token or the apikey holds a character a header cannot carry")
-            }
-            var headers: HTTPFields = [
-                .apikey: configuration.apiKey, .authorization: "Bearer \(token)",
-                .accept: "application/json", .userAgent: configuration.userAgent,
-            ]
-            if body != nil { headers[.contentType] = "application/json" }
-            if let prefer { headers[.prefer] = prefer }
-            headers.append(contentsOf: extraHeaders)
-            let request = TransportRequest(
-                method: method, url: url, headerFields: headers, body: body, timeout: configuration.requestTimeout,
+            let request = try await makeRequest(
+                method, url: url, refreshed: refreshed, prefer: prefer, body: body, extraHeaders: extraHeaders,
                 maxResponseBytes: maxResponseBytes)
             MetricsTally.record({ $0.requests += 1 }, in: counters)
 
@@ -92,6 +78,30 @@ extension PostgRESTRemoteStore {
             }
             throw error
         }
+    }
+
+    /// One attempt's request: the current token (a fresh one after a 401) and the headers.
+    func makeRequest(
+        _ method: HTTPRequest.Method, url: URL, refreshed: Bool, prefer: String?, body: Data?, extraHeaders: HTTPFields,
+        maxResponseBytes: Int?
+    ) async throws -> TransportRequest {
+        let token = try await configuration.accessToken(refreshed)
+        // HTTPFields would turn a line break in a credential into a space: such a token or key
+        // is refused here rather than sent mangled (its text never goes into the message).
+        guard Self.isFieldValue(token), Self.isFieldValue(configuration.apiKey) else {
+            throw RemoteStoreError(
+                .configuration, "the access token or the apikey holds a character a header cannot carry")
+        }
+        var headers: HTTPFields = [
+            .apikey: configuration.apiKey, .authorization: "Bearer \(token)",
+            .accept: "application/json", .userAgent: configuration.userAgent,
+        ]
+        if body != nil { headers[.contentType] = "application/json" }
+        if let prefer { headers[.prefer] = prefer }
+        headers.append(contentsOf: extraHeaders)
+        return TransportRequest(
+            method: method, url: url, headerFields: headers, body: body, timeout: configuration.requestTimeout,
+            maxResponseBytes: maxResponseBytes)
     }
 
     /// Sleeps a full-jitter exponential delay, counting the retry; throws on cancellation.

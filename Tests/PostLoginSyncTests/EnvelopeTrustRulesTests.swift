@@ -12,8 +12,8 @@ import Testing
 /// The third audit's findings on what a phone accepts and whom a desktop seals to (1-4), each
 /// replayed as the audit ran it, on the embedded remote and on the stack (the project's schema
 /// and the deployed one), with the user's token (or the service role) as the attacker.
-@Suite("Security round 3: generations, downgrades, certificates, owners")
-struct SecurityRound3Tests {
+@Suite("Envelopes a server or another device forges: generations, downgrades, certificates, owners")
+struct EnvelopeTrustRulesTests {
     static var remotes: [(Backend, Bool)] { Backend.variants }
 
     /// Writes `envelope` as the row for `session` addressed to `device`, as whoever holds the

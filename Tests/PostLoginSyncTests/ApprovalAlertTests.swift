@@ -12,8 +12,8 @@ import Testing
 /// "What the tests must show", 2, for the approval kind): exactly the table's members, the loc
 /// keys and their English fallbacks, no `loc-args`, a deep link under the deployment's scheme,
 /// and a scheme of another form refused.
-@Suite("Notifications round 2: the approval alert", .serialized)
-struct AlertRound2Tests {
+@Suite("The approval alert: its members, deep link, deliveries and settings", .serialized)
+struct ApprovalAlertTests {
     /// Asks with the desktop's store over `remote`, until the phone sees the request; then
     /// leaves the asking task to the caller.
     static func ask(
@@ -230,7 +230,7 @@ struct AlertRound2Tests {
     }
 }
 
-extension AlertRound2Tests {
+extension ApprovalAlertTests {
     /// Marks every alert row of `request` delivered, as the worker would on APNs' 200.
     static func deliver(_ w: ApprovalWorld, request: UUID) async throws {
         let collapse = "approval-request-" + request.canonical

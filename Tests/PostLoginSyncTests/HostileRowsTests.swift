@@ -10,8 +10,8 @@ import Testing
 
 /// The audit's client findings on the sync engine: recipients of another user or listed twice
 /// (12, 15) against a hostile server, and junk envelopes (19) on both remotes.
-@Suite("Sync engine security findings")
-struct SecurityFindingsTests {
+@Suite("A hostile server's rows: another user's or doubled devices, endless listings, junk envelopes")
+struct HostileRowsTests {
     /// A server that accepts every write and lists `devices` for the device listing.
     /// The recipient device ids of every envelope the hostile server was sent.
     final class Sealed: Sendable {

@@ -10,10 +10,23 @@
 /// Structured: every stage is a child of the caller's task group. An error in any stage, or
 /// the caller's cancellation, ends them all, and the first error is thrown.
 struct Pipeline<Batch: Sendable, Transformed: Sendable, Checked: Sendable, Written: Sendable> {
+    /// Where the transform runs.
+    enum Placement: Sendable {
+        /// In a child task, beside the reading of the next batch: for work that takes as long as
+        /// a read (opening, sealing). A batch is checked and its write starts when the next
+        /// batch is read, or at the end.
+        case beside
+        /// In the calling task, right after the batch is read, and the batch is checked and its
+        /// write started at once: for a transform much cheaper than a read or a write, so the
+        /// write overlaps the next read instead of waiting for it.
+        case inline
+    }
+
     /// Turns a batch read into one to check (opening or sealing, typically in parallel).
     let transform: @Sendable (Batch) async throws -> Transformed
     /// Writes a checked batch; at most one at a time, in order.
     let write: @Sendable (Checked) async throws -> Written
+    var placement = Placement.beside
 
     /// Runs `reading`, which hands each batch it reads to its `emit`, and every batch emitted
     /// through the stages; returns once the last write ended.
@@ -30,9 +43,13 @@ struct Pipeline<Batch: Sendable, Transformed: Sendable, Checked: Sendable, Writt
                     var flow = Flow()
                     func emit(_ batch: Batch) async throws {
                         try await settle(&flow, in: &group, check: check, written: written)
+                        flow.transforming = true
+                        guard placement == .beside else {
+                            flow.ready = try await transform(batch)
+                            return try await settle(&flow, in: &group, check: check, written: written)
+                        }
                         let transform = self.transform
                         group.addTask { .transformed(try await transform(batch)) }
-                        flow.transforming = true
                     }
                     try await withoutActuallyEscaping(emit) { emit in try await reading(emit) }
                     try await settle(&flow, in: &group, check: check, written: written)

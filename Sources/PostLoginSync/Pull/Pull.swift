@@ -269,14 +269,14 @@ extension SyncEngine {
             recorder.emit(.sessions, applied.changed, 0)
         }
 
-        /// Applies every page `producing` lists, through a ``Pipeline``: a page is written while
-        /// the next one's values are made and the one after is read.
+        /// Applies every page `producing` lists, through a ``Pipeline``: a page's values are made
+        /// as it arrives and it is written while the next one is read.
         mutating func applyPages(
             producing: @escaping @Sendable (@escaping PageHandler<Versioned<SessionRecord>>) async throws -> Void
         ) async throws {
             let local = self.local
             let pipeline = Pipeline<[SessionRecord], PreparedSessions, PreparedSessions, AppliedRows>(
-                transform: { PreparedSessions($0) }, write: { try await local.applySessions($0) })
+                transform: { PreparedSessions($0) }, write: { try await local.applySessions($0) }, placement: .inline)
             try await pipeline.run(
                 reading: { emit in
                     try await PageQueue<Versioned<SessionRecord>>().drain(

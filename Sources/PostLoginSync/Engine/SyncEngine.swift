@@ -106,7 +106,8 @@ public struct SyncOptions: Sendable {
     /// Pull: how many changed rows of a table the pull feed may carry (at most 5,000); when more
     /// changed, the table is paged through instead.
     public var pullFeedRowLimit = 500
-    /// Pull: envelopes opened (and checked, and stored) per chunk; memory holds one chunk.
+    /// Pull: envelopes opened (and checked, and stored) per chunk; memory holds three chunks at
+    /// most (one read, one being opened, one being stored).
     public var openChunk = 2_000
     /// The clock the trust log's resets and witnesses are judged by (this device's, by default).
     public var now: @Sendable () -> Date = { Date() }

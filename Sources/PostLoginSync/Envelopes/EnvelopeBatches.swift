@@ -45,7 +45,7 @@ extension SyncEngine {
             reading: (_ emit: @escaping ([EnvelopeRecord]) async throws -> Void) async throws -> Void
         ) async throws {
             let (engine, identity, senders, local) = (self.engine, self.identity, self.senders, self.engine.local)
-            let pipeline = Pipeline<Opening, Opening, CheckedEnvelopes, Void>(
+            let pipeline = Pipeline<Opening, Opening, CheckedEnvelopes, Int>(
                 transform: { batch in
                     var batch = batch
                     if !batch.rows.isEmpty {
@@ -54,7 +54,10 @@ extension SyncEngine {
                     }
                     return batch
                 },
-                write: { try await local.recordEnvelopeRows($0.rows, storing: $0.stored, settling: $0.settled) })
+                write: {
+                    try await local.recordEnvelopeRows($0.rows, storing: $0.stored, settling: $0.settled)
+                    return $0.stored.count
+                })
             try await withoutActuallyEscaping(reading) { reading in
                 try await pipeline.run(
                     reading: { emit in
@@ -63,7 +66,12 @@ extension SyncEngine {
                         }
                         try await withoutActuallyEscaping(prepared) { try await reading($0) }
                     },
-                    check: { check($0, &entry) })
+                    check: { check($0, &entry) },
+                    written: { stored in
+                        // Counted once stored: a batch whose write failed is not reported as applied.
+                        entry.applied += stored
+                        recorder.report.envelopesOpened += stored
+                    })
             }
         }
 
@@ -116,8 +124,6 @@ extension SyncEngine {
                 if case let .failure(error) = outcome { return (session, error) }
                 return nil
             }.sorted { $0.0.canonicallyPrecedes($1.0) }
-            entry.applied += checked.stored.count
-            recorder.report.envelopesOpened += checked.stored.count
             entry.failed += failures.count
             for (session, error) in failures {
                 if error == .unknownSender && rules.verified { recorder.report.trust?.rejectedEnvelopes += 1 }

@@ -93,7 +93,7 @@ extension SyncEngine {
                     .map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.recipientDeviceID) })
         }
         if !stale.isEmpty {
-            entry.deleted = try await remote.deleteEnvelopes(.pairs(Array(stale))) ?? stale.count
+            entry.deleted += try await remote.deleteEnvelopes(.pairs(Array(stale))) ?? stale.count
             try await local.deleteLedgerEntries(pairs: stale.map { ($0.sessionID, $0.deviceID) })
         }
 

@@ -79,7 +79,7 @@ install: deps
 ## The DocC documentation of every library module an app uses (swift-docc-plugin), with the
 ## articles of PostLoginSync.docc; any warning fails it. CI runs it. Archives go to
 ## .build/plugins/Swift-DocC/outputs/.
-DOC_TARGETS := PostLoginSync LocalStore RemoteStore EmbeddedRemote SecretCrypto DeviceTrust SyncModel
+DOC_TARGETS := PostLoginSync LocalStore RemoteStore EmbeddedRemote RemoteSelection SecretCrypto DeviceTrust SyncModel
 docs: deps
 	$(SWIFT) package generate-documentation --warnings-as-errors $(foreach t,$(DOC_TARGETS),--target $(t))
 

@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "LocalStore", targets: ["LocalStore"]),
         .library(name: "RemoteStore", targets: ["RemoteStore"]),
         .library(name: "EmbeddedRemote", targets: ["EmbeddedRemote"]),
+        .library(name: "RemoteSelection", targets: ["RemoteSelection"]),
         .library(name: "PostLoginSync", targets: ["PostLoginSync"]),
         .executable(name: "sync-cli", targets: ["sync-cli"]),
     ],
@@ -89,6 +90,11 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // Which remote a store talks to (`RemoteConfiguration`): the CLI's `--remote`, reusable by an app.
+        .target(
+            name: "RemoteSelection",
+            dependencies: ["RemoteStore", "EmbeddedRemote", "LocalStore", "SyncModel"]
+        ),
         // The engine: push, pull, watch, pairing, revocation, coordination.
         .target(
             name: "PostLoginSync",
@@ -102,8 +108,8 @@ let package = Package(
         .executableTarget(
             name: "sync-cli",
             dependencies: [
-                "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "SecretCrypto", "SyncModel",
-                "ConformanceVectors",
+                "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "RemoteSelection", "SecretCrypto",
+                "SyncModel", "ConformanceVectors",
                 "DeviceTrust", "CQREncode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -171,8 +177,8 @@ let package = Package(
         .testTarget(
             name: "SyncCLITests",
             dependencies: [
-                "sync-cli", "LocalStore", "RemoteStore", "EmbeddedRemote", "PostLoginSync", "SyncModel", "SecretCrypto",
-                "DeviceTrust", "TestStack",
+                "sync-cli", "LocalStore", "RemoteStore", "EmbeddedRemote", "RemoteSelection", "PostLoginSync",
+                "SyncModel", "SecretCrypto", "DeviceTrust", "TestStack",
                 "SyncTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -12,7 +12,7 @@ import Darwin
 ///
 /// Written atomically with mode 0600; read only when it is a regular file owned by this user
 /// that nobody else can access (``SecretFile``). The tokens never appear in an error.
-public struct AuthSessionFile: Sendable {
+public struct AuthSessionFile: AuthSessionStorage {
     /// Why the saved session cannot be used.
     public struct Failure: Error, Sendable, CustomStringConvertible {
         public let path: String

@@ -3,6 +3,7 @@ import EmbeddedRemote
 import Foundation
 import LocalStore
 import PostLoginSync
+import RemoteSelection
 import RemoteStore
 import SecretCrypto
 import SyncModel
@@ -58,115 +59,37 @@ struct RemoteOptions: ParsableArguments {
 
     /// The remote a signed-in store talks to, at ``address(for:)``.
     func remote(for store: DeviceStore) async throws -> any CompleteRemote {
-        try await RemoteFactory.make(address: try await address(for: store), store: store, insecureHTTP: insecureHTTP)
+        let configuration = try await configuration(for: store)
+        let environment = ProcessInfo.processInfo.environment
+        return try await configuration.open(
+            for: store, apiKey: environment["SUPABASE_ANON_KEY"], accessToken: environment["SYNC_ACCESS_TOKEN"],
+            allowCleartext: insecureHTTP)
     }
 
     /// The remote's address: this option, the environment, the store's saved choice, the default.
     func address(for store: DeviceStore) async throws -> String {
-        if let remote { return remote }
-        if let env = ProcessInfo.processInfo.environment["SYNC_REMOTE"], !env.isEmpty { return env }
-        if let saved = try await store.setting(.remoteAddress) { return saved }
-        return "embedded:"
-            + store.directory.deletingLastPathComponent().appendingPathComponent("embedded-remote.sqlite").path
+        try await RemoteConfiguration.address(for: store, explicit: remote)
+    }
+
+    /// The remote at ``address(for:)``, parsed; a cleartext one refused, or allowed with a warning
+    /// on every run (`--insecure-http`).
+    func configuration(for store: DeviceStore) async throws -> RemoteConfiguration {
+        let configuration = try RemoteConfiguration(address: try await address(for: store))
+        try configuration.checkTransport(allowCleartext: insecureHTTP)
+        if configuration.isCleartext, case .supabase(let url) = configuration.location {
+            printError(
+                "Warning: plain http:// to \(url.host ?? "?"): the password, tokens and rows travel in the clear")
+        }
+        return configuration
     }
 }
 
-/// Builds the remote a signed-in store talks to.
-enum RemoteFactory {
-    static func make(address: String, store: DeviceStore, insecureHTTP: Bool) async throws -> any CompleteRemote {
-        let identity = try await store.requireIdentity()
-        guard let user = identity.userID else {
-            throw CLIError("this store is not logged in; run `sync-cli login` first")
-        }
-        if address.hasPrefix("embedded:") {
-            let signedIn = try await store.setting(.embeddedSignedInAt).map {
-                Date(timeIntervalSince1970: TimeInterval($0))
-            }
-            return try embedded(path: String(address.dropFirst("embedded:".count)), userID: user, signedInAt: signedIn)
-        }
-        guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
-            throw UsageError.remote(address)
-        }
-        try checkTransport(url, insecureHTTP: insecureHTTP)
-        let apiKey = try anonKey()
-        let provider: AccessTokenProvider
-        if let token = ProcessInfo.processInfo.environment["SYNC_ACCESS_TOKEN"], !token.isEmpty {
-            provider = { _ in token }
-        } else {
-            guard let session = try store.authSessionFile.load() else {
-                throw CLIError(
-                    "no saved session for \(url.absoluteString); run `sync-cli login --remote \(url.absoluteString)`")
-            }
-            let tokens = AccessTokens(
-                file: store.authSessionFile, session: session, auth: SupabaseAuth(projectURL: url, apiKey: apiKey))
-            provider = tokens.provider
-        }
-        return PostgRESTRemoteStore(
-            configuration: PostgRESTConfiguration(projectURL: url, apiKey: apiKey, userID: user, accessToken: provider))
+/// The project's anon key, from `$SUPABASE_ANON_KEY`.
+func anonKey() throws -> String {
+    guard let key = ProcessInfo.processInfo.environment["SUPABASE_ANON_KEY"], !key.isEmpty else {
+        throw CLIError("set SUPABASE_ANON_KEY to the project's anon (publishable) key")
     }
-
-    /// The embedded remote at `path`: its directory must exist (a typo must not create a new,
-    /// empty remote somewhere), and a file it creates is readable by its owner only. Only `login`
-    /// creates one (`create`); every other command names a missing file, since a new, empty remote
-    /// would then say the identity changed and advise re-pairing against the wrong remote.
-    static func embedded(
-        path: String, userID: UUID, signedInAt: Date? = nil, create: Bool = false
-    ) throws
-        -> EmbeddedRemoteStore
-    {
-        guard !path.isEmpty else {
-            throw UsageError("embedded: needs a file path, for example embedded:/path/to/remote.sqlite")
-        }
-        let url = URL(fileURLWithPath: path)
-        var isDirectory: ObjCBool = false
-        let parent = url.deletingLastPathComponent().path
-        guard FileManager.default.fileExists(atPath: parent, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw CLIError(
-                "the embedded remote's directory \(parent) does not exist: create it, or check --remote and $SYNC_REMOTE"
-            )
-        }
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-            throw CLIError("the embedded remote \(path) is a directory; name a file, for example \(path)/remote.sqlite")
-        }
-        // Made 0600 before SQLite opens it: its journal files take the database file's mode.
-        if !FileManager.default.fileExists(atPath: path) {
-            guard create else {
-                throw CLIError(
-                    "there is no embedded remote at \(path): check --remote and $SYNC_REMOTE (`sync-cli status` "
-                        + "shows the one login saved); `sync-cli login --remote embedded:\(path)` creates a new one")
-            }
-            _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
-        }
-        return try EmbeddedRemoteStore(path: path, userID: userID, signedInAt: signedInAt)
-    }
-
-    /// Refuses plain `http://` to a host that is not this machine: the password, the tokens and
-    /// every row would cross the network in the clear. `--insecure-http` allows it, with a warning
-    /// on every run.
-    static func checkTransport(_ url: URL, insecureHTTP: Bool) throws {
-        guard url.scheme == "http", !isLoopback(url.host ?? "") else { return }
-        guard insecureHTTP else {
-            throw UsageError(
-                "--remote \(url.absoluteString): plain http:// is refused for a host other than this machine "
-                    + "(the password and tokens would travel in the clear); use https://, or --insecure-http for a lab")
-        }
-        printError("Warning: plain http:// to \(url.host ?? "?"): the password, tokens and rows travel in the clear")
-    }
-
-    /// `localhost`, `127.0.0.0/8` and `::1`.
-    static func isLoopback(_ host: String) -> Bool {
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
-        if bare == "localhost" || bare == "::1" { return true }
-        let parts = bare.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
-    }
-
-    static func anonKey() throws -> String {
-        guard let key = ProcessInfo.processInfo.environment["SUPABASE_ANON_KEY"], !key.isEmpty else {
-            throw CLIError("set SUPABASE_ANON_KEY to the project's anon (publishable) key")
-        }
-        return key
-    }
+    return key
 }
 
 /// A failure at run time: printed as `Error: <message>`, exit status 1, no usage text.
@@ -180,15 +103,6 @@ struct CLIError: Error, CustomStringConvertible {
 struct UsageError: Error, CustomStringConvertible {
     let description: String
     init(_ message: String) { description = message }
-
-    /// `--remote` names neither an http(s) URL nor `embedded:PATH`; a near miss of `embedded:` is named.
-    static func remote(_ address: String) -> UsageError {
-        let scheme = address.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-        if scheme != "embedded", editDistance(scheme.lowercased(), "embedded") <= 2 {
-            return UsageError("--remote \(address): did you mean embedded:\(address.dropFirst(scheme.count + 1))?")
-        }
-        return UsageError("--remote must be an http(s) Supabase project URL or embedded:PATH")
-    }
 }
 
 /// A secret typed by the person (a password, a pairing code): from the environment variable
@@ -280,10 +194,4 @@ func git(_ arguments: [String], in path: String) -> String? {
     guard process.terminationStatus == 0 else { return nil }
     let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     return text.isEmpty ? nil : text
-}
-
-extension StoreSetting where Value == Int64 {
-    /// When this store last signed in to an embedded remote (it has no passwords: `login` is the
-    /// sign-in the trust log's first start and a reset ask to be recent).
-    static var embeddedSignedInAt: Self { StoreSetting("embedded.signed_in_at") }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LocalStore
 import PostLoginSync
+import RemoteSelection
 import RemoteStore
 import SecretCrypto
 import SyncModel
@@ -34,10 +35,12 @@ extension SyncCLI {
         func run() async throws {
             let store = try storeOptions.open()
             let identity = try await store.requireIdentity()
-            let address = try await remoteOptions.address(for: store)
+            let configuration = try await remoteOptions.configuration(for: store)
+            let address = configuration.address
             let email = self.email ?? ProcessInfo.processInfo.environment["SYNC_EMAIL"]
             let userID: UUID
-            if address.hasPrefix("embedded:") {
+            switch configuration.location {
+            case .embedded(let path):
                 if let user {
                     guard let parsed = UUID.parse(user) else { throw UsageError("--user must be a UUID") }
                     userID = parsed
@@ -47,13 +50,8 @@ extension SyncCLI {
                     throw UsageError("the embedded remote needs --email or --user")
                 }
                 // The path is checked now (its directory must exist), not at the first sync.
-                _ = try RemoteFactory.embedded(
-                    path: String(address.dropFirst("embedded:".count)), userID: userID, create: true)
-            } else {
-                guard let url = URL(string: address), url.scheme == "https" || url.scheme == "http" else {
-                    throw UsageError.remote(address)
-                }
-                try RemoteFactory.checkTransport(url, insecureHTTP: remoteOptions.insecureHTTP)
+                _ = try RemoteConfiguration.embedded(path: path, userID: userID, create: true)
+            case .supabase(let url):
                 if let token = ProcessInfo.processInfo.environment["SYNC_ACCESS_TOKEN"], !token.isEmpty {
                     guard let subject = Self.subject(ofJWT: token) else {
                         throw CLIError("$SYNC_ACCESS_TOKEN is not a JWT with a sub claim")
@@ -62,7 +60,7 @@ extension SyncCLI {
                 } else {
                     guard let email, !email.isEmpty else { throw UsageError("give --email (or set $SYNC_EMAIL)") }
                     let password = try Self.readPassword()
-                    let auth = SupabaseAuth(projectURL: url, apiKey: try RemoteFactory.anonKey())
+                    let auth = SupabaseAuth(projectURL: url, apiKey: try anonKey())
                     let session = try await auth.signIn(email: email, password: password)
                     try store.authSessionFile.save(session)
                     userID = session.userID
@@ -74,7 +72,7 @@ extension SyncCLI {
             }
             try await store.setUserID(userID)
             try await store.setSetting(.remoteAddress, address)
-            if address.hasPrefix("embedded:") {
+            if case .embedded = configuration.location {
                 try await store.setSetting(.embeddedSignedInAt, Int64(Date().timeIntervalSince1970))
             }
             output("Logged in as user \(userID.canonical) on \(Self.shown(address))")

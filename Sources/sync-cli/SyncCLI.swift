@@ -1,4 +1,5 @@
 import ArgumentParser
+import RemoteSelection
 import RemoteStore
 
 #if canImport(Glibc)
@@ -53,6 +54,9 @@ struct SyncCLI: AsyncParsableCommand {
         } catch let error as UsageError {
             printError("Error: \(error)")
             exit(withError: ExitCode(64))
+        } catch let error as RemoteConfigurationError {
+            printError("Error: \(error)")
+            exit(withError: ExitCode(error.isUsageError ? 64 : 1))
         } catch let error as RemoteStoreError {
             printError("Error: \(error)")
             if let hint = remoteHint(error.code.description) { printError(hint) }

@@ -122,7 +122,7 @@ extension SyncCLI.Trust {
             guard !address.hasPrefix("embedded:"), let url = URL(string: address) else {
                 throw CLIError("the embedded remote has no auth server: there are no logins to end")
             }
-            let auth = SupabaseAuth(projectURL: url, apiKey: try RemoteFactory.anonKey())
+            let auth = SupabaseAuth(projectURL: url, apiKey: try anonKey())
             let token: String
             if let given = ProcessInfo.processInfo.environment["SYNC_ACCESS_TOKEN"], !given.isEmpty {
                 token = given

@@ -1,8 +1,8 @@
 import Synchronization
 
-// The engine's unstructured tasks, but the token refresh's single flight (`AccessTokens`): each
-// exists because a structured task cannot do its job in Swift 6.3, which has no cancellation
-// shield.
+// The engine's unstructured tasks (the token refresh's single flight, `AccessTokens`, lives in
+// RemoteStore beside `SupabaseAuth`): each exists because a structured task cannot do its job in
+// Swift 6.3, which has no cancellation shield.
 
 /// Runs `work` to its end even when the calling task is cancelled, and returns its result.
 ///

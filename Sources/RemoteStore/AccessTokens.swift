@@ -1,6 +1,4 @@
 import Foundation
-import LocalStore
-import RemoteStore
 import SyncModel
 
 /// The signed-in session's access token, refreshed when it is about to expire or the remote
@@ -8,16 +6,16 @@ import SyncModel
 ///
 /// Refresh is single-flight: a refresh token is single use, so callers that arrive while a
 /// refresh is running (two uploads in flight near expiry) await that refresh instead of
-/// spending the same refresh token again. Over a store's `AuthSessionFile`
-/// (``init(file:session:auth:)``) it is single-flight across processes too (an app and its
-/// notification extension): the refresh runs under an exclusive lock on `auth.lock`, and first
-/// re-reads `auth.json`: a session another process saved, newer than ours and not within 60 s of
+/// spending the same refresh token again. Over a store's `AuthSessionFile`, an
+/// `AuthSessionStorage` (``init(file:session:auth:)``), it is single-flight across processes too
+/// (an app and its notification extension): the refresh runs under an exclusive lock on
+/// `auth.lock`, and first re-reads `auth.json`: a session another process saved, newer than ours and not within 60 s of
 /// expiry, is used instead of refreshing.
 public actor AccessTokens {
     private var session: AuthSession
     private let auth: SupabaseAuth
     private let save: @Sendable (AuthSession) async throws -> Void
-    private let file: AuthSessionFile?
+    private let file: (any AuthSessionStorage)?
     private var refreshing: Task<(AuthSession, Bool), Error>?
     /// Refreshes done so far (for tests and diagnostics).
     public private(set) var refreshCount = 0
@@ -41,10 +39,10 @@ public actor AccessTokens {
     /// the store: refreshes are saved there and single-flight across those processes.
     ///
     /// - Parameters:
-    ///   - file: The store's `auth.json`.
+    ///   - file: The store's `auth.json` (`DeviceStore.authSessionFile`).
     ///   - session: The session as this process read it.
     ///   - auth: Where to refresh it.
-    public init(file: AuthSessionFile, session: AuthSession, auth: SupabaseAuth) {
+    public init(file: any AuthSessionStorage, session: AuthSession, auth: SupabaseAuth) {
         self.session = session
         self.auth = auth
         save = { try file.save($0) }
@@ -74,7 +72,7 @@ public actor AccessTokens {
                 try await save(fresh)
                 return (fresh, true)
             }
-            return try await file.exclusively {
+            return try await file.exclusively(timeout: .seconds(30)) {
                 // Only a session of the same user: a login of another user is never adopted.
                 let saved = (try? file.load()).flatMap { $0.userID == current.userID ? $0 : nil }
                 if let saved, saved.expiresAt > current.expiresAt, saved.expiresAt.timeIntervalSinceNow > 60 {

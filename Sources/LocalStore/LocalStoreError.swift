@@ -9,58 +9,67 @@ import GRDB
 public struct LocalStoreError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// What went wrong.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
-        let name: String
-        public var description: String { name }
+        // A closed set inside, an open one outside (postgres-nio's `PSQLError.Code`): a new
+        // code is not a breaking change for a caller that switches over the public values.
+        private enum Base: String, Sendable, Hashable {
+            case notADatabase, schemaTooNew, keyFileTooOpen, keyFileMalformed, keyFileMissing,
+                authFileTooOpen, authFileMalformed, keyMismatch, identityMissing, userMissing, wrongRole,
+                identityExists, uniqueViolation, foreignKeyViolation, storeBusy, notFound, secretUnreadable,
+                corruptRow, database, io, diskFull, readOnly, storeDirectoryUnsafe
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+        public var description: String { base.rawValue }
 
         /// The file exists but is not a SQLite database; it was left untouched.
-        public static let notADatabase = Code(name: "notADatabase")
+        public static let notADatabase = Code(.notADatabase)
         /// The store was written by a newer version of this program; it was left untouched.
-        public static let schemaTooNew = Code(name: "schemaTooNew")
+        public static let schemaTooNew = Code(.schemaTooNew)
         /// The device key file is readable or writable by group or others.
-        public static let keyFileTooOpen = Code(name: "keyFileTooOpen")
+        public static let keyFileTooOpen = Code(.keyFileTooOpen)
         /// The device key file is not 32 raw bytes, or is not a regular file.
-        public static let keyFileMalformed = Code(name: "keyFileMalformed")
+        public static let keyFileMalformed = Code(.keyFileMalformed)
         /// The device key file does not exist.
-        public static let keyFileMissing = Code(name: "keyFileMissing")
+        public static let keyFileMissing = Code(.keyFileMissing)
         /// The sign-in file (`auth.json`) is readable or writable by group or others, or another
         /// user owns it.
-        public static let authFileTooOpen = Code(name: "authFileTooOpen")
+        public static let authFileTooOpen = Code(.authFileTooOpen)
         /// The sign-in file is not a regular file, is too large, or could not be read in full.
-        public static let authFileMalformed = Code(name: "authFileMalformed")
+        public static let authFileMalformed = Code(.authFileMalformed)
         /// The device key does not match the public key recorded for this store's identity.
-        public static let keyMismatch = Code(name: "keyMismatch")
+        public static let keyMismatch = Code(.keyMismatch)
         /// The store has no device identity yet (`init` was not run).
-        public static let identityMissing = Code(name: "identityMissing")
+        public static let identityMissing = Code(.identityMissing)
         /// The store's identity has no user yet (nobody signed in on it).
-        public static let userMissing = Code(name: "userMissing")
+        public static let userMissing = Code(.userMissing)
         /// The call is a desktop's (repositories and sessions) and this store is a phone's.
-        public static let wrongRole = Code(name: "wrongRole")
+        public static let wrongRole = Code(.wrongRole)
         /// The store already has a device identity.
-        public static let identityExists = Code(name: "identityExists")
+        public static let identityExists = Code(.identityExists)
         /// A unique key would be violated (the remote would reject the same rows).
-        public static let uniqueViolation = Code(name: "uniqueViolation")
+        public static let uniqueViolation = Code(.uniqueViolation)
         /// A row references a row that does not exist.
-        public static let foreignKeyViolation = Code(name: "foreignKeyViolation")
+        public static let foreignKeyViolation = Code(.foreignKeyViolation)
         /// Another process holds the store's sync lease.
-        public static let storeBusy = Code(name: "storeBusy")
+        public static let storeBusy = Code(.storeBusy)
         /// The requested row does not exist.
-        public static let notFound = Code(name: "notFound")
+        public static let notFound = Code(.notFound)
         /// A stored envelope could not be opened with this device's key.
-        public static let secretUnreadable = Code(name: "secretUnreadable")
+        public static let secretUnreadable = Code(.secretUnreadable)
         /// A row in the database is not what this program wrote.
-        public static let corruptRow = Code(name: "corruptRow")
+        public static let corruptRow = Code(.corruptRow)
         /// Any other SQLite failure.
-        public static let database = Code(name: "database")
+        public static let database = Code(.database)
         /// A file-system operation failed.
-        public static let io = Code(name: "io")
+        public static let io = Code(.io)
         /// The device that holds the store is full: nothing was half-written; free space and
         /// run again.
-        public static let diskFull = Code(name: "diskFull")
+        public static let diskFull = Code(.diskFull)
         /// The store is on read-only media, or its directory cannot be written: found before
         /// anything is sent.
-        public static let readOnly = Code(name: "readOnly")
+        public static let readOnly = Code(.readOnly)
         /// The store directory belongs to another user or others may write to it.
-        public static let storeDirectoryUnsafe = Code(name: "storeDirectoryUnsafe")
+        public static let storeDirectoryUnsafe = Code(.storeDirectoryUnsafe)
     }
 
     /// The kind of failure.

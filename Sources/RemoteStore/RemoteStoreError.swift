@@ -3,53 +3,64 @@ import Foundation
 /// The one error type of SyncRemote.
 ///
 /// Carries the HTTP status and PostgREST's `code`, `message`, `details` and `hint` when the
-/// remote answered, like postgres-nio's `PSQLError`. `description` holds only the status, the
-/// code and the message; `details` and `hint` (PostgreSQL puts failing row values there, which
-/// may include an envelope) appear only in `debugDescription`. No token is ever stored here.
+/// remote answered, like postgres-nio's `PSQLError`: a public ``Code`` over a private closed set,
+/// and the server's own words apart. `description` holds only the status, the code and this
+/// client's ``message``; the server's message (``serverMessage``: PostgreSQL quotes a value it
+/// could not read there), `details` and `hint` (failing row values, which may include an envelope)
+/// appear only in `debugDescription`. The embedded remote runs in this process and quotes no
+/// request: its rules' refusals are its ``message``. No token is ever stored here.
 public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// What went wrong.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
-        let name: String
-        public var description: String { name }
+        // A closed set inside, an open one outside (postgres-nio's `PSQLError.Code`): a new
+        // code is not a breaking change for a caller that switches over the public values.
+        private enum Base: String, Sendable, Hashable {
+            case http, unauthorized, network, malformedResponse, permissionDenied, conflict,
+                foreignKeyViolation, rowTooLarge, configuration, storage, redirected, responseTooLarge,
+                missingFunction, missingTable, invalidValue, listingDidNotEnd, limitExceeded
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+        public var description: String { base.rawValue }
 
         /// The remote answered with an error status.
-        public static let http = Code(name: "http")
+        public static let http = Code(.http)
         /// The access token was refused even after one refresh.
-        public static let unauthorized = Code(name: "unauthorized")
+        public static let unauthorized = Code(.unauthorized)
         /// The remote could not be reached (after retries).
-        public static let network = Code(name: "network")
+        public static let network = Code(.network)
         /// The remote answered with something that is not what PostgREST sends.
-        public static let malformedResponse = Code(name: "malformedResponse")
+        public static let malformedResponse = Code(.malformedResponse)
         /// A row was refused because it belongs to another user (row-level security).
-        public static let permissionDenied = Code(name: "permissionDenied")
+        public static let permissionDenied = Code(.permissionDenied)
         /// A unique key would be violated.
-        public static let conflict = Code(name: "conflict")
+        public static let conflict = Code(.conflict)
         /// A referenced row does not exist.
-        public static let foreignKeyViolation = Code(name: "foreignKeyViolation")
+        public static let foreignKeyViolation = Code(.foreignKeyViolation)
         /// A single row is larger than a request may be.
-        public static let rowTooLarge = Code(name: "rowTooLarge")
+        public static let rowTooLarge = Code(.rowTooLarge)
         /// The configuration is unusable (bad URL, missing key).
-        public static let configuration = Code(name: "configuration")
+        public static let configuration = Code(.configuration)
         /// The embedded store's database failed.
-        public static let storage = Code(name: "storage")
+        public static let storage = Code(.storage)
         /// The remote answered with a redirect; redirects are never followed (they would carry
         /// the credentials elsewhere, and a redirected write is not a written row).
-        public static let redirected = Code(name: "redirected")
+        public static let redirected = Code(.redirected)
         /// A response was larger than the client accepts.
-        public static let responseTooLarge = Code(name: "responseTooLarge")
+        public static let responseTooLarge = Code(.responseTooLarge)
         /// The remote has no database function of that name taking those arguments (404 PGRST202).
-        public static let missingFunction = Code(name: "missingFunction")
+        public static let missingFunction = Code(.missingFunction)
         /// The remote has no table of that name (404 `PGRST205`, or `42P01`): a deployment
         /// without a migration.
-        public static let missingTable = Code(name: "missingTable")
+        public static let missingTable = Code(.missingTable)
         /// A value is outside what the remote allows: a CHECK (23514), an invalid argument
         /// (22023), text that is not of its type (22P02) or too long (22001).
-        public static let invalidValue = Code(name: "invalidValue")
+        public static let invalidValue = Code(.invalidValue)
         /// A listing did not end: pages stopped advancing, or passed the row or time bound.
-        public static let listingDidNotEnd = Code(name: "listingDidNotEnd")
+        public static let listingDidNotEnd = Code(.listingDidNotEnd)
         /// One of the remote's per-user limits (`54000`): push tokens, pending approval requests,
         /// pushes queued a minute. The message says which and what to do.
-        public static let limitExceeded = Code(name: "limitExceeded")
+        public static let limitExceeded = Code(.limitExceeded)
     }
 
     public var code: Code
@@ -57,8 +68,12 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
     public var status: Int?
     /// PostgREST's or PostgreSQL's error code (`PGRST102`, `23505`).
     public var postgrestCode: PostgRESTErrorCode?
-    /// A secret-free message.
+    /// This client's secret-free message: what was asked and what the code means.
     public var message: String
+    /// The remote's own message (PostgREST's or Supabase Auth's), control characters escaped:
+    /// only in `debugDescription`, since it may quote a value of the request. A person at a
+    /// terminal may be shown it (`sync-cli` prints it under the error); a log or a report never.
+    public var serverMessage: String?
     /// PostgREST's `details`: may quote row values; never in `description`.
     public var details: String?
     /// PostgREST's `hint`.
@@ -67,13 +82,13 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
     /// Creates an error.
     public init(
         _ code: Code, _ message: String, status: Int? = nil, postgrestCode: PostgRESTErrorCode? = nil,
-        details: String? = nil,
-        hint: String? = nil
+        serverMessage: String? = nil, details: String? = nil, hint: String? = nil
     ) {
         self.code = code
         self.status = status
         self.postgrestCode = postgrestCode
         self.message = message
+        self.serverMessage = serverMessage
         self.details = details
         self.hint = hint
     }
@@ -88,9 +103,34 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
 
     public var debugDescription: String {
         var text = description
+        if let serverMessage { text += " (the remote said: \(serverMessage))" }
         if let details { text += " (details: \(details))" }
         if let hint { text += " (hint: \(hint))" }
         return text
+    }
+
+    /// What a refusal means, in this client's words, for a message that quotes nothing the
+    /// remote sent.
+    static func meaning(of code: Code, _ postgrestCode: PostgRESTErrorCode?) -> String {
+        switch postgrestCode {
+        case .serializationFailure?: return "the trust log moved on meanwhile; read it again"
+        case .objectNotInPrerequisiteState?: return "refused in the remote's present state"
+        case .invalidAuthorization?: return "refused: it needs a recent sign-in"
+        case .undefinedFunction?, .functionNotFound?: return "the remote has no such function"
+        case .undefinedColumn?, .columnNotFound?: return "the remote has no such column"
+        case .notNullViolation?: return "a required value is missing"
+        default: break
+        }
+        switch code {
+        case .conflict: return "a unique key would be violated"
+        case .foreignKeyViolation: return "a referenced row does not exist"
+        case .permissionDenied: return "refused: not this user's to read or write"
+        case .invalidValue: return "a value is outside what the remote allows"
+        case .missingTable: return "the remote has no such table"
+        case .limitExceeded: return "a per-user limit of the remote was reached"
+        case .unauthorized: return "the remote refused the sign-in"
+        default: return "refused"
+        }
     }
 
     /// Whether the rows of the batch caused it (so narrowing the batch finds them), rather than

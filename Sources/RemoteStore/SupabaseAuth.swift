@@ -60,10 +60,10 @@ public struct SupabaseAuth: Sendable {
         }
         guard response.status.kind == .successful else {
             let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] ?? [:]
-            let message = ((object["msg"] as? String) ?? "logout refused").escapingControlCharacters
             throw RemoteStoreError(
-                response.status == .unauthorized || response.status == .forbidden ? .unauthorized : .http, message,
-                status: response.status.code)
+                response.status == .unauthorized || response.status == .forbidden ? .unauthorized : .http,
+                "the auth server refused the logout", status: response.status.code,
+                serverMessage: (object["msg"] as? String)?.escapingControlCharacters)
         }
     }
 
@@ -86,14 +86,14 @@ public struct SupabaseAuth: Sendable {
         }
         let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] ?? [:]
         guard response.status.kind == .successful else {
-            let message = ((object["error_description"] as? String) ?? (object["msg"] as? String) ?? "sign-in refused")
-                .escapingControlCharacters
+            let said = (object["error_description"] as? String) ?? (object["msg"] as? String)
             throw RemoteStoreError(
-                response.status == .badRequest || response.status == .unauthorized ? .unauthorized : .http, message,
+                response.status == .badRequest || response.status == .unauthorized ? .unauthorized : .http,
+                type == "password" ? "the auth server refused the sign-in" : "the auth server refused the refresh",
                 status: response.status.code,
                 postgrestCode: (object["error_code"] as? String).map {
                     PostgRESTErrorCode(rawValue: $0.escapingControlCharacters)
-                })
+                }, serverMessage: said?.escapingControlCharacters)
         }
         guard let access = object["access_token"] as? String, let refresh = object["refresh_token"] as? String,
             let user = (object["user"] as? [String: Any])?["id"] as? String, let userID = UUID.parse(user)

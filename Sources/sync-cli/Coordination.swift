@@ -34,10 +34,10 @@ struct CoordinationContext {
             )
         } catch let error as RemoteStoreError where error.code == .permissionDenied {
             throw CLIError(
-                "\(error.message) (a device or session the remote does not know yet: run `sync-cli sync` on the device that owns it first)"
+                "\(error.shown) (a device or session the remote does not know yet: run `sync-cli sync` on the device that owns it first)"
             )
         } catch let error as RemoteStoreError where error.code == .invalidValue {
-            throw CLIError(error.message)
+            throw CLIError(error.shown)
         }
     }
 

@@ -40,7 +40,7 @@ struct QuestionCommandContext {
             throw CLIError(
                 "the remote has no questions; apply the project's supabase/migrations/*_notifications_2.sql to it")
         } catch let error as RemoteStoreError where error.code == .permissionDenied {
-            throw CLIError(error.message)
+            throw CLIError(error.shown)
         } catch CryptoError.invalidApprovalContent {
             throw CLIError(
                 "the question is outside the limits: 1-2,000 characters, no control characters but new lines and "

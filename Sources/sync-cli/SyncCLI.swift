@@ -59,12 +59,19 @@ struct SyncCLI: AsyncParsableCommand {
             exit(withError: ExitCode(error.isUsageError ? 64 : 1))
         } catch let error as RemoteStoreError {
             printError("Error: \(error)")
+            if let said = error.serverMessage { printError("The remote said: \(said)") }
             if let hint = remoteHint(error.code.description) { printError(hint) }
             exit(withError: ExitCode(1))
         } catch {
             exit(withError: error)
         }
     }
+}
+
+extension RemoteStoreError {
+    /// For a person at a terminal: the remote's own words when it gave some (a refusal of the
+    /// project's functions says what to do), else this client's message. Never for a log.
+    var shown: String { serverMessage ?? message }
 }
 
 /// A message for a subcommand name that names none, with the nearest one, or `nil` when the

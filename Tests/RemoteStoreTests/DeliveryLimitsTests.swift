@@ -45,7 +45,7 @@ struct DeliveryLimitsTests {
         await #expect {
             try await Self.register(me.store, device: me.desktop, CoordinationActor.token())
         } throws: {
-            isRemote($0, .limitExceeded) && "\($0)".contains("50 valid device tokens")
+            isRemote($0, .limitExceeded) && String(reflecting: $0).contains("50 valid device tokens")
         }
     }
 
@@ -99,7 +99,7 @@ struct DeliveryLimitsTests {
         #expect(try await me.store.clearApproval(requestID: "flood-1", excludingToken: nil).devicesNotified == 5)
         await #expect {
             _ = try await me.store.clearApproval(requestID: "flood-2", excludingToken: nil)
-        } throws: { isRemote($0, .limitExceeded) && "\($0)".contains("600 pushes a minute") }
+        } throws: { isRemote($0, .limitExceeded) && String(reflecting: $0).contains("600 pushes a minute") }
         // At the limit, cancelling my own request still commits: its clearing is not counted.
         let cancelled = try await myApprovals.cancelApproval(requestID: mine)
         #expect(cancelled.cancelled && cancelled.devicesNotified == 5)
@@ -120,7 +120,7 @@ struct DeliveryLimitsTests {
         }
         for _ in 0..<5 { try await ask() }
         await #expect { try await ask() } throws: {
-            isRemote($0, .limitExceeded) && "\($0)".contains("5 pending approval requests")
+            isRemote($0, .limitExceeded) && String(reflecting: $0).contains("5 pending approval requests")
         }
     }
 }

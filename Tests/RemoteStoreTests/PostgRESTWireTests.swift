@@ -263,6 +263,23 @@ struct PostgRESTWireTests {
         #expect(server.requests.count <= 1 + 2 * 6)
     }
 
+    @Test(
+        "the server's message, which may quote a value, is only in debugDescription; the description is this client's")
+    func serverMessageOnlyInDebugDescription() async throws {
+        let server = try LoopbackHTTPServer { _ in
+            .postgrestError(400, code: "22P02", message: "invalid input syntax for type uuid: \"secret-value\"")
+        }
+        let result = try await makeClient(server).upsertRepositories(repositories(1), onBatchAccepted: nil)
+        let error = try #require(result.rejected.first?.error)
+        #expect(error.code == .invalidValue && error.postgrestCode == .invalidTextRepresentation)
+        #expect(error.serverMessage == "invalid input syntax for type uuid: \"secret-value\"")
+        #expect(!error.description.contains("secret-value") && !"\(error)".contains("secret-value"))
+        #expect(
+            error.description.hasPrefix("HTTP 400 22P02: POST repositories: a value is outside what the remote allows"))
+        #expect(
+            error.debugDescription.contains("the remote said: invalid input syntax for type uuid: \"secret-value\""))
+    }
+
     @Test("a 400 for one row is not retried")
     func noRetryOn4xx() async throws {
         let server = try LoopbackHTTPServer { _ in

@@ -112,7 +112,8 @@ extension PostgRESTRemoteStore {
         try await Task.sleep(for: .nanoseconds(Int64.random(in: 0...max(nanos, 1))))
     }
 
-    /// PostgREST's error body, or a generic one; row values stay in `details` only.
+    /// PostgREST's error body, or a generic one: the message is this client's; the server's
+    /// message, details and hint are kept apart (only `debugDescription` shows them).
     static func decodeError(
         _ response: TransportResponse, method: HTTPRequest.Method, table: String
     ) -> RemoteStoreError {
@@ -122,7 +123,6 @@ extension PostgRESTRemoteStore {
         let postgrestCode = (object?["code"] as? String).map {
             PostgRESTErrorCode(rawValue: $0.escapingControlCharacters)
         }
-        let message = (object?["message"] as? String)?.escapingControlCharacters ?? "\(method) \(table) failed"
         let code: RemoteStoreError.Code
         switch (response.status.code, postgrestCode) {
         case (_, .uniqueViolation?): code = .conflict
@@ -136,7 +136,9 @@ extension PostgRESTRemoteStore {
         default: code = .http
         }
         return RemoteStoreError(
-            code, message, status: response.status.code, postgrestCode: postgrestCode,
+            code, "\(method) \(table): \(RemoteStoreError.meaning(of: code, postgrestCode))",
+            status: response.status.code, postgrestCode: postgrestCode,
+            serverMessage: (object?["message"] as? String)?.escapingControlCharacters,
             details: (object?["details"] as? String)?.escapingControlCharacters,
             hint: (object?["hint"] as? String)?.escapingControlCharacters)
     }

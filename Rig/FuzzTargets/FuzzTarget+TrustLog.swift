@@ -7,7 +7,7 @@ import SecretCrypto
 extension FuzzTarget {
     /// An epoch's rows: user id, epoch, then one stored entry (base64) per line.
     ///
-    /// Invariants: the verifier refuses only with ``TrustLogFailure`` at a position within the
+    /// Invariants: the verifier refuses only with ``DeviceTrustError`` at a position within the
     /// rows (its typed throw); a log it accepts has one hash per row and its head at the last
     /// row, verifies to the same head again when extended row by row from its genesis, and passes
     /// the server's rules **E** row by row (without the clock window): a log a client trusts is
@@ -21,8 +21,8 @@ extension FuzzTarget {
         do {
             (state, hashes) = try TrustLogVerifier.verify(rows, userID: user, epoch: epoch)
         } catch {
-            guard error.seq < UInt64(rows.count) else {
-                violated(.trustLog, "a failure names a position beyond the rows")
+            guard let seq = error.seq, seq < UInt64(rows.count) else {
+                violated(.trustLog, "a failure names no position, or one beyond the rows")
             }
             return .rejected
         }

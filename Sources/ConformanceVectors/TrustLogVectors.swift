@@ -122,9 +122,11 @@ enum TrustLogVectorCheck {
                 && certified == ids(test.certified) && revoked == ids(test.revoked)
             return VectorVerifier.judge(test.result, matches)
         } catch {
-            guard test.result == .invalid else { return "rejected at seq \(error.seq) (\(error.reason.rawValue))" }
-            guard error.seq == test.failureSeq, error.reason.rawValue == test.failureReason else {
-                return "rejected at seq \(error.seq) (\(error.reason.rawValue)), expected seq "
+            let seq = error.seq.map(String.init) ?? "?"
+            let step = error.step?.rawValue ?? error.code.description
+            guard test.result == .invalid else { return "rejected at seq \(seq) (\(step))" }
+            guard error.seq == test.failureSeq, error.step?.rawValue == test.failureReason else {
+                return "rejected at seq \(seq) (\(step)), expected seq "
                     + "\(test.failureSeq.map(String.init) ?? "?") (\(test.failureReason ?? "?"))"
             }
             return nil
@@ -145,9 +147,9 @@ enum TrustLogVectorCheck {
                 entry, backup: test.backup, userID: user, epoch: epoch, head: head(test.head), now: test.now)
             return VectorVerifier.judge(test.result, checked.head == head(test.newHead))
         } catch {
-            guard test.result == .invalid else { return "refused with \(error.sqlState): \(error.message)" }
+            guard test.result == .invalid else { return "refused with \(error.sqlState ?? "?"): \(error.message)" }
             return error.sqlState == test.sqlState
-                ? nil : "refused with \(error.sqlState), expected \(test.sqlState ?? "?")"
+                ? nil : "refused with \(error.sqlState ?? "?"), expected \(test.sqlState ?? "?")"
         }
     }
 

@@ -90,7 +90,7 @@ public struct ApprovalDecision: Sendable, Hashable {
 
     /// Parses a body strictly: exact prefix and separators, canonical lowercase identifiers, a
     /// known verdict, exact lengths, a time below 2^63, nothing after.
-    public static func parse(_ bytes: [UInt8]) throws(TrustStatementError) -> ApprovalDecision {
+    public static func parse(_ bytes: [UInt8]) throws(DeviceTrustError) -> ApprovalDecision {
         var reader = StatementReader(bytes)
         let v2 = bytes.starts(with: Array(prefixV2.utf8) + [0])
         try reader.prefix(v2 ? prefixV2 : prefix)
@@ -100,19 +100,19 @@ public struct ApprovalDecision: Sendable, Hashable {
             try reader.separator()
         }
         guard let verdict = Verdict(rawValue: try reader.take(1).first!) else {
-            throw TrustStatementError(.invalidText, "the decision's verdict is neither approve nor deny")
+            throw DeviceTrustError(.invalidText, "the decision's verdict is neither approve nor deny")
         }
         let hash = Array(try reader.take(32))
         let read = Array(try reader.take(32))
         let decided = try reader.integer()
-        guard decided < 1 << 63 else { throw TrustStatementError(.invalidText, "the decision's time is out of range") }
+        guard decided < 1 << 63 else { throw DeviceTrustError(.invalidText, "the decision's time is out of range") }
         var head: LogHead?
         if v2 {
             let epoch = try reader.take(4).reduce(0) { $0 << 8 | UInt32($1) }
             let seq = try reader.integer()
             let hash = Array(try reader.take(32))
             guard epoch >= 1, seq < 10_000 else {
-                throw TrustStatementError(.invalidText, "the decision's trust-log head is out of range")
+                throw DeviceTrustError(.invalidText, "the decision's trust-log head is out of range")
             }
             head = LogHead(epoch: epoch, seq: seq, hash: hash)
         }
@@ -130,10 +130,10 @@ public struct ApprovalDecision: Sendable, Hashable {
     /// Verifies a stored decision under the answering device's (certified) signing key.
     ///
     /// - Returns: The decision, parsed from the bytes the signature covers.
-    /// - Throws: ``TrustStatementError``.
+    /// - Throws: ``DeviceTrustError``.
     public static func verify(
         _ statement: SignedStatement, signingKey: Ed25519PublicKey
-    ) throws(TrustStatementError)
+    ) throws(DeviceTrustError)
         -> ApprovalDecision
     {
         try parse(statement.verifiedBody(identityKey: signingKey))
@@ -168,60 +168,48 @@ public struct ApprovalDecision: Sendable, Hashable {
         }
     }
 
-    /// Why a signed decision does not count.
-    public enum Rejection: Error, Sendable, Hashable, CustomStringConvertible {
-        /// The signature does not verify under the device's key, or the bytes are not a decision.
-        case statement(TrustStatementError.Code)
-        /// For another user, session or request.
-        case otherRequest
-        /// Over another request body than the one the desktop sealed.
-        case otherBody
-        /// `read` is not the desktop's: the device never derived this request's key.
-        case noProofOfSecret
-        /// The requesting device answered its own request.
-        case ownRequest
-        /// `decided_at` is outside `expires_at - 630 ... expires_at + 30`.
-        case outsideWindow
-
-        public var description: String {
-            switch self {
-            case .statement(let code): "the decision does not verify under the device's certified key (\(code))"
-            case .otherRequest: "the decision is for another user, session or request"
-            case .otherBody: "the decision answers another request body than the one this device sent"
-            case .noProofOfSecret:
-                "the decision does not prove its device derived this request's key (it never held the secret)"
-            case .ownRequest: "the requesting device cannot answer its own request"
-            case .outsideWindow: "the decision's time is outside the request's window"
-            }
-        }
-    }
-
     /// Verifies a stored decision by `deviceID`'s certified signing key and checks it answers
     /// exactly the request `expected`: the checks of approvals.md that need no trust records (the
     /// caller has already found the device's certificate and no revocation).
     ///
     /// - Returns: The decision.
-    /// - Throws: ``Rejection``.
+    /// - Throws: ``DeviceTrustError``: a statement code when the decision does not verify, else
+    ///   `.otherRequest`, `.otherBody`, `.noProofOfSecret`, `.ownRequest` or `.outsideWindow`.
     public static func accept(
         _ statement: SignedStatement, deviceID: UUID, signingKey: Ed25519PublicKey, expecting expected: Expectation
-    ) throws(Rejection) -> ApprovalDecision {
+    ) throws(DeviceTrustError) -> ApprovalDecision {
         let decision: ApprovalDecision
         do {
             decision = try verify(statement, signingKey: signingKey)
         } catch {
-            throw .statement(error.code)
+            throw DeviceTrustError(
+                error.code, "the decision does not verify under the device's certified key (\(error.code))")
         }
-        guard decision.deviceID == deviceID else { throw .statement(.wrongDevice) }
+        guard decision.deviceID == deviceID else {
+            throw DeviceTrustError(
+                .wrongDevice, "the decision does not verify under the device's certified key (wrongDevice)")
+        }
         guard decision.userID == expected.userID, decision.sessionID == expected.sessionID,
             decision.requestID == expected.requestID
-        else { throw .otherRequest }
-        guard decision.bodyHash == SHA256.hash(expected.body) else { throw .otherBody }
-        guard decision.read == expected.read else { throw .noProofOfSecret }
-        guard decision.deviceID != expected.requesterDeviceID else { throw .ownRequest }
+        else { throw DeviceTrustError(.otherRequest, "the decision is for another user, session or request") }
+        guard decision.bodyHash == SHA256.hash(expected.body) else {
+            throw DeviceTrustError(
+                .otherBody, "the decision answers another request body than the one this device sent")
+        }
+        guard decision.read == expected.read else {
+            throw DeviceTrustError(
+                .noProofOfSecret,
+                "the decision does not prove its device derived this request's key (it never held the secret)")
+        }
+        guard decision.deviceID != expected.requesterDeviceID else {
+            throw DeviceTrustError(.ownRequest, "the requesting device cannot answer its own request")
+        }
         // expires_at - 630 <= decided_at <= expires_at + 30, computed without overflow.
         let earliest = expected.expiresAt >= 630 ? expected.expiresAt - 630 : 0
         let (latest, overflow) = expected.expiresAt.addingReportingOverflow(30)
-        guard decision.decidedAt >= earliest, overflow || decision.decidedAt <= latest else { throw .outsideWindow }
+        guard decision.decidedAt >= earliest, overflow || decision.decidedAt <= latest else {
+            throw DeviceTrustError(.outsideWindow, "the decision's time is outside the request's window")
+        }
         return decision
     }
 }

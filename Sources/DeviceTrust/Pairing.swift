@@ -1,26 +1,6 @@
 import Foundation
 import SecretCrypto
 
-/// Why a pairing code or request was refused.
-public struct PairingError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Code: String, Sendable, Hashable {
-        /// The code is not 68 base32 characters (spaces and hyphens aside).
-        case malformedCode
-        /// The code's checksum does not match: a character was mistyped or two were swapped.
-        case mistypedCode
-    }
-
-    public let code: Code
-    public let message: String
-
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
-}
-
 /// The pairing code the trust root shows and the new device types or scans:
 /// `base32(invite_id (8) || P (16) || identity fingerprint (16) || C (2))`, where
 /// `C = CRC-16/XMODEM` of the 40 bytes before it (big-endian, as the recovery key's): 68
@@ -41,9 +21,9 @@ public struct PairingCode: Sendable, CustomStringConvertible {
     public static let textLength = 68
 
     /// Creates a code.
-    public init(inviteID: [UInt8], secret: SecureBytes, fingerprint: IdentityFingerprint) throws(PairingError) {
+    public init(inviteID: [UInt8], secret: SecureBytes, fingerprint: IdentityFingerprint) throws(DeviceTrustError) {
         guard inviteID.count == 8, secret.count == 16 else {
-            throw PairingError(.malformedCode, "an invite is 8 bytes and a pairing secret 16")
+            throw DeviceTrustError(.malformedCode, "an invite is 8 bytes and a pairing secret 16")
         }
         self.inviteID = inviteID
         self.secret = secret
@@ -54,9 +34,9 @@ public struct PairingCode: Sendable, CustomStringConvertible {
     /// only `A-Z`, `a-z` and `2-7` are accepted, exactly 68 of them, the unused bits zero and
     /// the checksum equal.
     ///
-    /// - Throws: ``PairingError`` `.malformedCode` (another length or character),
+    /// - Throws: ``DeviceTrustError`` `.malformedCode` (another length or character),
     ///   `.mistypedCode` (the checksum or the unused bits do not match).
-    public init(parsing text: String) throws(PairingError) {
+    public init(parsing text: String) throws(DeviceTrustError) {
         var letters: [UInt8] = []
         letters.reserveCapacity(Self.textLength)
         for byte in text.utf8 {
@@ -79,11 +59,11 @@ public struct PairingCode: Sendable, CustomStringConvertible {
             fingerprint: IdentityFingerprint(bytes: Array(bytes[24..<40]))!)
     }
 
-    static let malformed = PairingError(
+    static let malformed = DeviceTrustError(
         .malformedCode,
         "a pairing code is 68 characters of A-Z and 2-7, shown in 17 groups of 4 (spaces and hyphens aside); "
             + "copy it from the trust root's screen")
-    static let mistyped = PairingError(
+    static let mistyped = DeviceTrustError(
         .mistypedCode,
         "the pairing code does not check out: a character is mistyped or two are swapped; compare it with "
             + "the trust root's screen and type it again (nothing was sent)")

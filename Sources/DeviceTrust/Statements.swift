@@ -1,49 +1,6 @@
 import Foundation
 import SecretCrypto
 
-/// Why a signed statement (a device certificate or revocation) was refused.
-///
-/// Every refusal names what was wrong and never quotes the statement's bytes.
-public struct TrustStatementError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The ways a statement is refused (trust.md).
-    public enum Code: String, Sendable, Hashable, CaseIterable {
-        /// `body` or `signature` is not canonical standard base64.
-        case notBase64
-        /// The signature is not 64 bytes, or does not verify under the pinned identity key.
-        case badSignature
-        /// The body does not start with the statement's prefix and its 0x00.
-        case wrongPrefix
-        /// The body ends before its last field.
-        case truncated
-        /// Bytes follow the last field.
-        case trailingBytes
-        /// A UUID field is not 36 bytes of canonical lowercase hyphenated text, or a separator
-        /// is not 0x00.
-        case malformedIdentifier
-        /// `device_type` or `device_role` is empty or not printable ASCII.
-        case invalidText
-        /// The statement is for another user than the one expected.
-        case wrongUser
-        /// The statement is for another device than the one expected.
-        case wrongDevice
-        /// The statement's X25519 key is not the one expected.
-        case wrongKey
-        /// A text field is longer than 255 bytes (it cannot be encoded).
-        case textTooLong
-    }
-
-    public let code: Code
-    public let message: String
-
-    /// Creates an error.
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
-}
-
 /// A statement as the remote stores it: standard base64 of the body and of the 64-byte
 /// Ed25519 signature over it.
 public struct SignedStatement: Sendable, Hashable {
@@ -64,28 +21,28 @@ public struct SignedStatement: Sendable, Hashable {
     /// Checks that a verified statement names the user and device it was filed under.
     static func check(
         kind: String, user: UUID, device: UUID, expectedUser: UUID, expectedDevice: UUID
-    ) throws(TrustStatementError) {
-        guard user == expectedUser else { throw TrustStatementError(.wrongUser, "the \(kind) is for another user") }
+    ) throws(DeviceTrustError) {
+        guard user == expectedUser else { throw DeviceTrustError(.wrongUser, "the \(kind) is for another user") }
         guard device == expectedDevice else {
-            throw TrustStatementError(.wrongDevice, "the \(kind) is for another device")
+            throw DeviceTrustError(.wrongDevice, "the \(kind) is for another device")
         }
     }
 
     /// Decodes both fields and checks the signature under `identityKey`; returns the body's bytes.
     ///
-    /// - Throws: ``TrustStatementError`` `.notBase64` or `.badSignature`.
-    func verifiedBody(identityKey: Ed25519PublicKey) throws(TrustStatementError) -> [UInt8] {
+    /// - Throws: ``DeviceTrustError`` `.notBase64` or `.badSignature`.
+    func verifiedBody(identityKey: Ed25519PublicKey) throws(DeviceTrustError) -> [UInt8] {
         let bytes: [UInt8], signatureBytes: [UInt8]
         do {
             bytes = try ByteEncoding.bytes(base64: body)
             signatureBytes = try ByteEncoding.bytes(base64: signature)
         } catch {
-            throw TrustStatementError(.notBase64, "the statement's body or signature is not standard base64")
+            throw DeviceTrustError(.notBase64, "the statement's body or signature is not standard base64")
         }
         guard signatureBytes.count == Ed25519PrivateKey.signatureByteCount,
             identityKey.isValidSignature(signatureBytes, for: bytes)
         else {
-            throw TrustStatementError(
+            throw DeviceTrustError(
                 .badSignature, "the statement's signature does not verify under the user's identity key")
         }
         return bytes
@@ -132,9 +89,9 @@ public struct DeviceCertificate: Sendable, Hashable {
 
     /// The exact bytes that are signed.
     ///
-    /// - Throws: ``TrustStatementError`` `.textTooLong` or `.invalidText` for a type or role that
+    /// - Throws: ``DeviceTrustError`` `.textTooLong` or `.invalidText` for a type or role that
     ///   cannot be encoded.
-    public func body() throws(TrustStatementError) -> [UInt8] {
+    public func body() throws(DeviceTrustError) -> [UInt8] {
         var out = StatementWriter(prefix: Self.prefix, userID: userID, deviceID: deviceID)
         out.bytes(x25519PublicKey.rawRepresentation)
         out.bytes(ed25519PublicKey.rawRepresentation)
@@ -145,7 +102,7 @@ public struct DeviceCertificate: Sendable, Hashable {
     }
 
     /// Parses a body strictly: exact prefix, canonical identifiers, exact lengths, nothing after.
-    public static func parse(_ bytes: [UInt8]) throws(TrustStatementError) -> DeviceCertificate {
+    public static func parse(_ bytes: [UInt8]) throws(DeviceTrustError) -> DeviceCertificate {
         var reader = StatementReader(bytes)
         let (user, device) = try reader.header(Self.prefix)
         let x25519 = try reader.x25519()
@@ -160,7 +117,7 @@ public struct DeviceCertificate: Sendable, Hashable {
     }
 
     /// Signs the certificate with the user's identity key.
-    public func signed(by identityKey: Ed25519PrivateKey) throws(TrustStatementError) -> SignedStatement {
+    public func signed(by identityKey: Ed25519PrivateKey) throws(DeviceTrustError) -> SignedStatement {
         SignedStatement(signing: try body(), with: identityKey)
     }
 
@@ -168,17 +125,17 @@ public struct DeviceCertificate: Sendable, Hashable {
     /// user and device; when `x25519PublicKey` is given, that the certificate names that key.
     ///
     /// - Returns: The certificate, every field verified.
-    /// - Throws: ``TrustStatementError``.
+    /// - Throws: ``DeviceTrustError``.
     public static func verify(
         _ statement: SignedStatement, identityKey: Ed25519PublicKey, userID: UUID, deviceID: UUID,
         x25519PublicKey: X25519PublicKey? = nil
-    ) throws(TrustStatementError) -> DeviceCertificate {
+    ) throws(DeviceTrustError) -> DeviceCertificate {
         let certificate = try parse(statement.verifiedBody(identityKey: identityKey))
         try SignedStatement.check(
             kind: "certificate", user: certificate.userID, device: certificate.deviceID, expectedUser: userID,
             expectedDevice: deviceID)
         if let x25519PublicKey, certificate.x25519PublicKey != x25519PublicKey {
-            throw TrustStatementError(.wrongKey, "the certificate names another X25519 key than the device row")
+            throw DeviceTrustError(.wrongKey, "the certificate names another X25519 key than the device row")
         }
         return certificate
     }
@@ -217,7 +174,7 @@ public struct DeviceRevocation: Sendable, Hashable {
     }
 
     /// Parses a body strictly.
-    public static func parse(_ bytes: [UInt8]) throws(TrustStatementError) -> DeviceRevocation {
+    public static func parse(_ bytes: [UInt8]) throws(DeviceTrustError) -> DeviceRevocation {
         var reader = StatementReader(bytes)
         let (user, device) = try reader.header(Self.prefix)
         let x25519 = try reader.x25519()
@@ -236,7 +193,7 @@ public struct DeviceRevocation: Sendable, Hashable {
     public static func verify(
         _ statement: SignedStatement, identityKey: Ed25519PublicKey, userID: UUID,
         deviceID: UUID
-    ) throws(TrustStatementError) -> DeviceRevocation {
+    ) throws(DeviceTrustError) -> DeviceRevocation {
         let revocation = try parse(statement.verifiedBody(identityKey: identityKey))
         try SignedStatement.check(
             kind: "revocation", user: revocation.userID, device: revocation.deviceID, expectedUser: userID,

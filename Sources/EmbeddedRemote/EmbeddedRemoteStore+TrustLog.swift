@@ -119,7 +119,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
             if epoch == state.current {
                 let head = try TrustLogServerState.head(db, user: me, epoch: epoch)
                 guard firstSeq == (head?.seq ?? 0) + 1 else {
-                    throw Self.refusal(.init("40001", "first_seq is not the head's next: read again and rebuild"))
+                    throw Self.refusal(.refused("40001", "first_seq is not the head's next: read again and rebuild"))
                 }
             }
             try Self.append(db, user: user, state: &state, epoch: epoch, entries[...])
@@ -131,11 +131,11 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         try await write("starting the trust log") { db in
             guard fresh else {
                 throw Self.refusal(
-                    .init("28000", "sign in again, then retry (starting a trust log needs a recent sign-in)"))
+                    .refused("28000", "sign in again, then retry (starting a trust log needs a recent sign-in)"))
             }
             var state = try TrustLogServerState.settled(db, user: me)
             guard state.current == nil else {
-                throw Self.refusal(.init("23505", "this user already has a trust log (identityExists)"))
+                throw Self.refusal(.refused("23505", "this user already has a trust log (identityExists)"))
             }
             guard (1...9).contains(entries.count) else {
                 throw Self.invalid("start with a genesis and up to 8 entries")
@@ -155,17 +155,17 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         let me = self.me, user = userID, fresh = isFreshSignIn
         try await write("requesting an identity reset") { db in
             guard fresh else {
-                throw Self.refusal(.init("28000", "sign in again, then retry (a reset needs a recent sign-in)"))
+                throw Self.refusal(.refused("28000", "sign in again, then retry (a reset needs a recent sign-in)"))
             }
             var state = try TrustLogServerState.settled(db, user: me)
             let legacy = try String.fetchOne(
                 db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
             guard state.current != nil || state.highestEpoch > 0 || legacy != nil else {
-                throw Self.refusal(.init("55000", "this user has no identity to reset"))
+                throw Self.refusal(.refused("55000", "this user has no identity to reset"))
             }
-            guard state.pending == nil else { throw Self.refusal(.init("55000", "a reset is already pending")) }
+            guard state.pending == nil else { throw Self.refusal(.refused("55000", "a reset is already pending")) }
             if accept == nil, let last = state.lastResetRequest, last > Self.clockSeconds - 86_400 {
-                throw Self.refusal(.init("55000", "a reset was asked for in the last 24 hours"))
+                throw Self.refusal(.refused("55000", "a reset was asked for in the last 24 hours"))
             }
             let epoch = max(2, state.highestEpoch + 1)
             let checked = try Self.check(db, user: user, epoch: epoch, genesis, head: nil)
@@ -173,7 +173,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 throw Self.invalid("a reset names the current epoch as its prior")
             }
             if let accept {
-                guard let current = state.current else { throw Self.refusal(.init("55000", "no epoch is current")) }
+                guard let current = state.current else { throw Self.refusal(.refused("55000", "no epoch is current")) }
                 let head = try TrustLogServerState.head(db, user: me, epoch: current)
                 let answer = try Self.check(db, user: user, epoch: current, accept, head: head)
                 guard let named = answer.answer, named.verdict == .accept, named.resetEpoch == epoch,
@@ -232,15 +232,16 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     /// Seconds since 1970 by this remote's clock.
     static var clockSeconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970)) }
 
-    static func refusal(_ refusal: TrustLogServerRules.Refusal) -> RemoteStoreError {
+    static func refusal(_ refusal: DeviceTrustError) -> RemoteStoreError {
         let code: RemoteStoreError.Code
-        switch refusal.sqlState {
+        switch refusal.sqlState ?? "" {
         case "42501": code = .permissionDenied
         case "22023": code = .invalidValue
         case "23505": code = .conflict
         default: code = .http
         }
-        return RemoteStoreError(code, refusal.message, postgrestCode: PostgRESTErrorCode(rawValue: refusal.sqlState))
+        return RemoteStoreError(
+            code, refusal.message, postgrestCode: refusal.sqlState.map { PostgRESTErrorCode(rawValue: $0) })
     }
 
     /// Rules **E** for one entry of `epoch`.
@@ -280,7 +281,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 }
                 guard let pending = state.pending, pending.epoch == answer.resetEpoch,
                     pending.hash == answer.resetGenesisHash
-                else { throw refusal(.init("55000", "the veto names no pending reset")) }
+                else { throw refusal(.refused("55000", "the veto names no pending reset")) }
                 state.pending = nil
                 try state.save(db)
                 try db.execute(

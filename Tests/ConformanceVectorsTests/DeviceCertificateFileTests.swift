@@ -43,12 +43,12 @@ struct DeviceCertificateFileTests {
     }
 
     /// What verifying a case gives: the certificate, or the refusal's code.
-    static func verdict(_ test: Case) throws -> Result<DeviceCertificate, TrustStatementError> {
+    static func verdict(_ test: Case) throws -> Result<DeviceCertificate, DeviceTrustError> {
         let identity = try Ed25519PublicKey(base64: test.identityPublicKey)
         let user = UUID(uuidString: test.userId) ?? UUID()
         let device = UUID(uuidString: test.deviceId) ?? UUID()
         let key = try X25519PublicKey(base64: test.x25519PublicKey)
-        return Result { () throws(TrustStatementError) -> DeviceCertificate in
+        return Result { () throws(DeviceTrustError) -> DeviceCertificate in
             try DeviceCertificate.verify(
                 SignedStatement(body: test.body, signature: test.signature), identityKey: identity,
                 userID: user, deviceID: device, x25519PublicKey: key)
@@ -59,7 +59,7 @@ struct DeviceCertificateFileTests {
     /// mistyped expected field would make every case "invalid").
     @Test("each invalid case is refused for the reason its flag names")
     func reasons() throws {
-        let expected: [String: TrustStatementError.Code] = [
+        let expected: [String: DeviceTrustError.Code] = [
             "BadSignature": .badSignature, "OtherSigner": .badSignature, "TrailingBytes": .trailingBytes,
             "Truncated": .truncated,
             "OverlongLength": .truncated, "WrongPrefix": .wrongPrefix, "MalformedIdentifier": .malformedIdentifier,
@@ -80,7 +80,7 @@ struct DeviceCertificateFileTests {
                         || certificate.issuedAt != test.issuedAt)
             case .failure(let error):
                 let want = expected[flag] ?? .wrongKey
-                #expect(error.code == want, "tcId \(test.tcId) (\(flag)): refused as \(error.code.rawValue)")
+                #expect(error.code == want, "tcId \(test.tcId) (\(flag)): refused as \(error.code)")
             }
         }
         #expect(cases.count >= 30)

@@ -50,7 +50,7 @@ struct PairingTests {
             String(repeating: "A", count: 64), String(repeating: "A", count: 67) + "\u{0130}",
         ])
     func malformedCode(text: String) {
-        #expect { try PairingCode(parsing: text) } throws: { ($0 as? PairingError)?.code == .malformedCode }
+        #expect { try PairingCode(parsing: text) } throws: { ($0 as? DeviceTrustError)?.code == .malformedCode }
     }
 
     @Test("every single mistyped character and every swap of two neighbours is refused offline, as mistyped")
@@ -67,14 +67,14 @@ struct PairingTests {
                 for replacement in alphabet where replacement != letters[index] {
                     var typo = letters
                     typo[index] = replacement
-                    #expect(throws: PairingError.self) { try PairingCode(parsing: String(typo)) }
+                    #expect(throws: DeviceTrustError.self) { try PairingCode(parsing: String(typo)) }
                     refused += 1
                 }
                 guard index + 1 < letters.count, letters[index] != letters[index + 1] else { continue }
                 var swapped = letters
                 swapped.swapAt(index, index + 1)
                 #expect { try PairingCode(parsing: String(swapped)) } throws: {
-                    ($0 as? PairingError)?.code == .mistypedCode
+                    ($0 as? DeviceTrustError)?.code == .mistypedCode
                 }
             }
             #expect(refused == 68 * 31)
@@ -192,25 +192,25 @@ struct StatementTests {
         #expect(
             try DeviceRevocation.verify(signed, identityKey: key.publicKey, userID: r.userID, deviceID: r.deviceID) == r
         )
-        #expect(throws: TrustStatementError.self) {
+        #expect(throws: DeviceTrustError.self) {
             try DeviceRevocation.verify(
                 signed, identityKey: Ed25519PrivateKey().publicKey, userID: r.userID, deviceID: r.deviceID)
         }
-        #expect(throws: TrustStatementError.self) {
+        #expect(throws: DeviceTrustError.self) {
             try DeviceRevocation.verify(signed, identityKey: key.publicKey, userID: UUID(), deviceID: r.deviceID)
         }
-        #expect(throws: TrustStatementError.self) { try DeviceRevocation.parse(expected + [0]) }
+        #expect(throws: DeviceTrustError.self) { try DeviceRevocation.parse(expected + [0]) }
     }
 
     @Test("text fields that cannot be encoded are refused before signing")
     func unencodable() throws {
         var c = try Self.certificate()
         c.deviceType = String(repeating: "x", count: 256)
-        #expect { try c.body() } throws: { ($0 as? TrustStatementError)?.code == .textTooLong }
+        #expect { try c.body() } throws: { ($0 as? DeviceTrustError)?.code == .textTooLong }
         c.deviceType = "iPhone de José"
-        #expect { try c.body() } throws: { ($0 as? TrustStatementError)?.code == .invalidText }
+        #expect { try c.body() } throws: { ($0 as? DeviceTrustError)?.code == .invalidText }
         c.deviceType = ""
-        #expect { try c.body() } throws: { ($0 as? TrustStatementError)?.code == .invalidText }
+        #expect { try c.body() } throws: { ($0 as? DeviceTrustError)?.code == .invalidText }
     }
 
     @Test("refusals never quote the statement")

@@ -103,7 +103,7 @@ struct LogFixture {
 
 extension TrustLogVerifier {
     /// The failure verifying `rows` gives, or `nil`.
-    static func failure(_ rows: [String], user: UUID, epoch: UInt32 = 1) -> TrustLogFailure? {
+    static func failure(_ rows: [String], user: UUID, epoch: UInt32 = 1) -> DeviceTrustError? {
         do {
             _ = try verify(rows, userID: user, epoch: epoch)
             return nil

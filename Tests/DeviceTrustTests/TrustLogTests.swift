@@ -77,11 +77,11 @@ struct TrustLogBytesTests {
         let opened = try SealedSeed.open(
             sealed, with: x, userID: user, deviceID: device, epoch: 1, seq: 4, identityKey: identity.publicKey)
         #expect(opened.publicKey == identity.publicKey)
-        #expect(throws: TrustLogParseError.self) {
+        #expect(throws: DeviceTrustError.self) {
             try SealedSeed.open(
                 sealed, with: x, userID: user, deviceID: device, epoch: 1, seq: 5, identityKey: identity.publicKey)
         }
-        #expect(throws: TrustLogParseError.self) {
+        #expect(throws: DeviceTrustError.self) {
             try SealedSeed.open(
                 sealed, with: x, userID: user, deviceID: device, epoch: 1, seq: 4,
                 identityKey: Ed25519PrivateKey().publicKey)
@@ -132,7 +132,7 @@ struct TrustLogVerifierTests {
         #expect(TrustLogVerifier.failure(rows, user: log.user) == nil)
         #expect(
             TrustLogVerifier.failure([rows[0], rows[2], rows[3]], user: log.user).map {
-                [$0.seq, UInt64($0.reason == .header ? 1 : 0)]
+                [$0.seq ?? .max, UInt64($0.step == .header ? 1 : 0)]
             } == [1, 1])
         #expect(TrustLogVerifier.failure([rows[0], rows[1], rows[3], rows[2]], user: log.user)?.seq == 2)
         #expect(TrustLogVerifier.failure([rows[0], rows[1], rows[1]], user: log.user)?.seq == 2)
@@ -142,22 +142,22 @@ struct TrustLogVerifierTests {
         ) {
             $0.prev = SHA256.hash([9])
         }
-        #expect(TrustLogVerifier.failure(rows + [wrongPrev], user: log.user)?.reason == .header)
+        #expect(TrustLogVerifier.failure(rows + [wrongPrev], user: log.user)?.step == .header)
         // The right prev, signed and proved, but a seq one ahead: the header, at the expected position.
         let aheadBody = try log.certificate(.init(id: UUID(), x25519: .init(), ed25519: .init(), type: "ios-phone"))
             .body()
         let ahead = log.craft(.certify, body: aheadBody) { $0.seq += 1 }
         let aheadFailure = TrustLogVerifier.failure(rows + [ahead], user: log.user)
-        #expect(aheadFailure?.seq == 4 && aheadFailure?.reason == .header)
+        #expect(aheadFailure?.seq == 4 && aheadFailure?.step == .header)
         var trailing = try ByteEncoding.bytes(base64: rows[3])
         trailing.append(0)
         let failure = TrustLogVerifier.failure(rows.dropLast() + [ByteEncoding.base64(trailing)], user: log.user)
-        #expect(failure?.seq == 3 && failure?.reason == .parse)
+        #expect(failure?.seq == 3 && failure?.step == .parse)
         let unknown = log.craft(.resetAnswer, body: [1, 2, 3]) { $0.type = .resetAnswer }
         var unknownBytes = try ByteEncoding.bytes(base64: unknown)
         unknownBytes[102] = 0x07
         let unknownFailure = TrustLogVerifier.failure(rows + [ByteEncoding.base64(unknownBytes)], user: log.user)
-        #expect(unknownFailure?.seq == 4 && unknownFailure?.reason == .header)
+        #expect(unknownFailure?.seq == 4 && unknownFailure?.step == .header)
     }
 
     @Test("a missing author or successor signature, or a signature by a retired key, fails at signature")
@@ -169,20 +169,20 @@ struct TrustLogVerifierTests {
         // The genesis without its author signature: the entry is 64 bytes short, a parse failure.
         let genesis = try ByteEncoding.bytes(base64: rows[0])
         let shortGenesis = TrustLogVerifier.failure([ByteEncoding.base64(Array(genesis.dropLast(64)))], user: log.user)
-        #expect(shortGenesis?.seq == 0 && shortGenesis?.reason == .parse)
+        #expect(shortGenesis?.seq == 0 && shortGenesis?.step == .parse)
         // The author signature replaced by another device's.
         var forged = try ParsedLogEntry(text: rows[0]).entry
         forged.sign(identity: old, second: Ed25519PrivateKey())
-        #expect(TrustLogVerifier.failure([forged.text], user: log.user)?.reason == .signature)
+        #expect(TrustLogVerifier.failure([forged.text], user: log.user)?.step == .signature)
         // A succession whose successor signature is by another key.
         var succession = try ParsedLogEntry(text: rows[1]).entry
         succession.sign(identity: old, second: Ed25519PrivateKey())
-        #expect(TrustLogVerifier.failure([rows[0], succession.text], user: log.user)?.reason == .signature)
+        #expect(TrustLogVerifier.failure([rows[0], succession.text], user: log.user)?.step == .signature)
         // A certify signed by the retired key (a revoked root that kept the old seed).
         let phone = LogFixture.Device(id: UUID(), x25519: .init(), ed25519: .init(), type: "ios-phone")
         let retired = log.craft(.certify, body: try log.certificate(phone).body(), identity: old)
         let failure = TrustLogVerifier.failure(rows + [retired], user: log.user)
-        #expect(failure?.seq == 2 && failure?.reason == .signature)
+        #expect(failure?.seq == 2 && failure?.step == .signature)
     }
 
     @Test("the proof must extend the chain, and time must not go back (an altered time fails the signature)")
@@ -192,15 +192,15 @@ struct TrustLogVerifierTests {
         let device = LogFixture.Device(id: UUID(), x25519: .init(), ed25519: .init(), type: "ios-phone")
         let body = try log.certificate(device).body()
         let noProof = log.craft(.certify, body: body) { $0.appendProof = SHA256.hash([1]) }
-        #expect(TrustLogVerifier.failure(rows + [noProof], user: log.user)?.reason == .proof)
+        #expect(TrustLogVerifier.failure(rows + [noProof], user: log.user)?.step == .proof)
         let backwards = log.craft(.certify, body: body) { $0.createdAt = log.state.headCreatedAt - 1 }
         let failure = TrustLogVerifier.failure(rows + [backwards], user: log.user)
-        #expect(failure?.seq == 4 && failure?.reason == .time)
+        #expect(failure?.seq == 4 && failure?.step == .time)
         // The operator changes a stored row's created_at: the signature no longer verifies.
         var altered = try ByteEncoding.bytes(base64: rows[2])
         altered[110] &+= 1
         #expect(
-            TrustLogVerifier.failure([rows[0], rows[1], ByteEncoding.base64(altered)], user: log.user)?.reason
+            TrustLogVerifier.failure([rows[0], rows[1], ByteEncoding.base64(altered)], user: log.user)?.step
                 == .signature)
     }
 
@@ -212,15 +212,15 @@ struct TrustLogVerifierTests {
         let rows = log.texts
         let newDevice = LogFixture.Device(id: UUID(), x25519: .init(), ed25519: .init(), type: "ios-phone")
         let byPhone = log.craft(.certify, body: try log.certificate(newDevice).body(), author: phone.id)
-        #expect(TrustLogVerifier.failure(rows + [byPhone], user: log.user)?.reason == .author)
+        #expect(TrustLogVerifier.failure(rows + [byPhone], user: log.user)?.step == .author)
         let rootRole = log.craft(.certify, body: try log.certificate(newDevice, role: "trust_root").body())
-        #expect(TrustLogVerifier.failure(rows + [rootRole], user: log.user)?.reason == .state)
+        #expect(TrustLogVerifier.failure(rows + [rootRole], user: log.user)?.step == .state)
         let revokeRoot = log.craft(.revoke, body: log.revocation(desktop).body())
-        #expect(TrustLogVerifier.failure(rows + [revokeRoot], user: log.user)?.reason == .state)
+        #expect(TrustLogVerifier.failure(rows + [revokeRoot], user: log.user)?.step == .state)
 
         var writer = log.writer
         let next = Ed25519PrivateKey()
-        #expect(throws: TrustLogFailure.self) {
+        #expect(throws: DeviceTrustError.self) {
             try writer.succeed(
                 to: next, reason: .rootRevoked, newRecoveryKey: nil, revocations: [log.revocation(log.root)],
                 createdAt: log.clock + 1)
@@ -232,7 +232,7 @@ struct TrustLogVerifierTests {
             reason: .seedSuspected, newRecoveryKey: nil, revocations: [], grants: [])
         let entry = log.craft(.succession, body: omitting.bytes(), second: next)
         let failure = TrustLogVerifier.failure(rows + [entry], user: log.user)
-        #expect(failure?.seq == 4 && failure?.reason == .state)
+        #expect(failure?.seq == 4 && failure?.step == .state)
     }
 
     @Test("a tenth root, a grant to a revoked device, a certify of a burned id or key (also re-encoded)")
@@ -242,7 +242,7 @@ struct TrustLogVerifierTests {
         for _ in 0..<9 { desktops.append(try log.certify(type: "linux-desktop")) }
         for desktop in desktops.prefix(8) { try log.grantRoot(desktop) }
         #expect(log.state.roots.count == 9)
-        #expect(throws: TrustLogFailure.self) {
+        #expect(throws: DeviceTrustError.self) {
             var copy = log
             try copy.grantRoot(desktops[8])
         }
@@ -256,18 +256,18 @@ struct TrustLogVerifierTests {
             seq: small.state.headSeq + 1)
         let grant = small.craft(
             .rootGrant, body: RootGrant(userID: small.user, deviceID: desktop.id, sealedSeed: sealed).bytes())
-        #expect(TrustLogVerifier.failure(small.texts + [grant], user: small.user)?.reason == .state)
+        #expect(TrustLogVerifier.failure(small.texts + [grant], user: small.user)?.step == .state)
         try small.revoke(phone)
         // The same id again, or the same X25519 key under a new id, or re-encoded with the top bit set or as u + p.
         let again = small.craft(.certify, body: try small.certificate(phone).body())
-        #expect(TrustLogVerifier.failure(small.texts + [again], user: small.user)?.reason == .state)
+        #expect(TrustLogVerifier.failure(small.texts + [again], user: small.user)?.step == .state)
         let newID = LogFixture.Device(id: UUID(), x25519: phone.x25519, ed25519: .init(), type: "ios-phone")
         let sameKey = small.craft(.certify, body: try small.certificate(newID).body())
-        #expect(TrustLogVerifier.failure(small.texts + [sameKey], user: small.user)?.reason == .state)
+        #expect(TrustLogVerifier.failure(small.texts + [sameKey], user: small.user)?.step == .state)
         var body = try small.certificate(newID).body()
         body[67 + 37 + 31] |= 0x80 // the top bit of the X25519 key
         let topBit = small.craft(.certify, body: body)
-        #expect(TrustLogVerifier.failure(small.texts + [topBit], user: small.user)?.reason == .parse)
+        #expect(TrustLogVerifier.failure(small.texts + [topBit], user: small.user)?.step == .parse)
 
         // A device revoked before it was ever certified (a stolen device that never paired):
         // its id and its X25519 key are burned all the same, so neither can be certified later.
@@ -277,10 +277,10 @@ struct TrustLogVerifierTests {
         #expect(early.state.devices[stranger.id]?.isTrusted != true)
         let sameID = LogFixture.Device(id: stranger.id, x25519: .init(), ed25519: .init(), type: "ios-phone")
         let byID = early.craft(.certify, body: try early.certificate(sameID).body())
-        #expect(TrustLogVerifier.failure(early.texts + [byID], user: early.user)?.reason == .state)
+        #expect(TrustLogVerifier.failure(early.texts + [byID], user: early.user)?.step == .state)
         let sameX = LogFixture.Device(id: UUID(), x25519: stranger.x25519, ed25519: .init(), type: "ios-phone")
         let byKey = early.craft(.certify, body: try early.certificate(sameX).body())
-        #expect(TrustLogVerifier.failure(early.texts + [byKey], user: early.user)?.reason == .state)
+        #expect(TrustLogVerifier.failure(early.texts + [byKey], user: early.user)?.step == .state)
     }
 
     @Test("a certify or grant of itself by a non-root is allowed (recovery), a certify of another is not")
@@ -302,7 +302,7 @@ struct TrustLogVerifierTests {
         var log = try LogFixture(recovery: nil)
         // Fill to 8,999 with certifies of fresh devices (no backups: no recovery key bound).
         while log.state.headSeq < 8_999 { try log.certify() }
-        #expect(throws: TrustLogFailure.self) {
+        #expect(throws: DeviceTrustError.self) {
             var copy = log
             try copy.certify()
         }

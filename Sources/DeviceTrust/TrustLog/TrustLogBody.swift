@@ -11,7 +11,7 @@ public enum TrustLogBody: Sendable, Hashable {
     case resetAnswer(ResetAnswer)
 
     /// The body's bytes.
-    public func bytes() throws(TrustStatementError) -> [UInt8] {
+    public func bytes() throws(DeviceTrustError) -> [UInt8] {
         switch self {
         case .genesis(let body): try body.bytes()
         case .certify(let certificate): try certificate.body()
@@ -37,7 +37,7 @@ public enum TrustLogBody: Sendable, Hashable {
     /// Parses a body of `type` strictly, for `userID` (every body names the header's user).
     public static func parse(
         _ bytes: [UInt8], of type: TrustLogEntryType, userID: UUID
-    ) throws(TrustLogParseError)
+    ) throws(DeviceTrustError)
         -> TrustLogBody
     {
         let body: TrustLogBody
@@ -49,7 +49,9 @@ public enum TrustLogBody: Sendable, Hashable {
         case .rootGrant: body = .rootGrant(try RootGrant.parse(bytes))
         case .resetAnswer: body = .resetAnswer(try ResetAnswer.parse(bytes))
         }
-        guard body.userID == userID else { throw TrustLogParseError("the body names another user than the entry") }
+        guard body.userID == userID else {
+            throw DeviceTrustError(.malformedLogBytes, "the body names another user than the entry")
+        }
         return body
     }
 
@@ -66,35 +68,42 @@ public enum TrustLogBody: Sendable, Hashable {
     }
 
     /// trust.md's certificate, with the trust log's key rules.
-    static func parseCertificate(_ bytes: [UInt8]) throws(TrustLogParseError) -> DeviceCertificate {
+    static func parseCertificate(_ bytes: [UInt8]) throws(DeviceTrustError) -> DeviceCertificate {
         let certificate: DeviceCertificate
         do {
             certificate = try DeviceCertificate.parse(bytes)
         } catch {
-            throw TrustLogParseError("the certificate does not parse: \(error)")
+            throw DeviceTrustError(.malformedLogBytes, "the certificate does not parse: \(error)")
         }
         guard certificate.x25519PublicKey.isCanonicalAndNotLowOrder else {
-            throw TrustLogParseError("the certificate's X25519 key is not canonical or is of small order")
+            throw DeviceTrustError(
+                .malformedLogBytes, "the certificate's X25519 key is not canonical or is of small order")
         }
         guard certificate.ed25519PublicKey.isCanonicalAndNotSmallOrder else {
-            throw TrustLogParseError("the certificate's Ed25519 key is not canonical or is of small order")
+            throw DeviceTrustError(
+                .malformedLogBytes, "the certificate's Ed25519 key is not canonical or is of small order")
         }
-        guard certificate.issuedAt < 1 << 63 else { throw TrustLogParseError("the certificate's time is out of range") }
+        guard certificate.issuedAt < 1 << 63 else {
+            throw DeviceTrustError(.malformedLogBytes, "the certificate's time is out of range")
+        }
         return certificate
     }
 
     /// trust.md's revocation, with the trust log's key rules.
-    static func parseRevocation(_ bytes: [UInt8]) throws(TrustLogParseError) -> DeviceRevocation {
+    static func parseRevocation(_ bytes: [UInt8]) throws(DeviceTrustError) -> DeviceRevocation {
         let revocation: DeviceRevocation
         do {
             revocation = try DeviceRevocation.parse(bytes)
         } catch {
-            throw TrustLogParseError("the revocation does not parse: \(error)")
+            throw DeviceTrustError(.malformedLogBytes, "the revocation does not parse: \(error)")
         }
         guard revocation.x25519PublicKey.isCanonicalAndNotLowOrder else {
-            throw TrustLogParseError("the revocation's X25519 key is not canonical or is of small order")
+            throw DeviceTrustError(
+                .malformedLogBytes, "the revocation's X25519 key is not canonical or is of small order")
         }
-        guard revocation.revokedAt < 1 << 63 else { throw TrustLogParseError("the revocation's time is out of range") }
+        guard revocation.revokedAt < 1 << 63 else {
+            throw DeviceTrustError(.malformedLogBytes, "the revocation's time is out of range")
+        }
         return revocation
     }
 }
@@ -128,7 +137,7 @@ public struct Genesis: Sendable, Hashable {
         self.certificate = certificate
     }
 
-    public func bytes() throws(TrustStatementError) -> [UInt8] {
+    public func bytes() throws(DeviceTrustError) -> [UInt8] {
         var out = LogWriter(prefix: Self.prefix)
         out.identifier(userID)
         out.zero()
@@ -142,7 +151,7 @@ public struct Genesis: Sendable, Hashable {
 
     /// The fixed part every reader (and the server) checks: prefix, user, separators, keys,
     /// anchor, prior epoch, and a certificate length equal to the rest of the body.
-    static func parse(_ bytes: [UInt8]) throws(TrustLogParseError) -> Genesis {
+    static func parse(_ bytes: [UInt8]) throws(DeviceTrustError) -> Genesis {
         var reader = LogReader(bytes, "the genesis")
         try reader.prefix(prefix)
         let user = try reader.identifier()
@@ -239,7 +248,7 @@ public struct Succession: Sendable, Hashable {
         return out.bytes
     }
 
-    static func parse(_ bytes: [UInt8]) throws(TrustLogParseError) -> Succession {
+    static func parse(_ bytes: [UInt8]) throws(DeviceTrustError) -> Succession {
         var reader = LogReader(bytes, "the succession")
         try reader.prefix(prefix)
         let user = try reader.identifier()
@@ -248,30 +257,35 @@ public struct Succession: Sendable, Hashable {
         let new = try reader.ed25519()
         let anchor = try reader.take(32)
         guard let reason = SuccessionReason(rawValue: try reader.u8()) else {
-            throw TrustLogParseError("the succession's reason is not 1, 2 or 3")
+            throw DeviceTrustError(.malformedLogBytes, "the succession's reason is not 1, 2 or 3")
         }
         let recovery = try reader.optionalX25519()
         let revocationCount = Int(try reader.u8())
         guard revocationCount <= maxItems else {
-            throw TrustLogParseError("the succession revokes more than 8 devices")
+            throw DeviceTrustError(.malformedLogBytes, "the succession revokes more than 8 devices")
         }
         var revocations: [DeviceRevocation] = []
         for _ in 0..<revocationCount {
             let revocation = try TrustLogBody.parseRevocation(try reader.len16())
-            guard revocation.userID == user else { throw TrustLogParseError("a revocation names another user") }
+            guard revocation.userID == user else {
+                throw DeviceTrustError(.malformedLogBytes, "a revocation names another user")
+            }
             if let last = revocations.last, !(last.deviceID.canonical < revocation.deviceID.canonical) {
-                throw TrustLogParseError("the succession's revocations are not in ascending device id")
+                throw DeviceTrustError(
+                    .malformedLogBytes, "the succession's revocations are not in ascending device id")
             }
             revocations.append(revocation)
         }
         let grantCount = Int(try reader.u8())
-        guard grantCount <= maxItems else { throw TrustLogParseError("the succession grants more than 8 roots") }
+        guard grantCount <= maxItems else {
+            throw DeviceTrustError(.malformedLogBytes, "the succession grants more than 8 roots")
+        }
         var grants: [Grant] = []
         for _ in 0..<grantCount {
             let device = try reader.identifier()
             let sealed = try SealedSeed.checkShape(try reader.len16())
             if let last = grants.last, !(last.deviceID.canonical < device.canonical) {
-                throw TrustLogParseError("the succession's grants are not in ascending device id")
+                throw DeviceTrustError(.malformedLogBytes, "the succession's grants are not in ascending device id")
             }
             grants.append(Grant(deviceID: device, sealedSeed: sealed))
         }
@@ -309,7 +323,7 @@ public struct RootGrant: Sendable, Hashable {
         return out.bytes
     }
 
-    static func parse(_ bytes: [UInt8]) throws(TrustLogParseError) -> RootGrant {
+    static func parse(_ bytes: [UInt8]) throws(DeviceTrustError) -> RootGrant {
         var reader = LogReader(bytes, "the root grant")
         try reader.prefix(prefix)
         let user = try reader.identifier()
@@ -360,7 +374,7 @@ public struct ResetAnswer: Sendable, Hashable {
         return out.bytes
     }
 
-    static func parse(_ bytes: [UInt8]) throws(TrustLogParseError) -> ResetAnswer {
+    static func parse(_ bytes: [UInt8]) throws(DeviceTrustError) -> ResetAnswer {
         var reader = LogReader(bytes, "the reset answer")
         try reader.prefix(prefix)
         let user = try reader.identifier()
@@ -368,7 +382,7 @@ public struct ResetAnswer: Sendable, Hashable {
         let epoch = try reader.u32()
         let hash = try reader.take(32)
         guard let verdict = Verdict(rawValue: try reader.u8()) else {
-            throw TrustLogParseError("the reset answer's verdict is neither veto nor accept")
+            throw DeviceTrustError(.malformedLogBytes, "the reset answer's verdict is neither veto nor accept")
         }
         try reader.end()
         return ResetAnswer(userID: user, resetEpoch: epoch, resetGenesisHash: hash, verdict: verdict)

@@ -1,17 +1,6 @@
 import Foundation
 import SecretCrypto
 
-/// Why bytes are not a trust-log entry, a body, a witness or a stored row (trust-log.md,
-/// "Bytes"). The message names the field, never the bytes.
-public struct TrustLogParseError: Error, Sendable, Hashable, CustomStringConvertible {
-    public let message: String
-
-    /// Creates an error.
-    public init(_ message: String) { self.message = message }
-
-    public var description: String { message }
-}
-
 /// Writes the trust log's fields: big-endian integers, 36-byte lowercase UUID text, `len16`.
 struct LogWriter {
     var bytes: [UInt8] = []
@@ -57,95 +46,100 @@ struct LogReader {
 
     var remaining: Int { bytes.count - offset }
 
-    mutating func take(_ count: Int) throws(TrustLogParseError) -> [UInt8] {
-        guard count >= 0, remaining >= count else { throw TrustLogParseError("\(what) ends early") }
+    mutating func take(_ count: Int) throws(DeviceTrustError) -> [UInt8] {
+        guard count >= 0, remaining >= count else { throw DeviceTrustError(.malformedLogBytes, "\(what) ends early") }
         defer { offset += count }
         return Array(bytes[offset..<offset + count])
     }
 
-    mutating func prefix(_ text: String) throws(TrustLogParseError) {
+    mutating func prefix(_ text: String) throws(DeviceTrustError) {
         let expected = Array(text.utf8) + [0]
         guard try take(expected.count) == expected else {
-            throw TrustLogParseError("\(what) does not start with \(text)")
+            throw DeviceTrustError(.malformedLogBytes, "\(what) does not start with \(text)")
         }
     }
 
-    mutating func zero() throws(TrustLogParseError) {
-        guard try take(1) == [0] else { throw TrustLogParseError("a separator of \(what) is not 0x00") }
+    mutating func zero() throws(DeviceTrustError) {
+        guard try take(1) == [0] else {
+            throw DeviceTrustError(.malformedLogBytes, "a separator of \(what) is not 0x00")
+        }
     }
 
     /// 36 bytes of canonical lowercase hyphenated UUID text.
-    mutating func identifier() throws(TrustLogParseError) -> UUID {
+    mutating func identifier() throws(DeviceTrustError) -> UUID {
         let raw = try take(36)
         let text = String(decoding: raw, as: UTF8.self)
         guard let id = UUID(uuidString: text), id.canonical == text else {
-            throw TrustLogParseError("an identifier of \(what) is not a canonical lowercase UUID")
+            throw DeviceTrustError(.malformedLogBytes, "an identifier of \(what) is not a canonical lowercase UUID")
         }
         return id
     }
 
-    mutating func u8() throws(TrustLogParseError) -> UInt8 { try take(1)[0] }
+    mutating func u8() throws(DeviceTrustError) -> UInt8 { try take(1)[0] }
 
-    mutating func u32() throws(TrustLogParseError) -> UInt32 {
+    mutating func u32() throws(DeviceTrustError) -> UInt32 {
         try take(4).reduce(0) { $0 << 8 | UInt32($1) }
     }
 
-    mutating func u64() throws(TrustLogParseError) -> UInt64 {
+    mutating func u64() throws(DeviceTrustError) -> UInt64 {
         try take(8).reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// A time: Unix seconds below 2^63.
-    mutating func time() throws(TrustLogParseError) -> UInt64 {
+    mutating func time() throws(DeviceTrustError) -> UInt64 {
         let value = try u64()
-        guard value < 1 << 63 else { throw TrustLogParseError("a time of \(what) is out of range") }
+        guard value < 1 << 63 else { throw DeviceTrustError(.malformedLogBytes, "a time of \(what) is out of range") }
         return value
     }
 
-    mutating func len16() throws(TrustLogParseError) -> [UInt8] {
+    mutating func len16() throws(DeviceTrustError) -> [UInt8] {
         let length = try take(2).reduce(0) { $0 << 8 | Int($1) }
         return try take(length)
     }
 
     /// An Ed25519 public key that is canonical and not of small order.
-    mutating func ed25519() throws(TrustLogParseError) -> Ed25519PublicKey {
+    mutating func ed25519() throws(DeviceTrustError) -> Ed25519PublicKey {
         let key = try! Ed25519PublicKey(rawRepresentation: try take(32))
         guard key.isCanonicalAndNotSmallOrder else {
-            throw TrustLogParseError("an Ed25519 key of \(what) is not canonical or is of small order")
+            throw DeviceTrustError(
+                .malformedLogBytes, "an Ed25519 key of \(what) is not canonical or is of small order")
         }
         return key
     }
 
     /// An X25519 public key that is canonical and not of small order.
-    mutating func x25519() throws(TrustLogParseError) -> X25519PublicKey {
+    mutating func x25519() throws(DeviceTrustError) -> X25519PublicKey {
         let key = try! X25519PublicKey(rawRepresentation: try take(32))
         guard key.isCanonicalAndNotLowOrder else {
-            throw TrustLogParseError("an X25519 key of \(what) is not canonical or is of small order")
+            throw DeviceTrustError(.malformedLogBytes, "an X25519 key of \(what) is not canonical or is of small order")
         }
         return key
     }
 
     /// An X25519 key or 32 zero bytes (none).
-    mutating func optionalX25519() throws(TrustLogParseError) -> X25519PublicKey? {
+    mutating func optionalX25519() throws(DeviceTrustError) -> X25519PublicKey? {
         let raw = try take(32)
         if raw.allSatisfy({ $0 == 0 }) { return nil }
         let key = try! X25519PublicKey(rawRepresentation: raw)
         guard key.isCanonicalAndNotLowOrder else {
-            throw TrustLogParseError("an X25519 key of \(what) is not canonical or is of small order")
+            throw DeviceTrustError(.malformedLogBytes, "an X25519 key of \(what) is not canonical or is of small order")
         }
         return key
     }
 
-    func end() throws(TrustLogParseError) {
-        guard offset == bytes.count else { throw TrustLogParseError("bytes follow the last field of \(what)") }
+    func end() throws(DeviceTrustError) {
+        guard offset == bytes.count else {
+            throw DeviceTrustError(.malformedLogBytes, "bytes follow the last field of \(what)")
+        }
     }
 }
 
 /// Stored text of the trust log (entries, backups, witnesses): canonical padded standard
 /// base64, checked before anything is parsed.
 enum LogText {
-    static func decode(_ text: String, what: String, maxBytes: Int) throws(TrustLogParseError) -> [UInt8] {
+    static func decode(_ text: String, what: String, maxBytes: Int) throws(DeviceTrustError) -> [UInt8] {
         guard text.utf8.count <= (maxBytes + 2) / 3 * 4, let bytes = try? ByteEncoding.bytes(base64: text) else {
-            throw TrustLogParseError("\(what) is not canonical base64 of an allowed length")
+            throw DeviceTrustError(.malformedLogBytes, "\(what) is not canonical base64 of an allowed length")
         }
         return bytes
     }

@@ -111,12 +111,12 @@ public enum SealedSeed {
     /// Opens a grant addressed to this device and returns the seed's key, only if its public key
     /// is `identityKey` (the key in force the grant claims to carry).
     ///
-    /// - Throws: ``TrustLogParseError`` for anything else, never saying which check failed.
+    /// - Throws: ``DeviceTrustError`` for anything else, never saying which check failed.
     public static func open(
         _ sealed: [UInt8], with key: X25519PrivateKey, userID: UUID, deviceID: UUID, epoch: UInt32, seq: UInt64,
         identityKey: Ed25519PublicKey
-    ) throws(TrustLogParseError) -> Ed25519PrivateKey {
-        let refused = TrustLogParseError("the root grant does not open to the identity key in force")
+    ) throws(DeviceTrustError) -> Ed25519PrivateKey {
+        let refused = DeviceTrustError(.malformedLogBytes, "the root grant does not open to the identity key in force")
         guard sealed.count == byteCount else { throw refused }
         do {
             let seed = try HPKE.open(
@@ -132,10 +132,12 @@ public enum SealedSeed {
 
     /// The shape every reader checks: 80 bytes whose `enc` is a canonical X25519 key not of
     /// small order.
-    static func checkShape(_ bytes: [UInt8]) throws(TrustLogParseError) -> [UInt8] {
-        guard bytes.count == byteCount else { throw TrustLogParseError("a sealed seed is not 80 bytes") }
+    static func checkShape(_ bytes: [UInt8]) throws(DeviceTrustError) -> [UInt8] {
+        guard bytes.count == byteCount else {
+            throw DeviceTrustError(.malformedLogBytes, "a sealed seed is not 80 bytes")
+        }
         guard (try! X25519PublicKey(rawRepresentation: bytes[0..<32])).isCanonicalAndNotLowOrder else {
-            throw TrustLogParseError("a sealed seed's enc is not canonical or is of small order")
+            throw DeviceTrustError(.malformedLogBytes, "a sealed seed's enc is not canonical or is of small order")
         }
         return bytes
     }
@@ -270,7 +272,7 @@ public struct TrustLogWitness: Sendable, Hashable {
     }
 
     /// Parses a stored body strictly (canonical base64 of 155 bytes).
-    public static func parse(_ text: String) throws(TrustLogParseError) -> TrustLogWitness {
+    public static func parse(_ text: String) throws(DeviceTrustError) -> TrustLogWitness {
         let bytes = try LogText.decode(text, what: "a witness", maxBytes: byteCount)
         var reader = LogReader(bytes, "the witness")
         try reader.prefix(prefix)
@@ -284,7 +286,7 @@ public struct TrustLogWitness: Sendable, Hashable {
         let seen = try reader.time()
         try reader.end()
         guard seq < TrustLogEntry.maxEntries, epoch >= 1 else {
-            throw TrustLogParseError("the witness's position is out of range")
+            throw DeviceTrustError(.malformedLogBytes, "the witness's position is out of range")
         }
         return TrustLogWitness(userID: user, deviceID: device, epoch: epoch, seq: seq, entryHash: hash, seenAt: seen)
     }

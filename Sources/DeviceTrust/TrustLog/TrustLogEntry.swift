@@ -167,15 +167,15 @@ public struct TrustLogEntry: Sendable, Hashable {
     /// signature, so that its refusal is a header error at its position, never a skip).
     ///
     /// The body is not parsed here: ``TrustLogBody/parse(_:of:userID:)`` does that.
-    public static func parse(_ bytes: [UInt8]) throws(TrustLogParseError) -> (entry: TrustLogEntry, knownType: UInt8) {
+    public static func parse(_ bytes: [UInt8]) throws(DeviceTrustError) -> (entry: TrustLogEntry, knownType: UInt8) {
         var reader = LogReader(bytes, "the entry")
         try reader.prefix(prefix)
         let user = try reader.identifier()
         try reader.zero()
         let epoch = try reader.u32()
-        guard epoch >= 1 else { throw TrustLogParseError("the entry's epoch is 0") }
+        guard epoch >= 1 else { throw DeviceTrustError(.malformedLogBytes, "the entry's epoch is 0") }
         let seq = try reader.u64()
-        guard seq < maxEntries else { throw TrustLogParseError("the entry's seq is 10,000 or more") }
+        guard seq < maxEntries else { throw DeviceTrustError(.malformedLogBytes, "the entry's seq is 10,000 or more") }
         let prev = try reader.take(32)
         let rawType = try reader.u8()
         let created = try reader.time()
@@ -184,7 +184,7 @@ public struct TrustLogEntry: Sendable, Hashable {
         let proof = try reader.take(32)
         let body = try reader.len16()
         guard (1...maxBodyBytes).contains(body.count) else {
-            throw TrustLogParseError("the entry's body is empty or over 4,096 bytes")
+            throw DeviceTrustError(.malformedLogBytes, "the entry's body is empty or over 4,096 bytes")
         }
         let type = TrustLogEntryType(rawValue: rawType)
         let first = try reader.take(64)
@@ -206,24 +206,24 @@ public struct ParsedLogEntry: Sendable, Hashable {
     public let typeByte: UInt8
     public let hash: [UInt8]
     /// The parsed body, or the reason it does not parse.
-    public let body: Result<TrustLogBody, TrustLogParseError>
+    public let body: Result<TrustLogBody, DeviceTrustError>
 
     /// Parses stored text (canonical base64): the entry, its hash and its body.
     ///
-    /// - Throws: ``TrustLogParseError`` for text that is not canonical base64 of an allowed
+    /// - Throws: ``DeviceTrustError`` for text that is not canonical base64 of an allowed
     ///   length, or bytes that are not an entry.
-    public init(text: String) throws(TrustLogParseError) {
+    public init(text: String) throws(DeviceTrustError) {
         try self.init(bytes: LogText.decode(text, what: "an entry", maxBytes: TrustLogEntry.maxEntryBytes))
     }
 
     /// Parses an entry's bytes.
-    public init(bytes: [UInt8]) throws(TrustLogParseError) {
+    public init(bytes: [UInt8]) throws(DeviceTrustError) {
         let (entry, typeByte) = try TrustLogEntry.parse(bytes)
         self.entry = entry
         self.typeByte = typeByte
         hash = TrustLogEntry.hash(of: bytes)
         if TrustLogEntryType(rawValue: typeByte) == nil {
-            body = .failure(TrustLogParseError("unknown entry type"))
+            body = .failure(DeviceTrustError(.malformedLogBytes, "unknown entry type"))
         } else {
             do {
                 body = .success(try TrustLogBody.parse(entry.body, of: entry.type, userID: entry.userID))

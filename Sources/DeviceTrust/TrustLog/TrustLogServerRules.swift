@@ -6,21 +6,6 @@ import SecretCrypto
 /// runs exactly this; the SQL migration runs the same steps; a client runs it (without the
 /// clock window) to count a reset's answers "by the chain" in an epoch that does not verify.
 public enum TrustLogServerRules {
-    /// A refusal, with the SQLSTATE the server answers.
-    public struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
-        public let sqlState: String
-        public let message: String
-
-        public init(_ sqlState: String, _ message: String) {
-            self.sqlState = sqlState
-            self.message = message
-        }
-
-        public var description: String { "\(sqlState): \(message)" }
-
-        static func invalid(_ message: String) -> Refusal { Refusal("22023", message) }
-    }
-
     /// What the epoch a call names is, for step (c).
     public enum EpochStatus: Sendable, Hashable {
         /// The epoch the call may write.
@@ -84,7 +69,7 @@ public enum TrustLogServerRules {
     public static func check(
         _ text: String, backup: String?, userID: UUID, epoch: UInt32, epochStatus: EpochStatus = .open, head: Head?,
         now: UInt64?
-    ) throws(Refusal) -> Checked {
+    ) throws(DeviceTrustError) -> Checked {
         // (a) shape
         let (bytes, body, parsed, bodyUser) = try shape(text)
         var checked = parsed
@@ -92,10 +77,10 @@ public enum TrustLogServerRules {
         let me = Array(userID.canonical.utf8)
         // (b) the user
         guard Array(bytes[21..<57]) == me, bodyUser == nil || bodyUser == me else {
-            throw Refusal("42501", "the entry names another user")
+            throw DeviceTrustError.refused("42501", "the entry names another user")
         }
         // (c) the epoch
-        if epochStatus == .pendingOrClosed { throw Refusal("55000", "the epoch is pending or closed") }
+        if epochStatus == .pendingOrClosed { throw DeviceTrustError.refused("55000", "the epoch is pending or closed") }
         guard epochStatus == .open, checked.epoch == epoch else {
             throw .invalid("the entry names another epoch than the current one")
         }
@@ -104,11 +89,12 @@ public enum TrustLogServerRules {
         let proof = Array(bytes[148..<180])
         if let head {
             guard checked.seq == head.seq + 1, prev == head.hash else {
-                throw Refusal("40001", "the entry is not at the head (seq \(head.seq + 1)): read again and rebuild")
+                throw DeviceTrustError.refused(
+                    "40001", "the entry is not at the head (seq \(head.seq + 1)): read again and rebuild")
             }
         } else {
             guard checked.seq == 0, prev == zero32, proof == zero32 else {
-                throw Refusal("40001", "the epoch is empty: the entry must be its genesis at seq 0")
+                throw DeviceTrustError.refused("40001", "the epoch is empty: the entry must be its genesis at seq 0")
             }
         }
         // (e) the bound
@@ -121,7 +107,10 @@ public enum TrustLogServerRules {
             let author = Array(bytes[111..<147])
             let offset = type == 0x02 ? 67 : 59
             guard [0x02, 0x05].contains(type), body.count >= offset + 36, Array(body[offset..<offset + 36]) == author
-            else { throw Refusal("55000", "from seq 9,000 only revocations, successions, reset answers and recovery") }
+            else {
+                throw DeviceTrustError.refused(
+                    "55000", "from seq 9,000 only revocations, successions, reset answers and recovery")
+            }
         }
         // (g) time
         if let now {
@@ -154,7 +143,7 @@ public enum TrustLogServerRules {
     /// user a genesis or reset answer names in its body.
     static func shape(
         _ text: String
-    ) throws(Refusal) -> (bytes: [UInt8], body: [UInt8], checked: Checked, bodyUser: [UInt8]?) {
+    ) throws(DeviceTrustError) -> (bytes: [UInt8], body: [UInt8], checked: Checked, bodyUser: [UInt8]?) {
         guard let bytes = try? LogText.decode(text, what: "an entry", maxBytes: TrustLogEntry.maxEntryBytes),
             bytes.count >= TrustLogEntry.headerBytes, Array(bytes[0..<21]) == tbsPrefix, bytes[57] == 0, bytes[147] == 0
         else { throw .invalid("the entry is not canonical base64 of a trust-log entry") }
@@ -218,4 +207,9 @@ public enum TrustLogServerRules {
     static func read64(_ bytes: [UInt8], _ at: Int) -> UInt64 {
         bytes[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) }
     }
+}
+
+extension DeviceTrustError {
+    /// A refusal `22023`: an argument outside what the server's rules allow.
+    static func invalid(_ message: String) -> DeviceTrustError { .refused("22023", message) }
 }

@@ -1,29 +1,6 @@
 import Foundation
 import SecretCrypto
 
-/// Why an entry does not verify (trust-log.md, "Verification"): the expected position and the
-/// step that failed. Any of them makes the whole trust state fail closed.
-public struct TrustLogFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The step of the per-entry check that failed, in the order they run.
-    public enum Reason: String, Sendable, Hashable, Codable, CaseIterable {
-        case parse, header, proof, signature, time, author, state
-    }
-
-    /// The position the entry was expected at (never the row's own seq).
-    public let seq: UInt64
-    public let reason: Reason
-    /// What exactly failed, without any bytes of the entry.
-    public let detail: String
-
-    public init(seq: UInt64, reason: Reason, detail: String) {
-        self.seq = seq
-        self.reason = reason
-        self.detail = detail
-    }
-
-    public var description: String { "the trust log does not verify at seq \(seq) (\(reason.rawValue)): \(detail)" }
-}
-
 /// A reset named by its epoch and its genesis's hash.
 public struct ResetReference: Sendable, Hashable, Codable {
     public var epoch: UInt32

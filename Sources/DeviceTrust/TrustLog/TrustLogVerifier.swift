@@ -8,14 +8,14 @@ import SecretCrypto
 extension TrustLogState {
     /// Verifies the genesis of `epoch` (position 0) for `userID` and returns the state after it.
     ///
-    /// - Throws: ``TrustLogFailure`` at seq 0.
+    /// - Throws: ``DeviceTrustError`` at seq 0.
     public static func genesis(
         _ parsed: ParsedLogEntry, userID: UUID, epoch: UInt32
-    ) throws(TrustLogFailure)
+    ) throws(DeviceTrustError)
         -> TrustLogState
     {
-        func fail(_ reason: TrustLogFailure.Reason, _ detail: String) -> TrustLogFailure {
-            TrustLogFailure(seq: 0, reason: reason, detail: detail)
+        func fail(_ reason: DeviceTrustError.Step, _ detail: String) -> DeviceTrustError {
+            DeviceTrustError.logDoesNotVerify(seq: 0, step: reason, detail)
         }
         let entry = parsed.entry
         let body = try Self.body(parsed, at: 0)
@@ -54,11 +54,11 @@ extension TrustLogState {
 
     /// Verifies the entry at the next position (`headSeq + 1`) and applies it.
     ///
-    /// - Throws: ``TrustLogFailure`` at that position; the state is unchanged.
-    public mutating func append(_ parsed: ParsedLogEntry) throws(TrustLogFailure) {
+    /// - Throws: ``DeviceTrustError`` at that position; the state is unchanged.
+    public mutating func append(_ parsed: ParsedLogEntry) throws(DeviceTrustError) {
         let n = headSeq + 1
-        func fail(_ reason: TrustLogFailure.Reason, _ detail: String) -> TrustLogFailure {
-            TrustLogFailure(seq: n, reason: reason, detail: detail)
+        func fail(_ reason: DeviceTrustError.Step, _ detail: String) -> DeviceTrustError {
+            DeviceTrustError.logDoesNotVerify(seq: n, step: reason, detail)
         }
         let entry = parsed.entry
         let body = try Self.body(parsed, at: n)
@@ -111,13 +111,13 @@ extension TrustLogState {
     }
 
     /// The parsed body, or a failure at `n`: (1) parse, or (2) header for an unknown type.
-    static func body(_ parsed: ParsedLogEntry, at n: UInt64) throws(TrustLogFailure) -> TrustLogBody {
+    static func body(_ parsed: ParsedLogEntry, at n: UInt64) throws(DeviceTrustError) -> TrustLogBody {
         guard parsed.hasKnownType else {
-            throw TrustLogFailure(seq: n, reason: .header, detail: "unknown entry type \(parsed.typeByte)")
+            throw DeviceTrustError.logDoesNotVerify(seq: n, step: .header, "unknown entry type \(parsed.typeByte)")
         }
         switch parsed.body {
         case .success(let body): return body
-        case .failure(let error): throw TrustLogFailure(seq: n, reason: .parse, detail: error.message)
+        case .failure(let error): throw DeviceTrustError.logDoesNotVerify(seq: n, step: .parse, error.message)
         }
     }
 
@@ -140,10 +140,10 @@ extension TrustLogState {
     }
 
     /// Applies a body that verified so far (7, state); the message says what does not hold.
-    mutating func apply(_ body: TrustLogBody, entry: TrustLogEntry) throws(TrustLogParseError) {
+    mutating func apply(_ body: TrustLogBody, entry: TrustLogEntry) throws(DeviceTrustError) {
         switch body {
         case .genesis:
-            throw TrustLogParseError("a genesis after seq 0")
+            throw DeviceTrustError(.malformedLogBytes, "a genesis after seq 0")
         case .certify(let certificate):
             try checkCertify(certificate)
             certify(certificate, at: entry.seq)
@@ -154,17 +154,20 @@ extension TrustLogState {
             try succeed(succession, entry: entry)
         case .rootGrant(let grant):
             guard let device = devices[grant.deviceID], device.isTrusted else {
-                throw TrustLogParseError("the root grant names a device that is not certified, or is revoked")
+                throw DeviceTrustError(
+                    .malformedLogBytes, "the root grant names a device that is not certified, or is revoked")
             }
             guard Self.isDesktop(device.deviceType) else {
-                throw TrustLogParseError("the root grant names a device that is not a desktop")
+                throw DeviceTrustError(.malformedLogBytes, "the root grant names a device that is not a desktop")
             }
-            guard !isRoot(grant.deviceID) else { throw TrustLogParseError("the root grant names a root") }
-            guard roots.count < Self.maxRoots else { throw TrustLogParseError("a tenth root") }
+            guard !isRoot(grant.deviceID) else {
+                throw DeviceTrustError(.malformedLogBytes, "the root grant names a root")
+            }
+            guard roots.count < Self.maxRoots else { throw DeviceTrustError(.malformedLogBytes, "a tenth root") }
             roots.append(grant.deviceID)
         case .resetAnswer(let answer):
             guard answer.resetEpoch > epoch else {
-                throw TrustLogParseError("the reset answer names an epoch not after this one")
+                throw DeviceTrustError(.malformedLogBytes, "the reset answer names an epoch not after this one")
             }
             let reference = ResetReference(epoch: answer.resetEpoch, genesisHash: answer.resetGenesisHash)
             switch answer.verdict {
@@ -174,37 +177,43 @@ extension TrustLogState {
         }
     }
 
-    func checkCertify(_ certificate: DeviceCertificate) throws(TrustLogParseError) {
+    func checkCertify(_ certificate: DeviceCertificate) throws(DeviceTrustError) {
         let role = certificate.deviceRole
         guard role == TrustLogState.Role.trustedExecutor || role == TrustLogState.Role.temporaryViewer else {
-            throw TrustLogParseError("a certify names the role \(role)")
+            throw DeviceTrustError(.malformedLogBytes, "a certify names the role \(role)")
         }
         guard devices[certificate.deviceID]?.certifiedSeq == nil else {
-            throw TrustLogParseError("the device is already certified in this epoch")
+            throw DeviceTrustError(.malformedLogBytes, "the device is already certified in this epoch")
         }
         let x = Data(certificate.x25519PublicKey.rawRepresentation)
         let e = Data(certificate.ed25519PublicKey.rawRepresentation)
-        guard !burnedIDs.contains(certificate.deviceID) else { throw TrustLogParseError("the device id is burned") }
+        guard !burnedIDs.contains(certificate.deviceID) else {
+            throw DeviceTrustError(.malformedLogBytes, "the device id is burned")
+        }
         guard !burnedX25519.contains(x), !burnedEd25519.contains(e) else {
-            throw TrustLogParseError("a key of the certificate is burned")
+            throw DeviceTrustError(.malformedLogBytes, "a key of the certificate is burned")
         }
         guard !heldX25519.contains(x), !heldEd25519.contains(e) else {
-            throw TrustLogParseError("a key of the certificate is held by another device")
+            throw DeviceTrustError(.malformedLogBytes, "a key of the certificate is held by another device")
         }
     }
 
     /// Checks a revocation against the state (roots allowed only in a succession, never its
     /// author); changes nothing.
-    func checkRevocation(_ revocation: DeviceRevocation, allowRoot: Bool, author: UUID) throws(TrustLogParseError) {
+    func checkRevocation(_ revocation: DeviceRevocation, allowRoot: Bool, author: UUID) throws(DeviceTrustError) {
         let id = revocation.deviceID
         if let device = devices[id] {
-            guard !device.isRevoked else { throw TrustLogParseError("the device is already revoked") }
+            guard !device.isRevoked else { throw DeviceTrustError(.malformedLogBytes, "the device is already revoked") }
             if device.isCertified, device.x25519 != Data(revocation.x25519PublicKey.rawRepresentation) {
-                throw TrustLogParseError("the revocation names another key than the certified one")
+                throw DeviceTrustError(.malformedLogBytes, "the revocation names another key than the certified one")
             }
         }
-        guard allowRoot || !isRoot(id) else { throw TrustLogParseError("a root is revoked only by a succession") }
-        guard !(allowRoot && id == author) else { throw TrustLogParseError("a succession revokes its own author") }
+        guard allowRoot || !isRoot(id) else {
+            throw DeviceTrustError(.malformedLogBytes, "a root is revoked only by a succession")
+        }
+        guard !(allowRoot && id == author) else {
+            throw DeviceTrustError(.malformedLogBytes, "a succession revokes its own author")
+        }
     }
 
     mutating func revoke(_ revocation: DeviceRevocation, at seq: UInt64) {
@@ -220,13 +229,13 @@ extension TrustLogState {
         roots.removeAll { $0 == id }
     }
 
-    mutating func succeed(_ succession: Succession, entry: TrustLogEntry) throws(TrustLogParseError) {
+    mutating func succeed(_ succession: Succession, entry: TrustLogEntry) throws(DeviceTrustError) {
         guard succession.oldKey.rawRepresentation == Array(identityKey) else {
-            throw TrustLogParseError("the succession's old key is not the key in force")
+            throw DeviceTrustError(.malformedLogBytes, "the succession's old key is not the key in force")
         }
         let new = Data(succession.newKey.rawRepresentation)
         guard !usedIdentityKeys.contains(new) else {
-            throw TrustLogParseError("the new identity key was used before in this epoch")
+            throw DeviceTrustError(.malformedLogBytes, "the new identity key was used before in this epoch")
         }
         for revocation in succession.revocations {
             try checkRevocation(revocation, allowRoot: true, author: entry.author)
@@ -234,12 +243,13 @@ extension TrustLogState {
         let revoked = Set(succession.revocations.map(\.deviceID))
         let remaining = Set(roots).subtracting(revoked).subtracting([entry.author])
         guard Set(succession.grants.map(\.deviceID)) == remaining else {
-            throw TrustLogParseError("the succession's grants do not name exactly the roots that remain")
+            throw DeviceTrustError(
+                .malformedLogBytes, "the succession's grants do not name exactly the roots that remain")
         }
         let recovery = succession.newRecoveryKey.map { Data($0.rawRepresentation) }
         if let recovery {
             guard recovery != recoveryKey, !retiredRecoveryKeys.contains(where: { $0.key == recovery }) else {
-                throw TrustLogParseError("the new recovery key was used before")
+                throw DeviceTrustError(.malformedLogBytes, "the new recovery key was used before")
             }
         }
         for revocation in succession.revocations { revoke(revocation, at: entry.seq) }
@@ -260,14 +270,14 @@ public enum TrustLogVerifier {
     /// Verifies an epoch's rows from seq 0, in the order given (sorted by seq by the reader).
     ///
     /// - Returns: The state at the last row and every entry's hash, by seq.
-    /// - Throws: ``TrustLogFailure`` at the first position that fails.
+    /// - Throws: ``DeviceTrustError`` at the first position that fails.
     public static func verify(
         _ rows: [String], userID: UUID, epoch: UInt32
-    ) throws(TrustLogFailure)
+    ) throws(DeviceTrustError)
         -> (state: TrustLogState, hashes: [[UInt8]])
     {
         guard let first = rows.first else {
-            throw TrustLogFailure(seq: 0, reason: .header, detail: "the epoch has no genesis")
+            throw DeviceTrustError.logDoesNotVerify(seq: 0, step: .header, "the epoch has no genesis")
         }
         var state = try TrustLogState.genesis(parse(first, at: 0), userID: userID, epoch: epoch)
         var hashes = [Array(state.headHash)]
@@ -284,7 +294,7 @@ public enum TrustLogVerifier {
     /// - Returns: The new state and the new entries' hashes.
     public static func extend(
         _ state: TrustLogState, with rows: [String]
-    ) throws(TrustLogFailure)
+    ) throws(DeviceTrustError)
         -> (state: TrustLogState, hashes: [[UInt8]])
     {
         var state = state
@@ -297,11 +307,11 @@ public enum TrustLogVerifier {
     }
 
     /// A row's text parsed, or a parse failure at `n`.
-    static func parse(_ text: String, at n: UInt64) throws(TrustLogFailure) -> ParsedLogEntry {
+    static func parse(_ text: String, at n: UInt64) throws(DeviceTrustError) -> ParsedLogEntry {
         do {
             return try ParsedLogEntry(text: text)
         } catch {
-            throw TrustLogFailure(seq: n, reason: .parse, detail: error.message)
+            throw DeviceTrustError.logDoesNotVerify(seq: n, step: .parse, error.message)
         }
     }
 }

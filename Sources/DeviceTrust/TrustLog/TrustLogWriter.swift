@@ -31,10 +31,10 @@ public struct TrustLogWriter: Sendable {
 
     /// A writer appending after `state` with `identity`, the key in force.
     ///
-    /// - Throws: ``TrustLogParseError`` when `identity` is not the key in force.
-    public init(state: TrustLogState, identity: Ed25519PrivateKey, author: UUID) throws(TrustLogParseError) {
+    /// - Throws: ``DeviceTrustError`` when `identity` is not the key in force.
+    public init(state: TrustLogState, identity: Ed25519PrivateKey, author: UUID) throws(DeviceTrustError) {
         guard identity.publicKey.rawRepresentation == Array(state.identityKey) else {
-            throw TrustLogParseError("this identity key is not the one in force")
+            throw DeviceTrustError(.malformedLogBytes, "this identity key is not the one in force")
         }
         self.state = state
         self.identity = identity
@@ -89,7 +89,7 @@ public struct TrustLogWriter: Sendable {
     /// - Parameters:
     ///   - body: The entry's body.
     ///   - createdAt: This device's clock; the entry takes the head's time when later.
-    /// - Throws: ``TrustLogFailure`` when the entry would not verify (the writer is unchanged).
+    /// - Throws: ``DeviceTrustError`` when the entry would not verify (the writer is unchanged).
     public mutating func append(_ body: TrustLogBody, createdAt: UInt64) throws {
         try add(body, createdAt: createdAt, next: identity, second: nil)
     }
@@ -129,7 +129,7 @@ public struct TrustLogWriter: Sendable {
 
     func certifiedKey(of device: UUID) throws -> X25519PublicKey {
         guard let known = state.devices[device], known.isTrusted else {
-            throw TrustLogParseError("device \(device.canonical) is not certified")
+            throw DeviceTrustError(.malformedLogBytes, "device \(device.canonical) is not certified")
         }
         return try X25519PublicKey(rawRepresentation: Array(known.x25519))
     }

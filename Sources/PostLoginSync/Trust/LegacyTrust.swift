@@ -55,7 +55,7 @@ extension TrustLogSync {
         var fresh: [KnownRevocation] = []
         for row in try await tables.listRevocations() {
             do {
-                guard row.userID == user else { throw TrustStatementError(.wrongUser, "the row names another user") }
+                guard row.userID == user else { throw DeviceTrustError(.wrongUser, "the row names another user") }
                 let revocation = try DeviceRevocation.verify(
                     SignedStatement(body: row.body, signature: row.signature), identityKey: pinned, userID: user,
                     deviceID: row.deviceID)
@@ -77,13 +77,13 @@ extension TrustLogSync {
         var certificates: [UUID: DeviceCertificate] = [:]
         for row in try await tables.listCertificates() {
             do {
-                guard row.userID == user else { throw TrustStatementError(.wrongUser, "the row names another user") }
+                guard row.userID == user else { throw DeviceTrustError(.wrongUser, "the row names another user") }
                 let certificate = try DeviceCertificate.verify(
                     SignedStatement(body: row.body, signature: row.signature), identityKey: pinned, userID: user,
                     deviceID: row.deviceID)
                 // A certificate of a key this device saw revoked (under any id) stays refused.
                 guard !revocations.values.contains(where: { $0.x25519PublicKey == certificate.x25519PublicKey }) else {
-                    throw TrustStatementError(.wrongKey, "it names a key that was revoked")
+                    throw DeviceTrustError(.wrongKey, "it names a key that was revoked")
                 }
                 certificates[row.deviceID] = certificate
             } catch {

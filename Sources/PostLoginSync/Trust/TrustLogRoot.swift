@@ -49,7 +49,7 @@ struct TrustLogRoot {
             try local.promoteIdentitySeed(from: nextPath)
             logger?.notice("trust log: this device opened its root grant (seq \(seq)) and is a trust root")
             return Settled(key: key)
-        } catch is TrustLogParseError {
+        } catch is DeviceTrustError {
             return Settled(grantInvalid: true)
         }
     }

@@ -297,7 +297,7 @@ struct TrustLogSync {
         Timestamp.format(Date(timeIntervalSince1970: TimeInterval(min(seconds, 1 << 40))))
     }
 
-    static func invalid(_ failure: TrustLogFailure) -> SyncError {
+    static func invalid(_ failure: DeviceTrustError) -> SyncError {
         SyncError(
             code: .trustLogInvalid,
             message: "\(failure): nothing is sealed or accepted until the log verifies (compare `trust status` "

@@ -37,7 +37,7 @@ extension TrustLogSync {
                 ? try await log.trustLogRows(epoch: epoch, fromSeq: 0) : []
             read += witnesses.count + rows.count
             var verifiedEpoch: (state: TrustLogState, hashes: [[UInt8]])?
-            var failure: TrustLogFailure?
+            var failure: DeviceTrustError?
             if !rows.isEmpty {
                 do {
                     verifiedEpoch = try TrustLogVerifier.verify(rows.map(\.entry), userID: user, epoch: epoch)

@@ -281,7 +281,13 @@ struct ApprovalTests {
         _ = try await w.root.revoke([w.tablet.identity.id])
         try await plant(tabletDecision, by: w.tablet.identity.id)
         try await expectRefused("revoked", "revoked")
-        try await Task.sleep(for: .milliseconds(100))
+        // The desktop is done with the last refusal once it has reopened the row.
+        var reopened = false
+        for _ in 0..<250 where !reopened {
+            reopened = try await w.world.remote().approvalRequest(id: row.id)?.status == .pending
+            if !reopened { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(reopened)
         // The agent was never told anything: the desktop still waits.
         #expect(refusals.count == planted)
         try await w.asServiceRole(

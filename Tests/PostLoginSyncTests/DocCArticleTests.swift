@@ -315,8 +315,14 @@ struct KeychainKeyStore: DeviceKeyStore {
         let secret = try await pullAndOpen(store: phone, remote: phoneRemote, sessionID: session.id)
         #expect(secret == (try await desktop.openOwnSecret(sessionID: session.id)))
 
+        // The agent runs until cancelled: once its first tick has reached the remote.
+        let before = desktopRemote.metrics().requests
         let agent = Task { await runAgent(store: desktop, remote: desktopRemote) }
-        try await Task.sleep(for: .milliseconds(300))
+        let deadline = ContinuousClock.now + .seconds(60)
+        while desktopRemote.metrics().requests == before, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(desktopRemote.metrics().requests > before, "the agent's watch never ticked")
         agent.cancel()
         await agent.value
 

@@ -381,7 +381,10 @@ struct PostgRESTWireTests {
             $0.maxBackoff = .milliseconds(50)
         }
         let task = Task { try await client.listDevices() }
-        try await Task.sleep(for: .milliseconds(150))
+        // Cancelled once the loop is retrying: its second request has arrived.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while server.requests.count < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(server.requests.count >= 2, "the retry loop never retried")
         task.cancel()
         let started = ContinuousClock.now
         await #expect(throws: CancellationError.self) { _ = try await task.value }

@@ -159,6 +159,15 @@ struct DiskCLITests {
         return environment
     }
 
+    /// Whether a request reaches `server` beyond the `before` it had, within a minute.
+    static func requestArrives(at server: HostileServer, after before: Int) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while server.requests.count <= before, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return server.requests.count > before
+    }
+
     @Test("a store directory that became read-only: a clear error before any network request")
     func readOnlyDirectory() async throws {
         let cli = try CLI()

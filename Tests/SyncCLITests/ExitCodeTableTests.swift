@@ -88,10 +88,12 @@ struct ExitCodeTableTests {
         defer { silent.stop() }
         let waiting = cli.store("waiting")
         let environment = try await DiskCLITests.loggedIn(cli, waiting, server: silent)
+        let before = silent.requests.count
         let push = try SpawnedChild(
             CLI.path, ["push", "--store", waiting], environment: cli.environment(environment),
             workingDirectory: cli.directory, stdin: nil)
-        try await Task.sleep(for: .seconds(1))
+        // Interrupted once it waits on its first request (its handler is in place by then).
+        #expect(await DiskCLITests.requestArrives(at: silent, after: before), "the push never asked the server")
         push.kill(SIGINT)
         let interrupted = try await offThePool { SpawnedChild.exitCode(try push.wait()) }
         check(130, (interrupted, push.output, push.errors), "Ctrl-C")

@@ -1,5 +1,6 @@
 import DeviceTrust
 import Foundation
+import GRDB
 import SecretCrypto
 import TestStack
 import Testing
@@ -136,15 +137,39 @@ struct FirstDayCLITests {
         #expect(try await cli.run(["repo", "add", "--store", desktop, cli.directory.path]).status == 0)
         var environment = ProcessInfo.processInfo.environment
         environment["SYNC_REMOTE"] = "embedded:" + cli.directory.appendingPathComponent("remote.sqlite").path
+        // Every tick records its report in the phone's store: the ticks are counted there.
+        let reports = try DatabaseQueue(
+            path: URL(fileURLWithPath: phone).appendingPathComponent("store.sqlite").path,
+            configuration: {
+                var c = Configuration()
+                c.readonly = true
+                return c
+            }())
+        @Sendable func ticks(_ count: Int) async throws -> Bool {
+            var seen = Set<Double>()
+            let first = try await reports.read {
+                try Double.fetchOne($0, sql: "SELECT finished_at FROM last_sync_report")
+            }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while seen.count < count, ContinuousClock.now < deadline {
+                let last = try await reports.read {
+                    try Double.fetchOne($0, sql: "SELECT finished_at FROM last_sync_report")
+                }
+                if let last, last != first { seen.insert(last) }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return seen.count >= count
+        }
         let process = try SpawnedChild(
             CLI.path, ["sync", "--watch", "--interval", "0.3", "--store", phone], environment: environment)
         // Quiet ticks: nothing to print.
-        try await Task.sleep(for: .seconds(2))
+        #expect(try await ticks(3), "the watch did not tick")
         let quiet = process.output
-        // A session arrives: one line says so.
+        // A session arrives: one line says so, and the ticks after it say nothing more.
         #expect(try await cli.run(["session", "start", "--store", desktop, "--repo", cli.directory.path]).status == 0)
         #expect(try await cli.run(["push", "--store", desktop]).status == 0)
-        try await Task.sleep(for: .seconds(2))
+        #expect(await WatchCLITests.wait(for: "\n", in: process.outputFile, seconds: 60), "no line for the new session")
+        #expect(try await ticks(3), "the watch did not tick")
         process.kill(SIGTERM)
         let status = try await offThePool { try process.wait() }
         let all = process.output

@@ -140,14 +140,17 @@ struct LockScreenBesideWatchTests {
         let asked = ask()
         let last = try #require(try await newAlerts(1).first)
         let holder = try DatabaseQueue(path: URL(fileURLWithPath: phone).appendingPathComponent("store.sqlite").path)
+        // The holder says when it is inside its transaction; the answer starts then.
+        let (inside, entered) = AsyncStream.makeStream(of: Void.self)
         let holding = Task {
             try await holder.write { db in
                 try db.execute(sql: "CREATE TABLE IF NOT EXISTS held_by_test (x INTEGER)")
+                entered.yield()
                 Thread.sleep(forTimeInterval: 5)
                 try db.execute(sql: "DROP TABLE held_by_test")
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        for await _ in inside { break }
         let (status, output, took) = try await answer(try file(last, "held"))
         #expect(status == 0 && output.contains("\"accepted\" : true"), "\(output)")
         #expect(took < .seconds(1), "the answer waited for the writer: \(took)")

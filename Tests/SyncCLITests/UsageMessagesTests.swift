@@ -105,10 +105,12 @@ struct UsageMessagesTests {
         defer { silent.stop() }
         let store = cli.store("d")
         let environment = try await DiskCLITests.loggedIn(cli, store, server: silent)
+        let before = silent.requests.count
         let push = try SpawnedChild(
             CLI.path, ["push", "--store", store], environment: cli.environment(environment),
             workingDirectory: cli.directory, stdin: nil)
-        try await Task.sleep(for: .seconds(1))
+        // Interrupted once it waits on its first request (its handler is in place by then).
+        #expect(await DiskCLITests.requestArrives(at: silent, after: before), "the push never asked the server")
         push.kill(SIGINT)
         let status = try await offThePool { SpawnedChild.exitCode(try push.wait()) }
         #expect(status == 130 && push.errors.contains("interrupted: the next sync resumes"), "\(push.errors)")

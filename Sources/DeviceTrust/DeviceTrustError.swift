@@ -52,7 +52,9 @@ public struct DeviceTrustError: Error, Sendable, Hashable, CustomStringConvertib
         public static let textTooLong = Code(.textTooLong)
 
         // MARK: The trust log (trust-log.md)
-        /// Bytes that are not a trust-log entry, a body, a witness or a stored row ("Bytes").
+        /// A trust-log entry, body, witness or stored row that is not well formed ("Bytes"), or
+        /// that the writer or the state it would extend cannot take (a grant that does not open, a
+        /// precondition of the writer).
         public static let malformedLogBytes = Code(.malformedLogBytes)
         /// An entry does not verify: ``DeviceTrustError/seq`` and ``DeviceTrustError/step`` say
         /// where and which check. The whole trust state fails closed.
@@ -77,7 +79,22 @@ public struct DeviceTrustError: Error, Sendable, Hashable, CustomStringConvertib
     /// The step of the per-entry check that failed (trust-log.md, "Verification"), in the order
     /// they run.
     public enum Step: String, Sendable, Hashable, Codable, CaseIterable {
-        case parse, header, proof, signature, time, author, state
+        /// The row is not a well-formed entry.
+        case parse
+        /// Its header: another user or epoch, a seq or previous hash that does not follow, or a
+        /// type not allowed there (a second genesis, the seq 9,000 reserve, a closed epoch).
+        case header
+        /// Its append proof does not continue the chain.
+        case proof
+        /// A signature does not verify under the key in force.
+        case signature
+        /// It was created before the entry before it.
+        case time
+        /// Its author may not write it.
+        case author
+        /// The state it would extend cannot take it (a burned id or key, a tenth root, a revoked
+        /// root).
+        case state
     }
 
     /// What went wrong.
@@ -114,6 +131,8 @@ public struct DeviceTrustError: Error, Sendable, Hashable, CustomStringConvertib
         DeviceTrustError(.refusedByServerRules, message, seq: nil, step: nil, sqlState: sqlState)
     }
 
+    /// The message, with the position and step of a log that does not verify, or the SQLSTATE of
+    /// a server-rule refusal.
     public var description: String {
         if let seq, let step { return "the trust log does not verify at seq \(seq) (\(step.rawValue)): \(message)" }
         if let sqlState { return "\(sqlState): \(message)" }

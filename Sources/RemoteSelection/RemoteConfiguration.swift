@@ -48,6 +48,7 @@ public struct RemoteConfiguration: Sendable, Hashable, CustomStringConvertible {
         location = .supabase(url)
     }
 
+    /// The address as written.
     public var description: String { address }
 
     /// The address a store's remote has: `explicit` (a `--remote`), else `$SYNC_REMOTE` in
@@ -91,7 +92,9 @@ public struct RemoteConfiguration: Sendable, Hashable, CustomStringConvertible {
     ///   - apiKey: The project's anon (publishable) key; Supabase only.
     ///   - accessToken: A token to use instead of the saved session.
     ///   - allowCleartext: Allow plain `http://` to another host (``checkTransport(allowCleartext:)``).
-    /// - Throws: ``RemoteConfigurationError``; `LocalStoreError` when the store cannot be read.
+    /// - Throws: ``RemoteConfigurationError``; `LocalStoreError` when the store cannot be read or
+    ///   its saved session is unsafe; `AuthSessionFile.Failure` when that file is not a session;
+    ///   `RemoteStoreError` when an embedded remote's file is not one.
     public func open(
         for store: DeviceStore, apiKey: String?, accessToken: String? = nil, allowCleartext: Bool = false
     ) async throws -> any CompleteRemote {
@@ -135,10 +138,15 @@ public struct RemoteConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// sign-in creates one (`create`); anything else names a missing file, since a new, empty
     /// remote would then say the identity changed and advise re-pairing against the wrong remote.
     ///
-    /// - Throws: ``RemoteConfigurationError`` `.embeddedRemoteMissing`; `RemoteStoreError`.
+    /// - Throws: ``RemoteConfigurationError`` `.invalidAddress` for an empty path,
+    ///   `.embeddedRemoteMissing`; `RemoteStoreError` when the file is not an embedded remote.
     public static func embedded(
         path: String, userID: UUID, signedInAt: Date? = nil, create: Bool = false
     ) throws -> EmbeddedRemoteStore {
+        guard !path.isEmpty else {
+            throw RemoteConfigurationError(
+                .invalidAddress, "embedded: needs a file path, for example embedded:/path/to/remote.sqlite")
+        }
         let url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
         let parent = url.deletingLastPathComponent().path
@@ -237,6 +245,7 @@ public struct RemoteConfigurationError: Error, Sendable, Hashable, CustomStringC
     /// remote not being ready): `sync-cli` exits 64 for these.
     public var isUsageError: Bool { code == .invalidAddress || code == .cleartextRefused }
 
+    /// The message.
     public var description: String { message }
 }
 

@@ -59,10 +59,12 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
         /// A listing did not end: pages stopped advancing, or passed the row or time bound.
         public static let listingDidNotEnd = Code(.listingDidNotEnd)
         /// One of the remote's per-user limits (`54000`): push tokens, pending approval requests,
-        /// pushes queued a minute. The message says which and what to do.
+        /// pushes queued a minute. The server's message (``RemoteStoreError/serverMessage``; the
+        /// embedded remote's ``RemoteStoreError/message``) says which and what to do.
         public static let limitExceeded = Code(.limitExceeded)
     }
 
+    /// What went wrong.
     public var code: Code
     /// HTTP status, when there was a response.
     public var status: Int?
@@ -157,6 +159,18 @@ public struct PostgRESTErrorCode: RawRepresentable, Sendable, Hashable, CustomSt
 
     /// Wraps a code as read.
     public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// A code as a server sent it, kept only when it has a code's shape (1 to 32 ASCII letters,
+    /// digits and `_`: `23505`, `PGRST202`, Supabase Auth's `invalid_credentials`): the code goes
+    /// into `description`, so a server cannot put text there with it.
+    init?(received text: String) {
+        guard (1...32).contains(text.utf8.count),
+            text.utf8.allSatisfy({
+                $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+            })
+        else { return nil }
+        rawValue = text
+    }
     init(_ rawValue: String) { self.rawValue = rawValue }
 
     /// The SQLSTATE's class (its first two characters, as a code `XX000`): `23505` is of class

@@ -91,9 +91,8 @@ public struct SupabaseAuth: Sendable {
                 response.status == .badRequest || response.status == .unauthorized ? .unauthorized : .http,
                 type == "password" ? "the auth server refused the sign-in" : "the auth server refused the refresh",
                 status: response.status.code,
-                postgrestCode: (object["error_code"] as? String).map {
-                    PostgRESTErrorCode(rawValue: $0.escapingControlCharacters)
-                }, serverMessage: said?.escapingControlCharacters)
+                postgrestCode: (object["error_code"] as? String).flatMap(PostgRESTErrorCode.init(received:)),
+                serverMessage: said?.escapingControlCharacters)
         }
         guard let access = object["access_token"] as? String, let refresh = object["refresh_token"] as? String,
             let user = (object["user"] as? [String: Any])?["id"] as? String, let userID = UUID.parse(user)

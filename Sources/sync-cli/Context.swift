@@ -59,6 +59,10 @@ struct RemoteOptions: ParsableArguments {
 
     /// The remote a signed-in store talks to, at ``address(for:)``.
     func remote(for store: DeviceStore) async throws -> any CompleteRemote {
+        // A store nobody signed in on says so before its address is judged.
+        guard try await store.requireIdentity().userID != nil else {
+            throw CLIError("this store is not logged in; run `sync-cli login` first")
+        }
         let configuration = try await configuration(for: store)
         let environment = ProcessInfo.processInfo.environment
         return try await configuration.open(

@@ -67,7 +67,9 @@ struct PairingTests {
                 for replacement in alphabet where replacement != letters[index] {
                     var typo = letters
                     typo[index] = replacement
-                    #expect(throws: DeviceTrustError.self) { try PairingCode(parsing: String(typo)) }
+                    #expect {
+                        try PairingCode(parsing: String(typo))
+                    } throws: { [.mistypedCode, .malformedCode].contains(($0 as? DeviceTrustError)?.code) }
                     refused += 1
                 }
                 guard index + 1 < letters.count, letters[index] != letters[index + 1] else { continue }
@@ -192,14 +194,16 @@ struct StatementTests {
         #expect(
             try DeviceRevocation.verify(signed, identityKey: key.publicKey, userID: r.userID, deviceID: r.deviceID) == r
         )
-        #expect(throws: DeviceTrustError.self) {
+        #expect {
             try DeviceRevocation.verify(
                 signed, identityKey: Ed25519PrivateKey().publicKey, userID: r.userID, deviceID: r.deviceID)
-        }
-        #expect(throws: DeviceTrustError.self) {
+        } throws: { ($0 as? DeviceTrustError)?.code == .badSignature }
+        #expect {
             try DeviceRevocation.verify(signed, identityKey: key.publicKey, userID: UUID(), deviceID: r.deviceID)
+        } throws: { ($0 as? DeviceTrustError)?.code == .wrongUser }
+        #expect { try DeviceRevocation.parse(expected + [0]) } throws: {
+            ($0 as? DeviceTrustError)?.code == .trailingBytes
         }
-        #expect(throws: DeviceTrustError.self) { try DeviceRevocation.parse(expected + [0]) }
     }
 
     @Test("text fields that cannot be encoded are refused before signing")

@@ -77,15 +77,15 @@ struct TrustLogBytesTests {
         let opened = try SealedSeed.open(
             sealed, with: x, userID: user, deviceID: device, epoch: 1, seq: 4, identityKey: identity.publicKey)
         #expect(opened.publicKey == identity.publicKey)
-        #expect(throws: DeviceTrustError.self) {
+        #expect {
             try SealedSeed.open(
                 sealed, with: x, userID: user, deviceID: device, epoch: 1, seq: 5, identityKey: identity.publicKey)
-        }
-        #expect(throws: DeviceTrustError.self) {
+        } throws: { ($0 as? DeviceTrustError)?.code == .malformedLogBytes }
+        #expect {
             try SealedSeed.open(
                 sealed, with: x, userID: user, deviceID: device, epoch: 1, seq: 4,
                 identityKey: Ed25519PrivateKey().publicKey)
-        }
+        } throws: { ($0 as? DeviceTrustError)?.code == .malformedLogBytes }
         let recovery = RecoveryKey()
         let rk = recovery.agreementKey(userID: user)
         #expect(rk.publicKey == recovery.agreementKey(userID: user).publicKey)
@@ -220,11 +220,11 @@ struct TrustLogVerifierTests {
 
         var writer = log.writer
         let next = Ed25519PrivateKey()
-        #expect(throws: DeviceTrustError.self) {
+        #expect {
             try writer.succeed(
                 to: next, reason: .rootRevoked, newRecoveryKey: nil, revocations: [log.revocation(log.root)],
                 createdAt: log.clock + 1)
-        }
+        } throws: { ($0 as? DeviceTrustError)?.code == .logDoesNotVerify }
         // Grants omitting the other root.
         let omitting = Succession(
             userID: log.user, oldKey: log.writer.identity.publicKey, newKey: next.publicKey,
@@ -242,10 +242,10 @@ struct TrustLogVerifierTests {
         for _ in 0..<9 { desktops.append(try log.certify(type: "linux-desktop")) }
         for desktop in desktops.prefix(8) { try log.grantRoot(desktop) }
         #expect(log.state.roots.count == 9)
-        #expect(throws: DeviceTrustError.self) {
+        #expect {
             var copy = log
             try copy.grantRoot(desktops[8])
-        }
+        } throws: { ($0 as? DeviceTrustError)?.code == .logDoesNotVerify }
 
         var small = try LogFixture()
         let phone = try small.certify()
@@ -302,10 +302,10 @@ struct TrustLogVerifierTests {
         var log = try LogFixture(recovery: nil)
         // Fill to 8,999 with certifies of fresh devices (no backups: no recovery key bound).
         while log.state.headSeq < 8_999 { try log.certify() }
-        #expect(throws: DeviceTrustError.self) {
+        #expect {
             var copy = log
             try copy.certify()
-        }
+        } throws: { ($0 as? DeviceTrustError)?.code == .logDoesNotVerify }
         var reserve = log
         try reserve.succeed()
         let desktop = LogFixture.Device(id: UUID(), x25519: .init(), ed25519: .init(), type: "linux-desktop")

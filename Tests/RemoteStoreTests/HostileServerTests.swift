@@ -314,6 +314,7 @@ struct HostileServerTests {
             let text = error.description + error.debugDescription
             #expect(!text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x0D })
             #expect(text.contains("\\u{1B}"))
+            #expect(error.postgrestCode == nil, "a code not of a code's shape is not kept")
         }
     }
 }

@@ -139,10 +139,17 @@ struct LockScreenBesideWatchTests {
         // only reads it, and takes under a second.
         let asked = ask()
         let last = try #require(try await newAlerts(1).first)
-        let holder = try DatabaseQueue(path: URL(fileURLWithPath: phone).appendingPathComponent("store.sqlite").path)
-        // The holder says when it is inside its transaction; the answer starts then.
+        // It waits its turn behind the watch's own writes, as the store does.
+        var holderConfiguration = Configuration()
+        holderConfiguration.busyMode = .timeout(30)
+        let holder = try DatabaseQueue(
+            path: URL(fileURLWithPath: phone).appendingPathComponent("store.sqlite").path,
+            configuration: holderConfiguration)
+        // The holder says when it is inside its transaction; the answer starts then. The stream
+        // ends with the task, so a holder that failed to begin cannot leave the test waiting.
         let (inside, entered) = AsyncStream.makeStream(of: Void.self)
         let holding = Task {
+            defer { entered.finish() }
             try await holder.write { db in
                 try db.execute(sql: "CREATE TABLE IF NOT EXISTS held_by_test (x INTEGER)")
                 entered.yield()
@@ -150,7 +157,12 @@ struct LockScreenBesideWatchTests {
                 try db.execute(sql: "DROP TABLE held_by_test")
             }
         }
-        for await _ in inside { break }
+        var holds = false
+        for await _ in inside {
+            holds = true
+            break
+        }
+        #expect(holds, "the rival writer never held the store")
         let (status, output, took) = try await answer(try file(last, "held"))
         #expect(status == 0 && output.contains("\"accepted\" : true"), "\(output)")
         #expect(took < .seconds(1), "the answer waited for the writer: \(took)")

@@ -139,7 +139,11 @@ public struct DeviceTrustManager: Sendable {
                 message: "this user already has a trust log: pair this device with `sync-cli trust join` "
                     + "(a code from a trust root)")
         case .objectNotInPrerequisiteState?:
-            return SyncError(code: .trustLogRefused, message: "the trust log refused this: \(error.message)")
+            // Which state refused (a reset pending, the seq 9,000 reserve, a day's limit) is only
+            // in the server's words: the trust-log functions' own texts, which quote no value, are
+            // kept for the person who must act on them.
+            return SyncError(
+                code: .trustLogRefused, message: "the trust log refused this: \(error.serverMessage ?? error.message)")
         default: return error
         }
     }

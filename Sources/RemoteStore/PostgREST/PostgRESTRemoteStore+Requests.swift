@@ -69,6 +69,8 @@ extension PostgRESTRemoteStore {
                 }
                 var unauthorized = error
                 unauthorized.code = .unauthorized
+                unauthorized.message =
+                    "\(method) \(table): \(RemoteStoreError.meaning(of: .unauthorized, error.postgrestCode))"
                 throw unauthorized
             }
             if [502, 503, 504, 520].contains(response.status.code), attempt < configuration.maxAttempts {
@@ -120,9 +122,7 @@ extension PostgRESTRemoteStore {
         let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any]
         // Everything here came from the server: control characters are escaped so that an
         // error message cannot drive the terminal it is printed on.
-        let postgrestCode = (object?["code"] as? String).map {
-            PostgRESTErrorCode(rawValue: $0.escapingControlCharacters)
-        }
+        let postgrestCode = (object?["code"] as? String).flatMap(PostgRESTErrorCode.init(received:))
         let code: RemoteStoreError.Code
         switch (response.status.code, postgrestCode) {
         case (_, .uniqueViolation?): code = .conflict

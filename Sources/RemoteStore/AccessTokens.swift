@@ -9,8 +9,8 @@ import SyncModel
 /// spending the same refresh token again. Over a store's `AuthSessionFile`, an
 /// `AuthSessionStorage` (``init(file:session:auth:)``), it is single-flight across processes too
 /// (an app and its notification extension): the refresh runs under an exclusive lock on
-/// `auth.lock`, and first re-reads `auth.json`: a session another process saved, newer than ours and not within 60 s of
-/// expiry, is used instead of refreshing.
+/// `auth.lock`, and first re-reads `auth.json`: a session another process saved, newer than
+/// ours and not within 60 s of expiry, is used instead of refreshing.
 public actor AccessTokens {
     private var session: AuthSession
     private let auth: SupabaseAuth

@@ -28,7 +28,7 @@ struct ApprovalAlertTests {
                 session: session, tool: "Bash", summary: "npm test", timeout: .seconds(60),
                 pollInterval: .milliseconds(20))
         }
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             if let row = try await phoneCenter.pending().first(where: { !before.contains($0.id) }) {
                 return (task, row.id)
@@ -278,7 +278,7 @@ extension ApprovalAlertTests {
         #expect(first.1.summary == "queued for phone, tablet")
 
         try await Self.deliver(w, request: id)
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline, reports.withLock({ $0.last?.1.isFinal }) != true {
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -77,7 +77,7 @@ struct ApprovalWorld {
                 session: session, tool: tool, summary: summary, detail: detail, timeout: timeout,
                 pollInterval: .milliseconds(20), onRefused: { refusals?.add($0) })
         }
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             if let row = try await phoneCenter.pending().first(where: { !before.contains($0.id) }) {
                 return (task, row)
@@ -141,7 +141,8 @@ final class Refusals: Sendable {
 
     /// Waits until `count` refusals arrived.
     func wait(for count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        // A ceiling that only catches a hang: a loaded two-core machine took over 10 s for one.
+        let deadline = ContinuousClock.now + .seconds(60)
         while self.count < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(self.count >= count, "no refusal reported")
     }

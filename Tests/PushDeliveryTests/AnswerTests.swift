@@ -210,7 +210,7 @@ extension PushStackTests {
                     $0.maxInFlight = 1
                     $0.lease = .seconds(5)
                 })
-            #expect(try await world.eventually(.seconds(30)) { try await world.pending() == 0 })
+            #expect(try await world.eventually(.seconds(120)) { try await world.pending() == 0 })
             try await running.stop()
             let requests = world.imitation.requests
             for token in [stalled, dripping] {

@@ -188,9 +188,10 @@ final class PushWorld: Sendable {
         return environment
     }
 
-    /// Waits until `condition` holds (checked every 50 ms), at most `timeout`.
+    /// Waits until `condition` holds (checked every 50 ms), at most `timeout`: a ceiling that only
+    /// catches a hang (a loaded two-core machine took longer than 30 s where an idle one takes 1).
     func eventually(
-        _ timeout: Duration = .seconds(30), _ condition: () async throws -> Bool
+        _ timeout: Duration = .seconds(120), _ condition: () async throws -> Bool
     ) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {

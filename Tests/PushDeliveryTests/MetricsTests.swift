@@ -82,7 +82,7 @@ extension PushStackTests {
             let url = "http://127.0.0.1:\(port)/metrics"
             var text = ""
             #expect(
-                try await world.eventually(.seconds(20)) {
+                try await world.eventually(.seconds(120)) {
                     text = (try? await Self.fetch(url))?.1 ?? ""
                     return Self.names.allSatisfy { text.contains($0) }
                         && text.contains(

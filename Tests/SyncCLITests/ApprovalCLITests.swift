@@ -45,7 +45,8 @@ struct ApprovalCLITests {
 
     /// The phone's pending requests' ids, once there is one.
     static func pending(_ cli: CLI) async throws -> String {
-        let deadline = ContinuousClock.now + .seconds(30)
+        // A ceiling that only catches a hang.
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             let listed = try await cli.run(["approval", "list", "--store", cli.store("p"), "--pending", "--json"])
             #expect(listed.status == 0, "\(listed.err)")

@@ -13,8 +13,14 @@ struct SharedStoreTests {
         let cli = try CLI()
         let first = try await ApprovalCLITests.paired(cli)
         let phone = cli.store("p")
+        // The request stands ten minutes: its expiry is not under test, and on a loaded machine the
+        // twelve processes before the answer took longer than the default minute.
         let asked = ApprovalCLITests.ask(
-            cli, ["approval", "request", "--store", cli.store("d"), first, "--from-file", "-", "--json"],
+            cli,
+            [
+                "approval", "request", "--store", cli.store("d"), first, "--from-file", "-", "--json", "--timeout",
+                "600",
+            ],
             stdin: #"{"tool": "Bash", "summary": "npm test"}"#)
         // Sessions the phone has not pulled yet.
         let repo = cli.directory.appendingPathComponent("project").path

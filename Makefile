@@ -79,7 +79,7 @@ install: deps
 ## The DocC documentation of every library module an app uses (swift-docc-plugin), with the
 ## articles of PostLoginSync.docc; any warning fails it. CI runs it. Archives go to
 ## .build/plugins/Swift-DocC/outputs/.
-DOC_TARGETS := PostLoginSync LocalStore RemoteStore EmbeddedRemote RemoteSelection SecretCrypto DeviceTrust SyncModel
+DOC_TARGETS := PostLoginSync LocalStore RemoteStore EmbeddedRemote RemoteSelection SecretCrypto DeviceTrust SyncModel AgentHooks
 docs: deps
 	$(SWIFT) package generate-documentation --warnings-as-errors $(foreach t,$(DOC_TARGETS),--target $(t))
 
@@ -151,6 +151,8 @@ vectors: deps
 	.build/debug/sync-vectors generate --kind backup -o testvectors/identity-backup-v1.json
 	.build/debug/sync-vectors generate --kind pairing -o testvectors/pairing-v1.json
 	.build/debug/sync-vectors generate --kind trustlog -o testvectors/trust-log-v1.json
+	.build/debug/sync-vectors generate --kind choices -o testvectors/question-choices-v1.json
+	.build/debug/sync-vectors generate --kind agentsession -o testvectors/agent-session-v1.json
 	$(RIG) $(SWIFT) build --product sync-fuzz
 	.build/debug/sync-fuzz seed testvectors fuzz/corpus
 

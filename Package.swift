@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "EmbeddedRemote", targets: ["EmbeddedRemote"]),
         .library(name: "RemoteSelection", targets: ["RemoteSelection"]),
         .library(name: "PostLoginSync", targets: ["PostLoginSync"]),
+        .library(name: "AgentHooks", targets: ["AgentHooks"]),
         .executable(name: "sync-cli", targets: ["sync-cli"]),
     ],
     dependencies: [
@@ -103,13 +104,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Coding agents' hooks (Claude Code, Codex) driving the engine: events in, engine calls and
+        // a decision out; their settings files merged and written.
+        .target(
+            name: "AgentHooks",
+            dependencies: [
+                "PostLoginSync", "LocalStore", "RemoteStore", "SecretCrypto", "SyncModel",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Loading and verifying Wycheproof-layout vector files (`sync-cli vectors verify`).
         .target(name: "ConformanceVectors", dependencies: ["SecretCrypto", "DeviceTrust", "SyncModel"]),
         .executableTarget(
             name: "sync-cli",
             dependencies: [
                 "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "RemoteSelection", "SecretCrypto",
-                "SyncModel", "ConformanceVectors",
+                "SyncModel", "ConformanceVectors", "AgentHooks",
                 "DeviceTrust", "CQREncode",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -264,7 +274,7 @@ if rig {
             name: "sync-bench",
             dependencies: [
                 "SecretCrypto", "CSodiumFloor", "LocalStore", "RemoteStore", "EmbeddedRemote", "PostLoginSync",
-                "SyncModel", "TestStack", "DeviceTrust",
+                "SyncModel", "TestStack", "DeviceTrust", "AgentHooks",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -276,7 +286,7 @@ if rig {
             name: "FuzzTargets",
             dependencies: [
                 "SecretCrypto", "DeviceTrust", "LocalStore", "RemoteStore", "ConformanceVectors", "PostgRESTServerCore",
-                "SyncModel",
+                "SyncModel", "AgentHooks",
             ],
             path: "Rig/FuzzTargets"
         ),
@@ -291,6 +301,19 @@ if rig {
             path: "Rig/sync-vectors"
         ),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "sync-fuzz", "TestStack"]),
+        // An imitation of Claude Code running the hooks its settings hold, as its hooks reference
+        // describes (exec form, stdin, parallel and async handlers, timeouts, exit codes, stdout).
+        .target(name: "AgentImitation", dependencies: ["AgentHooks", "TestStack"], path: "Rig/AgentImitation"),
+        .testTarget(
+            name: "AgentHooksTests",
+            dependencies: [
+                "AgentHooks", "AgentImitation", "sync-cli", "PostLoginSync", "LocalStore", "RemoteStore",
+                "EmbeddedRemote", "SecretCrypto", "DeviceTrust", "SyncModel", "SyncTestSupport", "TestStack",
+                "ConformanceVectors", .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            // Read by path: the recorded event sequences.
+            exclude: ["Sequences"]
+        ),
         .testTarget(name: "VectorGenerationTests", dependencies: ["VectorGeneration"]),
         // An imitation of APNs: HTTP/2 over TLS on loopback, with APNs' checks and faults.
         .target(

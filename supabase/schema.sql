@@ -1929,6 +1929,65 @@ $$;
 ALTER FUNCTION public.answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text) OWNER TO postgres;
 
 --
+-- Name: answer_question(uuid, uuid, text); Type: FUNCTION; Schema: public; Owner: postgres
+--
+
+CREATE FUNCTION public.answer_question(question_id uuid, device_id uuid, answer text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_question uuid := answer_question.question_id;
+    v_device uuid := answer_question.device_id;
+    v_answer text := answer_question.answer;
+    q public.agent_questions%ROWTYPE;
+    raw bytea;
+    kept text;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'answer_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    SELECT * INTO q FROM public.agent_questions a WHERE a.id = v_question FOR UPDATE;
+    IF NOT FOUND OR q.user_id <> caller THEN
+        RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF NOT private.is_trusted_device(caller, v_device) THEN
+        RAISE EXCEPTION 'only a device the user''s trust log certifies may answer' USING ERRCODE = '42501';
+    END IF;
+    IF v_device = q.requester_device_id THEN
+        RAISE EXCEPTION 'the asking device cannot answer its own question' USING ERRCODE = '42501';
+    END IF;
+    -- 0x01 || generation || nonce || at least one byte || the tag; at most 1,024 bytes of plaintext.
+    IF NOT private.is_canonical_base64(v_answer, 1 + 4 + 12 + 1 + 16, 1 + 4 + 12 + 1024 + 16) THEN
+        RAISE EXCEPTION 'answer must be canonical base64 of a sealed answer' USING ERRCODE = '22023';
+    END IF;
+    raw := decode(v_answer, 'base64');
+    IF get_byte(raw, 0) <> 1 OR private.tl_u32(raw, 1) <> q.generation THEN
+        RAISE EXCEPTION 'the answer''s version or generation is not the question''s' USING ERRCODE = '22023';
+    END IF;
+    IF q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint THEN q.status := 'expired'; END IF;
+    IF q.status <> 'pending' THEN
+        RETURN jsonb_build_object('accepted', false, 'status', q.status);
+    END IF;
+    INSERT INTO public.agent_question_answers (question_id, user_id, device_id, answer)
+        VALUES (v_question, caller, v_device, v_answer)
+        ON CONFLICT ON CONSTRAINT agent_question_answers_pkey DO NOTHING;
+    IF FOUND THEN
+        RETURN jsonb_build_object('accepted', true, 'status', 'pending');
+    END IF;
+    SELECT a.answer INTO kept FROM public.agent_question_answers a
+        WHERE a.question_id = v_question AND a.device_id = v_device;
+    RETURN jsonb_build_object('accepted', kept = v_answer, 'status', 'pending');
+END
+$$;
+
+
+ALTER FUNCTION public.answer_question(question_id uuid, device_id uuid, answer text) OWNER TO postgres;
+
+--
 -- Name: append_trust_entries(integer, bigint, text[], text[]); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
@@ -3275,6 +3334,21 @@ ALTER TABLE public.agent_coding_session_secrets ALTER COLUMN id ADD GENERATED AL
 
 
 --
+-- Name: agent_question_answers; Type: TABLE; Schema: public; Owner: postgres
+--
+
+CREATE TABLE public.agent_question_answers (
+    question_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    device_id uuid NOT NULL,
+    answer text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+ALTER TABLE public.agent_question_answers OWNER TO postgres;
+
+--
 -- Name: agent_questions; Type: TABLE; Schema: public; Owner: postgres
 --
 
@@ -3698,6 +3772,14 @@ ALTER TABLE ONLY public.agent_coding_sessions
 
 
 --
+-- Name: agent_question_answers agent_question_answers_pkey; Type: CONSTRAINT; Schema: public; Owner: postgres
+--
+
+ALTER TABLE ONLY public.agent_question_answers
+    ADD CONSTRAINT agent_question_answers_pkey PRIMARY KEY (question_id, device_id);
+
+
+--
 -- Name: agent_questions agent_questions_pkey; Type: CONSTRAINT; Schema: public; Owner: postgres
 --
 
@@ -3874,6 +3956,13 @@ CREATE INDEX agent_coding_sessions_user_id ON public.agent_coding_sessions USING
 --
 
 CREATE INDEX agent_coding_sessions_user_updated ON public.agent_coding_sessions USING btree (user_id, updated_at, id);
+
+
+--
+-- Name: agent_question_answers_user; Type: INDEX; Schema: public; Owner: postgres
+--
+
+CREATE INDEX agent_question_answers_user ON public.agent_question_answers USING btree (user_id);
 
 
 --
@@ -4300,6 +4389,14 @@ ALTER TABLE ONLY public.agent_coding_sessions
 
 
 --
+-- Name: agent_question_answers agent_question_answers_question_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: postgres
+--
+
+ALTER TABLE ONLY public.agent_question_answers
+    ADD CONSTRAINT agent_question_answers_question_id_fkey FOREIGN KEY (question_id) REFERENCES public.agent_questions(id) ON DELETE CASCADE;
+
+
+--
 -- Name: agent_questions agent_questions_session_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: postgres
 --
 
@@ -4437,6 +4534,19 @@ ALTER TABLE public.agent_coding_sessions ENABLE ROW LEVEL SECURITY;
 --
 
 CREATE POLICY agent_coding_sessions_owner ON public.agent_coding_sessions TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND private.not_anothers_device((device_id)::text) AND private.not_anothers_repository(repository_id)));
+
+
+--
+-- Name: agent_question_answers; Type: ROW SECURITY; Schema: public; Owner: postgres
+--
+
+ALTER TABLE public.agent_question_answers ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: agent_question_answers agent_question_answers_read; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY agent_question_answers_read ON public.agent_question_answers FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -5091,6 +5201,15 @@ GRANT ALL ON FUNCTION public.answer_approval(request_id uuid, device_id uuid, ve
 
 
 --
+-- Name: FUNCTION answer_question(question_id uuid, device_id uuid, answer text); Type: ACL; Schema: public; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION public.answer_question(question_id uuid, device_id uuid, answer text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.answer_question(question_id uuid, device_id uuid, answer text) TO authenticated;
+GRANT ALL ON FUNCTION public.answer_question(question_id uuid, device_id uuid, answer text) TO service_role;
+
+
+--
 -- Name: FUNCTION append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[]); Type: ACL; Schema: public; Owner: postgres
 --
 
@@ -5321,6 +5440,14 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_coding_session_secrets T
 
 GRANT SELECT,USAGE ON SEQUENCE public.agent_coding_session_secrets_id_seq TO authenticated;
 GRANT SELECT,USAGE ON SEQUENCE public.agent_coding_session_secrets_id_seq TO service_role;
+
+
+--
+-- Name: TABLE agent_question_answers; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT ON TABLE public.agent_question_answers TO authenticated;
+GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_question_answers TO service_role;
 
 
 --

@@ -117,6 +117,35 @@ public enum FuzzSeeds {
         add(.approvalContent, "extra-member", Array(#"{"tool":"a","summary":"b","detail":"","x":""}"#.utf8))
         add(.approvalContent, "surrogate", Array(#"{"tool":"a","summary":"\ud83d\ude00","detail":"\ud800"}"#.utf8))
         add(.approvalContent, "empty", [])
+
+        for test in try tests("question-choices-v1.json") {
+            let id = test["tcId"] as? Int ?? 0
+            if let answer = test["statement"] as? String, let bytes = try? ByteEncoding.bytes(hex: answer) {
+                add(.questionAnswer, "tc\(id)", bytes + Array(repeating: 0, count: 64))
+            }
+            if let questions = test["questions"] as? [[String: Any]], test["deviceId"] == nil {
+                let encoded = try JSONSerialization.data(withJSONObject: ["questions": questions], options: .sortedKeys)
+                add(.questionContent, "tc\(id)", [UInt8](encoded))
+            }
+        }
+        add(.questionAnswer, "empty", [])
+        add(.questionAnswer, "prefix-only", Array(QuestionAnswer.prefix.utf8) + [0] + Array(repeating: 0, count: 64))
+        add(.questionContent, "text", Array(#"{"text":"Go?"}"#.utf8))
+        add(
+            .questionContent, "choices",
+            Array(#"{"questions":[{"question":"Go?","header":"","options":["Yes","No"],"multiSelect":false}]}"#.utf8))
+        for (name, input) in [
+            ("start", #"{"session_id":"abc","cwd":"/w","hook_event_name":"SessionStart","source":"startup"}"#),
+            (
+                "permission",
+                #"{"session_id":"abc","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"npm test\nls","description":"x"}}"#
+            ),
+            ("stop", #"{"session_id":"abc","hook_event_name":"Stop","background_tasks":[{"status":"running"}]}"#),
+        ] {
+            add(.hookInput, name, Array(input.utf8))
+        }
+        add(.hookInput, "no-session", Array(#"{"hook_event_name":"Stop"}"#.utf8))
+        add(.hookInput, "truncated", Array(#"{"session_id":"abc","hook_event_na"#.utf8))
         for test in try tests("identity-backup-v1.json") {
             let id = "tc\(test["tcId"] as? Int ?? 0)"
             if let body = test["body"] as? String {

@@ -69,6 +69,12 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case trustLog = "trust-log"
     /// A trust-log witness body as stored (base64).
     case trustLogWitness = "trust-log-witness"
+    /// A question's plaintext (a text or multiple choices): the strict readers.
+    case questionContent = "question-content"
+    /// A question answer's signed plaintext (statement and signature).
+    case questionAnswer = "question-answer"
+    /// An agent's hook input (Claude Code's JSON on stdin).
+    case hookInput = "hook-input"
 
     /// Runs one input through the target.
     ///
@@ -95,6 +101,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .identityBackup: return Self.identityBackup(Self.lines(data))
         case .trustLog: return Self.trustLog(Self.lines(data))
         case .trustLogWitness: return Self.trustLogWitness(String(decoding: data, as: UTF8.self))
+        case .questionContent: return Self.questionContent(data)
+        case .questionAnswer: return Self.questionAnswer(data)
+        case .hookInput: return Self.hookInput(data)
         }
     }
 

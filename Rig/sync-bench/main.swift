@@ -6,6 +6,7 @@ import Foundation
 //   sync-bench watch [--size M] [--minutes 10] [--interval 5]
 //   sync-bench approval [--rounds 20]
 //   sync-bench answerpush [--rounds 50]
+//   sync-bench agenthooks [--rounds 100]
 //   sync-bench coldstart [--sizes M,L] [--remotes embedded,postgrest] [--sync-runs 3]
 //   sync-bench versions [--size L] [--sync-runs 3]
 //   sync-bench trustlog [--runs 5]
@@ -33,7 +34,7 @@ struct Options {
         while let argument = rest.popFirst() {
             switch argument {
             case "crypto", "localstore", "sync", "all", "watch", "approval", "coldstart", "versions", "trustlog",
-                "backends", "answerpush":
+                "backends", "answerpush", "agenthooks":
                 mode = argument
             case "--rounds": rounds = max(1, Int(rest.popFirst() ?? "") ?? rounds)
             case "--size":
@@ -57,7 +58,7 @@ struct Options {
             case "-h", "--help":
                 print(
                     """
-                    usage: sync-bench [crypto|backends|localstore|sync|watch|approval|answerpush|coldstart|versions|trustlog|all] [options]
+                    usage: sync-bench [crypto|backends|localstore|sync|watch|approval|answerpush|agenthooks|coldstart|versions|trustlog|all] [options]
                       crypto      envelope v1 and v2 seals/s and opens/s on one core and on all cores, beside
                                   the libsodium floor (the same calls in C); --iterations N operations
                                   per worker (default 5000), median of --runs R (default 5)
@@ -89,6 +90,11 @@ struct Options {
                                   the phone's alert payload from a cold process, --rounds N times (default
                                   20), on both remotes: exec to exit (median, p95, max) and the call's own
                                   elapsedMs. Not part of `all`.
+                      agenthooks  the real `sync-cli agent hook claude-code` (beside sync-bench), a cold
+                                  process per event on a paired desktop, --rounds N times (default 20;
+                                  100 for SessionEnd's p99): each non-waiting event's blocking handler
+                                  (median, p95, p99) and a permission answered on the phone (answer
+                                  recorded to decision printed). Not part of `all`.
                       coldstart   the real `sync-cli sync` process (beside sync-bench) on a desktop that
                                   pushed before, at --sizes (default M,L) on both remotes: no change and
                                   one new session, exec to exit beside the report's own time; median of
@@ -166,6 +172,9 @@ if options.mode == "trustlog" {
 }
 if options.mode == "approval" {
     try await ApprovalBench.run(rounds: options.rounds)
+}
+if options.mode == "agenthooks" {
+    try await AgentHooksBench.run(rounds: options.rounds)
 }
 if options.mode == "answerpush" {
     try await AnswerPushBench.run(rounds: options.rounds)

@@ -28,17 +28,19 @@ extension SyncVectors {
                 testvectors/lockscreen-sanitiser-v1.json (--kind lockscreen), \
                 testvectors/identity-backup-v1.json (--kind backup) and \
                 testvectors/pairing-v1.json (--kind pairing) and \
-                testvectors/trust-log-v1.json (--kind trustlog) are this command's output.
+                testvectors/trust-log-v1.json (--kind trustlog), \
+                testvectors/question-choices-v1.json (--kind choices) and \
+                testvectors/agent-session-v1.json (--kind agentsession) are this command's output.
                 """
         )
 
         enum Kind: String, ExpressibleByArgument, CaseIterable {
-            case envelope, certificate, approval, question, lockscreen, backup, pairing, trustlog
+            case envelope, certificate, approval, question, lockscreen, backup, pairing, trustlog, choices, agentsession
         }
 
         @Option(
             help:
-                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), question (an agent's sealed questions), lockscreen (the lock-screen sanitiser), backup (identity backups and recovery keys) pairing (revocations, pairing codes and MACs, fingerprints) or trustlog (trust logs, append rules, backups, grants, witnesses)."
+                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), question (an agent's sealed questions), lockscreen (the lock-screen sanitiser), backup (identity backups and recovery keys) pairing (revocations, pairing codes and MACs, fingerprints) trustlog (trust logs, append rules, backups, grants, witnesses), choices (multiple-choice questions and their signed answers) or agentsession (the session ids agents' sessions get)."
         )
         var kind: Kind = .envelope
 
@@ -62,6 +64,8 @@ extension SyncVectors {
             case .backup: data = try IdentityBackupVectorGenerator.generate()
             case .pairing: data = try PairingVectorGenerator.generate()
             case .trustlog: data = try TrustLogVectorGenerator.generate()
+            case .choices: data = try QuestionChoicesVectorGenerator.generate()
+            case .agentsession: data = try AgentSessionVectorGenerator.generate()
             case .envelope:
                 data =
                     version == 1

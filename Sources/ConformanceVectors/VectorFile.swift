@@ -299,6 +299,8 @@ public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case identityBackupV1 = "UNBOUND-IDENTITY-BACKUP-V1"
     case pairingV1 = "UNBOUND-PAIRING-V1"
     case trustLogV1 = "UNBOUND-TRUST-LOG-V1"
+    case questionChoicesV1 = "UNBOUND-QUESTION-CHOICES-V1"
+    case agentSessionV1 = "UNBOUND-AGENT-SESSION-V1"
 }
 
 /// Loads vector files; the one loader the CLI and the tests share.

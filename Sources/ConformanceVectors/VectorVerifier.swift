@@ -78,6 +78,14 @@ public enum VectorVerifier {
             return try run(TrustLogGroup.self, data, algorithm, path) { group, test in
                 TrustLogVectorCheck.check(group.type, test)
             }
+        case .questionChoicesV1:
+            return try run(QuestionChoicesGroup.self, data, algorithm, path) { group, test in
+                checkChoices(group.type, test)
+            }
+        case .agentSessionV1:
+            return try run(AgentSessionGroup.self, data, algorithm, path) { group, test in
+                AgentSessionGroup.check(group.type, test)
+            }
         case .lockScreenSanitiserV1:
             return try run(LockScreenSanitiserGroup.self, data, algorithm, path) { _, test in
                 judge(test.result, LockScreenText.sanitised(test.input) == test.output)

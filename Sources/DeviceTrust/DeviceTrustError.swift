@@ -14,7 +14,7 @@ public struct DeviceTrustError: Error, Sendable, Hashable, CustomStringConvertib
             case notBase64, badSignature, wrongPrefix, truncated, trailingBytes, malformedIdentifier, invalidText
             case wrongUser, wrongDevice, wrongKey, textTooLong
             case malformedLogBytes, logDoesNotVerify, refusedByServerRules
-            case otherRequest, otherBody, noProofOfSecret, ownRequest, outsideWindow
+            case otherRequest, otherBody, noProofOfSecret, ownRequest, outsideWindow, invalidChoice
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -74,6 +74,11 @@ public struct DeviceTrustError: Error, Sendable, Hashable, CustomStringConvertib
         public static let ownRequest = Code(.ownRequest)
         /// `decided_at` is outside `expires_at - 630 ... expires_at + 30`.
         public static let outsideWindow = Code(.outsideWindow)
+
+        // MARK: Question answers (docs/agent-hooks.md)
+        /// The answer's choices do not fit the question: another number of questions, no option or
+        /// several for a single choice, an index past the options, or indexes not in increasing order.
+        public static let invalidChoice = Code(.invalidChoice)
     }
 
     /// The step of the per-entry check that failed (trust-log.md, "Verification"), in the order

@@ -20,6 +20,7 @@ extension EmbeddedRemoteStore {
         migrator.registerMigration("v10: approval control", migrate: Self.approvalControlMigration)
         migrator.registerMigration("v11: notifications round 2", migrate: Self.notificationsRound2Migration)
         migrator.registerMigration("v12: agents' questions", migrate: Self.questionsMigration)
+        migrator.registerMigration("v13: answers to questions with choices", migrate: Self.questionAnswersMigration)
         return migrator
     }
 }

@@ -362,6 +362,19 @@ extension EmbeddedRemoteStore: NotificationRemote {
         }
     }
 
+    public func sessionHolder(sessionID: UUID) async throws -> SessionHolder? {
+        let me = self.me
+        return try await read("reading a session's holder") { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT device_id, client_type, last_activity_at FROM session_active_clients
+                    WHERE session_id = ? AND user_id = ?
+                    """, arguments: [sessionID.canonical, me]
+            ).map { try SessionHolder(json: Self.json($0)) }
+        }
+    }
+
     public func alertDeliveries(alertID: UUID) async throws -> AlertDeliveries {
         let me = self.me
         return try await read("reading alert deliveries") { db in

@@ -26,6 +26,7 @@ enum Schema {
         migrator.registerMigration("v11: envelope rows as the remote holds them, with their digest kept", migrate: v11)
         migrator.registerMigration("v12: id digests kept for repositories and sessions", migrate: v12)
         migrator.registerMigration("v13: trust log pin", migrate: trustLogPin)
+        migrator.registerMigration("v14: agent hooks", migrate: agentHooks)
         return migrator
     }
 

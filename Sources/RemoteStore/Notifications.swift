@@ -20,6 +20,10 @@ public protocol NotificationRemote: CoordinationRemote {
     /// never takes it over, queues nothing. Returns whether `deviceID` holds it.
     func touchSessionActivity(sessionID: UUID, deviceID: UUID) async throws -> Bool
 
+    /// Which device holds a session's handoff claim and when it last used it
+    /// (`session_active_clients`), or `nil` when none does.
+    func sessionHolder(sessionID: UUID) async throws -> SessionHolder?
+
     /// Where an approval's alert went, device by device (`alert_deliveries`).
     /// `RemoteStoreError.permissionDenied` for an id that is not one of the user's approvals,
     /// whether it exists or not.
@@ -30,6 +34,29 @@ public protocol NotificationRemote: CoordinationRemote {
     /// are (`notify_session_event`). `.permissionDenied` when the session is not the user's on
     /// that device; `.invalidValue` for another kind.
     func notifySessionEvent(sessionID: UUID, deviceID: UUID, kind: AlertKind) async throws -> SessionEventQueued
+}
+
+/// The device that holds a session's handoff claim (`session_active_clients`).
+public struct SessionHolder: Sendable, Hashable {
+    public var deviceID: UUID
+    /// `ios`, `desktop` or `web`.
+    public var clientType: String
+    public var lastActivityAt: Date?
+
+    /// Creates a holder.
+    public init(deviceID: UUID, clientType: String, lastActivityAt: Date?) {
+        self.deviceID = deviceID
+        self.clientType = clientType
+        self.lastActivityAt = lastActivityAt
+    }
+
+    /// Decodes a row as PostgREST returns it.
+    package init(json row: ResponseRow) throws {
+        let r = RowReader(row, table: "session_active_clients")
+        self.init(
+            deviceID: try r.uuid("device_id"), clientType: try r.string("client_type"),
+            lastActivityAt: try r.optionalDate("last_activity_at"))
+    }
 }
 
 /// What a person allows their device's notifications to do: `notification_settings`, one row

@@ -103,6 +103,51 @@ public struct QuestionClosed: Sendable, Hashable, Codable {
     }
 }
 
+/// An answer a device recorded for a question (`agent_question_answers`): the sealed, signed
+/// choice. Only the asking desktop can open and verify it; the row's device is the server's word
+/// until then.
+public struct QuestionAnswerRow: Sendable, Hashable {
+    public var questionID: UUID
+    public var userID: UUID
+    /// The device the row names (the sealed answer opens only under this id).
+    public var deviceID: UUID
+    /// The sealed answer, standard base64.
+    public var answer: String
+    public var createdAt: Date?
+
+    /// Creates a row.
+    public init(questionID: UUID, userID: UUID, deviceID: UUID, answer: String, createdAt: Date? = nil) {
+        self.questionID = questionID
+        self.userID = userID
+        self.deviceID = deviceID
+        self.answer = answer
+        self.createdAt = createdAt
+    }
+
+    /// Decodes a row as PostgREST returns it.
+    package init(json row: ResponseRow) throws {
+        let r = RowReader(row, table: "agent_question_answers")
+        self.init(
+            questionID: try r.uuid("question_id"), userID: try r.uuid("user_id"), deviceID: try r.uuid("device_id"),
+            answer: try r.string("answer"), createdAt: try r.optionalDate("created_at"))
+    }
+}
+
+/// What `answer_question` answered: whether this device's answer was recorded, and the
+/// question's status.
+public struct QuestionAnswered: Sendable, Hashable, Codable {
+    /// `false` when the question is no longer pending or this device answered it before with
+    /// another answer.
+    public var accepted: Bool
+    public var status: QuestionStatus
+
+    /// Creates an answer.
+    public init(accepted: Bool, status: QuestionStatus) {
+        self.accepted = accepted
+        self.status = status
+    }
+}
+
 /// Agents' questions (notifications-2.md, "Questions, sealed"): the server stores the sealed
 /// question, queues its alerts (never suppressed) and, when it closes or expires, the clearing
 /// push. A deployment without the migration answers `.missingFunction` or `.missingTable`.
@@ -121,4 +166,15 @@ public protocol QuestionRemote: NotificationRemote {
 
     /// One question of the user, or `nil`.
     func agentQuestion(id: UUID) async throws -> AgentQuestionRow?
+
+    /// Records `deviceID`'s sealed answer to a pending question (docs/agent-hooks.md, "Questions
+    /// with choices"): one answer per device, the first kept; only a device the user's trust log
+    /// certifies and has not revoked, never the asker. The server cannot open or check the answer:
+    /// the asking desktop does. `.permissionDenied` for a question or device that is not the
+    /// user's, or one that may not answer; `.invalidValue` for an answer that is not a sealed answer
+    /// of the question's generation.
+    func answerQuestion(questionID: UUID, deviceID: UUID, answer: String) async throws -> QuestionAnswered
+
+    /// The answers recorded for one of the user's questions, oldest first.
+    func questionAnswers(questionID: UUID) async throws -> [QuestionAnswerRow]
 }

@@ -1,18 +1,30 @@
 import Foundation
 
-/// What an agent asks the person (notifications-2.md, "Questions, sealed"): one text. Only the
-/// desktop that asks and the devices that hold the session's secret ever see it.
+/// What an agent asks the person (notifications-2.md, "Questions, sealed"; docs/agent-hooks.md,
+/// "Questions with choices"): a text, or one to four multiple-choice questions. Only the desktop
+/// that asks and the devices that hold the session's secret ever see it.
 ///
-/// On the wire it is UTF-8 JSON, an object with exactly one member, `text`: a string of 1-2,000
-/// Unicode scalars, no control character but `\n` and `\t`, the whole at most 4,096 bytes, read
-/// as strictly as an approval's content.
+/// On the wire it is UTF-8 JSON of at most 4,096 bytes, one of two shapes:
+/// - `{"text": ...}`: a string of 1-2,000 Unicode scalars, no control character but `\n` and
+///   `\t`, read as strictly as an approval's content (white space between tokens allowed);
+/// - `{"questions":[{"question":...,"header":...,"options":[...],"multiSelect":false}]}`: in
+///   exactly this canonical form (these members in this order, no white space, strings escaped as
+///   the text form escapes them), each question as ``ChoiceQuestion`` says.
 public struct QuestionContent: Sendable, Hashable, CustomStringConvertible {
-    public let text: String
+    /// What the question holds.
+    public enum Kind: Sendable, Hashable {
+        /// A text the person answers in the session's own channel.
+        case text(String)
+        /// Multiple-choice questions answered by a signed choice (``QuestionAnswerCrypto``).
+        case choices([ChoiceQuestion])
+    }
+
+    public let kind: Kind
 
     /// The most bytes the JSON may have.
     public static let maxBytes = 4_096
 
-    /// Checks the limits.
+    /// A text question.
     ///
     /// - Throws: ``CryptoError/invalidApprovalContent`` when the text is empty, longer than 2,000
     ///   scalars or 4,096 bytes of JSON, or holds a control character other than `\n` and `\t`.
@@ -20,26 +32,58 @@ public struct QuestionContent: Sendable, Hashable, CustomStringConvertible {
         guard ApprovalContent.isValid(text, maxScalars: 2_000, minScalars: 1, allowsLines: true) else {
             throw CryptoError.invalidApprovalContent
         }
-        self.text = text
+        kind = .text(text)
         guard Self.encode(self).count <= Self.maxBytes else { throw CryptoError.invalidApprovalContent }
     }
 
-    /// Never prints the text: it may say anything about the work.
-    public var description: String { "QuestionContent(<redacted>)" }
-
-    /// The canonical JSON: `{"text":...}`, non-ASCII as UTF-8, `"` `\` newline and tab escaped.
-    package static func encode(_ content: QuestionContent) -> [UInt8] {
-        var out = Array("{\"text\":".utf8)
-        ApprovalContent.string(content.text, into: &out)
-        out.append(UInt8(ascii: "}"))
-        return out
+    /// Multiple-choice questions: one to four, each question's text distinct.
+    ///
+    /// - Throws: ``CryptoError/invalidApprovalContent`` for none or more than four, two with the
+    ///   same text, or JSON over 4,096 bytes.
+    public init(choices: [ChoiceQuestion]) throws {
+        guard (1...4).contains(choices.count), Set(choices.map(\.question)).count == choices.count else {
+            throw CryptoError.invalidApprovalContent
+        }
+        kind = .choices(choices)
+        guard Self.encode(self).count <= Self.maxBytes else { throw CryptoError.invalidApprovalContent }
     }
 
-    /// Reads the JSON strictly: anything but exactly the one string member within its limits is
-    /// refused.
+    /// The text of a text question, `nil` for choices.
+    public var text: String? {
+        if case .text(let text) = kind { return text }
+        return nil
+    }
+
+    /// The questions of a multiple-choice question, `nil` for a text.
+    public var choices: [ChoiceQuestion]? {
+        if case .choices(let choices) = kind { return choices }
+        return nil
+    }
+
+    /// Never prints the content: it may say anything about the work.
+    public var description: String { "QuestionContent(<redacted>)" }
+
+    /// The canonical JSON: `{"text":...}` or `{"questions":[...]}`, non-ASCII as UTF-8, `"` `\`
+    /// newline and tab escaped.
+    package static func encode(_ content: QuestionContent) -> [UInt8] {
+        switch content.kind {
+        case .text(let text):
+            var out = Array("{\"text\":".utf8)
+            ApprovalContent.string(text, into: &out)
+            out.append(UInt8(ascii: "}"))
+            return out
+        case .choices(let choices):
+            return ChoiceQuestion.encode(choices)
+        }
+    }
+
+    /// Reads the JSON strictly: anything but one of the two shapes within its limits is refused.
     package static func decode(_ bytes: [UInt8]) throws -> QuestionContent {
         guard bytes.count <= maxBytes, let text = String(validating: bytes, as: UTF8.self) else {
             throw CryptoError.authenticationFailure
+        }
+        if bytes.starts(with: Array(ChoiceQuestion.opening.utf8)) {
+            return try ChoiceQuestion.decode(bytes)
         }
         var reader = StrictJSONObjectReader(Array(text.utf8))
         let members = try reader.stringMembers()

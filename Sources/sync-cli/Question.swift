@@ -1,4 +1,5 @@
 import ArgumentParser
+import DeviceTrust
 import Foundation
 import LocalStore
 import PostLoginSync
@@ -16,7 +17,7 @@ extension SyncCLI {
                 question itself). The answer travels in the session's own channel: close the question once \
                 it came (or cancel it), and the other devices' prompts clear.
                 """,
-            subcommands: [Ask.self, Close.self, Show.self])
+            subcommands: [Ask.self, Close.self, Show.self, Answer.self])
     }
 }
 
@@ -184,6 +185,54 @@ extension SyncCLI.Question {
             var createdAt: Date?
             var closedAt: Date?
             var text: String
+        }
+    }
+}
+
+extension SyncCLI.Question {
+    struct Answer: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Answer a multiple-choice question (an agent's AskUserQuestion) from this device.",
+            discussion: """
+                Give one choice per question, in order: an option's number as `question show` prints it \
+                (1 for the first), or several joined by commas where the question takes several \
+                ("1,3"). The choice is signed with this device's key and sealed under the session's \
+                secret: the server sees neither; the desktop that asked verifies it.
+                """)
+        @OptionGroup var storeOptions: StoreOptions
+        @OptionGroup var remoteOptions: RemoteOptions
+        @Argument(help: "The question's id.") var question: String
+        @Argument(help: "One choice per question: option numbers, several joined by commas.") var choices: [String]
+        @Flag(help: "Print the answer as JSON.") var json = false
+
+        func run() async throws {
+            guard let id = UUID.parse(question) else { throw CLIError("\(question) is not a question id (a UUID)") }
+            let indexes = try choices.map { choice in
+                try choice.split(separator: ",").map { part -> Int in
+                    guard let number = Int(part.trimmingCharacters(in: .whitespaces)), number >= 1 else {
+                        throw UsageError(
+                            "\(choice) is not a choice: give option numbers from 1, several joined by commas")
+                    }
+                    return number - 1
+                }
+            }
+            let context = try await QuestionCommandContext(storeOptions, remoteOptions)
+            let answered = try await context.run { alerts in
+                let opened = try await alerts.open(question: id)
+                guard opened.content.choices != nil else {
+                    throw CLIError("question \(id.canonical) has no choices: it is answered in the session itself")
+                }
+                do {
+                    return try await alerts.answer(opened, choices: indexes)
+                } catch let error as DeviceTrustError {
+                    throw CLIError("\(error.description): `sync-cli question show \(id.canonical)` lists the options")
+                }
+            }
+            if json { return try printJSON(answered) }
+            output(
+                answered.accepted
+                    ? "Answered question \(id.canonical); the desktop that asked verifies the answer."
+                    : "Question \(id.canonical) is \(answered.status.rawValue); the answer was not recorded.")
         }
     }
 }

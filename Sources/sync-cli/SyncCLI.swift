@@ -11,7 +11,7 @@ import Glibc
 struct SyncCLI: AsyncParsableCommand {
     /// `sync-cli --version`: the newest version heading of CHANGELOG.md, which says what each
     /// holds (a test keeps the two equal).
-    static let version = "0.9.0"
+    static let version = "0.10.0"
 
     static let configuration = CommandConfiguration(
         commandName: "sync-cli",
@@ -31,7 +31,7 @@ struct SyncCLI: AsyncParsableCommand {
         subcommands: [
             Demo.self, Init.self, Login.self, Repo.self, Session.self, Push.self, Pull.self, Sync.self,
             Status.self, Devices.self, Trust.self, Secrets.self, PushToken.self, Approval.self, Question.self,
-            Notifications.self,
+            Notifications.self, Agent.self,
             Outbox.self,
             Vectors.self,
         ]

@@ -72,7 +72,8 @@ struct VectorFileTests {
     static let groupField: [String: String] = [
         "TrustLogVerify": "headHash", "TrustLogAppend": "newHead.hash", "TrustLogBackupOpen": "expected",
         "RootSeedOpen": "expected", "TrustLogWitnessVerify": "entryHash", "RecoveryKeyAgreement": "expected",
-        "AppendChain": "anchor",
+        "AppendChain": "anchor", "ChoicesOpen": "body", "AnswerAccept": "answer", "NameBasedUuid": "uuid",
+        "AgentSessionId": "sessionId",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

@@ -128,6 +128,20 @@ func answerFromNotification(payload: Data, store: DeviceStore, remote: any SyncR
     }
 }
 
+func answerAgentQuestion(questionID: UUID, store: DeviceStore, remote: any SyncRemote) async throws {
+    // The question id comes with the alert (`requestId` of a `question` push) or its deep link.
+    let alerts = SessionAlerts(local: store, remote: remote)
+    let opened = try await alerts.open(question: questionID)
+    guard let questions = opened.content.choices else { return } // a text question: answered in the session
+    for question in questions {
+        print(question.header, question.question, question.options, question.multiSelect)
+    }
+    // The person picked the second option of the first question, and so on: one list per question.
+    let choices = questions.map { $0.multiSelect ? [0, 1] : [1] }
+    let answered = try await alerts.answer(opened, choices: choices)
+    print(answered.accepted ? "sent; the desktop verifies it" : "already \(answered.status)")
+}
+
 func openSharedStore(appGroupContainer: URL, keys: any DeviceKeyStore) throws -> DeviceStore {
     try DeviceStore(directory: appGroupContainer.appendingPathComponent("session-sync"), keyStore: keys)
 }

@@ -73,7 +73,9 @@ struct SyncCLITests {
         ["push-token", "status"], ["approvals", "clear"], ["outbox", "list"],
         ["trust"], ["trust", "init"], ["trust", "invite"], ["trust", "join"], ["trust", "approve"],
         ["trust", "status"], ["trust", "revoke"], ["question"], ["question", "ask"], ["question", "close"],
-        ["question", "show"], ["session", "notify"], ["session", "touch"], ["outbox", "deliveries"],
+        ["question", "show"], ["question", "answer"], ["session", "notify"], ["session", "touch"],
+        ["outbox", "deliveries"], ["agent"], ["agent", "install"], ["agent", "uninstall"], ["agent", "status"],
+        ["agent", "hook"], ["agent", "notify"],
     ]
 
     @Test("every command has help", arguments: commands)

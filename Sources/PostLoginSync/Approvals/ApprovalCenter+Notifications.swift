@@ -83,7 +83,8 @@ extension ApprovalCenter {
                 userID: user, sessionID: payload.sessionID, questionID: requestID, requesterDeviceID: requester,
                 expiresAt: expiresAt, generation: generation)
             if showDetails, let content = try? QuestionCrypto.open(body: body, context: context, secret: secret) {
-                display.text = LockScreenText.sanitised(content.text)
+                // A text question's text; for choices, the first question (the options stay in the app).
+                display.text = LockScreenText.sanitised(content.text ?? content.choices?.first?.question ?? "")
             }
         case .taskComplete, .taskFailed, .taskPaused:
             break
@@ -185,7 +186,7 @@ extension ApprovalCenter {
     /// Runs `body`, cancelled once `limit` passes: then `SyncError` `.deadlineExceeded` at
     /// once, even while `body` is blocked in a call that does not notice cancellation (a SQLite
     /// busy wait): the caller never waits past the deadline; `body` stops at its next check.
-    static func within<T: Sendable>(
+    package static func within<T: Sendable>(
         _ limit: Duration, _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let race = DeadlineRace<T>()

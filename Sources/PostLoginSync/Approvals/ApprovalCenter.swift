@@ -66,6 +66,17 @@ public struct ApprovalRefusal: Error, Sendable, Hashable, CustomStringConvertibl
     public var description: String { "answer to \(requestID.canonical) refused: \(reason)" }
 }
 
+/// A request this desktop is about to send: what another process needs to cancel it.
+public struct AskedRequest: Sendable, Hashable {
+    public let requestID: UUID
+    public let sessionID: UUID
+    /// The control (base64 of 32 random bytes): it lets its holder cancel the request. Keep it
+    /// private to this desktop.
+    public let control: String?
+    /// Unix seconds.
+    public let expiresAt: UInt64
+}
+
 /// An approval request this device opened: its row and what it asks. Holds the proof that this
 /// device derived the request's key (`read`), never the session secret.
 public struct OpenedApproval: Sendable {
@@ -120,7 +131,7 @@ public struct ApprovalCenter: Sendable {
     // MARK: - Asking (the desktop that runs the session)
 
     /// Checks, without asking anything, that this device can ask about `session`: it is a
-    /// desktop and runs that session. ``request(session:tool:summary:detail:timeout:pollInterval:onRefused:onDeliveries:)``
+    /// desktop and runs that session. ``request(session:tool:summary:detail:timeout:pollInterval:onRefused:onDeliveries:onAsk:)``
     /// makes the same checks first; a caller that says "asking…" before the wait calls this
     /// before saying it.
     ///
@@ -162,6 +173,9 @@ public struct ApprovalCenter: Sendable {
     ///   - onDeliveries: Told where the alert went: with the request's answer, then on each
     ///     change, read every 2 seconds until no entry can change or the request ends. A failed
     ///     read is logged and tried again; it never ends the request.
+    ///   - onAsk: Told the request's id and control just before it is sent, so that another
+    ///     process can cancel it if this one dies (an agent's hook keeps them in the store);
+    ///     nothing is sent when it throws.
     /// - Returns: The outcome.
     /// - Throws: ``SyncError`` `.noIdentity` without a pinned identity, `.unknownSession`;
     ///   `CryptoError.invalidApprovalContent` for content out of limits; remote errors;
@@ -169,7 +183,8 @@ public struct ApprovalCenter: Sendable {
     public func request(
         session: UUID, tool: String, summary: String, detail: String = "", timeout: Duration = .seconds(60),
         pollInterval: Duration = .seconds(1), onRefused: (@Sendable (ApprovalRefusal) -> Void)? = nil,
-        onDeliveries: (@Sendable (AlertDeliveries) -> Void)? = nil
+        onDeliveries: (@Sendable (AlertDeliveries) -> Void)? = nil,
+        onAsk: (@Sendable (AskedRequest) async throws -> Void)? = nil
     ) async throws -> ApprovalOutcome {
         guard Self.timeouts.contains(timeout) else { throw CryptoError.invalidApprovalContent }
         let content = try ApprovalContent(tool: tool, summary: summary, detail: detail)
@@ -199,6 +214,9 @@ public struct ApprovalCenter: Sendable {
         // The control: 32 random bytes only this process holds. The server keeps their hash and
         // lets only their holder cancel the request or reopen it after a refused decision.
         let control = SecureBytes(randomCount: 32).withUnsafeBytes { [UInt8]($0) }
+        try await onAsk?(
+            AskedRequest(
+                requestID: requestID, sessionID: session, control: ByteEncoding.base64(control), expiresAt: expiresAt))
         let asked = try await approvals.requestApproval(
             sessionID: session, requestID: requestID, requesterDeviceID: identity.id, body: body,
             generation: sealed.generation, expiresAt: expiresAt,
@@ -278,81 +296,6 @@ public struct ApprovalCenter: Sendable {
             logger?.warning("approval \(row.id.canonical): the refused decision was not dropped: \(error)")
             return true
         }
-    }
-
-    /// Whether a decided row's signed decision counts (approvals.md, "What the requesting
-    /// desktop accepts"); only the signed bytes decide.
-    func verify(
-        _ row: ApprovalRequestRow, against sent: SentApproval, read: [UInt8], identity: UUID, user: UUID
-    ) async throws -> Result<ApprovalOutcome, ApprovalRefusal> {
-        func refuse(_ reason: String, device: UUID? = row.decidedByDeviceID) -> Result<ApprovalOutcome, ApprovalRefusal>
-        {
-            .failure(ApprovalRefusal(requestID: sent.requestID, deviceID: device, reason: reason))
-        }
-        guard let bodyText = row.decisionBody, let signatureText = row.decisionSignature,
-            let bytes = try? ByteEncoding.bytes(base64: bodyText)
-        else { return refuse("the row holds no signed decision") }
-        let unverified: ApprovalDecision
-        do {
-            unverified = try ApprovalDecision.parse(bytes)
-        } catch {
-            return refuse("the decision is not a well-formed decision statement")
-        }
-        var trust = try await trust()
-        let device = unverified.deviceID
-        guard let head = unverified.logHead else {
-            return refuse("the decision is version 1 (it names no trust-log head): refused", device: device)
-        }
-        guard trust.revocations[device] == nil else { return refuse("the deciding device is revoked", device: device) }
-        guard let certificate = trust.certificates[device] else {
-            return refuse("the deciding device has no valid certificate", device: device)
-        }
-        guard let sentBody = try? ByteEncoding.bytes(base64: sent.body) else {
-            return refuse("this device's copy of the request is unreadable", device: device)
-        }
-        let expected = ApprovalDecision.Expectation(
-            userID: user, sessionID: sent.sessionID, requestID: sent.requestID, requesterDeviceID: identity,
-            expiresAt: sent.expiresAt, body: sentBody, read: read)
-        let decision: ApprovalDecision
-        do {
-            decision = try ApprovalDecision.accept(
-                SignedStatement(body: bodyText, signature: signatureText), deviceID: device,
-                signingKey: certificate.ed25519PublicKey, expecting: expected)
-        } catch {
-            return refuse(error.description, device: device)
-        }
-        // The head the answering device pinned must be a position of this desktop's own verified
-        // log (read again once when beyond its head), where the device was certified.
-        guard var log = trust.log, head.epoch == log.epoch else {
-            return refuse(
-                "the deciding device is paired with another epoch of the trust log (a stale pairing): refused as "
-                    + "an uncertified device", device: device)
-        }
-        if head.seq > log.headSeq {
-            trust = try await self.trust()
-            guard let reread = trust.log, reread.epoch == head.epoch, head.seq <= reread.headSeq else {
-                throw TrustLogSync.truncated(
-                    head.seq, "a decision names seq \(head.seq), beyond the end of the log this desktop can read")
-            }
-            log = reread
-        }
-        guard let ours = try await local.trustLogEntryHash(epoch: head.epoch, seq: head.seq) else {
-            throw TrustLogSync.truncated(head.seq, "the log this desktop pinned lacks seq \(head.seq)")
-        }
-        guard ours == head.hash else {
-            throw TrustLogSync.forked(
-                head.seq, "device \(device.canonical) answered from a log that holds another entry at seq \(head.seq)")
-        }
-        guard let certifiedAt = log.devices[device]?.certifiedSeq, certifiedAt <= head.seq, trust.isTrusted(device)
-        else {
-            return refuse("the deciding device was not certified at the head it answered from", device: device)
-        }
-        let status = decision.verdict == .approve ? ApprovalStatus.approved : ApprovalStatus.denied
-        guard row.status == status, row.decidedByDeviceID == device else {
-            return refuse(
-                "the row's status or deciding device disagrees with the signed decision (forged)", device: device)
-        }
-        return .success(decision.verdict == .approve ? .approved(by: device) : .denied(by: device))
     }
 
     // MARK: - Answering (a phone, a tablet)

@@ -5,11 +5,24 @@ import RemoteStore
 import SecretCrypto
 import SyncModel
 
-/// A question as its reader sees it: the row and, opened with the session's secret, its text.
+/// A question as its reader sees it: the row and, opened with the session's secret, its content.
 public struct OpenedQuestion: Sendable {
     public let question: AgentQuestionRow
-    /// The question, as the agent asked it (not sanitised: show it only on an unlocked screen).
-    public let text: String
+    /// What the agent asks: a text, or multiple-choice questions (not sanitised: show it only on
+    /// an unlocked screen).
+    public let content: QuestionContent
+
+    /// The question as one text: a text question's text; for choices, each question followed by
+    /// its numbered options ("(several)" when more than one may be chosen).
+    public var text: String {
+        if let text = content.text { return text }
+        return (content.choices ?? []).map { question in
+            let header = question.header.isEmpty ? "" : "[\(question.header)] "
+            let options = question.options.enumerated().map { "  \($0.offset + 1). \($0.element)" }
+            return ([header + question.question + (question.multiSelect ? " (several)" : "")] + options)
+                .joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
 }
 
 /// What the desktop running a session raises for the person on their other devices
@@ -117,7 +130,7 @@ public struct SessionAlerts: Sendable {
             userID: row.userID, sessionID: row.sessionID, questionID: row.id, requesterDeviceID: row.requesterDeviceID,
             expiresAt: row.expiresAt, generation: row.generation)
         let content = try QuestionCrypto.open(body: row.body, context: context, secret: secret)
-        return OpenedQuestion(question: row, text: content.text)
+        return OpenedQuestion(question: row, content: content)
     }
 
     func questions() throws -> any QuestionRemote {

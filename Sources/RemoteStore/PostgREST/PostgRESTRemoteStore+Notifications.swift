@@ -49,6 +49,17 @@ extension PostgRESTRemoteStore: NotificationRemote {
             function: "set_notification_settings")
     }
 
+    public func sessionHolder(sessionID: UUID) async throws -> SessionHolder? {
+        try await fetchAll(
+            "session_active_clients",
+            query: [
+                ("select", "device_id,client_type,last_activity_at"), ("session_id", "eq.\(sessionID.canonical)"),
+                ("user_id", "eq.\(userID.canonical)"),
+            ],
+            order: "session_id.asc", atMost: 1, decode: SessionHolder.init(json:)
+        ).first
+    }
+
     public func touchSessionActivity(sessionID: UUID, deviceID: UUID) async throws -> Bool {
         struct Touched: Decodable { let holder: Bool }
         return try Self.decode(

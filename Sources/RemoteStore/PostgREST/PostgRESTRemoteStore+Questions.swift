@@ -38,4 +38,24 @@ extension PostgRESTRemoteStore: QuestionRemote {
             order: "id.asc", atMost: 1, decode: AgentQuestionRow.init(json:)
         ).first
     }
+
+    public func answerQuestion(questionID: UUID, deviceID: UUID, answer: String) async throws -> QuestionAnswered {
+        try Self.decode(
+            QuestionAnswered.self,
+            from: try await rpc(
+                "answer_question",
+                arguments: [
+                    "question_id": .string(questionID.canonical), "device_id": .string(deviceID.canonical),
+                    "answer": .string(answer),
+                ]), function: "answer_question")
+    }
+
+    public func questionAnswers(questionID: UUID) async throws -> [QuestionAnswerRow] {
+        try await fetchAll(
+            "agent_question_answers",
+            query: [
+                ("select", "*"), ("question_id", "eq.\(questionID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
+            ],
+            order: "created_at.asc,device_id.asc", atMost: 64, decode: QuestionAnswerRow.init(json:))
+    }
 }

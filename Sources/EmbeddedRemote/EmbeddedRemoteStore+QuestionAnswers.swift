@@ -1,0 +1,78 @@
+import Foundation
+import GRDB
+import RemoteStore
+import SyncModel
+
+/// Answers to multiple-choice questions on the embedded remote: the rules of `answer_question` in
+/// the project's `*_agent_hooks.sql`.
+extension EmbeddedRemoteStore {
+    /// The project's `*_agent_hooks.sql`: one sealed answer per question and device.
+    static func questionAnswersMigration(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE agent_question_answers (
+                    question_id TEXT NOT NULL REFERENCES agent_questions (id) ON DELETE CASCADE,
+                    user_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    answer TEXT NOT NULL,
+                    created_at TEXT NOT NULL,
+                    PRIMARY KEY (question_id, device_id)
+                );
+                """)
+    }
+
+    /// The bytes a sealed answer may have: version, generation, nonce, at least one
+    /// byte of plaintext, the tag; at most 1,024 bytes of plaintext.
+    static let sealedAnswerBytes = (1 + 4 + 12 + 1 + 16)...(1 + 4 + 12 + 1_024 + 16)
+
+    public func answerQuestion(questionID: UUID, deviceID: UUID, answer: String) async throws -> QuestionAnswered {
+        let me = self.me
+        return try await write("answering a question") { db in
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
+                    arguments: [questionID.canonical, me])
+            else { throw Self.refused("the question is not one of yours") }
+            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
+            guard try TrustedDevices.of(db, user: me).contains(deviceID.canonical) else {
+                throw Self.refused("only a device the user's trust log certifies may answer")
+            }
+            guard (row["requester_device_id"] as String) != deviceID.canonical else {
+                throw Self.refused("the asking device cannot answer its own question")
+            }
+            let generation = row["generation"] as Int64
+            guard Self.isCanonicalBase64(answer, bytes: Self.sealedAnswerBytes),
+                let raw = Data(base64Encoded: answer), raw[0] == 1,
+                Int64(raw[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) })) == generation
+            else {
+                throw Self.invalid("answer must be canonical base64 of a sealed answer of the question's generation")
+            }
+            var status = QuestionStatus(rawValue: row["status"]) ?? .pending
+            if status == .pending, UInt64(row["expires_at"] as Int64) <= Self.epochSeconds { status = .expired }
+            guard status == .pending else { return QuestionAnswered(accepted: false, status: status) }
+            try db.execute(
+                sql: """
+                    INSERT INTO agent_question_answers (question_id, user_id, device_id, answer, created_at)
+                    VALUES (?, ?, ?, ?, ?) ON CONFLICT (question_id, device_id) DO NOTHING
+                    """, arguments: [questionID.canonical, me, deviceID.canonical, answer, Self.now])
+            if db.changesCount > 0 { return QuestionAnswered(accepted: true, status: .pending) }
+            let kept = try String.fetchOne(
+                db, sql: "SELECT answer FROM agent_question_answers WHERE question_id = ? AND device_id = ?",
+                arguments: [questionID.canonical, deviceID.canonical])
+            return QuestionAnswered(accepted: kept == answer, status: .pending)
+        }
+    }
+
+    public func questionAnswers(questionID: UUID) async throws -> [QuestionAnswerRow] {
+        let me = self.me
+        return try await read("reading a question's answers") { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM agent_question_answers WHERE question_id = ? AND user_id = ?
+                    ORDER BY created_at, device_id LIMIT 64
+                    """, arguments: [questionID.canonical, me]
+            ).map { try QuestionAnswerRow(json: Self.json($0)) }
+        }
+    }
+}

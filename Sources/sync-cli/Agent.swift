@@ -11,6 +11,7 @@ extension AwayMode: ExpressibleByArgument {}
 extension SyncCLI {
     struct Agent: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "agent",
             abstract:
                 "Connect a coding agent (Claude Code, Codex) to this desktop: its own hooks start sessions, ask permissions and questions on the phone, and raise task alerts.",
             discussion: """
@@ -56,6 +57,7 @@ struct ProjectOptions: ParsableArguments {
 extension SyncCLI.Agent {
     struct Install: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "install",
             abstract: "Install this desktop's hooks into an agent's settings (one scope at a time).",
             discussion: """
                 Claude Code: user scope writes ~/.claude/settings.json (all your projects), project \
@@ -168,6 +170,7 @@ extension SyncCLI.Agent {
 
     struct Uninstall: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "uninstall",
             abstract: "Remove this desktop's hooks from an agent's settings (every scope, or --scope).",
             discussion: "Only our handlers go; every other setting and hook stays. The file is backed up first.")
         @Argument(help: "The agent: claude-code or codex.") var agent: AgentKind

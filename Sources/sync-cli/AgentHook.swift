@@ -15,6 +15,7 @@ import Glibc
 extension SyncCLI.Agent {
     struct Hook: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "hook",
             abstract: "Handle one hook event (the agent runs this with the event on standard input).",
             discussion: """
                 Reads one event (at most 1 MiB) from standard input and prints the decision the agent \
@@ -46,6 +47,7 @@ extension SyncCLI.Agent {
 
     struct Notify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "notify",
             abstract: "Handle a notification of Codex's notify program (Codex passes it as the last argument).",
             discussion: """
                 Set `notify = ["/path/to/sync-cli", "agent", "notify", "codex", "--store", "DIR"]` in \

@@ -7,6 +7,7 @@ import SyncModel
 extension SyncCLI.Agent {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract:
                 "Where the agents' hooks are installed, whether this store can act on them, the away rule, the last events."
         )

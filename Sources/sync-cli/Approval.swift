@@ -109,7 +109,7 @@ struct ApprovalSummary: Encodable {
 extension SyncCLI.Approval {
     struct Request: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Ask whether the agent may run a tool, and wait for the answer.",
+            commandName: "request", abstract: "Ask whether the agent may run a tool, and wait for the answer.",
             discussion: """
                 The question is a JSON object {"tool": ..., "summary": ..., "detail": ...} ("detail" \
                 optional) read with --from-file from a file, or from standard input with --from-file -. \
@@ -251,6 +251,7 @@ extension SyncCLI.Approval.Request {
 extension SyncCLI.Approval {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract:
                 "List the user's approval requests, newest first, with who answered and when (never what they ask).")
         @OptionGroup var storeOptions: StoreOptions
@@ -280,6 +281,7 @@ extension SyncCLI.Approval {
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Open one approval request with this device's copy of the session secret and show what it asks.")
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
@@ -307,7 +309,7 @@ extension SyncCLI.Approval {
 
     struct Answer: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Approve or deny a request this device can open; the first answer wins.",
+            commandName: "answer", abstract: "Approve or deny a request this device can open; the first answer wins.",
             discussion: """
                 The answer is signed with this device's signing key; the asking desktop checks it. Exit \
                 status: 0 the answer was recorded; 1 it was not (another answer came first, the question \
@@ -419,7 +421,7 @@ extension SyncCLI.Approval {
 
     struct Clear: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Clear an answered approval prompt on the user's other devices.",
+            commandName: "clear", abstract: "Clear an answered approval prompt on the user's other devices.",
             discussion: """
                 Queues the silent payload {"aps":{"content-available":1},"clearApprovalId":..., \
                 "reason":"approved_on_other_device"} for every valid device token but the excluded \

@@ -63,7 +63,7 @@ func printJSONText(_ json: String) {
 extension SyncCLI.Session {
     struct Activity: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Claim a session for this device (the one driving it now).",
+            commandName: "activity", abstract: "Claim a session for this device (the one driving it now).",
             discussion: """
                 When another device held the session, it is handed off: every valid device push \
                 token of that device gets the silent handoff payload in the push outbox.
@@ -95,6 +95,7 @@ extension SyncCLI.Session {
 
     struct Touch: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "touch",
             abstract: "Keep this device's claim on a session fresh (as an app does every 30 s while it shows it).",
             discussion: """
                 Refreshes the claim's time only when this device holds the session (`session activity` \
@@ -199,6 +200,7 @@ extension SyncCLI {
 
         struct Register: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "register",
                 abstract: "Register a push token for this device (moving it here if another device or user had it).",
                 discussion: "With --previous, that token stops being valid: the device keeps exactly one."
             )
@@ -247,7 +249,8 @@ extension SyncCLI {
         }
 
         struct Invalidate: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Mark one of your push tokens invalid.")
+            static let configuration = CommandConfiguration(
+                commandName: "invalidate", abstract: "Mark one of your push tokens invalid.")
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
             @Argument(help: "The token.") var token: String
@@ -265,6 +268,7 @@ extension SyncCLI {
 
         struct Status: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "status",
                 abstract: "Whether this device has a valid device token, and its live-activity tokens.")
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
@@ -292,7 +296,7 @@ extension SyncCLI {
 
     struct Outbox: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "What is queued for delivery to the user's devices.",
+            commandName: "outbox", abstract: "What is queued for delivery to the user's devices.",
             discussion:
                 "A backend delivery worker sends these to APNs and marks them delivered; this engine never does.",
             subcommands: [List.self, Deliveries.self]
@@ -300,6 +304,7 @@ extension SyncCLI {
 
         struct Deliveries: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "deliveries",
                 abstract: "Where an approval's alert went, device by device, and why where it did not.",
                 discussion: """
                     One line: delivered to, sent to, queued for, failed:, dropped:, not reachable:, off: \
@@ -329,6 +334,7 @@ extension SyncCLI {
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "list",
                 abstract: "List the push outbox, newest first (tokens shown by their last characters).")
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions

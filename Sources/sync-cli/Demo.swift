@@ -11,6 +11,7 @@ import SyncModel
 extension SyncCLI {
     struct Demo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "demo",
             abstract: "Run the whole flow on throwaway stores and an embedded remote, step by step.",
             discussion: """
                 In a fresh temporary directory: a phone registers, a desktop adds two repositories and \

@@ -8,10 +8,12 @@ import SyncModel
 
 extension SyncCLI {
     struct Devices: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "The user's devices.", subcommands: [List.self])
+        static let configuration = CommandConfiguration(
+            commandName: "devices", abstract: "The user's devices.", subcommands: [List.self])
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "list",
                 abstract:
                     "List the user's devices: online or when last seen (15 s window), which receive secrets, and why the others do not."
             )

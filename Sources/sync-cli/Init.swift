@@ -9,7 +9,7 @@ extension DeviceType: ExpressibleByArgument {}
 extension SyncCLI {
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create this device's store and X25519 key pair.",
+            commandName: "init", abstract: "Create this device's store and X25519 key pair.",
             discussion: """
                 Creates the store directory (0700) with store.sqlite and device.key (the private key, 0600). \
                 A desktop owns repositories and sessions and pushes; a mobile device pulls.

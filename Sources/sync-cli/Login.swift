@@ -10,7 +10,7 @@ import SyncModel
 extension SyncCLI {
     struct Login: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Sign this store in to the remote.",
+            commandName: "login", abstract: "Sign this store in to the remote.",
             discussion: """
                 Supabase (--remote https://PROJECT.supabase.co): a password grant with --email; the \
                 password comes from $SYNC_PASSWORD or standard input (never a flag), the apikey from \

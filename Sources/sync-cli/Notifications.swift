@@ -8,7 +8,7 @@ extension NotificationSettings.Key: ExpressibleByArgument {}
 extension SyncCLI {
     struct Notifications: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "This device's notification settings on the remote.",
+            commandName: "notifications", abstract: "This device's notification settings on the remote.",
             discussion: """
                 live-activities: live-activity updates (off: none, and open activities end). \
                 background: silent pushes (off: none, except approval clearing and handoff). \
@@ -40,7 +40,7 @@ extension SyncCLI {
 
         struct Show: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Show this device's settings (the defaults until it sets any).")
+                commandName: "show", abstract: "Show this device's settings (the defaults until it sets any).")
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
             @Flag(help: "Print the settings as JSON.") var json = false
@@ -55,7 +55,8 @@ extension SyncCLI {
         }
 
         struct Set: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Turn one setting of this device on or off.")
+            static let configuration = CommandConfiguration(
+                commandName: "set", abstract: "Turn one setting of this device on or off.")
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
             @Argument(

@@ -10,6 +10,7 @@ import SyncModel
 extension SyncCLI {
     struct Question: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "question",
             abstract: "Ask the user a question on their other devices, sealed so the server cannot read it.",
             discussion: """
                 An agent blocked on a question asks it from the desktop running its session; every other \
@@ -55,6 +56,7 @@ struct QuestionCommandContext {
 extension SyncCLI.Question {
     struct Ask: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "ask",
             abstract: "Ask a question about a session this desktop runs; prints where its alert went.",
             discussion: """
                 The text is read from --from-file (a file, or - for standard input) or --text. --text is \
@@ -131,7 +133,7 @@ extension SyncCLI.Question {
 
     struct Close: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Close a question: answered (the default) or, with --cancelled, given up.",
+            commandName: "close", abstract: "Close a question: answered (the default) or, with --cancelled, given up.",
             discussion: "The other devices' prompts clear. A question already closed or expired changes nothing.")
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
@@ -153,6 +155,7 @@ extension SyncCLI.Question {
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "show",
             abstract: "Open a question with this device's copy of the session's secret and print it.")
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
@@ -192,6 +195,7 @@ extension SyncCLI.Question {
 extension SyncCLI.Question {
     struct Answer: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "answer",
             abstract: "Answer a multiple-choice question (an agent's AskUserQuestion) from this device.",
             discussion: """
                 Give one choice per question, in order: an option's number as `question show` prints it \

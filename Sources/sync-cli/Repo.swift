@@ -6,7 +6,7 @@ import SyncModel
 extension SyncCLI {
     struct Repo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Manage this desktop's repositories.",
+            commandName: "repo", abstract: "Manage this desktop's repositories.",
             subcommands: [Add.self, List.self, Remove.self]
         )
     }
@@ -15,7 +15,7 @@ extension SyncCLI {
 extension SyncCLI.Repo {
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Add a repository (a git checkout or any directory).",
+            commandName: "add", abstract: "Add a repository (a git checkout or any directory).",
             discussion:
                 "For a git checkout the remote URL and default branch are read with git. The name is the directory's name unless --name gives another."
         )
@@ -51,7 +51,8 @@ extension SyncCLI.Repo {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the repositories in this store.")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List the repositories in this store.")
         @OptionGroup var storeOptions: StoreOptions
         @Flag(help: "Print the repositories as JSON.") var json = false
 
@@ -70,6 +71,7 @@ extension SyncCLI.Repo {
 
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "remove",
             abstract: "Remove a repository and its sessions, here and (at the next push) on the remote."
         )
         @OptionGroup var storeOptions: StoreOptions

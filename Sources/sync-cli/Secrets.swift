@@ -8,11 +8,12 @@ import SyncModel
 
 extension SyncCLI {
     struct Secrets: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Session secrets.", subcommands: [Show.self])
+        static let configuration = CommandConfiguration(
+            commandName: "secrets", abstract: "Session secrets.", subcommands: [Show.self])
 
         struct Show: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
-                abstract: "Open a session's secret with this device's key.",
+                commandName: "show", abstract: "Open a session's secret with this device's key.",
                 discussion:
                     "Without --reveal only whether it opens is printed. With --reveal the secret's text form is printed: treat the terminal as sensitive."
             )

@@ -6,6 +6,7 @@ import SyncModel
 extension SyncCLI {
     struct Session: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "session",
             abstract: "Agent sessions: start, end and delete them on a desktop; list, claim and report their status.",
             subcommands: [
                 Start.self, End.self, List.self, Delete.self, Activity.self, Touch.self, RuntimeState.self, Notify.self,
@@ -17,7 +18,7 @@ extension SyncCLI {
 extension SyncCLI.Session {
     struct Start: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Start a session with a fresh secret (sealed to this device's key at rest)."
+            commandName: "start", abstract: "Start a session with a fresh secret (sealed to this device's key at rest)."
         )
         @OptionGroup var storeOptions: StoreOptions
         @Option(help: "The repository: its path, its name, or its id (or an unambiguous prefix).") var repo: String
@@ -36,7 +37,7 @@ extension SyncCLI.Session {
     }
 
     struct End: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Mark a session ended.")
+        static let configuration = CommandConfiguration(commandName: "end", abstract: "Mark a session ended.")
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "The session's id or an unambiguous prefix.") var session: String
 
@@ -54,6 +55,7 @@ extension SyncCLI.Session {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List the sessions in this store, with the live status their desktop last reported.")
         @OptionGroup var storeOptions: StoreOptions
         @Flag(help: "Print the sessions as JSON.") var json = false
@@ -77,6 +79,7 @@ extension SyncCLI.Session {
 
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "delete",
             abstract: "Delete a session here and (at the next push) on the remote and every phone."
         )
         @OptionGroup var storeOptions: StoreOptions

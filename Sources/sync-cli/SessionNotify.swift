@@ -20,6 +20,7 @@ extension SyncCLI.Session {
 
     struct Notify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "notify",
             abstract: "Tell the user's other devices that a session this device runs is done, failed or paused.",
             discussion: """
                 Queues a task alert (no content: the phone shows "Task complete" and the like, and a tap \

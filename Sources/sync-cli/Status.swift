@@ -9,7 +9,7 @@ import SyncModel
 extension SyncCLI {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show this device's identity, the last sync report and row counts.")
+            commandName: "status", abstract: "Show this device's identity, the last sync report and row counts.")
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
         @Flag(help: "Print the status as JSON (the last report in full).") var json = false

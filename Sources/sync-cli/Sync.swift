@@ -212,7 +212,7 @@ enum SyncRunner {
 extension SyncCLI {
     struct Push: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Desktop: push the device row, repositories, sessions and sealed secrets.",
+            commandName: "push", abstract: "Desktop: push the device row, repositories, sessions and sealed secrets.",
             discussion: "Only what changed since the last push is sent; only missing or stale envelopes are sealed.\n\n"
                 + SyncExit.help
         )
@@ -227,6 +227,7 @@ extension SyncCLI {
 
     struct Pull: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "pull",
             abstract: "Mobile: pull repositories, sessions and the envelopes addressed to this device.",
             discussion:
                 "Only rows changed since the last pull are fetched, plus an id listing to find deletions. Secrets stay sealed on disk.\n\n"
@@ -243,7 +244,7 @@ extension SyncCLI {
 
     struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Push on a desktop, pull on a mobile device; with --watch, keep doing it.",
+            commandName: "sync", abstract: "Push on a desktop, pull on a mobile device; with --watch, keep doing it.",
             discussion: SyncExit.help + "\n\n" + WatchRunner.help
         )
         @OptionGroup var storeOptions: StoreOptions

@@ -41,6 +41,7 @@ enum TrustExit {
 extension SyncCLI {
     struct Trust: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "trust",
             abstract: "Device trust the client verifies: the trust log, pairing by code, roots, revocation, recovery.",
             discussion: """
                 The user's trust is one append-only, hash-chained log that only a trust root (a \

@@ -20,7 +20,7 @@ extension SyncCLI.Trust {
 
     struct Init: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Start the user's trust log with this desktop as its first trust root.",
+            commandName: "init", abstract: "Start the user's trust log with this desktop as its first trust root.",
             discussion: """
                 Needs a sign-in in the last 10 minutes (`sync-cli login`, then this). Refused when \
                 the user already has a trust log or an identity from before it (on a root too: it \
@@ -85,6 +85,7 @@ extension SyncCLI.Trust {
 
         struct New: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "new",
                 abstract: "Trust root: bind a new recovery key; the old one opens nothing written from now on.",
                 discussion: """
                     A succession: a new identity key (handed to every other root) whose backups \
@@ -110,6 +111,7 @@ extension SyncCLI.Trust {
 
         struct Migrate: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "migrate",
                 abstract: "Legacy trust root: start the trust log now, with a new recovery key printed here.",
                 discussion: """
                     For an identity made before the trust log: this root starts the log with the \

@@ -9,6 +9,7 @@ import SyncModel
 extension SyncCLI.Trust {
     struct Invite: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "invite",
             abstract: "Show a pairing code (text and QR) for a new device; valid 10 minutes, single use.",
             discussion: """
                 The code is secret until used: show it only on this screen. With --wait the \
@@ -69,7 +70,7 @@ extension SyncCLI.Trust {
 
     struct Join: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Join the user's identity with a pairing code from the trust root.",
+            commandName: "join", abstract: "Join the user's identity with a pairing code from the trust root.",
             discussion: """
                 Checks that the identity key the remote publishes is the one the code names \
                 (the server cannot substitute it), pins it, and asks the trust root to certify \
@@ -186,7 +187,7 @@ extension SyncCLI.Trust {
 
     struct Approve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Trust root: certify the devices that joined with this device's invites.",
+            commandName: "approve", abstract: "Trust root: certify the devices that joined with this device's invites.",
             discussion: """
                 Each request's MAC is checked against the invite's pairing secret, which the \
                 server never saw; requests for unknown, expired or used invites, with a wrong \

@@ -10,6 +10,7 @@ import SyncModel
 extension SyncCLI.Trust {
     struct Recover: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "recover",
             abstract: "Make this desktop a trust root with the recovery key, after losing the roots.",
             discussion: """
                 The key is read from $SYNC_RECOVERY_KEY, else typed at a prompt that does not \
@@ -71,6 +72,7 @@ extension SyncCLI.Trust {
 
     struct Reset: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "reset",
             abstract: "The last resort: a new identity, when no root and no recovery key is left.",
             discussion: """
                 Starts a new epoch of the trust log with this desktop as its root. On a trust root \
@@ -153,6 +155,7 @@ extension SyncCLI.Trust {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract:
                 "The trust log's head (compare it across devices), the roots, and every device: verified, unverified, revoked or key-mismatch.",
             discussion: TrustExit.help

@@ -9,6 +9,7 @@ import SyncModel
 extension SyncCLI.Trust {
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "revoke",
             abstract:
                 "Trust root: revoke devices: they receive no more secrets, and desktops rotate the ones they had.",
             discussion: """

@@ -6,7 +6,7 @@ import SecretCrypto
 extension SyncCLI {
     struct Vectors: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Verify conformance test vectors.",
+            commandName: "vectors", abstract: "Verify conformance test vectors.",
             discussion:
                 "The project's own vector files are written by `sync-vectors generate` (make vectors), a tool of the test rig.",
             subcommands: [Verify.self]
@@ -17,7 +17,7 @@ extension SyncCLI {
 extension SyncCLI.Vectors {
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Run every test of Wycheproof-layout vector files.",
+            commandName: "verify", abstract: "Run every test of Wycheproof-layout vector files.",
             discussion: """
                 Algorithms: \(VectorAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")).
                 Prints one line per file (<file>: <algorithm>: N passed, N failed), the tcId and \

@@ -123,6 +123,37 @@ CREATE TYPE public.repository_status AS ENUM (
 ALTER TYPE public.repository_status OWNER TO postgres;
 
 --
+-- Name: acting_device(text, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.acting_device(named text, trusted boolean) RETURNS uuid
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    v uuid := private.uuid_arg(named, 'device_id');
+    c uuid;
+BEGIN
+    IF auth.uid() IS NULL THEN RAISE EXCEPTION 'this call needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    c := private.credential_device();
+    IF c IS NULL THEN
+        RAISE EXCEPTION 'this call needs the credential of one of your devices that is not revoked'
+            USING ERRCODE = '42501', HINT = 'device-credential-missing';
+    END IF;
+    IF v IS NULL OR v <> c THEN
+        RAISE EXCEPTION 'a device acts only in its own name' USING ERRCODE = '42501';
+    END IF;
+    IF trusted AND private.calling_device() IS NULL THEN
+        RAISE EXCEPTION 'only a device your trust log certifies may make this call' USING ERRCODE = '42501';
+    END IF;
+    RETURN c;
+END
+$$;
+
+
+ALTER FUNCTION private.acting_device(named text, trusted boolean) OWNER TO postgres;
+
+--
 -- Name: alert_decision(uuid, text, uuid); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -155,6 +186,241 @@ $$;
 
 
 ALTER FUNCTION private.alert_decision(device uuid, kind text, session uuid) OWNER TO postgres;
+
+--
+-- Name: alert_deliveries(uuid); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.alert_deliveries(alert_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    caller uuid := auth.uid();
+    r record;
+    v_kind text := 'approval';
+    v_collapse text;
+    entries jsonb;
+BEGIN
+    SELECT a.id, a.session_id, a.requester_device_id, a.created_at INTO r
+        FROM public.approval_requests a WHERE a.id = alert_id AND a.user_id = caller;
+    IF NOT FOUND THEN
+        v_kind := 'question';
+        SELECT q.id, q.session_id, q.requester_device_id, q.created_at INTO r
+            FROM public.agent_questions q WHERE q.id = alert_id AND q.user_id = caller;
+    END IF;
+    IF caller IS NULL OR NOT FOUND THEN
+        RAISE EXCEPTION 'not an approval or question of yours' USING ERRCODE = '42501';
+    END IF;
+    v_collapse := CASE v_kind WHEN 'approval' THEN 'approval-request-' ELSE 'question-' END || r.id::text;
+    WITH rows AS (
+        SELECT o.device_id, o.attempts, o.last_reason,
+               CASE WHEN o.delivered_at IS NOT NULL THEN 'delivered'
+                    WHEN o.failed_at IS NOT NULL AND o.last_error LIKE 'dropped: %' THEN 'dropped'
+                    WHEN o.failed_at IS NOT NULL THEN 'failed'
+                    WHEN o.attempts >= 1 THEN 'sent' ELSE 'queued' END AS outcome,
+               CASE WHEN o.failed_at IS NOT NULL AND o.last_error LIKE 'dropped: %' THEN substr(o.last_error, 10)
+                    WHEN o.failed_at IS NOT NULL THEN o.last_error END AS reason,
+               coalesce(o.delivered_at, o.failed_at, o.created_at) AS updated_at
+        FROM public.push_outbox o
+        WHERE o.user_id = caller AND o.collapse_id = v_collapse
+    ), ranked AS (
+        SELECT DISTINCT ON (x.device_id) x.*
+        FROM rows x
+        ORDER BY x.device_id, CASE x.outcome WHEN 'delivered' THEN 5 WHEN 'sent' THEN 4 WHEN 'queued' THEN 3
+                                             WHEN 'failed' THEN 2 ELSE 1 END DESC, x.updated_at DESC
+    ), devices AS (
+        SELECT d.id, d.name, d.device_type FROM public.devices d
+        WHERE d.user_id = caller AND d.id <> r.requester_device_id
+          AND (EXISTS (SELECT 1 FROM public.push_tokens t
+                       WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device')
+               OR EXISTS (SELECT 1 FROM ranked k WHERE k.device_id = d.id))
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'deviceId', d.id, 'deviceName', d.name, 'deviceType', d.device_type,
+               'outcome', coalesce(k.outcome, CASE
+                   WHEN private.alert_decision(d.id, v_kind, r.session_id) = 'off' THEN 'off'
+                   ELSE 'unreachable' END),
+               'reason', CASE WHEN k.device_id IS NOT NULL THEN k.reason
+                   WHEN private.alert_decision(d.id, v_kind, r.session_id) = 'off' THEN 'setting off'
+                   WHEN EXISTS (SELECT 1 FROM public.push_tokens t
+                                WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
+                                  AND t.is_valid AND t.created_at > r.created_at) THEN 'registered later'
+                   WHEN NOT EXISTS (SELECT 1 FROM public.push_tokens t
+                                    WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
+                                      AND t.is_valid) THEN 'token invalid'
+                   WHEN NOT private.is_trusted_device(caller, d.id) THEN 'not trusted'
+                   ELSE 'not queued' END,
+               'apnsReason', k.last_reason, 'attempts', k.attempts, 'updatedAt', k.updated_at)
+             ORDER BY d.name COLLATE "C", d.id), '[]'::jsonb)
+        INTO entries
+        FROM devices d LEFT JOIN ranked k ON k.device_id = d.id;
+    IF r.created_at < now() - interval '7 days' THEN entries := '[]'::jsonb; END IF;
+    RETURN jsonb_build_object(
+        'alertId', r.id, 'kind', v_kind,
+        'final', NOT EXISTS (SELECT 1 FROM jsonb_array_elements(entries) e
+                             WHERE e ->> 'outcome' IN ('queued', 'sent')),
+        'devices', entries);
+END
+$$;
+
+
+ALTER FUNCTION private.alert_deliveries(alert_id uuid) OWNER TO postgres;
+
+--
+-- Name: answer_approval(uuid, uuid, text, text, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_request uuid := answer_approval.request_id;
+    v_device uuid := answer_approval.device_id;
+    v_verdict text := answer_approval.verdict;
+    v_now bigint := floor(extract(epoch FROM now()))::bigint;
+    request public.approval_requests%ROWTYPE;
+    v_status text;
+    queued integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'answer_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_verdict IS NULL OR v_verdict NOT IN ('approve', 'deny') THEN
+        RAISE EXCEPTION 'verdict must be approve or deny' USING ERRCODE = '22023';
+    END IF;
+    IF NOT private.is_canonical_base64(answer_approval.decision_body, 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44, 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44)
+       OR NOT private.is_canonical_base64(answer_approval.decision_signature, 64, 64) THEN
+        RAISE EXCEPTION 'decision_body and decision_signature must be canonical base64 of a decision and its signature'
+            USING ERRCODE = '22023';
+    END IF;
+    -- The row lock orders answers: the first to take it decides, the others see its decision.
+    SELECT * INTO request FROM public.approval_requests r WHERE r.id = v_request FOR UPDATE;
+    IF NOT FOUND OR request.user_id <> caller THEN
+        RAISE EXCEPTION 'the request is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF request.requester_device_id = v_device THEN
+        RAISE EXCEPTION 'the requesting device cannot answer its own request' USING ERRCODE = '22023';
+    END IF;
+    -- Past its time a pending request reads as expired; the answer changes nothing (its clearing
+    -- push is expire_approvals' to queue).
+    IF request.status = 'pending' AND request.expires_at <= v_now THEN
+        request.status := 'expired';
+    END IF;
+    IF request.status <> 'pending' THEN
+        RETURN jsonb_build_object('accepted', false, 'status', request.status, 'decidedBy', request.decided_by_device_id);
+    END IF;
+    v_status := CASE v_verdict WHEN 'approve' THEN 'approved' ELSE 'denied' END;
+    UPDATE public.approval_requests r
+        SET status = v_status, decided_by_device_id = v_device, decided_at = now(),
+            decision_body = answer_approval.decision_body, decision_signature = answer_approval.decision_signature
+        WHERE r.id = v_request;
+    queued := private.queue_approval_clearing(
+        caller, v_request, CASE v_verdict WHEN 'approve' THEN 'approved_on_other_device' ELSE 'denied_on_other_device' END, v_device);
+    RETURN jsonb_build_object('accepted', true, 'status', v_status, 'decidedBy', v_device, 'devicesNotified', queued);
+END
+$$;
+
+
+ALTER FUNCTION private.answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text) OWNER TO postgres;
+
+--
+-- Name: answer_question(uuid, uuid, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.answer_question(question_id uuid, device_id uuid, answer text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_question uuid := answer_question.question_id;
+    v_device uuid := answer_question.device_id;
+    v_answer text := answer_question.answer;
+    q public.agent_questions%ROWTYPE;
+    raw bytea;
+    kept text;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'answer_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    SELECT * INTO q FROM public.agent_questions a WHERE a.id = v_question FOR UPDATE;
+    IF NOT FOUND OR q.user_id <> caller THEN
+        RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF NOT private.is_trusted_device(caller, v_device) THEN
+        RAISE EXCEPTION 'only a device the user''s trust log certifies may answer' USING ERRCODE = '42501';
+    END IF;
+    IF v_device = q.requester_device_id THEN
+        RAISE EXCEPTION 'the asking device cannot answer its own question' USING ERRCODE = '42501';
+    END IF;
+    -- 0x01 || generation || nonce || at least one byte || the tag; at most 1,024 bytes of plaintext.
+    IF NOT private.is_canonical_base64(v_answer, 1 + 4 + 12 + 1 + 16, 1 + 4 + 12 + 1024 + 16) THEN
+        RAISE EXCEPTION 'answer must be canonical base64 of a sealed answer' USING ERRCODE = '22023';
+    END IF;
+    raw := decode(v_answer, 'base64');
+    IF get_byte(raw, 0) <> 1 OR private.tl_u32(raw, 1) <> q.generation THEN
+        RAISE EXCEPTION 'the answer''s version or generation is not the question''s' USING ERRCODE = '22023';
+    END IF;
+    IF q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint THEN q.status := 'expired'; END IF;
+    IF q.status <> 'pending' THEN
+        RETURN jsonb_build_object('accepted', false, 'status', q.status);
+    END IF;
+    INSERT INTO public.agent_question_answers (question_id, user_id, device_id, answer)
+        VALUES (v_question, caller, v_device, v_answer)
+        ON CONFLICT ON CONSTRAINT agent_question_answers_pkey DO NOTHING;
+    IF FOUND THEN
+        RETURN jsonb_build_object('accepted', true, 'status', 'pending');
+    END IF;
+    SELECT a.answer INTO kept FROM public.agent_question_answers a
+        WHERE a.question_id = v_question AND a.device_id = v_device;
+    RETURN jsonb_build_object('accepted', kept = v_answer, 'status', 'pending');
+END
+$$;
+
+
+ALTER FUNCTION private.answer_question(question_id uuid, device_id uuid, answer text) OWNER TO postgres;
+
+--
+-- Name: append_trust_entries(integer, bigint, text[], text[]); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[] DEFAULT NULL::text[]) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    caller uuid := auth.uid();
+    s private.trust_log_state;
+    h private.trust_log_heads;
+    v_count integer := coalesce(array_length(append_trust_entries.entries, 1), 0);
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'append_trust_entries needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_count NOT BETWEEN 1 AND 8 OR (append_trust_entries.backups IS NOT NULL
+                                       AND coalesce(array_length(append_trust_entries.backups, 1), 0) <> v_count) THEN
+        RAISE EXCEPTION 'append 1 to 8 entries, with as many backups (or none)' USING ERRCODE = '22023';
+    END IF;
+    s := private.tl_lock(caller);
+    IF s.current_epoch IS NOT NULL AND append_trust_entries.epoch = s.current_epoch THEN
+        SELECT * INTO h FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = s.current_epoch;
+        IF append_trust_entries.first_seq IS DISTINCT FROM h.seq + 1 THEN
+            RAISE EXCEPTION 'first_seq is not the head''s next (%): read again and rebuild', h.seq + 1 USING ERRCODE = '40001';
+        END IF;
+    END IF;
+    RETURN private.tl_result(private.tl_append(
+        caller, s, append_trust_entries.epoch, 1, append_trust_entries.entries,
+        coalesce(append_trust_entries.backups, array_fill(NULL::text, ARRAY[v_count]))));
+END
+$$;
+
+
+ALTER FUNCTION private.append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[]) OWNER TO postgres;
 
 --
 -- Name: approval_answer_device_trusted(); Type: FUNCTION; Schema: private; Owner: postgres
@@ -246,6 +512,254 @@ $$;
 ALTER FUNCTION private.approval_request_limits() OWNER TO postgres;
 
 --
+-- Name: ask_question(uuid, uuid, uuid, text, integer, bigint); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_session uuid := ask_question.session_id;
+    v_question uuid := ask_question.question_id;
+    v_device uuid := ask_question.requester_device_id;
+    v_body text := ask_question.body;
+    v_generation integer := ask_question.generation;
+    v_expires bigint := ask_question.expires_at;
+    v_now bigint := floor(extract(epoch FROM now()))::bigint;
+    raw bytea;
+    existing public.agent_questions%ROWTYPE;
+    queued integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'ask_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
+        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_question IS NULL THEN RAISE EXCEPTION 'question_id is required' USING ERRCODE = '22023'; END IF;
+    IF v_generation IS NULL OR v_generation < 1 THEN
+        RAISE EXCEPTION 'generation must be 1 to 2147483647' USING ERRCODE = '22023';
+    END IF;
+    IF v_expires IS NULL OR v_expires < v_now + 60 OR v_expires > v_now + 86400 THEN
+        RAISE EXCEPTION 'expires_at must be 60 to 86,400 seconds from now' USING ERRCODE = '22023';
+    END IF;
+    IF NOT private.is_canonical_base64(v_body, 1 + 4 + 12 + 2 + 16, 1 + 4 + 12 + 4096 + 16) THEN
+        RAISE EXCEPTION 'body must be canonical base64 of a sealed question' USING ERRCODE = '22023';
+    END IF;
+    raw := decode(v_body, 'base64');
+    IF get_byte(raw, 0) <> 1 OR private.tl_u32(raw, 1) <> v_generation THEN
+        RAISE EXCEPTION 'the body''s version or generation is not the question''s' USING ERRCODE = '22023';
+    END IF;
+    SELECT * INTO existing FROM public.agent_questions q WHERE q.id = v_question FOR UPDATE;
+    IF FOUND THEN
+        IF existing.user_id <> caller THEN RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501'; END IF;
+        IF existing.body <> v_body OR existing.session_id <> v_session OR existing.requester_device_id <> v_device
+           OR existing.generation <> v_generation OR existing.expires_at <> v_expires THEN
+            RAISE EXCEPTION 'another question has this id' USING ERRCODE = '23505';
+        END IF;
+        SELECT count(*) INTO queued FROM public.push_outbox o
+            WHERE o.user_id = caller AND o.collapse_id = 'question-' || v_question::text;
+    ELSE
+        INSERT INTO public.agent_questions (id, user_id, session_id, requester_device_id, body, generation, expires_at)
+            VALUES (v_question, caller, v_session, v_device, v_body, v_generation, v_expires);
+        queued := private.queue_question_alerts(caller, v_question);
+    END IF;
+    RETURN jsonb_build_object('questionId', v_question, 'expiresAt', v_expires, 'devicesNotified', queued,
+                              'devices', private.alert_deliveries(v_question) -> 'devices');
+END
+$$;
+
+
+ALTER FUNCTION private.ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint) OWNER TO postgres;
+
+--
+-- Name: caller_device(boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.caller_device(trusted boolean) RETURNS uuid
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+BEGIN
+    RETURN private.acting_device(private.credential_device()::text, trusted);
+END
+$$;
+
+
+ALTER FUNCTION private.caller_device(trusted boolean) OWNER TO postgres;
+
+--
+-- Name: calling_device(); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.calling_device() RETURNS uuid
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    SELECT x.d FROM (SELECT private.credential_device() AS d) x
+    WHERE x.d IS NOT NULL AND (NOT private.has_trust_log(auth.uid()) OR private.is_trusted_device(auth.uid(), x.d))
+$$;
+
+
+ALTER FUNCTION private.calling_device() OWNER TO postgres;
+
+--
+-- Name: cancel_approval(uuid, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.cancel_approval(request_id uuid, control text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_request uuid := cancel_approval.request_id;
+    request public.approval_requests%ROWTYPE;
+    queued integer := 0;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'cancel_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    SELECT * INTO request FROM public.approval_requests r WHERE r.id = v_request FOR UPDATE;
+    IF NOT FOUND OR request.user_id <> caller THEN
+        RAISE EXCEPTION 'the request is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF NOT private.approval_control_ok(request.control_hash, cancel_approval.control) THEN
+        RAISE EXCEPTION 'only the requesting device may cancel this request' USING ERRCODE = '42501';
+    END IF;
+    IF request.status = 'pending' AND request.expires_at <= floor(extract(epoch FROM now()))::bigint THEN
+        request.status := 'expired';
+    END IF;
+    IF request.status <> 'pending' THEN
+        RETURN jsonb_build_object('cancelled', false, 'status', request.status, 'devicesNotified', 0);
+    END IF;
+    UPDATE public.approval_requests r SET status = 'cancelled' WHERE r.id = v_request;
+    queued := private.queue_approval_clearing(caller, v_request, 'cancelled', request.requester_device_id);
+    RETURN jsonb_build_object('cancelled', true, 'status', 'cancelled', 'devicesNotified', queued);
+END
+$$;
+
+
+ALTER FUNCTION private.cancel_approval(request_id uuid, control text) OWNER TO postgres;
+
+--
+-- Name: claim_session_activity(uuid, uuid, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.claim_session_activity(session_id uuid, device_id uuid, client_type text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_session uuid := claim_session_activity.session_id;
+    v_device uuid := claim_session_activity.device_id;
+    v_client text := claim_session_activity.client_type;
+    v_token text;
+    previous public.session_active_clients%ROWTYPE;
+    inserted boolean;
+    queued integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'claim_session_activity needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_client IS NULL OR v_client NOT IN ('ios', 'desktop', 'web') THEN
+        RAISE EXCEPTION 'client_type must be ios, desktop or web' USING ERRCODE = '22023';
+    END IF;
+    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
+        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    SELECT t.token INTO v_token FROM public.push_tokens t
+        WHERE t.device_id = v_device AND t.user_id = caller AND t.token_type = 'device' AND t.is_valid
+        ORDER BY t.updated_at DESC LIMIT 1;
+
+    INSERT INTO public.session_active_clients (session_id, user_id, client_type, device_id, push_token, last_activity_at)
+        VALUES (v_session, caller, v_client, v_device, v_token, now())
+        ON CONFLICT ON CONSTRAINT session_active_clients_pkey DO NOTHING
+        RETURNING true INTO inserted;
+    IF inserted THEN
+        RETURN jsonb_build_object('handed_off', false, 'previous_device_id', NULL, 'previous_client_type', NULL, 'notified', 0);
+    END IF;
+
+    SELECT * INTO previous FROM public.session_active_clients a WHERE a.session_id = v_session FOR UPDATE;
+    UPDATE public.session_active_clients a
+        SET client_type = v_client, device_id = v_device, push_token = v_token, last_activity_at = now()
+        WHERE a.session_id = v_session;
+    IF previous.device_id = v_device THEN
+        RETURN jsonb_build_object('handed_off', false, 'previous_device_id', NULL, 'previous_client_type', NULL, 'notified', 0);
+    END IF;
+
+    INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
+        SELECT caller, t.device_id, t.token, 'background', 5, 'handoff-' || v_session::text,
+               jsonb_build_object('aps', jsonb_build_object('content-available', 1), 'type', 'session_handoff',
+                                  'sessionId', v_session::text, 'handedOffTo', v_client)
+        FROM public.push_tokens t
+        WHERE t.user_id = caller AND t.device_id = previous.device_id AND t.token_type = 'device' AND t.is_valid
+        ORDER BY t.token;
+    GET DIAGNOSTICS queued = ROW_COUNT;
+    RETURN jsonb_build_object('handed_off', true, 'previous_device_id', previous.device_id,
+                              'previous_client_type', previous.client_type, 'notified', queued);
+END
+$$;
+
+
+ALTER FUNCTION private.claim_session_activity(session_id uuid, device_id uuid, client_type text) OWNER TO postgres;
+
+--
+-- Name: clear_approval(text, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.clear_approval(request_id text, exclude_device_token text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_request text := clear_approval.request_id;
+    v_exclude text := clear_approval.exclude_device_token;
+    notified integer;
+    v_id uuid;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'clear_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_request IS NULL OR length(v_request) NOT BETWEEN 1 AND 200 OR v_request ~ '[[:cntrl:]]' THEN
+        RAISE EXCEPTION 'request_id must be 1 to 200 characters without control characters' USING ERRCODE = '22023';
+    END IF;
+    -- An approval request is cleared by its answer or its cancellation (which needs the
+    -- requester's control), never by this call: it would dismiss the prompt everywhere.
+    BEGIN
+        v_id := v_request::uuid;
+    EXCEPTION WHEN invalid_text_representation THEN
+        v_id := NULL;
+    END;
+    IF v_id IS NOT NULL AND EXISTS (SELECT 1 FROM public.approval_requests r WHERE r.id = v_id) THEN
+        RAISE EXCEPTION 'an approval request is cleared by its answer or its cancellation' USING ERRCODE = '42501';
+    END IF;
+    INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
+        SELECT caller, t.device_id, t.token, 'background', 5, 'approval-' || v_request,
+               jsonb_build_object('aps', jsonb_build_object('content-available', 1,
+                                                            'badge', private.approval_badge(caller, t.device_id)),
+                                  'clearApprovalId', v_request, 'reason', 'approved_on_other_device')
+        FROM public.push_tokens t
+        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude
+          AND private.may_queue_push(t.device_id, 'clearing')
+        ORDER BY t.token
+        ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING;
+    SELECT count(*) INTO notified FROM public.push_tokens t
+        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude;
+    RETURN jsonb_build_object('success', true, 'devicesNotified', notified);
+END
+$$;
+
+
+ALTER FUNCTION private.clear_approval(request_id text, exclude_device_token text) OWNER TO postgres;
+
+--
 -- Name: clear_approval_owner(); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -267,6 +781,58 @@ $$;
 ALTER FUNCTION private.clear_approval_owner() OWNER TO postgres;
 
 --
+-- Name: close_question(uuid, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.close_question(question_id uuid, status text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_question uuid := close_question.question_id;
+    v_status text := close_question.status;
+    q public.agent_questions%ROWTYPE;
+    queued integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'close_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_status IS NULL OR v_status NOT IN ('answered', 'cancelled') THEN
+        RAISE EXCEPTION 'status must be answered or cancelled' USING ERRCODE = '22023';
+    END IF;
+    SELECT * INTO q FROM public.agent_questions a WHERE a.id = v_question FOR UPDATE;
+    IF NOT FOUND OR q.user_id <> caller THEN
+        RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint THEN q.status := 'expired'; END IF;
+    IF q.status <> 'pending' THEN
+        RETURN jsonb_build_object('closed', false, 'status', q.status, 'devicesNotified', 0);
+    END IF;
+    UPDATE public.agent_questions a SET status = v_status, closed_at = now() WHERE a.id = v_question;
+    queued := private.queue_question_clearing(caller, v_question, v_status);
+    RETURN jsonb_build_object('closed', true, 'status', v_status, 'devicesNotified', queued);
+END
+$$;
+
+
+ALTER FUNCTION private.close_question(question_id uuid, status text) OWNER TO postgres;
+
+--
+-- Name: credential_device(); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.credential_device() RETURNS uuid
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    SELECT c.device_id FROM private.device_credentials c
+    WHERE c.hash = private.request_credential_hash() AND c.user_id = auth.uid() AND c.ended_at IS NULL
+$$;
+
+
+ALTER FUNCTION private.credential_device() OWNER TO postgres;
+
+--
 -- Name: deep_link_scheme(); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -279,6 +845,23 @@ $$;
 
 
 ALTER FUNCTION private.deep_link_scheme() OWNER TO postgres;
+
+--
+-- Name: end_auth_sessions(uuid[]); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.end_auth_sessions(ids uuid[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $_$
+BEGIN
+    IF ids IS NULL OR cardinality(ids) = 0 OR to_regclass('auth.sessions') IS NULL THEN RETURN; END IF;
+    EXECUTE 'DELETE FROM auth.sessions WHERE id = ANY($1)' USING ids;
+END
+$_$;
+
+
+ALTER FUNCTION private.end_auth_sessions(ids uuid[]) OWNER TO postgres;
 
 --
 -- Name: end_live_activities(uuid, uuid, uuid, text, text); Type: FUNCTION; Schema: private; Owner: postgres
@@ -313,6 +896,42 @@ $$;
 ALTER FUNCTION private.end_live_activities(caller uuid, device uuid, only_session uuid, status text, operation text) OWNER TO postgres;
 
 --
+-- Name: end_revoked_device(); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.end_revoked_device() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    v uuid;
+    ended uuid[];
+BEGIN
+    IF NEW.revoked_seq IS NULL OR NEW.device_id = '*' THEN RETURN NULL; END IF;
+    IF TG_OP = 'UPDATE' AND OLD.revoked_seq IS NOT NULL THEN RETURN NULL; END IF;
+    v := NEW.device_id::uuid;
+    UPDATE private.device_credentials c SET ended_at = coalesce(c.ended_at, now())
+        WHERE c.device_id = v AND c.user_id = NEW.user_id;
+    INSERT INTO private.device_credentials (device_id, user_id, hash, ended_at)
+        VALUES (v, NEW.user_id, sha256(convert_to(gen_random_uuid()::text || clock_timestamp()::text, 'UTF8')), now())
+        ON CONFLICT (device_id) DO NOTHING;
+    SELECT array_agg(l.auth_session) INTO ended FROM private.device_logins l
+        WHERE l.device_id = v
+          AND NOT EXISTS (SELECT 1 FROM private.device_logins o JOIN private.device_credentials oc ON oc.device_id = o.device_id
+                          WHERE o.auth_session = l.auth_session AND o.device_id <> v AND oc.ended_at IS NULL);
+    PERFORM private.end_auth_sessions(ended);
+    UPDATE public.devices d SET is_active = false WHERE d.id = v AND d.user_id = NEW.user_id AND d.is_active;
+    DELETE FROM public.agent_coding_session_secrets s
+        WHERE s.session_id IN (SELECT c.id FROM public.agent_coding_sessions c WHERE c.user_id = NEW.user_id)
+          AND s.device_id::text = v::text;
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION private.end_revoked_device() OWNER TO postgres;
+
+--
 -- Name: handoff_live_activity(); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -328,6 +947,43 @@ $$;
 
 
 ALTER FUNCTION private.handoff_live_activity() OWNER TO postgres;
+
+--
+-- Name: has_trust_log(uuid); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.has_trust_log(caller uuid) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    SELECT EXISTS (SELECT 1 FROM private.trust_log_state s WHERE s.user_id = caller AND s.highest_epoch > 0)
+$$;
+
+
+ALTER FUNCTION private.has_trust_log(caller uuid) OWNER TO postgres;
+
+--
+-- Name: invalidate_push_token(text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.invalidate_push_token(token text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    changed integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'invalidate_push_token needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    UPDATE public.push_tokens t SET is_valid = false WHERE t.token = invalidate_push_token.token AND t.user_id = caller;
+    GET DIAGNOSTICS changed = ROW_COUNT;
+    RETURN changed > 0;
+END
+$$;
+
+
+ALTER FUNCTION private.invalidate_push_token(token text) OWNER TO postgres;
 
 --
 -- Name: is_canonical_base64(text, integer, integer); Type: FUNCTION; Schema: private; Owner: postgres
@@ -593,6 +1249,92 @@ $$;
 ALTER FUNCTION private.notification_settings_of(device uuid) OWNER TO postgres;
 
 --
+-- Name: notify_session_event(uuid, uuid, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.notify_session_event(session_id uuid, device_id uuid, kind text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_session uuid := notify_session_event.session_id;
+    v_device uuid := notify_session_event.device_id;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'notify_session_event needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s
+                                        WHERE s.id = v_session AND s.user_id = caller AND s.device_id = v_device) THEN
+        RAISE EXCEPTION 'the session is not one of yours on this device' USING ERRCODE = '42501';
+    END IF;
+    IF kind IS NULL OR kind NOT IN ('task_complete', 'task_failed', 'task_paused') THEN
+        RAISE EXCEPTION 'kind must be task_complete, task_failed or task_paused' USING ERRCODE = '22023';
+    END IF;
+    RETURN private.queue_task_alerts(caller, v_session, kind);
+END
+$$;
+
+
+ALTER FUNCTION private.notify_session_event(session_id uuid, device_id uuid, kind text) OWNER TO postgres;
+
+--
+-- Name: publish_witness(uuid, text, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.publish_witness(device_id uuid, body text, signature text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    caller uuid := auth.uid();
+    s private.trust_log_state;
+    h private.trust_log_heads;
+    b bytea := private.tl_decode(publish_witness.body, 155);
+    v_epoch bigint;
+    v_seq numeric;
+    v_seen numeric;
+    v_now numeric := floor(extract(epoch FROM now()));
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'publish_witness needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF b IS NULL OR length(b) <> 155 OR substring(b FROM 1 FOR 29) <> convert_to('unbound-trust-log-witness-v1', 'UTF8') || '\x00'::bytea
+       OR get_byte(b, 65) <> 0 OR get_byte(b, 102) <> 0 OR private.tl_decode(publish_witness.signature, 64) IS NULL
+       OR length(private.tl_decode(publish_witness.signature, 64)) <> 64 THEN
+        RAISE EXCEPTION 'the witness is not 155 bytes and a 64-byte signature, in base64' USING ERRCODE = '22023';
+    END IF;
+    IF substring(b FROM 30 FOR 36) <> convert_to(caller::text, 'UTF8')
+       OR substring(b FROM 67 FOR 36) <> convert_to(publish_witness.device_id::text, 'UTF8') THEN
+        RAISE EXCEPTION 'the witness names another user or another device than the caller' USING ERRCODE = '42501';
+    END IF;
+    s := private.tl_lock(caller);
+    v_epoch := private.tl_u32(b, 103);
+    v_seq := private.tl_u64(b, 107);
+    v_seen := private.tl_u64(b, 147);
+    SELECT * INTO h FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = s.current_epoch;
+    IF s.current_epoch IS NULL OR v_epoch <> s.current_epoch OR v_seq > h.seq
+       OR v_seq < coalesce((SELECT max(w.seq) FROM public.trust_log_witnesses w WHERE w.user_id = caller
+                              AND w.device_id = publish_witness.device_id AND w.epoch = s.current_epoch), -1)
+       OR v_seen < v_now - 600 OR v_seen > v_now + 600 THEN
+        RAISE EXCEPTION 'a witness names the current epoch, a seq up to its head and at least the device''s last, and now'
+            USING ERRCODE = '22023';
+    END IF;
+    IF (SELECT count(*) FROM public.trust_log_witnesses w WHERE w.user_id = caller AND w.device_id = publish_witness.device_id
+          AND w.epoch = v_epoch AND w.seq = v_seq) >= 4 THEN
+        RAISE EXCEPTION 'a device publishes at most 4 witnesses of one seq' USING ERRCODE = '54000';
+    END IF;
+    INSERT INTO public.trust_log_witnesses (user_id, device_id, epoch, seq, body, signature)
+    VALUES (caller, publish_witness.device_id, v_epoch, v_seq, publish_witness.body, publish_witness.signature)
+    ON CONFLICT DO NOTHING;
+    RETURN jsonb_build_object('epoch', v_epoch, 'seq', v_seq);
+END
+$$;
+
+
+ALTER FUNCTION private.publish_witness(device_id uuid, body text, signature text) OWNER TO postgres;
+
+--
 -- Name: pull_digest_ids(); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -797,6 +1539,37 @@ $$;
 
 
 ALTER FUNCTION private.push_token_limits() OWNER TO postgres;
+
+--
+-- Name: push_token_status(uuid); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.push_token_status(device_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_device uuid := push_token_status.device_id;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'push_token_status needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    RETURN jsonb_build_object(
+        'deviceTokenRegistered', EXISTS (SELECT 1 FROM public.push_tokens t WHERE t.user_id = caller AND t.device_id = v_device
+                                         AND t.token_type = 'device' AND t.is_valid),
+        'liveActivityTokens', coalesce((
+            SELECT jsonb_agg(jsonb_build_object('activityId', t.activity_id, 'sessionId', t.session_id, 'registeredAt', t.updated_at)
+                             ORDER BY t.updated_at, t.id)
+            FROM public.push_tokens t
+            WHERE t.user_id = caller AND t.device_id = v_device AND t.token_type = 'live_activity' AND t.is_valid), '[]'::jsonb));
+END
+$$;
+
+
+ALTER FUNCTION private.push_token_status(device_id uuid) OWNER TO postgres;
 
 --
 -- Name: question_limits(); Type: FUNCTION; Schema: private; Owner: postgres
@@ -1132,6 +1905,126 @@ $$;
 ALTER FUNCTION private.queue_task_alerts(caller uuid, session uuid, kind text) OWNER TO postgres;
 
 --
+-- Name: register_push_token(uuid, text, text, text, text, text, uuid, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.register_push_token(device_id uuid, token text, token_type text DEFAULT NULL::text, platform text DEFAULT NULL::text, environment text DEFAULT NULL::text, activity_id text DEFAULT NULL::text, session_id uuid DEFAULT NULL::uuid, previous_token text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $_$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_device uuid := register_push_token.device_id;
+    v_token text := register_push_token.token;
+    v_type text := coalesce(register_push_token.token_type, 'device');
+    v_platform text := coalesce(register_push_token.platform, 'ios');
+    v_environment text := coalesce(register_push_token.environment, 'production');
+    v_activity text := register_push_token.activity_id;
+    v_session uuid := register_push_token.session_id;
+    v_previous text := register_push_token.previous_token;
+    existing record;
+    invalidated integer := 0;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'register_push_token needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_token IS NULL OR v_token !~ '^[A-Za-z0-9._:-]+$' OR length(v_token) > 512 THEN
+        RAISE EXCEPTION 'token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -' USING ERRCODE = '22023';
+    END IF;
+    IF v_type NOT IN ('device', 'live_activity') THEN RAISE EXCEPTION 'token_type must be device or live_activity' USING ERRCODE = '22023'; END IF;
+    IF v_environment NOT IN ('development', 'production') THEN
+        RAISE EXCEPTION 'environment must be development or production' USING ERRCODE = '22023';
+    END IF;
+    IF v_platform !~ '^[a-z]{1,20}$' THEN RAISE EXCEPTION 'platform must be 1 to 20 lowercase letters' USING ERRCODE = '22023'; END IF;
+    IF v_type = 'live_activity' AND (v_activity IS NULL OR v_session IS NULL) THEN
+        RAISE EXCEPTION 'a live_activity token needs activity_id and session_id' USING ERRCODE = '22023';
+    END IF;
+    IF v_type = 'device' AND (v_activity IS NOT NULL OR v_session IS NOT NULL) THEN
+        RAISE EXCEPTION 'a device token takes no activity_id or session_id' USING ERRCODE = '22023';
+    END IF;
+    IF v_activity IS NOT NULL AND (length(v_activity) NOT BETWEEN 1 AND 200 OR v_activity ~ '[[:cntrl:]]') THEN
+        RAISE EXCEPTION 'activity_id must be 1 to 200 characters without control characters' USING ERRCODE = '22023';
+    END IF;
+    IF v_previous IS NOT NULL AND (v_previous !~ '^[A-Za-z0-9._:-]+$' OR length(v_previous) > 512) THEN
+        RAISE EXCEPTION 'previous_token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -' USING ERRCODE = '22023';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_session IS NOT NULL AND NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
+        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
+    END IF;
+
+    IF v_previous IS NOT NULL AND v_previous <> v_token THEN
+        UPDATE public.push_tokens t SET is_valid = false WHERE t.token = v_previous AND t.user_id = caller AND t.is_valid;
+        GET DIAGNOSTICS invalidated = ROW_COUNT;
+    END IF;
+    SELECT t.user_id, t.is_valid INTO existing FROM public.push_tokens t WHERE t.token = v_token FOR UPDATE;
+    -- Another user's valid token stays theirs; the answer does not say so.
+    IF existing.user_id IS NOT NULL AND existing.user_id <> caller AND existing.is_valid THEN
+        RETURN jsonb_build_object('previousInvalidated', invalidated > 0);
+    END IF;
+    INSERT INTO public.push_tokens AS t (user_id, device_id, token, token_type, activity_id, session_id, platform, environment, is_valid)
+        VALUES (caller, v_device, v_token, v_type, v_activity, v_session, v_platform, v_environment, true)
+        ON CONFLICT ON CONSTRAINT push_tokens_token_key DO UPDATE
+        SET user_id = EXCLUDED.user_id, device_id = EXCLUDED.device_id, token_type = EXCLUDED.token_type,
+            activity_id = EXCLUDED.activity_id, session_id = EXCLUDED.session_id, platform = EXCLUDED.platform,
+            environment = EXCLUDED.environment, is_valid = true;
+    RETURN jsonb_build_object('previousInvalidated', invalidated > 0);
+END
+$_$;
+
+
+ALTER FUNCTION private.register_push_token(device_id uuid, token text, token_type text, platform text, environment text, activity_id text, session_id uuid, previous_token text) OWNER TO postgres;
+
+--
+-- Name: reopen_approval(uuid, text, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.reopen_approval(request_id uuid, decision_signature text, control text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_request uuid := reopen_approval.request_id;
+    request public.approval_requests%ROWTYPE;
+    queued integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'reopen_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    SELECT * INTO request FROM public.approval_requests r WHERE r.id = v_request FOR UPDATE;
+    IF NOT FOUND OR request.user_id <> caller THEN
+        RAISE EXCEPTION 'the request is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF request.control_hash IS NULL OR NOT private.approval_control_ok(request.control_hash, reopen_approval.control) THEN
+        RAISE EXCEPTION 'only the requesting device may reopen this request' USING ERRCODE = '42501';
+    END IF;
+    IF request.expires_at <= floor(extract(epoch FROM now()))::bigint AND request.status = 'pending' THEN
+        request.status := 'expired';
+    END IF;
+    -- Only the decision the desktop refused: a later one (it may be genuine) stays.
+    IF request.status NOT IN ('approved', 'denied') OR request.expires_at <= floor(extract(epoch FROM now()))::bigint
+       OR request.decision_signature IS DISTINCT FROM reopen_approval.decision_signature THEN
+        RETURN jsonb_build_object('reopened', false, 'status', request.status, 'devicesNotified', 0);
+    END IF;
+    IF request.reopened >= 20 THEN
+        RAISE EXCEPTION 'a request is reopened at most 20 times' USING ERRCODE = '54000';
+    END IF;
+    UPDATE public.approval_requests r
+        SET status = 'pending', decided_by_device_id = NULL, decided_at = NULL, decision_body = NULL,
+            decision_signature = NULL, reopened = r.reopened + 1
+        WHERE r.id = v_request;
+    DELETE FROM public.push_outbox o WHERE o.user_id = caller
+        AND o.collapse_id IN ('approval-request-' || v_request::text, 'approval-' || v_request::text);
+    queued := private.queue_approval_alerts(caller, v_request);
+    RETURN jsonb_build_object('reopened', true, 'status', 'pending', 'devicesNotified', queued);
+END
+$$;
+
+
+ALTER FUNCTION private.reopen_approval(request_id uuid, decision_signature text, control text) OWNER TO postgres;
+
+--
 -- Name: request_approval(uuid, uuid, uuid, text, integer, bigint, text); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -1209,6 +2102,125 @@ $$;
 ALTER FUNCTION private.request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text) OWNER TO postgres;
 
 --
+-- Name: request_credential_hash(); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.request_credential_hash() RETURNS bytea
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $_$
+    SELECT CASE WHEN v ~ '^[0-9a-f]{64}$' THEN sha256(decode(v, 'hex')) END
+    FROM (SELECT nullif(current_setting('request.headers', true), '')::json ->> 'x-device-credential' AS v) h
+$_$;
+
+
+ALTER FUNCTION private.request_credential_hash() OWNER TO postgres;
+
+--
+-- Name: request_identity_reset(text, text, text, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.request_identity_reset(entry text, backup text DEFAULT NULL::text, accept text DEFAULT NULL::text, accept_backup text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    caller uuid := auth.uid();
+    s private.trust_log_state;
+    h private.trust_log_heads;
+    c private.tl_checked;
+    a private.tl_checked;
+    v_epoch integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'request_identity_reset needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF NOT private.tl_fresh_sign_in() THEN
+        RAISE EXCEPTION 'sign in again, then retry (a reset needs a sign-in in the last 10 minutes)' USING ERRCODE = '28000';
+    END IF;
+    s := private.tl_lock(caller);
+    IF s.current_epoch IS NULL AND s.highest_epoch = 0
+       AND NOT EXISTS (SELECT 1 FROM public.user_identity_keys k WHERE k.user_id = caller) THEN
+        RAISE EXCEPTION 'this user has no identity to reset: start one with trust init' USING ERRCODE = '55000';
+    END IF;
+    IF s.pending_epoch IS NOT NULL THEN RAISE EXCEPTION 'a reset is already pending' USING ERRCODE = '55000'; END IF;
+    IF request_identity_reset.accept IS NULL AND s.last_reset_request > now() - interval '86400 seconds' THEN
+        RAISE EXCEPTION 'a reset was asked for in the last 24 hours' USING ERRCODE = '55000';
+    END IF;
+    v_epoch := greatest(2, s.highest_epoch + 1);
+    c := private.tl_check(caller, v_epoch, 0, request_identity_reset.entry, request_identity_reset.backup,
+                          NULL, NULL, NULL, NULL, true);
+    IF c.prior_epoch <> coalesce(s.current_epoch, 1) THEN
+        RAISE EXCEPTION 'a reset names the current epoch as its prior' USING ERRCODE = '22023';
+    END IF;
+    IF request_identity_reset.accept IS NOT NULL THEN
+        IF s.current_epoch IS NULL THEN RAISE EXCEPTION 'no epoch is current to accept a reset' USING ERRCODE = '55000'; END IF;
+        SELECT * INTO h FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = s.current_epoch;
+        a := private.tl_check(caller, s.current_epoch, 0, request_identity_reset.accept,
+                              request_identity_reset.accept_backup, h.seq, h.hash, h.created_at, h.last_proof, true);
+        IF a.type <> 6 OR a.answer_verdict <> 2 OR a.answer_epoch <> v_epoch OR a.answer_hash <> c.hash THEN
+            RAISE EXCEPTION 'the accept must name this reset' USING ERRCODE = '22023';
+        END IF;
+        PERFORM private.tl_store(caller, a, request_identity_reset.accept, request_identity_reset.accept_backup);
+        PERFORM private.tl_store(caller, c, request_identity_reset.entry, request_identity_reset.backup);
+        UPDATE private.trust_log_state SET current_epoch = v_epoch, highest_epoch = v_epoch, last_reset_request = now()
+            WHERE user_id = caller;
+    ELSE
+        PERFORM private.tl_store(caller, c, request_identity_reset.entry, request_identity_reset.backup);
+        UPDATE private.trust_log_state SET highest_epoch = v_epoch, pending_epoch = v_epoch, pending_hash = c.hash,
+            pending_created_at = c.created_at, last_reset_request = now() WHERE user_id = caller;
+    END IF;
+    RETURN private.tl_result(c) || jsonb_build_object('pending', request_identity_reset.accept IS NULL,
+                                                        'effectiveAt', CASE WHEN request_identity_reset.accept IS NULL
+                                                                            THEN c.created_at + 259200 END);
+END
+$$;
+
+
+ALTER FUNCTION private.request_identity_reset(entry text, backup text, accept text, accept_backup text) OWNER TO postgres;
+
+--
+-- Name: require_asker(uuid); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.require_asker(request uuid) RETURNS void
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    c uuid := private.caller_device(true);
+BEGIN
+    IF request IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM public.approval_requests a WHERE a.id = request AND a.requester_device_id = c)
+       AND NOT EXISTS (SELECT 1 FROM public.agent_questions q WHERE q.id = request AND q.requester_device_id = c)
+       AND (EXISTS (SELECT 1 FROM public.approval_requests a WHERE a.id = request)
+            OR EXISTS (SELECT 1 FROM public.agent_questions q WHERE q.id = request)) THEN
+        RAISE EXCEPTION 'only the desktop that asked may make this call' USING ERRCODE = '42501';
+    END IF;
+END
+$$;
+
+
+ALTER FUNCTION private.require_asker(request uuid) OWNER TO postgres;
+
+--
+-- Name: require_session_desktop(uuid, uuid); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.require_session_desktop(session uuid, device uuid) RETURNS void
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+BEGIN
+    IF session IS NOT NULL AND device IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = session AND s.user_id = auth.uid() AND s.device_id = device) THEN
+        RAISE EXCEPTION 'only the session''s own desktop may make this call' USING ERRCODE = '42501';
+    END IF;
+END
+$$;
+
+
+ALTER FUNCTION private.require_session_desktop(session uuid, device uuid) OWNER TO postgres;
+
+--
 -- Name: session_live_activity(); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -1254,6 +2266,77 @@ $$;
 ALTER FUNCTION private.session_live_activity() OWNER TO postgres;
 
 --
+-- Name: session_secret_digest(uuid, integer); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.session_secret_digest(owner_device_id uuid, buckets integer) RETURNS TABLE(bucket integer, pairs integer, h1 bigint, h2 bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_owner uuid := session_secret_digest.owner_device_id;
+    v_buckets integer := session_secret_digest.buckets;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'session_secret_digest needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_buckets IS NULL OR v_buckets < 1 OR v_buckets > 65536 OR (v_buckets & (v_buckets - 1)) <> 0 THEN
+        RAISE EXCEPTION 'buckets must be a power of two from 1 to 65536' USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+        SELECT ('x' || substr(md5(lower(c.id::text)), 1, 4))::bit(16)::integer % v_buckets AS b,
+               sum(d.pairs)::integer, bit_xor(d.h1), bit_xor(d.h2)
+        FROM public.agent_coding_sessions c
+        JOIN public.agent_coding_session_secret_digests d ON d.session_id = c.id
+        WHERE c.user_id = caller AND c.device_id = v_owner AND d.pairs > 0
+        GROUP BY b
+        ORDER BY b;
+END
+$$;
+
+
+ALTER FUNCTION private.session_secret_digest(owner_device_id uuid, buckets integer) OWNER TO postgres;
+
+--
+-- Name: session_secret_recipient_digest(uuid, integer); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.session_secret_recipient_digest(device_id uuid, buckets integer) RETURNS TABLE(bucket integer, pairs integer, h1 bigint, h2 bigint)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_device uuid := session_secret_recipient_digest.device_id;
+    v_buckets integer := session_secret_recipient_digest.buckets;
+BEGIN
+    IF caller IS NULL THEN
+        RAISE EXCEPTION 'session_secret_recipient_digest needs a signed-in user' USING ERRCODE = '42501';
+    END IF;
+    IF v_buckets IS NULL OR v_buckets < 1 OR v_buckets > 65536 OR (v_buckets & (v_buckets - 1)) <> 0 THEN
+        RAISE EXCEPTION 'buckets must be a power of two from 1 to 65536' USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'session_secret_recipient_digest: the device is not one of the caller''s' USING ERRCODE = '42501';
+    END IF;
+    RETURN QUERY
+        SELECT ('x' || substr(md5(s.session_id::text), 1, 4))::bit(16)::integer % v_buckets AS b,
+               count(*)::integer,
+               bit_xor(('x' || substr(m.h, 1, 16))::bit(64)::bigint), bit_xor(('x' || substr(m.h, 17, 16))::bit(64)::bigint)
+        FROM public.agent_coding_session_secrets s
+        JOIN public.agent_coding_sessions c ON c.id = s.session_id
+        CROSS JOIN LATERAL (SELECT md5(s.session_id::text || ':' || s.device_id::text || ':' || s.ephemeral_public_key) AS h) m
+        WHERE s.device_id = v_device AND c.user_id = caller
+        GROUP BY b
+        ORDER BY b;
+END
+$$;
+
+
+ALTER FUNCTION private.session_secret_recipient_digest(device_id uuid, buckets integer) OWNER TO postgres;
+
+--
 -- Name: session_status_alerts(); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -1288,6 +2371,73 @@ $$;
 ALTER FUNCTION private.session_status_alerts() OWNER TO postgres;
 
 --
+-- Name: set_notification_settings(uuid, boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.set_notification_settings(device_id uuid, enable_live_activities boolean DEFAULT NULL::boolean, enable_background_notifications boolean DEFAULT NULL::boolean, show_notification_details boolean DEFAULT NULL::boolean, enable_time_sensitive boolean DEFAULT NULL::boolean, alert_approvals boolean DEFAULT NULL::boolean, alert_questions boolean DEFAULT NULL::boolean, alert_task_complete boolean DEFAULT NULL::boolean, alert_task_failed boolean DEFAULT NULL::boolean, alert_task_paused boolean DEFAULT NULL::boolean, quiet_while_active boolean DEFAULT NULL::boolean) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_device uuid := set_notification_settings.device_id;
+    before public.notification_settings;
+    after public.notification_settings%ROWTYPE;
+    open_before integer;
+    ended integer := 0;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'set_notification_settings needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    before := private.notification_settings_of(v_device);
+    open_before := (SELECT count(*) FROM public.push_tokens p
+                    WHERE p.user_id = caller AND p.device_id = v_device AND p.token_type = 'live_activity' AND p.is_valid
+                      AND private.live_activity_open(p.token));
+    INSERT INTO public.notification_settings AS s (device_id, user_id, enable_live_activities,
+            enable_background_notifications, show_notification_details, enable_time_sensitive,
+            alert_approvals, alert_questions, alert_task_complete, alert_task_failed, alert_task_paused,
+            quiet_while_active)
+        VALUES (v_device, caller,
+                coalesce(set_notification_settings.enable_live_activities, before.enable_live_activities),
+                coalesce(set_notification_settings.enable_background_notifications, before.enable_background_notifications),
+                coalesce(set_notification_settings.show_notification_details, before.show_notification_details),
+                coalesce(set_notification_settings.enable_time_sensitive, before.enable_time_sensitive),
+                coalesce(set_notification_settings.alert_approvals, before.alert_approvals),
+                coalesce(set_notification_settings.alert_questions, before.alert_questions),
+                coalesce(set_notification_settings.alert_task_complete, before.alert_task_complete),
+                coalesce(set_notification_settings.alert_task_failed, before.alert_task_failed),
+                coalesce(set_notification_settings.alert_task_paused, before.alert_task_paused),
+                coalesce(set_notification_settings.quiet_while_active, before.quiet_while_active))
+        ON CONFLICT ON CONSTRAINT notification_settings_pkey DO UPDATE
+        SET enable_live_activities = EXCLUDED.enable_live_activities,
+            enable_background_notifications = EXCLUDED.enable_background_notifications,
+            show_notification_details = EXCLUDED.show_notification_details,
+            enable_time_sensitive = EXCLUDED.enable_time_sensitive,
+            alert_approvals = EXCLUDED.alert_approvals, alert_questions = EXCLUDED.alert_questions,
+            alert_task_complete = EXCLUDED.alert_task_complete, alert_task_failed = EXCLUDED.alert_task_failed,
+            alert_task_paused = EXCLUDED.alert_task_paused, quiet_while_active = EXCLUDED.quiet_while_active
+        RETURNING * INTO after;
+    ended := open_before - (SELECT count(*) FROM public.push_tokens p
+                            WHERE p.user_id = caller AND p.device_id = v_device AND p.token_type = 'live_activity'
+                              AND p.is_valid AND private.live_activity_open(p.token));
+    RETURN jsonb_build_object(
+        'deviceId', v_device, 'enableLiveActivities', after.enable_live_activities,
+        'enableBackgroundNotifications', after.enable_background_notifications,
+        'showNotificationDetails', after.show_notification_details,
+        'enableTimeSensitive', after.enable_time_sensitive,
+        'alertApprovals', after.alert_approvals, 'alertQuestions', after.alert_questions,
+        'alertTaskComplete', after.alert_task_complete, 'alertTaskFailed', after.alert_task_failed,
+        'alertTaskPaused', after.alert_task_paused, 'quietWhileActive', after.quiet_while_active,
+        'liveActivitiesEnded', ended);
+END
+$$;
+
+
+ALTER FUNCTION private.set_notification_settings(device_id uuid, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) OWNER TO postgres;
+
+--
 -- Name: settings_end_live_activities(); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -1305,6 +2455,221 @@ $$;
 
 
 ALTER FUNCTION private.settings_end_live_activities() OWNER TO postgres;
+
+--
+-- Name: start_trust_log(text[], text[]); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.start_trust_log(entries text[], backups text[] DEFAULT NULL::text[]) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    caller uuid := auth.uid();
+    s private.trust_log_state;
+    c private.tl_checked;
+    v_count integer := coalesce(array_length(start_trust_log.entries, 1), 0);
+    v_backups text[];
+    v_legacy text;
+    v_row bytea;
+    v_new bytea;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'start_trust_log needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF NOT private.tl_fresh_sign_in() THEN
+        RAISE EXCEPTION 'sign in again, then retry (starting a trust log needs a sign-in in the last 10 minutes)'
+            USING ERRCODE = '28000';
+    END IF;
+    s := private.tl_lock(caller);
+    IF s.current_epoch IS NOT NULL THEN
+        RAISE EXCEPTION 'this user already has a trust log (identityExists)' USING ERRCODE = '23505';
+    END IF;
+    IF v_count NOT BETWEEN 1 AND 9 OR (start_trust_log.backups IS NOT NULL
+                                       AND coalesce(array_length(start_trust_log.backups, 1), 0) <> v_count) THEN
+        RAISE EXCEPTION 'start with a genesis and up to 8 entries, with as many backups (or none)' USING ERRCODE = '22023';
+    END IF;
+    v_backups := coalesce(start_trust_log.backups, array_fill(NULL::text, ARRAY[v_count]));
+    c := private.tl_check(caller, 1, 0, start_trust_log.entries[1], v_backups[1], NULL, NULL, NULL, NULL, true);
+    IF c.prior_epoch <> 0 THEN RAISE EXCEPTION 'epoch 1''s genesis names prior epoch 0' USING ERRCODE = '22023'; END IF;
+    SELECT k.public_key INTO v_legacy FROM public.user_identity_keys k WHERE k.user_id = caller;
+    IF v_legacy IS NOT NULL THEN
+        -- A user with a legacy identity migrates with it: the legacy key, a root that the legacy
+        -- tables certify and do not revoke, with the same keys and type, then a succession.
+        SELECT private.tl_decode(d.body, 2048) INTO v_row FROM public.device_certificates d
+         WHERE d.user_id = caller AND d.device_id::text = c.author;
+        IF private.tl_decode(v_legacy, 32) IS DISTINCT FROM c.genesis_key OR v_row IS NULL
+           OR EXISTS (SELECT 1 FROM public.device_revocations v WHERE v.user_id = caller AND v.device_id::text = c.author)
+           OR private.tl_certificate_fields(v_row) IS DISTINCT FROM private.tl_certificate_fields(c.genesis_certificate)
+           OR private.tl_certificate_fields(v_row) IS NULL OR v_count < 2 THEN
+            RAISE EXCEPTION 'a legacy identity starts its log with its key, a certified root, then a succession'
+                USING ERRCODE = '22023';
+        END IF;
+        v_new := private.tl_decode(start_trust_log.entries[2], 4406);
+        IF v_new IS NULL OR length(v_new) < 103 OR get_byte(v_new, 102) <> 4 THEN
+            RAISE EXCEPTION 'a legacy identity''s log goes on with a succession' USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    PERFORM private.tl_store(caller, c, start_trust_log.entries[1], v_backups[1]);
+    UPDATE private.trust_log_state SET current_epoch = 1, highest_epoch = greatest(highest_epoch, 1)
+        WHERE user_id = caller RETURNING * INTO s;
+    IF v_count > 1 THEN c := private.tl_append(caller, s, 1, 2, start_trust_log.entries, v_backups); END IF;
+    RETURN private.tl_result(c);
+END
+$$;
+
+
+ALTER FUNCTION private.start_trust_log(entries text[], backups text[]) OWNER TO postgres;
+
+--
+-- Name: sync_changes(timestamp with time zone); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.sync_changes(since timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    caller uuid := auth.uid();
+    v_since timestamptz := sync_changes.since;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'sync_changes needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    RETURN jsonb_build_object(
+        'server_time', now(),
+        'devices', coalesce((SELECT jsonb_agg(to_jsonb(d) ORDER BY d.updated_at, d.id) FROM public.devices d
+                             WHERE d.user_id = caller AND (v_since IS NULL OR d.updated_at > v_since)), '[]'::jsonb),
+        'secret_requests', coalesce((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.created_at, r.id) FROM public.session_secret_requests r
+                                     WHERE r.user_id = caller AND r.fulfilled_at IS NULL), '[]'::jsonb),
+        'statements', (SELECT md5(coalesce(string_agg(s.kind || ':' || s.device_id::text || ':' || s.signature, ',' ORDER BY s.kind, s.device_id), ''))
+                       FROM (SELECT 'c' AS kind, c.device_id, c.signature FROM public.device_certificates c WHERE c.user_id = caller
+                             UNION ALL
+                             SELECT 'r', v.device_id, v.signature FROM public.device_revocations v WHERE v.user_id = caller) s),
+        'trustLog', private.trust_log_head_of(caller),
+        'approvals', coalesce((SELECT jsonb_agg(to_jsonb(a) ORDER BY a.updated_at, a.id) FROM public.approval_requests a
+                               WHERE a.user_id = caller AND (CASE WHEN v_since IS NULL THEN a.status = 'pending' ELSE a.updated_at > v_since END)),
+                              '[]'::jsonb),
+        'questions', coalesce((SELECT jsonb_agg(to_jsonb(q) ORDER BY q.updated_at, q.id) FROM public.agent_questions q
+                               WHERE q.user_id = caller AND (CASE WHEN v_since IS NULL THEN q.status = 'pending' ELSE q.updated_at > v_since END)),
+                              '[]'::jsonb)
+    );
+END
+$$;
+
+
+ALTER FUNCTION private.sync_changes(since timestamp with time zone) OWNER TO postgres;
+
+--
+-- Name: sync_pull_changes(uuid, timestamp with time zone, integer); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.sync_pull_changes(device_id uuid, since timestamp with time zone DEFAULT NULL::timestamp with time zone, row_limit integer DEFAULT 500) RETURNS jsonb
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    caller uuid := auth.uid();
+    v_device uuid := sync_pull_changes.device_id;
+    v_since timestamptz := sync_pull_changes.since;
+    v_limit integer := sync_pull_changes.row_limit;
+    v_repositories jsonb;
+    v_sessions jsonb;
+    v_envelopes jsonb;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'sync_pull_changes needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_limit IS NULL OR v_limit < 0 OR v_limit > 5000 THEN
+        RAISE EXCEPTION 'row_limit must be from 0 to 5000' USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'sync_pull_changes: the device is not one of the caller''s' USING ERRCODE = '42501';
+    END IF;
+
+    SELECT CASE WHEN count(*) > v_limit THEN NULL ELSE coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.updated_at, r.id), '[]'::jsonb) END
+      INTO v_repositories
+      FROM (SELECT * FROM public.repositories x WHERE x.user_id = caller AND (v_since IS NULL OR x.updated_at > v_since)
+            ORDER BY x.updated_at, x.id LIMIT v_limit + 1) r;
+    SELECT CASE WHEN count(*) > v_limit THEN NULL ELSE coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.updated_at, r.id), '[]'::jsonb) END
+      INTO v_sessions
+      FROM (SELECT * FROM public.agent_coding_sessions x WHERE x.user_id = caller AND (v_since IS NULL OR x.updated_at > v_since)
+            ORDER BY x.updated_at, x.id LIMIT v_limit + 1) r;
+    IF v_sessions IS NOT NULL THEN
+        SELECT coalesce(jsonb_agg(jsonb_build_object('session_id', s.session_id, 'device_id', s.device_id,
+                                                     'ephemeral_public_key', s.ephemeral_public_key,
+                                                     'encrypted_secret', s.encrypted_secret) ORDER BY s.session_id), '[]'::jsonb)
+          INTO v_envelopes
+          FROM public.agent_coding_session_secrets s
+          JOIN public.agent_coding_sessions c ON c.id = s.session_id
+         WHERE s.device_id = v_device AND c.user_id = caller
+           AND s.session_id IN (SELECT (e ->> 'id')::uuid FROM jsonb_array_elements(v_sessions) e);
+    END IF;
+
+    RETURN jsonb_build_object(
+        'server_time', now(),
+        'repositories', v_repositories,
+        'sessions', v_sessions,
+        'envelopes', v_envelopes,
+        'repository_ids', private.pull_digest_of('repositories', caller),
+        'session_ids', private.pull_digest_of('sessions', caller),
+        'envelope_rows', private.pull_digest_of('envelopes', v_device),
+        'devices', coalesce((SELECT jsonb_agg(to_jsonb(d) ORDER BY d.updated_at, d.id) FROM public.devices d
+                             WHERE d.user_id = caller AND (v_since IS NULL OR d.updated_at > v_since)), '[]'::jsonb),
+        'statements', (SELECT md5(coalesce((SELECT k.public_key FROM public.user_identity_keys k WHERE k.user_id = caller), '') || '|' ||
+                                  coalesce(string_agg(s.kind || ':' || s.device_id::text || ':' || s.signature, ',' ORDER BY s.kind, s.device_id), ''))
+                       FROM (SELECT 'c' AS kind, c.device_id, c.signature FROM public.device_certificates c WHERE c.user_id = caller
+                             UNION ALL
+                             SELECT 'r', v.device_id, v.signature FROM public.device_revocations v WHERE v.user_id = caller) s),
+        'trustLog', private.trust_log_head_of(caller),
+        'secret_requests', coalesce((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.created_at, r.id) FROM public.session_secret_requests r
+                                     WHERE r.user_id = caller AND r.requester_device_id = v_device AND r.fulfilled_at IS NULL), '[]'::jsonb),
+        'approvals', coalesce((SELECT jsonb_agg(to_jsonb(a) ORDER BY a.updated_at, a.id) FROM public.approval_requests a
+                               WHERE a.user_id = caller AND (CASE WHEN v_since IS NULL THEN a.status = 'pending' ELSE a.updated_at > v_since END)),
+                              '[]'::jsonb)
+    );
+END
+$$;
+
+
+ALTER FUNCTION private.sync_pull_changes(device_id uuid, since timestamp with time zone, row_limit integer) OWNER TO postgres;
+
+--
+-- Name: sync_pull_envelopes(uuid, uuid, uuid, integer); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.sync_pull_envelopes(device_id uuid, after uuid DEFAULT NULL::uuid, before uuid DEFAULT NULL::uuid, row_limit integer DEFAULT 1000) RETURNS json
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+DECLARE
+    caller uuid := auth.uid();
+    v_device uuid := sync_pull_envelopes.device_id;
+    v_after uuid := sync_pull_envelopes.after;
+    v_before uuid := sync_pull_envelopes.before;
+    v_limit integer := sync_pull_envelopes.row_limit;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'sync_pull_envelopes needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_limit IS NULL OR v_limit < 1 OR v_limit > 5000 THEN
+        RAISE EXCEPTION 'row_limit must be from 1 to 5000' USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'sync_pull_envelopes: the device is not one of the caller''s' USING ERRCODE = '42501';
+    END IF;
+    -- The bounds are on both sides of the join, so that each index scan starts at `after`.
+    RETURN coalesce((
+        SELECT json_agg(json_build_object('session_id', r.session_id, 'device_id', r.device_id,
+                                          'ephemeral_public_key', r.ephemeral_public_key,
+                                          'encrypted_secret', r.encrypted_secret) ORDER BY r.session_id)
+        FROM (SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret
+              FROM public.agent_coding_session_secrets s
+              JOIN public.agent_coding_sessions c ON c.id = s.session_id
+              WHERE s.device_id = v_device AND c.user_id = caller
+                AND (v_after IS NULL OR (s.session_id > v_after AND c.id > v_after))
+                AND (v_before IS NULL OR (s.session_id < v_before AND c.id < v_before))
+              ORDER BY s.session_id
+              LIMIT v_limit) r), '[]'::json);
+END
+$$;
+
+
+ALTER FUNCTION private.sync_pull_envelopes(device_id uuid, after uuid, before uuid, row_limit integer) OWNER TO postgres;
 
 --
 -- Name: trust_log_state; Type: TABLE; Schema: private; Owner: postgres
@@ -1734,6 +3099,38 @@ $$;
 ALTER FUNCTION private.tl_u64(b bytea, at integer) OWNER TO postgres;
 
 --
+-- Name: touch_session_activity(uuid, uuid); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.touch_session_activity(session_id uuid, device_id uuid) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_session uuid := touch_session_activity.session_id;
+    v_device uuid := touch_session_activity.device_id;
+    touched integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'touch_session_activity needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
+        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    UPDATE public.session_active_clients a SET last_activity_at = now(), updated_at = now()
+        WHERE a.session_id = v_session AND a.device_id = v_device AND a.user_id = caller;
+    GET DIAGNOSTICS touched = ROW_COUNT;
+    RETURN jsonb_build_object('holder', touched > 0);
+END
+$$;
+
+
+ALTER FUNCTION private.touch_session_activity(session_id uuid, device_id uuid) OWNER TO postgres;
+
+--
 -- Name: trust_epoch(uuid); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -1788,234 +3185,91 @@ $$;
 ALTER FUNCTION private.trust_log_head_of(caller uuid) OWNER TO postgres;
 
 --
--- Name: alert_deliveries(uuid); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: uuid_arg(text, text); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
-CREATE FUNCTION public.alert_deliveries(alert_id uuid) RETURNS jsonb
+CREATE FUNCTION private.uuid_arg(value text, name text) RETURNS uuid
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $_$
+BEGIN
+    IF value IS NULL THEN RETURN NULL; END IF;
+    IF value !~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN
+        RAISE EXCEPTION '% must be a canonical lowercase UUID', name USING ERRCODE = '22023';
+    END IF;
+    RETURN value::uuid;
+END
+$_$;
+
+
+ALTER FUNCTION private.uuid_arg(value text, name text) OWNER TO postgres;
+
+--
+-- Name: alert_deliveries(text); Type: FUNCTION; Schema: public; Owner: postgres
+--
+
+CREATE FUNCTION public.alert_deliveries(alert_id text) RETURNS jsonb
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
 DECLARE
-    caller uuid := auth.uid();
-    r record;
-    v_kind text := 'approval';
-    v_collapse text;
-    entries jsonb;
+    v_alert uuid := private.uuid_arg(alert_deliveries.alert_id, 'alert_id');
 BEGIN
-    SELECT a.id, a.session_id, a.requester_device_id, a.created_at INTO r
-        FROM public.approval_requests a WHERE a.id = alert_id AND a.user_id = caller;
-    IF NOT FOUND THEN
-        v_kind := 'question';
-        SELECT q.id, q.session_id, q.requester_device_id, q.created_at INTO r
-            FROM public.agent_questions q WHERE q.id = alert_id AND q.user_id = caller;
-    END IF;
-    IF caller IS NULL OR NOT FOUND THEN
-        RAISE EXCEPTION 'not an approval or question of yours' USING ERRCODE = '42501';
-    END IF;
-    v_collapse := CASE v_kind WHEN 'approval' THEN 'approval-request-' ELSE 'question-' END || r.id::text;
-    WITH rows AS (
-        SELECT o.device_id, o.attempts, o.last_reason,
-               CASE WHEN o.delivered_at IS NOT NULL THEN 'delivered'
-                    WHEN o.failed_at IS NOT NULL AND o.last_error LIKE 'dropped: %' THEN 'dropped'
-                    WHEN o.failed_at IS NOT NULL THEN 'failed'
-                    WHEN o.attempts >= 1 THEN 'sent' ELSE 'queued' END AS outcome,
-               CASE WHEN o.failed_at IS NOT NULL AND o.last_error LIKE 'dropped: %' THEN substr(o.last_error, 10)
-                    WHEN o.failed_at IS NOT NULL THEN o.last_error END AS reason,
-               coalesce(o.delivered_at, o.failed_at, o.created_at) AS updated_at
-        FROM public.push_outbox o
-        WHERE o.user_id = caller AND o.collapse_id = v_collapse
-    ), ranked AS (
-        SELECT DISTINCT ON (x.device_id) x.*
-        FROM rows x
-        ORDER BY x.device_id, CASE x.outcome WHEN 'delivered' THEN 5 WHEN 'sent' THEN 4 WHEN 'queued' THEN 3
-                                             WHEN 'failed' THEN 2 ELSE 1 END DESC, x.updated_at DESC
-    ), devices AS (
-        SELECT d.id, d.name, d.device_type FROM public.devices d
-        WHERE d.user_id = caller AND d.id <> r.requester_device_id
-          AND (EXISTS (SELECT 1 FROM public.push_tokens t
-                       WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device')
-               OR EXISTS (SELECT 1 FROM ranked k WHERE k.device_id = d.id))
-    )
-    SELECT coalesce(jsonb_agg(jsonb_build_object(
-               'deviceId', d.id, 'deviceName', d.name, 'deviceType', d.device_type,
-               'outcome', coalesce(k.outcome, CASE
-                   WHEN private.alert_decision(d.id, v_kind, r.session_id) = 'off' THEN 'off'
-                   ELSE 'unreachable' END),
-               'reason', CASE WHEN k.device_id IS NOT NULL THEN k.reason
-                   WHEN private.alert_decision(d.id, v_kind, r.session_id) = 'off' THEN 'setting off'
-                   WHEN EXISTS (SELECT 1 FROM public.push_tokens t
-                                WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
-                                  AND t.is_valid AND t.created_at > r.created_at) THEN 'registered later'
-                   WHEN NOT EXISTS (SELECT 1 FROM public.push_tokens t
-                                    WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
-                                      AND t.is_valid) THEN 'token invalid'
-                   WHEN NOT private.is_trusted_device(caller, d.id) THEN 'not trusted'
-                   ELSE 'not queued' END,
-               'apnsReason', k.last_reason, 'attempts', k.attempts, 'updatedAt', k.updated_at)
-             ORDER BY d.name COLLATE "C", d.id), '[]'::jsonb)
-        INTO entries
-        FROM devices d LEFT JOIN ranked k ON k.device_id = d.id;
-    IF r.created_at < now() - interval '7 days' THEN entries := '[]'::jsonb; END IF;
-    RETURN jsonb_build_object(
-        'alertId', r.id, 'kind', v_kind,
-        'final', NOT EXISTS (SELECT 1 FROM jsonb_array_elements(entries) e
-                             WHERE e ->> 'outcome' IN ('queued', 'sent')),
-        'devices', entries);
+    PERFORM private.require_asker(v_alert);
+    RETURN private.alert_deliveries(v_alert);
 END
 $$;
 
 
-ALTER FUNCTION public.alert_deliveries(alert_id uuid) OWNER TO postgres;
+ALTER FUNCTION public.alert_deliveries(alert_id text) OWNER TO postgres;
 
 --
--- Name: answer_approval(uuid, uuid, text, text, text); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: answer_approval(text, text, text, text, text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text) RETURNS jsonb
+CREATE FUNCTION public.answer_approval(request_id text, device_id text, verdict text, decision_body text, decision_signature text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
-DECLARE
-    caller uuid := auth.uid();
-    v_request uuid := answer_approval.request_id;
-    v_device uuid := answer_approval.device_id;
-    v_verdict text := answer_approval.verdict;
-    v_now bigint := floor(extract(epoch FROM now()))::bigint;
-    request public.approval_requests%ROWTYPE;
-    v_status text;
-    queued integer;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'answer_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF v_verdict IS NULL OR v_verdict NOT IN ('approve', 'deny') THEN
-        RAISE EXCEPTION 'verdict must be approve or deny' USING ERRCODE = '22023';
-    END IF;
-    IF NOT private.is_canonical_base64(answer_approval.decision_body, 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44, 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44)
-       OR NOT private.is_canonical_base64(answer_approval.decision_signature, 64, 64) THEN
-        RAISE EXCEPTION 'decision_body and decision_signature must be canonical base64 of a decision and its signature'
-            USING ERRCODE = '22023';
-    END IF;
-    -- The row lock orders answers: the first to take it decides, the others see its decision.
-    SELECT * INTO request FROM public.approval_requests r WHERE r.id = v_request FOR UPDATE;
-    IF NOT FOUND OR request.user_id <> caller THEN
-        RAISE EXCEPTION 'the request is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF request.requester_device_id = v_device THEN
-        RAISE EXCEPTION 'the requesting device cannot answer its own request' USING ERRCODE = '22023';
-    END IF;
-    -- Past its time a pending request reads as expired; the answer changes nothing (its clearing
-    -- push is expire_approvals' to queue).
-    IF request.status = 'pending' AND request.expires_at <= v_now THEN
-        request.status := 'expired';
-    END IF;
-    IF request.status <> 'pending' THEN
-        RETURN jsonb_build_object('accepted', false, 'status', request.status, 'decidedBy', request.decided_by_device_id);
-    END IF;
-    v_status := CASE v_verdict WHEN 'approve' THEN 'approved' ELSE 'denied' END;
-    UPDATE public.approval_requests r
-        SET status = v_status, decided_by_device_id = v_device, decided_at = now(),
-            decision_body = answer_approval.decision_body, decision_signature = answer_approval.decision_signature
-        WHERE r.id = v_request;
-    queued := private.queue_approval_clearing(
-        caller, v_request, CASE v_verdict WHEN 'approve' THEN 'approved_on_other_device' ELSE 'denied_on_other_device' END, v_device);
-    RETURN jsonb_build_object('accepted', true, 'status', v_status, 'decidedBy', v_device, 'devicesNotified', queued);
+    RETURN private.answer_approval(private.uuid_arg(answer_approval.request_id, 'request_id'),
+        private.acting_device(answer_approval.device_id, true), answer_approval.verdict, answer_approval.decision_body,
+        answer_approval.decision_signature);
 END
 $$;
 
 
-ALTER FUNCTION public.answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text) OWNER TO postgres;
+ALTER FUNCTION public.answer_approval(request_id text, device_id text, verdict text, decision_body text, decision_signature text) OWNER TO postgres;
 
 --
--- Name: answer_question(uuid, uuid, text); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: answer_question(text, text, text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.answer_question(question_id uuid, device_id uuid, answer text) RETURNS jsonb
+CREATE FUNCTION public.answer_question(question_id text, device_id text, answer text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
-DECLARE
-    caller uuid := auth.uid();
-    v_question uuid := answer_question.question_id;
-    v_device uuid := answer_question.device_id;
-    v_answer text := answer_question.answer;
-    q public.agent_questions%ROWTYPE;
-    raw bytea;
-    kept text;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'answer_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    SELECT * INTO q FROM public.agent_questions a WHERE a.id = v_question FOR UPDATE;
-    IF NOT FOUND OR q.user_id <> caller THEN
-        RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF NOT private.is_trusted_device(caller, v_device) THEN
-        RAISE EXCEPTION 'only a device the user''s trust log certifies may answer' USING ERRCODE = '42501';
-    END IF;
-    IF v_device = q.requester_device_id THEN
-        RAISE EXCEPTION 'the asking device cannot answer its own question' USING ERRCODE = '42501';
-    END IF;
-    -- 0x01 || generation || nonce || at least one byte || the tag; at most 1,024 bytes of plaintext.
-    IF NOT private.is_canonical_base64(v_answer, 1 + 4 + 12 + 1 + 16, 1 + 4 + 12 + 1024 + 16) THEN
-        RAISE EXCEPTION 'answer must be canonical base64 of a sealed answer' USING ERRCODE = '22023';
-    END IF;
-    raw := decode(v_answer, 'base64');
-    IF get_byte(raw, 0) <> 1 OR private.tl_u32(raw, 1) <> q.generation THEN
-        RAISE EXCEPTION 'the answer''s version or generation is not the question''s' USING ERRCODE = '22023';
-    END IF;
-    IF q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint THEN q.status := 'expired'; END IF;
-    IF q.status <> 'pending' THEN
-        RETURN jsonb_build_object('accepted', false, 'status', q.status);
-    END IF;
-    INSERT INTO public.agent_question_answers (question_id, user_id, device_id, answer)
-        VALUES (v_question, caller, v_device, v_answer)
-        ON CONFLICT ON CONSTRAINT agent_question_answers_pkey DO NOTHING;
-    IF FOUND THEN
-        RETURN jsonb_build_object('accepted', true, 'status', 'pending');
-    END IF;
-    SELECT a.answer INTO kept FROM public.agent_question_answers a
-        WHERE a.question_id = v_question AND a.device_id = v_device;
-    RETURN jsonb_build_object('accepted', kept = v_answer, 'status', 'pending');
+    RETURN private.answer_question(private.uuid_arg(answer_question.question_id, 'question_id'),
+        private.acting_device(answer_question.device_id, true), answer_question.answer);
 END
 $$;
 
 
-ALTER FUNCTION public.answer_question(question_id uuid, device_id uuid, answer text) OWNER TO postgres;
+ALTER FUNCTION public.answer_question(question_id text, device_id text, answer text) OWNER TO postgres;
 
 --
 -- Name: append_trust_entries(integer, bigint, text[], text[]); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[] DEFAULT NULL::text[]) RETURNS jsonb
+CREATE FUNCTION public.append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[]) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-DECLARE
-    caller uuid := auth.uid();
-    s private.trust_log_state;
-    h private.trust_log_heads;
-    v_count integer := coalesce(array_length(append_trust_entries.entries, 1), 0);
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'append_trust_entries needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_count NOT BETWEEN 1 AND 8 OR (append_trust_entries.backups IS NOT NULL
-                                       AND coalesce(array_length(append_trust_entries.backups, 1), 0) <> v_count) THEN
-        RAISE EXCEPTION 'append 1 to 8 entries, with as many backups (or none)' USING ERRCODE = '22023';
-    END IF;
-    s := private.tl_lock(caller);
-    IF s.current_epoch IS NOT NULL AND append_trust_entries.epoch = s.current_epoch THEN
-        SELECT * INTO h FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = s.current_epoch;
-        IF append_trust_entries.first_seq IS DISTINCT FROM h.seq + 1 THEN
-            RAISE EXCEPTION 'first_seq is not the head''s next (%): read again and rebuild', h.seq + 1 USING ERRCODE = '40001';
-        END IF;
-    END IF;
-    RETURN private.tl_result(private.tl_append(
-        caller, s, append_trust_entries.epoch, 1, append_trust_entries.entries,
-        coalesce(append_trust_entries.backups, array_fill(NULL::text, ARRAY[v_count]))));
+    PERFORM private.caller_device(false);
+    RETURN private.append_trust_entries(append_trust_entries.epoch, append_trust_entries.first_seq,
+                                           append_trust_entries.entries, append_trust_entries.backups);
 END
 $$;
 
@@ -2023,172 +3277,61 @@ $$;
 ALTER FUNCTION public.append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[]) OWNER TO postgres;
 
 --
--- Name: ask_question(uuid, uuid, uuid, text, integer, bigint); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: ask_question(text, text, text, text, integer, bigint); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint) RETURNS jsonb
+CREATE FUNCTION public.ask_question(session_id text, question_id text, requester_device_id text, body text, generation integer, expires_at bigint) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
 DECLARE
-    caller uuid := auth.uid();
-    v_session uuid := ask_question.session_id;
-    v_question uuid := ask_question.question_id;
-    v_device uuid := ask_question.requester_device_id;
-    v_body text := ask_question.body;
-    v_generation integer := ask_question.generation;
-    v_expires bigint := ask_question.expires_at;
-    v_now bigint := floor(extract(epoch FROM now()))::bigint;
-    raw bytea;
-    existing public.agent_questions%ROWTYPE;
-    queued integer;
+    v_device uuid := private.acting_device(ask_question.requester_device_id, true);
+    v_session uuid := private.uuid_arg(ask_question.session_id, 'session_id');
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'ask_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
-        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF v_question IS NULL THEN RAISE EXCEPTION 'question_id is required' USING ERRCODE = '22023'; END IF;
-    IF v_generation IS NULL OR v_generation < 1 THEN
-        RAISE EXCEPTION 'generation must be 1 to 2147483647' USING ERRCODE = '22023';
-    END IF;
-    IF v_expires IS NULL OR v_expires < v_now + 60 OR v_expires > v_now + 86400 THEN
-        RAISE EXCEPTION 'expires_at must be 60 to 86,400 seconds from now' USING ERRCODE = '22023';
-    END IF;
-    IF NOT private.is_canonical_base64(v_body, 1 + 4 + 12 + 2 + 16, 1 + 4 + 12 + 4096 + 16) THEN
-        RAISE EXCEPTION 'body must be canonical base64 of a sealed question' USING ERRCODE = '22023';
-    END IF;
-    raw := decode(v_body, 'base64');
-    IF get_byte(raw, 0) <> 1 OR private.tl_u32(raw, 1) <> v_generation THEN
-        RAISE EXCEPTION 'the body''s version or generation is not the question''s' USING ERRCODE = '22023';
-    END IF;
-    SELECT * INTO existing FROM public.agent_questions q WHERE q.id = v_question FOR UPDATE;
-    IF FOUND THEN
-        IF existing.user_id <> caller THEN RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501'; END IF;
-        IF existing.body <> v_body OR existing.session_id <> v_session OR existing.requester_device_id <> v_device
-           OR existing.generation <> v_generation OR existing.expires_at <> v_expires THEN
-            RAISE EXCEPTION 'another question has this id' USING ERRCODE = '23505';
-        END IF;
-        SELECT count(*) INTO queued FROM public.push_outbox o
-            WHERE o.user_id = caller AND o.collapse_id = 'question-' || v_question::text;
-    ELSE
-        INSERT INTO public.agent_questions (id, user_id, session_id, requester_device_id, body, generation, expires_at)
-            VALUES (v_question, caller, v_session, v_device, v_body, v_generation, v_expires);
-        queued := private.queue_question_alerts(caller, v_question);
-    END IF;
-    RETURN jsonb_build_object('questionId', v_question, 'expiresAt', v_expires, 'devicesNotified', queued,
-                              'devices', public.alert_deliveries(v_question) -> 'devices');
+    PERFORM private.require_session_desktop(v_session, v_device);
+    RETURN private.ask_question(v_session, private.uuid_arg(ask_question.question_id, 'question_id'), v_device,
+        ask_question.body, ask_question.generation, ask_question.expires_at);
 END
 $$;
 
 
-ALTER FUNCTION public.ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint) OWNER TO postgres;
+ALTER FUNCTION public.ask_question(session_id text, question_id text, requester_device_id text, body text, generation integer, expires_at bigint) OWNER TO postgres;
 
 --
--- Name: cancel_approval(uuid, text); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: cancel_approval(text, text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.cancel_approval(request_id uuid, control text DEFAULT NULL::text) RETURNS jsonb
+CREATE FUNCTION public.cancel_approval(request_id text, control text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
 DECLARE
-    caller uuid := auth.uid();
-    v_request uuid := cancel_approval.request_id;
-    request public.approval_requests%ROWTYPE;
-    queued integer := 0;
+    v_request uuid := private.uuid_arg(cancel_approval.request_id, 'request_id');
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'cancel_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    SELECT * INTO request FROM public.approval_requests r WHERE r.id = v_request FOR UPDATE;
-    IF NOT FOUND OR request.user_id <> caller THEN
-        RAISE EXCEPTION 'the request is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF NOT private.approval_control_ok(request.control_hash, cancel_approval.control) THEN
-        RAISE EXCEPTION 'only the requesting device may cancel this request' USING ERRCODE = '42501';
-    END IF;
-    IF request.status = 'pending' AND request.expires_at <= floor(extract(epoch FROM now()))::bigint THEN
-        request.status := 'expired';
-    END IF;
-    IF request.status <> 'pending' THEN
-        RETURN jsonb_build_object('cancelled', false, 'status', request.status, 'devicesNotified', 0);
-    END IF;
-    UPDATE public.approval_requests r SET status = 'cancelled' WHERE r.id = v_request;
-    queued := private.queue_approval_clearing(caller, v_request, 'cancelled', request.requester_device_id);
-    RETURN jsonb_build_object('cancelled', true, 'status', 'cancelled', 'devicesNotified', queued);
+    PERFORM private.require_asker(v_request);
+    RETURN private.cancel_approval(v_request, cancel_approval.control);
 END
 $$;
 
 
-ALTER FUNCTION public.cancel_approval(request_id uuid, control text) OWNER TO postgres;
+ALTER FUNCTION public.cancel_approval(request_id text, control text) OWNER TO postgres;
 
 --
--- Name: claim_session_activity(uuid, uuid, text); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: claim_session_activity(text, text, text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.claim_session_activity(session_id uuid, device_id uuid, client_type text) RETURNS jsonb
+CREATE FUNCTION public.claim_session_activity(session_id text, device_id text, client_type text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
-DECLARE
-    caller uuid := auth.uid();
-    v_session uuid := claim_session_activity.session_id;
-    v_device uuid := claim_session_activity.device_id;
-    v_client text := claim_session_activity.client_type;
-    v_token text;
-    previous public.session_active_clients%ROWTYPE;
-    inserted boolean;
-    queued integer;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'claim_session_activity needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_client IS NULL OR v_client NOT IN ('ios', 'desktop', 'web') THEN
-        RAISE EXCEPTION 'client_type must be ios, desktop or web' USING ERRCODE = '22023';
-    END IF;
-    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
-        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    SELECT t.token INTO v_token FROM public.push_tokens t
-        WHERE t.device_id = v_device AND t.user_id = caller AND t.token_type = 'device' AND t.is_valid
-        ORDER BY t.updated_at DESC LIMIT 1;
-
-    INSERT INTO public.session_active_clients (session_id, user_id, client_type, device_id, push_token, last_activity_at)
-        VALUES (v_session, caller, v_client, v_device, v_token, now())
-        ON CONFLICT ON CONSTRAINT session_active_clients_pkey DO NOTHING
-        RETURNING true INTO inserted;
-    IF inserted THEN
-        RETURN jsonb_build_object('handed_off', false, 'previous_device_id', NULL, 'previous_client_type', NULL, 'notified', 0);
-    END IF;
-
-    SELECT * INTO previous FROM public.session_active_clients a WHERE a.session_id = v_session FOR UPDATE;
-    UPDATE public.session_active_clients a
-        SET client_type = v_client, device_id = v_device, push_token = v_token, last_activity_at = now()
-        WHERE a.session_id = v_session;
-    IF previous.device_id = v_device THEN
-        RETURN jsonb_build_object('handed_off', false, 'previous_device_id', NULL, 'previous_client_type', NULL, 'notified', 0);
-    END IF;
-
-    INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
-        SELECT caller, t.device_id, t.token, 'background', 5, 'handoff-' || v_session::text,
-               jsonb_build_object('aps', jsonb_build_object('content-available', 1), 'type', 'session_handoff',
-                                  'sessionId', v_session::text, 'handedOffTo', v_client)
-        FROM public.push_tokens t
-        WHERE t.user_id = caller AND t.device_id = previous.device_id AND t.token_type = 'device' AND t.is_valid
-        ORDER BY t.token;
-    GET DIAGNOSTICS queued = ROW_COUNT;
-    RETURN jsonb_build_object('handed_off', true, 'previous_device_id', previous.device_id,
-                              'previous_client_type', previous.client_type, 'notified', queued);
+    RETURN private.claim_session_activity(private.uuid_arg(claim_session_activity.session_id, 'session_id'),
+        private.acting_device(claim_session_activity.device_id, true), claim_session_activity.client_type);
 END
 $$;
 
 
-ALTER FUNCTION public.claim_session_activity(session_id uuid, device_id uuid, client_type text) OWNER TO postgres;
+ALTER FUNCTION public.claim_session_activity(session_id text, device_id text, client_type text) OWNER TO postgres;
 
 --
 -- Name: clear_approval(text, text); Type: FUNCTION; Schema: public; Owner: postgres
@@ -2198,41 +3341,23 @@ CREATE FUNCTION public.clear_approval(request_id text, exclude_device_token text
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
 DECLARE
     caller uuid := auth.uid();
-    v_request text := clear_approval.request_id;
-    v_exclude text := clear_approval.exclude_device_token;
-    notified integer;
-    v_id uuid;
+    v_request uuid;
+    result jsonb;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'clear_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_request IS NULL OR length(v_request) NOT BETWEEN 1 AND 200 OR v_request ~ '[[:cntrl:]]' THEN
-        RAISE EXCEPTION 'request_id must be 1 to 200 characters without control characters' USING ERRCODE = '22023';
+    -- The id's spelling first (22023), as the embedded remote checks it, then the caller.
+    v_request := private.uuid_arg(clear_approval.request_id, 'request_id');
+    IF v_request IS NULL THEN RAISE EXCEPTION 'request_id is required' USING ERRCODE = '22023'; END IF;
+    PERFORM private.caller_device(true);
+    result := private.clear_approval(v_request::text, clear_approval.exclude_device_token);
+    -- What was queued for a device the log does not vouch for (a revoked or never-paired one) goes.
+    IF private.has_trust_log(caller) THEN
+        DELETE FROM public.push_outbox o
+            WHERE o.user_id = caller AND o.collapse_id = 'approval-' || v_request::text AND o.delivered_at IS NULL
+              AND NOT private.is_trusted_device(caller, o.device_id);
     END IF;
-    -- An approval request is cleared by its answer or its cancellation (which needs the
-    -- requester's control), never by this call: it would dismiss the prompt everywhere.
-    BEGIN
-        v_id := v_request::uuid;
-    EXCEPTION WHEN invalid_text_representation THEN
-        v_id := NULL;
-    END;
-    IF v_id IS NOT NULL AND EXISTS (SELECT 1 FROM public.approval_requests r WHERE r.id = v_id) THEN
-        RAISE EXCEPTION 'an approval request is cleared by its answer or its cancellation' USING ERRCODE = '42501';
-    END IF;
-    INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
-        SELECT caller, t.device_id, t.token, 'background', 5, 'approval-' || v_request,
-               jsonb_build_object('aps', jsonb_build_object('content-available', 1,
-                                                            'badge', private.approval_badge(caller, t.device_id)),
-                                  'clearApprovalId', v_request, 'reason', 'approved_on_other_device')
-        FROM public.push_tokens t
-        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude
-          AND private.may_queue_push(t.device_id, 'clearing')
-        ORDER BY t.token
-        ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING;
-    SELECT count(*) INTO notified FROM public.push_tokens t
-        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude;
-    RETURN jsonb_build_object('success', true, 'devicesNotified', notified);
+    RETURN result;
 END
 $$;
 
@@ -2240,41 +3365,23 @@ $$;
 ALTER FUNCTION public.clear_approval(request_id text, exclude_device_token text) OWNER TO postgres;
 
 --
--- Name: close_question(uuid, text); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: close_question(text, text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.close_question(question_id uuid, status text) RETURNS jsonb
+CREATE FUNCTION public.close_question(question_id text, status text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
 DECLARE
-    caller uuid := auth.uid();
-    v_question uuid := close_question.question_id;
-    v_status text := close_question.status;
-    q public.agent_questions%ROWTYPE;
-    queued integer;
+    v_question uuid := private.uuid_arg(close_question.question_id, 'question_id');
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'close_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_status IS NULL OR v_status NOT IN ('answered', 'cancelled') THEN
-        RAISE EXCEPTION 'status must be answered or cancelled' USING ERRCODE = '22023';
-    END IF;
-    SELECT * INTO q FROM public.agent_questions a WHERE a.id = v_question FOR UPDATE;
-    IF NOT FOUND OR q.user_id <> caller THEN
-        RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint THEN q.status := 'expired'; END IF;
-    IF q.status <> 'pending' THEN
-        RETURN jsonb_build_object('closed', false, 'status', q.status, 'devicesNotified', 0);
-    END IF;
-    UPDATE public.agent_questions a SET status = v_status, closed_at = now() WHERE a.id = v_question;
-    queued := private.queue_question_clearing(caller, v_question, v_status);
-    RETURN jsonb_build_object('closed', true, 'status', v_status, 'devicesNotified', queued);
+    PERFORM private.require_asker(v_question);
+    RETURN private.close_question(v_question, close_question.status);
 END
 $$;
 
 
-ALTER FUNCTION public.close_question(question_id uuid, status text) OWNER TO postgres;
+ALTER FUNCTION public.close_question(question_id text, status text) OWNER TO postgres;
 
 --
 -- Name: expire_approvals(); Type: FUNCTION; Schema: public; Owner: postgres
@@ -2318,15 +3425,14 @@ CREATE FUNCTION public.invalidate_push_token(token text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
 DECLARE
-    caller uuid := auth.uid();
-    changed integer;
+    v_device uuid := private.caller_device(false);
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'invalidate_push_token needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    UPDATE public.push_tokens t SET is_valid = false WHERE t.token = invalidate_push_token.token AND t.user_id = caller;
-    GET DIAGNOSTICS changed = ROW_COUNT;
-    RETURN changed > 0;
+    -- Another device's token is left alone, with the answer an unknown token gets.
+    IF EXISTS (SELECT 1 FROM public.push_tokens t WHERE t.token = invalidate_push_token.token AND t.device_id <> v_device) THEN
+        RETURN false;
+    END IF;
+    RETURN private.invalidate_push_token(invalidate_push_token.token);
 END
 $$;
 
@@ -2443,313 +3549,204 @@ $$;
 ALTER FUNCTION public.notification_report(days integer) OWNER TO postgres;
 
 --
--- Name: notify_session_event(uuid, uuid, text); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: notify_session_event(text, text, text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.notify_session_event(session_id uuid, device_id uuid, kind text) RETURNS jsonb
+CREATE FUNCTION public.notify_session_event(session_id text, device_id text, kind text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
-DECLARE
-    caller uuid := auth.uid();
-    v_session uuid := notify_session_event.session_id;
-    v_device uuid := notify_session_event.device_id;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'notify_session_event needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s
-                                        WHERE s.id = v_session AND s.user_id = caller AND s.device_id = v_device) THEN
-        RAISE EXCEPTION 'the session is not one of yours on this device' USING ERRCODE = '42501';
-    END IF;
-    IF kind IS NULL OR kind NOT IN ('task_complete', 'task_failed', 'task_paused') THEN
-        RAISE EXCEPTION 'kind must be task_complete, task_failed or task_paused' USING ERRCODE = '22023';
-    END IF;
-    RETURN private.queue_task_alerts(caller, v_session, kind);
+    RETURN private.notify_session_event(private.uuid_arg(notify_session_event.session_id, 'session_id'),
+        private.acting_device(notify_session_event.device_id, true), notify_session_event.kind);
 END
 $$;
 
 
-ALTER FUNCTION public.notify_session_event(session_id uuid, device_id uuid, kind text) OWNER TO postgres;
+ALTER FUNCTION public.notify_session_event(session_id text, device_id text, kind text) OWNER TO postgres;
 
 --
--- Name: publish_witness(uuid, text, text); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: publish_witness(text, text, text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.publish_witness(device_id uuid, body text, signature text) RETURNS jsonb
+CREATE FUNCTION public.publish_witness(device_id text, body text, signature text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-DECLARE
-    caller uuid := auth.uid();
-    s private.trust_log_state;
-    h private.trust_log_heads;
-    b bytea := private.tl_decode(publish_witness.body, 155);
-    v_epoch bigint;
-    v_seq numeric;
-    v_seen numeric;
-    v_now numeric := floor(extract(epoch FROM now()));
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'publish_witness needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF b IS NULL OR length(b) <> 155 OR substring(b FROM 1 FOR 29) <> convert_to('unbound-trust-log-witness-v1', 'UTF8') || '\x00'::bytea
-       OR get_byte(b, 65) <> 0 OR get_byte(b, 102) <> 0 OR private.tl_decode(publish_witness.signature, 64) IS NULL
-       OR length(private.tl_decode(publish_witness.signature, 64)) <> 64 THEN
-        RAISE EXCEPTION 'the witness is not 155 bytes and a 64-byte signature, in base64' USING ERRCODE = '22023';
-    END IF;
-    IF substring(b FROM 30 FOR 36) <> convert_to(caller::text, 'UTF8')
-       OR substring(b FROM 67 FOR 36) <> convert_to(publish_witness.device_id::text, 'UTF8')
-       OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = publish_witness.device_id AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'the witness names another user or a device that is not the caller''s' USING ERRCODE = '42501';
-    END IF;
-    s := private.tl_lock(caller);
-    v_epoch := private.tl_u32(b, 103);
-    v_seq := private.tl_u64(b, 107);
-    v_seen := private.tl_u64(b, 147);
-    SELECT * INTO h FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = s.current_epoch;
-    IF s.current_epoch IS NULL OR v_epoch <> s.current_epoch OR v_seq > h.seq
-       OR v_seq <= coalesce((SELECT max(w.seq) FROM public.trust_log_witnesses w WHERE w.user_id = caller
-                              AND w.device_id = publish_witness.device_id AND w.epoch = s.current_epoch), -1)
-       OR v_seen < v_now - 600 OR v_seen > v_now + 600 THEN
-        RAISE EXCEPTION 'a witness names the current epoch, a seq up to its head and above the device''s last, and now'
-            USING ERRCODE = '22023';
-    END IF;
-    INSERT INTO public.trust_log_witnesses (user_id, device_id, epoch, seq, body, signature)
-    VALUES (caller, publish_witness.device_id, v_epoch, v_seq, publish_witness.body, publish_witness.signature);
-    RETURN jsonb_build_object('epoch', v_epoch, 'seq', v_seq);
+    RETURN private.publish_witness(private.acting_device(publish_witness.device_id, true),
+                                      publish_witness.body, publish_witness.signature);
 END
 $$;
 
 
-ALTER FUNCTION public.publish_witness(device_id uuid, body text, signature text) OWNER TO postgres;
+ALTER FUNCTION public.publish_witness(device_id text, body text, signature text) OWNER TO postgres;
 
 --
--- Name: push_token_status(uuid); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: push_token_status(text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.push_token_status(device_id uuid) RETURNS jsonb
+CREATE FUNCTION public.push_token_status(device_id text) RETURNS jsonb
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
-DECLARE
-    caller uuid := auth.uid();
-    v_device uuid := push_token_status.device_id;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'push_token_status needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    RETURN jsonb_build_object(
-        'deviceTokenRegistered', EXISTS (SELECT 1 FROM public.push_tokens t WHERE t.user_id = caller AND t.device_id = v_device
-                                         AND t.token_type = 'device' AND t.is_valid),
-        'liveActivityTokens', coalesce((
-            SELECT jsonb_agg(jsonb_build_object('activityId', t.activity_id, 'sessionId', t.session_id, 'registeredAt', t.updated_at)
-                             ORDER BY t.updated_at, t.id)
-            FROM public.push_tokens t
-            WHERE t.user_id = caller AND t.device_id = v_device AND t.token_type = 'live_activity' AND t.is_valid), '[]'::jsonb));
+    RETURN private.push_token_status(private.acting_device(push_token_status.device_id, false));
 END
 $$;
 
 
-ALTER FUNCTION public.push_token_status(device_id uuid) OWNER TO postgres;
+ALTER FUNCTION public.push_token_status(device_id text) OWNER TO postgres;
 
 --
--- Name: register_push_token(uuid, text, text, text, text, text, uuid, text); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: register_device(text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.register_push_token(device_id uuid, token text, token_type text DEFAULT NULL::text, platform text DEFAULT NULL::text, environment text DEFAULT NULL::text, activity_id text DEFAULT NULL::text, session_id uuid DEFAULT NULL::uuid, previous_token text DEFAULT NULL::text) RETURNS jsonb
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
-    AS $_$
-#variable_conflict use_column
-DECLARE
-    caller uuid := auth.uid();
-    v_device uuid := register_push_token.device_id;
-    v_token text := register_push_token.token;
-    v_type text := coalesce(register_push_token.token_type, 'device');
-    v_platform text := coalesce(register_push_token.platform, 'ios');
-    v_environment text := coalesce(register_push_token.environment, 'production');
-    v_activity text := register_push_token.activity_id;
-    v_session uuid := register_push_token.session_id;
-    v_previous text := register_push_token.previous_token;
-    existing record;
-    invalidated integer := 0;
-BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'register_push_token needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_token IS NULL OR v_token !~ '^[A-Za-z0-9._:-]+$' OR length(v_token) > 512 THEN
-        RAISE EXCEPTION 'token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -' USING ERRCODE = '22023';
-    END IF;
-    IF v_type NOT IN ('device', 'live_activity') THEN RAISE EXCEPTION 'token_type must be device or live_activity' USING ERRCODE = '22023'; END IF;
-    IF v_environment NOT IN ('development', 'production') THEN
-        RAISE EXCEPTION 'environment must be development or production' USING ERRCODE = '22023';
-    END IF;
-    IF v_platform !~ '^[a-z]{1,20}$' THEN RAISE EXCEPTION 'platform must be 1 to 20 lowercase letters' USING ERRCODE = '22023'; END IF;
-    IF v_type = 'live_activity' AND (v_activity IS NULL OR v_session IS NULL) THEN
-        RAISE EXCEPTION 'a live_activity token needs activity_id and session_id' USING ERRCODE = '22023';
-    END IF;
-    IF v_type = 'device' AND (v_activity IS NOT NULL OR v_session IS NOT NULL) THEN
-        RAISE EXCEPTION 'a device token takes no activity_id or session_id' USING ERRCODE = '22023';
-    END IF;
-    IF v_activity IS NOT NULL AND (length(v_activity) NOT BETWEEN 1 AND 200 OR v_activity ~ '[[:cntrl:]]') THEN
-        RAISE EXCEPTION 'activity_id must be 1 to 200 characters without control characters' USING ERRCODE = '22023';
-    END IF;
-    IF v_previous IS NOT NULL AND (v_previous !~ '^[A-Za-z0-9._:-]+$' OR length(v_previous) > 512) THEN
-        RAISE EXCEPTION 'previous_token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -' USING ERRCODE = '22023';
-    END IF;
-    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF v_session IS NOT NULL AND NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
-        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
-    END IF;
-
-    IF v_previous IS NOT NULL AND v_previous <> v_token THEN
-        UPDATE public.push_tokens t SET is_valid = false WHERE t.token = v_previous AND t.user_id = caller AND t.is_valid;
-        GET DIAGNOSTICS invalidated = ROW_COUNT;
-    END IF;
-    SELECT t.user_id, t.is_valid INTO existing FROM public.push_tokens t WHERE t.token = v_token FOR UPDATE;
-    -- Another user's valid token stays theirs; the answer does not say so.
-    IF existing.user_id IS NOT NULL AND existing.user_id <> caller AND existing.is_valid THEN
-        RETURN jsonb_build_object('previousInvalidated', invalidated > 0);
-    END IF;
-    INSERT INTO public.push_tokens AS t (user_id, device_id, token, token_type, activity_id, session_id, platform, environment, is_valid)
-        VALUES (caller, v_device, v_token, v_type, v_activity, v_session, v_platform, v_environment, true)
-        ON CONFLICT ON CONSTRAINT push_tokens_token_key DO UPDATE
-        SET user_id = EXCLUDED.user_id, device_id = EXCLUDED.device_id, token_type = EXCLUDED.token_type,
-            activity_id = EXCLUDED.activity_id, session_id = EXCLUDED.session_id, platform = EXCLUDED.platform,
-            environment = EXCLUDED.environment, is_valid = true;
-    RETURN jsonb_build_object('previousInvalidated', invalidated > 0);
-END
-$_$;
-
-
-ALTER FUNCTION public.register_push_token(device_id uuid, token text, token_type text, platform text, environment text, activity_id text, session_id uuid, previous_token text) OWNER TO postgres;
-
---
--- Name: reopen_approval(uuid, text, text); Type: FUNCTION; Schema: public; Owner: postgres
---
-
-CREATE FUNCTION public.reopen_approval(request_id uuid, decision_signature text, control text) RETURNS jsonb
+CREATE FUNCTION public.register_device(device_id text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
 #variable_conflict use_column
 DECLARE
     caller uuid := auth.uid();
-    v_request uuid := reopen_approval.request_id;
-    request public.approval_requests%ROWTYPE;
-    queued integer;
+    v uuid := private.uuid_arg(register_device.device_id, 'device_id');
+    h bytea := private.request_credential_hash();
+    v_session uuid;
+    existing private.device_credentials%ROWTYPE;
+    created boolean := false;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'reopen_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    SELECT * INTO request FROM public.approval_requests r WHERE r.id = v_request FOR UPDATE;
-    IF NOT FOUND OR request.user_id <> caller THEN
-        RAISE EXCEPTION 'the request is not one of yours' USING ERRCODE = '42501';
+    IF caller IS NULL THEN RAISE EXCEPTION 'register_device needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v IS NULL THEN RAISE EXCEPTION 'device_id is required' USING ERRCODE = '22023'; END IF;
+    IF h IS NULL THEN
+        RAISE EXCEPTION 'register_device needs the x-device-credential header: 64 lowercase hex digits'
+            USING ERRCODE = '22023';
     END IF;
-    IF request.control_hash IS NULL OR NOT private.approval_control_ok(request.control_hash, reopen_approval.control) THEN
-        RAISE EXCEPTION 'only the requesting device may reopen this request' USING ERRCODE = '42501';
+    BEGIN
+        v_session := nullif(auth.jwt() ->> 'session_id', '')::uuid;
+    EXCEPTION WHEN invalid_text_representation THEN
+        v_session := NULL;
+    END;
+    -- One registration per device at a time: the second of two waits, then finds the first's.
+    PERFORM pg_advisory_xact_lock(hashtextextended('register_device:' || v::text, 0));
+    SELECT * INTO existing FROM private.device_credentials c WHERE c.device_id = v;
+    IF FOUND THEN
+        IF existing.user_id <> caller THEN RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501'; END IF;
+        IF existing.ended_at IS NOT NULL THEN
+            RAISE EXCEPTION 'this device was revoked: it can do nothing more; pair a new store'
+                USING ERRCODE = '42501', HINT = 'device-revoked';
+        END IF;
+        IF existing.hash <> h THEN
+            RAISE EXCEPTION 'another credential is registered for this device: revoke it from a trusted device and pair this store again'
+                USING ERRCODE = '42501', HINT = 'device-credential-taken';
+        END IF;
+    ELSE
+        IF EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v AND d.user_id <> caller) THEN
+            RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+        END IF;
+        IF EXISTS (SELECT 1 FROM private.trust_log_devices t
+                   WHERE t.user_id = caller AND t.device_id = v::text AND t.revoked_seq IS NOT NULL) THEN
+            RAISE EXCEPTION 'this device was revoked: it can do nothing more; pair a new store'
+                USING ERRCODE = '42501', HINT = 'device-revoked';
+        END IF;
+        IF EXISTS (SELECT 1 FROM private.device_credentials c WHERE c.hash = h) THEN
+            RAISE EXCEPTION 'this credential belongs to another device' USING ERRCODE = '42501';
+        END IF;
+        INSERT INTO private.device_credentials (device_id, user_id, hash) VALUES (v, caller, h);
+        created := true;
     END IF;
-    IF request.expires_at <= floor(extract(epoch FROM now()))::bigint AND request.status = 'pending' THEN
-        request.status := 'expired';
+    IF v_session IS NOT NULL THEN
+        INSERT INTO private.device_logins (device_id, auth_session) VALUES (v, v_session) ON CONFLICT DO NOTHING;
     END IF;
-    -- Only the decision the desktop refused: a later one (it may be genuine) stays.
-    IF request.status NOT IN ('approved', 'denied') OR request.expires_at <= floor(extract(epoch FROM now()))::bigint
-       OR request.decision_signature IS DISTINCT FROM reopen_approval.decision_signature THEN
-        RETURN jsonb_build_object('reopened', false, 'status', request.status, 'devicesNotified', 0);
-    END IF;
-    IF request.reopened >= 20 THEN
-        RAISE EXCEPTION 'a request is reopened at most 20 times' USING ERRCODE = '54000';
-    END IF;
-    UPDATE public.approval_requests r
-        SET status = 'pending', decided_by_device_id = NULL, decided_at = NULL, decision_body = NULL,
-            decision_signature = NULL, reopened = r.reopened + 1
-        WHERE r.id = v_request;
-    DELETE FROM public.push_outbox o WHERE o.user_id = caller
-        AND o.collapse_id IN ('approval-request-' || v_request::text, 'approval-' || v_request::text);
-    queued := private.queue_approval_alerts(caller, v_request);
-    RETURN jsonb_build_object('reopened', true, 'status', 'pending', 'devicesNotified', queued);
+    RETURN jsonb_build_object('deviceId', v, 'registered', created,
+                              'trusted', NOT private.has_trust_log(caller) OR private.is_trusted_device(caller, v));
 END
 $$;
 
 
-ALTER FUNCTION public.reopen_approval(request_id uuid, decision_signature text, control text) OWNER TO postgres;
+ALTER FUNCTION public.register_device(device_id text) OWNER TO postgres;
 
 --
--- Name: request_approval(uuid, uuid, uuid, text, integer, bigint, text); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: register_push_token(text, text, text, text, text, text, text, text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text DEFAULT NULL::text) RETURNS jsonb
+CREATE FUNCTION public.register_push_token(device_id text, token text, token_type text DEFAULT NULL::text, platform text DEFAULT NULL::text, environment text DEFAULT NULL::text, activity_id text DEFAULT NULL::text, session_id text DEFAULT NULL::text, previous_token text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
 DECLARE
+    v_device uuid := private.acting_device(register_push_token.device_id, false);
+    v_previous text;
+BEGIN
+    -- Only the device's own previous token is invalidated; another's is passed over, and the
+    -- answer is the one an unknown token gets (it does not say whose it is).
+    IF EXISTS (SELECT 1 FROM public.push_tokens t
+               WHERE t.token = register_push_token.previous_token AND t.device_id = v_device) THEN
+        v_previous := register_push_token.previous_token;
+    END IF;
+    RETURN private.register_push_token(v_device, register_push_token.token, register_push_token.token_type,
+        register_push_token.platform, register_push_token.environment, register_push_token.activity_id,
+        private.uuid_arg(register_push_token.session_id, 'session_id'), v_previous);
+END
+$$;
+
+
+ALTER FUNCTION public.register_push_token(device_id text, token text, token_type text, platform text, environment text, activity_id text, session_id text, previous_token text) OWNER TO postgres;
+
+--
+-- Name: reopen_approval(text, text, text); Type: FUNCTION; Schema: public; Owner: postgres
+--
+
+CREATE FUNCTION public.reopen_approval(request_id text, decision_signature text, control text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    v_request uuid := private.uuid_arg(reopen_approval.request_id, 'request_id');
+BEGIN
+    PERFORM private.require_asker(v_request);
+    RETURN private.reopen_approval(v_request, reopen_approval.decision_signature, reopen_approval.control);
+END
+$$;
+
+
+ALTER FUNCTION public.reopen_approval(request_id text, decision_signature text, control text) OWNER TO postgres;
+
+--
+-- Name: request_approval(text, text, text, text, integer, bigint, text); Type: FUNCTION; Schema: public; Owner: postgres
+--
+
+CREATE FUNCTION public.request_approval(session_id text, request_id text, requester_device_id text, body text, generation integer, expires_at bigint, control_hash text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+DECLARE
+    v_device uuid := private.acting_device(request_approval.requester_device_id, true);
+    v_session uuid := private.uuid_arg(request_approval.session_id, 'session_id');
+    v_request uuid := private.uuid_arg(request_approval.request_id, 'request_id');
     answer jsonb;
 BEGIN
-    answer := private.request_approval(session_id, request_id, requester_device_id, body, generation,
-                                              expires_at, control_hash);
-    RETURN answer || jsonb_build_object('devices', public.alert_deliveries(request_id) -> 'devices');
+    PERFORM private.require_session_desktop(v_session, v_device);
+    answer := private.request_approval(v_session, v_request, v_device, request_approval.body,
+        request_approval.generation, request_approval.expires_at, request_approval.control_hash);
+    RETURN answer || jsonb_build_object('devices', private.alert_deliveries(v_request) -> 'devices');
 END
 $$;
 
 
-ALTER FUNCTION public.request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text) OWNER TO postgres;
+ALTER FUNCTION public.request_approval(session_id text, request_id text, requester_device_id text, body text, generation integer, expires_at bigint, control_hash text) OWNER TO postgres;
 
 --
 -- Name: request_identity_reset(text, text, text, text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.request_identity_reset(entry text, backup text DEFAULT NULL::text, accept text DEFAULT NULL::text, accept_backup text DEFAULT NULL::text) RETURNS jsonb
+CREATE FUNCTION public.request_identity_reset(entry text, backup text, accept text, accept_backup text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-DECLARE
-    caller uuid := auth.uid();
-    s private.trust_log_state;
-    h private.trust_log_heads;
-    c private.tl_checked;
-    a private.tl_checked;
-    v_epoch integer;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'request_identity_reset needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF NOT private.tl_fresh_sign_in() THEN
-        RAISE EXCEPTION 'sign in again, then retry (a reset needs a sign-in in the last 10 minutes)' USING ERRCODE = '28000';
-    END IF;
-    s := private.tl_lock(caller);
-    IF s.current_epoch IS NULL AND s.highest_epoch = 0
-       AND NOT EXISTS (SELECT 1 FROM public.user_identity_keys k WHERE k.user_id = caller) THEN
-        RAISE EXCEPTION 'this user has no identity to reset: start one with trust init' USING ERRCODE = '55000';
-    END IF;
-    IF s.pending_epoch IS NOT NULL THEN RAISE EXCEPTION 'a reset is already pending' USING ERRCODE = '55000'; END IF;
-    IF request_identity_reset.accept IS NULL AND s.last_reset_request > now() - interval '86400 seconds' THEN
-        RAISE EXCEPTION 'a reset was asked for in the last 24 hours' USING ERRCODE = '55000';
-    END IF;
-    v_epoch := greatest(2, s.highest_epoch + 1);
-    c := private.tl_check(caller, v_epoch, 0, request_identity_reset.entry, request_identity_reset.backup,
-                          NULL, NULL, NULL, NULL, true);
-    IF c.prior_epoch <> coalesce(s.current_epoch, 1) THEN
-        RAISE EXCEPTION 'a reset names the current epoch as its prior' USING ERRCODE = '22023';
-    END IF;
-    IF request_identity_reset.accept IS NOT NULL THEN
-        IF s.current_epoch IS NULL THEN RAISE EXCEPTION 'no epoch is current to accept a reset' USING ERRCODE = '55000'; END IF;
-        SELECT * INTO h FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = s.current_epoch;
-        a := private.tl_check(caller, s.current_epoch, 0, request_identity_reset.accept,
-                              request_identity_reset.accept_backup, h.seq, h.hash, h.created_at, h.last_proof, true);
-        IF a.type <> 6 OR a.answer_verdict <> 2 OR a.answer_epoch <> v_epoch OR a.answer_hash <> c.hash THEN
-            RAISE EXCEPTION 'the accept must name this reset' USING ERRCODE = '22023';
-        END IF;
-        PERFORM private.tl_store(caller, a, request_identity_reset.accept, request_identity_reset.accept_backup);
-        PERFORM private.tl_store(caller, c, request_identity_reset.entry, request_identity_reset.backup);
-        UPDATE private.trust_log_state SET current_epoch = v_epoch, highest_epoch = v_epoch, last_reset_request = now()
-            WHERE user_id = caller;
-    ELSE
-        PERFORM private.tl_store(caller, c, request_identity_reset.entry, request_identity_reset.backup);
-        UPDATE private.trust_log_state SET highest_epoch = v_epoch, pending_epoch = v_epoch, pending_hash = c.hash,
-            pending_created_at = c.created_at, last_reset_request = now() WHERE user_id = caller;
-    END IF;
-    RETURN private.tl_result(c) || jsonb_build_object('pending', request_identity_reset.accept IS NULL,
-                                                        'effectiveAt', CASE WHEN request_identity_reset.accept IS NULL
-                                                                            THEN c.created_at + 259200 END);
+    PERFORM private.caller_device(false);
+    RETURN private.request_identity_reset(request_identity_reset.entry, request_identity_reset.backup,
+                                             request_identity_reset.accept, request_identity_reset.accept_backup);
 END
 $$;
 
@@ -2757,36 +3754,21 @@ $$;
 ALTER FUNCTION public.request_identity_reset(entry text, backup text, accept text, accept_backup text) OWNER TO postgres;
 
 --
--- Name: session_secret_digest(uuid, integer); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: session_secret_digest(text, integer); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.session_secret_digest(owner_device_id uuid, buckets integer) RETURNS TABLE(bucket integer, pairs integer, h1 bigint, h2 bigint)
+CREATE FUNCTION public.session_secret_digest(owner_device_id text, buckets integer) RETURNS TABLE(bucket integer, pairs integer, h1 bigint, h2 bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
-DECLARE
-    caller uuid := auth.uid();
-    v_owner uuid := session_secret_digest.owner_device_id;
-    v_buckets integer := session_secret_digest.buckets;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'session_secret_digest needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_buckets IS NULL OR v_buckets < 1 OR v_buckets > 65536 OR (v_buckets & (v_buckets - 1)) <> 0 THEN
-        RAISE EXCEPTION 'buckets must be a power of two from 1 to 65536' USING ERRCODE = '22023';
-    END IF;
-    RETURN QUERY
-        SELECT ('x' || substr(md5(lower(c.id::text)), 1, 4))::bit(16)::integer % v_buckets AS b,
-               sum(d.pairs)::integer, bit_xor(d.h1), bit_xor(d.h2)
-        FROM public.agent_coding_sessions c
-        JOIN public.agent_coding_session_secret_digests d ON d.session_id = c.id
-        WHERE c.user_id = caller AND c.device_id = v_owner AND d.pairs > 0
-        GROUP BY b
-        ORDER BY b;
+    RETURN QUERY SELECT * FROM private.session_secret_digest(
+        private.acting_device(session_secret_digest.owner_device_id, true), session_secret_digest.buckets);
 END
 $$;
 
 
-ALTER FUNCTION public.session_secret_digest(owner_device_id uuid, buckets integer) OWNER TO postgres;
+ALTER FUNCTION public.session_secret_digest(owner_device_id text, buckets integer) OWNER TO postgres;
 
 --
 -- Name: session_secret_digest_apply(); Type: FUNCTION; Schema: public; Owner: postgres
@@ -2857,110 +3839,42 @@ $$;
 ALTER FUNCTION public.session_secret_digest_apply() OWNER TO postgres;
 
 --
--- Name: session_secret_recipient_digest(uuid, integer); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: session_secret_recipient_digest(text, integer); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.session_secret_recipient_digest(device_id uuid, buckets integer) RETURNS TABLE(bucket integer, pairs integer, h1 bigint, h2 bigint)
+CREATE FUNCTION public.session_secret_recipient_digest(device_id text, buckets integer) RETURNS TABLE(bucket integer, pairs integer, h1 bigint, h2 bigint)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
-DECLARE
-    caller uuid := auth.uid();
-    v_device uuid := session_secret_recipient_digest.device_id;
-    v_buckets integer := session_secret_recipient_digest.buckets;
 BEGIN
-    IF caller IS NULL THEN
-        RAISE EXCEPTION 'session_secret_recipient_digest needs a signed-in user' USING ERRCODE = '42501';
-    END IF;
-    IF v_buckets IS NULL OR v_buckets < 1 OR v_buckets > 65536 OR (v_buckets & (v_buckets - 1)) <> 0 THEN
-        RAISE EXCEPTION 'buckets must be a power of two from 1 to 65536' USING ERRCODE = '22023';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'session_secret_recipient_digest: the device is not one of the caller''s' USING ERRCODE = '42501';
-    END IF;
-    RETURN QUERY
-        SELECT ('x' || substr(md5(s.session_id::text), 1, 4))::bit(16)::integer % v_buckets AS b,
-               count(*)::integer,
-               bit_xor(('x' || substr(m.h, 1, 16))::bit(64)::bigint), bit_xor(('x' || substr(m.h, 17, 16))::bit(64)::bigint)
-        FROM public.agent_coding_session_secrets s
-        JOIN public.agent_coding_sessions c ON c.id = s.session_id
-        CROSS JOIN LATERAL (SELECT md5(s.session_id::text || ':' || s.device_id::text || ':' || s.ephemeral_public_key) AS h) m
-        WHERE s.device_id = v_device AND c.user_id = caller
-        GROUP BY b
-        ORDER BY b;
+    RETURN QUERY SELECT * FROM private.session_secret_recipient_digest(
+        private.acting_device(session_secret_recipient_digest.device_id, true), session_secret_recipient_digest.buckets);
 END
 $$;
 
 
-ALTER FUNCTION public.session_secret_recipient_digest(device_id uuid, buckets integer) OWNER TO postgres;
+ALTER FUNCTION public.session_secret_recipient_digest(device_id text, buckets integer) OWNER TO postgres;
 
 --
--- Name: set_notification_settings(uuid, boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: set_notification_settings(text, boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean, boolean); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.set_notification_settings(device_id uuid, enable_live_activities boolean DEFAULT NULL::boolean, enable_background_notifications boolean DEFAULT NULL::boolean, show_notification_details boolean DEFAULT NULL::boolean, enable_time_sensitive boolean DEFAULT NULL::boolean, alert_approvals boolean DEFAULT NULL::boolean, alert_questions boolean DEFAULT NULL::boolean, alert_task_complete boolean DEFAULT NULL::boolean, alert_task_failed boolean DEFAULT NULL::boolean, alert_task_paused boolean DEFAULT NULL::boolean, quiet_while_active boolean DEFAULT NULL::boolean) RETURNS jsonb
+CREATE FUNCTION public.set_notification_settings(device_id text, enable_live_activities boolean DEFAULT NULL::boolean, enable_background_notifications boolean DEFAULT NULL::boolean, show_notification_details boolean DEFAULT NULL::boolean, enable_time_sensitive boolean DEFAULT NULL::boolean, alert_approvals boolean DEFAULT NULL::boolean, alert_questions boolean DEFAULT NULL::boolean, alert_task_complete boolean DEFAULT NULL::boolean, alert_task_failed boolean DEFAULT NULL::boolean, alert_task_paused boolean DEFAULT NULL::boolean, quiet_while_active boolean DEFAULT NULL::boolean) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
-DECLARE
-    caller uuid := auth.uid();
-    v_device uuid := set_notification_settings.device_id;
-    before public.notification_settings;
-    after public.notification_settings%ROWTYPE;
-    open_before integer;
-    ended integer := 0;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'set_notification_settings needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    before := private.notification_settings_of(v_device);
-    open_before := (SELECT count(*) FROM public.push_tokens p
-                    WHERE p.user_id = caller AND p.device_id = v_device AND p.token_type = 'live_activity' AND p.is_valid
-                      AND private.live_activity_open(p.token));
-    INSERT INTO public.notification_settings AS s (device_id, user_id, enable_live_activities,
-            enable_background_notifications, show_notification_details, enable_time_sensitive,
-            alert_approvals, alert_questions, alert_task_complete, alert_task_failed, alert_task_paused,
-            quiet_while_active)
-        VALUES (v_device, caller,
-                coalesce(set_notification_settings.enable_live_activities, before.enable_live_activities),
-                coalesce(set_notification_settings.enable_background_notifications, before.enable_background_notifications),
-                coalesce(set_notification_settings.show_notification_details, before.show_notification_details),
-                coalesce(set_notification_settings.enable_time_sensitive, before.enable_time_sensitive),
-                coalesce(set_notification_settings.alert_approvals, before.alert_approvals),
-                coalesce(set_notification_settings.alert_questions, before.alert_questions),
-                coalesce(set_notification_settings.alert_task_complete, before.alert_task_complete),
-                coalesce(set_notification_settings.alert_task_failed, before.alert_task_failed),
-                coalesce(set_notification_settings.alert_task_paused, before.alert_task_paused),
-                coalesce(set_notification_settings.quiet_while_active, before.quiet_while_active))
-        ON CONFLICT ON CONSTRAINT notification_settings_pkey DO UPDATE
-        SET enable_live_activities = EXCLUDED.enable_live_activities,
-            enable_background_notifications = EXCLUDED.enable_background_notifications,
-            show_notification_details = EXCLUDED.show_notification_details,
-            enable_time_sensitive = EXCLUDED.enable_time_sensitive,
-            alert_approvals = EXCLUDED.alert_approvals, alert_questions = EXCLUDED.alert_questions,
-            alert_task_complete = EXCLUDED.alert_task_complete, alert_task_failed = EXCLUDED.alert_task_failed,
-            alert_task_paused = EXCLUDED.alert_task_paused, quiet_while_active = EXCLUDED.quiet_while_active
-        RETURNING * INTO after;
-    ended := open_before - (SELECT count(*) FROM public.push_tokens p
-                            WHERE p.user_id = caller AND p.device_id = v_device AND p.token_type = 'live_activity'
-                              AND p.is_valid AND private.live_activity_open(p.token));
-    RETURN jsonb_build_object(
-        'deviceId', v_device, 'enableLiveActivities', after.enable_live_activities,
-        'enableBackgroundNotifications', after.enable_background_notifications,
-        'showNotificationDetails', after.show_notification_details,
-        'enableTimeSensitive', after.enable_time_sensitive,
-        'alertApprovals', after.alert_approvals, 'alertQuestions', after.alert_questions,
-        'alertTaskComplete', after.alert_task_complete, 'alertTaskFailed', after.alert_task_failed,
-        'alertTaskPaused', after.alert_task_paused, 'quietWhileActive', after.quiet_while_active,
-        'liveActivitiesEnded', ended);
+    RETURN private.set_notification_settings(private.acting_device(set_notification_settings.device_id, false),
+        set_notification_settings.enable_live_activities, set_notification_settings.enable_background_notifications,
+        set_notification_settings.show_notification_details, set_notification_settings.enable_time_sensitive,
+        set_notification_settings.alert_approvals, set_notification_settings.alert_questions,
+        set_notification_settings.alert_task_complete, set_notification_settings.alert_task_failed,
+        set_notification_settings.alert_task_paused, set_notification_settings.quiet_while_active);
 END
 $$;
 
 
-ALTER FUNCTION public.set_notification_settings(device_id uuid, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) OWNER TO postgres;
+ALTER FUNCTION public.set_notification_settings(device_id text, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) OWNER TO postgres;
 
 --
 -- Name: set_updated_at(); Type: FUNCTION; Schema: public; Owner: postgres
@@ -2982,59 +3896,13 @@ ALTER FUNCTION public.set_updated_at() OWNER TO postgres;
 -- Name: start_trust_log(text[], text[]); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.start_trust_log(entries text[], backups text[] DEFAULT NULL::text[]) RETURNS jsonb
+CREATE FUNCTION public.start_trust_log(entries text[], backups text[]) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-DECLARE
-    caller uuid := auth.uid();
-    s private.trust_log_state;
-    c private.tl_checked;
-    v_count integer := coalesce(array_length(start_trust_log.entries, 1), 0);
-    v_backups text[];
-    v_legacy text;
-    v_row bytea;
-    v_new bytea;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'start_trust_log needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF NOT private.tl_fresh_sign_in() THEN
-        RAISE EXCEPTION 'sign in again, then retry (starting a trust log needs a sign-in in the last 10 minutes)'
-            USING ERRCODE = '28000';
-    END IF;
-    s := private.tl_lock(caller);
-    IF s.current_epoch IS NOT NULL THEN
-        RAISE EXCEPTION 'this user already has a trust log (identityExists)' USING ERRCODE = '23505';
-    END IF;
-    IF v_count NOT BETWEEN 1 AND 9 OR (start_trust_log.backups IS NOT NULL
-                                       AND coalesce(array_length(start_trust_log.backups, 1), 0) <> v_count) THEN
-        RAISE EXCEPTION 'start with a genesis and up to 8 entries, with as many backups (or none)' USING ERRCODE = '22023';
-    END IF;
-    v_backups := coalesce(start_trust_log.backups, array_fill(NULL::text, ARRAY[v_count]));
-    c := private.tl_check(caller, 1, 0, start_trust_log.entries[1], v_backups[1], NULL, NULL, NULL, NULL, true);
-    IF c.prior_epoch <> 0 THEN RAISE EXCEPTION 'epoch 1''s genesis names prior epoch 0' USING ERRCODE = '22023'; END IF;
-    SELECT k.public_key INTO v_legacy FROM public.user_identity_keys k WHERE k.user_id = caller;
-    IF v_legacy IS NOT NULL THEN
-        -- A user with a legacy identity migrates with it: the legacy key, a root that the legacy
-        -- tables certify and do not revoke, with the same keys and type, then a succession.
-        SELECT private.tl_decode(d.body, 2048) INTO v_row FROM public.device_certificates d
-         WHERE d.user_id = caller AND d.device_id::text = c.author;
-        IF private.tl_decode(v_legacy, 32) IS DISTINCT FROM c.genesis_key OR v_row IS NULL
-           OR EXISTS (SELECT 1 FROM public.device_revocations v WHERE v.user_id = caller AND v.device_id::text = c.author)
-           OR private.tl_certificate_fields(v_row) IS DISTINCT FROM private.tl_certificate_fields(c.genesis_certificate)
-           OR private.tl_certificate_fields(v_row) IS NULL OR v_count < 2 THEN
-            RAISE EXCEPTION 'a legacy identity starts its log with its key, a certified root, then a succession'
-                USING ERRCODE = '22023';
-        END IF;
-        v_new := private.tl_decode(start_trust_log.entries[2], 4406);
-        IF v_new IS NULL OR length(v_new) < 103 OR get_byte(v_new, 102) <> 4 THEN
-            RAISE EXCEPTION 'a legacy identity''s log goes on with a succession' USING ERRCODE = '22023';
-        END IF;
-    END IF;
-    PERFORM private.tl_store(caller, c, start_trust_log.entries[1], v_backups[1]);
-    UPDATE private.trust_log_state SET current_epoch = 1, highest_epoch = greatest(highest_epoch, 1)
-        WHERE user_id = caller RETURNING * INTO s;
-    IF v_count > 1 THEN c := private.tl_append(caller, s, 1, 2, start_trust_log.entries, v_backups); END IF;
-    RETURN private.tl_result(c);
+    PERFORM private.caller_device(false);
+    RETURN private.start_trust_log(start_trust_log.entries, start_trust_log.backups);
 END
 $$;
 
@@ -3050,28 +3918,14 @@ CREATE FUNCTION public.sync_changes(since timestamp with time zone DEFAULT NULL:
     SET search_path TO ''
     AS $$
 DECLARE
-    caller uuid := auth.uid();
-    v_since timestamptz := sync_changes.since;
+    result jsonb;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'sync_changes needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    RETURN jsonb_build_object(
-        'server_time', now(),
-        'devices', coalesce((SELECT jsonb_agg(to_jsonb(d) ORDER BY d.updated_at, d.id) FROM public.devices d
-                             WHERE d.user_id = caller AND (v_since IS NULL OR d.updated_at > v_since)), '[]'::jsonb),
-        'secret_requests', coalesce((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.created_at, r.id) FROM public.session_secret_requests r
-                                     WHERE r.user_id = caller AND r.fulfilled_at IS NULL), '[]'::jsonb),
-        'statements', (SELECT md5(coalesce(string_agg(s.kind || ':' || s.device_id::text || ':' || s.signature, ',' ORDER BY s.kind, s.device_id), ''))
-                       FROM (SELECT 'c' AS kind, c.device_id, c.signature FROM public.device_certificates c WHERE c.user_id = caller
-                             UNION ALL
-                             SELECT 'r', v.device_id, v.signature FROM public.device_revocations v WHERE v.user_id = caller) s),
-        'trustLog', private.trust_log_head_of(caller),
-        'approvals', coalesce((SELECT jsonb_agg(to_jsonb(a) ORDER BY a.updated_at, a.id) FROM public.approval_requests a
-                               WHERE a.user_id = caller AND (CASE WHEN v_since IS NULL THEN a.status = 'pending' ELSE a.updated_at > v_since END)),
-                              '[]'::jsonb),
-        'questions', coalesce((SELECT jsonb_agg(to_jsonb(q) ORDER BY q.updated_at, q.id) FROM public.agent_questions q
-                               WHERE q.user_id = caller AND (CASE WHEN v_since IS NULL THEN q.status = 'pending' ELSE q.updated_at > v_since END)),
-                              '[]'::jsonb)
-    );
+    PERFORM private.caller_device(false);
+    result := private.sync_changes(sync_changes.since);
+    IF private.calling_device() IS NULL THEN
+        result := result || jsonb_build_object('approvals', '[]'::jsonb, 'questions', '[]'::jsonb);
+    END IF;
+    RETURN result;
 END
 $$;
 
@@ -3079,151 +3933,94 @@ $$;
 ALTER FUNCTION public.sync_changes(since timestamp with time zone) OWNER TO postgres;
 
 --
--- Name: sync_pull_changes(uuid, timestamp with time zone, integer); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: sync_pull_changes(text, timestamp with time zone, integer); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.sync_pull_changes(device_id uuid, since timestamp with time zone DEFAULT NULL::timestamp with time zone, row_limit integer DEFAULT 500) RETURNS jsonb
+CREATE FUNCTION public.sync_pull_changes(device_id text, since timestamp with time zone DEFAULT NULL::timestamp with time zone, row_limit integer DEFAULT 500) RETURNS jsonb
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
-    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 DECLARE
-    caller uuid := auth.uid();
-    v_device uuid := sync_pull_changes.device_id;
-    v_since timestamptz := sync_pull_changes.since;
-    v_limit integer := sync_pull_changes.row_limit;
-    v_repositories jsonb;
-    v_sessions jsonb;
-    v_envelopes jsonb;
+    v_device uuid := private.acting_device(sync_pull_changes.device_id, false);
+    result jsonb := private.sync_pull_changes(v_device, sync_pull_changes.since, sync_pull_changes.row_limit);
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'sync_pull_changes needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_limit IS NULL OR v_limit < 0 OR v_limit > 5000 THEN
-        RAISE EXCEPTION 'row_limit must be from 0 to 5000' USING ERRCODE = '22023';
+    IF private.calling_device() IS NULL THEN
+        result := result || jsonb_build_object('approvals', '[]'::jsonb,
+            'envelopes', CASE WHEN result -> 'envelopes' = 'null'::jsonb THEN 'null'::jsonb ELSE '[]'::jsonb END);
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'sync_pull_changes: the device is not one of the caller''s' USING ERRCODE = '42501';
-    END IF;
-
-    SELECT CASE WHEN count(*) > v_limit THEN NULL ELSE coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.updated_at, r.id), '[]'::jsonb) END
-      INTO v_repositories
-      FROM (SELECT * FROM public.repositories x WHERE x.user_id = caller AND (v_since IS NULL OR x.updated_at > v_since)
-            ORDER BY x.updated_at, x.id LIMIT v_limit + 1) r;
-    SELECT CASE WHEN count(*) > v_limit THEN NULL ELSE coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.updated_at, r.id), '[]'::jsonb) END
-      INTO v_sessions
-      FROM (SELECT * FROM public.agent_coding_sessions x WHERE x.user_id = caller AND (v_since IS NULL OR x.updated_at > v_since)
-            ORDER BY x.updated_at, x.id LIMIT v_limit + 1) r;
-    IF v_sessions IS NOT NULL THEN
-        SELECT coalesce(jsonb_agg(jsonb_build_object('session_id', s.session_id, 'device_id', s.device_id,
-                                                     'ephemeral_public_key', s.ephemeral_public_key,
-                                                     'encrypted_secret', s.encrypted_secret) ORDER BY s.session_id), '[]'::jsonb)
-          INTO v_envelopes
-          FROM public.agent_coding_session_secrets s
-          JOIN public.agent_coding_sessions c ON c.id = s.session_id
-         WHERE s.device_id = v_device AND c.user_id = caller
-           AND s.session_id IN (SELECT (e ->> 'id')::uuid FROM jsonb_array_elements(v_sessions) e);
-    END IF;
-
-    RETURN jsonb_build_object(
-        'server_time', now(),
-        'repositories', v_repositories,
-        'sessions', v_sessions,
-        'envelopes', v_envelopes,
-        'repository_ids', private.pull_digest_of('repositories', caller),
-        'session_ids', private.pull_digest_of('sessions', caller),
-        'envelope_rows', private.pull_digest_of('envelopes', v_device),
-        'devices', coalesce((SELECT jsonb_agg(to_jsonb(d) ORDER BY d.updated_at, d.id) FROM public.devices d
-                             WHERE d.user_id = caller AND (v_since IS NULL OR d.updated_at > v_since)), '[]'::jsonb),
-        'statements', (SELECT md5(coalesce((SELECT k.public_key FROM public.user_identity_keys k WHERE k.user_id = caller), '') || '|' ||
-                                  coalesce(string_agg(s.kind || ':' || s.device_id::text || ':' || s.signature, ',' ORDER BY s.kind, s.device_id), ''))
-                       FROM (SELECT 'c' AS kind, c.device_id, c.signature FROM public.device_certificates c WHERE c.user_id = caller
-                             UNION ALL
-                             SELECT 'r', v.device_id, v.signature FROM public.device_revocations v WHERE v.user_id = caller) s),
-        'trustLog', private.trust_log_head_of(caller),
-        'secret_requests', coalesce((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.created_at, r.id) FROM public.session_secret_requests r
-                                     WHERE r.user_id = caller AND r.requester_device_id = v_device AND r.fulfilled_at IS NULL), '[]'::jsonb),
-        'approvals', coalesce((SELECT jsonb_agg(to_jsonb(a) ORDER BY a.updated_at, a.id) FROM public.approval_requests a
-                               WHERE a.user_id = caller AND (CASE WHEN v_since IS NULL THEN a.status = 'pending' ELSE a.updated_at > v_since END)),
-                              '[]'::jsonb)
-    );
+    RETURN result;
 END
 $$;
 
 
-ALTER FUNCTION public.sync_pull_changes(device_id uuid, since timestamp with time zone, row_limit integer) OWNER TO postgres;
+ALTER FUNCTION public.sync_pull_changes(device_id text, since timestamp with time zone, row_limit integer) OWNER TO postgres;
 
 --
--- Name: sync_pull_envelopes(uuid, uuid, uuid, integer); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: sync_pull_envelopes(text, text, text, integer); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.sync_pull_envelopes(device_id uuid, after uuid DEFAULT NULL::uuid, before uuid DEFAULT NULL::uuid, row_limit integer DEFAULT 1000) RETURNS json
+CREATE FUNCTION public.sync_pull_envelopes(device_id text, after text DEFAULT NULL::text, before text DEFAULT NULL::text, row_limit integer DEFAULT 1000) RETURNS json
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
-    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
-DECLARE
-    caller uuid := auth.uid();
-    v_device uuid := sync_pull_envelopes.device_id;
-    v_after uuid := sync_pull_envelopes.after;
-    v_before uuid := sync_pull_envelopes.before;
-    v_limit integer := sync_pull_envelopes.row_limit;
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'sync_pull_envelopes needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_limit IS NULL OR v_limit < 1 OR v_limit > 5000 THEN
-        RAISE EXCEPTION 'row_limit must be from 1 to 5000' USING ERRCODE = '22023';
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'sync_pull_envelopes: the device is not one of the caller''s' USING ERRCODE = '42501';
-    END IF;
-    -- The bounds are on both sides of the join, so that each index scan starts at `after`.
-    RETURN coalesce((
-        SELECT json_agg(json_build_object('session_id', r.session_id, 'device_id', r.device_id,
-                                          'ephemeral_public_key', r.ephemeral_public_key,
-                                          'encrypted_secret', r.encrypted_secret) ORDER BY r.session_id)
-        FROM (SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret
-              FROM public.agent_coding_session_secrets s
-              JOIN public.agent_coding_sessions c ON c.id = s.session_id
-              WHERE s.device_id = v_device AND c.user_id = caller
-                AND (v_after IS NULL OR (s.session_id > v_after AND c.id > v_after))
-                AND (v_before IS NULL OR (s.session_id < v_before AND c.id < v_before))
-              ORDER BY s.session_id
-              LIMIT v_limit) r), '[]'::json);
+    RETURN private.sync_pull_envelopes(private.acting_device(sync_pull_envelopes.device_id, true),
+        private.uuid_arg(sync_pull_envelopes.after, 'after'), private.uuid_arg(sync_pull_envelopes.before, 'before'),
+        sync_pull_envelopes.row_limit);
 END
 $$;
 
 
-ALTER FUNCTION public.sync_pull_envelopes(device_id uuid, after uuid, before uuid, row_limit integer) OWNER TO postgres;
+ALTER FUNCTION public.sync_pull_envelopes(device_id text, after text, before text, row_limit integer) OWNER TO postgres;
 
 --
--- Name: touch_session_activity(uuid, uuid); Type: FUNCTION; Schema: public; Owner: postgres
+-- Name: touch_session_activity(text, text); Type: FUNCTION; Schema: public; Owner: postgres
 --
 
-CREATE FUNCTION public.touch_session_activity(session_id uuid, device_id uuid) RETURNS jsonb
+CREATE FUNCTION public.touch_session_activity(session_id text, device_id text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-#variable_conflict use_column
 DECLARE
-    caller uuid := auth.uid();
-    v_session uuid := touch_session_activity.session_id;
-    v_device uuid := touch_session_activity.device_id;
-    touched integer;
+    v_device uuid := private.acting_device(touch_session_activity.device_id, true);
+    v_session uuid := private.uuid_arg(touch_session_activity.session_id, 'session_id');
 BEGIN
-    IF caller IS NULL THEN RAISE EXCEPTION 'touch_session_activity needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
-        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
-        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
-    END IF;
-    UPDATE public.session_active_clients a SET last_activity_at = now(), updated_at = now()
-        WHERE a.session_id = v_session AND a.device_id = v_device AND a.user_id = caller;
-    GET DIAGNOSTICS touched = ROW_COUNT;
-    RETURN jsonb_build_object('holder', touched > 0);
+    PERFORM private.require_session_desktop(v_session, v_device);
+    RETURN private.touch_session_activity(v_session, v_device);
 END
 $$;
 
 
-ALTER FUNCTION public.touch_session_activity(session_id uuid, device_id uuid) OWNER TO postgres;
+ALTER FUNCTION public.touch_session_activity(session_id text, device_id text) OWNER TO postgres;
+
+--
+-- Name: device_credentials; Type: TABLE; Schema: private; Owner: postgres
+--
+
+CREATE TABLE private.device_credentials (
+    device_id uuid NOT NULL,
+    user_id uuid NOT NULL,
+    hash bytea NOT NULL,
+    registered_at timestamp with time zone DEFAULT now() NOT NULL,
+    ended_at timestamp with time zone,
+    CONSTRAINT device_credentials_hash_check CHECK ((length(hash) = 32))
+);
+
+
+ALTER TABLE private.device_credentials OWNER TO postgres;
+
+--
+-- Name: device_logins; Type: TABLE; Schema: private; Owner: postgres
+--
+
+CREATE TABLE private.device_logins (
+    device_id uuid NOT NULL,
+    auth_session uuid NOT NULL,
+    first_used_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+
+ALTER TABLE private.device_logins OWNER TO postgres;
 
 --
 -- Name: notification_config; Type: TABLE; Schema: private; Owner: postgres
@@ -3700,6 +4497,30 @@ CREATE TABLE public.user_identity_keys (
 ALTER TABLE public.user_identity_keys OWNER TO postgres;
 
 --
+-- Name: device_credentials device_credentials_hash_key; Type: CONSTRAINT; Schema: private; Owner: postgres
+--
+
+ALTER TABLE ONLY private.device_credentials
+    ADD CONSTRAINT device_credentials_hash_key UNIQUE (hash);
+
+
+--
+-- Name: device_credentials device_credentials_pkey; Type: CONSTRAINT; Schema: private; Owner: postgres
+--
+
+ALTER TABLE ONLY private.device_credentials
+    ADD CONSTRAINT device_credentials_pkey PRIMARY KEY (device_id);
+
+
+--
+-- Name: device_logins device_logins_pkey; Type: CONSTRAINT; Schema: private; Owner: postgres
+--
+
+ALTER TABLE ONLY private.device_logins
+    ADD CONSTRAINT device_logins_pkey PRIMARY KEY (device_id, auth_session);
+
+
+--
 -- Name: notification_config notification_config_pkey; Type: CONSTRAINT; Schema: private; Owner: postgres
 --
 
@@ -3912,7 +4733,7 @@ ALTER TABLE ONLY public.trust_log
 --
 
 ALTER TABLE ONLY public.trust_log_witnesses
-    ADD CONSTRAINT trust_log_witnesses_pkey PRIMARY KEY (user_id, device_id, epoch, seq);
+    ADD CONSTRAINT trust_log_witnesses_pkey PRIMARY KEY (user_id, device_id, epoch, seq, signature);
 
 
 --
@@ -3921,6 +4742,20 @@ ALTER TABLE ONLY public.trust_log_witnesses
 
 ALTER TABLE ONLY public.user_identity_keys
     ADD CONSTRAINT user_identity_keys_pkey PRIMARY KEY (user_id);
+
+
+--
+-- Name: device_credentials_user; Type: INDEX; Schema: private; Owner: postgres
+--
+
+CREATE INDEX device_credentials_user ON private.device_credentials USING btree (user_id);
+
+
+--
+-- Name: device_logins_session; Type: INDEX; Schema: private; Owner: postgres
+--
+
+CREATE INDEX device_logins_session ON private.device_logins USING btree (auth_session);
 
 
 --
@@ -4131,6 +4966,13 @@ CREATE UNIQUE INDEX session_secret_requests_open ON public.session_secret_reques
 --
 
 CREATE INDEX session_secret_requests_user_open ON public.session_secret_requests USING btree (user_id) WHERE (fulfilled_at IS NULL);
+
+
+--
+-- Name: trust_log_devices trust_log_devices_revoked; Type: TRIGGER; Schema: private; Owner: postgres
+--
+
+CREATE TRIGGER trust_log_devices_revoked AFTER INSERT OR UPDATE OF revoked_seq ON private.trust_log_devices FOR EACH ROW EXECUTE FUNCTION private.end_revoked_device();
 
 
 --
@@ -4365,6 +5207,14 @@ CREATE TRIGGER trust_log_devices AFTER INSERT ON public.trust_log FOR EACH ROW E
 
 
 --
+-- Name: device_logins device_logins_device_id_fkey; Type: FK CONSTRAINT; Schema: private; Owner: postgres
+--
+
+ALTER TABLE ONLY private.device_logins
+    ADD CONSTRAINT device_logins_device_id_fkey FOREIGN KEY (device_id) REFERENCES private.device_credentials(device_id) ON DELETE CASCADE;
+
+
+--
 -- Name: agent_coding_session_secrets agent_coding_session_secrets_device_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: postgres
 --
 
@@ -4477,6 +5327,18 @@ ALTER TABLE ONLY public.session_secret_requests
 
 
 --
+-- Name: device_credentials; Type: ROW SECURITY; Schema: private; Owner: postgres
+--
+
+ALTER TABLE private.device_credentials ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: device_logins; Type: ROW SECURITY; Schema: private; Owner: postgres
+--
+
+ALTER TABLE private.device_logins ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: pull_digests; Type: ROW SECURITY; Schema: private; Owner: postgres
 --
 
@@ -4513,14 +5375,23 @@ ALTER TABLE public.agent_coding_session_secret_digests ENABLE ROW LEVEL SECURITY
 ALTER TABLE public.agent_coding_session_secrets ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: agent_coding_session_secrets agent_coding_session_secrets_owner; Type: POLICY; Schema: public; Owner: postgres
+-- Name: agent_coding_session_secrets agent_coding_session_secrets_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY agent_coding_session_secrets_owner ON public.agent_coding_session_secrets TO authenticated USING ((EXISTS ( SELECT 1
+CREATE POLICY agent_coding_session_secrets_read ON public.agent_coding_session_secrets FOR SELECT TO authenticated USING (((( SELECT private.calling_device() AS calling_device) IS NOT NULL) AND (EXISTS ( SELECT 1
    FROM public.agent_coding_sessions s
-  WHERE ((s.id = agent_coding_session_secrets.session_id) AND (s.user_id = ( SELECT auth.uid() AS uid)))))) WITH CHECK (((EXISTS ( SELECT 1
+  WHERE ((s.id = agent_coding_session_secrets.session_id) AND (s.user_id = ( SELECT auth.uid() AS uid)))))));
+
+
+--
+-- Name: agent_coding_session_secrets agent_coding_session_secrets_write; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY agent_coding_session_secrets_write ON public.agent_coding_session_secrets TO authenticated USING ((EXISTS ( SELECT 1
    FROM public.agent_coding_sessions s
-  WHERE ((s.id = agent_coding_session_secrets.session_id) AND (s.user_id = ( SELECT auth.uid() AS uid))))) AND private.not_anothers_device((device_id)::text)));
+  WHERE ((s.id = agent_coding_session_secrets.session_id) AND (s.user_id = ( SELECT auth.uid() AS uid)) AND (s.device_id = ( SELECT private.calling_device() AS calling_device)))))) WITH CHECK (((EXISTS ( SELECT 1
+   FROM public.agent_coding_sessions s
+  WHERE ((s.id = agent_coding_session_secrets.session_id) AND (s.user_id = ( SELECT auth.uid() AS uid)) AND (s.device_id = ( SELECT private.calling_device() AS calling_device))))) AND private.not_anothers_device((device_id)::text)));
 
 
 --
@@ -4530,10 +5401,17 @@ CREATE POLICY agent_coding_session_secrets_owner ON public.agent_coding_session_
 ALTER TABLE public.agent_coding_sessions ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: agent_coding_sessions agent_coding_sessions_owner; Type: POLICY; Schema: public; Owner: postgres
+-- Name: agent_coding_sessions agent_coding_sessions_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY agent_coding_sessions_owner ON public.agent_coding_sessions TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND private.not_anothers_device((device_id)::text) AND private.not_anothers_repository(repository_id)));
+CREATE POLICY agent_coding_sessions_read ON public.agent_coding_sessions FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
+
+
+--
+-- Name: agent_coding_sessions agent_coding_sessions_write; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY agent_coding_sessions_write ON public.agent_coding_sessions TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (device_id = ( SELECT private.credential_device() AS credential_device)))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (device_id = ( SELECT private.credential_device() AS credential_device)) AND private.not_anothers_repository(repository_id)));
 
 
 --
@@ -4546,7 +5424,7 @@ ALTER TABLE public.agent_question_answers ENABLE ROW LEVEL SECURITY;
 -- Name: agent_question_answers agent_question_answers_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY agent_question_answers_read ON public.agent_question_answers FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY agent_question_answers_read ON public.agent_question_answers FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.calling_device() AS calling_device) IS NOT NULL)));
 
 
 --
@@ -4559,7 +5437,7 @@ ALTER TABLE public.agent_questions ENABLE ROW LEVEL SECURITY;
 -- Name: agent_questions agent_questions_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY agent_questions_read ON public.agent_questions FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY agent_questions_read ON public.agent_questions FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.calling_device() AS calling_device) IS NOT NULL)));
 
 
 --
@@ -4572,7 +5450,7 @@ ALTER TABLE public.approval_requests ENABLE ROW LEVEL SECURITY;
 -- Name: approval_requests approval_requests_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY approval_requests_read ON public.approval_requests FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY approval_requests_read ON public.approval_requests FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.calling_device() AS calling_device) IS NOT NULL)));
 
 
 --
@@ -4582,10 +5460,10 @@ CREATE POLICY approval_requests_read ON public.approval_requests FOR SELECT TO a
 ALTER TABLE public.device_certificates ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: device_certificates device_certificates_owner; Type: POLICY; Schema: public; Owner: postgres
+-- Name: device_certificates device_certificates_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY device_certificates_owner ON public.device_certificates TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND private.not_anothers_device((device_id)::text)));
+CREATE POLICY device_certificates_read ON public.device_certificates FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
 
 
 --
@@ -4595,10 +5473,10 @@ CREATE POLICY device_certificates_owner ON public.device_certificates TO authent
 ALTER TABLE public.device_revocations ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: device_revocations device_revocations_owner; Type: POLICY; Schema: public; Owner: postgres
+-- Name: device_revocations device_revocations_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY device_revocations_owner ON public.device_revocations TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND private.not_anothers_device((device_id)::text)));
+CREATE POLICY device_revocations_read ON public.device_revocations FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
 
 
 --
@@ -4608,10 +5486,31 @@ CREATE POLICY device_revocations_owner ON public.device_revocations TO authentic
 ALTER TABLE public.devices ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: devices devices_owner; Type: POLICY; Schema: public; Owner: postgres
+-- Name: devices devices_delete; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY devices_owner ON public.devices TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY devices_delete ON public.devices FOR DELETE TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (id = ( SELECT private.credential_device() AS credential_device))));
+
+
+--
+-- Name: devices devices_insert; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY devices_insert ON public.devices FOR INSERT TO authenticated WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (id = ( SELECT private.credential_device() AS credential_device))));
+
+
+--
+-- Name: devices devices_read; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY devices_read ON public.devices FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
+
+
+--
+-- Name: devices devices_update; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY devices_update ON public.devices FOR UPDATE TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (id = ( SELECT private.credential_device() AS credential_device)))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (id = ( SELECT private.credential_device() AS credential_device))));
 
 
 --
@@ -4631,7 +5530,7 @@ CREATE POLICY identity_key_backups_insert ON public.identity_key_backups FOR INS
 -- Name: identity_key_backups identity_key_backups_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY identity_key_backups_read ON public.identity_key_backups FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY identity_key_backups_read ON public.identity_key_backups FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
 
 
 --
@@ -4648,12 +5547,17 @@ CREATE POLICY identity_key_backups_update ON public.identity_key_backups FOR UPD
 ALTER TABLE public.notification_settings ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: notification_settings notification_settings_owner; Type: POLICY; Schema: public; Owner: postgres
+-- Name: notification_settings notification_settings_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY notification_settings_owner ON public.notification_settings TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
-   FROM public.devices d
-  WHERE ((d.id = notification_settings.device_id) AND (d.user_id = ( SELECT auth.uid() AS uid)))))));
+CREATE POLICY notification_settings_read ON public.notification_settings FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
+
+
+--
+-- Name: notification_settings notification_settings_write; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY notification_settings_write ON public.notification_settings TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (device_id = ( SELECT private.credential_device() AS credential_device)))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (device_id = ( SELECT private.credential_device() AS credential_device))));
 
 
 --
@@ -4666,7 +5570,7 @@ ALTER TABLE public.pairing_requests ENABLE ROW LEVEL SECURITY;
 -- Name: pairing_requests pairing_requests_owner; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY pairing_requests_owner ON public.pairing_requests TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND private.not_anothers_device((device_id)::text)));
+CREATE POLICY pairing_requests_owner ON public.pairing_requests TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (device_id = ( SELECT private.credential_device() AS credential_device))));
 
 
 --
@@ -4679,7 +5583,7 @@ ALTER TABLE public.push_outbox ENABLE ROW LEVEL SECURITY;
 -- Name: push_outbox push_outbox_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY push_outbox_read ON public.push_outbox FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY push_outbox_read ON public.push_outbox FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.calling_device() AS calling_device) IS NOT NULL)));
 
 
 --
@@ -4699,7 +5603,7 @@ ALTER TABLE public.push_tokens ENABLE ROW LEVEL SECURITY;
 -- Name: push_tokens push_tokens_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY push_tokens_read ON public.push_tokens FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY push_tokens_read ON public.push_tokens FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (device_id = ( SELECT private.credential_device() AS credential_device))));
 
 
 --
@@ -4716,10 +5620,17 @@ CREATE POLICY push_tokens_worker ON public.push_tokens TO push_worker USING (tru
 ALTER TABLE public.repositories ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: repositories repositories_owner; Type: POLICY; Schema: public; Owner: postgres
+-- Name: repositories repositories_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY repositories_owner ON public.repositories TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND private.not_anothers_device((device_id)::text) AND ((parent_repository_id IS NULL) OR private.not_anothers_repository(parent_repository_id))));
+CREATE POLICY repositories_read ON public.repositories FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
+
+
+--
+-- Name: repositories repositories_write; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY repositories_write ON public.repositories TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (device_id = ( SELECT private.credential_device() AS credential_device)))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (device_id = ( SELECT private.credential_device() AS credential_device)) AND ((parent_repository_id IS NULL) OR private.not_anothers_repository(parent_repository_id))));
 
 
 --
@@ -4732,7 +5643,7 @@ ALTER TABLE public.session_active_clients ENABLE ROW LEVEL SECURITY;
 -- Name: session_active_clients session_active_clients_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY session_active_clients_read ON public.session_active_clients FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY session_active_clients_read ON public.session_active_clients FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
 
 
 --
@@ -4745,7 +5656,9 @@ ALTER TABLE public.session_secret_requests ENABLE ROW LEVEL SECURITY;
 -- Name: session_secret_requests session_secret_requests_owner; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY session_secret_requests_owner ON public.session_secret_requests TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND private.not_anothers_device((requester_device_id)::text) AND private.not_anothers_session(session_id)));
+CREATE POLICY session_secret_requests_owner ON public.session_secret_requests TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND private.not_anothers_session(session_id) AND ((requester_device_id = ( SELECT private.credential_device() AS credential_device)) OR (EXISTS ( SELECT 1
+   FROM public.agent_coding_sessions s
+  WHERE ((s.id = session_secret_requests.session_id) AND (s.device_id = ( SELECT private.credential_device() AS credential_device))))))));
 
 
 --
@@ -4758,7 +5671,7 @@ ALTER TABLE public.trust_log ENABLE ROW LEVEL SECURITY;
 -- Name: trust_log trust_log_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY trust_log_read ON public.trust_log FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY trust_log_read ON public.trust_log FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
 
 
 --
@@ -4771,7 +5684,7 @@ ALTER TABLE public.trust_log_witnesses ENABLE ROW LEVEL SECURITY;
 -- Name: trust_log_witnesses trust_log_witnesses_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY trust_log_witnesses_read ON public.trust_log_witnesses FOR SELECT TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY trust_log_witnesses_read ON public.trust_log_witnesses FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
 
 
 --
@@ -4781,10 +5694,10 @@ CREATE POLICY trust_log_witnesses_read ON public.trust_log_witnesses FOR SELECT 
 ALTER TABLE public.user_identity_keys ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: user_identity_keys user_identity_keys_owner; Type: POLICY; Schema: public; Owner: postgres
+-- Name: user_identity_keys user_identity_keys_read; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY user_identity_keys_owner ON public.user_identity_keys TO authenticated USING ((user_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY user_identity_keys_read ON public.user_identity_keys FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
 
 
 --
@@ -4798,10 +5711,45 @@ GRANT USAGE ON SCHEMA public TO push_worker;
 
 
 --
+-- Name: FUNCTION acting_device(named text, trusted boolean); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.acting_device(named text, trusted boolean) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION alert_decision(device uuid, kind text, session uuid); Type: ACL; Schema: private; Owner: postgres
 --
 
 REVOKE ALL ON FUNCTION private.alert_decision(device uuid, kind text, session uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION alert_deliveries(alert_id uuid); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.alert_deliveries(alert_id uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION answer_question(question_id uuid, device_id uuid, answer text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.answer_question(question_id uuid, device_id uuid, answer text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[]); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[]) FROM PUBLIC;
 
 
 --
@@ -4833,10 +5781,68 @@ REVOKE ALL ON FUNCTION private.approval_request_limits() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION caller_device(trusted boolean); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.caller_device(trusted boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION calling_device(); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.calling_device() FROM PUBLIC;
+GRANT ALL ON FUNCTION private.calling_device() TO authenticated;
+
+
+--
+-- Name: FUNCTION cancel_approval(request_id uuid, control text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.cancel_approval(request_id uuid, control text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION claim_session_activity(session_id uuid, device_id uuid, client_type text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.claim_session_activity(session_id uuid, device_id uuid, client_type text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION clear_approval(request_id text, exclude_device_token text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.clear_approval(request_id text, exclude_device_token text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION clear_approval_owner(); Type: ACL; Schema: private; Owner: postgres
 --
 
 REVOKE ALL ON FUNCTION private.clear_approval_owner() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION close_question(question_id uuid, status text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.close_question(question_id uuid, status text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION credential_device(); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.credential_device() FROM PUBLIC;
+GRANT ALL ON FUNCTION private.credential_device() TO authenticated;
 
 
 --
@@ -4847,6 +5853,13 @@ REVOKE ALL ON FUNCTION private.deep_link_scheme() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION end_auth_sessions(ids uuid[]); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.end_auth_sessions(ids uuid[]) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION end_live_activities(caller uuid, device uuid, only_session uuid, status text, operation text); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -4854,10 +5867,31 @@ REVOKE ALL ON FUNCTION private.end_live_activities(caller uuid, device uuid, onl
 
 
 --
+-- Name: FUNCTION end_revoked_device(); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.end_revoked_device() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION handoff_live_activity(); Type: ACL; Schema: private; Owner: postgres
 --
 
 REVOKE ALL ON FUNCTION private.handoff_live_activity() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION has_trust_log(caller uuid); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.has_trust_log(caller uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION invalidate_push_token(token text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.invalidate_push_token(token text) FROM PUBLIC;
 
 
 --
@@ -4953,6 +5987,20 @@ REVOKE ALL ON FUNCTION private.notification_settings_of(device uuid) FROM PUBLIC
 
 
 --
+-- Name: FUNCTION notify_session_event(session_id uuid, device_id uuid, kind text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.notify_session_event(session_id uuid, device_id uuid, kind text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION publish_witness(device_id uuid, body text, signature text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.publish_witness(device_id uuid, body text, signature text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION pull_digest_ids(); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -4992,6 +6040,13 @@ REVOKE ALL ON FUNCTION private.push_outbox_rate() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION private.push_token_limits() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION push_token_status(device_id uuid); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.push_token_status(device_id uuid) FROM PUBLIC;
 
 
 --
@@ -5051,10 +6106,52 @@ REVOKE ALL ON FUNCTION private.queue_task_alerts(caller uuid, session uuid, kind
 
 
 --
+-- Name: FUNCTION register_push_token(device_id uuid, token text, token_type text, platform text, environment text, activity_id text, session_id uuid, previous_token text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.register_push_token(device_id uuid, token text, token_type text, platform text, environment text, activity_id text, session_id uuid, previous_token text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION reopen_approval(request_id uuid, decision_signature text, control text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.reopen_approval(request_id uuid, decision_signature text, control text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text); Type: ACL; Schema: private; Owner: postgres
 --
 
 REVOKE ALL ON FUNCTION private.request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION request_credential_hash(); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.request_credential_hash() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION request_identity_reset(entry text, backup text, accept text, accept_backup text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.request_identity_reset(entry text, backup text, accept text, accept_backup text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION require_asker(request uuid); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.require_asker(request uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION require_session_desktop(session uuid, device uuid); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.require_session_desktop(session uuid, device uuid) FROM PUBLIC;
 
 
 --
@@ -5065,10 +6162,59 @@ REVOKE ALL ON FUNCTION private.session_live_activity() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION session_secret_digest(owner_device_id uuid, buckets integer); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.session_secret_digest(owner_device_id uuid, buckets integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION session_secret_recipient_digest(device_id uuid, buckets integer); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.session_secret_recipient_digest(device_id uuid, buckets integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION set_notification_settings(device_id uuid, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.set_notification_settings(device_id uuid, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION settings_end_live_activities(); Type: ACL; Schema: private; Owner: postgres
 --
 
 REVOKE ALL ON FUNCTION private.settings_end_live_activities() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION start_trust_log(entries text[], backups text[]); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.start_trust_log(entries text[], backups text[]) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION sync_changes(since timestamp with time zone); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.sync_changes(since timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION sync_pull_changes(device_id uuid, since timestamp with time zone, row_limit integer); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.sync_pull_changes(device_id uuid, since timestamp with time zone, row_limit integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION sync_pull_envelopes(device_id uuid, after uuid, before uuid, row_limit integer); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.sync_pull_envelopes(device_id uuid, after uuid, before uuid, row_limit integer) FROM PUBLIC;
 
 
 --
@@ -5163,6 +6309,13 @@ REVOKE ALL ON FUNCTION private.tl_u64(b bytea, at integer) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION touch_session_activity(session_id uuid, device_id uuid); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.touch_session_activity(session_id uuid, device_id uuid) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION trust_epoch(caller uuid); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -5184,29 +6337,34 @@ REVOKE ALL ON FUNCTION private.trust_log_head_of(caller uuid) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION alert_deliveries(alert_id uuid); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION uuid_arg(value text, name text); Type: ACL; Schema: private; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.alert_deliveries(alert_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.alert_deliveries(alert_id uuid) TO authenticated;
-
-
---
--- Name: FUNCTION answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text); Type: ACL; Schema: public; Owner: postgres
---
-
-REVOKE ALL ON FUNCTION public.answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text) TO authenticated;
-GRANT ALL ON FUNCTION public.answer_approval(request_id uuid, device_id uuid, verdict text, decision_body text, decision_signature text) TO service_role;
+REVOKE ALL ON FUNCTION private.uuid_arg(value text, name text) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION answer_question(question_id uuid, device_id uuid, answer text); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION alert_deliveries(alert_id text); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.answer_question(question_id uuid, device_id uuid, answer text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.answer_question(question_id uuid, device_id uuid, answer text) TO authenticated;
-GRANT ALL ON FUNCTION public.answer_question(question_id uuid, device_id uuid, answer text) TO service_role;
+REVOKE ALL ON FUNCTION public.alert_deliveries(alert_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.alert_deliveries(alert_id text) TO authenticated;
+
+
+--
+-- Name: FUNCTION answer_approval(request_id text, device_id text, verdict text, decision_body text, decision_signature text); Type: ACL; Schema: public; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION public.answer_approval(request_id text, device_id text, verdict text, decision_body text, decision_signature text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.answer_approval(request_id text, device_id text, verdict text, decision_body text, decision_signature text) TO authenticated;
+
+
+--
+-- Name: FUNCTION answer_question(question_id text, device_id text, answer text); Type: ACL; Schema: public; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION public.answer_question(question_id text, device_id text, answer text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.answer_question(question_id text, device_id text, answer text) TO authenticated;
 
 
 --
@@ -5218,30 +6376,27 @@ GRANT ALL ON FUNCTION public.append_trust_entries(epoch integer, first_seq bigin
 
 
 --
--- Name: FUNCTION ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION ask_question(session_id text, question_id text, requester_device_id text, body text, generation integer, expires_at bigint); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint) TO authenticated;
-GRANT ALL ON FUNCTION public.ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint) TO service_role;
-
-
---
--- Name: FUNCTION cancel_approval(request_id uuid, control text); Type: ACL; Schema: public; Owner: postgres
---
-
-REVOKE ALL ON FUNCTION public.cancel_approval(request_id uuid, control text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.cancel_approval(request_id uuid, control text) TO authenticated;
-GRANT ALL ON FUNCTION public.cancel_approval(request_id uuid, control text) TO service_role;
+REVOKE ALL ON FUNCTION public.ask_question(session_id text, question_id text, requester_device_id text, body text, generation integer, expires_at bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.ask_question(session_id text, question_id text, requester_device_id text, body text, generation integer, expires_at bigint) TO authenticated;
 
 
 --
--- Name: FUNCTION claim_session_activity(session_id uuid, device_id uuid, client_type text); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION cancel_approval(request_id text, control text); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.claim_session_activity(session_id uuid, device_id uuid, client_type text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.claim_session_activity(session_id uuid, device_id uuid, client_type text) TO authenticated;
-GRANT ALL ON FUNCTION public.claim_session_activity(session_id uuid, device_id uuid, client_type text) TO service_role;
+REVOKE ALL ON FUNCTION public.cancel_approval(request_id text, control text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.cancel_approval(request_id text, control text) TO authenticated;
+
+
+--
+-- Name: FUNCTION claim_session_activity(session_id text, device_id text, client_type text); Type: ACL; Schema: public; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION public.claim_session_activity(session_id text, device_id text, client_type text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.claim_session_activity(session_id text, device_id text, client_type text) TO authenticated;
 
 
 --
@@ -5250,16 +6405,14 @@ GRANT ALL ON FUNCTION public.claim_session_activity(session_id uuid, device_id u
 
 REVOKE ALL ON FUNCTION public.clear_approval(request_id text, exclude_device_token text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.clear_approval(request_id text, exclude_device_token text) TO authenticated;
-GRANT ALL ON FUNCTION public.clear_approval(request_id text, exclude_device_token text) TO service_role;
 
 
 --
--- Name: FUNCTION close_question(question_id uuid, status text); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION close_question(question_id text, status text); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.close_question(question_id uuid, status text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.close_question(question_id uuid, status text) TO authenticated;
-GRANT ALL ON FUNCTION public.close_question(question_id uuid, status text) TO service_role;
+REVOKE ALL ON FUNCTION public.close_question(question_id text, status text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.close_question(question_id text, status text) TO authenticated;
 
 
 --
@@ -5277,7 +6430,6 @@ GRANT ALL ON FUNCTION public.expire_approvals() TO push_worker;
 
 REVOKE ALL ON FUNCTION public.invalidate_push_token(token text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.invalidate_push_token(token text) TO authenticated;
-GRANT ALL ON FUNCTION public.invalidate_push_token(token text) TO service_role;
 
 
 --
@@ -5290,55 +6442,59 @@ GRANT ALL ON FUNCTION public.notification_report(days integer) TO push_worker;
 
 
 --
--- Name: FUNCTION notify_session_event(session_id uuid, device_id uuid, kind text); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION notify_session_event(session_id text, device_id text, kind text); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.notify_session_event(session_id uuid, device_id uuid, kind text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.notify_session_event(session_id uuid, device_id uuid, kind text) TO authenticated;
-
-
---
--- Name: FUNCTION publish_witness(device_id uuid, body text, signature text); Type: ACL; Schema: public; Owner: postgres
---
-
-REVOKE ALL ON FUNCTION public.publish_witness(device_id uuid, body text, signature text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.publish_witness(device_id uuid, body text, signature text) TO authenticated;
+REVOKE ALL ON FUNCTION public.notify_session_event(session_id text, device_id text, kind text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.notify_session_event(session_id text, device_id text, kind text) TO authenticated;
 
 
 --
--- Name: FUNCTION push_token_status(device_id uuid); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION publish_witness(device_id text, body text, signature text); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.push_token_status(device_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.push_token_status(device_id uuid) TO authenticated;
-GRANT ALL ON FUNCTION public.push_token_status(device_id uuid) TO service_role;
-
-
---
--- Name: FUNCTION register_push_token(device_id uuid, token text, token_type text, platform text, environment text, activity_id text, session_id uuid, previous_token text); Type: ACL; Schema: public; Owner: postgres
---
-
-REVOKE ALL ON FUNCTION public.register_push_token(device_id uuid, token text, token_type text, platform text, environment text, activity_id text, session_id uuid, previous_token text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.register_push_token(device_id uuid, token text, token_type text, platform text, environment text, activity_id text, session_id uuid, previous_token text) TO authenticated;
-GRANT ALL ON FUNCTION public.register_push_token(device_id uuid, token text, token_type text, platform text, environment text, activity_id text, session_id uuid, previous_token text) TO service_role;
+REVOKE ALL ON FUNCTION public.publish_witness(device_id text, body text, signature text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.publish_witness(device_id text, body text, signature text) TO authenticated;
 
 
 --
--- Name: FUNCTION reopen_approval(request_id uuid, decision_signature text, control text); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION push_token_status(device_id text); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.reopen_approval(request_id uuid, decision_signature text, control text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.reopen_approval(request_id uuid, decision_signature text, control text) TO authenticated;
-GRANT ALL ON FUNCTION public.reopen_approval(request_id uuid, decision_signature text, control text) TO service_role;
+REVOKE ALL ON FUNCTION public.push_token_status(device_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.push_token_status(device_id text) TO authenticated;
 
 
 --
--- Name: FUNCTION request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION register_device(device_id text); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text) TO authenticated;
-GRANT ALL ON FUNCTION public.request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text) TO service_role;
+REVOKE ALL ON FUNCTION public.register_device(device_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.register_device(device_id text) TO authenticated;
+
+
+--
+-- Name: FUNCTION register_push_token(device_id text, token text, token_type text, platform text, environment text, activity_id text, session_id text, previous_token text); Type: ACL; Schema: public; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION public.register_push_token(device_id text, token text, token_type text, platform text, environment text, activity_id text, session_id text, previous_token text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.register_push_token(device_id text, token text, token_type text, platform text, environment text, activity_id text, session_id text, previous_token text) TO authenticated;
+
+
+--
+-- Name: FUNCTION reopen_approval(request_id text, decision_signature text, control text); Type: ACL; Schema: public; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION public.reopen_approval(request_id text, decision_signature text, control text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.reopen_approval(request_id text, decision_signature text, control text) TO authenticated;
+
+
+--
+-- Name: FUNCTION request_approval(session_id text, request_id text, requester_device_id text, body text, generation integer, expires_at bigint, control_hash text); Type: ACL; Schema: public; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION public.request_approval(session_id text, request_id text, requester_device_id text, body text, generation integer, expires_at bigint, control_hash text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.request_approval(session_id text, request_id text, requester_device_id text, body text, generation integer, expires_at bigint, control_hash text) TO authenticated;
 
 
 --
@@ -5350,12 +6506,11 @@ GRANT ALL ON FUNCTION public.request_identity_reset(entry text, backup text, acc
 
 
 --
--- Name: FUNCTION session_secret_digest(owner_device_id uuid, buckets integer); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION session_secret_digest(owner_device_id text, buckets integer); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.session_secret_digest(owner_device_id uuid, buckets integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.session_secret_digest(owner_device_id uuid, buckets integer) TO authenticated;
-GRANT ALL ON FUNCTION public.session_secret_digest(owner_device_id uuid, buckets integer) TO service_role;
+REVOKE ALL ON FUNCTION public.session_secret_digest(owner_device_id text, buckets integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.session_secret_digest(owner_device_id text, buckets integer) TO authenticated;
 
 
 --
@@ -5366,21 +6521,19 @@ REVOKE ALL ON FUNCTION public.session_secret_digest_apply() FROM PUBLIC;
 
 
 --
--- Name: FUNCTION session_secret_recipient_digest(device_id uuid, buckets integer); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION session_secret_recipient_digest(device_id text, buckets integer); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.session_secret_recipient_digest(device_id uuid, buckets integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.session_secret_recipient_digest(device_id uuid, buckets integer) TO authenticated;
-GRANT ALL ON FUNCTION public.session_secret_recipient_digest(device_id uuid, buckets integer) TO service_role;
+REVOKE ALL ON FUNCTION public.session_secret_recipient_digest(device_id text, buckets integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.session_secret_recipient_digest(device_id text, buckets integer) TO authenticated;
 
 
 --
--- Name: FUNCTION set_notification_settings(device_id uuid, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION set_notification_settings(device_id text, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.set_notification_settings(device_id uuid, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.set_notification_settings(device_id uuid, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) TO authenticated;
-GRANT ALL ON FUNCTION public.set_notification_settings(device_id uuid, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) TO service_role;
+REVOKE ALL ON FUNCTION public.set_notification_settings(device_id text, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.set_notification_settings(device_id text, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) TO authenticated;
 
 
 --
@@ -5397,33 +6550,30 @@ GRANT ALL ON FUNCTION public.start_trust_log(entries text[], backups text[]) TO 
 
 REVOKE ALL ON FUNCTION public.sync_changes(since timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.sync_changes(since timestamp with time zone) TO authenticated;
-GRANT ALL ON FUNCTION public.sync_changes(since timestamp with time zone) TO service_role;
 
 
 --
--- Name: FUNCTION sync_pull_changes(device_id uuid, since timestamp with time zone, row_limit integer); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION sync_pull_changes(device_id text, since timestamp with time zone, row_limit integer); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.sync_pull_changes(device_id uuid, since timestamp with time zone, row_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.sync_pull_changes(device_id uuid, since timestamp with time zone, row_limit integer) TO authenticated;
-GRANT ALL ON FUNCTION public.sync_pull_changes(device_id uuid, since timestamp with time zone, row_limit integer) TO service_role;
-
-
---
--- Name: FUNCTION sync_pull_envelopes(device_id uuid, after uuid, before uuid, row_limit integer); Type: ACL; Schema: public; Owner: postgres
---
-
-REVOKE ALL ON FUNCTION public.sync_pull_envelopes(device_id uuid, after uuid, before uuid, row_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.sync_pull_envelopes(device_id uuid, after uuid, before uuid, row_limit integer) TO authenticated;
-GRANT ALL ON FUNCTION public.sync_pull_envelopes(device_id uuid, after uuid, before uuid, row_limit integer) TO service_role;
+REVOKE ALL ON FUNCTION public.sync_pull_changes(device_id text, since timestamp with time zone, row_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.sync_pull_changes(device_id text, since timestamp with time zone, row_limit integer) TO authenticated;
 
 
 --
--- Name: FUNCTION touch_session_activity(session_id uuid, device_id uuid); Type: ACL; Schema: public; Owner: postgres
+-- Name: FUNCTION sync_pull_envelopes(device_id text, after text, before text, row_limit integer); Type: ACL; Schema: public; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION public.touch_session_activity(session_id uuid, device_id uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.touch_session_activity(session_id uuid, device_id uuid) TO authenticated;
+REVOKE ALL ON FUNCTION public.sync_pull_envelopes(device_id text, after text, before text, row_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.sync_pull_envelopes(device_id text, after text, before text, row_limit integer) TO authenticated;
+
+
+--
+-- Name: FUNCTION touch_session_activity(session_id text, device_id text); Type: ACL; Schema: public; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION public.touch_session_activity(session_id text, device_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.touch_session_activity(session_id text, device_id text) TO authenticated;
 
 
 --

@@ -205,7 +205,7 @@ actor Backend {
     /// with `RESET ALL` (undoing anything a previous user of the connection left at session
     /// level), sets everything else with `SET LOCAL`, runs under a statement timeout, and the
     /// connection is `DISCARD ALL`ed before it goes back to the pool, whatever happened.
-    func run(role: String, claims: String, _ statements: [(String, [String?])]) async throws -> [[String?]] {
+    func run(role: String, claims: RequestClaims, _ statements: [(String, [String?])]) async throws -> [[String?]] {
         let logger = self.logger
         let timeout = configuration.statementTimeoutMilliseconds
         do {
@@ -216,10 +216,13 @@ actor Backend {
                     try await connection.query(
                         PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(try SQLBuilder.identifier(role))"), logger: logger)
                     var claimBinds = PostgresBindings()
-                    claimBinds.append(claims)
+                    claimBinds.append(claims.jwt)
+                    claimBinds.append(claims.headersJSON)
                     try await connection.query(
                         PostgresQuery(
-                            unsafeSQL: "SELECT set_config('request.jwt.claims', $1, true)", binds: claimBinds),
+                            unsafeSQL:
+                                "SELECT set_config('request.jwt.claims', $1, true), set_config('request.headers', $2, true)",
+                            binds: claimBinds),
                         logger: logger)
                     try await connection.query(
                         PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = \(timeout)"), logger: logger)
@@ -323,12 +326,20 @@ actor Backend {
         user: String, email: String, createdAt: String, sessionID: String? = nil, signedInAt: Int? = nil
     ) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
-        let sessionID = sessionID ?? UUID().uuidString.lowercased()
         let signedInAt = signedInAt ?? now
+        let session: String
+        if let sessionID {
+            session = sessionID
+        } else {
+            // A sign-in starts a session, as GoTrue's do; refreshes keep it.
+            session = UUID().uuidString.lowercased()
+            _ = try await authClient.query(
+                "INSERT INTO auth.sessions (id, user_id) VALUES (\(session)::uuid, \(user)::uuid)", logger: logger)
+        }
         let access = JWT.sign(
             [
                 "sub": user, "role": "authenticated", "aud": configuration.jwtAudience, "email": email,
-                "iat": now, "exp": now + configuration.jwtExpiry, "session_id": sessionID,
+                "iat": now, "exp": now + configuration.jwtExpiry, "session_id": session,
                 "jti": UUID().uuidString.lowercased(),
                 "is_anonymous": false, "amr": [["method": "password", "timestamp": signedInAt]],
             ], secret: configuration.jwtSecret)
@@ -337,7 +348,7 @@ actor Backend {
         _ = try await authClient.query(
             """
             INSERT INTO auth.refresh_tokens (token, user_id, session_id, signed_in_at)
-            VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid, \(sessionID)::uuid, \(signedInAt))
+            VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid, \(session)::uuid, \(signedInAt))
             """, logger: logger)
         let signedIn = ISO8601DateFormatter().string(from: Date())
         let object: [String: Any] = [
@@ -422,8 +433,9 @@ actor Backend {
     func refreshGrant(token: String) async throws -> Answer {
         let rows = try await authClient.query(
             """
-            UPDATE auth.refresh_tokens r SET revoked = true FROM auth.users u
+            UPDATE auth.refresh_tokens r SET revoked = true FROM auth.users u, auth.sessions s
             WHERE r.token = encode(digest(\(token), 'sha256'), 'hex') AND NOT r.revoked AND u.id = r.user_id
+                AND s.id = r.session_id
             RETURNING u.id::text, u.email, to_char(u.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
                 coalesce(r.session_id::text, ''), coalesce(r.signed_in_at, 0)
             """, logger: logger)
@@ -462,21 +474,16 @@ actor Backend {
         }
         let session = (object["session_id"] as? String).flatMap { UUID(uuidString: $0) }?.uuidString.lowercased() ?? ""
         switch scope {
+        // Ending a session deletes it; its refresh tokens go with it (the foreign key cascades).
         case "global":
-            _ = try await authClient.query(
-                "UPDATE auth.refresh_tokens SET revoked = true WHERE user_id = \(sub)::uuid", logger: logger)
+            _ = try await authClient.query("DELETE FROM auth.sessions WHERE user_id = \(sub)::uuid", logger: logger)
         case "local":
             _ = try await authClient.query(
-                """
-                UPDATE auth.refresh_tokens SET revoked = true
-                WHERE user_id = \(sub)::uuid AND session_id::text = \(session)
-                """, logger: logger)
+                "DELETE FROM auth.sessions WHERE user_id = \(sub)::uuid AND id::text = \(session)", logger: logger)
         case "others":
             _ = try await authClient.query(
-                """
-                UPDATE auth.refresh_tokens SET revoked = true
-                WHERE user_id = \(sub)::uuid AND session_id::text IS DISTINCT FROM \(session)
-                """, logger: logger)
+                "DELETE FROM auth.sessions WHERE user_id = \(sub)::uuid AND id::text IS DISTINCT FROM \(session)",
+                logger: logger)
         default:
             return .json(400, #"{"code":400,"error_code":"validation_failed","msg":"Unsupported logout scope"}"#)
         }

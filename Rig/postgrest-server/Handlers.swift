@@ -10,6 +10,19 @@ struct RESTRequest: Sendable {
     var body: String
 }
 
+/// What a request's transaction is given, as PostgREST gives it: the JWT's claims
+/// (`request.jwt.claims`) and the request's headers, names in lowercase, as one JSON object
+/// (`request.headers`), which is how a function reads a header such as `x-device-credential`.
+struct RequestClaims: Sendable {
+    var jwt: String
+    var headers: [String: String]
+
+    var headersJSON: String {
+        let data = (try? JSONSerialization.data(withJSONObject: headers, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
 /// `Prefer:` preferences, as PostgREST reads them.
 struct Preferences {
     var resolution: String?
@@ -44,8 +57,9 @@ struct Preferences {
 extension Backend {
     func handle(_ request: RESTRequest) async -> Answer {
         do {
-            let (role, claims) = try authenticate(
+            let (role, jwt) = try authenticate(
                 authorization: request.headers["authorization"], apiKey: request.headers["apikey"])
+            let claims = RequestClaims(jwt: jwt, headers: request.headers)
             let table = try await table(request.table)
             switch request.method {
             case "GET", "HEAD": return try await read(request, table: table, role: role, claims: claims)
@@ -87,7 +101,9 @@ extension Backend {
 
     // MARK: GET
 
-    func read(_ request: RESTRequest, table: SchemaCache.Table, role: String, claims: String) async throws -> Answer {
+    func read(
+        _ request: RESTRequest, table: SchemaCache.Table, role: String, claims: RequestClaims
+    ) async throws -> Answer {
         var builder = SQLBuilder()
         let condition = try whereClause(request, table: table, builder: &builder)
         let parameters = Dictionary(request.query, uniquingKeysWith: { _, last in last })
@@ -202,7 +218,9 @@ extension Backend {
 
     // MARK: POST
 
-    func insert(_ request: RESTRequest, table: SchemaCache.Table, role: String, claims: String) async throws -> Answer {
+    func insert(
+        _ request: RESTRequest, table: SchemaCache.Table, role: String, claims: RequestClaims
+    ) async throws -> Answer {
         let preferences = Preferences(request.headers["prefer"])
         let statement = try insertStatement(request, table: table, preferences: preferences)
         let rows = try await run(role: role, claims: claims, [statement])
@@ -294,7 +312,9 @@ extension Backend {
 
     // MARK: PATCH
 
-    func update(_ request: RESTRequest, table: SchemaCache.Table, role: String, claims: String) async throws -> Answer {
+    func update(
+        _ request: RESTRequest, table: SchemaCache.Table, role: String, claims: RequestClaims
+    ) async throws -> Answer {
         let preferences = Preferences(request.headers["prefer"])
         guard let object = (try? JSONSerialization.jsonObject(with: Data(request.body.utf8))) as? [String: Any] else {
             throw APIError(status: 400, code: "PGRST102", message: "Empty or invalid json")
@@ -324,7 +344,9 @@ extension Backend {
 
     // MARK: DELETE
 
-    func delete(_ request: RESTRequest, table: SchemaCache.Table, role: String, claims: String) async throws -> Answer {
+    func delete(
+        _ request: RESTRequest, table: SchemaCache.Table, role: String, claims: RequestClaims
+    ) async throws -> Answer {
         let preferences = Preferences(request.headers["prefer"])
         var builder = SQLBuilder()
         let condition = try whereClause(request, table: table, builder: &builder)

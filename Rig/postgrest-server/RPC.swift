@@ -68,8 +68,9 @@ extension Backend {
     /// compared against it); every value is a bound parameter cast to the argument's type.
     func call(_ request: RESTRequest, function name: String) async -> Answer {
         do {
-            let (role, claims) = try authenticate(
+            let (role, jwt) = try authenticate(
                 authorization: request.headers["authorization"], apiKey: request.headers["apikey"])
+            let claims = RequestClaims(jwt: jwt, headers: request.headers)
             var arguments: [String: String?] = [:]
             // Arguments given as JSON arrays: an array-typed parameter takes their elements, as
             // PostgREST's json_to_record does.

@@ -25,6 +25,8 @@ struct AlertBench {
             "INSERT INTO private.trust_log_devices (user_id, epoch, device_id, certified_seq) SELECT \(id("g", "u")), 1, (md5('\(prefix)' || g || part)::uuid)::text, 1 FROM generate_series(1, \(users)) g, unnest(ARRAY['d', 'p']) part",
             "INSERT INTO public.repositories (id, user_id, device_id, name, local_path) SELECT \(id("g", "r")), \(id("g", "u")), \(id("g", "d")), 'r', '/r' FROM generate_series(1, \(users)) g",
             "INSERT INTO public.agent_coding_sessions (id, user_id, device_id, repository_id, session_started_at) SELECT \(id("g", "s")), \(id("g", "u")), \(id("g", "d")), \(id("g", "r")), now() FROM generate_series(1, \(users)) g",
+            // Each desktop's credential (its id's hex digits, twice), as register_device keeps it.
+            "INSERT INTO private.device_credentials (device_id, user_id, hash) SELECT \(id("g", "d")), \(id("g", "u")), sha256(decode(repeat(replace((\(id("g", "d")))::text, '-', ''), 2), 'hex')) FROM generate_series(1, \(users)) g",
             "INSERT INTO public.push_tokens (user_id, device_id, token) SELECT \(id("g", "u")), \(id("g", "p")), md5('\(prefix)' || g || 't') || md5('\(prefix)' || g || 'T') FROM generate_series(1, \(users)) g",
         ] {
             try await admin.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -55,6 +57,12 @@ struct AlertBench {
                 PostgresQuery(
                     unsafeSQL:
                         "SELECT set_config('request.jwt.claims', '{\"sub\": \"\(user)\", \"role\": \"authenticated\"}', false)"
+                ), logger: logger)
+            let credential = String(repeating: desktop.replacingOccurrences(of: "-", with: ""), count: 2)
+            _ = try await connection.query(
+                PostgresQuery(
+                    unsafeSQL:
+                        "SELECT set_config('request.headers', '{\"x-device-credential\": \"\(credential)\"}', false)"
                 ), logger: logger)
             _ = try await connection.query(
                 PostgresQuery(
@@ -93,6 +101,7 @@ struct AlertBench {
                 finals.append(Date().timeIntervalSince(time) * 1000)
             }
             _ = try await connection.query("SELECT set_config('request.jwt.claims', '{}', false)", logger: logger)
+            _ = try await connection.query("SELECT set_config('request.headers', '{}', false)", logger: logger)
             return (asked, finals)
         }
     }

@@ -74,11 +74,11 @@ enum AgentHooksBench {
         static func make(_ world: SyncBench.World, cli: String) async throws -> Bench {
             let desktop = try await world.store("desktop", role: .desktop)
             let phone = try await world.store("phone", role: .mobile)
-            let root = DeviceTrustManager(local: desktop, remote: world.remote())
+            let root = DeviceTrustManager(local: desktop, remote: try await world.remote(for: desktop))
             try await root.initialize()
-            _ = try await SyncEngine(local: phone, remote: world.remote()).pull()
+            _ = try await SyncEngine(local: phone, remote: try await world.remote(for: phone)).pull()
             let (code, _) = try await root.invite(deviceType: .iosPhone)
-            try await DeviceTrustManager(local: phone, remote: world.remote()).join(
+            try await DeviceTrustManager(local: phone, remote: try await world.remote(for: phone)).join(
                 code: PairingCode(parsing: code.revealText()))
             _ = try await root.approve()
             var rule = AwayRule.defaults
@@ -149,7 +149,7 @@ enum AgentHooksBench {
         /// A new session's SessionStart, its blocking and background handlers started together as the
         /// agent starts them: until the phone, pulling in a loop, opens the session's secret.
         func secretOnPhone(rounds: Int) async throws -> [Double] {
-            let remote = world.remote()
+            let remote = try await world.remote(for: phone)
             let desktopID = try await desktop.requireIdentity().id
             var figures: [Double] = []
             for round in 0..<rounds {
@@ -176,7 +176,7 @@ enum AgentHooksBench {
         /// A PermissionRequest asked on the phone: from the phone's answer being recorded to the
         /// hook's exit with `allow` printed.
         func phoneAnswers(rounds: Int) async throws -> [Double] {
-            let remote = world.remote()
+            let remote = try await world.remote(for: phone)
             let center = ApprovalCenter(local: phone, remote: remote)
             var figures: [Double] = []
             for round in 0..<rounds {

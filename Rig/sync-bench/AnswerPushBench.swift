@@ -41,21 +41,21 @@ enum AnswerPushBench {
         try await desktop.createSession(
             SessionRecord(userID: world.user, deviceID: identity.id, repositoryID: repository.id, title: "bench"))
         let session = try await desktop.sessions()[0].id
-        let root = DeviceTrustManager(local: desktop, remote: world.remote())
+        let root = DeviceTrustManager(local: desktop, remote: try await world.remote(for: desktop))
         try await root.initialize()
         let (code, _) = try await root.invite(deviceType: .iosPhone)
-        try await DeviceTrustManager(local: phone, remote: world.remote()).join(
+        try await DeviceTrustManager(local: phone, remote: try await world.remote(for: phone)).join(
             code: PairingCode(parsing: code.revealText()))
         _ = try await root.approve()
-        _ = try await SyncEngine(local: desktop, remote: world.remote()).push()
-        _ = try await SyncEngine(local: phone, remote: world.remote()).pull()
+        _ = try await SyncEngine(local: desktop, remote: try await world.remote(for: desktop)).push()
+        _ = try await SyncEngine(local: phone, remote: try await world.remote(for: phone)).pull()
         let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        guard let coordination = world.remote() as? any CoordinationRemote else {
+        guard let coordination = try await world.remote(for: phone) as? any CoordinationRemote else {
             throw SyncBench.CLIFailure("the remote has no push tokens")
         }
         _ = try await Coordinator(store: phone, remote: coordination).registerPushToken(token)
 
-        let asking = ApprovalCenter(local: desktop, remote: world.remote())
+        let asking = ApprovalCenter(local: desktop, remote: try await world.remote(for: desktop))
         let environment = world.cliEnvironment()
         let store = world.directory.appendingPathComponent("phone").path
         let file = world.directory.appendingPathComponent("payload.json")

@@ -53,17 +53,17 @@ enum ApprovalBench {
         let session = try await desktop.sessions()[0].id
 
         // Pair the phone with the desktop, then push and pull the session's secret.
-        let root = DeviceTrustManager(local: desktop, remote: world.remote())
+        let root = DeviceTrustManager(local: desktop, remote: try await world.remote(for: desktop))
         try await root.initialize()
         let (code, _) = try await root.invite(deviceType: .iosPhone)
-        try await DeviceTrustManager(local: phone, remote: world.remote()).join(
+        try await DeviceTrustManager(local: phone, remote: try await world.remote(for: phone)).join(
             code: PairingCode(parsing: code.revealText()))
         _ = try await root.approve()
-        _ = try await SyncEngine(local: desktop, remote: world.remote()).push()
-        _ = try await SyncEngine(local: phone, remote: world.remote()).pull()
+        _ = try await SyncEngine(local: desktop, remote: try await world.remote(for: desktop)).push()
+        _ = try await SyncEngine(local: phone, remote: try await world.remote(for: phone)).pull()
 
-        let asking = ApprovalCenter(local: desktop, remote: world.remote())
-        let answering = ApprovalCenter(local: phone, remote: world.remote())
+        let asking = ApprovalCenter(local: desktop, remote: try await world.remote(for: desktop))
+        let answering = ApprovalCenter(local: phone, remote: try await world.remote(for: phone))
         var answerLatency: [Double] = []
         var listLatency: [Double] = []
         for round in 0..<rounds {

@@ -89,8 +89,8 @@ enum ColdStartBench {
         defer { world.remove() }
         let desktop = try await world.store("desktop", role: .desktop)
         try await world.desktopData(desktop)
-        let remote = world.remote()
-        for _ in 0..<(size.devices - 1) { try await world.registerSyntheticDevice(remote) }
+        let remote = try await world.remote(for: desktop)
+        for _ in 0..<(size.devices - 1) { try await world.registerSyntheticDevice() }
         let environment = world.cliEnvironment()
         let store = world.directory.appendingPathComponent("desktop").path
         let repository = try await desktop.repositories()[0]
@@ -105,7 +105,7 @@ enum ColdStartBench {
                         sessionPID: 99_000, currentBranch: "main", workingDirectory: repository.localPath)
                 ])
             case "push after new device":
-                try await world.registerSyntheticDevice(remote)
+                try await world.registerSyntheticDevice()
             default:
                 break
             }

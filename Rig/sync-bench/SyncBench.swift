@@ -200,18 +200,27 @@ enum SyncBench {
 
         func remove() { try? FileManager.default.removeItem(at: directory) }
 
-        func remote(batchRows: Int = 500) -> any SyncRemote {
+        /// The remote acting for the device of `credential` (every request carries it, as the
+        /// product's clients do).
+        func remote(_ credential: DeviceCredential, batchRows: Int = 500) -> any SyncRemote {
             if let stack {
                 let user = self.user
                 var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) {
                     _ in stack.token(for: user)
                 }
                 configuration.maxRowsPerBatch = batchRows
+                configuration.deviceCredential = credential
                 return PostgRESTRemoteStore(configuration: configuration)
             }
             // Signed in just now: a trust root's log calls want a recent sign-in.
             return try! EmbeddedRemoteStore(
-                path: directory.appendingPathComponent("remote.sqlite").path, userID: user, signedInAt: Date())
+                path: directory.appendingPathComponent("remote.sqlite").path, userID: user, signedInAt: Date(),
+                credential: credential)
+        }
+
+        /// The remote as `store`'s device sees it.
+        func remote(for store: DeviceStore, batchRows: Int = 500) async throws -> any SyncRemote {
+            remote(try await store.deviceCredential(), batchRows: batchRows)
         }
 
         func store(_ name: String, role: SyncRole) async throws -> DeviceStore {
@@ -222,10 +231,12 @@ enum SyncBench {
             return store
         }
 
-        func registerSyntheticDevice(_ remote: any SyncRemote) async throws {
-            try await remote.upsertOwnDevice(
+        /// A device row written by that device (its own credential).
+        func registerSyntheticDevice() async throws {
+            let id = UUID()
+            try await remote(.random(for: id)).upsertOwnDevice(
                 OwnDeviceRow(
-                    id: UUID(), userID: user, name: "tablet", deviceType: .iosTablet,
+                    id: id, userID: user, name: "tablet", deviceType: .iosTablet,
                     hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
         }
 
@@ -257,16 +268,16 @@ enum SyncBench {
             var phones: [DeviceStore] = []
             for index in 1...(all ? 1 : 3) { phones.append(try await store("phone-\(index)", role: .mobile)) }
             try await desktopData(desktop)
-            let remote = self.remote()
+            let remote = try await self.remote(for: desktop)
             for phone in phones {
                 let identity = try await phone.requireIdentity()
-                try await remote.upsertOwnDevice(
+                try await self.remote(for: phone).upsertOwnDevice(
                     OwnDeviceRow(
                         id: identity.id, userID: user, name: identity.name,
                         deviceType: .iosPhone, hostname: nil, publicKey: identity.publicKey.base64,
                         envelopeVersions: [1, 2]))
             }
-            for _ in 0..<(size.devices - 1 - phones.count) { try await registerSyntheticDevice(remote) }
+            for _ in 0..<(size.devices - 1 - phones.count) { try await registerSyntheticDevice() }
             let desktopSync = SyncEngine(local: desktop, remote: remote)
 
             var out: [(String, Measure)] = []
@@ -278,7 +289,7 @@ enum SyncBench {
             try await run("first push") { try await desktopSync.push() }
             try await run("no-change push") { try await desktopSync.push() }
             if all {
-                try await registerSyntheticDevice(remote)
+                try await registerSyntheticDevice()
                 try await run("push after new device") { try await desktopSync.push() }
             }
             if all {
@@ -365,9 +376,8 @@ enum SyncBench {
         func perRowBaseline() async throws -> Measure {
             let desktop = try await store("desktop", role: .desktop)
             try await desktopData(desktop)
-            let setup = self.remote()
-            for _ in 0..<(size.devices - 1) { try await registerSyntheticDevice(setup) }
-            let remote = self.remote(batchRows: 1)
+            for _ in 0..<(size.devices - 1) { try await registerSyntheticDevice() }
+            let remote = try await self.remote(for: desktop, batchRows: 1)
             let identity = try await desktop.requireIdentity()
             let key = try await desktop.deviceKey()
             let start = ContinuousClock.now

@@ -86,13 +86,14 @@ enum TrustLogBench {
         defer { world.remove() }
         let desktop = try await world.store("desktop", role: .desktop)
         let phone = try await world.store("phone", role: .mobile)
-        let root = DeviceTrustManager(local: desktop, remote: world.remote())
+        let root = DeviceTrustManager(local: desktop, remote: try await world.remote(for: desktop))
         try await root.initialize()
         let (code, _) = try await root.invite(deviceType: .iosPhone)
-        try await DeviceTrustManager(local: phone, remote: world.remote()).join(
+        try await DeviceTrustManager(local: phone, remote: try await world.remote(for: phone)).join(
             code: PairingCode(parsing: code.revealText()))
         _ = try await root.approve()
-        guard let log = world.remote() as? any TrustLogRemote, let identity = try await desktop.identityKey(),
+        guard let log = try await world.remote(for: desktop) as? any TrustLogRemote,
+            let identity = try await desktop.identityKey(),
             let author = try await desktop.identity()?.id
         else { throw SyncBench.CLIFailure("the embedded remote has no trust log") }
         let rows = try await log.trustLogRows(epoch: 1, fromSeq: 0)
@@ -107,7 +108,7 @@ enum TrustLogBench {
         print("A phone's pull against that log (embedded remote, the real engine):")
         for label in ["first pull (reads and verifies the log)", "next pull, head unchanged"] {
             let start = ContinuousClock.now
-            let report = try await SyncEngine(local: phone, remote: world.remote()).pull()
+            let report = try await SyncEngine(local: phone, remote: try await world.remote(for: phone)).pull()
             let elapsed = seconds(ContinuousClock.now - start)
             print(
                 "  " + label.padding(toLength: 42, withPad: " ", startingAt: 0)

@@ -44,11 +44,12 @@ enum VersionBench {
         defer { world.remove() }
         let desktop = try await world.store("desktop", role: .desktop)
         try await world.desktopData(desktop)
-        let remote = world.remote()
+        let remote = try await world.remote(for: desktop)
         for index in 1..<size.devices {
-            try await remote.upsertOwnDevice(
+            let id = UUID()
+            try await world.remote(.random(for: id)).upsertOwnDevice(
                 OwnDeviceRow(
-                    id: UUID(), userID: world.user, name: "device-\(index)", deviceType: .iosPhone, hostname: nil,
+                    id: id, userID: world.user, name: "device-\(index)", deviceType: .iosPhone, hostname: nil,
                     publicKey: X25519PrivateKey().publicKey.base64, envelopeVersions: version == 2 ? [1, 2] : [1]))
         }
         // No copy for the desktop itself: every pair sealed is of the version measured.

@@ -83,10 +83,10 @@ enum WatchBench {
         let desktop = try await world.store("desktop", role: .desktop)
         try await world.desktopData(desktop)
         let phone = try await world.store("phone", role: .mobile)
-        let remote = world.remote()
-        let phoneEngine = SyncEngine(local: phone, remote: world.remote())
+        let remote = try await world.remote(for: desktop)
+        let phoneEngine = SyncEngine(local: phone, remote: try await world.remote(for: phone))
         _ = try await phoneEngine.pull()
-        for _ in 0..<(size.devices - 2) { try await world.registerSyntheticDevice(remote) }
+        for _ in 0..<(size.devices - 2) { try await world.registerSyntheticDevice() }
         let engine = SyncEngine(local: desktop, remote: remote)
         _ = try await engine.push()
         _ = try await phoneEngine.pull()

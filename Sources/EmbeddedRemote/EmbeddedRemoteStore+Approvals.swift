@@ -156,6 +156,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     ) async throws -> ApprovalRequested {
         let me = self.me
         return try await write("requesting an approval") { db in
+            let device = try self.acting(db, requesterDeviceID, trusted: true)
+            try self.requireSessionDesktop(db, session: sessionID, device: device)
             try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
             try self.requireOwn(db, table: "devices", id: requesterDeviceID, what: "device")
             let now = Self.epochSeconds
@@ -223,6 +225,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     ) async throws -> ApprovalAnswered {
         let me = self.me
         return try await write("answering an approval") { db in
+            _ = try self.acting(db, deviceID, trusted: true)
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             // A version-2 decision (with the answering device's trust-log head): the only one taken.
             let decisionBytes = 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44
@@ -280,6 +283,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     public func cancelApproval(requestID: UUID, control: String?) async throws -> ApprovalCancelled {
         let me = self.me
         return try await write("cancelling an approval") { db in
+            try self.requireAsker(db, requestID)
             guard
                 let request = try Row.fetchOne(
                     db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
@@ -308,6 +312,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     ) async throws -> ApprovalReopened {
         let me = self.me
         return try await write("reopening an approval") { db in
+            try self.requireAsker(db, requestID)
             guard
                 let request = try Row.fetchOne(
                     db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
@@ -370,7 +375,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     public func approvalRequest(id: UUID) async throws -> ApprovalRequestRow? {
         let me = self.me
         return try await read("reading an approval") { db in
-            try Row.fetchOne(
+            guard try self.callingDevice(db) != nil else { return nil }
+            return try Row.fetchOne(
                 db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?", arguments: [id.canonical, me]
             )
             .map { try ApprovalRequestRow(json: Self.json($0)) }
@@ -380,7 +386,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     public func approvalRequests(status: ApprovalStatus?) async throws -> [ApprovalRequestRow] {
         let me = self.me
         return try await read("listing approvals") { db in
-            try Row.fetchAll(
+            guard try self.callingDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
                 db,
                 sql:
                     "SELECT * FROM approval_requests WHERE user_id = ? AND (? IS NULL OR status = ?) ORDER BY created_at DESC, id",

@@ -9,13 +9,22 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     public func listOpenSecretRequests() async throws -> [SecretRequestRow] {
         let me = self.me
         return try await read("listing secret requests") { db in
-            try Self.openRequests(db, user: me)
+            guard try self.credentialDevice(db) != nil else { return [] }
+            return try Self.openRequests(db, user: me)
         }
     }
 
     public func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult {
         try await bulk(rows, key: { $0.id.canonical }, onBatchAccepted: nil) { db, row in
             try self.checkOwner(row.userID)
+            // The asking device itself, or the session's desktop (the policy's WITH CHECK).
+            let caller = try self.credentialDevice(db)
+            let desktop = try String.fetchOne(
+                db, sql: "SELECT device_id FROM agent_coding_sessions WHERE id = ?",
+                arguments: [row.sessionID.canonical])
+            guard let caller, caller == row.requesterDeviceID.canonical || caller == desktop else {
+                throw Self.refused("new row violates row-level security policy for table \"session_secret_requests\"")
+            }
             for (table, id) in [("agent_coding_sessions", row.sessionID), ("devices", row.requesterDeviceID)] {
                 if let owner = try String.fetchOne(
                     db, sql: "SELECT user_id FROM \(table) WHERE id = ?", arguments: [id.canonical]), owner != self.me
@@ -37,6 +46,7 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     public func fulfilSecretRequests(ids: Set<UUID>) async throws {
         let me = self.me
         try await write("fulfilling secret requests") { db in
+            guard try self.credentialDevice(db) != nil else { return }
             try db.execute(
                 sql:
                     "UPDATE session_secret_requests SET fulfilled_at = ? WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))",
@@ -47,6 +57,8 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     public func heartbeat(deviceID: UUID) async throws {
         let me = self.me
         try await write("refreshing the heartbeat") { db in
+            // A device updates only its own row.
+            guard try self.credentialDevice(db) == deviceID.canonical else { return }
             let now = Self.now
             try db.execute(
                 sql: "UPDATE devices SET last_seen_at = ?, updated_at = ? WHERE id = ? AND user_id = ?",
@@ -57,6 +69,8 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     public func changes(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges {
         let me = self.me
         return try await read("reading changes") { db in
+            _ = try self.caller(db, trusted: false)
+            let certified = try self.callingDevice(db) != nil
             let now = Self.now
             let devices = try Row.fetchAll(
                 db,
@@ -77,8 +91,11 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
             var changes = RemoteChanges(
                 devices: devices, complete: cursor == nil, secretRequests: try Self.openRequests(db, user: me),
                 statements: fingerprint, cursor: ChangeCursor(since: now), method: .feed)
-            changes.approvals = try Self.changedApprovals(db, user: me, since: cursor?.since)
-            changes.questions = try Self.changedQuestions(db, user: me, since: cursor?.since)
+            // Approvals and questions only to a device the log certifies.
+            if certified {
+                changes.approvals = try Self.changedApprovals(db, user: me, since: cursor?.since)
+                changes.questions = try Self.changedQuestions(db, user: me, since: cursor?.since)
+            }
             if statements { changes.trustLog = try self.trustLogHead(db) }
             return changes
         }

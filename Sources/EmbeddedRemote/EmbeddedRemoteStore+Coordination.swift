@@ -34,6 +34,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     ) async throws -> SessionClaim {
         let me = self.me
         return try await write("claiming session activity") { db in
+            _ = try self.acting(db, deviceID, trusted: true)
             try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             let now = Self.now
@@ -111,6 +112,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         }
         let me = self.me
         return try await write("registering a push token") { db in
+            let device = try self.acting(db, r.deviceID, trusted: false).canonical
             try self.requireOwn(db, table: "devices", id: r.deviceID, what: "device")
             if let session = r.sessionID {
                 try self.requireOwn(db, table: "agent_coding_sessions", id: session, what: "session")
@@ -120,8 +122,8 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             if let previous = r.previousToken, previous != r.token {
                 try db.execute(
                     sql:
-                        "UPDATE push_tokens SET is_valid = 0, updated_at = ? WHERE token = ? AND user_id = ? AND is_valid",
-                    arguments: [now, previous, me])
+                        "UPDATE push_tokens SET is_valid = 0, updated_at = ? WHERE token = ? AND user_id = ? AND device_id = ? AND is_valid",
+                    arguments: [now, previous, me, device])
                 invalidated = db.changesCount
             }
             let existing = try Row.fetchOne(
@@ -152,6 +154,12 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     public func invalidatePushToken(_ token: String) async throws -> Bool {
         let me = self.me
         return try await write("invalidating a push token") { db in
+            let device = try self.caller(db, trusted: false).canonical
+            if let owner = try String.fetchOne(
+                db, sql: "SELECT device_id FROM push_tokens WHERE token = ?", arguments: [token]), owner != device
+            {
+                return false // another device's: left alone, with the answer an unknown token gets
+            }
             try db.execute(
                 sql: "UPDATE push_tokens SET is_valid = 0, updated_at = ? WHERE token = ? AND user_id = ?",
                 arguments: [Self.now, token, me])
@@ -162,6 +170,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     public func pushTokenStatus(deviceID: UUID) async throws -> PushTokenStatus {
         let me = self.me
         return try await read("reading push token status") { db in
+            _ = try self.acting(db, deviceID, trusted: false)
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             let registered =
                 try Bool.fetchOne(
@@ -185,11 +194,15 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     }
 
     public func clearApproval(requestID: String, excludingToken: String?) async throws -> ApprovalClearing {
-        guard PushTokenText.isValidIdentifier(requestID) else {
-            throw Self.invalid("request_id must be 1 to 200 characters without control characters")
+        guard UUID(uuidString: requestID)?.canonical == requestID else {
+            throw Self.invalid("request_id must be a canonical lowercase UUID")
         }
         let me = self.me
         return try await write("clearing an approval") { db in
+            _ = try self.caller(db, trusted: true)
+            // Clearings go only to devices the log vouches for, when the user has a log.
+            let trusted: Set<String>? =
+                try Self.hasTrustLog(db, user: me) ? TrustedDevices.of(db, user: me) : nil
             // An approval request is cleared by its answer or its cancellation, never by this call.
             if let id = UUID(uuidString: requestID),
                 try Bool.fetchOne(
@@ -205,7 +218,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             // Each device's badge is counted as approval_requests has it; a token excluded is
             // the answering device's, which keeps its own.
             var devicesNotified = 0
-            for device in devices {
+            for device in devices where trusted?.contains(device) ?? true {
                 let payload = Self.payload([
                     "aps": ["content-available": 1, "badge": try Self.approvalBadge(db, user: me, device: device)],
                     "clearApprovalId": requestID, "reason": "approved_on_other_device",
@@ -232,14 +245,17 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         let me = self.me
         let scheme = deepLinkScheme
         return try await write("setting runtime status") { db in
+            // Only the session's desktop writes its status (the sessions' write policy).
+            let caller = try self.credentialDevice(db)
             let now = Self.now
             let before = try String.fetchOne(
                 db, sql: "SELECT runtime_status FROM agent_coding_sessions WHERE id = ? AND user_id = ?",
                 arguments: [status.sessionID.canonical, me])
             try db.execute(
                 sql: """
-                    UPDATE agent_coding_sessions SET runtime_status = ?, runtime_status_updated_at = ?, updated_at = ? WHERE id = ? AND user_id = ?
-                    """, arguments: [status.jsonText, now, now, status.sessionID.canonical, me])
+                    UPDATE agent_coding_sessions SET runtime_status = ?, runtime_status_updated_at = ?, updated_at = ?
+                    WHERE id = ? AND user_id = ? AND device_id = ?
+                    """, arguments: [status.jsonText, now, now, status.sessionID.canonical, me, caller])
             guard db.changesCount > 0 else {
                 throw Self.refused(
                     "session \(status.sessionID.canonical) is not one of yours on the remote (push it first)")
@@ -260,7 +276,8 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     public func listOutbox(limit: Int) async throws -> [OutboxEntry] {
         let me = self.me
         return try await read("listing the push outbox") { db in
-            try Row.fetchAll(
+            guard try self.callingDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
                 db,
                 sql: """
                     SELECT id, device_id, token, push_type, priority, collapse_id, payload, created_at, delivered_at, attempts,

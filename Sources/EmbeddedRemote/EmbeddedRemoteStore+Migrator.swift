@@ -21,6 +21,7 @@ extension EmbeddedRemoteStore {
         migrator.registerMigration("v11: notifications round 2", migrate: Self.notificationsRound2Migration)
         migrator.registerMigration("v12: agents' questions", migrate: Self.questionsMigration)
         migrator.registerMigration("v13: answers to questions with choices", migrate: Self.questionAnswersMigration)
+        migrator.registerMigration("v14: device credentials", migrate: Self.credentialsMigration)
         return migrator
     }
 }

@@ -304,6 +304,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
 
     public func notificationSettings(deviceID: UUID) async throws -> NotificationSettings {
         try await read("reading notification settings") { db in
+            _ = try self.caller(db, trusted: false)
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             return try Self.settings(db, device: deviceID.canonical)
         }
@@ -314,6 +315,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
     ) async throws -> NotificationSettingsUpdated {
         let me = self.me
         return try await write("setting notification settings") { db in
+            _ = try self.acting(db, deviceID, trusted: false)
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             let device = deviceID.canonical
             let before = try Self.settings(db, device: device)
@@ -350,8 +352,9 @@ extension EmbeddedRemoteStore: NotificationRemote {
     public func touchSessionActivity(sessionID: UUID, deviceID: UUID) async throws -> Bool {
         let me = self.me
         return try await write("touching session activity") { db in
+            let device = try self.acting(db, deviceID, trusted: true)
             try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
-            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
+            try self.requireSessionDesktop(db, session: sessionID, device: device)
             let now = Self.now
             try db.execute(
                 sql: """
@@ -365,7 +368,8 @@ extension EmbeddedRemoteStore: NotificationRemote {
     public func sessionHolder(sessionID: UUID) async throws -> SessionHolder? {
         let me = self.me
         return try await read("reading a session's holder") { db in
-            try Row.fetchOne(
+            guard try self.credentialDevice(db) != nil else { return nil }
+            return try Row.fetchOne(
                 db,
                 sql: """
                     SELECT device_id, client_type, last_activity_at FROM session_active_clients
@@ -378,7 +382,8 @@ extension EmbeddedRemoteStore: NotificationRemote {
     public func alertDeliveries(alertID: UUID) async throws -> AlertDeliveries {
         let me = self.me
         return try await read("reading alert deliveries") { db in
-            try Self.deliveries(db, user: me, alertID: alertID)
+            try self.requireAsker(db, alertID)
+            return try Self.deliveries(db, user: me, alertID: alertID)
         }
     }
 

@@ -20,6 +20,9 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         let me = self.me
         let device = deviceID.canonical
         return try await read("reading the pull feed") { db in
+            _ = try self.acting(db, deviceID, trusted: false)
+            // A device the log does not certify (one being paired) gets no envelopes or approvals.
+            let certified = try self.callingDevice(db) != nil
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             let now = Self.now
             let since = cursor?.since
@@ -42,7 +45,8 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                 try rows.map { Versioned(record: try SessionRecord(json: Self.json($0)), updatedAt: $0["updated_at"]) }
             }
             let envelopes = try sessions.map { sessions in
-                try Row.fetchAll(
+                guard certified else { return [EnvelopeRecord]() }
+                return try Row.fetchAll(
                     db,
                     sql: """
                         SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret
@@ -71,7 +75,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                 ).map { try RemoteDevice(json: Self.json($0)) },
                 statements: statements, trustLog: try self.trustLogHead(db),
                 secretRequests: try Self.openRequests(db, user: me).filter { $0.requesterDeviceID == deviceID },
-                approvals: try Self.changedApprovals(db, user: me, since: since))
+                approvals: certified ? try Self.changedApprovals(db, user: me, since: since) : [])
         }
     }
 
@@ -122,6 +126,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         let me = self.me
         let device = deviceID.canonical
         return try await read("computing the recipient digest") { db in
+            _ = try self.acting(db, deviceID, trusted: true)
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             var result: [Int: DigestBucket] = [:]
             let rows = try Row.fetchCursor(
@@ -149,7 +154,8 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         while true {
             let key = after
             let rows = try await read("reading envelopes") { db in
-                try Row.fetchAll(
+                guard try self.callingDevice(db) != nil else { return [EnvelopeRecord]() }
+                return try Row.fetchAll(
                     db,
                     sql: """
                         SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
@@ -168,7 +174,8 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         let me = self.me
         let list = Self.jsonArray(sessions)
         return try await read("reading envelopes") { db in
-            try Row.fetchAll(
+            guard try self.callingDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
                 db,
                 sql: """
                     SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
@@ -188,7 +195,8 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         while true {
             let key = after
             let rows = try await read("reading agent_coding_sessions") { db in
-                try Row.fetchAll(
+                guard try self.credentialDevice(db) != nil else { return [Versioned<SessionRecord>]() }
+                return try Row.fetchAll(
                     db,
                     sql: """
                         SELECT * FROM agent_coding_sessions WHERE user_id = ?

@@ -28,6 +28,7 @@ extension EmbeddedRemoteStore {
     public func answerQuestion(questionID: UUID, deviceID: UUID, answer: String) async throws -> QuestionAnswered {
         let me = self.me
         return try await write("answering a question") { db in
+            _ = try self.acting(db, deviceID, trusted: true)
             guard
                 let row = try Row.fetchOne(
                     db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
@@ -66,7 +67,8 @@ extension EmbeddedRemoteStore {
     public func questionAnswers(questionID: UUID) async throws -> [QuestionAnswerRow] {
         let me = self.me
         return try await read("reading a question's answers") { db in
-            try Row.fetchAll(
+            guard try self.callingDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM agent_question_answers WHERE question_id = ? AND user_id = ?

@@ -69,6 +69,8 @@ extension EmbeddedRemoteStore: QuestionRemote {
         let me = self.me
         let scheme = deepLinkScheme
         return try await write("asking a question") { db in
+            let device = try self.acting(db, requesterDeviceID, trusted: true)
+            try self.requireSessionDesktop(db, session: sessionID, device: device)
             try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
             try self.requireOwn(db, table: "devices", id: requesterDeviceID, what: "device")
             let now = Self.epochSeconds
@@ -126,6 +128,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
     public func closeQuestion(questionID: UUID, status: QuestionStatus) async throws -> QuestionClosed {
         let me = self.me
         return try await write("closing a question") { db in
+            try self.requireAsker(db, questionID)
             guard status == .answered || status == .cancelled else {
                 throw Self.invalid("status must be answered or cancelled")
             }
@@ -150,7 +153,8 @@ extension EmbeddedRemoteStore: QuestionRemote {
     public func agentQuestion(id: UUID) async throws -> AgentQuestionRow? {
         let me = self.me
         return try await read("reading a question") { db in
-            try Row.fetchOne(
+            guard try self.callingDevice(db) != nil else { return nil }
+            return try Row.fetchOne(
                 db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?", arguments: [id.canonical, me]
             ).map { try AgentQuestionRow(json: Self.json($0)) }
         }

@@ -12,7 +12,8 @@ extension EmbeddedRemoteStore {
     public func listEnvelopePairs() async throws -> [EnvelopePair] {
         let me = self.me
         return try await read("listing envelope pairs") { db in
-            try Row.fetchAll(
+            guard try self.callingDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
                 db,
                 sql: """
                     SELECT s.session_id, s.device_id FROM agent_coding_session_secrets s
@@ -31,6 +32,7 @@ extension EmbeddedRemoteStore {
         }
         let me = self.me
         return try await read("computing the envelope digest") { db in
+            _ = try self.acting(db, ownerDeviceID, trusted: true)
             var result: [Int: DigestBucket] = [:]
             let rows = try Row.fetchCursor(
                 db,
@@ -51,7 +53,8 @@ extension EmbeddedRemoteStore {
         let me = self.me
         let list = Self.jsonArray(sessions)
         return try await read("listing envelope keys") { db in
-            try Row.fetchAll(
+            guard try self.callingDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
                 db,
                 sql: """
                     SELECT s.session_id, s.device_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
@@ -79,11 +82,13 @@ extension EmbeddedRemoteStore {
         let me = self.me
         let list = Self.jsonArray(ids)
         return try await write("deleting envelopes") { db in
+            // Only the envelopes of the calling desktop's sessions (the policy's USING).
+            guard let caller = try self.callingDevice(db) else { return 0 }
             try db.execute(
                 sql: """
                     DELETE FROM agent_coding_session_secrets WHERE \(column) IN (SELECT value FROM json_each(?))
-                    AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
-                    """, arguments: [list, me])
+                    AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ? AND (device_id = ? OR ? = ?))
+                    """, arguments: [list, me, caller, caller, Self.serviceRoleCaller])
             return db.changesCount
         }
     }
@@ -91,14 +96,17 @@ extension EmbeddedRemoteStore {
     func deletePairs(_ pairs: [EnvelopePair]) async throws -> Int? {
         let me = self.me
         return try await write("deleting envelopes") { db in
+            guard let caller = try self.callingDevice(db) else { return 0 }
             let statement = try db.cachedStatement(
                 sql: """
                     DELETE FROM agent_coding_session_secrets WHERE session_id = ? AND device_id = ?
-                    AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
+                    AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ? AND (device_id = ? OR ? = ?))
                     """)
             var deleted = 0
             for pair in pairs {
-                try statement.execute(arguments: [pair.sessionID.canonical, pair.deviceID.canonical, me])
+                try statement.execute(arguments: [
+                    pair.sessionID.canonical, pair.deviceID.canonical, me, caller, caller, Self.serviceRoleCaller,
+                ])
                 deleted += db.changesCount
             }
             return deleted
@@ -121,9 +129,14 @@ extension EmbeddedRemoteStore {
         let me = self.me
         let list = Self.jsonArray(ids)
         return try await write("deleting \(table)") { db in
+            // A device deletes only its own rows (the service role any of the user's).
+            guard let caller = try self.credentialDevice(db) else { return 0 }
             try db.execute(
-                sql: "DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?)) AND user_id = ?",
-                arguments: [list, me])
+                sql: """
+                    DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?)) AND user_id = ?
+                    AND (device_id = ? OR ? = ?)
+                    """,
+                arguments: [list, me, caller, caller, Self.serviceRoleCaller])
             return db.changesCount
         }
     }
@@ -139,6 +152,7 @@ extension EmbeddedRemoteStore {
     ) async throws -> [Versioned<Record>] {
         let me = self.me
         return try await read("reading \(table)") { db in
+            guard try self.credentialDevice(db) != nil else { return [] }
             let rows: [Row]
             if let cursor {
                 rows = try Row.fetchAll(
@@ -161,6 +175,7 @@ extension EmbeddedRemoteStore {
     func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
         let me = self.me
         return try await read("listing \(table)") { db in
+            guard try self.credentialDevice(db) != nil else { return [] }
             let ids: [String]
             if let deviceID {
                 ids = try String.fetchAll(

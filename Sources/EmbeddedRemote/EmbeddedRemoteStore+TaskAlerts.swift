@@ -135,6 +135,7 @@ extension EmbeddedRemoteStore {
         let me = self.me
         let scheme = deepLinkScheme
         return try await write("raising a task alert") { db in
+            _ = try self.acting(db, deviceID, trusted: true)
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             let runs =
                 try Bool.fetchOne(

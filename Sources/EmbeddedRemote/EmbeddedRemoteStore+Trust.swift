@@ -4,25 +4,15 @@ import RemoteStore
 import SyncModel
 
 /// The legacy device-trust tables on the embedded remote, read-only since the trust log (as the
-/// migration makes them); pairing requests, which a user inserts and deletes; and the raw writes
+/// migration makes them); pairing requests, which a device inserts in its own name; and the raw writes
 /// an operator could make, for tests that stage a legacy user or an attack.
 extension EmbeddedRemoteStore: TrustRemote {
-    public func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws {
-        let me = self.me
-        try await write("updating a device") { db in
-            try db.execute(
-                sql: "UPDATE devices SET is_active = ?, updated_at = ? WHERE id = ? AND user_id = ?",
-                arguments: [isActive, Self.now, deviceID.canonical, me])
-            if db.changesCount == 0 {
-                throw Self.refused("device \(deviceID.canonical) is not one of yours on the remote")
-            }
-        }
-    }
-
     public func fetchIdentityKey() async throws -> String? {
         let me = self.me
         return try await read("reading the identity key") { db in
-            try String.fetchOne(db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
+            guard try self.credentialDevice(db) != nil else { return nil }
+            return try String.fetchOne(
+                db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
         }
     }
 
@@ -38,6 +28,10 @@ extension EmbeddedRemoteStore: TrustRemote {
         try checkOwner(row.userID)
         let me = self.me
         try await write("inserting a pairing request") { db in
+            // A device asks to be paired in its own name.
+            guard try self.credentialDevice(db) == row.deviceID.canonical else {
+                throw Self.refused("new row violates row-level security policy")
+            }
             try self.requireNotAnothers(db, device: row.deviceID)
             try db.execute(
                 sql: """
@@ -55,20 +49,24 @@ extension EmbeddedRemoteStore: TrustRemote {
     public func listPairingRequests() async throws -> [PairingRequestRow] {
         let me = self.me
         return try await read("listing pairing requests") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM pairing_requests WHERE user_id = ? ORDER BY id", arguments: [me])
-                .map { row in
-                    PairingRequestRow(
-                        id: try Self.uuid(row["id"]), userID: try Self.uuid(row["user_id"]), inviteID: row["invite_id"],
-                        deviceID: try Self.uuid(row["device_id"]), x25519PublicKey: row["x25519_public_key"],
-                        ed25519PublicKey: row["ed25519_public_key"], mac: row["mac"],
-                        createdAt: (row["created_at"] as String?).flatMap(Timestamp.parse))
-                }
+            guard try self.credentialDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM pairing_requests WHERE user_id = ? ORDER BY id", arguments: [me]
+            )
+            .map { row in
+                PairingRequestRow(
+                    id: try Self.uuid(row["id"]), userID: try Self.uuid(row["user_id"]), inviteID: row["invite_id"],
+                    deviceID: try Self.uuid(row["device_id"]), x25519PublicKey: row["x25519_public_key"],
+                    ed25519PublicKey: row["ed25519_public_key"], mac: row["mac"],
+                    createdAt: (row["created_at"] as String?).flatMap(Timestamp.parse))
+            }
         }
     }
 
     public func deletePairingRequest(id: UUID) async throws {
         let me = self.me
         try await write("deleting a pairing request") { db in
+            guard try self.credentialDevice(db) != nil else { return }
             try db.execute(
                 sql: "DELETE FROM pairing_requests WHERE id = ? AND user_id = ?", arguments: [id.canonical, me])
         }
@@ -86,7 +84,8 @@ extension EmbeddedRemoteStore: TrustRemote {
     func listStatements(_ table: String) async throws -> [SignedStatementRow] {
         let me = self.me
         return try await read("listing \(table)") { db in
-            try Row.fetchAll(
+            guard try self.credentialDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
                 db,
                 sql: "SELECT device_id, user_id, body, signature FROM \(table) WHERE user_id = ? ORDER BY device_id",
                 arguments: [me]
@@ -105,7 +104,9 @@ extension EmbeddedRemoteStore: IdentityBackupRemote {
     public func fetchIdentityBackup() async throws -> String? {
         let me = self.me
         return try await read("reading the identity backup") { db in
-            try String.fetchOne(db, sql: "SELECT body FROM identity_key_backups WHERE user_id = ?", arguments: [me])
+            guard try self.credentialDevice(db) != nil else { return nil }
+            return try String.fetchOne(
+                db, sql: "SELECT body FROM identity_key_backups WHERE user_id = ?", arguments: [me])
         }
     }
 

@@ -58,7 +58,8 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     public func trustLogRows(epoch: UInt32, fromSeq: UInt64) async throws -> [TrustLogRow] {
         let me = self.me
         return try await read("reading the trust log") { db in
-            try Row.fetchAll(
+            guard try self.credentialDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
                 db,
                 sql: "SELECT * FROM trust_log WHERE user_id = ? AND epoch = ? AND seq >= ? ORDER BY epoch, seq",
                 arguments: [me, Int64(epoch), Int64(fromSeq)]
@@ -69,7 +70,8 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     public func trustLogGeneses() async throws -> [TrustLogRow] {
         let me = self.me
         return try await read("reading the trust log") { db in
-            try Row.fetchAll(
+            guard try self.credentialDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
                 db, sql: "SELECT * FROM trust_log WHERE user_id = ? AND seq = 0 ORDER BY epoch", arguments: [me]
             ).map(Self.logRow)
         }
@@ -78,7 +80,8 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     public func trustLogWitnesses(epoch: UInt32) async throws -> [TrustLogWitnessRow] {
         let me = self.me
         return try await read("reading the trust log's witnesses") { db in
-            try Row.fetchAll(
+            guard try self.credentialDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
                 db,
                 sql: "SELECT * FROM trust_log_witnesses WHERE user_id = ? AND epoch = ? ORDER BY device_id, seq",
                 arguments: [me, Int64(epoch)]
@@ -114,6 +117,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     public func appendTrustEntries(epoch: UInt32, firstSeq: UInt64, _ entries: [TrustLogAppend]) async throws {
         let me = self.me, user = userID
         try await write("appending to the trust log") { db in
+            _ = try self.caller(db, trusted: false)
             guard (1...8).contains(entries.count) else { throw Self.invalid("append 1 to 8 entries") }
             var state = try TrustLogServerState.settled(db, user: me)
             if epoch == state.current {
@@ -129,6 +133,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     public func startTrustLog(_ entries: [TrustLogAppend]) async throws {
         let me = self.me, user = userID, fresh = isFreshSignIn
         try await write("starting the trust log") { db in
+            _ = try self.caller(db, trusted: false)
             guard fresh else {
                 throw Self.refusal(
                     .refused("28000", "sign in again, then retry (starting a trust log needs a recent sign-in)"))
@@ -154,6 +159,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     public func requestIdentityReset(_ genesis: TrustLogAppend, accept: TrustLogAppend?) async throws {
         let me = self.me, user = userID, fresh = isFreshSignIn
         try await write("requesting an identity reset") { db in
+            _ = try self.caller(db, trusted: false)
             guard fresh else {
                 throw Self.refusal(.refused("28000", "sign in again, then retry (a reset needs a recent sign-in)"))
             }
@@ -195,14 +201,13 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     public func publishWitness(deviceID: UUID, body: String, signature: String) async throws {
         let me = self.me, user = userID
         try await write("publishing a witness") { db in
+            _ = try self.acting(db, deviceID, trusted: true)
             guard let witness = try? TrustLogWitness.parse(body),
                 (try? ByteEncoding.bytes(base64: signature))?.count == 64
             else { throw Self.invalid("the witness is not 155 bytes and a 64-byte signature, in base64") }
-            guard witness.userID == user, witness.deviceID == deviceID,
-                try String.fetchOne(
-                    db, sql: "SELECT user_id FROM devices WHERE id = ?", arguments: [deviceID.canonical])
-                    == me
-            else { throw Self.refused("the witness names another user or a device that is not yours") }
+            guard witness.userID == user, witness.deviceID == deviceID else {
+                throw Self.refused("the witness names another user or another device than the caller")
+            }
             let state = try TrustLogServerState.settled(db, user: me)
             let head = try state.current.flatMap { try TrustLogServerState.head(db, user: me, epoch: $0) }
             let last = try Int64.fetchOne(
@@ -211,15 +216,28 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 arguments: [me, deviceID.canonical, Int64(witness.epoch)])
             let now = Self.clockSeconds
             guard let head, witness.epoch == state.current, witness.seq <= head.seq,
-                Int64(witness.seq) > (last ?? -1), witness.seenAt >= now - min(now, 600), witness.seenAt <= now + 600
+                Int64(witness.seq) >= (last ?? -1), witness.seenAt >= now - min(now, 600), witness.seenAt <= now + 600
             else {
                 throw Self.invalid(
-                    "a witness names the current epoch, a seq up to its head and above the device's last, and now")
+                    "a witness names the current epoch, a seq up to its head and at least the device's last, and now")
+            }
+            // Beside a row already there for the seq (one that got there first cannot shut the
+            // device's genuine witness out), at most 4 a seq.
+            let atSeq =
+                try Int.fetchOne(
+                    db,
+                    sql:
+                        "SELECT count(*) FROM trust_log_witnesses WHERE user_id = ? AND device_id = ? AND epoch = ? AND seq = ?",
+                    arguments: [me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq)]) ?? 0
+            guard atSeq < 4 else {
+                throw RemoteStoreError(
+                    .limitExceeded, "a device publishes at most 4 witnesses of one seq",
+                    postgrestCode: .programLimitExceeded)
             }
             try db.execute(
                 sql: """
                     INSERT INTO trust_log_witnesses (user_id, device_id, epoch, seq, body, signature, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                     """,
                 arguments: [
                     me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq), body, signature, Self.now,
@@ -300,6 +318,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         try db.execute(
             sql: "INSERT INTO trust_log (user_id, epoch, seq, entry, backup, created_at) VALUES (?, ?, ?, ?, ?, ?)",
             arguments: [user, Int64(checked.epoch), Int64(checked.seq), item.entry, item.backup, now])
+        try endRevokedDevices(db, user: user, entry: item.entry)
         try db.execute(
             sql: """
                 INSERT INTO trust_log_heads (user_id, epoch, seq, hash, created_at, last_proof) VALUES (?, ?, ?, ?, ?, ?)

@@ -29,6 +29,13 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
     /// The scheme of the deep links in alerts (notifications.md, "Round 2"): a deployment's
     /// `private.notification_config`, here a value given at init.
     public let deepLinkScheme: String
+    /// The device this store acts for (docs/trust.md, "Device credentials"); `nil`: none, and
+    /// every device-scoped call is refused.
+    let credential: DeviceCredential?
+    /// Whether ``credential`` was registered by this store.
+    let registered = Mutex(false)
+    /// Acting as the project's service role (``serviceRole(path:userID:)``): no device rules.
+    let isServiceRole: Bool
 
     /// Whether the sign-in is fresh enough to start a trust log or ask for a reset.
     var isFreshSignIn: Bool { signedInAt.map { abs(Date().timeIntervalSince($0)) <= 600 } ?? false }
@@ -41,11 +48,33 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
     ///   - signedInAt: When the user signed in, for the calls that need a recent sign-in.
     ///   - busyTimeout: How long a write waits for another process's.
     ///   - deepLinkScheme: The scheme of alerts' deep links: `^[a-z][a-z0-9+.-]{0,31}$`.
+    ///   - credential: The device the store acts for, registered at its first call.
     /// - Throws: `RemoteStoreError` `.storage`; `.configuration` for a scheme of another form.
-    public init(
+    public convenience init(
         path: String, userID: UUID, signedInAt: Date? = nil, busyTimeout: TimeInterval = 15,
-        deepLinkScheme: String = AlertRoute.defaultScheme
+        deepLinkScheme: String = AlertRoute.defaultScheme, credential: DeviceCredential? = nil
     ) throws {
+        try self.init(
+            path: path, userID: userID, signedInAt: signedInAt, busyTimeout: busyTimeout,
+            deepLinkScheme: deepLinkScheme,
+            credential: credential, isServiceRole: false)
+    }
+
+    /// The embedded remote as the project's `service_role` key sees it: the user's rows without
+    /// the device rules (PostgreSQL's service role bypasses row-level security), for the
+    /// operator's tools and for tests that play a hostile server. It acts for no device: calls
+    /// that act for one are refused.
+    public static func serviceRole(path: String, userID: UUID) throws -> EmbeddedRemoteStore {
+        try EmbeddedRemoteStore(
+            path: path, userID: userID, signedInAt: nil, busyTimeout: 15, deepLinkScheme: AlertRoute.defaultScheme,
+            credential: nil, isServiceRole: true)
+    }
+
+    private init(
+        path: String, userID: UUID, signedInAt: Date?, busyTimeout: TimeInterval, deepLinkScheme: String,
+        credential: DeviceCredential?, isServiceRole: Bool
+    ) throws {
+        self.isServiceRole = isServiceRole
         guard AlertRoute.isValidScheme(deepLinkScheme) else {
             throw RemoteStoreError(
                 .configuration, "a deep-link scheme is a lowercase letter and up to 31 of a-z, 0-9, +, . and -")
@@ -54,6 +83,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         self.path = path
         self.signedInAt = signedInAt
         self.deepLinkScheme = deepLinkScheme
+        self.credential = credential
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(busyTimeout)
@@ -102,12 +132,14 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
 
     func read<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
         count()
-        do { return try await pool.read(body) } catch { throw Self.wrap(error, context) }
+        try await ensureRegistered()
+        do { return try await pool.read(body) } catch { throw await explainRefusal(Self.wrap(error, context)) }
     }
 
     func write<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
         count()
-        do { return try await pool.write(body) } catch { throw Self.wrap(error, context) }
+        try await ensureRegistered()
+        do { return try await pool.write(body) } catch { throw await explainRefusal(Self.wrap(error, context)) }
     }
 
     var me: String { userID.canonical }
@@ -119,6 +151,33 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
             throw RemoteStoreError(
                 .permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
         }
+    }
+
+    /// Refuses a row of a device other than the calling one, new or replacing one of another
+    /// device (the policies' `device_id = private.credential_device()`).
+    func checkOwnRow(_ db: Database, device: String, table: String? = nil, id: String? = nil) throws {
+        if isServiceRole { return }
+        let caller = try credentialDevice(db)
+        var owners = [device]
+        if let table, let id,
+            let existing = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT device_id FROM \(table) WHERE id = ?"), arguments: [id])
+        {
+            owners.append(existing)
+        }
+        guard let caller, owners.allSatisfy({ $0 == caller }) else {
+            throw RemoteStoreError(
+                .permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
+        }
+    }
+
+    /// Whether the calling (certified) device runs `session`: who writes its envelopes.
+    func isSessionDesktop(_ db: Database, session: String) throws -> Bool {
+        if isServiceRole { return true }
+        guard let caller = try callingDevice(db) else { return false }
+        return try String.fetchOne(
+            db.cachedStatement(sql: "SELECT device_id FROM agent_coding_sessions WHERE id = ?"), arguments: [session])
+            == caller
     }
 
     /// Refuses to touch an existing row that belongs to another user (RLS `USING`).
@@ -139,6 +198,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         let me = self.me
         try await write("upserting device") { db in
             try self.checkExisting(db, table: "devices", id: device.id.canonical)
+            try self.checkOwnRow(db, device: device.id.canonical)
             let now = Self.now
             try db.execute(
                 sql: """
@@ -174,7 +234,9 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
     public func listDevices() async throws -> [RemoteDevice] {
         let me = self.me
         return try await read("listing devices") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [me]).map {
+            guard try self.credentialDevice(db) != nil else { return [] }
+            return try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [me]).map
+            {
                 row in
                 try RemoteDevice(json: Self.json(row))
             }
@@ -240,6 +302,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         try await bulk(rows, key: { $0.id.canonical }, onBatchAccepted: onBatchAccepted) { db, row in
             try self.checkOwner(row.userID)
             try self.checkExisting(db, table: "repositories", id: row.id.canonical)
+            try self.checkOwnRow(db, device: row.deviceID.canonical, table: "repositories", id: row.id.canonical)
             let now = Self.now
             try db.cachedStatement(
                 sql: """
@@ -268,6 +331,8 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         try await bulk(rows, key: { $0.id.canonical }, onBatchAccepted: onBatchAccepted) { db, row in
             try self.checkOwner(row.userID)
             try self.checkExisting(db, table: "agent_coding_sessions", id: row.id.canonical)
+            try self.checkOwnRow(
+                db, device: row.deviceID.canonical, table: "agent_coding_sessions", id: row.id.canonical)
             let now = Self.now
             let previous = try String.fetchOne(
                 db.cachedStatement(sql: "SELECT status FROM agent_coding_sessions WHERE id = ?"),
@@ -330,7 +395,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
                     "insert or update on agent_coding_session_secrets violates foreign key constraint",
                     postgrestCode: .foreignKeyViolation)
             }
-            guard owner == self.me else {
+            guard owner == self.me, try self.isSessionDesktop(db, session: row.sessionID.canonical) else {
                 throw RemoteStoreError(
                     .permissionDenied, "new row violates row-level security policy",
                     postgrestCode: .insufficientPrivilege)

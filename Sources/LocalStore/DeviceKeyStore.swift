@@ -13,6 +13,9 @@ public enum DeviceKeyName: Hashable, Sendable, CustomStringConvertible {
     case encryption
     /// The device's Ed25519 signing key, its seed (`signing.key`).
     case signing
+    /// The device's credential, which proves to the remote which device calls
+    /// (`credential.key`; `SyncModel`'s `DeviceCredential`).
+    case credential
     /// The user's identity key, its seed, on a trust root (`identity.key`).
     case identity
     /// A succession's new identity seed, or one recovery opened, until the trust log accepts it
@@ -27,6 +30,7 @@ public enum DeviceKeyName: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .encryption: "device.key"
         case .signing: "signing.key"
+        case .credential: "credential.key"
         case .identity: "identity.key"
         case .nextIdentity: "identity.next.key"
         case .resetIdentity(let epoch): "identity.reset.\(epoch).key"

@@ -121,4 +121,27 @@ extension DeviceStore {
             return try Ed25519PrivateKey(seed: seed)
         }
     }
+
+    /// This device's credential (`credential.key`: 32 random bytes, 0600, the same file rules
+    /// as `device.key`), created atomically on first use: a store made before credentials
+    /// existed gains one the first time it is asked, and registers it at its next call to the
+    /// remote. The remote acts for the device whose credential a request carries.
+    ///
+    /// - Throws: ``LocalStoreError`` `.keyFileTooOpen`, `.keyFileMalformed`, `.io`, `.identityMissing`.
+    public func deviceCredential() async throws -> DeviceCredential {
+        let identity = try await requireIdentity()
+        func credential(_ bytes: SecureBytes) throws -> DeviceCredential {
+            try bytes.withUnsafeBytes { try DeviceCredential(deviceID: identity.id, bytes: $0) }
+        }
+        if let bytes = try keys.key(.credential) { return try credential(bytes) }
+        let fresh = SecureBytes(randomCount: DeviceCredential.byteCount)
+        do {
+            try keys.createKey(.credential, fresh)
+            return try credential(fresh)
+        } catch let error as LocalStoreError where error.code == .identityExists {
+            // Another process created it first: use theirs.
+            guard let bytes = try keys.key(.credential) else { throw error }
+            return try credential(bytes)
+        }
+    }
 }

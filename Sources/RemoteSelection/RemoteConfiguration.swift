@@ -102,12 +102,14 @@ public struct RemoteConfiguration: Sendable, Hashable, CustomStringConvertible {
         guard let user = identity.userID else {
             throw RemoteConfigurationError(.notSignedIn, "this store is not logged in; run `sync-cli login` first")
         }
+        // Every request proves which device makes it (docs/trust.md, "Device credentials").
+        let credential = try await store.deviceCredential()
         switch location {
         case .embedded(let path):
             let signedIn = try await store.setting(.embeddedSignedInAt).map {
                 Date(timeIntervalSince1970: TimeInterval($0))
             }
-            return try Self.embedded(path: path, userID: user, signedInAt: signedIn)
+            return try Self.embedded(path: path, userID: user, signedInAt: signedIn, credential: credential)
         case .supabase(let url):
             try checkTransport(allowCleartext: allowCleartext)
             guard let apiKey, !apiKey.isEmpty else {
@@ -127,9 +129,17 @@ public struct RemoteConfiguration: Sendable, Hashable, CustomStringConvertible {
                 let auth = SupabaseAuth(projectURL: url, apiKey: apiKey)
                 provider = AccessTokens(file: store.authSessionFile, session: session, auth: auth).provider
             }
-            return PostgRESTRemoteStore(
-                configuration: PostgRESTConfiguration(
-                    projectURL: url, apiKey: apiKey, userID: user, accessToken: provider))
+            var configuration = PostgRESTConfiguration(
+                projectURL: url, apiKey: apiKey, userID: user, accessToken: provider)
+            configuration.deviceCredential = credential
+            // Registered once per store and project (by the first request that needs it): later
+            // runs, every agent hook among them, skip the request.
+            let project = url.absoluteString
+            configuration.deviceCredentialRegistered = try await store.setting(.credentialRegisteredWith) == project
+            configuration.onDeviceCredentialRegistered = {
+                try? await store.setSetting(.credentialRegisteredWith, project)
+            }
+            return PostgRESTRemoteStore(configuration: configuration)
         }
     }
 
@@ -141,7 +151,7 @@ public struct RemoteConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``RemoteConfigurationError`` `.invalidAddress` for an empty path,
     ///   `.embeddedRemoteMissing`; `RemoteStoreError` when the file is not an embedded remote.
     public static func embedded(
-        path: String, userID: UUID, signedInAt: Date? = nil, create: Bool = false
+        path: String, userID: UUID, signedInAt: Date? = nil, credential: DeviceCredential? = nil, create: Bool = false
     ) throws -> EmbeddedRemoteStore {
         guard !path.isEmpty else {
             throw RemoteConfigurationError(
@@ -171,7 +181,7 @@ public struct RemoteConfiguration: Sendable, Hashable, CustomStringConvertible {
             }
             _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
         }
-        return try EmbeddedRemoteStore(path: path, userID: userID, signedInAt: signedInAt)
+        return try EmbeddedRemoteStore(path: path, userID: userID, signedInAt: signedInAt, credential: credential)
     }
 
     /// `localhost`, `127.0.0.0/8` and `::1`.
@@ -247,6 +257,11 @@ public struct RemoteConfigurationError: Error, Sendable, Hashable, CustomStringC
 
     /// The message.
     public var description: String { message }
+}
+
+extension StoreSetting where Value == String {
+    /// The project this store's device credential was registered with.
+    public static var credentialRegisteredWith: Self { StoreSetting("device.credential_registered_with") }
 }
 
 extension StoreSetting where Value == Int64 {

@@ -70,9 +70,6 @@ public protocol TrustRemote: SyncRemote {
     func listPairingRequests() async throws -> [PairingRequestRow]
     /// Deletes a pairing request.
     func deletePairingRequest(id: UUID) async throws
-    /// Marks one of the user's devices active or inactive (a revocation marks the revoked device
-    /// inactive).
-    func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws
 }
 
 extension RemoteStoreError {

@@ -430,11 +430,19 @@ extension SyncCLI.Approval {
         )
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
-        @Argument(help: "The approval request's id.") var requestID: String
+        @Argument(help: "The approval request's id (a lowercase UUID, as the request names it).") var requestID: String
         @Option(
             name: .customLong("exclude-token"), help: "A device token not to notify (the answering device's own).")
         var excludeToken: String?
         @Flag(help: "Print the design's response as JSON.") var json = false
+
+        func validate() throws {
+            // The remote takes an id in one spelling only (22023 otherwise): said here, first.
+            guard UUID.parse(requestID)?.canonical == requestID else {
+                throw ValidationError(
+                    "the request id is a lowercase UUID, as the request names it (got another spelling)")
+            }
+        }
 
         func run() async throws {
             let context = try await CoordinationContext(storeOptions, remoteOptions)

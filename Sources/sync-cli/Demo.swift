@@ -53,8 +53,10 @@ extension SyncCLI {
             remotePath = root.appendingPathComponent("embedded-remote.sqlite").path
         }
 
-        func remote() throws -> any SyncRemote {
-            try EmbeddedRemoteStore(path: remotePath, userID: user, signedInAt: signedIn)
+        /// The remote as `store`'s device sees it: every call carries that device's credential.
+        func remote(_ store: DeviceStore) async throws -> any SyncRemote {
+            try EmbeddedRemoteStore(
+                path: remotePath, userID: user, signedInAt: signedIn, credential: try await store.deviceCredential())
         }
 
         func say(_ text: String) {
@@ -69,7 +71,7 @@ extension SyncCLI {
             let phone = try await phoneStore.createIdentity(
                 name: "Quinn's iPhone", deviceType: .iosPhone, role: .mobile)
             try await phoneStore.setUserID(user)
-            _ = try await SyncEngine(local: phoneStore, remote: try remote()).pull()
+            _ = try await SyncEngine(local: phoneStore, remote: try await remote(phoneStore)).pull()
             output("   phone \(phone.id.canonical.prefix(8)), public key \(phone.publicKey.base64)")
 
             say("A desktop creates its store and key pair")
@@ -105,7 +107,7 @@ extension SyncCLI {
             say(
                 "The desktop starts the user's trust log and is its first root: a new identity key, its own certificate, a recovery key"
             )
-            let trustRoot = DeviceTrustManager(local: desktopStore, remote: try remote())
+            let trustRoot = DeviceTrustManager(local: desktopStore, remote: try await remote(desktopStore))
             let started = try await trustRoot.initialize()
             output("   identity fingerprint \(started.fingerprint), trust log head \(started.head)")
 
@@ -119,7 +121,7 @@ extension SyncCLI {
             say(
                 "The phone joins with the code: it verifies the trust log, checks its key in force against the code's fingerprint, and asks for a certificate"
             )
-            let joined = try await DeviceTrustManager(local: phoneStore, remote: try remote()).join(
+            let joined = try await DeviceTrustManager(local: phoneStore, remote: try await remote(phoneStore)).join(
                 code: PairingCode(parsing: code.revealText()))
             output("   pinned identity \(joined)")
 
@@ -138,12 +140,12 @@ extension SyncCLI {
             say(
                 "The desktop pushes (trust mode verified): device, repositories, sessions, and one envelope per session and certified recipient"
             )
-            let desktopSync = SyncEngine(local: desktopStore, remote: try remote())
+            let desktopSync = SyncEngine(local: desktopStore, remote: try await remote(desktopStore))
             let push = try await desktopSync.push()
             describe(push)
 
             say("The phone pulls: repositories, sessions and the envelopes addressed to it")
-            let pull = try await SyncEngine(local: phoneStore, remote: try remote()).pull()
+            let pull = try await SyncEngine(local: phoneStore, remote: try await remote(phoneStore)).pull()
             describe(pull)
 
             say(

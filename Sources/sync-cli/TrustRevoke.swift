@@ -13,23 +13,26 @@ extension SyncCLI.Trust {
             abstract:
                 "Trust root: revoke devices: they receive no more secrets, and desktops rotate the ones they had.",
             discussion: """
-                Appends a revocation to the trust log (for ever: no login can take it back), \
-                deletes every envelope addressed to the device and marks its row inactive. Every \
-                desktop's next push then gives each session the device had a new secret it \
-                never receives. A root is revoked with a succession: a new identity key, handed \
+                Appends a revocation to the trust log (for ever: no login can take it back). As \
+                it stores it, the remote ends the device: its credential proves nothing any more \
+                (it reads and writes nothing), the logins it used end, its row becomes inactive \
+                and every envelope addressed to it goes. This desktop then pushes, giving each of \
+                its sessions the device had a new secret it never receives; every other desktop \
+                does so at its next push, and before it asks anything. A root is revoked with a \
+                succession: a new identity key, handed \
                 to every other root, so the revoked root's copy stops working; by default a new \
                 recovery key too, printed once (--keep-recovery-key keeps the old one, which a \
                 recovery may then use to be shown the log as it was before). A device cannot \
                 revoke itself: revoke it from another root.
 
-                What revocation does not do: the device keeps what it already received, and \
-                it is not signed out. With the user's login it can still read what the server \
-                holds in clear: repository names, session titles and statuses. On a Supabase \
-                project, `--all-others --end-other-logins` also ends every other login of the \
-                user on the auth server (GoTrue logout, scope others): their refresh tokens stop \
-                working, and an access token already issued lasts until it expires (an hour by \
-                default). It cannot end one device's login alone, and the embedded remote has \
-                no logins to end. Change the password too if a device was stolen.
+                What revocation does not do: the device keeps what it already received, and an \
+                access token it already holds lasts until it expires (an hour by default), for \
+                reading what any login reads in clear (repository names, session titles). A \
+                thief with the password can sign in again and register as a new device, which \
+                no desktop with trust verified seals anything to. On a Supabase project, \
+                `--all-others --end-other-logins` also ends every other login of the user on the \
+                auth server (GoTrue logout, scope others). Change the password too if a device \
+                was stolen.
 
                 \(TrustExit.help)
                 """
@@ -90,23 +93,27 @@ extension SyncCLI.Trust {
                 }
                 if !report.revoked.isEmpty {
                     output(
-                        "Deleted \(report.envelopesDeleted) envelopes addressed to them; each desktop's next push rotates the secrets they had."
-                    )
+                        "The remote ended them: their credentials, their logins, the envelopes addressed to them.")
+                    if let problem = report.rotationProblem {
+                        output(
+                            "This desktop's sessions are not rotated yet (\(problem)): run `sync-cli push`; "
+                                + "every other desktop rotates at its next push.")
+                    } else {
+                        output(
+                            "Rotated \(report.sessionsRotated) of this desktop's sessions; every other desktop rotates "
+                                + "at its next push.")
+                    }
                 }
                 if endOtherLogins {
                     output(
                         "Ended every other login of this user on the auth server: those devices must sign in again once their access token expires."
                     )
-                } else if !report.revoked.isEmpty {
-                    let hint =
-                        address.hasPrefix("embedded:")
-                        ? ""
-                        : allOthers
-                            ? " Run again with --end-other-logins to end their logins too."
-                            : " `trust revoke --all-others --end-other-logins` ends every other login."
+                } else if !report.revoked.isEmpty, !address.hasPrefix("embedded:") {
                     output(
-                        "They are not signed out: with the user's login they still read repository names, session titles and statuses.\(hint)"
-                    )
+                        "An access token they already hold lasts until it expires."
+                            + (allOthers
+                                ? " Run again with --end-other-logins to end every other login on the auth server too."
+                                : " `trust revoke --all-others --end-other-logins` ends every other login."))
                 }
             }
         }

@@ -32,13 +32,21 @@ final class AgentWorld: Sendable {
     let phone: DeviceStore
     let desktopID: UUID
     let phoneID: UUID
+    /// What each device's requests carry: the remote acts for the device whose credential calls.
+    let desktopCredential: DeviceCredential
+    let phoneCredential: DeviceCredential
 
     var home: URL { directory.appendingPathComponent("home") }
     /// A git checkout (made by hand: `.git` with HEAD and config) the agent works in.
     var project: URL { directory.appendingPathComponent("project") }
 
-    private init(backend: Backend, directory: URL, desktop: DeviceStore, phone: DeviceStore, ids: (UUID, UUID)) {
+    private init(
+        backend: Backend, directory: URL, desktop: DeviceStore, phone: DeviceStore, ids: (UUID, UUID),
+        credentials: (DeviceCredential, DeviceCredential)
+    ) {
         self.backend = backend
+        desktopCredential = credentials.0
+        phoneCredential = credentials.1
         self.directory = directory
         self.desktop = desktop
         self.phone = phone
@@ -61,22 +69,24 @@ final class AgentWorld: Sendable {
             name: "phone", deviceType: .iosPhone, hostname: nil, role: .mobile)
         let world = AgentWorld(
             backend: backend, directory: directory, desktop: desktop, phone: phone,
-            ids: (desktopIdentity.id, phoneIdentity.id))
+            ids: (desktopIdentity.id, phoneIdentity.id),
+            credentials: (try await desktop.deviceCredential(), try await phone.deviceCredential()))
         // `user` is the world's own; both stores belong to it.
         try await desktop.setUserID(world.user)
         try await phone.setUserID(world.user)
         try world.makeProject()
-        let root = DeviceTrustManager(local: desktop, remote: try world.remote())
+        let root = DeviceTrustManager(local: desktop, remote: try world.remote(for: desktop))
         try await root.initialize()
-        _ = try await SyncEngine(local: phone, remote: try world.remote()).pull()
+        _ = try await SyncEngine(local: phone, remote: try world.remote(for: phone)).pull()
         let (code, _) = try await root.invite(deviceType: .iosPhone)
-        try await DeviceTrustManager(local: phone, remote: try world.remote()).join(
+        try await DeviceTrustManager(local: phone, remote: try world.remote(for: phone)).join(
             code: PairingCode(parsing: code.revealText()))
         _ = try await root.approve()
-        _ = try await SyncEngine(local: desktop, remote: try world.remote()).push()
-        _ = try await SyncEngine(local: phone, remote: try world.remote()).pull()
+        _ = try await SyncEngine(local: desktop, remote: try world.remote(for: desktop)).push()
+        _ = try await SyncEngine(local: phone, remote: try world.remote(for: phone)).pull()
         let token = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
-        try await world.remote().registerPushToken(PushTokenRegistration(deviceID: phoneIdentity.id, token: token))
+        try await world.remote(for: phone).registerPushToken(
+            PushTokenRegistration(deviceID: phoneIdentity.id, token: token))
         return world
     }
 
@@ -97,13 +107,22 @@ final class AgentWorld: Sendable {
         """.write(to: git.appendingPathComponent("config"), atomically: true, encoding: .utf8)
     }
 
-    /// A remote signed in as this world's user.
-    func remote() throws -> any CompleteRemote {
+    /// A remote signed in as this world's user, acting for the phone (what reads and answers).
+    func remote() throws -> any CompleteRemote { try remote(phoneCredential) }
+
+    /// A remote acting for the device of `store` (the desktop or the phone).
+    func remote(for store: DeviceStore) throws -> any CompleteRemote {
+        try remote(store === desktop ? desktopCredential : phoneCredential)
+    }
+
+    /// A remote signed in as this world's user, acting for the device of `credential`.
+    func remote(_ credential: DeviceCredential) throws -> any CompleteRemote {
         switch backend {
         case .embedded:
             // Signed in just now: starting a trust log wants a recent sign-in.
             return try EmbeddedRemoteStore(
-                path: directory.appendingPathComponent("remote.sqlite").path, userID: user, signedInAt: Date())
+                path: directory.appendingPathComponent("remote.sqlite").path, userID: user, signedInAt: Date(),
+                credential: credential)
         case .postgrest:
             let stack = try StackEnvironment.require()
             let user = self.user
@@ -111,6 +130,7 @@ final class AgentWorld: Sendable {
                 _ in stack.token(for: user)
             }
             configuration.baseBackoff = .milliseconds(10)
+            configuration.deviceCredential = credential
             return PostgRESTRemoteStore(configuration: configuration)
         }
     }
@@ -164,7 +184,7 @@ final class AgentWorld: Sendable {
     /// prompt, and a test's turn lasts less than the minute quiet-while-active waits).
     func phoneHearsEverything() async throws {
         let change = NotificationSettings.Change([.quietWhileActive: false])
-        try await Coordinator(store: phone, remote: try remote()).setNotificationSettings(change)
+        try await Coordinator(store: phone, remote: try remote(for: phone)).setNotificationSettings(change)
     }
 
     /// The phone has 8 seconds from now on (a request nobody genuine answers ends soon).

@@ -27,7 +27,7 @@ struct MappingTests {
         let world = try await AgentWorld.make(.embedded)
         let printed = try await handleHookEvent(
             input: Array(Events.start("s-snippet", world: world).compactText.utf8), store: world.desktop,
-            remote: try world.remote())
+            remote: try world.remote(for: world.desktop))
         #expect(printed.isEmpty)
         #expect(try await world.desktop.session(id: world.session("s-snippet")) != nil)
     }

@@ -85,7 +85,7 @@ struct ApprovalAlertTests {
         arguments: Backend.available)
     func approvalAlert(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
-        let (first, request) = try await Self.ask(w, over: try w.world.remote())
+        let (first, request) = try await Self.ask(w, over: try w.world.remote(for: w.desktop))
         _ = try await Self.checkedAlerts(w, request: request, scheme: "codingbridge")
         first.cancel()
 
@@ -94,7 +94,8 @@ struct ApprovalAlertTests {
         let remote: any SyncRemote
         switch backend {
         case .embedded:
-            remote = try EmbeddedRemoteStore(path: path, userID: w.world.user, deepLinkScheme: "myapp")
+            remote = try EmbeddedRemoteStore(
+                path: path, userID: w.world.user, deepLinkScheme: "myapp", credential: w.desktop.credential)
             #expect(throws: RemoteStoreError.self) {
                 try EmbeddedRemoteStore(path: path, userID: w.world.user, deepLinkScheme: "My App")
             }
@@ -104,7 +105,7 @@ struct ApprovalAlertTests {
             #expect(throws: (any Error).self) {
                 try stack.sql("UPDATE private.notification_config SET deep_link_scheme = 'My App'")
             }
-            remote = try w.world.remote()
+            remote = try w.world.remote(for: w.desktop)
         }
         defer {
             if backend == .postgrest {
@@ -153,15 +154,15 @@ struct ApprovalAlertTests {
     }
 
     @Test(
-        "another device active on the session: the phone's approval alert arrives quietly; 61 s after, with the setting off, or after a non-holder's touch, as usual; approvals off: none",
+        "another device active on the session: the phone's approval alert arrives quietly; 61 s after or with the setting off, as usual; only the session's desktop touches; approvals off: none",
         arguments: Backend.available)
     func quietWhileActive(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
         let session = try await w.session
-        let phone = Coordinator(store: w.phone.store, remote: try w.world.remote())
-        let tablet = Coordinator(store: w.tablet.store, remote: try w.world.remote())
+        let phone = Coordinator(store: w.phone.store, remote: try w.world.remote(for: w.phone))
+        let tablet = Coordinator(store: w.tablet.store, remote: try w.world.remote(for: w.tablet))
         func ask() async throws -> UUID {
-            let (task, request) = try await Self.ask(w, over: try w.world.remote())
+            let (task, request) = try await Self.ask(w, over: try w.world.remote(for: w.desktop))
             task.cancel()
             return request
         }
@@ -178,13 +179,18 @@ struct ApprovalAlertTests {
         #expect(try !Self.isPassive(try #require(try await Self.alert(w, request, for: w.phone))))
         try await phone.setNotificationSettings(NotificationSettings.Change([.quietWhileActive: true]))
 
-        // 61 s after the claim: as usual; the phone's touch (not the holder) changes nothing.
+        // 61 s after the claim: as usual. Only the session's desktop touches a session: the
+        // phone's touch, and the tablet's (the holder's), are refused and change nothing.
         try await Self.ageClaim(w, session: session, seconds: 61)
-        #expect(try await phone.touch(sessionID: session) == false)
+        for device in [phone, tablet] {
+            await #expect { _ = try await device.touch(sessionID: session) } throws: {
+                ($0 as? RemoteStoreError)?.code == .permissionDenied
+            }
+        }
         request = try await ask()
         #expect(try !Self.isPassive(try #require(try await Self.alert(w, request, for: w.phone))))
-        // The holder's touch makes the claim fresh again: quiet.
-        #expect(try await tablet.touch(sessionID: session) == true)
+        // The holder claiming again makes the claim fresh: quiet.
+        _ = try await tablet.claim(sessionID: session)
         request = try await ask()
         #expect(try Self.isPassive(try #require(try await Self.alert(w, request, for: w.phone))))
 
@@ -202,11 +208,11 @@ struct ApprovalAlertTests {
         arguments: Backend.available)
     func deliveries(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
-        let phone = Coordinator(store: w.phone.store, remote: try w.world.remote())
+        let phone = Coordinator(store: w.phone.store, remote: try w.world.remote(for: w.phone))
         try await phone.setNotificationSettings(NotificationSettings.Change([.approvals: false]))
-        let (task, request) = try await Self.ask(w, over: try w.world.remote())
+        let (task, request) = try await Self.ask(w, over: try w.world.remote(for: w.desktop))
         defer { task.cancel() }
-        let center = ApprovalCenter(local: w.desktop.store, remote: try w.world.remote())
+        let center = ApprovalCenter(local: w.desktop.store, remote: try w.world.remote(for: w.desktop))
         let deliveries = try await center.deliveries(of: request)
         #expect(deliveries.alertID == request && deliveries.kind == "approval")
         #expect(Set(deliveries.devices.map(\.deviceID)) == [w.phone.identity.id, w.tablet.identity.id])
@@ -220,7 +226,7 @@ struct ApprovalAlertTests {
         for token in w.tokens.values { #expect(!text.contains(token)) }
 
         // Another user's view of this id, and a random id: refused alike.
-        for (remote, id) in [(try w.world.remote(as: UUID()), request), (try w.world.remote(), UUID())] {
+        for (remote, id) in [(try w.world.remote(as: UUID()), request), (try w.world.remote(for: w.desktop), UUID())] {
             await #expect {
                 _ = try await ApprovalCenter(local: w.desktop.store, remote: remote).deliveries(of: id)
             } throws: {
@@ -255,7 +261,7 @@ extension ApprovalAlertTests {
         let w = try await ApprovalWorld.make(backend)
         let session = try await w.session
         let reports = Mutex<[(ContinuousClock.Instant, AlertDeliveries)]>([])
-        let center = ApprovalCenter(local: w.desktop.store, remote: try w.world.remote())
+        let center = ApprovalCenter(local: w.desktop.store, remote: try w.world.remote(for: w.desktop))
         let started = ContinuousClock.now
         let task = Task {
             try await center.request(

@@ -30,7 +30,7 @@ struct ApprovalRecipientsTests {
 
     /// What `clear_approval` of `requestID` answers: the refusal's code, `nil` when it queued.
     static func clearRefusal(_ requestID: String, _ w: ApprovalWorld) async throws -> RemoteStoreError.Code? {
-        let remote: any SyncRemote = try w.world.remote()
+        let remote: any SyncRemote = try w.world.remote(credential: .some(.random(for: UUID())))
         guard let coordination = remote as? any CoordinationRemote else { return nil }
         do {
             _ = try await coordination.clearApproval(requestID: requestID, excludingToken: nil)
@@ -45,7 +45,9 @@ struct ApprovalRecipientsTests {
         arguments: Backend.available)
     func revokedDevice(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
-        _ = try await w.root.revoke([w.tablet.identity.id])
+        // The revocation rotates the desktop's sessions at once: the phone takes generation 2.
+        #expect(try await w.root.revoke([w.tablet.identity.id]).sessionsRotated > 0)
+        #expect(try await w.phone.engine.pull().outcome == .success)
         let phone = try #require(w.tokens[w.phone.identity.id])
 
         // Cancelled: the alert and the clearing reach the phone only.
@@ -76,7 +78,7 @@ struct ApprovalRecipientsTests {
         let intruder = try await w.world.device("intruder", role: .mobile)
         _ = try? await intruder.engine.pull() // writes its device row
         let token = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
-        try await w.world.remote().registerPushToken(
+        try await w.world.remote(for: intruder).registerPushToken(
             PushTokenRegistration(deviceID: intruder.identity.id, token: token))
 
         let (task, row) = try await w.ask()
@@ -94,27 +96,36 @@ struct ApprovalRecipientsTests {
     }
 
     @Test(
-        "a token holder's answer under a trusted device's id does not end the question: the desktop refuses and reopens it",
+        "a token holder cannot answer under a trusted device's id (42501); a decision the phone's own client records unsigned by it does not end the question: the desktop refuses and reopens it",
         arguments: Backend.available)
     func refusedDecisionReopens(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
         let refusals = Refusals()
         let (task, row) = try await w.ask(refusals: refusals)
-        // The server cannot check the signature: a well-formed decision under the phone's id, not
-        // signed by the phone, is recorded.
         let opened = try await w.center(w.phone).open(row)
         let forged = ApprovalDecision(
             userID: w.world.user, sessionID: row.sessionID, requestID: row.id, deviceID: w.phone.identity.id,
             verdict: .approve, bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: row.body)), read: opened.read,
             decidedAt: UInt64(Date().timeIntervalSince1970), logHead: try await ApprovalWorld.pinnedHead(w.phone.store)
         ).signed(by: Ed25519PrivateKey())
-        // Recorded for another device than the one the decision names: refused (22023).
+        // A token holder: a login alone, or with a credential it registered for a device of its
+        // own. Neither answers in the phone's name (sequence 1 of issue 64).
+        for credential in [nil, DeviceCredential.random(for: UUID())] {
+            await #expect {
+                _ = try await (w.world.remote(credential: .some(credential)) as any ApprovalRemote).answerApproval(
+                    requestID: row.id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: forged.body,
+                    decisionSignature: forged.signature)
+            } throws: { ($0 as? RemoteStoreError)?.code == .permissionDenied }
+        }
+        // The phone's own client under the tablet's id: 42501 too.
         await #expect {
-            _ = try await (w.world.remote() as any ApprovalRemote).answerApproval(
+            _ = try await (w.world.remote(for: w.phone) as any ApprovalRemote).answerApproval(
                 requestID: row.id, deviceID: w.tablet.identity.id, verdict: .approve, decisionBody: forged.body,
                 decisionSignature: forged.signature)
-        } throws: { ($0 as? RemoteStoreError)?.code == .invalidValue }
-        let recorded = try await (w.world.remote() as any ApprovalRemote).answerApproval(
+        } throws: { ($0 as? RemoteStoreError)?.code == .permissionDenied }
+        // The server cannot check the signature: through the phone's own client, a well-formed
+        // decision not signed by the phone is recorded, and the desktop refuses it.
+        let recorded = try await (w.world.remote(for: w.phone) as any ApprovalRemote).answerApproval(
             requestID: row.id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: forged.body,
             decisionSignature: forged.signature)
         #expect(recorded.accepted)
@@ -141,7 +152,7 @@ struct ApprovalRecipientsTests {
     func onlyTheRequesterCancels(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
         let (task, row) = try await w.ask()
-        let remote = try w.world.remote() as any ApprovalRemote
+        let remote = try w.world.remote(for: w.phone) as any ApprovalRemote
         let wrong = ByteEncoding.base64(SecureBytes(randomCount: 32).withUnsafeBytes { [UInt8]($0) })
         for control in [nil, wrong, "not base64"] {
             await #expect {
@@ -154,7 +165,7 @@ struct ApprovalRecipientsTests {
         // Nor can the coordination call dismiss its prompt everywhere, in any spelling of the id.
         let lower: RemoteStoreError.Code? = try await Self.clearRefusal(row.id.uuidString.lowercased(), w)
         let upper: RemoteStoreError.Code? = try await Self.clearRefusal(row.id.uuidString.uppercased(), w)
-        #expect(lower == .permissionDenied && upper == .permissionDenied)
+        #expect(lower == .permissionDenied && upper == .invalidValue, "an id in another spelling is 22023")
         #expect(try await w.outbox(row.id).clearings.isEmpty)
         #expect(try await w.world.remote().approvalRequest(id: row.id)?.status == .pending)
         // The desktop itself still cancels (its wait cancelled).

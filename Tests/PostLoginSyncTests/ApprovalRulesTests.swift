@@ -22,7 +22,7 @@ struct ApprovalRulesTests {
     func refusedBeforeSending() async throws {
         let world = try World(.embedded)
         let desktop = try await world.desktop(sessions: 1)
-        let center = ApprovalCenter(local: desktop.store, remote: try world.remote())
+        let center = ApprovalCenter(local: desktop.store, remote: try world.remote(for: desktop))
         let session = try #require(try await desktop.store.sessions().first).id
         await #expect(throws: SyncError.self) { try await center.request(session: session, tool: "t", summary: "s") }
         do {
@@ -47,7 +47,8 @@ struct ApprovalRulesTests {
         arguments: remotes)
     func remoteShapes(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
-        let remote = try w.world.remote()
+        let remote = try w.world.remote(for: w.desktop)
+        let phoneRemote = try w.world.remote(for: w.phone)
         let session = try await w.session
         let now = UInt64(Date().timeIntervalSince1970)
         let body = ByteEncoding.base64([1, 0, 0, 0, 1] + [UInt8](repeating: 3, count: 60))
@@ -107,12 +108,12 @@ struct ApprovalRulesTests {
                 decisionSignature: signature)
         }
         await refused("short decision", .invalidValue) {
-            _ = try await remote.answerApproval(
+            _ = try await phoneRemote.answerApproval(
                 requestID: id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: "AAAA",
                 decisionSignature: signature)
         }
         await refused("63-byte signature", .invalidValue) {
-            _ = try await remote.answerApproval(
+            _ = try await phoneRemote.answerApproval(
                 requestID: id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: decision,
                 decisionSignature: ByteEncoding.base64([UInt8](repeating: 9, count: 63)))
         }
@@ -124,10 +125,10 @@ struct ApprovalRulesTests {
         guard !StackEnvironment.skipped else { return }
         let world = try World(.postgrest, deployedSchema: true)
         let desktop = try await world.desktop(sessions: 1)
-        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote())
+        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
         try await root.initialize()
         #expect(try await desktop.engine.push().outcome == .success)
-        let center = ApprovalCenter(local: desktop.store, remote: try world.remote())
+        let center = ApprovalCenter(local: desktop.store, remote: try world.remote(for: desktop))
         let session = try #require(try await desktop.store.sessions().first).id
         await #expect(throws: RemoteStoreError.self) {
             try await center.request(session: session, tool: "t", summary: "s")

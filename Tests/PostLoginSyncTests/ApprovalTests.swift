@@ -226,7 +226,7 @@ struct ApprovalTests {
             verdict: .approve, bodyHash: SHA256.hash(try ByteEncoding.bytes(base64: row2.body)), read: read,
             decidedAt: UInt64(Date().timeIntervalSince1970), logHead: try await ApprovalWorld.pinnedHead(w.phone.store)
         ).signed(by: try await w.phone.store.signingKey())
-        let answered = try await (w.world.remote()).answerApproval(
+        let answered = try await (w.world.remote(for: w.phone)).answerApproval(
             requestID: row1.id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: overSwapped.body,
             decisionSignature: overSwapped.signature)
         #expect(answered.accepted, "the server cannot tell; the desktop must")
@@ -254,7 +254,7 @@ struct ApprovalTests {
             decidedAt: UInt64(Date().timeIntervalSince1970), logHead: try await ApprovalWorld.pinnedHead(viewer.store)
         ).signed(by: try await viewer.store.signingKey())
         #expect(
-            try await w.world.remote(as: w.world.user).answerApproval(
+            try await w.world.remote(for: viewer).answerApproval(
                 requestID: row2.id, deviceID: viewer.identity.id, verdict: .approve, decisionBody: guess.body,
                 decisionSignature: guess.signature
             ).accepted)
@@ -356,7 +356,7 @@ struct ApprovalTests {
             SessionRecord(
                 userID: other, deviceID: identity.id, repositoryID: repository.id, title: "t", sessionPID: 1,
                 workingDirectory: "/r"))
-        let theirs = try w.world.remote(as: other)
+        let theirs = try w.world.remote(as: other, credential: .some(try await store.deviceCredential()))
         #expect(try await SyncEngine(local: store, remote: theirs).push().outcome == .success)
         let theirSession = try #require(try await store.sessions().first).id
         let body = ByteEncoding.base64([1, 0, 0, 0, 1] + SecureBytes(randomCount: 60).withUnsafeBytes { Array($0) })
@@ -366,7 +366,7 @@ struct ApprovalTests {
             sessionID: theirSession, requestID: theirRequest, requesterDeviceID: identity.id, body: body, generation: 1,
             expiresAt: expires)
 
-        let mine = try w.world.remote()
+        let mine = try w.world.remote(for: w.desktop)
         let mySession = try await w.session
         let decision = ByteEncoding.base64([UInt8](repeating: 7, count: 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44))
         let signature = ByteEncoding.base64([UInt8](repeating: 9, count: 64))

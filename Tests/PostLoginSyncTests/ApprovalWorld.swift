@@ -30,7 +30,7 @@ struct ApprovalWorld {
         let phone = try await world.device("phone", role: .mobile)
         let tablet = try await world.device("tablet", role: .mobile, type: .iosTablet)
         let desktop = try await world.desktop(sessions: sessions)
-        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote())
+        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
         try await root.initialize()
         try await TrustThreatTests.join(phone, world: world, root: root)
         try await TrustThreatTests.join(tablet, world: world, root: root)
@@ -41,7 +41,7 @@ struct ApprovalWorld {
         for device in [desktop, phone, tablet] {
             // Unique: on the stack a token another test's user holds would not move here.
             let token = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
-            try await world.remote().registerPushToken(
+            try await world.remote(for: device).registerPushToken(
                 PushTokenRegistration(deviceID: device.identity.id, token: token))
             tokens[device.identity.id] = token
         }
@@ -56,20 +56,22 @@ struct ApprovalWorld {
 
     func center(_ device: World.Device) throws -> ApprovalCenter {
         ApprovalCenter(
-            local: device.store, remote: try world.remote(), logger: Logger(label: "approvals") { _ in logs })
+            local: device.store, remote: try world.remote(for: device), logger: Logger(label: "approvals") { _ in logs }
+        )
     }
 
     var session: UUID {
         get async throws { try #require(try await desktop.store.sessions().first).id }
     }
 
-    /// The desktop asks in the background; returns the task and the request as the phone lists it.
+    /// The desktop asks in the background; returns the task and the request as the phone (or
+    /// `lister`) lists it.
     func ask(
         tool: String = "Bash", summary: String = "npm test", detail: String = "", timeout: Duration = .seconds(60),
-        refusals: Refusals? = nil
+        refusals: Refusals? = nil, listedBy lister: World.Device? = nil
     ) async throws -> (Task<ApprovalOutcome, Error>, ApprovalRequestRow) {
         let asking = try center(desktop)
-        let phoneCenter = try center(phone)
+        let phoneCenter = try center(lister ?? phone)
         let session = try await session
         let before = Set(try await phoneCenter.pending().map(\.id))
         let task = Task {

@@ -145,8 +145,9 @@ struct AuthTests {
 
     @Test("a session row without the columns the deployed schema defaults gets those defaults")
     func deployedDefaults() async throws {
-        let stack = try StackEnvironment.require()
         let user = UUID(), device = UUID(), repository = UUID()
+        let unscoped = try StackEnvironment.require()
+        let stack = unscoped.acting(for: try await unscoped.registeredCredential(for: device, user: user))
         let token = stack.token(for: user)
         var r = try await stack.request(
             "POST", "/rest/v1/devices", token: token,

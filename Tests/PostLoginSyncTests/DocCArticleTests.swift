@@ -23,10 +23,14 @@ func syncAtLogin(store: DeviceStore, remote: any SyncRemote) async throws -> Syn
     return report
 }
 
-func supabaseRemote(projectURL: URL, anonKey: String, userID: UUID, accessToken: String) -> PostgRESTRemoteStore {
-    PostgRESTRemoteStore(
-        configuration: PostgRESTConfiguration(
-            projectURL: projectURL, apiKey: anonKey, userID: userID, accessToken: { _ in accessToken }))
+func supabaseRemote(
+    projectURL: URL, anonKey: String, userID: UUID, accessToken: String, store: DeviceStore
+) async throws -> PostgRESTRemoteStore {
+    var configuration = PostgRESTConfiguration(
+        projectURL: projectURL, apiKey: anonKey, userID: userID, accessToken: { _ in accessToken })
+    // Every request proves which device makes it: the credential the store drew for this device.
+    configuration.deviceCredential = try await store.deviceCredential()
+    return PostgRESTRemoteStore(configuration: configuration)
 }
 
 func openDesktopStore(directory: URL, signedIn: AuthSession) async throws -> DeviceStore {
@@ -264,7 +268,8 @@ struct KeychainKeyStore: DeviceKeyStore {
         let again = try await openDesktopStore(directory: directory.appendingPathComponent("mac"), signedIn: signedIn)
         #expect(try await again.requireIdentity().id == store.requireIdentity().id, "created once")
         let remote = try EmbeddedRemoteStore(
-            path: directory.appendingPathComponent("remote.sqlite").path, userID: signedIn.userID)
+            path: directory.appendingPathComponent("remote.sqlite").path, userID: signedIn.userID,
+            credential: try await store.deviceCredential())
         let checkout = directory.appendingPathComponent("api")
         let session = try await startAgentSession(store: store, remote: remote, checkout: checkout, task: "Fix login")
         let second = try await startAgentSession(store: store, remote: remote, checkout: checkout, task: "Add tests")
@@ -311,8 +316,10 @@ struct KeychainKeyStore: DeviceKeyStore {
         let desktop = try await store("desktop", role: .desktop, type: .macDesktop)
         let phone = try await store("phone", role: .mobile, type: .iosPhone)
         // Signed in just now: starting the trust log asks for a recent sign-in.
-        let desktopRemote = try EmbeddedRemoteStore(path: remotePath, userID: user, signedInAt: Date())
-        let phoneRemote = try EmbeddedRemoteStore(path: remotePath, userID: user)
+        let desktopRemote = try EmbeddedRemoteStore(
+            path: remotePath, userID: user, signedInAt: Date(), credential: try await desktop.deviceCredential())
+        let phoneRemote = try EmbeddedRemoteStore(
+            path: remotePath, userID: user, credential: try await phone.deviceCredential())
         _ = try await SyncEngine(local: phone, remote: phoneRemote).sync()
 
         try await pair(
@@ -339,9 +346,10 @@ struct KeychainKeyStore: DeviceKeyStore {
         agent.cancel()
         await agent.value
 
-        let remote = supabaseRemote(
-            projectURL: URL(string: "https://project.supabase.co")!, anonKey: "anon", userID: user, accessToken: "token"
-        )
+        let remote = try await supabaseRemote(
+            projectURL: URL(string: "https://project.supabase.co")!, anonKey: "anon", userID: user,
+            accessToken: "token",
+            store: desktop)
         #expect(remote.userID == user)
     }
 }

@@ -39,16 +39,18 @@ struct EnvelopeTrustRulesTests {
         let tablet = try await p.world.device("tablet", role: .mobile, type: .iosTablet)
         try await TrustThreatTests.join(tablet, world: p.world, root: p.root)
         #expect(try await p.desktop.engine.push().outcome == .success)
-        let remote = try p.world.remote()
+        let remote = try p.world.operatorRemote()
         let session = try #require(try await p.desktop.store.sessions().min { $0.id.canonical < $1.id.canonical })
         // What the attacker keeps: the session's row and the phone's genuine generation-1 envelope.
         let old = try #require(
-            try await remote.fetchEnvelopes(addressedTo: p.phone.identity.id).first { $0.sessionID == session.id })
+            try await p.world.remote(for: p.phone).fetchEnvelopes(addressedTo: p.phone.identity.id).first {
+                $0.sessionID == session.id
+            })
         let generation1 = try #require(try await p.world.secrets(of: p.desktop)[session.id])
 
         // The tablet is revoked; the desktop rotates; the phone takes generation 2.
-        _ = try await p.root.revoke([tablet.identity.id])
-        #expect(try await p.desktop.engine.push().trust?.sessionsRotated == 2)
+        // The revoking desktop rotates at once.
+        #expect(try await p.root.revoke([tablet.identity.id]).sessionsRotated == 2)
         _ = try await p.phone.engine.pull()
         let generation2 = try #require(try await p.world.secrets(of: p.desktop)[session.id])
         #expect(generation2 != generation1)
@@ -67,7 +69,9 @@ struct EnvelopeTrustRulesTests {
         var strict = SyncOptions()
         strict.requireAuthenticated = true
         for options in [SyncOptions(), strict] {
-            let pull = try await SyncEngine(local: p.phone.store, remote: try p.world.remote(), options: options).pull()
+            let pull = try await SyncEngine(
+                local: p.phone.store, remote: try p.world.remote(for: p.phone), options: options
+            ).pull()
             #expect(pull.errors.contains { $0.code == .staleGeneration && $0.rowID == session.id.canonical })
             let held = try? await p.phone.store.openReceived(sessionID: session.id)
             #expect(held?.secret != generation1, "the phone went back to the secret the revoked tablet knows")
@@ -96,7 +100,7 @@ struct EnvelopeTrustRulesTests {
             SessionSecret(), for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
             sessionID: SessionID(session.id), sender: key, senderDeviceID: other.identity.id,
             generation: .max)
-        try await Self.plant(chosen, session: session.id, for: p.phone.identity.id, on: p.world.remote())
+        try await Self.plant(chosen, session: session.id, for: p.phone.identity.id, on: p.world.operatorRemote())
         let pull = try await p.phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .generationJump && $0.rowID == session.id.canonical })
         // The genuine generation 1 is taken once the owner seals it again.
@@ -118,7 +122,7 @@ struct EnvelopeTrustRulesTests {
         let genuine = try #require(try await p.world.secrets(of: p.desktop)[session.id])
         let chosen = SessionSecret()
         let planted = try SecretEnvelope.seal(chosen, for: p.phone.identity.publicKey, sessionID: SessionID(session.id))
-        let remote = try p.world.remote()
+        let remote = try p.world.operatorRemote()
         try await Self.plant(planted, session: session.id, for: p.phone.identity.id, on: remote)
         let pull = try await p.phone.engine.pull()
         #expect(pull.outcome == .partial)
@@ -149,7 +153,7 @@ struct EnvelopeTrustRulesTests {
         // v2 row is replaced by a v1 one with a chosen secret before the phone pulls.
         let planted = try SecretEnvelope.seal(
             SessionSecret(), for: p.phone.identity.publicKey, sessionID: SessionID(session.id))
-        try await Self.plant(planted, session: session.id, for: p.phone.identity.id, on: p.world.remote())
+        try await Self.plant(planted, session: session.id, for: p.phone.identity.id, on: p.world.operatorRemote())
         let pull = try await p.phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .downgradeRefused && $0.rowID == session.id.canonical })
         #expect(try await !p.phone.store.receivedEnvelopeSessionIDs().contains(session.id))
@@ -168,7 +172,7 @@ struct EnvelopeTrustRulesTests {
         #expect(try await phone.store.openReceived(sessionID: session.id).authenticated)
         let planted = try SecretEnvelope.seal(
             SessionSecret(), for: phone.identity.publicKey, sessionID: SessionID(session.id))
-        try await Self.plant(planted, session: session.id, for: phone.identity.id, on: world.remote())
+        try await Self.plant(planted, session: session.id, for: phone.identity.id, on: world.operatorRemote())
         let pull = try await phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .downgradeRefused && $0.rowID == session.id.canonical })
         #expect(try await phone.store.openReceived(sessionID: session.id).secret == genuine)
@@ -192,10 +196,10 @@ struct EnvelopeTrustRulesTests {
         for secret in [SessionSecret(), SessionSecret()] {
             let envelope = try SecretEnvelope.seal(
                 secret, for: phone.identity.publicKey, sessionID: SessionID(session.id))
-            try await Self.plant(envelope, session: session.id, for: phone.identity.id, on: world.remote())
+            try await Self.plant(envelope, session: session.id, for: phone.identity.id, on: world.operatorRemote())
             var options = SyncOptions()
             options.recipients.trust = .any
-            _ = try await SyncEngine(local: phone.store, remote: try world.remote(), options: options).pull()
+            _ = try await SyncEngine(local: phone.store, remote: try world.remote(for: phone), options: options).pull()
         }
         let stored = try await phone.store.receivedEnvelope(sessionID: session.id)
         let opened = try await phone.store.openReceived(sessionID: session.id)
@@ -214,7 +218,7 @@ struct EnvelopeTrustRulesTests {
         let before = try await p.desktop.engine.push()
         #expect(before.recipients.first { $0.deviceID == browser.identity.id }?.receives == false)
         // The browser (which may update its own row) says it is a desktop.
-        try await p.world.remote().upsertOwnDevice(
+        try await p.world.remote(for: browser).upsertOwnDevice(
             OwnDeviceRow(
                 id: browser.identity.id, userID: p.world.user, name: "browser",
                 deviceType: .linuxDesktop, hostname: nil,
@@ -223,7 +227,7 @@ struct EnvelopeTrustRulesTests {
         let decision = try #require(push.recipients.first { $0.deviceID == browser.identity.id })
         #expect(!decision.receives && decision.trust == .certificateMismatch)
         #expect(push.errors.contains { $0.code == .certificateMismatch && $0.rowID == browser.identity.id.canonical })
-        #expect(try await p.world.remote().fetchEnvelopes(addressedTo: browser.identity.id).isEmpty)
+        #expect(try await p.world.remote(for: browser).fetchEnvelopes(addressedTo: browser.identity.id).isEmpty)
     }
 
     @Test(
@@ -233,7 +237,7 @@ struct EnvelopeTrustRulesTests {
         let p = try await TrustThreatTests.paired(backend, deployed, sessions: 2)
         let viewer = try await p.world.device("viewer", role: .mobile, type: .iosPhone)
         let (code, _) = try await p.root.invite(deviceType: .iosPhone, role: .temporaryViewer)
-        try await DeviceTrustManager(local: viewer.store, remote: try p.world.remote()).join(
+        try await DeviceTrustManager(local: viewer.store, remote: try p.world.remote(for: viewer)).join(
             code: PairingCode(parsing: code.revealText()))
         #expect(try await p.root.approve().approved.map(\.deviceID) == [viewer.identity.id])
         // The server gives the row the role that receives (it holds trusted_executor by default anyway).
@@ -243,7 +247,7 @@ struct EnvelopeTrustRulesTests {
         let push = try await p.desktop.engine.push()
         let decision = try #require(push.recipients.first { $0.deviceID == viewer.identity.id })
         #expect(!decision.receives && decision.reason == "temporary viewer")
-        #expect(try await p.world.remote().fetchEnvelopes(addressedTo: viewer.identity.id).isEmpty)
+        #expect(try await p.world.remote(for: viewer).fetchEnvelopes(addressedTo: viewer.identity.id).isEmpty)
     }
 
     @Test(
@@ -254,9 +258,9 @@ struct EnvelopeTrustRulesTests {
         let browser = try await p.world.device("browser", role: .mobile, type: .webBrowser)
         // The server renames the joining browser's row to a phone before the root approves.
         func joinAsPhone(_ code: PairingCode) async throws {
-            try await DeviceTrustManager(local: browser.store, remote: try p.world.remote()).join(
+            try await DeviceTrustManager(local: browser.store, remote: try p.world.remote(for: browser)).join(
                 code: PairingCode(parsing: code.revealText()))
-            try await p.world.remote().upsertOwnDevice(
+            try await p.world.operatorRemote().upsertOwnDevice(
                 OwnDeviceRow(
                     id: browser.identity.id, userID: p.world.user, name: "browser",
                     deviceType: .iosPhone, hostname: nil,
@@ -291,7 +295,7 @@ struct EnvelopeTrustRulesTests {
             SessionSecret(), for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
             sessionID: SessionID(session.id), sender: try await other.store.deviceKey(),
             senderDeviceID: other.identity.id, generation: 2)
-        try await Self.plant(planted, session: session.id, for: p.phone.identity.id, on: p.world.remote())
+        try await Self.plant(planted, session: session.id, for: p.phone.identity.id, on: p.world.operatorRemote())
         let pull = try await p.phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .wrongSender && $0.rowID == session.id.canonical })
         let held = try await p.phone.store.openReceived(sessionID: session.id)
@@ -302,7 +306,7 @@ struct EnvelopeTrustRulesTests {
         var moved = session
         moved.deviceID = other.identity.id
         moved.updatedAt = Date()
-        _ = try await p.world.remote().upsertSessions([moved], onBatchAccepted: nil)
+        _ = try await p.world.operatorRemote().upsertSessions([moved], onBatchAccepted: nil)
         let second = try await p.phone.engine.pull()
         #expect(second.errors.contains { $0.code == .wrongSender && $0.rowID == session.id.canonical })
         #expect(try await p.phone.store.openReceived(sessionID: session.id).secret == genuine)
@@ -322,7 +326,7 @@ struct EnvelopeTrustRulesTests {
             SessionSecret(), for: p.phone.identity.publicKey, recipientDeviceID: p.phone.identity.id,
             sessionID: SessionID(session.id), sender: try await other.store.deviceKey(),
             senderDeviceID: other.identity.id, generation: 1)
-        try await Self.plant(planted, session: session.id, for: p.phone.identity.id, on: p.world.remote())
+        try await Self.plant(planted, session: session.id, for: p.phone.identity.id, on: p.world.operatorRemote())
         let pull = try await p.phone.engine.pull()
         #expect(pull.errors.contains { $0.code == .wrongSender && $0.rowID == session.id.canonical })
         #expect(try await !p.phone.store.receivedEnvelopeSessionIDs().contains(session.id))

@@ -29,9 +29,9 @@ struct EnvelopeV2SyncTests {
         let push = try await desktop.engine.push()
         #expect(push.outcome == .success)
 
-        let pairs = try await world.remote().fetchEnvelopes(addressedTo: modern.identity.id)
+        let pairs = try await world.remote(for: modern).fetchEnvelopes(addressedTo: modern.identity.id)
         #expect(pairs.count == 4 && pairs.allSatisfy { $0.ephemeralPublicKey.hasPrefix("v2:") })
-        let legacyPairs = try await world.remote().fetchEnvelopes(addressedTo: old.identity.id)
+        let legacyPairs = try await world.remote(for: old).fetchEnvelopes(addressedTo: old.identity.id)
         #expect(legacyPairs.count == 4 && legacyPairs.allSatisfy { !$0.ephemeralPublicKey.hasPrefix("v2:") })
 
         _ = try await modern.engine.pull()
@@ -72,7 +72,7 @@ struct EnvelopeV2SyncTests {
         let world = try World(backend, deployedSchema: deployedSchema)
         let phone = try await world.device("phone", role: .mobile)
         // Another client of the same device (the deployed daemon keeps cli.* entries) wrote first.
-        let remote = try world.remote()
+        let remote = try world.remote(for: phone)
         try await remote.upsertOwnDevice(
             OwnDeviceRow(
                 id: phone.identity.id, userID: world.user, name: "phone", deviceType: .iosPhone,
@@ -96,12 +96,13 @@ struct EnvelopeV2SyncTests {
         let desktop = try await world.desktop(sessions: 1)
         _ = try await desktop.engine.push()
         let session = try #require(try await desktop.store.sessions().first)
-        // Someone with the user's token plants a v2 envelope sealed by a key no device row has.
+        // The server plants a v2 envelope sealed by a key no device row has (a token holder's is
+        // refused: its device does not run the session).
         let stranger = X25519PrivateKey()
         let planted = try SecretEnvelope.sealV2(
             SessionSecret(), for: phone.identity.publicKey, recipientDeviceID: phone.identity.id,
             sessionID: SessionID(session.id), sender: stranger, senderDeviceID: UUID(), generation: 1)
-        _ = try await world.remote().upsertEnvelopes(
+        _ = try await world.operatorRemote().upsertEnvelopes(
             [
                 EnvelopeRecord(
                     sessionID: session.id, deviceID: phone.identity.id,

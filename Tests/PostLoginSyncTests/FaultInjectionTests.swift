@@ -62,18 +62,23 @@ struct FaultInjectionTests {
             upstreamHost: stack.url.host ?? "127.0.0.1", upstreamPort: stack.url.port ?? 80, seed: nil,
             stallDuration: .milliseconds(1500))
         do {
-            var configuration = PostgRESTConfiguration(
-                projectURL: proxy.url(path: stack.url.path), apiKey: stack.anonKey, userID: world.user
-            ) { _ in
-                stack.token(for: world.user)
+            let base = proxy.url(path: stack.url.path)
+            let owner = world.user
+            // Each device through its own client, all through the proxy.
+            let remote: @Sendable (DeviceCredential) -> any SyncRemote = { credential in
+                var configuration = PostgRESTConfiguration(projectURL: base, apiKey: stack.anonKey, userID: owner) {
+                    _ in
+                    stack.token(for: owner)
+                }
+                // Few attempts and a short timeout, so faults surface as failed syncs rather than
+                // being absorbed by retries, and a stall costs a second.
+                configuration.maxAttempts = 2
+                configuration.baseBackoff = .milliseconds(5)
+                configuration.maxBackoff = .milliseconds(20)
+                configuration.requestTimeout = 1
+                configuration.deviceCredential = credential
+                return PostgRESTRemoteStore(configuration: configuration)
             }
-            // Few attempts and a short timeout, so faults surface as failed syncs rather than
-            // being absorbed by retries, and a stall costs a second.
-            configuration.maxAttempts = 2
-            configuration.baseBackoff = .milliseconds(5)
-            configuration.maxBackoff = .milliseconds(20)
-            configuration.requestTimeout = 1
-            let remote = PostgRESTRemoteStore(configuration: configuration)
             var options = SyncOptions()
             options.ledgerBeforeAcceptance = broken
             options.sealChunk = 4

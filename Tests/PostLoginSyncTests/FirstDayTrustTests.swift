@@ -27,11 +27,11 @@ struct FirstDayTrustTests {
         let world = try World(backend)
         let desktop = try await world.desktop(sessions: 1)
         let phone = try await world.device("phone", role: .mobile)
-        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote())
+        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
         try await root.initialize()
         return Setup(
             world: world, desktop: desktop, phone: phone, root: root,
-            joiner: DeviceTrustManager(local: phone.store, remote: try world.remote()))
+            joiner: DeviceTrustManager(local: phone.store, remote: try world.remote(for: phone)))
     }
 
     /// Approves every 30 ms until a round approves or refuses something (what `trust invite
@@ -120,7 +120,7 @@ struct FirstDayTrustTests {
 
         // Another device with the same code: called what it is.
         let tablet = try await s.world.device("tablet", role: .mobile, type: .iosPhone)
-        try await DeviceTrustManager(local: tablet.store, remote: try s.world.remote()).join(code: parsed)
+        try await DeviceTrustManager(local: tablet.store, remote: try s.world.remote(for: tablet)).join(code: parsed)
         let replay = try await s.root.approve()
         #expect(replay.approved.isEmpty && replay.refused.first?.reason.contains("used by another device") == true)
     }
@@ -135,7 +135,7 @@ struct FirstDayTrustTests {
         #expect(try await phone.engine.pull().outcome == .success)
         let sessions = try await phone.store.sessions().map(\.id).sorted { $0.canonical < $1.canonical }
         #expect(sessions.count == 2)
-        let phoneTrust = DeviceTrustManager(local: phone.store, remote: try world.remote())
+        let phoneTrust = DeviceTrustManager(local: phone.store, remote: try world.remote(for: phone))
         guard case .notPushedYet(let lastPull) = try await phoneTrust.missingEnvelopeReason(sessionID: sessions[0])
         else {
             Issue.record("expected not pushed yet")
@@ -155,7 +155,7 @@ struct FirstDayTrustTests {
             ], onBatchAccepted: nil)
         var strict = SyncOptions()
         strict.requireAuthenticated = true
-        _ = try await SyncEngine(local: phone.store, remote: try world.remote(), options: strict).pull()
+        _ = try await SyncEngine(local: phone.store, remote: try world.remote(for: phone), options: strict).pull()
         guard case .refused(let code, let message) = try await phoneTrust.missingEnvelopeReason(sessionID: sessions[1])
         else {
             Issue.record("expected refused")
@@ -165,7 +165,7 @@ struct FirstDayTrustTests {
         #expect(MissingEnvelopeReason.refused(code, message).explanation(sessionID: sessions[1]).contains("refused"))
 
         // Not paired: the desktop pins an identity; its push seals nothing to the phone.
-        try await DeviceTrustManager(local: desktop.store, remote: try world.remote()).initialize()
+        try await DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop)).initialize()
         #expect(try await desktop.engine.push().outcome == .success)
         _ = try await phone.engine.pull()
         let reason = try await phoneTrust.missingEnvelopeReason(sessionID: sessions[0])

@@ -83,7 +83,7 @@ struct HostileRowsTests {
         options.recipients = RecipientOptions(requireTrusted: requireTrusted)
         let desktop = try await world.device(
             "desktop", role: .desktop, id: selfID, options: options,
-            remote: PostgRESTRemoteStore(configuration: configuration))
+            remote: { [configuration] _ in PostgRESTRemoteStore(configuration: configuration) })
         selfKey.withLock { $0 = desktop.identity.publicKey }
         let repository = RepositoryRecord(userID: user, deviceID: selfID, name: "r", localPath: "/r")
         try await desktop.store.upsertRepositories([repository])
@@ -129,7 +129,8 @@ struct HostileRowsTests {
         }
         configuration.baseBackoff = Duration.milliseconds(5)
         let desktop = try await world.device(
-            "desktop", role: .desktop, id: selfID, remote: PostgRESTRemoteStore(configuration: configuration))
+            "desktop", role: .desktop, id: selfID,
+            remote: { [configuration] _ in PostgRESTRemoteStore(configuration: configuration) })
         selfKey.withLock { $0 = desktop.identity.publicKey }
         let repository = RepositoryRecord(userID: user, deviceID: selfID, name: "r", localPath: "/r")
         try await desktop.store.upsertRepositories([repository])
@@ -191,7 +192,8 @@ struct HostileRowsTests {
         configuration.maxListedRows = 20_000
         configuration.listingStreams = 1
         let desktop = try await world.device(
-            "desktop", role: .desktop, id: selfID, remote: PostgRESTRemoteStore(configuration: configuration))
+            "desktop", role: .desktop, id: selfID,
+            remote: { [configuration] _ in PostgRESTRemoteStore(configuration: configuration) })
         selfKey.withLock { $0 = desktop.identity.publicKey }
         let repository = RepositoryRecord(userID: user, deviceID: selfID, name: "r", localPath: "/r")
         try await desktop.store.upsertRepositories([repository])
@@ -228,7 +230,7 @@ struct HostileRowsTests {
             (X25519PrivateKey().publicKey.base64, ByteEncoding.base64([UInt8](repeating: 3, count: 27))),
             ("v2:" + X25519PrivateKey().publicKey.base64, ByteEncoding.base64([UInt8](repeating: 4, count: 85))),
         ]
-        let remote = try world.remote()
+        let remote = try world.operatorRemote()
         let rows = zip(sessions, junk).map {
             EnvelopeRecord(
                 sessionID: $0.0, deviceID: phone.identity.id, ephemeralPublicKey: $0.1.0, encryptedSecret: $0.1.1)

@@ -28,8 +28,8 @@ struct NotificationWorld {
         let phone = try await world.device("phone", role: .mobile)
         #expect(try await desktop.engine.push().outcome == .success)
         #expect(try await phone.engine.pull().outcome == .success)
-        let desktopSide = Coordinator(store: desktop.store, remote: try world.remote())
-        let phoneSide = Coordinator(store: phone.store, remote: try world.remote())
+        let desktopSide = Coordinator(store: desktop.store, remote: try world.remote(for: desktop))
+        let phoneSide = Coordinator(store: phone.store, remote: try world.remote(for: phone))
         let phoneToken = Self.token(), desktopToken = Self.token()
         try await phoneSide.registerPushToken(phoneToken)
         try await desktopSide.registerPushToken(desktopToken)
@@ -236,7 +236,10 @@ struct NotificationTests {
         let phone = n.phone.identity.id.canonical
         let mine = try await stack.request(
             "POST", "/rest/v1/notification_settings", token: stack.token(for: n.world.user),
-            headers: ["Prefer": "resolution=merge-duplicates,return=representation"],
+            headers: n.phone.credential.headers.merging(["Prefer": "resolution=merge-duplicates,return=representation"])
+            {
+                a, _ in a
+            },
             body: #"{"device_id":"\#(phone)","enable_live_activities":false}"#)
         #expect(mine.status == 201, "\(mine.body)")
         #expect(try await n.phoneSide.notificationSettings().liveActivities == false)
@@ -302,8 +305,9 @@ struct NotificationTests {
         #expect(try await n.rows(n.phoneToken).filter { $0.collapseID == "background-test" }.isEmpty)
         #expect(try await n.rows(n.desktopToken).filter { $0.collapseID == "background-test" }.count == 1)
         // Never suppressed: clearing an approval and a handoff.
-        _ = try await n.desktopSide.clearApproval(requestID: "request-1", excludingToken: n.desktopToken)
-        #expect(try await n.rows(n.phoneToken).contains { $0.collapseID == "approval-request-1" })
+        let request = UUID().canonical
+        _ = try await n.desktopSide.clearApproval(requestID: request, excludingToken: n.desktopToken)
+        #expect(try await n.rows(n.phoneToken).contains { $0.collapseID == "approval-\(request)" })
         let session = n.sessions[1]
         _ = try await n.phoneSide.claim(sessionID: session)
         _ = try await n.desktopSide.claim(sessionID: session)
@@ -413,18 +417,19 @@ struct NotificationTests {
         arguments: Backend.available)
     func badgeAndTimeSensitive(backend: Backend) async throws {
         let n = try await NotificationWorld.make(backend)
-        let approvals = try n.world.remote() as? any ApprovalRemote
+        let approvals = try n.world.remote(for: n.desktop) as? any ApprovalRemote
         let remote = try #require(approvals)
         try await n.phoneSide.setNotificationSettings(.init([.timeSensitive: false]))
         let tablet = try await n.world.device("tablet", role: .mobile, type: .iosTablet)
         // Approval pushes go only to devices the trust log certifies.
-        let root = DeviceTrustManager(local: n.desktop.store, remote: try n.world.remote())
+        let root = DeviceTrustManager(local: n.desktop.store, remote: try n.world.remote(for: n.desktop))
         try await root.initialize()
         try await TrustThreatTests.join(n.phone, world: n.world, root: root)
         try await TrustThreatTests.join(tablet, world: n.world, root: root)
         #expect(try await tablet.engine.pull().outcome == .success)
         let tabletToken = NotificationWorld.token()
-        try await Coordinator(store: tablet.store, remote: try n.world.remote()).registerPushToken(tabletToken)
+        try await Coordinator(store: tablet.store, remote: try n.world.remote(for: tablet)).registerPushToken(
+            tabletToken)
 
         var requests: [UUID] = []
         for count in 1...2 {
@@ -445,7 +450,7 @@ struct NotificationTests {
             #expect(try await n.rows(n.desktopToken).allSatisfy { $0.pushType != "alert" })
         }
         // The phone answers the first: the tablet's clearing push carries the new count.
-        _ = try await remote.answerApproval(
+        _ = try await (try n.world.remote(for: n.phone) as any ApprovalRemote).answerApproval(
             requestID: requests[0], deviceID: n.phone.identity.id, verdict: .approve,
             decisionBody: Data(
                 [UInt8](repeating: 1, count: 140) + Array(n.phone.identity.id.canonical.utf8)

@@ -73,13 +73,14 @@ struct PostLoginSyncTests {
         let push = try await desktop.engine.push()
         #expect(push.phases.first { $0.phase == .secrets }?.deleted == 3)
         #expect(push.recipients.first { $0.deviceID == phone.identity.id }?.reason == "inactive")
-        let remote = try world.remote()
-        #expect(try await remote.fetchEnvelopes(addressedTo: phone.identity.id).isEmpty)
+        #expect(try await world.addressed(to: phone.identity.id).isEmpty)
         // Its own pull would re-activate it; read what it is still owed directly instead.
-        #expect(try await remote.listEnvelopePairs().allSatisfy { $0.deviceID != phone.identity.id })
+        #expect(try await world.operatorRemote().listEnvelopePairs().allSatisfy { $0.deviceID != phone.identity.id })
     }
 
-    @Test("a phone whose key changed gets envelopes for the new key", arguments: Backend.available)
+    @Test(
+        "a phone reinstalled under its old id with a new key is refused loudly: its credential slot is taken",
+        arguments: Backend.available)
     func rekeyedPhone(backend: Backend) async throws {
         let world = try World(backend)
         let desktop = try await world.desktop(sessions: 3)
@@ -90,12 +91,18 @@ struct PostLoginSyncTests {
         // The phone is reinstalled: same device id, new key pair, in a new store.
         let reinstalled = try await world.device("phone-reinstalled", role: .mobile, id: phone.identity.id)
         #expect(reinstalled.identity.publicKey != phone.identity.publicKey)
-        _ = try await reinstalled.engine.pull()
-        let push = try await desktop.engine.push()
-        #expect(push.envelopesSealed == 3)
-        let pulled = try await reinstalled.engine.pull()
-        #expect(pulled.envelopesOpened == 3)
-        #expect(try await world.opened(by: reinstalled) == world.secrets(of: desktop))
+        // Its new store drew a new credential: the remote cannot tell it from whoever registered
+        // one for its id, and it says so loudly, with what to do (revoke it, pair a new store).
+        var refusal = ""
+        do {
+            let pulled = try await reinstalled.engine.pull()
+            refusal = pulled.errors.map(\.message).joined(separator: "\n")
+            #expect(pulled.outcome != .success)
+        } catch {
+            refusal = String(describing: error)
+        }
+        #expect(refusal.contains("another credential is registered for this device's id"), "\(refusal)")
+        #expect(try await desktop.engine.push().envelopesSealed == 0, "nothing new for a key nobody verified")
     }
 
     @Test(
@@ -134,13 +141,13 @@ struct PostLoginSyncTests {
         let world = try World(backend)
         let phones = [try await world.device("p1", role: .mobile), try await world.device("p2", role: .mobile)]
         for phone in phones { _ = try await phone.engine.pull() }
-        let real = try world.remote()
-        // A fault we cannot provoke in a real remote on cue: the connection drops right after the
-        // remote accepted the second envelope batch.
-        let flaky = FailAfterBatches(real, envelopeBatches: 2)
         var options = SyncOptions()
         options.sealChunk = 30
         let desktop = try await world.desktop(repositories: 3, sessions: 40, options: options)
+        let real = try world.remote(for: desktop)
+        // A fault we cannot provoke in a real remote on cue: the connection drops right after the
+        // remote accepted the second envelope batch.
+        let flaky = FailAfterBatches(real, envelopeBatches: 2)
         let failing = SyncEngine(local: desktop.store, remote: flaky, options: options)
         let first = try await failing.push()
         #expect(first.outcome == .partial)
@@ -192,7 +199,7 @@ struct PostLoginSyncTests {
         let repository = try #require(try await desktop.store.repositories().first)
         // Eight sessions in one transaction share one change sequence: pages of 3 split it.
         try await Self.writeSessions(8, titled: "s", on: repository, of: desktop, in: world)
-        let real = try world.remote()
+        let real = try world.remote(for: desktop)
         // The connection drops after the second page was accepted.
         let cut = try await Self.pushCut(desktop, to: real, options: options, afterSessionBatches: 2)
         #expect(cut.phases.first { $0.phase == .sessions }?.status == .failed)
@@ -238,7 +245,7 @@ struct PostLoginSyncTests {
         let desktop = try await world.desktop(repositories: 1, sessions: 0, options: options)
         let repository = try #require(try await desktop.store.repositories().first)
         try await Self.writeSessions(12, titled: "s", on: repository, of: desktop, in: world)
-        let real = try world.remote()
+        let real = try world.remote(for: desktop)
         // The first page goes in three parts of two; the connection drops once two parts were accepted.
         let cut = try await Self.pushCut(desktop, to: real, options: options, afterSessionBatches: 2)
         #expect(cut.phases.first { $0.phase == .sessions }?.status == .failed)
@@ -287,7 +294,7 @@ struct PostLoginSyncTests {
         renamed.updatedAt = Date()
         try await desktop.store.upsertSessions([renamed])
         #expect(try await desktop.engine.push().outcome == .success)
-        var hiding = FailAfterBatches(try world.remote(), envelopeBatches: .max)
+        var hiding = FailAfterBatches(try world.remote(for: phone), envelopeBatches: .max)
         hiding.unlisted = [target.id]
         let report = try await SyncEngine(local: phone.store, remote: hiding).pull()
         #expect(report.outcome == .success, "\(report.errors)")
@@ -305,7 +312,7 @@ struct PostLoginSyncTests {
         _ = try await phone.engine.pull()
         let desktop = try await world.desktop(sessions: 4)
         #expect(try await desktop.engine.push().outcome == .success)
-        let remote = try world.remote()
+        let remote = try world.remote(for: phone)
         let before = remote.metrics()
         let report = try await SyncEngine(local: phone.store, remote: remote).pull()
         let made = remote.metrics().since(before)
@@ -323,7 +330,8 @@ struct PostLoginSyncTests {
         let phone = try await world.device("phone", role: .mobile)
         _ = try await phone.engine.pull()
         let desktop = try await world.desktop(sessions: 30)
-        let second = SyncEngine(local: desktop.store, remote: try world.remote(), options: desktop.engine.options)
+        let second = SyncEngine(
+            local: desktop.store, remote: try world.remote(for: desktop), options: desktop.engine.options)
         async let a = desktop.engine.push()
         async let b = second.push()
         let reports = try await [a, b]
@@ -336,7 +344,8 @@ struct PostLoginSyncTests {
         impatient.leaseTimeout = .zero
         let lease = try await desktop.store.acquireSyncLease(purpose: "push")
         await #expect {
-            _ = try await SyncEngine(local: desktop.store, remote: try world.remote(), options: impatient).push()
+            _ = try await SyncEngine(local: desktop.store, remote: try world.remote(for: desktop), options: impatient)
+                .push()
         } throws: { ($0 as? LocalStoreError)?.code == .storeBusy && "\($0)".contains("push") }
         lease.release()
     }
@@ -350,13 +359,12 @@ struct PostLoginSyncTests {
         let phone = try await world.device("phone", role: .mobile)
         _ = try await phone.engine.pull()
         let broken = UUID()
-        let remote = try world.remote()
-        try await remote.upsertOwnDevice(
+        try await world.plantDevice(
             OwnDeviceRow(
                 id: broken, userID: world.user, name: "broken", deviceType: .iosPhone,
                 hostname: nil, publicKey: "not-a-key"))
         let lowOrder = UUID()
-        try await remote.upsertOwnDevice(
+        try await world.plantDevice(
             OwnDeviceRow(
                 id: lowOrder, userID: world.user, name: "zero", deviceType: .iosPhone,
                 hostname: nil, publicKey: ByteEncoding.base64([UInt8](repeating: 0, count: 32))))

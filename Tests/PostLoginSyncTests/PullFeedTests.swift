@@ -16,12 +16,15 @@ import Testing
 @Suite("Pull feed")
 struct PullFeedTests {
     /// A client of `user` on the stack, with small pages read in three ranges at once.
-    static func smallPages(_ stack: StackEnvironment, user: UUID) -> PostgRESTRemoteStore {
+    static func smallPages(
+        _ stack: StackEnvironment, user: UUID, credential: DeviceCredential = .random(for: UUID())
+    ) -> PostgRESTRemoteStore {
         var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) {
             _ in stack.token(for: user)
         }
         configuration.pageSize = 7
         configuration.listingStreams = 3
+        configuration.deviceCredential = credential
         return PostgRESTRemoteStore(configuration: configuration)
     }
 
@@ -124,8 +127,8 @@ struct PullFeedTests {
         let before = try await phone.store.receivedEnvelope(sessionID: target.id)
 
         // The phone's envelope for one session goes; the desktop's next push seals it again with
-        // a new ephemeral key. No session row changed.
-        let remote = try world.remote()
+        // a new ephemeral key. No session row changed. (The operator deletes it.)
+        let remote = try world.operatorRemote()
         try await remote.deleteEnvelopes(.pairs([EnvelopePair(sessionID: target.id, deviceID: phone.identity.id)]))
         #expect(try await desktop.engine.push().envelopesSealed == 1)
         let report = try await phone.engine.pull()
@@ -169,7 +172,9 @@ struct PullFeedTests {
         _ = try await phone.engine.pull()
         let desktop = try await world.desktop(sessions: 61)
         #expect(try await desktop.engine.push().outcome == .success)
-        func remote(as user: UUID) -> PostgRESTRemoteStore { Self.smallPages(stack, user: user) }
+        func remote(as user: UUID) -> PostgRESTRemoteStore {
+            Self.smallPages(stack, user: user, credential: user == world.user ? phone.credential : .random(for: UUID()))
+        }
         let rows = Mutex<[EnvelopeRecord]>([])
         try await remote(as: world.user).fetchEnvelopes(addressedTo: phone.identity.id) { page in
             rows.withLock { $0 += page }
@@ -196,7 +201,10 @@ struct PullFeedTests {
         let world = try World(.postgrest)
         let desktop = try await world.desktop(sessions: 61)
         #expect(try await desktop.engine.push().outcome == .success)
-        func remote(as user: UUID) -> PostgRESTRemoteStore { Self.smallPages(stack, user: user) }
+        func remote(as user: UUID) -> PostgRESTRemoteStore {
+            Self.smallPages(
+                stack, user: user, credential: user == world.user ? desktop.credential : .random(for: UUID()))
+        }
         func list(as user: UUID, after cursor: PullCursor?) async throws -> [[Versioned<SessionRecord>]] {
             let pages = Mutex<[[Versioned<SessionRecord>]]>([])
             try await remote(as: user).fetchSessions(after: cursor) { page in pages.withLock { $0.append(page) } }
@@ -339,7 +347,8 @@ struct KeptPullDigestTests {
         #expect(try stack.sql(Self.compare) == "0")
         // A re-seal (an update of the row's key), a session deleted (its envelopes cascade), a
         // repository deleted (its sessions and their envelopes cascade), a device deleted.
-        let remote = try world.remote()
+        // Deletions made remotely: the operator's hand.
+        let remote = try world.operatorRemote()
         let sessions = try await desktop.store.sessions()
         try await remote.deleteEnvelopes(.pairs([EnvelopePair(sessionID: sessions[0].id, deviceID: phone.identity.id)]))
         #expect(try await desktop.engine.push().envelopesSealed == 1)

@@ -22,7 +22,7 @@ struct QuestionAlertTests {
     func askOpenClose(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
         let session = try await w.session
-        let desktop = SessionAlerts(local: w.desktop.store, remote: try w.world.remote())
+        let desktop = SessionAlerts(local: w.desktop.store, remote: try w.world.remote(for: w.desktop))
         let asked = try await desktop.ask(session: session, text: Self.text, timeout: .seconds(600))
         #expect(asked.devicesNotified == 2)
         #expect(asked.deliveries?.summary == "queued for phone, tablet")
@@ -61,7 +61,7 @@ struct QuestionAlertTests {
         // Nothing of the question on the server: not in a table, not in a payload.
         #expect(!(try await w.everything()).contains("marker-q-7f3a"))
 
-        let phone = SessionAlerts(local: w.phone.store, remote: try w.world.remote())
+        let phone = SessionAlerts(local: w.phone.store, remote: try w.world.remote(for: w.phone))
         #expect(try await phone.open(question: id).text == Self.text)
         // A service extension given the alert without `sealed` (left out of a long question's
         // payload) fetches the question and shows its text, sanitised, only with details on.
@@ -70,10 +70,10 @@ struct QuestionAlertTests {
         object["sealed"] = nil
         let unsealed = try AlertPayload(json: try JSONSerialization.data(withJSONObject: object))
         let shown = await ApprovalCenter.notificationDisplay(
-            unsealed, store: w.phone.store, showDetails: true, remote: try w.world.remote())
+            unsealed, store: w.phone.store, showDetails: true, remote: try w.world.remote(for: w.phone))
         #expect(shown.text == Self.text && !shown.canAnswer)
         let hidden = await ApprovalCenter.notificationDisplay(
-            unsealed, store: w.phone.store, showDetails: false, remote: try w.world.remote())
+            unsealed, store: w.phone.store, showDetails: false, remote: try w.world.remote(for: w.phone))
         #expect(hidden.text == nil)
         #expect(try await desktop.open(question: id).text == Self.text, "the asker opens its own")
         let changes = try await w.world.remote().changes(since: nil, statements: false)
@@ -88,7 +88,7 @@ struct QuestionAlertTests {
         #expect(badge == [2, 2])
 
         // Delivery outcomes: the asker's; another user's view, and a random id, refused alike.
-        let deliveries = try await ApprovalCenter(local: w.desktop.store, remote: try w.world.remote())
+        let deliveries = try await ApprovalCenter(local: w.desktop.store, remote: try w.world.remote(for: w.desktop))
             .deliveries(of: id)
         #expect(deliveries.kind == "question" && deliveries.devices.count == 2)
         for (remote, alert) in [(try w.world.remote(as: UUID()), id), (try w.world.remote(), UUID())] {
@@ -120,8 +120,8 @@ struct QuestionAlertTests {
     func expiryQuietAndOff(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
         let session = try await w.session
-        let desktop = SessionAlerts(local: w.desktop.store, remote: try w.world.remote())
-        let tablet = Coordinator(store: w.tablet.store, remote: try w.world.remote())
+        let desktop = SessionAlerts(local: w.desktop.store, remote: try w.world.remote(for: w.desktop))
+        let tablet = Coordinator(store: w.tablet.store, remote: try w.world.remote(for: w.tablet))
         _ = try await tablet.claim(sessionID: session)
         let quiet = try await desktop.ask(session: session, text: "Quiet?")
         let phoneAlert = try #require(
@@ -143,7 +143,7 @@ struct QuestionAlertTests {
         let clearings = try await Self.outbox(w, "question-clear-" + quiet.questionId.canonical)
         #expect(clearings.count == 2 && clearings.allSatisfy { $0.payload.contains("\"timeout\"") })
 
-        let phone = Coordinator(store: w.phone.store, remote: try w.world.remote())
+        let phone = Coordinator(store: w.phone.store, remote: try w.world.remote(for: w.phone))
         try await phone.setNotificationSettings(NotificationSettings.Change([.questions: false]))
         let off = try await desktop.ask(session: session, text: "Off?")
         let byDevice = Dictionary(uniqueKeysWithValues: (off.devices ?? []).map { ($0.deviceID, $0) })

@@ -21,7 +21,8 @@ import Testing
         try await store.setUserID(userID)
         let repository = try await store.addRepository(name: "api", localPath: "/src/api")
         let session = try await store.startSession(repositoryID: repository.id, title: "Fix the login bug")
-        let remote = try EmbeddedRemoteStore(path: remotePath, userID: userID)
+        let credential = try await store.deviceCredential()
+        let remote = try EmbeddedRemoteStore(path: remotePath, userID: userID, credential: credential)
         let report = try await SyncEngine(local: store, remote: remote).sync()
 
         #expect(report.outcome == .success, "\(report.errors)")

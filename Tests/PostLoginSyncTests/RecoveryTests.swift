@@ -29,7 +29,7 @@ struct RecoveryWorld {
         let spare = try await world.desktop("spare", repositories: 1, sessions: 1)
         let logs = LogLines()
         let manager = DeviceTrustManager(
-            local: root.store, remote: try world.remote(), logger: Logger(label: "trust") { _ in logs })
+            local: root.store, remote: try world.remote(for: root), logger: Logger(label: "trust") { _ in logs })
         let started = try await manager.initialize()
         try await TrustThreatTests.join(phone, world: world, root: manager)
         #expect(try await root.engine.push().outcome == .success)
@@ -41,7 +41,7 @@ struct RecoveryWorld {
 
     func manager(_ device: World.Device) throws -> DeviceTrustManager {
         DeviceTrustManager(
-            local: device.store, remote: try world.remote(), logger: Logger(label: "trust") { _ in logs })
+            local: device.store, remote: try world.remote(for: device), logger: Logger(label: "trust") { _ in logs })
     }
 
     /// Recovers on `device`, confirming whatever is shown.
@@ -187,12 +187,14 @@ struct RecoveryTests {
         let world = try World(backend)
         let root = try await world.desktop(sessions: 1)
         let spare = try await world.desktop("spare", repositories: 1, sessions: 1)
-        let manager = DeviceTrustManager(local: root.store, remote: try world.remote())
+        let manager = DeviceTrustManager(local: root.store, remote: try world.remote(for: root))
         try await manager.initialize(recovery: .none)
         let status = try await manager.status()
         #expect(status.recoveryKeyBound == false && status.problems.contains { $0.contains("no recovery key") })
         await #expect(throws: RecoveryError.doesNotOpen) {
-            try await DeviceTrustManager(local: spare.store, remote: try world.remote()).recover(with: RecoveryKey()) {
+            try await DeviceTrustManager(local: spare.store, remote: try world.remote(for: spare)).recover(
+                with: RecoveryKey()
+            ) {
                 _ in true
             }
         }

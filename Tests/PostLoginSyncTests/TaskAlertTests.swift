@@ -33,7 +33,7 @@ struct TaskAlertTests {
     func transitions(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
         let session = try await w.session
-        let desktop = Coordinator(store: w.desktop.store, remote: try w.world.remote())
+        let desktop = Coordinator(store: w.desktop.store, remote: try w.world.remote(for: w.desktop))
         _ = try await desktop.reportRuntimeStatus(sessionID: session, state: .running)
         #expect(try await Self.alerts(w, session).isEmpty, "a first status raises nothing")
         _ = try await desktop.reportRuntimeStatus(sessionID: session, state: .idle)
@@ -78,7 +78,7 @@ struct TaskAlertTests {
         // Paused, from the session's status.
         var record = try #require(try await w.desktop.store.sessions().first { $0.id == session })
         record.status = .paused
-        _ = try await w.world.remote().upsertSessions([record], onBatchAccepted: nil)
+        _ = try await w.world.remote(for: w.desktop).upsertSessions([record], onBatchAccepted: nil)
         alerts = try await Self.alerts(w, session)
         #expect(alerts.count == 2 && alerts.allSatisfy { (try? Self.type($0)) == "task_paused" })
         let paused = try #require(JSONSerialization.jsonObject(with: Data(alerts[0].payload.utf8)) as? [String: Any])
@@ -95,8 +95,8 @@ struct TaskAlertTests {
     func coalescing(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
         let session = try await w.session
-        let desktop = Coordinator(store: w.desktop.store, remote: try w.world.remote())
-        let alerts = SessionAlerts(local: w.desktop.store, remote: try w.world.remote())
+        let desktop = Coordinator(store: w.desktop.store, remote: try w.world.remote(for: w.desktop))
+        let alerts = SessionAlerts(local: w.desktop.store, remote: try w.world.remote(for: w.desktop))
         for _ in 0..<10 {
             _ = try await desktop.reportRuntimeStatus(sessionID: session, state: .running)
             _ = try await desktop.reportRuntimeStatus(sessionID: session, state: .idle)
@@ -123,9 +123,9 @@ struct TaskAlertTests {
     func quietAndSettings(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
         let session = try await w.session
-        let alerts = SessionAlerts(local: w.desktop.store, remote: try w.world.remote())
-        let phone = Coordinator(store: w.phone.store, remote: try w.world.remote())
-        let tablet = Coordinator(store: w.tablet.store, remote: try w.world.remote())
+        let alerts = SessionAlerts(local: w.desktop.store, remote: try w.world.remote(for: w.desktop))
+        let phone = Coordinator(store: w.phone.store, remote: try w.world.remote(for: w.phone))
+        let tablet = Coordinator(store: w.tablet.store, remote: try w.world.remote(for: w.tablet))
         _ = try await tablet.claim(sessionID: session)
         try await ApprovalAlertTests.ageClaim(w, session: session, seconds: 10)
         #expect(
@@ -148,7 +148,7 @@ struct TaskAlertTests {
 
         // The phone does not run the session; a kind that is not a task's is refused unsent.
         await #expect {
-            _ = try await SessionAlerts(local: w.phone.store, remote: try w.world.remote()).notify(
+            _ = try await SessionAlerts(local: w.phone.store, remote: try w.world.remote(for: w.phone)).notify(
                 session: session, kind: .taskComplete)
         } throws: {
             ($0 as? RemoteStoreError)?.code == .permissionDenied

@@ -152,7 +152,7 @@ struct TrustLogHistoryTests {
                     ed25519PublicKey: try await w.phone.store.signingKey().publicKey, deviceType: "ios-phone",
                     deviceRole: "trusted_executor", issuedAt: UInt64(Date().timeIntervalSince1970))),
             createdAt: UInt64(Date().timeIntervalSince1970))
-        try await w.world.remote().appendTrustEntries(
+        try await w.world.remote(for: w.root).appendTrustEntries(
             epoch: 2, firstSeq: state.headSeq + 1,
             writer.written.map { TrustLogAppend(entry: $0.text, backup: $0.backup) })
         // The spare remembers: reported, and nothing sealed to the phone.
@@ -221,7 +221,7 @@ struct TrustLogHistoryTests {
     }
 
     @Test(
-        "14. a revoked desktop that keeps pushing: each phone refuses each envelope once (revokedSender), pulls stay ok",
+        "14. a revoked desktop that keeps pushing is refused by the server; what the operator plants in its name each phone refuses once (revokedSender)",
         arguments: remotes)
     func revokedDesktopPushes(backend: Backend, deployed: Bool) async throws {
         let w = try await LogWorld.make(backend, deployed)
@@ -230,21 +230,28 @@ struct TrustLogHistoryTests {
         #expect(try await rogue.engine.push().outcome == .success)
         #expect(try await w.phone.engine.pull().outcome == .success)
         try await w.manager(w.root).revoke([rogue.identity.id])
-        // The rogue desktop, with the user's token, rotates its sessions' secrets and pushes again.
-        for session in try await rogue.store.sessions() {
-            try await rogue.store.rotateOwnSecrets([
-                (
-                    session.id,
-                    OwnSealedSecret(
-                        envelope: try SecretEnvelope.seal(
-                            SessionSecret(), for: rogue.identity.publicKey, sessionID: SessionID(session.id)),
-                        generation: 2)
-                )
-            ])
-        }
+        // The rogue desktop, with the user's token and its own credential, pushes again: its
+        // credential ended with its revocation.
         var options = SyncOptions()
         options.recipients.trust = .any
-        _ = try await SyncEngine(local: rogue.store, remote: try w.world.remote(), options: options).push()
+        await #expect {
+            _ = try await SyncEngine(local: rogue.store, remote: try w.world.remote(for: rogue), options: options)
+                .push()
+        } throws: { String(describing: $0).contains("this device was revoked") }
+        // The operator still writes rows: envelopes sealed by the rogue's key, generation 2.
+        let key = try await rogue.store.deviceKey()
+        var planted: [EnvelopeRecord] = []
+        for session in try await rogue.store.sessions() {
+            let envelope = try SecretEnvelope.sealV2(
+                SessionSecret(), for: w.phone.identity.publicKey, recipientDeviceID: w.phone.identity.id,
+                sessionID: SessionID(session.id), sender: key, senderDeviceID: rogue.identity.id, generation: 2)
+            planted.append(
+                EnvelopeRecord(
+                    sessionID: session.id, deviceID: w.phone.identity.id,
+                    ephemeralPublicKey: envelope.ephemeralPublicKey,
+                    encryptedSecret: envelope.encryptedSecret))
+        }
+        _ = try await w.world.operatorRemote().upsertEnvelopes(planted, onBatchAccepted: nil)
         let first = try await w.phone.engine.pull()
         #expect(first.outcome == .success, "\(first.errors)")
         #expect(first.trust?.revokedSenders == 2)

@@ -79,7 +79,7 @@ struct TrustLogMigrationTests {
         #expect(before.trust?.reports.contains { $0.code == .trustLogMissing } == true)
         // A thief with the password asks for a reset before the migration.
         let thief = try await l.world.desktop("thief", repositories: 1, sessions: 1)
-        let reset = try await DeviceTrustManager(local: thief.store, remote: try l.world.remote()).reset(
+        let reset = try await DeviceTrustManager(local: thief.store, remote: try l.world.remote(for: thief)).reset(
             recovery: .none)
         #expect(!reset.inEffect && reset.epoch == 2)
         // The root's sync migrates: genesis under the legacy key, a succession, the veto, then the rest.
@@ -100,12 +100,15 @@ struct TrustLogMigrationTests {
         #expect(try await l.phone.store.trustLogPin()?.epoch == 1)
         // The second legacy root opens its grant at its sync and is a root.
         #expect(try await l.other.engine.push().outcome == .success)
-        #expect(try await DeviceTrustManager(local: l.other.store, remote: try l.world.remote()).status().isTrustRoot)
+        #expect(
+            try await DeviceTrustManager(local: l.other.store, remote: try l.world.remote(for: l.other)).status()
+                .isTrustRoot)
         // After the migration the legacy recovery key finds a retired key.
         let spare = try await l.world.desktop("spare", repositories: 1, sessions: 1)
         await #expect {
-            try await DeviceTrustManager(local: spare.store, remote: try l.world.remote()).recover(with: l.recoveryKey)
-            {
+            try await DeviceTrustManager(local: spare.store, remote: try l.world.remote(for: spare)).recover(
+                with: l.recoveryKey
+            ) {
                 _ in true
             }
         } throws: { ($0 as? SyncError)?.code == .recoveryKeyRetired }
@@ -144,7 +147,8 @@ struct TrustLogMigrationTests {
         #expect(try await l.world.remote().trustLogGeneses().isEmpty)
         // Through the library the same attempt is refused before anything is sent.
         await #expect {
-            try await DeviceTrustManager(local: l.other.store, remote: try l.world.remote()).migrate(recoveryKey: nil)
+            try await DeviceTrustManager(local: l.other.store, remote: try l.world.remote(for: l.other)).migrate(
+                recoveryKey: nil)
         } throws: { error in
             (error as? SyncError)?.code == .notTrustRoot
                 || ((error as? RemoteStoreError)?.postgrestCode?.rawValue == "22023")

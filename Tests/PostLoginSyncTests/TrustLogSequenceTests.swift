@@ -54,17 +54,17 @@ struct TrustLogSequenceTests {
         let saved = try await w.rows()
         try await w.manager(w.root).revoke([w.phone.identity.id])
         // The thief, with the phone's login: the REST writes (reset_identity, UPDATE or DELETE of
-        // the revocation, the log, the legacy rows), its saved certify appended again, its row
-        // made active again.
+        // the revocation, the log, the legacy rows), its saved certify appended again (its row
+        // it can no longer touch: the revocation ended its credential).
         try await Self.tokenHolderWrites(w, deployed: deployed)
-        let remote = try w.world.remote()
+        // Its own client (its credential) is refused by everything now.
+        let remote = try w.world.remote(for: w.phone)
         let head = UInt64(try await w.rows().count)
         #expect(
             await LogWorld.code {
                 try await remote.appendTrustEntries(
                     epoch: 1, firstSeq: head, [TrustLogAppend(entry: saved[1].entry, backup: saved[1].backup)])
             } != nil)
-        try await remote.setDeviceActive(w.phone.identity.id, isActive: true)
         // The root is lost; the spare desktop recovers with the recovery key.
         try FileManager.default.removeItem(at: w.world.directory.appendingPathComponent("desktop"))
         #expect(try await w.manager(w.spare).recover(with: w.recoveryKey) { _ in true } != nil)
@@ -73,10 +73,10 @@ struct TrustLogSequenceTests {
         let push = try await w.spare.engine.push()
         #expect(push.outcome == .success, "\(push.errors)")
         #expect(push.recipients.first { $0.deviceID == w.phone.identity.id }?.receives == false)
-        #expect(try await remote.fetchEnvelopes(addressedTo: w.phone.identity.id).isEmpty)
+        #expect(try await w.world.addressed(to: w.phone.identity.id).isEmpty)
         // Its answer to the recovered desktop's question is refused: the question stays open.
         guard backend == .embedded || !deployed else { return } // the deployed schema has no approvals
-        let center = ApprovalCenter(local: w.spare.store, remote: try w.world.remote())
+        let center = ApprovalCenter(local: w.spare.store, remote: try w.world.remote(for: w.spare))
         let session = try #require(try await w.spare.store.sessions().first).id
         let refusals = Mutex<[String]>([])
         let asking = Task {
@@ -88,7 +88,8 @@ struct TrustLogSequenceTests {
         var request: ApprovalRequestRow?
         for _ in 0..<50 where request == nil {
             try await Task.sleep(for: .milliseconds(100))
-            request = try await (w.world.remote() as any ApprovalRemote).approvalRequests(status: .pending).first
+            request = try await (w.world.remote(for: w.spare) as any ApprovalRemote).approvalRequests(status: .pending)
+                .first
         }
         let row = try #require(request)
         // The phone cannot open it (it never received the new session's secret): it signs a guess.
@@ -103,13 +104,15 @@ struct TrustLogSequenceTests {
         // records it, and the desktop refuses it.
         var refusedByServer = false
         do {
-            _ = try await (w.world.remote() as any ApprovalRemote).answerApproval(
+            _ = try await (w.world.remote(for: w.phone) as any ApprovalRemote).answerApproval(
                 requestID: row.id, deviceID: w.phone.identity.id, verdict: .approve, decisionBody: decision.body,
                 decisionSignature: decision.signature)
         } catch {
             refusedByServer = true
             #expect((error as? RemoteStoreError)?.code == .permissionDenied)
-            #expect(try await (w.world.remote() as any ApprovalRemote).approvalRequest(id: row.id)?.status == .pending)
+            #expect(
+                try await (w.world.remote(for: w.spare) as any ApprovalRemote).approvalRequest(id: row.id)?.status
+                    == .pending)
         }
         for _ in 0..<100 where !refusedByServer && refusals.withLock({ $0.isEmpty }) {
             try await Task.sleep(for: .milliseconds(100))

@@ -22,7 +22,8 @@ struct TrustLogThreatTests {
         let w = try await LogWorld.make(backend, deployed)
         let saved = try await w.rows()
         try await w.manager(w.root).revoke([w.phone.identity.id])
-        let remote = try w.world.remote()
+        // A token holder: a login, and a credential it registered for a device of its own.
+        let remote = try w.world.remote(credential: .some(.random(for: UUID())))
         let head = try await w.rows().count
         #expect(
             await LogWorld.code {

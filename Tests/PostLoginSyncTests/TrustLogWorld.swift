@@ -22,8 +22,8 @@ struct LogWorld {
         let phone = try await world.device("phone", role: .mobile)
         let spare = try await world.desktop("spare", repositories: 1, sessions: 1)
         let root = try await world.desktop(sessions: sessions)
-        let started = try await DeviceTrustManager(local: root.store, remote: try world.remote()).initialize()
-        let manager = DeviceTrustManager(local: root.store, remote: try world.remote())
+        let started = try await DeviceTrustManager(local: root.store, remote: try world.remote(for: root)).initialize()
+        let manager = DeviceTrustManager(local: root.store, remote: try world.remote(for: root))
         try await TrustThreatTests.join(phone, world: world, root: manager)
         _ = try await root.engine.push()
         _ = try await phone.engine.pull()
@@ -32,12 +32,12 @@ struct LogWorld {
     }
 
     func manager(_ device: World.Device, options: SyncOptions = SyncOptions()) throws -> DeviceTrustManager {
-        DeviceTrustManager(local: device.store, remote: try world.remote(), options: options)
+        DeviceTrustManager(local: device.store, remote: try world.remote(for: device), options: options)
     }
 
     /// A device's engine with other options (a clock of its own).
     func engine(_ device: World.Device, options: SyncOptions) throws -> SyncEngine {
-        SyncEngine(local: device.store, remote: try world.remote(), options: options)
+        SyncEngine(local: device.store, remote: try world.remote(for: device), options: options)
     }
 
     /// Pairs `device` and makes it a root too; returns its manager.
@@ -50,7 +50,7 @@ struct LogWorld {
 
     /// Every row of an epoch as stored.
     func rows(_ epoch: UInt32 = 1) async throws -> [TrustLogRow] {
-        try await world.remote().trustLogRows(epoch: epoch, fromSeq: 0)
+        try await world.remote(for: root).trustLogRows(epoch: epoch, fromSeq: 0)
     }
 
     /// The error code a call throws (`SyncError` code, or the remote's SQLSTATE), or `nil`.

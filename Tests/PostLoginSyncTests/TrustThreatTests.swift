@@ -30,7 +30,7 @@ struct TrustThreatTests {
         let world = try World(backend, deployedSchema: deployed)
         let phone = try await world.device("phone", role: .mobile)
         let desktop = try await world.desktop(sessions: sessions)
-        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote())
+        let root = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
         try await root.initialize()
         try await join(phone, world: world, root: root)
         #expect(try await desktop.engine.push().outcome == .success)
@@ -42,7 +42,7 @@ struct TrustThreatTests {
         _ device: World.Device, world: World, root: DeviceTrustManager, options: SyncOptions = SyncOptions()
     ) async throws {
         let (code, _) = try await root.invite(deviceType: device.identity.deviceType)
-        try await DeviceTrustManager(local: device.store, remote: try world.remote(), options: options)
+        try await DeviceTrustManager(local: device.store, remote: try world.remote(for: device), options: options)
             .join(code: PairingCode(parsing: code.revealText()))
         let approval = try await root.approve()
         #expect(approval.approved.map(\.deviceID) == [device.identity.id])
@@ -63,9 +63,13 @@ struct TrustThreatTests {
         }
     }
 
-    /// Whether any envelope addressed to `device` opens with `key`.
-    static func anyOpens(_ world: World, for device: UUID, with key: X25519PrivateKey) async throws -> Bool {
-        for row in try await world.remote().fetchEnvelopes(addressedTo: device) {
+    /// Whether any envelope addressed to `device` opens with `key`, read through `credential`
+    /// (the device's own); without one, whether anything at all is addressed to it.
+    static func anyOpens(
+        _ world: World, for device: UUID, with key: X25519PrivateKey, credential: DeviceCredential? = nil
+    ) async throws -> Bool {
+        guard let credential else { return try await !world.addressed(to: device).isEmpty }
+        for row in try await world.remote(credential: .some(credential)).fetchEnvelopes(addressedTo: device) {
             let envelope = SecretEnvelope(
                 ephemeralPublicKey: row.ephemeralPublicKey, encryptedSecret: row.encryptedSecret)
             if (try? envelope.open(sessionID: SessionID(row.sessionID), recipientDeviceID: device, using: key) { _ in
@@ -87,7 +91,8 @@ struct TrustThreatTests {
         let p = try await Self.paired(backend, deployed)
         let attackerKey = X25519PrivateKey()
         let byToken = UUID(), byService = UUID()
-        try await p.world.remote().upsertOwnDevice(
+        // A token holder registers a credential for a new id and writes that device's row.
+        try await p.world.plantDevice(
             OwnDeviceRow(
                 id: byToken, userID: p.world.user, name: "totally my laptop",
                 deviceType: .macDesktop, hostname: nil, publicKey: attackerKey.publicKey.base64))
@@ -102,17 +107,17 @@ struct TrustThreatTests {
         for id in [byToken, byService] {
             let decision = try #require(push.recipients.first { $0.deviceID == id })
             #expect(!decision.receives && decision.trust == .unverified)
-            #expect(try await p.world.remote().fetchEnvelopes(addressedTo: id).isEmpty)
+            #expect(try await p.world.addressed(to: id).isEmpty)
             #expect(try await !Self.anyOpens(p.world, for: id, with: attackerKey))
         }
         #expect(push.trust?.mode == .verified && push.trust?.unverified == 2 && push.trust?.verified == 2)
         // The defence is the mode: with `--trust any` the same rows would have received.
         var any = SyncOptions()
         any.recipients.trust = .any
-        let open = SyncEngine(local: p.desktop.store, remote: try p.world.remote(), options: any)
+        let open = SyncEngine(local: p.desktop.store, remote: try p.world.remote(for: p.desktop), options: any)
         #expect(
             RecipientPolicy.evaluate(
-                try await p.world.remote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
+                try await p.world.operatorRemote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
                 options: any.recipients
             ).filter { [byToken, byService].contains($0.deviceID) }.allSatisfy(\.receives))
         _ = open
@@ -136,7 +141,9 @@ struct TrustThreatTests {
         #expect(push.errors.contains { $0.code == .keyMismatch && $0.rowID == p.phone.identity.id.canonical })
         let decision = try #require(push.recipients.first { $0.deviceID == p.phone.identity.id })
         #expect(!decision.receives && decision.trust == .keyMismatch)
-        #expect(try await !Self.anyOpens(p.world, for: p.phone.identity.id, with: attackerKey))
+        #expect(
+            try await !Self.anyOpens(
+                p.world, for: p.phone.identity.id, with: attackerKey, credential: p.phone.credential))
         let status = try await p.root.status()
         #expect(status.devices.first { $0.deviceID == p.phone.identity.id }?.status == .keyMismatch)
     }
@@ -150,7 +157,7 @@ struct TrustThreatTests {
         options.recipients.trust = .any
         // Even in mode any: the engine knows its own key, so a swapped own row is an attack.
         let decisions = RecipientPolicy.evaluate(
-            try await p.world.remote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
+            try await p.world.operatorRemote().listDevices(), userID: p.world.user, selfID: p.desktop.identity.id,
             options: options.recipients, selfKey: p.desktop.identity.publicKey)
         #expect(decisions.first { $0.deviceID == p.desktop.identity.id }?.receives == false)
     }
@@ -163,9 +170,8 @@ struct TrustThreatTests {
     func forgedStatements(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
         let attackerKey = X25519PrivateKey()
-        let remote = try p.world.remote()
         let planted = UUID()
-        try await remote.upsertOwnDevice(
+        try await p.world.plantDevice(
             OwnDeviceRow(
                 id: planted, userID: p.world.user, name: "plant", deviceType: .iosPhone, hostname: nil,
                 publicKey: attackerKey.publicKey.base64))
@@ -186,9 +192,9 @@ struct TrustThreatTests {
         let push = try await p.desktop.engine.push()
         #expect(push.outcome == .success, "\(push.errors)")
         #expect(push.recipients.first { $0.deviceID == planted }?.receives == false)
-        #expect(try await remote.fetchEnvelopes(addressedTo: planted).isEmpty)
+        #expect(try await p.world.addressed(to: planted).isEmpty)
         #expect(push.recipients.first { $0.deviceID == p.phone.identity.id }?.receives == true)
-        #expect(try await remote.fetchEnvelopes(addressedTo: p.phone.identity.id).count == 3)
+        #expect(try await p.world.addressed(to: p.phone.identity.id).count == 3)
     }
 
     // MARK: 4
@@ -198,7 +204,7 @@ struct TrustThreatTests {
         arguments: remotes)
     func replacedIdentity(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
-        let before = try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id)
+        let before = try await p.world.addressed(to: p.phone.identity.id)
         // The operator writes a whole new log under another key in place of the user's.
         let usurper = try RemoteLogWriterForWorld(world: p.world)
         try await TrustLogStaging.replaceEpoch(p.world, epoch: 1, with: usurper.texts)
@@ -217,19 +223,19 @@ struct TrustThreatTests {
             #expect(pull.outcome == .success && pull.trust?.entriesVerified == 0)
         }
         await #expect {
-            try await DeviceTrustManager(local: p.phone.store, remote: try p.world.remote()).status()
+            try await DeviceTrustManager(local: p.phone.store, remote: try p.world.remote(for: p.phone)).status()
         } throws: { ($0 as? SyncError)?.code == .trustLogForked }
         await #expect { try await p.root.status() } throws: { ($0 as? SyncError)?.code == .trustLogForked }
         await #expect { try await p.root.invite() } throws: { ($0 as? SyncError)?.code == .trustLogForked }
         await #expect { try await p.root.revokeAllOthers() } throws: { ($0 as? SyncError)?.code == .trustLogForked }
-        #expect(try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id) == before)
+        #expect(try await p.world.addressed(to: p.phone.identity.id) == before)
         // A join with a code for the real identity refuses the substituted key and pins nothing.
         let third = try await p.world.device("tablet", role: .mobile, type: .iosTablet)
         let code = try PairingCode(
             inviteID: Array(repeating: 1, count: 8), secret: SecureBytes(randomCount: 16),
             fingerprint: IdentityFingerprint(try #require(try await p.desktop.store.identityKey()).publicKey))
         await #expect {
-            try await DeviceTrustManager(local: third.store, remote: try p.world.remote()).join(code: code)
+            try await DeviceTrustManager(local: third.store, remote: try p.world.remote(for: third)).join(code: code)
         } throws: {
             ($0 as? SyncError)?.code == .pairingRefused
         }
@@ -243,8 +249,8 @@ struct TrustThreatTests {
         arguments: remotes)
     func forgedPairing(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed)
-        let remote = try p.world.remote()
         let tablet = try await p.world.device("tablet", role: .mobile, type: .iosTablet)
+        let remote = try p.world.remote(for: tablet)
         _ = try await tablet.engine.pull()
         let signing = try await tablet.store.signingKey().publicKey
 
@@ -313,12 +319,14 @@ struct TrustThreatTests {
         arguments: remotes)
     func plantedEnvelope(backend: Backend, deployed: Bool) async throws {
         let p = try await Self.paired(backend, deployed, sessions: 2)
-        let remote = try p.world.remote()
+        // The server refuses a token holder's envelope for a session its device does not run, so
+        // the operator plants it: what the phone itself must refuse.
+        let remote = try p.world.operatorRemote()
         let sessions = try await p.desktop.store.sessions().map(\.id).sorted { $0.canonical < $1.canonical }
         let genuine = try await p.world.secrets(of: p.desktop)
         // The attacker registers a device row (token holder) and seals its own secret to the phone as v2.
         let attacker = X25519PrivateKey(), attackerID = UUID()
-        try await remote.upsertOwnDevice(
+        try await p.world.plantDevice(
             OwnDeviceRow(
                 id: attackerID, userID: p.world.user, name: "evil", deviceType: .linuxDesktop,
                 hostname: nil, publicKey: attacker.publicKey.base64))
@@ -352,7 +360,9 @@ struct TrustThreatTests {
         var strict = SyncOptions()
         strict.requireAuthenticated = true
         try await p.phone.store.deleteReceivedEnvelopes(notIn: [])
-        let strictPull = try await SyncEngine(local: p.phone.store, remote: remote, options: strict).pull()
+        let strictPull = try await SyncEngine(
+            local: p.phone.store, remote: try p.world.remote(for: p.phone), options: strict
+        ).pull()
         #expect(strictPull.errors.contains { $0.code == .unauthenticatedEnvelope && $0.rowID == sessions[1].canonical })
         await #expect(throws: LocalStoreError.self) { try await p.phone.store.openReceived(sessionID: sessions[1]) }
     }
@@ -368,14 +378,15 @@ struct TrustThreatTests {
         legacy.envelopeVersions = [1]
         let old = try await p.world.device("old-phone", role: .mobile, type: .iosTablet, options: legacy)
         try await Self.join(old, world: p.world, root: p.root, options: legacy)
-        #expect(try await p.world.remote().listDevices().first { $0.id == old.identity.id }?.envelopeVersions == [1])
+        #expect(
+            try await p.world.operatorRemote().listDevices().first { $0.id == old.identity.id }?.envelopeVersions == [1]
+        )
         _ = try await p.desktop.engine.push()
         _ = try await old.engine.pull()
         let before = try await p.world.opened(by: old)
         #expect(before.count == 2)
         for session in before.keys { #expect(try await old.store.receivedEnvelope(sessionID: session).authenticated) }
-        _ = try await p.root.revoke([p.phone.identity.id])
-        #expect(try await p.desktop.engine.push().trust?.sessionsRotated == 2)
+        #expect(try await p.root.revoke([p.phone.identity.id]).sessionsRotated == 2)
         _ = try await old.engine.pull()
         let after = try await p.world.opened(by: old)
         #expect(after == (try await p.world.secrets(of: p.desktop)) && after != before)
@@ -404,12 +415,13 @@ struct TrustThreatTests {
         let phoneHad = try await p.world.opened(by: p.phone)
         #expect(phoneHad.count == 4)
 
+        // The revoking desktop rotates at once; the server deleted what was addressed to the phone.
         let revoked = try await p.root.revoke([p.phone.identity.id])
-        #expect(revoked.revoked == [p.phone.identity.id])
-        #expect(try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id).isEmpty)
+        #expect(revoked.revoked == [p.phone.identity.id] && revoked.sessionsRotated == 3)
+        #expect(try await p.world.addressed(to: p.phone.identity.id).isEmpty)
         let push = try await p.desktop.engine.push()
-        #expect(push.trust?.sessionsRotated == 3 && push.trust?.revoked == 1)
-        #expect(try await p.world.remote().fetchEnvelopes(addressedTo: p.phone.identity.id).isEmpty)
+        #expect(push.trust?.sessionsRotated == 0 && push.trust?.revoked == 1)
+        #expect(try await p.world.addressed(to: p.phone.identity.id).isEmpty)
         #expect(push.recipients.first { $0.deviceID == p.phone.identity.id }?.trust == .revoked)
 
         let now = try await p.world.secrets(of: p.desktop)
@@ -428,11 +440,18 @@ struct TrustThreatTests {
             #expect(try await tablet.store.openReceived(sessionID: session.id).generation == 2)
         }
         #expect(try await !Self.anyOpens(p.world, for: p.phone.identity.id, with: try await p.phone.store.deviceKey()))
-        // The revoked phone's own sync keeps its row inactive and says why.
-        let revokedPull = try await p.phone.engine.pull()
-        #expect(revokedPull.trust?.note?.contains("revoked") == true)
-        #expect(try await p.world.remote().listDevices().first { $0.id == p.phone.identity.id }?.isActive == false)
-        #expect(try await p.phone.store.receivedEnvelopes().isEmpty)
+        // The revoked phone's own sync is refused (its credential ended with the revocation), and
+        // says why; its row stays inactive.
+        var refusal = ""
+        do {
+            let revokedPull = try await p.phone.engine.pull()
+            refusal = revokedPull.errors.map(\.message).joined(separator: "\n") + (revokedPull.trust?.note ?? "")
+        } catch {
+            refusal = String(describing: error)
+        }
+        #expect(refusal.contains("this device was revoked"), "\(refusal)")
+        #expect(
+            try await p.world.operatorRemote().listDevices().first { $0.id == p.phone.identity.id }?.isActive == false)
         // A second push rotates nothing more; a deleted revocation row is remembered.
         // Scoped to this world's user: the stack is shared, and unscoped these rewrote every
         // user's devices (their updated_at moves) while the attack sweep compared its victim's.
@@ -457,12 +476,12 @@ extension TrustThreatTests {
             userID: p.world.user, deviceID: phone, x25519PublicKey: p.phone.identity.publicKey, revokedAt: 5)
         // What `trust revoke` does first; killed there, it did nothing else.
         try await p.root.append { writer, now in try writer.append(.revoke(revocation), createdAt: now) }
-        let remote = try p.world.remote()
+        let remote = try p.world.operatorRemote()
         let push = try await p.desktop.engine.push()
         #expect(push.outcome == .success, "\(push.errors)")
         #expect(push.trust?.sessionsRotated == 3)
         #expect(try await remote.listDevices().first { $0.id == phone }?.isActive == false)
-        #expect(try await remote.fetchEnvelopes(addressedTo: phone).isEmpty)
+        #expect(try await p.world.addressed(to: phone).isEmpty)
         #expect(try await p.desktop.engine.push().outcome == .success)
     }
 }
@@ -491,7 +510,7 @@ struct TrustWithoutTablesTests {
         let second = try await desktop.engine.push()
         #expect(second.outcome == .success && second.trust?.note == nil)
         await #expect {
-            try await DeviceTrustManager(local: desktop.store, remote: try world.remote()).initialize()
+            try await DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop)).initialize()
         } throws: {
             ($0 as? SyncError)?.code == .trustUnavailable
         }
@@ -499,7 +518,7 @@ struct TrustWithoutTablesTests {
         var verified = SyncOptions()
         verified.recipients.trust = .verified
         await #expect {
-            try await SyncEngine(local: desktop.store, remote: try world.remote(), options: verified).push()
+            try await SyncEngine(local: desktop.store, remote: try world.remote(for: desktop), options: verified).push()
         } throws: {
             ($0 as? SyncError)?.code == .noIdentity
         }

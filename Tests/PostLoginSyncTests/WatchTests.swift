@@ -59,7 +59,7 @@ struct WatchTests {
         let world = try World(backend, deployedSchema: deployed)
         let desktop = try await world.desktop(sessions: 4)
         let phone = try await world.device("phone", role: .mobile)
-        let remote = try world.remote()
+        let remote = try world.remote(for: phone)
         var ticks = desktop.engine.watch(Self.fast).makeAsyncIterator()
 
         let first = try #require(await ticks.next())
@@ -95,7 +95,8 @@ struct WatchTests {
 
         // The phone lost one envelope (deleted remotely): its pull asks, the watch serves.
         let lost = try #require(try await desktop.store.sessions().first { $0.id != started.id })
-        try await remote.deleteEnvelopes(.pairs([EnvelopePair(sessionID: lost.id, deviceID: phone.identity.id)]))
+        try await world.operatorRemote().deleteEnvelopes(
+            .pairs([EnvelopePair(sessionID: lost.id, deviceID: phone.identity.id)]))
         try await phone.store.deleteReceivedEnvelopes(
             notIn: Set(try await phone.store.sessions().map(\.id)).subtracting([lost.id]))
         let asking = try await phone.engine.pull()
@@ -157,7 +158,7 @@ struct WatchTests {
         // The phone is deactivated (it no longer qualifies), then asks.
         try await world.setDevice(phone.identity.id, isActive: false)
         let session = try #require(try await desktop.store.sessions().first)
-        let remote = try world.remote()
+        let remote = try world.remote(for: phone)
         let inserted = try await remote.insertSecretRequests([
             SecretRequestRow(userID: world.user, sessionID: session.id, requesterDeviceID: phone.identity.id)
         ])
@@ -185,7 +186,7 @@ struct WatchTests {
         #expect(try await desktop.engine.push().outcome == .success)
         #expect(try await phone.engine.pull().outcome == .success)
         let session = try #require(try await desktop.store.sessions().first)
-        let remote = try world.remote()
+        let remote = try world.remote(for: phone)
         let row = SecretRequestRow(userID: world.user, sessionID: session.id, requesterDeviceID: phone.identity.id)
         #expect(try await remote.insertSecretRequests([row]).accepted == 1)
         let duplicate = try await remote.insertSecretRequests([

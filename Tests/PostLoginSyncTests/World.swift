@@ -6,6 +6,7 @@ import RemoteStore
 import SecretCrypto
 import SyncModel
 import SyncTestSupport
+import Synchronization
 
 /// Which remote a scenario runs on.
 enum Backend: String, CaseIterable, CustomStringConvertible, Sendable {
@@ -41,14 +42,27 @@ final class World: Sendable {
 
     deinit { try? FileManager.default.removeItem(at: directory) }
 
+    /// The credential of the world's first device: the device a remote acts for when a test
+    /// names none (most such calls only read what a device would see).
+    let firstCredential = Mutex<DeviceCredential?>(nil)
+
     /// A remote signed in as this world's user (or `user`), who signed in at `signedIn` (just
-    /// now by default; `nil`: not recently).
-    func remote(as user: UUID? = nil, signedIn: Date? = Date()) throws -> any CompleteRemote {
+    /// now by default; `nil`: not recently), acting for the device of `credential` (by default
+    /// the world's first device; `.some(nil)`: none, a login alone, what a token holder has).
+    func remote(
+        as user: UUID? = nil, signedIn: Date? = Date(), credential: DeviceCredential?? = .none
+    ) throws -> any CompleteRemote {
+        // Another user's remote acts, by default, for a fresh device of that user's.
+        let credential =
+            credential
+            ?? (user.map { $0 != self.user } == true
+                ? .random(for: UUID()) : firstCredential.withLock { $0 })
         let user = user ?? self.user
         switch backend {
         case .embedded:
             return try EmbeddedRemoteStore(
-                path: directory.appendingPathComponent("remote.sqlite").path, userID: user, signedInAt: signedIn)
+                path: directory.appendingPathComponent("remote.sqlite").path, userID: user, signedInAt: signedIn,
+                credential: credential)
         case .postgrest:
             let stack = try StackEnvironment.require()
             var configuration = PostgRESTConfiguration(
@@ -56,8 +70,43 @@ final class World: Sendable {
                 userID: user
             ) { _ in stack.token(for: user, signedIn: signedIn) }
             configuration.baseBackoff = .milliseconds(10)
+            configuration.deviceCredential = credential
             return PostgRESTRemoteStore(configuration: configuration)
         }
+    }
+
+    /// A remote acting for `device` (its credential), signed in as `user`.
+    func remote(for device: Device, as user: UUID? = nil, signedIn: Date? = Date()) throws -> any CompleteRemote {
+        try remote(as: user, signedIn: signedIn, credential: device.credential)
+    }
+
+    /// The operator's hand (the project's service role): the user's rows written without the
+    /// device rules, as a hostile server can. It acts for no device.
+    func operatorRemote() throws -> any CompleteRemote {
+        switch backend {
+        case .embedded:
+            return try EmbeddedRemoteStore.serviceRole(
+                path: directory.appendingPathComponent("remote.sqlite").path, userID: user)
+        case .postgrest:
+            let stack = try StackEnvironment.require()
+            var configuration = PostgRESTConfiguration(
+                projectURL: deployedSchema ? stack.deployedURL : stack.url, apiKey: stack.serviceKey, userID: user
+            ) { _ in stack.serviceKey }
+            configuration.baseBackoff = .milliseconds(10)
+            return PostgRESTRemoteStore(configuration: configuration)
+        }
+    }
+
+    /// Every envelope pair addressed to `device`, as the operator sees the table (whatever its
+    /// device's own credential may read).
+    func addressed(to device: UUID) async throws -> [EnvelopePair] {
+        try await operatorRemote().listEnvelopePairs().filter { $0.deviceID == device }
+    }
+
+    /// Writes `row` as its own device would, through a fresh credential of `row.id`: what a token
+    /// holder (or a device from before the test's devices) can do.
+    func plantDevice(_ row: OwnDeviceRow) async throws {
+        try await remote(credential: .some(.random(for: row.id))).upsertOwnDevice(row)
     }
 
     /// Sets device columns as the trust flow would.
@@ -104,7 +153,7 @@ final class World: Sendable {
             let r = try await stack.request(
                 "GET", "/rest/v1/devices?select=capabilities&id=eq.\(id.canonical)",
                 base: deployedSchema ? stack.deployedURL : stack.url,
-                token: stack.token(for: user))
+                token: stack.token(for: user), credential: firstCredential.withLock { $0 })
             guard let row = (try JSONSerialization.jsonObject(with: Data(r.body.utf8)) as? [[String: Any]])?.first,
                 let value = row["capabilities"] as? [String: Any]
             else { return nil }
@@ -117,12 +166,14 @@ final class World: Sendable {
         let store: DeviceStore
         let identity: DeviceIdentity
         let engine: SyncEngine
+        /// What proves to the remote that a call is this device's.
+        let credential: DeviceCredential
     }
 
     func device(
         _ name: String, role: SyncRole, type: DeviceType? = nil, id: UUID = UUID(),
         options: SyncOptions = SyncOptions(),
-        remote: (any SyncRemote)? = nil
+        remote: (@Sendable (DeviceCredential) throws -> any SyncRemote)? = nil
     ) async throws -> Device {
         let store = try DeviceStore(directory: directory.appendingPathComponent(name))
         let identity: DeviceIdentity
@@ -134,15 +185,19 @@ final class World: Sendable {
                 hostname: nil, role: role, id: id)
             try await store.setUserID(user)
         }
+        let credential = try await store.deviceCredential()
+        firstCredential.withLock { if $0 == nil { $0 = credential } }
         return Device(
             store: store, identity: identity,
-            engine: SyncEngine(local: store, remote: try remote ?? self.remote(), options: options))
+            engine: SyncEngine(
+                local: store, remote: try remote?(credential) ?? self.remote(credential: credential), options: options),
+            credential: credential)
     }
 
     /// A desktop with `repositories` repositories and `sessions` sessions spread over them.
     func desktop(
         _ name: String = "desktop", repositories: Int = 2, sessions: Int = 5, options: SyncOptions = SyncOptions(),
-        remote: (any SyncRemote)? = nil
+        remote: (@Sendable (DeviceCredential) throws -> any SyncRemote)? = nil
     ) async throws -> Device {
         let desktop = try await device(name, role: .desktop, options: options, remote: remote)
         let repos = (0..<repositories).map { i in

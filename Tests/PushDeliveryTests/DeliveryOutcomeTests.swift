@@ -10,19 +10,36 @@ import Testing
 /// `alert_deliveries` after the real worker met the imitation's answers, on the stack.
 extension PushStackTests {
     @Suite struct DeliveryOutcomeTests {
-        /// Runs `query` (one row, one text column) as the world's signed-in user, on one connection.
-        /// `query` is an expression unless `statement`: then a whole statement answering one text column.
-        static func asUser(_ world: PushWorld, _ query: String, statement: Bool = false) async throws -> String {
-            try await world.admin.withConnection { connection in
+        /// Runs `query` (one row, one text column) as the world's signed-in user acting for
+        /// `device` (its credential registered here, its header set as PostgREST sets it), on one
+        /// connection. `query` is an expression unless `statement`: then a whole statement
+        /// answering one text column.
+        static func asUser(
+            _ world: PushWorld, as device: UUID, _ query: String, statement: Bool = false
+        ) async throws -> String {
+            // A credential of the device's own: its id's hex digits, twice (64 hex digits).
+            let credential = String(repeating: device.canonical.replacingOccurrences(of: "-", with: ""), count: 2)
+            try await world.sql(
+                "INSERT INTO private.device_credentials (device_id, user_id, hash) VALUES ('\(device.canonical)', '\(world.userID)', sha256(decode('\(credential)', 'hex'))) ON CONFLICT DO NOTHING"
+            )
+            return try await world.admin.withConnection { connection in
                 let claims = #"{"sub": "\#(world.userID)", "role": "authenticated"}"#
                 try await connection.query(
                     PostgresQuery(unsafeSQL: "SELECT set_config('request.jwt.claims', '\(claims)', false)"),
+                    logger: world.logger)
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL:
+                            #"SELECT set_config('request.headers', '{"x-device-credential": "\#(credential)"}', false)"#
+                    ),
                     logger: world.logger)
                 // Back to no user before the connection returns to the pool (valid JSON: the
                 // triggers read it).
                 func reset() async throws {
                     try await connection.query(
                         "SELECT set_config('request.jwt.claims', '{}', false)", logger: world.logger)
+                    try await connection.query(
+                        "SELECT set_config('request.headers', '{}', false)", logger: world.logger)
                 }
                 var answer = ""
                 do {
@@ -83,7 +100,7 @@ extension PushStackTests {
             let body = Data([1, 0, 0, 0, 1] + [UInt8](repeating: 7, count: 12 + 2 + 16)).base64EncodedString()
             let expires = Int(Date().timeIntervalSince1970) + 300
             let answer = try await asUser(
-                world,
+                world, as: desktop,
                 "public.request_approval('\(session.canonical)', '\(id.canonical)', '\(desktop.canonical)', '\(body)', 1, \(expires))"
             )
             return try JSONDecoder().decode(ApprovalRequested.self, from: Data(answer.utf8))
@@ -107,7 +124,7 @@ extension PushStackTests {
             #expect(try await world.eventually { try await world.pending() == 0 })
             try await running.stop()
             #expect(world.imitation.requests.contains { $0.token == phoneToken })
-            let answer = try await Self.asUser(world, "public.alert_deliveries('\(request.canonical)')")
+            let answer = try await Self.asUser(world, as: desktop, "public.alert_deliveries('\(request.canonical)')")
             let deliveries = try JSONDecoder().decode(AlertDeliveries.self, from: Data(answer.utf8))
             #expect(deliveries.isFinal)
             #expect(
@@ -128,9 +145,9 @@ extension PushStackTests.DeliveryOutcomeTests {
     }
 
     /// Whether `query` run as the world's user fails with `sqlState`.
-    static func refused(_ world: PushWorld, _ query: String, _ sqlState: String) async -> Bool {
+    static func refused(_ world: PushWorld, as device: UUID, _ query: String, _ sqlState: String) async -> Bool {
         do {
-            _ = try await asUser(world, query)
+            _ = try await asUser(world, as: device, query)
             return false
         } catch let error as PSQLError {
             return error.serverInfo?[.sqlState] == sqlState
@@ -145,19 +162,19 @@ extension PushStackTests.DeliveryOutcomeTests {
         let generation: UInt32 = 70_000
         let expires = Int(Date().timeIntervalSince1970) + 300
         let approval = try await Self.asUser(
-            world,
+            world, as: desktop,
             "public.request_approval('\(session.canonical)', '\(UUID().canonical)', '\(desktop.canonical)', '\(Self.body(generation: generation))', \(generation), \(expires))"
         )
         #expect(approval.contains("\"requestId\""))
         let question = try await Self.asUser(
-            world,
+            world, as: desktop,
             "public.ask_question('\(session.canonical)', '\(UUID().canonical)', '\(desktop.canonical)', '\(Self.body(generation: generation))', \(generation), \(expires))"
         )
         #expect(question.contains("\"questionId\""))
         // A body naming another generation is still refused.
         #expect(
             await Self.refused(
-                world,
+                world, as: desktop,
                 "public.ask_question('\(session.canonical)', '\(UUID().canonical)', '\(desktop.canonical)', '\(Self.body(generation: generation + 65_536))', \(generation), \(expires))",
                 "22023"))
         await world.close()
@@ -175,8 +192,8 @@ extension PushStackTests.DeliveryOutcomeTests {
         func ask() -> String {
             "public.ask_question('\(session.canonical)', '\(UUID().canonical)', '\(desktop.canonical)', '\(Self.body(generation: 1))', 1, \(expires))"
         }
-        for _ in 0..<5 { _ = try await Self.asUser(world, ask()) }
-        #expect(await Self.refused(world, ask(), "54000"), "a sixth pending question in one session")
+        for _ in 0..<5 { _ = try await Self.asUser(world, as: desktop, ask()) }
+        #expect(await Self.refused(world, as: desktop, ask(), "54000"), "a sixth pending question in one session")
 
         // The user's push budget spent: a runtime status write that would raise a task alert
         // commits all the same, without the alert.
@@ -194,9 +211,10 @@ extension PushStackTests.DeliveryOutcomeTests {
                 runtime_status_updated_at = now() WHERE id = '\(session.canonical)' RETURNING 1) SELECT count(*)::text FROM u
             """
         }
-        #expect(try await Self.asUser(world, status("running"), statement: true) == "1")
+        #expect(try await Self.asUser(world, as: desktop, status("running"), statement: true) == "1")
         #expect(
-            try await Self.asUser(world, status("idle"), statement: true) == "1", "the write commits over the budget")
+            try await Self.asUser(world, as: desktop, status("idle"), statement: true) == "1",
+            "the write commits over the budget")
         #expect(
             try await world.count(
                 "SELECT count(*) FROM public.push_outbox WHERE collapse_id = 'session-\(session.canonical)'") == 0)

@@ -148,7 +148,7 @@ extension PushStackTests {
             #expect(refused, "authenticated may not read the report")
             // Whatever a deployment grants: a signed-in caller is refused by the function itself.
             #expect(
-                await DeliveryOutcomeTests.refused(world, "public.notification_report(7)", "42501"),
+                await DeliveryOutcomeTests.refused(world, as: world.device, "public.notification_report(7)", "42501"),
                 "a signed-in user's claims")
             let report = try await WorkerProcess.run(
                 ["report", "--days", "2", "--json"], environment: world.environment())

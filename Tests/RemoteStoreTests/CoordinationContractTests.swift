@@ -13,11 +13,16 @@ struct CoordinationActor {
     var store: any CoordinationRemote { actor.store as! any CoordinationRemote }
     var user: UUID { actor.user }
     var desktop: UUID { actor.desktop }
+    /// The phone's own client: the remote acts for the device whose credential calls.
+    let phoneStore: any CoordinationRemote & SyncRemote
 
     init(_ harness: any RemoteHarness) async throws {
         actor = try await Actor(harness)
         #expect(actor.store is any CoordinationRemote)
-        try await actor.store.upsertOwnDevice(
+        phoneStore = try #require(
+            try await harness.store(for: actor.user, credential: .random(for: phone))
+                as? any CoordinationRemote & SyncRemote)
+        try await phoneStore.upsertOwnDevice(
             OwnDeviceRow(
                 id: phone, userID: actor.user, name: "phone", deviceType: .iosPhone,
                 hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
@@ -71,7 +76,7 @@ struct CoordinationContractTests {
         #expect(again == SessionClaim(handedOff: false))
         #expect(try await me.outbox(collapse: "handoff-\(me.session.id.canonical)").isEmpty)
 
-        let takeover = try await store.claimSessionActivity(
+        let takeover = try await me.phoneStore.claimSessionActivity(
             sessionID: me.session.id, deviceID: me.phone, clientType: .ios)
         #expect(
             takeover
@@ -104,10 +109,11 @@ struct CoordinationContractTests {
         let me = try await CoordinationActor(harness)
         let desktopToken = CoordinationActor.token(), phoneToken = CoordinationActor.token()
         try await me.store.registerPushToken(PushTokenRegistration(deviceID: me.desktop, token: desktopToken))
-        try await me.store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: phoneToken))
+        try await me.phoneStore.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: phoneToken))
         // Each device through its own client, as two devices would be.
-        let desktopStore = try #require(try await harness.store(for: me.user) as? any CoordinationRemote)
-        let phoneStore = try #require(try await harness.store(for: me.user) as? any CoordinationRemote)
+        let desktopStore = try #require(
+            try await harness.store(for: me.user, credential: me.actor.credential) as? any CoordinationRemote)
+        let phoneStore = me.phoneStore
         for round in 0..<12 {
             var session = me.actor.session(me.actor.repository())
             session.repositoryID = me.session.repositoryID
@@ -136,24 +142,24 @@ struct CoordinationContractTests {
         let me = try await CoordinationActor(harness)
         let store = me.store
         let old = CoordinationActor.token(), new = CoordinationActor.token()
-        var registered = try await store.registerPushToken(
+        var registered = try await me.phoneStore.registerPushToken(
             PushTokenRegistration(deviceID: me.phone, token: old, environment: .development))
         #expect(!registered.previousInvalidated)
-        #expect(try await store.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
-        registered = try await store.registerPushToken(
+        #expect(try await me.phoneStore.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
+        registered = try await me.phoneStore.registerPushToken(
             PushTokenRegistration(deviceID: me.phone, token: new, previousToken: old))
         #expect(registered.previousInvalidated)
         // Exactly one valid device token now: an approval reaches exactly it.
-        let cleared = try await store.clearApproval(requestID: "rotation-\(UUID().canonical)", excludingToken: nil)
+        let cleared = try await store.clearApproval(requestID: UUID().canonical, excludingToken: nil)
         #expect(cleared.devicesNotified == 1)
         #expect(try await store.listOutbox(limit: 10).first?.token == new)
 
         // Live-activity tokens appear in the status, device tokens do not.
-        try await store.registerPushToken(
+        try await me.phoneStore.registerPushToken(
             PushTokenRegistration(
                 deviceID: me.phone, token: CoordinationActor.token(), type: .liveActivity,
                 activityID: "act-7", sessionID: me.session.id))
-        let status = try await store.pushTokenStatus(deviceID: me.phone)
+        let status = try await me.phoneStore.pushTokenStatus(deviceID: me.phone)
         #expect(status.deviceTokenRegistered && status.liveActivityTokens.count == 1)
         #expect(
             status.liveActivityTokens.first?.activityId == "act-7"
@@ -167,22 +173,23 @@ struct CoordinationContractTests {
         let other = try await CoordinationActor(harness)
         #expect(try await other.store.invalidatePushToken(new) == false, "another user cannot invalidate it")
         let unknown = CoordinationActor.token()
-        let fresh = try await other.store.registerPushToken(
+        let fresh = try await other.phoneStore.registerPushToken(
             PushTokenRegistration(deviceID: other.phone, token: unknown))
-        let taken = try await other.store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: new))
+        let taken = try await other.phoneStore.registerPushToken(
+            PushTokenRegistration(deviceID: other.phone, token: new))
         #expect(taken == fresh, "the answer must not tell whether another user holds the token")
-        #expect(try await store.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
-        let approval = try await store.clearApproval(requestID: "takeover-\(UUID().canonical)", excludingToken: nil)
+        #expect(try await me.phoneStore.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
+        let approval = try await store.clearApproval(requestID: UUID().canonical, excludingToken: nil)
         let queued = try await store.listOutbox(limit: 10)
         #expect(approval.devicesNotified == 1 && queued.first?.token == new)
         #expect(try await other.store.listOutbox(limit: 10).allSatisfy { $0.token != new })
 
         // Once its owner gives it up (signs out), it moves to whoever registers it.
-        #expect(try await store.invalidatePushToken(new))
-        try await other.store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: new))
-        #expect(try await store.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered == false)
-        #expect(try await other.store.pushTokenStatus(deviceID: other.phone).deviceTokenRegistered)
-        #expect(try await store.invalidatePushToken(new) == false, "the first user no longer owns it")
+        #expect(try await me.phoneStore.invalidatePushToken(new))
+        try await other.phoneStore.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: new))
+        #expect(try await me.phoneStore.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered == false)
+        #expect(try await other.phoneStore.pushTokenStatus(deviceID: other.phone).deviceTokenRegistered)
+        #expect(try await me.phoneStore.invalidatePushToken(new) == false, "the first user no longer owns it")
     }
 
     @Test("approval clearing: each token once however often, never the excluded or an invalid one", arguments: kinds)
@@ -192,14 +199,14 @@ struct CoordinationContractTests {
         let store = me.store
         let desktop = CoordinationActor.token(), phone = CoordinationActor.token(), stale = CoordinationActor.token()
         try await store.registerPushToken(PushTokenRegistration(deviceID: me.desktop, token: desktop))
-        try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: phone))
-        try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: stale))
-        #expect(try await store.invalidatePushToken(stale))
-        try await store.registerPushToken(
+        try await me.phoneStore.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: phone))
+        try await me.phoneStore.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: stale))
+        #expect(try await me.phoneStore.invalidatePushToken(stale))
+        try await me.phoneStore.registerPushToken(
             PushTokenRegistration(
                 deviceID: me.phone, token: CoordinationActor.token(), type: .liveActivity,
                 activityID: "a", sessionID: me.session.id))
-        let request = "req-\(UUID().canonical)"
+        let request = UUID().canonical
         let first = try await store.clearApproval(requestID: request, excludingToken: phone)
         #expect(first == ApprovalClearing(success: true, devicesNotified: 1))
         let second = try await store.clearApproval(requestID: request, excludingToken: phone)
@@ -230,7 +237,7 @@ struct CoordinationContractTests {
         let other = try await CoordinationActor(harness)
         let store = me.store
         let token = CoordinationActor.token()
-        try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: token))
+        try await me.phoneStore.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: token))
         let before = try await store.listOutbox(limit: 1000)
 
         await #expect {
@@ -246,28 +253,30 @@ struct CoordinationContractTests {
         } throws: { isRemote($0, .permissionDenied) }
         for bad in ["", "has space", "new\nline", String(repeating: "a", count: 513), "é"] {
             await #expect {
-                try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: bad))
+                try await me.phoneStore.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: bad))
             } throws: { isRemote($0, .invalidValue) }
         }
         await #expect {
-            try await store.registerPushToken(
+            try await me.phoneStore.registerPushToken(
                 PushTokenRegistration(deviceID: me.phone, token: "x1", type: .liveActivity, activityID: "a"))
         } throws: { isRemote($0, .invalidValue) }
         await #expect {
-            try await store.registerPushToken(
+            try await me.phoneStore.registerPushToken(
                 PushTokenRegistration(deviceID: me.phone, token: "x2", type: .liveActivity, sessionID: me.session.id))
         } throws: { isRemote($0, .invalidValue) }
         await #expect {
-            try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: "x3", activityID: "a"))
+            try await me.phoneStore.registerPushToken(
+                PushTokenRegistration(deviceID: me.phone, token: "x3", activityID: "a"))
         } throws: { isRemote($0, .invalidValue) }
         await #expect {
-            try await store.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: "x4", platform: "iOS"))
+            try await me.phoneStore.registerPushToken(
+                PushTokenRegistration(deviceID: me.phone, token: "x4", platform: "iOS"))
         } throws: { isRemote($0, .invalidValue) }
         await #expect {
             try await store.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: "x5"))
         } throws: { isRemote($0, .permissionDenied) }
         await #expect {
-            try await store.registerPushToken(
+            try await me.phoneStore.registerPushToken(
                 PushTokenRegistration(
                     deviceID: me.phone, token: "x6", type: .liveActivity,
                     activityID: "a", sessionID: other.session.id))
@@ -277,7 +286,7 @@ struct CoordinationContractTests {
             try await store.registerPushToken(
                 PushTokenRegistration(deviceID: other.phone, token: "x7", previousToken: token))
         } throws: { isRemote($0, .permissionDenied) }
-        #expect(try await store.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
+        #expect(try await me.phoneStore.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
         await #expect { _ = try await store.pushTokenStatus(deviceID: other.phone) } throws: {
             isRemote($0, .permissionDenied)
         }
@@ -290,7 +299,7 @@ struct CoordinationContractTests {
             state: .running, deviceID: other.desktop.canonical, sessionID: other.session.id, updatedAtMilliseconds: 1)
         await #expect { try await store.setRuntimeStatus(status) } throws: { isRemote($0, .permissionDenied) }
         #expect(try await other.store.fetchSessions(after: nil).first?.record.runtimeStatus == nil)
-        #expect(try await other.store.pushTokenStatus(deviceID: other.phone).deviceTokenRegistered == false)
+        #expect(try await other.phoneStore.pushTokenStatus(deviceID: other.phone).deviceTokenRegistered == false)
         #expect(try await store.listOutbox(limit: 1000) == before)
     }
 
@@ -366,23 +375,25 @@ struct CoordinationStackTests {
         for body in bad {
             let response = try await stack.request(
                 "PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token,
+                headers: me.actor.credential.headers,
                 body: #"{"runtime_status":\#(body),"runtime_status_updated_at":"2026-11-22T00:00:00Z"}"#)
             #expect(response.status == 400 && response.body.contains("23514"), "\(body): \(response.status)")
             // The engine's reader drops the same values.
             #expect(RuntimeStatus(json: body, sessionID: me.session.id, reportedAt: nil) == nil, "\(body)")
         }
         let untimed = try await stack.request(
-            "PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token, body: #"{"runtime_status":\#(good)}"#)
+            "PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token, headers: me.actor.credential.headers,
+            body: #"{"runtime_status":\#(good)}"#)
         #expect(
             untimed.status == 400 && untimed.body.contains("23514"), "runtime_status without runtime_status_updated_at")
         let accepted = try await stack.request(
-            "PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token,
+            "PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token, headers: me.actor.credential.headers,
             body: #"{"runtime_status":\#(good),"runtime_status_updated_at":"2026-11-22T00:00:00Z"}"#)
         #expect(accepted.status == 204)
         #expect(RuntimeStatus(json: good, sessionID: me.session.id, reportedAt: nil)?.state == .running)
 
         let client = try await stack.request(
-            "POST", "/rest/v1/rpc/claim_session_activity", token: token,
+            "POST", "/rest/v1/rpc/claim_session_activity", token: token, headers: me.actor.credential.headers,
             body: #"{"session_id":"\#(id)","device_id":"\#(me.desktop.canonical)","client_type":"android"}"#)
         #expect(client.status == 400 && client.body.contains("22023"))
         let anonymous = try await stack.request(
@@ -390,11 +401,11 @@ struct CoordinationStackTests {
         #expect(anonymous.status == 401)
         // Users cannot write the tables directly: only the functions do.
         let direct = try await stack.request(
-            "POST", "/rest/v1/push_outbox", token: token,
+            "POST", "/rest/v1/push_outbox", token: token, headers: me.actor.credential.headers,
             body: #"{"user_id":"\#(me.user.canonical)","token":"t","push_type":"alert","priority":10,"payload":{}}"#)
         #expect(direct.status == 403 || direct.status == 401)
         let steal = try await stack.request(
-            "POST", "/rest/v1/push_tokens", token: token,
+            "POST", "/rest/v1/push_tokens", token: token, headers: me.actor.credential.headers,
             body: #"{"user_id":"\#(me.user.canonical)","device_id":"\#(me.phone.canonical)","token":"t"}"#)
         #expect(steal.status == 403 || steal.status == 401)
     }

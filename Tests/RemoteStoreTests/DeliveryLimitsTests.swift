@@ -19,16 +19,17 @@ struct DeliveryLimitsTests {
 
     @Test("a device keeps its newest 5 device tokens valid; a user holds at most 50", arguments: kinds)
     func tokenCaps(kind: RemoteKind) async throws {
-        let me = try await CoordinationActor(try kind.harness())
+        let harness = try kind.harness()
+        let me = try await CoordinationActor(harness)
         var tokens: [String] = []
         for _ in 0..<7 {
             let token = CoordinationActor.token()
             tokens.append(token)
-            try await Self.register(me.store, device: me.phone, token)
+            try await Self.register(me.phoneStore, device: me.phone, token)
             try await Task.sleep(for: .milliseconds(2))
         }
         // The clearing call queues one push per valid device token: the newest five.
-        let probe = "probe-\(UUID().canonical)"
+        let probe = UUID().canonical
         #expect(try await me.store.clearApproval(requestID: probe, excludingToken: nil).devicesNotified == 5)
         let queued = Set(try await me.outbox(collapse: "approval-\(probe)").map(\.token))
         #expect(queued == Set(tokens.suffix(5)))
@@ -36,11 +37,14 @@ struct DeliveryLimitsTests {
         // 50 valid tokens across ten devices; the 51st registration is refused and names the limit.
         for index in 0..<9 {
             let device = UUID()
-            try await me.actor.store.upsertOwnDevice(
+            let deviceStore = try #require(
+                try await harness.store(for: me.user, credential: .random(for: device))
+                    as? any CoordinationRemote & SyncRemote)
+            try await deviceStore.upsertOwnDevice(
                 OwnDeviceRow(
                     id: device, userID: me.user, name: "device \(index)", deviceType: .iosPhone, hostname: nil,
                     publicKey: X25519PrivateKey().publicKey.base64))
-            for _ in 0..<5 { try await Self.register(me.store, device: device, CoordinationActor.token()) }
+            for _ in 0..<5 { try await Self.register(deviceStore, device: device, CoordinationActor.token()) }
         }
         await #expect {
             try await Self.register(me.store, device: me.desktop, CoordinationActor.token())
@@ -58,9 +62,9 @@ struct DeliveryLimitsTests {
         for _ in 0..<5 {
             let token = CoordinationActor.token()
             myTokens.append(token)
-            try await Self.register(me.store, device: me.phone, token)
+            try await Self.register(me.phoneStore, device: me.phone, token)
         }
-        try await Self.register(other.store, device: other.phone, CoordinationActor.token())
+        try await Self.register(other.phoneStore, device: other.phone, CoordinationActor.token())
         // The other user's real approval request: its id is refused to me.
         let request = UUID()
         let body = Data([1, 0, 0, 0, 1] + (0..<60).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
@@ -78,12 +82,12 @@ struct DeliveryLimitsTests {
         // 590 rows, then my request's 5 alerts, then one clearing of 5 tokens; the next is refused.
         let stack = try StackEnvironment.require()
         // Approval pushes go only to devices the trust log certifies: the server's reading of a
-        // log that certifies my phone (this test is about limits, not the log).
+        // log that certifies my desktop and phone (this test is about limits, not the log).
         _ = try stack.sql(
             """
             INSERT INTO private.trust_log_state (user_id, current_epoch, highest_epoch) VALUES ('\(me.user.canonical)', 1, 1);
             INSERT INTO private.trust_log_devices (user_id, epoch, device_id, certified_seq)
-                VALUES ('\(me.user.canonical)', 1, '\(me.phone.canonical)', 1)
+                VALUES ('\(me.user.canonical)', 1, '\(me.desktop.canonical)', 0), ('\(me.user.canonical)', 1, '\(me.phone.canonical)', 1)
             """)
         _ = try stack.sql(
             """
@@ -96,15 +100,16 @@ struct DeliveryLimitsTests {
         _ = try await myApprovals.requestApproval(
             sessionID: me.session.id, requestID: mine, requesterDeviceID: me.desktop, body: body, generation: 1,
             expiresAt: expires)
-        #expect(try await me.store.clearApproval(requestID: "flood-1", excludingToken: nil).devicesNotified == 5)
+        #expect(try await me.store.clearApproval(requestID: UUID().canonical, excludingToken: nil).devicesNotified == 5)
         await #expect {
-            _ = try await me.store.clearApproval(requestID: "flood-2", excludingToken: nil)
+            _ = try await me.store.clearApproval(requestID: UUID().canonical, excludingToken: nil)
         } throws: { isRemote($0, .limitExceeded) && String(reflecting: $0).contains("600 pushes a minute") }
         // At the limit, cancelling my own request still commits: its clearing is not counted.
         let cancelled = try await myApprovals.cancelApproval(requestID: mine)
         #expect(cancelled.cancelled && cancelled.devicesNotified == 5)
         // Another user is not limited by it.
-        #expect(try await other.store.clearApproval(requestID: "other-1", excludingToken: nil).devicesNotified == 1)
+        #expect(
+            try await other.store.clearApproval(requestID: UUID().canonical, excludingToken: nil).devicesNotified == 1)
     }
 
     @Test("pending approval requests: at most 5 per session", arguments: kinds)

@@ -13,12 +13,13 @@ final class PostgRESTHarness: RemoteHarness {
         base = deployedVariant ? stack.deployedURL : stack.url
     }
 
-    func store(for user: UUID) async throws -> any CompleteRemote {
+    func store(for user: UUID, credential: DeviceCredential?) async throws -> any CompleteRemote {
         let stack = self.stack
         var configuration = PostgRESTConfiguration(projectURL: base, apiKey: stack.anonKey, userID: user) { _ in
             stack.token(for: user)
         }
         configuration.baseBackoff = .milliseconds(10)
+        configuration.deviceCredential = credential
         return PostgRESTRemoteStore(configuration: configuration)
     }
 

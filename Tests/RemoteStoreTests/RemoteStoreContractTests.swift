@@ -9,7 +9,8 @@ import Testing
 /// What the contract suite needs besides the ``SyncRemote`` protocol itself: a store per user,
 /// and the trust flow's hand on device rows (which sync never touches).
 protocol RemoteHarness: Sendable {
-    func store(for user: UUID) async throws -> any CompleteRemote
+    /// A store signed in as `user`, acting for the device of `credential` (none: a login alone).
+    func store(for user: UUID, credential: DeviceCredential?) async throws -> any CompleteRemote
     func setTrust(user: UUID, device: UUID, isTrusted: Bool) async throws
 }
 
@@ -45,8 +46,8 @@ final class EmbeddedHarness: RemoteHarness {
 
     deinit { try? FileManager.default.removeItem(at: directory) }
 
-    func store(for user: UUID) async throws -> any CompleteRemote {
-        try EmbeddedRemoteStore(path: path, userID: user)
+    func store(for user: UUID, credential: DeviceCredential?) async throws -> any CompleteRemote {
+        try EmbeddedRemoteStore(path: path, userID: user, credential: credential)
     }
 
     func setTrust(user: UUID, device: UUID, isTrusted: Bool) async throws {
@@ -59,17 +60,30 @@ struct Actor {
     let user = UUID()
     let desktop = UUID()
     let key = X25519PrivateKey()
+    /// The desktop's credential: what its store acts with.
+    let credential: DeviceCredential
     let store: any SyncRemote
     /// Kept alive as long as the actor: it owns the remote's files.
     let harness: any RemoteHarness
 
     init(_ harness: any RemoteHarness) async throws {
         self.harness = harness
-        store = try await harness.store(for: user)
+        credential = DeviceCredential.random(for: desktop)
+        store = try await harness.store(for: user, credential: credential)
         try await store.upsertOwnDevice(
             OwnDeviceRow(
                 id: desktop, userID: user, name: "desktop", deviceType: .linuxDesktop,
                 hostname: "box", publicKey: key.publicKey.base64))
+    }
+
+    /// Another device of this user, through its own client (its own credential), with its row.
+    func device(_ id: UUID, type: DeviceType = .iosPhone) async throws -> any CompleteRemote {
+        let store = try await harness.store(for: user, credential: .random(for: id))
+        try await store.upsertOwnDevice(
+            OwnDeviceRow(
+                id: id, userID: user, name: "phone", deviceType: type, hostname: nil,
+                publicKey: X25519PrivateKey().publicKey.base64))
+        return store
     }
 
     func repository(_ path: String = "/src/\(UUID().canonical)") -> RepositoryRecord {
@@ -194,12 +208,8 @@ struct RemoteStoreContractTests {
         _ = try await me.store.upsertRepositories([repository], onBatchAccepted: nil)
         _ = try await me.store.upsertSessions(sessions, onBatchAccepted: nil)
         let phone = UUID(), tablet = UUID()
-        for device in [phone, tablet] {
-            try await me.store.upsertOwnDevice(
-                OwnDeviceRow(
-                    id: device, userID: me.user, name: "phone", deviceType: .iosPhone,
-                    hostname: nil, publicKey: X25519PrivateKey().publicKey.base64))
-        }
+        let phoneStore = try await me.device(phone)
+        _ = try await me.device(tablet)
         let rows = sessions.flatMap { [me.envelope($0, to: phone), me.envelope($0, to: tablet)] }
         #expect(try await me.store.upsertEnvelopes(rows, onBatchAccepted: nil).accepted == 6)
         // Re-sending one pair with a new value replaces it, never duplicates it.
@@ -208,14 +218,14 @@ struct RemoteStoreContractTests {
         #expect(
             Set(try await me.store.listEnvelopePairs())
                 == Set(rows.map { EnvelopePair(sessionID: $0.sessionID, deviceID: $0.deviceID) }))
-        let forPhone = try await me.store.fetchEnvelopes(addressedTo: phone)
+        let forPhone = try await phoneStore.fetchEnvelopes(addressedTo: phone)
         #expect(forPhone.count == 3)
         // The deployed bytea column answers in the \x form; every form decodes to the same bytes.
         let stored = try #require(forPhone.first { $0.sessionID == sessions[0].id }?.encryptedSecret)
         #expect(try SecretEnvelope.decodeEncryptedSecret(stored) == Array("new".utf8))
 
         try await me.store.deleteEnvelopes(.pairs([EnvelopePair(sessionID: sessions[1].id, deviceID: phone)]))
-        #expect(try await me.store.fetchEnvelopes(addressedTo: phone).count == 2)
+        #expect(try await phoneStore.fetchEnvelopes(addressedTo: phone).count == 2)
         try await me.store.deleteEnvelopes(.sessions([sessions[2].id]))
         #expect(try await me.store.listEnvelopePairs().count == 3)
         try await me.store.deleteEnvelopes(.recipients([tablet]))

@@ -125,9 +125,12 @@ struct ServerSecurityTests {
             )
         }
         let user = UUID()
+        let device = UUID()
+        let credential = try await stack.registeredCredential(for: device, user: user)
         let row =
-            #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"\#(marker)","device_type":"ios-phone"}]"#
-        let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
+            #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"\#(marker)","device_type":"ios-phone"}]"#
+        let r = try await stack.request(
+            "POST", "/rest/v1/devices", token: stack.token(for: user), body: row, credential: credential)
         #expect(r.status == 201)
         // The connection is reset as it goes back to the pool, after the answer: wait for it. A
         // leak keeps the count at 1 for good.
@@ -159,10 +162,13 @@ struct ServerSecurityTests {
             )
         }
         let user = UUID()
+        let device = UUID()
+        let credential = try await stack.registeredCredential(for: device, user: user)
         let row =
-            #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"\#(marker)","device_type":"ios-phone"}]"#
+            #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"\#(marker)","device_type":"ios-phone"}]"#
         let start = ContinuousClock.now
-        let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
+        let r = try await stack.request(
+            "POST", "/rest/v1/devices", token: stack.token(for: user), body: row, credential: credential)
         #expect(r.status == 504)
         #expect(r.body.contains("57014"))
         // The server cancels at 15 s; the trigger would sleep 60. Far below 60 on a busy machine
@@ -229,10 +235,13 @@ struct ServerSecurityTests {
     func columnLimits() async throws {
         let stack = try StackEnvironment.require()
         let user = UUID()
+        let device = UUID()
+        let credential = try await stack.registeredCredential(for: device, user: user)
         let row =
-            #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","hostname":""#
+            #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","hostname":""#
             + String(repeating: "h", count: 2 * 1024 * 1024) + #""}]"#
-        let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
+        let r = try await stack.request(
+            "POST", "/rest/v1/devices", token: stack.token(for: user), body: row, credential: credential)
         #expect(r.status == 400 && r.body.contains("23514"), "\(r.status) \(r.body.prefix(300))")
     }
 
@@ -477,9 +486,12 @@ struct ServerSecurityTests {
     func publicKeyCheck(key: String) async throws {
         let stack = try StackEnvironment.require()
         let user = UUID()
+        let device = UUID()
+        let credential = try await stack.registeredCredential(for: device, user: user)
         let row =
-            #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","public_key":"\#(key)"}]"#
-        let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
+            #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","public_key":"\#(key)"}]"#
+        let r = try await stack.request(
+            "POST", "/rest/v1/devices", token: stack.token(for: user), body: row, credential: credential)
         #expect(r.status == 400 && r.body.contains("23514"), "\(key): \(r.status)")
     }
 
@@ -490,9 +502,12 @@ struct ServerSecurityTests {
         for (key, status) in [
             (String(repeating: "A", count: 100_000), 400), (X25519PrivateKey().publicKey.base64, 201),
         ] {
+            let device = UUID()
+            let credential = try await stack.registeredCredential(for: device, user: user)
             let row =
-                #"[{"id":"\#(UUID().canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","public_key":"\#(key)"}]"#
-            let r = try await stack.request("POST", "/rest/v1/devices", token: stack.token(for: user), body: row)
+                #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","public_key":"\#(key)"}]"#
+            let r = try await stack.request(
+                "POST", "/rest/v1/devices", token: stack.token(for: user), body: row, credential: credential)
             #expect(r.status == status)
         }
     }

@@ -27,8 +27,9 @@ struct StackIntegrationTests {
             return requests <= 2 ? stack.token(for: user) : stack.token(for: user, expiresIn: -60)
         }
         configuration.maxRowsPerBatch = 100
-        let store = PostgRESTRemoteStore(configuration: configuration)
         let desktop = UUID()
+        configuration.deviceCredential = .random(for: desktop)
+        let store = PostgRESTRemoteStore(configuration: configuration)
         try await store.upsertOwnDevice(
             OwnDeviceRow(
                 id: desktop, userID: user, name: "d", deviceType: .linuxDesktop, hostname: nil,
@@ -75,7 +76,7 @@ struct StackIntegrationTests {
         let harness = try PostgRESTHarness(deployedVariant: false)
         let me = try await Actor(harness)
         let token = harness.stack.token(for: me.user)
-        let patch = try await harness.stack.request(
+        let patch = try await harness.stack.acting(for: me.credential).request(
             "PATCH", "/rest/v1/devices?id=eq.\(me.desktop.canonical)", token: token,
             body: #"{"is_trusted":true}"#)
         #expect(patch.status == 403)
@@ -91,8 +92,8 @@ struct StackIntegrationTests {
 
     @Test("the server answers the PostgREST behaviours postgrest.md lists")
     func postgrestBehaviours() async throws {
-        let stack = try StackEnvironment.require()
         let me = try await Actor(try PostgRESTHarness(deployedVariant: false))
+        let stack = try StackEnvironment.require().acting(for: me.credential)
         let token = stack.token(for: me.user)
         let device = me.desktop.canonical
 

@@ -71,14 +71,16 @@ struct RemoteLogWriter {
 /// embedded remote and on the stack's two schema variants.
 @Suite("The trust log on the remote: appends only at the head with the chain's next proof")
 struct TrustLogRemoteTests {
-    /// A remote for `user` (signed in `signedIn` ago, `nil`: no recent sign-in).
+    /// A remote for `user` (signed in `signedIn` ago, `nil`: no recent sign-in), acting for the
+    /// device of `credential` (by default a fresh device of the user's).
     static func remote(
-        _ kind: RemoteKind, _ harness: any RemoteHarness, user: UUID, signedIn: Date? = Date()
+        _ kind: RemoteKind, _ harness: any RemoteHarness, user: UUID, signedIn: Date? = Date(),
+        credential: DeviceCredential = .random(for: UUID())
     ) throws -> any TrustLogRemote {
         switch kind {
         case .embedded:
             return try EmbeddedRemoteStore(
-                path: (harness as! EmbeddedHarness).path, userID: user, signedInAt: signedIn)
+                path: (harness as! EmbeddedHarness).path, userID: user, signedInAt: signedIn, credential: credential)
         case .postgrest, .postgrestDeployedSchema:
             let stack = try StackEnvironment.require()
             let base = kind == .postgrest ? stack.url : stack.deployedURL
@@ -86,6 +88,7 @@ struct TrustLogRemoteTests {
                 stack.token(for: user, signedIn: signedIn)
             }
             configuration.baseBackoff = .milliseconds(10)
+            configuration.deviceCredential = credential
             return PostgRESTRemoteStore(configuration: configuration)
         }
     }
@@ -234,21 +237,22 @@ struct TrustLogRemoteTests {
     }
 
     @Test(
-        "witnesses: published for the head, an older one replayed or one beyond the head 22023, another user's 42501",
+        "witnesses: published for the head in the caller's own name; an older one 22023, one beyond the head 22023, another device's or user's 42501",
         arguments: RemoteKind.available)
     func witnesses(kind: RemoteKind) async throws {
         let harness = try kind.harness()
         let user = UUID()
         var log = try RemoteLogWriter(user: user)
         let remote = try Self.remote(kind, harness, user: user) as! any CompleteRemote
-        let device = UUID()
-        try await remote.upsertOwnDevice(
+        try await remote.startTrustLog(log.unsent())
+        let device = try log.certifyPhone()
+        try await remote.appendTrustEntries(epoch: 1, firstSeq: 1, log.unsent())
+        // The certified phone publishes, through its own credential.
+        let phone = try Self.remote(kind, harness, user: user, credential: .random(for: device)) as! any CompleteRemote
+        try await phone.upsertOwnDevice(
             OwnDeviceRow(
                 id: device, userID: user, name: "phone", deviceType: .iosPhone, hostname: nil,
                 publicKey: X25519PrivateKey().publicKey.base64))
-        try await remote.startTrustLog(log.unsent())
-        _ = try log.certifyPhone()
-        try await remote.appendTrustEntries(epoch: 1, firstSeq: 1, log.unsent())
         let key = Ed25519PrivateKey()
         func publish(seq: UInt64, seen: UInt64 = RemoteLogWriter.now, device id: UUID? = nil) async -> String? {
             let witness = TrustLogWitness(
@@ -256,16 +260,25 @@ struct TrustLogRemoteTests {
                 entryHash: log.writer.written[Int(min(seq, 1))].hash, seenAt: seen)
             let (body, signature) = witness.signed(by: key)
             return await Self.code {
-                try await remote.publishWitness(deviceID: id ?? device, body: body, signature: signature)
+                try await phone.publishWitness(deviceID: id ?? device, body: body, signature: signature)
             }
         }
         #expect(await publish(seq: 0) == nil)
         #expect(await publish(seq: 1) == nil)
         #expect(await publish(seq: 0) == "22023")
-        #expect(await publish(seq: 1) == "22023")
+        // Another witness of the seq it holds: kept beside it (the signature is in the key).
+        #expect(await publish(seq: 1, seen: RemoteLogWriter.now + 1) == nil)
         #expect(await publish(seq: 2) == "22023")
         #expect(await publish(seq: 1, device: UUID()) == "42501")
+        // The root's login without the phone's credential cannot witness in the phone's name.
+        let witness = TrustLogWitness(
+            userID: user, deviceID: device, epoch: 1, seq: 1, entryHash: log.writer.written[1].hash,
+            seenAt: RemoteLogWriter.now + 2)
+        let (body, signature) = witness.signed(by: key)
+        #expect(
+            await Self.code { try await remote.publishWitness(deviceID: device, body: body, signature: signature) }
+                == "42501")
         let rows = try await remote.trustLogWitnesses(epoch: 1)
-        #expect(rows.map(\.seq) == [0, 1])
+        #expect(rows.map(\.seq) == [0, 1, 1])
     }
 }

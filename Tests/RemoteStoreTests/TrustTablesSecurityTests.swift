@@ -16,14 +16,15 @@ struct TrustTablesSecurityTests {
     }
 
     /// A user with a device row, an identity key, a certificate, a revocation and a pairing request.
-    static func victim(_ deployed: Bool) async throws -> (user: UUID, device: UUID) {
+    static func victim(_ deployed: Bool) async throws -> (user: UUID, device: UUID, credential: DeviceCredential) {
         let stack = try StackEnvironment.require()
         let user = UUID(), device = UUID()
         let token = stack.token(for: user)
         let base = try base(deployed)
+        let credential = try await stack.registeredCredential(for: device, user: user, base: base)
         let key = X25519PrivateKey().publicKey.base64
         var r = try await stack.request(
-            "POST", "/rest/v1/devices", base: base, token: token,
+            "POST", "/rest/v1/devices", base: base, token: token, headers: credential.headers,
             body:
                 #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"v","device_type":"ios-phone","public_key":"\#(key)"}]"#
         )
@@ -31,12 +32,12 @@ struct TrustTablesSecurityTests {
         // Since the trust log no API role writes the legacy tables: the owner's own inserts are
         // refused, and the rows an older version wrote are staged by the operator.
         r = try await stack.request(
-            "POST", "/rest/v1/user_identity_keys", base: base, token: token,
+            "POST", "/rest/v1/user_identity_keys", base: base, token: token, headers: credential.headers,
             body: #"{"user_id":"\#(user.canonical)","public_key":"\#(Ed25519PrivateKey().publicKey.base64)"}"#)
         #expect(r.status == 403, "\(r.body)")
         for table in ["device_certificates", "device_revocations"] {
             r = try await stack.request(
-                "POST", "/rest/v1/\(table)", base: base, token: token,
+                "POST", "/rest/v1/\(table)", base: base, token: token, headers: credential.headers,
                 body:
                     #"{"device_id":"\#(device.canonical)","user_id":"\#(user.canonical)","body":"AA==","signature":"AA=="}"#
             )
@@ -53,12 +54,12 @@ struct TrustTablesSecurityTests {
                 VALUES ('\(device.canonical)', '\(user.canonical)', 'AA==', 'AA==');
             """, database: database)
         r = try await stack.request(
-            "POST", "/rest/v1/pairing_requests", base: base, token: token,
+            "POST", "/rest/v1/pairing_requests", base: base, token: token, headers: credential.headers,
             body:
                 #"{"user_id":"\#(user.canonical)","invite_id":"0011223344556677","device_id":"\#(device.canonical)","x25519_public_key":"\#(key)","ed25519_public_key":"AA==","mac":"AA=="}"#
         )
         #expect(r.status == 201, "\(r.body)")
-        return (user, device)
+        return (user, device, credential)
     }
 
     static let tables = ["user_identity_keys", "device_certificates", "device_revocations", "pairing_requests"]
@@ -69,7 +70,7 @@ struct TrustTablesSecurityTests {
     func otherUser(deployed: Bool) async throws {
         let stack = try StackEnvironment.require()
         let base = try Self.base(deployed)
-        let (user, device) = try await Self.victim(deployed)
+        let (user, device, credential) = try await Self.victim(deployed)
         let attacker = UUID()
         let token = stack.token(for: attacker)
         for table in Self.tables {
@@ -108,7 +109,8 @@ struct TrustTablesSecurityTests {
         }
         let owner = stack.token(for: user)
         for table in Self.tables {
-            let r = try await stack.request("GET", "/rest/v1/\(table)?select=user_id", base: base, token: owner)
+            let r = try await stack.request(
+                "GET", "/rest/v1/\(table)?select=user_id", base: base, token: owner, credential: credential)
             #expect(r.body.contains(user.canonical), "\(table) lost the victim's row: \(r.body)")
         }
     }
@@ -119,41 +121,49 @@ struct TrustTablesSecurityTests {
     func ownerLimits(deployed: Bool) async throws {
         let stack = try StackEnvironment.require()
         let base = try Self.base(deployed)
-        let (user, device) = try await Self.victim(deployed)
+        let (user, device, credential) = try await Self.victim(deployed)
         let token = stack.token(for: user)
         let before = try await stack.request(
-            "GET", "/rest/v1/user_identity_keys?select=public_key", base: base, token: token
+            "GET", "/rest/v1/user_identity_keys?select=public_key", base: base, token: token, credential: credential
         ).body
         let second = try await stack.request(
-            "POST", "/rest/v1/user_identity_keys", base: base, token: token,
+            "POST", "/rest/v1/user_identity_keys", base: base, token: token, headers: credential.headers,
             body: #"{"user_id":"\#(user.canonical)","public_key":"BB=="}"#)
         #expect(second.status == 409 || second.status == 403, "\(second.status)")
         let upsert = try await stack.request(
             "POST", "/rest/v1/user_identity_keys?on_conflict=user_id", base: base, token: token,
-            headers: ["Prefer": "resolution=merge-duplicates"],
+            headers: credential.headers.merging(["Prefer": "resolution=merge-duplicates"]) { a, _ in a },
             body: #"[{"user_id":"\#(user.canonical)","public_key":"BB=="}]"#)
         #expect(upsert.status >= 400, "upsert: \(upsert.status)")
         let patch = try await stack.request(
             "PATCH", "/rest/v1/user_identity_keys?user_id=eq.\(user.canonical)", base: base, token: token,
+            headers: credential.headers,
             body: #"{"public_key":"BB=="}"#)
         #expect(patch.status >= 400, "patch: \(patch.status)")
         let delete = try await stack.request(
-            "DELETE", "/rest/v1/user_identity_keys?user_id=eq.\(user.canonical)", base: base, token: token)
+            "DELETE", "/rest/v1/user_identity_keys?user_id=eq.\(user.canonical)", base: base, token: token,
+            credential: credential)
         #expect(delete.status >= 400, "delete: \(delete.status)")
         #expect(
-            try await stack.request("GET", "/rest/v1/user_identity_keys?select=public_key", base: base, token: token)
-                .body == before)
+            try await stack.request(
+                "GET", "/rest/v1/user_identity_keys?select=public_key", base: base, token: token, credential: credential
+            )
+            .body == before)
 
         let revocationUpdate = try await stack.request(
             "PATCH", "/rest/v1/device_revocations?device_id=eq.\(device.canonical)", base: base, token: token,
+            headers: credential.headers,
             body: #"{"body":"BB=="}"#)
         #expect(revocationUpdate.status >= 400, "revocation update: \(revocationUpdate.status)")
         let revocationDelete = try await stack.request(
-            "DELETE", "/rest/v1/device_revocations?device_id=eq.\(device.canonical)", base: base, token: token)
+            "DELETE", "/rest/v1/device_revocations?device_id=eq.\(device.canonical)", base: base, token: token,
+            credential: credential)
         #expect(revocationDelete.status >= 400, "revocation delete: \(revocationDelete.status)")
         #expect(
-            try await stack.request("GET", "/rest/v1/device_revocations?select=device_id", base: base, token: token)
-                .body.contains(device.canonical))
+            try await stack.request(
+                "GET", "/rest/v1/device_revocations?select=device_id", base: base, token: token, credential: credential
+            )
+            .body.contains(device.canonical))
 
         for table in Self.tables {
             let r = try await stack.request("GET", "/rest/v1/\(table)?select=*", base: base)

@@ -135,14 +135,31 @@ final class CrashHarness: @unchecked Sendable {
 
     func remote(for store: DeviceStore) async throws -> any CompleteRemote {
         let user = try #require(try await store.identity()?.userID)
+        let credential = try await store.deviceCredential()
         switch remoteKind {
         case .embedded:
             return try EmbeddedRemoteStore(
-                path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
+                path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user, credential: credential)
         case .stack(let stack):
             var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) {
                 _ in
                 stack.token(for: user)
+            }
+            configuration.baseBackoff = .milliseconds(10)
+            configuration.deviceCredential = credential
+            return PostgRESTRemoteStore(configuration: configuration)
+        }
+    }
+
+    /// The operator's hand (the service role): what the remote "loses" or holds, whoever's.
+    func operatorRemote(user: UUID) throws -> any CompleteRemote {
+        switch remoteKind {
+        case .embedded:
+            return try EmbeddedRemoteStore.serviceRole(
+                path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
+        case .stack(let stack):
+            var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.serviceKey, userID: user) {
+                _ in stack.serviceKey
             }
             configuration.baseBackoff = .milliseconds(10)
             return PostgRESTRemoteStore(configuration: configuration)
@@ -265,8 +282,9 @@ final class CrashHarness: @unchecked Sendable {
         if Bool.random(using: &random) {
             try await addSessions(Int.random(in: 20...200, using: &random))
         } else {
-            let engine = try await engine(phone)
-            _ = try await engine.remote.deleteEnvelopes(.recipients([try await engine.local.requireIdentity().id]))
+            let identity = try await DeviceStore(directory: phone).requireIdentity()
+            let user = try #require(identity.userID)
+            _ = try await operatorRemote(user: user).deleteEnvelopes(.recipients([identity.id]))
         }
         let delay = delay(for: "push")
         let started = ContinuousClock.now
@@ -401,7 +419,9 @@ final class CrashHarness: @unchecked Sendable {
             try checkGenerations(store.lastPathComponent, received.mapValues(\.generation), round: round)
         }
         let remote = desktopEngine.remote
-        for id in revoked where try await !remote.fetchEnvelopes(addressedTo: id).isEmpty {
+        let user = try #require(try await local.identity()?.userID)
+        let pairs = try await operatorRemote(user: user).listEnvelopePairs()
+        for id in revoked where pairs.contains(where: { $0.deviceID == id }) {
             fail(round, "an envelope is addressed to revoked device \(id.canonical)")
         }
         // The ledger says exactly what the remote holds for this desktop's sessions.

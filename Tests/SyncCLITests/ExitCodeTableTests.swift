@@ -56,7 +56,8 @@ struct ExitCodeTableTests {
 
         // 2: partial: one device row on the remote has a key that is not one.
         let user = try #require(try await DeviceStore(directory: URL(fileURLWithPath: desktop)).identity()?.userID)
-        let remote = try EmbeddedRemoteStore(
+        // The operator's hand: rows written on the remote behind the devices' backs.
+        let remote = try EmbeddedRemoteStore.serviceRole(
             path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
         try await remote.upsertOwnDevice(
             OwnDeviceRow(

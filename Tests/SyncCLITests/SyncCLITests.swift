@@ -152,7 +152,8 @@ struct SyncCLITests {
         // A malformed device key on the remote: partial success, exit status 2, reported.
         let user = try #require(
             try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
-        let remote = try EmbeddedRemoteStore(
+        // The operator's hand: rows written on the remote behind the devices' backs.
+        let remote = try EmbeddedRemoteStore.serviceRole(
             path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
         let broken = UUID()
         try await remote.upsertOwnDevice(
@@ -224,9 +225,12 @@ struct SyncCLITests {
         ])
         #expect(unknownClient.status == 64)
 
+        let badSpelling = try await cli.run(["approvals", "clear", "--store", cli.store("p"), "req-9"])
+        #expect(badSpelling.status == 64 && badSpelling.err.contains("lowercase UUID"))
+        let requestID = UUID().canonical
         for _ in 0..<2 {
             let cleared = try await cli.run([
-                "approvals", "clear", "--store", cli.store("p"), "req-9", "--exclude-token", rotated, "--json",
+                "approvals", "clear", "--store", cli.store("p"), requestID, "--exclude-token", rotated, "--json",
             ])
             let answer = try JSONSerialization.jsonObject(with: Data(cleared.out.utf8)) as? [String: Any]
             #expect(answer?["success"] as? Bool == true && answer?["devicesNotified"] as? Int == 1)
@@ -299,7 +303,8 @@ struct SyncCLISecurityTests {
         }
         let user = try #require(
             try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
-        let remote = try EmbeddedRemoteStore(
+        // The operator's hand: rows written on the remote behind the devices' backs.
+        let remote = try EmbeddedRemoteStore.serviceRole(
             path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
         let rows = try await remote.fetchRepositories(after: nil)
         #expect(rows.map(\.record.remoteURL) == ["https://github.com/org/repo.git"])
@@ -313,7 +318,8 @@ struct SyncCLISecurityTests {
         #expect(try await cli.run(["login", "--store", cli.store("d"), "--email", "q@example.com"]).status == 0)
         let user = try #require(
             try await DeviceStore(directory: URL(fileURLWithPath: cli.store("d"))).identity()?.userID)
-        let remote = try EmbeddedRemoteStore(
+        // The operator's hand: rows written on the remote behind the devices' backs.
+        let remote = try EmbeddedRemoteStore.serviceRole(
             path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)
         try await remote.upsertOwnDevice(
             OwnDeviceRow(
@@ -385,7 +391,10 @@ struct SyncCLILoginTests {
             .status == 0)
         let plain = try await cli.run(
             ["trust", "revoke", "--store", cli.store("d"), "--all-others"], environment: environment)
-        #expect(plain.status == 0 && plain.out.contains("not signed out") && plain.out.contains("--end-other-logins"))
+        #expect(
+            plain.status == 0 && plain.out.contains("The remote ended them")
+                && plain.out.contains("--end-other-logins"),
+            "\(plain.out)")
         let ended = try await cli.run(
             ["trust", "revoke", "--store", cli.store("d"), "--all-others", "--end-other-logins"],
             environment: environment)

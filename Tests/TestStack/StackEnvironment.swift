@@ -15,6 +15,15 @@ public struct StackEnvironment: Sendable {
     public let anonKey: String
     public let serviceKey: String
     public let jwtSecret: String
+    /// The credential every `request(...)` carries unless it names another (see ``acting(for:)``).
+    public private(set) var actingCredential: DeviceCredential?
+
+    /// This stack, with every raw request acting for the device of `credential`.
+    public func acting(for credential: DeviceCredential) -> StackEnvironment {
+        var copy = self
+        copy.actingCredential = credential
+        return copy
+    }
 
     public static let howToStart = """
         the PostgreSQL test stack is not running: run the suite with `make test`, or start it with \
@@ -96,10 +105,11 @@ public struct StackEnvironment: Sendable {
         return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    /// A raw request to the stack, for behaviours the client never exercises.
+    /// A raw request to the stack, for behaviours the client never exercises, acting for the
+    /// device of `credential` when one is given (its header, as the product's client sends it).
     public func request(
         _ method: String, _ path: String, base: URL? = nil, token: String? = nil, headers: [String: String] = [:],
-        body: String? = nil, apiKey: String?? = .none
+        body: String? = nil, apiKey: String?? = .none, credential: DeviceCredential? = nil
     ) async throws -> (status: Int, headers: [String: String], body: String) {
         // Through the product's own transport (libcurl on Linux), not URLSession: on Linux,
         // FoundationNetworking races a socket's teardown against its dispatch source and has
@@ -113,6 +123,9 @@ public struct StackEnvironment: Sendable {
         if let key = apiKey ?? anonKey { try add("apikey", key) }
         if let token { try add("Authorization", "Bearer \(token)") }
         for (name, value) in headers { try add(name, value) }
+        if let credential = credential ?? actingCredential, !headers.keys.contains(DeviceCredential.headerName) {
+            try add(DeviceCredential.headerName, credential.headerValue)
+        }
         if body != nil, !headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
             try add("Content-Type", "application/json")
         }
@@ -133,12 +146,30 @@ public struct StackEnvironment: Sendable {
         public var description: String { "cannot send a request with this \(what)" }
     }
 
+    /// Registers a fresh credential for `device` of `user` (`register_device`) and returns it: what
+    /// a raw request then carries to act for that device.
+    public func registeredCredential(
+        for device: UUID, user: UUID, base: URL? = nil
+    ) async throws -> DeviceCredential {
+        let credential = DeviceCredential.random(for: device)
+        let response = try await request(
+            "POST", "/rest/v1/rpc/register_device", base: base, token: token(for: user),
+            body: #"{"device_id":"\#(device.canonical)"}"#, credential: credential)
+        guard response.status == 200 else { throw DeviceUpdateFailed(status: response.status) }
+        return credential
+    }
+
     /// Sets device columns as the trust flow would, with the service_role key (RLS bypassed).
     public func setDevice(_ device: UUID, base: URL? = nil, fields: String) async throws {
         let response = try await request(
             "PATCH", "/rest/v1/devices?id=eq.\(device.canonical)", base: base, token: serviceKey, body: fields)
         guard response.status == 204 else { throw DeviceUpdateFailed(status: response.status) }
     }
+}
+
+extension DeviceCredential {
+    /// The credential's header, for `request(..., headers:)`.
+    public var headers: [String: String] { [Self.headerName: headerValue] }
 }
 
 /// psql failed.

@@ -62,8 +62,28 @@ ALTER TABLE auth.refresh_tokens ADD COLUMN IF NOT EXISTS session_id uuid;
 -- it in their amr claim, as GoTrue's do.
 ALTER TABLE auth.refresh_tokens ADD COLUMN IF NOT EXISTS signed_in_at bigint;
 
+-- Sessions, as GoTrue keeps them: one per sign-in, kept across refreshes (the JWT's session_id).
+-- Deleting one ends it: its refresh tokens go with it (a refresh then fails), as on Supabase,
+-- where the trust log's revocations end a revoked device's sessions this way.
+CREATE TABLE IF NOT EXISTS auth.sessions (
+    id uuid PRIMARY KEY,
+    user_id uuid NOT NULL REFERENCES auth.users (id) ON DELETE CASCADE,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'refresh_tokens_session_id_fkey') THEN
+        DELETE FROM auth.refresh_tokens r WHERE r.session_id IS NULL
+            OR NOT EXISTS (SELECT 1 FROM auth.sessions s WHERE s.id = r.session_id);
+        ALTER TABLE auth.refresh_tokens ADD CONSTRAINT refresh_tokens_session_id_fkey
+            FOREIGN KEY (session_id) REFERENCES auth.sessions (id) ON DELETE CASCADE;
+    END IF;
+END
+$$;
+
 -- refresh_tokens.token holds the SHA-256 (hex) of each token, never the token itself.
 GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role, authenticator, supabase_auth_admin;
 GRANT EXECUTE ON FUNCTION auth.uid(), auth.role(), auth.jwt() TO anon, authenticated, service_role;
-REVOKE ALL ON auth.users, auth.refresh_tokens FROM PUBLIC, anon, authenticated, service_role, authenticator;
+REVOKE ALL ON auth.users, auth.refresh_tokens, auth.sessions FROM PUBLIC, anon, authenticated, service_role, authenticator;
 GRANT SELECT, INSERT, UPDATE ON auth.users, auth.refresh_tokens TO supabase_auth_admin;
+GRANT SELECT, INSERT, DELETE ON auth.sessions TO supabase_auth_admin;

@@ -11,8 +11,10 @@
 -- and revoked (a revoke, a succession's revocations). A revocation is never undone. An entry the
 -- server cannot read (a body that does not parse) marks the epoch '*': then no device of it is
 -- trusted (fail closed, as a client's verifier fails closed). A user without a log trusts nobody.
--- Only the project's own schema has approvals; the deployed variant skips this file.
+-- Only the project's own schema has approvals; the deployed variant takes only the part between
+-- the 'deployed variant' markers below (device credentials need the server's reading of the log).
 
+-- deployed variant: begin (the server's reading of the log, which device credentials need too)
 CREATE TABLE private.trust_log_devices (
     user_id uuid NOT NULL,
     epoch integer NOT NULL,
@@ -129,6 +131,8 @@ CREATE FUNCTION private.is_trusted_device(caller uuid, device uuid) RETURNS bool
     FROM private.trust_log_devices d
     WHERE d.user_id = caller AND d.epoch = private.trust_epoch(caller) AND d.device_id IN (device::text, '*')
 $$;
+
+-- deployed variant: end
 
 -- The alert of a new request: as before, but only to trusted devices other than the requester.
 CREATE OR REPLACE FUNCTION private.queue_approval_alerts(caller uuid, request uuid) RETURNS integer

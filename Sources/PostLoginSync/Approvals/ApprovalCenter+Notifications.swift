@@ -53,6 +53,9 @@ extension ApprovalCenter {
         guard !payload.kind.isTaskKind, let user = try? await store.requireIdentity().userID,
             let requestID = payload.requestID, let requester = payload.requesterDeviceID,
             let generation = payload.generation, let expiresAt = payload.expiresAt,
+            (try? await checkAsker(
+                local: store, session: payload.sessionID, requester: requester, generation: generation, trust: nil))
+                != nil,
             let secret = try? await store.openReceived(sessionID: payload.sessionID, generation: generation).secret
         else { return display }
         var body = payload.sealed
@@ -140,6 +143,8 @@ extension ApprovalCenter {
                 throw RemoteStoreError(
                     .missingFunction, "this remote has no approvals (it needs the approvals migration)")
             }
+            try await checkAsker(
+                local: store, session: payload.sessionID, requester: requester, generation: generation, trust: nil)
             let secret = try await store.openReceived(sessionID: payload.sessionID, generation: generation).secret
             let signingKey = try await store.signingKey()
             let context = ApprovalRequestContext(

@@ -190,7 +190,7 @@ public struct ApprovalCenter: Sendable {
         let content = try ApprovalContent(tool: tool, summary: summary, detail: detail)
         try await checkCanAsk(session: session)
         let approvals = try approvals()
-        _ = try await trust()
+        try await rotateIfRevoked(session: session, trust: try await trust())
         let identity = try await local.requireIdentity()
         let user = try await signedInUser()
         let sealed: OwnSealedSecret
@@ -309,14 +309,17 @@ public struct ApprovalCenter: Sendable {
         }
     }
 
-    /// Opens a request with the session secret of its generation that this device holds.
+    /// Opens a request with the session secret of its generation that this device holds, once
+    /// it is believed: sealed under the newest generation this device holds, by the session's
+    /// desktop (the device that sealed that secret to this one), certified and not revoked.
     ///
-    /// - Throws: ``SyncError`` `.noIdentity` without a pinned identity; `LocalStoreError`
+    /// - Throws: ``SyncError`` `.noIdentity` without a pinned identity, `.untrustedAsker` for a
+    ///   request this device does not believe; `LocalStoreError`
     ///   `.notFound` when this device holds no secret of that generation;
     ///   `CryptoError.authenticationFailure` for a body that is not sealed for exactly this
     ///   request (swapped or forged by the server).
     public func open(_ request: ApprovalRequestRow) async throws -> OpenedApproval {
-        _ = try await trust()
+        let trust = try await trust()
         let user = try await signedInUser()
         guard request.userID == user else { throw CryptoError.authenticationFailure }
         guard request.requesterDeviceID != (try await local.requireIdentity().id) else {
@@ -324,6 +327,9 @@ public struct ApprovalCenter: Sendable {
                 code: .wrongRole, message: "this device asked this question: answer it on another of the user's devices"
             )
         }
+        try await Self.checkAsker(
+            local: local, session: request.sessionID, requester: request.requesterDeviceID,
+            generation: request.generation, trust: trust)
         let secret = try await local.openReceived(sessionID: request.sessionID, generation: request.generation).secret
         let context = ApprovalRequestContext(
             userID: user, sessionID: request.sessionID, requestID: request.id,
@@ -372,7 +378,9 @@ public struct ApprovalCenter: Sendable {
     ///   - store: This device's store (its identity, its received envelopes).
     /// - Throws: `CryptoError.authenticationFailure` for a payload that is not an approval push
     ///   sealed for this device's user (or that carries no `sealed`: read the request by id);
-    ///   `LocalStoreError` `.notFound` without the secret.
+    ///   ``SyncError`` `.untrustedAsker` for one not sealed under the newest generation this
+    ///   device holds, or not by the session's desktop; `LocalStoreError` `.notFound` without
+    ///   the secret.
     public static func openNotification(_ payload: Data, store: DeviceStore) async throws -> ApprovalContent {
         guard let object = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any],
             object["type"] as? String == "approval", let sealed = object["sealed"] as? String,
@@ -383,6 +391,7 @@ public struct ApprovalCenter: Sendable {
             let expires = (object["expiresAt"] as? NSNumber).flatMap({ UInt64(exactly: $0.int64Value) })
         else { throw CryptoError.authenticationFailure }
         guard let user = try await store.requireIdentity().userID else { throw CryptoError.authenticationFailure }
+        try await checkAsker(local: store, session: session, requester: requester, generation: generation, trust: nil)
         let secret = try await store.openReceived(sessionID: session, generation: generation).secret
         let context = ApprovalRequestContext(
             userID: user, sessionID: session, requestID: request, requesterDeviceID: requester, expiresAt: expires,

@@ -68,7 +68,7 @@ extension SessionAlerts {
         let content = try QuestionContent(choices: choices)
         let center = ApprovalCenter(local: local, remote: remote, logger: logger)
         try await center.checkCanAsk(session: session)
-        _ = try await center.trust()
+        try await center.rotateIfRevoked(session: session, trust: try await center.trust())
         let identity = try await signedIn()
         let questions = try questions()
         let sealed = try await local.ownSealedSecret(sessionID: session)

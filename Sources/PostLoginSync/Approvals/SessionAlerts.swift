@@ -84,7 +84,10 @@ public struct SessionAlerts: Sendable {
     public func ask(session: UUID, text: String, timeout: Duration = .seconds(3_600)) async throws -> QuestionAsked {
         guard Self.questionTimeouts.contains(timeout) else { throw CryptoError.invalidApprovalContent }
         let content = try QuestionContent(text: text)
-        try await ApprovalCenter(local: local, remote: remote).checkCanAsk(session: session)
+        let center = ApprovalCenter(local: local, remote: remote, logger: logger)
+        try await center.checkCanAsk(session: session)
+        try await center.rotateIfRevoked(
+            session: session, trust: try await TrustSnapshot.load(local: local, remote: remote))
         let identity = try await signedIn()
         let questions = try questions()
         let sealed = try await local.ownSealedSecret(sessionID: session)
@@ -111,21 +114,28 @@ public struct SessionAlerts: Sendable {
     }
 
     /// Reads a question and opens it with this device's copy of the session's secret (the
-    /// desktop that asked, or a device the secret was sealed to).
+    /// desktop that asked, or a device the secret was sealed to, which first checks that it
+    /// believes it: the newest generation it holds, asked by the session's desktop).
     ///
     /// - Throws: `RemoteStoreError` `.permissionDenied` for an id that is not one of the user's
-    ///   questions (whether it exists or not); `CryptoError.authenticationFailure` for a body that does not open for exactly
-    ///   this question; `LocalStoreError` `.notFound` without the secret here.
+    ///   questions (whether it exists or not); `CryptoError.authenticationFailure` for a body that
+    ///   does not open for exactly this question; ``SyncError`` `.untrustedAsker` for one this
+    ///   device does not believe; `LocalStoreError` `.notFound` without the secret here.
     public func open(question id: UUID) async throws -> OpenedQuestion {
         let identity = try await signedIn()
         guard let row = try await questions().agentQuestion(id: id) else {
             throw RemoteStoreError(.permissionDenied, "question \(id.canonical) is not one of yours")
         }
         guard row.userID == remote.userID else { throw CryptoError.authenticationFailure }
-        let secret =
-            row.requesterDeviceID == identity.id
-            ? try await local.openOwnSecret(sessionID: row.sessionID, generation: row.generation)
-            : try await local.openReceived(sessionID: row.sessionID, generation: row.generation).secret
+        let secret: SessionSecret
+        if row.requesterDeviceID == identity.id {
+            secret = try await local.openOwnSecret(sessionID: row.sessionID, generation: row.generation)
+        } else {
+            try await ApprovalCenter.checkAsker(
+                local: local, session: row.sessionID, requester: row.requesterDeviceID, generation: row.generation,
+                trust: try await TrustSnapshot.load(local: local, remote: remote))
+            secret = try await local.openReceived(sessionID: row.sessionID, generation: row.generation).secret
+        }
         let context = QuestionContext(
             userID: row.userID, sessionID: row.sessionID, questionID: row.id, requesterDeviceID: row.requesterDeviceID,
             expiresAt: row.expiresAt, generation: row.generation)

@@ -58,6 +58,11 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// A call with a deadline ran out of time (an answer from a notification): nothing more
         /// was sent after it passed.
         case deadlineExceeded
+        /// A request or question this device does not believe: not sealed under the newest
+        /// generation of the session's secret it holds, or not asked by the session's desktop
+        /// (the device that sealed that secret to it, certified and not revoked): nothing of it
+        /// is shown.
+        case untrustedAsker
     }
 
     public let code: Code

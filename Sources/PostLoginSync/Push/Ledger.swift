@@ -9,27 +9,6 @@ import Synchronization
 
 // The push's ledger: made to say what the remote holds, and revocations honoured in it.
 extension SyncEngine {
-    /// Devices a verified revocation names whose row is still active: a revocation interrupted
-    /// after it was appended (`trust revoke` killed before it tidied up). Finishes it as
-    /// ``DeviceTrustManager/revoke(_:keepRecoveryKey:now:)`` would: every envelope addressed to
-    /// the device goes, and its row becomes inactive. They receive nothing either way; this keeps
-    /// them from being reported at every push. Returns the ids (canonical) finished.
-    func finishRevocations(_ devices: [UUID]) async -> Set<String> {
-        guard !devices.isEmpty, let tables = try? remote.trustTables() else { return [] }
-        var finished = Set<String>()
-        for id in devices {
-            do {
-                _ = try await remote.deleteEnvelopes(.recipients([id]))
-                try await tables.setDeviceActive(id, isActive: false)
-                finished.insert(id.canonical)
-                logger?.notice("revocations: finished the interrupted revocation of device \(id.canonical)")
-            } catch {
-                logger?.warning("revocations: could not finish the revocation of device \(id.canonical): \(error)")
-            }
-        }
-        return finished
-    }
-
     /// Honours verified revocations (trust.md): deletes the envelopes this desktop addressed to
     /// revoked devices and rotates the secret of every session that is not ended and that a
     /// revoked device had received (the ledger knows which): a fresh secret, generation + 1,

@@ -24,11 +24,7 @@ extension SyncEngine {
             devices, userID: remote.userID, selfID: identity.id, options: options.recipients,
             trust: trust, selfKey: identity.publicKey)
         recorder.report.recipients = decisions.map(\.decision)
-        let finished = await finishRevocations(
-            decisions.compactMap { $0.issue?.code == .revokedDevice ? $0.decision.deviceID : nil })
-        entry.errors += decisions.compactMap(\.issue).filter {
-            !($0.code == .revokedDevice && finished.contains($0.rowID ?? ""))
-        }
+        entry.errors += decisions.compactMap(\.issue)
         if trust != nil {
             let standings = decisions.compactMap(\.decision.trust)
             recorder.report.trust?.verified = standings.filter { $0 == .verified }.count

@@ -10,9 +10,11 @@ import SyncModel
 extension DeviceTrustManager {
     /// Revokes devices: a revoke entry for each device that is not a root; when a root is among
     /// them, one succession that revokes them all, hands a new identity key to every other root,
-    /// and (unless `keepRecoveryKey`) binds a new recovery key. Then the envelopes addressed to
-    /// them go and their rows become inactive; each desktop's next push rotates the secrets they
-    /// had received.
+    /// and (unless `keepRecoveryKey`) binds a new recovery key. The remote ends each device as it
+    /// stores the revocation: its credential maps to no device, its logins end, its row becomes
+    /// inactive and the envelopes addressed to it go. A desktop then pushes at once, which rotates
+    /// the secrets of its sessions the devices had received; every other desktop rotates at its
+    /// next push, or before it next asks anything.
     ///
     /// - Parameters:
     ///   - deviceIDs: Devices of the user; never this device ("revoke it from another root").
@@ -73,11 +75,20 @@ extension DeviceTrustManager {
             report.identityKeyReplaced = true
             report.recoveryKey = recovery
         }
-        for revocation in revocations {
-            let id = revocation.deviceID
-            report.envelopesDeleted += try await remote.deleteEnvelopes(.recipients([id])) ?? 0
-            if devices[id] != nil { try await remote.trustTables().setDeviceActive(id, isActive: false) }
-            report.revoked.append(id)
+        // The remote ended the devices in the append's transaction: their credentials, their
+        // logins, their rows' activity, the envelopes addressed to them.
+        report.revoked = revocations.map(\.deviceID)
+        // Rotate at once: this desktop's sessions the devices had get a secret they never receive.
+        if identity.role == .desktop {
+            do {
+                report.sessionsRotated = try await engine.push().trust?.sessionsRotated ?? 0
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                // The revocation stands; the rotation is this desktop's next push's (or ask's).
+                report.rotationProblem = String(describing: error)
+                logger?.warning("revocation: the push that rotates at once failed: \(error)")
+            }
         }
         return report
     }

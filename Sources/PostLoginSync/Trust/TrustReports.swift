@@ -69,8 +69,10 @@ public struct RefusedPairing: Sendable, Codable, Hashable {
 /// What a revocation did.
 public struct RevocationReport: Sendable, Codable {
     public var revoked: [UUID] = []
-    /// Envelopes addressed to the revoked devices that were deleted.
-    public var envelopesDeleted = 0
+    /// This desktop's sessions whose secret was rotated at once (the revoked devices had it).
+    public var sessionsRotated = 0
+    /// Why that rotation did not happen (the next push, or the next request, makes it).
+    public var rotationProblem: String? = nil
     /// Whether a root was revoked, so the identity key was replaced (a succession).
     public var identityKeyReplaced = false
     /// The new recovery key, when the succession made one (show it to the person once).
@@ -80,7 +82,7 @@ public struct RevocationReport: Sendable, Codable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey { case revoked, envelopesDeleted, identityKeyReplaced, head }
+    enum CodingKeys: String, CodingKey { case revoked, sessionsRotated, rotationProblem, identityKeyReplaced, head }
 }
 
 /// `trust status`: the verified log's head, its roots and devices, what is pending.

@@ -12,11 +12,13 @@ extension PostgRESTRemoteStore {
         _ method: HTTPRequest.Method, _ table: String, query: [(String, String)], prefer: String?, body: Data?,
         extraHeaders: HTTPFields = [:], maxResponseBytes: Int? = nil
     ) async throws -> TransportResponse {
+        if table != Self.registerDevice { try await ensureRegistered() }
         let queryString = PostgREST.queryString(query)
         guard let url = URL(string: restBase + table + (queryString.isEmpty ? "" : "?" + queryString)) else {
             throw RemoteStoreError(.configuration, "cannot build a URL for \(table)")
         }
         var refreshed = false
+        var reregistered = false
         var attempt = 1
         while true {
             try Task.checkCancellation()
@@ -78,6 +80,11 @@ extension PostgRESTRemoteStore {
                 attempt += 1
                 continue
             }
+            if error.code == .permissionDenied, table != Self.registerDevice, !reregistered {
+                reregistered = true
+                guard let refusal = await explainRefusal(error) else { continue }
+                throw refusal
+            }
             throw error
         }
     }
@@ -98,6 +105,7 @@ extension PostgRESTRemoteStore {
             .apikey: configuration.apiKey, .authorization: "Bearer \(token)",
             .accept: "application/json", .userAgent: configuration.userAgent,
         ]
+        if let credential = configuration.deviceCredential { headers[.deviceCredential] = credential.headerValue }
         if body != nil { headers[.contentType] = "application/json" }
         if let prefer { headers[.prefer] = prefer }
         headers.append(contentsOf: extraHeaders)
@@ -187,4 +195,6 @@ extension HTTPField.Name {
     static let prefer = HTTPField.Name("Prefer")!
     /// The unit of a `Range` request (`items`).
     static let rangeUnit = HTTPField.Name("Range-Unit")!
+    /// The device's credential (``DeviceCredential``).
+    static let deviceCredential = HTTPField.Name(DeviceCredential.headerName)!
 }

@@ -4,18 +4,6 @@ import SyncModel
 /// The device-trust tables over PostgREST. A deployment without them answers 404 `PGRST205`
 /// (or `42P01`), which arrives as `.missingTable`.
 extension PostgRESTRemoteStore: TrustRemote {
-    public func setDeviceActive(_ deviceID: UUID, isActive: Bool) async throws {
-        let body = JSONRow(fields: [("is_active", .bool(isActive))])
-        let response = try await send(
-            .patch, RemoteTable.devices,
-            query: [
-                ("id", "eq.\(deviceID.canonical)"), ("user_id", "eq.\(userID.canonical)"),
-            ], prefer: "return=representation", body: Data(body.json.utf8))
-        guard try !ResponseJSON.rows(response.body, table: RemoteTable.devices).isEmpty else {
-            throw RemoteStoreError(.permissionDenied, "device \(deviceID.canonical) is not one of yours on the remote")
-        }
-    }
-
     public func fetchIdentityKey() async throws -> String? {
         let response = try await send(
             .get, "user_identity_keys",

@@ -20,6 +20,15 @@ public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
     public var userID: UUID
     /// The access-token provider.
     public var accessToken: AccessTokenProvider
+    /// This device's credential: sent with every request (`x-device-credential`) and registered
+    /// before the first (`register_device`), so that the remote acts for this device and no
+    /// other. `nil` only for what needs no device (a deployment's checks, the rig's tools).
+    public var deviceCredential: DeviceCredential?
+    /// Whether an earlier run registered ``deviceCredential`` with this project: then no
+    /// registration request is made (a refusal still makes one, to say why it was refused).
+    public var deviceCredentialRegistered = false
+    /// Told once this client registered ``deviceCredential`` (to remember it for later runs).
+    public var onDeviceCredentialRegistered: (@Sendable () async -> Void)?
     /// Seconds before one request is abandoned.
     public var requestTimeout: TimeInterval = 30
     /// The `User-Agent` header.
@@ -88,6 +97,9 @@ public final class PostgRESTRemoteStore: EnvelopeDigestRemote {
     /// Optional functions (the change feed) this deployment turned out not to have.
     let missingFunctions = Mutex<Set<String>>([])
     let restBase: String
+    /// The registration of ``PostgRESTConfiguration/deviceCredential``: made once, before the
+    /// first request; a failed one is made again by the next request.
+    let registration = Mutex<Task<Void, Error>?>(nil)
 
     public var userID: UUID { configuration.userID }
 

@@ -1,0 +1,251 @@
+import DeviceTrust
+import Foundation
+import GRDB
+import RemoteStore
+import SecretCrypto
+import SyncModel
+
+/// Device credentials on the embedded remote, with the rules of `*_device_credentials.sql`
+/// (docs/trust.md, "Device credentials"): the store acts for the device whose credential it was
+/// given (``EmbeddedRemoteStore/init(path:userID:signedInAt:busyTimeout:deepLinkScheme:credential:)``),
+/// registered once; never for a device id a call names.
+extension EmbeddedRemoteStore {
+    /// The migration: each device's credential hash, ended when the log revokes the device.
+    static func credentialsMigration(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE device_credentials (
+                    device_id TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL,
+                    hash BLOB NOT NULL UNIQUE CHECK (length(hash) = 32),
+                    registered_at TEXT NOT NULL,
+                    ended_at TEXT
+                );
+                """)
+        // A device's witness for a seq it witnessed already is kept beside the first: the key
+        // holds the signature.
+        try db.execute(
+            sql: """
+                CREATE TABLE trust_log_witnesses_new (
+                    user_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    epoch INTEGER NOT NULL,
+                    seq INTEGER NOT NULL,
+                    body TEXT NOT NULL,
+                    signature TEXT NOT NULL,
+                    created_at TEXT NOT NULL,
+                    PRIMARY KEY (user_id, device_id, epoch, seq, signature)
+                );
+                INSERT INTO trust_log_witnesses_new SELECT user_id, device_id, epoch, seq, body, signature, created_at
+                    FROM trust_log_witnesses;
+                DROP TABLE trust_log_witnesses;
+                ALTER TABLE trust_log_witnesses_new RENAME TO trust_log_witnesses;
+                """)
+        // Devices revoked before: ended now, so that no credential of theirs can register.
+        let users = try String.fetchAll(db, sql: "SELECT DISTINCT user_id FROM trust_log")
+        for user in users {
+            for entry in try String.fetchAll(
+                db, sql: "SELECT entry FROM trust_log WHERE user_id = ?", arguments: [user])
+            {
+                try endRevokedDevices(db, user: user, entry: entry)
+            }
+        }
+    }
+
+    /// SHA-256 of this store's credential, what the remote keeps.
+    var credentialHash: Data? {
+        credential.map { credential in credential.withBytes { Data(SHA256.hash($0)) } }
+    }
+
+    // MARK: - Registration
+
+    /// Registers this store's credential for its device, once (`register_device`); a failed
+    /// registration is made again by the next call. Without a credential, nothing.
+    func ensureRegistered() async throws {
+        guard let credential, let hash = credentialHash else { return }
+        guard !registered.withLock({ $0 }) else { return }
+        let me = self.me
+        do {
+            // Registered already (every run after the first): a read, no write transaction.
+            let known = try await pool.read { db in
+                try String.fetchOne(
+                    db,
+                    sql: "SELECT device_id FROM device_credentials WHERE hash = ? AND user_id = ? AND ended_at IS NULL",
+                    arguments: [hash, me]) == credential.deviceID.canonical
+            }
+            if !known {
+                try await pool.write { db in
+                    try Self.register(db, user: me, device: credential.deviceID.canonical, hash: hash)
+                }
+            }
+        } catch {
+            throw Self.wrap(error, "registering this device's credential")
+        }
+        registered.withLock { $0 = true }
+    }
+
+    /// A 42501 said in the words of the registration's refusal when this store's credential is
+    /// what stopped it (revoked since it registered, or its slot taken).
+    func explainRefusal(_ error: Error) async -> Error {
+        guard (error as? RemoteStoreError)?.code == .permissionDenied, let credential, let hash = credentialHash
+        else { return error }
+        let me = self.me
+        do {
+            try await pool.read { db in
+                try Self.register(db, user: me, device: credential.deviceID.canonical, hash: hash)
+            }
+        } catch let refusal as RemoteStoreError
+            where refusal.hint == "device-revoked" || refusal.hint == "device-credential-taken"
+        {
+            return refusal
+        } catch {}
+        return error
+    }
+
+    static func register(_ db: Database, user: String, device: String, hash: Data) throws {
+        let revoked = RemoteStoreError(
+            .permissionDenied,
+            "this device was revoked: the account takes nothing more from it; pair a new store "
+                + "(`sync-cli init` in another directory, then `sync-cli trust join`)",
+            postgrestCode: .insufficientPrivilege, hint: "device-revoked")
+        if let row = try Row.fetchOne(
+            db, sql: "SELECT user_id, hash, ended_at FROM device_credentials WHERE device_id = ?", arguments: [device])
+        {
+            guard row["user_id"] as String? == user else { throw refused("the device is not one of yours") }
+            guard row["ended_at"] as String? == nil else { throw revoked }
+            guard row["hash"] as Data? == hash else {
+                throw RemoteStoreError(
+                    .permissionDenied,
+                    "another credential is registered for this device's id, so the remote cannot tell this device "
+                        + "from whoever registered it: revoke this device from a trusted one (`sync-cli trust revoke`) "
+                        + "and pair a new store",
+                    postgrestCode: .insufficientPrivilege, hint: "device-credential-taken")
+            }
+            return
+        }
+        if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM devices WHERE id = ?", arguments: [device]),
+            owner != user
+        {
+            throw refused("the device is not one of yours")
+        }
+        guard
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM device_credentials WHERE hash = ?", arguments: [hash]) == nil
+        else { throw refused("this credential belongs to another device") }
+        try db.execute(
+            sql: "INSERT INTO device_credentials (device_id, user_id, hash, registered_at) VALUES (?, ?, ?, ?)",
+            arguments: [device, user, hash, now])
+    }
+
+    // MARK: - The calling device
+
+    /// What the service role's reads pass their gates with: no device's id, so every call that
+    /// acts for a device refuses it.
+    static let serviceRoleCaller = "service_role"
+
+    /// The user's registered device whose credential this store holds, unless revoked.
+    func credentialDevice(_ db: Database) throws -> String? {
+        if isServiceRole { return Self.serviceRoleCaller }
+        guard let hash = credentialHash else { return nil }
+        return try String.fetchOne(
+            db.cachedStatement(
+                sql: "SELECT device_id FROM device_credentials WHERE hash = ? AND user_id = ? AND ended_at IS NULL"),
+            arguments: [hash, me])
+    }
+
+    /// The calling device: ``credentialDevice(_:)``, certified by the log in force when the user
+    /// has a log.
+    func callingDevice(_ db: Database) throws -> String? {
+        guard let device = try credentialDevice(db) else { return nil }
+        if isServiceRole { return device }
+        guard try Self.hasTrustLog(db, user: me) else { return device }
+        return try TrustedDevices.of(db, user: me).contains(device) ? device : nil
+    }
+
+    static func hasTrustLog(_ db: Database, user: String) throws -> Bool {
+        (try TrustLogServerState.fetch(db, user: user)?.highestEpoch ?? 0) > 0
+    }
+
+    /// The device a call acts for: `named`, which must be the calling device (`trusted`:
+    /// certified too, when the user has a log). `private.acting_device`.
+    func acting(_ db: Database, _ named: UUID?, trusted: Bool) throws -> UUID {
+        guard let device = try credentialDevice(db), let id = UUID(uuidString: device) else {
+            throw RemoteStoreError(
+                .permissionDenied, "this call needs the credential of one of your devices that is not revoked",
+                postgrestCode: .insufficientPrivilege, hint: "device-credential-missing")
+        }
+        guard named == id else { throw Self.refused("a device acts only in its own name") }
+        if trusted, try callingDevice(db) == nil {
+            throw Self.refused("only a device your trust log certifies may make this call")
+        }
+        return id
+    }
+
+    /// The calling device for a call that names none (`private.caller_device`).
+    func caller(_ db: Database, trusted: Bool) throws -> UUID {
+        let device = try credentialDevice(db).flatMap(UUID.init(uuidString:))
+        return try acting(db, device, trusted: trusted)
+    }
+
+    /// Refuses unless `device` runs `session` (`private.require_session_desktop`).
+    func requireSessionDesktop(_ db: Database, session: UUID, device: UUID) throws {
+        guard
+            try String.fetchOne(
+                db, sql: "SELECT device_id FROM agent_coding_sessions WHERE id = ? AND user_id = ?",
+                arguments: [session.canonical, me]) == device.canonical
+        else { throw Self.refused("only the session's own desktop may make this call") }
+    }
+
+    /// Refuses unless the calling (certified) device asked `request`, an approval or a question
+    /// that exists (`private.require_asker`).
+    func requireAsker(_ db: Database, _ request: UUID) throws {
+        let device = try caller(db, trusted: true).canonical
+        var asker: String?
+        for table in ["approval_requests", "agent_questions"] where try db.tableExists(table) {
+            asker =
+                try asker
+                ?? String.fetchOne(
+                    db, sql: "SELECT requester_device_id FROM \(table) WHERE id = ?", arguments: [request.canonical])
+        }
+        if let asker, asker != device { throw Self.refused("only the desktop that asked may make this call") }
+    }
+
+    // MARK: - Revocation ends access
+
+    /// A stored entry that revokes devices ends them (`private.end_revoked_device`): the
+    /// credential (a placeholder ended at once when none was registered), the row's activity,
+    /// the envelopes addressed to them.
+    static func endRevokedDevices(_ db: Database, user: String, entry: String) throws {
+        guard let userID = UUID(uuidString: user), let data = Data(base64Encoded: entry),
+            let parsed = try? TrustLogEntry.parse(Array(data)).entry,
+            let body = try? TrustLogBody.parse(parsed.body, of: parsed.type, userID: userID)
+        else { return }
+        let revoked: [UUID]
+        switch body {
+        case .revoke(let revocation): revoked = [revocation.deviceID]
+        case .succession(let succession): revoked = succession.revocations.map(\.deviceID)
+        default: return
+        }
+        let stamp = now
+        for id in revoked.map(\.canonical) {
+            try db.execute(
+                sql:
+                    "UPDATE device_credentials SET ended_at = coalesce(ended_at, ?) WHERE device_id = ? AND user_id = ?",
+                arguments: [stamp, id, user])
+            try db.execute(
+                sql: """
+                    INSERT INTO device_credentials (device_id, user_id, hash, registered_at, ended_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (device_id) DO NOTHING
+                    """,
+                arguments: [id, user, Data(SHA256.hash(Array((UUID().canonical + id).utf8))), stamp, stamp])
+            try db.execute(
+                sql: "UPDATE devices SET is_active = 0, updated_at = ? WHERE id = ? AND user_id = ? AND is_active",
+                arguments: [stamp, id, user])
+            try db.execute(
+                sql: """
+                    DELETE FROM agent_coding_session_secrets WHERE device_id = ?
+                        AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ?)
+                    """,
+                arguments: [id, user])
+        }
+    }
+}

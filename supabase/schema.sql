@@ -910,16 +910,31 @@ BEGIN
     IF NEW.revoked_seq IS NULL OR NEW.device_id = '*' THEN RETURN NULL; END IF;
     IF TG_OP = 'UPDATE' AND OLD.revoked_seq IS NOT NULL THEN RETURN NULL; END IF;
     v := NEW.device_id::uuid;
-    UPDATE private.device_credentials c SET ended_at = coalesce(c.ended_at, now())
-        WHERE c.device_id = v AND c.user_id = NEW.user_id;
+    -- A log may name any id: another user's device is not this user's to end.
+    IF EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v AND d.user_id <> NEW.user_id)
+       OR EXISTS (SELECT 1 FROM private.device_credentials c WHERE c.device_id = v AND c.user_id <> NEW.user_id) THEN
+        RETURN NULL;
+    END IF;
+    -- register_device takes the same lock: a registration cannot slip in between.
+    PERFORM pg_advisory_xact_lock(hashtextextended('register_device:' || v::text, 0));
     INSERT INTO private.device_credentials (device_id, user_id, hash, ended_at)
         VALUES (v, NEW.user_id, sha256(convert_to(gen_random_uuid()::text || clock_timestamp()::text, 'UTF8')), now())
-        ON CONFLICT (device_id) DO NOTHING;
+        ON CONFLICT (device_id) DO UPDATE SET ended_at = coalesce(private.device_credentials.ended_at, now())
+        WHERE private.device_credentials.user_id = NEW.user_id;
+    -- Its logins end, unless a live device the log certifies shares them (a device registered
+    -- from a stolen login, never certified, keeps none alive).
     SELECT array_agg(l.auth_session) INTO ended FROM private.device_logins l
         WHERE l.device_id = v
           AND NOT EXISTS (SELECT 1 FROM private.device_logins o JOIN private.device_credentials oc ON oc.device_id = o.device_id
-                          WHERE o.auth_session = l.auth_session AND o.device_id <> v AND oc.ended_at IS NULL);
-    PERFORM private.end_auth_sessions(ended);
+                          WHERE o.auth_session = l.auth_session AND o.device_id <> v AND oc.ended_at IS NULL
+                            AND oc.user_id = NEW.user_id AND private.is_trusted_device(NEW.user_id, o.device_id));
+    -- The caller (the trust log's recording) turns any error into a poisoned log: ending the
+    -- logins must not be able to fail it.
+    BEGIN
+        PERFORM private.end_auth_sessions(ended);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'the logins of a revoked device could not be ended: %', SQLERRM;
+    END;
     UPDATE public.devices d SET is_active = false WHERE d.id = v AND d.user_id = NEW.user_id AND d.is_active;
     DELETE FROM public.agent_coding_session_secrets s
         WHERE s.session_id IN (SELECT c.id FROM public.agent_coding_sessions c WHERE c.user_id = NEW.user_id)
@@ -3677,11 +3692,20 @@ DECLARE
     v_device uuid := private.acting_device(register_push_token.device_id, false);
     v_previous text;
 BEGIN
+
     -- Only the device's own previous token is invalidated; another's is passed over, and the
     -- answer is the one an unknown token gets (it does not say whose it is).
     IF EXISTS (SELECT 1 FROM public.push_tokens t
                WHERE t.token = register_push_token.previous_token AND t.device_id = v_device) THEN
         v_previous := register_push_token.previous_token;
+    END IF;
+    -- Another device's valid token stays where it is (it moves once invalidated): only the
+    -- caller's previous token is invalidated, and the answer is the one a fresh registration gets.
+    IF EXISTS (SELECT 1 FROM public.push_tokens t
+               WHERE t.token = register_push_token.token AND t.device_id <> v_device AND t.is_valid) THEN
+        UPDATE public.push_tokens t SET is_valid = false, updated_at = now()
+            WHERE t.token = v_previous AND v_previous <> register_push_token.token AND t.device_id = v_device AND t.is_valid;
+        RETURN jsonb_build_object('previousInvalidated', FOUND);
     END IF;
     RETURN private.register_push_token(v_device, register_push_token.token, register_push_token.token_type,
         register_push_token.platform, register_push_token.environment, register_push_token.activity_id,

@@ -127,10 +127,13 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                 invalidated = db.changesCount
             }
             let existing = try Row.fetchOne(
-                db, sql: "SELECT id, user_id, is_valid FROM push_tokens WHERE token = ?", arguments: [r.token])
-            // Another user's valid token stays theirs (it moves once they invalidate it, or the
-            // delivery worker does on APNs' word); the answer does not say so.
-            if let existing, (existing["user_id"] as String?) != me, existing["is_valid"] as Bool {
+                db, sql: "SELECT id, user_id, device_id, is_valid FROM push_tokens WHERE token = ?",
+                arguments: [r.token])
+            // Another user's or another device's valid token stays where it is (it moves once
+            // invalidated, or the delivery worker does on APNs' word); the answer does not say so.
+            if let existing, (existing["user_id"] as String?) != me || (existing["device_id"] as String?) != device,
+                existing["is_valid"] as Bool
+            {
                 return PushTokenRegistered(previousInvalidated: invalidated > 0)
             }
             let id = try existing.map { try Self.uuid($0["id"]) } ?? UUID()

@@ -149,6 +149,10 @@ struct DeviceCredentialThreatTests {
             let invalidated = try? await attacker.invalidatePushToken(phoneToken)
             #expect(invalidated != true)
         }
+        // A device of the token holder's own registering the phone's token: it stays the phone's.
+        let own = UUID()
+        _ = try? await w.world.remote(credential: .some(.random(for: own))).registerPushToken(
+            PushTokenRegistration(deviceID: own, token: phoneToken))
         #expect(
             try await w.world.remote(for: w.phone).pushTokenStatus(deviceID: w.phone.identity.id).deviceTokenRegistered)
         // The approval's alert still reaches the phone's token.

@@ -199,16 +199,31 @@ BEGIN
     IF NEW.revoked_seq IS NULL OR NEW.device_id = '*' THEN RETURN NULL; END IF;
     IF TG_OP = 'UPDATE' AND OLD.revoked_seq IS NOT NULL THEN RETURN NULL; END IF;
     v := NEW.device_id::uuid;
-    UPDATE private.device_credentials c SET ended_at = coalesce(c.ended_at, now())
-        WHERE c.device_id = v AND c.user_id = NEW.user_id;
+    -- A log may name any id: another user's device is not this user's to end.
+    IF EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v AND d.user_id <> NEW.user_id)
+       OR EXISTS (SELECT 1 FROM private.device_credentials c WHERE c.device_id = v AND c.user_id <> NEW.user_id) THEN
+        RETURN NULL;
+    END IF;
+    -- register_device takes the same lock: a registration cannot slip in between.
+    PERFORM pg_advisory_xact_lock(hashtextextended('register_device:' || v::text, 0));
     INSERT INTO private.device_credentials (device_id, user_id, hash, ended_at)
         VALUES (v, NEW.user_id, sha256(convert_to(gen_random_uuid()::text || clock_timestamp()::text, 'UTF8')), now())
-        ON CONFLICT (device_id) DO NOTHING;
+        ON CONFLICT (device_id) DO UPDATE SET ended_at = coalesce(private.device_credentials.ended_at, now())
+        WHERE private.device_credentials.user_id = NEW.user_id;
+    -- Its logins end, unless a live device the log certifies shares them (a device registered
+    -- from a stolen login, never certified, keeps none alive).
     SELECT array_agg(l.auth_session) INTO ended FROM private.device_logins l
         WHERE l.device_id = v
           AND NOT EXISTS (SELECT 1 FROM private.device_logins o JOIN private.device_credentials oc ON oc.device_id = o.device_id
-                          WHERE o.auth_session = l.auth_session AND o.device_id <> v AND oc.ended_at IS NULL);
-    PERFORM private.end_auth_sessions(ended);
+                          WHERE o.auth_session = l.auth_session AND o.device_id <> v AND oc.ended_at IS NULL
+                            AND oc.user_id = NEW.user_id AND private.is_trusted_device(NEW.user_id, o.device_id));
+    -- The caller (the trust log's recording) turns any error into a poisoned log: ending the
+    -- logins must not be able to fail it.
+    BEGIN
+        PERFORM private.end_auth_sessions(ended);
+    EXCEPTION WHEN OTHERS THEN
+        RAISE WARNING 'the logins of a revoked device could not be ended: %', SQLERRM;
+    END;
     UPDATE public.devices d SET is_active = false WHERE d.id = v AND d.user_id = NEW.user_id AND d.is_active;
     DELETE FROM public.agent_coding_session_secrets s
         WHERE s.session_id IN (SELECT c.id FROM public.agent_coding_sessions c WHERE c.user_id = NEW.user_id)
@@ -224,6 +239,7 @@ INSERT INTO private.device_credentials (device_id, user_id, hash, ended_at)
     SELECT DISTINCT ON (t.device_id) t.device_id::uuid, t.user_id,
            sha256(convert_to(gen_random_uuid()::text || t.device_id, 'UTF8')), now()
     FROM private.trust_log_devices t WHERE t.revoked_seq IS NOT NULL AND t.device_id <> '*'
+      AND NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id::text = t.device_id AND d.user_id <> t.user_id)
     ON CONFLICT (device_id) DO NOTHING;
 UPDATE public.devices d SET is_active = false
     WHERE d.is_active AND EXISTS (SELECT 1 FROM private.trust_log_devices t

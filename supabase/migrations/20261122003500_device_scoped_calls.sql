@@ -246,11 +246,20 @@ DECLARE
     v_device uuid := private.acting_device(register_push_token.device_id, false);
     v_previous text;
 BEGIN
+
     -- Only the device's own previous token is invalidated; another's is passed over, and the
     -- answer is the one an unknown token gets (it does not say whose it is).
     IF EXISTS (SELECT 1 FROM public.push_tokens t
                WHERE t.token = register_push_token.previous_token AND t.device_id = v_device) THEN
         v_previous := register_push_token.previous_token;
+    END IF;
+    -- Another device's valid token stays where it is (it moves once invalidated): only the
+    -- caller's previous token is invalidated, and the answer is the one a fresh registration gets.
+    IF EXISTS (SELECT 1 FROM public.push_tokens t
+               WHERE t.token = register_push_token.token AND t.device_id <> v_device AND t.is_valid) THEN
+        UPDATE public.push_tokens t SET is_valid = false, updated_at = now()
+            WHERE t.token = v_previous AND v_previous <> register_push_token.token AND t.device_id = v_device AND t.is_valid;
+        RETURN jsonb_build_object('previousInvalidated', FOUND);
     END IF;
     RETURN private.register_push_token(v_device, register_push_token.token, register_push_token.token_type,
         register_push_token.platform, register_push_token.environment, register_push_token.activity_id,

@@ -26,16 +26,21 @@ public struct DeviceCredential: Sendable, CustomStringConvertible, CustomDebugSt
     /// - Throws: ``DeviceCredentialError`` when `bytes` are not 32 bytes.
     public init(deviceID: UUID, bytes: some Collection<UInt8>) throws {
         guard bytes.count == Self.byteCount else { throw DeviceCredentialError() }
-        self.deviceID = deviceID
-        self.bytes = Array(bytes)
+        self.init(deviceID: deviceID, exactly: Array(bytes))
     }
 
     /// A fresh credential of `deviceID`: 32 bytes from the system's random source.
     public static func random(for deviceID: UUID) -> DeviceCredential {
         var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<byteCount).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        // 32 bytes: the initialiser cannot refuse them.
-        return try! DeviceCredential(deviceID: deviceID, bytes: bytes)
+        return DeviceCredential(
+            deviceID: deviceID, exactly: (0..<byteCount).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        )
+    }
+
+    /// `bytes` already checked (or made) to be ``byteCount`` long.
+    private init(deviceID: UUID, exactly bytes: [UInt8]) {
+        self.deviceID = deviceID
+        self.bytes = bytes
     }
 
     /// The header's value: the 32 bytes as 64 lowercase hex digits.

@@ -1,0 +1,72 @@
+import Foundation
+import Logging
+import PostgRESTServerCore
+import PostgresNIO
+
+extension Backend {
+    /// Runs `statements` in one transaction as `role` with the JWT claims set, as PostgREST does.
+    /// Returns the rows of the last statement as text columns.
+    ///
+    /// Nothing a request does can outlive it on the pooled connection: the transaction starts
+    /// with `RESET ALL` (undoing anything a previous user of the connection left at session
+    /// level), sets everything else with `SET LOCAL`, runs under a statement timeout, and the
+    /// connection is `DISCARD ALL`ed before it goes back to the pool, whatever happened.
+    func run(role: String, claims: RequestClaims, _ statements: [(String, [String?])]) async throws -> [[String?]] {
+        let logger = self.logger
+        let timeout = configuration.statementTimeoutMilliseconds
+        do {
+            return try await client.withConnection { connection in
+                try await connection.query("BEGIN", logger: logger)
+                do {
+                    try await connection.query("RESET ALL", logger: logger)
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "SET LOCAL ROLE \(try SQLBuilder.identifier(role))"), logger: logger)
+                    var claimBinds = PostgresBindings()
+                    claimBinds.append(claims.jwt)
+                    claimBinds.append(claims.headersJSON)
+                    try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL:
+                                "SELECT set_config('request.jwt.claims', $1, true), set_config('request.headers', $2, true)",
+                            binds: claimBinds),
+                        logger: logger)
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = \(timeout)"), logger: logger)
+                    try await connection.query("SET LOCAL TIME ZONE 'UTC'", logger: logger)
+                    var result: [[String?]] = []
+                    for (sql, values) in statements {
+                        var binds = PostgresBindings()
+                        for value in values {
+                            if let value { binds.append(value) } else { binds.appendNull() }
+                        }
+                        let rows = try await connection.query(
+                            PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+                        result = []
+                        for try await row in rows {
+                            var columns: [String?] = []
+                            for cell in row {
+                                columns.append(try cell.decode(String?.self))
+                            }
+                            result.append(columns)
+                        }
+                    }
+                    try await connection.query("COMMIT", logger: logger)
+                    _ = try? await connection.query("DISCARD ALL", logger: logger)
+                    return result
+                } catch {
+                    // PostgresNIO closes a connection on any SQLSTATE of class 28 (it takes them
+                    // for authentication failures), also one a function raised: nothing more may
+                    // be sent on it (a query on the closing connection never completes).
+                    if let sqlState = (error as? PSQLError)?.serverInfo?[.sqlState], sqlState.hasPrefix("28") {
+                        throw error
+                    }
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    _ = try? await connection.query("DISCARD ALL", logger: logger)
+                    throw error
+                }
+            }
+        } catch {
+            throw Self.translate(error, role: role)
+        }
+    }
+}

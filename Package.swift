@@ -169,14 +169,14 @@ let package = Package(
             name: "RemoteStoreTests",
             dependencies: [
                 "RemoteStore", "EmbeddedRemote", "SyncModel", "SecretCrypto", "DeviceTrust", "SyncTestSupport",
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                "TestStack", .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .testTarget(
             name: "PostLoginSyncTests",
             dependencies: [
                 "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "EnvelopeDigest", "SyncModel",
-                "SecretCrypto", "SyncTestSupport",
+                "SecretCrypto", "SyncTestSupport", "TestStack",
                 "DeviceTrust",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgRESTServerCore
 import PostgresNIO
+import Synchronization
 
 extension Backend {
     /// Runs `statements` in one transaction as `role` with the JWT claims set, as PostgREST does.
@@ -12,11 +13,38 @@ extension Backend {
     /// level), sets everything else with `SET LOCAL`, runs under a statement timeout, and the
     /// connection is `DISCARD ALL`ed before it goes back to the pool, whatever happened.
     func run(role: String, claims: RequestClaims, _ statements: [(String, [String?])]) async throws -> [[String?]] {
+        // A connection that could not be had or could not BEGIN (PostgresNIO closing it after
+        // a class-28 error, the server ending it) ran nothing of the request: it is tried again on
+        // another, as PostgREST retries its connection errors, rather than answered 503 at once.
+        var attempt = 1
+        while true {
+            do {
+                return try await runOnce(role: role, claims: claims, statements)
+            } catch let error as UnusableConnection {
+                guard attempt < 3 else { throw Self.translate(error.underlying, role: role) }
+                logger.warning("no usable connection (attempt \(attempt)): \(String(reflecting: error.underlying))")
+                attempt += 1
+            }
+        }
+    }
+
+    /// No connection, or one that could not begin a transaction: nothing of the request ran.
+    struct UnusableConnection: Error {
+        let underlying: Error
+    }
+
+    func runOnce(role: String, claims: RequestClaims, _ statements: [(String, [String?])]) async throws -> [[String?]] {
         let logger = self.logger
         let timeout = configuration.statementTimeoutMilliseconds
+        let began = Mutex(false)
         do {
             return try await client.withConnection { connection in
-                try await connection.query("BEGIN", logger: logger)
+                do {
+                    try await connection.query("BEGIN", logger: logger)
+                } catch let error as PSQLError where error.serverInfo == nil {
+                    throw UnusableConnection(underlying: error)
+                }
+                began.withLock { $0 = true }
                 do {
                     try await connection.query("RESET ALL", logger: logger)
                     try await connection.query(
@@ -65,6 +93,10 @@ extension Backend {
                     throw error
                 }
             }
+        } catch let error as UnusableConnection {
+            throw error
+        } catch let error as PSQLError where error.serverInfo == nil && !began.withLock({ $0 }) {
+            throw UnusableConnection(underlying: error)
         } catch {
             throw Self.translate(error, role: role)
         }

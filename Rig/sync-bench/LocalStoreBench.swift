@@ -13,7 +13,7 @@ enum LocalStoreBench {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "sync-bench-\(UUID().canonical)")
             defer { try? FileManager.default.removeItem(at: directory) }
-            let store = try DeviceStore(directory: directory)
+            let store = try await DeviceStore.opened(directory: directory)
             let user = UUID()
             let device = UUID()
             let repositories = (0..<100).map { i in

@@ -224,7 +224,7 @@ enum SyncBench {
         }
 
         func store(_ name: String, role: SyncRole) async throws -> DeviceStore {
-            let store = try DeviceStore(directory: directory.appendingPathComponent(name))
+            let store = try await DeviceStore.opened(directory: directory.appendingPathComponent(name))
             try await store.createIdentity(
                 name: name, deviceType: role == .desktop ? .linuxDesktop : .iosPhone, role: role)
             try await store.setUserID(user)

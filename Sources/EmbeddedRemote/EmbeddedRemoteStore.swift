@@ -60,6 +60,20 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
             credential: credential, isServiceRole: false)
     }
 
+    /// Opens the embedded remote as ``init(path:userID:signedInAt:busyTimeout:deepLinkScheme:credential:)``
+    /// does, on a thread of its own: opening migrates the file, which waits out `busyTimeout` while
+    /// another process writes, and that wait must not hold one of the cooperative pool's threads.
+    public static func opened(
+        path: String, userID: UUID, signedInAt: Date? = nil, busyTimeout: TimeInterval = 15,
+        deepLinkScheme: String = AlertRoute.defaultScheme, credential: DeviceCredential? = nil
+    ) async throws -> EmbeddedRemoteStore {
+        try await Blocking.run {
+            try EmbeddedRemoteStore(
+                path: path, userID: userID, signedInAt: signedInAt, busyTimeout: busyTimeout,
+                deepLinkScheme: deepLinkScheme, credential: credential)
+        }
+    }
+
     /// The embedded remote as the project's `service_role` key sees it: the user's rows without
     /// the device rules (PostgreSQL's service role bypasses row-level security), for the
     /// operator's tools and for tests that play a hostile server. It acts for no device: calls

@@ -20,7 +20,7 @@ import Darwin
 /// Every bulk operation runs in one transaction. Every UUID is stored in canonical lowercase.
 ///
 /// ```swift
-/// let store = try DeviceStore(directory: DeviceStore.defaultDirectory())
+/// let store = try await DeviceStore.opened(directory: DeviceStore.defaultDirectory())
 /// let me = try await store.createIdentity(name: "Quinn's laptop", deviceType: .linuxDesktop, role: .desktop)
 /// ```
 public final class DeviceStore: Sendable {
@@ -125,6 +125,20 @@ public final class DeviceStore: Sendable {
             if try pool.read(Schema.sessionIndexesMissing) { try pool.write(Schema.buildSessionIndexes) }
         } catch {
             throw LocalStoreError.wrap(error, context: "cannot prepare \(path)")
+        }
+    }
+
+    /// Opens the store as ``init(directory:busyTimeout:keyStore:sharedContainer:)`` does, on a
+    /// thread of its own: opening may migrate the schema or rebuild indexes, which waits out
+    /// `busyTimeout` while another process writes, and that wait must not hold one of the
+    /// cooperative pool's threads (an app's other tasks would wait for it).
+    public static func opened(
+        directory: URL, busyTimeout: TimeInterval = 10, keyStore: (any DeviceKeyStore)? = nil,
+        sharedContainer: Bool = false
+    ) async throws -> DeviceStore {
+        try await Blocking.run {
+            try DeviceStore(
+                directory: directory, busyTimeout: busyTimeout, keyStore: keyStore, sharedContainer: sharedContainer)
         }
     }
 

@@ -109,7 +109,10 @@ public struct RemoteConfiguration: Sendable, Hashable, CustomStringConvertible {
             let signedIn = try await store.setting(.embeddedSignedInAt).map {
                 Date(timeIntervalSince1970: TimeInterval($0))
             }
-            return try Self.embedded(path: path, userID: user, signedInAt: signedIn, credential: credential)
+            // Opening migrates the file, which may wait for another process: off the pool.
+            return try await Blocking.run {
+                try Self.embedded(path: path, userID: user, signedInAt: signedIn, credential: credential)
+            }
         case .supabase(let url):
             try checkTransport(allowCleartext: allowCleartext)
             guard let apiKey, !apiKey.isEmpty else {

@@ -95,6 +95,15 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
         self.hint = hint
     }
 
+    /// Whether asking again later may succeed: the remote was not reached (after the client's
+    /// retries), or answered that it is overloaded or failing (HTTP 429 or 5xx). A refusal, a
+    /// conflict or a malformed answer is not transient.
+    public var isTransient: Bool {
+        if code == .network { return true }
+        guard code == .http, let status else { return false }
+        return status == 429 || (500...599).contains(status)
+    }
+
     public var description: String {
         var parts: [String] = []
         if let status { parts.append("HTTP \(status)") }

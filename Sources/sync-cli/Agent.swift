@@ -113,7 +113,7 @@ extension SyncCLI.Agent {
         }
 
         func run() async throws {
-            let store = try storeOptions.open()
+            let store = try await storeOptions.open()
             try await requirePairedDesktop(store)
             var rule = try await AwayRule.load(from: store)
             if let away { rule.mode = away }

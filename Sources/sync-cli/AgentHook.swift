@@ -97,7 +97,7 @@ enum HookProcess {
         let store: DeviceStore
         do {
             // Writes wait a quarter second for another process's: a hook must not hold up its agent.
-            store = try DeviceStore(directory: directory, busyTimeout: background ? 10 : 0.25)
+            store = try await DeviceStore.opened(directory: directory, busyTimeout: background ? 10 : 0.25)
         } catch {
             return HookOutcome(problem: "sync-cli agent hook: \(error)")
         }
@@ -197,21 +197,19 @@ struct HookStandardOutput {
     }
 }
 
-/// At most `limit` bytes of standard input, read off the cooperative pool.
-func readStandardInput(limit: Int) async -> [UInt8] {
-    await withCheckedContinuation { continuation in
-        DispatchQueue.global().async {
-            var bytes: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            while bytes.count < limit {
-                let count = buffer.withUnsafeMutableBytes {
-                    read(STDIN_FILENO, $0.baseAddress, min($0.count, limit - bytes.count))
-                }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                bytes += buffer[0..<count]
+/// At most `limit` bytes of standard input (to its end), read off the cooperative pool.
+func readStandardInput(limit: Int = .max) async -> [UInt8] {
+    (try? await Blocking.run {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while bytes.count < limit {
+            let count = buffer.withUnsafeMutableBytes {
+                read(STDIN_FILENO, $0.baseAddress, min($0.count, limit - bytes.count))
             }
-            continuation.resume(returning: bytes)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += buffer[0..<count]
         }
-    }
+        return bytes
+    }) ?? []
 }

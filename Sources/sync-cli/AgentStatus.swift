@@ -28,7 +28,7 @@ extension SyncCLI.Agent {
             let directory = storeOptions.directory
             report.store = directory.path
             if FileManager.default.fileExists(atPath: directory.appendingPathComponent("store.sqlite").path) {
-                let store = try storeOptions.open()
+                let store = try await storeOptions.open()
                 let identity = try await store.identity()
                 report.role = identity?.role.rawValue
                 report.loggedIn = identity?.userID != nil

@@ -45,7 +45,7 @@ struct ApprovalContext {
     let center: ApprovalCenter
 
     init(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws {
-        store = try storeOptions.open()
+        store = try await storeOptions.open()
         let remote = try await remoteOptions.remote(for: store)
         center = ApprovalCenter(local: store, remote: remote)
     }
@@ -162,7 +162,7 @@ extension SyncCLI.Approval {
         }
 
         func run() async throws {
-            let question = try readQuestion()
+            let question = try await readQuestion()
             let context = try await ApprovalContext(storeOptions, remoteOptions)
             let id = try resolveID(session, among: try await context.store.sessions().map(\.id), kind: "session")
             try await context.run { try await $0.checkCanAsk(session: id) }
@@ -221,7 +221,7 @@ extension SyncCLI.Approval {
 extension SyncCLI.Approval.Request {
     /// The question from `--from-file` (a file, or standard input for `-`), or from the flags with
     /// a warning that they are visible to other local users.
-    func readQuestion() throws -> SyncCLI.Approval.Question {
+    func readQuestion() async throws -> SyncCLI.Approval.Question {
         guard let fromFile else {
             printError(
                 "Warning: the question was given as arguments, which every local user can read in the process list "
@@ -231,7 +231,7 @@ extension SyncCLI.Approval.Request {
         }
         let data: Data
         if fromFile == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
+            data = Data(await readStandardInput())
         } else {
             guard let read = FileManager.default.contents(atPath: fromFile) else {
                 throw CLIError("cannot read \(fromFile); --from-file takes a readable file, or - for standard input")
@@ -380,14 +380,14 @@ extension SyncCLI.Approval {
             do {
                 data =
                     payload == "-"
-                    ? FileHandle.standardInput.readDataToEndOfFile()
+                    ? Data(await readStandardInput())
                     : try Data(contentsOf: URL(fileURLWithPath: payload))
             } catch {
                 throw CLIError("cannot read \(payload): \((error as NSError).localizedDescription)")
             }
             let parsed: AlertPayload
             do { parsed = try AlertPayload(json: data) } catch { throw CLIError("\(error)") }
-            let store = try storeOptions.open()
+            let store = try await storeOptions.open()
             let remote = try await remoteOptions.remote(for: store)
             let answered: ApprovalAnswered
             do {

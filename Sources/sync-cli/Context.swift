@@ -27,18 +27,18 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens an existing store. Only `init` creates one (``create()``): a mistyped `--store`
     /// must not make a new, empty store that then reports success.
-    func open() throws -> DeviceStore {
+    func open() async throws -> DeviceStore {
         let directory = directory
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("store.sqlite").path) else {
             throw CLIError(
                 "no store at \(directory.path): run `sync-cli init --store \(directory.path)` to create one, or check --store and $SYNC_STORE_DIR"
             )
         }
-        return try DeviceStore(directory: directory)
+        return try await DeviceStore.opened(directory: directory)
     }
 
     /// Opens the store, creating it when missing (`init`).
-    func create() throws -> DeviceStore { try DeviceStore(directory: directory) }
+    func create() async throws -> DeviceStore { try await DeviceStore.opened(directory: directory) }
 }
 
 /// `--remote`: where the remote is.
@@ -155,7 +155,7 @@ func resolveID(_ text: String, among ids: [UUID], kind: String, minimumPrefix: I
 
 /// Requires a desktop store with a user.
 func desktopStore(_ options: StoreOptions) async throws -> (DeviceStore, DeviceIdentity, UUID) {
-    let store = try options.open()
+    let store = try await options.open()
     let identity = try await store.requireIdentity()
     guard identity.role == .desktop else {
         throw CLIError(
@@ -184,8 +184,13 @@ func resolveRepository(_ text: String, among repositories: [RepositoryRecord]) t
     return repositories.first { $0.id == id }!
 }
 
-/// Runs git in `path`, returning its trimmed output, or nil.
-func git(_ arguments: [String], in path: String) -> String? {
+/// Runs git in `path` (a child process, waited for on a thread of its own), returning its
+/// trimmed output, or nil.
+func git(_ arguments: [String], in path: String) async -> String? {
+    (try? await Blocking.run { runGit(arguments, in: path) }) ?? nil
+}
+
+private func runGit(_ arguments: [String], in path: String) -> String? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["git", "-C", path] + arguments

@@ -17,7 +17,7 @@ struct CoordinationContext {
     let coordinator: Coordinator
 
     init(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws {
-        store = try storeOptions.open()
+        store = try await storeOptions.open()
         identity = try await store.requireIdentity()
         let remote = try await remoteOptions.remote(for: store)
         coordinator = Coordinator(store: store, remote: remote)
@@ -319,7 +319,7 @@ extension SyncCLI {
 
             func run() async throws {
                 guard let id = UUID.parse(alert) else { throw UsageError("\(alert) is not an approval's id (a UUID)") }
-                let store = try storeOptions.open()
+                let store = try await storeOptions.open()
                 let center = ApprovalCenter(local: store, remote: try await remoteOptions.remote(for: store))
                 let deliveries: AlertDeliveries
                 do {

@@ -55,7 +55,7 @@ extension SyncCLI {
 
         /// The remote as `store`'s device sees it: every call carries that device's credential.
         func remote(_ store: DeviceStore) async throws -> any SyncRemote {
-            try EmbeddedRemoteStore(
+            try await EmbeddedRemoteStore.opened(
                 path: remotePath, userID: user, signedInAt: signedIn, credential: try await store.deviceCredential())
         }
 
@@ -67,7 +67,7 @@ extension SyncCLI {
         /// A phone that registers, and a desktop with two repositories and five sessions.
         func devices() async throws -> (phone: DeviceStore, desktop: DeviceStore) {
             say("A phone creates its store and X25519 key pair and registers with the remote")
-            let phoneStore = try DeviceStore(directory: root.appendingPathComponent("phone"))
+            let phoneStore = try await DeviceStore.opened(directory: root.appendingPathComponent("phone"))
             let phone = try await phoneStore.createIdentity(
                 name: "Quinn's iPhone", deviceType: .iosPhone, role: .mobile)
             try await phoneStore.setUserID(user)
@@ -75,7 +75,7 @@ extension SyncCLI {
             output("   phone \(phone.id.canonical.prefix(8)), public key \(phone.publicKey.base64)")
 
             say("A desktop creates its store and key pair")
-            let desktopStore = try DeviceStore(directory: root.appendingPathComponent("desktop"))
+            let desktopStore = try await DeviceStore.opened(directory: root.appendingPathComponent("desktop"))
             let desktop = try await desktopStore.createIdentity(
                 name: "Quinn's workstation", deviceType: .linuxDesktop, role: .desktop)
             try await desktopStore.setUserID(user)

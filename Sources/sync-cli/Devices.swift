@@ -28,7 +28,7 @@ extension SyncCLI {
             @Flag(help: "Print the devices as JSON.") var json = false
 
             func run() async throws {
-                let store = try storeOptions.open()
+                let store = try await storeOptions.open()
                 let identity = try await store.requireIdentity()
                 let remote = try await remoteOptions.remote(for: store)
                 let devices = try await remote.listDevices()

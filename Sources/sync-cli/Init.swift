@@ -43,7 +43,7 @@ extension SyncCLI {
         }
 
         func run() async throws {
-            let store = try storeOptions.create()
+            let store = try await storeOptions.create()
             let type = deviceType ?? (role == .desktop ? .linuxDesktop : .iosPhone)
             let identity = try await store.createIdentity(
                 name: name, deviceType: type, hostname: hostname ?? ProcessInfo.processInfo.hostName, role: role)

@@ -33,7 +33,7 @@ extension SyncCLI {
         var user: String?
 
         func run() async throws {
-            let store = try storeOptions.open()
+            let store = try await storeOptions.open()
             let identity = try await store.requireIdentity()
             let configuration = try await remoteOptions.configuration(for: store)
             let address = configuration.address

@@ -28,7 +28,7 @@ struct QuestionCommandContext {
     let alerts: SessionAlerts
 
     init(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws {
-        store = try storeOptions.open()
+        store = try await storeOptions.open()
         alerts = SessionAlerts(local: store, remote: try await remoteOptions.remote(for: store))
     }
 
@@ -85,7 +85,7 @@ extension SyncCLI.Question {
         }
 
         func run() async throws {
-            let question = try readText()
+            let question = try await readText()
             let context = try await QuestionCommandContext(storeOptions, remoteOptions)
             let id = try resolveID(session, among: try await context.store.sessions().map(\.id), kind: "session")
             let asked = try await context.run {
@@ -104,7 +104,7 @@ extension SyncCLI.Question {
             if let deliveries { output("Push: \(deliveries.summary).") }
         }
 
-        func readText() throws -> String {
+        func readText() async throws -> String {
             if let text {
                 printError(
                     "Warning: the question was given as an argument, which every local user can read in the process "
@@ -114,7 +114,7 @@ extension SyncCLI.Question {
             let path = fromFile ?? "-"
             let data =
                 path == "-"
-                ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: path)
+                ? Data(await readStandardInput()) : FileManager.default.contents(atPath: path)
             guard let data, let text = String(data: data, encoding: .utf8) else {
                 throw CLIError(
                     "cannot read \(path) as UTF-8; --from-file takes a readable file, or - for standard input")

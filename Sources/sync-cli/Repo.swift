@@ -32,13 +32,12 @@ extension SyncCLI.Repo {
             else {
                 throw CLIError("\(path) is not a directory")
             }
-            let root = git(["rev-parse", "--show-toplevel"], in: absolute) ?? absolute
-            let remoteURL = git(["config", "--get", "remote.origin.url"], in: root)
-            let defaultBranch =
-                git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], in: root).map {
-                    $0.replacingOccurrences(of: "origin/", with: "")
-                }
-                ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: root)
+            let root = await git(["rev-parse", "--show-toplevel"], in: absolute) ?? absolute
+            let remoteURL = await git(["config", "--get", "remote.origin.url"], in: root)
+            var defaultBranch = await git(["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], in: root).map {
+                $0.replacingOccurrences(of: "origin/", with: "")
+            }
+            if defaultBranch == nil { defaultBranch = await git(["rev-parse", "--abbrev-ref", "HEAD"], in: root) }
             let existing = try await store.repositories().first { $0.deviceID == identity.id && $0.localPath == root }
             let record = try await store.addRepository(
                 name: name ?? existing?.name ?? URL(fileURLWithPath: root).lastPathComponent, localPath: root,
@@ -57,7 +56,7 @@ extension SyncCLI.Repo {
         @Flag(help: "Print the repositories as JSON.") var json = false
 
         func run() async throws {
-            let store = try storeOptions.open()
+            let store = try await storeOptions.open()
             let repositories = try await store.repositories()
             if json { return try printJSON(repositories.sorted { $0.name < $1.name }) }
             if repositories.isEmpty { output("No repositories.") }

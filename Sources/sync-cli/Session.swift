@@ -28,9 +28,10 @@ extension SyncCLI.Session {
         func run() async throws {
             let (store, _, _) = try await desktopStore(storeOptions)
             let repository = try resolveRepository(repo, among: try await store.repositories())
+            var branch = branch
+            if branch == nil { branch = await git(["rev-parse", "--abbrev-ref", "HEAD"], in: repository.localPath) }
             let session = try await store.startSession(
-                repositoryID: repository.id, title: title,
-                branch: branch ?? git(["rev-parse", "--abbrev-ref", "HEAD"], in: repository.localPath),
+                repositoryID: repository.id, title: title, branch: branch,
                 processID: Int(getpid()))
             output(session.id.canonical)
         }
@@ -61,7 +62,7 @@ extension SyncCLI.Session {
         @Flag(help: "Print the sessions as JSON.") var json = false
 
         func run() async throws {
-            let store = try storeOptions.open()
+            let store = try await storeOptions.open()
             let sessions = try await store.sessions()
             if json { return try printJSON(sessions) }
             if sessions.isEmpty { output("No sessions.") }

@@ -107,7 +107,7 @@ enum SyncRunner {
         _ direction: SyncRole?, store storeOptions: StoreOptions, remote remoteOptions: RemoteOptions,
         options: SyncRunOptions
     ) async throws {
-        let store = try storeOptions.open()
+        let store = try await storeOptions.open()
         let identity = try await store.requireIdentity()
         if let direction, direction != identity.role {
             throw CLIError(

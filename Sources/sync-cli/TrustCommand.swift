@@ -76,7 +76,7 @@ enum TrustCommand {
 
     static func manager(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws -> DeviceTrustManager
     {
-        let store = try storeOptions.open()
+        let store = try await storeOptions.open()
         let remote = try await remoteOptions.remote(for: store)
         return DeviceTrustManager(local: store, remote: remote)
     }
@@ -100,7 +100,9 @@ enum TrustCommand {
         return { candidate in
             output("\(candidate.name) (\(candidate.deviceID.canonical)) joined with a valid code.")
             output("Certify it as \(candidate.deviceType.rawValue), role \(candidate.role.rawValue)? [y/N] ")
-            let answer = readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces).lowercased()
+            // The person may take minutes: the wait holds a thread of its own, not the pool's.
+            let answer = try? await Blocking.run { readLine(strippingNewline: true) }?
+                .trimmingCharacters(in: .whitespaces).lowercased()
             return answer == "y" || answer == "yes"
         }
     }

@@ -56,7 +56,7 @@ enum WatchRunner {
         store storeOptions: StoreOptions, remote remoteOptions: RemoteOptions, sync: SyncRunOptions,
         watch: WatchRunOptions
     ) async throws {
-        let store = try storeOptions.open()
+        let store = try await storeOptions.open()
         _ = try await store.requireIdentity()
         let remote = try await remoteOptions.remote(for: store)
         var logger = Logger(label: "sync-cli") { _ in StandardErrorLogHandler() }

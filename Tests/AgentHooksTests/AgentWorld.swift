@@ -61,10 +61,10 @@ final class AgentWorld: Sendable {
         if backend == .postgrest { _ = try StackEnvironment.require() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agent-\(UUID().canonical)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let desktop = try DeviceStore(directory: directory.appendingPathComponent("desktop"))
+        let desktop = try await DeviceStore.opened(directory: directory.appendingPathComponent("desktop"))
         let desktopIdentity = try await desktop.createIdentity(
             name: "laptop", deviceType: .linuxDesktop, hostname: nil, role: .desktop)
-        let phone = try DeviceStore(directory: directory.appendingPathComponent("phone"))
+        let phone = try await DeviceStore.opened(directory: directory.appendingPathComponent("phone"))
         let phoneIdentity = try await phone.createIdentity(
             name: "phone", deviceType: .iosPhone, hostname: nil, role: .mobile)
         let world = AgentWorld(
@@ -202,7 +202,7 @@ final class AgentWorld: Sendable {
 
     /// Waits (a ceiling that only catches a hang) until `condition` holds.
     func eventually(
-        _ what: String, within ceiling: Duration = .seconds(60), _ condition: () async throws -> Bool
+        _ what: String, within ceiling: Duration = Waiting.ceiling, _ condition: () async throws -> Bool
     ) async throws {
         let deadline = ContinuousClock.now + ceiling
         while ContinuousClock.now < deadline {

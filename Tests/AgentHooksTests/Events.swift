@@ -6,6 +6,7 @@ import PostLoginSync
 import RemoteStore
 import SecretCrypto
 import SyncModel
+import TestStack
 import Testing
 
 /// Hook inputs as Claude Code sends them (its hooks reference's examples), and the recorded
@@ -116,7 +117,7 @@ enum Phone {
     static func answer(_ verdict: ApprovalVerdict, world: AgentWorld) async throws -> OpenedApproval {
         let remote = try world.remote()
         let center = ApprovalCenter(local: world.phone, remote: remote)
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + Waiting.ceiling
         while ContinuousClock.now < deadline {
             if let row = try await center.pending().first {
                 _ = try await SyncEngine(local: world.phone, remote: remote).pull()
@@ -143,7 +144,7 @@ enum Phone {
     static func choose(_ choices: [[Int]], world: AgentWorld) async throws -> OpenedQuestion {
         let remote = try world.remote()
         let alerts = SessionAlerts(local: world.phone, remote: remote)
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + Waiting.ceiling
         while ContinuousClock.now < deadline {
             if let id = try await questions(world: world).first {
                 _ = try await SyncEngine(local: world.phone, remote: remote).pull()

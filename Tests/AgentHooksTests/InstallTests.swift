@@ -105,7 +105,7 @@ struct InstallTests {
         #expect(user.status == 1 && user.err.contains("already installed in the project scope"))
         #expect(!FileManager.default.fileExists(atPath: settingsPath(world).path))
 
-        let lone = try DeviceStore(directory: world.directory.appendingPathComponent("lone"))
+        let lone = try await DeviceStore.opened(directory: world.directory.appendingPathComponent("lone"))
         _ = try await lone.createIdentity(name: "lone", deviceType: .linuxDesktop, hostname: nil, role: .desktop)
         try await lone.setUserID(world.user)
         let unpaired = try await world.cli([

@@ -73,7 +73,7 @@ struct RobustnessTests {
             ])
         Self.quietFailure(dead, "dead remote")
 
-        let loggedOut = try DeviceStore(directory: world.directory.appendingPathComponent("logged-out"))
+        let loggedOut = try await DeviceStore.opened(directory: world.directory.appendingPathComponent("logged-out"))
         _ = try await loggedOut.createIdentity(name: "other", deviceType: .linuxDesktop, hostname: nil, role: .desktop)
         Self.quietFailure(
             try await Self.hook(world, stdin: ask, store: loggedOut.directory.path), "missing login")

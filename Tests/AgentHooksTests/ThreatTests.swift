@@ -26,13 +26,13 @@ struct AgentThreatTests {
                 path: world.directory.appendingPathComponent("remote.sqlite").path, configuration: configuration)
             try await queue.write { try $0.execute(sql: sql) }
         case .postgrest:
-            _ = try StackEnvironment.require().sql(sql)
+            _ = try await StackEnvironment.require().sql(sql)
         }
     }
 
     /// The pending request the hook made (waiting for it).
     static func pendingRequest(_ world: AgentWorld, besides known: Set<UUID> = []) async throws -> ApprovalRequestRow {
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + Waiting.ceiling
         while ContinuousClock.now < deadline {
             if let row = try await world.remote().approvalRequests(status: .pending).first(where: {
                 !known.contains($0.id)
@@ -126,7 +126,7 @@ struct AgentThreatTests {
             let known = Set(try await Phone.questions(world: world))
             let planter = Task {
                 var id: UUID?
-                let deadline = ContinuousClock.now + .seconds(60)
+                let deadline = ContinuousClock.now + Waiting.ceiling
                 while id == nil, ContinuousClock.now < deadline {
                     id = try await Phone.questions(world: world).first { !known.contains($0) }
                     try await Task.sleep(for: .milliseconds(20))
@@ -161,7 +161,7 @@ struct AgentThreatTests {
         let argv = Task { () -> String in
             // The waiting hook process, found through the request it recorded.
             var record: AgentRequestRecord?
-            let deadline = ContinuousClock.now + .seconds(60)
+            let deadline = ContinuousClock.now + Waiting.ceiling
             while record == nil, ContinuousClock.now < deadline {
                 record = try await world.desktop.agentRequests().first
                 try await Task.sleep(for: .milliseconds(10))
@@ -189,7 +189,7 @@ struct AgentThreatTests {
                     as: UTF8.self)
             }.joined()
         case .postgrest:
-            server = try StackEnvironment.require().sql(
+            server = try await StackEnvironment.require().sql(
                 "SELECT string_agg(t::text, ' ') FROM (SELECT row_to_json(r)::text AS t FROM public.approval_requests r "
                     + "UNION ALL SELECT row_to_json(o)::text FROM public.push_outbox o) x")
         }

@@ -80,21 +80,21 @@ import Testing
     }
 
     @Test("sync-fuzz replay runs a corpus as a child process and refuses an unknown target")
-    func replayCommand() throws {
+    func replayCommand() async throws {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
             "sync-fuzz")
         let fallback = Self.root.appendingPathComponent(".build/debug/sync-fuzz")
         let path = FileManager.default.isExecutableFile(atPath: binary.path) ? binary : fallback
-        func run(_ arguments: [String]) throws -> (Int32, String) {
+        func run(_ arguments: [String]) async throws -> (Int32, String) {
             let child = try SpawnedChild(path.path, arguments, environment: ProcessInfo.processInfo.environment)
-            let status = SpawnedChild.exitCode(try child.wait())
+            let status = SpawnedChild.exitCode(try await child.exited())
             return (status, child.output + child.errors)
         }
         let corpus = Self.root.appendingPathComponent("fuzz/corpus/envelope-v1").path
-        let (status, text) = try run(["replay", "envelope-v1", corpus])
+        let (status, text) = try await run(["replay", "envelope-v1", corpus])
         #expect(status == 0)
         #expect(text.contains("envelope-v1:") && text.contains("accepted"))
-        let (unknown, message) = try run(["replay", "no-such-target", corpus])
+        let (unknown, message) = try await run(["replay", "no-such-target", corpus])
         #expect(unknown == 2)
         #expect(message.contains("unknown target"))
     }

@@ -48,7 +48,7 @@ struct KeyStoreTests {
     func customStore() async throws {
         let temporary = TemporaryDirectory()
         let keys = MemoryKeyStore()
-        let store = try DeviceStore(directory: temporary.store, keyStore: keys)
+        let store = try await DeviceStore.opened(directory: temporary.store, keyStore: keys)
         let identity = try await store.createIdentity(name: "phone", deviceType: .iosPhone, role: .mobile)
         #expect(try await store.deviceKey().publicKey == identity.publicKey)
         let signing = try await store.signingKey()
@@ -68,14 +68,14 @@ struct KeyStoreTests {
 
         // Another process (an app's extension) opening the same directory with the same key store
         // reads the same keys.
-        let again = try DeviceStore(directory: temporary.store, keyStore: keys)
+        let again = try await DeviceStore.opened(directory: temporary.store, keyStore: keys)
         #expect(try await again.deviceKey().publicKey == identity.publicKey)
     }
 
     @Test("the default is 0600 files in the store directory, named after the key")
     func defaultFiles() async throws {
         let temporary = TemporaryDirectory()
-        let store = try DeviceStore(directory: temporary.store)
+        let store = try await DeviceStore.opened(directory: temporary.store)
         _ = try await store.createIdentity(name: "laptop", deviceType: .linuxDesktop, role: .desktop)
         _ = try await store.signingKey()
         #expect(store.keys is FileKeyStore)

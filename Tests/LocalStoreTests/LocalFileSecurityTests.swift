@@ -90,7 +90,7 @@ struct LocalFileSecurityTests {
         }
         let database = fixture.store.databasePath
         #expect(chmod(database, 0o644) == 0)
-        _ = try DeviceStore(directory: fixture.temporary.store)
+        _ = try await DeviceStore.opened(directory: fixture.temporary.store)
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: database)[.posixPermissions] as? Int)
         #expect(mode & 0o077 == 0)
     }
@@ -150,20 +150,20 @@ final class LockedBox<T: Sendable>: @unchecked Sendable {
 @Suite("Small files written so that a kill cannot half-write them")
 struct AtomicFileTests {
     /// Runs the helper, which kills itself after `step`; returns whether it got that far.
-    static func killed(after step: AtomicFile.Step, kind: String, in directory: URL) throws -> Bool {
+    static func killed(after step: AtomicFile.Step, kind: String, in directory: URL) async throws -> Bool {
         let child = try Helper(["atomic-write", directory.path, kind, step.rawValue])
-        return child.endedBy(signal: SIGKILL)
+        return try await child.endedBy(signal: SIGKILL)
     }
 
     @Test(
         "killed after each step, auth.json is the old file or the whole new one, and the store clears what was left",
         arguments: AtomicFile.Step.allCases)
-    func replaceKilledAtEveryStep(step: AtomicFile.Step) throws {
+    func replaceKilledAtEveryStep(step: AtomicFile.Step) async throws {
         let directory = TemporaryDirectory()
         let path = directory.url.appendingPathComponent("auth.json").path
         let old = Data(repeating: 0x4F, count: 100)
         try SecretFile.write(old, to: path)
-        #expect(try Self.killed(after: step, kind: "replace", in: directory.url))
+        #expect(try await Self.killed(after: step, kind: "replace", in: directory.url))
         let now = try #require(try SecretFile.read(path))
         // Before the rename the old file stands; from it on, the whole new one.
         let renamed = [.renamed, .directorySynced].contains(step)
@@ -179,10 +179,10 @@ struct AtomicFileTests {
     @Test(
         "killed after each step, a created key file is absent or whole, never short",
         arguments: AtomicFile.Step.allCases)
-    func createKilledAtEveryStep(step: AtomicFile.Step) throws {
+    func createKilledAtEveryStep(step: AtomicFile.Step) async throws {
         let directory = TemporaryDirectory()
         let path = directory.url.appendingPathComponent("new.key").path
-        #expect(try Self.killed(after: step, kind: "create", in: directory.url))
+        #expect(try await Self.killed(after: step, kind: "create", in: directory.url))
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? nil
         let linked = [.renamed, .directorySynced].contains(step)
         #expect(size == (linked ? 4096 : nil))

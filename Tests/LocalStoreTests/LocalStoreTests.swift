@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import SecretCrypto
 import SyncModel
+import TestStack
 import Testing
 
 @testable import LocalStore
@@ -12,7 +13,7 @@ struct RoundTripTests {
     @Test("identity and key file survive reopening")
     func identity() async throws {
         let fixture = try await Fixture()
-        let reopened = try DeviceStore(directory: fixture.temporary.store)
+        let reopened = try await DeviceStore.opened(directory: fixture.temporary.store)
         let identity = try #require(try await reopened.identity())
         #expect(
             identity
@@ -544,7 +545,7 @@ struct BadFileTests {
         handle.write(Data(repeating: 0xA5, count: 4096 * 8))
         try handle.close()
         await #expect(throws: LocalStoreError.self) {
-            let store = try DeviceStore(directory: fixture.temporary.store)
+            let store = try await DeviceStore.opened(directory: fixture.temporary.store)
             _ = try await store.repositories()
         }
     }
@@ -559,8 +560,8 @@ struct BadFileTests {
         let before = try await DatabaseQueue(path: path).read {
             try String.fetchAll($0, sql: "SELECT identifier FROM grdb_migrations")
         }
-        #expect {
-            try DeviceStore(directory: fixture.temporary.store)
+        await #expect {
+            try await DeviceStore.opened(directory: fixture.temporary.store)
         } throws: { error in
             let error = error as? LocalStoreError
             return error?.code == .schemaTooNew && error!.description.contains("newer version")
@@ -591,7 +592,7 @@ struct ProcessTests {
         // The child holds the lease until told to let go: a fixed hold could end before this
         // process asks on a busy machine (it did, once, under load).
         let child = try Helper(["hold-lease", fixture.temporary.store.path])
-        #expect(child.wait(for: "held"))
+        #expect(try await child.wait(for: "held"))
         let started = ContinuousClock.now
         await #expect {
             _ = try await fixture.store.acquireSyncLease(purpose: "push", timeout: .milliseconds(300))
@@ -603,10 +604,10 @@ struct ProcessTests {
         #expect(ContinuousClock.now - started >= .milliseconds(300))
         // Waiting long enough gets the lease when the child exits.
         try child.input.close()
-        let lease = try await fixture.store.acquireSyncLease(purpose: "push", timeout: .seconds(20))
+        let lease = try await fixture.store.acquireSyncLease(purpose: "push", timeout: Waiting.ceiling)
         #expect(lease.holder.contains("push"))
         lease.release()
-        _ = try child.child.wait()
+        _ = try await child.exited()
     }
 
     @Test("two leases conflict within one process too")
@@ -631,11 +632,11 @@ struct ProcessTests {
         let before = try await fixture.store.sessions()
 
         let child = try Helper(["bulk-write", fixture.temporary.store.path, repository.id.canonical, "5000"])
-        #expect(child.wait(for: "writing"))
-        child.kill()
-        #expect(child.endedBy())
+        #expect(try await child.wait(for: "writing"))
+        try await child.kill()
+        #expect(try await child.endedBy())
 
-        let reopened = try DeviceStore(directory: fixture.temporary.store)
+        let reopened = try await DeviceStore.opened(directory: fixture.temporary.store)
         #expect(try await reopened.sessions() == before)
         #expect(try await reopened.counts().sessions == 10)
         #expect(
@@ -653,12 +654,12 @@ struct ProcessTests {
         try await fixture.store.applyRepositories([repository], retaining: nil)
         let migrated = try await sessionIndexDefinitions(fixture.store)
         let child = try Helper(["bulk-load", fixture.temporary.store.path, repository.id.canonical, "500"])
-        #expect(child.wait(for: "loading"))
+        #expect(try await child.wait(for: "loading"))
         #expect(try await sessionIndexDefinitions(fixture.store).isEmpty)
-        child.kill()
-        #expect(child.endedBy())
+        try await child.kill()
+        #expect(try await child.endedBy())
 
-        let reopened = try DeviceStore(directory: fixture.temporary.store)
+        let reopened = try await DeviceStore.opened(directory: fixture.temporary.store)
         #expect(try await sessionIndexDefinitions(reopened) == migrated)
         #expect(try await reopened.counts().sessions == 500)
     }

@@ -25,7 +25,7 @@ struct Fixture {
     let user = UUID()
 
     init(role: SyncRole = .desktop) async throws {
-        store = try DeviceStore(directory: temporary.store)
+        store = try await DeviceStore.opened(directory: temporary.store)
         identity = try await store.createIdentity(
             name: "test desktop", deviceType: .linuxDesktop, hostname: "box", role: role)
         try await store.setUserID(user)
@@ -65,8 +65,13 @@ struct Helper {
             Self.path, arguments, environment: ProcessInfo.processInfo.environment, pipeInput: true, pipeOutput: true)
     }
 
-    /// Reads stdout until `line` appears (or the child exits).
-    func wait(for line: String) -> Bool {
+    /// Reads stdout until `line` appears (or the child exits), off the cooperative pool.
+    func wait(for line: String) async throws -> Bool {
+        let child = child
+        return try await offThePool { Self.read(child, until: line) }
+    }
+
+    private static func read(_ child: SpawnedChild, until line: String) -> Bool {
         var seen = ""
         let handle = child.outputPipe!
         while true {
@@ -77,14 +82,21 @@ struct Helper {
         }
     }
 
-    func kill() {
+    func kill() async throws {
         child.kill(SIGKILL)
-        _ = try? child.wait()
+        _ = try await exited()
     }
 
-    /// Waits for the child to end; whether `signal` (any signal when nil) ended it.
-    func endedBy(signal: Int32? = nil) -> Bool {
-        guard let status = try? child.wait(), SpawnedChild.signalled(status) else { return false }
+    /// Waits (off the cooperative pool) for the child to end; whether `signal` (any signal when
+    /// nil) ended it.
+    func endedBy(signal: Int32? = nil) async throws -> Bool {
+        guard let status = try? await exited(), SpawnedChild.signalled(status) else { return false }
         return signal.map { status & 0x7F == $0 } ?? true
+    }
+
+    /// The child's wait status, waited for on a thread of its own.
+    func exited() async throws -> Int32 {
+        let child = child
+        return try await offThePool { try child.wait() }
     }
 }

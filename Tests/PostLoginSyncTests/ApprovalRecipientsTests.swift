@@ -2,6 +2,7 @@ import Foundation
 import RemoteStore
 import SecretCrypto
 import SyncModel
+import TestStack
 import Testing
 
 @testable import DeviceTrust
@@ -131,12 +132,9 @@ struct ApprovalRecipientsTests {
         #expect(recorded.accepted)
         try await refusals.wait(for: 1)
         // The desktop dropped it: the question is pending again and alerted afresh.
-        var reopened: ApprovalRequestRow?
-        for _ in 0..<250 where reopened == nil {
-            reopened = try await w.world.remote().approvalRequest(id: row.id).flatMap {
-                $0.status == .pending ? $0 : nil
-            }
-            if reopened == nil { try await Task.sleep(for: .milliseconds(20)) }
+        let remote = try w.world.remote()
+        let reopened = try await Waiting.value {
+            try await remote.approvalRequest(id: row.id).flatMap { $0.status == .pending ? $0 : nil }
         }
         #expect(reopened?.decisionSignature == nil)
         #expect(try await w.outbox(row.id).alerts.count == 2)

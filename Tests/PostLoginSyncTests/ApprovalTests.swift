@@ -7,6 +7,7 @@ import SecretCrypto
 import SyncModel
 import SyncTestSupport
 import Synchronization
+import TestStack
 import Testing
 
 @testable import EmbeddedRemote
@@ -106,7 +107,7 @@ struct ApprovalTests {
         var planted = 0
         func expectRefused(_ what: String, _ reason: String) async throws {
             planted += 1
-            try await refusals.wait(for: planted)
+            try await refusals.wait(for: planted, asking: task)
             #expect(refusals.last?.reason.contains(reason) == true, "\(what): \(refusals.last?.reason ?? "none")")
             #expect(!(refusals.last?.description.contains("npm test") ?? true))
         }
@@ -151,12 +152,10 @@ struct ApprovalTests {
         try await plant(tabletDecision, by: w.tablet.identity.id)
         try await expectRefused("revoked", "revoked")
         // The desktop is done with the last refusal once it has reopened the row.
-        var reopened = false
-        for _ in 0..<250 where !reopened {
-            reopened = try await w.world.remote().approvalRequest(id: row.id)?.status == .pending
-            if !reopened { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(reopened)
+        let remote = try w.world.remote()
+        #expect(
+            try await Waiting.until { try await remote.approvalRequest(id: row.id)?.status == .pending },
+            "hang: the desktop never reopened the row after its last refusal")
         // The agent was never told anything: the desktop still waits.
         #expect(refusals.count == planted)
         try await w.asServiceRole(
@@ -233,12 +232,10 @@ struct ApprovalTests {
         try await refusals.wait(for: 1)
         #expect(refusals.last?.reason.contains("another request body") == true)
         // The desktop dropped the refused decision: the question is open for the genuine answer.
-        var reopened = false
-        for _ in 0..<200 where !reopened {
-            reopened = try await w.world.remote().approvalRequest(id: row1.id)?.status == .pending
-            if !reopened { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(reopened)
+        let remote = try w.world.remote()
+        #expect(
+            try await Waiting.until { try await remote.approvalRequest(id: row1.id)?.status == .pending },
+            "hang: the desktop never reopened the row")
         first.cancel()
         await #expect(throws: CancellationError.self) { try await first.value }
         #expect(try await w.world.remote().approvalRequest(id: row1.id)?.status == .cancelled)
@@ -345,7 +342,7 @@ struct ApprovalTests {
         let w = try await ApprovalWorld.make(backend)
         // Another user with a desktop, a session on the remote and a pending request.
         let other = UUID()
-        let store = try DeviceStore(directory: w.world.directory.appendingPathComponent("other"))
+        let store = try await DeviceStore.opened(directory: w.world.directory.appendingPathComponent("other"))
         let identity = try await store.createIdentity(
             name: "other", deviceType: .linuxDesktop, hostname: nil, role: .desktop)
         try await store.setUserID(other)

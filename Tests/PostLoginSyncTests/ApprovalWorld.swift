@@ -7,6 +7,7 @@ import SecretCrypto
 import SyncModel
 import SyncTestSupport
 import Synchronization
+import TestStack
 import Testing
 
 @testable import EmbeddedRemote
@@ -67,7 +68,7 @@ struct ApprovalWorld {
     /// The desktop asks in the background; returns the task and the request as the phone (or
     /// `lister`) lists it.
     func ask(
-        tool: String = "Bash", summary: String = "npm test", detail: String = "", timeout: Duration = .seconds(60),
+        tool: String = "Bash", summary: String = "npm test", detail: String = "", timeout: Duration = .seconds(600),
         refusals: Refusals? = nil, listedBy lister: World.Device? = nil
     ) async throws -> (Task<ApprovalOutcome, Error>, ApprovalRequestRow) {
         let asking = try center(desktop)
@@ -109,14 +110,14 @@ struct ApprovalWorld {
             }
         case .postgrest:
             let stack = try StackEnvironment.require()
-            let tables = try stack.sql(
+            let tables = try await stack.sql(
                 "SELECT table_schema || '.' || table_name FROM information_schema.tables "
                     + "WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')")
             var out = ""
             for table in tables.split(separator: "\n") {
                 let parts = table.split(separator: ".")
                 out +=
-                    try stack.sql(
+                    try await stack.sql(
                         "SELECT coalesce(string_agg(t::text, E'\\n'), '') FROM \"\(parts[0])\".\"\(parts[1])\" t")
                     + "\n"
             }
@@ -141,12 +142,24 @@ final class Refusals: Sendable {
     var count: Int { list.withLock { $0.count } }
     var last: ApprovalRefusal? { list.withLock { $0.last } }
 
-    /// Waits until `count` refusals arrived.
-    func wait(for count: Int) async throws {
+    /// Waits until `count` refusals arrived. On a hang, says whether the desktop's request (`asking`)
+    /// is still waiting or has ended, and how: which wait starved.
+    func wait(for count: Int, asking: Task<ApprovalOutcome, Error>? = nil) async throws {
         // A ceiling that only catches a hang: a loaded two-core machine took over 10 s for one.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while self.count < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(self.count >= count, "no refusal reported")
+        if try await Waiting.until(every: .milliseconds(10), { self.count >= count }) { return }
+        var state = "no request given"
+        if let asking {
+            // Awaiting a task's value is not cancellable: it is read from a task of its own.
+            let ended = Mutex<String?>(nil)
+            Task {
+                let result: String
+                do { result = "\(try await asking.value)" } catch { result = "\(error)" }
+                ended.withLock { $0 = result }
+            }
+            try await Task.sleep(for: .seconds(1))
+            state = ended.withLock { $0 }.map { "the request ended: \($0)" } ?? "the request is still waiting"
+        }
+        Issue.record("hang: \(self.count) of \(count) refusals reported within \(Waiting.ceiling); \(state)")
     }
 }
 
@@ -175,7 +188,7 @@ extension ApprovalWorld {
                 path: world.directory.appendingPathComponent("remote.sqlite").path, userID: world.user
             ).expireApprovals()
         case .postgrest:
-            return Int(try StackEnvironment.require().sql("SELECT public.expire_approvals()")) ?? -1
+            return Int(try await StackEnvironment.require().sql("SELECT public.expire_approvals()")) ?? -1
         }
     }
 }

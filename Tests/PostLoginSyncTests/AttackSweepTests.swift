@@ -57,8 +57,8 @@ struct AttackSweepTests {
     /// The exposed tables and their columns, from the catalog.
     func tables(
         _ stack: StackEnvironment, _ database: String
-    ) throws -> [(name: String, columns: [(name: String, type: String)])] {
-        let text = try stack.sql(
+    ) async throws -> [(name: String, columns: [(name: String, type: String)])] {
+        let text = try await stack.sql(
             """
             SELECT string_agg(table_name || '=' || columns, ';' ORDER BY table_name) FROM (
                 SELECT c.table_name, string_agg(c.column_name || ':' || c.data_type, ',' ORDER BY c.ordinal_position) AS columns
@@ -91,14 +91,14 @@ struct AttackSweepTests {
 
     /// The victim's rows of every table as one digest per table: rows with the victim's
     /// `user_id`, or (for tables without one) rows of the victim's sessions.
-    func snapshot(_ stack: StackEnvironment, _ victim: Victim) throws -> [String: String] {
+    func snapshot(_ stack: StackEnvironment, _ victim: Victim) async throws -> [String: String] {
         var result: [String: String] = [:]
-        for table in try tables(stack, victim.database) {
+        for table in try await tables(stack, victim.database) {
             guard let scope = scope(Set(table.columns.map(\.name)), victim) else {
                 Issue.record("\(table.name) has neither user_id nor session_id: the sweep cannot scope it to a user")
                 continue
             }
-            result[table.name] = try stack.sql(
+            result[table.name] = try await stack.sql(
                 """
                 SELECT count(*) || ':' || md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM public.\(table.name) t WHERE \(scope)
                 """, database: victim.database)
@@ -109,9 +109,9 @@ struct AttackSweepTests {
     /// One row of the victim's in `table`, as JSON, with `user_id` (if any) set to the attacker.
     func victimRow(
         _ stack: StackEnvironment, _ victim: Victim, table: String, columns: Set<String>, attacker: UUID
-    ) throws -> String? {
+    ) async throws -> String? {
         guard let scope = scope(columns, victim) else { return nil }
-        let text = try stack.sql(
+        let text = try await stack.sql(
             "SELECT row_to_json(t)::text FROM public.\(table) t WHERE \(scope) LIMIT 1", database: victim.database)
         guard !text.isEmpty, var row = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
             return nil
@@ -133,12 +133,12 @@ struct AttackSweepTests {
         guard !StackEnvironment.skipped else { return }
         let stack = try StackEnvironment.require()
         let victim = try await victim(deployed: deployed)
-        let before = try snapshot(stack, victim)
+        let before = try await snapshot(stack, victim)
         #expect(before.values.contains { !$0.hasPrefix("0:") }, "the victim has rows to attack")
         let attacker = UUID()
         let token = stack.token(for: attacker)
         let base = deployed ? stack.deployedURL : stack.url
-        for table in try tables(stack, victim.database) {
+        for table in try await tables(stack, victim.database) {
             let names = Set(table.columns.map(\.name))
             let read = try await stack.request("GET", "/rest/v1/\(table.name)?select=*", base: base, token: token)
             #expect(read.status < 500, "GET \(table.name)")
@@ -158,7 +158,7 @@ struct AttackSweepTests {
             #expect(delete.status < 500, "DELETE \(table.name)")
             expectNothingLeaks(delete.body, victim, "DELETE \(table.name)")
             // The victim's own row, claimed by the attacker: inserted, and upserted over the original.
-            if let row = try victimRow(stack, victim, table: table.name, columns: names, attacker: attacker) {
+            if let row = try await victimRow(stack, victim, table: table.name, columns: names, attacker: attacker) {
                 let insert = try await stack.request(
                     "POST", "/rest/v1/\(table.name)", base: base, token: token, body: row)
                 #expect(insert.status < 500, "POST \(table.name)")
@@ -169,7 +169,7 @@ struct AttackSweepTests {
                 expectNothingLeaks(upsert.body, victim, "upsert \(table.name)")
             }
         }
-        let after = try snapshot(stack, victim)
+        let after = try await snapshot(stack, victim)
         for (table, digest) in before {
             #expect(after[table] == digest, "the attacker changed the victim's rows of \(table)")
         }
@@ -179,8 +179,8 @@ struct AttackSweepTests {
     /// the catalog, with their argument names.
     func functions(
         _ stack: StackEnvironment, _ database: String
-    ) throws -> [(name: String, arguments: [(name: String, type: String)])] {
-        let text = try stack.sql(
+    ) async throws -> [(name: String, arguments: [(name: String, type: String)])] {
+        let text = try await stack.sql(
             """
             SELECT coalesce(string_agg(p.proname || '=' || coalesce(array_to_string(
                        ARRAY(SELECT a.n || ':' || format_type(a.t, NULL) FROM unnest(p.proargnames[1:p.pronargs], p.proargtypes::oid[]) AS a(n, t)), ','), ''), ';'), '')
@@ -241,12 +241,12 @@ struct AttackSweepTests {
         let attacker = UUID()
         let token = stack.token(for: attacker)
         let base = deployed ? stack.deployedURL : stack.url
-        let list = try functions(stack, victim.database)
+        let list = try await functions(stack, victim.database)
         // The deployed variant has none left: its only ones, the ownership checks, are not exposed.
         #expect(deployed || !list.isEmpty)
         #expect(!list.contains { $0.name.hasPrefix("not_anothers_") })
         for function in list {
-            let before = try snapshot(stack, victim)
+            let before = try await snapshot(stack, victim)
             var body: [String: Any] = [:]
             for (name, type) in function.arguments { body[name] = argument(name, type, victim) }
             let text = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
@@ -264,7 +264,7 @@ struct AttackSweepTests {
                     buckets.reduce(0) { $0 + (($1["pairs"] as? Int) ?? 0) } == 0,
                     "the digest of the victim's desktop is empty for the attacker")
             }
-            let after = try snapshot(stack, victim)
+            let after = try await snapshot(stack, victim)
             for (table, digest) in before where after[table] != digest {
                 // A push token belongs to the phone that holds it: registering it moves it to
                 // the registrant by design (coordination.md), the one cross-user effect allowed.

@@ -22,20 +22,20 @@ struct ConcurrencyTests {
         if world.backend == .postgrest && !world.deployedSchema {
             let stack = try StackEnvironment.require()
             let user = world.user.canonical
-            let duplicates = try stack.sql(
+            let duplicates = try await stack.sql(
                 """
                 SELECT count(*) FROM (SELECT s.session_id, s.device_id FROM public.agent_coding_session_secrets s
                 JOIN public.agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = '\(user)'
                 GROUP BY 1, 2 HAVING count(*) > 1) d
                 """)
             #expect(duplicates == "0")
-            let foreign = try stack.sql(
+            let foreign = try await stack.sql(
                 """
                 SELECT count(*) FROM public.agent_coding_session_secrets s JOIN public.agent_coding_sessions c ON c.id = s.session_id
                 JOIN public.devices d ON d.id = s.device_id WHERE c.user_id = '\(user)' AND d.user_id <> c.user_id
                 """)
             #expect(foreign == "0", "no envelope for another user's device")
-            let drift = try stack.sql(
+            let drift = try await stack.sql(
                 """
                 SELECT count(*) FROM (
                     SELECT s.session_id, count(*)::integer AS pairs,
@@ -169,7 +169,7 @@ struct ConcurrencyTests {
                 // Part way through the secrets, the phone's row goes (as another client would delete it).
                 guard event.phase == .secrets, event.completed >= 60, !deleted.withLock({ $0 }) else { return }
                 deleted.withLock { $0 = true }
-                _ = try? stack.sql("DELETE FROM public.devices WHERE id = '\(phone.identity.id.canonical)'")
+                _ = try? stack.sqlBlocking("DELETE FROM public.devices WHERE id = '\(phone.identity.id.canonical)'")
             }
         }
         let report = try await push.value
@@ -192,7 +192,7 @@ struct ConcurrencyTests {
                         EnvelopePair(sessionID: $0, deviceID: desktop.identity.id)
                     }))
         #expect(
-            try stack.sql(
+            try await stack.sql(
                 "SELECT count(*) FROM public.agent_coding_session_secrets WHERE device_id = '\(phone.identity.id.canonical)'"
             ) == "0")
         #expect(try await desktop.engine.push().envelopesSealed == 0)

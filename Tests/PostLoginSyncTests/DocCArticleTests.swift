@@ -34,7 +34,7 @@ func supabaseRemote(
 }
 
 func openDesktopStore(directory: URL, signedIn: AuthSession) async throws -> DeviceStore {
-    let store = try DeviceStore(directory: directory)
+    let store = try await DeviceStore.opened(directory: directory)
     if try await store.identity() == nil {
         try await store.createIdentity(name: "My Mac", deviceType: .macDesktop, role: .desktop)
     }
@@ -146,8 +146,8 @@ func answerAgentQuestion(questionID: UUID, store: DeviceStore, remote: any SyncR
     print(answered.accepted ? "sent; the desktop verifies it" : "already \(answered.status)")
 }
 
-func openSharedStore(appGroupContainer: URL, keys: any DeviceKeyStore) throws -> DeviceStore {
-    try DeviceStore(directory: appGroupContainer.appendingPathComponent("session-sync"), keyStore: keys)
+func openSharedStore(appGroupContainer: URL, keys: any DeviceKeyStore) async throws -> DeviceStore {
+    try await DeviceStore.opened(directory: appGroupContainer.appendingPathComponent("session-sync"), keyStore: keys)
 }
 
 #if canImport(Security)
@@ -252,9 +252,9 @@ struct KeychainKeyStore: DeviceKeyStore {
         let container = FileManager.default.temporaryDirectory.appendingPathComponent("group-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: container) }
         let keys = FileKeyStore(directory: container.appendingPathComponent("session-sync"))
-        let app = try openSharedStore(appGroupContainer: container, keys: keys)
+        let app = try await openSharedStore(appGroupContainer: container, keys: keys)
         let identity = try await app.createIdentity(name: "phone", deviceType: .iosPhone, role: .mobile)
-        let appExtension = try openSharedStore(appGroupContainer: container, keys: keys)
+        let appExtension = try await openSharedStore(appGroupContainer: container, keys: keys)
         #expect(try await appExtension.deviceKey().publicKey == identity.publicKey)
     }
 
@@ -308,7 +308,7 @@ struct KeychainKeyStore: DeviceKeyStore {
         let user = UUID()
         let remotePath = directory.appendingPathComponent("remote.sqlite").path
         func store(_ name: String, role: SyncRole, type: DeviceType) async throws -> DeviceStore {
-            let store = try DeviceStore(directory: directory.appendingPathComponent(name))
+            let store = try await DeviceStore.opened(directory: directory.appendingPathComponent(name))
             try await store.createIdentity(name: name, deviceType: type, role: role)
             try await store.setUserID(user)
             return store

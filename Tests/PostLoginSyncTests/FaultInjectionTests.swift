@@ -28,8 +28,8 @@ struct FaultInjectionTests {
     }
 
     /// Remote pairs of the user's sessions, read in SQL (not through the proxy).
-    func remotePairs(_ stack: StackEnvironment, user: UUID) throws -> Set<EnvelopePair> {
-        let text = try stack.sql(
+    func remotePairs(_ stack: StackEnvironment, user: UUID) async throws -> Set<EnvelopePair> {
+        let text = try await stack.sql(
             """
             SELECT coalesce(string_agg(s.session_id::text || ':' || s.device_id::text, ','), '') FROM public.agent_coding_session_secrets s
             JOIN public.agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = '\(user.canonical)'
@@ -105,7 +105,7 @@ struct FaultInjectionTests {
                 do { if failed(try await phone.engine.pull()) { outcome.failedPulls += 1 } } catch {
                     outcome.failedPulls += 1
                 }
-                if !(try await ledgerPairs(desktop)).isSubset(of: try remotePairs(stack, user: world.user)) {
+                if !(try await ledgerPairs(desktop)).isSubset(of: try await remotePairs(stack, user: world.user)) {
                     outcome.ledgerAhead += 1
                 }
             }
@@ -124,17 +124,17 @@ struct FaultInjectionTests {
             #expect(own.count == 6 + rounds)
             let user = world.user.canonical
             #expect(
-                try stack.sql("SELECT count(*) FROM public.agent_coding_sessions WHERE user_id = '\(user)'")
+                try await stack.sql("SELECT count(*) FROM public.agent_coding_sessions WHERE user_id = '\(user)'")
                     == String(own.count),
                 "every session on the remote exactly once")
-            #expect(try stack.sql("SELECT count(*) FROM public.repositories WHERE user_id = '\(user)'") == "3")
+            #expect(try await stack.sql("SELECT count(*) FROM public.repositories WHERE user_id = '\(user)'") == "3")
             #expect(
-                try stack.sql(
+                try await stack.sql(
                     """
                     SELECT count(*) FROM (SELECT s.session_id, s.device_id FROM public.agent_coding_session_secrets s
                     JOIN public.agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = '\(user)' GROUP BY 1, 2 HAVING count(*) > 1) d
                     """) == "0", "no envelope twice")
-            let pairs = try remotePairs(stack, user: world.user)
+            let pairs = try await remotePairs(stack, user: world.user)
             for recipient in [phone, tablet] {
                 let addressed = Set(pairs.filter { $0.deviceID == recipient.identity.id }.map(\.sessionID))
                 #expect(addressed == own, "every session sealed to \(recipient.identity.name)")

@@ -78,7 +78,7 @@ struct FirstDayLibraryTests {
         await #expect { _ = try await phone.store.addRepository(name: "x", localPath: "/x") } throws: {
             ($0 as? LocalStoreError)?.code == .wrongRole
         }
-        let unsigned = try DeviceStore(directory: world.directory.appendingPathComponent("unsigned"))
+        let unsigned = try await DeviceStore.opened(directory: world.directory.appendingPathComponent("unsigned"))
         try await unsigned.createIdentity(name: "new", deviceType: .macDesktop, role: .desktop)
         await #expect { _ = try await unsigned.addRepository(name: "x", localPath: "/x") } throws: {
             ($0 as? LocalStoreError)?.code == .userMissing

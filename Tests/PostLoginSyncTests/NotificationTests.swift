@@ -82,7 +82,7 @@ struct NotificationWorld {
                         """, arguments: [now, token, now])
             }
         case .postgrest:
-            _ = try StackEnvironment.require().sql(
+            _ = try await StackEnvironment.require().sql(
                 """
                 UPDATE public.push_outbox SET delivered_at = now(), attempts = attempts + 1
                 WHERE token = '\(token)' AND delivered_at IS NULL AND not_before <= now()
@@ -95,7 +95,7 @@ struct NotificationWorld {
     func outboxText() async throws -> String {
         var text = try await phoneSide.outbox(limit: 10_000).map(\.payload).joined(separator: "\n")
         if world.backend == .postgrest {
-            text += try StackEnvironment.require().sql(
+            text += try await StackEnvironment.require().sql(
                 "SELECT coalesce(string_agg(o::text, E'\\n'), '') FROM public.push_outbox o WHERE user_id = '\(world.user.canonical)'"
             )
         }
@@ -330,7 +330,7 @@ struct NotificationTests {
                     payload: ["aps": ["content-available": 1]])
             }
         case .postgrest:
-            let answer = try StackEnvironment.require().sql(
+            let answer = try await StackEnvironment.require().sql(
                 """
                 SELECT private.queue_background_push('\(n.world.user.canonical)', '\(device.canonical)', '\(token)',
                     'background-test', '{"aps":{"content-available":1}}'::jsonb)

@@ -450,7 +450,7 @@ struct PostLoginSyncTests {
     @Test("a store that is not logged in, or logged in as someone else, is refused before anything is sent")
     func notLoggedIn() async throws {
         let world = try World(.embedded)
-        let store = try DeviceStore(directory: world.directory.appendingPathComponent("fresh"))
+        let store = try await DeviceStore.opened(directory: world.directory.appendingPathComponent("fresh"))
         try await store.createIdentity(name: "d", deviceType: .linuxDesktop, role: .desktop)
         await #expect { _ = try await SyncEngine(local: store, remote: try world.remote()).push() } throws: {
             ($0 as? SyncError)?.code == .notLoggedIn

@@ -344,7 +344,7 @@ struct KeptPullDigestTests {
         _ = try await phone.engine.pull()
         let desktop = try await world.desktop(repositories: 3, sessions: 40)
         #expect(try await desktop.engine.push().outcome == .success)
-        #expect(try stack.sql(Self.compare) == "0")
+        #expect(try await stack.sql(Self.compare) == "0")
         // A re-seal (an update of the row's key), a session deleted (its envelopes cascade), a
         // repository deleted (its sessions and their envelopes cascade), a device deleted.
         // Deletions made remotely: the operator's hand.
@@ -355,13 +355,14 @@ struct KeptPullDigestTests {
         #expect(try await remote.deleteRows(.sessions, ids: [sessions[1].id]) == 1)
         let repository = try #require(try await desktop.store.repositories().last)
         #expect(try await remote.deleteRows(.repositories, ids: [repository.id]) == 1)
-        #expect(try stack.sql(Self.compare) == "0")
-        _ = try stack.sql("DELETE FROM public.devices WHERE id = '\(phone.identity.id.canonical)'")
-        _ = try stack.sql(
+        #expect(try await stack.sql(Self.compare) == "0")
+        _ = try await stack.sql("DELETE FROM public.devices WHERE id = '\(phone.identity.id.canonical)'")
+        _ = try await stack.sql(
             "UPDATE public.agent_coding_sessions SET id = gen_random_uuid() WHERE id = '\(sessions[2].id.canonical)'")
-        #expect(try stack.sql(Self.compare) == "0")
+        #expect(try await stack.sql(Self.compare) == "0")
         #expect(
-            try stack.sql("SELECT count(*) FROM private.pull_digests WHERE owner = '\(phone.identity.id.canonical)'")
+            try await stack.sql(
+                "SELECT count(*) FROM private.pull_digests WHERE owner = '\(phone.identity.id.canonical)'")
                 == "0", "a device's digest goes with its last envelope row")
     }
 }

@@ -16,7 +16,7 @@ import Testing
         let userID = UUID()
 
         // From README.md, "In Swift":
-        let store = try DeviceStore(directory: storeDirectory)
+        let store = try await DeviceStore.opened(directory: storeDirectory)
         try await store.createIdentity(name: "My laptop", deviceType: .linuxDesktop, role: .desktop)
         try await store.setUserID(userID)
         let repository = try await store.addRepository(name: "api", localPath: "/src/api")

@@ -5,6 +5,7 @@ import SecretCrypto
 import SyncModel
 import SyncTestSupport
 import Synchronization
+import TestStack
 import Testing
 
 @testable import LocalStore
@@ -81,17 +82,14 @@ struct TrustLogSequenceTests {
         let refusals = Mutex<[String]>([])
         let asking = Task {
             try await center.request(
-                session: session, tool: "Bash", summary: "rm -rf", detail: "", timeout: .seconds(30),
+                session: session, tool: "Bash", summary: "rm -rf", detail: "", timeout: .seconds(600),
                 pollInterval: .milliseconds(100)
             ) { refusal in refusals.withLock { $0.append(refusal.reason) } }
         }
-        var request: ApprovalRequestRow?
-        for _ in 0..<50 where request == nil {
-            try await Task.sleep(for: .milliseconds(100))
-            request = try await (w.world.remote(for: w.spare) as any ApprovalRemote).approvalRequests(status: .pending)
-                .first
-        }
-        let row = try #require(request)
+        let spare = try w.world.remote(for: w.spare) as any ApprovalRemote
+        let row = try #require(
+            try await Waiting.value { try await spare.approvalRequests(status: .pending).first },
+            "hang: the request never reached the remote")
         // The phone cannot open it (it never received the new session's secret): it signs a guess.
         let decision = ApprovalDecision(
             userID: w.world.user, sessionID: row.sessionID, requestID: row.id, deviceID: w.phone.identity.id,
@@ -114,8 +112,8 @@ struct TrustLogSequenceTests {
                 try await (w.world.remote(for: w.spare) as any ApprovalRemote).approvalRequest(id: row.id)?.status
                     == .pending)
         }
-        for _ in 0..<100 where !refusedByServer && refusals.withLock({ $0.isEmpty }) {
-            try await Task.sleep(for: .milliseconds(100))
+        if !refusedByServer {
+            _ = try await Waiting.until { !refusals.withLock { $0.isEmpty } }
         }
         asking.cancel()
         #expect((try? await asking.value) == nil, "the desktop was not told approved")

@@ -19,7 +19,8 @@ enum TrustLogStaging {
             let queue = try DatabaseQueue(path: world.directory.appendingPathComponent("remote.sqlite").path)
             try await queue.write { try $0.execute(sql: embedded ?? stack) }
         case .postgrest:
-            _ = try StackEnvironment.require().sql(stack, database: world.deployedSchema ? "sync_deployed" : "sync_own")
+            _ = try await StackEnvironment.require().sql(
+                stack, database: world.deployedSchema ? "sync_deployed" : "sync_own")
         }
     }
 

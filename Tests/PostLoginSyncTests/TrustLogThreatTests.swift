@@ -146,15 +146,15 @@ struct TrustLogThreatTests {
         let outcome = try await w.manager(w.spare).reset(recovery: .none)
         let genesis = try #require(try await w.rows(outcome.epoch).first)
         let created = try #require(TrustLogEpochs.readGeneses([genesis.entry], userID: w.world.user).geneses.first)
-        let t = TimeInterval(created.createdAt + 259_200) - Date().timeIntervalSince1970
+        let t = Date(timeIntervalSince1970: TimeInterval(created.createdAt + 259_200))
         // Just before T + 600: still pending.
-        let early = try await w.engine(w.phone, options: LogWorld.clock(t + 590)).pull()
+        let early = try await w.engine(w.phone, options: LogWorld.at(t + 590)).pull()
         #expect(early.outcome == .success && early.trust?.reports.contains { $0.code == .resetPending } == true)
-        let late = try await w.engine(w.phone, options: LogWorld.clock(t + 601)).pull()
+        let late = try await w.engine(w.phone, options: LogWorld.at(t + 601)).pull()
         #expect(LogWorld.failed(late, with: "identityReset"))
         // A root's veto (committed before T) is seen first by any clock.
         #expect(try await w.root.engine.push().outcome == .success)
-        let after = try await w.engine(w.phone, options: LogWorld.clock(t + 5_000)).pull()
+        let after = try await w.engine(w.phone, options: LogWorld.at(t + 5_000)).pull()
         #expect(after.outcome == .success, "\(after.errors)")
         // A backdated reset the operator inserts into the active epoch never takes effect: the
         // epoch went on after its T + 600.

@@ -78,4 +78,12 @@ struct LogWorld {
         options.now = { Date().addingTimeInterval(seconds) }
         return options
     }
+
+    /// A clock stopped at `date`: what a device sees then, however long the test takes to get
+    /// there (a clock offset from now drifts by the test's own time on a loaded machine).
+    static func at(_ date: Date) -> SyncOptions {
+        var options = SyncOptions()
+        options.now = { date }
+        return options
+    }
 }

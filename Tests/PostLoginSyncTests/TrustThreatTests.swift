@@ -59,7 +59,8 @@ struct TrustThreatTests {
                 path: world.directory.appendingPathComponent("remote.sqlite").path, configuration: configuration)
             try await queue.write { try $0.execute(sql: sql) }
         case .postgrest:
-            _ = try StackEnvironment.require().sql(sql, database: world.deployedSchema ? "sync_deployed" : "sync_own")
+            _ = try await StackEnvironment.require().sql(
+                sql, database: world.deployedSchema ? "sync_deployed" : "sync_own")
         }
     }
 

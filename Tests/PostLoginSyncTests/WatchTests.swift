@@ -5,6 +5,7 @@ import SecretCrypto
 import SyncModel
 import SyncTestSupport
 import Synchronization
+import TestStack
 import Testing
 
 @testable import LocalStore
@@ -132,10 +133,16 @@ struct WatchTests {
             // A manual command runs between ticks.
             #expect(try await desktop.engine.push().outcome == .success)
         }
-        // The heartbeat moves.
-        let seen = try #require(
-            try await world.remote().listDevices().first { $0.id == desktop.identity.id }?.lastSeenAt)
-        #expect(Date().timeIntervalSince(seen) < 15)
+        // The heartbeat moves: a quiet tick after the last push (which wrote the device row
+        // itself) writes a later time. Ticks are a second apart.
+        let remote = try world.remote()
+        func lastSeen() async throws -> Date? {
+            try await remote.listDevices().first { $0.id == desktop.identity.id }?.lastSeenAt
+        }
+        let afterPush = try #require(try await lastSeen())
+        #expect(try #require(await ticks.next()).action == .quiet)
+        let seen = try #require(try await lastSeen())
+        #expect(seen > afterPush, "the quiet tick wrote no heartbeat")
         // A tick while a manual command holds the store gives up and says so.
         let lease = try await desktop.store.acquireSyncLease(purpose: "manual")
         var busyOptions = Self.fast
@@ -227,8 +234,8 @@ struct WatchTests {
         let task = Task {
             for await _ in desktop.engine.watch(Self.fast) { count.withLock { $0 += 1 } }
         }
-        // Bounded: the first tick is a full push of two sessions.
-        for _ in 0..<200 where count.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(25)) }
+        // The first tick is a full push of two sessions; the ceiling only catches a hang.
+        _ = try await Waiting.until { count.withLock { $0 } > 0 }
         task.cancel()
         await task.value
         #expect(count.withLock { $0 } >= 1)

@@ -175,7 +175,7 @@ final class World: Sendable {
         options: SyncOptions = SyncOptions(),
         remote: (@Sendable (DeviceCredential) throws -> any SyncRemote)? = nil
     ) async throws -> Device {
-        let store = try DeviceStore(directory: directory.appendingPathComponent(name))
+        let store = try await DeviceStore.opened(directory: directory.appendingPathComponent(name))
         let identity: DeviceIdentity
         if let existing = try await store.identity() {
             identity = existing

@@ -263,7 +263,7 @@ final class WorkerProcess: @unchecked Sendable {
         _ arguments: [String], environment: [String: String]
     ) async throws -> (status: Int32, out: String, err: String) {
         let child = try WorkerProcess(arguments, environment: environment)
-        let status = try await child.wait(timeout: .seconds(60))
+        let status = try await child.wait(timeout: Waiting.ceiling)
         return (status ?? -1, child.output, child.errors)
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import PostgresNIO
 import PushDelivery
 import SyncModel
+import TestStack
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -105,7 +106,7 @@ extension PushStackTests {
             #expect(try await Self.fetch("http://127.0.0.1:\(port)/other").0 == 404)
             #expect(try await Self.fetch(url, method: "POST").0 == 405)
             child.signal(SIGTERM)
-            #expect(try await child.wait(timeout: .seconds(15)) == 0)
+            #expect(try await child.wait(timeout: Waiting.ceiling) == 0)
             await world.close()
         }
 

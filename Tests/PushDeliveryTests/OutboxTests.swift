@@ -21,7 +21,7 @@ extension PushStackTests {
             }
             let one = try RunningWorker(world.configuration(patient))
             let two = try RunningWorker(world.configuration(patient))
-            #expect(try await world.eventually(.seconds(60)) { try await world.pending() == 0 })
+            #expect(try await world.eventually { try await world.pending() == 0 })
             try await one.stop()
             try await two.stop()
             let ids = world.imitation.requests.map { $0.headers["apns-id"] ?? "" }

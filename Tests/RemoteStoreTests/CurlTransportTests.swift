@@ -173,11 +173,9 @@ struct CurlTransportTests {
         let transport = CurlTransport()
         let task = Task { try await transport.send(TransportRequest(method: "GET", url: silent.baseURL, timeout: 60)) }
         while silent.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
-        let start = ContinuousClock.now
         task.cancel()
+        // Undefended, the transfer runs to its 60 s timeout and fails as a network error.
         await #expect(throws: CancellationError.self) { try await task.value }
-        // Undefended, this waits for the 60 s timeout; the bound leaves room for a loaded machine.
-        #expect(ContinuousClock.now - start < .seconds(20))
 
         let server = try Self.echo()
         defer { server.stop() }

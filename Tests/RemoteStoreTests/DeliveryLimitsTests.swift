@@ -83,13 +83,13 @@ struct DeliveryLimitsTests {
         let stack = try StackEnvironment.require()
         // Approval pushes go only to devices the trust log certifies: the server's reading of a
         // log that certifies my desktop and phone (this test is about limits, not the log).
-        _ = try stack.sql(
+        _ = try await stack.sql(
             """
             INSERT INTO private.trust_log_state (user_id, current_epoch, highest_epoch) VALUES ('\(me.user.canonical)', 1, 1);
             INSERT INTO private.trust_log_devices (user_id, epoch, device_id, certified_seq)
                 VALUES ('\(me.user.canonical)', 1, '\(me.desktop.canonical)', 0), ('\(me.user.canonical)', 1, '\(me.phone.canonical)', 1)
             """)
-        _ = try stack.sql(
+        _ = try await stack.sql(
             """
             INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
             SELECT '\(me.user.canonical)', '\(me.phone.canonical)', '\(myTokens[0])', 'background', 5, 'prefill-' || g, '{"aps": {}}'

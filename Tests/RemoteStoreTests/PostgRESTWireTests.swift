@@ -387,12 +387,9 @@ struct PostgRESTWireTests {
         for _ in 0..<6_000 where server.requests.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
         #expect(server.requests.count >= 2, "the retry loop never retried")
         task.cancel()
-        let started = ContinuousClock.now
-        await #expect(throws: CancellationError.self) { _ = try await task.value }
         // Without cancellation the loop would run for 1,000 attempts (about 25 s of jittered
-        // backoff, then a network error rather than CancellationError); the bound
-        // allows for a machine loaded by the rest of the suite (5.6 s was seen once).
-        #expect(ContinuousClock.now - started < .seconds(20))
+        // backoff), then end with a network error rather than CancellationError.
+        await #expect(throws: CancellationError.self) { _ = try await task.value }
     }
 
     @Test("a batch-accepted handler sees exactly the rows the remote accepted")

@@ -19,7 +19,7 @@ struct RPCTests {
     func results() async throws {
         let stack = try StackEnvironment.require()
         let suffix = UUID().canonical.prefix(8)
-        _ = try stack.sql(
+        _ = try await stack.sql(
             """
             CREATE FUNCTION public.test_rpc_object_\(suffix)(a int, b text DEFAULT 'default', flag boolean DEFAULT false) RETURNS json
                 LANGUAGE sql STABLE AS $$ SELECT json_build_object('a', a, 'b', b, 'flag', flag, 'uid', auth.uid()) $$;
@@ -27,7 +27,7 @@ struct RPCTests {
             CREATE FUNCTION public.test_rpc_void_\(suffix)() RETURNS void LANGUAGE sql AS $$ SELECT $$;
             """)
         defer {
-            _ = try? stack.sql(
+            _ = try? stack.sqlBlocking(
                 """
                 DROP FUNCTION public.test_rpc_object_\(suffix)(int, text, boolean); DROP FUNCTION public.test_rpc_set_\(suffix)(int);
                 DROP FUNCTION public.test_rpc_void_\(suffix)();

@@ -64,7 +64,7 @@ extension ServerSecurityTests {
                 body: #"{"\#(argument)":"\#(UUID().canonical)"}"#)
             #expect(r.status == 404 && r.body.contains("PGRST202"), "\(function) answered \(r.status)")
         }
-        let exposed = try stack.sql(
+        let exposed = try await stack.sql(
             """
             SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
             WHERE n.nspname = 'public' AND p.proname LIKE 'not_anothers_%'

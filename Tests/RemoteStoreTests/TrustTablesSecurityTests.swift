@@ -44,7 +44,7 @@ struct TrustTablesSecurityTests {
             #expect(r.status == 403, "\(table): \(r.body)")
         }
         let database = deployed ? "sync_deployed" : "sync_own"
-        _ = try stack.sql(
+        _ = try await stack.sql(
             """
             INSERT INTO public.user_identity_keys (user_id, public_key)
                 VALUES ('\(user.canonical)', '\(Ed25519PrivateKey().publicKey.base64)');

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestStack
 import Testing
 
@@ -43,20 +44,33 @@ struct ApprovalCLITests {
         Task { try await offThePool { try cli.runBlocking(arguments, stdin: stdin) } }
     }
 
-    /// The phone's pending requests' ids, once there is one.
-    static func pending(_ cli: CLI) async throws -> String {
-        // A ceiling that only catches a hang.
-        let deadline = ContinuousClock.now + .seconds(120)
-        while ContinuousClock.now < deadline {
+    /// The phone's pending requests' ids, once there is one. On a hang (the ceiling), says how
+    /// the asking process (`asking`) ended, if it did: which wait starved.
+    static func pending(
+        _ cli: CLI, asking: Task<(status: Int32, out: String, err: String), Error>? = nil
+    ) async throws -> String {
+        let found = try await Waiting.value(every: .milliseconds(100)) { () -> String? in
             let listed = try await cli.run(["approval", "list", "--store", cli.store("p"), "--pending", "--json"])
             #expect(listed.status == 0, "\(listed.err)")
-            if let items = try JSONSerialization.jsonObject(with: Data(listed.out.utf8)) as? [[String: Any]],
-                let id = items.first?["requestId"] as? String
-            {
-                return id
-            }
-            try await Task.sleep(for: .milliseconds(100))
+            let items = try JSONSerialization.jsonObject(with: Data(listed.out.utf8)) as? [[String: Any]]
+            return items?.first?["requestId"] as? String
         }
+        if let found { return found }
+        var state = "no asking process given"
+        if let asking {
+            let ended = Mutex<String?>(nil)
+            Task {
+                let text: String
+                do {
+                    let result = try await asking.value
+                    text = "exit \(result.status): \(result.err)"
+                } catch { text = "\(error)" }
+                ended.withLock { $0 = text }
+            }
+            try await Task.sleep(for: .seconds(1))
+            state = ended.withLock { $0 }.map { "the asking process ended: \($0)" } ?? "the asking process still waits"
+        }
+        Issue.record("hang: no pending request on the phone within \(Waiting.ceiling); \(state)")
         throw CancellationError()
     }
 

@@ -167,7 +167,7 @@ final class CrashHarness: @unchecked Sendable {
     }
 
     func engine(_ directory: URL) async throws -> SyncEngine {
-        let store = try DeviceStore(directory: directory)
+        let store = try await DeviceStore.opened(directory: directory)
         return SyncEngine(local: store, remote: try await remote(for: store))
     }
 
@@ -202,7 +202,7 @@ final class CrashHarness: @unchecked Sendable {
     /// Adds `count` sessions to the desktop and deletes as many of the oldest beyond 1,000 (the
     /// deletions reach the remote at the next push), so the world stays at size M.
     func addSessions(_ count: Int) async throws {
-        let store = try DeviceStore(directory: desktop)
+        let store = try await DeviceStore.opened(directory: desktop)
         let identity = try await store.requireIdentity()
         let existing = try await store.sessions().sorted { $0.createdAt < $1.createdAt }
         let surplus = max(0, existing.count + count - 1_000)
@@ -282,7 +282,7 @@ final class CrashHarness: @unchecked Sendable {
         if Bool.random(using: &random) {
             try await addSessions(Int.random(in: 20...200, using: &random))
         } else {
-            let identity = try await DeviceStore(directory: phone).requireIdentity()
+            let identity = try await DeviceStore.opened(directory: phone).requireIdentity()
             let user = try #require(identity.userID)
             _ = try await operatorRemote(user: user).deleteEnvelopes(.recipients([identity.id]))
         }

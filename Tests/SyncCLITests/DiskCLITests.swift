@@ -80,8 +80,8 @@ struct DiskCLITests {
         // One normal sync on each device, and the phone opens every secret.
         #expect(try await cli.run(["sync", "--store", desktop]).status == 0)
         #expect(try await cli.run(["sync", "--store", phone]).status == 0)
-        let desktopStore = try DeviceStore(directory: URL(fileURLWithPath: desktop))
-        let phoneStore = try DeviceStore(directory: URL(fileURLWithPath: phone))
+        let desktopStore = try await DeviceStore.opened(directory: URL(fileURLWithPath: desktop))
+        let phoneStore = try await DeviceStore.opened(directory: URL(fileURLWithPath: phone))
         let key = try await phoneStore.deviceKey()
         for session in try await desktopStore.sessions() {
             let mine = try await desktopStore.openOwnSecret(sessionID: session.id)
@@ -109,7 +109,7 @@ struct DiskCLITests {
         #expect(try await cli.run(["sync", "--store", phone]).status == 0)
         #expect(try await cli.run(["repo", "add", "--store", desktop, repo.path]).status == 0)
         // More than the phone's disk can take: its pull fills the disk part way through.
-        let store = try DeviceStore(directory: URL(fileURLWithPath: desktop))
+        let store = try await DeviceStore.opened(directory: URL(fileURLWithPath: desktop))
         let repository = try #require(try await store.repositories().first)
         for _ in 0..<150 { try await store.startSession(repositoryID: repository.id) }
         #expect(try await cli.run(["sync", "--store", desktop]).status == 0)

@@ -55,7 +55,8 @@ struct ExitCodeTableTests {
         #expect(tooOpen.err.contains("device.key"), "\(tooOpen.err)")
 
         // 2: partial: one device row on the remote has a key that is not one.
-        let user = try #require(try await DeviceStore(directory: URL(fileURLWithPath: desktop)).identity()?.userID)
+        let user = try #require(
+            try await DeviceStore.opened(directory: URL(fileURLWithPath: desktop)).identity()?.userID)
         // The operator's hand: rows written on the remote behind the devices' backs.
         let remote = try EmbeddedRemoteStore.serviceRole(
             path: cli.directory.appendingPathComponent("remote.sqlite").path, userID: user)

@@ -114,7 +114,7 @@ struct FirstDayCLITests {
         let outcome = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask { await found.value }
             group.addTask {
-                try await Task.sleep(for: .seconds(20))
+                try await Task.sleep(for: Waiting.ceiling)
                 return false
             }
             let first = try await group.next()!
@@ -167,7 +167,8 @@ struct FirstDayCLITests {
         // A session arrives: one line says so, and the ticks after it say nothing more.
         #expect(try await cli.run(["session", "start", "--store", desktop, "--repo", cli.directory.path]).status == 0)
         #expect(try await cli.run(["push", "--store", desktop]).status == 0)
-        #expect(await WatchCLITests.wait(for: "\n", in: process.outputFile, seconds: 60), "no line for the new session")
+        #expect(
+            await WatchCLITests.wait(for: "\n", in: process.outputFile, seconds: 120), "no line for the new session")
         #expect(try await ticks(3), "the watch did not tick")
         process.kill(SIGTERM)
         let status = try await offThePool { try process.wait() }
@@ -270,9 +271,9 @@ struct FirstDayCLITests {
                 try await cli.run(["trust", "join", "--store", phone, "--timeout", "60"], stdin: code + "\n")
             }
             var root = ""
-            for _ in 0..<200 where root.isEmpty || root.contains("No pairing requests") {
-                try await Task.sleep(for: .milliseconds(100))
+            _ = try await Waiting.until(every: .milliseconds(100)) {
                 root = try await cli.run(["trust", "approve", "--store", desktop]).out
+                return !root.isEmpty && !root.contains("No pairing requests")
             }
             let joined = try await joining.value
             return (joined.status, joined.out, joined.err, root)

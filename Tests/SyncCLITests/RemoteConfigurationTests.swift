@@ -12,7 +12,7 @@ struct RemoteConfigurationTests {
     /// A fresh store with an identity, signed in as `user` when one is given.
     static func store(user: UUID? = UUID()) async throws -> DeviceStore {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("remote-config-\(UUID())")
-        let store = try DeviceStore(directory: directory.appendingPathComponent("store"))
+        let store = try await DeviceStore.opened(directory: directory.appendingPathComponent("store"))
         try await store.createIdentity(name: "mac", deviceType: .macDesktop, role: .desktop)
         if let user { try await store.setUserID(user) }
         return store

@@ -22,6 +22,8 @@ struct SharedStoreTests {
                 "600",
             ],
             stdin: #"{"tool": "Bash", "summary": "npm test"}"#)
+        // Asked before the rest begins: what runs at once below is the phone's, not the desktop's.
+        let request = try await ApprovalCLITests.pending(cli, asking: asked)
         // Sessions the phone has not pulled yet.
         let repo = cli.directory.appendingPathComponent("project").path
         var sessions = [first]
@@ -44,7 +46,6 @@ struct SharedStoreTests {
                 let shown = try await cli.run(["secrets", "show", "--store", phone, first, "--json"])
                 if shown.status == 0 && shown.out.contains("\"opens\" : true") { opened += 1 }
             }
-            let request = try await ApprovalCLITests.pending(cli)
             let answer = try await cli.run(["approval", "answer", "--store", phone, request, "approve", "--json"])
             return (opened, answer.status)
         }()

@@ -291,7 +291,7 @@ struct SyncCLISecurityTests {
             let git = try SpawnedChild(
                 "/usr/bin/env", ["git", "-C", checkout.path] + arguments,
                 environment: ProcessInfo.processInfo.environment)
-            try #require(try git.wait() == 0)
+            try #require(try await git.exited() == 0)
         }
         let added = try await cli.run(["repo", "add", "--store", cli.store("d"), checkout.path])
         #expect(added.status == 0)
@@ -401,7 +401,7 @@ struct SyncCLILoginTests {
         #expect(ended.status == 0 && ended.out.contains("Ended every other login"), "\(ended.err)")
         let auth = SupabaseAuth(projectURL: stack.url, apiKey: stack.anonKey)
         let phoneSession = try #require(
-            try DeviceStore(directory: URL(fileURLWithPath: cli.store("p"))).authSessionFile.load())
+            try await DeviceStore.opened(directory: URL(fileURLWithPath: cli.store("p"))).authSessionFile.load())
         await #expect { _ = try await auth.refresh(phoneSession.refreshToken) } throws: {
             ($0 as? RemoteStoreError)?.code == .unauthorized
         }

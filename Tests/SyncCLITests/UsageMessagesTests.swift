@@ -169,7 +169,7 @@ struct UsageMessagesTests {
         let info = try SpawnedChild(
             "/bin/bash", [root.appendingPathComponent("scripts/stack.sh").path, "info"],
             environment: ProcessInfo.processInfo.environment, workingDirectory: root, stdin: nil)
-        #expect(try info.wait() == 0)
+        #expect(try await info.exited() == 0)
         let lines = info.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let start = try #require(lines.firstIndex { $0.contains("/auth/v1/signup") })
         let email = "info-\(UUID().canonical)@example.com"
@@ -177,7 +177,7 @@ struct UsageMessagesTests {
         let run = try SpawnedChild(
             "/bin/bash", ["-c", signup], environment: ProcessInfo.processInfo.environment, workingDirectory: root,
             stdin: nil)
-        #expect(try run.wait() == 0)
+        #expect(try await run.exited() == 0)
         #expect(run.output.contains("\"access_token\""), "\(run.output)")
         let stackDirectory = try #require(ProcessInfo.processInfo.environment["STACK_DIR"])
         #expect(info.output.contains("Stop it with: STACK_DIR=\(stackDirectory) "))
@@ -269,7 +269,7 @@ struct UsageMessagesTests {
         let before = try await cli.run(["secrets", "show", "--store", cli.store("p"), sealed])
         #expect(before.status == 0 && before.out.contains("(authenticated)") && !before.out.contains("revoked"))
 
-        let otherID = try #require(try await DeviceStore(directory: URL(fileURLWithPath: other)).identity()).id
+        let otherID = try #require(try await DeviceStore.opened(directory: URL(fileURLWithPath: other)).identity()).id
         #expect(try await cli.run(["trust", "revoke", "--store", cli.store("d"), otherID.canonical]).status == 0)
         #expect(try await cli.run(["sync", "--store", cli.store("p")]).status <= 2)
         let after = try await cli.run(["secrets", "show", "--store", cli.store("p"), sealed])

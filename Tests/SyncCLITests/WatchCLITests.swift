@@ -14,15 +14,15 @@ struct WatchCLITests {
         var process: SpawnedChild?
         let stack: StackEnvironment
 
-        init(stack: StackEnvironment) throws {
+        init(stack: StackEnvironment) async throws {
             self.stack = stack
             port = try Self.freePort()
-            try start()
+            try await start()
         }
 
         var url: String { "http://127.0.0.1:\(port)" }
 
-        func start() throws {
+        func start() async throws {
             guard let settings = ProcessInfo.processInfo.environment["SYNC_STACK_DB"],
                 let pgPort = settings.split(separator: " ").first(where: { $0.hasPrefix("port=") })?.dropFirst(5)
             else {
@@ -38,23 +38,23 @@ struct WatchCLITests {
                     "PGRST_AUTH_DB_USER": "supabase_auth_admin",
                 ]) { _, new in new })
             self.process = process
-            // Up when it answers (bounded).
-            for _ in 0..<200 {
-                if Self.accepts(port: port) { return }
-                guard process.isRunning else { break }
-                Thread.sleep(forTimeInterval: 0.05)
-            }
+            // Up when it answers (the ceiling only catches a hang), unless it died.
+            _ = try await Waiting.until(every: .milliseconds(50)) { Self.accepts(port: port) || !process.isRunning }
+            if Self.accepts(port: port) { return }
             throw CLIFailure("the private postgrest-server did not come up")
         }
 
-        func stop() {
+        func stop() async {
             guard let process else { return }
             process.kill(SIGTERM)
-            _ = try? process.wait()
+            _ = try? await process.exited()
             self.process = nil
         }
 
-        deinit { stop() }
+        deinit {
+            process?.kill(SIGKILL)
+            _ = try? process?.wait()
+        }
 
         /// Whether something accepts TCP connections on the port.
         static func accepts(port: Int) -> Bool {
@@ -109,7 +109,7 @@ struct WatchCLITests {
     )
     func recovers() async throws {
         let stack = try StackEnvironment.require()
-        let server = try Server(stack: stack)
+        let server = try await Server(stack: stack)
         let cli = try CLI()
         let email = "watch-\(UUID().canonical)@example.test"
         let signup = try await stack.request(
@@ -135,30 +135,29 @@ struct WatchCLITests {
             environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new })
         defer { watch.kill(SIGKILL) }
         let out = watch.outputFile, err = watch.errorsFile
-        #expect(await Self.wait(for: "tick 1 full", in: out, seconds: 60), "no first tick")
+        #expect(await Self.wait(for: "tick 1 full", in: out, seconds: 120), "no first tick")
 
         // Manual commands run while the watch runs (the lease is per tick).
         #expect(try await cli.run(["status", "--store", store]).status == 0)
 
         // The server goes away; a session is started meanwhile.
-        server.stop()
+        await server.stop()
         let second = try await cli.run([
             "session", "start", "--store", store, "--repo", project.path, "--title", "during",
         ])
         let secondID = try #require(UUID.parse(second.out.trimmingCharacters(in: .whitespacesAndNewlines)))
-        #expect(await Self.wait(for: "backing off", in: err, seconds: 30), "no backoff line")
+        #expect(await Self.wait(for: "backing off", in: err, seconds: 120), "no backoff line")
         // Let it fail a few times, then bring the server back.
         try await Task.sleep(for: .seconds(3))
-        try server.start()
-        #expect(await Self.wait(for: "answers again", in: err, seconds: 90), "no recovery line")
+        try await server.start()
+        #expect(await Self.wait(for: "answers again", in: err, seconds: 120), "no recovery line")
         #expect(
-            await Self.wait(for: "local changes", in: out, seconds: 30),
+            await Self.wait(for: "local changes", in: out, seconds: 120),
             "the session started during the outage was not pushed")
 
         // SIGTERM: the running tick finishes, exit 0.
         watch.kill(SIGTERM)
-        let deadline = Date().addingTimeInterval(30)
-        while watch.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(try await Waiting.until { !watch.isRunning }, "hang: the watch did not stop on SIGTERM")
         #expect(try watch.ended() == 0)
         let log = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
         #expect(log.components(separatedBy: "backing off").count == 2, "one line when the remote went away: \(log)")
@@ -167,9 +166,9 @@ struct WatchCLITests {
 
         // Nothing lost, nothing duplicated: checked in PostgreSQL directly.
         let ids = [firstID, secondID].map { "'\($0.canonical)'" }.joined(separator: ",")
-        #expect(try stack.sql("SELECT count(*) FROM agent_coding_sessions WHERE id IN (\(ids))") == "2")
+        #expect(try await stack.sql("SELECT count(*) FROM agent_coding_sessions WHERE id IN (\(ids))") == "2")
         #expect(
-            try stack.sql(
+            try await stack.sql(
                 "SELECT count(*), count(DISTINCT (session_id, device_id)) FROM agent_coding_session_secrets WHERE session_id IN (\(ids))"
             ) == "2|2")
         // The store is free again.

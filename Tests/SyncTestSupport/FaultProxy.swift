@@ -85,6 +85,7 @@ public final class FaultProxy: Sendable {
     let shared: Shared
 
     struct State {
+        var forced: Fault?
         var faults: SeededFaults?
         var injected: [Fault: Int] = [:]
         var requests = 0
@@ -142,6 +143,12 @@ public final class FaultProxy: Sendable {
         shared.state.withLock { $0.faults = seed.map(SeededFaults.init(seed:)) }
     }
 
+    /// Gives every request `fault` (the seeded stream, if any, waits), or goes back to the stream
+    /// (`nil`).
+    public func force(_ fault: Fault?) {
+        shared.state.withLock { $0.forced = fault }
+    }
+
     /// How many requests came through, and each fault injected so far.
     public var tally: (requests: Int, faults: [Fault: Int]) {
         shared.state.withLock { ($0.requests, $0.injected) }
@@ -172,7 +179,7 @@ public final class FaultProxy: Sendable {
             }
             let fault = shared.state.withLock { state -> Fault in
                 state.requests += 1
-                let fault = state.faults?.fault() ?? .pass
+                let fault = state.forced ?? state.faults?.fault() ?? .pass
                 if fault != .pass { state.injected[fault.kind, default: 0] += 1 }
                 return fault
             }

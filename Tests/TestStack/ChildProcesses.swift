@@ -1,4 +1,5 @@
 import Foundation
+import SyncModel
 
 /// The tests' child processes. They start with ``SpawnedChild`` (posix_spawn), never with
 /// Foundation's `Process`: see there why.
@@ -11,10 +12,10 @@ public enum ChildProcesses {}
 /// blocks one of them for as long as a child runs (the crash rounds do for ten minutes) leaves
 /// every other test of the process one thread, and two such tests leave it none: timeouts that
 /// had long passed were seen 40 s late.
+///
+/// The tests' name for the product's own mechanism, `Blocking.run` (SyncModel).
 public func offThePool<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
+    try await Blocking.run(body)
 }
 
 /// At most `limit` holders at once; the others wait without holding a thread.

@@ -113,7 +113,14 @@ public final class SpawnedChild: @unchecked Sendable {
         public var description: String { "posix_spawn failed with errno \(errno)" }
     }
 
-    /// Waits for the child to end; its wait status (`waitpid`'s).
+    /// Waits for the child to end on a thread of its own (``offThePool(_:)``); its wait status.
+    @discardableResult
+    public func exited() async throws -> Int32 {
+        try await offThePool { try self.wait() }
+    }
+
+    /// Waits for the child to end on the calling thread; its wait status (`waitpid`'s). From
+    /// async code, use ``exited()``.
     @discardableResult
     public func wait() throws -> Int32 {
         if let status { return status }

@@ -81,8 +81,18 @@ public struct StackEnvironment: Sendable {
 
     /// Runs SQL on the stack's PostgreSQL as its superuser (`psql`), for tests that must see
     /// what the API cannot show (connection state, grants, plans). Returns psql's unaligned
-    /// output, and with `notices` the server's notices too (what `auto_explain` reports).
-    public func sql(_ statement: String, database: String = "sync_own", notices: Bool = false) throws -> String {
+    /// output, and with `notices` the server's notices too (what `auto_explain` reports). The
+    /// child is waited for on a thread of its own, never on the cooperative pool.
+    public func sql(
+        _ statement: String, database: String = "sync_own", notices: Bool = false
+    ) async throws -> String {
+        try await offThePool { try self.sqlBlocking(statement, database: database, notices: notices) }
+    }
+
+    /// ``sql(_:database:notices:)`` waiting on the calling thread: only where `await` cannot be
+    /// written (a `defer`'s cleanup, a synchronous test).
+    public func sqlBlocking(_ statement: String, database: String = "sync_own", notices: Bool = false) throws -> String
+    {
         guard let settings = ProcessInfo.processInfo.environment["SYNC_STACK_DB"] else { throw Missing() }
         let connection = settings.replacingOccurrences(of: "dbname=sync_own", with: "dbname=\(database)")
         // posix_spawn, not Foundation's Process: see SpawnedChild.

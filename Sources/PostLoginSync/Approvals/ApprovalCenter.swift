@@ -160,7 +160,9 @@ public struct ApprovalCenter: Sendable {
     /// The request is sealed under the session's current secret and kept here before it is sent;
     /// the request row is read every `pollInterval` until it ends. A decided row whose signed
     /// decision does not verify is reported to `onRefused` and the request stays pending here: the
-    /// agent is never told "approved" on the server's word. Cancelling the task cancels the request.
+    /// agent is never told "approved" on the server's word. A poll the remote does not answer (its
+    /// retries spent: a network error, HTTP 429 or 5xx) is logged and made again at the next
+    /// interval; it never ends the request. Cancelling the task cancels the request.
     ///
     /// - Parameters:
     ///   - session: A session this desktop runs.
@@ -252,24 +254,30 @@ public struct ApprovalCenter: Sendable {
         var mayReopen = true
         while true {
             try Task.checkCancellation()
-            if let row = try await approvals.approvalRequest(id: sent.requestID) {
-                switch row.status(at: Date()) {
-                case .pending: break
-                case .expired: return .expired
-                case .cancelled: return .cancelled
-                case .approved, .denied:
-                    let verdict = try await verify(row, against: sent, read: read, identity: identity, user: user)
-                    switch verdict {
-                    case .success(let outcome): return outcome
-                    case .failure(let refusal):
-                        // Reported once per distinct answer; the request stays pending here.
-                        if refused.insert(refusal.reason + (row.decisionSignature ?? "")).inserted {
-                            logger?.warning("\(refusal)")
-                            onRefused?(refusal)
+            do {
+                if let row = try await approvals.approvalRequest(id: sent.requestID) {
+                    switch row.status(at: Date()) {
+                    case .pending: break
+                    case .expired: return .expired
+                    case .cancelled: return .cancelled
+                    case .approved, .denied:
+                        let verdict = try await verify(row, against: sent, read: read, identity: identity, user: user)
+                        switch verdict {
+                        case .success(let outcome): return outcome
+                        case .failure(let refusal):
+                            // Reported once per distinct answer; the request stays pending here.
+                            if refused.insert(refusal.reason + (row.decisionSignature ?? "")).inserted {
+                                logger?.warning("\(refusal)")
+                                onRefused?(refusal)
+                            }
+                            if mayReopen { mayReopen = try await reopen(row, control: control) }
                         }
-                        if mayReopen { mayReopen = try await reopen(row, control: control) }
                     }
                 }
+            } catch let error as RemoteStoreError where error.isTransient {
+                // One poll the remote did not answer (its retries spent) does not end a question
+                // that stands for minutes: nothing was accepted, the next poll asks again.
+                logger?.warning("approval \(sent.requestID.canonical): the remote did not answer a poll: \(error)")
             }
             if UInt64(Date().timeIntervalSince1970) >= sent.expiresAt + 30 { return .expired }
             await watcher?.poll()

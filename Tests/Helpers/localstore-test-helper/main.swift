@@ -43,7 +43,7 @@ guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data("usage: localstore-test-helper hold-lease|bulk-write|bulk-load DIR ...\n".utf8))
     exit(64)
 }
-let store = try DeviceStore(directory: URL(fileURLWithPath: arguments[2]))
+let store = try await DeviceStore.opened(directory: URL(fileURLWithPath: arguments[2]))
 
 switch arguments[1] {
 case "hold-lease":

@@ -15,8 +15,8 @@ func pullAndOpen(store: DeviceStore, remote: any SyncRemote, sessionID: UUID) as
     return opened.secret
 }
 
-func openSharedStore(appGroupContainer: URL, keys: any DeviceKeyStore) throws -> DeviceStore {
-    try DeviceStore(directory: appGroupContainer.appendingPathComponent("session-sync"), keyStore: keys)
+func openSharedStore(appGroupContainer: URL, keys: any DeviceKeyStore) async throws -> DeviceStore {
+    try await DeviceStore.opened(directory: appGroupContainer.appendingPathComponent("session-sync"), keyStore: keys)
 }
 
 // Around it: a desktop and the phone, paired on an embedded remote; the desktop starts a session
@@ -28,11 +28,11 @@ let user = UUID()
 let remotePath = container.appendingPathComponent("remote.sqlite").path
 try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
 
-let desktop = try DeviceStore(directory: container.appendingPathComponent("desktop"))
+let desktop = try await DeviceStore.opened(directory: container.appendingPathComponent("desktop"))
 try await desktop.createIdentity(name: "laptop", deviceType: .macDesktop, role: .desktop)
 try await desktop.setUserID(user)
 let keys = FileKeyStore(directory: container.appendingPathComponent("group/session-sync"))
-let phone = try openSharedStore(appGroupContainer: container.appendingPathComponent("group"), keys: keys)
+let phone = try await openSharedStore(appGroupContainer: container.appendingPathComponent("group"), keys: keys)
 try await phone.createIdentity(name: "phone", deviceType: .iosPhone, role: .mobile)
 try await phone.setUserID(user)
 

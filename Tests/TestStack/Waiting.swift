@@ -1,0 +1,37 @@
+import Foundation
+
+/// The suite's one rule for waiting (docs/testing.md): a test waits for the event it needs (a row,
+/// a line, a request counted, a refusal reported), never for a length of time, and a test never
+/// asserts how long something took. The ceiling only catches a hang: it is generous because a
+/// busy two-core machine (or one core) runs the same schedule many times slower than an idle one.
+public enum Waiting {
+    /// The default ceiling: far past anything a loaded machine was seen to need.
+    public static let ceiling: Duration = .seconds(120)
+
+    /// Checks `condition` every `interval` until it holds (true) or `ceiling` passes (false: a
+    /// hang, which the caller reports naming what it waited for).
+    public static func until(
+        ceiling: Duration = Waiting.ceiling, every interval: Duration = .milliseconds(25),
+        _ condition: () async throws -> Bool
+    ) async throws -> Bool {
+        let deadline = ContinuousClock.now + ceiling
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: interval)
+        }
+        return try await condition()
+    }
+
+    /// The value `produce` returns once it is not nil, or nil when `ceiling` passes first.
+    public static func value<Value: Sendable>(
+        ceiling: Duration = Waiting.ceiling, every interval: Duration = .milliseconds(25),
+        _ produce: () async throws -> Value?
+    ) async throws -> Value? {
+        let deadline = ContinuousClock.now + ceiling
+        while ContinuousClock.now < deadline {
+            if let value = try await produce() { return value }
+            try await Task.sleep(for: interval)
+        }
+        return try await produce()
+    }
+}

@@ -26,11 +26,12 @@ final class APNsConnection: Sendable {
     func retire() { retired.set() }
 
     /// Connects, completes TLS (h2 by ALPN, the host named by the certificate) and starts HTTP/2,
-    /// all within `limit` (and never more than 5 seconds).
+    /// all within `limit` (the transport's connect timeout, or less when the request's deadline is
+    /// nearer): a server that never finishes is closed then, and the failure says so.
     static func open(
         _ endpoint: Endpoint, sslContext: NIOSSLContext, group: any EventLoopGroup, within limit: Duration
     ) async throws -> APNsConnection {
-        let bound = min(limit, .seconds(5))
+        let bound = limit
         let timeout = TimeAmount.nanoseconds(
             max(1, bound.components.seconds * 1_000_000_000 + bound.components.attoseconds / 1_000_000_000))
         let isIPLiteral = APNsTrust.ipBytes(endpoint.host) != nil
@@ -57,10 +58,14 @@ final class APNsConnection: Sendable {
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port).get()
+        let closedAtBound = Flag()
         do {
             // The handshake, bounded: a server that accepts the connection and never finishes
             // TLS is closed at the bound.
-            let closer = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+            let closer = channel.eventLoop.scheduleTask(in: timeout) {
+                closedAtBound.set()
+                channel.close(promise: nil)
+            }
             defer { closer.cancel() }
             let (done, settings, multiplexer) = try await channel.eventLoop.submit {
                 let sync = channel.pipeline.syncOperations
@@ -78,6 +83,7 @@ final class APNsConnection: Sendable {
             return APNsConnection(channel: channel, multiplexer: multiplexer, goingAway: goingAway)
         } catch {
             try? await channel.close()
+            if closedAtBound.isSet { throw APNsTransportError.connectTimeout(bound) }
             throw error
         }
     }

@@ -22,6 +22,8 @@ public enum APNsTransportError: Error, CustomStringConvertible {
     case malformedAnswer
     /// The server reset the stream (RST_STREAM, with its error code).
     case streamReset(Int)
+    /// A new connection was not up (TCP, TLS, HTTP/2 settings) within the connect timeout.
+    case connectTimeout(Duration)
 
     public var description: String {
         switch self {
@@ -31,6 +33,7 @@ public enum APNsTransportError: Error, CustomStringConvertible {
         case .certificateName(let host): "the server's certificate does not name \(host)"
         case .malformedAnswer: "the APNs server answered without a status"
         case .streamReset(let code): "the APNs server reset the stream (HTTP/2 error \(code))"
+        case .connectTimeout(let bound): "no connection to the APNs server within \(bound) (connect, TLS, HTTP/2)"
         }
     }
 }

@@ -20,6 +20,7 @@ import Synchronization
 /// - A connection that received GOAWAY, or closed, takes no new request.
 public final class HTTP2APNsTransport: APNsTransport {
     private let sslContext: NIOSSLContext
+    private let connectTimeout: Duration
     private let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
 
     private struct State {
@@ -30,8 +31,11 @@ public final class HTTP2APNsTransport: APNsTransport {
 
     /// - Parameter caFile: the roots to trust instead of the production one (PEM): a test
     ///   server's certificate.
-    public init(caFile: String? = nil) throws {
+    ///   - connectTimeout: the most a new connection's TCP connect, TLS handshake and first
+    ///     SETTINGS take together (within the request's deadline too).
+    public init(caFile: String? = nil, connectTimeout: Duration = .seconds(5)) throws {
         sslContext = try APNsTrust.context(caFile: caFile)
+        self.connectTimeout = connectTimeout
     }
 
     public func send(_ request: APNsRequest, to baseURL: URL, deadline: Duration) async throws -> APNsResponse {
@@ -102,8 +106,9 @@ public final class HTTP2APNsTransport: APNsTransport {
                 guard !state.isShutDown else { throw ChannelError.ioOnClosedChannel }
                 if let task = state.connections[endpoint] { return task }
                 let remaining = end - ContinuousClock.now
-                let task = Task { [sslContext, group] in
-                    try await APNsConnection.open(endpoint, sslContext: sslContext, group: group, within: remaining)
+                let task = Task { [sslContext, group, connectTimeout] in
+                    try await APNsConnection.open(
+                        endpoint, sslContext: sslContext, group: group, within: min(remaining, connectTimeout))
                 }
                 state.connections[endpoint] = task
                 return task

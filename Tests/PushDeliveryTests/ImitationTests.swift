@@ -2,6 +2,7 @@ import APNsImitation
 import Crypto
 import Foundation
 import PushDelivery
+import TestStack
 import Testing
 
 /// The APNs imitation checks what APNs checks: the tests above rely on it.
@@ -18,7 +19,10 @@ import Testing
             keyID: Self.keyID, teamID: Self.teamID, bundleID: "com.x", publicKey: key.publicKey)
         if let certificateNames { options.certificateNames = certificateNames }
         let imitation = try await APNsImitation.start(options: options, directory: directory)
-        return (imitation, try HTTP2APNsTransport(caFile: imitation.certificateFile), directory)
+        return (
+            imitation, try HTTP2APNsTransport(caFile: imitation.certificateFile, connectTimeout: Waiting.ceiling),
+            directory
+        )
     }
 
     func request(
@@ -88,7 +92,7 @@ import Testing
 
         // A transport without the test CA trusts only the production root: the imitation's
         // certificate is refused, and again nothing is sent.
-        let production = try HTTP2APNsTransport()
+        let production = try HTTP2APNsTransport(connectTimeout: Waiting.ceiling)
         await #expect(throws: (any Error).self) {
             _ = try await production.send(valid, to: imitation.baseURL, deadline: .seconds(30))
         }
@@ -96,6 +100,33 @@ import Testing
         try await production.shutdown()
         try await imitation.shutdown()
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    @Test func aServerThatNeverFinishesTLSIsGivenUpAtTheConnectTimeout() async throws {
+        // A listening socket that never answers: TCP connects (the kernel's backlog), TLS never
+        // completes. Without the bound only the request's deadline (far longer) would end it.
+        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(silent) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, length) }
+        }
+        #expect(listen(silent, 16) == 0)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(silent, $0, &length) }
+        }
+        let base = try #require(URL(string: "https://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"))
+        let transport = try HTTP2APNsTransport(connectTimeout: .seconds(1))
+        await #expect {
+            _ = try await transport.send(try request(provider: "x"), to: base, deadline: Waiting.ceiling)
+        } throws: { error in
+            guard case .connectTimeout(let bound) = error as? APNsTransportError else { return false }
+            return bound == .seconds(1)
+        }
+        try await transport.shutdown()
     }
 
     @Test func itRefusesWhatAPNsRefuses() async throws {

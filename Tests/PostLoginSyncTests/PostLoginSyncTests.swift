@@ -5,6 +5,7 @@ import SecretCrypto
 import SyncModel
 import SyncTestSupport
 import Synchronization
+import TestStack
 import Testing
 
 @testable import LocalStore
@@ -330,9 +331,13 @@ struct PostLoginSyncTests {
         let phone = try await world.device("phone", role: .mobile)
         _ = try await phone.engine.pull()
         let desktop = try await world.desktop(sessions: 30)
-        let second = SyncEngine(
-            local: desktop.store, remote: try world.remote(for: desktop), options: desktop.engine.options)
-        async let a = desktop.engine.push()
+        // The one that waits for the lease waits as long as the other takes: the ceiling only
+        // catches a hang (the default 30 s ran out once with two suites on two cores).
+        var patient = desktop.engine.options
+        patient.leaseTimeout = Waiting.ceiling
+        let first = SyncEngine(local: desktop.store, remote: try world.remote(for: desktop), options: patient)
+        let second = SyncEngine(local: desktop.store, remote: try world.remote(for: desktop), options: patient)
+        async let a = first.push()
         async let b = second.push()
         let reports = try await [a, b]
         #expect(reports.map(\.envelopesSealed).reduce(0, +) == 60, "the second push found everything done")

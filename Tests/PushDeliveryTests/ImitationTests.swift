@@ -46,7 +46,7 @@ import Testing
         let refused = try request(provider: forged)
         try await withThrowingTaskGroup(of: APNsResponse.self) { group in
             for _ in 0..<20 {
-                group.addTask { try await transport.send(refused, to: imitation.baseURL, deadline: .seconds(30)) }
+                group.addTask { try await transport.send(refused, to: imitation.baseURL, deadline: Waiting.ceiling) }
             }
             for try await response in group {
                 #expect(response == APNsResponse(status: 403, reason: "InvalidProviderToken"))
@@ -58,11 +58,11 @@ import Testing
             provider: await ProviderTokens(
                 key: ProviderKey(key: key), keyID: Self.keyID, teamID: Self.teamID, refresh: .seconds(2400)
             ).token().value)
-        _ = try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(30))
+        _ = try await transport.send(valid, to: imitation.baseURL, deadline: Waiting.ceiling)
         imitation.clearLog()
         try await withThrowingTaskGroup(of: APNsResponse.self) { group in
             for _ in 0..<50 {
-                group.addTask { try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(30)) }
+                group.addTask { try await transport.send(valid, to: imitation.baseURL, deadline: Waiting.ceiling) }
             }
             for try await response in group { #expect(response.status == 200) }
         }
@@ -82,19 +82,19 @@ import Testing
             ).token().value)
         let byName = try #require(URL(string: "https://localhost:\(imitation.port)"))
         await #expect(throws: APNsTransportError.self) {
-            _ = try await transport.send(valid, to: byName, deadline: .seconds(30))
+            _ = try await transport.send(valid, to: byName, deadline: Waiting.ceiling)
         }
         // Nothing was sent: the provider token never left.
         #expect(imitation.requests.isEmpty)
         // The same certificate proves its own address.
-        #expect(try await transport.send(valid, to: imitation.baseURL, deadline: .seconds(30)).status == 200)
+        #expect(try await transport.send(valid, to: imitation.baseURL, deadline: Waiting.ceiling).status == 200)
         try await transport.shutdown()
 
         // A transport without the test CA trusts only the production root: the imitation's
         // certificate is refused, and again nothing is sent.
         let production = try HTTP2APNsTransport(connectTimeout: Waiting.ceiling)
         await #expect(throws: (any Error).self) {
-            _ = try await production.send(valid, to: imitation.baseURL, deadline: .seconds(30))
+            _ = try await production.send(valid, to: imitation.baseURL, deadline: Waiting.ceiling)
         }
         #expect(imitation.requests.count == 1)
         try await production.shutdown()

@@ -180,7 +180,13 @@ struct FaultInjectionTests {
     @Test("the same rounds catch an engine that writes its ledger before the remote accepts")
     func brokenEngineIsCaught() async throws {
         guard !StackEnvironment.skipped else { return }
-        let outcome = try await scenario(seed: 0x5EED_2026, rounds: 40, broken: true)
-        #expect(outcome.ledgerAhead > 0, "the broken engine went unnoticed")
+        // Whether a fault lands between the broken engine's ledger write and the remote's answer
+        // depends on the schedule: on a loaded machine the first 40 rounds once missed it. Up to
+        // three seeds, stopping at the first catch (an idle run stops at the first).
+        var ahead = 0
+        for attempt in 0..<3 where ahead == 0 {
+            ahead = try await scenario(seed: 0x5EED_2026 &+ UInt64(attempt), rounds: 40, broken: true).ledgerAhead
+        }
+        #expect(ahead > 0, "the broken engine went unnoticed in three seeds of 40 rounds")
     }
 }

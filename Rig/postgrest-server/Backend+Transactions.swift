@@ -22,7 +22,7 @@ extension Backend {
                 return try await runOnce(role: role, claims: claims, statements)
             } catch let error as UnusableConnection {
                 guard attempt < 3 else { throw Self.translate(error.underlying, role: role) }
-                logger.warning("no usable connection (attempt \(attempt)): \(String(reflecting: error.underlying))")
+                logger.warning("no usable connection (attempt \(attempt)): \(error.underlying)")
                 attempt += 1
             }
         }

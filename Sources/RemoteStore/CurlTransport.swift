@@ -262,8 +262,10 @@ final class CurlTransfer: @unchecked Sendable {
             return
         }
         guard result == CURLE_OK else {
+            // libcurl's clock starts after ours and its timers fire to the millisecond, sometimes
+            // a little early by ours: a timeout within 100 ms of the deadline is the deadline.
             let elapsed = ContinuousClock.now - started
-            if result == CURLE_OPERATION_TIMEDOUT, elapsed >= .milliseconds(Self.milliseconds(timeout)) {
+            if result == CURLE_OPERATION_TIMEDOUT, elapsed >= .milliseconds(Self.milliseconds(timeout) - 100) {
                 finish(.failure(RemoteStoreError(.network, "no complete response within \(Int(timeout)) s")))
             } else if result == CURLE_OPERATION_TIMEDOUT {
                 finish(.failure(RemoteStoreError(.network, "no byte for \(Int(idleTimeout.rounded(.up))) s")))

@@ -105,20 +105,9 @@ import Testing
     @Test func aServerThatNeverFinishesTLSIsGivenUpAtTheConnectTimeout() async throws {
         // A listening socket that never answers: TCP connects (the kernel's backlog), TLS never
         // completes. Without the bound only the request's deadline (far longer) would end it.
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(silent) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, length) }
-        }
-        #expect(listen(silent, 16) == 0)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(silent, $0, &length) }
-        }
-        let base = try #require(URL(string: "https://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"))
+        let silent = try SilentListener()
+        defer { withExtendedLifetime(silent) {} }
+        let base = try #require(URL(string: "https://127.0.0.1:\(silent.port)"))
         let transport = try HTTP2APNsTransport(connectTimeout: .seconds(1))
         await #expect {
             _ = try await transport.send(try request(provider: "x"), to: base, deadline: Waiting.ceiling)

@@ -198,21 +198,9 @@ extension PushStackTests {
         func unreachableDatabaseExitsOne() async throws {
             let world = try await PushWorld()
             // A listening socket that never answers: the PostgreSQL client waits on it for ever.
-            let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(silent) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(silent, $0, length) }
-            }
-            #expect(listen(silent, 16) == 0)
-            _ = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(silent, $0, &length) }
-            }
-            let port = Int(UInt16(bigEndian: address.sin_port))
+            let silent = try SilentListener()
+            defer { withExtendedLifetime(silent) {} }
+            let port = silent.port
             let environment = world.environment([
                 "DATABASE_URL": "postgres://push_sender:pw@127.0.0.1:\(port)/postgres?sslmode=disable",
                 "PUSH_DB_CONNECT_SECONDS": "1",

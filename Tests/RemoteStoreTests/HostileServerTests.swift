@@ -285,8 +285,9 @@ struct HostileServerTests {
             }
         }
         defer { server.stop() }
-        // The idle timeout (10 s) never fires: a byte arrives every 0.2 s, and a loaded machine
-        // does not stall the server's thread for ten. Only the deadline (2 s) ends it.
+        // A byte arrives every 0.2 s: only the deadline (2 s) ends it. The idle bound is the
+        // shorter of the two (2 s here too), so a stall of the server's thread on a loaded machine
+        // ends it at the deadline as well, and says so.
         let store = Self.client(server, transport, connectTimeout: 10) {
             $0.maxAttempts = 1
             $0.requestTimeout = 2

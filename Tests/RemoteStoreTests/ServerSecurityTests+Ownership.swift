@@ -88,31 +88,29 @@ extension ServerSecurityTests {
             "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB=",
         ])
     func publicKeyCheck(key: String) async throws {
-        let stack = try StackEnvironment.require()
+        let r = try await Self.postDevice(publicKey: key, user: UUID())
+        #expect(r.status == 400 && r.body.contains("23514"), "\(key): \(r.status)")
+    }
+
+    @Test("a 100 KB public key is refused, and a real key is accepted")
+    func publicKeySizes() async throws {
         let user = UUID()
+        for (key, status) in [
+            (String(repeating: "A", count: 100_000), 400), (X25519PrivateKey().publicKey.base64, 201),
+        ] {
+            #expect(try await Self.postDevice(publicKey: key, user: user).status == status)
+        }
+    }
+
+    /// A new device row of `user`'s with `key` as its public key, posted as that (registered) device.
+    static func postDevice(publicKey key: String, user: UUID) async throws -> (status: Int, body: String) {
+        let stack = try StackEnvironment.require()
         let device = UUID()
         let credential = try await stack.registeredCredential(for: device, user: user)
         let row =
             #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","public_key":"\#(key)"}]"#
         let r = try await stack.request(
             "POST", "/rest/v1/devices", token: stack.token(for: user), body: row, credential: credential)
-        #expect(r.status == 400 && r.body.contains("23514"), "\(key): \(r.status)")
-    }
-
-    @Test("a 100 KB public key is refused, and a real key is accepted")
-    func publicKeySizes() async throws {
-        let stack = try StackEnvironment.require()
-        let user = UUID()
-        for (key, status) in [
-            (String(repeating: "A", count: 100_000), 400), (X25519PrivateKey().publicKey.base64, 201),
-        ] {
-            let device = UUID()
-            let credential = try await stack.registeredCredential(for: device, user: user)
-            let row =
-                #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"x","device_type":"ios-phone","public_key":"\#(key)"}]"#
-            let r = try await stack.request(
-                "POST", "/rest/v1/devices", token: stack.token(for: user), body: row, credential: credential)
-            #expect(r.status == status)
-        }
+        return (r.status, r.body)
     }
 }

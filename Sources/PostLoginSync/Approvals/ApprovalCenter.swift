@@ -252,6 +252,7 @@ public struct ApprovalCenter: Sendable {
         let approvals = try approvals()
         var refused = Set<String>()
         var mayReopen = true
+        var unanswered = false
         while true {
             try Task.checkCancellation()
             do {
@@ -274,10 +275,15 @@ public struct ApprovalCenter: Sendable {
                         }
                     }
                 }
+                unanswered = false
             } catch let error as RemoteStoreError where error.isTransient {
                 // One poll the remote did not answer (its retries spent) does not end a question
-                // that stands for minutes: nothing was accepted, the next poll asks again.
-                logger?.warning("approval \(sent.requestID.canonical): the remote did not answer a poll: \(error)")
+                // that stands for minutes: nothing was accepted, the next poll asks again. Said
+                // once per outage, not once per poll.
+                if !unanswered {
+                    logger?.warning("approval \(sent.requestID.canonical): the remote did not answer a poll: \(error)")
+                }
+                unanswered = true
             }
             if UInt64(Date().timeIntervalSince1970) >= sent.expiresAt + 30 { return .expired }
             await watcher?.poll()

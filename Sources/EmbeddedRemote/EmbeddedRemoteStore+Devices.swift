@@ -1,0 +1,110 @@
+import EnvelopeDigest
+import Foundation
+import GRDB
+import RemoteStore
+import SyncModel
+import Synchronization
+
+// The device rows: a device writes its own, and lists the user's.
+extension EmbeddedRemoteStore {
+    public func upsertOwnDevice(_ device: OwnDeviceRow) async throws {
+        try checkOwner(device.userID)
+        let me = self.me
+        try await write("upserting device") { db in
+            try self.checkExisting(db, table: "devices", id: device.id.canonical)
+            try self.checkOwnRow(db, device: device.id.canonical)
+            let now = Self.now
+            try db.execute(
+                sql: """
+                    INSERT INTO devices (id, user_id, name, device_type, hostname, public_key, is_active, last_seen_at, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, name = excluded.name, device_type = excluded.device_type,
+                        hostname = excluded.hostname, public_key = excluded.public_key, is_active = excluded.is_active,
+                        last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at
+                    """,
+                arguments: [
+                    device.id.canonical, me, device.name, device.deviceType.rawValue, device.hostname, device.publicKey,
+                    device.isActive, Timestamp.format(device.lastSeenAt), now, now,
+                ])
+            if let versions = device.envelopeVersions {
+                // Set this device's key, keep every other key (json_patch merges objects).
+                try db.execute(
+                    sql: "UPDATE devices SET capabilities = json_patch(coalesce(capabilities, '{}'), ?) WHERE id = ?",
+                    arguments: [EnvelopeCapability.merged(nil, versions: versions), device.id.canonical])
+            }
+            if let apns = device.apns {
+                try db.execute(
+                    sql: """
+                        UPDATE devices SET apns_token = ?, apns_environment = ?, push_enabled = ?, apns_token_updated_at = ? WHERE id = ?
+                        """,
+                    arguments: [
+                        apns.token, apns.environment.deviceColumnValue, apns.pushEnabled,
+                        Timestamp.format(apns.updatedAt), device.id.canonical,
+                    ])
+            }
+        }
+    }
+
+    public func listDevices() async throws -> [RemoteDevice] {
+        let me = self.me
+        return try await read("listing devices") { db in
+            guard try self.credentialDevice(db) != nil else { return [] }
+            return try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [me]).map
+            {
+                row in
+                try RemoteDevice(json: Self.json(row))
+            }
+        }
+    }
+
+    /// Replaces a device's `capabilities` (JSON object text), as another client of the device
+    /// would; for tests and demos.
+    package func setCapabilities(deviceID: UUID, json: String) async throws {
+        let me = self.me
+        try await write("setting capabilities") { db in
+            try db.execute(
+                sql: "UPDATE devices SET capabilities = json(?) WHERE id = ? AND user_id = ?",
+                arguments: [json, deviceID.canonical, me])
+        }
+    }
+
+    /// A device's `capabilities`, JSON text.
+    package func capabilities(deviceID: UUID) async throws -> String? {
+        let me = self.me
+        return try await read("reading capabilities") { db in
+            try String.fetchOne(
+                db, sql: "SELECT capabilities FROM devices WHERE id = ? AND user_id = ?",
+                arguments: [deviceID.canonical, me])
+        }
+    }
+
+    /// Sets trust fields, as the trust flow would (the sync engine never does); for tests and demos.
+    package func setTrust(
+        deviceID: UUID, isTrusted: Bool? = nil, role: DeviceTrustRole? = nil, isActive: Bool? = nil,
+        publicKey: String?? = nil
+    ) async throws {
+        let me = self.me
+        try await write("setting trust") { db in
+            if let isTrusted {
+                try db.execute(
+                    sql: "UPDATE devices SET is_trusted = ? WHERE id = ? AND user_id = ?",
+                    arguments: [isTrusted, deviceID.canonical, me])
+            }
+            if let role {
+                try db.execute(
+                    sql: "UPDATE devices SET device_role = ? WHERE id = ? AND user_id = ?",
+                    arguments: [role.rawValue, deviceID.canonical, me])
+            }
+            if let isActive {
+                try db.execute(
+                    sql: "UPDATE devices SET is_active = ? WHERE id = ? AND user_id = ?",
+                    arguments: [isActive, deviceID.canonical, me])
+            }
+            if let publicKey {
+                try db.execute(
+                    sql: "UPDATE devices SET public_key = ? WHERE id = ? AND user_id = ?",
+                    arguments: [publicKey, deviceID.canonical, me])
+            }
+        }
+    }
+}

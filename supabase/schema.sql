@@ -847,6 +847,29 @@ $$;
 ALTER FUNCTION private.deep_link_scheme() OWNER TO postgres;
 
 --
+-- Name: device_credentials_room(); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.device_credentials_room() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+BEGIN
+    IF NEW.ended_at IS NOT NULL THEN RETURN NEW; END IF;
+    -- One new device per user at a time, so that two cannot both take the last place.
+    PERFORM pg_advisory_xact_lock(hashtextextended('register_device_user:' || NEW.user_id::text, 0));
+    IF (SELECT count(*) FROM private.device_credentials c WHERE c.user_id = NEW.user_id AND c.ended_at IS NULL) >= 100 THEN
+        RAISE EXCEPTION 'this account has 100 devices that are not revoked: revoke one it no longer uses (`sync-cli trust revoke`)'
+            USING ERRCODE = '54000', HINT = 'device-limit';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION private.device_credentials_room() OWNER TO postgres;
+
+--
 -- Name: end_auth_sessions(uuid[]); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2203,11 +2226,11 @@ CREATE FUNCTION private.require_asker(request uuid) RETURNS void
 DECLARE
     c uuid := private.caller_device(true);
 BEGIN
-    IF request IS NOT NULL AND NOT EXISTS (
-            SELECT 1 FROM public.approval_requests a WHERE a.id = request AND a.requester_device_id = c)
-       AND NOT EXISTS (SELECT 1 FROM public.agent_questions q WHERE q.id = request AND q.requester_device_id = c)
-       AND (EXISTS (SELECT 1 FROM public.approval_requests a WHERE a.id = request)
-            OR EXISTS (SELECT 1 FROM public.agent_questions q WHERE q.id = request)) THEN
+    IF request IS NOT NULL
+       AND (EXISTS (SELECT 1 FROM public.approval_requests a
+                    WHERE a.id = request AND a.user_id = auth.uid() AND a.requester_device_id IS DISTINCT FROM c)
+            OR EXISTS (SELECT 1 FROM public.agent_questions q
+                       WHERE q.id = request AND q.user_id = auth.uid() AND q.requester_device_id IS DISTINCT FROM c)) THEN
         RAISE EXCEPTION 'only the desktop that asked may make this call' USING ERRCODE = '42501';
     END IF;
 END
@@ -2549,7 +2572,7 @@ BEGIN
     IF caller IS NULL THEN RAISE EXCEPTION 'sync_changes needs a signed-in user' USING ERRCODE = '42501'; END IF;
     RETURN jsonb_build_object(
         'server_time', now(),
-        'devices', coalesce((SELECT jsonb_agg(to_jsonb(d) ORDER BY d.updated_at, d.id) FROM public.devices d
+        'devices', coalesce((SELECT jsonb_agg(to_jsonb(d) - 'apns_token' ORDER BY d.updated_at, d.id) FROM public.devices d
                              WHERE d.user_id = caller AND (v_since IS NULL OR d.updated_at > v_since)), '[]'::jsonb),
         'secret_requests', coalesce((SELECT jsonb_agg(to_jsonb(r) ORDER BY r.created_at, r.id) FROM public.session_secret_requests r
                                      WHERE r.user_id = caller AND r.fulfilled_at IS NULL), '[]'::jsonb),
@@ -2624,7 +2647,7 @@ BEGIN
         'repository_ids', private.pull_digest_of('repositories', caller),
         'session_ids', private.pull_digest_of('sessions', caller),
         'envelope_rows', private.pull_digest_of('envelopes', v_device),
-        'devices', coalesce((SELECT jsonb_agg(to_jsonb(d) ORDER BY d.updated_at, d.id) FROM public.devices d
+        'devices', coalesce((SELECT jsonb_agg(to_jsonb(d) - 'apns_token' ORDER BY d.updated_at, d.id) FROM public.devices d
                              WHERE d.user_id = caller AND (v_since IS NULL OR d.updated_at > v_since)), '[]'::jsonb),
         'statements', (SELECT md5(coalesce((SELECT k.public_key FROM public.user_identity_keys k WHERE k.user_id = caller), '') || '|' ||
                                   coalesce(string_agg(s.kind || ':' || s.device_id::text || ':' || s.signature, ',' ORDER BY s.kind, s.device_id), ''))
@@ -4993,6 +5016,13 @@ CREATE INDEX session_secret_requests_user_open ON public.session_secret_requests
 
 
 --
+-- Name: device_credentials device_credentials_room; Type: TRIGGER; Schema: private; Owner: postgres
+--
+
+CREATE TRIGGER device_credentials_room BEFORE INSERT ON private.device_credentials FOR EACH ROW EXECUTE FUNCTION private.device_credentials_room();
+
+
+--
 -- Name: trust_log_devices trust_log_devices_revoked; Type: TRIGGER; Schema: private; Owner: postgres
 --
 
@@ -5591,10 +5621,24 @@ CREATE POLICY notification_settings_write ON public.notification_settings TO aut
 ALTER TABLE public.pairing_requests ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: pairing_requests pairing_requests_owner; Type: POLICY; Schema: public; Owner: postgres
+-- Name: pairing_requests pairing_requests_delete; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY pairing_requests_owner ON public.pairing_requests TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (device_id = ( SELECT private.credential_device() AS credential_device))));
+CREATE POLICY pairing_requests_delete ON public.pairing_requests FOR DELETE TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND ((device_id = ( SELECT private.credential_device() AS credential_device)) OR (( SELECT private.calling_device() AS calling_device) IS NOT NULL))));
+
+
+--
+-- Name: pairing_requests pairing_requests_insert; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY pairing_requests_insert ON public.pairing_requests FOR INSERT TO authenticated WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND (device_id = ( SELECT private.credential_device() AS credential_device))));
+
+
+--
+-- Name: pairing_requests pairing_requests_read; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY pairing_requests_read ON public.pairing_requests FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND ((device_id = ( SELECT private.credential_device() AS credential_device)) OR (( SELECT private.calling_device() AS calling_device) IS NOT NULL))));
 
 
 --
@@ -5677,12 +5721,37 @@ CREATE POLICY session_active_clients_read ON public.session_active_clients FOR S
 ALTER TABLE public.session_secret_requests ENABLE ROW LEVEL SECURITY;
 
 --
--- Name: session_secret_requests session_secret_requests_owner; Type: POLICY; Schema: public; Owner: postgres
+-- Name: session_secret_requests session_secret_requests_delete; Type: POLICY; Schema: public; Owner: postgres
 --
 
-CREATE POLICY session_secret_requests_owner ON public.session_secret_requests TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL))) WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND private.not_anothers_session(session_id) AND ((requester_device_id = ( SELECT private.credential_device() AS credential_device)) OR (EXISTS ( SELECT 1
+CREATE POLICY session_secret_requests_delete ON public.session_secret_requests FOR DELETE TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND ((requester_device_id = ( SELECT private.credential_device() AS credential_device)) OR (EXISTS ( SELECT 1
+   FROM public.agent_coding_sessions s
+  WHERE ((s.id = session_secret_requests.session_id) AND (s.device_id = ( SELECT private.calling_device() AS calling_device))))))));
+
+
+--
+-- Name: session_secret_requests session_secret_requests_insert; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY session_secret_requests_insert ON public.session_secret_requests FOR INSERT TO authenticated WITH CHECK (((user_id = ( SELECT auth.uid() AS uid)) AND private.not_anothers_session(session_id) AND ((requester_device_id = ( SELECT private.credential_device() AS credential_device)) OR (EXISTS ( SELECT 1
    FROM public.agent_coding_sessions s
   WHERE ((s.id = session_secret_requests.session_id) AND (s.device_id = ( SELECT private.credential_device() AS credential_device))))))));
+
+
+--
+-- Name: session_secret_requests session_secret_requests_read; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY session_secret_requests_read ON public.session_secret_requests FOR SELECT TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (( SELECT private.credential_device() AS credential_device) IS NOT NULL)));
+
+
+--
+-- Name: session_secret_requests session_secret_requests_settle; Type: POLICY; Schema: public; Owner: postgres
+--
+
+CREATE POLICY session_secret_requests_settle ON public.session_secret_requests FOR UPDATE TO authenticated USING (((user_id = ( SELECT auth.uid() AS uid)) AND (EXISTS ( SELECT 1
+   FROM public.agent_coding_sessions s
+  WHERE ((s.id = session_secret_requests.session_id) AND (s.device_id = ( SELECT private.calling_device() AS calling_device))))))) WITH CHECK ((user_id = ( SELECT auth.uid() AS uid)));
 
 
 --
@@ -5877,6 +5946,13 @@ REVOKE ALL ON FUNCTION private.deep_link_scheme() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION device_credentials_room(); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.device_credentials_room() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION end_auth_sessions(ids uuid[]); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -5943,8 +6019,8 @@ REVOKE ALL ON FUNCTION private.live_activity_open(token text) FROM PUBLIC;
 -- Name: TABLE agent_coding_sessions; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_coding_sessions TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_coding_sessions TO service_role;
+GRANT ALL ON TABLE public.agent_coding_sessions TO authenticated;
+GRANT ALL ON TABLE public.agent_coding_sessions TO service_role;
 
 
 --
@@ -5999,8 +6075,8 @@ GRANT ALL ON FUNCTION private.not_anothers_session(session uuid) TO service_role
 -- Name: TABLE notification_settings; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.notification_settings TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.notification_settings TO service_role;
+GRANT ALL ON TABLE public.notification_settings TO authenticated;
+GRANT ALL ON TABLE public.notification_settings TO service_role;
 
 
 --
@@ -6373,6 +6449,7 @@ REVOKE ALL ON FUNCTION private.uuid_arg(value text, name text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.alert_deliveries(alert_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.alert_deliveries(alert_id text) TO authenticated;
+GRANT ALL ON FUNCTION public.alert_deliveries(alert_id text) TO service_role;
 
 
 --
@@ -6381,6 +6458,7 @@ GRANT ALL ON FUNCTION public.alert_deliveries(alert_id text) TO authenticated;
 
 REVOKE ALL ON FUNCTION public.answer_approval(request_id text, device_id text, verdict text, decision_body text, decision_signature text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.answer_approval(request_id text, device_id text, verdict text, decision_body text, decision_signature text) TO authenticated;
+GRANT ALL ON FUNCTION public.answer_approval(request_id text, device_id text, verdict text, decision_body text, decision_signature text) TO service_role;
 
 
 --
@@ -6389,6 +6467,7 @@ GRANT ALL ON FUNCTION public.answer_approval(request_id text, device_id text, ve
 
 REVOKE ALL ON FUNCTION public.answer_question(question_id text, device_id text, answer text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.answer_question(question_id text, device_id text, answer text) TO authenticated;
+GRANT ALL ON FUNCTION public.answer_question(question_id text, device_id text, answer text) TO service_role;
 
 
 --
@@ -6397,6 +6476,7 @@ GRANT ALL ON FUNCTION public.answer_question(question_id text, device_id text, a
 
 REVOKE ALL ON FUNCTION public.append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[]) TO authenticated;
+GRANT ALL ON FUNCTION public.append_trust_entries(epoch integer, first_seq bigint, entries text[], backups text[]) TO service_role;
 
 
 --
@@ -6405,6 +6485,7 @@ GRANT ALL ON FUNCTION public.append_trust_entries(epoch integer, first_seq bigin
 
 REVOKE ALL ON FUNCTION public.ask_question(session_id text, question_id text, requester_device_id text, body text, generation integer, expires_at bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.ask_question(session_id text, question_id text, requester_device_id text, body text, generation integer, expires_at bigint) TO authenticated;
+GRANT ALL ON FUNCTION public.ask_question(session_id text, question_id text, requester_device_id text, body text, generation integer, expires_at bigint) TO service_role;
 
 
 --
@@ -6413,6 +6494,7 @@ GRANT ALL ON FUNCTION public.ask_question(session_id text, question_id text, req
 
 REVOKE ALL ON FUNCTION public.cancel_approval(request_id text, control text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.cancel_approval(request_id text, control text) TO authenticated;
+GRANT ALL ON FUNCTION public.cancel_approval(request_id text, control text) TO service_role;
 
 
 --
@@ -6421,6 +6503,7 @@ GRANT ALL ON FUNCTION public.cancel_approval(request_id text, control text) TO a
 
 REVOKE ALL ON FUNCTION public.claim_session_activity(session_id text, device_id text, client_type text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.claim_session_activity(session_id text, device_id text, client_type text) TO authenticated;
+GRANT ALL ON FUNCTION public.claim_session_activity(session_id text, device_id text, client_type text) TO service_role;
 
 
 --
@@ -6429,6 +6512,7 @@ GRANT ALL ON FUNCTION public.claim_session_activity(session_id text, device_id t
 
 REVOKE ALL ON FUNCTION public.clear_approval(request_id text, exclude_device_token text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.clear_approval(request_id text, exclude_device_token text) TO authenticated;
+GRANT ALL ON FUNCTION public.clear_approval(request_id text, exclude_device_token text) TO service_role;
 
 
 --
@@ -6437,6 +6521,7 @@ GRANT ALL ON FUNCTION public.clear_approval(request_id text, exclude_device_toke
 
 REVOKE ALL ON FUNCTION public.close_question(question_id text, status text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.close_question(question_id text, status text) TO authenticated;
+GRANT ALL ON FUNCTION public.close_question(question_id text, status text) TO service_role;
 
 
 --
@@ -6454,6 +6539,23 @@ GRANT ALL ON FUNCTION public.expire_approvals() TO push_worker;
 
 REVOKE ALL ON FUNCTION public.invalidate_push_token(token text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.invalidate_push_token(token text) TO authenticated;
+GRANT ALL ON FUNCTION public.invalidate_push_token(token text) TO service_role;
+
+
+--
+-- Name: FUNCTION is_valid_x25519_public_key(key text); Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT ALL ON FUNCTION public.is_valid_x25519_public_key(key text) TO authenticated;
+GRANT ALL ON FUNCTION public.is_valid_x25519_public_key(key text) TO service_role;
+
+
+--
+-- Name: FUNCTION merge_device_capabilities(); Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT ALL ON FUNCTION public.merge_device_capabilities() TO authenticated;
+GRANT ALL ON FUNCTION public.merge_device_capabilities() TO service_role;
 
 
 --
@@ -6471,6 +6573,7 @@ GRANT ALL ON FUNCTION public.notification_report(days integer) TO push_worker;
 
 REVOKE ALL ON FUNCTION public.notify_session_event(session_id text, device_id text, kind text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.notify_session_event(session_id text, device_id text, kind text) TO authenticated;
+GRANT ALL ON FUNCTION public.notify_session_event(session_id text, device_id text, kind text) TO service_role;
 
 
 --
@@ -6479,6 +6582,7 @@ GRANT ALL ON FUNCTION public.notify_session_event(session_id text, device_id tex
 
 REVOKE ALL ON FUNCTION public.publish_witness(device_id text, body text, signature text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.publish_witness(device_id text, body text, signature text) TO authenticated;
+GRANT ALL ON FUNCTION public.publish_witness(device_id text, body text, signature text) TO service_role;
 
 
 --
@@ -6487,6 +6591,7 @@ GRANT ALL ON FUNCTION public.publish_witness(device_id text, body text, signatur
 
 REVOKE ALL ON FUNCTION public.push_token_status(device_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.push_token_status(device_id text) TO authenticated;
+GRANT ALL ON FUNCTION public.push_token_status(device_id text) TO service_role;
 
 
 --
@@ -6495,6 +6600,7 @@ GRANT ALL ON FUNCTION public.push_token_status(device_id text) TO authenticated;
 
 REVOKE ALL ON FUNCTION public.register_device(device_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.register_device(device_id text) TO authenticated;
+GRANT ALL ON FUNCTION public.register_device(device_id text) TO service_role;
 
 
 --
@@ -6503,6 +6609,7 @@ GRANT ALL ON FUNCTION public.register_device(device_id text) TO authenticated;
 
 REVOKE ALL ON FUNCTION public.register_push_token(device_id text, token text, token_type text, platform text, environment text, activity_id text, session_id text, previous_token text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.register_push_token(device_id text, token text, token_type text, platform text, environment text, activity_id text, session_id text, previous_token text) TO authenticated;
+GRANT ALL ON FUNCTION public.register_push_token(device_id text, token text, token_type text, platform text, environment text, activity_id text, session_id text, previous_token text) TO service_role;
 
 
 --
@@ -6511,6 +6618,7 @@ GRANT ALL ON FUNCTION public.register_push_token(device_id text, token text, tok
 
 REVOKE ALL ON FUNCTION public.reopen_approval(request_id text, decision_signature text, control text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.reopen_approval(request_id text, decision_signature text, control text) TO authenticated;
+GRANT ALL ON FUNCTION public.reopen_approval(request_id text, decision_signature text, control text) TO service_role;
 
 
 --
@@ -6519,6 +6627,7 @@ GRANT ALL ON FUNCTION public.reopen_approval(request_id text, decision_signature
 
 REVOKE ALL ON FUNCTION public.request_approval(session_id text, request_id text, requester_device_id text, body text, generation integer, expires_at bigint, control_hash text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.request_approval(session_id text, request_id text, requester_device_id text, body text, generation integer, expires_at bigint, control_hash text) TO authenticated;
+GRANT ALL ON FUNCTION public.request_approval(session_id text, request_id text, requester_device_id text, body text, generation integer, expires_at bigint, control_hash text) TO service_role;
 
 
 --
@@ -6527,6 +6636,7 @@ GRANT ALL ON FUNCTION public.request_approval(session_id text, request_id text, 
 
 REVOKE ALL ON FUNCTION public.request_identity_reset(entry text, backup text, accept text, accept_backup text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.request_identity_reset(entry text, backup text, accept text, accept_backup text) TO authenticated;
+GRANT ALL ON FUNCTION public.request_identity_reset(entry text, backup text, accept text, accept_backup text) TO service_role;
 
 
 --
@@ -6535,6 +6645,7 @@ GRANT ALL ON FUNCTION public.request_identity_reset(entry text, backup text, acc
 
 REVOKE ALL ON FUNCTION public.session_secret_digest(owner_device_id text, buckets integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.session_secret_digest(owner_device_id text, buckets integer) TO authenticated;
+GRANT ALL ON FUNCTION public.session_secret_digest(owner_device_id text, buckets integer) TO service_role;
 
 
 --
@@ -6542,6 +6653,7 @@ GRANT ALL ON FUNCTION public.session_secret_digest(owner_device_id text, buckets
 --
 
 REVOKE ALL ON FUNCTION public.session_secret_digest_apply() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.session_secret_digest_apply() TO service_role;
 
 
 --
@@ -6550,6 +6662,7 @@ REVOKE ALL ON FUNCTION public.session_secret_digest_apply() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.session_secret_recipient_digest(device_id text, buckets integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.session_secret_recipient_digest(device_id text, buckets integer) TO authenticated;
+GRANT ALL ON FUNCTION public.session_secret_recipient_digest(device_id text, buckets integer) TO service_role;
 
 
 --
@@ -6558,6 +6671,15 @@ GRANT ALL ON FUNCTION public.session_secret_recipient_digest(device_id text, buc
 
 REVOKE ALL ON FUNCTION public.set_notification_settings(device_id text, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.set_notification_settings(device_id text, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) TO authenticated;
+GRANT ALL ON FUNCTION public.set_notification_settings(device_id text, enable_live_activities boolean, enable_background_notifications boolean, show_notification_details boolean, enable_time_sensitive boolean, alert_approvals boolean, alert_questions boolean, alert_task_complete boolean, alert_task_failed boolean, alert_task_paused boolean, quiet_while_active boolean) TO service_role;
+
+
+--
+-- Name: FUNCTION set_updated_at(); Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT ALL ON FUNCTION public.set_updated_at() TO authenticated;
+GRANT ALL ON FUNCTION public.set_updated_at() TO service_role;
 
 
 --
@@ -6566,6 +6688,7 @@ GRANT ALL ON FUNCTION public.set_notification_settings(device_id text, enable_li
 
 REVOKE ALL ON FUNCTION public.start_trust_log(entries text[], backups text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.start_trust_log(entries text[], backups text[]) TO authenticated;
+GRANT ALL ON FUNCTION public.start_trust_log(entries text[], backups text[]) TO service_role;
 
 
 --
@@ -6574,6 +6697,7 @@ GRANT ALL ON FUNCTION public.start_trust_log(entries text[], backups text[]) TO 
 
 REVOKE ALL ON FUNCTION public.sync_changes(since timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.sync_changes(since timestamp with time zone) TO authenticated;
+GRANT ALL ON FUNCTION public.sync_changes(since timestamp with time zone) TO service_role;
 
 
 --
@@ -6582,6 +6706,7 @@ GRANT ALL ON FUNCTION public.sync_changes(since timestamp with time zone) TO aut
 
 REVOKE ALL ON FUNCTION public.sync_pull_changes(device_id text, since timestamp with time zone, row_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.sync_pull_changes(device_id text, since timestamp with time zone, row_limit integer) TO authenticated;
+GRANT ALL ON FUNCTION public.sync_pull_changes(device_id text, since timestamp with time zone, row_limit integer) TO service_role;
 
 
 --
@@ -6590,6 +6715,7 @@ GRANT ALL ON FUNCTION public.sync_pull_changes(device_id text, since timestamp w
 
 REVOKE ALL ON FUNCTION public.sync_pull_envelopes(device_id text, after text, before text, row_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.sync_pull_envelopes(device_id text, after text, before text, row_limit integer) TO authenticated;
+GRANT ALL ON FUNCTION public.sync_pull_envelopes(device_id text, after text, before text, row_limit integer) TO service_role;
 
 
 --
@@ -6598,126 +6724,183 @@ GRANT ALL ON FUNCTION public.sync_pull_envelopes(device_id text, after text, bef
 
 REVOKE ALL ON FUNCTION public.touch_session_activity(session_id text, device_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.touch_session_activity(session_id text, device_id text) TO authenticated;
+GRANT ALL ON FUNCTION public.touch_session_activity(session_id text, device_id text) TO service_role;
+
+
+--
+-- Name: TABLE agent_coding_session_secret_digests; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT ALL ON TABLE public.agent_coding_session_secret_digests TO service_role;
 
 
 --
 -- Name: TABLE agent_coding_session_secrets; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_coding_session_secrets TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_coding_session_secrets TO service_role;
+GRANT ALL ON TABLE public.agent_coding_session_secrets TO authenticated;
+GRANT ALL ON TABLE public.agent_coding_session_secrets TO service_role;
 
 
 --
 -- Name: SEQUENCE agent_coding_session_secrets_id_seq; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT,USAGE ON SEQUENCE public.agent_coding_session_secrets_id_seq TO authenticated;
-GRANT SELECT,USAGE ON SEQUENCE public.agent_coding_session_secrets_id_seq TO service_role;
+GRANT ALL ON SEQUENCE public.agent_coding_session_secrets_id_seq TO authenticated;
+GRANT ALL ON SEQUENCE public.agent_coding_session_secrets_id_seq TO service_role;
 
 
 --
 -- Name: TABLE agent_question_answers; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT ON TABLE public.agent_question_answers TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_question_answers TO service_role;
+GRANT ALL ON TABLE public.agent_question_answers TO authenticated;
+GRANT ALL ON TABLE public.agent_question_answers TO service_role;
 
 
 --
 -- Name: TABLE agent_questions; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT ON TABLE public.agent_questions TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.agent_questions TO service_role;
+GRANT ALL ON TABLE public.agent_questions TO authenticated;
+GRANT ALL ON TABLE public.agent_questions TO service_role;
 
 
 --
 -- Name: TABLE approval_requests; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT ON TABLE public.approval_requests TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.approval_requests TO service_role;
+GRANT ALL ON TABLE public.approval_requests TO authenticated;
+GRANT ALL ON TABLE public.approval_requests TO service_role;
 
 
 --
 -- Name: TABLE device_certificates; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT ON TABLE public.device_certificates TO authenticated;
-GRANT SELECT ON TABLE public.device_certificates TO service_role;
+GRANT SELECT,REFERENCES,TRIGGER,TRUNCATE ON TABLE public.device_certificates TO authenticated;
+GRANT SELECT,REFERENCES,TRIGGER,TRUNCATE ON TABLE public.device_certificates TO service_role;
 
 
 --
 -- Name: TABLE device_revocations; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT ON TABLE public.device_revocations TO authenticated;
-GRANT SELECT ON TABLE public.device_revocations TO service_role;
+GRANT SELECT,REFERENCES,TRIGGER,TRUNCATE ON TABLE public.device_revocations TO authenticated;
+GRANT SELECT,REFERENCES,TRIGGER,TRUNCATE ON TABLE public.device_revocations TO service_role;
 
 
 --
 -- Name: TABLE devices; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT,DELETE ON TABLE public.devices TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.devices TO service_role;
+GRANT REFERENCES,DELETE,TRIGGER,TRUNCATE ON TABLE public.devices TO authenticated;
+GRANT ALL ON TABLE public.devices TO service_role;
 
 
 --
 -- Name: COLUMN devices.id; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(id),UPDATE(id) ON TABLE public.devices TO authenticated;
+GRANT SELECT(id),INSERT(id),UPDATE(id) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: COLUMN devices.user_id; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(user_id),UPDATE(user_id) ON TABLE public.devices TO authenticated;
+GRANT SELECT(user_id),INSERT(user_id),UPDATE(user_id) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: COLUMN devices.name; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(name),UPDATE(name) ON TABLE public.devices TO authenticated;
+GRANT SELECT(name),INSERT(name),UPDATE(name) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: COLUMN devices.device_type; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(device_type),UPDATE(device_type) ON TABLE public.devices TO authenticated;
+GRANT SELECT(device_type),INSERT(device_type),UPDATE(device_type) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: COLUMN devices.hostname; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(hostname),UPDATE(hostname) ON TABLE public.devices TO authenticated;
+GRANT SELECT(hostname),INSERT(hostname),UPDATE(hostname) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: COLUMN devices.is_active; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(is_active),UPDATE(is_active) ON TABLE public.devices TO authenticated;
+GRANT SELECT(is_active),INSERT(is_active),UPDATE(is_active) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: COLUMN devices.last_seen_at; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(last_seen_at),UPDATE(last_seen_at) ON TABLE public.devices TO authenticated;
+GRANT SELECT(last_seen_at),INSERT(last_seen_at),UPDATE(last_seen_at) ON TABLE public.devices TO authenticated;
+
+
+--
+-- Name: COLUMN devices.created_at; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(created_at) ON TABLE public.devices TO authenticated;
+
+
+--
+-- Name: COLUMN devices.updated_at; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(updated_at) ON TABLE public.devices TO authenticated;
+
+
+--
+-- Name: COLUMN devices.device_role; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(device_role) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: COLUMN devices.public_key; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(public_key),UPDATE(public_key) ON TABLE public.devices TO authenticated;
+GRANT SELECT(public_key),INSERT(public_key),UPDATE(public_key) ON TABLE public.devices TO authenticated;
+
+
+--
+-- Name: COLUMN devices.is_primary_trust_root; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(is_primary_trust_root) ON TABLE public.devices TO authenticated;
+
+
+--
+-- Name: COLUMN devices.verified_at; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(verified_at) ON TABLE public.devices TO authenticated;
+
+
+--
+-- Name: COLUMN devices.is_trusted; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(is_trusted) ON TABLE public.devices TO authenticated;
+
+
+--
+-- Name: COLUMN devices.has_seen_trust_prompt; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(has_seen_trust_prompt) ON TABLE public.devices TO authenticated;
 
 
 --
@@ -6731,52 +6914,52 @@ GRANT INSERT(apns_token),UPDATE(apns_token) ON TABLE public.devices TO authentic
 -- Name: COLUMN devices.apns_environment; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(apns_environment),UPDATE(apns_environment) ON TABLE public.devices TO authenticated;
+GRANT SELECT(apns_environment),INSERT(apns_environment),UPDATE(apns_environment) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: COLUMN devices.push_enabled; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(push_enabled),UPDATE(push_enabled) ON TABLE public.devices TO authenticated;
+GRANT SELECT(push_enabled),INSERT(push_enabled),UPDATE(push_enabled) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: COLUMN devices.apns_token_updated_at; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(apns_token_updated_at),UPDATE(apns_token_updated_at) ON TABLE public.devices TO authenticated;
+GRANT SELECT(apns_token_updated_at),INSERT(apns_token_updated_at),UPDATE(apns_token_updated_at) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: COLUMN devices.capabilities; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT INSERT(capabilities),UPDATE(capabilities) ON TABLE public.devices TO authenticated;
+GRANT SELECT(capabilities),INSERT(capabilities),UPDATE(capabilities) ON TABLE public.devices TO authenticated;
 
 
 --
 -- Name: TABLE identity_key_backups; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT ON TABLE public.identity_key_backups TO authenticated;
-GRANT SELECT ON TABLE public.identity_key_backups TO service_role;
+GRANT SELECT,REFERENCES,TRIGGER,TRUNCATE ON TABLE public.identity_key_backups TO authenticated;
+GRANT SELECT,REFERENCES,TRIGGER,TRUNCATE ON TABLE public.identity_key_backups TO service_role;
 
 
 --
 -- Name: TABLE pairing_requests; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT,INSERT,DELETE ON TABLE public.pairing_requests TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.pairing_requests TO service_role;
+GRANT SELECT,INSERT,REFERENCES,DELETE,TRIGGER,TRUNCATE ON TABLE public.pairing_requests TO authenticated;
+GRANT ALL ON TABLE public.pairing_requests TO service_role;
 
 
 --
 -- Name: TABLE push_outbox; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT ON TABLE public.push_outbox TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.push_outbox TO service_role;
+GRANT ALL ON TABLE public.push_outbox TO authenticated;
+GRANT ALL ON TABLE public.push_outbox TO service_role;
 GRANT SELECT,DELETE ON TABLE public.push_outbox TO push_worker;
 
 
@@ -6844,11 +7027,19 @@ GRANT UPDATE(last_reason) ON TABLE public.push_outbox TO push_worker;
 
 
 --
+-- Name: SEQUENCE push_outbox_id_seq; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT ALL ON SEQUENCE public.push_outbox_id_seq TO authenticated;
+GRANT ALL ON SEQUENCE public.push_outbox_id_seq TO service_role;
+
+
+--
 -- Name: TABLE push_tokens; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT ON TABLE public.push_tokens TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.push_tokens TO service_role;
+GRANT ALL ON TABLE public.push_tokens TO authenticated;
+GRANT ALL ON TABLE public.push_tokens TO service_role;
 
 
 --
@@ -6904,24 +7095,24 @@ GRANT SELECT(updated_at) ON TABLE public.push_tokens TO push_worker;
 -- Name: TABLE repositories; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.repositories TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.repositories TO service_role;
+GRANT ALL ON TABLE public.repositories TO authenticated;
+GRANT ALL ON TABLE public.repositories TO service_role;
 
 
 --
 -- Name: TABLE session_active_clients; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT ON TABLE public.session_active_clients TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.session_active_clients TO service_role;
+GRANT ALL ON TABLE public.session_active_clients TO authenticated;
+GRANT ALL ON TABLE public.session_active_clients TO service_role;
 
 
 --
 -- Name: TABLE session_secret_requests; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT,DELETE ON TABLE public.session_secret_requests TO authenticated;
-GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.session_secret_requests TO service_role;
+GRANT SELECT,REFERENCES,DELETE,TRIGGER,TRUNCATE ON TABLE public.session_secret_requests TO authenticated;
+GRANT ALL ON TABLE public.session_secret_requests TO service_role;
 
 
 --
@@ -6986,8 +7177,32 @@ GRANT SELECT ON TABLE public.trust_log_witnesses TO service_role;
 -- Name: TABLE user_identity_keys; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT SELECT ON TABLE public.user_identity_keys TO authenticated;
-GRANT SELECT ON TABLE public.user_identity_keys TO service_role;
+GRANT SELECT,REFERENCES,TRIGGER,TRUNCATE ON TABLE public.user_identity_keys TO authenticated;
+GRANT SELECT,REFERENCES,TRIGGER,TRUNCATE ON TABLE public.user_identity_keys TO service_role;
+
+
+--
+-- Name: DEFAULT PRIVILEGES FOR SEQUENCES; Type: DEFAULT ACL; Schema: public; Owner: postgres
+--
+
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA public GRANT ALL ON SEQUENCES  TO authenticated;
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA public GRANT ALL ON SEQUENCES  TO service_role;
+
+
+--
+-- Name: DEFAULT PRIVILEGES FOR FUNCTIONS; Type: DEFAULT ACL; Schema: public; Owner: postgres
+--
+
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA public GRANT ALL ON FUNCTIONS  TO authenticated;
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA public GRANT ALL ON FUNCTIONS  TO service_role;
+
+
+--
+-- Name: DEFAULT PRIVILEGES FOR TABLES; Type: DEFAULT ACL; Schema: public; Owner: postgres
+--
+
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA public GRANT ALL ON TABLES  TO authenticated;
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA public GRANT ALL ON TABLES  TO service_role;
 
 
 --

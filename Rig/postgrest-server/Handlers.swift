@@ -281,15 +281,22 @@ extension Backend {
             conflict = try table.primaryKey.map { name throws(APIError) in try SQLBuilder.identifier(name) }.joined(
                 separator: ", ")
         }
+        // Which rows an upsert inserted, counted as PostgREST counts them (a setting the rows'
+        // conditions move: +1 per source row, -1 per row updated instead), so that no system or
+        // other column need be readable: a role may write a table it cannot read every column of.
         var onConflictSQL = ""
+        var counting = ""
         if !conflict.isEmpty, let resolution = preferences.resolution {
             let updates = try columns.map { name throws(APIError) in
                 let quoted = try SQLBuilder.identifier(name)
                 return "\(quoted) = EXCLUDED.\(quoted)"
             }.joined(separator: ", ")
-            onConflictSQL =
-                resolution == "ignore-duplicates" || updates.isEmpty
-                ? " ON CONFLICT (\(conflict)) DO NOTHING" : " ON CONFLICT (\(conflict)) DO UPDATE SET \(updates)"
+            if resolution == "ignore-duplicates" || updates.isEmpty {
+                onConflictSQL = " ON CONFLICT (\(conflict)) DO NOTHING"
+            } else {
+                counting = " WHERE \(Self.countInserted(+1))"
+                onConflictSQL = " ON CONFLICT (\(conflict)) DO UPDATE SET \(updates) WHERE \(Self.countInserted(-1))"
+            }
         }
         // The body goes to PostgreSQL as it came, as PostgREST passes it (re-serialising it was
         // most of this server's time on a first push); a single object becomes a one-row array.
@@ -298,16 +305,28 @@ extension Backend {
         let insertSQL =
             columns.isEmpty
             ? "INSERT INTO \(name) AS _t DEFAULT VALUES"
-            : "INSERT INTO \(name) AS _t (\(list)) SELECT \(list) FROM json_populate_recordset(NULL::\(name), $1::json) _src\(onConflictSQL)"
+            : "INSERT INTO \(name) AS _t (\(list)) SELECT \(list) FROM json_populate_recordset(NULL::\(name), $1::json) _src\(counting)\(onConflictSQL)"
         // The rows' JSON only when the client asked for them (return=representation); the
         // RETURNING stays either way, so the table's SELECT policy applies as it does for PostgREST.
         let representation = preferences.returning == "representation"
+        let inserted =
+            counting.isEmpty
+            ? "(SELECT count(*) FROM _w)"
+            // Read once every row went through: after the aggregate has scanned them all.
+            : "(SELECT coalesce(nullif(current_setting('pgrst.inserted', true), '')::int, 0) FROM (SELECT count(*) FROM _w) _all)"
         let sql = """
-            WITH _w AS (\(insertSQL) RETURNING (_t.xmax = 0) AS _inserted\(representation ? ", to_json(_t) AS _row" : ""))
-            SELECT (SELECT count(*) FROM _w WHERE _inserted)::text, (SELECT count(*) FROM _w)::text,
+            WITH _w AS (\(insertSQL) RETURNING \(representation ? "to_json(_t)" : "NULL::json") AS _row)
+            SELECT \(inserted)::text, (SELECT count(*) FROM _w)::text,
                    \(representation ? "(SELECT coalesce(json_agg(_row), '[]'::json) FROM _w)::text" : "NULL::text")
             """
         return (sql, columns.isEmpty ? [] : [payload])
+    }
+
+    /// PostgREST's `addConfigPgrstInserted`: moves the transaction's `pgrst.inserted` by `step`,
+    /// and is true (as a row condition) whatever it becomes.
+    static func countInserted(_ step: Int) -> String {
+        "set_config('pgrst.inserted', (coalesce(nullif(current_setting('pgrst.inserted', true), '')::int, 0) "
+            + (step > 0 ? "+ 1)::text, true) <> '0'" : "- 1)::text, true) <> '-1'")
     }
 
     // MARK: PATCH
@@ -336,7 +355,7 @@ extension Backend {
         let name = try qualifiedName(table)
         let sql = """
             WITH _w AS (UPDATE \(name) AS _t SET \(sets) FROM json_populate_record(NULL::\(name), \(payload)::json) _src
-                        WHERE \(condition) RETURNING to_json(_t) AS _row)
+                        WHERE \(condition) RETURNING \(Self.returned(preferences)) AS _row)
             SELECT count(*)::text, coalesce(json_agg(_row), '[]'::json)::text FROM _w
             """
         return try await finishWrite(run(role: role, claims: claims, [(sql, builder.binds)]), preferences: preferences)
@@ -351,10 +370,16 @@ extension Backend {
         var builder = SQLBuilder()
         let condition = try whereClause(request, table: table, builder: &builder)
         let sql = """
-            WITH _w AS (DELETE FROM \(try qualifiedName(table)) AS _t WHERE \(condition) RETURNING to_json(_t) AS _row)
+            WITH _w AS (DELETE FROM \(try qualifiedName(table)) AS _t WHERE \(condition) RETURNING \(Self.returned(preferences)) AS _row)
             SELECT count(*)::text, coalesce(json_agg(_row), '[]'::json)::text FROM _w
             """
         return try await finishWrite(run(role: role, claims: claims, [(sql, builder.binds)]), preferences: preferences)
+    }
+
+    /// What a write returns of each row: its JSON for `return=representation`, else nothing a
+    /// role needs SELECT on every column for (PostgREST's `RETURNING 1`).
+    static func returned(_ preferences: Preferences) -> String {
+        preferences.returning == "representation" ? "to_json(_t)" : "NULL::json"
     }
 
     func finishWrite(_ rows: [[String?]], preferences: Preferences) -> Answer {

@@ -46,11 +46,14 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     public func fulfilSecretRequests(ids: Set<UUID>) async throws {
         let me = self.me
         try await write("fulfilling secret requests") { db in
-            guard try self.credentialDevice(db) != nil else { return }
+            // Only the session's own desktop marks its requests served (the policy's USING).
+            guard let caller = try self.callingDevice(db) else { return }
             try db.execute(
-                sql:
-                    "UPDATE session_secret_requests SET fulfilled_at = ? WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))",
-                arguments: [Self.now, me, Self.jsonArray(ids)])
+                sql: """
+                    UPDATE session_secret_requests SET fulfilled_at = ? WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))
+                    AND (? OR session_id IN (SELECT id FROM agent_coding_sessions WHERE device_id = ?))
+                    """,
+                arguments: [Self.now, me, Self.jsonArray(ids), self.isServiceRole, caller])
         }
     }
 

@@ -95,12 +95,15 @@ extension EmbeddedRemoteStore {
                 try Self.register(db, user: me, device: credential.deviceID.canonical, hash: hash)
             }
         } catch let refusal as RemoteStoreError
-            where refusal.hint == "device-revoked" || refusal.hint == "device-credential-taken"
+            where refusal.isDeviceRevoked || refusal.hint == "device-credential-taken"
         {
             return refusal
         } catch {}
         return error
     }
+
+    /// How many devices of a user may hold a live credential (`private.device_credentials_room`).
+    static let maxLiveDevices = 100
 
     static func register(_ db: Database, user: String, device: String, hash: Data) throws {
         let revoked = RemoteStoreError(
@@ -131,6 +134,17 @@ extension EmbeddedRemoteStore {
         guard
             try Bool.fetchOne(db, sql: "SELECT 1 FROM device_credentials WHERE hash = ?", arguments: [hash]) == nil
         else { throw refused("this credential belongs to another device") }
+        // At most `maxLiveDevices` live credentials per user: a login cannot mint devices without end.
+        let live = try Int.fetchOne(
+            db, sql: "SELECT count(*) FROM device_credentials WHERE user_id = ? AND ended_at IS NULL", arguments: [user]
+        )
+        guard (live ?? 0) < maxLiveDevices else {
+            throw RemoteStoreError(
+                .limitExceeded,
+                "this account's limit of devices that are not revoked is reached: revoke one it no longer uses "
+                    + "(`sync-cli trust revoke`), then try again", postgrestCode: .programLimitExceeded,
+                hint: "device-limit")
+        }
         try db.execute(
             sql: "INSERT INTO device_credentials (device_id, user_id, hash, registered_at) VALUES (?, ?, ?, ?)",
             arguments: [device, user, hash, now])
@@ -196,7 +210,8 @@ extension EmbeddedRemoteStore {
     }
 
     /// Refuses unless the calling (certified) device asked `request`, an approval or a question
-    /// that exists (`private.require_asker`).
+    /// of the user's that exists (`private.require_asker`): another user's is left to the call,
+    /// which refuses it as it refuses an unknown id.
     func requireAsker(_ db: Database, _ request: UUID) throws {
         let device = try caller(db, trusted: true).canonical
         var asker: String?
@@ -204,7 +219,8 @@ extension EmbeddedRemoteStore {
             asker =
                 try asker
                 ?? String.fetchOne(
-                    db, sql: "SELECT requester_device_id FROM \(table) WHERE id = ?", arguments: [request.canonical])
+                    db, sql: "SELECT requester_device_id FROM \(table) WHERE id = ? AND user_id = ?",
+                    arguments: [request.canonical, me])
         }
         if let asker, asker != device { throw Self.refused("only the desktop that asked may make this call") }
     }

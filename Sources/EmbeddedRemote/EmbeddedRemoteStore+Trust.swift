@@ -49,9 +49,13 @@ extension EmbeddedRemoteStore: TrustRemote {
     public func listPairingRequests() async throws -> [PairingRequestRow] {
         let me = self.me
         return try await read("listing pairing requests") { db in
-            guard try self.credentialDevice(db) != nil else { return [] }
+            // A device the log certifies (a root settling joiners) reads them all; any other
+            // registered device reads only its own.
+            guard let caller = try self.credentialDevice(db) else { return [] }
+            let all = try self.callingDevice(db) != nil
             return try Row.fetchAll(
-                db, sql: "SELECT * FROM pairing_requests WHERE user_id = ? ORDER BY id", arguments: [me]
+                db, sql: "SELECT * FROM pairing_requests WHERE user_id = ? AND (? OR device_id = ?) ORDER BY id",
+                arguments: [me, all, caller]
             )
             .map { row in
                 PairingRequestRow(
@@ -66,9 +70,12 @@ extension EmbeddedRemoteStore: TrustRemote {
     public func deletePairingRequest(id: UUID) async throws {
         let me = self.me
         try await write("deleting a pairing request") { db in
-            guard try self.credentialDevice(db) != nil else { return }
+            // The policy's USING: a certified device deletes any, another only its own.
+            guard let caller = try self.credentialDevice(db) else { return }
+            let all = try self.callingDevice(db) != nil
             try db.execute(
-                sql: "DELETE FROM pairing_requests WHERE id = ? AND user_id = ?", arguments: [id.canonical, me])
+                sql: "DELETE FROM pairing_requests WHERE id = ? AND user_id = ? AND (? OR device_id = ?)",
+                arguments: [id.canonical, me, all, caller])
         }
     }
 

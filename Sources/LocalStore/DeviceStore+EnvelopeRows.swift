@@ -242,6 +242,21 @@ extension DeviceStore {
         }
     }
 
+    /// Forgets every secret the remote addressed to this device: the envelope rows and the
+    /// received envelopes, as a pull does when the remote no longer addresses a session here (the
+    /// history stays, as it does then). What a device does once the remote says it was revoked.
+    /// Returns how many received envelopes went.
+    @discardableResult
+    public func forgetReceivedEnvelopes() async throws -> Int {
+        try await mapErrors("deleting envelopes") {
+            try await pool.write { db in
+                try db.execute(sql: "DELETE FROM envelope_rows")
+                try db.execute(sql: "DELETE FROM received_envelopes")
+                return db.changesCount
+            }
+        }
+    }
+
     /// The device that owns each of these sessions (those held), by session id.
     public func sessionOwners(of sessions: Set<UUID>) async throws -> [UUID: UUID] {
         try await mapErrors("reading sessions") {

@@ -104,6 +104,10 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
         return status == 429 || (500...599).contains(status)
     }
 
+    /// Whether the remote refused this device because the user's trust log revokes it (the
+    /// registration's `device-revoked` refusal): it will take nothing more from this device.
+    public var isDeviceRevoked: Bool { hint == "device-revoked" }
+
     public var description: String {
         var parts: [String] = []
         if let status { parts.append("HTTP \(status)") }

@@ -92,6 +92,16 @@ struct DeviceCredentialThreatTests {
         }
         task.cancel()
         _ = try? await task.value
+        // Its own sync is refused as revoked, and it forgets what it received: the remote will
+        // address it nothing more.
+        let sessions = Set(try await w.desktop.store.sessions().map(\.id))
+        let received = try await w.phone.store.receivedEnvelopes(sessions: sessions).count
+        #expect(received == sessions.count)
+        let report = try await w.phone.engine.pull()
+        let device = report.phases.first { $0.phase == .device }
+        #expect(device?.status == .failed && device?.deleted == received)
+        #expect(device?.errors.first?.message.contains("this device was revoked") == true)
+        #expect(try await w.phone.store.receivedEnvelopes(sessions: sessions).isEmpty)
     }
 
     @Test(

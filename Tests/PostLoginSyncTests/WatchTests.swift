@@ -217,8 +217,11 @@ struct WatchTests {
         #expect(
             Set(mine.devices.map(\.id)) == [desktop.identity.id, phone.identity.id]
                 && mine.secretRequests.map(\.id) == [row.id])
-        // Fulfilled, a new request may be made.
+        // The asking phone cannot mark its own request served; the session's desktop can, and then
+        // a new request may be made.
         try await remote.fulfilSecretRequests(ids: [row.id])
+        #expect(try await remote.listOpenSecretRequests().map(\.id) == [row.id])
+        try await world.remote(for: desktop).fulfilSecretRequests(ids: [row.id])
         #expect(try await remote.listOpenSecretRequests().isEmpty)
         #expect(
             try await remote.insertSecretRequests([

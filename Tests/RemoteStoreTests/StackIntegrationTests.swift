@@ -214,7 +214,7 @@ struct StackIntegrationTests {
         let access = try #require(session["access_token"] as? String)
         let refresh = try #require(session["refresh_token"] as? String)
         #expect((session["user"] as? [String: Any])?["id"] is String)
-        r = try await stack.request("GET", "/rest/v1/devices", token: access)
+        r = try await stack.request("GET", "/rest/v1/devices?select=id", token: access)
         #expect(r.status == 200 && r.body == "[]")
         r = try await stack.request(
             "POST", "/auth/v1/token?grant_type=refresh_token", body: #"{"refresh_token":"\#(refresh)"}"#)

@@ -87,3 +87,11 @@ GRANT EXECUTE ON FUNCTION auth.uid(), auth.role(), auth.jwt() TO anon, authentic
 REVOKE ALL ON auth.users, auth.refresh_tokens, auth.sessions FROM PUBLIC, anon, authenticated, service_role, authenticator;
 GRANT SELECT, INSERT, UPDATE ON auth.users, auth.refresh_tokens TO supabase_auth_admin;
 GRANT SELECT, INSERT, DELETE ON auth.sessions TO supabase_auth_admin;
+
+-- Supabase's default privileges: every table, sequence and function a migration creates in
+-- public is granted to anon, authenticated and service_role in full. The migrations must narrow
+-- them (a column grant beside a table-level one restricts nothing), so the test cluster grants
+-- them too.
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA public GRANT ALL ON TABLES TO anon, authenticated, service_role;
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA public GRANT ALL ON SEQUENCES TO anon, authenticated, service_role;
+ALTER DEFAULT PRIVILEGES FOR ROLE postgres IN SCHEMA public GRANT ALL ON FUNCTIONS TO anon, authenticated, service_role;

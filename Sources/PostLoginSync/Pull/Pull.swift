@@ -57,7 +57,14 @@ extension SyncEngine {
         let revokedBefore = try await local.knownRevocations().contains { $0.deviceID == identity.id }
         try await recorder.phase(.device) { entry in
             entry.sent = 1
-            try await upsertOwnDevice(identity, user: user, revoked: revokedBefore)
+            do {
+                try await upsertOwnDevice(identity, user: user, revoked: revokedBefore)
+            } catch let error as RemoteStoreError where error.isDeviceRevoked {
+                // The remote takes nothing more from a revoked device, and addresses it nothing:
+                // what it received goes, as the log's revocation would have made it go.
+                entry.deleted = try await local.forgetReceivedEnvelopes()
+                throw error
+            }
             entry.applied = 1
         }
         var pull = PullState(identity: identity, trust: nil)

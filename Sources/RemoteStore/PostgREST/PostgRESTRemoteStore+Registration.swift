@@ -62,7 +62,7 @@ extension PostgRESTRemoteStore {
         do {
             return try await register(credential) ? nil : original
         } catch let refusal as RemoteStoreError
-            where refusal.hint == "device-revoked" || refusal.hint == "device-credential-taken"
+            where refusal.isDeviceRevoked || refusal.hint == "device-credential-taken"
         {
             return refusal
         } catch {
@@ -83,6 +83,10 @@ extension PostgRESTRemoteStore {
                 "another credential is registered for this device's id, so the remote cannot tell this device "
                 + "from whoever registered it: revoke this device from a trusted one (`sync-cli trust revoke`) "
                 + "and pair a new store"
+        case "device-limit"?:
+            refusal.message =
+                "this account's limit of devices that are not revoked is reached: revoke one it no longer uses "
+                + "(`sync-cli trust revoke`), then try again"
         default:
             return error
         }

@@ -173,10 +173,20 @@ public final class PostgRESTRemoteStore: EnvelopeDigestRemote {
 
     public func listDevices() async throws -> [RemoteDevice] {
         // A user has a handful of devices: counting them is free, and the count ends the listing
-        // after one page instead of asking for an empty second one.
-        try await fetchAll(
-            RemoteTable.devices, query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")], order: "id.asc",
-            exactCount: true, atMost: configuration.maxDeviceRows, decode: RemoteDevice.init(json:))
+        // after one page instead of asking for an empty second one. The columns a device may read
+        // of the others (never `apns_token`); `*` where a deployment lacks one of them (it
+        // predates the column grants too).
+        func list(_ columns: String) async throws -> [RemoteDevice] {
+            try await fetchAll(
+                RemoteTable.devices, query: [("select", columns), ("user_id", "eq.\(userID.canonical)")],
+                order: "id.asc", exactCount: true, atMost: configuration.maxDeviceRows, decode: RemoteDevice.init(json:)
+            )
+        }
+        do {
+            return try await list(RemoteDevice.listedColumns)
+        } catch let error as RemoteStoreError where error.postgrestCode == .undefinedColumn {
+            return try await list("*")
+        }
     }
 
     // MARK: - RPC

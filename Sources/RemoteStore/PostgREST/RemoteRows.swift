@@ -128,6 +128,10 @@ extension EnvelopeRecord {
 }
 
 extension RemoteDevice {
+    /// The columns a listing reads: what ``init(json:)`` decodes, and nothing a device may not read.
+    static let listedColumns =
+        "id,user_id,name,device_type,hostname,is_active,device_role,public_key,is_trusted,last_seen_at,capabilities"
+
     package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: RemoteTable.devices)
         self.init(

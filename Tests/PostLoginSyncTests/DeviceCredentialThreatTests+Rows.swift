@@ -1,0 +1,95 @@
+import Foundation
+import PostLoginSync
+import RemoteStore
+import SyncModel
+import SyncTestSupport
+import Testing
+
+/// What the review of the device credentials found still open to a token holder with a device of
+/// its own (`*_device_scoped_rows.sql`), on both remotes.
+extension DeviceCredentialThreatTests {
+    @Test(
+        "9. a token holder's own device neither reads nor deletes a joiner's pairing request, and marks no secret request served",
+        arguments: remotes)
+    func requestsOfOthers(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let joinerID = UUID()
+        let joiner = try w.world.remote(credential: .some(.random(for: joinerID)))
+        let pairing = PairingRequestRow(
+            userID: w.world.user, inviteID: "invite", deviceID: joinerID, x25519PublicKey: "x",
+            ed25519PublicKey: "e", mac: "m")
+        try await joiner.insertPairingRequest(pairing)
+        let attacker = try w.world.remote(credential: .some(.random(for: UUID())))
+        let root = try w.world.remote(for: w.desktop)
+        #expect(
+            try await attacker.listPairingRequests().isEmpty,
+            "another device's request is not the token holder's to read")
+        try? await attacker.deletePairingRequest(id: pairing.id)
+        #expect(try await root.listPairingRequests().map(\.id) == [pairing.id], "the root still sees it")
+        #expect(try await joiner.listPairingRequests().map(\.id) == [pairing.id], "the joiner reads its own")
+
+        let phone = try w.world.remote(for: w.phone)
+        let request = SecretRequestRow(
+            userID: w.world.user, sessionID: try await w.session, requesterDeviceID: w.phone.identity.id)
+        #expect(try await phone.insertSecretRequests([request]).accepted == 1)
+        // Neither a token holder nor the asking phone may mark it served: only the session's desktop.
+        for caller in [attacker, phone] {
+            try? await caller.fulfilSecretRequests(ids: [request.id])
+            #expect(try await root.listOpenSecretRequests().contains { $0.id == request.id })
+        }
+
+        // The rows' own devices can: the root settles the joiner, the desktop serves the phone.
+        try await root.deletePairingRequest(id: pairing.id)
+        #expect(try await root.listPairingRequests().isEmpty)
+        try await root.fulfilSecretRequests(ids: [request.id])
+        #expect(try await !root.listOpenSecretRequests().contains { $0.id == request.id })
+    }
+
+    @Test(
+        "10. a login registers at most 100 devices that are not revoked; revoking one frees its place",
+        arguments: remotes)
+    func deviceLimit(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        var registered = 0
+        var refusal: RemoteStoreError?
+        while refusal == nil && registered < 120 {
+            do {
+                _ = try await w.world.remote(credential: .some(.random(for: UUID()))).listDevices()
+                registered += 1
+            } catch let error as RemoteStoreError {
+                refusal = error
+            }
+        }
+        // The world's desktop, phone and tablet hold three of the hundred places.
+        #expect(registered == 97)
+        #expect(refusal?.code == .limitExceeded && refusal?.hint == "device-limit")
+        #expect(refusal?.message.contains("trust revoke") == true)
+        _ = try await w.root.revoke([w.tablet.identity.id])
+        _ = try await w.world.remote(credential: .some(.random(for: UUID()))).listDevices()
+    }
+
+    @Test(
+        "11. cancelling another user's request says what an unknown id gets: whether it exists is not the caller's to learn",
+        arguments: remotes)
+    func anothersRequest(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let (task, row) = try await w.ask()
+        let stranger = try w.world.remote(as: UUID(), credential: .some(.random(for: UUID())))
+        func refusal(_ id: UUID) async -> String? {
+            do {
+                _ = try await stranger.cancelApproval(requestID: id, control: nil)
+                return nil
+            } catch let error as RemoteStoreError {
+                // The server's own words (the client's description is generic on purpose).
+                return error.serverMessage ?? error.message
+            } catch {
+                return "\(error)"
+            }
+        }
+        let unknown = await refusal(UUID())
+        #expect(unknown != nil)
+        #expect(await refusal(row.id) == unknown)
+        task.cancel()
+        _ = try? await task.value
+    }
+}

@@ -269,9 +269,13 @@ enum SyncBench {
             for index in 1...(all ? 1 : 3) { phones.append(try await store("phone-\(index)", role: .mobile)) }
             try await desktopData(desktop)
             let remote = try await self.remote(for: desktop)
-            for phone in phones {
+            // Each phone's own remote (its credential), made once as an app makes it: it
+            // registers with the phone's first request, here the device row.
+            var phoneRemotes: [any SyncRemote] = []
+            for phone in phones { phoneRemotes.append(try await self.remote(for: phone)) }
+            for (phone, phoneRemote) in zip(phones, phoneRemotes) {
                 let identity = try await phone.requireIdentity()
-                try await self.remote(for: phone).upsertOwnDevice(
+                try await phoneRemote.upsertOwnDevice(
                     OwnDeviceRow(
                         id: identity.id, userID: user, name: identity.name,
                         deviceType: .iosPhone, hostname: nil, publicKey: identity.publicKey.base64,
@@ -293,8 +297,8 @@ enum SyncBench {
                 try await run("push after new device") { try await desktopSync.push() }
             }
             if all {
-                for phone in phones {
-                    try await run("first pull") { try await SyncEngine(local: phone, remote: remote).pull() }
+                for (phone, phoneRemote) in zip(phones, phoneRemotes) {
+                    try await run("first pull") { try await SyncEngine(local: phone, remote: phoneRemote).pull() }
                 }
             } else {
                 // At XL each phone pulls in a process of its own, as a phone app would: its peak
@@ -306,7 +310,9 @@ enum SyncBench {
                 }
             }
             if all {
-                try await run("no-change pull") { try await SyncEngine(local: phones[0], remote: remote).pull() }
+                try await run("no-change pull") {
+                    try await SyncEngine(local: phones[0], remote: phoneRemotes[0]).pull()
+                }
                 // One session started on the desktop and pushed (not measured): what the phone's
                 // next pull reads.
                 let identity = try await desktop.requireIdentity()
@@ -318,7 +324,9 @@ enum SyncBench {
                         userID: user, deviceID: identity.id, repositoryID: repository.id, title: "one more",
                         sessionPID: 1, currentBranch: "main", workingDirectory: repository.localPath))
                 _ = try await desktopSync.push()
-                try await run("incremental pull") { try await SyncEngine(local: phones[0], remote: remote).pull() }
+                try await run("incremental pull") {
+                    try await SyncEngine(local: phones[0], remote: phoneRemotes[0]).pull()
+                }
             }
             return out
         }
@@ -361,6 +369,14 @@ enum SyncBench {
             let start = ContinuousClock.now
             let report = try await body()
             let cpu = CPUTimes.sample().since(cpuBefore)
+            // A figure from a sync that did not succeed measures something else: say why.
+            if report.outcome != .success {
+                let problems = Set(report.errors.map { "\($0.phase.rawValue): \($0.code) \($0.message)" }).sorted()
+                FileHandle.standardError.write(
+                    Data(
+                        "sync-bench: a measured sync ended \(report.outcome.rawValue): \(problems.joined(separator: "; "))\n"
+                            .utf8))
+            }
             return Measure(
                 seconds: seconds(ContinuousClock.now - start), requests: report.requests, bytesSent: report.bytesSent,
                 bytesReceived: report.bytesReceived, sealed: report.envelopesSealed, opened: report.envelopesOpened,

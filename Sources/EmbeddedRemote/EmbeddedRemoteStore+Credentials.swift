@@ -52,9 +52,9 @@ extension EmbeddedRemoteStore {
         }
     }
 
-    /// SHA-256 of this store's credential, what the remote keeps.
-    var credentialHash: Data? {
-        credential.map { credential in credential.withBytes { Data(SHA256.hash($0)) } }
+    /// SHA-256 of a credential, what the remote keeps.
+    static func hash(of credential: DeviceCredential) -> Data {
+        credential.withBytes { Data(SHA256.hash($0)) }
     }
 
     // MARK: - Registration

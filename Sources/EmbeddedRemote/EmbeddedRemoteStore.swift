@@ -32,6 +32,8 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
     /// The device this store acts for (docs/trust.md, "Device credentials"); `nil`: none, and
     /// every device-scoped call is refused.
     let credential: DeviceCredential?
+    /// SHA-256 of ``credential``, what the remote keeps: computed once, not per checked row.
+    let credentialHash: Data?
     /// Whether ``credential`` was registered by this store.
     let registered = Mutex(false)
     /// Acting as the project's service role (``serviceRole(path:userID:)``): no device rules.
@@ -98,6 +100,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         self.signedInAt = signedInAt
         self.deepLinkScheme = deepLinkScheme
         self.credential = credential
+        self.credentialHash = credential.map(Self.hash(of:))
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(busyTimeout)
@@ -187,8 +190,14 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
 
     /// Whether the calling (certified) device runs `session`: who writes its envelopes.
     func isSessionDesktop(_ db: Database, session: String) throws -> Bool {
+        try isSessionDesktop(db, session: session, caller: try callingDevice(db))
+    }
+
+    /// ``isSessionDesktop(_:session:)`` with the calling device already read (once per batch of
+    /// rows, as PostgreSQL evaluates `private.calling_device()` once per statement).
+    func isSessionDesktop(_ db: Database, session: String, caller: String?) throws -> Bool {
         if isServiceRole { return true }
-        guard let caller = try callingDevice(db) else { return false }
+        guard let caller else { return false }
         return try String.fetchOne(
             db.cachedStatement(sql: "SELECT device_id FROM agent_coding_sessions WHERE id = ?"), arguments: [session])
             == caller
@@ -295,7 +304,9 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
     public func upsertEnvelopes(
         _ rows: [EnvelopeRecord], onBatchAccepted: BatchHandler<EnvelopeRecord>?
     ) async throws -> BulkWriteResult {
-        try await bulk(rows, key: { $0.pair.key }, onBatchAccepted: onBatchAccepted) { db, row in
+        try await bulk(
+            rows, key: { $0.pair.key }, onBatchAccepted: onBatchAccepted, prepare: { db in try self.callingDevice(db) }
+        ) { db, caller, row in
             guard
                 let owner = try String.fetchOne(
                     db.cachedStatement(sql: "SELECT user_id FROM agent_coding_sessions WHERE id = ?"),
@@ -306,7 +317,8 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
                     "insert or update on agent_coding_session_secrets violates foreign key constraint",
                     postgrestCode: .foreignKeyViolation)
             }
-            guard owner == self.me, try self.isSessionDesktop(db, session: row.sessionID.canonical) else {
+            guard owner == self.me, try self.isSessionDesktop(db, session: row.sessionID.canonical, caller: caller)
+            else {
                 throw RemoteStoreError(
                     .permissionDenied, "new row violates row-level security policy",
                     postgrestCode: .insufficientPrivilege)
@@ -332,6 +344,18 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         _ rows: [Row], key: (Row) -> String, onBatchAccepted: BatchHandler<Row>?,
         apply: @Sendable @escaping (Database, Row) throws -> Void
     ) async throws -> BulkWriteResult {
+        try await bulk(rows, key: key, onBatchAccepted: onBatchAccepted, prepare: { _ in () }) { db, _, row in
+            try apply(db, row)
+        }
+    }
+
+    /// ``bulk(_:key:onBatchAccepted:apply:)`` with what every row's check needs read once per
+    /// batch's transaction (`prepare`), as a policy's initPlan is evaluated once per statement.
+    func bulk<Row: Sendable, Context>(
+        _ rows: [Row], key: (Row) -> String, onBatchAccepted: BatchHandler<Row>?,
+        prepare: @Sendable @escaping (Database) throws -> Context,
+        apply: @Sendable @escaping (Database, Context, Row) throws -> Void
+    ) async throws -> BulkWriteResult {
         var latest: [String: Int] = [:]
         for (index, row) in rows.enumerated() { latest[key(row)] = index }
         let unique = rows.enumerated().filter { latest[key($0.element)] == $0.offset }.map {
@@ -343,10 +367,11 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
             let outcome: (accepted: [Row], rejected: [RejectedRow]) = try await write("writing rows") { db in
                 var accepted: [Row] = []
                 var rejected: [RejectedRow] = []
+                let context = try prepare(db)
                 for item in batch {
                     do {
                         try db.inSavepoint {
-                            try apply(db, item.row)
+                            try apply(db, context, item.row)
                             return .commit
                         }
                         accepted.append(item.row)

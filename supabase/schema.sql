@@ -858,8 +858,9 @@ BEGIN
     IF NEW.ended_at IS NOT NULL THEN RETURN NEW; END IF;
     -- One new device per user at a time, so that two cannot both take the last place.
     PERFORM pg_advisory_xact_lock(hashtextextended('register_device_user:' || NEW.user_id::text, 0));
-    IF (SELECT count(*) FROM private.device_credentials c WHERE c.user_id = NEW.user_id AND c.ended_at IS NULL) >= 100 THEN
-        RAISE EXCEPTION 'this account has 100 devices that are not revoked: revoke one it no longer uses (`sync-cli trust revoke`)'
+    IF (SELECT count(*) FROM private.device_credentials c
+        WHERE c.user_id = NEW.user_id AND c.ended_at IS NULL AND c.registered_at > now() - interval '1 hour') >= 20 THEN
+        RAISE EXCEPTION 'this account registered 20 new devices in the last hour: try again later'
             USING ERRCODE = '54000', HINT = 'device-limit';
     END IF;
     RETURN NEW;
@@ -7103,8 +7104,57 @@ GRANT ALL ON TABLE public.repositories TO service_role;
 -- Name: TABLE session_active_clients; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT ALL ON TABLE public.session_active_clients TO authenticated;
+GRANT INSERT,REFERENCES,DELETE,TRIGGER,TRUNCATE,UPDATE ON TABLE public.session_active_clients TO authenticated;
 GRANT ALL ON TABLE public.session_active_clients TO service_role;
+
+
+--
+-- Name: COLUMN session_active_clients.session_id; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(session_id) ON TABLE public.session_active_clients TO authenticated;
+
+
+--
+-- Name: COLUMN session_active_clients.user_id; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(user_id) ON TABLE public.session_active_clients TO authenticated;
+
+
+--
+-- Name: COLUMN session_active_clients.client_type; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(client_type) ON TABLE public.session_active_clients TO authenticated;
+
+
+--
+-- Name: COLUMN session_active_clients.device_id; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(device_id) ON TABLE public.session_active_clients TO authenticated;
+
+
+--
+-- Name: COLUMN session_active_clients.last_activity_at; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(last_activity_at) ON TABLE public.session_active_clients TO authenticated;
+
+
+--
+-- Name: COLUMN session_active_clients.created_at; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(created_at) ON TABLE public.session_active_clients TO authenticated;
+
+
+--
+-- Name: COLUMN session_active_clients.updated_at; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(updated_at) ON TABLE public.session_active_clients TO authenticated;
 
 
 --

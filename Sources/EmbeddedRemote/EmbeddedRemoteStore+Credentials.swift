@@ -102,8 +102,9 @@ extension EmbeddedRemoteStore {
         return error
     }
 
-    /// How many devices of a user may hold a live credential (`private.device_credentials_room`).
-    static let maxLiveDevices = 100
+    /// How many new devices a user may register an hour (`private.device_credentials_room`): a
+    /// bound on the rate, not on the total, so a stolen login leaves nothing that outlasts it.
+    static let maxNewDevicesPerHour = 20
 
     static func register(_ db: Database, user: String, device: String, hash: Data) throws {
         let revoked = RemoteStoreError(
@@ -134,16 +135,17 @@ extension EmbeddedRemoteStore {
         guard
             try Bool.fetchOne(db, sql: "SELECT 1 FROM device_credentials WHERE hash = ?", arguments: [hash]) == nil
         else { throw refused("this credential belongs to another device") }
-        // At most `maxLiveDevices` live credentials per user: a login cannot mint devices without end.
-        let live = try Int.fetchOne(
-            db, sql: "SELECT count(*) FROM device_credentials WHERE user_id = ? AND ended_at IS NULL", arguments: [user]
-        )
-        guard (live ?? 0) < maxLiveDevices else {
+        // At most `maxNewDevicesPerHour` new devices per user an hour (`private.device_credentials_room`).
+        let recent = try Int.fetchOne(
+            db,
+            sql: "SELECT count(*) FROM device_credentials WHERE user_id = ? AND ended_at IS NULL AND registered_at > ?",
+            arguments: [user, Timestamp.format(Date(timeIntervalSinceNow: -3600))])
+        guard (recent ?? 0) < maxNewDevicesPerHour else {
             throw RemoteStoreError(
                 .limitExceeded,
-                "this account's limit of devices that are not revoked is reached: revoke one it no longer uses "
-                    + "(`sync-cli trust revoke`), then try again", postgrestCode: .programLimitExceeded,
-                hint: "device-limit")
+                "this account registered too many new devices in the last hour: try again later (if you did "
+                    + "not register them, someone holds your login: change your password)",
+                postgrestCode: .programLimitExceeded, hint: "device-limit")
         }
         try db.execute(
             sql: "INSERT INTO device_credentials (device_id, user_id, hash, registered_at) VALUES (?, ?, ?, ?)",

@@ -100,6 +100,10 @@ extension ServerSecurityTests {
                 CASE WHEN has_function_privilege('authenticated', 'public.notification_report(integer)', 'EXECUTE') THEN 'notification_report' END)
             """)
         #expect(operatorOnly.isEmpty, "authenticated may call \(operatorOnly)")
+        // A session holder's push token (its live activity's) is not another device's to read.
+        let holderToken = try await stack.sql(
+            "SELECT has_column_privilege('authenticated', 'public.session_active_clients', 'push_token', 'SELECT')")
+        #expect(holderToken == "f")
     }
 
     @Test(

@@ -6,7 +6,7 @@
 -- - `devices.apns_token` is the push path's (the service role's), not the user's other devices':
 --   a device reads every column of the user's devices but that one.
 -- - `anon` (no signed-in user) can do nothing in `public`.
--- - A login cannot mint devices without end: at most 100 live credentials per user.
+-- - A login cannot mint devices without end: at most 20 new ones per user an hour.
 -- Supabase grants anon and authenticated every privilege on what a migration creates in public
 -- (its default privileges): a column grant restricts nothing beside a table-level grant, so each
 -- table with column grants loses its table-level ones first. Both variants run this file.
@@ -78,17 +78,20 @@ REVOKE ALL ON FUNCTION private.append_trust_entries(integer, bigint, text[], tex
     private.start_trust_log(text[], text[]), private.request_identity_reset(text, text, text, text)
     FROM service_role;
 
--- At most 100 live credentials per user (revoked ones do not count): a new device past that is
--- refused 54000 ('device-limit'); revoking one frees its place. Checked where credentials are
--- written, so register_device and every later writer keep it.
+-- At most 20 new devices per user an hour (devices the log revoked since do not count): a login
+-- cannot mint devices without end, and a stolen one leaves nothing behind that outlasts the hour
+-- (a cap on live devices would let it fill every place for good). Past it: 54000, hint
+-- 'device-limit'. Checked where credentials are written, so register_device and every later
+-- writer keep it.
 CREATE FUNCTION private.device_credentials_room() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 BEGIN
     IF NEW.ended_at IS NOT NULL THEN RETURN NEW; END IF;
     -- One new device per user at a time, so that two cannot both take the last place.
     PERFORM pg_advisory_xact_lock(hashtextextended('register_device_user:' || NEW.user_id::text, 0));
-    IF (SELECT count(*) FROM private.device_credentials c WHERE c.user_id = NEW.user_id AND c.ended_at IS NULL) >= 100 THEN
-        RAISE EXCEPTION 'this account has 100 devices that are not revoked: revoke one it no longer uses (`sync-cli trust revoke`)'
+    IF (SELECT count(*) FROM private.device_credentials c
+        WHERE c.user_id = NEW.user_id AND c.ended_at IS NULL AND c.registered_at > now() - interval '1 hour') >= 20 THEN
+        RAISE EXCEPTION 'this account registered 20 new devices in the last hour: try again later'
             USING ERRCODE = '54000', HINT = 'device-limit';
     END IF;
     RETURN NEW;

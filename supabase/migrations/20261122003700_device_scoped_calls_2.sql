@@ -43,3 +43,17 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- A session's holder row carries its APNs token (copied from push_tokens for the live activity):
+-- the push path's, not the user's other devices'. A device reads every other column.
+DO $$
+DECLARE
+    readable text;
+BEGIN
+    SELECT string_agg(quote_ident(c.column_name), ', ' ORDER BY c.ordinal_position) INTO readable
+    FROM information_schema.columns c
+    WHERE c.table_schema = 'public' AND c.table_name = 'session_active_clients' AND c.column_name <> 'push_token';
+    REVOKE SELECT ON public.session_active_clients FROM authenticated;
+    EXECUTE format('GRANT SELECT (%s) ON public.session_active_clients TO authenticated', readable);
+END
+$$;

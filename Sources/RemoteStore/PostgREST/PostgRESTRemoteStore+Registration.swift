@@ -85,8 +85,8 @@ extension PostgRESTRemoteStore {
                 + "and pair a new store"
         case "device-limit"?:
             refusal.message =
-                "this account's limit of devices that are not revoked is reached: revoke one it no longer uses "
-                + "(`sync-cli trust revoke`), then try again"
+                "this account registered too many new devices in the last hour: try again later (if you did "
+                + "not register them, someone holds your login: change your password)"
         default:
             return error
         }

@@ -597,11 +597,18 @@ ALTER FUNCTION private.caller_device(trusted boolean) OWNER TO postgres;
 --
 
 CREATE FUNCTION private.calling_device() RETURNS uuid
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-    SELECT x.d FROM (SELECT private.credential_device() AS d) x
-    WHERE x.d IS NOT NULL AND (NOT private.has_trust_log(auth.uid()) OR private.is_trusted_device(auth.uid(), x.d))
+DECLARE
+    d uuid := private.credential_device();
+    caller uuid := auth.uid();
+BEGIN
+    IF d IS NULL OR (private.has_trust_log(caller) AND NOT private.is_trusted_device(caller, d)) THEN
+        RETURN NULL;
+    END IF;
+    RETURN d;
+END
 $$;
 
 
@@ -822,11 +829,16 @@ ALTER FUNCTION private.close_question(question_id uuid, status text) OWNER TO po
 --
 
 CREATE FUNCTION private.credential_device() RETURNS uuid
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-    SELECT c.device_id FROM private.device_credentials c
-    WHERE c.hash = private.request_credential_hash() AND c.user_id = auth.uid() AND c.ended_at IS NULL
+DECLARE
+    h bytea := private.request_credential_hash();
+BEGIN
+    IF h IS NULL THEN RETURN NULL; END IF;
+    RETURN (SELECT c.device_id FROM private.device_credentials c
+            WHERE c.hash = h AND c.user_id = auth.uid() AND c.ended_at IS NULL);
+END
 $$;
 
 
@@ -992,10 +1004,12 @@ ALTER FUNCTION private.handoff_live_activity() OWNER TO postgres;
 --
 
 CREATE FUNCTION private.has_trust_log(caller uuid) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-    SELECT EXISTS (SELECT 1 FROM private.trust_log_state s WHERE s.user_id = caller AND s.highest_epoch > 0)
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM private.trust_log_state s WHERE s.user_id = caller AND s.highest_epoch > 0);
+END
 $$;
 
 
@@ -1049,13 +1063,17 @@ ALTER FUNCTION private.is_canonical_base64(value text, min_bytes integer, max_by
 --
 
 CREATE FUNCTION private.is_trusted_device(caller uuid, device uuid) RETURNS boolean
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
-    SELECT coalesce(bool_or(d.device_id = device::text AND d.certified_seq IS NOT NULL AND d.revoked_seq IS NULL)
-                    AND NOT bool_or(d.device_id = '*'), false)
-    FROM private.trust_log_devices d
-    WHERE d.user_id = caller AND d.epoch = private.trust_epoch(caller) AND d.device_id IN (device::text, '*')
+DECLARE
+    in_force integer := private.trust_epoch(caller);
+BEGIN
+    RETURN (SELECT coalesce(bool_or(d.device_id = device::text AND d.certified_seq IS NOT NULL AND d.revoked_seq IS NULL)
+                            AND NOT bool_or(d.device_id = '*'), false)
+            FROM private.trust_log_devices d
+            WHERE d.user_id = caller AND d.epoch = in_force AND d.device_id IN (device::text, '*'));
+END
 $$;
 
 
@@ -2145,11 +2163,14 @@ ALTER FUNCTION private.request_approval(session_id uuid, request_id uuid, reques
 --
 
 CREATE FUNCTION private.request_credential_hash() RETURNS bytea
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $_$
-    SELECT CASE WHEN v ~ '^[0-9a-f]{64}$' THEN sha256(decode(v, 'hex')) END
-    FROM (SELECT nullif(current_setting('request.headers', true), '')::json ->> 'x-device-credential' AS v) h
+DECLARE
+    v text := nullif(current_setting('request.headers', true), '')::json ->> 'x-device-credential';
+BEGIN
+    RETURN CASE WHEN v ~ '^[0-9a-f]{64}$' THEN sha256(decode(v, 'hex')) END;
+END
 $_$;
 
 
@@ -3174,12 +3195,14 @@ ALTER FUNCTION private.touch_session_activity(session_id uuid, device_id uuid) O
 --
 
 CREATE FUNCTION private.trust_epoch(caller uuid) RETURNS integer
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
-    SELECT CASE WHEN s.pending_epoch IS NOT NULL AND s.pending_created_at + 259200 <= floor(extract(epoch FROM now()))
-                THEN s.pending_epoch ELSE s.current_epoch END
-    FROM private.trust_log_state s WHERE s.user_id = caller
+BEGIN
+    RETURN (SELECT CASE WHEN s.pending_epoch IS NOT NULL AND s.pending_created_at + 259200 <= floor(extract(epoch FROM now()))
+                        THEN s.pending_epoch ELSE s.current_epoch END
+            FROM private.trust_log_state s WHERE s.user_id = caller);
+END
 $$;
 
 
@@ -4380,6 +4403,7 @@ CREATE TABLE public.push_outbox (
     last_status integer,
     last_reason text,
     fair_at timestamp with time zone DEFAULT now() NOT NULL,
+    token_hint text GENERATED ALWAYS AS ("right"(token, 6)) STORED,
     CONSTRAINT push_outbox_last_reason_check CHECK (((last_reason IS NULL) OR (length(last_reason) <= 200))),
     CONSTRAINT push_outbox_leased_by_check CHECK (((leased_by IS NULL) OR (length(leased_by) <= 200))),
     CONSTRAINT push_outbox_priority_check CHECK ((priority = ANY (ARRAY[5, 10]))),
@@ -6959,9 +6983,65 @@ GRANT ALL ON TABLE public.pairing_requests TO service_role;
 -- Name: TABLE push_outbox; Type: ACL; Schema: public; Owner: postgres
 --
 
-GRANT ALL ON TABLE public.push_outbox TO authenticated;
+GRANT INSERT,REFERENCES,DELETE,TRIGGER,TRUNCATE,UPDATE ON TABLE public.push_outbox TO authenticated;
 GRANT ALL ON TABLE public.push_outbox TO service_role;
 GRANT SELECT,DELETE ON TABLE public.push_outbox TO push_worker;
+
+
+--
+-- Name: COLUMN push_outbox.id; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(id) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.user_id; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(user_id) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.device_id; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(device_id) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.push_type; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(push_type) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.priority; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(priority) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.collapse_id; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(collapse_id) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.payload; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(payload) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.created_at; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(created_at) ON TABLE public.push_outbox TO authenticated;
 
 
 --
@@ -6969,6 +7049,7 @@ GRANT SELECT,DELETE ON TABLE public.push_outbox TO push_worker;
 --
 
 GRANT UPDATE(delivered_at) ON TABLE public.push_outbox TO push_worker;
+GRANT SELECT(delivered_at) ON TABLE public.push_outbox TO authenticated;
 
 
 --
@@ -6976,6 +7057,7 @@ GRANT UPDATE(delivered_at) ON TABLE public.push_outbox TO push_worker;
 --
 
 GRANT UPDATE(attempts) ON TABLE public.push_outbox TO push_worker;
+GRANT SELECT(attempts) ON TABLE public.push_outbox TO authenticated;
 
 
 --
@@ -6983,6 +7065,14 @@ GRANT UPDATE(attempts) ON TABLE public.push_outbox TO push_worker;
 --
 
 GRANT UPDATE(last_error) ON TABLE public.push_outbox TO push_worker;
+GRANT SELECT(last_error) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.not_before; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(not_before) ON TABLE public.push_outbox TO authenticated;
 
 
 --
@@ -6990,6 +7080,7 @@ GRANT UPDATE(last_error) ON TABLE public.push_outbox TO push_worker;
 --
 
 GRANT UPDATE(next_attempt_at) ON TABLE public.push_outbox TO push_worker;
+GRANT SELECT(next_attempt_at) ON TABLE public.push_outbox TO authenticated;
 
 
 --
@@ -6997,6 +7088,7 @@ GRANT UPDATE(next_attempt_at) ON TABLE public.push_outbox TO push_worker;
 --
 
 GRANT UPDATE(lease_until) ON TABLE public.push_outbox TO push_worker;
+GRANT SELECT(lease_until) ON TABLE public.push_outbox TO authenticated;
 
 
 --
@@ -7004,6 +7096,21 @@ GRANT UPDATE(lease_until) ON TABLE public.push_outbox TO push_worker;
 --
 
 GRANT UPDATE(leased_by) ON TABLE public.push_outbox TO push_worker;
+GRANT SELECT(leased_by) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.apns_id; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(apns_id) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.expires_at; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(expires_at) ON TABLE public.push_outbox TO authenticated;
 
 
 --
@@ -7011,6 +7118,7 @@ GRANT UPDATE(leased_by) ON TABLE public.push_outbox TO push_worker;
 --
 
 GRANT UPDATE(failed_at) ON TABLE public.push_outbox TO push_worker;
+GRANT SELECT(failed_at) ON TABLE public.push_outbox TO authenticated;
 
 
 --
@@ -7018,6 +7126,7 @@ GRANT UPDATE(failed_at) ON TABLE public.push_outbox TO push_worker;
 --
 
 GRANT UPDATE(last_status) ON TABLE public.push_outbox TO push_worker;
+GRANT SELECT(last_status) ON TABLE public.push_outbox TO authenticated;
 
 
 --
@@ -7025,6 +7134,21 @@ GRANT UPDATE(last_status) ON TABLE public.push_outbox TO push_worker;
 --
 
 GRANT UPDATE(last_reason) ON TABLE public.push_outbox TO push_worker;
+GRANT SELECT(last_reason) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.fair_at; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(fair_at) ON TABLE public.push_outbox TO authenticated;
+
+
+--
+-- Name: COLUMN push_outbox.token_hint; Type: ACL; Schema: public; Owner: postgres
+--
+
+GRANT SELECT(token_hint) ON TABLE public.push_outbox TO authenticated;
 
 
 --

@@ -70,7 +70,8 @@ enum AnswerPushBench {
             var payload: String?
             while payload == nil {
                 payload = try await coordination.listOutbox(limit: 20).first { entry in
-                    entry.token == token && entry.pushType == "alert" && !answered.contains(entry.payload)
+                    entry.tokenHint == PushTokenText.hint(token) && entry.pushType == "alert"
+                        && !answered.contains(entry.payload)
                 }?.payload
                 if payload == nil { try await Task.sleep(for: .milliseconds(5)) }
             }

@@ -283,8 +283,8 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             return try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, device_id, token, push_type, priority, collapse_id, payload, created_at, delivered_at, attempts,
-                        last_error, not_before
+                    SELECT id, device_id, substr(token, -6) AS token_hint, push_type, priority, collapse_id, payload,
+                        created_at, delivered_at, attempts, last_error, not_before
                     FROM push_outbox WHERE user_id = ? ORDER BY id DESC LIMIT ?
                     """, arguments: [me, max(0, min(limit, 10_000))]
             ).map { try OutboxEntry(json: Self.json($0)) }

@@ -197,8 +197,9 @@ public struct ApprovalClearing: Sendable, Hashable, Codable {
 public struct OutboxEntry: Sendable, Hashable {
     public var id: Int64
     public var deviceID: UUID?
-    /// The push token. Shown only as ``tokenHint``.
-    public var token: String
+    /// The push token's last 6 characters after `…`, enough to tell tokens apart: a device reads
+    /// no push token, not even its own, from the outbox (the push worker reads them).
+    public var tokenHint: String
     /// `background`, `alert` or `liveactivity`.
     public var pushType: String
     /// 5 (background) or 10 (alert).
@@ -216,13 +217,13 @@ public struct OutboxEntry: Sendable, Hashable {
 
     /// Creates an entry.
     public init(
-        id: Int64, deviceID: UUID?, token: String, pushType: String, priority: Int, collapseID: String?,
+        id: Int64, deviceID: UUID?, tokenHint: String, pushType: String, priority: Int, collapseID: String?,
         payload: String,
         createdAt: Date?, deliveredAt: Date?, attempts: Int, lastError: String?, notBefore: Date? = nil
     ) {
         self.id = id
         self.deviceID = deviceID
-        self.token = token
+        self.tokenHint = tokenHint
         self.pushType = pushType
         self.priority = priority
         self.collapseID = collapseID
@@ -233,9 +234,6 @@ public struct OutboxEntry: Sendable, Hashable {
         self.lastError = lastError
         self.notBefore = notBefore
     }
-
-    /// The token's last 6 characters, enough to tell tokens apart in a listing.
-    public var tokenHint: String { PushTokenText.hint(token) }
 }
 
 extension OutboxEntry: CustomStringConvertible {

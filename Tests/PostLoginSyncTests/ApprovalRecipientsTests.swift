@@ -53,11 +53,11 @@ struct ApprovalRecipientsTests {
 
         // Cancelled: the alert and the clearing reach the phone only.
         let (cancelled, first) = try await w.ask()
-        #expect(try await w.outbox(first.id).alerts.map(\.token) == [phone])
+        #expect(try await w.outbox(first.id).alerts.map(\.tokenHint) == [PushTokenText.hint(phone)])
         cancelled.cancel()
         _ = try? await cancelled.value
         #expect(try await w.world.remote().approvalRequest(id: first.id)?.status == .cancelled)
-        #expect(try await w.outbox(first.id).clearings.map(\.token) == [phone])
+        #expect(try await w.outbox(first.id).clearings.map(\.tokenHint) == [PushTokenText.hint(phone)])
 
         // The revoked tablet's answer is refused and ends nothing; the phone's is then taken.
         let (task, row) = try await w.ask()
@@ -84,7 +84,7 @@ struct ApprovalRecipientsTests {
 
         let (task, row) = try await w.ask()
         let (alerts, _) = try await w.outbox(row.id)
-        #expect(!alerts.contains { $0.token == token })
+        #expect(!alerts.contains { $0.tokenHint == PushTokenText.hint(token) })
         #expect(Set(alerts.map(\.deviceID)) == [w.phone.identity.id, w.tablet.identity.id])
         await #expect {
             _ = try await Self.answer(row, as: intruder, in: w)
@@ -93,7 +93,7 @@ struct ApprovalRecipientsTests {
         let answered = try await w.center(w.tablet).answer(w.center(w.tablet).open(row), verdict: .deny)
         #expect(answered.accepted)
         #expect(try await task.value == .denied(by: w.tablet.identity.id))
-        #expect(!(try await w.outbox(row.id).clearings.contains { $0.token == token }))
+        #expect(!(try await w.outbox(row.id).clearings.contains { $0.tokenHint == PushTokenText.hint(token) }))
     }
 
     @Test(

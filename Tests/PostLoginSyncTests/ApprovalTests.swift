@@ -31,7 +31,9 @@ struct ApprovalTests {
         // The alert went to the other devices' tokens only, with generic text; the clearing to
         // every trusted device but the phone and the requester (round 4, finding 8).
         let (alerts, clearings) = try await w.outbox(row.id)
-        #expect(Set(alerts.map(\.token)) == [w.tokens[w.phone.identity.id]!, w.tokens[w.tablet.identity.id]!])
+        #expect(
+            Set(alerts.map(\.tokenHint))
+                == Set([w.phone, w.tablet].map { PushTokenText.hint(w.tokens[$0.identity.id]!) }))
         for alert in alerts {
             let payload = try #require(JSONSerialization.jsonObject(with: Data(alert.payload.utf8)) as? [String: Any])
             let aps = try #require(payload["aps"] as? [String: Any])
@@ -40,7 +42,7 @@ struct ApprovalTests {
             #expect(payload["sealed"] as? String == row.body)
             #expect(alert.pushType == "alert" && alert.priority == 10)
         }
-        #expect(Set(clearings.map(\.token)) == [w.tokens[w.tablet.identity.id]!])
+        #expect(Set(clearings.map(\.tokenHint)) == [PushTokenText.hint(w.tokens[w.tablet.identity.id]!)])
         #expect(clearings.allSatisfy { $0.payload.contains("approved_on_other_device") })
         // Audit: the row keeps who answered and when.
         let stored = try #require(try await w.world.remote().approvalRequest(id: row.id))
@@ -285,7 +287,7 @@ struct ApprovalTests {
             )
             let (_, clearings) = try await w.outbox(row.id)
             #expect(
-                clearings.map(\.token) == [w.tokens[loser.identity.id]!],
+                clearings.map(\.tokenHint) == [PushTokenText.hint(w.tokens[loser.identity.id]!)],
                 "round \(round)")
             let stored = try #require(try await w.world.remote().approvalRequest(id: row.id))
             #expect(stored.decidedByDeviceID == winner.identity.id)
@@ -329,7 +331,8 @@ struct ApprovalTests {
         let (_, clearings) = try await w.outbox(row2.id)
         // The timeout clearing goes to the phone and the tablet, not to the requester's own token.
         #expect(
-            Set(clearings.map(\.token)) == [w.tokens[w.phone.identity.id]!, w.tokens[w.tablet.identity.id]!]
+            Set(clearings.map(\.tokenHint))
+                == Set([w.phone, w.tablet].map { PushTokenText.hint(w.tokens[$0.identity.id]!) })
                 && clearings.allSatisfy { $0.payload.contains("\"timeout\"") })
         #expect(try await w.world.remote().approvalRequest(id: row2.id)?.status == .expired)
     }

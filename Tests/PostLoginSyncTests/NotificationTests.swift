@@ -52,7 +52,9 @@ struct NotificationWorld {
 
     /// The user's outbox rows for `token`, oldest first.
     func rows(_ token: String) async throws -> [OutboxEntry] {
-        try await phoneSide.outbox(limit: 10_000).filter { $0.token == token }.sorted { $0.id < $1.id }
+        try await phoneSide.outbox(limit: 10_000).filter { $0.tokenHint == PushTokenText.hint(token) }.sorted {
+            $0.id < $1.id
+        }
     }
 
     func report(

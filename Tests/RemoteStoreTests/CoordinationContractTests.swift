@@ -83,7 +83,7 @@ struct CoordinationContractTests {
                 == SessionClaim(
                     handedOff: true, previousDeviceID: me.desktop, previousClientType: "desktop", notified: 2))
         let queued = try await me.outbox(collapse: "handoff-\(me.session.id.canonical)")
-        #expect(Set(queued.map(\.token)) == Set(desktopTokens))
+        #expect(Set(queued.map(\.tokenHint)) == Set(desktopTokens.map(PushTokenText.hint)))
         for entry in queued {
             #expect(
                 entry.deviceID == me.desktop && entry.pushType == "background" && entry.priority == 5
@@ -130,7 +130,7 @@ struct CoordinationContractTests {
             #expect(winner.previousDeviceID == loser && winner.notified == 1)
             let queued = try await me.outbox(collapse: "handoff-\(session.id.canonical)")
             #expect(queued.count == 1 && queued.first?.deviceID == loser)
-            #expect(queued.first?.token == (loser == me.desktop ? desktopToken : phoneToken))
+            #expect(queued.first?.tokenHint == PushTokenText.hint(loser == me.desktop ? desktopToken : phoneToken))
         }
     }
 
@@ -152,7 +152,7 @@ struct CoordinationContractTests {
         // Exactly one valid device token now: an approval reaches exactly it.
         let cleared = try await store.clearApproval(requestID: UUID().canonical, excludingToken: nil)
         #expect(cleared.devicesNotified == 1)
-        #expect(try await store.listOutbox(limit: 10).first?.token == new)
+        #expect(try await store.listOutbox(limit: 10).first?.tokenHint == PushTokenText.hint(new))
 
         // Live-activity tokens appear in the status, device tokens do not.
         try await me.phoneStore.registerPushToken(
@@ -181,8 +181,8 @@ struct CoordinationContractTests {
         #expect(try await me.phoneStore.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered)
         let approval = try await store.clearApproval(requestID: UUID().canonical, excludingToken: nil)
         let queued = try await store.listOutbox(limit: 10)
-        #expect(approval.devicesNotified == 1 && queued.first?.token == new)
-        #expect(try await other.store.listOutbox(limit: 10).allSatisfy { $0.token != new })
+        #expect(approval.devicesNotified == 1 && queued.first?.tokenHint == PushTokenText.hint(new))
+        #expect(try await other.store.listOutbox(limit: 10).allSatisfy { $0.tokenHint != PushTokenText.hint(new) })
 
         // Once its owner gives it up (signs out), it moves to whoever registers it.
         #expect(try await me.phoneStore.invalidatePushToken(new))
@@ -212,7 +212,7 @@ struct CoordinationContractTests {
         let second = try await store.clearApproval(requestID: request, excludingToken: phone)
         #expect(second == first)
         let queued = try await me.outbox(collapse: "approval-\(request)")
-        #expect(queued.map(\.token) == [desktop])
+        #expect(queued.map(\.tokenHint) == [PushTokenText.hint(desktop)])
         let entry = try #require(queued.first)
         let payload = try #require(try JSONSerialization.jsonObject(with: Data(entry.payload.utf8)) as? [String: Any])
         #expect(
@@ -223,7 +223,8 @@ struct CoordinationContractTests {
         let all = try await store.clearApproval(requestID: request, excludingToken: nil)
         #expect(all.devicesNotified == 2)
         #expect(
-            try await me.outbox(collapse: "approval-\(request)").map(\.token).sorted() == [desktop, phone].sorted())
+            try await me.outbox(collapse: "approval-\(request)").map(\.tokenHint).sorted()
+                == [desktop, phone].map(PushTokenText.hint).sorted())
         // Another user's clearing reaches none of these tokens.
         let other = try await CoordinationActor(harness)
         #expect(try await other.store.clearApproval(requestID: request, excludingToken: nil).devicesNotified == 0)

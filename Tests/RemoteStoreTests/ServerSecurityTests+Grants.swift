@@ -9,7 +9,8 @@ import Testing
 extension ServerSecurityTests {
     // MARK: The grants a Supabase project starts from (`*_device_scoped_rows.sql`)
 
-    @Test("a device reads no other device's APNs token, in the table or the feeds", arguments: [false, true])
+    @Test(
+        "a device reads no other device's APNs token, in the table, the feeds or the outbox", arguments: [false, true])
     func apnsTokenNotReadable(deployed: Bool) async throws {
         let stack = try StackEnvironment.require()
         let base = deployed ? stack.deployedURL : stack.url
@@ -57,6 +58,17 @@ extension ServerSecurityTests {
                 r.status == 200 && r.body.contains(phone.canonical), "\(function): \(r.status) \(r.body.prefix(300))")
             #expect(!r.body.contains(token) && !r.body.contains("apns_token\""), "\(function) returns the token")
         }
+        // The outbox carries tokens too (the push worker's): a device reads only their last six characters.
+        for select in ["token", "*", "id,token"] {
+            let r = try await stack.request(
+                "GET", "/rest/v1/push_outbox?select=\(select)", base: base, token: stack.token(for: user),
+                credential: credential)
+            #expect(r.status == 401 || r.status == 403, "push_outbox select=\(select): \(r.status)")
+        }
+        let hints = try await stack.request(
+            "GET", "/rest/v1/push_outbox?select=id,token_hint", base: base, token: stack.token(for: user),
+            credential: credential)
+        #expect(hints.status == 200, "\(hints.status) \(hints.body)")
     }
 
     @Test(
@@ -104,6 +116,9 @@ extension ServerSecurityTests {
         let holderToken = try await stack.sql(
             "SELECT has_column_privilege('authenticated', 'public.session_active_clients', 'push_token', 'SELECT')")
         #expect(holderToken == "f")
+        let outboxToken = try await stack.sql(
+            "SELECT has_column_privilege('authenticated', 'public.push_outbox', 'token', 'SELECT')")
+        #expect(outboxToken == "f")
     }
 
     @Test(

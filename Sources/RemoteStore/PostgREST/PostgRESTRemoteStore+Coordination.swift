@@ -82,15 +82,22 @@ extension PostgRESTRemoteStore: CoordinationRemote {
     }
 
     public func listOutbox(limit: Int) async throws -> [OutboxEntry] {
-        let response = try await send(
-            .get, "push_outbox",
-            query: [
-                // `*`: not_before exists only where the notifications migration ran.
-                ("select", "*"),
-                ("user_id", "eq.\(userID.canonical)"), ("order", "id.desc"),
-                ("limit", String(max(0, min(limit, 10_000)))),
-            ], prefer: nil, body: nil)
-        return try ResponseJSON.rows(response.body, table: "push_outbox").map(OutboxEntry.init(json:))
+        func list(_ columns: String) async throws -> [OutboxEntry] {
+            let response = try await send(
+                .get, "push_outbox",
+                query: [
+                    ("select", columns), ("user_id", "eq.\(userID.canonical)"), ("order", "id.desc"),
+                    ("limit", String(max(0, min(limit, 10_000)))),
+                ], prefer: nil, body: nil)
+            return try ResponseJSON.rows(response.body, table: "push_outbox").map(OutboxEntry.init(json:))
+        }
+        // The columns a device may read (never `token`); `*` where a deployment lacks one of them
+        // (`not_before` came with the notifications, `token_hint` with the hidden token).
+        do {
+            return try await list(OutboxEntry.listedColumns)
+        } catch let error as RemoteStoreError where error.postgrestCode == .undefinedColumn {
+            return try await list("*")
+        }
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, from data: Data, function: String) throws -> T {
@@ -104,9 +111,15 @@ extension PostgRESTRemoteStore: CoordinationRemote {
 }
 
 extension OutboxEntry {
+    /// The columns a listing reads: what ``init(json:)`` decodes, and nothing a device may not read.
+    static let listedColumns =
+        "id,device_id,token_hint,push_type,priority,collapse_id,payload,created_at,delivered_at,attempts,last_error,not_before"
+
     package init(json row: ResponseRow) throws {
         let r = RowReader(row, table: "push_outbox")
         guard let id = try r.optionalInt("id").map(Int64.init) else { throw r.fail("id", "is not an integer") }
+        // A remote that predates the hidden token hands the whole token; only its end is kept.
+        let hint = try r.optionalString("token_hint")
         var payload = "{}"
         if let object = r.json("payload") {
             let value = (object as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? object
@@ -119,7 +132,8 @@ extension OutboxEntry {
             payload = String(decoding: data, as: UTF8.self)
         }
         self.init(
-            id: id, deviceID: try r.optionalUUID("device_id"), token: try r.string("token"),
+            id: id, deviceID: try r.optionalUUID("device_id"),
+            tokenHint: PushTokenText.hint(try hint ?? r.string("token")),
             pushType: try r.string("push_type"),
             priority: try r.optionalInt("priority") ?? 5, collapseID: try r.optionalString("collapse_id"),
             payload: payload,

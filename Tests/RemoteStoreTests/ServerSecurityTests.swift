@@ -104,35 +104,30 @@ struct ServerSecurityTests {
         #expect(!lines.contains { $0.contains("Filter:") && $0.contains("~*") })
     }
 
+    // Both tests below stand in for injected SQL with a function of their own, called by RPC: a
+    // trigger on a shared table would take its locks (CREATE and DROP TRIGGER wait for every write
+    // in flight, and every write then waits for them), stalling every other test for as long as
+    // the slow statement runs.
+
     @Test("a setting changed with set_config(..., false) inside a request does not persist on the pooled connection")
     func noStateLeaksAcrossRequests() async throws {
         let stack = try StackEnvironment.require()
         let marker = "leak-\(UUID().canonical.prefix(8))"
-        // A trigger standing in for injected SQL: it changes session-level settings.
+        let function = "test_leak_\(marker.suffix(8))"
+        // It changes a session-level setting, as injected SQL could.
         _ = try await stack.sql(
             """
-            CREATE OR REPLACE FUNCTION public.test_leak_\(marker.suffix(8))() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF NEW.name = '\(marker)' THEN
-                    PERFORM set_config('application_name', '\(marker)', false);
-                END IF;
-                RETURN NEW;
-            END $$;
-            CREATE TRIGGER test_leak_\(marker.suffix(8)) BEFORE INSERT ON public.devices FOR EACH ROW EXECUTE FUNCTION public.test_leak_\(marker.suffix(8))();
+            CREATE FUNCTION public.\(function)() RETURNS void LANGUAGE sql AS $$
+                SELECT set_config('application_name', '\(marker)', false)
+            $$;
+            GRANT EXECUTE ON FUNCTION public.\(function)() TO authenticated;
             """)
-        defer {
-            _ = try? stack.sqlBlocking(
-                "DROP TRIGGER test_leak_\(marker.suffix(8)) ON public.devices; DROP FUNCTION public.test_leak_\(marker.suffix(8))()"
-            )
-        }
+        defer { _ = try? stack.sqlBlocking("DROP FUNCTION public.\(function)()") }
         let user = UUID()
-        let device = UUID()
-        let credential = try await stack.registeredCredential(for: device, user: user)
-        let row =
-            #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"\#(marker)","device_type":"ios-phone"}]"#
+        let credential = try await stack.registeredCredential(for: UUID(), user: user)
         let r = try await stack.request(
-            "POST", "/rest/v1/devices", token: stack.token(for: user), body: row, credential: credential)
-        #expect(r.status == 201)
+            "POST", "/rest/v1/rpc/\(function)", token: stack.token(for: user), body: "{}", credential: credential)
+        #expect(r.status == 200 || r.status == 204, "\(r.status) \(r.body)")
         // The connection is reset as it goes back to the pool, after the answer: wait for it. A
         // leak keeps the count at 1 for good.
         var leaked = ""
@@ -148,31 +143,25 @@ struct ServerSecurityTests {
     func statementTimeout() async throws {
         let stack = try StackEnvironment.require()
         let marker = "slow-\(UUID().canonical.prefix(8))"
+        let function = "test_slow_\(marker.suffix(8))"
         _ = try await stack.sql(
             """
-            CREATE OR REPLACE FUNCTION public.test_slow_\(marker.suffix(8))() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF NEW.name = '\(marker)' THEN PERFORM pg_sleep(60); END IF;
-                RETURN NEW;
-            END $$;
-            CREATE TRIGGER test_slow_\(marker.suffix(8)) BEFORE INSERT ON public.devices FOR EACH ROW EXECUTE FUNCTION public.test_slow_\(marker.suffix(8))();
+            CREATE FUNCTION public.\(function)() RETURNS void LANGUAGE sql AS $$ SELECT pg_sleep(60) $$;
+            GRANT EXECUTE ON FUNCTION public.\(function)() TO authenticated;
             """)
-        defer {
-            _ = try? stack.sqlBlocking(
-                "DROP TRIGGER test_slow_\(marker.suffix(8)) ON public.devices; DROP FUNCTION public.test_slow_\(marker.suffix(8))()"
-            )
-        }
+        defer { _ = try? stack.sqlBlocking("DROP FUNCTION public.\(function)()") }
         let user = UUID()
-        let device = UUID()
-        let credential = try await stack.registeredCredential(for: device, user: user)
-        let row =
-            #"[{"id":"\#(device.canonical)","user_id":"\#(user.canonical)","name":"\#(marker)","device_type":"ios-phone"}]"#
+        let credential = try await stack.registeredCredential(for: UUID(), user: user)
         let r = try await stack.request(
-            "POST", "/rest/v1/devices", token: stack.token(for: user), body: row, credential: credential)
-        // The trigger would sleep 60 s and the insert then succeed: a 504 with PostgreSQL's
-        // query_canceled (57014) is the server's statement timeout, whatever the clock says.
-        #expect(r.status == 504)
+            "POST", "/rest/v1/rpc/\(function)", token: stack.token(for: user), body: "{}", credential: credential)
+        // The function would sleep 60 s: a 504 with PostgreSQL's query_canceled (57014) is the
+        // server's statement timeout, whatever the clock says.
+        #expect(r.status == 504, "\(r.status) \(r.body)")
         #expect(r.body.contains("57014"))
+        let running = try await stack.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%\(function)%' AND query NOT LIKE '%pg_stat_activity%'"
+        )
+        #expect(running == "0", "the statement was left running")
     }
 
     // MARK: 3, 4: Range overflow and nesting depth

@@ -251,11 +251,13 @@ actor Backend {
 
     /// Issues an access token and a fresh refresh token for `user`, in GoTrue's shape.
     ///
-    /// `amr` names when the user signed in with their password, as GoTrue's does: a refreshed
-    /// token keeps the time of the sign-in it descends from (`signedInAt`), so a function that
-    /// asks for a recent sign-in (the trust log's `start_trust_log`) can tell a fresh one.
+    /// `amr` names how and when the user signed in, as GoTrue's does: a refreshed token keeps
+    /// the method and time of the sign-in it descends from (`method`, `signedInAt`), so a
+    /// function that asks for a recent sign-in with a password (the trust log's
+    /// `start_trust_log`) can tell one.
     func session(
-        user: String, email: String, createdAt: String, sessionID: String? = nil, signedInAt: Int? = nil
+        user: String, email: String, createdAt: String, sessionID: String? = nil, signedInAt: Int? = nil,
+        method: String = "password"
     ) async throws -> String {
         let now = Int(Date().timeIntervalSince1970)
         let signedInAt = signedInAt ?? now
@@ -273,14 +275,14 @@ actor Backend {
                 "sub": user, "role": "authenticated", "aud": configuration.jwtAudience, "email": email,
                 "iat": now, "exp": now + configuration.jwtExpiry, "session_id": session,
                 "jti": UUID().uuidString.lowercased(),
-                "is_anonymous": false, "amr": [["method": "password", "timestamp": signedInAt]],
+                "is_anonymous": false, "amr": [["method": method, "timestamp": signedInAt]],
             ], secret: configuration.jwtSecret)
         let refresh = JWT.base64URL(SecureBytes(randomCount: 24).withUnsafeBytes { Array($0) })
         // Only a digest is stored: a copy of the table gives nobody a usable refresh token.
         _ = try await authClient.query(
             """
-            INSERT INTO auth.refresh_tokens (token, user_id, session_id, signed_in_at)
-            VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid, \(session)::uuid, \(signedInAt))
+            INSERT INTO auth.refresh_tokens (token, user_id, session_id, signed_in_at, sign_in_method)
+            VALUES (encode(digest(\(refresh), 'sha256'), 'hex'), \(user)::uuid, \(session)::uuid, \(signedInAt), \(method))
             """, logger: logger)
         let signedIn = ISO8601DateFormatter().string(from: Date())
         let object: [String: Any] = [
@@ -369,21 +371,18 @@ actor Backend {
             WHERE r.token = encode(digest(\(token), 'sha256'), 'hex') AND NOT r.revoked AND u.id = r.user_id
                 AND s.id = r.session_id
             RETURNING u.id::text, u.email, to_char(u.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                coalesce(r.session_id::text, ''), coalesce(r.signed_in_at, 0)
+                coalesce(r.session_id::text, ''), coalesce(r.signed_in_at, 0), coalesce(r.sign_in_method, 'password')
             """, logger: logger)
-        var found: (String, String, String, String, Int)?
-        for try await (id, email, created, session, signedIn) in rows.decode((String, String, String, String, Int).self)
-        {
-            found = (id, email, created, session, signedIn)
-        }
-        guard let (id, email, created, session, signedIn) = found else {
+        var found: (String, String, String, String, Int, String)?
+        for try await row in rows.decode((String, String, String, String, Int, String).self) { found = row }
+        guard let (id, email, created, session, signedIn, method) = found else {
             return Self.invalidGrant("Invalid Refresh Token: Refresh Token Not Found", code: "refresh_token_not_found")
         }
         return .json(
             200,
             try await self.session(
                 user: id, email: email, createdAt: created, sessionID: session.isEmpty ? nil : session,
-                signedInAt: signedIn))
+                signedInAt: signedIn, method: method))
     }
 
     /// `POST /auth/v1/logout?scope=global|local|others`: ends the user's refresh tokens, all of

@@ -11,8 +11,9 @@ import PostgresNIO
 // and benchmarks (never shipped in sync-cli). It serves what the engine and common PostgREST
 // clients use: /rest/v1/<table> GET/HEAD/POST/PATCH/DELETE with filters, select, order,
 // Range/limit/offset, Prefer (resolution, return, count), JWT roles and RLS via
-// `SET LOCAL ROLE` + `request.jwt.claims`; and /auth/v1/signup and /auth/v1/token
-// (password and refresh_token grants).
+// `SET LOCAL ROLE` + `request.jwt.claims`; and /auth/v1/signup, /auth/v1/token (password and
+// refresh_token grants), /auth/v1/user, /auth/v1/logout, and the one-time sign-ins
+// (/auth/v1/admin/generate_link, /auth/v1/verify: magic links, email codes, recovery, invites).
 //
 // Configuration comes from the environment (PGRST_JWT_SECRET, PGRST_SERVER_PORT, PGRST_DB_*,
 // PGRST_AUTH_DB_USER, PGRST_JWT_AUD, PGRST_MAX_BODY_BYTES, PGRST_STATEMENT_TIMEOUT_MS,
@@ -114,7 +115,9 @@ func route(_ request: Request, body: String) async -> Answer {
                 return .json(500, #"{"code":500,"msg":"auth backend error"}"#)
             }
         }
-        return await auth(path: endpoint, method: request.method.rawValue, query: query, body: body)
+        return await auth(
+            path: endpoint, method: request.method.rawValue, query: query, body: body,
+            authorization: headers["authorization"])
     }
     var table = path
     if table.hasPrefix("/rest/v1") { table.removeFirst("/rest/v1".count) }
@@ -164,7 +167,11 @@ final class BodyDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 }
 
-func auth(path: String, method: String, query: [(String, String)], body: String) async -> Answer {
+func auth(
+    path: String, method: String, query: [(String, String)], body: String, authorization: String?
+) async
+    -> Answer
+{
     guard method == "POST" else { return .json(405, #"{"code":405,"msg":"method not allowed"}"#) }
     let object = (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
     let email = object["email"] as? String ?? ""
@@ -176,6 +183,12 @@ func auth(path: String, method: String, query: [(String, String)], body: String)
         case ("token", "refresh_token"):
             return try await backend.refreshGrant(token: object["refresh_token"] as? String ?? "")
         case ("token", _): return Backend.invalidGrant("unsupported grant_type", code: "validation_failed")
+        case ("admin/generate_link", _):
+            return try await backend.generateLink(
+                authorization: authorization, type: object["type"] as? String ?? "", email: email)
+        case ("verify", _):
+            return try await backend.verifyOneTime(
+                type: object["type"] as? String ?? "", email: email, token: object["token"] as? String ?? "")
         default: return .json(404, #"{"code":404,"msg":"not found"}"#)
         }
     } catch {

@@ -137,7 +137,7 @@ struct TrustLogThreatTests {
     }
 
     @Test(
-        "5. a reset genesis 601 s off the server's clock: 22023; an honest one is pending until T + 600 and a veto at T - 1 wins",
+        "5. a reset genesis 601 s off the server's clock: 22023; an honest one is pending until T + 600, shown until T, and a veto at T - 1 wins",
         arguments: remotes)
     func resetClock(backend: Backend, deployed: Bool) async throws {
         let w = try await LogWorld.make(backend, deployed)
@@ -147,9 +147,14 @@ struct TrustLogThreatTests {
         let genesis = try #require(try await w.rows(outcome.epoch).first)
         let created = try #require(TrustLogEpochs.readGeneses([genesis.entry], userID: w.world.user).geneses.first)
         let t = Date(timeIntervalSince1970: TimeInterval(created.createdAt + 259_200))
-        // Just before T + 600: still pending.
+        // Just before T + 600: still pending. The deadline a person is shown is T, the last
+        // moment the server takes a veto, not T + 600 (the allowance for clocks).
         let early = try await w.engine(w.phone, options: LogWorld.at(t + 590)).pull()
         #expect(early.outcome == .success && early.trust?.reports.contains { $0.code == .resetPending } == true)
+        let shown = try await w.manager(w.phone, options: LogWorld.at(t - 60)).status().pendingResets
+        #expect(shown.map(\.deadline) == [created.createdAt + 259_200], "\(shown)")
+        let message = early.trust?.reports.first { $0.code == .resetPending }?.message ?? ""
+        #expect(message.contains(Timestamp.format(t)), "\(message)")
         let late = try await w.engine(w.phone, options: LogWorld.at(t + 601)).pull()
         #expect(LogWorld.failed(late, with: "identityReset"))
         // A root's veto (committed before T) is seen first by any clock.

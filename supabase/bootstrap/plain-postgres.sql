@@ -62,6 +62,19 @@ ALTER TABLE auth.refresh_tokens ADD COLUMN IF NOT EXISTS session_id uuid;
 -- it in their amr claim, as GoTrue's do.
 ALTER TABLE auth.refresh_tokens ADD COLUMN IF NOT EXISTS signed_in_at bigint;
 
+-- How that sign-in happened (GoTrue's amr method: `password`, `magiclink`, `otp`, `recovery`...):
+-- refreshed tokens name it too.
+ALTER TABLE auth.refresh_tokens ADD COLUMN IF NOT EXISTS sign_in_method text;
+-- One-time sign-in tokens (magic links, email codes, recovery and invite links), as GoTrue's
+-- admin/generate_link issues them and /verify spends them: only their SHA-256 (hex) is kept.
+CREATE TABLE IF NOT EXISTS auth.one_time_tokens (
+    user_id uuid NOT NULL REFERENCES auth.users (id) ON DELETE CASCADE,
+    token_hash text NOT NULL,
+    token_type text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (user_id, token_hash)
+);
+
 -- Sessions, as GoTrue keeps them: one per sign-in, kept across refreshes (the JWT's session_id).
 -- Deleting one ends it: its refresh tokens go with it (a refresh then fails), as on Supabase,
 -- where the trust log's revocations end a revoked device's sessions this way.
@@ -84,9 +97,11 @@ $$;
 -- refresh_tokens.token holds the SHA-256 (hex) of each token, never the token itself.
 GRANT USAGE ON SCHEMA auth TO anon, authenticated, service_role, authenticator, supabase_auth_admin;
 GRANT EXECUTE ON FUNCTION auth.uid(), auth.role(), auth.jwt() TO anon, authenticated, service_role;
-REVOKE ALL ON auth.users, auth.refresh_tokens, auth.sessions FROM PUBLIC, anon, authenticated, service_role, authenticator;
+REVOKE ALL ON auth.users, auth.refresh_tokens, auth.sessions, auth.one_time_tokens
+    FROM PUBLIC, anon, authenticated, service_role, authenticator;
 GRANT SELECT, INSERT, UPDATE ON auth.users, auth.refresh_tokens TO supabase_auth_admin;
 GRANT SELECT, INSERT, DELETE ON auth.sessions TO supabase_auth_admin;
+GRANT SELECT, INSERT, UPDATE, DELETE ON auth.one_time_tokens TO supabase_auth_admin;
 
 -- Supabase's default privileges: every table, sequence and function a migration creates in
 -- public is granted to anon, authenticated and service_role in full. The migrations must narrow

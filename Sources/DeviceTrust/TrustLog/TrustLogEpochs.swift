@@ -30,6 +30,9 @@ public enum TrustLogEpochs {
         public var reference: ResetReference { ResetReference(epoch: epoch, genesisHash: hash) }
         /// When it takes effect unless vetoed: `T + 600`, `T = created_at + 72 h`.
         public var deadline: UInt64 { createdAt &+ resetDelay &+ clockAllowance }
+        /// `T = created_at + 72 h`: the server takes a veto (an append to the prior epoch) only
+        /// before it, so it is the deadline a person is shown. ``deadline`` allows for clocks.
+        public var vetoDeadline: UInt64 { createdAt &+ resetDelay }
     }
 
     /// Reads every genesis row as **E** (a) does (shape, user, seq 0); unreadable ones are

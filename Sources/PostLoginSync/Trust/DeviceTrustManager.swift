@@ -132,7 +132,9 @@ public struct DeviceTrustManager: Sendable {
         case .invalidAuthorization?:
             return SyncError(
                 code: .freshSignInRequired,
-                message: "the server wants a recent sign-in for this: sign in again (`sync-cli login`), then retry")
+                message:
+                    "the server wants a sign-in with your password in the last 10 minutes for this (a magic link "
+                    + "or an emailed code does not count): sign in again (`sync-cli login`), then retry")
         case .uniqueViolation?:
             return SyncError(
                 code: .identityExists,

@@ -34,12 +34,13 @@ extension TrustLogSync {
         case .stay: break
         }
         for reset in pending {
-            self.pending.append(PendingReset(epoch: reset.epoch, hash: reset.hash, deadline: reset.deadline))
+            self.pending.append(PendingReset(epoch: reset.epoch, hash: reset.hash, deadline: reset.vetoDeadline))
             problems.append(
                 note(
                     .resetPending,
-                    "a reset of this account's identity (epoch \(reset.epoch)) is pending: it takes effect on "
-                        + "\(Self.date(reset.deadline)) unless a trust root migrates first (its migration vetoes it)"))
+                    "a reset of this account's identity (epoch \(reset.epoch)) is pending: it takes effect at "
+                        + "\(Self.date(reset.vetoDeadline)) unless a trust root migrates first (its migration vetoes it)"
+                ))
         }
         return try await legacySnapshot(pinned: pinned)
     }

@@ -214,12 +214,12 @@ struct TrustLogSync {
         }
         if state.isClosed { throw Self.identityReset(at: state.headCreatedAt) }
         for reset in pending {
-            self.pending.append(PendingReset(epoch: reset.epoch, hash: reset.hash, deadline: reset.deadline))
+            self.pending.append(PendingReset(epoch: reset.epoch, hash: reset.hash, deadline: reset.vetoDeadline))
             problems.append(
                 note(
                     .resetPending,
-                    "a reset of this account's identity (epoch \(reset.epoch)) is pending: it takes effect on "
-                        + "\(Self.date(reset.deadline)) unless a root vetoes it (a root's sync does)"))
+                    "a reset of this account's identity (epoch \(reset.epoch)) is pending: it takes effect at "
+                        + "\(Self.date(reset.vetoDeadline)) unless a root vetoes it (a root's sync does)"))
         }
     }
 

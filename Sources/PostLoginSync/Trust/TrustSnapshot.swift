@@ -79,11 +79,13 @@ public struct TrustLogPosition: Sendable, Hashable, Codable, CustomStringConvert
 }
 
 /// A reset of the user's identity that is pending: a genesis of a later epoch, in effect at
-/// `deadline` unless a root of the current epoch vetoes it.
+/// `deadline` unless a root of the current epoch vetoes it before then.
 public struct PendingReset: Sendable, Hashable, Codable {
     public var epoch: UInt32
     public var hash: [UInt8]
-    /// Unix seconds (this device's clock).
+    /// Unix seconds: the genesis's `created_at` + 72 hours, the last moment a veto is taken (the
+    /// server takes no append to the current epoch from then on). Devices allow 600 s more for
+    /// clocks before they call the reset in effect (docs/trust-log.md).
     public var deadline: UInt64
 
     enum CodingKeys: String, CodingKey { case epoch, hash, deadline }

@@ -2978,7 +2978,7 @@ CREATE FUNCTION private.tl_fresh_sign_in() RETURNS boolean
     SELECT CASE WHEN jsonb_typeof(auth.jwt() -> 'amr') = 'array' THEN EXISTS (
         SELECT 1 FROM jsonb_array_elements(auth.jwt() -> 'amr') a
         WHERE jsonb_typeof(a) = 'object' AND jsonb_typeof(a -> 'timestamp') = 'number'
-          AND a ->> 'method' IN ('password', 'totp', 'mfa/totp', 'mfa/phone', 'mfa/webauthn')
+          AND a ->> 'method' IN ('password', 'totp', 'mfa/phone', 'mfa/webauthn')
           AND (a ->> 'timestamp')::numeric >= extract(epoch FROM now()) - 600)
     ELSE false END
 $$;

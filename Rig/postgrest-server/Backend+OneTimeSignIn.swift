@@ -29,6 +29,13 @@ extension Backend {
         }
         let digits = SecureBytes(randomCount: 4).withUnsafeBytes { $0.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } }
         let otp = String(format: "%06u", digits % 1_000_000)
+        // A new code replaces the user's earlier ones of its type, as GoTrue's does; spent or
+        // expired codes go too.
+        _ = try await authClient.query(
+            """
+            DELETE FROM auth.one_time_tokens t USING auth.users u
+            WHERE u.email = \(email) AND t.user_id = u.id AND (t.token_type = \(type) OR t.created_at < now() - interval '1 hour')
+            """, logger: logger)
         let rows = try await authClient.query(
             """
             INSERT INTO auth.one_time_tokens (user_id, token_hash, token_type)

@@ -371,7 +371,7 @@ actor Backend {
             WHERE r.token = encode(digest(\(token), 'sha256'), 'hex') AND NOT r.revoked AND u.id = r.user_id
                 AND s.id = r.session_id
             RETURNING u.id::text, u.email, to_char(u.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                coalesce(r.session_id::text, ''), coalesce(r.signed_in_at, 0), coalesce(r.sign_in_method, 'password')
+                coalesce(r.session_id::text, ''), coalesce(r.signed_in_at, 0), coalesce(r.sign_in_method, 'unknown')
             """, logger: logger)
         var found: (String, String, String, String, Int, String)?
         for try await row in rows.decode((String, String, String, String, Int, String).self) { found = row }

@@ -147,8 +147,8 @@ struct TrustLogThreatTests {
         let genesis = try #require(try await w.rows(outcome.epoch).first)
         let created = try #require(TrustLogEpochs.readGeneses([genesis.entry], userID: w.world.user).geneses.first)
         let t = Date(timeIntervalSince1970: TimeInterval(created.createdAt + 259_200))
-        // Just before T + 600: still pending. The deadline a person is shown is T, the last
-        // moment the server takes a veto, not T + 600 (the allowance for clocks).
+        // Just before T + 600: still pending. The deadline a person is shown is T, when
+        // the server stops taking vetoes, not T + 600 (the allowance for clocks).
         let early = try await w.engine(w.phone, options: LogWorld.at(t + 590)).pull()
         #expect(early.outcome == .success && early.trust?.reports.contains { $0.code == .resetPending } == true)
         let shown = try await w.manager(w.phone, options: LogWorld.at(t - 60)).status().pendingResets

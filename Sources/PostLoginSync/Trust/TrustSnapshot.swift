@@ -83,7 +83,7 @@ public struct TrustLogPosition: Sendable, Hashable, Codable, CustomStringConvert
 public struct PendingReset: Sendable, Hashable, Codable {
     public var epoch: UInt32
     public var hash: [UInt8]
-    /// Unix seconds: the genesis's `created_at` + 72 hours, the last moment a veto is taken (the
+    /// Unix seconds: the genesis's `created_at` + 72 hours, the moment vetoes end (the
     /// server takes no append to the current epoch from then on). Devices allow 600 s more for
     /// clocks before they call the reset in effect (docs/trust-log.md).
     public var deadline: UInt64

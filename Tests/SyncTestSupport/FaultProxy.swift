@@ -86,6 +86,9 @@ public final class FaultProxy: Sendable {
 
     struct State {
         var forced: Fault?
+        /// A fault for the requests whose request line contains the text, before any other rule,
+        /// and the fault every request gets once one of those came (`then`).
+        var targeted: (text: String, fault: Fault, then: Fault?)?
         var faults: SeededFaults?
         var injected: [Fault: Int] = [:]
         var requests = 0
@@ -149,6 +152,13 @@ public final class FaultProxy: Sendable {
         shared.state.withLock { $0.forced = fault }
     }
 
+    /// Gives `fault` to every request whose request line (method, path and query) contains
+    /// `text`, every other request going as before until the first of those, and from then on
+    /// getting `then` when given; `nil` stops.
+    public func force(_ fault: Fault?, onRequestsContaining text: String, then: Fault? = nil) {
+        shared.state.withLock { $0.targeted = fault.map { (text, $0, then) } }
+    }
+
     /// How many requests came through, and each fault injected so far.
     public var tally: (requests: Int, faults: [Fault: Int]) {
         shared.state.withLock { ($0.requests, $0.injected) }
@@ -177,9 +187,12 @@ public final class FaultProxy: Sendable {
                 guard var chunk = try await iterator.next() else { return }
                 received += chunk.readBytes(length: chunk.readableBytes) ?? []
             }
+            let line = String(decoding: (request ?? []).prefix { $0 != 0x0D && $0 != 0x0A }, as: UTF8.self)
             let fault = shared.state.withLock { state -> Fault in
                 state.requests += 1
-                let fault = state.forced ?? state.faults?.fault() ?? .pass
+                let targeted = state.targeted.flatMap { line.contains($0.text) ? $0.fault : nil }
+                if targeted != nil, let then = state.targeted?.then { state.forced = then }
+                let fault = targeted ?? state.forced ?? state.faults?.fault() ?? .pass
                 if fault != .pass { state.injected[fault.kind, default: 0] += 1 }
                 return fault
             }

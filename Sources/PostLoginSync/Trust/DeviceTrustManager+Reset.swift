@@ -85,8 +85,16 @@ extension DeviceTrustManager {
                 TrustLogAppend(entry: genesis.written[0].text, backup: genesis.written[0].backup),
                 accept: accept.map { TrustLogAppend(entry: $0.written[0].text, backup: $0.written[0].backup) })
         } catch let error as RemoteStoreError {
-            local.removeIdentitySeed(at: keyName)
-            throw Self.refusal(error)
+            // The call may have landed with its answer lost: the log decides, as for a
+            // succession. The seed goes only when the log, read again, lacks this genesis.
+            let stored = try? await log.trustLogGeneses()
+            switch stored.map({ $0.contains { $0.epoch == epoch && $0.entry == genesis.written[0].text } }) {
+            case true?: logger?.notice("trust log: the reset is in the log (its answer was lost)")
+            case false?:
+                local.removeIdentitySeed(at: keyName)
+                throw Self.refusal(error)
+            case nil: throw error
+            }
         }
         var outcome = ResetOutcome(
             epoch: epoch, inEffect: accept != nil, effectiveAt: nil, fingerprint: IdentityFingerprint(seed.publicKey),

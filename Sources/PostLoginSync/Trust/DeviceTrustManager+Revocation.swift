@@ -149,7 +149,13 @@ extension DeviceTrustManager {
     }
 
     /// A succession to a fresh key: its seed goes to `identity.next.key` before the append and
-    /// over `identity.key` once the append is accepted (deleted on a refusal).
+    /// over `identity.key` once the log holds it.
+    ///
+    /// An append can land with its answer lost (a dropped connection, a proxy's 502, retries that
+    /// then see 40001): the error alone does not say whether the key in force is now the seed's.
+    /// So on any error the log decides (trust-log.md, "A lost answer"): read again, the seed is
+    /// promoted when the key in force is its (the call succeeds), deleted when it is not (the
+    /// error stands), and kept when the log cannot be read, for the next sync to settle the same way.
     @discardableResult
     func succeed(
         reason: SuccessionReason, recovery: RecoveryKey?, revoking: [DeviceRevocation]
@@ -162,6 +168,8 @@ extension DeviceTrustManager {
         let user = remote.userID
         do {
             let state = try await append { writer, now in
+                // Read again after a 40001: the seed in force is this very succession, landed.
+                guard writer.state.identityPublicKey != seed.publicKey else { throw SeedInForce() }
                 local.removeIdentitySeed(at: next)
                 try local.writeIdentitySeed(seed, to: next)
                 try writer.succeed(
@@ -171,8 +179,24 @@ extension DeviceTrustManager {
             try local.promoteIdentitySeed(from: next)
             return state
         } catch {
+            // `rootKey` settles the key files by the log just read: the seed promoted when it is
+            // the key in force, deleted when not. A log that cannot be read leaves it in place.
+            guard let state = try? await verifiedLog() else { throw error is SeedInForce ? Self.lost : error }
+            if (try? await rootKey(state))?.publicKey == seed.publicKey {
+                logger?.notice("trust log: the succession is in the log (its answer was lost)")
+                return state
+            }
             local.removeIdentitySeed(at: next)
-            throw error
+            throw error is SeedInForce ? Self.lost : error
         }
     }
+
+    /// Thrown by a rebuild that finds the succession's own seed in force.
+    struct SeedInForce: Error {}
+
+    /// What a succession whose fate cannot be read yet says (its seed is kept).
+    static let lost = SyncError(
+        code: .trustLogRefused,
+        message: "the server's answer to the new identity key was lost and the log cannot be read now: "
+            + "this device keeps the new key; run `sync-cli trust status` once the server answers")
 }

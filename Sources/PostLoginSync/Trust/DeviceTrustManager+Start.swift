@@ -186,12 +186,17 @@ extension DeviceTrustManager {
         let first = Array(writer.written.prefix(count))
         do {
             try await remote.trustLog().startTrustLog(first.map { TrustLogAppend(entry: $0.text, backup: $0.backup) })
-        } catch let error as RemoteStoreError {
-            local.removeIdentitySeed(at: next)
-            throw Self.refusal(error)
         } catch {
-            local.removeIdentitySeed(at: next)
-            throw error
+            // The call may have landed with its answer lost (a retry then sees 23505): the log
+            // decides. Epoch 1 beginning with these very entries means it took; the seed is
+            // deleted only when the log, read again, shows it did not.
+            switch await started(first) {
+            case true?: logger?.notice("trust log: the log was started (its answer was lost)")
+            case false?:
+                local.removeIdentitySeed(at: next)
+                throw (error as? RemoteStoreError).map(Self.refusal) ?? error
+            case nil: throw error
+            }
         }
         try local.promoteIdentitySeed(from: next)
         let (state, hashes) = try TrustLogVerifier.verify(first.map(\.text), userID: writer.state.userID, epoch: 1)
@@ -201,6 +206,13 @@ extension DeviceTrustManager {
             highestEpoch: 1, replacing: true)
         try await sync.witness(state)
         return state
+    }
+
+    /// Whether epoch 1 on the remote begins with `entries` (`nil`: it cannot be read now).
+    func started(_ entries: [TrustLogWriter.Written]) async -> Bool? {
+        guard let rows = try? await remote.trustLog().trustLogRows(epoch: 1, fromSeq: 0) else { return nil }
+        let stored = Dictionary(rows.map { ($0.seq, $0.entry) }, uniquingKeysWith: { first, _ in first })
+        return entries.allSatisfy { stored[$0.seq] == $0.text }
     }
 
     /// This device's own certificate, from what it knows of itself (never its row).

@@ -1,0 +1,114 @@
+import DeviceTrust
+import Foundation
+import RemoteStore
+import SyncModel
+import SyncTestSupport
+import TestStack
+import Testing
+
+@testable import PostLoginSync
+
+/// An append the server committed whose answer never came back (issue 65, item 1): a proxy
+/// forwards the call and answers 502, for it and for every retry (which then meets 40001 or
+/// 23505). The error alone cannot say whether the key in force changed; the log decides.
+@Suite("A lost answer loses no identity")
+struct LostAnswerTests {
+    static func proxy(deployed: Bool) async throws -> FaultProxy {
+        let stack = try StackEnvironment.require()
+        let url = deployed ? stack.deployedURL : stack.url
+        return try await FaultProxy(upstreamHost: url.host ?? "127.0.0.1", upstreamPort: url.port ?? 80, seed: nil)
+    }
+
+    /// A manager for `device` whose every request goes through `proxy`.
+    static func manager(
+        _ world: World, _ device: World.Device, through proxy: FaultProxy
+    ) throws
+        -> DeviceTrustManager
+    {
+        let stack = try StackEnvironment.require()
+        let url = world.deployedSchema ? stack.deployedURL : stack.url
+        let user = world.user
+        var configuration = PostgRESTConfiguration(
+            projectURL: proxy.url(path: url.path), apiKey: stack.anonKey, userID: user
+        ) { _ in stack.token(for: user) }
+        configuration.baseBackoff = .milliseconds(5)
+        configuration.maxBackoff = .milliseconds(20)
+        configuration.deviceCredential = device.credential
+        return DeviceTrustManager(local: device.store, remote: PostgRESTRemoteStore(configuration: configuration))
+    }
+
+    /// The root holds the key in force (no seed left beside it) and can append again.
+    static func holdsKeyInForce(_ w: LogWorld) async throws -> TrustLogState {
+        let state = try await w.manager(w.root).verifiedLog()
+        #expect(try await w.root.store.identityKey()?.publicKey == state.identityPublicKey)
+        #expect(!FileManager.default.fileExists(atPath: w.root.store.nextIdentityKeyPath))
+        _ = try await w.manager(w.root).newRecoveryKey()
+        return state
+    }
+
+    @Test(
+        "a succession committed with its answer lost: the call succeeds, the root holds the new key, the recovery key shown is the one bound",
+        arguments: [false, true])
+    func successionAnswerLost(deployed: Bool) async throws {
+        let w = try await LogWorld.make(.postgrest, deployed)
+        let proxy = try await Self.proxy(deployed: deployed)
+        proxy.force(.statusAfterForwarding(502), onRequestsContaining: "append_trust_entries")
+        let shown = await Result(awaiting: { try await Self.manager(w.world, w.root, through: proxy).rotateIdentity() })
+        await proxy.shutdown()
+        let recovery = try shown.get()
+        let state = try await w.manager(w.root).verifiedLog()
+        #expect(
+            state.recoveryPublicKey?.rawRepresentation
+                == recovery.agreementKey(userID: w.world.user).publicKey.rawRepresentation)
+        _ = try await Self.holdsKeyInForce(w)
+    }
+
+    @Test(
+        "a succession whose answer is lost while the log cannot be read: the new key's seed stays, and the next sync settles it",
+        arguments: [false, true])
+    func successionUndecided(deployed: Bool) async throws {
+        let w = try await LogWorld.make(.postgrest, deployed)
+        let before = try await w.manager(w.root).verifiedLog().identityPublicKey
+        let proxy = try await Self.proxy(deployed: deployed)
+        // The append is applied and answered 502, and so is every request after it: the reads
+        // that would tell whether it took.
+        proxy.force(
+            .statusAfterForwarding(502), onRequestsContaining: "append_trust_entries", then: .statusAfterForwarding(502)
+        )
+        let outcome = await Result(awaiting: {
+            try await Self.manager(w.world, w.root, through: proxy).rotateIdentity()
+        })
+        await proxy.shutdown()
+        #expect(throws: (any Error).self) { try outcome.get() }
+        #expect(FileManager.default.fileExists(atPath: w.root.store.nextIdentityKeyPath), "the seed was deleted")
+        let push = try await w.root.engine.push()
+        #expect(push.outcome == .success, "\(push.errors)")
+        let state = try await Self.holdsKeyInForce(w)
+        #expect(state.identityPublicKey != before)
+    }
+
+    @Test(
+        "trust init committed with its answer lost: the call succeeds and the device is the root holding the key",
+        arguments: [false, true])
+    func startAnswerLost(deployed: Bool) async throws {
+        let world = try World(.postgrest, deployedSchema: deployed)
+        let desktop = try await world.desktop(sessions: 1)
+        let proxy = try await Self.proxy(deployed: deployed)
+        proxy.force(.statusAfterForwarding(502), onRequestsContaining: "start_trust_log")
+        let started = await Result(awaiting: { try await Self.manager(world, desktop, through: proxy).initialize() })
+        await proxy.shutdown()
+        #expect(try started.get().recoveryKey != nil)
+        let manager = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
+        let state = try await manager.verifiedLog()
+        #expect(try await desktop.store.identityKey()?.publicKey == state.identityPublicKey)
+        #expect(state.isRoot(desktop.identity.id))
+        _ = try await manager.newRecoveryKey()
+    }
+}
+
+extension Result where Failure == any Error {
+    /// The outcome of an async throwing call.
+    init(awaiting body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}

@@ -55,7 +55,9 @@ struct FaultInjectionTests {
 
     /// Runs `rounds` rounds through a proxy seeded with `seed`, then settles without faults
     /// and checks convergence. `broken` writes the ledger before the remote accepts.
-    func scenario(seed: UInt64, rounds: Int, broken: Bool) async throws -> Outcome {
+    /// `failingUploads`: every envelope upload is reset before it reaches the server, beside the
+    /// seeded faults (none with a `nil` seed).
+    func scenario(seed: UInt64?, rounds: Int, broken: Bool, failingUploads: Bool = false) async throws -> Outcome {
         let stack = try StackEnvironment.require()
         let world = try World(.postgrest)
         let proxy = try await FaultProxy(
@@ -88,6 +90,7 @@ struct FaultInjectionTests {
             let tablet = try await world.device("tablet", role: .mobile, type: .iosTablet, remote: remote)
             _ = try await phone.engine.pull()
             proxy.setFaults(seed: seed)
+            if failingUploads { proxy.force(.resetBeforeForwarding, onRequestsContaining: Self.upload) }
 
             var outcome = Outcome()
             let repositories = try await desktop.store.repositories()
@@ -113,6 +116,7 @@ struct FaultInjectionTests {
 
             // The network is good again: one more sync of each device converges.
             proxy.setFaults(seed: nil)
+            proxy.force(nil, onRequestsContaining: Self.upload)
             _ = try await tablet.engine.pull()
             let settled = try await desktop.engine.push()
             #expect(settled.outcome == .success, "the push after the faults succeeds")
@@ -177,16 +181,19 @@ struct FaultInjectionTests {
                 + "failed pushes \(outcome.failedPushes), failed pulls \(outcome.failedPulls)")
     }
 
-    @Test("the same rounds catch an engine that writes its ledger before the remote accepts")
+    /// The request line of an envelope upload (an upsert; reads have no `on_conflict`).
+    static let upload = "agent_coding_session_secrets?on_conflict"
+
+    @Test("the rounds' check catches an engine that writes its ledger before the remote accepts, and only that engine")
     func brokenEngineIsCaught() async throws {
         guard !StackEnvironment.skipped else { return }
-        // Whether a fault lands between the broken engine's ledger write and the remote's answer
-        // depends on the schedule: on a loaded machine the first 40 rounds once missed it. Up to
-        // three seeds, stopping at the first catch (an idle run stops at the first).
-        var ahead = 0
-        for attempt in 0..<3 where ahead == 0 {
-            ahead = try await scenario(seed: 0x5EED_2026 &+ UInt64(attempt), rounds: 40, broken: true).ledgerAhead
-        }
-        #expect(ahead > 0, "the broken engine went unnoticed in three seeds of 40 rounds")
+        // Every envelope upload fails before the server sees it, so the broken engine's ledger
+        // runs ahead in the first round whatever the machine's load. (Random faults had to land
+        // in that window by chance: on a loaded machine three seeds of 40 rounds all missed it.)
+        let broken = try await scenario(seed: nil, rounds: 4, broken: true, failingUploads: true)
+        #expect(broken.ledgerAhead > 0, "the broken engine went unnoticed")
+        // The same faults on the real engine: its ledger never names what the remote lacks.
+        let sound = try await scenario(seed: nil, rounds: 4, broken: false, failingUploads: true)
+        #expect(sound.ledgerAhead == 0 && sound.failedPushes > 0, "\(sound)")
     }
 }

@@ -21,7 +21,23 @@ free_port() {
 export STACK_PG_PORT=${STACK_PG_PORT:-$(free_port)}
 export STACK_API_PORT=${STACK_API_PORT:-$(free_port "$STACK_PG_PORT")}
 export STACK_DEPLOYED_API_PORT=${STACK_DEPLOYED_API_PORT:-$(free_port "$STACK_PG_PORT" "$STACK_API_PORT")}
+# What the stack saw that a waiting test may have tripped on: requests answered after more than
+# 5 s, and statements that waited over a second for a lock (a few lines of each, when any).
+summarise() {
+  local slow waits
+  slow=$(grep -h "slow request" "$STACK_DIR"/*.log 2>/dev/null || true)
+  waits=$(grep -h "still waiting for\|deadlock detected" "$STACK_DIR/postgres.log" 2>/dev/null || true)
+  if [ -n "$slow" ]; then
+    echo "with-stack: $(echo "$slow" | wc -l) requests answered after more than 5 s:" >&2
+    echo "$slow" | head -10 >&2
+  fi
+  if [ -n "$waits" ]; then
+    echo "with-stack: $(echo "$waits" | wc -l) lock waits over 1 s in PostgreSQL:" >&2
+    echo "$waits" | head -10 >&2
+  fi
+}
 cleanup() {
+  summarise
   "$root/scripts/stack.sh" stop || true
   rm -rf "$STACK_DIR"
 }

@@ -2790,6 +2790,21 @@ $$;
 ALTER FUNCTION private.tl_append(caller uuid, s private.trust_log_state, named integer, first_index integer, entries text[], backups text[]) OWNER TO postgres;
 
 --
+-- Name: tl_canonical_uuid(bytea); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.tl_canonical_uuid(value bytea) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $_$
+    SELECT length(value) = 36
+        AND convert_from(value, 'LATIN1') ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+$_$;
+
+
+ALTER FUNCTION private.tl_canonical_uuid(value bytea) OWNER TO postgres;
+
+--
 -- Name: tl_certificate_fields(bytea); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2819,6 +2834,35 @@ ALTER FUNCTION private.tl_certificate_fields(b bytea) OWNER TO postgres;
 --
 
 CREATE FUNCTION private.tl_check(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) RETURNS private.tl_checked
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+DECLARE
+    b bytea := private.tl_decode(entry, 4406);
+BEGIN
+    -- Text that does not decode, or is too short to hold these fields, is refused by the rules'
+    -- own step (a), with the same code.
+    IF b IS NOT NULL AND length(b) >= 182 AND (
+        NOT private.tl_canonical_uuid(substring(b FROM 22 FOR 36))
+        OR NOT private.tl_canonical_uuid(substring(b FROM 112 FOR 36))
+        OR (get_byte(b, 102) = 1 AND length(b) >= 182 + 65
+            AND NOT private.tl_canonical_uuid(substring(b FROM 183 + 29 FOR 36)))) THEN
+        RAISE EXCEPTION 'the entry''s user or author is not a canonical lowercase UUID' USING ERRCODE = '22023';
+    END IF;
+    RETURN private.tl_check_rules(
+        caller, named_epoch, epoch_status, entry, backup, head_seq, head_hash, head_created_at, head_proof,
+        check_window);
+END
+$$;
+
+
+ALTER FUNCTION private.tl_check(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) OWNER TO postgres;
+
+--
+-- Name: tl_check_rules(uuid, integer, integer, text, text, bigint, bytea, bigint, bytea, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.tl_check_rules(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) RETURNS private.tl_checked
     LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $_$
@@ -2941,7 +2985,7 @@ END
 $_$;
 
 
-ALTER FUNCTION private.tl_check(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) OWNER TO postgres;
+ALTER FUNCTION private.tl_check_rules(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) OWNER TO postgres;
 
 --
 -- Name: tl_decode(text, integer); Type: FUNCTION; Schema: private; Owner: postgres
@@ -6351,6 +6395,13 @@ REVOKE ALL ON FUNCTION private.tl_append(caller uuid, s private.trust_log_state,
 
 
 --
+-- Name: FUNCTION tl_canonical_uuid(value bytea); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.tl_canonical_uuid(value bytea) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION tl_certificate_fields(b bytea); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -6362,6 +6413,13 @@ REVOKE ALL ON FUNCTION private.tl_certificate_fields(b bytea) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION private.tl_check(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tl_check_rules(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.tl_check_rules(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) FROM PUBLIC;
 
 
 --

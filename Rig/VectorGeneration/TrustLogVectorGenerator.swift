@@ -128,6 +128,7 @@ public enum TrustLogVectorGenerator {
         try TrustLogVectorCases.verify(&builder)
         try TrustLogVectorCases.append(&builder)
         try TrustLogVectorCases.secrets(&builder)
+        try TrustLogVectorCases.decisions(&builder)
         return try GeneratedVectorFile.encode(
             algorithm: .trustLogV1,
             header: [

@@ -67,6 +67,8 @@ let tooLarge = Answer.error(
 let responder = CallbackResponder<BasicRequestContext> { request, _ in
     var request = request
     let answer: Answer
+    let started = ContinuousClock.now
+    defer { reportIfSlow(request, since: started) }
     if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maxBodyBytes {
         answer = tooLarge
     } else if (request.uri.query ?? "").utf8.count > configuration.maxQueryBytes {
@@ -88,6 +90,19 @@ let responder = CallbackResponder<BasicRequestContext> { request, _ in
     }
     let bytes = ByteBuffer(string: answer.body ?? "")
     return Response(status: .init(code: answer.status), headers: fields, body: .init(byteBuffer: bytes))
+}
+
+/// A request answered more than 5 s after it arrived, one line on standard error (the stack's
+/// log, which `scripts/with-stack.sh` summarises when it stops): where a test that waited too long
+/// looks first. The path only: a query string can carry values.
+func reportIfSlow(_ request: Request, since started: ContinuousClock.Instant) {
+    let elapsed = ContinuousClock.now - started
+    guard elapsed > .seconds(5) else { return }
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    FileHandle.standardError.write(
+        Data(
+            "postgrest-server: slow request: \(request.method.rawValue) \(request.uri.path) took \(String(format: "%.1f", seconds)) s\n"
+                .utf8))
 }
 
 func route(_ request: Request, body: String) async -> Answer {

@@ -65,11 +65,13 @@ public protocol HTTPTransport: Sendable {
 
 /// The platform's transport: ``CurlTransport`` on Linux (libcurl), ``URLSessionTransport`` on
 /// Apple platforms, where `URLSession` is the system's own HTTP stack.
-public func defaultTransport() -> any HTTPTransport {
+///
+/// - Parameter connectTimeout: Seconds without any byte before an attempt fails.
+public func defaultTransport(connectTimeout: TimeInterval = 10) -> any HTTPTransport {
     #if canImport(CCurl)
-    CurlTransport()
+    CurlTransport(connectTimeout: connectTimeout)
     #else
-    URLSessionTransport()
+    URLSessionTransport(connectTimeout: connectTimeout)
     #endif
 }
 

@@ -171,6 +171,58 @@ struct TrustLogRemoteTests {
     }
 
     @Test(
+        "a UUID in uppercase is a malformed entry (22023), never another user (42501) nor stored",
+        arguments: RemoteKind.available)
+    func nonCanonicalUUIDs(kind: RemoteKind) async throws {
+        let harness = try kind.harness()
+        // Ids with hex letters in them, so that uppercase changes them.
+        let user = Self.lettered()
+        var log = try RemoteLogWriter(user: user)
+        let remote = try Self.remote(kind, harness, user: user)
+        let genesis = log.unsent()
+        // The genesis body's user_id (body offset 29, after the 182 bytes of the header).
+        let upperGenesis = try Self.uppercased(genesis[0].entry, 182 + 29..<182 + 65)
+        #expect(
+            await Self.code {
+                try await remote.startTrustLog([TrustLogAppend(entry: upperGenesis, backup: genesis[0].backup)])
+            } == "22023")
+        try await remote.startTrustLog(genesis)
+        let certificate = try DeviceCertificate(
+            userID: user, deviceID: UUID(), x25519PublicKey: X25519PrivateKey().publicKey,
+            ed25519PublicKey: Ed25519PrivateKey().publicKey, deviceType: "ios-phone", deviceRole: "trusted_executor",
+            issuedAt: RemoteLogWriter.now
+        ).body()
+        let entry = log.craft(certificate)
+        for range in [21..<57, 111..<147] { // the header's user_id, its author
+            let upper = try Self.uppercased(entry, range)
+            #expect(
+                await Self.code {
+                    try await remote.appendTrustEntries(
+                        epoch: 1, firstSeq: 1, [TrustLogAppend(entry: upper, backup: nil)])
+                } == "22023", "bytes \(range)")
+        }
+        #expect(try await remote.trustLogRows(epoch: 1, fromSeq: 0).count == 1)
+        try await remote.appendTrustEntries(epoch: 1, firstSeq: 1, [TrustLogAppend(entry: entry, backup: nil)])
+    }
+
+    /// A random UUID whose text has hex letters in every group that matters here.
+    static func lettered() -> UUID {
+        while true {
+            let id = UUID()
+            if id.canonical.contains(where: { ("a"..."f").contains($0) }) { return id }
+        }
+    }
+
+    /// `text` (an entry in base64) with the hex letters at `range` made uppercase.
+    static func uppercased(_ text: String, _ range: Range<Int>) throws -> String {
+        var bytes = try #require(Data(base64Encoded: text)).map { $0 }
+        let before = bytes
+        for index in range where (0x61...0x66).contains(bytes[index]) { bytes[index] -= 0x20 }
+        try #require(bytes != before, "no hex letter at \(range)")
+        return Data(bytes).base64EncodedString()
+    }
+
+    @Test(
         "a reset: pending, a veto cancels it (the number is not reused), an accept is in effect at once",
         arguments: RemoteKind.available)
     func resets(kind: RemoteKind) async throws {

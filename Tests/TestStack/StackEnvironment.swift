@@ -142,13 +142,18 @@ public struct StackEnvironment: Sendable {
         let response = try await Self.transport.send(
             TransportRequest(
                 method: requestMethod, url: URL(string: (base ?? url).absoluteString + path)!, headerFields: fields,
-                body: body.map { Data($0.utf8) }))
+                body: body.map { Data($0.utf8) }, timeout: Self.ceiling))
         var received: [String: String] = [:]
         for field in response.headerFields { received[field.name.canonicalName.lowercased()] = field.value }
         return (response.status.code, received, String(decoding: response.body, as: UTF8.self))
     }
 
-    private static let transport = defaultTransport()
+    /// How long a raw request may go without an answer: a ceiling that only catches a hang. The
+    /// product's 10 s idle timeout is a product setting; on a machine whose two cores are busy,
+    /// the stack can take longer than that to answer one request among hundreds in flight.
+    static let ceiling: TimeInterval = 60
+
+    private static let transport = defaultTransport(connectTimeout: ceiling)
 
     /// A request `request(...)` cannot express (HTTP field syntax).
     public struct BadRequest: Error, CustomStringConvertible {

@@ -153,6 +153,11 @@ public enum TrustLogServerRules {
         guard (1...TrustLogEntry.maxBodyBytes).contains(length),
             bytes.count == TrustLogEntry.headerBytes + length + signatures
         else { throw .invalid("the entry's length is not the one its body and type give") }
+        // A UUID the entry names is canonical lowercase, or the entry does not parse: an uppercase
+        // copy of the caller's own id is refused here (22023), not taken for another user (42501).
+        guard isCanonicalUUID(bytes[21..<57]), isCanonicalUUID(bytes[111..<147]) else {
+            throw .invalid("the entry's user or author is not a canonical lowercase UUID")
+        }
         let body = Array(bytes[182..<182 + length])
         var checked = Checked(
             epoch: read32(bytes, 58), seq: read64(bytes, 62), type: type, createdAt: read64(bytes, 103),
@@ -160,8 +165,8 @@ public enum TrustLogServerRules {
             head: Head(seq: 0, hash: [], createdAt: 0, lastProof: []))
         var bodyUser: [UInt8]?
         if type == 0x01 {
-            guard body.count >= 168, Array(body[0..<29]) == genesisPrefix, body[65] == 0,
-                Int(body[166]) << 8 | Int(body[167]) == body.count - 168
+            guard body.count >= 168, Array(body[0..<29]) == genesisPrefix, isCanonicalUUID(body[29..<65]),
+                body[65] == 0, Int(body[166]) << 8 | Int(body[167]) == body.count - 168
             else { throw .invalid("the genesis body does not parse") }
             bodyUser = Array(body[29..<65])
             checked.priorEpoch = read32(body, 130)
@@ -173,6 +178,19 @@ public enum TrustLogServerRules {
             checked.answer = answer
         }
         return (bytes, body, checked, bodyUser)
+    }
+
+    /// Whether `bytes` are 36 bytes of a UUID in canonical form: lowercase hex, hyphens at 8,
+    /// 13, 18 and 23.
+    static func isCanonicalUUID(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard bytes.count == 36 else { return false }
+        for (offset, byte) in bytes.enumerated() {
+            let valid =
+                [8, 13, 18, 23].contains(offset)
+                ? byte == 0x2D : (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte)
+            if !valid { return false }
+        }
+        return true
     }
 
     /// The reset answers an epoch's rows hold "by the chain" (trust-log.md, "Epochs and resets"): those

@@ -24,6 +24,10 @@ public enum DeviceKeyName: Hashable, Sendable, CustomStringConvertible {
     /// The identity seed of a reset this device asked for, until it takes effect
     /// (`identity.reset.<epoch>.key`).
     case resetIdentity(epoch: UInt32)
+    /// A new recovery key, from before the append that binds it until the person has been
+    /// shown it (`recovery.unshown.key`): a lost answer or a killed process loses no key that
+    /// may be in force.
+    case unshownRecoveryKey
 
     /// The file name ``FileKeyStore`` keeps it under.
     public var fileName: String {
@@ -34,6 +38,7 @@ public enum DeviceKeyName: Hashable, Sendable, CustomStringConvertible {
         case .identity: "identity.key"
         case .nextIdentity: "identity.next.key"
         case .resetIdentity(let epoch): "identity.reset.\(epoch).key"
+        case .unshownRecoveryKey: "recovery.unshown.key"
         }
     }
 

@@ -161,6 +161,32 @@ extension DeviceStore {
         try? keys.removeKey(name)
     }
 
+    // MARK: - A new recovery key until it is shown
+
+    /// Keeps a new recovery key's 32 bytes, 0600, before the append that binds it; replaces one
+    /// kept before.
+    public func stageRecoveryKey(_ bytes: SecureBytes) throws {
+        try? keys.removeKey(.unshownRecoveryKey)
+        try keys.createKey(.unshownRecoveryKey, bytes)
+    }
+
+    /// The recovery key kept until shown, or `nil`.
+    ///
+    /// - Throws: When the key store holds one it cannot use.
+    public func unshownRecoveryKey() throws -> SecureBytes? {
+        try keys.key(.unshownRecoveryKey)
+    }
+
+    /// Forgets the recovery key kept until shown (shown, refused, or replaced since).
+    public func removeUnshownRecoveryKey() {
+        try? keys.removeKey(.unshownRecoveryKey)
+    }
+
+    /// `recovery.unshown.key` in the default ``FileKeyStore``.
+    public var unshownRecoveryKeyPath: String {
+        directory.appendingPathComponent(DeviceKeyName.unshownRecoveryKey.fileName).path
+    }
+
     /// The epoch of every reset seed held, ascending.
     public func resetIdentitySeedEpochs() -> [UInt32] {
         (try? keys.resetEpochs()) ?? []

@@ -63,7 +63,9 @@ extension SyncCLI {
 enum TrustCommand {
     /// Shows a recovery key once, with what to do with it. Its QR code is drawn only on a
     /// terminal: in a pipe or a log it would be the key again, in a form nobody reads there.
-    static func show(_ key: RecoveryKey, qr: Bool) throws {
+    /// Prints a new recovery key; with `manager`, forgets the copy it kept until shown.
+    static func show(_ key: RecoveryKey, qr: Bool, manager: DeviceTrustManager? = nil) throws {
+        defer { manager?.recoveryKeyShown() }
         let qr = qr && isatty(STDOUT_FILENO) == 1
         output("")
         output("Recovery key (write it down and keep it somewhere safe; it is shown only now):")

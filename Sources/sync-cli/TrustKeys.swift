@@ -58,6 +58,7 @@ extension SyncCLI.Trust {
                 }
                 let started = try await manager.initialize(recovery: noRecoveryKey ? .none : .new)
                 if json {
+                    defer { manager.recoveryKeyShown() }
                     return try printJSON(
                         Started(
                             identityFingerprint: started.fingerprint.description, head: started.head, trustRoot: true,
@@ -67,7 +68,7 @@ extension SyncCLI.Trust {
                 output("Identity fingerprint: \(started.fingerprint)")
                 output("Trust log head: \(started.head)")
                 if let recoveryKey = started.recoveryKey {
-                    try TrustCommand.show(recoveryKey, qr: !noQr)
+                    try TrustCommand.show(recoveryKey, qr: !noQr, manager: manager)
                 }
                 output(
                     "Pair another device: `sync-cli trust invite` here, then `sync-cli trust join` there (it asks for the code)."
@@ -80,8 +81,46 @@ extension SyncCLI.Trust {
         static let configuration = CommandConfiguration(
             commandName: "recovery-key",
             abstract: "The recovery key bound to the trust log.",
-            subcommands: [New.self, Migrate.self]
+            subcommands: [New.self, Show.self, Migrate.self]
         )
+
+        struct Show: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "show",
+                abstract: "Trust root: print a new recovery key the log binds that was never shown, once.",
+                discussion: """
+                    A command that binds a new recovery key (`trust init`, `trust recovery-key \
+                    new`, `trust rotate-identity`, revoking a root, `trust recovery-key migrate`) \
+                    keeps it in recovery.unshown.key (0600) from before its append until it has \
+                    printed it. When its answer was lost, or it ended before printing, `trust \
+                    status` and every sync say so, and this prints it once the log shows it is \
+                    bound, then forgets it. A kept key the log does not bind is forgotten.
+
+                    \(TrustExit.help)
+                    """
+            )
+            @OptionGroup var storeOptions: StoreOptions
+            @OptionGroup var remoteOptions: RemoteOptions
+            @Flag(help: "Do not draw the recovery key's QR code.") var noQr = false
+            @Flag(help: "Print the key as JSON ({\"recoveryKey\": null} when none waits).") var json = false
+
+            func run() async throws {
+                try await TrustExit.run {
+                    let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                    let recoveryKey = try await manager.unshownRecoveryKey()
+                    if json {
+                        defer { manager.recoveryKeyShown() }
+                        return try printJSON(["recoveryKey": recoveryKey?.revealText()])
+                    }
+                    guard let recoveryKey else {
+                        return output(
+                            "No recovery key waits to be shown: the one bound (if any) was shown when it was made.")
+                    }
+                    output("This recovery key is bound to the trust log and was never shown.")
+                    try TrustCommand.show(recoveryKey, qr: !noQr, manager: manager)
+                }
+            }
+        }
 
         struct New: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
@@ -136,6 +175,7 @@ extension SyncCLI.Trust {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                     let started = try await manager.migrate(recoveryKey: noRecoveryKey ? nil : RecoveryKey())
                     if json {
+                        defer { manager.recoveryKeyShown() }
                         return try printJSON(
                             Started(
                                 identityFingerprint: started.fingerprint.description, head: started.head,
@@ -143,7 +183,9 @@ extension SyncCLI.Trust {
                     }
                     output("The identity now lives in the trust log; this device is its trust root.")
                     output("Identity fingerprint: \(started.fingerprint)")
-                    if let recoveryKey = started.recoveryKey { try TrustCommand.show(recoveryKey, qr: !noQr) }
+                    if let recoveryKey = started.recoveryKey {
+                        try TrustCommand.show(recoveryKey, qr: !noQr, manager: manager)
+                    }
                 }
             }
         }
@@ -181,8 +223,11 @@ extension SyncCLI.Trust {
 extension TrustCommand {
     /// Prints a new recovery key bound by a succession.
     static func printNewKey(_ key: RecoveryKey, manager: DeviceTrustManager, json: Bool, qr: Bool) throws {
-        if json { return try printJSON(["recoveryKey": key.revealText()]) }
+        if json {
+            defer { manager.recoveryKeyShown() }
+            return try printJSON(["recoveryKey": key.revealText()])
+        }
         output("The identity key was replaced and handed to the other roots; a new recovery key is bound.")
-        try show(key, qr: qr)
+        try show(key, qr: qr, manager: manager)
     }
 }

@@ -80,6 +80,7 @@ extension SyncCLI.Trust {
                 }
                 if endOtherLogins { try await Self.endOtherLogins(address: address, store: manager.local) }
                 if json {
+                    defer { if report.recoveryKey != nil { manager.recoveryKeyShown() } }
                     return try printJSON(
                         Revoked(
                             report: report, otherLoginsEnded: endOtherLogins,
@@ -89,7 +90,9 @@ extension SyncCLI.Trust {
                 for id in report.revoked { output("Revoked \(id.canonical).") }
                 if report.identityKeyReplaced {
                     output("A root was revoked: the identity key was replaced and handed to the other roots.")
-                    if let recoveryKey = report.recoveryKey { try TrustCommand.show(recoveryKey, qr: !noQr) }
+                    if let recoveryKey = report.recoveryKey {
+                        try TrustCommand.show(recoveryKey, qr: !noQr, manager: manager)
+                    }
                 }
                 if !report.revoked.isEmpty {
                     output(

@@ -81,10 +81,56 @@ struct LostAnswerTests {
         await proxy.shutdown()
         #expect(throws: (any Error).self) { try outcome.get() }
         #expect(FileManager.default.fileExists(atPath: w.root.store.nextIdentityKeyPath), "the seed was deleted")
-        let push = try await w.root.engine.push()
-        #expect(push.outcome == .success, "\(push.errors)")
-        let state = try await Self.holdsKeyInForce(w)
+        #expect(
+            FileManager.default.fileExists(atPath: w.root.store.unshownRecoveryKeyPath), "the new recovery key is lost")
+        // Every sync says a bound recovery key was never shown, until it is.
+        for _ in 0..<2 {
+            let push = try await w.root.engine.push()
+            #expect(push.outcome == .success, "\(push.errors)")
+            #expect(push.trust?.reports.contains { $0.code == .recoveryKeyNotShown } == true)
+        }
+        let manager = try w.manager(w.root)
+        #expect(try await manager.status().recoveryKeyUnshown)
+        let recovery = try #require(try await manager.unshownRecoveryKey())
+        let state = try await manager.verifiedLog()
         #expect(state.identityPublicKey != before)
+        // It opens the newest backup, to the key in force.
+        let rows = try await w.world.remote(for: w.root).trustLog().trustLogRows(epoch: state.epoch, fromSeq: 0)
+        let newest = try #require(rows.last { $0.backup != nil })
+        let opened = LogBackup.open(
+            try #require(newest.backup), with: recovery.agreementKey(userID: w.world.user), userID: w.world.user,
+            epoch: newest.epoch, seq: newest.seq)
+        #expect(opened?.identity.publicKey == state.identityPublicKey)
+        manager.recoveryKeyShown()
+        let quiet = try await w.root.engine.push()
+        #expect(quiet.trust?.reports.contains { $0.code == .recoveryKeyNotShown } == false)
+        #expect(try await manager.status().recoveryKeyUnshown == false)
+        _ = try await Self.holdsKeyInForce(w)
+    }
+
+    @Test(
+        "a recovery key made by a call the server refused is forgotten; one shown is not kept",
+        arguments: [false, true]
+    )
+    func recoveryKeyKeptOnlyUntilShown(deployed: Bool) async throws {
+        let w = try await LogWorld.make(.postgrest, deployed)
+        let proxy = try await Self.proxy(deployed: deployed)
+        // Every append answered 503 before it reaches the server, the reads after it going
+        // through: nothing is bound, and the log says so.
+        proxy.force(.status(503), onRequestsContaining: "append_trust_entries")
+        let refused = await Result(awaiting: {
+            try await Self.manager(w.world, w.root, through: proxy).newRecoveryKey()
+        })
+        await proxy.shutdown()
+        #expect(throws: (any Error).self) { try refused.get() }
+        #expect(!FileManager.default.fileExists(atPath: w.root.store.unshownRecoveryKeyPath))
+        // Made and returned: kept until the caller says it was shown.
+        let manager = try w.manager(w.root)
+        let made = try await manager.newRecoveryKey()
+        #expect(try await manager.unshownRecoveryKey()?.revealText() == made.revealText())
+        manager.recoveryKeyShown()
+        #expect(!FileManager.default.fileExists(atPath: w.root.store.unshownRecoveryKeyPath))
+        #expect(try await manager.unshownRecoveryKey() == nil)
     }
 
     @Test(

@@ -155,6 +155,9 @@ public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
         public static let rootGrantInvalid: Code = "rootGrantInvalid"
         /// A root could not do what a root's sync does (veto a reset, migrate): said why.
         public static let rootDuty: Code = "rootDuty"
+        /// The log binds a new recovery key this device kept and never showed (a lost answer, a
+        /// process ended before it printed): `trust recovery-key show` prints it.
+        public static let recoveryKeyNotShown: Code = "recoveryKeyNotShown"
         /// Any other failure.
         public static let error: Code = "error"
     }

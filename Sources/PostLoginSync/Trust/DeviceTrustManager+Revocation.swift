@@ -71,7 +71,9 @@ extension DeviceTrustManager {
                     code: .unknownDevice, message: "a succession revokes at most 8 devices: revoke the others first")
             }
             let recovery = keepRecoveryKey ? nil : RecoveryKey()
-            report.head = try await succeed(reason: .rootRevoked, recovery: recovery, revoking: revocations).position
+            report.head = try await binding(recovery) {
+                try await succeed(reason: .rootRevoked, recovery: recovery, revoking: revocations)
+            }.position
             report.identityKeyReplaced = true
             report.recoveryKey = recovery
         }
@@ -134,7 +136,9 @@ extension DeviceTrustManager {
     /// - Returns: The new key, to show the person once.
     public func newRecoveryKey() async throws -> RecoveryKey {
         let recovery = RecoveryKey()
-        try await succeed(reason: .recoveryKeyReplaced, recovery: recovery, revoking: [])
+        try await binding(recovery) {
+            try await succeed(reason: .recoveryKeyReplaced, recovery: recovery, revoking: [])
+        }
         return recovery
     }
 
@@ -144,7 +148,7 @@ extension DeviceTrustManager {
     /// - Returns: The new recovery key, to show the person once.
     public func rotateIdentity() async throws -> RecoveryKey {
         let recovery = RecoveryKey()
-        try await succeed(reason: .seedSuspected, recovery: recovery, revoking: [])
+        try await binding(recovery) { try await succeed(reason: .seedSuspected, recovery: recovery, revoking: []) }
         return recovery
     }
 

@@ -72,7 +72,7 @@ extension DeviceTrustManager {
             certificate: try await ownCertificate(identity, user: user, role: .trustRoot),
             signingKey: try await local.signingKey(),
             createdAt: seconds)
-        let state = try await start(writer, seed: seed, count: writer.written.count)
+        let state = try await binding(recoveryKey) { try await start(writer, seed: seed, count: writer.written.count) }
         logger?.notice("this device started the user's trust log (identity \(IdentityFingerprint(seed.publicKey)))")
         return Started(fingerprint: IdentityFingerprint(seed.publicKey), recoveryKey: recoveryKey, head: state.position)
     }
@@ -120,7 +120,7 @@ extension DeviceTrustManager {
                     ResetAnswer(userID: user, resetEpoch: reset.epoch, resetGenesisHash: reset.hash, verdict: .veto)),
                 createdAt: seconds)
         }
-        let state = try await start(writer, seed: seed, count: writer.written.count)
+        let state = try await binding(recoveryKey) { try await start(writer, seed: seed, count: writer.written.count) }
         logger?.notice("this root migrated the user's identity to the trust log")
         try await finishMigration(state)
         return Started(fingerprint: IdentityFingerprint(seed.publicKey), recoveryKey: recoveryKey, head: state.position)

@@ -42,6 +42,10 @@ extension DeviceTrustManager {
                     "the trust log is nearly full (seq \(log.headSeq) of 9,999): revocations and successions still "
                         + "fit; `trust reset` on a root starts a new one")
             }
+            if let unshown = unshownRecoveryKeyIssue(log) {
+                status.recoveryKeyUnshown = true
+                status.problems.append(unshown.message)
+            }
             if log.recoveryKey == nil {
                 status.problems.append(
                     "no recovery key is bound to the log: if every root is lost, only a reset (72 hours) remains; "

@@ -100,6 +100,7 @@ extension DeviceTrustManager {
                 }
                 return ([], appended)
             }
+            if let unshown = unshownRecoveryKeyIssue(state) { issues.append(unshown) }
             let settled = try await TrustLogRoot(local: local, logger: logger).settle(state, selfID: identity.id)
             if settled.grantInvalid {
                 issues.append(

@@ -117,6 +117,9 @@ public struct TrustStatus: Sendable, Codable, Hashable {
     public var headCreatedAt: Date?
     /// Whether a recovery key is bound to the log (`nil`: unknown, legacy mode).
     public var recoveryKeyBound: Bool?
+    /// The recovery key bound is one this device made and never showed (a lost answer, a
+    /// command that ended before printing): `trust recovery-key show` prints it.
+    public var recoveryKeyUnshown = false
     public var devices: [Device] = []
     /// Reports and warnings (pending resets, ignored witnesses, a nearly full log).
     public var problems: [String] = []

@@ -221,19 +221,17 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 throw Self.invalid(
                     "a witness names the current epoch, a seq up to its head and at least the device's last, and now")
             }
-            // Beside a row already there for the seq (one that got there first cannot shut the
-            // device's genuine witness out), at most 4 a seq.
-            let atSeq =
-                try Int.fetchOne(
-                    db,
-                    sql:
-                        "SELECT count(*) FROM trust_log_witnesses WHERE user_id = ? AND device_id = ? AND epoch = ? AND seq = ?",
-                    arguments: [me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq)]) ?? 0
-            guard atSeq < 4 else {
-                throw RemoteStoreError(
-                    .limitExceeded, "a device publishes at most 4 witnesses of one seq",
-                    postgrestCode: .programLimitExceeded)
-            }
+            // Beside the rows already there for the seq (one that got there first cannot shut the
+            // device's genuine witness out), at most 4 a seq: the oldest gives way to the newest,
+            // so a root witnesses an unchanged head again every hour.
+            try db.execute(
+                sql: """
+                    DELETE FROM trust_log_witnesses WHERE rowid IN (
+                        SELECT rowid FROM trust_log_witnesses
+                        WHERE user_id = ? AND device_id = ? AND epoch = ? AND seq = ?
+                        ORDER BY created_at DESC, signature LIMIT -1 OFFSET 3)
+                    """,
+                arguments: [me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq)])
             try db.execute(
                 sql: """
                     INSERT INTO trust_log_witnesses (user_id, device_id, epoch, seq, body, signature, created_at)

@@ -16,12 +16,14 @@ enum TrustExit {
     static let identityChanged: Int32 = 4
 
     static let help =
-        "Exit status: 0 done; 1 refused or failed (the message says why); 4 the trust log does not verify, was forked or cut, or the identity was reset or changed (re-pair, or compare `trust status` across devices)."
+        "Exit status: 0 done; 1 refused or failed (the message says why); 4 the trust log does not verify, was forked or cut, is stale (no root vouched for it in 72 hours), or the identity was reset or changed (re-pair, or compare `trust status` across devices)."
 
     /// Whether an engine error is a trust failure (exit 4).
     static func isTrustFailure(_ code: SyncError.Code?) -> Bool {
         guard let code else { return false }
-        return [.identityChanged, .trustLogInvalid, .trustLogForked, .trustLogTruncated, .identityReset].contains(code)
+        return [
+            .identityChanged, .trustLogInvalid, .trustLogForked, .trustLogTruncated, .trustLogStale, .identityReset,
+        ].contains(code)
     }
 
     /// Runs `body`, turning a ``SyncError`` into its message and exit status.

@@ -77,6 +77,7 @@ final class AgentWorld: Sendable {
         try world.makeProject()
         let root = DeviceTrustManager(local: desktop, remote: try world.remote(for: desktop))
         try await root.initialize()
+        root.recoveryKeyShown()
         _ = try await SyncEngine(local: phone, remote: try world.remote(for: phone)).pull()
         let (code, _) = try await root.invite(deviceType: .iosPhone)
         try await DeviceTrustManager(local: phone, remote: try world.remote(for: phone)).join(

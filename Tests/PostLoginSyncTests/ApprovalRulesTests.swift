@@ -127,6 +127,7 @@ struct ApprovalRulesTests {
         let desktop = try await world.desktop(sessions: 1)
         let root = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
         try await root.initialize()
+        root.recoveryKeyShown()
         #expect(try await desktop.engine.push().outcome == .success)
         let center = ApprovalCenter(local: desktop.store, remote: try world.remote(for: desktop))
         let session = try #require(try await desktop.store.sessions().first).id

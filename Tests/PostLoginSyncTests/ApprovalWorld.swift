@@ -33,6 +33,7 @@ struct ApprovalWorld {
         let desktop = try await world.desktop(sessions: sessions)
         let root = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
         try await root.initialize()
+        root.recoveryKeyShown()
         try await TrustThreatTests.join(phone, world: world, root: root)
         try await TrustThreatTests.join(tablet, world: world, root: root)
         #expect(try await desktop.engine.push().outcome == .success)

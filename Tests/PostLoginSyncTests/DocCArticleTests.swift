@@ -112,7 +112,11 @@ func runAgent(store: DeviceStore, remote: any SyncRemote) async {
 }
 
 func pair(desktop: DeviceTrustManager, phone: DeviceTrustManager) async throws {
-    _ = try await desktop.initialize()
+    let started = try await desktop.initialize()
+    // Show started.recoveryKey to the person (once), then say so: until then it is kept, 0600,
+    // and every sync warns that a bound recovery key was never shown.
+    _ = started.recoveryKey
+    desktop.recoveryKeyShown()
     let invite = try await desktop.invite(deviceType: .iosPhone)
     // The person carries the code: shown (and as a QR code) on the desktop, typed on the phone.
     let typed = try PairingCode(parsing: invite.code.revealText())

@@ -29,6 +29,7 @@ struct FirstDayTrustTests {
         let phone = try await world.device("phone", role: .mobile)
         let root = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
         try await root.initialize()
+        root.recoveryKeyShown()
         return Setup(
             world: world, desktop: desktop, phone: phone, root: root,
             joiner: DeviceTrustManager(local: phone.store, remote: try world.remote(for: phone)))

@@ -320,6 +320,7 @@ struct NotificationTests {
         // Approval pushes go only to devices the trust log certifies.
         let root = DeviceTrustManager(local: n.desktop.store, remote: try n.world.remote(for: n.desktop))
         try await root.initialize()
+        root.recoveryKeyShown()
         try await TrustThreatTests.join(n.phone, world: n.world, root: root)
         try await TrustThreatTests.join(tablet, world: n.world, root: root)
         #expect(try await tablet.engine.pull().outcome == .success)

@@ -31,6 +31,7 @@ struct RecoveryWorld {
         let manager = DeviceTrustManager(
             local: root.store, remote: try world.remote(for: root), logger: Logger(label: "trust") { _ in logs })
         let started = try await manager.initialize()
+        manager.recoveryKeyShown()
         try await TrustThreatTests.join(phone, world: world, root: manager)
         #expect(try await root.engine.push().outcome == .success)
         #expect(try await phone.engine.pull().outcome == .success)

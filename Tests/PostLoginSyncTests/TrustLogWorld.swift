@@ -24,6 +24,7 @@ struct LogWorld {
         let root = try await world.desktop(sessions: sessions)
         let started = try await DeviceTrustManager(local: root.store, remote: try world.remote(for: root)).initialize()
         let manager = DeviceTrustManager(local: root.store, remote: try world.remote(for: root))
+        manager.recoveryKeyShown()
         try await TrustThreatTests.join(phone, world: world, root: manager)
         _ = try await root.engine.push()
         _ = try await phone.engine.pull()

@@ -32,6 +32,7 @@ struct TrustThreatTests {
         let desktop = try await world.desktop(sessions: sessions)
         let root = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
         try await root.initialize()
+        root.recoveryKeyShown()
         try await join(phone, world: world, root: root)
         #expect(try await desktop.engine.push().outcome == .success)
         #expect(try await phone.engine.pull().outcome == .success)

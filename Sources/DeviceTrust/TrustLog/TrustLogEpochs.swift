@@ -171,6 +171,15 @@ public enum TrustLogWitnesses {
         public var forkedAt: UInt64?
         /// The highest counted seq beyond the head.
         public var beyondHead: UInt64?
+
+        /// When a root last vouched for `state`'s head: the newest `seen_at` of a counted
+        /// witness of that very entry by a device the state makes a root, or `nil` (trust-log.md,
+        /// "A frozen view").
+        public func newestRootWitness(of state: TrustLogState) -> UInt64? {
+            counted.values.filter {
+                state.isRoot($0.deviceID) && $0.seq == state.headSeq && $0.entryHash == Array(state.headHash)
+            }.map(\.seenAt).max()
+        }
     }
 
     /// Counts `rows` against `state` (whose hashes `hashAt` gives by seq) at `now`.
@@ -200,7 +209,12 @@ public enum TrustLogWitnesses {
                 result.ignored += 1
                 continue
             }
-            if let existing = result.counted[row.deviceID], existing.seq >= witness.seq { continue }
+            // Its highest seq, and of those the newest (a root witnesses an unchanged head again).
+            if let existing = result.counted[row.deviceID],
+                (existing.seq, existing.seenAt) >= (witness.seq, witness.seenAt)
+            {
+                continue
+            }
             result.counted[row.deviceID] = witness
         }
         for witness in result.counted.values.sorted(by: { $0.seq < $1.seq }) {

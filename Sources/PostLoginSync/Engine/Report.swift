@@ -135,6 +135,8 @@ public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
         public static let trustLogInvalid: Code = "trustLogInvalid"
         public static let trustLogForked: Code = "trustLogForked"
         public static let trustLogTruncated: Code = "trustLogTruncated"
+        /// No trust root has vouched for this desktop's view of the log within the bound.
+        public static let trustLogStale: Code = "trustLogStale"
         /// The user has no trust log yet: this device verifies the legacy trust rows (legacy mode).
         public static let trustLogMissing: Code = "trustLogMissing"
         /// The account's identity was reset: this device must be paired again.

@@ -44,6 +44,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         /// The trust log ends before what this device (or a witness, or a revocation it
         /// remembers) knows it holds.
         case trustLogTruncated
+        /// No trust root has vouched for this desktop's view of the log for longer than the
+        /// bound (trust-log.md, "A frozen view"): the operator may be hiding newer entries.
+        case trustLogStale
         /// The user has no trust log yet: a device in legacy mode cannot pair.
         case trustLogMissing
         /// The account's identity was reset: this device must be paired again.
@@ -273,7 +276,7 @@ public struct SyncEngine: Sendable {
     static let unreachable: [RemoteStoreError.Code] = [.network, .http, .unauthorized]
 
     static let failsClosed: Set<SyncError.Code> = [
-        .trustLogInvalid, .trustLogForked, .trustLogTruncated, .identityReset,
+        .trustLogInvalid, .trustLogForked, .trustLogTruncated, .trustLogStale, .identityReset,
     ]
 
     /// The own device row; it carries the envelope versions this device reads until they were

@@ -39,7 +39,7 @@ extension DeviceTrustManager {
         do {
             snapshot = try await verified()
         } catch let error as SyncError
-            where [.trustLogInvalid, .trustLogForked, .trustLogTruncated, .identityReset]
+            where [.trustLogInvalid, .trustLogForked, .trustLogTruncated, .trustLogStale, .identityReset]
             .contains(error.code)
         {
             snapshot = nil

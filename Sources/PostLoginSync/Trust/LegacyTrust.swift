@@ -149,7 +149,7 @@ extension TrustLogSync {
         }
         var entries = zip(rows, hashes).map { PinnedLogEntry(seq: $0.seq, text: $0.entry, hash: $1) }
         let witnesses = try await log.trustLogWitnesses(epoch: 1)
-        let final = try await judgeWitnesses(witnesses, state: state, new: &entries, log: log)
+        let (final, _) = try await judgeWitnesses(witnesses, state: state, new: &entries, log: log)
         problems = problems.filter { $0.code != .invalidStatement }
         try await save(final, new: entries, highestEpoch: geneses.map(\.epoch).max() ?? 1, replacing: true)
         try await witness(final)

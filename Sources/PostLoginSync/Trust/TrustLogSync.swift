@@ -92,14 +92,24 @@ struct TrustLogSync {
 
     mutating func refresh(_ pin: TrustLogPin, reported: TrustLogHead??) async throws -> TrustSnapshot {
         let state = try TrustLogState.decoded(pin.state)
-        if Self.unchanged(pin, reported) { return try await snapshot(state) }
         let log = try remote.trustLog()
-        // The witnesses are read before the log: a witness newer than the rows then read means
-        // the rows were cut.
+        // The witnesses are read before the log, and also when the feed says nothing changed
+        // (one call): a witness newer than the rows then read means the rows were cut, and the
+        // newest root witness is how fresh this view is.
         let witnesses = try await log.trustLogWitnesses(epoch: pin.epoch)
+        read += witnesses.count
+        if Self.unchanged(pin, reported) {
+            var new: [PinnedLogEntry] = []
+            let (current, evaluation) = try await judgeWitnesses(witnesses, state: state, new: &new, log: log)
+            if new.isEmpty {
+                try await vouch(current, evaluation, moved: pin.witnessedSeq == nil)
+                return try await snapshot(current)
+            }
+            // A witness beyond the head the feed reported: read the log as if it had changed.
+        }
         let geneses = try await log.trustLogGeneses()
         let rows = try await log.trustLogRows(epoch: pin.epoch, fromSeq: pin.headSeq)
-        read += witnesses.count + geneses.count + rows.count
+        read += geneses.count + rows.count
         let infos = readGeneses(geneses)
         guard let own = geneses.first(where: { $0.epoch == pin.epoch }) else {
             throw Self.truncated(0, "the genesis of epoch \(pin.epoch), which this device pinned, is gone")
@@ -114,11 +124,12 @@ struct TrustLogSync {
             throw Self.forked(pin.headSeq, "the entry at seq \(pin.headSeq) is not the one this device verified")
         }
         var (current, new) = try extend(state, with: Array(rows.dropFirst()))
-        current = try await judgeWitnesses(witnesses, state: current, new: &new, log: log)
+        let evaluation: TrustLogWitnesses.Evaluation
+        (current, evaluation) = try await judgeWitnesses(witnesses, state: current, new: &new, log: log)
         try await checkMemory(current)
         try await save(current, new: new, highestEpoch: max(pin.highestEpoch, infos.map(\.epoch).max() ?? 0))
-        if current.headSeq != pin.headSeq || pin.witnessedSeq == nil { try await witness(current) }
         try judgeResets(of: current, geneses: infos)
+        try await vouch(current, evaluation, moved: current.headSeq != pin.headSeq || pin.witnessedSeq == nil)
         if current.headCreatedAt > seconds + TrustLogEpochs.clockAllowance {
             problems.append(
                 note(
@@ -126,6 +137,33 @@ struct TrustLogSync {
                     "this device's clock is more than 600 s behind the trust log's last entry: check its clock"))
         }
         return try await snapshot(current)
+    }
+
+    /// How often a root witnesses an unchanged head again, and how old the newest root's word on
+    /// a desktop's head may be before that desktop stops sealing (trust-log.md, "A frozen view").
+    static let witnessInterval: UInt64 = 3_600
+    static let freshnessBound: UInt64 = 72 * 3_600
+
+    /// Publishes this device's witness when its head moved, or, on a root, when its last
+    /// witness of the head is an hour old. Then a desktop that is not a root checks that a root
+    /// vouched for its head within ``freshnessBound``: the head entry itself (written under the
+    /// identity key, which only roots hold) or a root's witness of it. Else `trustLogStale`.
+    mutating func vouch(_ state: TrustLogState, _ evaluation: TrustLogWitnesses.Evaluation, moved: Bool) async throws {
+        let identity = try await local.requireIdentity()
+        let isRoot = state.isRoot(identity.id)
+        let own = evaluation.counted[identity.id]
+        let due =
+            isRoot
+            && (own.map { $0.seq != state.headSeq || $0.seenAt &+ Self.witnessInterval <= seconds } ?? true)
+        if moved || due { try await witness(state) }
+        guard identity.role == .desktop, !isRoot else { return }
+        let vouched = max(state.headCreatedAt, evaluation.newestRootWitness(of: state) ?? 0)
+        guard vouched &+ Self.freshnessBound <= seconds else { return }
+        throw SyncError(
+            code: .trustLogStale,
+            message: "no trust root has vouched for this device's view of the trust log (seq \(state.headSeq)) since "
+                + "\(Self.date(vouched)), over 72 hours: the server may be hiding newer entries. Run a sync on a "
+                + "trust root (`sync-cli sync` there); nothing is sealed or accepted here until one has")
     }
 
     /// Verifies `rows` after `state`; every failure is `trustLogInvalid`.
@@ -143,7 +181,7 @@ struct TrustLogSync {
     /// Counts the witnesses against the verified head, after one re-read when one is beyond it.
     mutating func judgeWitnesses(
         _ rows: [TrustLogWitnessRow], state: TrustLogState, new: inout [PinnedLogEntry], log: any TrustLogRemote
-    ) async throws -> TrustLogState {
+    ) async throws -> (TrustLogState, TrustLogWitnesses.Evaluation) {
         let parsed = rows.map { TrustLogWitnesses.Row(deviceID: $0.deviceID, body: $0.body, signature: $0.signature) }
         var state = state
         var evaluation = try await evaluate(parsed, state: state, new: new)
@@ -170,7 +208,7 @@ struct TrustLogSync {
                     .invalidWitness,
                     "a device unknown to this log witnessed a seq beyond its end: possible truncation"))
         }
-        return state
+        return (state, evaluation)
     }
 
     func evaluate(

@@ -62,7 +62,7 @@ extension TrustLogSync {
             if rows.isEmpty { return nil }
             guard let (state, hashes) = verifiedEpoch else { throw Self.invalid(failure!) }
             var entries = zip(rows, hashes).map { PinnedLogEntry(seq: $0.seq, text: $0.entry, hash: $1) }
-            let final = try await judgeWitnesses(witnesses, state: state, new: &entries, log: log)
+            let (final, _) = try await judgeWitnesses(witnesses, state: state, new: &entries, log: log)
             try await checkFloor(final, entries: entries)
             let counted = TrustLogWitnesses.evaluate(
                 witnesses.map { .init(deviceID: $0.deviceID, body: $0.body, signature: $0.signature) }, state: final,

@@ -123,7 +123,7 @@ start() {
   if ! as_postgres "$BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
     log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
     as_postgres "$BIN/pg_ctl" -D "$PGDATA" -l "$STACK_DIR/postgres.log" -w -t 60 start \
-      -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -c unix_socket_directories=$STACK_DIR -c timezone=UTC -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c log_lock_waits=on" >/dev/null
+      -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -c unix_socket_directories=$STACK_DIR -c timezone=UTC -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=1000 -c log_lock_waits=on" >/dev/null
   fi
   local digest
   digest=$(cat "$root"/supabase/bootstrap/*.sql "$root"/supabase/migrations/*.sql "$root"/supabase/variants/*.sql | sha256sum | cut -d' ' -f1)

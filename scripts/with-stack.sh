@@ -22,11 +22,17 @@ export STACK_PG_PORT=${STACK_PG_PORT:-$(free_port)}
 export STACK_API_PORT=${STACK_API_PORT:-$(free_port "$STACK_PG_PORT")}
 export STACK_DEPLOYED_API_PORT=${STACK_DEPLOYED_API_PORT:-$(free_port "$STACK_PG_PORT" "$STACK_API_PORT")}
 # What the stack saw that a waiting test may have tripped on: requests answered after more than
-# 5 s, and statements that waited over a second for a lock (a few lines of each, when any).
+# 5 s, statements that waited over a second for a lock, and connections PostgreSQL refused (a few
+# lines of each, when any).
 summarise() {
-  local slow waits
+  local slow waits refused
   slow=$(grep -h "slow request" "$STACK_DIR"/*.log 2>/dev/null || true)
   waits=$(grep -h "still waiting for\|deadlock detected" "$STACK_DIR/postgres.log" 2>/dev/null || true)
+  refused=$(grep -h "FATAL: \+sorry\|FATAL: \+remaining connection" "$STACK_DIR/postgres.log" 2>/dev/null || true)
+  if [ -n "$refused" ]; then
+    echo "with-stack: PostgreSQL refused $(echo "$refused" | wc -l) connections:" >&2
+    echo "$refused" | head -3 >&2
+  fi
   if [ -n "$slow" ]; then
     echo "with-stack: $(echo "$slow" | wc -l) requests answered after more than 5 s:" >&2
     echo "$slow" | head -10 >&2

@@ -37,8 +37,11 @@ extension Backend {
         let logger = self.logger
         let timeout = configuration.statementTimeoutMilliseconds
         let began = Mutex(false)
+        inFlight.step("waiting for a connection")
+        defer { inFlight.step("in the handler") }
         do {
             return try await client.withConnection { connection in
+                inFlight.step("in a transaction")
                 do {
                     try await connection.query("BEGIN", logger: logger)
                 } catch let error as PSQLError where error.serverInfo == nil {
@@ -78,7 +81,9 @@ extension Backend {
                             result.append(columns)
                         }
                     }
+                    inFlight.step("committing")
                     try await connection.query("COMMIT", logger: logger)
+                    inFlight.step("discarding the session's state")
                     _ = try? await connection.query("DISCARD ALL", logger: logger)
                     return result
                 } catch {
@@ -88,6 +93,7 @@ extension Backend {
                     if let sqlState = (error as? PSQLError)?.serverInfo?[.sqlState], sqlState.hasPrefix("28") {
                         throw error
                     }
+                    inFlight.step("rolling back")
                     _ = try? await connection.query("ROLLBACK", logger: logger)
                     _ = try? await connection.query("DISCARD ALL", logger: logger)
                     throw error

@@ -64,7 +64,17 @@ let tooLarge = Answer.error(
         status: 413, code: "PGRST413", message: "Payload Too Large",
         details: "The request body is larger than \(configuration.maxBodyBytes) bytes."))
 
+/// Unanswered this long, a request is named on standard error (`PGRST_STUCK_AFTER_S`, 20 by default).
+let inFlight = InFlight(
+    stuckAfter: .seconds(ProcessInfo.processInfo.environment["PGRST_STUCK_AFTER_S"].flatMap(Int.init) ?? 20))
+
 let responder = CallbackResponder<BasicRequestContext> { request, _ in
+    let id = inFlight.begin("\(request.method.rawValue) \(request.uri.path)")
+    defer { inFlight.end(id) }
+    return try await InFlight.$current.withValue(id) { try await respond(to: request) }
+}
+
+func respond(to request: Request) async throws -> Response {
     var request = request
     let answer: Answer
     let started = ContinuousClock.now
@@ -98,11 +108,7 @@ let responder = CallbackResponder<BasicRequestContext> { request, _ in
 func reportIfSlow(_ request: Request, since started: ContinuousClock.Instant) {
     let elapsed = ContinuousClock.now - started
     guard elapsed > .seconds(5) else { return }
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    FileHandle.standardError.write(
-        Data(
-            "postgrest-server: slow request: \(request.method.rawValue) \(request.uri.path) took \(String(format: "%.1f", seconds)) s\n"
-                .utf8))
+    InFlight.write("slow request: \(request.method.rawValue) \(request.uri.path) took \(InFlight.seconds(elapsed)) s")
 }
 
 func route(_ request: Request, body: String) async -> Answer {
@@ -111,6 +117,7 @@ func route(_ request: Request, body: String) async -> Answer {
     let path = request.uri.path
     let query = Grammar.decodeQuery(request.uri.query ?? "")
     if path.hasPrefix("/auth/v1/") {
+        inFlight.step("in an auth endpoint (its own pool)")
         do {
             try backend.requireKnownAPIKey(headers["apikey"])
         } catch let error as APIError {
@@ -228,6 +235,7 @@ var app = Application(
     logger: logger
 )
 app.addServices(client, authClient)
+let watchdog = Task { await inFlight.watch() }
 do {
     try await app.runService()
 } catch {

@@ -221,6 +221,15 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 throw Self.invalid(
                     "a witness names the current epoch, a seq up to its head and at least the device's last, and now")
             }
+            // The same witness again (the same second, the same signature) changes nothing.
+            let known = try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM trust_log_witnesses
+                        WHERE user_id = ? AND device_id = ? AND epoch = ? AND seq = ? AND signature = ?)
+                    """,
+                arguments: [me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq), signature])
+            if known == true { return }
             // Beside the rows already there for the seq (one that got there first cannot shut the
             // device's genuine witness out), at most 4 a seq: the oldest gives way to the newest,
             // so a root witnesses an unchanged head again every hour.

@@ -67,7 +67,6 @@ enum TrustCommand {
     /// terminal: in a pipe or a log it would be the key again, in a form nobody reads there.
     /// Prints a new recovery key; with `manager`, forgets the copy it kept until shown.
     static func show(_ key: RecoveryKey, qr: Bool, manager: DeviceTrustManager? = nil) throws {
-        defer { manager?.recoveryKeyShown() }
         let qr = qr && isatty(STDOUT_FILENO) == 1
         output("")
         output("Recovery key (write it down and keep it somewhere safe; it is shown only now):")
@@ -76,6 +75,8 @@ enum TrustCommand {
         output("")
         if qr { print(try TerminalQRCode.render(key.revealCompactText())) }
         output("With it, `sync-cli trust recover` makes another of your desktops a trust root if this one is lost.")
+        // Printed whole (the QR code included): only now is the kept copy forgotten.
+        manager?.recoveryKeyShown()
     }
 
     static func manager(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws -> DeviceTrustManager

@@ -58,11 +58,12 @@ extension SyncCLI.Trust {
                 }
                 let started = try await manager.initialize(recovery: noRecoveryKey ? .none : .new)
                 if json {
-                    defer { manager.recoveryKeyShown() }
-                    return try printJSON(
+                    try printJSON(
                         Started(
                             identityFingerprint: started.fingerprint.description, head: started.head, trustRoot: true,
                             recoveryKey: started.recoveryKey?.revealText()))
+                    if started.recoveryKey != nil { manager.recoveryKeyShown() }
+                    return
                 }
                 output("This device started the user's trust log and is its trust root.")
                 output("Identity fingerprint: \(started.fingerprint)")
@@ -109,8 +110,9 @@ extension SyncCLI.Trust {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                     let recoveryKey = try await manager.unshownRecoveryKey()
                     if json {
-                        defer { manager.recoveryKeyShown() }
-                        return try printJSON(["recoveryKey": recoveryKey?.revealText()])
+                        try printJSON(["recoveryKey": recoveryKey?.revealText()])
+                        if recoveryKey != nil { manager.recoveryKeyShown() }
+                        return
                     }
                     guard let recoveryKey else {
                         return output(
@@ -175,11 +177,12 @@ extension SyncCLI.Trust {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                     let started = try await manager.migrate(recoveryKey: noRecoveryKey ? nil : RecoveryKey())
                     if json {
-                        defer { manager.recoveryKeyShown() }
-                        return try printJSON(
+                        try printJSON(
                             Started(
                                 identityFingerprint: started.fingerprint.description, head: started.head,
                                 trustRoot: true, recoveryKey: started.recoveryKey?.revealText()))
+                        if started.recoveryKey != nil { manager.recoveryKeyShown() }
+                        return
                     }
                     output("The identity now lives in the trust log; this device is its trust root.")
                     output("Identity fingerprint: \(started.fingerprint)")
@@ -224,8 +227,9 @@ extension TrustCommand {
     /// Prints a new recovery key bound by a succession.
     static func printNewKey(_ key: RecoveryKey, manager: DeviceTrustManager, json: Bool, qr: Bool) throws {
         if json {
-            defer { manager.recoveryKeyShown() }
-            return try printJSON(["recoveryKey": key.revealText()])
+            try printJSON(["recoveryKey": key.revealText()])
+            manager.recoveryKeyShown()
+            return
         }
         output("The identity key was replaced and handed to the other roots; a new recovery key is bound.")
         try show(key, qr: qr, manager: manager)

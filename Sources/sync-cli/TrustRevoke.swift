@@ -80,11 +80,12 @@ extension SyncCLI.Trust {
                 }
                 if endOtherLogins { try await Self.endOtherLogins(address: address, store: manager.local) }
                 if json {
-                    defer { if report.recoveryKey != nil { manager.recoveryKeyShown() } }
-                    return try printJSON(
+                    try printJSON(
                         Revoked(
                             report: report, otherLoginsEnded: endOtherLogins,
                             recoveryKey: report.recoveryKey?.revealText()))
+                    if report.recoveryKey != nil { manager.recoveryKeyShown() }
+                    return
                 }
                 if report.revoked.isEmpty { output("Nothing to revoke.") }
                 for id in report.revoked { output("Revoked \(id.canonical).") }

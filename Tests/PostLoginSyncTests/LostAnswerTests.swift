@@ -42,6 +42,8 @@ struct LostAnswerTests {
         let state = try await w.manager(w.root).verifiedLog()
         #expect(try await w.root.store.identityKey()?.publicKey == state.identityPublicKey)
         #expect(!FileManager.default.fileExists(atPath: w.root.store.nextIdentityKeyPath))
+        // The key the call returned was shown to the person.
+        try w.manager(w.root).recoveryKeyShown()
         _ = try await w.manager(w.root).newRecoveryKey()
         return state
     }
@@ -109,28 +111,38 @@ struct LostAnswerTests {
     }
 
     @Test(
-        "a recovery key made by a call the server refused is forgotten; one shown is not kept",
+        "a recovery key is kept until shown: one the log does not bind warns of nothing and gives way; one it binds is never replaced unshown",
         arguments: [false, true]
     )
     func recoveryKeyKeptOnlyUntilShown(deployed: Bool) async throws {
         let w = try await LogWorld.make(.postgrest, deployed)
         let proxy = try await Self.proxy(deployed: deployed)
-        // Every append answered 503 before it reaches the server, the reads after it going
-        // through: nothing is bound, and the log says so.
+        // Every append answered 503 before it reaches the server: nothing is bound. The key is
+        // kept all the same (an error does not prove the append did not land), warned of nowhere.
         proxy.force(.status(503), onRequestsContaining: "append_trust_entries")
         let refused = await Result(awaiting: {
             try await Self.manager(w.world, w.root, through: proxy).newRecoveryKey()
         })
         await proxy.shutdown()
         #expect(throws: (any Error).self) { try refused.get() }
-        #expect(!FileManager.default.fileExists(atPath: w.root.store.unshownRecoveryKeyPath))
-        // Made and returned: kept until the caller says it was shown.
+        #expect(FileManager.default.fileExists(atPath: w.root.store.unshownRecoveryKeyPath))
         let manager = try w.manager(w.root)
+        #expect(try await manager.unshownRecoveryKey() == nil)
+        #expect(try await manager.status().recoveryKeyUnshown == false)
+        // The next call that binds a key replaces it, and keeps its own until shown.
         let made = try await manager.newRecoveryKey()
+        #expect(try await manager.unshownRecoveryKey()?.revealText() == made.revealText())
+        // Bound and never shown: another call that binds a key is refused, and changes nothing.
+        await #expect {
+            _ = try await manager.rotateIdentity()
+        } throws: {
+            ($0 as? SyncError)?.code == .recoveryKeyNotShown
+        }
         #expect(try await manager.unshownRecoveryKey()?.revealText() == made.revealText())
         manager.recoveryKeyShown()
         #expect(!FileManager.default.fileExists(atPath: w.root.store.unshownRecoveryKeyPath))
         #expect(try await manager.unshownRecoveryKey() == nil)
+        _ = try await manager.rotateIdentity()
     }
 
     @Test(
@@ -145,6 +157,7 @@ struct LostAnswerTests {
         await proxy.shutdown()
         #expect(try started.get().recoveryKey != nil)
         let manager = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
+        manager.recoveryKeyShown()
         let state = try await manager.verifiedLog()
         #expect(try await desktop.store.identityKey()?.publicKey == state.identityPublicKey)
         #expect(state.isRoot(desktop.identity.id))

@@ -12,8 +12,10 @@ ALTER FUNCTION private.tl_check(
 
 CREATE FUNCTION private.tl_canonical_uuid(value bytea) RETURNS boolean
     LANGUAGE sql IMMUTABLE SET search_path = '' AS $$
+    -- `escape` encoding, not convert_from: a NUL byte (which convert_from refuses with 22021)
+    -- becomes text that cannot match, so every malformed UUID is 22023.
     SELECT length(value) = 36
-        AND convert_from(value, 'LATIN1') ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+        AND encode(value, 'escape') ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
 $$;
 
 CREATE FUNCTION private.tl_check(

@@ -42,6 +42,12 @@ BEGIN
     END IF;
     -- At most 4 rows a seq: the oldest gives way to the newest, so a root can witness an unchanged
     -- head again every hour (its freshness) and a row that got there first still shuts nothing out.
+    -- The same witness again (the same second, the same deterministic signature) changes nothing.
+    IF EXISTS (SELECT 1 FROM public.trust_log_witnesses w WHERE w.user_id = caller
+                 AND w.device_id = publish_witness.device_id AND w.epoch = v_epoch AND w.seq = v_seq
+                 AND w.signature = publish_witness.signature) THEN
+        RETURN jsonb_build_object('epoch', v_epoch, 'seq', v_seq);
+    END IF;
     DELETE FROM public.trust_log_witnesses w
     WHERE (w.user_id, w.device_id, w.epoch, w.seq, w.signature) IN (
         SELECT x.user_id, x.device_id, x.epoch, x.seq, x.signature FROM public.trust_log_witnesses x

@@ -53,6 +53,8 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case identityReset
         /// The recovery key was replaced (a newer one is bound to the log).
         case recoveryKeyRetired
+        /// A new recovery key the log binds was never shown: show it before binding another.
+        case recoveryKeyNotShown
         /// The server wants a recent sign-in for this (sign in again, then retry).
         case freshSignInRequired
         /// A reset, a veto or an append was refused by the log's state (a reset pending or asked

@@ -23,18 +23,9 @@ extension DeviceTrustManager {
         public var recoveryKey: RecoveryKey?
     }
 
-    /// Starts a new epoch of the user's log with this desktop as its root (`trust reset`, after
-    /// the person typed their email): in effect at once on a root whose log verifies (a legacy
-    /// root migrates first); otherwise pending for 72 hours unless a root vetoes it. Every other
-    /// device then reports `identityReset` until it is paired again with a code from this one.
-    ///
-    /// - Throws: ``SyncError`` `.freshSignInRequired`, `.trustLogRefused` (a reset pending or asked
-    ///   for in the last 24 hours), `.wrongRole`; remote and local errors.
-    public func reset(recovery: RecoveryChoice = .new) async throws -> ResetOutcome {
-        let (identity, user) = try await signedIn()
-        guard identity.role == .desktop else {
-            throw SyncError(code: .wrongRole, message: "only a desktop can become the root of a new identity")
-        }
+    /// What a reset starts from: the verified trust, `nil` when the log does not verify (a reset
+    /// is the way out of that); a legacy root migrates first.
+    func resetStartingPoint() async throws -> TrustSnapshot? {
         var snapshot: TrustSnapshot?
         do {
             snapshot = try await verified()
@@ -48,6 +39,22 @@ extension DeviceTrustManager {
             try await migrate(recoveryKey: nil)
             snapshot = try await verified()
         }
+        return snapshot
+    }
+
+    /// Starts a new epoch of the user's log with this desktop as its root (`trust reset`, after
+    /// the person typed their email): in effect at once on a root whose log verifies (a legacy
+    /// root migrates first); otherwise pending for 72 hours unless a root vetoes it. Every other
+    /// device then reports `identityReset` until it is paired again with a code from this one.
+    ///
+    /// - Throws: ``SyncError`` `.freshSignInRequired`, `.trustLogRefused` (a reset pending or asked
+    ///   for in the last 24 hours), `.wrongRole`; remote and local errors.
+    public func reset(recovery: RecoveryChoice = .new) async throws -> ResetOutcome {
+        let (identity, user) = try await signedIn()
+        guard identity.role == .desktop else {
+            throw SyncError(code: .wrongRole, message: "only a desktop can become the root of a new identity")
+        }
+        let snapshot = try await resetStartingPoint()
         let log = try remote.trustLog()
         let rows = try await log.trustLogGeneses()
         let highest = rows.map(\.epoch).max() ?? 0

@@ -157,7 +157,10 @@ struct TrustLogSync {
             && (own.map { $0.seq != state.headSeq || $0.seenAt &+ Self.witnessInterval <= seconds } ?? true)
         if moved || due { try await witness(state) }
         guard identity.role == .desktop, !isRoot else { return }
-        let vouched = max(state.headCreatedAt, evaluation.newestRootWitness(of: state) ?? 0)
+        // A head entry dated ahead of this clock (beyond the allowance) vouches for nothing, as a
+        // witness from the future counts for nothing.
+        let entryWord = state.headCreatedAt <= seconds &+ TrustLogEpochs.clockAllowance ? state.headCreatedAt : 0
+        let vouched = max(entryWord, evaluation.newestRootWitness(of: state) ?? 0)
         guard vouched &+ Self.freshnessBound <= seconds else { return }
         throw SyncError(
             code: .trustLogStale,

@@ -1379,6 +1379,12 @@ BEGIN
     END IF;
     -- At most 4 rows a seq: the oldest gives way to the newest, so a root can witness an unchanged
     -- head again every hour (its freshness) and a row that got there first still shuts nothing out.
+    -- The same witness again (the same second, the same deterministic signature) changes nothing.
+    IF EXISTS (SELECT 1 FROM public.trust_log_witnesses w WHERE w.user_id = caller
+                 AND w.device_id = publish_witness.device_id AND w.epoch = v_epoch AND w.seq = v_seq
+                 AND w.signature = publish_witness.signature) THEN
+        RETURN jsonb_build_object('epoch', v_epoch, 'seq', v_seq);
+    END IF;
     DELETE FROM public.trust_log_witnesses w
     WHERE (w.user_id, w.device_id, w.epoch, w.seq, w.signature) IN (
         SELECT x.user_id, x.device_id, x.epoch, x.seq, x.signature FROM public.trust_log_witnesses x
@@ -2800,8 +2806,10 @@ CREATE FUNCTION private.tl_canonical_uuid(value bytea) RETURNS boolean
     LANGUAGE sql IMMUTABLE
     SET search_path TO ''
     AS $_$
+    -- `escape` encoding, not convert_from: a NUL byte (which convert_from refuses with 22021)
+    -- becomes text that cannot match, so every malformed UUID is 22023.
     SELECT length(value) = 36
-        AND convert_from(value, 'LATIN1') ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+        AND encode(value, 'escape') ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
 $_$;
 
 

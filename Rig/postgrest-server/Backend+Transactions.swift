@@ -36,18 +36,30 @@ extension Backend {
     func runOnce(role: String, claims: RequestClaims, _ statements: [(String, [String?])]) async throws -> [[String?]] {
         let logger = self.logger
         let timeout = configuration.statementTimeoutMilliseconds
-        let began = Mutex(false)
+        let began = Began()
         inFlight.step("waiting for a connection")
         defer { inFlight.step("in the handler") }
         do {
             return try await client.withConnection { connection in
                 inFlight.step("in a transaction")
+                // A query on a connection PostgresNIO is closing never completes (seen as requests
+                // stuck "in a transaction" for good). A connection that has not begun within 5 s,
+                // or not finished within the statement timeout and 5 s more, is closed, which fails
+                // whatever waits on it: a BEGIN that fails so is tried again on another connection.
+                let deadline = Task {
+                    try await Task.sleep(for: .seconds(5))
+                    if began.value.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(timeout)) }
+                    inFlight.step("closing a connection that stopped answering")
+                    InFlight.write("closing a connection that stopped answering")
+                    try? await connection.close()
+                }
+                defer { deadline.cancel() }
                 do {
                     try await connection.query("BEGIN", logger: logger)
                 } catch let error as PSQLError where error.serverInfo == nil {
                     throw UnusableConnection(underlying: error)
                 }
-                began.withLock { $0 = true }
+                began.value.store(true, ordering: .releasing)
                 do {
                     try await connection.query("RESET ALL", logger: logger)
                     try await connection.query(
@@ -91,6 +103,9 @@ extension Backend {
                     // for authentication failures), also one a function raised: nothing more may
                     // be sent on it (a query on the closing connection never completes).
                     if let sqlState = (error as? PSQLError)?.serverInfo?[.sqlState], sqlState.hasPrefix("28") {
+                        // It goes back to the pool only once closed, so that no other request is
+                        // handed it in between.
+                        try? await connection.closeFuture.get()
                         throw error
                     }
                     inFlight.step("rolling back")
@@ -101,10 +116,15 @@ extension Backend {
             }
         } catch let error as UnusableConnection {
             throw error
-        } catch let error as PSQLError where error.serverInfo == nil && !began.withLock({ $0 }) {
+        } catch let error as PSQLError where error.serverInfo == nil && !began.value.load(ordering: .acquiring) {
             throw UnusableConnection(underlying: error)
         } catch {
             throw Self.translate(error, role: role)
         }
     }
+}
+
+/// Whether a request's transaction began (its BEGIN was answered), shared with its deadline.
+final class Began: Sendable {
+    let value = Atomic<Bool>(false)
 }

@@ -107,7 +107,7 @@ public final class PostgRESTRemoteStore: EnvelopeDigestRemote {
     ///
     /// - Parameters:
     ///   - configuration: Where and how to connect.
-    ///   - transport: The HTTP transport; ``defaultTransport()`` by default (libcurl on Linux).
+    ///   - transport: The HTTP transport; ``defaultTransport(connectTimeout:)`` by default (libcurl on Linux).
     public init(configuration: PostgRESTConfiguration, transport: any HTTPTransport = defaultTransport()) {
         self.configuration = configuration
         self.transport = transport

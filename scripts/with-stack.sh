@@ -26,7 +26,7 @@ export STACK_DEPLOYED_API_PORT=${STACK_DEPLOYED_API_PORT:-$(free_port "$STACK_PG
 # lines of each, when any).
 summarise() {
   local slow waits refused
-  slow=$(grep -h "slow request\|stuck request" "$STACK_DIR"/*.log 2>/dev/null || true)
+  slow=$(grep -h "slow request\|stuck request\|stopped answering" "$STACK_DIR"/*.log 2>/dev/null || true)
   waits=$(grep -h "still waiting for\|deadlock detected" "$STACK_DIR/postgres.log" 2>/dev/null || true)
   refused=$(grep -h "FATAL: \+sorry\|FATAL: \+remaining connection" "$STACK_DIR/postgres.log" 2>/dev/null || true)
   if [ -n "$refused" ]; then

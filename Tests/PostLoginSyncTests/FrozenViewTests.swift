@@ -16,11 +16,7 @@ import Testing
 struct FrozenViewTests {
     static var remotes: [(Backend, Bool)] { Backend.variants }
 
-    static func clock(hoursAhead hours: Double) -> SyncOptions {
-        var options = SyncOptions()
-        options.now = { Date().addingTimeInterval(hours * 3_600) }
-        return options
-    }
+    static func clock(hoursAhead hours: Double) -> SyncOptions { LogWorld.clock(hours * 3_600) }
 
     @Test(
         "a desktop that is not a root seals nothing once no root vouched for its head in 72 hours, and says why",

@@ -2845,35 +2845,22 @@ ALTER FUNCTION private.tl_certificate_fields(b bytea) OWNER TO postgres;
 --
 
 CREATE FUNCTION private.tl_check(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) RETURNS private.tl_checked
-    LANGUAGE plpgsql STABLE
+    LANGUAGE sql STABLE
     SET search_path TO ''
     AS $$
-DECLARE
-    b bytea := private.tl_decode(entry, 4406);
-BEGIN
-    -- Text that does not decode, or is too short to hold these fields, is refused by the rules'
-    -- own step (a), with the same code.
-    IF b IS NOT NULL AND length(b) >= 182 AND (
-        NOT private.tl_canonical_uuid(substring(b FROM 22 FOR 36))
-        OR NOT private.tl_canonical_uuid(substring(b FROM 112 FOR 36))
-        OR (get_byte(b, 102) = 1 AND length(b) >= 182 + 65
-            AND NOT private.tl_canonical_uuid(substring(b FROM 183 + 29 FOR 36)))) THEN
-        RAISE EXCEPTION 'the entry''s user or author is not a canonical lowercase UUID' USING ERRCODE = '22023';
-    END IF;
-    RETURN private.tl_check_rules(
+    SELECT private.tl_check_at(
         caller, named_epoch, epoch_status, entry, backup, head_seq, head_hash, head_created_at, head_proof,
-        check_window);
-END
+        CASE WHEN check_window THEN floor(extract(epoch FROM now())) END)
 $$;
 
 
 ALTER FUNCTION private.tl_check(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) OWNER TO postgres;
 
 --
--- Name: tl_check_rules(uuid, integer, integer, text, text, bigint, bytea, bigint, bytea, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+-- Name: tl_check_at(uuid, integer, integer, text, text, bigint, bytea, bigint, bytea, numeric); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
-CREATE FUNCTION private.tl_check_rules(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) RETURNS private.tl_checked
+CREATE FUNCTION private.tl_check_at(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, now_s numeric) RETURNS private.tl_checked
     LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $_$
@@ -2889,7 +2876,6 @@ DECLARE
     v_proof bytea;
     v_seq numeric;
     v_created numeric;
-    v_now numeric := floor(extract(epoch FROM now()));
     v_offset integer;
     v_zero bytea := decode(repeat('00', 32), 'hex');
     v_backup bytea;
@@ -2898,6 +2884,12 @@ BEGIN
     IF b IS NULL OR length(b) < 182 OR substring(b FROM 1 FOR 21) <> convert_to('unbound-trust-log-v1', 'UTF8') || '\x00'::bytea
        OR get_byte(b, 57) <> 0 OR get_byte(b, 147) <> 0 THEN
         RAISE EXCEPTION 'the entry is not canonical base64 of a trust-log entry' USING ERRCODE = '22023';
+    END IF;
+    IF NOT private.tl_canonical_uuid(substring(b FROM 22 FOR 36))
+       OR NOT private.tl_canonical_uuid(substring(b FROM 112 FOR 36))
+       OR (get_byte(b, 102) = 1 AND length(b) >= 182 + 65
+           AND NOT private.tl_canonical_uuid(substring(b FROM 183 + 29 FOR 36))) THEN
+        RAISE EXCEPTION 'the entry''s user or author is not a canonical lowercase UUID' USING ERRCODE = '22023';
     END IF;
     v_len := get_byte(b, 180) * 256 + get_byte(b, 181);
     r.type := get_byte(b, 102);
@@ -2965,7 +2957,7 @@ BEGIN
     END IF;
     -- (g) time
     v_created := private.tl_u64(b, 103);
-    IF check_window AND (v_created < v_now - 600 OR v_created > v_now + 600) THEN
+    IF now_s IS NOT NULL AND (v_created < now_s - 600 OR v_created > now_s + 600) THEN
         RAISE EXCEPTION 'created_at is more than 600 s from the server''s clock' USING ERRCODE = '22023';
     END IF;
     IF head_seq IS NOT NULL AND v_created < head_created_at THEN
@@ -2996,7 +2988,7 @@ END
 $_$;
 
 
-ALTER FUNCTION private.tl_check_rules(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) OWNER TO postgres;
+ALTER FUNCTION private.tl_check_at(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, now_s numeric) OWNER TO postgres;
 
 --
 -- Name: tl_decode(text, integer); Type: FUNCTION; Schema: private; Owner: postgres
@@ -6427,10 +6419,10 @@ REVOKE ALL ON FUNCTION private.tl_check(caller uuid, named_epoch integer, epoch_
 
 
 --
--- Name: FUNCTION tl_check_rules(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean); Type: ACL; Schema: private; Owner: postgres
+-- Name: FUNCTION tl_check_at(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, now_s numeric); Type: ACL; Schema: private; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION private.tl_check_rules(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, check_window boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION private.tl_check_at(caller uuid, named_epoch integer, epoch_status integer, entry text, backup text, head_seq bigint, head_hash bytea, head_created_at bigint, head_proof bytea, now_s numeric) FROM PUBLIC;
 
 
 --

@@ -95,7 +95,9 @@ extension SyncCLI.Trust {
                     keeps it in recovery.unshown.key (0600) from before its append until it has \
                     printed it. When its answer was lost, or it ended before printing, `trust \
                     status` and every sync say so, and this prints it once the log shows it is \
-                    bound, then forgets it. A kept key the log does not bind is forgotten.
+                    bound, then forgets it. A kept key the log does not bind is left as it is \
+                    (its command may still be appending); the next command that binds a key \
+                    replaces it.
 
                     \(TrustExit.help)
                     """

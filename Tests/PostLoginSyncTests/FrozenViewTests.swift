@@ -89,6 +89,42 @@ struct FrozenViewTests {
         #expect(try await own().map(\.seenAt).sorted() == after.map(\.seenAt).sorted())
     }
 
+    @Test(
+        "a device keeps four witnesses of a seq, the oldest giving way to the newest; the same witness again changes nothing",
+        arguments: remotes)
+    func fourWitnessesASeq(backend: Backend, deployed: Bool) async throws {
+        let w = try await LogWorld.make(backend, deployed)
+        let state = try await w.manager(w.root).verifiedLog()
+        let (user, root) = (w.world.user, w.root.identity.id)
+        let remote = try w.world.remote(for: w.root).trustLog()
+        func own() async throws -> Set<String> {
+            Set(
+                try await remote.trustLogWitnesses(epoch: 1).filter {
+                    $0.deviceID == root && (try? TrustLogWitness.parse($0.body))?.seq == state.headSeq
+                }.map(\.signature))
+        }
+        let before = try await own()
+        #expect(!before.isEmpty, "the root has not witnessed its head")
+        let key = try await w.root.store.signingKey()
+        let now = UInt64(Date().timeIntervalSince1970)
+        var published: [(body: String, signature: String)] = []
+        for ago in [50, 40, 30, 20, 10] as [UInt64] {
+            let witness = TrustLogWitness(
+                userID: user, deviceID: root, epoch: 1, seq: state.headSeq, entryHash: Array(state.headHash),
+                seenAt: now - ago)
+            published.append(witness.signed(by: key))
+            try await remote.publishWitness(
+                deviceID: root, body: published.last!.body, signature: published.last!.signature)
+        }
+        let after = try await own()
+        #expect(after.count == 4, "\(after.count) rows of one seq")
+        #expect(after.contains(published.last!.signature), "the newest was not kept")
+        #expect(after.isDisjoint(with: before), "the oldest did not give way")
+        try await remote.publishWitness(
+            deviceID: root, body: published.last!.body, signature: published.last!.signature)
+        #expect(try await own() == after, "the same witness again changed the rows")
+    }
+
     @Test("a pull at an unchanged head reads the witnesses: one the operator forgot to hide shows the cut")
     func unchangedHeadReadsWitnesses() async throws {
         let stack = try StackEnvironment.require()

@@ -165,6 +165,47 @@ struct LostAnswerTests {
     }
 }
 
+extension LostAnswerTests {
+    @Test(
+        "trust init whose answer is lost while the log cannot be read: the next trust init finishes it, the key kept",
+        arguments: [false, true])
+    func startUndecidedResumed(deployed: Bool) async throws {
+        let world = try World(.postgrest, deployedSchema: deployed)
+        let desktop = try await world.desktop(sessions: 1)
+        let proxy = try await Self.proxy(deployed: deployed)
+        proxy.force(
+            .statusAfterForwarding(502), onRequestsContaining: "start_trust_log", then: .statusAfterForwarding(502))
+        let outcome = await Result(awaiting: { try await Self.manager(world, desktop, through: proxy).initialize() })
+        await proxy.shutdown()
+        #expect(throws: (any Error).self) { try outcome.get() }
+        #expect(FileManager.default.fileExists(atPath: desktop.store.nextIdentityKeyPath), "the seed was deleted")
+        // Run again, it finishes what the first call started instead of saying a log exists.
+        let manager = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
+        let resumed = try await manager.initialize()
+        let recovery = try #require(resumed.recoveryKey, "the kept recovery key is not returned to be shown")
+        manager.recoveryKeyShown()
+        let state = try await manager.verifiedLog()
+        #expect(try await desktop.store.identityKey()?.publicKey == state.identityPublicKey)
+        #expect(!FileManager.default.fileExists(atPath: desktop.store.nextIdentityKeyPath))
+        #expect(state.isRoot(desktop.identity.id))
+        #expect(resumed.fingerprint == IdentityFingerprint(state.identityPublicKey))
+        let genesis = try #require(
+            try await world.remote(for: desktop).trustLog().trustLogRows(epoch: 1, fromSeq: 0).first)
+        let opened = LogBackup.open(
+            try #require(genesis.backup), with: recovery.agreementKey(userID: world.user), userID: world.user,
+            epoch: 1, seq: 0)
+        #expect(opened?.identity.publicKey == state.identityPublicKey)
+        // And it is the root: it appends.
+        _ = try await manager.newRecoveryKey()
+        // A third call is the plain refusal: the log is pinned.
+        await #expect {
+            _ = try await manager.initialize()
+        } throws: {
+            ($0 as? SyncError)?.code == .identityExists
+        }
+    }
+}
+
 extension Result where Failure == any Error {
     /// The outcome of an async throwing call.
     init(awaiting body: () async throws -> Success) async {

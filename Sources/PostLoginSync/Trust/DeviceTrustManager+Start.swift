@@ -29,6 +29,10 @@ extension DeviceTrustManager {
     /// Starts the user's trust log with this desktop as its first root (`trust init`): a genesis
     /// with a fresh identity key and, by default, a fresh recovery key, after a fresh sign-in.
     ///
+    /// An earlier call on this device whose answer was lost while the log could not be read (its
+    /// seed kept, nothing pinned) is finished instead: when the log is the one it started, this
+    /// returns what it made, with the recovery key it kept.
+    ///
     /// - Returns: What was made; show ``Started/recoveryKey`` to the person once.
     /// - Throws: ``SyncError`` `.identityExists` whenever the user has a log or a legacy identity
     ///   (on a root too: it never replaces anything), `.freshSignInRequired`, `.wrongRole` on a
@@ -46,6 +50,9 @@ extension DeviceTrustManager {
                 message:
                     "verified trust needs the trust-log migration (supabase/migrations/20261122002500_trust_log.sql);"
                     + " this remote has no trust log")
+        }
+        if !pinned, !geneses.isEmpty, let resumed = try await resumeStart(identity, user: user) {
+            return resumed
         }
         if pinned || !geneses.isEmpty {
             throw SyncError(
@@ -206,6 +213,34 @@ extension DeviceTrustManager {
             highestEpoch: 1, replacing: true)
         try await sync.witness(state)
         return state
+    }
+
+    /// An earlier `trust init` of this device whose answer was lost while the log could not be
+    /// read: it kept its seed (`identity.next.key`) and pinned nothing. When epoch 1 verifies,
+    /// this device is its root and the seed is its key in force, the start took: the seed is
+    /// promoted, the log pinned and witnessed, and the kept recovery key it binds returned to be
+    /// shown. `nil` when there is no such seed or the log is not that one (another device's log:
+    /// the caller refuses as before).
+    func resumeStart(_ identity: DeviceIdentity, user: UUID) async throws -> Started? {
+        let next = DeviceKeyName.nextIdentity
+        guard let seed = try local.identitySeed(at: next) else { return nil }
+        let rows = try await remote.trustLog().trustLogRows(epoch: 1, fromSeq: 0).sorted { $0.seq < $1.seq }
+        guard let (state, hashes) = try? TrustLogVerifier.verify(rows.map(\.entry), userID: user, epoch: 1),
+            state.identityPublicKey == seed.publicKey, state.isRoot(identity.id),
+            rows.first.flatMap({ try? ParsedLogEntry(text: $0.entry).entry.author }) == identity.id
+        else { return nil }
+        try local.promoteIdentitySeed(from: next)
+        var sync = TrustLogSync(local: local, remote: remote, phase: .secrets, now: options.now())
+        try await sync.save(
+            state, new: zip(rows, hashes).map { PinnedLogEntry(seq: $0.seq, text: $0.entry, hash: $1) },
+            highestEpoch: 1, replacing: true)
+        try await sync.witness(state)
+        let kept = try local.unshownRecoveryKey().flatMap { try? RecoveryKey(bytes: $0) }
+        logger?.notice("trust log: this device's earlier trust init had started the log (its answer was lost)")
+        return Started(
+            fingerprint: IdentityFingerprint(seed.publicKey),
+            recoveryKey: kept.flatMap { Self.binds(state, $0) ? $0 : nil },
+            head: state.position)
     }
 
     /// Whether epoch 1 on the remote begins with `entries` (`nil`: it cannot be read now).

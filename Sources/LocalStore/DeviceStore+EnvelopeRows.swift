@@ -62,7 +62,8 @@ extension DeviceStore {
                         INSERT INTO envelope_rows (session_id, row_h1, row_h2, ephemeral_public_key, encrypted_secret)
                         VALUES (?, ?, ?, ?, ?)
                         ON CONFLICT (session_id) DO UPDATE SET row_h1 = excluded.row_h1, row_h2 = excluded.row_h2,
-                            ephemeral_public_key = excluded.ephemeral_public_key, encrypted_secret = excluded.encrypted_secret
+                            ephemeral_public_key = excluded.ephemeral_public_key, encrypted_secret = excluded.encrypted_secret,
+                            refusal_code = NULL, refusal_message = NULL
                         WHERE row_h1 IS NOT excluded.row_h1 OR row_h2 IS NOT excluded.row_h2
                         """)
                 // Sessions whose row this call wrote with its hash only: nothing to settle.

@@ -27,6 +27,7 @@ enum Schema {
         migrator.registerMigration("v12: id digests kept for repositories and sessions", migrate: v12)
         migrator.registerMigration("v13: trust log pin", migrate: trustLogPin)
         migrator.registerMigration("v14: agent hooks", migrate: agentHooks)
+        migrator.registerMigration("v15: envelope refusals kept until the row changes", migrate: envelopeRefusals)
         return migrator
     }
 

@@ -16,13 +16,14 @@ enum TrustExit {
     static let identityChanged: Int32 = 4
 
     static let help =
-        "Exit status: 0 done; 1 refused or failed (the message says why); 4 the trust log does not verify, was forked or cut, is stale (no root vouched for it in 72 hours), or the identity was reset or changed (re-pair, or compare `trust status` across devices)."
+        "Exit status: 0 done; 1 refused or failed (the message says why); 4 the trust log does not verify, was forked or cut, is stale (no root vouched for it in 72 hours), the identity was reset or changed (re-pair, or compare `trust status` across devices), or this device is not in the user's trust log (`trust join`)."
 
     /// Whether an engine error is a trust failure (exit 4).
     static func isTrustFailure(_ code: SyncError.Code?) -> Bool {
         guard let code else { return false }
         return [
             .identityChanged, .trustLogInvalid, .trustLogForked, .trustLogTruncated, .trustLogStale, .identityReset,
+            .notPaired,
         ].contains(code)
     }
 

@@ -48,16 +48,30 @@ struct LostAnswerTests {
         return state
     }
 
+    /// The three commands that append a succession.
+    enum Succession: String, CaseIterable, Sendable {
+        case rotateIdentity, newRecoveryKey, revokeRoot
+    }
+
     @Test(
         "a succession committed with its answer lost: the call succeeds, the root holds the new key, the recovery key shown is the one bound",
-        arguments: [false, true])
-    func successionAnswerLost(deployed: Bool) async throws {
+        arguments: Succession.allCases, [false, true])
+    func successionAnswerLost(command: Succession, deployed: Bool) async throws {
         let w = try await LogWorld.make(.postgrest, deployed)
+        // Revoking a root needs another root to revoke.
+        if command == .revokeRoot { _ = try await w.secondRoot(w.spare) }
         let proxy = try await Self.proxy(deployed: deployed)
         proxy.force(.statusAfterForwarding(502), onRequestsContaining: "append_trust_entries")
-        let shown = await Result(awaiting: { try await Self.manager(w.world, w.root, through: proxy).rotateIdentity() })
+        let manager = try Self.manager(w.world, w.root, through: proxy)
+        let shown = await Result(awaiting: { () async throws -> RecoveryKey? in
+            switch command {
+            case .rotateIdentity: return try await manager.rotateIdentity()
+            case .newRecoveryKey: return try await manager.newRecoveryKey()
+            case .revokeRoot: return try await manager.revoke([w.spare.identity.id]).recoveryKey
+            }
+        })
         await proxy.shutdown()
-        let recovery = try shown.get()
+        let recovery = try #require(try shown.get())
         let state = try await w.manager(w.root).verifiedLog()
         #expect(
             state.recoveryPublicKey?.rawRepresentation

@@ -49,6 +49,9 @@ public struct SyncError: Error, Sendable, CustomStringConvertible {
         case trustLogStale
         /// The user has no trust log yet: a device in legacy mode cannot pair.
         case trustLogMissing
+        /// The user has a trust log and this device has pinned nothing (it was never paired): it
+        /// seals and accepts no secret until it joins (`trust join`, a code from a trust root).
+        case notPaired
         /// The account's identity was reset: this device must be paired again.
         case identityReset
         /// The recovery key was replaced (a newer one is bound to the log).
@@ -198,6 +201,8 @@ public struct SyncEngine: Sendable {
         var summary: TrustSummary
         /// A ``SyncError`` of verification, or the ``RemoteStoreError`` of a server that could not be asked.
         var failure: (any Error & Sendable)?
+        /// The user has a trust log this device is not in: a pull accepts no envelope.
+        var unpaired = false
 
         /// Throws the failure, in the phases that seal or accept envelopes.
         func requireVerified() throws {
@@ -227,7 +232,18 @@ public struct SyncEngine: Sendable {
             failure = error
             logger?.warning("trust: \(error)")
         }
-        let pinned = snapshot != nil || failure != nil
+        var note: String?
+        var unpaired = false
+        if snapshot == nil && failure == nil {
+            let found = try await unpinned(reported: reported)
+            note = found.note
+            // A pull accepts nothing and fails nothing (no desktop seals to a device outside the
+            // log); a push that would seal fails closed.
+            if let refusal = found.refusal {
+                if phase == .envelopes && refusal is SyncError { unpaired = true } else { failure = refusal }
+            }
+        }
+        let pinned = snapshot != nil || failure != nil || unpaired
         let mode =
             failure != nil ? TrustMode.verified : RecipientPolicy.mode(options.recipients, hasPinnedIdentity: pinned)
         if mode == .verified && !pinned {
@@ -249,28 +265,47 @@ public struct SyncEngine: Sendable {
         if let failure {
             summary.note = (failure as? SyncError)?.message ?? "the trust log could not be read: \(failure)"
         }
-        if !pinned, let note = try await trustLogAbsence() { summary.note = note }
-        return TrustContext(mode: mode, snapshot: snapshot, summary: summary, failure: failure)
+        if let note { summary.note = note }
+        return TrustContext(mode: mode, snapshot: snapshot, summary: summary, failure: failure, unpaired: unpaired)
     }
 
-    /// Said once per store, before any pairing: the remote has no trust log, so every active
-    /// device of the user receives secrets (trust mode `any`) until it gets the migration.
-    func trustLogAbsence() async throws -> String? {
-        guard try await local.setting(.trustLogSeen) == nil else { return nil }
+    /// Before this device pinned anything: once the user has a trust log, a device that is not
+    /// in it seals and accepts nothing (`notPaired`, failing closed like a log that does not
+    /// verify), whatever trust mode was asked for: a login alone must not choose who receives
+    /// secrets. A remote without the trust log is said once per store: every active device of
+    /// the user then receives secrets (trust mode `any`). A server that cannot be asked fails the
+    /// phases that seal or accept.
+    func unpinned(reported: TrustLogHead??) async throws -> (note: String?, refusal: (any Error & Sendable)?) {
+        let refusal = SyncError(
+            code: .notPaired,
+            message: "this user has a trust log and this device is not in it, so it seals and accepts no secret: "
+                + "pair it with `sync-cli trust join` here (a code from `sync-cli trust invite` on a trust root)")
+        // The pull feed says whether the user has a log: asked only without one, or once per store
+        // when it reports none (to tell a remote without the trust log from a user without a log).
+        switch reported {
+        case .some(.some): return (refusal.message, refusal)
+        case .some(.none) where try await local.setting(.trustLogSeen) != nil: return (nil, nil)
+        default: break
+        }
+        let geneses: [TrustLogRow]
         do {
-            _ = try await remote.trustLog().trustLogGeneses()
-            try await local.setSetting(.trustLogSeen, .present)
-            return nil
+            geneses = try await remote.trustLog().trustLogGeneses()
         } catch let error as RemoteStoreError where error.code == .missingTable || error.code == .missingFunction {
+            guard try await local.setting(.trustLogSeen) == nil else { return (nil, nil) }
             try await local.setSetting(.trustLogSeen, .missing)
             let note =
                 "verified trust needs the trust-log migration (supabase/migrations/20261122002500_trust_log.sql); "
                 + "this remote has none, so every active device of the user receives secrets (trust mode any)"
             logger?.notice("\(note)")
-            return note
-        } catch {
-            return nil // not knowing is not fatal: asked again next time
+            return (note, nil)
+        } catch let error as RemoteStoreError {
+            logger?.warning("trust: \(error)")
+            return (nil, error)
         }
+        if try await local.setting(.trustLogSeen) != .present { try await local.setSetting(.trustLogSeen, .present) }
+        guard !geneses.isEmpty else { return (nil, nil) }
+        logger?.warning("trust: \(refusal)")
+        return (refusal.message, refusal)
     }
 
     /// The verification failures that fail closed while a sync's other phases run.

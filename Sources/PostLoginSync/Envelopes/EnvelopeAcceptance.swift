@@ -128,8 +128,10 @@ struct EnvelopeAcceptance: Sendable {
             SyncIssue(
                 phase: .envelopes, code: .uncertifiedSender, rowID: session.canonical,
                 message:
-                    "the envelope for this session was sealed by a device without a valid certificate; it was not stored"
-            )
+                    "the envelope for this session was sealed by a device the trust log does not certify (a desktop "
+                    + "never paired, or a row somebody else wrote); it was not stored. If it is your desktop, pair it "
+                    + "(`sync-cli trust join` there, with a code from `sync-cli trust invite` on a trust root), then "
+                    + "sync it; this pull reports it once")
         case .unknownSender:
             SyncIssue(
                 phase: .envelopes, code: .unknownSender, rowID: session.canonical,

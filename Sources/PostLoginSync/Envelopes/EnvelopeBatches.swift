@@ -16,14 +16,17 @@ extension SyncEngine {
         var held: [UUID: ReceivedEnvelope]
         var marks: [UUID: GenerationMark]
         var outcomes: [UUID: Result<OpenedEnvelope, CryptoError>] = [:]
+        /// The refusals kept on the rows to open (each reported once).
+        var refusals: [UUID: EnvelopeRefusal] = [:]
     }
 
     /// A checked batch, to store: every row recorded, the envelopes that passed stored, the
-    /// revoked senders' rows settled.
+    /// revoked senders' rows settled, the refusals reported now kept on their rows.
     struct CheckedEnvelopes: Sendable {
         var rows: [EnvelopeRecord]
         var stored: [ReceivedEnvelope]
         var settled: [EnvelopeRecord]
+        var refusals: [UUID: EnvelopeRefusal] = [:]
     }
 
     /// The envelopes phase's batches through a ``Pipeline``: a batch is read from the store
@@ -56,6 +59,7 @@ extension SyncEngine {
                 },
                 write: {
                     try await local.recordEnvelopeRows($0.rows, storing: $0.stored, settling: $0.settled)
+                    try await local.recordEnvelopeRefusals($0.refusals)
                     return $0.stored.count
                 })
             try await withoutActuallyEscaping(reading) { reading in
@@ -95,7 +99,8 @@ extension SyncEngine {
             entry.skipped += candidates.count - kept.count
             return Opening(
                 all: rows, rows: kept, owners: owners, held: held,
-                marks: kept.isEmpty ? [:] : try await local.generationMarks(of: Set(kept.map(\.sessionID))))
+                marks: kept.isEmpty ? [:] : try await local.generationMarks(of: Set(kept.map(\.sessionID))),
+                refusals: try await local.envelopeRefusals(matching: kept))
         }
 
         /// Checks an opened batch against the rules and reports what is refused or does not open.
@@ -115,23 +120,34 @@ extension SyncEngine {
                     if let row = batch.rows.first(where: { $0.sessionID == session }) { checked.settled.append(row) }
                 case .refused(let code, let message):
                     recorder.report.trust?.rejectedEnvelopes += 1
-                    entry.failed += 1
-                    entry.errors.append(
-                        SyncIssue(phase: .envelopes, code: code, rowID: session.canonical, message: message))
+                    refuse(
+                        SyncIssue(phase: .envelopes, code: code, rowID: session.canonical, message: message), batch,
+                        &checked, &entry)
                 }
             }
             let failures = batch.outcomes.compactMap { session, outcome -> (UUID, CryptoError)? in
                 if case let .failure(error) = outcome { return (session, error) }
                 return nil
             }.sorted { $0.0.canonicallyPrecedes($1.0) }
-            entry.failed += failures.count
             for (session, error) in failures {
                 if error == .unknownSender && rules.verified { recorder.report.trust?.rejectedEnvelopes += 1 }
-                entry.errors.append(rules.issue(session: session, failure: error))
+                refuse(rules.issue(session: session, failure: error), batch, &checked, &entry)
             }
             opened += batch.outcomes.count
             recorder.emit(.envelopes, opened, 0)
             return checked
+        }
+
+        /// Reports a refusal once: a row refused before with the same code and unchanged since is
+        /// counted by the caller without failing the pull again; a new refusal is kept on its row.
+        func refuse(
+            _ issue: SyncIssue, _ batch: Opening, _ checked: inout CheckedEnvelopes, _ entry: inout PhaseReport
+        ) {
+            guard let session = issue.rowID.flatMap(UUID.parse), batch.refusals[session]?.code != issue.code.rawValue
+            else { return }
+            entry.failed += 1
+            entry.errors.append(issue)
+            checked.refusals[session] = EnvelopeRefusal(code: issue.code.rawValue, message: issue.message)
         }
     }
 }

@@ -9,8 +9,8 @@ public enum MissingEnvelopeReason: Sendable, Hashable {
     /// trust seal to certified devices only. Fix: pair this device (`trust join`, which asks for a code
     /// from `trust invite` on the trust root).
     case notPaired(DeviceTrustStatus)
-    /// The last pull received an envelope for the session and refused it (trust, generation or
-    /// sender checks); the code and message say which rule.
+    /// A pull received an envelope for the session and refused it (trust, generation or sender
+    /// checks), and it has not changed since; the code and message say which rule.
     case refused(SyncIssue.Code, String)
     /// Nothing refused and this device qualifies: the desktop that owns the session has not sealed
     /// the secret to this device yet (or this device has not pulled since it did). Fix: sync the
@@ -29,6 +29,9 @@ extension DeviceTrustManager {
     /// - Throws: remote errors (the remote could not be asked), ``SyncError`` `.notLoggedIn`,
     ///   `.userMismatch`, `.identityChanged`.
     public func missingEnvelopeReason(sessionID: UUID) async throws -> MissingEnvelopeReason {
+        if let refusal = try await local.envelopeRefusals(sessions: [sessionID])[sessionID] {
+            return .refused(SyncIssue.Code(rawValue: refusal.code), refusal.message)
+        }
         let last = try await local.lastReport()
         let report = last.flatMap { SyncReport.decode($0.json) }
         if let report, report.direction == .pull,
@@ -52,9 +55,9 @@ extension MissingEnvelopeReason {
         let session = sessionID.canonical
         switch self {
         case .notPaired(.revoked):
-            return "This device has no secret for session \(session): it was revoked, and desktops seal secrets "
-                + "only to certified devices. A trust root can pair it again (`sync-cli trust invite` there, "
-                + "`sync-cli trust join` here, which asks for the code)."
+            return "This device has no secret for session \(session): it was revoked, and a revoked device is never "
+                + "certified again. Pair a new store instead (`sync-cli init` in another directory, then `sync-cli "
+                + "trust join` there, which asks for a code from `sync-cli trust invite` on a trust root)."
         case .notPaired(let standing):
             return "This device has no secret for session \(session) because it is not paired (\(standing.rawValue)): "
                 + "desktops seal secrets only to certified devices. Run `sync-cli trust invite` on the trust root, "

@@ -122,6 +122,8 @@ extension SyncEngine {
     /// ``SyncOptions/requireAuthenticated``.
     func pullEnvelopes(_ pull: inout PullState, entry: inout PhaseReport, recorder: Recorder) async throws {
         if let failure = pull.trustFailure { throw failure }
+        // Outside the user's trust log nothing is accepted; the report's trust note says why.
+        if pull.unpaired { return }
         let identity = pull.identity
         let trust = pull.trust
         var batches = EnvelopeBatches(

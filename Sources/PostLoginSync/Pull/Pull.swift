@@ -85,6 +85,7 @@ extension SyncEngine {
         let trustRequests = remote.metrics().since(trustStart).requests
         pull.trust = trust.mode == .verified ? trust.snapshot : nil
         pull.trustFailure = trust.failure
+        pull.unpaired = trust.unpaired
         if !revokedBefore && trust.snapshot?.revocations[identity.id] != nil {
             try await upsertOwnDevice(identity, user: user, revoked: true)
         }
@@ -113,6 +114,8 @@ extension SyncEngine {
         var trust: TrustSnapshot?
         /// The trust failed to verify: envelopes are not accepted (the phase fails with it).
         var trustFailure: (any Error & Sendable)?
+        /// The user has a trust log this device is not in: no envelope is accepted (not a failure).
+        var unpaired = false
         /// The feed's answer, when the remote has a feed.
         var changes: PullChanges?
         /// The cursor the feed was asked from.

@@ -54,14 +54,23 @@ extension DeviceTrustManager {
         if !pinned, !geneses.isEmpty, let resumed = try await resumeStart(identity, user: user) {
             return resumed
         }
-        if pinned || !geneses.isEmpty {
+        if pinned {
+            let root = (try? await verifiedLog())?.isRoot(identity.id) == true
+            throw SyncError(
+                code: .identityExists,
+                message: root
+                    ? "this device is already a trust root of the user's trust log: nothing to do"
+                    : "this device is already paired into the user's trust log: nothing to do (`sync-cli trust "
+                        + "status` shows it)")
+        }
+        if !geneses.isEmpty {
             throw SyncError(
                 code: .identityExists,
                 message: "this user already has a trust log: pair this device with `sync-cli trust join` instead "
                     + "(a code from a trust root); nothing was changed")
         }
         let legacy = try? await remote.trustTables().fetchIdentityKey()
-        if legacy != nil && legacy! != nil {
+        if legacy != nil {
             throw SyncError(
                 code: .identityExists,
                 message: "this user has an identity from before the trust log: its trust root migrates it at its "

@@ -20,6 +20,7 @@ extension DeviceTrustManager {
     ///
     /// - Throws: ``SyncError`` `.recoveryKeyNotShown` when a kept key is bound, or the log cannot
     ///   be read to tell; whatever `body` throws.
+    @discardableResult
     func binding<T>(_ recovery: RecoveryKey?, _ body: () async throws -> T) async throws -> T {
         guard let recovery else { return try await body() }
         if let bytes = try local.unshownRecoveryKey() {

@@ -34,7 +34,8 @@ public struct EnvelopeRefusal: Sendable, Hashable {
 }
 
 extension DeviceStore {
-    /// The refusals kept for these sessions' recorded rows.
+    /// The refusals kept for these sessions' recorded rows that are still refused (not stored
+    /// or settled since).
     public func envelopeRefusals(sessions: Set<UUID>) async throws -> [UUID: EnvelopeRefusal] {
         guard !sessions.isEmpty else { return [:] }
         return try await mapErrors("reading envelope refusals") {
@@ -44,7 +45,7 @@ extension DeviceStore {
                     db,
                     sql: """
                         SELECT session_id, refusal_code, refusal_message FROM envelope_rows
-                        WHERE refusal_code IS NOT NULL AND session_id IN (SELECT value FROM json_each(?))
+                        WHERE refusal_code IS NOT NULL AND encrypted_secret IS NOT NULL AND session_id IN (SELECT value FROM json_each(?))
                         """, arguments: [jsonArray(sessions)])
                 {
                     result[try row.uuid(0)] = EnvelopeRefusal(code: row[1], message: row[2] ?? "")

@@ -80,7 +80,8 @@ extension DeviceStore {
                 // keeps only its hash now that its envelope is stored.
                 let settle = try db.cachedStatement(
                     sql: """
-                        UPDATE envelope_rows SET ephemeral_public_key = NULL, encrypted_secret = NULL
+                        UPDATE envelope_rows SET ephemeral_public_key = NULL, encrypted_secret = NULL,
+                            refusal_code = NULL, refusal_message = NULL
                         WHERE session_id = ? AND row_h1 = ? AND row_h2 = ? AND encrypted_secret IS NOT NULL
                         """)
                 let settling =

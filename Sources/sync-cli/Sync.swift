@@ -21,7 +21,9 @@ enum SyncExit {
         initialised or logged in, store busy, bad key file); 64 a usage mistake; 4 the trust \
         log does not verify, was forked or cut, or the identity was reset (nothing was sealed \
         or accepted; the other phases ran and the report says which), or in legacy mode the \
-        identity key changed (nothing ran): compare `trust status` across devices, or re-pair;         130 interrupted (Ctrl-C or SIGTERM; the next sync resumes).
+        identity key changed (nothing ran): compare `trust status` across devices, or re-pair, \
+        or this device is not in the user's trust log (`notPaired`: pair it with `trust join`); \
+        130 interrupted (Ctrl-C or SIGTERM; the next sync resumes).
         """
 }
 

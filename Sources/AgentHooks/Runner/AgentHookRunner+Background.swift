@@ -42,7 +42,10 @@ extension AgentHookRunner {
         do {
             switch event.kind {
             case .sessionStart(let source) where source != "compact":
-                _ = try await ensureSession(event, reactivate: true)
+                // Made if missing, never reactivated here: the blocking handler reactivates a
+                // resumed session in the agent's order, and this handler may run after a later
+                // SessionEnd (a loaded machine), which it must not undo.
+                _ = try await ensureSession(event, reactivate: false)
             case .notification(let type):
                 guard let session = try await ensureSession(event, reactivate: false) else { break }
                 if type == "permission_prompt", try await hasOpenRequest(session.id) { break }

@@ -237,11 +237,21 @@ public struct SyncEngine: Sendable {
         if snapshot == nil && failure == nil {
             let found = try await unpinned(reported: reported)
             note = found.note
-            // A pull accepts nothing and fails nothing (no desktop seals to a device outside the
-            // log); a push that would seal fails closed.
+            // A pull accepts nothing and fails nothing (a verified desktop seals nothing to a
+            // device outside the log); a push that would seal fails closed.
             if let refusal = found.refusal {
                 if phase == .envelopes && refusal is SyncError { unpaired = true } else { failure = refusal }
             }
+        }
+        // Joined but not approved yet: the log does not certify this device, so whatever it
+        // sealed every phone would refuse (`uncertifiedSender`); its push says so instead.
+        if phase == .secrets, failure == nil, let snapshot, snapshot.log != nil, !snapshot.isTrusted(selfID),
+            snapshot.revocations[selfID] == nil
+        {
+            failure = SyncError(
+                code: .notPaired,
+                message: "this device joined the user's trust log but no trust root has approved it yet, so it "
+                    + "seals no secret: run `sync-cli trust approve` on a trust root, then sync here")
         }
         let pinned = snapshot != nil || failure != nil || unpaired
         let mode =
@@ -272,7 +282,8 @@ public struct SyncEngine: Sendable {
     /// Before this device pinned anything: once the user has a trust log, a device that is not
     /// in it seals and accepts nothing (`notPaired`, failing closed like a log that does not
     /// verify), whatever trust mode was asked for: a login alone must not choose who receives
-    /// secrets. A remote without the trust log is said once per store: every active device of
+    /// secrets. Once seen, the user's log is remembered: a server that later hides it changes
+    /// nothing. A remote without the trust log is said once per store: every active device of
     /// the user then receives secrets (trust mode `any`). A server that cannot be asked fails the
     /// phases that seal or accept.
     func unpinned(reported: TrustLogHead??) async throws -> (note: String?, refusal: (any Error & Sendable)?) {
@@ -282,16 +293,20 @@ public struct SyncEngine: Sendable {
                 + "pair it with `sync-cli trust join` here (a code from `sync-cli trust invite` on a trust root)")
         // The pull feed says whether the user has a log: asked only without one, or once per store
         // when it reports none (to tell a remote without the trust log from a user without a log).
+        let seen = try await local.setting(.trustLogSeen)
         switch reported {
-        case .some(.some): return (refusal.message, refusal)
-        case .some(.none) where try await local.setting(.trustLogSeen) != nil: return (nil, nil)
+        case _ where seen == .userHasLog: return (refusal.message, refusal)
+        case .some(.some):
+            try await local.setSetting(.trustLogSeen, .userHasLog)
+            return (refusal.message, refusal)
+        case .some(.none) where seen != nil: return (nil, nil)
         default: break
         }
         let geneses: [TrustLogRow]
         do {
             geneses = try await remote.trustLog().trustLogGeneses()
         } catch let error as RemoteStoreError where error.code == .missingTable || error.code == .missingFunction {
-            guard try await local.setting(.trustLogSeen) == nil else { return (nil, nil) }
+            guard seen == nil else { return (nil, nil) }
             try await local.setSetting(.trustLogSeen, .missing)
             let note =
                 "verified trust needs the trust-log migration (supabase/migrations/20261122002500_trust_log.sql); "
@@ -302,8 +317,11 @@ public struct SyncEngine: Sendable {
             logger?.warning("trust: \(error)")
             return (nil, error)
         }
-        if try await local.setting(.trustLogSeen) != .present { try await local.setSetting(.trustLogSeen, .present) }
-        guard !geneses.isEmpty else { return (nil, nil) }
+        guard !geneses.isEmpty else {
+            if seen != .present { try await local.setSetting(.trustLogSeen, .present) }
+            return (nil, nil)
+        }
+        try await local.setSetting(.trustLogSeen, .userHasLog)
         logger?.warning("trust: \(refusal)")
         return (refusal.message, refusal)
     }
@@ -392,9 +410,12 @@ extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
 }
 
-/// Whether the remote had the trust log when a sync last asked.
+/// Whether the remote had the trust log when a sync last asked, and whether the user had one.
 enum TrustLogSeen: String, StoreSettingValue {
     case present, missing
+    /// The user has a log (seen once: a log is never removed, so a server that later reports
+    /// none is not believed by a device without a pin).
+    case userHasLog
 }
 
 extension StoreSetting where Value == TrustLogSeen {

@@ -63,7 +63,7 @@ extension MissingEnvelopeReason {
                 + "desktops seal secrets only to certified devices. Run `sync-cli trust invite` on the trust root, "
                 + "then `sync-cli trust join` here (it asks for the code), and `sync-cli sync` once the desktop has pushed."
         case .refused(let code, let message):
-            return "This device has no secret for session \(session): the last pull refused its envelope (\(code)): "
+            return "This device has no secret for session \(session): a pull refused its envelope (\(code)): "
                 + "\(message). Check the sending device with `sync-cli trust status`; "
                 + "`sync-cli sync --json` shows every refusal."
         case .notPushedYet(let lastPull):

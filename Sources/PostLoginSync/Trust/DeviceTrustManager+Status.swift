@@ -83,8 +83,11 @@ extension DeviceTrustManager {
     /// cuts off, to tell the person before it runs.
     public func devicesThatWillNeedPairing() async throws -> [DeviceDecision] {
         let identity = try await local.requireIdentity()
-        // A device that pinned the log changes nothing by starting one (it is refused).
-        guard try await local.trustLogPin() == nil else { return [] }
+        // A device that pinned the log, or whose user has one, changes nothing by starting one
+        // (it is refused).
+        guard try await local.trustLogPin() == nil,
+            (try? await remote.trustLog().trustLogGeneses())?.isEmpty ?? true
+        else { return [] }
         let decisions = RecipientPolicy.evaluate(
             try await remote.listDevices(), userID: remote.userID, selfID: identity.id,
             options: RecipientOptions(trust: .any, includeSelf: false), trust: nil, selfKey: identity.publicKey)

@@ -1,4 +1,3 @@
-import EnvelopeDigest
 import Foundation
 import GRDB
 import SyncModel
@@ -59,15 +58,7 @@ extension DeviceStore {
     /// remote changed since is a new one, not yet refused.
     public func envelopeRefusals(matching rows: [EnvelopeRecord]) async throws -> [UUID: EnvelopeRefusal] {
         guard !rows.isEmpty else { return [:] }
-        let me = try await requireIdentity().id.canonical
-        let hashes = Dictionary(
-            rows.map { row in
-                (
-                    row.sessionID,
-                    SecretDigest.rowHash(
-                        sessionID: row.sessionID.canonical, deviceID: me, ephemeralPublicKey: row.ephemeralPublicKey)
-                )
-            }, uniquingKeysWith: { _, last in last })
+        let hashes = try await rowHashes(rows)
         return try await mapErrors("reading envelope refusals") {
             try await pool.read { db in
                 var result: [UUID: EnvelopeRefusal] = [:]

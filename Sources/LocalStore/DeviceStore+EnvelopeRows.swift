@@ -96,12 +96,10 @@ extension DeviceStore {
         }
     }
 
-    /// The sessions of `rows` whose row is recorded settled with the same hash: stored, or
-    /// refused for good (a revoked sender's); a listing does not check them again.
-    public func settledEnvelopeRows(_ rows: [EnvelopeRecord]) async throws -> Set<UUID> {
-        guard !rows.isEmpty else { return [] }
+    /// Each row's hash by session, as `envelope_rows` records it (a later row of a session wins).
+    func rowHashes(_ rows: [EnvelopeRecord]) async throws -> [UUID: (Int64, Int64)] {
         let me = try await requireIdentity().id.canonical
-        let hashes = Dictionary(
+        return Dictionary(
             rows.map { row in
                 (
                     row.sessionID,
@@ -109,6 +107,13 @@ extension DeviceStore {
                         sessionID: row.sessionID.canonical, deviceID: me, ephemeralPublicKey: row.ephemeralPublicKey)
                 )
             }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// The sessions of `rows` whose row is recorded settled with the same hash: stored, or
+    /// refused for good (a revoked sender's); a listing does not check them again.
+    public func settledEnvelopeRows(_ rows: [EnvelopeRecord]) async throws -> Set<UUID> {
+        guard !rows.isEmpty else { return [] }
+        let hashes = try await rowHashes(rows)
         return try await mapErrors("reading envelope rows") {
             try await pool.read { db in
                 var settled = Set<UUID>()

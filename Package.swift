@@ -356,6 +356,8 @@ if rig {
                 "PushDelivery", "push-worker", "APNsImitation", "TestStack", "SyncModel", "RemoteStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

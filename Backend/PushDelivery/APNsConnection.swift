@@ -25,6 +25,21 @@ final class APNsConnection: Sendable {
 
     func retire() { retired.set() }
 
+    /// What the connection tolerates from the peer before HTTP/2 calls it a connection error
+    /// (which `ConnectionWatcher` answers by closing it): swift-nio-http2's bounds, said here so
+    /// they are ours. At most 200 PING, SETTINGS, PRIORITY, ALTSVC or ORIGIN frames in 30 s; at
+    /// most 5 CONTINUATION frames after a HEADERS; one empty DATA frame in a row; a header list
+    /// of at most 16 KiB (swift-nio-http2's default settings); at most 1,000 control frames (PING and SETTINGS acknowledgements)
+    /// waiting to be written to a peer that does not read.
+    static let http2Bounds: NIOHTTP2Handler.ConnectionConfiguration = {
+        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        configuration.controlFrameRateLimit.maximumCount = 200
+        configuration.controlFrameRateLimit.windowLength = .seconds(30)
+        configuration.maximumSequentialEmptyDataFrames = 1
+        configuration.maximumBufferedControlFrames = 1000
+        return configuration
+    }()
+
     /// Connects, completes TLS (h2 by ALPN, the host named by the certificate) and starts HTTP/2,
     /// all within `limit` (the transport's connect timeout, or less when the request's deadline is
     /// nearer): a server that never finishes is closed then, and the failure says so.
@@ -51,10 +66,10 @@ final class APNsConnection: Sendable {
                         NIOSSLClientHandler(context: sslContext, serverHostname: isIPLiteral ? nil : endpoint.host))
                     try sync.addHandler(HandshakeWatcher(done: channel.eventLoop.makePromise(of: String?.self)))
                     _ = try sync.configureHTTP2Pipeline(
-                        mode: .client, connectionConfiguration: .init(), streamConfiguration: .init()
+                        mode: .client, connectionConfiguration: Self.http2Bounds, streamConfiguration: .init()
                     ) { stream in stream.close() }
                     try sync.addHandler(
-                        GoAwayWatcher(settings: channel.eventLoop.makePromise(of: Void.self)) { goingAway.set() })
+                        ConnectionWatcher(settings: channel.eventLoop.makePromise(of: Void.self)) { goingAway.set() })
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port).get()
@@ -70,7 +85,7 @@ final class APNsConnection: Sendable {
             let (done, settings, multiplexer) = try await channel.eventLoop.submit {
                 let sync = channel.pipeline.syncOperations
                 let done = try sync.handler(type: HandshakeWatcher.self).done.futureResult
-                let settings = try sync.handler(type: GoAwayWatcher.self).settings.futureResult
+                let settings = try sync.handler(type: ConnectionWatcher.self).settings.futureResult
                 return (done, settings, try sync.handler(type: NIOHTTP2Handler.self).syncMultiplexer())
             }.get()
             guard try await done.get() == "h2" else { throw APNsTransportError.notHTTP2 }
@@ -179,9 +194,12 @@ final class Slot<Value: Sendable>: Sendable {
     }
 }
 
-/// Notes a GOAWAY from the server, and completes `settings` at its first SETTINGS frame (the
-/// stream limit a request must respect is known from then on).
-private final class GoAwayWatcher: ChannelInboundHandler {
+/// Notes a GOAWAY from the server, completes `settings` at its first SETTINGS frame (the stream
+/// limit a request must respect is known from then on), and closes the connection at any error
+/// that reaches it: swift-nio-http2 answers a connection error (a protocol violation, or a flood
+/// past `APNsConnection.http2Bounds`) with GOAWAY but leaves closing to the application, and a
+/// connection left open would go on reading whatever the peer sends until the request's deadline.
+private final class ConnectionWatcher: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     let received: @Sendable () -> Void
     let settings: EventLoopPromise<Void>
@@ -205,6 +223,15 @@ private final class GoAwayWatcher: ChannelInboundHandler {
         context.fireChannelRead(data)
     }
 
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        received()
+        if !settled {
+            settled = true
+            settings.fail(error)
+        }
+        context.close(promise: nil)
+    }
+
     func handlerRemoved(context: ChannelHandlerContext) {
         if !settled {
             settled = true
@@ -214,7 +241,7 @@ private final class GoAwayWatcher: ChannelInboundHandler {
 }
 
 /// Reads one stream's answer: the status, and at most 4 KiB of body (a larger body is not APNs'
-/// and its reason is ignored). A stream that ends any other way (reset, closed, cut off) fails the
+/// and its reason is ignored; past 64 KiB the stream is reset). A stream that ends any other way (reset, closed, cut off) fails the
 /// answer: a transport fault, never a status alone.
 private final class AnswerReader: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame.FramePayload
@@ -222,7 +249,10 @@ private final class AnswerReader: ChannelInboundHandler {
     private var status: Int?
     private var body: [UInt8] = []
     private var oversized = false
+    private var received = 0
     private var completed = false
+    /// The most body read from one answer before its stream is reset: 64 KiB.
+    static let maximumRead = 65_536
 
     init(answer: EventLoopPromise<APNsResponse>) { self.answer = answer }
 
@@ -238,16 +268,25 @@ private final class AnswerReader: ChannelInboundHandler {
             }
             if frame.endStream { finish(context) }
         case .data(let frame):
-            if case .byteBuffer(let buffer) = frame.data, !oversized {
-                body += buffer.readableBytesView
-                if body.count > APNsRequest.maximumPayload {
-                    oversized = true
-                    body = []
+            if case .byteBuffer(let buffer) = frame.data {
+                received += buffer.readableBytes
+                // An answer many times APNs' largest is not an answer: the stream is reset
+                // rather than read to its deadline.
+                guard received <= Self.maximumRead else { return fail(context, APNsTransportError.malformedAnswer) }
+                if !oversized {
+                    body += buffer.readableBytesView
+                    if body.count > APNsRequest.maximumPayload {
+                        oversized = true
+                        body = []
+                    }
                 }
             }
             if frame.endStream { finish(context) }
         case .rstStream(let code):
-            complete(.failure(APNsTransportError.streamReset(code.networkCode)))
+            complete(
+                .failure(
+                    code == .refusedStream
+                        ? APNsTransportError.notProcessed : APNsTransportError.streamReset(code.networkCode)))
         default:
             break
         }
@@ -259,6 +298,15 @@ private final class AnswerReader: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A stream above a GOAWAY's last stream id was never processed (RFC 9113 6.8).
+        // swift-nio-http2 closes such streams with the code CANCEL (its documentation says
+        // REFUSED_STREAM; both are read so). A RST_STREAM from the server arrives as a frame
+        // first (`channelRead`), so a closure reported here without one is the GOAWAY's.
+        if let closed = error as? NIOHTTP2Errors.StreamClosed,
+            closed.errorCode == .refusedStream || closed.errorCode == .cancel
+        {
+            return fail(context, APNsTransportError.notProcessed)
+        }
         fail(context, error)
     }
 

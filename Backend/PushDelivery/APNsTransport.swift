@@ -24,6 +24,13 @@ public enum APNsTransportError: Error, CustomStringConvertible {
     case streamReset(Int)
     /// A new connection was not up (TCP, TLS, HTTP/2 settings) within the connect timeout.
     case connectTimeout(Duration)
+    /// The server says it never processed the request (RFC 9113 8.7): the stream was above a
+    /// GOAWAY's last stream id, or reset with REFUSED_STREAM. Safe to send again, and the worker
+    /// does so without charging the row an attempt.
+    case notProcessed
+    /// The connection broke the HTTP/2 protocol or the transport's bounds (a flood of frames):
+    /// it was closed, with every request still on it.
+    case connectionError(String)
 
     public var description: String {
         switch self {
@@ -34,6 +41,8 @@ public enum APNsTransportError: Error, CustomStringConvertible {
         case .malformedAnswer: "the APNs server answered without a status"
         case .streamReset(let code): "the APNs server reset the stream (HTTP/2 error \(code))"
         case .connectTimeout(let bound): "no connection to the APNs server within \(bound) (connect, TLS, HTTP/2)"
+        case .notProcessed: "the APNs server did not process the request (GOAWAY or REFUSED_STREAM)"
+        case .connectionError(let why): "the connection to the APNs server was closed: \(why)"
         }
     }
 }

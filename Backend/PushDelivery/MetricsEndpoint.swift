@@ -52,14 +52,23 @@ public struct MetricsEndpointSettings: Sendable, Equatable {
 /// The worker's Prometheus endpoint: one `PrometheusCollectorRegistry` behind swift-metrics,
 /// served on `GET /metrics` as `text/plain; version=0.0.4; charset=utf-8` (404 for other paths,
 /// 405 for other methods), at most 16 connections at once.
+///
+/// Each request must arrive whole within ``requestDeadline`` of the connection opening or of the
+/// previous answer, or the connection is closed: an absolute deadline, not an idle timer, so
+/// clients that send a byte now and then cannot hold the 16 slots and lock scrapers out.
 public final class MetricsEndpoint: Sendable {
     /// The registry every metric of this process is written to once ``bootstrap()`` ran.
     public let registry: PrometheusCollectorRegistry
     private let channel: Mutex<(any Channel)?> = Mutex(nil)
     public static let maxConnections = 16
+    /// The most a request may take to arrive (5 s by default).
+    public let requestDeadline: Duration
 
-    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+    public init(
+        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(), requestDeadline: Duration = .seconds(5)
+    ) {
         self.registry = registry
+        self.requestDeadline = requestDeadline
     }
 
     /// Makes swift-metrics write to ``registry`` (once per process), with the timer buckets of
@@ -82,6 +91,9 @@ public final class MetricsEndpoint: Sendable {
     @discardableResult
     public func start(_ settings: MetricsEndpointSettings) async throws -> Int {
         let registry = registry
+        let deadline = TimeAmount.nanoseconds(
+            Int64(requestDeadline.components.seconds) * 1_000_000_000
+                + requestDeadline.components.attoseconds / 1_000_000_000)
         let open = Atomic<Int>(0)
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 64)
@@ -92,11 +104,9 @@ public final class MetricsEndpoint: Sendable {
                     return child.close()
                 }
                 child.closeFuture.whenComplete { _ in open.subtract(1, ordering: .relaxed) }
-                // A connection idle for 30 s is closed: 16 idle ones must not lock scrapers out.
-                return child.pipeline.addHandler(IdleStateHandler(allTimeout: .seconds(30))).flatMap {
-                    child.pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-                }.flatMap {
-                    child.pipeline.addHandler(MetricsHandler(registry: registry))
+                return child.pipeline.configureHTTPServerPipeline(withErrorHandling: true).flatMapThrowing {
+                    try child.pipeline.syncOperations.addHandler(RequestDeadline(deadline))
+                    try child.pipeline.syncOperations.addHandler(MetricsHandler(registry: registry))
                 }
             }
             .bind(host: settings.host, port: settings.port).get()
@@ -123,14 +133,6 @@ final class MetricsHandler: ChannelInboundHandler, Sendable {
     private let request = Mutex<HTTPRequestHead?>(nil)
 
     init(registry: PrometheusCollectorRegistry) { self.registry = registry }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is IdleStateHandler.IdleStateEvent {
-            context.close(promise: nil)
-        } else {
-            context.fireUserInboundEventTriggered(event)
-        }
-    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -162,5 +164,40 @@ final class MetricsHandler: ChannelInboundHandler, Sendable {
                 if !keepAlive { channel.close(promise: nil) }
             }
         }
+    }
+}
+
+/// Closes the connection unless a whole request arrives within `deadline` of the connection
+/// opening or of the previous answer's end. Bytes arriving do not move the deadline.
+final class RequestDeadline: ChannelDuplexHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    private let deadline: TimeAmount
+    private var timer: Scheduled<Void>?
+
+    init(_ deadline: TimeAmount) { self.deadline = deadline }
+
+    func handlerAdded(context: ChannelHandlerContext) { arm(context) }
+
+    func handlerRemoved(context: ChannelHandlerContext) { timer?.cancel() }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .end = unwrapInboundIn(data) {
+            timer?.cancel()
+            timer = nil
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let isEnd = if case .end = unwrapOutboundIn(data) { true } else { false }
+        context.write(data, promise: promise)
+        if isEnd { arm(context) }
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        let channel = context.channel
+        timer = context.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
     }
 }

@@ -89,6 +89,15 @@ extension PushWorker {
             return .answered(response)
         } catch {
             if Task.isCancelled || send.isCancelled { return .finished(.release(delay: .zero)) }
+            if case APNsTransportError.notProcessed = error {
+                // APNs never processed it (GOAWAY or REFUSED_STREAM): sent again on a new
+                // connection, and not charged (a server going away must not use up attempts).
+                PushMetrics.retry(cause: "notProcessed")
+                logger.info(
+                    "request not processed by APNs; sending again",
+                    metadata: ["row": "\(row.id)", "token": "\(row.tokenSuffix)"])
+                return .finished(.release(delay: configuration.backoffBase))
+            }
             PushMetrics.transportFault(String(describing: type(of: error)))
             logger.warning(
                 "request failed; retrying on a new connection",

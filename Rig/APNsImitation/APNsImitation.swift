@@ -15,8 +15,8 @@ import TestStack
 /// topic, the push type, the priority, the apns-id, the collapse id, the token's format and the
 /// payload's size) and answers with APNs' statuses and reasons. Like APNs, it allows one stream
 /// per connection until the connection has shown a valid provider token. Tests script answers
-/// per device token or per request, and faults: GOAWAY, stream resets, stalls, closed
-/// connections. Every request is logged.
+/// per device token or per request, and faults: GOAWAY, stream resets and refusals, stalls,
+/// closed connections. Every request is logged.
 public final class APNsImitation: Sendable {
     /// What to do with a request instead of checking it.
     public enum Fault: Sendable, Equatable {
@@ -26,6 +26,8 @@ public final class APNsImitation: Sendable {
         case goaway
         /// Reset the stream (RST_STREAM, INTERNAL_ERROR).
         case reset
+        /// Refuse the stream (RST_STREAM, REFUSED_STREAM: not processed, RFC 9113 8.7).
+        case refuse
         /// Never answer.
         case stall
         /// Close the TCP connection.
@@ -431,9 +433,7 @@ final class StreamHandler: ChannelInboundHandler {
                         HTTP2Setting(parameter: .maxConcurrentStreams, value: server.options.streamsAfterAuthentication)
                     ])))
             let parent = context.channel.parent
-            defer {
-                parent?.eventLoop.scheduleTask(in: .milliseconds(20)) { parent?.writeAndFlush(settings, promise: nil) }
-            }
+            parent?.eventLoop.scheduleTask(in: .milliseconds(20)) { parent?.writeAndFlush(settings, promise: nil) }
         }
         switch decision.fault {
         case .goaway:
@@ -443,9 +443,10 @@ final class StreamHandler: ChannelInboundHandler {
             )
             parent?.writeAndFlush(frame).whenComplete { _ in parent?.close(promise: nil) }
             return
-        case .reset:
+        case .reset, .refuse:
             uncount()
-            context.writeAndFlush(wrapOutboundOut(.rstStream(.internalError)), promise: nil)
+            let code: HTTP2ErrorCode = decision.fault == .refuse ? .refusedStream : .internalError
+            context.writeAndFlush(wrapOutboundOut(.rstStream(code)), promise: nil)
             return
         case .stall:
             return

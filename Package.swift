@@ -344,7 +344,7 @@ if rig {
         .executableTarget(
             name: "push-bench",
             dependencies: [
-                "APNsImitation", "PushDelivery", .product(name: "Crypto", package: "swift-crypto"),
+                "APNsImitation", "PushDelivery", "SyncModel", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

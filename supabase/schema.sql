@@ -493,6 +493,7 @@ CREATE FUNCTION private.approval_request_limits() RETURNS trigger
 DECLARE
     v_now bigint := extract(epoch FROM now())::bigint;
 BEGIN
+    PERFORM private.require_push_budget(NEW.user_id);
     PERFORM pg_advisory_xact_lock(hashtextextended('approval_requests:' || NEW.user_id::text, 0));
     IF (SELECT count(*) FROM public.approval_requests r
          WHERE r.session_id = NEW.session_id AND r.status = 'pending' AND r.expires_at > v_now) >= 5 THEN
@@ -883,6 +884,30 @@ $$;
 ALTER FUNCTION private.device_credentials_room() OWNER TO postgres;
 
 --
+-- Name: device_row_limit(); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.device_row_limit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+BEGIN
+    -- An upsert of a device the user already has is not a new row (BEFORE INSERT runs for
+    -- the proposed row of INSERT ... ON CONFLICT too).
+    IF auth.uid() IS NULL OR EXISTS (SELECT 1 FROM public.devices d WHERE d.id = NEW.id) THEN RETURN NEW; END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('devices:' || NEW.user_id::text, 0));
+    IF (SELECT count(*) FROM public.devices d WHERE d.user_id = NEW.user_id) >= 100 THEN
+        RAISE EXCEPTION 'a user has at most 100 devices: delete the rows of devices you no longer use'
+            USING ERRCODE = '54000';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION private.device_row_limit() OWNER TO postgres;
+
+--
 -- Name: end_auth_sessions(uuid[]); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -1185,6 +1210,29 @@ $$;
 ALTER FUNCTION private.live_activity_status(runtime jsonb) OWNER TO postgres;
 
 --
+-- Name: live_activity_token_limit(); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.live_activity_token_limit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+BEGIN
+    IF auth.uid() IS NULL OR NOT NEW.is_valid OR NEW.token_type <> 'live_activity' THEN RETURN NEW; END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended('push_tokens:' || NEW.user_id::text, 0));
+    IF (SELECT count(*) FROM public.push_tokens t
+         WHERE t.user_id = NEW.user_id AND t.token_type = 'live_activity' AND t.is_valid AND t.token <> NEW.token) >= 100 THEN
+        RAISE EXCEPTION 'a user holds at most 100 valid live-activity tokens: end the live activities you no longer follow'
+            USING ERRCODE = '54000';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION private.live_activity_token_limit() OWNER TO postgres;
+
+--
 -- Name: may_queue_push(uuid, text); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -1478,6 +1526,67 @@ $$;
 ALTER FUNCTION private.pull_digest_of(v_kind text, v_owner uuid) OWNER TO postgres;
 
 --
+-- Name: push_budget_limit(text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.push_budget_limit(kind text) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE kind WHEN 'liveactivity' THEN 300 ELSE 600 END
+$$;
+
+
+ALTER FUNCTION private.push_budget_limit(kind text) OWNER TO postgres;
+
+--
+-- Name: push_budget_used(uuid, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.push_budget_used(usr uuid, kind text) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+    SELECT coalesce(sum(b.queued), 0) FROM private.push_budget b
+    WHERE b.user_id = usr AND b.kind = push_budget_used.kind AND b.at_second > now() - interval '61 seconds'
+$$;
+
+
+ALTER FUNCTION private.push_budget_used(usr uuid, kind text) OWNER TO postgres;
+
+--
+-- Name: push_claim_key(timestamp with time zone, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, at timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT greatest(fair_at, CASE WHEN next_attempt_at > at THEN next_attempt_at END,
+                    CASE WHEN not_before > at THEN not_before END)
+$$;
+
+
+ALTER FUNCTION private.push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, at timestamp with time zone) OWNER TO postgres;
+
+--
+-- Name: push_outbox_claim_key(); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.push_outbox_claim_key() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+BEGIN
+    NEW.claim_key := private.push_claim_key(NEW.fair_at, NEW.next_attempt_at, NEW.not_before, clock_timestamp());
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION private.push_outbox_claim_key() OWNER TO postgres;
+
+--
 -- Name: push_outbox_expiry(); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -1514,11 +1623,19 @@ CREATE FUNCTION private.push_outbox_fair_at() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
+DECLARE
+    v_now timestamptz := clock_timestamp();
+    v_head timestamptz;
+    v_latest timestamptz;
 BEGIN
-    NEW.fair_at := greatest(clock_timestamp(), (
-        SELECT o.fair_at + interval '1 millisecond' FROM public.push_outbox o
+    SELECT o.claim_key INTO v_head FROM public.push_outbox o
+        WHERE o.delivered_at IS NULL AND o.failed_at IS NULL AND o.priority = NEW.priority
+        ORDER BY o.priority DESC, o.claim_key, o.id LIMIT 1;
+    SELECT o.fair_at INTO v_latest FROM public.push_outbox o
         WHERE o.user_id = NEW.user_id AND o.delivered_at IS NULL AND o.failed_at IS NULL
-        ORDER BY o.fair_at DESC LIMIT 1));
+        ORDER BY o.fair_at DESC LIMIT 1;
+    NEW.fair_at := greatest(least(coalesce(v_head, v_now), v_now), v_latest + interval '1 millisecond');
+    NEW.claim_key := private.push_claim_key(NEW.fair_at, NEW.next_attempt_at, NEW.not_before, v_now);
     RETURN NEW;
 END
 $$;
@@ -1551,22 +1668,34 @@ CREATE FUNCTION private.push_outbox_rate() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
+DECLARE
+    v_kind text := CASE WHEN NEW.push_type = 'liveactivity' THEN 'liveactivity' ELSE 'push' END;
+    v_inserted boolean;
+    v_must_commit boolean;
 BEGIN
-    IF auth.uid() IS NULL OR NEW.push_type = 'liveactivity' THEN RETURN NEW; END IF;
-    IF NEW.collapse_id LIKE 'approval-%' AND EXISTS (
-        SELECT 1 FROM public.approval_requests r
-         WHERE r.id::text = lower(substring(NEW.collapse_id FROM 10)) AND r.user_id = NEW.user_id) THEN
-        RETURN NEW;
-    END IF;
-    IF NEW.collapse_id LIKE 'question-clear-%' AND EXISTS (
-        SELECT 1 FROM public.agent_questions q
-         WHERE q.id::text = lower(substring(NEW.collapse_id FROM 16)) AND q.user_id = NEW.user_id) THEN
-        RETURN NEW;
-    END IF;
+    IF auth.uid() IS NULL THEN RETURN NEW; END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('push_outbox:' || NEW.user_id::text, 0));
-    IF (SELECT count(*) FROM public.push_outbox o
-         WHERE o.user_id = NEW.user_id AND o.created_at > now() - interval '1 minute'
-           AND o.push_type <> 'liveactivity') >= 600 THEN
+    INSERT INTO private.push_budget AS b (user_id, kind, at_second, queued)
+        VALUES (NEW.user_id, v_kind, date_trunc('second', now()), 1)
+        ON CONFLICT (user_id, kind, at_second) DO UPDATE SET queued = b.queued + 1
+        RETURNING (xmax = 0) INTO v_inserted;
+    -- A new second: the user's seconds that left the window go.
+    IF v_inserted THEN
+        DELETE FROM private.push_budget b
+            WHERE b.user_id = NEW.user_id AND b.at_second <= now() - interval '61 seconds';
+    END IF;
+    v_must_commit := (NEW.push_type = 'liveactivity' AND NEW.payload -> 'aps' ->> 'event' = 'end')
+        OR (NEW.collapse_id LIKE 'approval-%' AND EXISTS (
+            SELECT 1 FROM public.approval_requests r
+             WHERE r.id::text = lower(substring(NEW.collapse_id FROM 10)) AND r.user_id = NEW.user_id))
+        OR (NEW.collapse_id LIKE 'question-clear-%' AND EXISTS (
+            SELECT 1 FROM public.agent_questions q
+             WHERE q.id::text = lower(substring(NEW.collapse_id FROM 16)) AND q.user_id = NEW.user_id));
+    IF NOT v_must_commit AND private.push_budget_used(NEW.user_id, v_kind) > private.push_budget_limit(v_kind) THEN
+        IF v_kind = 'liveactivity' THEN
+            RAISE EXCEPTION 'at most 300 live-activity updates a minute are queued for one user: try again in a minute'
+                USING ERRCODE = '54000';
+        END IF;
         RAISE EXCEPTION 'at most 600 pushes a minute are queued for one user: try again in a minute'
             USING ERRCODE = '54000';
     END IF;
@@ -1648,6 +1777,7 @@ CREATE FUNCTION private.question_limits() RETURNS trigger
 DECLARE
     v_now bigint := extract(epoch FROM now())::bigint;
 BEGIN
+    PERFORM private.require_push_budget(NEW.user_id);
     PERFORM pg_advisory_xact_lock(hashtextextended('agent_questions:' || NEW.user_id::text, 0));
     IF (SELECT count(*) FROM public.agent_questions q
          WHERE q.session_id = NEW.session_id AND q.status = 'pending' AND q.expires_at > v_now) >= 5 THEN
@@ -1801,10 +1931,14 @@ BEGIN
     END IF;
     SELECT max(o.not_before) INTO previous FROM public.push_outbox o
         WHERE o.token = queue_live_activity.token AND o.push_type = 'liveactivity';
-    INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, not_before)
-        VALUES (caller, device, token, 'liveactivity', priority, NULL, payload,
-                CASE WHEN event = 'end' OR previous IS NULL THEN now()
-                     ELSE greatest(now(), previous + interval '15 seconds') END);
+    BEGIN
+        INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, not_before)
+            VALUES (caller, device, token, 'liveactivity', priority, NULL, payload,
+                    CASE WHEN event = 'end' OR previous IS NULL THEN now()
+                         ELSE greatest(now(), previous + interval '15 seconds') END);
+    EXCEPTION WHEN program_limit_exceeded THEN
+        RETURN false;
+    END;
     RETURN true;
 END
 $$;
@@ -2091,6 +2225,23 @@ $$;
 ALTER FUNCTION private.reopen_approval(request_id uuid, decision_signature text, control text) OWNER TO postgres;
 
 --
+-- Name: reopen_budget(); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.reopen_budget() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+BEGIN
+    PERFORM private.require_push_budget(NEW.user_id);
+    RETURN NEW;
+END
+$$;
+
+
+ALTER FUNCTION private.reopen_budget() OWNER TO postgres;
+
+--
 -- Name: request_approval(uuid, uuid, uuid, text, integer, bigint, text); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2269,6 +2420,25 @@ $$;
 
 
 ALTER FUNCTION private.require_asker(request uuid) OWNER TO postgres;
+
+--
+-- Name: require_push_budget(uuid); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.require_push_budget(usr uuid) RETURNS void
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+BEGIN
+    IF auth.uid() IS NOT NULL AND private.push_budget_used(usr, 'push') >= private.push_budget_limit('push') THEN
+        RAISE EXCEPTION 'at most 600 pushes a minute are queued for one user: try again in a minute'
+            USING ERRCODE = '54000';
+    END IF;
+END
+$$;
+
+
+ALTER FUNCTION private.require_push_budget(usr uuid) OWNER TO postgres;
 
 --
 -- Name: require_session_desktop(uuid, uuid); Type: FUNCTION; Schema: private; Owner: postgres
@@ -4172,6 +4342,21 @@ CREATE TABLE private.pull_digests (
 ALTER TABLE private.pull_digests OWNER TO postgres;
 
 --
+-- Name: push_budget; Type: TABLE; Schema: private; Owner: postgres
+--
+
+CREATE TABLE private.push_budget (
+    user_id uuid NOT NULL,
+    kind text NOT NULL,
+    at_second timestamp with time zone NOT NULL,
+    queued integer NOT NULL,
+    CONSTRAINT push_budget_kind_check CHECK ((kind = ANY (ARRAY['push'::text, 'liveactivity'::text])))
+);
+
+
+ALTER TABLE private.push_budget OWNER TO postgres;
+
+--
 -- Name: trust_log_devices; Type: TABLE; Schema: private; Owner: postgres
 --
 
@@ -4452,6 +4637,7 @@ CREATE TABLE public.push_outbox (
     last_reason text,
     fair_at timestamp with time zone DEFAULT now() NOT NULL,
     token_hint text GENERATED ALWAYS AS ("right"(token, 6)) STORED,
+    claim_key timestamp with time zone NOT NULL,
     CONSTRAINT push_outbox_last_reason_check CHECK (((last_reason IS NULL) OR (length(last_reason) <= 200))),
     CONSTRAINT push_outbox_leased_by_check CHECK (((leased_by IS NULL) OR (length(leased_by) <= 200))),
     CONSTRAINT push_outbox_priority_check CHECK ((priority = ANY (ARRAY[5, 10]))),
@@ -4654,6 +4840,14 @@ ALTER TABLE ONLY private.notification_config
 
 ALTER TABLE ONLY private.pull_digests
     ADD CONSTRAINT pull_digests_pkey PRIMARY KEY (kind, owner);
+
+
+--
+-- Name: push_budget push_budget_pkey; Type: CONSTRAINT; Schema: private; Owner: postgres
+--
+
+ALTER TABLE ONLY private.push_budget
+    ADD CONSTRAINT push_budget_pkey PRIMARY KEY (user_id, kind, at_second);
 
 
 --
@@ -5008,7 +5202,7 @@ CREATE INDEX push_outbox_closed ON public.push_outbox USING btree (COALESCE(deli
 -- Name: push_outbox_due; Type: INDEX; Schema: public; Owner: postgres
 --
 
-CREATE INDEX push_outbox_due ON public.push_outbox USING btree (priority DESC, GREATEST(fair_at, next_attempt_at, not_before), id) WHERE ((delivered_at IS NULL) AND (failed_at IS NULL));
+CREATE INDEX push_outbox_due ON public.push_outbox USING btree (priority DESC, claim_key, id) WHERE ((delivered_at IS NULL) AND (failed_at IS NULL));
 
 
 --
@@ -5037,13 +5231,6 @@ CREATE UNIQUE INDEX push_outbox_question_once ON public.push_outbox USING btree 
 --
 
 CREATE INDEX push_outbox_user ON public.push_outbox USING btree (user_id, id);
-
-
---
--- Name: push_outbox_user_created; Type: INDEX; Schema: public; Owner: postgres
---
-
-CREATE INDEX push_outbox_user_created ON public.push_outbox USING btree (user_id, created_at);
 
 
 --
@@ -5173,6 +5360,13 @@ CREATE TRIGGER approval_requests_limits BEFORE INSERT ON public.approval_request
 
 
 --
+-- Name: approval_requests approval_requests_reopen_budget; Type: TRIGGER; Schema: public; Owner: postgres
+--
+
+CREATE TRIGGER approval_requests_reopen_budget BEFORE UPDATE OF reopened ON public.approval_requests FOR EACH ROW WHEN ((new.reopened > old.reopened)) EXECUTE FUNCTION private.reopen_budget();
+
+
+--
 -- Name: approval_requests approval_requests_updated_at; Type: TRIGGER; Schema: public; Owner: postgres
 --
 
@@ -5184,6 +5378,13 @@ CREATE TRIGGER approval_requests_updated_at BEFORE INSERT OR UPDATE ON public.ap
 --
 
 CREATE TRIGGER devices_merge_capabilities BEFORE UPDATE OF capabilities ON public.devices FOR EACH ROW EXECUTE FUNCTION public.merge_device_capabilities();
+
+
+--
+-- Name: devices devices_row_limit; Type: TRIGGER; Schema: public; Owner: postgres
+--
+
+CREATE TRIGGER devices_row_limit BEFORE INSERT ON public.devices FOR EACH ROW EXECUTE FUNCTION private.device_row_limit();
 
 
 --
@@ -5212,6 +5413,13 @@ CREATE TRIGGER notification_settings_live_activities AFTER INSERT OR UPDATE OF e
 --
 
 CREATE TRIGGER notification_settings_updated_at BEFORE INSERT OR UPDATE ON public.notification_settings FOR EACH ROW EXECUTE FUNCTION public.set_updated_at();
+
+
+--
+-- Name: push_outbox push_outbox_claim_key; Type: TRIGGER; Schema: public; Owner: postgres
+--
+
+CREATE TRIGGER push_outbox_claim_key BEFORE UPDATE OF next_attempt_at, not_before ON public.push_outbox FOR EACH ROW WHEN (((old.next_attempt_at IS DISTINCT FROM new.next_attempt_at) OR (old.not_before IS DISTINCT FROM new.not_before))) EXECUTE FUNCTION private.push_outbox_claim_key();
 
 
 --
@@ -5254,6 +5462,13 @@ CREATE TRIGGER push_outbox_rate BEFORE INSERT ON public.push_outbox FOR EACH ROW
 --
 
 CREATE TRIGGER push_tokens_limits BEFORE INSERT OR UPDATE OF is_valid, device_id, user_id, token_type ON public.push_tokens FOR EACH ROW EXECUTE FUNCTION private.push_token_limits();
+
+
+--
+-- Name: push_tokens push_tokens_live_activity_limit; Type: TRIGGER; Schema: public; Owner: postgres
+--
+
+CREATE TRIGGER push_tokens_live_activity_limit BEFORE INSERT OR UPDATE OF is_valid, device_id, user_id, token_type ON public.push_tokens FOR EACH ROW EXECUTE FUNCTION private.live_activity_token_limit();
 
 
 --
@@ -6026,6 +6241,13 @@ REVOKE ALL ON FUNCTION private.device_credentials_room() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION device_row_limit(); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.device_row_limit() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION end_auth_sessions(ids uuid[]); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -6111,6 +6333,13 @@ REVOKE ALL ON FUNCTION private.live_activity_status(runtime jsonb) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION live_activity_token_limit(); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.live_activity_token_limit() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION may_queue_push(device uuid, kind text); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -6192,6 +6421,34 @@ REVOKE ALL ON FUNCTION private.pull_digest_moved() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION private.pull_digest_of(v_kind text, v_owner uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION push_budget_limit(kind text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.push_budget_limit(kind text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION push_budget_used(usr uuid, kind text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.push_budget_used(usr uuid, kind text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, at timestamp with time zone); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, at timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION push_outbox_claim_key(); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.push_outbox_claim_key() FROM PUBLIC;
 
 
 --
@@ -6293,6 +6550,13 @@ REVOKE ALL ON FUNCTION private.reopen_approval(request_id uuid, decision_signatu
 
 
 --
+-- Name: FUNCTION reopen_budget(); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.reopen_budget() FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -6318,6 +6582,13 @@ REVOKE ALL ON FUNCTION private.request_identity_reset(entry text, backup text, a
 --
 
 REVOKE ALL ON FUNCTION private.require_asker(request uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION require_push_budget(usr uuid); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.require_push_budget(usr uuid) FROM PUBLIC;
 
 
 --

@@ -61,7 +61,7 @@ public struct Outbox: Sendable {
                   AND (o.lease_until IS NULL OR o.lease_until < now())
                   AND ((\(onlyID)::bigint = 0 AND o.next_attempt_at <= now() AND o.not_before <= now())
                        OR o.id = \(onlyID)::bigint)
-                ORDER BY o.priority DESC, greatest(o.fair_at, o.next_attempt_at, o.not_before), o.id
+                ORDER BY o.priority DESC, o.claim_key, o.id
                 LIMIT \(limit)
                 FOR UPDATE OF o SKIP LOCKED
             ), closed AS (

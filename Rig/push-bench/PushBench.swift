@@ -292,6 +292,20 @@ struct PushBench {
             "another account's push during a 5,000-row flood of one account", median(otherLatency) * 1000, "ms",
             "median of \(runs), queued after 500 of the flood were sent; target < 5000")
 
+        // Round 5: another account's alert while four accounts flood live-activity rows.
+        let round5 = RoundFiveBench(admin: admin, logger: logger)
+        var floodLatency: [Double] = []
+        for _ in 0..<runs {
+            floodLatency.append(
+                try await round5.liveActivityFlood(imitation: imitation) {
+                    let parts = try inProcessWorker()
+                    return RoundFiveBench.Running { try await stop(parts) }
+                })
+        }
+        report(
+            "another account's alert, 4 accounts' LA flood", median(floodLatency) * 1000, "ms",
+            "median of \(runs), 12,000 live-activity rows/s queued; target < 1000")
+
         // Commit to request, LISTEN waking the worker (the poll is 2 s): 50 rows/s for 10 s.
         imitation.clearLog()
         imitation.keepLog(true)
@@ -347,6 +361,20 @@ struct PushBench {
             report(
                 "alert accepted -> deliveries final, p50", median(finals), "ms",
                 "\(finals.count) approvals asked one at a time; target < 3000")
+        }
+
+        // Round 5: what a loop of answer and reopen queues (65 s, no worker needed).
+        do {
+            let (perMinute, refused) = try await round5.reopenLoop(for: .seconds(65))
+            report(
+                "answer-and-reopen loop: rows in any 60 s", Double(perMinute), "rows",
+                "65 s, \(refused) calls refused; target <= 600")
+        }
+        for unit in ["AKIA", "xoxb-"] {
+            let (large, small) = RoundFiveBench.sanitiser(unit)
+            report(
+                "sanitiser, 100,000 scalars of \(unit)", large, "ms",
+                String(format: "median of 5; 10,000: %.2f ms; target linear, < 50", small))
         }
 
         // MARK: - the process: kill -9, SIGTERM, idle memory
@@ -442,6 +470,13 @@ struct PushBench {
                 "exit status \(process.terminationStatus); target < 10")
             report("SIGTERM: leases left", Double(leases), "rows", "target 0")
             imitation.always(token: stalled, nil)
+        }
+        do {
+            let (peak, connections, written) = try await round5.continuationFlood(
+                for: .seconds(15), directory: directory, user: user, device: device, spawn: spawn)
+            report(
+                "peak RSS under a CONTINUATION flood", peak, "MiB",
+                String(format: "15 s, %d connections, %.1f MiB of frames written; target < 100", connections, written))
         }
         let json = try JSONSerialization.data(withJSONObject: figures, options: [.sortedKeys, .prettyPrinted])
         try? json.write(to: URL(fileURLWithPath: ".build/push-bench.json"))

@@ -2,6 +2,7 @@ import APNsImitation
 import Crypto
 import Foundation
 import PushDelivery
+import TestStack
 import Testing
 
 /// The worker against the imitation and the stack's PostgreSQL (push-delivery.md). The suite is
@@ -152,6 +153,60 @@ extension PushStackTests {
             let position = try #require(requests.firstIndex { $0.headers["apns-id"] == apnsID })
             // Without the fair order it is request 3,001 (index 3,000); with it, among the first claims.
             #expect(position < min(3000, allowed), "position \(position), allowed \(allowed)")
+            await world.close()
+        }
+
+        /// Round 5, finding 2: four accounts' backlogs, all queued before this account's alert and
+        /// all due, do not hold it back: a new row starts at the head of the queue (a virtual
+        /// clock), not at the wall-clock time it was queued, which sorts after every backlog row.
+        @Test func anAlertQueuedAfterFourBacklogsGoesAtTheHead() async throws {
+            let world = try await PushWorld()
+            let mine = try await world.token()
+            for _ in 0..<4 {
+                let flooder = UUID().uuidString.lowercased()
+                let floodDevice = UUID().uuidString.lowercased()
+                let floodToken = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+                try await world.sql(
+                    "INSERT INTO public.devices (id, user_id, name, device_type) VALUES ('\(floodDevice)', '\(flooder)', 'phone', 'ios-phone')"
+                )
+                try await world.sql(
+                    "INSERT INTO public.push_tokens (user_id, device_id, token) VALUES ('\(flooder)', '\(floodDevice)', '\(floodToken)')"
+                )
+                try await world.sql(
+                    """
+                    INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, payload)
+                    SELECT '\(flooder)', '\(floodDevice)', '\(floodToken)', 'alert', 10, '{"aps": {"alert": "flood"}}'
+                    FROM generate_series(1, 300)
+                    """)
+            }
+            // Every backlog row's fair start is in the past: by the wall clock, a row queued now
+            // would sort after all 1,200.
+            #expect(
+                try await Waiting.until {
+                    try await world.count(
+                        "SELECT count(*) FROM public.push_outbox WHERE fair_at >= clock_timestamp() - interval '10 milliseconds'"
+                    ) == 0
+                })
+            let alert = try await world.enqueue(
+                token: mine, type: "alert", priority: 10, payload: #"{"aps": {"alert": "mine"}, "n": 0}"#)
+            let apnsID = try #require(
+                try await world.rows("SELECT apns_id::text AS a FROM public.push_outbox WHERE id = \(alert[0])").first?[
+                    "a"])
+            let running = try RunningWorker(
+                world.configuration {
+                    $0.maxInFlight = 8
+                    $0.batchSize = 32
+                })
+            #expect(
+                try await world.eventually {
+                    try await world.count(
+                        "SELECT count(*) FROM public.push_outbox WHERE id = \(alert[0]) AND delivered_at IS NOT NULL")
+                        == 1
+                })
+            try await running.stop()
+            let position = try #require(world.imitation.requests.firstIndex { $0.headers["apns-id"] == apnsID })
+            // In the first claim (32 rows); by the wall clock it would be request 1,201.
+            #expect(position < 32, "position \(position)")
             await world.close()
         }
 

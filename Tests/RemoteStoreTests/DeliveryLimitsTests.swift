@@ -58,12 +58,7 @@ struct DeliveryLimitsTests {
         let harness = try kind.harness()
         let me = try await CoordinationActor(harness)
         let other = try await CoordinationActor(harness)
-        var myTokens: [String] = []
-        for _ in 0..<5 {
-            let token = CoordinationActor.token()
-            myTokens.append(token)
-            try await Self.register(me.phoneStore, device: me.phone, token)
-        }
+        for _ in 0..<5 { try await Self.register(me.phoneStore, device: me.phone, CoordinationActor.token()) }
         try await Self.register(other.phoneStore, device: other.phone, CoordinationActor.token())
         // The other user's real approval request: its id is refused to me.
         let request = UUID()
@@ -77,9 +72,10 @@ struct DeliveryLimitsTests {
             _ = try await me.store.clearApproval(requestID: request.canonical, excludingToken: nil)
         } throws: { isRemote($0, .permissionDenied) }
 
-        // 600 pushes a minute per user. The minute is filled directly (the service role is not
-        // limited), so the test does not depend on how fast a loaded machine makes its calls:
-        // 590 rows, then my request's 5 alerts, then one clearing of 5 tokens; the next is refused.
+        // 600 pushes a minute per user. The budget is spent directly (590, dated ahead so that it
+        // stays in the window), so the test does not depend on how fast a loaded machine makes
+        // its calls: 590, then my request's 5 alerts, then one clearing of 5 tokens; the next is
+        // refused.
         let stack = try StackEnvironment.require()
         // Approval pushes go only to devices the trust log certifies: the server's reading of a
         // log that certifies my desktop and phone (this test is about limits, not the log).
@@ -89,12 +85,7 @@ struct DeliveryLimitsTests {
             INSERT INTO private.trust_log_devices (user_id, epoch, device_id, certified_seq)
                 VALUES ('\(me.user.canonical)', 1, '\(me.desktop.canonical)', 0), ('\(me.user.canonical)', 1, '\(me.phone.canonical)', 1)
             """)
-        _ = try await stack.sql(
-            """
-            INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
-            SELECT '\(me.user.canonical)', '\(me.phone.canonical)', '\(myTokens[0])', 'background', 5, 'prefill-' || g, '{"aps": {}}'
-            FROM generate_series(1, 590) g
-            """)
+        try await DeliveryBudgetTests.spend(me.user, "push", 590)
         let mine = UUID()
         let myApprovals = try #require(me.actor.store as? any ApprovalRemote)
         _ = try await myApprovals.requestApproval(

@@ -297,7 +297,9 @@ if rig {
             path: "Rig/VectorGeneration"),
         .executableTarget(
             name: "sync-vectors",
-            dependencies: ["VectorGeneration", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "VectorGeneration", "SyncModel", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Rig/sync-vectors"
         ),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "sync-fuzz", "TestStack"]),

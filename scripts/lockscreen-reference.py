@@ -15,59 +15,13 @@ import unicodedata
 # ---------------------------------------------------------------- character classes
 WHITE_SPACE = set([*range(0x09, 0x0E), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
                    0x2028, 0x2029, 0x202F, 0x205F, 0x3000])
-
-
-def _ranges_class(pred):
-    out, start, prev = [], None, None
-    for cp in range(0x110000):
-        if 0xD800 <= cp <= 0xDFFF:
-            ok = False
-        else:
-            ok = pred(cp)
-        if ok:
-            if start is None:
-                start = cp
-            prev = cp
-        elif start is not None:
-            out.append((start, prev))
-            start = None
-    if start is not None:
-        out.append((start, prev))
-    parts = []
-    for a, b in out:
-        if a == b:
-            parts.append(re.escape(chr(a)))
-        else:
-            parts.append(re.escape(chr(a)) + '-' + re.escape(chr(b)))
-    return ''.join(parts)
-
-
-def _is_word(cp):
-    c = unicodedata.category(chr(cp))
-    return c[0] in 'LM' or c in ('Nd', 'Nl', 'No', 'Pc')
-
-
-W = _ranges_class(_is_word)                       # \w, contents of a class
 S = ''.join(re.escape(chr(c)) for c in sorted(WHITE_SPACE))  # \s, contents of a class
 WS = '[' + S + ']'
-
-PATTERNS = [
-    re.compile(r'(api[_-]?key|token|secret|password|credential)["\']?' + WS + r'*[:=]' + WS + r'*["\']?[' + W + r'\-]+',
-               re.IGNORECASE),
-    re.compile(r'bearer' + WS + r'+[' + W + r'\-]+', re.IGNORECASE),
-    re.compile(r'[A-Za-z0-9+/]{40,}={0,2}'),
-    re.compile(r'sess_[A-Za-z0-9_-]{43}'),
-    re.compile(r'eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*'),
-    re.compile(r'-----BEGIN [A-Z ]*PRIVATE KEY-----'),
-    re.compile(r'gh[pousr]_[A-Za-z0-9]{36,}'),
-    re.compile(r'github_pat_[A-Za-z0-9_]{22,}'),
-    re.compile(r'[rs]k_(live|test)_[A-Za-z0-9]{16,}'),
-    re.compile(r'(AKIA|ASIA)[A-Z0-9]{16}'),
-    re.compile(r'xox[abposr]-[A-Za-z0-9-]{10,}'),
-    re.compile(r'(?<=://)[^' + S + r'/?#@]+(?=@)'),
-]
+NS = '[^' + S + ']'
+WINDOW = 800
 
 CONFUSABLES = {
+    # Cyrillic, Greek
     0x0430: 'a', 0x0410: 'A', 0x03B1: 'a', 0x0391: 'A',
     0x0412: 'B', 0x0392: 'B',
     0x0441: 'c', 0x0421: 'C',
@@ -90,8 +44,20 @@ CONFUSABLES = {
     0x0445: 'x', 0x0425: 'X', 0x03A7: 'X',
     0x0443: 'y', 0x04AE: 'Y', 0x03A5: 'Y',
     0x0396: 'Z',
+    # Armenian (the docs' table, row by row)
+    0x0584: 'f', 0x0581: 'g', 0x0570: 'h', 0x0578: 'n', 0x057C: 'n', 0x0585: 'o', 0x0555: 'O',
+    0x0563: 'q', 0x0566: 'q', 0x054F: 'S', 0x057D: 'u', 0x054D: 'U', 0x0561: 'w',
+    # Cherokee
+    0x13AA: 'A', 0x13CF: 'b', 0x13F4: 'B', 0x13DF: 'C', 0x13E7: 'd', 0x13A0: 'D', 0x13AC: 'E',
+    0x13C0: 'G', 0x13F3: 'G', 0x13C2: 'h', 0x13BB: 'H', 0x13A5: 'i', 0x13AB: 'J', 0x13E6: 'K',
+    0x13DE: 'L', 0x13B7: 'M', 0x13E2: 'P', 0x13A1: 'R', 0x13D2: 'R', 0x13D5: 'S', 0x13DA: 'S',
+    0x13A2: 'T', 0x13D9: 'V', 0x13B3: 'W', 0x13D4: 'W', 0x13A9: 'Y', 0x13BD: 'Y', 0x13C3: 'Z',
+    # other
+    0x1D04: 'c', 0x0131: 'i', 0x0130: 'I', 0x1D0F: 'o', 0x1D1C: 'u', 0x1D20: 'v', 0x1D21: 'w', 0x1D22: 'z',
+    0x0589: ':', 0x02D0: ':', 0x02F8: ':', 0x05C3: ':', 0x0703: ':', 0x0704: ':', 0x0903: ':', 0x0A83: ':',
+    0x16EC: ':', 0x1803: ':', 0x1809: ':', 0x205A: ':', 0x2236: ':', 0xA4FD: ':', 0xA789: ':',
+    0x1400: '=', 0x2E40: '=', 0x30A0: '=', 0xA4FF: '=', 0xA78A: '=',
 }
-
 
 # Default_Ignorable_Code_Point as of Unicode 15.1 (docs/notifications.md lists the same ranges).
 INVISIBLE = [(0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
@@ -116,18 +82,146 @@ def matching_form(text, idxs):
     return ''.join(chars), owners
 
 
+def lower(s):
+    """ASCII letters only, as the docs say."""
+    return ''.join(chr(ord(c) + 32) if 'A' <= c <= 'Z' else c for c in s)
+
+
+# ---------------------------------------------------------------- the rules
+KEYWORDS = ['password', 'passwd', 'pwd', 'passphrase', 'secret', 'token', 'credential', 'credentials', 'apikey',
+            'accesskey', 'privatekey', 'auth', 'authorization', 'cookie']
+SCHEMES = {'basic', 'bearer', 'token', 'digest', 'negotiate'}
+IDENT = re.compile(r'[A-Za-z0-9_.-]+')
+COMPONENT = re.compile(r'[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+')
+SEP_TAIL = re.compile(r'["\'`]?' + WS + r'*(=|:|%3[AaDd])[:=>]*' + WS + r'*')
+WORD = re.compile(NS + '+')
+NEXT_WORD = re.compile(WS + '+(' + NS + '+)')
+OPTION_GAP = re.compile(WS + '+')
+USER_OPTION = re.compile(r'(?<![A-Za-z0-9_.-])(-u|-U|--user|--proxy-user)(?![A-Za-z0-9_.-])(=|' + WS + '+)(' + NS + '+)')
+MYSQL = re.compile(r'(?<![A-Za-z0-9_.-])(mysql|mariadb)[A-Za-z0-9_.-]*', re.I | re.A)
+MYSQL_P = re.compile(r'(?<!' + NS + r')-p' + NS + '+')
+BEARER = re.compile(r'bearer' + WS + '+' + NS + '+', re.I | re.A)
+COMMIT_CONTEXT = re.compile(
+    r'(?<![A-Za-z0-9_.-])(commit|checkout|revert|cherry-pick|rebase|reset|sha|sha1|head|show|merge|fixup|squash)'
+    r'(' + WS + '+-' + NS + r'*)*[' + S + r""":=#(\['"`]*\Z""", re.I | re.A)
+ANCHORED = [
+    re.compile(r'sess_[A-Za-z0-9_-]{43}'),
+    re.compile(r'eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*'),
+    re.compile(r'-----BEGIN [A-Z ]*PRIVATE KEY[A-Z ]*-----'),
+    re.compile(r'gh[pousr]_[A-Za-z0-9]{36,}'),
+    re.compile(r'github_pat_[A-Za-z0-9_]{22,}'),
+    re.compile(r'[rs]k_(live|test)_[A-Za-z0-9]{16,}'),
+    re.compile(r'(AKIA|ASIA)[A-Z0-9]{16}'),
+    re.compile(r'xox[abposr]-[A-Za-z0-9-]{10,}'),
+    re.compile(r'AIza[A-Za-z0-9_-]{35}'),
+    re.compile(r'npm_[A-Za-z0-9]{36}'),
+    re.compile(r'glpat-[A-Za-z0-9_-]{20,}'),
+    re.compile(r'SK[0-9a-f]{32}'),
+    re.compile(r'(?<![A-Za-z0-9_-])sk-(proj|ant)-[A-Za-z0-9_-]{20,}'),
+    re.compile(r'(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{32,}'),
+    BEARER,
+]
+
+
+def components(ident):
+    return [lower(c) for part in re.split(r'[_.-]', ident) for c in COMPONENT.findall(part)]
+
+
+def strength(ident):
+    """'strong', 'weak' or None."""
+    comps = components(ident)
+    parts = [lower(p) for p in re.split(r'[_.-]', ident) if p]
+    for k, c in enumerate(comps):
+        if k + 1 < len(comps) and comps[k + 1] == 'key' and any(c.endswith(w) for w in ('api', 'access', 'private')):
+            return 'strong'
+    if any(c.endswith(w) for c in comps + parts for w in KEYWORDS):
+        return 'strong'
+    return 'weak' if any(c.endswith('pass') for c in comps + parts) else None
+
+
+def value_end(view, v):
+    if v >= len(view):
+        return None
+    if view[v] in '"\'`':
+        close = view.find(view[v], v + 1)
+        close = len(view) if close < 0 else close
+        return close if close > v + 1 else None
+    w = WORD.match(view, v)
+    end = w.end()
+    if lower(w.group()) in SCHEMES:
+        nxt = NEXT_WORD.match(view, end)
+        if nxt:
+            end = nxt.end()
+    while view[end - 1] == ';':
+        nxt = NEXT_WORD.match(view, end)
+        if not nxt:
+            break
+        end = nxt.end()
+    return end
+
+
+def commit_id(view, a, b):
+    run = view[a:b]
+    return 7 <= len(run) <= 40 and re.fullmatch(r'[0-9A-Fa-f]+', run) and COMMIT_CONTEXT.search(view, 0, a)
+
+
+def is_path(run):
+    return '/' in run and '+' not in run and not (re.search('[A-Z]', run) and re.search('[a-z]', run)
+                                                 and re.search('[0-9]', run))
+
+
+def ranges(view):
+    """Every rule's matches in one view, as (start, end)."""
+    out = []
+    for m in IDENT.finditer(view):
+        st = strength(m.group())
+        if st:
+            tail = SEP_TAIL.match(view, m.end())
+            if tail and (st == 'strong' or tail.group(1) in ('=', '%3D', '%3d')):
+                e = value_end(view, tail.end())
+                if e:
+                    out.append((m.start(), e))
+            gap = OPTION_GAP.match(view, m.end())
+            if m.group().startswith('-') and gap:
+                e = value_end(view, gap.end())
+                if e:
+                    out.append((m.start(), e))
+    for m in USER_OPTION.finditer(view):
+        if ':' in m.group(3):
+            out.append((m.start(), m.end()))
+    first = MYSQL.search(view)
+    if first:
+        out += [(m.start(), m.end()) for m in MYSQL_P.finditer(view, first.end())]
+    for m in re.finditer(r'://', view):
+        w = WORD.match(view, m.end())
+        if w:
+            at = w.group().rfind('@')
+            if at > 0 and not re.search(r'[/?#]', w.group()[:at].split(':')[0]):
+                out.append((w.start(), w.start() + at))
+    for m in re.finditer(r'[A-Za-z0-9+/]+', view):
+        if len(m.group()) >= 40 and not commit_id(view, m.start(), m.end()) and not is_path(m.group()):
+            pad = re.compile('={0,2}').match(view, m.end())
+            out.append((m.start(), pad.end()))
+    for m in re.finditer(r'[A-Za-z0-9_]+', view):
+        if re.fullmatch(r'[0-9A-Fa-f]{32}', m.group()) and not commit_id(view, m.start(), m.end()):
+            out.append((m.start(), m.end()))
+    for pat in ANCHORED:
+        for pos in range(len(view)):
+            m = pat.match(view, pos)
+            if m:
+                out.append((m.start(), m.end()))
+    return out
+
+
 def marks_for(text):
     marked = [False] * len(text)
     view_a = [i for i, ch in enumerate(text) if not (is_hidden(ch) and ord(ch) not in WHITE_SPACE)]
     view_b = [i for i, ch in enumerate(text) if not is_hidden(ch)]
     for idxs in (view_a, view_b):
         view, owners = matching_form(text, idxs)
-        for pat in PATTERNS:
-            for pos in range(len(view)):
-                m = pat.match(view, pos)
-                if m:
-                    for k in range(m.start(), m.end()):
-                        marked[owners[k]] = True
+        for a, b in ranges(view):
+            for k in range(a, b):
+                marked[owners[k]] = True
     return marked
 
 
@@ -236,7 +330,13 @@ def cut(s, limit=200):
 
 # ---------------------------------------------------------------- the sanitiser
 def sanitise(text):
+    longer = len(text) > WINDOW
+    text = text[:WINDOW]
     marked = marks_for(text)
+    if longer:
+        visible = [i for i, ch in enumerate(text) if ord(ch) in WHITE_SPACE and not is_hidden(ch)]
+        for i in range((visible[-1] + 1) if visible else 0, len(text)):
+            marked[i] = True
     out = []
     in_run = False
     for i, ch in enumerate(text):
@@ -291,8 +391,61 @@ def mixcase(s, rng):
     return ''.join(c.upper() if rng.random() < 0.4 else c for c in s)
 
 
+HEX = '0123456789abcdef'
+IDENTS = ['DB_PASSWORD', 'myPassword', 'secret_key_base', 'PASS', 'pass', 'passed', 'tokens', 'X-Api-Key',
+          'accessToken', 'PassWord', 'SeCrEt', 'pwd', 'auth', 'Authorization', 'Cookie', '--password', '--pass',
+          'max_tokens', 'DBPassword', 'password2', 'bypass', 'session', 'author', 'api_key', 'private_key',
+          'access.key', 'passphrase', 'credentials', 'x', '-token', 'OAuth', 'Tokenizer', 'APIKey', 'apiKEY']
+SEPS = ['=', ':', ' : ', ' = ', '%3D', '%3a', '%3d', ':=', ' => ', '\u2236', '\ua789', '\u02d0', '\ua78a', '\u30a0',
+        '', ' ', '"=', "':", '==', '\t', '\n:', '%3', '%3Dx']
+VALUES = ['hunter2', '"a b c"', "'x y'", '"unclosed value', 'Basic dXNlcjpw', 'Bearer abc.def', 'token x', 'a=1; b=2',
+          'a; b;', '"', '""', 'p@ss/w#rd?', '-', ';', 'x;', 'Digest  u', 'basic']
+NEW_KINDS = 11
+
+
+def new_piece(rng, k):
+    if k == 0:
+        return rng.choice(IDENTS) + rng.choice(SEPS) + rng.choice(VALUES)
+    if k == 1:
+        return rng.choice(['--password', '--token', '--pass', '--passes', '-password', '--token-file', '--secret']) + \
+            rng.choice([' ', '  ', '=', '\t', '']) + rng.choice(VALUES)
+    if k == 2:
+        return rng.choice(['curl ', 'git push ', 'docker run ', '']) + rng.choice(['-u', '-U', '--user', '--proxy-user', '-uu', 'x-u']) + \
+            rng.choice([' ', '=', '  ', '']) + rng.choice(['bob:pw', 'origin', 'a:', ':b', '1000:1000', '"u:p q"'])
+    if k == 3:
+        return rng.choice(['mysql', 'MySQLdump', 'mariadb-dump', 'mysqlx', 'psql', '/usr/bin/mysql', 'xmysql']) + \
+            rng.choice([' -u root', '', ' -h db']) + rng.choice([' -phunter2', ' -p', ' -p ', '-pX', ' -P3306', ' x-py'])
+    if k == 4:
+        user = rng.choice(['bob', 'bob:pw', ':tok', 'a/b', 'bob:p/w#x?y', 'u:p@q', 'x?y', 'host:8080/p', ''])
+        return rng.choice(['https://', 'git+ssh://', '://']) + user + rng.choice(['@host', '@h/x@y', '', '@']) + \
+            rng.choice(['', '/path', ' next'])
+    if k == 5:
+        body = rs(B64URL, rng.randrange(15, 40), rng)
+        return rng.choice(['', ' ', 'x', 'ri', '-', '_', '=']) + rng.choice(['sk-proj-', 'sk-ant-api03-', 'sk-', 'sk_']) + body
+    if k == 6:
+        prefix, alpha, lo, hi = rng.choice([('AIza', B64URL, 33, 38), ('npm_', ALNUM, 34, 38), ('glpat-', B64URL, 18, 23),
+                                            ('SK', HEX, 30, 35), ('SK', HEX.upper(), 31, 33)])
+        return prefix + rs(alpha, rng.randrange(lo, hi), rng)
+    if k == 7:
+        return rng.choice(['', ' ', '-', '_', 'x', '/']) + rs(HEX + rng.choice(['', 'ABCDEF']), rng.randrange(30, 35), rng) + \
+            rng.choice(['', ' ', '_', '-', 'g'])
+    if k == 8:
+        ctx = rng.choice(['commit ', 'git reset --hard ', 'HEAD: ', 'sha=', 'cherry-pick -x ', 'commits ', 'got ',
+                          'Merge: ', 'revert "', 'checkout -b x ', 'show\t', 'SHA1 #', 'git show -s --oneline '])
+        return ctx + rs(HEX + rng.choice(['', 'ABCDEF']), rng.choice([7, 12, 32, 39, 40, 41, 64]), rng) + \
+            rng.choice(['', ' ', ':x', 'g', '+'])
+    if k == 9:
+        segs = [rs(rng.choice(['abcdefghijklmnop', 'ABCDEFabcdef', 'abc123', B64]), rng.randrange(1, 12), rng)
+                for _ in range(rng.randrange(2, 8))]
+        return rng.choice(['', '/', './']) + '/'.join(segs)
+    return '-----BEGIN ' + rng.choice(['PGP ', 'OPENSSH ', '', 'ENCRYPTED ']) + rng.choice(['PRIVATE KEY', 'PUBLIC KEY']) + \
+        rng.choice([' BLOCK', '', ' X']) + '-' * rng.randrange(4, 6)
+
+
 def piece(rng):
-    k = rng.randrange(17)
+    k = rng.randrange(17 + NEW_KINDS)
+    if k >= 17:
+        return new_piece(rng, k - 17)
     if k == 0:
         kw = rng.choice(['api_key', 'api-key', 'apikey', 'api key', 'token', 'secret', 'password', 'credential',
                          'passwd', 'tokn'])
@@ -356,10 +509,12 @@ def perturb(s, rng):
     return ''.join(out)
 
 
-def gen_input(rng, long=False):
+def gen_input(rng, long=False, window=False):
     parts = []
-    target = rng.randrange(150, 320) if long else rng.randrange(1, 6)
-    while (sum(len(p) for p in parts) < target) if long else (len(parts) < target):
+    if window:                        # around the window's end: a long value, then pieces
+        parts.append(rng.choice(['token=', 'a ', '\u200b' * rng.randrange(0, 400)]) + 'x' * rng.randrange(300, 790))
+    target = rng.randrange(780, 900) if window else rng.randrange(150, 320) if long else rng.randrange(1, 6)
+    while (sum(len(p) for p in parts) < target) if long or window else (len(parts) < target):
         parts.append(perturb(piece(rng), rng))
         parts.append(rng.choice(['', ' ', ' ', '  ', rng.choice(HIDDEN), ' ' + rng.choice(WORDS) + ' ', '\u0301']))
     return ''.join(parts)
@@ -369,11 +524,10 @@ def gen(n, out, seed=1):
     rng = random.Random(seed)
     tests = []
     for i in range(n):
-        inp = gen_input(rng, long=(i % 10 == 9))
+        inp = gen_input(rng, long=(i % 10 == 9), window=(i % 20 == 4))
         tests.append({'tcId': i + 1, 'comment': 'random %d' % (i + 1), 'flags': ['Random'],
                       'input': inp, 'output': sanitise(inp), 'result': 'valid'})
-    src = json.load(open('/work/main/testvectors/lockscreen-sanitiser-v1.json', encoding='utf-8'))
-    d = {'algorithm': src['algorithm'],
+    d = {'algorithm': 'UNBOUND-LOCKSCREEN-SANITISER-V2',
          'header': ['Random inputs; outputs from scripts/lockscreen-reference.py (independent Python implementation).'],
          'numberOfTests': n,
          'testGroups': [{'type': 'LockScreenSanitiser', 'tests': tests}]}

@@ -156,7 +156,7 @@ public enum FuzzSeeds {
                 add(.recoveryKey, id, Array(text(test, "recoveryKey").utf8))
             }
         }
-        for test in try tests("lockscreen-sanitiser-v1.json") {
+        for test in try tests("lockscreen-sanitiser-v2.json") {
             add(.lockScreenText, "tc\(test["tcId"] as? Int ?? 0)", Array(text(test, "input").utf8))
         }
 

@@ -241,9 +241,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
-    /// What leaves the sanitiser is at most 200 scalars, holds no hidden character, and no run
-    /// of 40 base64 characters survives in it. `.accepted`: the text passed unchanged;
-    /// `.rejected`: something was redacted, removed or cut.
+    /// What leaves the sanitiser is at most 200 scalars, holds no hidden character, and no run of
+    /// 40 base64 characters survives in it but a commit id (40 hex digits) or a path (a `/`, no
+    /// `+`, not all of upper, lower and digits). `.accepted`: the text passed unchanged.
     static func lockScreenText(_ text: String) -> FuzzOutcome {
         let out = LockScreenText.sanitised(text)
         let scalars = Array(out.unicodeScalars)
@@ -251,13 +251,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard !scalars.contains(where: LockScreenText.isHidden) else {
             violated(.lockScreenText, "a hidden character (Cc, Cf, U+2028, U+2029) left")
         }
-        var run = 0
-        for scalar in scalars {
-            let base64 =
-                scalar.isASCII
-                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "+" || scalar == "/")
-            run = base64 ? run + 1 : 0
-            guard run < 40 else { violated(.lockScreenText, "a run of 40 base64 characters survived") }
+        let classes: [ClosedRange<Unicode.Scalar>] = ["A"..."Z", "a"..."z", "0"..."9", "+"..."+", "/"..."/"]
+        for run in scalars.split(whereSeparator: { s in !classes.contains { $0.contains(s) } }) where run.count >= 40 {
+            let mixed = classes.prefix(3).allSatisfy { range in run.contains(where: range.contains) }
+            let kept = run.count == 40 && run.allSatisfy(\.properties.isASCIIHexDigit)
+            guard kept || (run.contains("/") && !run.contains("+") && !mixed) else {
+                violated(.lockScreenText, "a run of 40 base64 characters survived")
+            }
         }
         return out == text ? .accepted : .rejected
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SyncModel
 import VectorGeneration
 
 /// The project's vector files, written reproducibly: a tool of the test rig (`make vectors`),
@@ -9,7 +10,7 @@ struct SyncVectors: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync-vectors",
         abstract: "Write the project's conformance vector files.",
-        subcommands: [Generate.self]
+        subcommands: [Generate.self, Bench.self]
     )
 }
 
@@ -25,7 +26,7 @@ extension SyncVectors {
                 testvectors/device-certificate-v1.json (--kind certificate) and \
                 testvectors/approval-v1.json (--kind approval), \
                 testvectors/question-v1.json (--kind question), \
-                testvectors/lockscreen-sanitiser-v1.json (--kind lockscreen), \
+                testvectors/lockscreen-sanitiser-v2.json (--kind lockscreen), \
                 testvectors/identity-backup-v1.json (--kind backup) and \
                 testvectors/pairing-v1.json (--kind pairing) and \
                 testvectors/trust-log-v1.json (--kind trustlog), \
@@ -75,6 +76,47 @@ extension SyncVectors {
                 try data.write(to: URL(fileURLWithPath: output), options: .atomic)
             } else {
                 FileHandle.standardOutput.write(data)
+            }
+        }
+    }
+}
+
+extension SyncVectors {
+    /// The lock-screen sanitiser's time on long text (notifications.md, "Why the window is safe"):
+    /// a figure printed, never asserted. Meaningful in a release build.
+    struct Bench: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Time the lock-screen sanitiser on 100,000 scalars (median of --runs).",
+            discussion: """
+                Run the release build: `swift build -c release --product sync-vectors && \
+                .build/release/sync-vectors bench`. Each input is a piece repeated to --scalars \
+                scalars: AKIA and xoxb- (quadratic before the window), a status sentence, a hidden character and U+FDFA (NFKC makes 18 scalars of it).
+                """
+        )
+
+        @Option(help: "How many scalars each input has.")
+        var scalars = 100_000
+
+        @Option(help: "How many times each input is sanitised; the median is printed.")
+        var runs = 5
+
+        func run() async throws {
+            let pieces = ["AKIA", "xoxb-", "Running tests with token=abc123 in Sources/App ", "\u{200B}", "\u{FDFA}"]
+            let clock = ContinuousClock()
+            for piece in pieces {
+                let text = String(repeating: piece, count: max(1, scalars / piece.unicodeScalars.count))
+                var times: [Duration] = []
+                for _ in 0..<max(1, runs) {
+                    times.append(clock.measure { _ = LockScreenText.sanitised(text) })
+                }
+                let median = times.sorted()[times.count / 2]
+                let ms = Double(median.components.attoseconds) / 1e15 + Double(median.components.seconds) * 1000
+                let name =
+                    piece.unicodeScalars.count > 8
+                    ? "a sentence" : "\"" + piece.unicodeScalars.map { $0.escaped(asASCII: true) }.joined() + "\""
+                print(
+                    "sanitiser \(text.unicodeScalars.count) scalars of \(name) repeated: "
+                        + String(format: "%.2f ms (median of %d)", ms, times.count))
             }
         }
     }

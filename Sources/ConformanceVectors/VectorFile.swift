@@ -295,7 +295,7 @@ public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case deviceCertificateV1 = "UNBOUND-DEVICE-CERTIFICATE-V1"
     case approvalV1 = "UNBOUND-APPROVAL-V1"
     case questionV1 = "UNBOUND-QUESTION-V1"
-    case lockScreenSanitiserV1 = "UNBOUND-LOCKSCREEN-SANITISER-V1"
+    case lockScreenSanitiserV2 = "UNBOUND-LOCKSCREEN-SANITISER-V2"
     case identityBackupV1 = "UNBOUND-IDENTITY-BACKUP-V1"
     case pairingV1 = "UNBOUND-PAIRING-V1"
     case trustLogV1 = "UNBOUND-TRUST-LOG-V1"

@@ -125,7 +125,7 @@ public struct QuestionGroup: VectorGroup {
     }
 }
 
-/// `UNBOUND-LOCKSCREEN-SANITISER-V1` (notifications.md): text in, lock-screen text out. Every
+/// `UNBOUND-LOCKSCREEN-SANITISER-V2` (notifications.md): text in, lock-screen text out. Every
 /// test is `valid`: ``LockScreenText/sanitised(_:)`` of `input` is exactly `output`.
 public struct LockScreenSanitiserGroup: VectorGroup {
     public let tests: [Test]

@@ -86,7 +86,7 @@ public enum VectorVerifier {
             return try run(AgentSessionGroup.self, data, algorithm, path) { group, test in
                 AgentSessionGroup.check(group.type, test)
             }
-        case .lockScreenSanitiserV1:
+        case .lockScreenSanitiserV2:
             return try run(LockScreenSanitiserGroup.self, data, algorithm, path) { _, test in
                 judge(test.result, LockScreenText.sanitised(test.input) == test.output)
             }

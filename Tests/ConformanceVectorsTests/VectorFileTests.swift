@@ -30,7 +30,7 @@ struct VectorFileTests {
             names.isSuperset(of: [
                 "rfc7748-x25519.json", "rfc5869-hkdf-sha256.json", "rfc8439-chacha20-poly1305.json",
                 "rfc4231-hmac-sha256.json", "session-secret-v1.json", "session-secret-v2.json",
-                "device-certificate-v1.json", "approval-v1.json", "lockscreen-sanitiser-v1.json",
+                "device-certificate-v1.json", "approval-v1.json", "lockscreen-sanitiser-v2.json",
                 "identity-backup-v1.json", "question-v1.json",
             ]))
     }
@@ -63,7 +63,7 @@ struct VectorFileTests {
         "XDH": "shared", "CHACHA20-POLY1305": "tag", "HKDF-SHA-256": "okm", "HMACSHA256": "tag",
         "UNBOUND-SESSION-SECRET-V1": "plaintext", "UNBOUND-SESSION-SECRET-V2": "plaintext",
         "UNBOUND-DEVICE-CERTIFICATE-V1": "deviceRole", "UNBOUND-APPROVAL-V1": "body",
-        "UNBOUND-LOCKSCREEN-SANITISER-V1": "output", "UNBOUND-IDENTITY-BACKUP-V1": "expected",
+        "UNBOUND-LOCKSCREEN-SANITISER-V2": "output", "UNBOUND-IDENTITY-BACKUP-V1": "expected",
         "UNBOUND-PAIRING-V1": "expected", "UNBOUND-QUESTION-V1": "text",
     ]
 
@@ -159,9 +159,9 @@ struct VectorFileTests {
             ]))
     }
 
-    @Test("lockscreen-sanitiser-v1.json covers each pattern, overlaps, non-ASCII text, controls and the cut")
+    @Test("lockscreen-sanitiser-v2.json covers each rule, overlaps, non-ASCII text, controls, the window and the cut")
     func lockScreenCoverage() throws {
-        let path = VectorPaths.projectDirectory.appendingPathComponent("lockscreen-sanitiser-v1.json")
+        let path = VectorPaths.projectDirectory.appendingPathComponent("lockscreen-sanitiser-v2.json")
         let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: path)) as? [String: Any])
         let groups = try #require(json["testGroups"] as? [[String: Any]])
         var flags = Set<String>()
@@ -177,7 +177,9 @@ struct VectorFileTests {
         #expect(
             flags.isSuperset(of: [
                 "KeywordValue", "Bearer", "Base64", "SessionToken", "JWT", "PrivateKey", "Overlap", "NonASCII",
-                "CaseFolding", "ControlCharacters", "Cut", "Grapheme",
+                "CaseFolding", "ControlCharacters", "Cut", "Grapheme", "HiddenCharacters", "Confusables",
+                "TokenFormat", "UserInfo", "Component", "Weak", "Separator", "Option", "UserOption", "MySQL",
+                "Scheme", "Hex", "CommitID", "Path", "Window", "NearMiss",
             ]))
     }
 

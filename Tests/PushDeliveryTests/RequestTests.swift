@@ -92,7 +92,7 @@ import Testing
     /// every output of its vector file.
     @Test func theSanitiserIsIdempotentOnEveryVectorOutput() throws {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("testvectors/lockscreen-sanitiser-v1.json")
+            .deletingLastPathComponent().appendingPathComponent("testvectors/lockscreen-sanitiser-v2.json")
         let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: path)) as? [String: Any])
         var count = 0
         for group in try #require(json["testGroups"] as? [[String: Any]]) {

@@ -45,10 +45,10 @@ struct ReproducibleFilesTests {
         #expect(try Self.committed("question-v1.json") == QuestionVectorGenerator.generate(), "run `make vectors`")
     }
 
-    @Test("lockscreen-sanitiser-v1.json is exactly what `sync-vectors generate --kind lockscreen` writes")
+    @Test("lockscreen-sanitiser-v2.json is exactly what `sync-vectors generate --kind lockscreen` writes")
     func lockScreen() throws {
         #expect(
-            try Self.committed("lockscreen-sanitiser-v1.json") == LockScreenVectorGenerator.generate(),
+            try Self.committed("lockscreen-sanitiser-v2.json") == LockScreenVectorGenerator.generate(),
             "run `make vectors`")
     }
 

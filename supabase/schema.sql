@@ -896,8 +896,8 @@ BEGIN
     -- the proposed row of INSERT ... ON CONFLICT too).
     IF auth.uid() IS NULL OR EXISTS (SELECT 1 FROM public.devices d WHERE d.id = NEW.id) THEN RETURN NEW; END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('devices:' || NEW.user_id::text, 0));
-    IF (SELECT count(*) FROM public.devices d WHERE d.user_id = NEW.user_id) >= 100 THEN
-        RAISE EXCEPTION 'a user has at most 100 devices: delete the rows of devices you no longer use'
+    IF (SELECT count(*) FROM public.devices d WHERE d.user_id = NEW.user_id AND d.is_active) >= 100 THEN
+        RAISE EXCEPTION 'a user has at most 100 active devices: revoke the devices you no longer use'
             USING ERRCODE = '54000';
     END IF;
     RETURN NEW;
@@ -1555,19 +1555,36 @@ $$;
 ALTER FUNCTION private.push_budget_used(usr uuid, kind text) OWNER TO postgres;
 
 --
--- Name: push_claim_key(timestamp with time zone, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: private; Owner: postgres
+-- Name: push_claim_clock(integer, timestamp with time zone); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
-CREATE FUNCTION private.push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, at timestamp with time zone) RETURNS timestamp with time zone
-    LANGUAGE sql IMMUTABLE
+CREATE FUNCTION private.push_claim_clock(priority integer, at timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $$
-    SELECT greatest(fair_at, CASE WHEN next_attempt_at > at THEN next_attempt_at END,
-                    CASE WHEN not_before > at THEN not_before END)
+    SELECT least(coalesce((SELECT o.claim_key FROM public.push_outbox o
+                           WHERE o.delivered_at IS NULL AND o.failed_at IS NULL AND o.priority = push_claim_clock.priority
+                           ORDER BY o.priority DESC, o.claim_key, o.id LIMIT 1), at), at)
 $$;
 
 
-ALTER FUNCTION private.push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, at timestamp with time zone) OWNER TO postgres;
+ALTER FUNCTION private.push_claim_clock(priority integer, at timestamp with time zone) OWNER TO postgres;
+
+--
+-- Name: push_claim_key(timestamp with time zone, timestamp with time zone, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, v timestamp with time zone, at timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE WHEN greatest(next_attempt_at, not_before) > at
+                THEN greatest(fair_at, v + (greatest(next_attempt_at, not_before) - at))
+                ELSE fair_at END
+$$;
+
+
+ALTER FUNCTION private.push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, v timestamp with time zone, at timestamp with time zone) OWNER TO postgres;
 
 --
 -- Name: push_outbox_claim_key(); Type: FUNCTION; Schema: private; Owner: postgres
@@ -1577,8 +1594,13 @@ CREATE FUNCTION private.push_outbox_claim_key() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
+DECLARE
+    v_now timestamptz := clock_timestamp();
 BEGIN
-    NEW.claim_key := private.push_claim_key(NEW.fair_at, NEW.next_attempt_at, NEW.not_before, clock_timestamp());
+    NEW.claim_key := CASE WHEN greatest(NEW.next_attempt_at, NEW.not_before) > v_now
+        THEN private.push_claim_key(NEW.fair_at, NEW.next_attempt_at, NEW.not_before,
+                                    private.push_claim_clock(NEW.priority, v_now), v_now)
+        ELSE NEW.fair_at END;
     RETURN NEW;
 END
 $$;
@@ -1625,17 +1647,14 @@ CREATE FUNCTION private.push_outbox_fair_at() RETURNS trigger
     AS $$
 DECLARE
     v_now timestamptz := clock_timestamp();
-    v_head timestamptz;
+    v_clock timestamptz := private.push_claim_clock(NEW.priority, v_now);
     v_latest timestamptz;
 BEGIN
-    SELECT o.claim_key INTO v_head FROM public.push_outbox o
-        WHERE o.delivered_at IS NULL AND o.failed_at IS NULL AND o.priority = NEW.priority
-        ORDER BY o.priority DESC, o.claim_key, o.id LIMIT 1;
     SELECT o.fair_at INTO v_latest FROM public.push_outbox o
         WHERE o.user_id = NEW.user_id AND o.delivered_at IS NULL AND o.failed_at IS NULL
         ORDER BY o.fair_at DESC LIMIT 1;
-    NEW.fair_at := greatest(least(coalesce(v_head, v_now), v_now), v_latest + interval '1 millisecond');
-    NEW.claim_key := private.push_claim_key(NEW.fair_at, NEW.next_attempt_at, NEW.not_before, v_now);
+    NEW.fair_at := greatest(v_clock, v_latest + interval '1 millisecond');
+    NEW.claim_key := private.push_claim_key(NEW.fair_at, NEW.next_attempt_at, NEW.not_before, v_clock, v_now);
     RETURN NEW;
 END
 $$;
@@ -5454,7 +5473,7 @@ CREATE TRIGGER push_outbox_notify AFTER INSERT ON public.push_outbox FOR EACH ST
 -- Name: push_outbox push_outbox_rate; Type: TRIGGER; Schema: public; Owner: postgres
 --
 
-CREATE TRIGGER push_outbox_rate BEFORE INSERT ON public.push_outbox FOR EACH ROW EXECUTE FUNCTION private.push_outbox_rate();
+CREATE TRIGGER push_outbox_rate AFTER INSERT ON public.push_outbox FOR EACH ROW EXECUTE FUNCTION private.push_outbox_rate();
 
 
 --
@@ -6438,10 +6457,17 @@ REVOKE ALL ON FUNCTION private.push_budget_used(usr uuid, kind text) FROM PUBLIC
 
 
 --
--- Name: FUNCTION push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, at timestamp with time zone); Type: ACL; Schema: private; Owner: postgres
+-- Name: FUNCTION push_claim_clock(priority integer, at timestamp with time zone); Type: ACL; Schema: private; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION private.push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, at timestamp with time zone) FROM PUBLIC;
+REVOKE ALL ON FUNCTION private.push_claim_clock(priority integer, at timestamp with time zone) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, v timestamp with time zone, at timestamp with time zone); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.push_claim_key(fair_at timestamp with time zone, next_attempt_at timestamp with time zone, not_before timestamp with time zone, v timestamp with time zone, at timestamp with time zone) FROM PUBLIC;
 
 
 --

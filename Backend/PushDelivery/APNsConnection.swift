@@ -65,6 +65,7 @@ final class APNsConnection: Sendable {
                     try sync.addHandler(
                         NIOSSLClientHandler(context: sslContext, serverHostname: isIPLiteral ? nil : endpoint.host))
                     try sync.addHandler(HandshakeWatcher(done: channel.eventLoop.makePromise(of: String?.self)))
+                    try sync.addHandler(GoAwaySentCloser())
                     _ = try sync.configureHTTP2Pipeline(
                         mode: .client, connectionConfiguration: Self.http2Bounds, streamConfiguration: .init()
                     ) { stream in stream.close() }
@@ -194,11 +195,58 @@ final class Slot<Value: Sendable>: Sendable {
     }
 }
 
-/// Notes a GOAWAY from the server, completes `settings` at its first SETTINGS frame (the stream
-/// limit a request must respect is known from then on), and closes the connection at any error
-/// that reaches it: swift-nio-http2 answers a connection error (a protocol violation, or a flood
-/// past `APNsConnection.http2Bounds`) with GOAWAY but leaves closing to the application, and a
-/// connection left open would go on reading whatever the peer sends until the request's deadline.
+/// Closes the connection once this side has sent GOAWAY. swift-nio-http2 answers a connection
+/// error (a protocol violation, or a flood past `APNsConnection.http2Bounds`) with GOAWAY but
+/// leaves closing to the application, and a connection left open went on reading whatever the
+/// peer sent until the request's deadline. The worker never sends GOAWAY otherwise, and a stream
+/// error (one bad answer, a stream opened after the server's GOAWAY) sends none, so only a
+/// connection error closes the connection, with every request on it.
+///
+/// It sits between TLS and HTTP/2 and reads the frame headers of what HTTP/2 writes: the client
+/// preface (24 bytes), then frames of a 9-byte header (length, type, flags, stream) and a payload.
+private final class GoAwaySentCloser: ChannelOutboundHandler {
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    private var prefaceLeft = 24
+    private var header: [UInt8] = []
+    private var payloadLeft = 0
+    private var sentGoAway = false
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if !sentGoAway { scan(unwrapOutboundIn(data).readableBytesView) }
+        context.write(data, promise: promise)
+    }
+
+    func flush(context: ChannelHandlerContext) {
+        context.flush()
+        if sentGoAway { context.close(promise: nil) }
+    }
+
+    private func scan(_ bytes: ByteBufferView) {
+        var index = bytes.startIndex
+        while index < bytes.endIndex, !sentGoAway {
+            if prefaceLeft > 0 {
+                let step = min(prefaceLeft, bytes.endIndex - index)
+                prefaceLeft -= step
+                index += step
+            } else if payloadLeft > 0 {
+                let step = min(payloadLeft, bytes.endIndex - index)
+                payloadLeft -= step
+                index += step
+            } else {
+                header.append(bytes[index])
+                index += 1
+                guard header.count == 9 else { continue }
+                payloadLeft = Int(header[0]) << 16 | Int(header[1]) << 8 | Int(header[2])
+                sentGoAway = header[3] == 0x7
+                header.removeAll(keepingCapacity: true)
+            }
+        }
+    }
+}
+
+/// Notes a GOAWAY from the server, and completes `settings` at its first SETTINGS frame (the
+/// stream limit a request must respect is known from then on).
 private final class ConnectionWatcher: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     let received: @Sendable () -> Void
@@ -224,12 +272,11 @@ private final class ConnectionWatcher: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        received()
         if !settled {
             settled = true
             settings.fail(error)
         }
-        context.close(promise: nil)
+        context.fireErrorCaught(error)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -304,6 +351,12 @@ private final class AnswerReader: ChannelInboundHandler {
         // first (`channelRead`), so a closure reported here without one is the GOAWAY's.
         if let closed = error as? NIOHTTP2Errors.StreamClosed,
             closed.errorCode == .refusedStream || closed.errorCode == .cancel
+        {
+            return fail(context, APNsTransportError.notProcessed)
+        }
+        // A stream opened after the server's GOAWAY never left this side.
+        if error is NIOHTTP2Errors.CreatedStreamAfterGoaway
+            || (error as? NIOHTTP2Errors.StreamError)?.baseError is NIOHTTP2Errors.CreatedStreamAfterGoaway
         {
             return fail(context, APNsTransportError.notProcessed)
         }

@@ -89,9 +89,11 @@ extension PushWorker {
             return .answered(response)
         } catch {
             if Task.isCancelled || send.isCancelled { return .finished(.release(delay: .zero)) }
-            if case APNsTransportError.notProcessed = error {
-                // APNs never processed it (GOAWAY or REFUSED_STREAM): sent again on a new
-                // connection, and not charged (a server going away must not use up attempts).
+            if case APNsTransportError.notProcessed = error, Date().timeIntervalSince(row.createdAt) < 3600 {
+                // APNs never processed it (GOAWAY or REFUSED_STREAM): sent again, and not
+                // charged (a server going away must not use up attempts). Within the row's first
+                // hour only: a server that refuses everything for longer is charged like any
+                // other fault, so no row (a live activity's has no expiry) loops for ever.
                 PushMetrics.retry(cause: "notProcessed")
                 logger.info(
                     "request not processed by APNs; sending again",

@@ -154,12 +154,32 @@ struct DeliveryBudgetTests {
         ).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// A row that `ON CONFLICT DO NOTHING` discards was never queued: clearing the same id twice
+    /// queues once and counts once, so at the budget's edge the second call still commits.
+    @Test("a row the conflict discards is not counted", arguments: kinds)
+    func discardedRowsAreNotCounted(kind: RemoteKind) async throws {
+        let me = try await CoordinationActor(try kind.harness())
+        _ = try await me.phoneStore.registerPushToken(
+            PushTokenRegistration(deviceID: me.phone, token: CoordinationActor.token()))
+        try await Self.spend(me.user, "push", 599)
+        let id = UUID().canonical
+        #expect(try await me.store.clearApproval(requestID: id, excludingToken: nil).devicesNotified == 1)
+        // The same clearing again: its row conflicts with the first and is not queued.
+        _ = try await me.store.clearApproval(requestID: id, excludingToken: nil)
+        #expect(try await me.outbox(collapse: "approval-\(id)").count == 1)
+        // A new id is refused: the budget holds 600.
+        await #expect {
+            _ = try await me.store.clearApproval(requestID: UUID().canonical, excludingToken: nil)
+        } throws: { isRemote($0, .limitExceeded) }
+    }
+
     /// Device rows and live-activity tokens fan pushes out: at most 100 of each per user.
     @Test("at most 100 device rows and 100 valid live-activity tokens per user", arguments: kinds)
     func fanOutBounds(kind: RemoteKind) async throws {
         let harness = try kind.harness()
         let me = try await CoordinationActor(harness)
-        // The desktop and the phone are two; 98 more fit, the next is refused.
+        // The desktop and the phone are two; 98 more fit, the next is refused. A revoked (inactive)
+        // device is not counted.
         let devices = try await Self.asUser(
             me.user,
             """
@@ -173,7 +193,17 @@ struct DeliveryBudgetTests {
             INSERT INTO public.devices (id, user_id, name, device_type)
                 VALUES (gen_random_uuid(), '\(me.user.canonical)', 'one too many', 'ios-phone')
             """)
-        #expect(extra.contains("refused: a user has at most 100 devices"), "\(extra)")
+        #expect(extra.contains("refused: a user has at most 100 active devices"), "\(extra)")
+        _ = try await StackEnvironment.require().sql(
+            "UPDATE public.devices SET is_active = false WHERE id = (SELECT id FROM public.devices WHERE user_id = '\(me.user.canonical)' AND name = 'd1')"
+        )
+        let afterRevoking = try await Self.asUser(
+            me.user,
+            """
+            INSERT INTO public.devices (id, user_id, name, device_type)
+                VALUES (gen_random_uuid(), '\(me.user.canonical)', 'replacement', 'ios-phone')
+            """)
+        #expect(!afterRevoking.contains("refused") && !afterRevoking.contains("failed"), "\(afterRevoking)")
         // Writing a device the user already has is not a new row.
         let again = try await Self.asUser(
             me.user,

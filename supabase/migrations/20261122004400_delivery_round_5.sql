@@ -11,8 +11,8 @@
 --    activity's end are counted but never refused (an answer, a cancellation, a close or an end
 --    must always commit); what starts a new round of pushes (a new approval request, a new
 --    question, a reopening) is refused once the budget is spent, so no loop of clearings goes on.
--- 2. Bounds on what fans pushes out: at most 100 device rows and 100 valid live-activity tokens
---    per user (device tokens were already bounded: 50).
+-- 2. Bounds on what fans pushes out: at most 100 active device rows and 100 valid live-activity
+--    tokens per user (device tokens were already bounded: 50).
 -- 3. The claim is fair by queue, not by clock. Each row had fair_at = now (or 1 ms after the
 --    user's latest), so while all accounts together queued faster than the worker sent, a row
 --    queued now waited behind every account's whole backlog (18 s where 0.03 s was expected).
@@ -20,11 +20,13 @@
 --    head of its priority's queue (the row the claim takes next, never later than now), or 1 ms
 --    after the same user's latest pending row if that is later. A user with nothing waiting
 --    starts at the head whatever others queued; a user who floods queues behind their own rows.
---    The claim key is kept in a column, claim_key: greatest(fair_at, a hold), where a hold is a
---    not_before or next_attempt_at set in the future (a throttled live-activity update, a
---    retry, a token held back). A due time that is not in the future is no hold, so a row that
---    is due now is ordered by fair_at alone (as a wall-clock time it would sort after the
---    virtual ones). The claim stays one ordered index scan, now over (priority, claim_key, id).
+--    The claim key is kept in a column, claim_key: fair_at, or for a row with a hold (a
+--    not_before or next_attempt_at set in the future: a throttled live-activity update, a task
+--    alert's coalescing minute, a retry, a token held back) V plus what is left of the hold, if
+--    that is later: holds count in the queue's own time. A due time that is not in the future is
+--    no hold, so a row due now is ordered by fair_at alone (as a wall-clock time it would sort
+--    after the virtual ones), and a row given back without charge keeps its place. The claim
+--    stays one ordered index scan, now over (priority, claim_key, id).
 
 -- 1. The budget.
 CREATE TABLE private.push_budget (
@@ -99,6 +101,12 @@ BEGIN
     RETURN NEW;
 END
 $$;
+-- Counted after the insert: a row that INSERT ... ON CONFLICT DO NOTHING discards (a second
+-- clearing of the same request and token) was never queued, and a BEFORE trigger runs for it too.
+-- A refusal still rolls the statement back.
+DROP TRIGGER push_outbox_rate ON public.push_outbox;
+CREATE TRIGGER push_outbox_rate AFTER INSERT ON public.push_outbox
+    FOR EACH ROW EXECUTE FUNCTION private.push_outbox_rate();
 -- Rows the budget no longer reads (the old trigger counted push_outbox by created_at).
 DROP INDEX IF EXISTS public.push_outbox_user_created;
 
@@ -204,8 +212,8 @@ BEGIN
     -- the proposed row of INSERT ... ON CONFLICT too).
     IF auth.uid() IS NULL OR EXISTS (SELECT 1 FROM public.devices d WHERE d.id = NEW.id) THEN RETURN NEW; END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended('devices:' || NEW.user_id::text, 0));
-    IF (SELECT count(*) FROM public.devices d WHERE d.user_id = NEW.user_id) >= 100 THEN
-        RAISE EXCEPTION 'a user has at most 100 devices: delete the rows of devices you no longer use'
+    IF (SELECT count(*) FROM public.devices d WHERE d.user_id = NEW.user_id AND d.is_active) >= 100 THEN
+        RAISE EXCEPTION 'a user has at most 100 active devices: revoke the devices you no longer use'
             USING ERRCODE = '54000';
     END IF;
     RETURN NEW;
@@ -239,39 +247,55 @@ REVOKE ALL ON FUNCTION private.push_budget_limit(text), private.push_budget_used
 -- 3. The fair claim.
 ALTER TABLE public.push_outbox ADD COLUMN claim_key timestamptz;
 
+-- V for a row of `priority`: the claim key of the head of that priority's pending queue (the row
+-- the claim takes next), never later than `at`.
+CREATE FUNCTION private.push_claim_clock(priority integer, at timestamptz) RETURNS timestamptz
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = '' AS $$
+    SELECT least(coalesce((SELECT o.claim_key FROM public.push_outbox o
+                           WHERE o.delivered_at IS NULL AND o.failed_at IS NULL AND o.priority = push_claim_clock.priority
+                           ORDER BY o.priority DESC, o.claim_key, o.id LIMIT 1), at), at)
+$$;
+
+-- The claim key: fair_at, or, when a due time is set after `at` (a hold), the virtual time that
+-- hold ends at, V plus what is left of it, if that is later. A hold is so counted in the queue's
+-- own time: a retry due in 1 s goes about 1 s of claims after the head, not behind every row
+-- that starts before the wall clock's next second.
+CREATE FUNCTION private.push_claim_key(fair_at timestamptz, next_attempt_at timestamptz, not_before timestamptz,
+                                       v timestamptz, at timestamptz) RETURNS timestamptz
+    LANGUAGE sql IMMUTABLE SET search_path = '' AS $$
+    SELECT CASE WHEN greatest(next_attempt_at, not_before) > at
+                THEN greatest(fair_at, v + (greatest(next_attempt_at, not_before) - at))
+                ELSE fair_at END
+$$;
+
 CREATE OR REPLACE FUNCTION private.push_outbox_fair_at() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
 DECLARE
     v_now timestamptz := clock_timestamp();
-    v_head timestamptz;
+    v_clock timestamptz := private.push_claim_clock(NEW.priority, v_now);
     v_latest timestamptz;
 BEGIN
-    SELECT o.claim_key INTO v_head FROM public.push_outbox o
-        WHERE o.delivered_at IS NULL AND o.failed_at IS NULL AND o.priority = NEW.priority
-        ORDER BY o.priority DESC, o.claim_key, o.id LIMIT 1;
     SELECT o.fair_at INTO v_latest FROM public.push_outbox o
         WHERE o.user_id = NEW.user_id AND o.delivered_at IS NULL AND o.failed_at IS NULL
         ORDER BY o.fair_at DESC LIMIT 1;
-    NEW.fair_at := greatest(least(coalesce(v_head, v_now), v_now), v_latest + interval '1 millisecond');
-    NEW.claim_key := private.push_claim_key(NEW.fair_at, NEW.next_attempt_at, NEW.not_before, v_now);
+    NEW.fair_at := greatest(v_clock, v_latest + interval '1 millisecond');
+    NEW.claim_key := private.push_claim_key(NEW.fair_at, NEW.next_attempt_at, NEW.not_before, v_clock, v_now);
     RETURN NEW;
 END
 $$;
 
--- The claim key: fair_at, or a hold (a due time after `at`) if that is later.
-CREATE FUNCTION private.push_claim_key(fair_at timestamptz, next_attempt_at timestamptz, not_before timestamptz,
-                                       at timestamptz) RETURNS timestamptz
-    LANGUAGE sql IMMUTABLE SET search_path = '' AS $$
-    SELECT greatest(fair_at, CASE WHEN next_attempt_at > at THEN next_attempt_at END,
-                    CASE WHEN not_before > at THEN not_before END)
-$$;
-
 -- A due time changed later (a retry, a hold-back, a live-activity update's throttle, an end
--- that goes at once) moves the key; a due time that is not in the future puts it back at fair_at.
+-- that goes at once) moves the key; a due time that is not in the future puts it back at
+-- fair_at (a row given back without charge keeps its place).
 CREATE FUNCTION private.push_outbox_claim_key() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+DECLARE
+    v_now timestamptz := clock_timestamp();
 BEGIN
-    NEW.claim_key := private.push_claim_key(NEW.fair_at, NEW.next_attempt_at, NEW.not_before, clock_timestamp());
+    NEW.claim_key := CASE WHEN greatest(NEW.next_attempt_at, NEW.not_before) > v_now
+        THEN private.push_claim_key(NEW.fair_at, NEW.next_attempt_at, NEW.not_before,
+                                    private.push_claim_clock(NEW.priority, v_now), v_now)
+        ELSE NEW.fair_at END;
     RETURN NEW;
 END
 $$;
@@ -279,7 +303,8 @@ CREATE TRIGGER push_outbox_claim_key BEFORE UPDATE OF next_attempt_at, not_befor
     FOR EACH ROW
     WHEN (OLD.next_attempt_at IS DISTINCT FROM NEW.next_attempt_at OR OLD.not_before IS DISTINCT FROM NEW.not_before)
     EXECUTE FUNCTION private.push_outbox_claim_key();
-REVOKE ALL ON FUNCTION private.push_claim_key(timestamptz, timestamptz, timestamptz, timestamptz),
+REVOKE ALL ON FUNCTION private.push_claim_key(timestamptz, timestamptz, timestamptz, timestamptz, timestamptz),
+    private.push_claim_clock(integer, timestamptz),
     private.push_outbox_claim_key() FROM PUBLIC;
 
 UPDATE public.push_outbox o

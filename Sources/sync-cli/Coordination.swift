@@ -133,10 +133,12 @@ extension SyncCLI.Session {
         @Argument(help: "running, idle, waiting, not-available or error.") var state: RuntimeStatus.State
         @Option(
             help:
-                "A message to show with the status (at most \(RuntimeStatus.maxErrorMessageLength) characters are kept)."
+                "A message to show with the status, passed through the lock-screen sanitiser (secrets redacted, at most \(LockScreenText.maxLength) characters). Status text is metadata: the server stores it in clear."
         ) var message: String?
         @Option(
-            help: "What the session is doing now, for its live activity (passed through the lock-screen sanitiser).")
+            help:
+                "What the session is doing now, for its live activity (passed through the lock-screen sanitiser; metadata the server sees)."
+        )
         var operation: String?
         @Option(help: "Todo progress as COMPLETED/TOTAL, e.g. 3/7.") var todo: String?
         @Option(help: "The todo task in progress (with --todo; passed through the lock-screen sanitiser).")

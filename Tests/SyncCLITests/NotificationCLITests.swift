@@ -63,6 +63,13 @@ struct NotificationCLITests {
         #expect(state["currentOperation"] as? String == "Deploying with [REDACTED]")
         #expect((state["todoProgress"] as? [String: Any])?["currentTask"] as? String == "Fix auth bug")
         #expect(live["notBefore"] is String)
+        // The status message is sanitised too: the server stores it in clear.
+        let failed = try await cli.run([
+            "session", "status", "--store", cli.store("d"), session, "error", "--message",
+            "deploy failed: DB_PASSWORD=hunter2", "--json",
+        ])
+        #expect(failed.status == 0, "\(failed.err)")
+        #expect(failed.out.contains("deploy failed: [REDACTED]") && !failed.out.contains("hunter2"), "\(failed.out)")
         let badTodo = try await cli.run([
             "session", "status", "--store", cli.store("d"), session, "running", "--todo", "3",
         ])

@@ -79,9 +79,9 @@ public struct Coordinator: Sendable {
 
     /// Reports the live status of one of this desktop's sessions to the remote (phones receive it
     /// at their next pull, and its live activities an update) and records it locally.
-    /// `errorMessage` is cut to `RuntimeStatus/maxErrorMessageLength` characters;
-    /// `currentOperation` and the todo's task pass through `LockScreenText/sanitised(_:)`
-    /// first, since they may reach a lock screen.
+    /// `errorMessage`, `currentOperation` and the todo's task pass through
+    /// `LockScreenText/sanitised(_:)` first: they may reach a lock screen, and the server stores
+    /// them in clear (status text is metadata, not a session secret).
     @discardableResult
     public func reportRuntimeStatus(
         sessionID: UUID, state: RuntimeStatus.State, errorMessage: String? = nil, currentOperation: String? = nil,
@@ -102,7 +102,7 @@ public struct Coordinator: Sendable {
         let status = RuntimeStatus(
             state: state, deviceID: identity.id.canonical, sessionID: session.id,
             updatedAtMilliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded()),
-            errorMessage: errorMessage.map { String($0.prefix(RuntimeStatus.maxErrorMessageLength)) },
+            errorMessage: errorMessage.map(LockScreenText.sanitised),
             currentOperation: currentOperation.map(LockScreenText.sanitised), todoProgress: todo)
         let stored = try await remote.setRuntimeStatus(status)
         try await store.recordRuntimeStatus(stored)

@@ -1,8 +1,8 @@
 import Foundation
 
 /// The push worker's settings, read from the environment (docs/push-worker.md). Reading fails
-/// fast with a ``ConfigurationError`` naming the variable; no key or token is ever part of a
-/// message.
+/// with ``ConfigurationErrors``: every problem found, each a ``ConfigurationError`` naming its
+/// variable; no key or token is ever part of a message.
 public struct PushWorkerConfiguration: Sendable {
     /// Which APNs environments the worker serves. With `.both`, each device token goes to the
     /// host of the environment it was registered in.
@@ -89,46 +89,68 @@ public struct PushWorkerConfiguration: Sendable {
         return URL(string: "https://\(host):\(port)")!
     }
 
-    /// Reads the configuration from `environment` (the process's by default).
+    /// Reads the configuration from `environment` (the process's by default). Every variable is
+    /// read, so the error lists every problem, not only the first.
     public static func fromEnvironment(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(ConfigurationError) -> PushWorkerConfiguration {
+    ) throws(ConfigurationErrors) -> PushWorkerConfiguration {
         let reader = EnvironmentReader(environment: environment)
-        var configuration = try apnsSettings(reader)
-        try configuration.readOverrides(reader)
-        try configuration.readTuning(reader)
-        configuration.metrics = try MetricsEndpointSettings.fromEnvironment(environment)
+        var configuration = apnsSettings(reader)
+        configuration.readOverrides(reader)
+        configuration.readTuning(reader)
+        do {
+            configuration.metrics = try MetricsEndpointSettings.fromEnvironment(environment)
+        } catch {
+            reader.problems.append(error)
+        }
+        guard reader.problems.isEmpty else { throw ConfigurationErrors(problems: reader.problems) }
         return configuration
     }
 
     /// The required settings: the APNs key, team, bundle, environment and port, and the database.
-    static func apnsSettings(_ reader: EnvironmentReader) throws(ConfigurationError) -> PushWorkerConfiguration {
-        let keyPath = try reader.required("APNS_KEY_PATH")
-        let keyID = try reader.required("APNS_KEY_ID")
-        let teamID = try reader.required("APNS_TEAM_ID")
-        for (name, value) in [("APNS_KEY_ID", keyID), ("APNS_TEAM_ID", teamID)] where !isAppleID(value) {
-            throw ConfigurationError(variable: name, problem: "must be 10 characters of A-Z and 0-9")
+    /// A missing or wrong one is noted in `reader` and stands in as an empty value.
+    static func apnsSettings(_ reader: EnvironmentReader) -> PushWorkerConfiguration {
+        let keyPath = reader.required("APNS_KEY_PATH") ?? ""
+        let keyID = reader.required("APNS_KEY_ID") ?? ""
+        let teamID = reader.required("APNS_TEAM_ID") ?? ""
+        for (name, value) in [("APNS_KEY_ID", keyID), ("APNS_TEAM_ID", teamID)]
+        where !value.isEmpty && !isAppleID(value) {
+            reader.note(name, "must be 10 characters of A-Z and 0-9")
         }
-        let bundleID = try reader.required("APNS_BUNDLE_ID")
-        guard bundleID.count <= 155,
-            bundleID.unicodeScalars.allSatisfy({
-                $0.isASCII && ($0.properties.isAlphabetic || "0123456789.-".unicodeScalars.contains($0))
-            })
-        else {
-            throw ConfigurationError(
-                variable: "APNS_BUNDLE_ID", problem: "must be a bundle identifier (letters, digits, '.', '-')")
+        let bundleID = reader.required("APNS_BUNDLE_ID") ?? ""
+        if !bundleID.isEmpty,
+            bundleID.count > 155
+                || !bundleID.unicodeScalars.allSatisfy({
+                    $0.isASCII && ($0.properties.isAlphabetic || "0123456789.-".unicodeScalars.contains($0))
+                })
+        {
+            reader.note("APNS_BUNDLE_ID", "must be a bundle identifier (letters, digits, '.', '-')")
         }
-        guard let apnsEnvironment = Environment(rawValue: try reader.required("APNS_ENVIRONMENT")) else {
-            throw ConfigurationError(variable: "APNS_ENVIRONMENT", problem: "must be development, production or both")
+        var apnsEnvironment = Environment.production
+        if let text = reader.required("APNS_ENVIRONMENT") {
+            if let value = Environment(rawValue: text) {
+                apnsEnvironment = value
+            } else {
+                reader.note("APNS_ENVIRONMENT", "must be development, production or both")
+            }
         }
         var port = 443
         if let value = reader.environment["APNS_PORT"] {
-            guard value == "443" || value == "2197" else {
-                throw ConfigurationError(variable: "APNS_PORT", problem: "must be 443 or 2197")
+            if value == "443" || value == "2197" {
+                port = Int(value)! // one of two literals just compared
+            } else {
+                reader.note("APNS_PORT", "must be 443 or 2197")
             }
-            port = Int(value)!
         }
-        let database = try DatabaseSettings(url: try reader.required("DATABASE_URL"))
+        var database = DatabaseSettings(
+            host: "localhost", port: 5432, username: "", password: nil, database: "", tls: .prefer)
+        if let url = reader.required("DATABASE_URL") {
+            do {
+                database = try DatabaseSettings(url: url)
+            } catch {
+                reader.problems.append(error)
+            }
+        }
         return PushWorkerConfiguration(
             keyPath: keyPath, keyID: keyID, teamID: teamID, bundleID: bundleID, environment: apnsEnvironment,
             port: port, database: database)
@@ -136,92 +158,102 @@ public struct PushWorkerConfiguration: Sendable {
 
     /// Where APNs is, for an imitation or a proxy: `APNS_BASE_URL` (loopback unless allowed) and
     /// `APNS_CA_FILE`.
-    mutating func readOverrides(_ reader: EnvironmentReader) throws(ConfigurationError) {
+    mutating func readOverrides(_ reader: EnvironmentReader) {
         let environment = reader.environment
         allowNonLoopbackOverride = environment["APNS_ALLOW_NON_LOOPBACK_OVERRIDE"] == "1"
         if let value = environment["APNS_BASE_URL"], !value.isEmpty {
-            guard let url = URL(string: value), url.scheme == "https", let host = url.host,
+            if let url = URL(string: value), url.scheme == "https", let host = url.host,
                 url.path.isEmpty || url.path == "/"
-            else { throw ConfigurationError(variable: "APNS_BASE_URL", problem: "must be an https URL with no path") }
-            guard allowNonLoopbackOverride || DatabaseSettings.loopbackHosts.contains(host)
-            else {
-                throw ConfigurationError(
-                    variable: "APNS_BASE_URL",
-                    problem: "must name a loopback host (set APNS_ALLOW_NON_LOOPBACK_OVERRIDE=1 to send elsewhere)")
+            {
+                if allowNonLoopbackOverride || DatabaseSettings.loopbackHosts.contains(host) {
+                    baseURLOverride = url
+                } else {
+                    reader.note(
+                        "APNS_BASE_URL",
+                        "must name a loopback host (set APNS_ALLOW_NON_LOOPBACK_OVERRIDE=1 to send elsewhere)")
+                }
+            } else {
+                reader.note("APNS_BASE_URL", "must be an https URL with no path")
             }
-            baseURLOverride = url
         }
         if let value = environment["APNS_CA_FILE"], !value.isEmpty {
-            guard FileManager.default.isReadableFile(atPath: value) else {
-                throw ConfigurationError(variable: "APNS_CA_FILE", problem: "is not a readable file")
+            if FileManager.default.isReadableFile(atPath: value) {
+                caFile = value
+            } else {
+                reader.note("APNS_CA_FILE", "is not a readable file")
             }
-            caFile = value
         }
     }
 
     /// The numbers (`PUSH_*`), each in its range, and the worker's id.
-    mutating func readTuning(_ reader: EnvironmentReader) throws(ConfigurationError) {
-        try reader.integer("PUSH_BATCH_SIZE", 1...10_000, into: &batchSize)
-        try reader.integer("PUSH_MAX_IN_FLIGHT", 1...10_000, into: &maxInFlight)
-        try reader.integer("PUSH_MAX_ATTEMPTS", 1...100, into: &maxAttempts)
-        try reader.seconds("PUSH_LEASE_SECONDS", 5...3600, into: &lease)
-        try reader.seconds("PUSH_REQUEST_DEADLINE_SECONDS", 0.1...60, into: &requestDeadline)
-        try reader.seconds("PUSH_BACKOFF_BASE_SECONDS", 0.001...60, into: &backoffBase)
-        try reader.seconds("PUSH_BACKOFF_MAX_SECONDS", 0.01...3600, into: &backoffMax)
-        try reader.seconds("PUSH_TOKEN_BACKOFF_SECONDS", 0.001...3600, into: &tokenBackoffBase)
-        try reader.seconds("PUSH_PROVIDER_UPDATES_BACKOFF_SECONDS", 0.001...3600, into: &providerTokenUpdatesBackoff)
-        try reader.seconds("PUSH_CIRCUIT_PROBE_SECONDS", 0.01...3600, into: &circuitProbeInterval)
-        try reader.seconds("PUSH_POLL_SECONDS", 0.01...60, into: &pollInterval)
-        try reader.seconds("PUSH_RETENTION_SECONDS", 60...(365 * 86400), into: &retention)
-        try reader.seconds("PUSH_DRAIN_SECONDS", 0.1...9, into: &drainTimeout)
+    mutating func readTuning(_ reader: EnvironmentReader) {
+        reader.integer("PUSH_BATCH_SIZE", 1...10_000, into: &batchSize)
+        reader.integer("PUSH_MAX_IN_FLIGHT", 1...10_000, into: &maxInFlight)
+        reader.integer("PUSH_MAX_ATTEMPTS", 1...100, into: &maxAttempts)
+        reader.seconds("PUSH_LEASE_SECONDS", 5...3600, into: &lease)
+        reader.seconds("PUSH_REQUEST_DEADLINE_SECONDS", 0.1...60, into: &requestDeadline)
+        reader.seconds("PUSH_BACKOFF_BASE_SECONDS", 0.001...60, into: &backoffBase)
+        reader.seconds("PUSH_BACKOFF_MAX_SECONDS", 0.01...3600, into: &backoffMax)
+        reader.seconds("PUSH_TOKEN_BACKOFF_SECONDS", 0.001...3600, into: &tokenBackoffBase)
+        reader.seconds("PUSH_PROVIDER_UPDATES_BACKOFF_SECONDS", 0.001...3600, into: &providerTokenUpdatesBackoff)
+        reader.seconds("PUSH_CIRCUIT_PROBE_SECONDS", 0.01...3600, into: &circuitProbeInterval)
+        reader.seconds("PUSH_POLL_SECONDS", 0.01...60, into: &pollInterval)
+        reader.seconds("PUSH_RETENTION_SECONDS", 60...(365 * 86400), into: &retention)
+        reader.seconds("PUSH_DRAIN_SECONDS", 0.1...9, into: &drainTimeout)
         // One attempt can make two requests (a provider token refused as expired is re-minted
         // and the row sent again), each with the whole deadline.
-        guard lease > requestDeadline * 2 else {
-            throw ConfigurationError(
-                variable: "PUSH_LEASE_SECONDS",
-                problem:
-                    "must be longer than twice PUSH_REQUEST_DEADLINE_SECONDS (\(requestDeadline.seconds) s): one attempt can make two requests, and a lease that ends before they answer lets another worker send the row again"
+        if lease <= requestDeadline * 2 {
+            reader.note(
+                "PUSH_LEASE_SECONDS",
+                "must be longer than twice PUSH_REQUEST_DEADLINE_SECONDS (\(requestDeadline.seconds) s): one attempt can make two requests, and a lease that ends before they answer lets another worker send the row again"
             )
         }
-        try reader.seconds("PUSH_DB_CONNECT_SECONDS", 0.1...300, into: &databaseConnectTimeout)
+        reader.seconds("PUSH_DB_CONNECT_SECONDS", 0.1...300, into: &databaseConnectTimeout)
         var refreshMinutes = 40
-        try reader.integer("PUSH_PROVIDER_TOKEN_REFRESH_MINUTES", 1...1000, into: &refreshMinutes)
+        reader.integer("PUSH_PROVIDER_TOKEN_REFRESH_MINUTES", 1...1000, into: &refreshMinutes)
         providerTokenRefresh = .seconds(60 * min(55, max(20, refreshMinutes)))
         if let value = reader.environment["PUSH_WORKER_ID"] {
-            guard !value.isEmpty, value.count <= 200 else {
-                throw ConfigurationError(variable: "PUSH_WORKER_ID", problem: "must be 1 to 200 characters")
+            if !value.isEmpty, value.count <= 200 {
+                workerID = value
+            } else {
+                reader.note("PUSH_WORKER_ID", "must be 1 to 200 characters")
             }
-            workerID = value
         }
     }
 
-    /// Reads typed values out of the environment, naming the variable in every refusal.
-    struct EnvironmentReader {
+    /// Reads typed values out of the environment, noting each problem with the variable it names.
+    final class EnvironmentReader {
         let environment: [String: String]
+        /// What was found wrong, in the order read.
+        var problems: [ConfigurationError] = []
 
-        func required(_ name: String) throws(ConfigurationError) -> String {
+        init(environment: [String: String]) { self.environment = environment }
+
+        func note(_ variable: String, _ problem: String) {
+            problems.append(ConfigurationError(variable: variable, problem: problem))
+        }
+
+        /// The value, or nil (noted) when it is not set.
+        func required(_ name: String) -> String? {
             guard let value = environment[name], !value.isEmpty else {
-                throw ConfigurationError(variable: name, problem: "is not set")
+                note(name, "is not set")
+                return nil
             }
             return value
         }
 
-        func integer(_ name: String, _ range: ClosedRange<Int>, into value: inout Int) throws(ConfigurationError) {
+        func integer(_ name: String, _ range: ClosedRange<Int>, into value: inout Int) {
             guard let text = environment[name] else { return }
             guard let number = Int(text), range.contains(number) else {
-                throw ConfigurationError(
-                    variable: name, problem: "must be a whole number in \(range.lowerBound)...\(range.upperBound)")
+                return note(name, "must be a whole number in \(range.lowerBound)...\(range.upperBound)")
             }
             value = number
         }
 
-        func seconds(
-            _ name: String, _ range: ClosedRange<Double>, into value: inout Duration
-        ) throws(ConfigurationError) {
+        func seconds(_ name: String, _ range: ClosedRange<Double>, into value: inout Duration) {
             guard let text = environment[name] else { return }
             guard let number = Double(text), range.contains(number) else {
-                throw ConfigurationError(
-                    variable: name, problem: "must be a number of seconds in \(range.lowerBound)...\(range.upperBound)")
+                return note(name, "must be a number of seconds in \(range.lowerBound)...\(range.upperBound)")
             }
             value = .milliseconds(Int64((number * 1000).rounded()))
         }
@@ -232,7 +264,15 @@ public struct PushWorkerConfiguration: Sendable {
     }
 }
 
-/// A setting that is missing or wrong. `push-worker` exits 2 with it.
+/// Every setting found missing or wrong, in the order read. `push-worker` prints each on a line
+/// of its own and exits 2.
+public struct ConfigurationErrors: Error, Equatable, CustomStringConvertible {
+    public let problems: [ConfigurationError]
+    public init(problems: [ConfigurationError]) { self.problems = problems }
+    public var description: String { problems.map(\.description).joined(separator: "; ") }
+}
+
+/// A setting that is missing or wrong.
 public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
     /// The environment variable to fix.
     public let variable: String

@@ -36,7 +36,9 @@ enum Setup {
         do {
             return try PushWorkerConfiguration.fromEnvironment()
         } catch {
-            FileHandle.standardError.write(Data("push-worker: configuration: \(error)\n".utf8))
+            for problem in error.problems {
+                FileHandle.standardError.write(Data("push-worker: configuration: \(problem)\n".utf8))
+            }
             throw ExitCode(2)
         }
     }

@@ -138,6 +138,16 @@ extension PushStackTests {
             let noKeyID = try await WorkerProcess.run(
                 ["check-config"], environment: missing)
             #expect(noKeyID.status == 2 && noKeyID.err.contains("APNS_KEY_ID"))
+            // Every problem in one run, a line each.
+            missing["APNS_TEAM_ID"] = "team"
+            missing["PUSH_BATCH_SIZE"] = "0"
+            let three = try await WorkerProcess.run(["check-config"], environment: missing)
+            let lines = three.err.split(separator: "\n").filter { $0.hasPrefix("push-worker: configuration: ") }
+            #expect(three.status == 2 && lines.count == 3, "\(three.err)")
+            #expect(
+                lines.map { $0.dropFirst("push-worker: configuration: ".count).prefix { $0 != " " } } == [
+                    "APNS_KEY_ID", "APNS_TEAM_ID", "PUSH_BATCH_SIZE",
+                ])
 
             let badTeam = try await WorkerProcess.run(
                 ["run"], environment: world.environment(["APNS_TEAM_ID": "team"]))

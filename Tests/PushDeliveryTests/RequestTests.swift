@@ -256,13 +256,30 @@ import Testing
         for (name, value, variable) in cases {
             var environment = base
             environment[name] = value
-            #expect(throws: ConfigurationError.self) { try PushWorkerConfiguration.fromEnvironment(environment) }
+            #expect(throws: ConfigurationErrors.self) { try PushWorkerConfiguration.fromEnvironment(environment) }
             do {
                 _ = try PushWorkerConfiguration.fromEnvironment(environment)
             } catch {
-                #expect(error.variable == variable)
+                #expect(error.problems.map(\.variable) == [variable])
                 #expect(!error.description.contains("s3cret"))
             }
+        }
+        // Every problem at once, in the order read, not only the first.
+        var wrong = base
+        wrong["APNS_KEY_ID"] = nil
+        wrong["APNS_TEAM_ID"] = "team"
+        wrong["DATABASE_URL"] = "mysql://x:s3cret@y/z"
+        wrong["PUSH_BATCH_SIZE"] = "0"
+        wrong["PUSH_METRICS_PORT"] = "http"
+        do {
+            _ = try PushWorkerConfiguration.fromEnvironment(wrong)
+            Issue.record("five mistakes were accepted")
+        } catch {
+            #expect(
+                error.problems.map(\.variable) == [
+                    "APNS_KEY_ID", "APNS_TEAM_ID", "DATABASE_URL", "PUSH_BATCH_SIZE", "PUSH_METRICS_PORT",
+                ])
+            #expect(!error.description.contains("s3cret"))
         }
         var allowed = base
         allowed["APNS_BASE_URL"] = "https://10.0.0.1"
@@ -282,7 +299,8 @@ import Testing
             _ = try PushWorkerConfiguration.fromEnvironment(environment)
             Issue.record("a 20 s lease with a 10 s deadline was accepted")
         } catch {
-            #expect(error.variable == "PUSH_LEASE_SECONDS" && error.problem.contains("PUSH_REQUEST_DEADLINE_SECONDS"))
+            #expect(error.problems.map(\.variable) == ["PUSH_LEASE_SECONDS"])
+            #expect(error.problems.first?.problem.contains("PUSH_REQUEST_DEADLINE_SECONDS") == true)
         }
         environment["PUSH_LEASE_SECONDS"] = "21"
         #expect(try PushWorkerConfiguration.fromEnvironment(environment).lease == .seconds(21))

@@ -95,7 +95,8 @@ enum TrustCommand {
         for pending in report.pending {
             output(
                 "Waiting: \(pending.name) (\(pending.deviceID.canonical)) joined as \(pending.deviceType.rawValue); confirm it by running "
-                    + "`sync-cli trust approve` on a terminal, or open the invite with --device-type.")
+                    + "`sync-cli trust approve` on a terminal, or `sync-cli trust approve --yes --device-type \(pending.deviceType.rawValue)`."
+            )
         }
     }
 

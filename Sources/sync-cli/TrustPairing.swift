@@ -194,20 +194,40 @@ extension SyncCLI.Trust {
                 MAC, or whose keys are not the device row's are refused and deleted.
 
                 The certificate names the device type the invite was opened for \
-                (--device-type); for an invite opened without one you are asked to confirm the \
-                type the device's row names, and without a terminal to ask on the request waits.
+                (`trust invite --device-type`); for an invite opened without one you are asked \
+                to confirm the type the device's row names. Without a terminal to ask on, such a \
+                request waits, and the command exits 1 while any does; scripts confirm with \
+                --yes, or --yes --device-type TYPE to certify only devices of that type \
+                (refusing any other).
 
                 \(TrustExit.help)
                 """
         )
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
+        @Flag(
+            help:
+                "Certify without asking each device that joined an invite opened without a type, as the type its row names (for scripts)."
+        ) var yes = false
+        @Option(
+            help: ArgumentHelp(
+                "With --yes: certify only devices whose row names this type (\(DeviceType.allCases.map(\.rawValue).joined(separator: ", "))); any other is refused, as answering no would.",
+                valueName: "type")) var deviceType: DeviceType?
         @Flag(help: "Print the result as JSON.") var json = false
+
+        func validate() throws {
+            if deviceType != nil, !yes { throw ValidationError("--device-type goes with --yes") }
+        }
 
         func run() async throws {
             try await TrustExit.run {
                 let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
-                let report = try await manager.approve(confirm: TrustCommand.confirmation())
+                let only = deviceType
+                let confirm: PairingConfirmation? =
+                    yes
+                    ? { @Sendable candidate in only == nil || candidate.deviceType == only }
+                    : TrustCommand.confirmation()
+                let report = try await manager.approve(confirm: confirm)
                 // Every request it saw was refused: nothing was approved, which is a failure.
                 if json {
                     try printJSON(report)
@@ -218,6 +238,14 @@ extension SyncCLI.Trust {
                     TrustCommand.printApproval(report)
                 }
                 if !report.refused.isEmpty && report.approved.isEmpty && report.pending.isEmpty { throw ExitCode(1) }
+                // Requests left waiting: not done, whatever was approved beside them.
+                if !report.pending.isEmpty {
+                    let count = report.pending.count
+                    printError(
+                        "\(count) pairing request\(count == 1 ? "" : "s") still wait\(count == 1 ? "s" : "") for confirmation: run `sync-cli trust approve` on a terminal, or `sync-cli trust approve --yes`."
+                    )
+                    throw ExitCode(1)
+                }
             }
         }
     }

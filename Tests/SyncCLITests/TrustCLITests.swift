@@ -161,7 +161,27 @@ struct TrustCLITests {
         let report = try #require(JSONSerialization.jsonObject(with: Data(waiting.out.utf8)) as? [String: Any])
         #expect((report["pending"] as? [[String: Any]])?.first?["deviceType"] as? String == "ios-tablet")
         #expect((report["approved"] as? [Any])?.isEmpty == true && (report["refused"] as? [Any])?.isEmpty == true)
-        #expect(try await cli.run(["trust", "approve", "--store", cli.store("d")]).out.contains("Waiting: tablet"))
+        // Approving nothing while a request waits is not done: exit 1, naming the way out.
+        #expect(waiting.status == 1 && waiting.err.contains("--yes"), "\(waiting.err)")
+        let human = try await cli.run(["trust", "approve", "--store", cli.store("d")])
+        #expect(human.status == 1 && human.out.contains("Waiting: tablet"))
+        // A script confirms: --yes --device-type certifies that type and refuses any other (as
+        // a person answering no would).
+        #expect(
+            try await cli.run(["trust", "approve", "--store", cli.store("d"), "--device-type", "ios-tablet"]).status
+                == 64)
+        let phoneOnly = try await cli.run([
+            "trust", "approve", "--store", cli.store("d"), "--yes", "--device-type", "ios-phone",
+        ])
+        #expect(phoneOnly.status == 1 && phoneOnly.out.contains("Refused"), "\(phoneOnly.out)")
+        let again = try await code([])
+        #expect(
+            try await cli.run(["trust", "join", "--no-wait", "--store", cli.store("t")], stdin: again + "\n").status
+                == 0)
+        let confirmed = try await cli.run([
+            "trust", "approve", "--store", cli.store("d"), "--yes", "--device-type", "ios-tablet",
+        ])
+        #expect(confirmed.status == 0 && confirmed.out.contains("Certified tablet"), "\(confirmed.out)\(confirmed.err)")
     }
 
     @Test("--trust is validated, --require-trusted stays an alias, and help tells the modes")

@@ -30,9 +30,11 @@ extension SyncCLI {
                     withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
                 return printJSONText(String(decoding: data, as: UTF8.self))
             }
+            // The longest name sets the column (a fixed 16 cut `quiet-while-active` short).
+            let width = NotificationSettings.Key.allCases.map(\.rawValue.count).max() ?? 0
             for key in NotificationSettings.Key.allCases {
                 output(
-                    "\(key.rawValue.padding(toLength: 16, withPad: " ", startingAt: 0)) \(settings[key] ? "on" : "off")"
+                    "\(key.rawValue.padding(toLength: width, withPad: " ", startingAt: 0)) \(settings[key] ? "on" : "off")"
                 )
             }
             if let ended, ended > 0 { output("Ended \(ended) open live activit\(ended == 1 ? "y" : "ies").") }

@@ -98,22 +98,24 @@ enum WatchRunner {
         return value == value.rounded() ? String(Int(value)) : String(format: "%.2f", value)
     }
 
-    /// `tick 12 sync (1 device changed): 5 requests, 10 sealed, 0.31 s, partial`
+    /// `tick 12 sync (1 device changed): 5 requests, 10 sealed, 0.31 s, partial` (`1 request`).
     static func line(_ tick: WatchTick) -> String {
         var text = "tick \(tick.number) \(tick.action.rawValue)"
         if !tick.reasons.isEmpty { text += " (\(tick.reasons.joined(separator: ", ")))" }
         text +=
-            ": \(tick.requests) requests, \(tick.envelopesSealed) sealed, \(String(format: "%.2f", tick.durationSeconds)) s"
+            ": \(counted(tick.requests, "request")), \(tick.envelopesSealed) sealed, \(String(format: "%.2f", tick.durationSeconds)) s"
         if let report = tick.report {
             text += ", \(report.outcome.rawValue)"
             if let requests = report.secretRequests {
-                if requests.fulfilled > 0 { text += ", \(requests.fulfilled) requests fulfilled" }
+                if requests.fulfilled > 0 { text += ", \(counted(requests.fulfilled, "request")) fulfilled" }
                 if requests.refused > 0 {
-                    text += ", \(requests.refused) requests refused (devices that do not qualify)"
+                    text += ", \(counted(requests.refused, "request")) refused (devices that do not qualify)"
                 }
-                if requests.created > 0 { text += ", \(requests.created) secrets requested" }
+                if requests.created > 0 { text += ", \(counted(requests.created, "secret")) requested" }
             }
-            if !report.errors.isEmpty { text += ", \(report.errors.count) problems (first: \(report.errors[0]))" }
+            if !report.errors.isEmpty {
+                text += ", \(counted(report.errors.count, "problem")) (first: \(report.errors[0]))"
+            }
         }
         if let failure = tick.failure {
             text +=
@@ -151,3 +153,6 @@ extension WatchRunner {
         }
     }
 }
+
+/// `1 request`, `2 requests`: a count with its noun, plural unless the count is one.
+func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }

@@ -35,6 +35,11 @@ struct NotificationCLITests {
         await #expect(try settings(["show"])["details"] as? Bool == true)
         let text = try await cli.run(["notifications", "show", "--store", cli.store("p")])
         #expect(text.status == 0 && text.out.contains("details") && text.out.contains("on"))
+        // Each name whole, its value after it (a fixed column cut the longest one).
+        let lines = text.out.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        #expect(
+            lines.contains(["quiet-while-active", "off"]) || lines.contains(["quiet-while-active", "on"]), "\(text.out)"
+        )
 
         // Bad input: a clear refusal, nothing changed.
         let badValue = try await cli.run(["notifications", "set", "details", "maybe", "--store", cli.store("p")])

@@ -111,15 +111,7 @@ extension PushStackTests {
         @Test func anotherAccountsBacklogDoesNotDelayThisAccountsAlert() async throws {
             let world = try await PushWorld()
             let mine = try await world.token()
-            let flooder = UUID().uuidString.lowercased()
-            let floodDevice = UUID().uuidString.lowercased()
-            let floodToken = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-            try await world.sql(
-                "INSERT INTO public.devices (id, user_id, name, device_type) VALUES ('\(floodDevice)', '\(flooder)', 'phone', 'ios-phone')"
-            )
-            try await world.sql(
-                "INSERT INTO public.push_tokens (user_id, device_id, token) VALUES ('\(flooder)', '\(floodDevice)', '\(floodToken)')"
-            )
+            let (flooder, floodDevice, floodToken) = try await Self.otherAccount(world)
             let floodStarted = ContinuousClock.now
             try await world.sql(
                 """
@@ -156,6 +148,20 @@ extension PushStackTests {
             await world.close()
         }
 
+        /// Another account of the world's database: a user, its phone and the phone's device token.
+        static func otherAccount(_ world: PushWorld) async throws -> (user: String, device: String, token: String) {
+            let user = UUID().uuidString.lowercased()
+            let device = UUID().uuidString.lowercased()
+            let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            try await world.sql(
+                "INSERT INTO public.devices (id, user_id, name, device_type) VALUES ('\(device)', '\(user)', 'phone', 'ios-phone')"
+            )
+            try await world.sql(
+                "INSERT INTO public.push_tokens (user_id, device_id, token) VALUES ('\(user)', '\(device)', '\(token)')"
+            )
+            return (user, device, token)
+        }
+
         /// Round 5, finding 2: four accounts' backlogs, all queued before this account's alert and
         /// all due, do not hold it back: a new row starts at the head of the queue (a virtual
         /// clock), not at the wall-clock time it was queued, which sorts after every backlog row.
@@ -163,15 +169,7 @@ extension PushStackTests {
             let world = try await PushWorld()
             let mine = try await world.token()
             for _ in 0..<4 {
-                let flooder = UUID().uuidString.lowercased()
-                let floodDevice = UUID().uuidString.lowercased()
-                let floodToken = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-                try await world.sql(
-                    "INSERT INTO public.devices (id, user_id, name, device_type) VALUES ('\(floodDevice)', '\(flooder)', 'phone', 'ios-phone')"
-                )
-                try await world.sql(
-                    "INSERT INTO public.push_tokens (user_id, device_id, token) VALUES ('\(flooder)', '\(floodDevice)', '\(floodToken)')"
-                )
+                let (flooder, floodDevice, floodToken) = try await Self.otherAccount(world)
                 try await world.sql(
                     """
                     INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, payload)

@@ -19,6 +19,14 @@ let backend = rig || ProcessInfo.processInfo.environment["SESSION_SYNC_BACKEND"]
 // Linux as an app builds for iOS, with no libsodium at all (`make app-check`).
 let sodium = ProcessInfo.processInfo.environment["SESSION_SYNC_CRYPTO"] != "swift-crypto"
 let sodiumOnLinux: [Target.Dependency] = sodium ? [.target(name: "CSodium", condition: .when(platforms: [.linux]))] : []
+// swift-crypto in SecretCrypto: always on Apple platforms (it is CryptoKit there); on Linux only
+// when something asks for the second backend (the rig, whose tests run both; an iOS-like build;
+// SESSION_SYNC_SWIFT_CRYPTO=1), so that `make demo` and `make install` do not compile BoringSSL.
+let swiftCryptoOnLinux =
+    rig || !sodium || ProcessInfo.processInfo.environment["SESSION_SYNC_SWIFT_CRYPTO"] == "1"
+let swiftCrypto: Target.Dependency = .product(
+    name: "Crypto", package: "swift-crypto",
+    condition: swiftCryptoOnLinux ? nil : .when(platforms: [.macOS, .iOS, .macCatalyst, .tvOS, .watchOS, .visionOS]))
 
 let package = Package(
     name: "SessionSecretSync",
@@ -60,7 +68,7 @@ let package = Package(
 
         // Keys, KDF, AEAD, HPKE, Ed25519, envelopes v1 and v2, on either crypto backend. No I/O.
         .target(
-            name: "SecretCrypto", dependencies: sodiumOnLinux + [.product(name: "Crypto", package: "swift-crypto")]),
+            name: "SecretCrypto", dependencies: sodiumOnLinux + [swiftCrypto]),
         // The domain records both stores and the engine speak. No I/O.
         .target(name: "SyncModel"),
         // The envelope digest (sync.md), in Swift and as the SQLite triggers that keep it.
@@ -364,4 +372,13 @@ if rig {
             ]
         ),
     ]
+}
+
+// With the rig on (`make test`, CI, the benchmarks), a warning in any of this package's own
+// targets fails the build, so none lands; an app depending on the package never sets the rig.
+if rig {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-warnings-as-errors"])]
+        target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-Werror"])]
+    }
 }

@@ -160,7 +160,8 @@ static void keyed_expand(const crypto_auth_hmacsha256_state *keyed, const unsign
 
 void floor_v2_prepare(void) {
     if (prepared) return;
-    crypto_auth_hmacsha256_init(&empty_salt_state, NULL, 0);
+    static const unsigned char no_key[1] = {0};
+    crypto_auth_hmacsha256_init(&empty_salt_state, no_key, 0);
     empty_salt_extract(HPKE_SUITE, 10, "psk_id_hash", NULL, 0, empty_psk_id_hash);
     prepared = 1;
 }

@@ -89,7 +89,7 @@ enum ColdStartBench {
         defer { world.remove() }
         let desktop = try await world.store("desktop", role: .desktop)
         try await world.desktopData(desktop)
-        let remote = try await world.remote(for: desktop)
+        _ = try await world.remote(for: desktop)
         for _ in 0..<(size.devices - 1) { try await world.registerSyntheticDevice() }
         let environment = world.cliEnvironment()
         let store = world.directory.appendingPathComponent("desktop").path

@@ -32,8 +32,10 @@ enum CryptoBench {
             var eph = [CChar](repeating: 0, count: 45)
             var enc = [CChar](repeating: 0, count: 160)
             FloorV2(self).seal(&eph, &enc)
-            return SecretEnvelope(
-                ephemeralPublicKey: "v2:" + String(cString: eph), encryptedSecret: String(cString: enc))
+            func text(_ bytes: [CChar]) -> String {
+                String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+            return SecretEnvelope(ephemeralPublicKey: "v2:" + text(eph), encryptedSecret: text(enc))
         }
     }
 

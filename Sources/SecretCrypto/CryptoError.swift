@@ -57,7 +57,10 @@ public enum CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownSender:
             return "the envelope's sender is not a known device"
         case let .backendUnavailable(name):
-            return "the crypto backend \(name) is not compiled into this build"
+            let hint =
+                name == CryptoBackend.swiftCrypto.rawValue
+                ? "; build with SESSION_SYNC_SWIFT_CRYPTO=1 (or SESSION_SYNC_RIG=1) to add it" : ""
+            return "the crypto backend \(name) is not compiled into this build\(hint)"
         }
     }
 }

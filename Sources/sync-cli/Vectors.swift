@@ -41,6 +41,10 @@ extension SyncCLI.Vectors {
             guard !files.isEmpty else { throw ValidationError("Give at least one vector file.") }
             if let backend, CryptoBackend(rawValue: backend)?.isAvailable != true {
                 let choices = CryptoBackend.available.map(\.rawValue).joined(separator: ", ")
+                if backend == CryptoBackend.swiftCrypto.rawValue {
+                    throw ValidationError(
+                        "\(CryptoError.backendUnavailable(backend)); this build has \(choices).")
+                }
                 throw ValidationError("Unknown crypto backend '\(backend)': this build has \(choices).")
             }
         }

@@ -308,7 +308,7 @@ struct RoundTripTests {
                 arguments: [session])
         }
         try Schema.migrator.migrate(queue)
-        let rows = try await queue.read {
+        let rows = try queue.read {
             try Row.fetchAll(
                 $0, sql: "SELECT recipient_device_id, recipient_key_fingerprint, sessions FROM ledger_coverage")
         }

@@ -109,7 +109,7 @@ struct NotificationTests {
         // The desktop's settings are its own.
         #expect(try await n.desktopSide.notificationSettings() == .defaults)
         // Another user can neither read nor write them.
-        let other = try n.world.remote(as: UUID()) as! any NotificationRemote
+        let other: any NotificationRemote = try n.world.remote(as: UUID())
         await #expect(throws: RemoteStoreError.self) {
             _ = try await other.notificationSettings(deviceID: n.phone.identity.id)
         }
@@ -313,8 +313,7 @@ struct NotificationTests {
         arguments: Backend.available)
     func badgeAndTimeSensitive(backend: Backend) async throws {
         let n = try await NotificationWorld.make(backend)
-        let approvals = try n.world.remote(for: n.desktop) as? any ApprovalRemote
-        let remote = try #require(approvals)
+        let remote: any ApprovalRemote = try n.world.remote(for: n.desktop)
         try await n.phoneSide.setNotificationSettings(.init([.timeSensitive: false]))
         let tablet = try await n.world.device("tablet", role: .mobile, type: .iosTablet)
         // Approval pushes go only to devices the trust log certifies.

@@ -137,7 +137,7 @@ struct QuestionAlertTests {
             // (On the stack other tests' approvals expire too.)
             #expect(expired == 0, "expire_approvals still counts approvals only")
         }
-        let questions = try #require(try w.world.remote() as? any QuestionRemote)
+        let questions: any QuestionRemote = try w.world.remote()
         let row = try #require(try await questions.agentQuestion(id: quiet.questionId))
         #expect(row.status == .expired)
         let clearings = try await Self.outbox(w, "question-clear-" + quiet.questionId.canonical)

@@ -141,7 +141,7 @@ struct TrustLogThreatTests {
         arguments: remotes)
     func resetClock(backend: Backend, deployed: Bool) async throws {
         let w = try await LogWorld.make(backend, deployed)
-        let backdated = try await w.manager(w.spare, options: LogWorld.clock(-601))
+        let backdated = try w.manager(w.spare, options: LogWorld.clock(-601))
         #expect(await LogWorld.code { _ = try await backdated.reset(recovery: .none) } == "22023")
         let outcome = try await w.manager(w.spare).reset(recovery: .none)
         let genesis = try #require(try await w.rows(outcome.epoch).first)

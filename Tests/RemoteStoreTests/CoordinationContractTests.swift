@@ -19,9 +19,7 @@ struct CoordinationActor {
     init(_ harness: any RemoteHarness) async throws {
         actor = try await Actor(harness)
         #expect(actor.store is any CoordinationRemote)
-        phoneStore = try #require(
-            try await harness.store(for: actor.user, credential: .random(for: phone))
-                as? any CoordinationRemote & SyncRemote)
+        phoneStore = try await harness.store(for: actor.user, credential: .random(for: phone))
         try await phoneStore.upsertOwnDevice(
             OwnDeviceRow(
                 id: phone, userID: actor.user, name: "phone", deviceType: .iosPhone,
@@ -111,8 +109,8 @@ struct CoordinationContractTests {
         try await me.store.registerPushToken(PushTokenRegistration(deviceID: me.desktop, token: desktopToken))
         try await me.phoneStore.registerPushToken(PushTokenRegistration(deviceID: me.phone, token: phoneToken))
         // Each device through its own client, as two devices would be.
-        let desktopStore = try #require(
-            try await harness.store(for: me.user, credential: me.actor.credential) as? any CoordinationRemote)
+        let desktopStore: any CoordinationRemote = try await harness.store(
+            for: me.user, credential: me.actor.credential)
         let phoneStore = me.phoneStore
         for round in 0..<12 {
             var session = me.actor.session(me.actor.repository())

@@ -37,9 +37,8 @@ struct DeliveryLimitsTests {
         // 50 valid tokens across ten devices; the 51st registration is refused and names the limit.
         for index in 0..<9 {
             let device = UUID()
-            let deviceStore = try #require(
-                try await harness.store(for: me.user, credential: .random(for: device))
-                    as? any CoordinationRemote & SyncRemote)
+            let deviceStore: any CoordinationRemote & SyncRemote = try await harness.store(
+                for: me.user, credential: .random(for: device))
             try await deviceStore.upsertOwnDevice(
                 OwnDeviceRow(
                     id: device, userID: me.user, name: "device \(index)", deviceType: .iosPhone, hostname: nil,

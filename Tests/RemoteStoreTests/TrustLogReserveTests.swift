@@ -98,7 +98,7 @@ struct TrustLogReserveTests {
         try await send(filling.written)
         let last = Device()
         var beyond = filling
-        let revoke = try DeviceRevocation(
+        let revoke = DeviceRevocation(
             userID: user, deviceID: last.id, x25519PublicKey: last.x25519.publicKey, revokedAt: RemoteLogWriter.now
         ).body()
         var entry = TrustLogEntry(

@@ -13,7 +13,10 @@ import Foundation
 /// - ``swiftCrypto``: swift-crypto, which is CryptoKit on Apple platforms and BoringSSL
 ///   elsewhere, with libsodium's extra rules written out (an all-zero X25519 result refused;
 ///   Ed25519 signatures with S ≥ L, a small-order R or A, or a non-canonical A refused). The
-///   only backend compiled on Apple platforms, so an app links no C library.
+///   only backend compiled on Apple platforms, so an app links no C library. On Linux it is
+///   compiled only when the package graph asks for it (Package.swift: the test rig,
+///   `SESSION_SYNC_CRYPTO=swift-crypto`, or `SESSION_SYNC_SWIFT_CRYPTO=1`), so that a plain build
+///   of `sync-cli` does not compile BoringSSL.
 ///
 /// The process's backend is the platform's default, or the one named by the environment
 /// variable `SESSION_SYNC_CRYPTO_BACKEND` (`libsodium` or `swift-crypto`); a value naming
@@ -33,7 +36,7 @@ public enum CryptoBackend: String, Sendable, CaseIterable, CustomStringConvertib
     public var isAvailable: Bool {
         switch self {
         case .libsodium: Self.sodiumCompiled
-        case .swiftCrypto: true
+        case .swiftCrypto: Self.swiftCryptoCompiled
         }
     }
 
@@ -98,5 +101,11 @@ public enum CryptoBackend: String, Sendable, CaseIterable, CustomStringConvertib
     static let sodiumCompiled = true
     #else
     static let sodiumCompiled = false
+    #endif
+
+    #if canImport(Crypto)
+    static let swiftCryptoCompiled = true
+    #else
+    static let swiftCryptoCompiled = false
     #endif
 }

@@ -54,7 +54,12 @@ enum Primitives {
             preconditionFailure("libsodium is not compiled into this build")
             #endif
         case .swiftCrypto:
+            #if canImport(Crypto)
             return SwiftCryptoBackend.self
+            #else
+            // ``CryptoBackend/with(_:_:)`` and the process default never select it here.
+            preconditionFailure("swift-crypto is not compiled into this build")
+            #endif
         }
     }
 

@@ -1,3 +1,4 @@
+#if canImport(Crypto)
 internal import Crypto
 import Foundation
 
@@ -139,3 +140,4 @@ enum SwiftCryptoBackend: PrimitiveSet {
 
     static func decodeHex(_ text: UnsafeRawBufferPointer) -> [UInt8]? { PortableCodec.decodeHex(text) }
 }
+#endif

@@ -62,12 +62,66 @@ public final class DeviceStore: Sendable {
     ///     extension opens it while the app writes.
     /// - Throws: ``LocalStoreError`` with `.notADatabase` or `.schemaTooNew` (the file is then left
     ///   untouched), or `.io`.
-    public init(
+    public convenience init(
         directory: URL, busyTimeout: TimeInterval = 10, keyStore: (any DeviceKeyStore)? = nil,
         sharedContainer: Bool = false
     ) throws {
+        try self.init(
+            directory: directory, busyTimeout: busyTimeout, keyStore: keyStore, sharedContainer: sharedContainer,
+            readOnly: false)
+    }
+
+    /// Opens the store read-write (creating it), or, with `readOnly`, an existing store without
+    /// writing anything (``openedReadOnly(directory:keyStore:)``).
+    init(
+        directory: URL, busyTimeout: TimeInterval, keyStore: (any DeviceKeyStore)?, sharedContainer: Bool,
+        readOnly: Bool
+    ) throws {
         self.directory = directory
         keys = keyStore ?? FileKeyStore(directory: directory)
+        let path = directory.appendingPathComponent("store.sqlite").path
+        if readOnly {
+            try Self.checkReadable(directory.path, database: path)
+        } else {
+            try Self.prepareWritable(directory)
+        }
+        // Closing any descriptor of a SQLite file drops every POSIX lock this process holds on
+        // it, so the file is opened for these checks only when no store of this process has it
+        // open (it was checked then).
+        let key = (path as NSString).standardizingPath
+        try Self.openStores.withLock { open in
+            if open[key, default: 0] == 0 { try Self.checkHeader(path) }
+            if !readOnly { try Self.createPrivately(path) }
+            open[key, default: 0] += 1
+        }
+        openKey = key
+
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.label = "DeviceStore"
+        configuration.observesSuspensionNotifications = sharedContainer
+        configuration.readonly = readOnly
+        // SQLite's temporary files (the statement journal: the pages a statement changes, kept
+        // so that it can be undone alone) stay in memory instead of /var/tmp, outside this 0700
+        // directory. Applying 100,000 pulled sessions wrote about 1,000,000 pages there.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") }
+        do {
+            pool = try DatabasePool(path: readOnly ? Self.readOnlyName(path) : path, configuration: configuration)
+        } catch {
+            Self.release(key)
+            throw LocalStoreError.wrap(error, context: "cannot open \(path)")
+        }
+        do {
+            try Self.bringUpToDate(pool, path: path, readOnly: readOnly)
+        } catch {
+            throw LocalStoreError.wrap(error, context: "cannot prepare \(path)")
+        }
+    }
+
+    /// Creates the store directory (0700) when missing and refuses one that is unsafe or cannot
+    /// be written.
+    static func prepareWritable(_ directory: URL) throws {
         do {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -80,52 +134,34 @@ public final class DeviceStore: Sendable {
             }
             throw LocalStoreError(.io, "cannot create store directory \(directory.path)")
         }
-        let path = directory.appendingPathComponent("store.sqlite").path
         try Self.checkDirectory(directory.path)
         try Self.checkWritable(directory.path)
         AtomicFile.removeStaleTemporaries(in: directory.path)
-        // Closing any descriptor of a SQLite file drops every POSIX lock this process holds on
-        // it, so the file is opened for these checks only when no store of this process has it
-        // open (it was checked then).
-        let key = (path as NSString).standardizingPath
-        try Self.openStores.withLock { open in
-            if open[key, default: 0] == 0 { try Self.checkHeader(path) }
-            try Self.createPrivately(path)
-            open[key, default: 0] += 1
-        }
-        openKey = key
+    }
 
-        var configuration = Configuration()
-        configuration.foreignKeysEnabled = true
-        configuration.busyMode = .timeout(busyTimeout)
-        configuration.label = "DeviceStore"
-        configuration.observesSuspensionNotifications = sharedContainer
-        // SQLite's temporary files (the statement journal: the pages a statement changes, kept
-        // so that it can be undone alone) stay in memory instead of /var/tmp, outside this 0700
-        // directory. Applying 100,000 pulled sessions wrote about 1,000,000 pages there.
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") }
-        do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-        } catch {
-            Self.release(key)
-            throw LocalStoreError.wrap(error, context: "cannot open \(path)")
+    /// Migrates the schema (read-write), or checks that it is current (read-only).
+    static func bringUpToDate(_ pool: DatabasePool, path: String, readOnly: Bool) throws {
+        let migrator = Schema.migrator
+        let superseded = try pool.read { try migrator.hasBeenSuperseded($0) }
+        guard !superseded else {
+            throw LocalStoreError(
+                .schemaTooNew,
+                "\(path) was written by a newer version of this program; upgrade it (the store was not modified)")
         }
-        do {
-            let migrator = Schema.migrator
-            let superseded = try pool.read { try migrator.hasBeenSuperseded($0) }
-            guard !superseded else {
+        if readOnly {
+            guard try pool.read({ try migrator.hasCompletedMigrations($0) }) else {
                 throw LocalStoreError(
-                    .schemaTooNew,
-                    "\(path) was written by a newer version of this program; upgrade it (the store was not modified)")
+                    .readOnly,
+                    "\(path) was written by an older version of this program and must be upgraded, which needs to write it; make the store writable and run any command once"
+                )
             }
-            // A current schema is only read (GRDB's migrator writes nothing then): another
-            // process's write does not hold up the opening (SharedOpenTests).
-            try migrator.migrate(pool)
-            // A bulk load of sessions that did not finish left their indexes dropped.
-            if try pool.read(Schema.sessionIndexesMissing) { try pool.write(Schema.buildSessionIndexes) }
-        } catch {
-            throw LocalStoreError.wrap(error, context: "cannot prepare \(path)")
+            return
         }
+        // A current schema is only read (GRDB's migrator writes nothing then): another
+        // process's write does not hold up the opening (SharedOpenTests).
+        try migrator.migrate(pool)
+        // A bulk load of sessions that did not finish left their indexes dropped.
+        if try pool.read(Schema.sessionIndexesMissing) { try pool.write(Schema.buildSessionIndexes) }
     }
 
     /// Opens the store as ``init(directory:busyTimeout:keyStore:sharedContainer:)`` does, on a

@@ -37,6 +37,17 @@ struct StoreOptions: ParsableArguments {
         return try await DeviceStore.opened(directory: directory)
     }
 
+    /// Opens the store for a command that only reads it: as ``open()`` does, and when the store
+    /// cannot be written (read-only media, a directory this user cannot write), read-only, so
+    /// that it can still be inspected. A write through it fails with the store's read-only error.
+    func openForReading() async throws -> DeviceStore {
+        do {
+            return try await open()
+        } catch let error as LocalStoreError where error.code == .readOnly {
+            return try await DeviceStore.openedReadOnly(directory: directory)
+        }
+    }
+
     /// Opens the store, creating it when missing (`init`).
     func create() async throws -> DeviceStore { try await DeviceStore.opened(directory: directory) }
 }

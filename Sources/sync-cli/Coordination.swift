@@ -256,6 +256,7 @@ extension SyncCLI {
             @OptionGroup var storeOptions: StoreOptions
             @OptionGroup var remoteOptions: RemoteOptions
             @Argument(help: "The token.") var token: String
+            @Flag(help: "Print the outcome as JSON ({\"invalidated\": true}).") var json = false
 
             func run() async throws {
                 let context = try await CoordinationContext(storeOptions, remoteOptions)
@@ -264,6 +265,7 @@ extension SyncCLI {
                         "you have no push token \(PushTokenText.hint(token)); register it first (`sync-cli push-token register`)"
                     )
                 }
+                if json { return try printJSON(["invalidated": true]) }
                 output("Push token \(PushTokenText.hint(token)) is no longer valid.")
             }
         }

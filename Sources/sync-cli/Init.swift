@@ -33,6 +33,19 @@ extension SyncCLI {
         @Option(help: "The hostname to publish (default: this machine's).")
         var hostname: String?
 
+        @Flag(help: "Print the new device as JSON.") var json = false
+
+        /// `init --json`.
+        struct Created: Encodable {
+            let deviceId: String
+            let name: String
+            let role: String
+            let deviceType: String
+            let publicKey: String
+            let keyFingerprint: String
+            let store: String
+        }
+
         func validate() throws {
             guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
                 throw ValidationError("--name must not be empty")
@@ -47,6 +60,13 @@ extension SyncCLI {
             let type = deviceType ?? (role == .desktop ? .linuxDesktop : .iosPhone)
             let identity = try await store.createIdentity(
                 name: name, deviceType: type, hostname: hostname ?? ProcessInfo.processInfo.hostName, role: role)
+            if json {
+                return try printJSON(
+                    Created(
+                        deviceId: identity.id.canonical, name: identity.name, role: role.rawValue,
+                        deviceType: type.rawValue, publicKey: identity.publicKey.base64,
+                        keyFingerprint: identity.publicKey.fingerprint, store: store.directory.path))
+            }
             output("Created \(role.rawValue) store at \(store.directory.path)")
             output("  device id    \(identity.id.canonical)")
             output("  device type  \(type.rawValue)")

@@ -32,6 +32,8 @@ extension SyncCLI {
         @Option(help: "Embedded remote only: the user id to sign in as.")
         var user: String?
 
+        @Flag(help: "Print the user and the remote as JSON.") var json = false
+
         func run() async throws {
             let store = try await storeOptions.open()
             let identity = try await store.requireIdentity()
@@ -75,6 +77,7 @@ extension SyncCLI {
             if case .embedded = configuration.location {
                 try await store.setSetting(.embeddedSignedInAt, Int64(Date().timeIntervalSince1970))
             }
+            if json { return try printJSON(["userId": userID.canonical, "remote": address]) }
             output("Logged in as user \(userID.canonical) on \(Self.shown(address))")
         }
 

@@ -96,7 +96,8 @@ extension SyncCLI.Question {
             if json {
                 return try printJSON(
                     Asked(
-                        questionId: asked.questionId, expiresAt: asked.expiresAt,
+                        questionId: asked.questionId,
+                        expiresAt: Date(timeIntervalSince1970: TimeInterval(asked.expiresAt)),
                         devicesNotified: asked.devicesNotified, deliveries: deliveries))
             }
             let until = Date(timeIntervalSince1970: TimeInterval(asked.expiresAt))
@@ -125,7 +126,7 @@ extension SyncCLI.Question {
 
         struct Asked: Encodable {
             var questionId: UUID
-            var expiresAt: UInt64
+            var expiresAt: Date
             var devicesNotified: Int
             var deliveries: AlertDeliveries?
         }
@@ -172,7 +173,8 @@ extension SyncCLI.Question {
                 return try printJSON(
                     Shown(
                         questionId: row.id, sessionId: row.sessionID, requesterDeviceId: row.requesterDeviceID,
-                        status: status.rawValue, expiresAt: row.expiresAt, createdAt: row.createdAt,
+                        status: status.rawValue, expiresAt: Date(timeIntervalSince1970: TimeInterval(row.expiresAt)),
+                        createdAt: row.createdAt,
                         closedAt: row.closedAt, text: opened.text))
             }
             output("Question \(row.id.canonical) (\(status.rawValue)), session \(row.sessionID.canonical):")
@@ -184,7 +186,7 @@ extension SyncCLI.Question {
             var sessionId: UUID
             var requesterDeviceId: UUID
             var status: String
-            var expiresAt: UInt64
+            var expiresAt: Date
             var createdAt: Date?
             var closedAt: Date?
             var text: String

@@ -23,6 +23,7 @@ extension SyncCLI.Repo {
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "The repository's directory.", completion: .directory) var path: String
         @Option(help: "The name (default: the checkout's directory name).") var name: String?
+        @Flag(help: "Print the repository as JSON (as `repo list` prints one).") var json = false
 
         func run() async throws {
             let (store, identity, _) = try await desktopStore(storeOptions)
@@ -42,6 +43,7 @@ extension SyncCLI.Repo {
             let record = try await store.addRepository(
                 name: name ?? existing?.name ?? URL(fileURLWithPath: root).lastPathComponent, localPath: root,
                 remoteURL: remoteURL, defaultBranch: defaultBranch)
+            if json { return try printJSON(record) }
             output("\(existing == nil ? "Added" : "Updated") repository \(record.name) (\(record.id.canonical))")
             output("  path            \(root)")
             if let remoteURL = record.remoteURL { output("  remote          \(remoteURL)") }
@@ -56,7 +58,7 @@ extension SyncCLI.Repo {
         @Flag(help: "Print the repositories as JSON.") var json = false
 
         func run() async throws {
-            let store = try await storeOptions.open()
+            let store = try await storeOptions.openForReading()
             let repositories = try await store.repositories()
             if json { return try printJSON(repositories.sorted { $0.name < $1.name }) }
             if repositories.isEmpty { output("No repositories.") }
@@ -76,11 +78,13 @@ extension SyncCLI.Repo {
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "The repository: its path, its name, or its id (or an unambiguous prefix).") var repository:
             String
+        @Flag(help: "Print the removed repository's id as JSON.") var json = false
 
         func run() async throws {
             let (store, _, _) = try await desktopStore(storeOptions)
             let id = try resolveRepository(repository, among: try await store.repositories()).id
             try await store.removeRepositories(ids: [id])
+            if json { return try printJSON(["repositoryId": id.canonical]) }
             output("Removed repository \(id.canonical); the next push deletes it remotely.")
         }
     }

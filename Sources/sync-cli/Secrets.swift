@@ -46,7 +46,7 @@ extension SyncCLI {
             }
 
             func run() async throws {
-                let store = try await storeOptions.open()
+                let store = try await storeOptions.openForReading()
                 let identity = try await store.requireIdentity()
                 let id = try resolveID(
                     session, among: try await store.sessions().map(\.id), kind: "session", minimumPrefix: 8)

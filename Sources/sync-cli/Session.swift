@@ -24,6 +24,7 @@ extension SyncCLI.Session {
         @Option(help: "The repository: its path, its name, or its id (or an unambiguous prefix).") var repo: String
         @Option(help: "A title for the session.") var title: String?
         @Option(help: "The branch the session works on.") var branch: String?
+        @Flag(help: "Print the session as JSON (as `session list` prints one).") var json = false
 
         func run() async throws {
             let (store, _, _) = try await desktopStore(storeOptions)
@@ -33,6 +34,7 @@ extension SyncCLI.Session {
             let session = try await store.startSession(
                 repositoryID: repository.id, title: title, branch: branch,
                 processID: Int(getpid()))
+            if json { return try printJSON(session) }
             output(session.id.canonical)
         }
     }
@@ -41,6 +43,7 @@ extension SyncCLI.Session {
         static let configuration = CommandConfiguration(commandName: "end", abstract: "Mark a session ended.")
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "The session's id or an unambiguous prefix.") var session: String
+        @Flag(help: "Print the ended session's id as JSON.") var json = false
 
         func run() async throws {
             let (store, _, _) = try await desktopStore(storeOptions)
@@ -50,6 +53,7 @@ extension SyncCLI.Session {
             } catch let error as LocalStoreError where error.code == .notFound {
                 throw CLIError("no session \(id.canonical) of this desktop; `sync-cli session list` shows them")
             }
+            if json { return try printJSON(["sessionId": id.canonical, "status": "ended"]) }
             output("Ended session \(id.canonical)")
         }
     }
@@ -62,7 +66,7 @@ extension SyncCLI.Session {
         @Flag(help: "Print the sessions as JSON.") var json = false
 
         func run() async throws {
-            let store = try await storeOptions.open()
+            let store = try await storeOptions.openForReading()
             let sessions = try await store.sessions()
             if json { return try printJSON(sessions) }
             if sessions.isEmpty { output("No sessions.") }
@@ -85,11 +89,13 @@ extension SyncCLI.Session {
         )
         @OptionGroup var storeOptions: StoreOptions
         @Argument(help: "The session's id or an unambiguous prefix.") var session: String
+        @Flag(help: "Print the deleted session's id as JSON.") var json = false
 
         func run() async throws {
             let (store, _, _) = try await desktopStore(storeOptions)
             let id = try resolveID(session, among: try await store.sessions().map(\.id), kind: "session")
             try await store.removeSessions(ids: [id])
+            if json { return try printJSON(["sessionId": id.canonical]) }
             output("Deleted session \(id.canonical); the next push deletes it remotely.")
         }
     }

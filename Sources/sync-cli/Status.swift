@@ -15,7 +15,7 @@ extension SyncCLI {
         @Flag(help: "Print the status as JSON (the last report in full).") var json = false
 
         func run() async throws {
-            let store = try await storeOptions.open()
+            let store = try await storeOptions.openForReading()
             guard let identity = try await store.identity() else {
                 output("No device identity in \(store.directory.path); run `sync-cli init`.")
                 throw ExitCode(SyncExit.error)

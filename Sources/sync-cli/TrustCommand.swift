@@ -80,9 +80,12 @@ enum TrustCommand {
         manager?.recoveryKeyShown()
     }
 
-    static func manager(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws -> DeviceTrustManager
-    {
-        let store = try await storeOptions.open()
+    /// The trust manager over this store and its remote; `reading` opens a store that cannot be
+    /// written read-only (`trust status`).
+    static func manager(
+        _ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions, reading: Bool = false
+    ) async throws -> DeviceTrustManager {
+        let store = try await reading ? storeOptions.openForReading() : storeOptions.open()
         let remote = try await remoteOptions.remote(for: store)
         return DeviceTrustManager(local: store, remote: remote)
     }

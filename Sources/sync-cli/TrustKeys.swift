@@ -11,7 +11,8 @@ import SyncModel
 extension SyncCLI.Trust {
     /// `--json` of the commands that start a log or replace its keys.
     struct Started: Encodable {
-        let identityFingerprint: String
+        /// `null` only when it could not be read back after the key was bound.
+        let identityFingerprint: String?
         let head: TrustLogPosition?
         let trustRoot: Bool
         /// Shown once; absent when none was made.
@@ -147,7 +148,7 @@ extension SyncCLI.Trust {
                 try await TrustExit.run {
                     let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                     let recoveryKey = try await manager.newRecoveryKey()
-                    try TrustCommand.printNewKey(recoveryKey, manager: manager, json: json, qr: !noQr)
+                    try await TrustCommand.printNewKey(recoveryKey, manager: manager, json: json, qr: !noQr)
                 }
             }
         }
@@ -219,21 +220,30 @@ extension SyncCLI.Trust {
             try await TrustExit.run {
                 let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
                 let recoveryKey = try await manager.rotateIdentity()
-                try TrustCommand.printNewKey(recoveryKey, manager: manager, json: json, qr: !noQr)
+                try await TrustCommand.printNewKey(recoveryKey, manager: manager, json: json, qr: !noQr)
             }
         }
     }
 }
 
 extension TrustCommand {
-    /// Prints a new recovery key bound by a succession.
-    static func printNewKey(_ key: RecoveryKey, manager: DeviceTrustManager, json: Bool, qr: Bool) throws {
+    /// Prints a new recovery key bound by a succession, with the new identity fingerprint and
+    /// head (a succession changes both; the other devices compare them).
+    static func printNewKey(_ key: RecoveryKey, manager: DeviceTrustManager, json: Bool, qr: Bool) async throws {
+        // The key is bound already: a status that cannot be read must not keep it from being shown.
+        let status = try? await manager.status()
         if json {
-            try printJSON(["recoveryKey": key.revealText()])
+            try printJSON(
+                SyncCLI.Trust.Started(
+                    identityFingerprint: status?.identityFingerprint, head: status?.head,
+                    trustRoot: status?.isTrustRoot ?? true, recoveryKey: key.revealText()))
             manager.recoveryKeyShown()
             return
         }
         output("The identity key was replaced and handed to the other roots; a new recovery key is bound.")
+        if let fingerprint = status?.identityFingerprint {
+            output("Identity fingerprint: \(fingerprint) (it changed: compare it on your other devices)")
+        }
         try show(key, qr: qr, manager: manager)
     }
 }

@@ -43,8 +43,12 @@ extension SyncCLI.Trust {
             let (ask, quiet) = (!yes, json)
             try await TrustExit.run {
                 let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                // The names the device rows carry (the server's, unsigned): shown beside the ids.
+                let names = Dictionary(
+                    ((try? await manager.remote.listDevices()) ?? []).map { ($0.id, $0.name) },
+                    uniquingKeysWith: { first, _ in first })
                 let fingerprint = try await manager.recover(with: recoveryKey) { preview in
-                    if !quiet { TrustCommand.printPreview(preview) }
+                    if !quiet { TrustCommand.printPreview(preview, names: names) }
                     guard ask else { return true }
                     guard isatty(STDIN_FILENO) == 1 else { return false }
                     print("Make this desktop a trust root of this log? [y/N] ", terminator: "")
@@ -166,7 +170,7 @@ extension SyncCLI.Trust {
 
         func run() async throws {
             try await TrustExit.run {
-                let manager = try await TrustCommand.manager(storeOptions, remoteOptions)
+                let manager = try await TrustCommand.manager(storeOptions, remoteOptions, reading: true)
                 let status = try await manager.status()
                 if json { return try printJSON(status) }
                 switch status.mode {
@@ -202,7 +206,8 @@ extension SyncCLI.Trust {
 
 extension TrustCommand {
     /// What a recovery found, before it writes anything.
-    static func printPreview(_ preview: DeviceTrustManager.RecoveryPreview) {
+    /// The log a recovery would pin, each device with the name its row carries.
+    static func printPreview(_ preview: DeviceTrustManager.RecoveryPreview, names: [UUID: String]) {
         output("The trust log this recovery would pin:")
         output("  head: \(preview.head), written \(date(preview.headCreatedAt))")
         for entry in preview.lastEntries {
@@ -211,8 +216,9 @@ extension TrustCommand {
         output("  devices:")
         for device in preview.devices {
             let root = device.isRoot ? " (trust root)" : ""
+            let name = names[device.deviceID].map { "\($0)  " } ?? ""
             output(
-                "    \(device.deviceID.canonical)  [\(device.deviceType ?? "?")]  \(device.status?.rawValue ?? "-")\(root)"
+                "    \(name)[\(device.deviceType ?? "?")]  \(device.deviceID.canonical)  \(device.status?.rawValue ?? "-")\(root)"
             )
         }
         if preview.skippedBackups > 0 {

@@ -49,7 +49,30 @@ extension SyncCLI.Trust {
         @Flag(help: "When a root is revoked: keep the recovery key instead of making a new one.")
         var keepRecoveryKey = false
         @Flag(help: "Do not draw a new recovery key's QR code.") var noQr = false
+        @Flag(help: "Do not ask to confirm (for scripts): a revocation is for ever.") var yes = false
         @Flag(help: "Print the result as JSON (with a new recovery key, when one was made).") var json = false
+
+        /// Names what is about to be revoked for ever and asks, on a terminal; without one,
+        /// refuses unless `--yes` was given (nothing is revoked then).
+        static func confirm(_ targets: [RemoteDevice], ask: Bool, endingLogins: Bool) async throws {
+            guard ask, !targets.isEmpty else { return }
+            guard isatty(STDIN_FILENO) == 1 else {
+                throw CLIError(
+                    "trust revoke asks before revoking for ever; without a terminal to ask on, add --yes (nothing was revoked)"
+                )
+            }
+            output("Revoke for ever (no login can take it back; each must pair again from a new store):")
+            for device in targets {
+                output("  \(device.name)  [\(device.deviceType?.rawValue ?? "?")]  \(device.id.canonical)")
+            }
+            if endingLogins { output("and end every other login of this user on the auth server.") }
+            print("Revoke \(counted(targets.count, "device"))? [y/N] ", terminator: "")
+            fflush(nil)
+            // The person may take minutes: the wait holds a thread of its own, not the pool's.
+            let answer = try await Blocking.run { readLine(strippingNewline: true) }?
+                .trimmingCharacters(in: .whitespaces).lowercased()
+            guard answer == "y" || answer == "yes" else { throw CLIError("not confirmed: nothing was revoked") }
+        }
 
         func validate() throws {
             guard allOthers != !devices.isEmpty else {
@@ -70,14 +93,19 @@ extension SyncCLI.Trust {
                         "the embedded remote has no auth server: there are no logins to end; run without --end-other-logins"
                     )
                 }
-                let report: RevocationReport
+                let targets: [RemoteDevice]
                 if allOthers {
-                    report = try await manager.revokeAllOthers(keepRecoveryKey: keepRecoveryKey)
+                    targets = try await manager.otherDevices()
                 } else {
-                    let known = try await manager.remote.listDevices().map(\.id)
-                    let ids = try devices.map { try resolveID($0, among: known, kind: "device") }
-                    report = try await manager.revoke(Set(ids), keepRecoveryKey: keepRecoveryKey)
+                    let known = try await manager.remote.listDevices()
+                    let ids = Set(try devices.map { try resolveID($0, among: known.map(\.id), kind: "device") })
+                    targets = known.filter { ids.contains($0.id) }
                 }
+                try await Self.confirm(targets, ask: !yes, endingLogins: endOtherLogins)
+                let report =
+                    targets.isEmpty
+                    ? RevocationReport()
+                    : try await manager.revoke(Set(targets.map(\.id)), keepRecoveryKey: keepRecoveryKey)
                 if endOtherLogins { try await Self.endOtherLogins(address: address, store: manager.local) }
                 if json {
                     try printJSON(

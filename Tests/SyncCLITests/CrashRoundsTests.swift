@@ -327,7 +327,7 @@ final class CrashHarness: @unchecked Sendable {
         let killRevoke = Int.random(in: 0..<4, using: &random) == 0
         let revokeDelay = delay(for: "revoke")
         let revoke = try await runKilled(
-            ["trust", "revoke", "--store", desktop.path, id.canonical], after: killRevoke ? revokeDelay : 60)
+            ["trust", "revoke", "--store", desktop.path, id.canonical, "--yes"], after: killRevoke ? revokeDelay : 60)
         // Revoked means revoked in the trust log the desktop verifies.
         let desktopEngine = try await engine(desktop)
         let standing = try await DeviceTrustManager(local: desktopEngine.local, remote: desktopEngine.remote).status()

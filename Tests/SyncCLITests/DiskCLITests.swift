@@ -185,6 +185,35 @@ struct DiskCLITests {
         #expect(server.requests.count == before, "a request reached the server")
     }
 
+    @Test("a read-only store can still be inspected: status, trust status, secrets show, the lists (issue 69 item 12)")
+    func readOnlyStoreInspected() async throws {
+        let cli = try CLI()
+        let store = cli.store("d")
+        let repo = cli.directory.appendingPathComponent("project")
+        try FileManager.default.createDirectory(at: repo, withIntermediateDirectories: true)
+        #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", "laptop"]).status == 0)
+        #expect(try await cli.run(["login", "--store", store, "--email", "q@example.com"]).status == 0)
+        #expect(try await cli.run(["repo", "add", "--store", store, repo.path]).status == 0)
+        let session = try await cli.run(["session", "start", "--store", store, "--repo", repo.path]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await cli.run(["sync", "--store", store]).status == 0)
+        try Mounts.bindReadOnly(URL(fileURLWithPath: store))
+        defer { Mounts.unmount(URL(fileURLWithPath: store)) }
+        let reads: [[String]] = [
+            ["status"], ["status", "--json"], ["trust", "status"], ["secrets", "show", session], ["repo", "list"],
+            ["session", "list"],
+        ]
+        for command in reads {
+            let result = try await cli.run(command + ["--store", store])
+            #expect(result.status == 0, "\(command): \(result.status) \(result.err)")
+        }
+        let status = try await cli.run(["status", "--store", store])
+        #expect(status.out.contains("laptop"), "\(status.out)")
+        // A command that writes is still refused, saying why.
+        let sync = try await cli.run(["sync", "--store", store])
+        #expect(sync.status == 1 && sync.err.contains("read-only"), "\(sync.status) \(sync.err)")
+    }
+
     @Test("a store on read-only media: a clear error before any network request")
     func readOnlyMedia() async throws {
         let cli = try CLI()

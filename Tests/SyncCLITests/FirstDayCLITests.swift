@@ -336,8 +336,39 @@ struct FirstDayCLITests {
         #expect(try await cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
         let embedded = try await cli.run(["trust", "revoke", "--store", desktop, "--all-others", "--end-other-logins"])
         #expect(embedded.status == 1 && embedded.err.contains("no auth server"))
-        let revoked = try await cli.run(["trust", "revoke", "--store", desktop, "--all-others"])
+        // Without a terminal to ask on and without --yes, nothing is revoked (issue 69 item 14).
+        let unasked = try await cli.run(["trust", "revoke", "--store", desktop, "--all-others"])
+        #expect(unasked.status == 1 && unasked.err.contains("add --yes (nothing was revoked)"), "\(unasked.err)")
+        #expect(try await cli.run(["pull", "--store", phone]).status == 0, "the phone was revoked unasked")
+        let revoked = try await cli.run(["trust", "revoke", "--store", desktop, "--all-others", "--yes"])
         #expect(revoked.status == 0 && revoked.out.contains("The remote ended them: their credentials, their logins"))
         #expect(!revoked.out.contains("--end-other-logins"))
+    }
+
+    /// `trust revoke` on a terminal (a pseudo-terminal from util-linux's `script`): it names each
+    /// device and asks; anything but yes revokes nothing (issue 69 item 14).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func revokeAsksOnATerminalNamingTheDevices() async throws {
+        let cli = try CLI()
+        let (desktop, phone, _) = try await Self.desktopAndPhone(cli)
+        #expect(try await cli.run(["pull", "--store", phone]).status == 0)
+        #expect(try await cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
+        func onATerminal(_ answer: String) async throws -> String {
+            try await offThePool {
+                let child = try SpawnedChild(
+                    "/usr/bin/script",
+                    ["-qec", "\(CLI.path) trust revoke --store \(desktop) --all-others", "/dev/null"],
+                    environment: cli.environment([:]), workingDirectory: cli.directory, stdin: answer + "\n")
+                _ = try child.wait()
+                return child.output
+            }
+        }
+        let declined = try await onATerminal("n")
+        #expect(declined.contains("mobile  [ios-phone]") && declined.contains("Revoke 1 device? [y/N]"), "\(declined)")
+        #expect(declined.contains("not confirmed: nothing was revoked"), "\(declined)")
+        #expect(try await cli.run(["pull", "--store", phone]).status == 0, "the phone was revoked though declined")
+        let confirmed = try await onATerminal("y")
+        #expect(confirmed.contains("Revoked "), "\(confirmed)")
+        #expect(try await cli.run(["pull", "--store", phone]).status != 0, "the phone was not revoked")
     }
 }

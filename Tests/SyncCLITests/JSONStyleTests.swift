@@ -43,9 +43,41 @@ struct JSONStyleTests {
         }
     }
 
-    @Test("every --json a paired desktop and phone print is in the one style")
+    /// docs/cli.md's JSON table.
+    static let documented: [String: JSONShape] = {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../docs/cli.md")
+        return JSONShape.documented(in: (try? String(contentsOf: docs, encoding: .utf8)) ?? "")
+    }()
+
+    /// The documented command a command line runs: the longest run of its leading words (up
+    /// to three) that the table names.
+    static func documentedCommand(_ arguments: [String]) -> String? {
+        let words = arguments.prefix { !$0.hasPrefix("-") }
+        return (1...min(3, max(1, words.count))).reversed().map { words.prefix($0).joined(separator: " ") }
+            .first { documented[$0] != nil }
+    }
+
+    /// Runs `command` with `--json`: exit 0, the one style, and the shape its row in docs/cli.md gives.
+    static func check(_ cli: CLI, _ command: [String], stdin: String? = nil) async throws -> Any {
+        let result = try await cli.run(command + ["--json"], stdin: stdin)
+        #expect(result.status == 0, "\(command): \(result.status) \(result.err)")
+        let value = try JSONSerialization.jsonObject(with: Data(result.out.utf8), options: [.fragmentsAllowed])
+        let found = Self.violations(value)
+        #expect(found.isEmpty, "\(command.prefix(2).joined(separator: " ")): \(found)")
+        guard let name = documentedCommand(command), let shape = documented[name] else {
+            Issue.record("\(command.prefix(3)): no row of docs/cli.md's JSON table names this command")
+            return value
+        }
+        let wrong = shape.violations(of: value)
+        #expect(wrong.isEmpty, "\(name): docs/cli.md says \(shape.keys.sorted()); \(wrong)")
+        return value
+    }
+
+    @Test("every --json a paired desktop and phone print is in the one style, in the shape docs/cli.md gives")
     func everyCommand() async throws {
         let cli = try CLI()
+        #expect(Self.documented.count > 40, "docs/cli.md's JSON table was not read: \(Self.documented.count) rows")
         let session = try await ApprovalCLITests.paired(cli)
         let (d, p) = (cli.store("d"), cli.store("p"))
         _ = try await cli.run(["session", "activity", "--store", p, session])
@@ -54,22 +86,41 @@ struct JSONStyleTests {
             ["status", "--store", d], ["status", "--store", p], ["sync", "--store", d], ["sync", "--store", p],
             ["push", "--store", d], ["pull", "--store", p], ["repo", "list", "--store", d],
             ["session", "list", "--store", d], ["session", "list", "--store", p],
-            ["session", "activity", "--store", d, session],
+            ["session", "activity", "--store", d, session], ["session", "touch", "--store", d, session],
             ["session", "status", "--store", d, session, "waiting", "--operation", "asks"],
+            ["session", "notify", "--store", d, session, "paused"],
             ["devices", "list", "--store", d], ["trust", "status", "--store", d], ["trust", "status", "--store", p],
             ["trust", "invite", "--store", d, "--device-type", "ios-phone"], ["trust", "approve", "--store", d],
             ["secrets", "show", "--store", d, session], ["secrets", "show", "--store", p, session],
             ["notifications", "show", "--store", p], ["notifications", "set", "--store", p, "details", "on"],
             ["outbox", "list", "--store", p], ["approval", "list", "--store", p],
+            ["push-token", "register", "--store", p, String(repeating: "cd", count: 32)],
             ["push-token", "status", "--store", p],
+            ["push-token", "invalidate", "--store", p, String(repeating: "cd", count: 32)],
+            ["trust", "recovery-key", "show", "--store", d],
         ]
-        for command in commands {
-            let result = try await cli.run(command + ["--json"])
-            #expect(result.status == 0, "\(command): \(result.status) \(result.err)")
-            let value = try JSONSerialization.jsonObject(with: Data(result.out.utf8), options: [.fragmentsAllowed])
-            let found = Self.violations(value)
-            #expect(found.isEmpty, "\(command.prefix(2).joined(separator: " ")): \(found)")
-        }
+        for command in commands { _ = try await Self.check(cli, command) }
+
+        // The commands that make things, each on what the one before made.
+        let x = cli.store("x")
+        _ = try await Self.check(cli, ["init", "--store", x, "--role", "desktop", "--name", "spare"])
+        _ = try await Self.check(cli, ["login", "--store", x, "--email", "q@example.com"])
+        let project = cli.directory.appendingPathComponent("second")
+        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        let repository = try await Self.check(cli, ["repo", "add", "--store", d, project.path]) as? [String: Any]
+        let repositoryID = try #require(repository?["id"] as? String)
+        let started = try await Self.check(cli, ["session", "start", "--store", d, "--repo", repositoryID])
+        let sessionID = try #require((started as? [String: Any])?["id"] as? String)
+        _ = try await Self.check(cli, ["session", "end", "--store", d, sessionID])
+        _ = try await Self.check(cli, ["session", "delete", "--store", d, sessionID])
+        _ = try await Self.check(cli, ["repo", "remove", "--store", d, repositoryID])
+        let asked = try await Self.check(
+            cli, ["question", "ask", "--store", d, session, "--from-file", "-"], stdin: "Rebase onto main?")
+        let questionID = try #require((asked as? [String: Any])?["questionId"] as? String)
+        _ = try await Self.check(cli, ["question", "show", "--store", p, questionID])
+        _ = try await Self.check(cli, ["question", "close", "--store", d, questionID, "--cancelled"])
+        _ = try await Self.check(cli, ["trust", "recovery-key", "new", "--store", d])
+        _ = try await Self.check(cli, ["trust", "rotate-identity", "--store", d])
     }
 
     @Test("the style's key rule, and the checker catches each kind of break")
@@ -82,5 +133,18 @@ struct JSONStyleTests {
         #expect(Self.violations(["a": "0C6A4A53-55A5-4D8E-9D83-3F0E3B3F2F11"]).count == 1)
         #expect(Self.violations(["a": "2026-11-27T08:00:00.123+00:00"]).count == 1)
         #expect(Self.violations(["a": "2026-11-27T08:00:00Z", "b": "0c6a4a53-55a5-4d8e-9d83-3f0e3b3f2f11"]).isEmpty)
+        // The docs table's shapes: keys at the top, `key?` optional, prose in parentheses ignored.
+        let table = """
+            | command | JSON |
+            |---|---|
+            | `a b`, `c` | {`x`, `y?`, `z` [{`inner`}]} (as `other` prints) |
+            | `d` | [{`p`, …}] |
+            """
+        let shapes = JSONShape.documented(in: table)
+        #expect(shapes["a b"] == JSONShape(keys: ["x", "y", "z"], optional: ["y"], open: false) && shapes["c"] != nil)
+        #expect(shapes["d"] == JSONShape(keys: ["p"], open: true))
+        #expect(shapes["a b"]?.violations(of: ["x": 1, "z": []]) == [])
+        #expect(shapes["a b"]?.violations(of: ["y": 1, "z": [], "w": 0]) == ["missing x", "undocumented w"])
+        #expect(shapes["d"]?.violations(of: [["p": 1, "q": 2], ["q": 3]]) == ["missing p"])
     }
 }

@@ -57,6 +57,8 @@ struct RecoveryCLITests {
         // Without a terminal to confirm on, recovery writes nothing unless told --yes.
         let unconfirmed = try await cli.run(["trust", "recover", "--store", cli.store("s")], stdin: recoveryKey + "\n")
         #expect(unconfirmed.status == 1 && unconfirmed.err.contains("not confirmed"))
+        // The preview names each device (issue 69 item 14), not only its id.
+        #expect(unconfirmed.out.contains("phone  [ios-phone]"), "\(unconfirmed.out)")
         #expect(!FileManager.default.fileExists(atPath: cli.store("s") + "/identity.key"))
         let recovered = try await cli.run(
             ["trust", "recover", "--yes", "--store", cli.store("s")], stdin: recoveryKey + "\n")

@@ -398,7 +398,7 @@ struct SyncCLILoginTests {
             )
             .status == 0)
         let plain = try await cli.run(
-            ["trust", "revoke", "--store", cli.store("d"), "--all-others"], environment: environment)
+            ["trust", "revoke", "--store", cli.store("d"), "--all-others", "--yes"], environment: environment)
         #expect(
             plain.status == 0 && plain.out.contains("The remote ended them")
                 && plain.out.contains("--end-other-logins"),
@@ -411,7 +411,7 @@ struct SyncCLILoginTests {
             ($0 as? RemoteStoreError)?.code == .unauthorized
         }
         let ended = try await cli.run(
-            ["trust", "revoke", "--store", cli.store("d"), "--all-others", "--end-other-logins"],
+            ["trust", "revoke", "--store", cli.store("d"), "--all-others", "--end-other-logins", "--yes"],
             environment: environment)
         #expect(ended.status == 0 && ended.out.contains("Ended every other login"), "\(ended.err)")
         // The desktop's own login goes on.

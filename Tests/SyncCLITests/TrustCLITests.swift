@@ -86,7 +86,7 @@ struct TrustCLITests {
 
         // Revocation rotates the session's secret at once; generation 1 stays readable here.
         let before = try await cli.run(["secrets", "show", "--store", cli.store("d"), session, "--reveal"]).out
-        let revoked = try await cli.run(["trust", "revoke", "--store", cli.store("d"), "--all-others"])
+        let revoked = try await cli.run(["trust", "revoke", "--store", cli.store("d"), "--all-others", "--yes"])
         #expect(revoked.status == 0 && revoked.out.contains("Revoked"))
         #expect(revoked.out.contains("Rotated 1 of this desktop's sessions"), "\(revoked.out)")
         let rotated = try await cli.run(["push", "--store", cli.store("d"), "--json"])

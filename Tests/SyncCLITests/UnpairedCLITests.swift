@@ -51,7 +51,7 @@ struct UnpairedCLITests {
         let status = try await cli.run(["trust", "status", "--store", cli.store("p"), "--json"])
         let phone = try #require(
             (try JSONSerialization.jsonObject(with: Data(status.out.utf8)) as? [String: Any])?["deviceId"] as? String)
-        let revoke = try await cli.run(["trust", "revoke", "--store", cli.store("d"), phone])
+        let revoke = try await cli.run(["trust", "revoke", "--store", cli.store("d"), phone, "--yes"])
         #expect(revoke.status == 0, "\(revoke.out) \(revoke.err)")
         let reinvite = try await cli.run([
             "trust", "invite", "--store", cli.store("d"), "--device-type", "ios-phone", "--no-qr",

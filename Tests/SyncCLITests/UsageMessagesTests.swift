@@ -270,7 +270,8 @@ struct UsageMessagesTests {
         #expect(before.status == 0 && before.out.contains("(authenticated)") && !before.out.contains("revoked"))
 
         let otherID = try #require(try await DeviceStore.opened(directory: URL(fileURLWithPath: other)).identity()).id
-        #expect(try await cli.run(["trust", "revoke", "--store", cli.store("d"), otherID.canonical]).status == 0)
+        #expect(
+            try await cli.run(["trust", "revoke", "--store", cli.store("d"), otherID.canonical, "--yes"]).status == 0)
         #expect(try await cli.run(["sync", "--store", cli.store("p")]).status <= 2)
         let after = try await cli.run(["secrets", "show", "--store", cli.store("p"), sealed])
         #expect(after.status == 0, "\(after.err)")

@@ -22,6 +22,7 @@ extension DeviceTrustManager {
     ///     stays where it was; see the docs' limits).
     ///   - now: The revocations' time.
     /// - Throws: ``SyncError`` `.notTrustRoot`, `.unknownDevice`, trust-log errors.
+    @discardableResult
     public func revoke(
         _ deviceIDs: Set<UUID>, keepRecoveryKey: Bool = false, now: Date = Date()
     ) async throws
@@ -99,14 +100,21 @@ extension DeviceTrustManager {
     /// the devices keep the user's login (end it with `SupabaseAuth.logout(accessToken:scope:)`
     /// and scope `others`, where the auth server offers it).
     public func revokeAllOthers(keepRecoveryKey: Bool = false, now: Date = Date()) async throws -> RevocationReport {
-        let (identity, user) = try await signedIn()
-        let state = try await verifiedLog()
-        let others = Set(
-            try await remote.listDevices().filter {
-                $0.userID == user && $0.id != identity.id && state.devices[$0.id]?.isRevoked != true
-            }.map(\.id))
+        let others = Set(try await otherDevices().map(\.id))
         guard !others.isEmpty else { return RevocationReport() }
         return try await revoke(others, keepRecoveryKey: keepRecoveryKey, now: now)
+    }
+
+    /// The devices ``revokeAllOthers(keepRecoveryKey:now:)`` would revoke now: every device row
+    /// of the user but this one that the verified log does not show revoked. An app shows them
+    /// (names, types) for the person to confirm, then revokes exactly those with
+    /// ``revoke(_:keepRecoveryKey:now:)``.
+    public func otherDevices() async throws -> [RemoteDevice] {
+        let (identity, user) = try await signedIn()
+        let state = try await verifiedLog()
+        return try await remote.listDevices().filter {
+            $0.userID == user && $0.id != identity.id && state.devices[$0.id]?.isRevoked != true
+        }
     }
 
     /// Makes a certified desktop a root (`trust grant-root`): a root grant sealing the identity

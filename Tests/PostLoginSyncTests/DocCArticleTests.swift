@@ -151,7 +151,10 @@ func answerAgentQuestion(questionID: UUID, store: DeviceStore, remote: any SyncR
 }
 
 func openSharedStore(appGroupContainer: URL, keys: any DeviceKeyStore) async throws -> DeviceStore {
-    try await DeviceStore.opened(directory: appGroupContainer.appendingPathComponent("session-sync"), keyStore: keys)
+    // `sharedContainer: true`: iOS kills a suspended app that holds a SQLite lock in an App Group
+    // container; with it, the store lets go of its locks while the app is suspended.
+    try await DeviceStore.opened(
+        directory: appGroupContainer.appendingPathComponent("session-sync"), keyStore: keys, sharedContainer: true)
 }
 
 #if canImport(Security)

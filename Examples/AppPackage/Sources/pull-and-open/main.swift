@@ -7,20 +7,9 @@ import RemoteStore
 import SecretCrypto
 import SyncModel
 
-// The code of the article "Pull and open secrets in an iOS app", as written there.
-
-func pullAndOpen(store: DeviceStore, remote: any SyncRemote, sessionID: UUID) async throws -> SessionSecret {
-    _ = try await SyncEngine(local: store, remote: remote).sync()
-    let opened = try await store.openReceived(sessionID: sessionID)
-    return opened.secret
-}
-
-func openSharedStore(appGroupContainer: URL, keys: any DeviceKeyStore) async throws -> DeviceStore {
-    try await DeviceStore.opened(directory: appGroupContainer.appendingPathComponent("session-sync"), keyStore: keys)
-}
-
-// Around it: a desktop and the phone, paired on an embedded remote; the desktop starts a session
-// and pushes; the phone (the app and its extension on one App Group directory) pulls and opens.
+// Around the articles' code (ArticleCode.swift): a desktop and the phone, paired on an embedded
+// remote; the desktop starts a session and pushes; the phone's app pulls and opens, and its
+// extension, a second store on the same App Group directory, opens the same secret.
 
 let container = FileManager.default.temporaryDirectory.appendingPathComponent("app-check-\(UUID().uuidString)")
 defer { try? FileManager.default.removeItem(at: container) }
@@ -36,8 +25,11 @@ let phone = try await openSharedStore(appGroupContainer: container.appendingPath
 try await phone.createIdentity(name: "phone", deviceType: .iosPhone, role: .mobile)
 try await phone.setUserID(user)
 
-let desktopRemote = try EmbeddedRemoteStore(path: remotePath, userID: user, signedInAt: Date())
-let phoneRemote = try EmbeddedRemoteStore(path: remotePath, userID: user)
+// Each remote acts for the device whose credential it carries (docs/trust.md, "Device credentials").
+let desktopRemote = try EmbeddedRemoteStore(
+    path: remotePath, userID: user, signedInAt: Date(), credential: try await desktop.deviceCredential())
+let phoneRemote = try EmbeddedRemoteStore(
+    path: remotePath, userID: user, credential: try await phone.deviceCredential())
 _ = try await SyncEngine(local: phone, remote: phoneRemote).sync()
 let desktopTrust = DeviceTrustManager(local: desktop, remote: desktopRemote)
 _ = try await desktopTrust.initialize()
@@ -56,6 +48,11 @@ _ = try await SyncEngine(local: desktop, remote: desktopRemote).sync()
 let secret = try await pullAndOpen(store: phone, remote: phoneRemote, sessionID: session.id)
 guard secret == (try await desktop.openOwnSecret(sessionID: session.id)) else {
     print("app-check: the phone opened another secret than the desktop sealed")
+    exit(1)
+}
+let appExtension = try await openSharedStore(appGroupContainer: container.appendingPathComponent("group"), keys: keys)
+guard secret == (try await appExtension.openReceived(sessionID: session.id).secret) else {
+    print("app-check: the extension's store opened another secret than the app's")
     exit(1)
 }
 let backends = CryptoBackend.available.map(\.rawValue).joined(separator: ", ")

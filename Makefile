@@ -26,7 +26,8 @@ build: deps
 ## stops the stack (by pid, even when tests fail); runs the crypto, envelope, trust, approval
 ## and recovery suites again on the swift-crypto backend; runs every vector file through
 ## `sync-cli vectors verify` on both backends; checks that no library reaches a C library on
-## Apple platforms.
+## Apple platforms, that each article's snippet is the compiled code, and that every version tag
+## names the commit that set its version. With the rig on, a warning fails the build.
 test: deps
 	$(RIG) $(SWIFT) build $(BUILD_FLAGS) --build-tests
 	$(RIG) scripts/with-stack.sh scripts/schema.sh check -- $(SWIFT) test $(BUILD_FLAGS)
@@ -34,6 +35,8 @@ test: deps
 	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS))
 	$(CLI) vectors verify --backend swift-crypto testvectors/*.json testvectors/third_party/*/*.json
 	scripts/check-app-graph.sh
+	scripts/check-snippets.sh
+	scripts/tag-versions.sh --check
 	scripts/check-readme.sh
 	scripts/check-install.sh
 

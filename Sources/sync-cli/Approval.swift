@@ -271,9 +271,18 @@ extension SyncCLI.Approval {
             let summaries = rows.map { ApprovalSummary($0) }
             if json { return try printJSON(summaries) }
             if summaries.isEmpty { output(pending ? "No pending approval requests." : "No approval requests.") }
+            // The decider by the name its device row carries, with its id.
+            let names =
+                summaries.contains { $0.decidedByDeviceId != nil }
+                ? Dictionary(
+                    ((try? await context.run { try await $0.remote.listDevices() }) ?? []).map {
+                        ($0.id.canonical, $0.name)
+                    }, uniquingKeysWith: { first, _ in first }) : [:]
             for item in summaries {
                 let when = item.decidedAt.map(JSONStyle.date) ?? "?"
-                let decided = item.decidedByDeviceId.map { " by \($0) at \(when)" } ?? ""
+                let decided =
+                    item.decidedByDeviceId.map { id in " by \(names[id].map { "\($0) (\(id))" } ?? id) at \(when)" }
+                    ?? ""
                 output("\(item.requestId)  session \(item.sessionId.prefix(8))  \(item.status)\(decided)")
             }
         }

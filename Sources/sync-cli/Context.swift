@@ -37,6 +37,14 @@ struct StoreOptions: ParsableArguments {
         return try await DeviceStore.opened(directory: directory)
     }
 
+    /// ` --store DIR` when the person gave `--store`, for the hints that name a next command (a
+    /// hint that drops it would act on another store); empty otherwise.
+    var flag: String {
+        guard let store else { return "" }
+        let quoted = store.contains(where: { $0 == " " || $0 == "'" }) ? "'\(store.replacingOccurrences(of: "'", with: "'\\''"))'" : store
+        return " --store \(quoted)"
+    }
+
     /// Opens the store for a command that only reads it: as ``open()`` does, and when the store
     /// cannot be written (read-only media, a directory this user cannot write), read-only, so
     /// that it can still be inspected. A write through it fails with the store's read-only error.

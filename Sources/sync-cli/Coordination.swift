@@ -377,7 +377,7 @@ extension SyncCLI {
                 if entries.isEmpty { return output("The outbox is empty.") }
                 for entry in entries {
                     let state =
-                        entry.deliveredAt.map { "delivered \(Timestamp.format($0))" }
+                        entry.deliveredAt.map { "delivered \(JSONStyle.date($0))" }
                         ?? "pending (\(entry.attempts) attempts)"
                     output(
                         "#\(entry.id)  \(entry.pushType)/\(entry.priority)  to \(entry.deviceID?.canonical ?? "?") \(entry.tokenHint)  \(state)"

@@ -41,6 +41,16 @@ extension SyncCLI.Session {
         func run() async throws {
             let context = try await CoordinationContext(storeOptions, remoteOptions)
             let id = try await context.session(session)
+            // Only the desktop that runs a session may raise its task alerts: said here, before a
+            // request the server would refuse with a reason that points elsewhere.
+            let identity = try await context.store.requireIdentity()
+            if let record = try await context.store.sessions().first(where: { $0.id == id }),
+                record.deviceID != identity.id
+            {
+                throw CLIError(
+                    "only the desktop that runs a session may notify about it: session \(id.canonical) runs on device "
+                        + "\(record.deviceID.canonical); run `sync-cli session notify` there (nothing was sent)")
+            }
             let alerts = SessionAlerts(local: context.store, remote: context.coordinator.remote)
             let queued = try await context.run(migration: "notifications_2") { _ in
                 try await alerts.notify(session: id, kind: event.kind)

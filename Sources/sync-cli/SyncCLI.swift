@@ -1,6 +1,7 @@
 import ArgumentParser
 import RemoteSelection
 import RemoteStore
+import SyncModel
 
 #if canImport(Glibc)
 import Glibc
@@ -104,20 +105,6 @@ func unknownSubcommand(_ arguments: [String]) -> String? {
         return "unknown command '\(argument)' (`\(here) --help` lists them)"
     }
     return nil
-}
-
-/// The Levenshtein distance between two short words.
-func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a), b = Array(b)
-    var previous = Array(0...b.count)
-    for i in 1...max(a.count, 1) where !a.isEmpty {
-        var current = [i] + [Int](repeating: 0, count: b.count)
-        for j in 1...max(b.count, 1) where !b.isEmpty {
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-        }
-        previous = current
-    }
-    return a.isEmpty ? b.count : previous[b.count]
 }
 
 /// Caps glibc's malloc arenas at two. glibc gives every thread that allocates at once an arena

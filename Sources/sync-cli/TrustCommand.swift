@@ -116,10 +116,4 @@ enum TrustCommand {
             return answer == "y" || answer == "yes"
         }
     }
-
-    static func time(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.dateFormat = "HH:mm:ss"
-        return formatter.string(from: date)
-    }
 }

@@ -41,7 +41,7 @@ extension SyncCLI.Trust {
                         "identityFingerprint": code.fingerprint.description,
                     ])
                 } else {
-                    output("Pairing code (valid until \(TrustCommand.time(expiresAt)), single use):")
+                    output("Pairing code (valid until \(JSONStyle.date(expiresAt)), single use):")
                     output("")
                     output("    \(text)")
                     output("")

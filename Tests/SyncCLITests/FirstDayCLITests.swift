@@ -372,3 +372,19 @@ struct FirstDayCLITests {
         #expect(try await cli.run(["pull", "--store", phone]).status != 0, "the phone was not revoked")
     }
 }
+
+extension FirstDayCLITests {
+    /// Issue 69 item 11: a hint that names the next command keeps the store it was given, and a
+    /// date a person reads is in the one form (RFC 3339, UTC, `Z`), the pairing code's validity too.
+    @Test func hintsKeepTheStoreAndDatesHaveOneForm() async throws {
+        let cli = try CLI()
+        let desktop = cli.store("desk top")
+        let created = try await cli.run(["init", "--store", desktop, "--role", "desktop", "--name", "laptop"])
+        #expect(created.out.contains("Next: sync-cli login --store '\(desktop)'"), "\(created.out)")
+        #expect(try await cli.run(["login", "--store", desktop, "--email", "a@b.c"]).status == 0)
+        #expect(try await cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
+        let invite = try await cli.run(["trust", "invite", "--store", desktop, "--device-type", "ios-phone", "--no-qr"])
+        #expect(
+            invite.out.contains(/valid until \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z, single use/), "\(invite.out)")
+    }
+}

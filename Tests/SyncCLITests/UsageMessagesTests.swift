@@ -38,6 +38,9 @@ struct UsageMessagesTests {
         #expect(!pull.err.contains("Unknown option"))
         let approve = try await cli.run(["trust", "aprove", "--store", cli.store("x")])
         #expect(approve.status == 64 && approve.err.contains("did you mean `sync-cli trust approve`?"))
+        // Two neighbours swapped is one slip of the fingers (issue 69 item 11).
+        let swapped = try await cli.run(["sycn", "--store", cli.store("x")])
+        #expect(swapped.status == 64 && swapped.err.contains("did you mean `sync-cli sync`?"), "\(swapped.err)")
         let nothing = try await cli.run(["frobnicate"])
         #expect(nothing.status == 64 && nothing.err.contains("unknown command 'frobnicate'"))
         #expect(!nothing.err.contains("did you mean"))

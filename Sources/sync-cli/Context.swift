@@ -41,7 +41,9 @@ struct StoreOptions: ParsableArguments {
     /// hint that drops it would act on another store); empty otherwise.
     var flag: String {
         guard let store else { return "" }
-        let quoted = store.contains(where: { $0 == " " || $0 == "'" }) ? "'\(store.replacingOccurrences(of: "'", with: "'\\''"))'" : store
+        let quoted =
+            store.contains(where: { $0 == " " || $0 == "'" })
+            ? "'\(store.replacingOccurrences(of: "'", with: "'\\''"))'" : store
         return " --store \(quoted)"
     }
 

@@ -41,7 +41,8 @@ extension SyncEngine {
             try await local.setSetting(.advertisedVersions, nil)
         }
         let plan = try await planSealing(
-            identity: identity, recipients: recipients, sealable: sealable, entry: &entry, recorder: recorder)
+            identity: identity, recipients: recipients, revoked: Set(trust?.revocations.keys.map { $0 } ?? []),
+            sealable: sealable, entry: &entry, recorder: recorder)
         entry.sent = plan.needed
         entry.skipped = plan.own.count * recipients.count - plan.needed
         guard plan.needed > 0 else { return }
@@ -69,8 +70,8 @@ extension SyncEngine {
     /// longer qualify, and counts the pairs to seal from the ledger's coverage, without reading
     /// the entries.
     func planSealing(
-        identity: DeviceIdentity, recipients: [Recipient], sealable: Set<UUID>, entry: inout PhaseReport,
-        recorder: Recorder
+        identity: DeviceIdentity, recipients: [Recipient], revoked: Set<UUID>, sealable: Set<UUID>,
+        entry: inout PhaseReport, recorder: Recorder
     ) async throws -> SealPlan {
         let recipientIDs = Set(recipients.map(\.deviceID))
         let writesV2 = options.envelopeVersions.contains(2)
@@ -94,7 +95,8 @@ extension SyncEngine {
         }
 
         // A device that asked holds none it can open, whatever the ledger says.
-        let requested = try await openRequests(own: ownIDs, recipients: recipientIDs, recorder: recorder)
+        let requested = try await openRequests(
+            own: ownIDs, recipients: recipientIDs, revoked: revoked, recorder: recorder)
         let marks = Dictionary(
             recipients.map { ($0.deviceID, $0.ledgerMark(version: $0.version(writingVersion2: writesV2))) },
             uniquingKeysWith: { first, _ in first })
@@ -193,10 +195,13 @@ extension SyncEngine {
 
     /// The open secret requests for this desktop's sessions (coordination.md), by pair: each
     /// from a device that qualifies is served; each from one that does not is counted in the
-    /// report (with the device) and left open, not an error: the recipient policy decided.
-    /// Nothing when the remote has no requests table.
-    func openRequests(own: Set<UUID>, recipients: Set<UUID>, recorder: Recorder) async throws -> [EnvelopePair: [UUID]]
-    {
+    /// report (with the device) and left open, not an error: the recipient policy decided, and
+    /// the device may qualify later. One from a device the verified log revoked never will: it
+    /// is counted once and closed (marked fulfilled, the one way a desktop closes a request), so
+    /// no later push or watch refuses it again. Nothing when the remote has no requests table.
+    func openRequests(
+        own: Set<UUID>, recipients: Set<UUID>, revoked: Set<UUID>, recorder: Recorder
+    ) async throws -> [EnvelopePair: [UUID]] {
         let open: [SecretRequestRow]
         do {
             open = try await remote.secretRequests().listOpenSecretRequests().filter { own.contains($0.sessionID) }
@@ -206,17 +211,20 @@ extension SyncEngine {
         var summary = SecretRequestSummary()
         summary.open = open.count
         var served: [EnvelopePair: [UUID]] = [:]
+        var settled: Set<UUID> = []
         for request in open {
             if recipients.contains(request.requesterDeviceID) {
                 served[EnvelopePair(sessionID: request.sessionID, deviceID: request.requesterDeviceID), default: []]
                     .append(request.id)
             } else {
+                if revoked.contains(request.requesterDeviceID) { settled.insert(request.id) }
                 summary.refused += 1
                 if !summary.refusedDevices.contains(request.requesterDeviceID) {
                     summary.refusedDevices.append(request.requesterDeviceID)
                 }
             }
         }
+        if !settled.isEmpty { try await remote.secretRequests().fulfilSecretRequests(ids: settled) }
         if !open.isEmpty { recorder.report.secretRequests = summary }
         return served
     }

@@ -230,6 +230,11 @@ info() {
          -H 'Content-Type: application/json' -d '{"email":"you@example.com","password":"choose-a-password"}'
   then send  apikey: <apikey>  and  Authorization: Bearer <access_token>.
 
+  Or sign a store in with sync-cli (after the signup above; the password at its prompt):
+    .build/debug/sync-cli init --store /tmp/desktop --role desktop --name laptop
+    SUPABASE_ANON_KEY=$SYNC_STACK_ANON_KEY .build/debug/sync-cli login --store /tmp/desktop \\
+         --remote $SYNC_STACK_URL --email you@example.com
+
   Stop it with: STACK_DIR=$STACK_DIR $0 stop
 INFO
 }

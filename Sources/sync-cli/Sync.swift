@@ -158,11 +158,18 @@ enum SyncRunner {
         }
     }
 
+    /// The requests, with the bytes they carried when any were counted: an embedded remote
+    /// answers in the process, with no bytes on a wire to count.
+    static func traffic(_ report: SyncReport) -> String {
+        let requests = counted(report.requests, "request")
+        guard report.bytesSent > 0 || report.bytesReceived > 0 else { return requests }
+        return "\(requests), \(report.bytesSent) bytes sent, \(report.bytesReceived) received"
+    }
+
     static func printSummary(_ report: SyncReport) {
         output(
             "\(report.direction.rawValue.capitalized) \(report.outcome.rawValue) in \(String(format: "%.2f", report.durationSeconds)) s: "
-                + "\(report.requests) requests, \(report.bytesSent) bytes sent, \(report.bytesReceived) received, "
-                + "\(report.envelopesSealed) envelopes sealed, \(report.envelopesOpened) opened")
+                + "\(traffic(report)), \(report.envelopesSealed) envelopes sealed, \(report.envelopesOpened) opened")
         if let reconciliation = report.reconciliation {
             output(
                 reconciliation.method == .digest
@@ -191,6 +198,9 @@ enum SyncRunner {
                 )
             }
             if let note = trust.note { output("  note: \(note)") }
+            // What verifying the trust reported without failing: a pending or vetoed reset, a
+            // clock behind the log, ignored witnesses, a root's duty not done.
+            for issue in trust.reports { output("  note: \(issue.message)") }
         }
         for phase in report.phases {
             output(

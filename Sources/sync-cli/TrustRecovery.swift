@@ -133,7 +133,17 @@ extension SyncCLI.Trust {
                 }
                 output("Identity fingerprint: \(outcome.fingerprint)")
                 if let recoveryKey = outcome.recoveryKey { try TrustCommand.show(recoveryKey, qr: !noQr) }
-                output("Pair your other devices again: `sync-cli trust invite` here, `sync-cli trust join` there.")
+                if outcome.inEffect {
+                    output("Pair your other devices again: `sync-cli trust invite` here, `sync-cli trust join` there.")
+                } else {
+                    // Nothing is true yet of the new identity: no invite can be made from it.
+                    output(
+                        "Until then nothing changes: every device keeps the identity in force, and `sync-cli trust status` "
+                            + "here shows the reset pending. If no root vetoes it, this desktop's first sync after that "
+                            + "makes it the new identity's root; then pair your other devices again (`sync-cli trust "
+                            + "invite` here, `sync-cli trust join` there). A root's sync vetoes it, and this desktop's "
+                            + "next sync says so.")
+                }
             }
         }
 

@@ -382,6 +382,10 @@ extension FirstDayCLITests {
         let created = try await cli.run(["init", "--store", desktop, "--role", "desktop", "--name", "laptop"])
         #expect(created.out.contains("Next: sync-cli login --store '\(desktop)'"), "\(created.out)")
         #expect(try await cli.run(["login", "--store", desktop, "--email", "a@b.c"]).status == 0)
+        // The embedded remote answers in the process: requests are counted, no bytes claimed.
+        let synced = try await cli.run(["sync", "--store", desktop])
+        #expect(synced.out.contains(/success in [0-9.]+ s: \d+ requests?, 0 envelopes sealed/), "\(synced.out)")
+        #expect(!synced.out.contains("bytes"), "\(synced.out)")
         #expect(try await cli.run(["trust", "init", "--store", desktop, "--no-recovery-key"]).status == 0)
         let invite = try await cli.run(["trust", "invite", "--store", desktop, "--device-type", "ios-phone", "--no-qr"])
         #expect(

@@ -194,3 +194,43 @@ struct TrustCLITests {
         #expect(try await cli.run(["push", "--trust", "any", "--require-trusted"]).status != 0)
     }
 }
+
+extension TrustCLITests {
+    /// Issue 69 item 5: a reset asked on a desktop that is not a root says what is true at each
+    /// step: pending (no pairing yet), shown where it was asked, vetoed by the root's sync, said
+    /// on the root and then, once, on the asking desktop.
+    @Test("a pending reset: the truth at each step, and a veto reported on both desktops")
+    func pendingResetAndVeto() async throws {
+        let cli = try CLI()
+        let (root, spare) = (cli.store("root"), cli.store("spare"))
+        for (store, name) in [(root, "laptop"), (spare, "spare")] {
+            #expect(try await cli.run(["init", "--store", store, "--role", "desktop", "--name", name]).status == 0)
+            #expect(try await cli.run(["login", "--store", store, "--email", "q@example.com"]).status == 0)
+        }
+        #expect(try await cli.run(["trust", "init", "--store", root, "--no-recovery-key"]).status == 0)
+        let invite = try await cli.run([
+            "trust", "invite", "--store", root, "--device-type", "linux-desktop", "--no-qr",
+        ])
+        let code = try #require(
+            invite.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .first { $0.count == 84 && $0.split(separator: "-").count == 17 })
+        #expect(try await cli.run(["trust", "join", "--no-wait", "--store", spare], stdin: code + "\n").status == 0)
+        #expect(try await cli.run(["trust", "approve", "--store", root]).status == 0)
+        #expect(try await cli.run(["sync", "--store", spare]).status == 0)
+
+        let asked = try await cli.run(
+            ["trust", "reset", "--store", spare, "--no-recovery-key"],
+            environment: ["SYNC_CONFIRM_EMAIL": "q@example.com"])
+        #expect(asked.status == 0, "\(asked.err)")
+        #expect(asked.out.contains("Until then nothing changes"), "\(asked.out)")
+        #expect(!asked.out.contains("Pair your other devices again:"), "told to pair while nothing is in effect")
+        let pending = try await cli.run(["trust", "status", "--store", spare])
+        #expect(pending.out.contains(/epoch 2\) is pending: it takes effect at \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/))
+        let vetoing = try await cli.run(["sync", "--store", root])
+        #expect(vetoing.out.contains("this trust root vetoed a pending reset"), "\(vetoing.out)")
+        let told = try await cli.run(["sync", "--store", spare])
+        #expect(told.out.contains("the identity reset this device asked for (epoch 2) was vetoed"), "\(told.out)")
+        let again = try await cli.run(["sync", "--store", spare])
+        #expect(!again.out.contains("vetoed"), "said more than once: \(again.out)")
+    }
+}

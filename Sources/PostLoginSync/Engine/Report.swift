@@ -155,6 +155,9 @@ public struct SyncIssue: Sendable, Hashable, Codable, CustomStringConvertible {
         public static let revocationMissingFromLog: Code = "revocationMissingFromLog"
         /// A root grant for this device does not open to the key in force: it does not act as a root.
         public static let rootGrantInvalid: Code = "rootGrantInvalid"
+        /// A pending reset of the identity was vetoed: by this root's sync (said on the root), or
+        /// by a root, of a reset this desktop asked for (said once on it).
+        public static let resetVetoed: Code = "resetVetoed"
         /// A root could not do what a root's sync does (veto a reset, migrate): said why.
         public static let rootDuty: Code = "rootDuty"
         /// The log binds a new recovery key this device kept and never showed (a lost answer, a

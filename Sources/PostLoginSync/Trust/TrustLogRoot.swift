@@ -120,6 +120,12 @@ extension DeviceTrustManager {
                                 verdict: .veto)), createdAt: now)
                 }
                 logger?.notice("trust log: vetoed the pending reset of epoch \(reset.epoch)")
+                issues.append(
+                    SyncIssue(
+                        phase: .secrets, code: .resetVetoed,
+                        message: "this trust root vetoed a pending reset of the account's identity (epoch "
+                            + "\(reset.epoch)): the identity stays as it is. A reset is asked for by a desktop signed "
+                            + "in as this user: if you did not ask for it, change the password"))
             }
             appended = try await finishMigration(state) || appended
         } catch let error as SyncError where error.code == .freshSignInRequired {

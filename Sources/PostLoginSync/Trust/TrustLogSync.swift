@@ -76,6 +76,20 @@ struct TrustLogSync {
         return nil
     }
 
+    /// A reset this desktop asked for that a root vetoed: said once, here where it was asked,
+    /// and its seed deleted (it can never take effect).
+    mutating func reportVetoedOwnResets(_ state: TrustLogState) {
+        for epoch in local.resetIdentitySeedEpochs() where state.vetoes.contains(where: { $0.epoch == epoch }) {
+            local.removeIdentitySeed(at: DeviceKeyName.resetIdentity(epoch: epoch))
+            problems.append(
+                note(
+                    .resetVetoed,
+                    "the identity reset this device asked for (epoch \(epoch)) was vetoed by a trust root: nothing "
+                        + "changed, every device keeps the identity in force; if the roots are lost, a recovery key "
+                        + "makes this desktop a root (`sync-cli trust recover`)"))
+        }
+    }
+
     func note(_ code: SyncIssue.Code, _ message: String, row: String? = nil) -> SyncIssue {
         SyncIssue(phase: phase, code: code, rowID: row, message: message)
     }
@@ -297,6 +311,7 @@ struct TrustLogSync {
 
     /// The snapshot of a verified state, with what this device remembers.
     mutating func snapshot(_ state: TrustLogState) async throws -> TrustSnapshot {
+        reportVetoedOwnResets(state)
         var certificates = state.trustedCertificates
         var revocations = state.revocations
         var untrusted = Set<UUID>()
@@ -334,8 +349,10 @@ struct TrustLogSync {
         TrustLogEntry.hash(of: (try? ByteEncoding.bytes(base64: text)) ?? [])
     }
 
+    /// A Unix time as a person reads it in a message: RFC 3339 in UTC (`JSONStyle.date`), the
+    /// one form every date the CLI prints has.
     static func date(_ seconds: UInt64) -> String {
-        Timestamp.format(Date(timeIntervalSince1970: TimeInterval(min(seconds, 1 << 40))))
+        JSONStyle.date(Date(timeIntervalSince1970: TimeInterval(min(seconds, 1 << 40))))
     }
 
     static func invalid(_ failure: DeviceTrustError) -> SyncError {

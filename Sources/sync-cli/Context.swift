@@ -37,16 +37,6 @@ struct StoreOptions: ParsableArguments {
         return try await DeviceStore.opened(directory: directory)
     }
 
-    /// ` --store DIR` when the person gave `--store`, for the hints that name a next command (a
-    /// hint that drops it would act on another store); empty otherwise.
-    var flag: String {
-        guard let store else { return "" }
-        let quoted =
-            store.contains(where: { $0 == " " || $0 == "'" })
-            ? "'\(store.replacingOccurrences(of: "'", with: "'\\''"))'" : store
-        return " --store \(quoted)"
-    }
-
     /// Opens the store for a command that only reads it: as ``open()`` does, and when the store
     /// cannot be written (read-only media, a directory this user cannot write), read-only, so
     /// that it can still be inspected. A write through it fails with the store's read-only error.
@@ -146,7 +136,7 @@ func readSecretLine(environment: String, prompt: String, what: String) throws ->
 
 /// Writes to standard error, with control characters escaped (messages quote servers).
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message.escapingControlCharacters + "\n").utf8))
+    FileHandle.standardError.write(Data((HintFlags.apply(message).escapingControlCharacters + "\n").utf8))
 }
 
 /// Prints one line of human output. Names, paths and messages in it may come from the remote
@@ -155,7 +145,7 @@ func printError(_ message: String) {
 /// escapes them). Each line is flushed at once, whatever standard output is: through a pipe, a
 /// pairing code (`trust invite --wait | tee`) must appear when it is printed, not at exit.
 func output(_ text: String) {
-    print(text.escapingControlCharacters)
+    print(HintFlags.apply(text).escapingControlCharacters)
     fflush(nil)
 }
 

@@ -55,6 +55,10 @@ struct SyncCLI: AsyncParsableCommand {
         } catch let error as UsageError {
             printError("Error: \(error)")
             exit(withError: ExitCode(64))
+        } catch let error as CLIError {
+            // As ArgumentParser would print it (exit 1), with the hint's flags kept (HintFlags).
+            printError("Error: \(error)")
+            exit(withError: ExitCode(1))
         } catch let error as RemoteConfigurationError {
             printError("Error: \(error)")
             exit(withError: ExitCode(error.isUsageError ? 64 : 1))

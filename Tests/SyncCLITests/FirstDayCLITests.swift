@@ -5,6 +5,8 @@ import SecretCrypto
 import TestStack
 import Testing
 
+@testable import sync_cli
+
 /// What a new user met on the first day, each fixed (docs/cli.md): typos that created things, a
 /// pairing code stuck in a pipe's buffer, ids in two cases, lists without JSON.
 @Suite("sync-cli: the first day")
@@ -380,7 +382,15 @@ extension FirstDayCLITests {
         let cli = try CLI()
         let desktop = cli.store("desk top")
         let created = try await cli.run(["init", "--store", desktop, "--role", "desktop", "--name", "laptop"])
-        #expect(created.out.contains("Next: sync-cli login --store '\(desktop)'"), "\(created.out)")
+        #expect(created.out.contains("Next: `sync-cli login --store '\(desktop)'`"), "\(created.out)")
+        // An error's hint too, and a command meant for another device is left alone.
+        let notLoggedIn = try await cli.run(["repo", "add", "--store", desktop, cli.directory.path])
+        #expect(notLoggedIn.err.contains("run `sync-cli login --store '\(desktop)'` first"), "\(notLoggedIn.err)")
+        #expect(
+            HintFlags.apply(
+                "`sync-cli trust invite` here, `sync-cli trust join` there",
+                flags: HintFlags.flags(["x", "--store", "/s"]))
+                == "`sync-cli trust invite --store /s` here, `sync-cli trust join` there")
         #expect(try await cli.run(["login", "--store", desktop, "--email", "a@b.c"]).status == 0)
         // The embedded remote answers in the process: requests are counted, no bytes claimed.
         let synced = try await cli.run(["sync", "--store", desktop])

@@ -34,13 +34,19 @@ struct UsageMessagesTests {
     func mistypedSubcommand() async throws {
         let cli = try CLI()
         let pull = try await cli.run(["pul", "--store", cli.store("x")])
-        #expect(pull.status == 64 && pull.err.contains("did you mean `sync-cli pull`?"), "\(pull.err)")
+        #expect(
+            pull.status == 64 && pull.err.contains("did you mean `sync-cli pull --store \(cli.store("x"))`?"),
+            "\(pull.err)")
         #expect(!pull.err.contains("Unknown option"))
         let approve = try await cli.run(["trust", "aprove", "--store", cli.store("x")])
-        #expect(approve.status == 64 && approve.err.contains("did you mean `sync-cli trust approve`?"))
+        #expect(
+            approve.status == 64
+                && approve.err.contains("did you mean `sync-cli trust approve --store \(cli.store("x"))`?"))
         // Two neighbours swapped is one slip of the fingers (issue 69 item 11).
         let swapped = try await cli.run(["sycn", "--store", cli.store("x")])
-        #expect(swapped.status == 64 && swapped.err.contains("did you mean `sync-cli sync`?"), "\(swapped.err)")
+        #expect(
+            swapped.status == 64 && swapped.err.contains("did you mean `sync-cli sync --store \(cli.store("x"))`?"),
+            "\(swapped.err)")
         let nothing = try await cli.run(["frobnicate"])
         #expect(nothing.status == 64 && nothing.err.contains("unknown command 'frobnicate'"))
         #expect(!nothing.err.contains("did you mean"))

@@ -150,6 +150,17 @@ extension EmbeddedRemoteStore: QuestionRemote {
         }
     }
 
+    public func agentQuestions(atMost: Int) async throws -> [AgentQuestionRow] {
+        let me = self.me
+        return try await read("reading questions") { db in
+            guard try self.callingDevice(db) != nil else { return [] }
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM agent_questions WHERE user_id = ? ORDER BY created_at DESC, id LIMIT ?",
+                arguments: [me, max(0, atMost)]
+            ).map { try AgentQuestionRow(json: Self.json($0)) }
+        }
+    }
+
     public func agentQuestion(id: UUID) async throws -> AgentQuestionRow? {
         let me = self.me
         return try await read("reading a question") { db in

@@ -167,6 +167,10 @@ public protocol QuestionRemote: NotificationRemote {
     /// One question of the user, or `nil`.
     func agentQuestion(id: UUID) async throws -> AgentQuestionRow?
 
+    /// The user's newest questions, at most `atMost`, newest first (what an id prefix is
+    /// resolved among).
+    func agentQuestions(atMost: Int) async throws -> [AgentQuestionRow]
+
     /// Records `deviceID`'s sealed answer to a pending question (docs/agent-hooks.md, "Questions
     /// with choices"): one answer per device, the first kept; only a device the user's trust log
     /// certifies and has not revoked, never the asker. The server cannot open or check the answer:

@@ -32,6 +32,13 @@ struct QuestionCommandContext {
         alerts = SessionAlerts(local: store, remote: try await remoteOptions.remote(for: store))
     }
 
+    /// A question given as its id or an unambiguous prefix of one of the user's 500 newest.
+    func question(_ text: String) async throws -> UUID {
+        if let id = UUID.parse(text) { return id }
+        let recent = try await run { try await $0.recentQuestions() }
+        return try resolveID(text, among: recent.map(\.id), kind: "question")
+    }
+
     /// Runs `body`, turning the failures a person can fix into a message that says how.
     func run<T>(_ body: (SessionAlerts) async throws -> T) async throws -> T {
         do {
@@ -138,13 +145,13 @@ extension SyncCLI.Question {
             discussion: "The other devices' prompts clear. A question already closed or expired changes nothing.")
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
-        @Argument(help: "The question's id.") var question: String
+        @Argument(help: "The question's id, or an unambiguous prefix of it.") var question: String
         @Flag(help: "The agent gave up on the answer.") var cancelled = false
         @Flag(help: "Print the answer as JSON.") var json = false
 
         func run() async throws {
-            guard let id = UUID.parse(question) else { throw CLIError("\(question) is not a question id (a UUID)") }
             let context = try await QuestionCommandContext(storeOptions, remoteOptions)
+            let id = try await context.question(question)
             let closed = try await context.run { try await $0.close(question: id, answered: !cancelled) }
             if json { return try printJSON(closed) }
             output(
@@ -160,12 +167,12 @@ extension SyncCLI.Question {
             abstract: "Open a question with this device's copy of the session's secret and print it.")
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
-        @Argument(help: "The question's id.") var question: String
+        @Argument(help: "The question's id, or an unambiguous prefix of it.") var question: String
         @Flag(help: "Print it as JSON.") var json = false
 
         func run() async throws {
-            guard let id = UUID.parse(question) else { throw CLIError("\(question) is not a question id (a UUID)") }
             let context = try await QuestionCommandContext(storeOptions, remoteOptions)
+            let id = try await context.question(question)
             let opened = try await context.run { try await $0.open(question: id) }
             let row = opened.question
             let status = row.status(at: Date())
@@ -207,12 +214,11 @@ extension SyncCLI.Question {
                 """)
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
-        @Argument(help: "The question's id.") var question: String
+        @Argument(help: "The question's id, or an unambiguous prefix of it.") var question: String
         @Argument(help: "One choice per question: option numbers, several joined by commas.") var choices: [String]
         @Flag(help: "Print the answer as JSON.") var json = false
 
         func run() async throws {
-            guard let id = UUID.parse(question) else { throw CLIError("\(question) is not a question id (a UUID)") }
             let indexes = try choices.map { choice in
                 try choice.split(separator: ",").map { part -> Int in
                     guard let number = Int(part.trimmingCharacters(in: .whitespaces)), number >= 1 else {
@@ -223,6 +229,7 @@ extension SyncCLI.Question {
                 }
             }
             let context = try await QuestionCommandContext(storeOptions, remoteOptions)
+            let id = try await context.question(question)
             let answered = try await context.run { alerts in
                 let opened = try await alerts.open(question: id)
                 guard opened.content.choices != nil else {

@@ -138,6 +138,11 @@ extension NotificationCLITests {
 
         let shown = try await cli.run(["question", "show", "--store", cli.store("p"), id])
         #expect(shown.status == 0 && shown.out.contains(text) && shown.out.contains("(pending)"), "\(shown.err)")
+        // An id prefix is enough, as for sessions (issue 69, a small one).
+        let prefixed = try await cli.run(["question", "show", "--store", cli.store("p"), String(id.prefix(8))])
+        #expect(prefixed.status == 0 && prefixed.out.contains(text), "\(prefixed.err)")
+        let nothing = try await cli.run(["question", "show", "--store", cli.store("p"), "ffffffff"])
+        #expect(nothing.status == 1 && nothing.err.contains("no question matches ffffffff"), "\(nothing.err)")
         let outbox = try await cli.run(["outbox", "list", "--store", cli.store("p"), "--json"])
         #expect(!outbox.out.contains("marker-cli-q"))
 

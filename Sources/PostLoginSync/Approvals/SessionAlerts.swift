@@ -143,6 +143,13 @@ public struct SessionAlerts: Sendable {
         return OpenedQuestion(question: row, content: content)
     }
 
+    /// The user's newest questions, newest first (for resolving an id prefix a person typed).
+    ///
+    /// - Throws: remote errors (`.missingFunction` without notifications round 2).
+    public func recentQuestions(atMost: Int = 500) async throws -> [AgentQuestionRow] {
+        try await questions().agentQuestions(atMost: atMost)
+    }
+
     func questions() throws -> any QuestionRemote {
         guard let remote = remote as? any QuestionRemote else {
             throw RemoteStoreError(.missingFunction, "this remote has no questions (it needs notifications round 2)")

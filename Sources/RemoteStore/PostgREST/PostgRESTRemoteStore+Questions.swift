@@ -39,6 +39,12 @@ extension PostgRESTRemoteStore: QuestionRemote {
         ).first
     }
 
+    public func agentQuestions(atMost: Int) async throws -> [AgentQuestionRow] {
+        try await fetchAll(
+            "agent_questions", query: [("select", "*"), ("user_id", "eq.\(userID.canonical)")],
+            order: "created_at.desc,id.asc", atMost: atMost, decode: AgentQuestionRow.init(json:))
+    }
+
     public func answerQuestion(questionID: UUID, deviceID: UUID, answer: String) async throws -> QuestionAnswered {
         try Self.decode(
             QuestionAnswered.self,

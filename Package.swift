@@ -24,9 +24,13 @@ let sodiumOnLinux: [Target.Dependency] = sodium ? [.target(name: "CSodium", cond
 // SESSION_SYNC_SWIFT_CRYPTO=1), so that `make demo` and `make install` do not compile BoringSSL.
 let swiftCryptoOnLinux =
     rig || !sodium || ProcessInfo.processInfo.environment["SESSION_SYNC_SWIFT_CRYPTO"] == "1"
+let applePlatforms: [Platform] = [.macOS, .iOS, .macCatalyst, .tvOS, .watchOS, .visionOS]
 let swiftCrypto: Target.Dependency = .product(
-    name: "Crypto", package: "swift-crypto",
-    condition: swiftCryptoOnLinux ? nil : .when(platforms: [.macOS, .iOS, .macCatalyst, .tvOS, .watchOS, .visionOS]))
+    name: "Crypto", package: "swift-crypto", condition: swiftCryptoOnLinux ? nil : .when(platforms: applePlatforms))
+// Said to the code by a condition of its own, not by `canImport(Crypto)`: a rig build leaves the
+// Crypto module in .build, where a later plain build would find it and not link it.
+let swiftCryptoCondition: SwiftSetting = .define(
+    "SESSION_SYNC_SWIFT_CRYPTO", swiftCryptoOnLinux ? nil : .when(platforms: applePlatforms))
 
 let package = Package(
     name: "SessionSecretSync",
@@ -68,7 +72,7 @@ let package = Package(
 
         // Keys, KDF, AEAD, HPKE, Ed25519, envelopes v1 and v2, on either crypto backend. No I/O.
         .target(
-            name: "SecretCrypto", dependencies: sodiumOnLinux + [swiftCrypto]),
+            name: "SecretCrypto", dependencies: sodiumOnLinux + [swiftCrypto], swiftSettings: [swiftCryptoCondition]),
         // The domain records both stores and the engine speak. No I/O.
         .target(name: "SyncModel"),
         // The envelope digest (sync.md), in Swift and as the SQLite triggers that keep it.

@@ -31,7 +31,7 @@ struct StoreOptions: ParsableArguments {
         let directory = directory
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("store.sqlite").path) else {
             throw CLIError(
-                "no store at \(directory.path): run `sync-cli init --store \(directory.path)` to create one, or check --store and $SYNC_STORE_DIR"
+                "no store at \(directory.path): run `sync-cli init --store \(HintFlags.quoted(directory.path)) --role desktop|mobile --name NAME` to create one, or check --store and $SYNC_STORE_DIR"
             )
         }
         return try await DeviceStore.opened(directory: directory)

@@ -19,7 +19,9 @@ struct FirstDayCLITests {
         ] {
             let result = try await cli.run(command + ["--store", typo])
             #expect(result.status == 1, "\(command)")
-            #expect(result.err.contains("no store at \(typo)") && result.err.contains("sync-cli init --store"))
+            #expect(
+                result.err.contains("no store at \(typo)")
+                    && result.err.contains("sync-cli init --store \(typo) --role desktop|mobile --name NAME"))
             #expect(!FileManager.default.fileExists(atPath: typo))
         }
     }

@@ -103,7 +103,7 @@ public enum CryptoBackend: String, Sendable, CaseIterable, CustomStringConvertib
     static let sodiumCompiled = false
     #endif
 
-    #if canImport(Crypto)
+    #if SESSION_SYNC_SWIFT_CRYPTO
     static let swiftCryptoCompiled = true
     #else
     static let swiftCryptoCompiled = false

@@ -54,7 +54,7 @@ enum Primitives {
             preconditionFailure("libsodium is not compiled into this build")
             #endif
         case .swiftCrypto:
-            #if canImport(Crypto)
+            #if SESSION_SYNC_SWIFT_CRYPTO
             return SwiftCryptoBackend.self
             #else
             // ``CryptoBackend/with(_:_:)`` and the process default never select it here.

@@ -1,4 +1,4 @@
-#if canImport(Crypto)
+#if SESSION_SYNC_SWIFT_CRYPTO
 internal import Crypto
 import Foundation
 

@@ -182,3 +182,10 @@ public protocol QuestionRemote: NotificationRemote {
     /// The answers recorded for one of the user's questions, oldest first.
     func questionAnswers(questionID: UUID) async throws -> [QuestionAnswerRow]
 }
+
+extension QuestionRemote {
+    /// A remote written before the listing: it cannot list questions (an id is then given whole).
+    public func agentQuestions(atMost: Int) async throws -> [AgentQuestionRow] {
+        throw RemoteStoreError(.missingFunction, "this remote cannot list questions: give the question's whole id")
+    }
+}

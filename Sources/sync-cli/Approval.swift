@@ -55,7 +55,7 @@ struct ApprovalContext {
         do {
             return try await body(center)
         } catch let error as SyncError {
-            printError("Error: \(error.message)")
+            printError("Error: \(HintFlags.apply(error.message))")
             throw ExitCode(TrustExit.isTrustFailure(error.code) ? TrustExit.identityChanged : 1)
         } catch let error as RemoteStoreError where error.code == .missingFunction || error.code == .missingTable {
             throw CLIError("the remote has no approvals; apply the project's supabase/migrations/*_approvals.sql to it")
@@ -405,7 +405,7 @@ extension SyncCLI.Approval {
             } catch let error as AlertPayloadError {
                 throw CLIError("\(error)")
             } catch let error as SyncError {
-                printError("Error: \(error.message)")
+                printError("Error: \(HintFlags.apply(error.message))")
                 throw ExitCode(TrustExit.isTrustFailure(error.code) ? TrustExit.identityChanged : 1)
             } catch CryptoError.authenticationFailure {
                 throw CLIError("the payload's request does not open with this device's secret: nothing was answered")

@@ -134,9 +134,16 @@ func readSecretLine(environment: String, prompt: String, what: String) throws ->
     return line
 }
 
+/// Text from elsewhere (a device name) on one line: line breaks and tabs written as `\n`, `\t`,
+/// so that a name cannot add lines to a list a person confirms.
+func oneLine(_ text: String) -> String {
+    text.replacingOccurrences(of: "\r", with: "\\r").replacingOccurrences(of: "\n", with: "\\n")
+        .replacingOccurrences(of: "\t", with: "\\t")
+}
+
 /// Writes to standard error, with control characters escaped (messages quote servers).
 func printError(_ message: String) {
-    FileHandle.standardError.write(Data((HintFlags.apply(message).escapingControlCharacters + "\n").utf8))
+    FileHandle.standardError.write(Data((message.escapingControlCharacters + "\n").utf8))
 }
 
 /// Prints one line of human output. Names, paths and messages in it may come from the remote
@@ -145,7 +152,7 @@ func printError(_ message: String) {
 /// escapes them). Each line is flushed at once, whatever standard output is: through a pipe, a
 /// pairing code (`trust invite --wait | tee`) must appear when it is printed, not at exit.
 func output(_ text: String) {
-    print(HintFlags.apply(text).escapingControlCharacters)
+    print(text.escapingControlCharacters)
     fflush(nil)
 }
 

@@ -36,7 +36,7 @@ extension SyncCLI {
                 do {
                     snapshot = try await TrustSnapshot.load(local: store, remote: remote)
                 } catch let error as SyncError {
-                    printError("Error: \(error.message)")
+                    printError("Error: \(HintFlags.apply(error.message))")
                     throw ExitCode(TrustExit.isTrustFailure(error.code) ? TrustExit.identityChanged : 1)
                 }
                 let options = RecipientOptions(trust: requireTrusted ? .flagged : trust, includeSelf: !excludeSelf)

@@ -71,7 +71,7 @@ extension SyncCLI {
             output("  device id    \(identity.id.canonical)")
             output("  device type  \(type.rawValue)")
             output("  public key   \(identity.publicKey.base64)")
-            output("Next: `sync-cli login`")
+            output(HintFlags.apply("Next: `sync-cli login`"))
         }
     }
 }

@@ -138,7 +138,7 @@ enum SyncRunner {
             report = try await engine.sync(progress: options.json ? nil : printer.handle)
         } catch let error as SyncError {
             printer.finish()
-            printError("Error: \(error.message)")
+            printError("Error: \(HintFlags.apply(error.message))")
             throw ExitCode(TrustExit.isTrustFailure(error.code) ? TrustExit.identityChanged : SyncExit.error)
         }
         printer.finish()

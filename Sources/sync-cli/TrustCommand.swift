@@ -32,7 +32,7 @@ enum TrustExit {
         do {
             try await body()
         } catch let error as SyncError {
-            printError("Error: \(error.message)")
+            printError("Error: \(HintFlags.apply(error.message))")
             throw ExitCode(isTrustFailure(error.code) ? identityChanged : 1)
         } catch let error as RecoveryError {
             printError("Error: \(error)")

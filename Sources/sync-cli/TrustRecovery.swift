@@ -226,7 +226,7 @@ extension TrustCommand {
         output("  devices:")
         for device in preview.devices {
             let root = device.isRoot ? " (trust root)" : ""
-            let name = names[device.deviceID].map { "\($0)  " } ?? ""
+            let name = names[device.deviceID].map { "\(oneLine($0))  " } ?? ""
             output(
                 "    \(name)[\(device.deviceType ?? "?")]  \(device.deviceID.canonical)  \(device.status?.rawValue ?? "-")\(root)"
             )

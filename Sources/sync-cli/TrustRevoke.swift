@@ -52,22 +52,26 @@ extension SyncCLI.Trust {
         @Flag(help: "Do not ask to confirm (for scripts): a revocation is for ever.") var yes = false
         @Flag(help: "Print the result as JSON (with a new recovery key, when one was made).") var json = false
 
-        /// Names what is about to be revoked for ever and asks, on a terminal; without one,
-        /// refuses unless `--yes` was given (nothing is revoked then).
+        /// Names what is about to be revoked for ever (and the logins about to end) and asks, on a
+        /// terminal; without one, refuses unless `--yes` was given (nothing is done then). The
+        /// question goes to standard error, so that `--json` output stays JSON.
         static func confirm(_ targets: [RemoteDevice], ask: Bool, endingLogins: Bool) async throws {
-            guard ask, !targets.isEmpty else { return }
+            guard ask, !targets.isEmpty || endingLogins else { return }
             guard isatty(STDIN_FILENO) == 1 else {
                 throw CLIError(
                     "trust revoke asks before revoking for ever; without a terminal to ask on, add --yes (nothing was revoked)"
                 )
             }
-            output("Revoke for ever (no login can take it back; each must pair again from a new store):")
-            for device in targets {
-                output("  \(device.name)  [\(device.deviceType?.rawValue ?? "?")]  \(device.id.canonical)")
+            if !targets.isEmpty {
+                printError("Revoke for ever (no login can take it back; each must pair again from a new store):")
             }
-            if endingLogins { output("and end every other login of this user on the auth server.") }
-            print("Revoke \(counted(targets.count, "device"))? [y/N] ", terminator: "")
-            fflush(nil)
+            for device in targets {
+                // A name is the server's (unsigned) text: one line, whatever it holds.
+                printError("  \(oneLine(device.name))  [\(device.deviceType?.rawValue ?? "?")]  \(device.id.canonical)")
+            }
+            if endingLogins { printError("End every other login of this user on the auth server.") }
+            let question = targets.isEmpty ? "End them?" : "Revoke \(counted(targets.count, "device"))?"
+            FileHandle.standardError.write(Data("\(question) [y/N] ".utf8))
             // The person may take minutes: the wait holds a thread of its own, not the pool's.
             let answer = try await Blocking.run { readLine(strippingNewline: true) }?
                 .trimmingCharacters(in: .whitespaces).lowercased()

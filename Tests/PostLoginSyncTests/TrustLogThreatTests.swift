@@ -154,7 +154,7 @@ struct TrustLogThreatTests {
         let shown = try await w.manager(w.phone, options: LogWorld.at(t - 60)).status().pendingResets
         #expect(shown.map(\.deadline) == [created.createdAt + 259_200], "\(shown)")
         let message = early.trust?.reports.first { $0.code == .resetPending }?.message ?? ""
-        #expect(message.contains(Timestamp.format(t)), "\(message)")
+        #expect(message.contains(JSONStyle.date(t)), "\(message)")
         let late = try await w.engine(w.phone, options: LogWorld.at(t + 601)).pull()
         #expect(LogWorld.failed(late, with: "identityReset"))
         // A root's veto (committed before T) is seen first by any clock.

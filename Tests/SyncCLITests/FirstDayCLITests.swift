@@ -393,6 +393,9 @@ extension FirstDayCLITests {
                 "`sync-cli trust invite` here, `sync-cli trust join` there",
                 flags: HintFlags.flags(["x", "--store", "/s"]))
                 == "`sync-cli trust invite --store /s` here, `sync-cli trust join` there")
+        // A remote URL with user information is never repeated (it may hold a password).
+        #expect(
+            HintFlags.flags(["x", "--remote", "https://me:secret@host", "--remote=https://a:b@h"]).isEmpty)
         #expect(try await cli.run(["login", "--store", desktop, "--email", "a@b.c"]).status == 0)
         // The embedded remote answers in the process: requests are counted, no bytes claimed.
         let synced = try await cli.run(["sync", "--store", desktop])

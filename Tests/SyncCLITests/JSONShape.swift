@@ -9,6 +9,8 @@ struct JSONShape: Equatable {
     var optional: Set<String> = []
     /// An `…` beside the keys: more may follow.
     var open: Bool
+    /// The row's keys are those of each element of an array (`[{…}]`), not of one object.
+    var array = false
 
     /// The table's rows by command (`"session list"`), a later row replacing an earlier one for
     /// the same command (`status` appears as a report's holder first, then with its own row).
@@ -37,7 +39,8 @@ struct JSONShape: Equatable {
         let written = found.filter { $0.depth == top }.map(\.text)
         let optional = Set(written.filter { $0.hasSuffix("?") }.map { String($0.dropLast()) })
         let keys = Set(written.map { $0.hasSuffix("?") ? String($0.dropLast()) : $0 })
-        return JSONShape(keys: keys, optional: optional, open: ellipses(cell).contains(top))
+        let array = top == 2 && cell.first(where: { "{[".contains($0) }) == "["
+        return JSONShape(keys: keys, optional: optional, open: ellipses(cell).contains(top), array: array)
     }
 
     /// Each code span of `text` outside parentheses, with its depth in `{` and `[`.
@@ -90,11 +93,14 @@ struct JSONShape: Equatable {
     /// What in `value` (a command's parsed output) breaks this shape: documented keys it lacks,
     /// and, unless the row is open, keys the row does not name. An array is checked element by
     /// element.
-    func violations(of value: Any) -> [String] {
+    func violations(of value: Any, allowingEmpty: Bool = false) -> [String] {
         switch value {
-        case let array as [Any]:
-            return array.flatMap { violations(of: $0) }
+        case let elements as [Any]:
+            guard array else { return ["an array where the table gives an object"] }
+            guard !elements.isEmpty || allowingEmpty else { return ["an empty array: nothing was checked"] }
+            return elements.flatMap { JSONShape(keys: keys, optional: optional, open: open).violations(of: $0) }
         case let object as [String: Any]:
+            if array { return ["an object where the table gives an array"] }
             let present = Set(object.keys)
             var found = keys.subtracting(optional).subtracting(present).sorted().map { "missing \($0)" }
             if !open { found += present.subtracting(keys).sorted().map { "undocumented \($0)" } }

@@ -35,7 +35,7 @@ public struct Outbox: Sendable {
         /// worker does not serve, or past `expires_at`.
         /// Rows closed at claim, never sent, with an alert's kind (its payload's `type`, or
         /// `other`; `nil` for a row that is not an alert).
-        public var closed: [(id: Int64, reason: String, kind: String?)] = []
+        public var closed: [(id: Int64, reason: ClosedReason, kind: String?)] = []
     }
 
     /// Claims up to `limit` due rows in priority order (one transaction: `FOR UPDATE SKIP
@@ -48,13 +48,15 @@ public struct Outbox: Sendable {
             WITH due AS (
                 SELECT o.id, t.environment,
                     CASE
-                        WHEN o.expires_at IS NOT NULL AND o.expires_at <= now() THEN 'expired'
-                        WHEN t.token IS NULL THEN 'dropped: token unknown'
-                        WHEN NOT t.is_valid THEN 'dropped: token invalid'
+                        WHEN o.expires_at IS NOT NULL AND o.expires_at <= now() THEN \(ClosedReason.expired.rawValue)
+                        WHEN t.token IS NULL THEN \(ClosedReason.tokenUnknown.rawValue)
+                        WHEN NOT t.is_valid THEN \(ClosedReason.tokenInvalid.rawValue)
                         WHEN t.user_id <> o.user_id OR (o.device_id IS NOT NULL AND t.device_id <> o.device_id)
-                            THEN 'dropped: token moved'
-                        WHEN (o.push_type = 'liveactivity') <> (t.token_type = 'live_activity') THEN 'dropped: token type'
-                        WHEN NOT (t.environment = ANY(\(environments)::text[])) THEN 'dropped: environment not served'
+                            THEN \(ClosedReason.tokenMoved.rawValue)
+                        WHEN (o.push_type = 'liveactivity') <> (t.token_type = 'live_activity')
+                            THEN \(ClosedReason.tokenType.rawValue)
+                        WHEN NOT (t.environment = ANY(\(environments)::text[]))
+                            THEN \(ClosedReason.environmentNotServed.rawValue)
                     END AS closed_reason
                 FROM public.push_outbox o LEFT JOIN public.push_tokens t ON t.token = o.token
                 WHERE o.delivered_at IS NULL AND o.failed_at IS NULL
@@ -96,7 +98,12 @@ public struct Outbox: Sendable {
                 ).self)
         {
             if let reason {
-                claim.closed.append((id, reason, kind))
+                // Only the claim's own CASE writes it; a text it does not know is a bug here.
+                guard let closed = ClosedReason(rawValue: reason) else {
+                    logger.error("claim closed a row for a reason it does not know", metadata: ["row": "\(id)"])
+                    continue
+                }
+                claim.closed.append((id, closed, kind))
                 continue
             }
             guard let token, let type = type.flatMap(PushType.init(rawValue:)), let priority, let payload, let apnsID,

@@ -79,10 +79,9 @@ extension PushMetrics {
 
     static func label(kind: String) -> String { kinds.contains(kind) ? kind : "other" }
 
-    static func label(reason: String) -> String {
-        let word = reason.hasPrefix("dropped: ") ? String(reason.dropFirst(9)) : reason
-        return reasons.contains(word) ? word : "other"
-    }
+    /// A reason as a label: one of ``reasons`` (an APNs reason, the worker's own words,
+    /// ``ClosedReason/label``), else `other`.
+    static func label(reason: String) -> String { reasons.contains(reason) ? reason : "other" }
 
     static func alertClosed(kind: String, outcome: String, reason: String) {
         Counter(

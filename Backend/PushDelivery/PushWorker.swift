@@ -98,15 +98,14 @@ public final class PushWorker: Service, Sendable {
                         continue
                     }
                     for (id, reason, kind) in claim.closed {
-                        PushMetrics.closed("dropped", reason: reason)
+                        PushMetrics.closed("dropped", reason: reason.label)
                         // Closed at claim: dropped (never sent), or failed when it had expired, as
                         // alert_deliveries says.
                         if let kind {
-                            PushMetrics.alertClosed(
-                                kind: kind, outcome: reason.hasPrefix("dropped: ") ? "dropped" : "failed",
-                                reason: reason)
+                            PushMetrics.alertClosed(kind: kind, outcome: reason.outcome, reason: reason.label)
                         }
-                        logger.info("row closed without a request", metadata: ["row": "\(id)", "reason": "\(reason)"])
+                        logger.info(
+                            "row closed without a request", metadata: ["row": "\(id)", "reason": "\(reason.rawValue)"])
                     }
                     state.withLock { $0.inFlight += claim.rows.count }
                     for row in claim.rows {
@@ -273,7 +272,7 @@ public final class PushWorker: Service, Sendable {
     /// What `send-once` did with one row.
     public enum SingleResult: Sendable, Equatable {
         case notPending
-        case closed(reason: String)
+        case closed(reason: ClosedReason)
         case completed(Completion)
     }
 

@@ -213,7 +213,7 @@ struct SendOnce: AsyncParsableCommand {
             outcome = "not pending: row \(outboxID) does not exist, is closed or is leased by a running worker"
             exit = 1
         case .success(.closed(let reason)):
-            outcome = "closed without a request: \(reason)"
+            outcome = "closed without a request: \(reason.rawValue)"
             exit = 1
         case .success(.completed(let completion)):
             switch completion {

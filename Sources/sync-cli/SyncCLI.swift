@@ -12,7 +12,7 @@ import Glibc
 struct SyncCLI: AsyncParsableCommand {
     /// `sync-cli --version`: the newest version heading of CHANGELOG.md, which says what each
     /// holds (a test keeps the two equal).
-    static let version = "0.14.0"
+    static let version = "0.14.1"
 
     static let configuration = CommandConfiguration(
         commandName: "sync-cli",
@@ -42,7 +42,7 @@ struct SyncCLI: AsyncParsableCommand {
     static func main() async {
         limitMallocArenas()
         if let unknown = unknownSubcommand(Array(CommandLine.arguments.dropFirst())) {
-            printError("Error: \(unknown)")
+            printError("Error: \(HintFlags.apply(unknown))")
             exit(withError: ExitCode(64))
         }
         do {
@@ -57,7 +57,7 @@ struct SyncCLI: AsyncParsableCommand {
             exit(withError: ExitCode(64))
         } catch let error as CLIError {
             // As ArgumentParser would print it (exit 1), with the hint's flags kept (HintFlags).
-            printError("Error: \(error)")
+            printError("Error: \(HintFlags.apply(error.description))")
             exit(withError: ExitCode(1))
         } catch let error as RemoteConfigurationError {
             printError("Error: \(error)")

@@ -234,3 +234,32 @@ extension TrustCLITests {
         #expect(!again.out.contains("vetoed"), "said more than once: \(again.out)")
     }
 }
+
+extension TrustCLITests {
+    /// Issue 68: a pinned trust log damaged on disk (one byte of the identity key changed) makes
+    /// `sync` exit 4 and say what to do.
+    @Test("a damaged pin: sync exits 4 with what to do")
+    func damagedPin() async throws {
+        let cli = try CLI()
+        _ = try await ApprovalCLITests.paired(cli)
+        let database = try DatabaseQueue(path: cli.store("p") + "/store.sqlite")
+        try await database.write { db in
+            let stored = try #require(try Data.fetchOne(db, sql: "SELECT state FROM trust_log_pin"))
+            var outer = try #require(try JSONSerialization.jsonObject(with: stored) as? [String: Any])
+            let inner = try #require(Data(base64Encoded: outer["state"] as? String ?? ""))
+            var state = try #require(try JSONSerialization.jsonObject(with: inner) as? [String: Any])
+            var key = try #require(Data(base64Encoded: state["identityKey"] as? String ?? ""))
+            key[0] ^= 0x80
+            state["identityKey"] = key.base64EncodedString()
+            outer["state"] = try JSONSerialization.data(withJSONObject: state).base64EncodedString()
+            try db.execute(
+                sql: "UPDATE trust_log_pin SET state = ?",
+                arguments: [try JSONSerialization.data(withJSONObject: outer)])
+        }
+        let synced = try await cli.run(["sync", "--store", cli.store("p")])
+        #expect(synced.status == 4, "\(synced.status) \(synced.out) \(synced.err)")
+        let said = synced.out + synced.err
+        #expect(said.contains("the trust log pinned in this store is damaged"), "\(said)")
+        #expect(said.contains("pair this device again from a new store"), "\(said)")
+    }
+}

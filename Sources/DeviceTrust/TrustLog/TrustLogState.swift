@@ -100,8 +100,26 @@ public struct TrustLogState: Sendable, Hashable, Codable {
     /// Whether an accept closed the epoch: nothing may follow.
     public var isClosed: Bool { accepted != nil }
 
-    /// The identity key in force.
-    public var identityPublicKey: Ed25519PublicKey { try! Ed25519PublicKey(rawRepresentation: Array(identityKey)) }
+    /// The identity key in force. The verifier only ever stores a key it parsed; a stored state
+    /// is checked with ``keysAreWellFormed`` before use, so a malformed key reads as 32 zero bytes
+    /// here (a key that verifies nothing) rather than stopping the process.
+    public var identityPublicKey: Ed25519PublicKey {
+        if let key = try? Ed25519PublicKey(rawRepresentation: Array(identityKey)) { return key }
+        // A constant of the one length the initializer checks: it cannot throw. All zero is a
+        // small-order point, which every verifier here refuses: it verifies nothing.
+        return try! Ed25519PublicKey(rawRepresentation: [UInt8](repeating: 0, count: Ed25519PublicKey.byteCount))
+    }
+
+    /// Whether every key the state holds has a key's length (a state read back from storage is
+    /// checked before it is trusted).
+    public var keysAreWellFormed: Bool {
+        identityKey.count == Ed25519PublicKey.byteCount
+            && (recoveryKey.map { $0.count == X25519PublicKey.byteCount } ?? true)
+            && devices.values.allSatisfy {
+                $0.x25519.count == X25519PublicKey.byteCount
+                    && ($0.ed25519.map { $0.count == Ed25519PublicKey.byteCount } ?? true)
+            }
+    }
 
     /// The recovery key in force.
     public var recoveryPublicKey: X25519PublicKey? {

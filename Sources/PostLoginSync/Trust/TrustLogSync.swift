@@ -105,7 +105,18 @@ struct TrustLogSync {
     }
 
     mutating func refresh(_ pin: TrustLogPin, reported: TrustLogHead??) async throws -> TrustSnapshot {
-        let state = try TrustLogState.decoded(pin.state)
+        let state: TrustLogState
+        do {
+            state = try TrustLogState.decoded(pin.state)
+        } catch let error as LocalStoreError {
+            // Fail closed, and say what to do: the pin is what every later entry is checked against.
+            throw SyncError(
+                code: .trustLogInvalid,
+                message:
+                    "\(error.message). This device trusts nothing until that is resolved: restore this store from a "
+                    + "backup, or pair this device again from a new store (`sync-cli init --store NEW`, then "
+                    + "`sync-cli trust join` there with a code from `sync-cli trust invite` on a root)")
+        }
         let log = try remote.trustLog()
         // The witnesses are read before the log, and also when the feed says nothing changed
         // (one call): a witness newer than the rows then read means the rows were cut, and the

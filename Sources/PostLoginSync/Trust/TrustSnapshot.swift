@@ -240,19 +240,44 @@ extension TrustLogState {
     /// The head as a position.
     var position: TrustLogPosition { TrustLogPosition(epoch: epoch, seq: headSeq, hash: Array(headHash)) }
 
-    /// The state as the pin stores it.
+    /// The state as the pin stores it: its JSON with the SHA-256 of those bytes beside it, so
+    /// that a damaged pin (a byte of a key changed on disk) is found, never trusted and never a
+    /// trap (``decoded(_:)``).
     func encoded() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
-        return try encoder.encode(self)
+        let state = try encoder.encode(self)
+        return try encoder.encode(CheckedPin(state: state, sha256: ByteEncoding.hex(SHA256.hash(state))))
     }
 
-    /// A state the pin stored.
+    /// A state the pin stored. A pin written before the check existed (the state's JSON alone) is
+    /// read as it is and checked from its next save on.
+    ///
+    /// - Throws: `LocalStoreError` `.corruptRow` when the check does not match, the JSON does not
+    ///   read, or a key in it is not a key (the identity key, a device's or the recovery key).
     static func decoded(_ data: Data) throws -> TrustLogState {
+        let state: TrustLogState
         do {
-            return try JSONDecoder().decode(TrustLogState.self, from: data)
+            if let checked = try? JSONDecoder().decode(CheckedPin.self, from: data) {
+                guard ByteEncoding.hex(SHA256.hash(checked.state)) == checked.sha256 else {
+                    throw LocalStoreError(.corruptRow, "its checksum does not match")
+                }
+                state = try JSONDecoder().decode(TrustLogState.self, from: checked.state)
+            } else {
+                state = try JSONDecoder().decode(TrustLogState.self, from: data)
+            }
+            guard state.keysAreWellFormed else { throw LocalStoreError(.corruptRow, "a key in it is malformed") }
+        } catch let error as LocalStoreError {
+            throw LocalStoreError(.corruptRow, "the trust log pinned in this store is damaged: \(error.message)")
         } catch {
-            throw LocalStoreError(.corruptRow, "the trust log's pin in this store cannot be read")
+            throw LocalStoreError(.corruptRow, "the trust log pinned in this store is damaged: it does not read")
         }
+        return state
     }
+}
+
+/// The pin's stored form: the state's JSON bytes (base64) and their SHA-256 (hex).
+struct CheckedPin: Codable {
+    var state: Data
+    var sha256: String
 }

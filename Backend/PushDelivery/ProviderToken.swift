@@ -8,6 +8,8 @@ public struct ProviderKey: Sendable {
 
     public init(key: P256.Signing.PrivateKey) { raw = key.rawRepresentation }
 
+    /// The key again from the bytes a valid key gave (``init(key:)`` is the only way in), so the
+    /// initializer's checks pass.
     var key: P256.Signing.PrivateKey { try! P256.Signing.PrivateKey(rawRepresentation: raw) }
 
     /// Loads the key at `path`: the file must be readable by its owner only (mode 0600 or
@@ -105,6 +107,8 @@ public actor ProviderTokens {
         let header = #"{"alg":"ES256","kid":"\#(keyID)"}"#
         let claims = #"{"iss":"\#(teamID)","iat":\#(Int(issued.timeIntervalSince1970))}"#
         let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        // ECDSA signing with a valid key has no failure of its own (swift-crypto throws only for
+        // a backend fault, which a worker cannot recover from).
         let signature = try! key.key.signature(for: Array(input.utf8)).rawRepresentation
         mints += 1
         let token = ProviderToken(

@@ -72,6 +72,7 @@ public struct Ed25519PrivateKey: Sendable, CustomStringConvertible, CustomReflec
 
     /// A fresh key from the OS CSPRNG.
     public init() {
+        // A seed of exactly seedByteCount bytes: the only check the initializer makes passes.
         try! self.init(seed: SecureBytes(randomCount: Self.seedByteCount))
     }
 

@@ -99,6 +99,7 @@ struct LogReader {
 
     /// An Ed25519 public key that is canonical and not of small order.
     mutating func ed25519() throws(DeviceTrustError) -> Ed25519PublicKey {
+        // take(32) gives exactly 32 bytes or throws: the key's only check passes.
         let key = try! Ed25519PublicKey(rawRepresentation: try take(32))
         guard key.isCanonicalAndNotSmallOrder else {
             throw DeviceTrustError(
@@ -109,6 +110,7 @@ struct LogReader {
 
     /// An X25519 public key that is canonical and not of small order.
     mutating func x25519() throws(DeviceTrustError) -> X25519PublicKey {
+        // take(32) gives exactly 32 bytes or throws: the key's only check passes.
         let key = try! X25519PublicKey(rawRepresentation: try take(32))
         guard key.isCanonicalAndNotLowOrder else {
             throw DeviceTrustError(.malformedLogBytes, "an X25519 key of \(what) is not canonical or is of small order")
@@ -120,6 +122,7 @@ struct LogReader {
     mutating func optionalX25519() throws(DeviceTrustError) -> X25519PublicKey? {
         let raw = try take(32)
         if raw.allSatisfy({ $0 == 0 }) { return nil }
+        // 32 bytes from take(32): the key's only check passes.
         let key = try! X25519PublicKey(rawRepresentation: raw)
         guard key.isCanonicalAndNotLowOrder else {
             throw DeviceTrustError(.malformedLogBytes, "an X25519 key of \(what) is not canonical or is of small order")

@@ -33,6 +33,7 @@ enum SwiftCryptoBackend: PrimitiveSet {
         message: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, nonce: UnsafeRawPointer, key: UnsafeRawPointer,
         into output: UnsafeMutableRawPointer
     ) {
+        // A 32-byte key and a 12-byte nonce: the only inputs ChaChaPoly refuses are other sizes.
         let box = try! ChaChaPoly.seal(
             message, using: SymmetricKey(data: UnsafeRawBufferPointer(start: key, count: 32)),
             nonce: ChaChaPoly.Nonce(data: UnsafeRawBufferPointer(start: nonce, count: 12)), authenticating: aad)
@@ -87,6 +88,7 @@ enum SwiftCryptoBackend: PrimitiveSet {
     }
 
     static func ed25519PublicKey(seed: UnsafeRawBufferPointer) -> [UInt8] {
+        // The seed is 32 bytes (Primitives' contract): the only size the key refuses is another.
         let key = try! Curve25519.Signing.PrivateKey(rawRepresentation: seed)
         return Array(key.publicKey.rawRepresentation)
     }
@@ -98,6 +100,7 @@ enum SwiftCryptoBackend: PrimitiveSet {
     )
         -> [UInt8]
     {
+        // A 32-byte seed (Primitives' contract); signing a message has no failure of its own.
         let key = try! Curve25519.Signing.PrivateKey(rawRepresentation: seed)
         return Array(try! key.signature(for: message))
     }

@@ -51,8 +51,8 @@ enum HintFlags {
             command = next
         }
         guard command.configuration.subcommands.isEmpty else { return false }
-        return command.helpMessage(columns: 10_000).contains(flag + " ")
-            || command.helpMessage(columns: 10_000).contains(flag + "\n")
+        let help = command.helpMessage(columns: 10_000)
+        return help.contains(flag + " ") || help.contains(flag + "\n")
     }
 
     /// `text` with `flags` added to every `` `sync-cli …` `` meant for this device.

@@ -3,6 +3,7 @@ import LocalStore
 import SecretCrypto
 import SyncModel
 import SyncTestSupport
+import TestStack
 import Testing
 
 @testable import PostLoginSync
@@ -11,18 +12,6 @@ import Testing
 /// typed trust failure that says what to do, never a trap and never trusted.
 @Suite("A damaged trust-log pin")
 struct CorruptPinTests {
-    /// The pin's stored bytes with one byte of the identity key changed, the checksum left as it was.
-    static func damaged(_ stored: Data) throws -> Data {
-        var outer = try #require(try JSONSerialization.jsonObject(with: stored) as? [String: Any])
-        let inner = try #require(Data(base64Encoded: outer["state"] as? String ?? ""))
-        var state = try #require(try JSONSerialization.jsonObject(with: inner) as? [String: Any])
-        var key = try #require(Data(base64Encoded: state["identityKey"] as? String ?? ""))
-        key[7] ^= 0x01
-        state["identityKey"] = key.base64EncodedString()
-        outer["state"] = try JSONSerialization.data(withJSONObject: state, options: .sortedKeys).base64EncodedString()
-        return try JSONSerialization.data(withJSONObject: outer, options: .sortedKeys)
-    }
-
     /// Stores `pin` with its state replaced by `state`.
     static func store(_ pin: TrustLogPin, state: Data, in store: DeviceStore) async throws {
         var changed = pin
@@ -36,7 +25,7 @@ struct CorruptPinTests {
     func oneByteChanged(backend: Backend, deployed: Bool) async throws {
         let w = try await LogWorld.make(backend, deployed)
         let pin = try #require(try await w.phone.store.trustLogPin())
-        try await Self.store(pin, state: try Self.damaged(pin.state), in: w.phone.store)
+        try await Self.store(pin, state: try DamagedPin.identityKeyChanged(pin.state), in: w.phone.store)
         let report = try await w.phone.engine.pull()
         let issue = report.errors.first { $0.code == .trustLogInvalid }
         #expect(issue != nil, "\(report.errors)")

@@ -141,6 +141,16 @@ extension NotificationCLITests {
         // An id prefix is enough, as for sessions (issue 69, a small one).
         let prefixed = try await cli.run(["question", "show", "--store", cli.store("p"), String(id.prefix(8))])
         #expect(prefixed.status == 0 && prefixed.out.contains(text), "\(prefixed.err)")
+        // Text the agent wrote is shown as written: no hint flag is added to a command in it (a
+        // person approving "`sync-cli trust revoke`" must read what the agent asked).
+        let agentText = "May I run `sync-cli trust revoke` next? marker-hint"
+        let withCommand = try await cli.run(
+            ["question", "ask", "--store", cli.store("d"), session, "--from-file", "-", "--json"], stdin: agentText)
+        let withCommandID = try #require(
+            (try JSONSerialization.jsonObject(with: Data(withCommand.out.utf8)) as? [String: Any])?["questionId"]
+                as? String)
+        let unchanged = try await cli.run(["question", "show", "--store", cli.store("p"), withCommandID])
+        #expect(unchanged.out.contains(agentText), "\(unchanged.out)")
         let nothing = try await cli.run(["question", "show", "--store", cli.store("p"), "ffffffff"])
         #expect(nothing.status == 1 && nothing.err.contains("no question matches ffffffff"), "\(nothing.err)")
         let outbox = try await cli.run(["outbox", "list", "--store", cli.store("p"), "--json"])

@@ -3,6 +3,7 @@ import GRDB
 import LocalStore
 import SecretCrypto
 import SyncModel
+import TestStack
 import Testing
 
 @Suite("sync-cli trust")
@@ -245,16 +246,9 @@ extension TrustCLITests {
         let database = try DatabaseQueue(path: cli.store("p") + "/store.sqlite")
         try await database.write { db in
             let stored = try #require(try Data.fetchOne(db, sql: "SELECT state FROM trust_log_pin"))
-            var outer = try #require(try JSONSerialization.jsonObject(with: stored) as? [String: Any])
-            let inner = try #require(Data(base64Encoded: outer["state"] as? String ?? ""))
-            var state = try #require(try JSONSerialization.jsonObject(with: inner) as? [String: Any])
-            var key = try #require(Data(base64Encoded: state["identityKey"] as? String ?? ""))
-            key[0] ^= 0x80
-            state["identityKey"] = key.base64EncodedString()
-            outer["state"] = try JSONSerialization.data(withJSONObject: state).base64EncodedString()
             try db.execute(
                 sql: "UPDATE trust_log_pin SET state = ?",
-                arguments: [try JSONSerialization.data(withJSONObject: outer)])
+                arguments: [try DamagedPin.identityKeyChanged(stored, byte: 0)])
         }
         let synced = try await cli.run(["sync", "--store", cli.store("p")])
         #expect(synced.status == 4, "\(synced.status) \(synced.out) \(synced.err)")

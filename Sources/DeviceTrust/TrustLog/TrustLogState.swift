@@ -104,10 +104,7 @@ public struct TrustLogState: Sendable, Hashable, Codable {
     /// is checked with ``keysAreWellFormed`` before use, so a malformed key reads as 32 zero bytes
     /// here (a key that verifies nothing) rather than stopping the process.
     public var identityPublicKey: Ed25519PublicKey {
-        if let key = try? Ed25519PublicKey(rawRepresentation: Array(identityKey)) { return key }
-        // A constant of the one length the initializer checks: it cannot throw. All zero is a
-        // small-order point, which every verifier here refuses: it verifies nothing.
-        return try! Ed25519PublicKey(rawRepresentation: [UInt8](repeating: 0, count: Ed25519PublicKey.byteCount))
+        (try? Ed25519PublicKey(rawRepresentation: Array(identityKey))) ?? .verifiesNothing
     }
 
     /// Whether every key the state holds has a key's length (a state read back from storage is

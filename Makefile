@@ -24,21 +24,23 @@ build: deps
 
 ## Starts a private PostgreSQL + PostgREST-compatible stack, runs the whole suite against it,
 ## stops the stack (by pid, even when tests fail); runs the crypto, envelope, trust, approval
-## and recovery suites again on the swift-crypto backend; runs every vector file through
+## and recovery suites again on the swift-crypto backend (on the embedded remote: the backend is
+## the client's, and the remote only stores its bytes); runs every vector file through
 ## `sync-cli vectors verify` on both backends; checks that no library reaches a C library on
 ## Apple platforms, that each article's snippet is the compiled code, and that every version tag
-## names the commit that set its version. With the rig on, a warning fails the build.
+## names the commit that set its version; installs the debug build into a temporary prefix and
+## checks what it put there. With the rig on, a warning fails the build.
 test: deps
 	$(RIG) $(SWIFT) build $(BUILD_FLAGS) --build-tests
 	$(RIG) scripts/with-stack.sh scripts/schema.sh check -- $(SWIFT) test $(BUILD_FLAGS)
-	$(RIG) SESSION_SYNC_CRYPTO_BACKEND=swift-crypto scripts/with-stack.sh $(SWIFT) test $(BUILD_FLAGS) --skip-build --filter '$(SWIFT_CRYPTO_SUITES)'
+	$(RIG) SESSION_SYNC_CRYPTO_BACKEND=swift-crypto SYNC_SKIP_STACK_TESTS=1 $(SWIFT) test $(BUILD_FLAGS) --skip-build --filter '$(SWIFT_CRYPTO_SUITES)'
 	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS))
 	$(CLI) vectors verify --backend swift-crypto testvectors/*.json testvectors/third_party/*/*.json
 	scripts/check-app-graph.sh
 	scripts/check-snippets.sh
 	scripts/tag-versions.sh --check
 	scripts/check-readme.sh
-	scripts/check-install.sh
+	$(RIG) scripts/check-install.sh debug
 
 ## The soak tier (docs/testing.md): the kill rounds (200 on the embedded remote, 50 on the stack)
 ## and the fault-proxy rounds (200) at their full counts, each with a fresh seed, printed;
@@ -61,18 +63,21 @@ lint:
 
 ## Installs sync-cli (release build) under PREFIX: the binary, completions for bash, zsh and
 ## fish, the man page, a systemd user unit and a launchd agent for `sync --watch` (docs/agent.md).
+## CONFIGURATION=debug installs the debug build instead (`make test` checks the layout with the
+## binary its suite ran; `.ci/run` checks the release install).
 PREFIX ?= /usr/local
+CONFIGURATION ?= release
 install: deps
-	$(SWIFT) build -c release --product sync-cli
-	$(SWIFT) package generate-manual >/dev/null
+	$(SWIFT) build -c $(CONFIGURATION) --product sync-cli
+	$(SWIFT) package generate-manual --configuration $(CONFIGURATION) >/dev/null
 	@prefix=$$(eval echo "$(PREFIX)"); set -e; \
 	install -d "$$prefix/bin" "$$prefix/share/man/man1" "$$prefix/share/bash-completion/completions" \
 	  "$$prefix/share/zsh/site-functions" "$$prefix/share/fish/vendor_completions.d" \
 	  "$$prefix/share/systemd/user" "$$prefix/share/session-sync/launchd"; \
-	install -m 0755 .build/release/sync-cli "$$prefix/bin/sync-cli"; \
-	.build/release/sync-cli --generate-completion-script bash >"$$prefix/share/bash-completion/completions/sync-cli"; \
-	.build/release/sync-cli --generate-completion-script zsh >"$$prefix/share/zsh/site-functions/_sync-cli"; \
-	.build/release/sync-cli --generate-completion-script fish >"$$prefix/share/fish/vendor_completions.d/sync-cli.fish"; \
+	install -m 0755 .build/$(CONFIGURATION)/sync-cli "$$prefix/bin/sync-cli"; \
+	.build/$(CONFIGURATION)/sync-cli --generate-completion-script bash >"$$prefix/share/bash-completion/completions/sync-cli"; \
+	.build/$(CONFIGURATION)/sync-cli --generate-completion-script zsh >"$$prefix/share/zsh/site-functions/_sync-cli"; \
+	.build/$(CONFIGURATION)/sync-cli --generate-completion-script fish >"$$prefix/share/fish/vendor_completions.d/sync-cli.fish"; \
 	install -m 0644 .build/plugins/GenerateManual/outputs/sync-cli/sync-cli.1 "$$prefix/share/man/man1/sync-cli.1"; \
 	sed "s|@BINDIR@|$$prefix/bin|" dist/systemd/session-sync.service >"$$prefix/share/systemd/user/session-sync.service"; \
 	sed "s|@BINDIR@|$$prefix/bin|" dist/launchd/com.example.session-sync.plist \

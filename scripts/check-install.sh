@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # `make install PREFIX=<a temporary directory>`, then checks what it put there: the binary runs,
 # the completions for bash, zsh and fish and the service files exist, and `man -l` renders the
-# page. `make test` runs it.
+# page.
+#
+#   scripts/check-install.sh           # the release build, as a user installs it (.ci/run)
+#   scripts/check-install.sh debug     # the debug build the suite ran (make test: no release build)
 set -euo pipefail
+configuration=${1:-release}
+[[ $configuration == release || $configuration == debug ]] || { echo "usage: scripts/check-install.sh [release|debug]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 prefix=$(mktemp -d /tmp/install-check-XXXXXX)
 trap 'rm -rf "$prefix"' EXIT
-make -C "$root" --no-print-directory install PREFIX="$prefix" >"$prefix.log" 2>&1 || { tail -20 "$prefix.log" >&2; rm -f "$prefix.log"; exit 1; }
+make -C "$root" --no-print-directory install PREFIX="$prefix" CONFIGURATION="$configuration" >"$prefix.log" 2>&1 || { tail -20 "$prefix.log" >&2; rm -f "$prefix.log"; exit 1; }
 rm -f "$prefix.log"
 fail() { echo "install-check: $*" >&2; exit 1; }
 "$prefix/bin/sync-cli" --version | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+' || fail "sync-cli --version"
@@ -17,4 +22,4 @@ grep -q "ExecStart=$prefix/bin/sync-cli sync --watch" "$prefix/share/systemd/use
 grep -q "<string>$prefix/bin/sync-cli</string>" "$prefix/share/session-sync/launchd/com.example.session-sync.plist" || fail "launchd agent"
 command -v man >/dev/null 2>&1 || fail "man is missing (apt-get install man-db)"
 MANWIDTH=80 man -l "$prefix/share/man/man1/sync-cli.1" 2>/dev/null | grep -q 'sync-cli' || fail "man -l does not render the page"
-echo "install-check: make install PREFIX=... installed the binary, three completions, the man page and two service files"
+echo "install-check: make install PREFIX=... CONFIGURATION=$configuration installed the binary, three completions, the man page and two service files"

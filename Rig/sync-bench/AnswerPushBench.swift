@@ -50,9 +50,7 @@ enum AnswerPushBench {
         _ = try await SyncEngine(local: desktop, remote: try await world.remote(for: desktop)).push()
         _ = try await SyncEngine(local: phone, remote: try await world.remote(for: phone)).pull()
         let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        guard let coordination = try await world.remote(for: phone) as? any CoordinationRemote else {
-            throw SyncBench.CLIFailure("the remote has no push tokens")
-        }
+        let coordination = try await world.remote(for: phone)
         _ = try await Coordinator(store: phone, remote: coordination).registerPushToken(token)
 
         let asking = ApprovalCenter(local: desktop, remote: try await world.remote(for: desktop))

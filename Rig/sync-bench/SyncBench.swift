@@ -202,7 +202,7 @@ enum SyncBench {
 
         /// The remote acting for the device of `credential` (every request carries it, as the
         /// product's clients do).
-        func remote(_ credential: DeviceCredential, batchRows: Int = 500) -> any SyncRemote {
+        func remote(_ credential: DeviceCredential, batchRows: Int = 500) -> any CompleteRemote {
             if let stack {
                 let user = self.user
                 var configuration = PostgRESTConfiguration(projectURL: stack.url, apiKey: stack.anonKey, userID: user) {
@@ -219,7 +219,7 @@ enum SyncBench {
         }
 
         /// The remote as `store`'s device sees it.
-        func remote(for store: DeviceStore, batchRows: Int = 500) async throws -> any SyncRemote {
+        func remote(for store: DeviceStore, batchRows: Int = 500) async throws -> any CompleteRemote {
             remote(try await store.deviceCredential(), batchRows: batchRows)
         }
 
@@ -271,7 +271,7 @@ enum SyncBench {
             let remote = try await self.remote(for: desktop)
             // Each phone's own remote (its credential), made once as an app makes it: it
             // registers with the phone's first request, here the device row.
-            var phoneRemotes: [any SyncRemote] = []
+            var phoneRemotes: [any CompleteRemote] = []
             for phone in phones { phoneRemotes.append(try await self.remote(for: phone)) }
             for (phone, phoneRemote) in zip(phones, phoneRemotes) {
                 let identity = try await phone.requireIdentity()

@@ -92,10 +92,10 @@ enum TrustLogBench {
         try await DeviceTrustManager(local: phone, remote: try await world.remote(for: phone)).join(
             code: PairingCode(parsing: code.revealText()))
         _ = try await root.approve()
-        guard let log = try await world.remote(for: desktop) as? any TrustLogRemote,
-            let identity = try await desktop.identityKey(),
-            let author = try await desktop.identity()?.id
-        else { throw SyncBench.CLIFailure("the embedded remote has no trust log") }
+        let log = try await world.remote(for: desktop)
+        guard let identity = try await desktop.identityKey(), let author = try await desktop.identity()?.id else {
+            throw SyncBench.CLIFailure("the desktop has no identity key")
+        }
         let rows = try await log.trustLogRows(epoch: 1, fromSeq: 0)
         let state = try TrustLogVerifier.verify(rows.map(\.entry), userID: world.user, epoch: 1).state
         var writer = try TrustLogWriter(state: state, identity: identity, author: author)

@@ -97,8 +97,7 @@ public struct RemoteChanges: Sendable {
 }
 
 /// On-demand secret requests (coordination.md): a device asking the desktop that owns a session
-/// for an envelope it lacks. A remote without the table does not conform, or (a deployment
-/// without the migration) answers `.missingTable`.
+/// for an envelope it lacks. A deployment without the migration answers `.missingTable`.
 public protocol SecretRequestRemote: SyncRemote {
     /// The user's open secret requests (`fulfilled_at` null), oldest first.
     func listOpenSecretRequests() async throws -> [SecretRequestRow]
@@ -108,46 +107,37 @@ public protocol SecretRequestRemote: SyncRemote {
     func fulfilSecretRequests(ids: Set<UUID>) async throws
 }
 
-/// A change feed (sync.md, "Watch mode"): what changed since a cursor, in one request. A remote
-/// without one is polled table by table (``SyncRemote/pollChanges(statements:)``).
+/// A change feed (sync.md, "Watch mode"): what changed since a cursor, in one request. A
+/// deployment without its function is polled table by table
+/// (``SecretRequestRemote/pollChanges(statements:)``).
 public protocol ChangeFeedRemote: SyncRemote {
     /// What changed since `cursor` (everything when `nil`). `statements` asks for the trust
     /// statements' fingerprint too.
     func changes(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges
 }
 
-extension SyncRemote {
+extension SecretRequestRemote where Self: TrustRemote {
     /// What a change feed answers, by polling each table: every device row, the open requests
-    /// (none without ``SecretRequestRemote`` or its table) and, when asked, the trust statements'
-    /// fingerprint (`nil` without ``TrustRemote`` or its tables). Two to four requests.
+    /// (none on a deployment without their table) and, when asked, the trust statements'
+    /// fingerprint (`nil` without the trust tables). Two to four requests: what a PostgREST
+    /// deployment without the change feed's function is asked instead.
     public func pollChanges(statements: Bool) async throws -> RemoteChanges {
         let devices = try await listDevices()
         var requests: [SecretRequestRow] = []
-        if let remote = self as? any SecretRequestRemote {
-            do { requests = try await remote.listOpenSecretRequests() } catch let error as RemoteStoreError
-                where error.code == .missingTable
-            {}
-        }
+        do { requests = try await listOpenSecretRequests() } catch let error as RemoteStoreError
+            where error.code == .missingTable
+        {}
         var fingerprint: String?
-        if statements, let remote = self as? any TrustRemote {
+        if statements {
             do {
                 let rows =
-                    try await remote.listCertificates().map { "c:\($0.deviceID.canonical):\($0.signature)" }
-                    + remote.listRevocations().map { "r:\($0.deviceID.canonical):\($0.signature)" }
+                    try await listCertificates().map { "c:\($0.deviceID.canonical):\($0.signature)" }
+                    + listRevocations().map { "r:\($0.deviceID.canonical):\($0.signature)" }
                 fingerprint = rows.sorted().joined(separator: ",")
             } catch let error as RemoteStoreError where error.code == .missingTable {}
         }
         return RemoteChanges(
             devices: devices, complete: true, secretRequests: requests, statements: fingerprint, cursor: nil,
             method: .polling)
-    }
-
-    /// What changed since `cursor`: from the change feed where the remote has one, by polling
-    /// otherwise.
-    public func changesOrPoll(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges {
-        if let feed = self as? any ChangeFeedRemote {
-            return try await feed.changes(since: cursor, statements: statements)
-        }
-        return try await pollChanges(statements: statements)
     }
 }

@@ -6,13 +6,14 @@ import Synchronization
 /// default), and nothing about how it is spoken.
 ///
 /// This is what every remote does: devices, repositories, sessions and envelopes, in 15
-/// requirements. What only some remotes (or deployments) have is a protocol of its own, which
-/// the engine discovers: the envelope digest (``EnvelopeDigestRemote``), device trust
-/// (``TrustRemote``, ``TrustLogRemote``), secret requests (``SecretRequestRemote``), a change feed
-/// (``ChangeFeedRemote``), the pull feed (``PullFeedRemote``), coordination
-/// (``CoordinationRemote``), approvals, notifications and questions; ``CompleteRemote`` is them all. A remote that does not
-/// conform to one is a remote without it, said once in the report; a PostgREST deployment
-/// without the migration answers `.missingTable` or `.missingFunction` the same way.
+/// requirements. Each later feature is a protocol of its own: the envelope digest
+/// (``EnvelopeDigestRemote``), device trust (``TrustRemote``, ``TrustLogRemote``), secret requests
+/// (``SecretRequestRemote``), a change feed (``ChangeFeedRemote``), the pull feed
+/// (``PullFeedRemote``), coordination (``CoordinationRemote``), approvals, notifications and
+/// questions. ``CompleteRemote`` is them all, what both remotes are and what the engine's
+/// façades take: nothing is discovered by a cast. A feature that is not deployed is said one
+/// way, by the server: a PostgREST deployment without its migration answers `.missingTable` or
+/// `.missingFunction`, said once in the report.
 ///
 /// Every implementation is scoped to one signed-in user, as row-level security scopes a
 /// Supabase user: it never reads or writes another user's rows. Every UUID it sends or returns
@@ -419,37 +420,4 @@ extension SyncRemote {
             return left != right ? left < right : $0.record.id.canonicallyPrecedes($1.record.id)
         }
     }
-}
-
-extension SyncRemote {
-    /// This remote's device-trust tables: itself, when it has them.
-    ///
-    /// - Throws: ``RemoteStoreError/trustUnavailable`` (`.missingTable`) for a remote without
-    ///   them, as a deployment without the migration answers.
-    public func trustTables() throws(RemoteStoreError) -> any TrustRemote {
-        guard let remote = self as? any TrustRemote else { throw .trustUnavailable }
-        return remote
-    }
-
-    /// This remote's trust log: itself, when it has one.
-    ///
-    /// - Throws: ``RemoteStoreError/trustUnavailable`` (`.missingTable`) for a remote without it.
-    public func trustLog() throws(RemoteStoreError) -> any TrustLogRemote {
-        guard let remote = self as? any TrustLogRemote else { throw .trustUnavailable }
-        return remote
-    }
-
-    /// This remote's secret requests: itself, when it has the table.
-    ///
-    /// - Throws: ``RemoteStoreError/requestsUnavailable`` (`.missingTable`) for a remote without it.
-    public func secretRequests() throws(RemoteStoreError) -> any SecretRequestRemote {
-        guard let remote = self as? any SecretRequestRemote else { throw .requestsUnavailable }
-        return remote
-    }
-}
-
-extension RemoteStoreError {
-    /// What an operation on secret requests meets on a remote without their table.
-    public static let requestsUnavailable = RemoteStoreError(
-        .missingTable, "this remote has no session_secret_requests table (it needs the secret_requests migration)")
 }

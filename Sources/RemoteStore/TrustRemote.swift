@@ -55,8 +55,8 @@ public struct PairingRequestRow: Sendable, Hashable {
 
 /// The device-trust tables of trust.md, read-only since the trust log (trust-log.md, "Migration from the legacy tables"):
 /// the legacy identity key, certificates and revocations a device in legacy mode still reads,
-/// the pairing requests, and the device rows' activity. A remote without them does not conform
-/// (and a deployment without the migration answers `.missingTable`).
+/// the pairing requests, and the device rows' activity. A deployment without the migration
+/// answers `.missingTable`.
 public protocol TrustRemote: SyncRemote {
     /// The user's legacy identity public key (standard base64, unverified), or `nil`.
     func fetchIdentityKey() async throws -> String?
@@ -70,12 +70,6 @@ public protocol TrustRemote: SyncRemote {
     func listPairingRequests() async throws -> [PairingRequestRow]
     /// Deletes a pairing request.
     func deletePairingRequest(id: UUID) async throws
-}
-
-extension RemoteStoreError {
-    /// What an operation that needs the device-trust tables meets on a remote without them.
-    public static let trustUnavailable = RemoteStoreError(
-        .missingTable, "this remote has no device-trust tables (verified trust needs the device_trust migration)")
 }
 
 /// The legacy identity backup (recovery.md, before the trust log): read only, for recovering a

@@ -70,10 +70,7 @@ struct ApprovalContext {
     /// A request of the user's, by id or unambiguous prefix.
     func request(_ text: String) async throws -> ApprovalRequestRow {
         let all = try await run { center in
-            guard let remote = center.remote as? any ApprovalRemote else {
-                throw RemoteStoreError(.missingFunction, "no approvals")
-            }
-            return try await remote.approvalRequests(status: nil)
+            try await center.remote.approvalRequests(status: nil)
         }
         let id = try resolveID(text, among: all.map(\.id), kind: "approval request")
         guard let row = all.first(where: { $0.id == id }) else {
@@ -263,10 +260,7 @@ extension SyncCLI.Approval {
             let context = try await ApprovalContext(storeOptions, remoteOptions)
             let rows = try await context.run { center in
                 if pending { return try await center.pending() }
-                guard let remote = center.remote as? any ApprovalRemote else {
-                    throw RemoteStoreError(.missingFunction, "no approvals")
-                }
-                return try await remote.approvalRequests(status: nil)
+                return try await center.remote.approvalRequests(status: nil)
             }
             let summaries = rows.map { ApprovalSummary($0) }
             if json { return try printJSON(summaries) }

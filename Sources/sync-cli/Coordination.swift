@@ -15,11 +15,14 @@ struct CoordinationContext {
     let store: DeviceStore
     let identity: DeviceIdentity
     let coordinator: Coordinator
+    /// The remote the coordinator speaks to, with every other feature (questions, approvals).
+    let remote: any CompleteRemote
 
     init(_ storeOptions: StoreOptions, _ remoteOptions: RemoteOptions) async throws {
         store = try await storeOptions.open()
         identity = try await store.requireIdentity()
         let remote = try await remoteOptions.remote(for: store)
+        self.remote = remote
         coordinator = Coordinator(store: store, remote: remote)
     }
 

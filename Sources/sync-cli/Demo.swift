@@ -54,7 +54,7 @@ extension SyncCLI {
         }
 
         /// The remote as `store`'s device sees it: every call carries that device's credential.
-        func remote(_ store: DeviceStore) async throws -> any SyncRemote {
+        func remote(_ store: DeviceStore) async throws -> any CompleteRemote {
             try await EmbeddedRemoteStore.opened(
                 path: remotePath, userID: user, signedInAt: signedIn, credential: try await store.deviceCredential())
         }

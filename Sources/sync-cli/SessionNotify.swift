@@ -51,7 +51,7 @@ extension SyncCLI.Session {
                     "only the desktop that runs a session may notify about it: session \(id.canonical) runs on device "
                         + "\(record.deviceID.canonical); run `sync-cli session notify` there (nothing was sent)")
             }
-            let alerts = SessionAlerts(local: context.store, remote: context.coordinator.remote)
+            let alerts = SessionAlerts(local: context.store, remote: context.remote)
             let queued = try await context.run(migration: "notifications_2") { _ in
                 try await alerts.notify(session: id, kind: event.kind)
             }

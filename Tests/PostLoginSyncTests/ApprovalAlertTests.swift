@@ -18,7 +18,7 @@ struct ApprovalAlertTests {
     /// Asks with the desktop's store over `remote`, until the phone sees the request; then
     /// leaves the asking task to the caller.
     static func ask(
-        _ w: ApprovalWorld, over remote: any SyncRemote
+        _ w: ApprovalWorld, over remote: any CompleteRemote
     ) async throws -> (Task<ApprovalOutcome, Error>, UUID) {
         let asking = ApprovalCenter(local: w.desktop.store, remote: remote)
         let phoneCenter = try w.center(w.phone)
@@ -92,7 +92,7 @@ struct ApprovalAlertTests {
 
         // Another scheme: the next alerts carry it.
         let path = w.world.directory.appendingPathComponent("remote.sqlite").path
-        let remote: any SyncRemote
+        let remote: any CompleteRemote
         switch backend {
         case .embedded:
             remote = try EmbeddedRemoteStore(

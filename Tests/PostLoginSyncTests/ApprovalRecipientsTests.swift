@@ -31,10 +31,9 @@ struct ApprovalRecipientsTests {
 
     /// What `clear_approval` of `requestID` answers: the refusal's code, `nil` when it queued.
     static func clearRefusal(_ requestID: String, _ w: ApprovalWorld) async throws -> RemoteStoreError.Code? {
-        let remote: any SyncRemote = try w.world.remote(credential: .some(.random(for: UUID())))
-        guard let coordination = remote as? any CoordinationRemote else { return nil }
+        let remote: any CompleteRemote = try w.world.remote(credential: .some(.random(for: UUID())))
         do {
-            _ = try await coordination.clearApproval(requestID: requestID, excludingToken: nil)
+            _ = try await remote.clearApproval(requestID: requestID, excludingToken: nil)
             return nil
         } catch let error as RemoteStoreError {
             return error.code

@@ -12,7 +12,7 @@ import Testing
 // a test below checks that every ```swift block of every article appears in this file verbatim,
 // and the others run it against real stores and an embedded remote.
 
-func syncAtLogin(store: DeviceStore, remote: any SyncRemote) async throws -> SyncReport {
+func syncAtLogin(store: DeviceStore, remote: any CompleteRemote) async throws -> SyncReport {
     let engine = SyncEngine(local: store, remote: remote)
     let report = try await engine.sync { progress in
         print(progress.message)
@@ -43,7 +43,7 @@ func openDesktopStore(directory: URL, signedIn: AuthSession) async throws -> Dev
 }
 
 func startAgentSession(
-    store: DeviceStore, remote: any SyncRemote, checkout: URL, task: String
+    store: DeviceStore, remote: any CompleteRemote, checkout: URL, task: String
 ) async throws -> SessionRecord {
     let repository = try await store.addRepository(
         name: checkout.lastPathComponent, localPath: checkout.path, defaultBranch: "main")
@@ -55,13 +55,13 @@ func startAgentSession(
     return session
 }
 
-func finishAgentSession(store: DeviceStore, remote: any SyncRemote, session: SessionRecord) async throws {
+func finishAgentSession(store: DeviceStore, remote: any CompleteRemote, session: SessionRecord) async throws {
     try await store.endSession(session.id)
     _ = try await SyncEngine(local: store, remote: remote).push()
 }
 
 func notificationContent(
-    userInfo: [AnyHashable: Any], store: DeviceStore, remote: any SyncRemote, showDetails: Bool
+    userInfo: [AnyHashable: Any], store: DeviceStore, remote: any CompleteRemote, showDetails: Bool
 ) async -> (category: String, subtitle: String?, body: String?) {
     guard let payload = try? AlertPayload(userInfo: userInfo) else { return ("APPROVAL_REQUEST_VIEW", nil, nil) }
     let display = await ApprovalCenter.notificationDisplay(
@@ -78,7 +78,7 @@ func notificationContent(
 }
 
 func answerAction(
-    actionIdentifier: String, userInfo: [AnyHashable: Any], store: DeviceStore, remote: any SyncRemote
+    actionIdentifier: String, userInfo: [AnyHashable: Any], store: DeviceStore, remote: any CompleteRemote
 ) async -> Bool {
     guard let payload = try? AlertPayload(userInfo: userInfo),
         actionIdentifier == "APPROVE" || actionIdentifier == "DENY"
@@ -95,13 +95,13 @@ func answerAction(
     }
 }
 
-func pullAndOpen(store: DeviceStore, remote: any SyncRemote, sessionID: UUID) async throws -> SessionSecret {
+func pullAndOpen(store: DeviceStore, remote: any CompleteRemote, sessionID: UUID) async throws -> SessionSecret {
     _ = try await SyncEngine(local: store, remote: remote).sync()
     let opened = try await store.openReceived(sessionID: sessionID)
     return opened.secret
 }
 
-func runAgent(store: DeviceStore, remote: any SyncRemote) async {
+func runAgent(store: DeviceStore, remote: any CompleteRemote) async {
     var options = WatchOptions()
     options.interval = .seconds(5)
     for await tick in SyncEngine(local: store, remote: remote).watch(options) {
@@ -124,7 +124,7 @@ func pair(desktop: DeviceTrustManager, phone: DeviceTrustManager) async throws {
     _ = try await desktop.approve()
 }
 
-func answerFromNotification(payload: Data, store: DeviceStore, remote: any SyncRemote) async throws {
+func answerFromNotification(payload: Data, store: DeviceStore, remote: any CompleteRemote) async throws {
     // In the notification service extension: what the question says, for the notification.
     let content = try await ApprovalCenter.openNotification(payload, store: store)
     print(content.tool, content.summary)
@@ -136,7 +136,7 @@ func answerFromNotification(payload: Data, store: DeviceStore, remote: any SyncR
     }
 }
 
-func answerAgentQuestion(questionID: UUID, store: DeviceStore, remote: any SyncRemote) async throws {
+func answerAgentQuestion(questionID: UUID, store: DeviceStore, remote: any CompleteRemote) async throws {
     // The question id comes with the alert (`requestId` of a `question` push) or its deep link.
     let alerts = SessionAlerts(local: store, remote: remote)
     let opened = try await alerts.open(question: questionID)

@@ -19,7 +19,7 @@ struct EnvelopeTrustRulesTests {
     /// Writes `envelope` as the row for `session` addressed to `device`, as whoever holds the
     /// user's token can.
     static func plant(
-        _ envelope: SecretEnvelope, session: UUID, for device: UUID, on remote: any SyncRemote
+        _ envelope: SecretEnvelope, session: UUID, for device: UUID, on remote: any CompleteRemote
     ) async throws {
         _ = try await remote.upsertEnvelopes(
             [

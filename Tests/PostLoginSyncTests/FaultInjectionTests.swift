@@ -67,7 +67,7 @@ struct FaultInjectionTests {
             let base = proxy.url(path: stack.url.path)
             let owner = world.user
             // Each device through its own client, all through the proxy.
-            let remote: @Sendable (DeviceCredential) -> any SyncRemote = { credential in
+            let remote: @Sendable (DeviceCredential) -> any CompleteRemote = { credential in
                 var configuration = PostgRESTConfiguration(projectURL: base, apiKey: stack.anonKey, userID: owner) {
                     _ in
                     stack.token(for: owner)

@@ -53,7 +53,7 @@ struct FrozenViewTests {
         let database = deployed ? "sync_deployed" : "sync_own"
         let state = try await w.manager(w.root).verifiedLog()
         let (user, root) = (w.world.user, w.root.identity.id)
-        let remote = try w.world.remote(for: w.root).trustLog()
+        let remote = try w.world.remote(for: w.root)
         func own() async throws -> [TrustLogWitness] {
             try await remote.trustLogWitnesses(epoch: 1).filter { $0.deviceID == root }
                 .compactMap { try? TrustLogWitness.parse($0.body) }.filter { $0.seq == state.headSeq }
@@ -96,7 +96,7 @@ struct FrozenViewTests {
         let w = try await LogWorld.make(backend, deployed)
         let state = try await w.manager(w.root).verifiedLog()
         let (user, root) = (w.world.user, w.root.identity.id)
-        let remote = try w.world.remote(for: w.root).trustLog()
+        let remote = try w.world.remote(for: w.root)
         func own() async throws -> Set<String> {
             Set(
                 try await remote.trustLogWitnesses(epoch: 1).filter {

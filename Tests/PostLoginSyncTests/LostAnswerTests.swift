@@ -111,7 +111,7 @@ struct LostAnswerTests {
         let state = try await manager.verifiedLog()
         #expect(state.identityPublicKey != before)
         // It opens the newest backup, to the key in force.
-        let rows = try await w.world.remote(for: w.root).trustLog().trustLogRows(epoch: state.epoch, fromSeq: 0)
+        let rows = try await w.world.remote(for: w.root).trustLogRows(epoch: state.epoch, fromSeq: 0)
         let newest = try #require(rows.last { $0.backup != nil })
         let opened = LogBackup.open(
             try #require(newest.backup), with: recovery.agreementKey(userID: w.world.user), userID: w.world.user,
@@ -204,7 +204,7 @@ extension LostAnswerTests {
         #expect(state.isRoot(desktop.identity.id))
         #expect(resumed.fingerprint == IdentityFingerprint(state.identityPublicKey))
         let genesis = try #require(
-            try await world.remote(for: desktop).trustLog().trustLogRows(epoch: 1, fromSeq: 0).first)
+            try await world.remote(for: desktop).trustLogRows(epoch: 1, fromSeq: 0).first)
         let opened = LogBackup.open(
             try #require(genesis.backup), with: recovery.agreementKey(userID: world.user), userID: world.user,
             epoch: 1, seq: 0)

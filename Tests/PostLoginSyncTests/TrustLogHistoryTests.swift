@@ -273,7 +273,7 @@ struct TrustLogHistoryTests {
         // With the pull feed the head comes with the changes: of the log only the witnesses are
         // read (one call: a witness beyond the head is a cut log, the newest a root's word).
         // (The deployed schema has no feed: the rows from the pin are read, and verify nothing.)
-        let witnesses = try await w.world.remote(for: w.root).trustLog().trustLogWitnesses(epoch: 1).count
+        let witnesses = try await w.world.remote(for: w.root).trustLogWitnesses(epoch: 1).count
         #expect(witnesses > 0)
         #expect(deployed || pull.trust?.entriesRead == witnesses)
         let tablet = try await w.world.device("tablet", role: .mobile, type: .iosTablet)
@@ -281,7 +281,7 @@ struct TrustLogHistoryTests {
         let moved = try await w.phone.engine.pull()
         #expect(moved.trust?.entriesVerified == 1 && moved.trust?.head?.contains("seq 2") == true)
         let again = try await w.phone.engine.pull()
-        let now = try await w.world.remote(for: w.root).trustLog().trustLogWitnesses(epoch: 1).count
+        let now = try await w.world.remote(for: w.root).trustLogWitnesses(epoch: 1).count
         #expect(again.trust?.entriesVerified == 0 && (deployed || again.trust?.entriesRead == now))
     }
 }

@@ -173,7 +173,7 @@ final class World: Sendable {
     func device(
         _ name: String, role: SyncRole, type: DeviceType? = nil, id: UUID = UUID(),
         options: SyncOptions = SyncOptions(),
-        remote: (@Sendable (DeviceCredential) throws -> any SyncRemote)? = nil
+        remote: (@Sendable (DeviceCredential) throws -> any CompleteRemote)? = nil
     ) async throws -> Device {
         let store = try await DeviceStore.opened(directory: directory.appendingPathComponent(name))
         let identity: DeviceIdentity
@@ -197,7 +197,7 @@ final class World: Sendable {
     /// A desktop with `repositories` repositories and `sessions` sessions spread over them.
     func desktop(
         _ name: String = "desktop", repositories: Int = 2, sessions: Int = 5, options: SyncOptions = SyncOptions(),
-        remote: (@Sendable (DeviceCredential) throws -> any SyncRemote)? = nil
+        remote: (@Sendable (DeviceCredential) throws -> any CompleteRemote)? = nil
     ) async throws -> Device {
         let desktop = try await device(name, role: .desktop, options: options, remote: remote)
         let repos = (0..<repositories).map { i in

@@ -10,7 +10,7 @@ struct CoordinationActor {
     let actor: Actor
     let phone = UUID()
     let session: SessionRecord
-    var store: any CoordinationRemote { actor.store as! any CoordinationRemote }
+    var store: any CoordinationRemote { actor.store }
     var user: UUID { actor.user }
     var desktop: UUID { actor.desktop }
     /// The phone's own client: the remote acts for the device whose credential calls.
@@ -18,7 +18,6 @@ struct CoordinationActor {
 
     init(_ harness: any RemoteHarness) async throws {
         actor = try await Actor(harness)
-        #expect(actor.store is any CoordinationRemote)
         phoneStore = try await harness.store(for: actor.user, credential: .random(for: phone))
         try await phoneStore.upsertOwnDevice(
             OwnDeviceRow(
@@ -308,7 +307,7 @@ struct CoordinationContractTests {
     func runtimeStatus(kind: RemoteKind) async throws {
         let harness = try kind.harness()
         let me = try await Actor(harness)
-        let store = try #require(me.store as? any CoordinationRemote)
+        let store = me.store
         let repository = me.repository()
         let session = me.session(repository)
         _ = try await store.upsertRepositories([repository], onBatchAccepted: nil)
@@ -340,7 +339,7 @@ struct CoordinationContractTests {
         guard !StackEnvironment.skipped else { return }
         let harness = try RemoteKind.postgrestDeployedSchema.harness()
         let me = try await Actor(harness)
-        let store = try #require(me.store as? any CoordinationRemote)
+        let store = me.store
         await #expect { _ = try await store.clearApproval(requestID: "r", excludingToken: nil) } throws: {
             isRemote($0, .missingFunction)
         }

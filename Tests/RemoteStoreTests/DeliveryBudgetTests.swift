@@ -56,7 +56,7 @@ struct DeliveryBudgetTests {
                 VALUES ('\(me.user.canonical)', 1, '\(me.desktop.canonical)', 0), ('\(me.user.canonical)', 1, '\(me.phone.canonical)', 1)
             """)
         let control = (0..<32).map { _ in UInt8.random(in: 0...255) }
-        let approvals = try #require(me.actor.store as? any ApprovalRemote)
+        let approvals = me.actor.store
         let phone = try #require(me.phoneStore as? any ApprovalRemote)
         let request = UUID()
         let body = Data([1, 0, 0, 0, 1] + (0..<60).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()

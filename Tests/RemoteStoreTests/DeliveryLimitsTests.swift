@@ -63,7 +63,7 @@ struct DeliveryLimitsTests {
         let request = UUID()
         let body = Data([1, 0, 0, 0, 1] + (0..<60).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let expires = UInt64(Date().timeIntervalSince1970) + 300
-        let approvals = try #require(other.actor.store as? any ApprovalRemote)
+        let approvals = other.actor.store
         _ = try await approvals.requestApproval(
             sessionID: other.session.id, requestID: request, requesterDeviceID: other.desktop, body: body,
             generation: 1, expiresAt: expires)
@@ -86,7 +86,7 @@ struct DeliveryLimitsTests {
             """)
         try await DeliveryBudgetTests.spend(me.user, "push", 590)
         let mine = UUID()
-        let myApprovals = try #require(me.actor.store as? any ApprovalRemote)
+        let myApprovals = me.actor.store
         _ = try await myApprovals.requestApproval(
             sessionID: me.session.id, requestID: mine, requesterDeviceID: me.desktop, body: body, generation: 1,
             expiresAt: expires)
@@ -105,7 +105,7 @@ struct DeliveryLimitsTests {
     @Test("pending approval requests: at most 5 per session", arguments: kinds)
     func pendingApprovalCap(kind: RemoteKind) async throws {
         let me = try await CoordinationActor(try kind.harness())
-        let approvals = try #require(me.actor.store as? any ApprovalRemote)
+        let approvals = me.actor.store
         let expires = UInt64(Date().timeIntervalSince1970) + 300
         func ask() async throws {
             let body = Data([1, 0, 0, 0, 1] + (0..<60).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()

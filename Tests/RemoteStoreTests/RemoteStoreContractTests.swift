@@ -62,7 +62,7 @@ struct Actor {
     let key = X25519PrivateKey()
     /// The desktop's credential: what its store acts with.
     let credential: DeviceCredential
-    let store: any SyncRemote
+    let store: any CompleteRemote
     /// Kept alive as long as the actor: it owns the remote's files.
     let harness: any RemoteHarness
 

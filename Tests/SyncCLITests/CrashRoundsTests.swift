@@ -432,8 +432,7 @@ final class CrashHarness: @unchecked Sendable {
             },
             uniquingKeysWith: { first, _ in first })
         let held = Dictionary(
-            try await #require(remote as? any EnvelopeDigestRemote).listEnvelopeKeys(sessions: ownIDs, atMost: nil).map
-            {
+            try await remote.listEnvelopeKeys(sessions: ownIDs, atMost: nil).map {
                 ($0.pair, Optional($0.ephemeralPublicKey))
             },
             uniquingKeysWith: { first, _ in first })

@@ -42,7 +42,7 @@ extension ApprovalCenter {
     /// Opens `sealed` with the session secret this device holds; without `sealed` and given a
     /// remote, it fetches the request or question by id (one request, 10 s at most).
     public static func notificationDisplay(
-        _ payload: AlertPayload, store: DeviceStore, showDetails: Bool, remote: (any SyncRemote)?
+        _ payload: AlertPayload, store: DeviceStore, showDetails: Bool, remote: (any CompleteRemote)?
     ) async -> NotificationDisplay {
         var display = NotificationDisplay()
         if let session = try? await store.session(id: payload.sessionID),
@@ -63,8 +63,8 @@ extension ApprovalCenter {
             let kind = payload.kind
             body = try? await within(.seconds(10)) {
                 kind == .question
-                    ? try await (remote as? any QuestionRemote)?.agentQuestion(id: requestID)?.body
-                    : try await (remote as? any ApprovalRemote)?.approvalRequest(id: requestID)?.body
+                    ? try await remote.agentQuestion(id: requestID)?.body
+                    : try await remote.approvalRequest(id: requestID)?.body
             }
         }
         guard let body else { return display }
@@ -114,7 +114,7 @@ extension ApprovalCenter {
     ///   `.notLoggedIn`, `.userMismatch`, `.deadlineExceeded`; `CryptoError.authenticationFailure` for a body
     ///   not sealed for exactly this request (nothing is submitted); remote errors.
     public static func answerNotification(
-        _ payload: AlertPayload, verdict: ApprovalVerdict, store: DeviceStore, remote: any SyncRemote,
+        _ payload: AlertPayload, verdict: ApprovalVerdict, store: DeviceStore, remote: any CompleteRemote,
         deadline: Duration = .seconds(20)
     ) async throws -> ApprovalAnswered {
         guard payload.kind == .approval, let requestID = payload.requestID,
@@ -139,10 +139,7 @@ extension ApprovalCenter {
                         "answering needs the user's trust log pinned on this device: pair it first (`sync-cli trust join`)"
                 )
             }
-            guard let approvals = remote as? any ApprovalRemote else {
-                throw RemoteStoreError(
-                    .missingFunction, "this remote has no approvals (it needs the approvals migration)")
-            }
+            let approvals = remote
             try await checkAsker(
                 local: store, session: payload.sessionID, requester: requester, generation: generation, trust: nil)
             let secret = try await store.openReceived(sessionID: payload.sessionID, generation: generation).secret
@@ -182,10 +179,7 @@ extension ApprovalCenter {
     /// - Throws: `RemoteStoreError` `.permissionDenied` for an id that is not one of the user's
     ///   approvals; `.missingFunction` on a remote without notifications round 2.
     public func deliveries(of alertID: UUID) async throws -> AlertDeliveries {
-        guard let remote = remote as? any NotificationRemote else {
-            throw RemoteStoreError(.missingFunction, "this remote has no delivery outcomes (notifications round 2)")
-        }
-        return try await remote.alertDeliveries(alertID: alertID)
+        try await remote.alertDeliveries(alertID: alertID)
     }
 
     /// Runs `body`, cancelled once `limit` passes: then `SyncError` `.deadlineExceeded` at

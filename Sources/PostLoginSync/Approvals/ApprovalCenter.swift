@@ -96,25 +96,17 @@ public struct OpenedApproval: Sendable {
 /// device derived the request's key. Approvals need a pinned identity on both sides.
 public struct ApprovalCenter: Sendable {
     public let local: DeviceStore
-    public let remote: any SyncRemote
+    public let remote: any CompleteRemote
     let logger: Logger?
 
     /// The shortest and longest time a request may wait (approvals.md).
     public static let timeouts: ClosedRange<Duration> = .seconds(5) ... .seconds(600)
 
     /// Creates the center for this device's store and the signed-in remote.
-    public init(local: DeviceStore, remote: any SyncRemote, logger: Logger? = nil) {
+    public init(local: DeviceStore, remote: any CompleteRemote, logger: Logger? = nil) {
         self.local = local
         self.remote = remote
         self.logger = logger
-    }
-
-    /// The remote's approvals, or what a deployment without them answers.
-    func approvals() throws -> any ApprovalRemote {
-        guard let remote = remote as? any ApprovalRemote else {
-            throw RemoteStoreError(.missingFunction, "this remote has no approvals (it needs the approvals migration)")
-        }
-        return remote
     }
 
     /// The verified trust records; approvals refuse to run without a pinned identity.
@@ -191,7 +183,7 @@ public struct ApprovalCenter: Sendable {
         guard Self.timeouts.contains(timeout) else { throw CryptoError.invalidApprovalContent }
         let content = try ApprovalContent(tool: tool, summary: summary, detail: detail)
         try await checkCanAsk(session: session)
-        let approvals = try approvals()
+        let approvals = remote
         try await rotateIfRevoked(session: session, trust: try await trust())
         let identity = try await local.requireIdentity()
         let user = try await signedInUser()
@@ -249,7 +241,7 @@ public struct ApprovalCenter: Sendable {
         for sent: SentApproval, read: [UInt8], identity: UUID, user: UUID, control: String, pollInterval: Duration,
         onRefused: (@Sendable (ApprovalRefusal) -> Void)?, watcher: DeliveryWatcher? = nil
     ) async throws -> ApprovalOutcome {
-        let approvals = try approvals()
+        let approvals = remote
         var refused = Set<String>()
         var mayReopen = true
         var unanswered = false
@@ -297,7 +289,7 @@ public struct ApprovalCenter: Sendable {
     func reopen(_ row: ApprovalRequestRow, control: String) async throws -> Bool {
         guard let signature = row.decisionSignature else { return true }
         do {
-            _ = try await approvals().reopenApproval(requestID: row.id, decisionSignature: signature, control: control)
+            _ = try await remote.reopenApproval(requestID: row.id, decisionSignature: signature, control: control)
             return true
         } catch is CancellationError {
             throw CancellationError()
@@ -318,7 +310,7 @@ public struct ApprovalCenter: Sendable {
     public func pending() async throws -> [ApprovalRequestRow] {
         let me = try await local.requireIdentity().id
         let now = Date()
-        return try await approvals().approvalRequests(status: .pending).filter {
+        return try await remote.approvalRequests(status: .pending).filter {
             $0.requesterDeviceID != me && $0.status(at: now) == .pending
         }
     }
@@ -376,7 +368,7 @@ public struct ApprovalCenter: Sendable {
             read: opened.read, decidedAt: UInt64(max(0, now.timeIntervalSince1970)),
             logHead: ApprovalDecision.LogHead(epoch: head.epoch, seq: head.seq, hash: head.hash))
         let signed = decision.signed(by: try await local.signingKey())
-        return try await approvals().answerApproval(
+        return try await remote.answerApproval(
             requestID: request.id, deviceID: identity.id, verdict: verdict, decisionBody: signed.body,
             decisionSignature: signed.signature)
     }

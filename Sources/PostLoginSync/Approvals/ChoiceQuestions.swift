@@ -70,7 +70,7 @@ extension SessionAlerts {
         try await center.checkCanAsk(session: session)
         try await center.rotateIfRevoked(session: session, trust: try await center.trust())
         let identity = try await signedIn()
-        let questions = try questions()
+        let questions = remote
         let sealed = try await local.ownSealedSecret(sessionID: session)
         let secret = try await local.openOwnSecret(sessionID: session, generation: sealed.generation)
         let id = UUID()
@@ -107,7 +107,7 @@ extension SessionAlerts {
         _ sent: SentQuestion, secret: SessionSecret, center: ApprovalCenter, pollInterval: Duration,
         onRefused: (@Sendable (QuestionAnswerRefusal) -> Void)?
     ) async throws -> QuestionOutcome {
-        let questions = try questions()
+        let questions = remote
         var judged = Set<String>()
         while true {
             try Task.checkCancellation()
@@ -219,7 +219,7 @@ extension SessionAlerts {
             context: QuestionAnswerContext(
                 userID: row.userID, sessionID: row.sessionID, questionID: row.id, deviceID: identity.id,
                 generation: row.generation), secret: secret)
-        return try await self.questions().answerQuestion(
+        return try await self.remote.answerQuestion(
             questionID: row.id, deviceID: identity.id, answer: ByteEncoding.base64(sealed))
     }
 }

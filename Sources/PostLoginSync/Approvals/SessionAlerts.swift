@@ -35,11 +35,11 @@ public struct OpenedQuestion: Sendable {
 /// token a minute, never the same one twice within it, and the latest state always arrives.
 public struct SessionAlerts: Sendable {
     public let local: DeviceStore
-    public let remote: any SyncRemote
+    public let remote: any CompleteRemote
     let logger: Logger?
 
     /// Creates the alerts of this device's store over the signed-in remote.
-    public init(local: DeviceStore, remote: any SyncRemote, logger: Logger? = nil) {
+    public init(local: DeviceStore, remote: any CompleteRemote, logger: Logger? = nil) {
         self.local = local
         self.remote = remote
         self.logger = logger
@@ -59,7 +59,7 @@ public struct SessionAlerts: Sendable {
             throw RemoteStoreError(.invalidValue, "kind must be task_complete, task_failed or task_paused")
         }
         let identity = try await signedIn()
-        let queued = try await notifications().notifySessionEvent(
+        let queued = try await remote.notifySessionEvent(
             sessionID: session, deviceID: identity.id, kind: kind)
         logger?.info("\(kind.rawValue) raised for session \(session.canonical): \(queued.queued) queued")
         return queued
@@ -89,7 +89,7 @@ public struct SessionAlerts: Sendable {
         try await center.rotateIfRevoked(
             session: session, trust: try await TrustSnapshot.load(local: local, remote: remote))
         let identity = try await signedIn()
-        let questions = try questions()
+        let questions = remote
         let sealed = try await local.ownSealedSecret(sessionID: session)
         let secret = try await local.openOwnSecret(sessionID: session, generation: sealed.generation)
         let id = UUID()
@@ -110,7 +110,7 @@ public struct SessionAlerts: Sendable {
     /// (`closed` false, with its status).
     public func close(question: UUID, answered: Bool) async throws -> QuestionClosed {
         _ = try await signedIn()
-        return try await questions().closeQuestion(questionID: question, status: answered ? .answered : .cancelled)
+        return try await remote.closeQuestion(questionID: question, status: answered ? .answered : .cancelled)
     }
 
     /// Reads a question and opens it with this device's copy of the session's secret (the
@@ -123,7 +123,7 @@ public struct SessionAlerts: Sendable {
     ///   device does not believe; `LocalStoreError` `.notFound` without the secret here.
     public func open(question id: UUID) async throws -> OpenedQuestion {
         let identity = try await signedIn()
-        guard let row = try await questions().agentQuestion(id: id) else {
+        guard let row = try await remote.agentQuestion(id: id) else {
             throw RemoteStoreError(.permissionDenied, "question \(id.canonical) is not one of yours")
         }
         guard row.userID == remote.userID else { throw CryptoError.authenticationFailure }
@@ -147,25 +147,10 @@ public struct SessionAlerts: Sendable {
     ///
     /// - Throws: remote errors (`.missingFunction` without notifications round 2).
     public func recentQuestions(atMost: Int = 500) async throws -> [AgentQuestionRow] {
-        try await questions().agentQuestions(atMost: atMost)
-    }
-
-    func questions() throws -> any QuestionRemote {
-        guard let remote = remote as? any QuestionRemote else {
-            throw RemoteStoreError(.missingFunction, "this remote has no questions (it needs notifications round 2)")
-        }
-        return remote
+        try await remote.agentQuestions(atMost: atMost)
     }
 
     func signedIn() async throws -> DeviceIdentity {
         try await SignedInDevice.check(local, remoteUser: remote.userID).identity
-    }
-
-    func notifications() throws -> any NotificationRemote {
-        guard let remote = remote as? any NotificationRemote else {
-            throw RemoteStoreError(
-                .missingFunction, "this remote has no session alerts (it needs notifications round 2)")
-        }
-        return remote
     }
 }

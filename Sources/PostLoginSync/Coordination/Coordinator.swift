@@ -12,10 +12,10 @@ import SyncModel
 /// `sync` puts it there): until then the remote refuses with `permissionDenied`.
 public struct Coordinator: Sendable {
     public let store: DeviceStore
-    public let remote: any CoordinationRemote
+    public let remote: any NotificationRemote
 
     /// Creates a coordinator for this store's device on `remote`.
-    public init(store: DeviceStore, remote: any CoordinationRemote) {
+    public init(store: DeviceStore, remote: any NotificationRemote) {
         self.store = store
         self.remote = remote
     }
@@ -109,19 +109,10 @@ public struct Coordinator: Sendable {
         return stored
     }
 
-    /// The remote's notification settings, or what a deployment without them answers.
-    func notifications() throws -> any NotificationRemote {
-        guard let remote = remote as? any NotificationRemote else {
-            throw RemoteStoreError(
-                .missingFunction, "this remote has no notification settings (it needs the notifications migration)")
-        }
-        return remote
-    }
-
     /// This device's notification settings (the defaults until it sets any).
     public func notificationSettings() async throws -> NotificationSettings {
         let identity = try await identity()
-        return try await notifications().notificationSettings(deviceID: identity.id)
+        return try await remote.notificationSettings(deviceID: identity.id)
     }
 
     /// Changes this device's notification settings named in `change`; turning live activities
@@ -133,7 +124,7 @@ public struct Coordinator: Sendable {
         -> NotificationSettingsUpdated
     {
         let identity = try await identity()
-        return try await notifications().setNotificationSettings(deviceID: identity.id, change)
+        return try await remote.setNotificationSettings(deviceID: identity.id, change)
     }
 
     /// Keeps this device's claim on a session fresh while the session is on screen: call it every
@@ -145,7 +136,7 @@ public struct Coordinator: Sendable {
     @discardableResult
     public func touch(sessionID: UUID) async throws -> Bool {
         let identity = try await identity()
-        return try await notifications().touchSessionActivity(sessionID: sessionID, deviceID: identity.id)
+        return try await remote.touchSessionActivity(sessionID: sessionID, deviceID: identity.id)
     }
 
     /// What is queued for delivery to the user's devices, newest first.

@@ -147,7 +147,7 @@ public struct SyncOptions: Sendable {
 /// second sync of the same store waits for the lease or fails naming the holder.
 public struct SyncEngine: Sendable {
     public let local: DeviceStore
-    public let remote: any SyncRemote
+    public let remote: any CompleteRemote
     public let options: SyncOptions
     let logger: Logger?
 
@@ -158,8 +158,9 @@ public struct SyncEngine: Sendable {
     ///   - remote: The remote, signed in as the store's user.
     ///   - options: Policy and tuning.
     ///   - logger: Where to log progress (never secrets); nothing is logged without one.
-    public init(local: DeviceStore, remote: any SyncRemote, options: SyncOptions = SyncOptions(), logger: Logger? = nil)
-    {
+    public init(
+        local: DeviceStore, remote: any CompleteRemote, options: SyncOptions = SyncOptions(), logger: Logger? = nil
+    ) {
         self.local = local
         self.remote = remote
         self.options = options
@@ -304,7 +305,7 @@ public struct SyncEngine: Sendable {
         }
         let geneses: [TrustLogRow]
         do {
-            geneses = try await remote.trustLog().trustLogGeneses()
+            geneses = try await remote.trustLogGeneses()
         } catch let error as RemoteStoreError where error.code == .missingTable || error.code == .missingFunction {
             guard seen == nil else { return (nil, nil) }
             try await local.setSetting(.trustLogSeen, .missing)

@@ -254,8 +254,7 @@ actor WatchState {
     /// The approval requests that changed, from the change feed (one request), for a phone whose
     /// remote has no pull feed.
     func approvalsTick(_ tick: inout WatchTick, identity: DeviceIdentity) async throws {
-        guard let feed = engine.remote as? any ChangeFeedRemote else { return }
-        let changes = try await feed.changes(since: cursor, statements: false)
+        let changes = try await engine.remote.changes(since: cursor, statements: false)
         tick.changeFeed = changes.method
         surface(changes.approvals, in: &tick, identity: identity)
         cursor = changes.cursor.map { moved($0) }
@@ -284,7 +283,7 @@ actor WatchState {
         let legacyPin = try await local.pinnedIdentityKey() != nil
         let logPin = try await local.trustLogPin() != nil
         let pinned = legacyPin || logPin
-        let changes = try await remote.changesOrPoll(since: cursor, statements: pinned)
+        let changes = try await remote.changes(since: cursor, statements: pinned)
         tick.changeFeed = changes.method
         surface(changes.approvals, in: &tick, identity: identity)
 

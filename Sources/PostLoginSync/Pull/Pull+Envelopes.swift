@@ -197,13 +197,15 @@ extension SyncEngine {
         guard recorded != changes.envelopeRows else { return }
         // Something else changed: the buckets that differ say which sessions to read again,
         // unless there is no record yet (a first pull), or most of it differs.
-        guard recorded.count > 0, let feed = remote as? any PullFeedRemote else {
+        guard recorded.count > 0 else {
             return try await recordAllEnvelopeRows(me, recorder: recorder)
         }
         let buckets = SecretDigest.bucketCount(
             forPairs: max(recorded.count, changes.envelopeRows.count), rowsPerBucket: options.rowsPerDigestBucket)
         let theirs = Dictionary(
-            uniqueKeysWithValues: try await feed.recipientDigest(deviceID: me, buckets: buckets).map { ($0.bucket, $0) }
+            uniqueKeysWithValues: try await remote.recipientDigest(deviceID: me, buckets: buckets).map {
+                ($0.bucket, $0)
+            }
         )
         let ours = Dictionary(
             uniqueKeysWithValues: try await local.envelopeRowsDigest(buckets: buckets).map { ($0.bucket, $0) })
@@ -250,7 +252,7 @@ extension SyncEngine {
             open = known
         } else {
             do {
-                open = try await remote.secretRequests().listOpenSecretRequests()
+                open = try await remote.listOpenSecretRequests()
             } catch let error as RemoteStoreError where error.code == .missingTable {
                 return
             }
@@ -261,7 +263,7 @@ extension SyncEngine {
         let new = missing.subtracting(asked).sorted { $0.canonicallyPrecedes($1) }
             .map { SecretRequestRow(userID: remote.userID, sessionID: $0, requesterDeviceID: deviceID) }
         if !new.isEmpty {
-            let result = try await remote.secretRequests().insertSecretRequests(new)
+            let result = try await remote.insertSecretRequests(new)
             summary.created = result.accepted
             // A duplicate of an open request (another pull of this device asked meanwhile) is
             // what was wanted; anything else is reported.

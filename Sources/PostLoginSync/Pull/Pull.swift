@@ -51,7 +51,6 @@ extension SyncEngine {
     func pull(
         identity: DeviceIdentity, user: UUID, progress: ProgressHandler?, memory: inout PullMemory
     ) async throws -> PullOutcome {
-        let feed = remote as? any PullFeedRemote
         let recorder = Recorder(direction: .pull, deviceID: identity.id, progress: progress, logger: logger)
         // The device phase needs only whether this device was revoked, which it remembers.
         let revokedBefore = try await local.knownRevocations().contains { $0.deviceID == identity.id }
@@ -69,7 +68,7 @@ extension SyncEngine {
         }
         var pull = PullState(identity: identity, trust: nil)
         try await recorder.phase(.repositories) { entry in
-            if let feed { pull.changes = try await askFeed(feed, identity: identity, since: &pull.since) }
+            pull.changes = try await askFeed(identity: identity, since: &pull.since)
             try await pullRepositories(pull, entry: &entry, recorder: recorder)
         }
         // The trust log's head as the feed reported it: when it is the pinned head, trust comes
@@ -136,13 +135,13 @@ extension SyncEngine {
     /// The pull feed's answer since the last pull's, or `nil` from a deployment without it (or
     /// when it refuses this device, whose row did not make it): the tables are paged through then.
     func askFeed(
-        _ feed: any PullFeedRemote, identity: DeviceIdentity, since: inout ChangeCursor?
+        identity: DeviceIdentity, since: inout ChangeCursor?
     ) async throws
         -> PullChanges?
     {
         let cursor = try await local.setting(.pullFeedSince).map(ChangeCursor.init(since:))
         do {
-            let changes = try await feed.pullChanges(
+            let changes = try await remote.pullChanges(
                 for: identity.id, since: cursor, rowLimit: options.pullFeedRowLimit)
             since = cursor
             return changes

@@ -11,13 +11,13 @@ import Synchronization
 /// with verified trust the certified keys only; without, the keys of the user's own device rows
 /// (a row of another user, or one listed twice, resolves to nothing).
 actor SenderKeys {
-    let remote: any SyncRemote
+    let remote: any CompleteRemote
     let trust: TrustSnapshot?
     /// Every device row of the user, when the caller already has them.
     let known: [RemoteDevice]?
     private var resolved: [UUID: X25519PublicKey]?
 
-    init(remote: any SyncRemote, trust: TrustSnapshot?, known: [RemoteDevice]?) {
+    init(remote: any CompleteRemote, trust: TrustSnapshot?, known: [RemoteDevice]?) {
         self.remote = remote
         self.trust = trust
         self.known = known

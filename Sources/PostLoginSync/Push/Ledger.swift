@@ -55,13 +55,10 @@ extension SyncEngine {
         owner: UUID, own: Set<UUID>, recipients: Set<UUID>, expected: Int,
         recorder: Recorder
     ) async throws -> Set<EnvelopePair> {
-        guard let digests = remote as? any EnvelopeDigestRemote else {
-            return try await reconcileByListing(own: own, recipients: recipients, recorder: recorder)
-        }
         let buckets = SecretDigest.bucketCount(forPairs: expected, rowsPerBucket: options.rowsPerDigestBucket)
         // The remote computes its digest while the ledger's is read: at 1,000,000 pairs each
         // side takes about half a second.
-        async let asked = digests.secretDigest(ownerDeviceID: owner, buckets: buckets)
+        async let asked = remote.secretDigest(ownerDeviceID: owner, buckets: buckets)
         // Sessions with entries that recorded no key cannot be hashed: their buckets are listed.
         let unhashed = try await local.sessionsWithUnhashedLedgerEntries()
         let localDigest = try await local.ledgerDigest(buckets: buckets)
@@ -85,7 +82,7 @@ extension SyncEngine {
         let counted = differing.reduce(0) { $0 + max(remoteByBucket[$1]?.pairs ?? 0, localDigest[$1]?.pairs ?? 0) }
         let listed =
             sessions.isEmpty
-            ? [] : try await digests.listEnvelopeKeys(sessions: sessions, atMost: counted + max(256, counted / 8))
+            ? [] : try await remote.listEnvelopeKeys(sessions: sessions, atMost: counted + max(256, counted / 8))
         recorder.report.reconciliation = Reconciliation(
             method: .digest, buckets: buckets, bucketsListed: differing.count, rowsListed: listed.count)
         guard !sessions.isEmpty else { return [] }

@@ -188,7 +188,7 @@ extension SyncEngine {
         // are served at the next push.
         let fulfilled = Set(served.withLock { $0 }.flatMap { requested[$0] ?? [] })
         if !fulfilled.isEmpty {
-            try await remote.secretRequests().fulfilSecretRequests(ids: fulfilled)
+            try await remote.fulfilSecretRequests(ids: fulfilled)
             recorder.report.secretRequests?.fulfilled = fulfilled.count
         }
     }
@@ -204,7 +204,7 @@ extension SyncEngine {
     ) async throws -> [EnvelopePair: [UUID]] {
         let open: [SecretRequestRow]
         do {
-            open = try await remote.secretRequests().listOpenSecretRequests().filter { own.contains($0.sessionID) }
+            open = try await remote.listOpenSecretRequests().filter { own.contains($0.sessionID) }
         } catch let error as RemoteStoreError where error.code == .missingTable {
             return [:]
         }
@@ -226,7 +226,7 @@ extension SyncEngine {
         }
         if !settled.isEmpty {
             do {
-                try await remote.secretRequests().fulfilSecretRequests(ids: settled)
+                try await remote.fulfilSecretRequests(ids: settled)
             } catch {
                 // Closing is housekeeping: the next push tries again, and nothing is sealed for them.
                 logger?.warning("secret requests of revoked devices not closed: \(error)")

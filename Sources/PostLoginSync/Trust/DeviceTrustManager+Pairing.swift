@@ -86,7 +86,7 @@ extension DeviceTrustManager {
         while true {
             try await Task.sleep(for: pollInterval)
             if try await isCertified(identity.id) { return .certified(fingerprint) }
-            let pending = try await remote.trustTables().listPairingRequests().contains { $0.id == requestID }
+            let pending = try await remote.listPairingRequests().contains { $0.id == requestID }
             // Gone without a certificate: the root refused it. Looked at once more, since a root
             // appends the certify before it deletes the request.
             if !pending { return try await isCertified(identity.id) ? .certified(fingerprint) : .refused(fingerprint) }
@@ -129,7 +129,7 @@ extension DeviceTrustManager {
             userID: user, inviteID: code.inviteIDText, deviceID: identity.id,
             x25519PublicKey: identity.publicKey.base64,
             ed25519PublicKey: signing.base64, mac: ByteEncoding.base64(mac))
-        try await remote.trustTables().insertPairingRequest(request)
+        try await remote.insertPairingRequest(request)
         try await sync.pin(walked)
         return (IdentityFingerprint(key), request.id)
     }
@@ -150,7 +150,7 @@ extension DeviceTrustManager {
     public func approve(now: Date = Date(), confirm: PairingConfirmation? = nil) async throws -> ApprovalReport {
         let state = try await verifiedLog()
         _ = try await rootKey(state)
-        let requests = try await remote.trustTables().listPairingRequests()
+        let requests = try await remote.listPairingRequests()
         guard !requests.isEmpty else { return ApprovalReport() }
         let user = remote.userID
         let devices = try await remote.listDevices().filter { $0.userID == user }
@@ -166,7 +166,7 @@ extension DeviceTrustManager {
                 report.refused.append(
                     RefusedPairing(
                         requestID: request.id, deviceID: request.deviceID, inviteID: request.inviteID, reason: reason))
-                try await remote.trustTables().deletePairingRequest(id: request.id)
+                try await remote.deletePairingRequest(id: request.id)
             case .pending(let pending): report.pending.append(pending)
             case .certify(let certificate, let invite):
                 guard try await local.useInvite(id: invite.id, by: request.deviceID, at: now) else {
@@ -175,7 +175,7 @@ extension DeviceTrustManager {
                         RefusedPairing(
                             requestID: request.id, deviceID: request.deviceID, inviteID: request.inviteID,
                             reason: Self.usedInviteReason(used, requestedBy: request.deviceID)))
-                    try await remote.trustTables().deletePairingRequest(id: request.id)
+                    try await remote.deletePairingRequest(id: request.id)
                     continue
                 }
                 certify.append((request, certificate, invite))
@@ -195,7 +195,7 @@ extension DeviceTrustManager {
                         requestID: request.id, deviceID: request.deviceID, inviteID: request.inviteID,
                         reason: "the log refuses to certify it (its id or a key was revoked, or is another device's)"))
             }
-            try await remote.trustTables().deletePairingRequest(id: request.id)
+            try await remote.deletePairingRequest(id: request.id)
         }
         return report
     }

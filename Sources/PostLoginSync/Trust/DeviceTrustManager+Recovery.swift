@@ -59,7 +59,7 @@ extension DeviceTrustManager {
             throw Self.retired(at: retired.retiredAt)
         }
         guard state.recoveryKey == rpk else { throw try await legacyRetired(recoveryKey, state: state, user: user) }
-        let rows = try await remote.trustLog().trustLogRows(epoch: state.epoch, fromSeq: 0)
+        let rows = try await remote.trustLogRows(epoch: state.epoch, fromSeq: 0)
         var skipped = 0
         var found: (key: Ed25519PrivateKey, seq: UInt64)?
         for row in rows.reversed() where row.seq <= state.headSeq {
@@ -151,7 +151,7 @@ extension DeviceTrustManager {
     /// A recovery key that is not the one bound: retired when the legacy backup opens with it to
     /// a key the log retired; otherwise one that does not open.
     func legacyRetired(_ recoveryKey: RecoveryKey, state: TrustLogState, user: UUID) async throws -> Error {
-        guard let stored = try? await (remote as? any IdentityBackupRemote)?.fetchIdentityBackup() else {
+        guard let stored = try? await remote.fetchIdentityBackup() else {
             return RecoveryError.doesNotOpen
         }
         for retired in state.retiredIdentityKeys {
@@ -179,7 +179,7 @@ extension DeviceTrustManager {
     ) async throws
         -> IdentityFingerprint
     {
-        guard let published = try await remote.trustTables().fetchIdentityKey(),
+        guard let published = try await remote.fetchIdentityKey(),
             let key = try? Ed25519PublicKey(base64: published)
         else {
             throw SyncError(
@@ -190,7 +190,7 @@ extension DeviceTrustManager {
                 code: .identityChanged,
                 message: "the user's identity key is not the one this device pinned: nothing was written")
         }
-        guard let stored = try await (remote as? any IdentityBackupRemote)?.fetchIdentityBackup() else {
+        guard let stored = try await remote.fetchIdentityBackup() else {
             throw SyncError(code: .noRecoveryBackup, message: "this account has no identity backup")
         }
         let seed = try IdentityBackup.open(stored, userID: user, identityPublicKey: key, recoveryKey: recoveryKey)

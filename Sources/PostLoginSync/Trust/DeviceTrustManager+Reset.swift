@@ -55,7 +55,7 @@ extension DeviceTrustManager {
             throw SyncError(code: .wrongRole, message: "only a desktop can become the root of a new identity")
         }
         let snapshot = try await resetStartingPoint()
-        let log = try remote.trustLog()
+        let log = remote
         let rows = try await log.trustLogGeneses()
         let highest = rows.map(\.epoch).max() ?? 0
         let epoch = max(2, highest + 1)
@@ -128,7 +128,7 @@ extension DeviceTrustManager {
         while true {
             let rows =
                 infos.contains { $0.epoch == epoch }
-                ? try await remote.trustLog().trustLogRows(epoch: epoch, fromSeq: 0) : []
+                ? try await remote.trustLogRows(epoch: epoch, fromSeq: 0) : []
             let answers = TrustLogEpochs.Answers(
                 rows: rows.map { ($0.entry, $0.backup) }, userID: remote.userID, epoch: epoch)
             guard

@@ -43,7 +43,7 @@ extension DeviceTrustManager {
         let pinned = try await local.trustLogPin() != nil
         let geneses: [TrustLogRow]
         do {
-            geneses = try await remote.trustLog().trustLogGeneses()
+            geneses = try await remote.trustLogGeneses()
         } catch let error as RemoteStoreError where error.code == .missingTable || error.code == .missingFunction {
             throw SyncError(
                 code: .trustUnavailable,
@@ -69,7 +69,7 @@ extension DeviceTrustManager {
                 message: "this user already has a trust log: pair this device with `sync-cli trust join` instead "
                     + "(a code from a trust root); nothing was changed")
         }
-        let legacy = try? await remote.trustTables().fetchIdentityKey()
+        let legacy = try? await remote.fetchIdentityKey()
         if legacy != nil {
             throw SyncError(
                 code: .identityExists,
@@ -119,7 +119,7 @@ extension DeviceTrustManager {
                 message: "this root has no legacy certificate that verifies: it cannot start the log with the legacy "
                     + "identity (a root that has one can, or `trust reset`)")
         }
-        let geneses = sync.readGeneses(try await remote.trustLog().trustLogGeneses())
+        let geneses = sync.readGeneses(try await remote.trustLogGeneses())
         var certificate = own
         certificate.deviceRole = DeviceTrustRole.trustRoot.rawValue
         var writer = try TrustLogWriter.genesis(
@@ -201,7 +201,7 @@ extension DeviceTrustManager {
         try local.writeIdentitySeed(seed, to: next)
         let first = Array(writer.written.prefix(count))
         do {
-            try await remote.trustLog().startTrustLog(first.map { TrustLogAppend(entry: $0.text, backup: $0.backup) })
+            try await remote.startTrustLog(first.map { TrustLogAppend(entry: $0.text, backup: $0.backup) })
         } catch {
             // The call may have landed with its answer lost (a retry then sees 23505): the log
             // decides. Epoch 1 beginning with these very entries means it took; the seed is
@@ -233,7 +233,7 @@ extension DeviceTrustManager {
     func resumeStart(_ identity: DeviceIdentity, user: UUID) async throws -> Started? {
         let next = DeviceKeyName.nextIdentity
         guard let seed = try local.identitySeed(at: next) else { return nil }
-        let rows = try await remote.trustLog().trustLogRows(epoch: 1, fromSeq: 0).sorted { $0.seq < $1.seq }
+        let rows = try await remote.trustLogRows(epoch: 1, fromSeq: 0).sorted { $0.seq < $1.seq }
         guard let (state, hashes) = try? TrustLogVerifier.verify(rows.map(\.entry), userID: user, epoch: 1),
             state.identityPublicKey == seed.publicKey, state.isRoot(identity.id),
             rows.first.flatMap({ try? ParsedLogEntry(text: $0.entry).entry.author }) == identity.id
@@ -254,7 +254,7 @@ extension DeviceTrustManager {
 
     /// Whether epoch 1 on the remote begins with `entries` (`nil`: it cannot be read now).
     func started(_ entries: [TrustLogWriter.Written]) async -> Bool? {
-        guard let rows = try? await remote.trustLog().trustLogRows(epoch: 1, fromSeq: 0) else { return nil }
+        guard let rows = try? await remote.trustLogRows(epoch: 1, fromSeq: 0) else { return nil }
         let stored = Dictionary(rows.map { ($0.seq, $0.entry) }, uniquingKeysWith: { first, _ in first })
         return entries.allSatisfy { stored[$0.seq] == $0.text }
     }

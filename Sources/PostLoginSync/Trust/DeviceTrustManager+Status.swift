@@ -17,8 +17,8 @@ extension DeviceTrustManager {
         let root = try await local.identityKey()
         var status = TrustStatus(deviceID: identity.id, isTrustRoot: false, mode: "none")
         guard let snapshot = try await verified() else {
-            let geneses = (try? await remote.trustLog().trustLogGeneses()) ?? []
-            let legacy = (try? await remote.trustTables().fetchIdentityKey()) ?? nil
+            let geneses = (try? await remote.trustLogGeneses()) ?? []
+            let legacy = (try? await remote.fetchIdentityKey()) ?? nil
             status.userHasIdentity = !geneses.isEmpty || legacy != nil
             status.devices = devices.map {
                 TrustStatus.Device(
@@ -86,7 +86,7 @@ extension DeviceTrustManager {
         // A device that pinned the log, or whose user has one, changes nothing by starting one
         // (it is refused).
         guard try await local.trustLogPin() == nil,
-            (try? await remote.trustLog().trustLogGeneses())?.isEmpty ?? true
+            (try? await remote.trustLogGeneses())?.isEmpty ?? true
         else { return [] }
         let decisions = RecipientPolicy.evaluate(
             try await remote.listDevices(), userID: remote.userID, selfID: identity.id,

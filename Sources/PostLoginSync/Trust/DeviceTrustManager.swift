@@ -16,7 +16,7 @@ import SyncModel
 /// is written when it does not verify.
 public struct DeviceTrustManager: Sendable {
     public let local: DeviceStore
-    public let remote: any SyncRemote
+    public let remote: any CompleteRemote
     /// The options this device syncs with (its own row is upserted with them; the clock is theirs).
     public let options: SyncOptions
     let logger: Logger?
@@ -27,8 +27,9 @@ public struct DeviceTrustManager: Sendable {
     static let batch = 8
 
     /// Creates the manager for this device's store and the signed-in remote.
-    public init(local: DeviceStore, remote: any SyncRemote, options: SyncOptions = SyncOptions(), logger: Logger? = nil)
-    {
+    public init(
+        local: DeviceStore, remote: any CompleteRemote, options: SyncOptions = SyncOptions(), logger: Logger? = nil
+    ) {
         self.local = local
         self.remote = remote
         self.options = options
@@ -104,7 +105,7 @@ public struct DeviceTrustManager: Sendable {
 
     /// Sends a writer's entries in calls of up to 8, saving the pin after each accepted call.
     func send(_ writer: TrustLogWriter, from state: TrustLogState) async throws -> TrustLogState {
-        let log = try remote.trustLog()
+        let log = remote
         var replay = state
         for start in stride(from: 0, to: writer.written.count, by: Self.batch) {
             let chunk = Array(writer.written[start..<min(start + Self.batch, writer.written.count)])

@@ -12,7 +12,7 @@ extension TrustLogSync {
     mutating func loadLegacy(pinned: Ed25519PublicKey) async throws -> TrustSnapshot {
         var geneses: [TrustLogEpochs.GenesisInfo] = []
         do {
-            geneses = readGeneses(try await remote.trustLog().trustLogGeneses())
+            geneses = readGeneses(try await remote.trustLogGeneses())
         } catch let error as RemoteStoreError where error.code == .missingTable || error.code == .missingFunction {
             // A deployment without the log's migration: legacy mode is all there is.
         } catch let error as RemoteStoreError where error.code == .http && error.status == 404 {}
@@ -48,7 +48,7 @@ extension TrustLogSync {
     /// The legacy rows verified under the pinned key. Fail closed: a revocation row that does not
     /// verify makes the device it names untrusted; every revocation once verified is remembered.
     mutating func legacySnapshot(pinned: Ed25519PublicKey) async throws -> TrustSnapshot {
-        let tables = try remote.trustTables()
+        let tables = remote
         try await Self.checkPublishedIdentity(pinned: pinned, tables: tables)
         var revocations = Dictionary(
             try await local.knownRevocations().map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
@@ -115,7 +115,7 @@ extension TrustLogSync {
     /// and seq 1 a succession. Otherwise the device stays in legacy mode (`nil`, reported).
     mutating func adopt(pinned: Ed25519PublicKey, geneses: [TrustLogEpochs.GenesisInfo]) async throws -> TrustSnapshot?
     {
-        let log = try remote.trustLog()
+        let log = remote
         let rows = try await log.trustLogRows(epoch: 1, fromSeq: 0)
         guard let first = rows.first, let genesis = try? ParsedLogEntry(text: first.entry),
             case .genesis(let body)? = try? genesis.body.get()

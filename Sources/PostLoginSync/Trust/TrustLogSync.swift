@@ -11,7 +11,7 @@ import SyncModel
 /// Anything that does not verify throws: fail closed.
 struct TrustLogSync {
     let local: DeviceStore
-    let remote: any SyncRemote
+    let remote: any CompleteRemote
     let phase: SyncPhase
     let now: Date
     /// Warnings and reports gathered on the way (never a verification failure).
@@ -23,7 +23,7 @@ struct TrustLogSync {
     /// Pending resets of the verified epoch.
     var pending: [PendingReset] = []
 
-    init(local: DeviceStore, remote: any SyncRemote, phase: SyncPhase, now: Date) {
+    init(local: DeviceStore, remote: any CompleteRemote, phase: SyncPhase, now: Date) {
         self.local = local
         self.remote = remote
         self.phase = phase
@@ -117,7 +117,7 @@ struct TrustLogSync {
                     + "backup, or pair this device again from a new store (`sync-cli init --store NEW`, then "
                     + "`sync-cli trust join` there with a code from `sync-cli trust invite` on a root)")
         }
-        let log = try remote.trustLog()
+        let log = remote
         // The witnesses are read before the log, and also when the feed says nothing changed
         // (one call): a witness newer than the rows then read means the rows were cut, and the
         // newest root witness is how fresh this view is.
@@ -313,7 +313,7 @@ struct TrustLogSync {
             entryHash: Array(state.headHash), seenAt: seconds)
         let (body, signature) = witness.signed(by: try await local.signingKey())
         do {
-            try await remote.trustLog().publishWitness(deviceID: identity.id, body: body, signature: signature)
+            try await remote.publishWitness(deviceID: identity.id, body: body, signature: signature)
         } catch let error as RemoteStoreError where error.code != .network {
             // A refusal (an older seq, a device row the server does not know) is not retried.
         }

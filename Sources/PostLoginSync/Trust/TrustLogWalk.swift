@@ -25,7 +25,7 @@ extension TrustLogSync {
     ///   `.trustLogForked` (two resets in effect, a witness of another entry), `.trustLogTruncated`
     ///   (an accept naming a genesis that cannot be read, a witness beyond the end).
     mutating func walk() async throws -> Walked? {
-        let log = try remote.trustLog()
+        let log = remote
         let genesisRows = try await log.trustLogGeneses()
         read += genesisRows.count
         let geneses = readGeneses(genesisRows)

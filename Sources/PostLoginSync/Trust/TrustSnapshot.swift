@@ -206,7 +206,8 @@ public struct TrustSnapshot: Sendable {
     ///   `.identityReset`, `.identityChanged`: fail closed, nothing may be sealed or accepted;
     ///   remote and local errors.
     public static func load(
-        local: DeviceStore, remote: any SyncRemote, phase: SyncPhase = .secrets, options: SyncOptions = SyncOptions(),
+        local: DeviceStore, remote: any CompleteRemote, phase: SyncPhase = .secrets,
+        options: SyncOptions = SyncOptions(),
         reported: TrustLogHead?? = .none
     ) async throws -> TrustSnapshot? {
         var sync = TrustLogSync(local: local, remote: remote, phase: phase, now: options.now())

@@ -10,7 +10,7 @@ import SecretCrypto
 // character for character: scripts/check-snippets.sh (run by `make app-check`) fails otherwise.
 
 // snippet pull-and-open: PullAndOpenSecrets.md
-func pullAndOpen(store: DeviceStore, remote: any SyncRemote, sessionID: UUID) async throws -> SessionSecret {
+func pullAndOpen(store: DeviceStore, remote: any CompleteRemote, sessionID: UUID) async throws -> SessionSecret {
     _ = try await SyncEngine(local: store, remote: remote).sync()
     let opened = try await store.openReceived(sessionID: sessionID)
     return opened.secret

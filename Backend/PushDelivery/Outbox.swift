@@ -40,8 +40,11 @@ public struct Outbox: Sendable {
 
     /// Claims up to `limit` due rows in priority order (one transaction: `FOR UPDATE SKIP
     /// LOCKED`, lease and `attempts + 1`), re-reading each row's token. With `only`, claims
-    /// that row if it is pending and not leased, due or not (`send-once`).
-    public func claim(limit: Int, lease: Duration, environments: [String], only: Int64? = nil) async throws -> Claim {
+    /// that row if it is pending and not leased, due or not (`send-once`). Never a row of
+    /// `excluding`: those the worker still sends or has not recorded, whatever their lease says.
+    public func claim(
+        limit: Int, lease: Duration, environments: [String], only: Int64? = nil, excluding: [Int64] = []
+    ) async throws -> Claim {
         let leaseSeconds = lease.seconds
         let onlyID = only ?? 0
         let query: PostgresQuery = """
@@ -61,6 +64,7 @@ public struct Outbox: Sendable {
                 FROM public.push_outbox o LEFT JOIN public.push_tokens t ON t.token = o.token
                 WHERE o.delivered_at IS NULL AND o.failed_at IS NULL
                   AND (o.lease_until IS NULL OR o.lease_until < now())
+                  AND NOT (o.id = ANY(\(excluding)::bigint[]))
                   AND ((\(onlyID)::bigint = 0 AND o.next_attempt_at <= now() AND o.not_before <= now())
                        OR o.id = \(onlyID)::bigint)
                 ORDER BY o.priority DESC, o.claim_key, o.id

@@ -20,6 +20,10 @@ public final class PushWorker: Service, Sendable {
     /// Requests on their way, by row: an open circuit cancels the ones not yet answered, so
     /// that a refused provider token stops sending at once.
     let sends = Mutex<[Int64: Task<APNsResponse, any Error>]>([:])
+    /// Rows this worker claimed whose outcome is not written yet: it never claims them again,
+    /// though their lease ends (a starved worker whose lease ran out mid-request sent the same
+    /// row twice: it re-claimed its own row).
+    let unrecorded = Mutex<Set<Int64>>([])
 
     struct State {
         var inFlight = 0
@@ -91,7 +95,8 @@ public final class PushWorker: Service, Sendable {
                     let claim: Outbox.Claim
                     do {
                         claim = try await outbox.claim(
-                            limit: capacity, lease: configuration.lease, environments: configuration.environment.served)
+                            limit: capacity, lease: configuration.lease, environments: configuration.environment.served,
+                            excluding: unrecorded.withLock { Array($0) })
                     } catch {
                         logger.warning("claim failed; trying again at the next wake", metadata: ["error": "\(error)"])
                         _ = await wakes.next()
@@ -108,6 +113,7 @@ public final class PushWorker: Service, Sendable {
                             "row closed without a request", metadata: ["row": "\(id)", "reason": "\(reason.rawValue)"])
                     }
                     state.withLock { $0.inFlight += claim.rows.count }
+                    unrecorded.withLock { $0.formUnion(claim.rows.map(\.id)) }
                     for row in claim.rows {
                         group.addTask { await self.deliver(row) }
                     }
@@ -256,6 +262,7 @@ public final class PushWorker: Service, Sendable {
         guard !batch.isEmpty else { return }
         do {
             let written = try await outbox.complete(batch)
+            unrecorded.withLock { $0.subtract(batch.map(\.id)) }
             if written < batch.count {
                 logger.warning(
                     "completions fenced off: their lease had ended and was taken",

@@ -63,7 +63,7 @@ struct HookSequenceTests {
     @Test("a permission approved on the phone: allow, and nothing more", arguments: Backend.available)
     func approved(backend: Backend) async throws {
         let world = try await AgentWorld.make(backend)
-        try await world.install(["--away", "always", "--away-wait", "60"])
+        try await world.install(["--away", "always", "--away-wait", Waiting.answerWindow])
         let agent = world.agent()
         _ = try await agent.fire(Events.start("s-approve", world: world))
         let phone = Task { try await Phone.answer(.approve, world: world) }
@@ -81,7 +81,7 @@ struct HookSequenceTests {
     @Test("a permission denied on the phone: deny with the fixed message", arguments: Backend.available)
     func denied(backend: Backend) async throws {
         let world = try await AgentWorld.make(backend)
-        try await world.install(["--away", "always", "--away-wait", "60"])
+        try await world.install(["--away", "always", "--away-wait", Waiting.answerWindow])
         let agent = world.agent()
         _ = try await agent.fire(Events.start("s-deny", world: world))
         let phone = Task { try await Phone.answer(.deny, world: world) }
@@ -130,7 +130,7 @@ struct HookSequenceTests {
         arguments: Backend.available)
     func killedAtTimeout(backend: Backend) async throws {
         let world = try await AgentWorld.make(backend)
-        try await world.install(["--away", "always", "--away-wait", "60"])
+        try await world.install(["--away", "always", "--away-wait", Waiting.answerWindow])
         let agent = world.agent(timeouts: ["PermissionRequest": .seconds(4)])
         _ = try await agent.fire(Events.start("s-kill", world: world))
         try await agent.settle()
@@ -146,7 +146,7 @@ struct HookSequenceTests {
         arguments: Backend.available)
     func questionAnswered(backend: Backend) async throws {
         let world = try await AgentWorld.make(backend)
-        try await world.install(["--away", "always", "--away-wait", "60"])
+        try await world.install(["--away", "always", "--away-wait", Waiting.answerWindow])
         let agent = world.agent()
         _ = try await agent.fire(Events.start("s-ask", world: world))
         let phone = Task { try await Phone.choose([[1], [0, 2]], world: world) }

@@ -63,7 +63,7 @@ struct AgentThreatTests {
         arguments: Backend.available)
     func forgedDecisions(backend: Backend) async throws {
         let world = try await AgentWorld.make(backend)
-        try await world.install(["--away", "always", "--away-wait", "60"])
+        try await world.install(["--away", "always", "--away-wait", Waiting.answerWindow])
         let agent = world.agent()
         _ = try await agent.fire(Events.start("s-a", world: world))
         _ = try await agent.fire(Events.start("s-b", world: world))
@@ -108,7 +108,7 @@ struct AgentThreatTests {
     @Test("a forged or replayed choice never makes the hook answer the question", arguments: Backend.available)
     func forgedChoices(backend: Backend) async throws {
         let world = try await AgentWorld.make(backend)
-        try await world.install(["--away", "always", "--away-wait", "60"])
+        try await world.install(["--away", "always", "--away-wait", Waiting.answerWindow])
         let agent = world.agent()
         _ = try await agent.fire(Events.start("s-q", world: world))
         try await agent.settle()
@@ -153,7 +153,7 @@ struct AgentThreatTests {
         arguments: Backend.available)
     func inputStaysSealed(backend: Backend) async throws {
         let world = try await AgentWorld.make(backend)
-        try await world.install(["--away", "always", "--away-wait", "60"])
+        try await world.install(["--away", "always", "--away-wait", Waiting.answerWindow])
         let agent = world.agent()
         let marker = "MARKER-\(UUID().canonical)"
         _ = try await agent.fire(Events.start("s-marker", world: world))

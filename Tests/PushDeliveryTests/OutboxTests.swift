@@ -186,6 +186,29 @@ extension PushStackTests {
             await world.close()
         }
 
+        @Test("a row the worker still sends is never claimed again, though its lease ran out (a starved worker)")
+        func aRowInFlightIsNotReclaimedWhenItsLeaseEnds() async throws {
+            let world = try await PushWorld()
+            let token = try await world.token()
+            let id = try await world.enqueue(token: token)[0]
+            let client = PostgresClient(configuration: world.configuration().database.clientConfiguration)
+            let task = Task { await client.run() }
+            let outbox = Outbox(client: client, workerID: "one", logger: world.logger)
+            let first = try await outbox.claim(limit: 10, lease: .seconds(5), environments: ["production"])
+            #expect(first.rows.map(\.id) == [id])
+            // The worker was starved past its lease while the request was out.
+            try await world.sql(
+                "UPDATE public.push_outbox SET lease_until = now() - interval '1 second' WHERE id = \(id)")
+            let again = try await outbox.claim(
+                limit: 10, lease: .seconds(60), environments: ["production"], excluding: [id])
+            #expect(again.rows.isEmpty, "the same row sent twice by one worker")
+            // Recorded, or given up by the worker: then another claim may take it.
+            let later = try await outbox.claim(limit: 10, lease: .seconds(60), environments: ["production"])
+            #expect(later.rows.map(\.attempts) == [2])
+            task.cancel()
+            await world.close()
+        }
+
         @Test("a late answer of the same worker's earlier claim is fenced off by the claim, not only the worker")
         func aCompletionOfAnEarlierClaimBySameWorkerWritesNothing() async throws {
             let world = try await PushWorld()

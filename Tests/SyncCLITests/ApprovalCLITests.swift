@@ -80,7 +80,11 @@ struct ApprovalCLITests {
     func requestAndAnswer() async throws {
         let cli = try CLI()
         let session = try await Self.paired(cli)
-        let request = ["approval", "request", "--store", cli.store("d"), session, "--from-file", "-", "--json"]
+        // The request stands as long as the CLI allows: it is answered long before on any machine.
+        let request = [
+            "approval", "request", "--store", cli.store("d"), session, "--from-file", "-", "--json", "--timeout",
+            Waiting.answerWindow,
+        ]
         let question = #"{"tool": "Bash", "summary": "npm test", "detail": "cd app\nnpm test"}"#
 
         // Approved.
@@ -195,7 +199,10 @@ extension ApprovalCLITests {
         let cli = try CLI()
         let session = try await Self.paired(cli)
         let question = #"{"tool": "Bash", "summary": "npm test"}"#
-        let request = ["approval", "request", "--store", cli.store("d"), session, "--from-file", "-"]
+        let request = [
+            "approval", "request", "--store", cli.store("d"), session, "--from-file", "-", "--timeout",
+            Waiting.answerWindow,
+        ]
 
         // Nobody has a push token: the warning, and the phone (app open) answers all the same.
         let unreachable = Self.ask(cli, request, stdin: question)

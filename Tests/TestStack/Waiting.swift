@@ -8,6 +8,12 @@ public enum Waiting {
     /// The default ceiling: far past anything a loaded machine was seen to need.
     public static let ceiling: Duration = .seconds(120)
 
+    /// The seconds an approval request or an agent's question that a test answers may stand: the
+    /// most the CLI allows (`--timeout`, `--away-wait`: 5 to 600). A genuine answer comes long
+    /// before it on any machine; on one loaded core a 60 s window ran out while the phone's CLI
+    /// was still starting, and the test failed on the clock, not on the behaviour.
+    public static let answerWindow = "600"
+
     /// Checks `condition` every `interval` until it holds (true) or `ceiling` passes (false: a
     /// hang, which the caller reports naming what it waited for).
     public static func until(

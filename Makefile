@@ -87,7 +87,7 @@ install: deps
 ## The DocC documentation of every library module an app uses (swift-docc-plugin), with the
 ## articles of PostLoginSync.docc; any warning fails it. CI runs it. Archives go to
 ## .build/plugins/Swift-DocC/outputs/.
-DOC_TARGETS := PostLoginSync LocalStore RemoteStore EmbeddedRemote RemoteSelection SecretCrypto DeviceTrust SyncModel AgentHooks
+DOC_TARGETS := PostLoginSync LocalStore RemoteContract RemoteStore EmbeddedRemote RemoteSelection SecretCrypto DeviceTrust SyncModel AgentHooks
 docs: deps
 	$(SWIFT) package generate-documentation --warnings-as-errors $(foreach t,$(DOC_TARGETS),--target $(t))
 

@@ -40,6 +40,7 @@ let package = Package(
         .library(name: "SyncModel", targets: ["SyncModel"]),
         .library(name: "DeviceTrust", targets: ["DeviceTrust"]),
         .library(name: "LocalStore", targets: ["LocalStore"]),
+        .library(name: "RemoteContract", targets: ["RemoteContract"]),
         .library(name: "RemoteStore", targets: ["RemoteStore"]),
         .library(name: "EmbeddedRemote", targets: ["EmbeddedRemote"]),
         .library(name: "RemoteSelection", targets: ["RemoteSelection"]),
@@ -86,11 +87,13 @@ let package = Package(
                 "SecretCrypto", "SyncModel", "EnvelopeDigest", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // The remote: its protocols and records, and the PostgREST client with its transports.
+        // The remote's contract: its protocols, records and errors, in domain words, without HTTP.
+        .target(name: "RemoteContract", dependencies: ["SyncModel"]),
+        // The PostgREST client with its transports and auth; re-exports the contract.
         .target(
             name: "RemoteStore",
             dependencies: [
-                "SyncModel",
+                "RemoteContract", "SyncModel",
                 .target(name: "CCurl", condition: .when(platforms: [.linux])),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
@@ -99,7 +102,7 @@ let package = Package(
         .target(
             name: "EmbeddedRemote",
             dependencies: [
-                "RemoteStore", "SyncModel", "EnvelopeDigest", "DeviceTrust", "SecretCrypto",
+                "RemoteContract", "SyncModel", "EnvelopeDigest", "DeviceTrust", "SecretCrypto",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

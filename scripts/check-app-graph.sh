@@ -3,7 +3,9 @@
 # package (libsodium, libcurl, libqrencode, found through pkg-config, which Xcode has not) when
 # built for iOS or macOS. Reads `swift package dump-package` without the rig, as an app's
 # resolution does, and fails naming the path to any such target. Then checks itself: the same
-# check on a copy of the manifest with libsodium made unconditional must fail.
+# check on a copy of the manifest with libsodium made unconditional must fail. Also: the embedded
+# remote reaches neither libcurl nor swift-http-types (it implements RemoteContract, not the
+# PostgREST client), checked the same way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,4 +59,39 @@ if not offending(mutated):
 
 libraries = [p["name"] for p in manifest["products"] if "library" in p["type"]]
 print(f"check-app-graph: {len(libraries)} library products reach no system library on iOS or macOS")
+
+# The embedded remote implements the contract without an HTTP client: on any platform its
+# targets reach neither libcurl (CCurl) nor swift-http-types.
+def http_reached(manifest, root="EmbeddedRemote"):
+    targets = {t["name"]: t for t in manifest["targets"]}
+    found, seen, stack = [], set(), [(root, [root])]
+    while stack:
+        name, path = stack.pop()
+        if name in seen or name not in targets:
+            continue
+        seen.add(name)
+        if name == "CCurl":
+            found.append(" -> ".join(path))
+        for dependency in targets[name]["dependencies"]:
+            kind, value = next(iter(dependency.items()))
+            if kind == "product":
+                if value[0] == "HTTPTypes":
+                    found.append(" -> ".join(path + ["HTTPTypes"]))
+                continue
+            stack.append((value[0], path + [value[0]]))
+    return found
+
+reached = http_reached(manifest)
+if reached:
+    print("check-app-graph: the embedded remote reaches an HTTP client:", file=sys.stderr)
+    for path in reached:
+        print("  " + path, file=sys.stderr)
+    sys.exit(1)
+mutated = copy.deepcopy(manifest)
+embedded = next(t for t in mutated["targets"] if t["name"] == "EmbeddedRemote")
+embedded["dependencies"].append({"byName": ["RemoteStore", None]})
+if not http_reached(mutated):
+    print("check-app-graph: the check did not notice the embedded remote depending on RemoteStore", file=sys.stderr)
+    sys.exit(1)
+print("check-app-graph: EmbeddedRemote reaches neither CCurl nor HTTPTypes")
 EOF

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SecretCrypto
 import SyncModel
 

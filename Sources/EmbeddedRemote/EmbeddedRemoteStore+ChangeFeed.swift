@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SyncModel
 
 /// Secret requests and the change feed on the embedded remote, with the migration's rules: a

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SyncModel
 
 /// Coordination on the embedded remote: the same rules as the project's database functions,

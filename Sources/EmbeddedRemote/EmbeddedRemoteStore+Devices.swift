@@ -1,7 +1,7 @@
 import EnvelopeDigest
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SyncModel
 import Synchronization
 

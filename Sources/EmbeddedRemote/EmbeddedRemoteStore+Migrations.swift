@@ -1,7 +1,7 @@
 import EnvelopeDigest
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 
 // The migrations EmbeddedRemoteStore registers, one function each, oldest first. Never edit one that has
 // shipped: add a new one.

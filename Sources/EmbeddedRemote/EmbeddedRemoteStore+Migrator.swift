@@ -1,7 +1,7 @@
 import EnvelopeDigest
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 
 // The embedded remote's schema: one migration per project migration that changes what the
 // embedded remote keeps, in the order the project applies them.

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SyncModel
 
 /// Notification settings and live activities on the embedded remote: the rules of the project's

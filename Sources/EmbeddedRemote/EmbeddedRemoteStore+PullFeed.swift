@@ -1,7 +1,7 @@
 import EnvelopeDigest
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SyncModel
 
 /// The pull feed on the embedded remote, with the migration's rules (`*_pull_feed.sql`): one

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SyncModel
 
 /// Answers to multiple-choice questions on the embedded remote: the rules of `answer_question` in

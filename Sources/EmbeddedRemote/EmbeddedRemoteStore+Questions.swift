@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SyncModel
 
 /// Agents' questions on the embedded remote: the rules of `ask_question`, `close_question` and

@@ -1,7 +1,7 @@
 import EnvelopeDigest
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SyncModel
 
 // Reading and deleting what a push wrote: envelope listings and digests, deletes, and the

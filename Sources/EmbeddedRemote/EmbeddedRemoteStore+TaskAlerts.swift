@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SyncModel
 
 /// Task alerts on the embedded remote (`private.queue_task_alerts`, the trigger

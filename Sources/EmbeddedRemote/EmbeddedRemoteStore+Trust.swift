@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SyncModel
 
 /// The legacy device-trust tables on the embedded remote, read-only since the trust log (as the

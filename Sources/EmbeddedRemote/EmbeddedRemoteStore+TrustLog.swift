@@ -1,7 +1,7 @@
 import DeviceTrust
 import Foundation
 import GRDB
-import RemoteStore
+import RemoteContract
 import SecretCrypto
 import SyncModel
 

@@ -17,7 +17,7 @@ public struct SupabaseAuth: Sendable {
 
     /// Signs in with email and password.
     ///
-    /// - Throws: ``RemoteStoreError`` `.unauthorized` for wrong credentials, `.network`, `.malformedResponse`.
+    /// - Throws: `RemoteStoreError` `.unauthorized` for wrong credentials, `.network`, `.malformedResponse`.
     public func signIn(email: String, password: String) async throws -> AuthSession {
         try await grant("password", body: ["email": email, "password": password])
     }
@@ -41,7 +41,7 @@ public struct SupabaseAuth: Sendable {
 
     /// Ends sessions on the auth server (`POST /auth/v1/logout?scope=...`).
     ///
-    /// - Throws: ``RemoteStoreError`` `.unauthorized` when the token is refused, `.network`, `.http`.
+    /// - Throws: `RemoteStoreError` `.unauthorized` when the token is refused, `.network`, `.http`.
     public func logout(accessToken: String, scope: LogoutScope) async throws {
         var base = projectURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }

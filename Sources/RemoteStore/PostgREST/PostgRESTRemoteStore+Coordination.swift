@@ -114,31 +114,4 @@ extension OutboxEntry {
     /// The columns a listing reads: what ``init(json:)`` decodes, and nothing a device may not read.
     static let listedColumns =
         "id,device_id,token_hint,push_type,priority,collapse_id,payload,created_at,delivered_at,attempts,last_error,not_before"
-
-    package init(json row: ResponseRow) throws {
-        let r = RowReader(row, table: "push_outbox")
-        guard let id = try r.optionalInt("id").map(Int64.init) else { throw r.fail("id", "is not an integer") }
-        // A remote that predates the hidden token hands the whole token; only its end is kept.
-        let hint = try r.optionalString("token_hint")
-        var payload = "{}"
-        if let object = r.json("payload") {
-            let value = (object as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } ?? object
-            guard JSONSerialization.isValidJSONObject(value),
-                let data = try? JSONSerialization.data(
-                    withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])
-            else {
-                throw r.fail("payload", "is not a JSON object")
-            }
-            payload = String(decoding: data, as: UTF8.self)
-        }
-        self.init(
-            id: id, deviceID: try r.optionalUUID("device_id"),
-            tokenHint: PushTokenText.hint(try hint ?? r.string("token")),
-            pushType: try r.string("push_type"),
-            priority: try r.optionalInt("priority") ?? 5, collapseID: try r.optionalString("collapse_id"),
-            payload: payload,
-            createdAt: try r.optionalDate("created_at"), deliveredAt: try r.optionalDate("delivered_at"),
-            attempts: try r.optionalInt("attempts") ?? 0, lastError: try r.optionalString("last_error"),
-            notBefore: try r.optionalDate("not_before"))
-    }
 }

@@ -79,7 +79,7 @@ public struct PostgRESTConfiguration: Sendable, CustomStringConvertible {
     public var description: String { "PostgRESTConfiguration(\(projectURL.absoluteString), user \(userID.canonical))" }
 }
 
-/// ``SyncRemote`` over Supabase's PostgREST, speaking exactly what postgrest.md describes.
+/// `SyncRemote` over Supabase's PostgREST, speaking exactly what postgrest.md describes.
 ///
 /// - Writes: uniform-key batches bounded by rows and bytes, de-duplicated by conflict key,
 ///   `Prefer: resolution=merge-duplicates,return=minimal` with `on_conflict=`; a 413 halves the
@@ -120,7 +120,7 @@ public final class PostgRESTRemoteStore: EnvelopeDigestRemote {
 
     // MARK: - Devices
 
-    /// Upserts the device row. With ``OwnDeviceRow/envelopeVersions`` it first reads the row's
+    /// Upserts the device row. With `OwnDeviceRow.envelopeVersions` it first reads the row's
     /// `capabilities` and sends them back with this device's key set, so a deployment without
     /// a server-side merge keeps the keys other clients store there; an old deployment without
     /// the column is detected once (`PGRST204`/`42703`) and the column is not sent again.
@@ -200,7 +200,7 @@ public final class PostgRESTRemoteStore: EnvelopeDigestRemote {
     ///     booleans, objects or `null`).
     /// - Returns: The response body: the function's result as JSON (a scalar, an object, or an
     ///   array for a set-returning function); empty for `void`.
-    /// - Throws: ``RemoteStoreError`` `.missingFunction` (404 `PGRST202`: no such function, or
+    /// - Throws: `RemoteStoreError` `.missingFunction` (404 `PGRST202`: no such function, or
     ///   none with these argument names), or any other error of the request loop.
     public func rpc(_ name: String, arguments: [String: RPCArgument]) async throws -> Data {
         try await rpc(name, arguments: arguments, maxResponseBytes: configuration.maxRPCResponseBytes)

@@ -7,7 +7,7 @@ extension PostgRESTRemoteStore {
     package enum ResponseShape: String, CaseIterable, Sendable {
         case devices, repositories, sessions, secrets, secretRequests, outbox, statements, identityKeys
         case changes, digest, sessionClaim, pushTokenRegistered, pushTokenStatus, approvalClearing
-        /// An error body (any status), as ``PostgRESTRemoteStore`` turns it into a ``RemoteStoreError``.
+        /// An error body (any status), as ``PostgRESTRemoteStore`` turns it into a `RemoteStoreError`.
         case error
         /// A `Content-Range` header: the body's bytes read as its text.
         case contentRange
@@ -16,7 +16,7 @@ extension PostgRESTRemoteStore {
     /// Decodes `body` as the client decodes a response of `shape`.
     ///
     /// - Returns: How many rows (or values) it held.
-    /// - Throws: ``RemoteStoreError``, the only error a response may cause.
+    /// - Throws: `RemoteStoreError`, the only error a response may cause.
     package static func decode(_ shape: ResponseShape, body: Data) throws -> Int {
         func rows<T>(_ table: String, _ decode: (ResponseRow) throws -> T) throws -> Int {
             try ResponseJSON.rows(body, table: table).map(decode).count

@@ -126,7 +126,7 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
 
     /// What a refusal means, in this client's words, for a message that quotes nothing the
     /// remote sent.
-    static func meaning(of code: Code, _ postgrestCode: PostgRESTErrorCode?) -> String {
+    package static func meaning(of code: Code, _ postgrestCode: PostgRESTErrorCode?) -> String {
         switch postgrestCode {
         case .serializationFailure?: return "the trust log moved on meanwhile; read it again"
         case .objectNotInPrerequisiteState?: return "refused in the remote's present state"
@@ -151,7 +151,7 @@ public struct RemoteStoreError: Error, Sendable, Hashable, CustomStringConvertib
     /// Whether the rows of the batch caused it (so narrowing the batch finds them), rather than
     /// the remote or the session: a 4xx other than 401/408/429, or a 500 carrying a data or
     /// integrity SQLSTATE (classes 21, 22, 23).
-    var isCausedByRows: Bool {
+    package var isCausedByRows: Bool {
         guard let status else {
             return [.conflict, .foreignKeyViolation, .permissionDenied, .rowTooLarge, .invalidValue].contains(code)
         }
@@ -176,7 +176,7 @@ public struct PostgRESTErrorCode: RawRepresentable, Sendable, Hashable, CustomSt
     /// A code as a server sent it, kept only when it has a code's shape (1 to 32 ASCII letters,
     /// digits and `_`: `23505`, `PGRST202`, Supabase Auth's `invalid_credentials`): the code goes
     /// into `description`, so a server cannot put text there with it.
-    init?(received text: String) {
+    package init?(received text: String) {
         guard (1...32).contains(text.utf8.count),
             text.utf8.allSatisfy({
                 $0 == 0x5F || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
@@ -184,7 +184,7 @@ public struct PostgRESTErrorCode: RawRepresentable, Sendable, Hashable, CustomSt
         else { return nil }
         rawValue = text
     }
-    init(_ rawValue: String) { self.rawValue = rawValue }
+    package init(_ rawValue: String) { self.rawValue = rawValue }
 
     /// The SQLSTATE's class (its first two characters, as a code `XX000`): `23505` is of class
     /// ``integrityConstraintViolation``.

@@ -14,31 +14,38 @@ dump=$(env -u SESSION_SYNC_RIG -u SESSION_SYNC_BACKEND swift package dump-packag
 python3 - "$dump" <<'EOF'
 import copy, json, sys
 
-def offending(manifest):
+def reached(manifest, roots, platform=None):
+    """Every (dependency, path) the targets `roots` reach: this package's targets, and other
+    packages' products (not followed); with `platform`, only dependencies that apply there."""
     targets = {t["name"]: t for t in manifest["targets"]}
+    seen, stack = set(), [(name, [name]) for name in roots]
+    while stack:
+        name, path = stack.pop()
+        if name in seen or name not in targets:
+            continue
+        seen.add(name)
+        yield targets[name], path
+        for dependency in targets[name]["dependencies"]:
+            kind, value = next(iter(dependency.items()))
+            if kind == "product":
+                yield {"name": value[0], "type": "product"}, path + [value[0]]
+                continue
+            condition = value[-1] if len(value) > 1 else None
+            platforms = (condition or {}).get("platformNames") if isinstance(condition, dict) else None
+            if platform and platforms and platform not in platforms:
+                continue
+            stack.append((value[0], path + [value[0]]))
+
+
+def offending(manifest):
     problems = []
     for product in manifest["products"]:
         if "library" not in product["type"]:
             continue
         for platform in ("ios", "macos"):
-            seen, stack = set(), [(name, [product["name"], name]) for name in product["targets"]]
-            while stack:
-                name, path = stack.pop()
-                if name in seen or name not in targets:
-                    continue
-                seen.add(name)
-                target = targets[name]
+            for target, path in reached(manifest, product["targets"], platform):
                 if target["type"] == "system":
-                    problems.append(f"{product['name']} on {platform}: {' -> '.join(path)}")
-                for dependency in target["dependencies"]:
-                    kind, value = next(iter(dependency.items()))
-                    if kind == "product":
-                        continue  # another package's; this check is about this package's targets
-                    condition = value[-1] if len(value) > 1 else None
-                    platforms = (condition or {}).get("platformNames") if isinstance(condition, dict) else None
-                    if platforms and platform not in platforms:
-                        continue
-                    stack.append((value[0], path + [value[0]]))
+                    problems.append(f"{product['name']} on {platform}: {' -> '.join([product['name']] + path)}")
     return problems
 
 manifest = json.loads(sys.argv[1])
@@ -63,28 +70,12 @@ print(f"check-app-graph: {len(libraries)} library products reach no system libra
 # The embedded remote implements the contract without an HTTP client: on any platform its
 # targets reach neither libcurl (CCurl) nor swift-http-types.
 def http_reached(manifest, root="EmbeddedRemote"):
-    targets = {t["name"]: t for t in manifest["targets"]}
-    found, seen, stack = [], set(), [(root, [root])]
-    while stack:
-        name, path = stack.pop()
-        if name in seen or name not in targets:
-            continue
-        seen.add(name)
-        if name == "CCurl":
-            found.append(" -> ".join(path))
-        for dependency in targets[name]["dependencies"]:
-            kind, value = next(iter(dependency.items()))
-            if kind == "product":
-                if value[0] == "HTTPTypes":
-                    found.append(" -> ".join(path + ["HTTPTypes"]))
-                continue
-            stack.append((value[0], path + [value[0]]))
-    return found
+    return [" -> ".join(path) for target, path in reached(manifest, [root]) if target["name"] in ("CCurl", "HTTPTypes")]
 
-reached = http_reached(manifest)
-if reached:
+http = http_reached(manifest)
+if http:
     print("check-app-graph: the embedded remote reaches an HTTP client:", file=sys.stderr)
-    for path in reached:
+    for path in http:
         print("  " + path, file=sys.stderr)
     sys.exit(1)
 mutated = copy.deepcopy(manifest)

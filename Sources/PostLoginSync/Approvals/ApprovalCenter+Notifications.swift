@@ -139,7 +139,6 @@ extension ApprovalCenter {
                         "answering needs the user's trust log pinned on this device: pair it first (`sync-cli trust join`)"
                 )
             }
-            let approvals = remote
             try await checkAsker(
                 local: store, session: payload.sessionID, requester: requester, generation: generation, trust: nil)
             let secret = try await store.openReceived(sessionID: payload.sessionID, generation: generation).secret
@@ -150,7 +149,7 @@ extension ApprovalCenter {
             var body = payload.sealed
             if body == nil {
                 // A request the remote no longer has can no longer be answered.
-                guard let row = try await approvals.approvalRequest(id: requestID) else {
+                guard let row = try await remote.approvalRequest(id: requestID) else {
                     throw AlertPayloadError.expired
                 }
                 body = row.body
@@ -167,7 +166,7 @@ extension ApprovalCenter {
                 decidedAt: UInt64(max(0, Date().timeIntervalSince1970)),
                 logHead: ApprovalDecision.LogHead(epoch: pin.epoch, seq: pin.headSeq, hash: pin.headHash))
             let signed = decision.signed(by: signingKey)
-            return try await approvals.answerApproval(
+            return try await remote.answerApproval(
                 requestID: requestID, deviceID: identity.id, verdict: verdict, decisionBody: signed.body,
                 decisionSignature: signed.signature)
         }

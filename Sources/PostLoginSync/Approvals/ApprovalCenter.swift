@@ -183,7 +183,6 @@ public struct ApprovalCenter: Sendable {
         guard Self.timeouts.contains(timeout) else { throw CryptoError.invalidApprovalContent }
         let content = try ApprovalContent(tool: tool, summary: summary, detail: detail)
         try await checkCanAsk(session: session)
-        let approvals = remote
         try await rotateIfRevoked(session: session, trust: try await trust())
         let identity = try await local.requireIdentity()
         let user = try await signedInUser()
@@ -211,7 +210,7 @@ public struct ApprovalCenter: Sendable {
         try await onAsk?(
             AskedRequest(
                 requestID: requestID, sessionID: session, control: ByteEncoding.base64(control), expiresAt: expiresAt))
-        let asked = try await approvals.requestApproval(
+        let asked = try await remote.requestApproval(
             sessionID: session, requestID: requestID, requesterDeviceID: identity.id, body: body,
             generation: sealed.generation, expiresAt: expiresAt,
             controlHash: ByteEncoding.base64(SHA256.hash(control)))
@@ -225,7 +224,7 @@ public struct ApprovalCenter: Sendable {
                 pollInterval: pollInterval, onRefused: onRefused, watcher: watcher)
         } catch is CancellationError {
             // Uncancelled: this task is, and so would be the call.
-            _ = await uncancelled { try? await approvals.cancelApproval(requestID: requestID, control: controlText) }
+            _ = await uncancelled { try? await remote.cancelApproval(requestID: requestID, control: controlText) }
             throw CancellationError()
         }
     }
@@ -241,14 +240,13 @@ public struct ApprovalCenter: Sendable {
         for sent: SentApproval, read: [UInt8], identity: UUID, user: UUID, control: String, pollInterval: Duration,
         onRefused: (@Sendable (ApprovalRefusal) -> Void)?, watcher: DeliveryWatcher? = nil
     ) async throws -> ApprovalOutcome {
-        let approvals = remote
         var refused = Set<String>()
         var mayReopen = true
         var unanswered = false
         while true {
             try Task.checkCancellation()
             do {
-                if let row = try await approvals.approvalRequest(id: sent.requestID) {
+                if let row = try await remote.approvalRequest(id: sent.requestID) {
                     switch row.status(at: Date()) {
                     case .pending: break
                     case .expired: return .expired

@@ -70,7 +70,6 @@ extension SessionAlerts {
         try await center.checkCanAsk(session: session)
         try await center.rotateIfRevoked(session: session, trust: try await center.trust())
         let identity = try await signedIn()
-        let questions = remote
         let sealed = try await local.ownSealedSecret(sessionID: session)
         let secret = try await local.openOwnSecret(sessionID: session, generation: sealed.generation)
         let id = UUID()
@@ -80,7 +79,7 @@ extension SessionAlerts {
             expiresAt: expiresAt, generation: sealed.generation)
         let body = ByteEncoding.base64(try QuestionCrypto.seal(content, context: context, secret: secret))
         try await onAsk?(AskedRequest(requestID: id, sessionID: session, control: nil, expiresAt: expiresAt))
-        _ = try await questions.askQuestion(
+        _ = try await remote.askQuestion(
             sessionID: session, questionID: id, requesterDeviceID: identity.id, body: body,
             generation: sealed.generation, expiresAt: expiresAt)
         logger?.info("question \(id.canonical) with choices asked for session \(session.canonical)")
@@ -92,12 +91,12 @@ extension SessionAlerts {
         do {
             let outcome = try await waitForAnswer(
                 sent, secret: secret, center: center, pollInterval: pollInterval, onRefused: onRefused)
-            if case .answered = outcome { _ = try? await questions.closeQuestion(questionID: id, status: .answered) }
+            if case .answered = outcome { _ = try? await remote.closeQuestion(questionID: id, status: .answered) }
             return outcome
         } catch {
             // Cancelled, or the wait failed (a remote error, a log that forked): the question
             // is closed so no device keeps a prompt nobody waits for.
-            _ = await uncancelled { try? await questions.closeQuestion(questionID: id, status: .cancelled) }
+            _ = await uncancelled { try? await remote.closeQuestion(questionID: id, status: .cancelled) }
             throw error
         }
     }
@@ -107,11 +106,10 @@ extension SessionAlerts {
         _ sent: SentQuestion, secret: SessionSecret, center: ApprovalCenter, pollInterval: Duration,
         onRefused: (@Sendable (QuestionAnswerRefusal) -> Void)?
     ) async throws -> QuestionOutcome {
-        let questions = remote
         var judged = Set<String>()
         while true {
             try Task.checkCancellation()
-            for answer in try await questions.questionAnswers(questionID: sent.row.id)
+            for answer in try await remote.questionAnswers(questionID: sent.row.id)
             where judged.insert(answer.deviceID.canonical + answer.answer).inserted {
                 switch try await verify(answer, against: sent, secret: secret, center: center) {
                 case .success(let choices): return .answered(by: answer.deviceID, choices: choices)
@@ -120,7 +118,7 @@ extension SessionAlerts {
                     onRefused?(refusal)
                 }
             }
-            if let row = try await questions.agentQuestion(id: sent.row.id) {
+            if let row = try await remote.agentQuestion(id: sent.row.id) {
                 switch row.status(at: Date()) {
                 case .pending, .answered: break
                 case .expired: return .expired

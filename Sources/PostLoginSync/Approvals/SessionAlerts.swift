@@ -89,7 +89,6 @@ public struct SessionAlerts: Sendable {
         try await center.rotateIfRevoked(
             session: session, trust: try await TrustSnapshot.load(local: local, remote: remote))
         let identity = try await signedIn()
-        let questions = remote
         let sealed = try await local.ownSealedSecret(sessionID: session)
         let secret = try await local.openOwnSecret(sessionID: session, generation: sealed.generation)
         let id = UUID()
@@ -98,7 +97,7 @@ public struct SessionAlerts: Sendable {
             userID: remote.userID, sessionID: session, questionID: id, requesterDeviceID: identity.id,
             expiresAt: expiresAt, generation: sealed.generation)
         let body = ByteEncoding.base64(try QuestionCrypto.seal(content, context: context, secret: secret))
-        let asked = try await questions.askQuestion(
+        let asked = try await remote.askQuestion(
             sessionID: session, questionID: id, requesterDeviceID: identity.id, body: body,
             generation: sealed.generation, expiresAt: expiresAt)
         logger?.info("question \(id.canonical) asked for session \(session.canonical)")

@@ -55,8 +55,7 @@ extension DeviceTrustManager {
             throw SyncError(code: .wrongRole, message: "only a desktop can become the root of a new identity")
         }
         let snapshot = try await resetStartingPoint()
-        let log = remote
-        let rows = try await log.trustLogGeneses()
+        let rows = try await remote.trustLogGeneses()
         let highest = rows.map(\.epoch).max() ?? 0
         let epoch = max(2, highest + 1)
         let recoveryKey = recovery == .new ? RecoveryKey() : nil
@@ -88,13 +87,13 @@ extension DeviceTrustManager {
         local.removeIdentitySeed(at: keyName)
         try local.writeIdentitySeed(seed, to: keyName)
         do {
-            try await log.requestIdentityReset(
+            try await remote.requestIdentityReset(
                 TrustLogAppend(entry: genesis.written[0].text, backup: genesis.written[0].backup),
                 accept: accept.map { TrustLogAppend(entry: $0.written[0].text, backup: $0.written[0].backup) })
         } catch let error as RemoteStoreError {
             // The call may have landed with its answer lost: the log decides, as for a
             // succession. The seed goes only when the log, read again, lacks this genesis.
-            let stored = try? await log.trustLogGeneses()
+            let stored = try? await remote.trustLogGeneses()
             switch stored.map({ $0.contains { $0.epoch == epoch && $0.entry == genesis.written[0].text } }) {
             case true?: logger?.notice("trust log: the reset is in the log (its answer was lost)")
             case false?:

@@ -105,12 +105,11 @@ public struct DeviceTrustManager: Sendable {
 
     /// Sends a writer's entries in calls of up to 8, saving the pin after each accepted call.
     func send(_ writer: TrustLogWriter, from state: TrustLogState) async throws -> TrustLogState {
-        let log = remote
         var replay = state
         for start in stride(from: 0, to: writer.written.count, by: Self.batch) {
             let chunk = Array(writer.written[start..<min(start + Self.batch, writer.written.count)])
             do {
-                try await log.appendTrustEntries(
+                try await remote.appendTrustEntries(
                     epoch: state.epoch, firstSeq: chunk[0].seq,
                     chunk.map { TrustLogAppend(entry: $0.text, backup: $0.backup) })
             } catch let error as RemoteStoreError {

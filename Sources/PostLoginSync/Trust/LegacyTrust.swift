@@ -48,13 +48,12 @@ extension TrustLogSync {
     /// The legacy rows verified under the pinned key. Fail closed: a revocation row that does not
     /// verify makes the device it names untrusted; every revocation once verified is remembered.
     mutating func legacySnapshot(pinned: Ed25519PublicKey) async throws -> TrustSnapshot {
-        let tables = remote
-        try await Self.checkPublishedIdentity(pinned: pinned, tables: tables)
+        try await Self.checkPublishedIdentity(pinned: pinned, tables: remote)
         var revocations = Dictionary(
             try await local.knownRevocations().map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first })
         var untrusted = Set<UUID>()
         var fresh: [KnownRevocation] = []
-        for row in try await tables.listRevocations() {
+        for row in try await remote.listRevocations() {
             do {
                 guard row.userID == user else { throw DeviceTrustError(.wrongUser, "the row names another user") }
                 let revocation = try DeviceRevocation.verify(
@@ -76,7 +75,7 @@ extension TrustLogSync {
         }
         try await local.recordRevocations(fresh)
         var certificates: [UUID: DeviceCertificate] = [:]
-        for row in try await tables.listCertificates() {
+        for row in try await remote.listCertificates() {
             do {
                 guard row.userID == user else { throw DeviceTrustError(.wrongUser, "the row names another user") }
                 let certificate = try DeviceCertificate.verify(
@@ -115,8 +114,7 @@ extension TrustLogSync {
     /// and seq 1 a succession. Otherwise the device stays in legacy mode (`nil`, reported).
     mutating func adopt(pinned: Ed25519PublicKey, geneses: [TrustLogEpochs.GenesisInfo]) async throws -> TrustSnapshot?
     {
-        let log = remote
-        let rows = try await log.trustLogRows(epoch: 1, fromSeq: 0)
+        let rows = try await remote.trustLogRows(epoch: 1, fromSeq: 0)
         guard let first = rows.first, let genesis = try? ParsedLogEntry(text: first.entry),
             case .genesis(let body)? = try? genesis.body.get()
         else { return refuseAdoption("epoch 1's genesis does not parse") }
@@ -148,8 +146,8 @@ extension TrustLogSync {
             return refuseAdoption("\(error)")
         }
         var entries = zip(rows, hashes).map { PinnedLogEntry(seq: $0.seq, text: $0.entry, hash: $1) }
-        let witnesses = try await log.trustLogWitnesses(epoch: 1)
-        let (final, _) = try await judgeWitnesses(witnesses, state: state, new: &entries, log: log)
+        let witnesses = try await remote.trustLogWitnesses(epoch: 1)
+        let (final, _) = try await judgeWitnesses(witnesses, state: state, new: &entries, log: remote)
         problems = problems.filter { $0.code != .invalidStatement }
         try await save(final, new: entries, highestEpoch: geneses.map(\.epoch).max() ?? 1, replacing: true)
         try await witness(final)

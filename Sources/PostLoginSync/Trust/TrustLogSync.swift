@@ -117,23 +117,22 @@ struct TrustLogSync {
                     + "backup, or pair this device again from a new store (`sync-cli init --store NEW`, then "
                     + "`sync-cli trust join` there with a code from `sync-cli trust invite` on a root)")
         }
-        let log = remote
         // The witnesses are read before the log, and also when the feed says nothing changed
         // (one call): a witness newer than the rows then read means the rows were cut, and the
         // newest root witness is how fresh this view is.
-        let witnesses = try await log.trustLogWitnesses(epoch: pin.epoch)
+        let witnesses = try await remote.trustLogWitnesses(epoch: pin.epoch)
         read += witnesses.count
         if Self.unchanged(pin, reported) {
             var new: [PinnedLogEntry] = []
-            let (current, evaluation) = try await judgeWitnesses(witnesses, state: state, new: &new, log: log)
+            let (current, evaluation) = try await judgeWitnesses(witnesses, state: state, new: &new, log: remote)
             if new.isEmpty {
                 try await vouch(current, evaluation, moved: pin.witnessedSeq == nil)
                 return try await snapshot(current)
             }
             // A witness beyond the head the feed reported: read the log as if it had changed.
         }
-        let geneses = try await log.trustLogGeneses()
-        let rows = try await log.trustLogRows(epoch: pin.epoch, fromSeq: pin.headSeq)
+        let geneses = try await remote.trustLogGeneses()
+        let rows = try await remote.trustLogRows(epoch: pin.epoch, fromSeq: pin.headSeq)
         read += geneses.count + rows.count
         let infos = readGeneses(geneses)
         guard let own = geneses.first(where: { $0.epoch == pin.epoch }) else {
@@ -150,7 +149,7 @@ struct TrustLogSync {
         }
         var (current, new) = try extend(state, with: Array(rows.dropFirst()))
         let evaluation: TrustLogWitnesses.Evaluation
-        (current, evaluation) = try await judgeWitnesses(witnesses, state: current, new: &new, log: log)
+        (current, evaluation) = try await judgeWitnesses(witnesses, state: current, new: &new, log: remote)
         try await checkMemory(current)
         try await save(current, new: new, highestEpoch: max(pin.highestEpoch, infos.map(\.epoch).max() ?? 0))
         try judgeResets(of: current, geneses: infos)

@@ -25,16 +25,15 @@ extension TrustLogSync {
     ///   `.trustLogForked` (two resets in effect, a witness of another entry), `.trustLogTruncated`
     ///   (an accept naming a genesis that cannot be read, a witness beyond the end).
     mutating func walk() async throws -> Walked? {
-        let log = remote
-        let genesisRows = try await log.trustLogGeneses()
+        let genesisRows = try await remote.trustLogGeneses()
         read += genesisRows.count
         let geneses = readGeneses(genesisRows)
         var epoch: UInt32 = 1
         while true {
-            let witnesses = try await log.trustLogWitnesses(epoch: epoch)
+            let witnesses = try await remote.trustLogWitnesses(epoch: epoch)
             let rows =
                 geneses.contains(where: { $0.epoch == epoch })
-                ? try await log.trustLogRows(epoch: epoch, fromSeq: 0) : []
+                ? try await remote.trustLogRows(epoch: epoch, fromSeq: 0) : []
             read += witnesses.count + rows.count
             var verifiedEpoch: (state: TrustLogState, hashes: [[UInt8]])?
             var failure: DeviceTrustError?
@@ -62,7 +61,7 @@ extension TrustLogSync {
             if rows.isEmpty { return nil }
             guard let (state, hashes) = verifiedEpoch else { throw Self.invalid(failure!) }
             var entries = zip(rows, hashes).map { PinnedLogEntry(seq: $0.seq, text: $0.entry, hash: $1) }
-            let (final, _) = try await judgeWitnesses(witnesses, state: state, new: &entries, log: log)
+            let (final, _) = try await judgeWitnesses(witnesses, state: state, new: &entries, log: remote)
             try await checkFloor(final, entries: entries)
             let counted = TrustLogWitnesses.evaluate(
                 witnesses.map { .init(deviceID: $0.deviceID, body: $0.body, signature: $0.signature) }, state: final,

@@ -96,6 +96,16 @@ final class PushWorld: Sendable {
         return rows
     }
 
+    /// The `apns_id`s of these outbox rows.
+    func apnsIDs(ofRows ids: [Int64]) async throws -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        let list = ids.map(String.init).joined(separator: ",")
+        return Set(
+            try await rows("SELECT apns_id::text AS a FROM public.push_outbox WHERE id IN (\(list))").compactMap {
+                $0["a"]
+            })
+    }
+
     func count(_ text: String) async throws -> Int {
         Int(try await rows("SELECT (\(text))::text AS n").first?["n"] ?? "0") ?? 0
     }
@@ -282,6 +292,15 @@ final class WorkerProcess: @unchecked Sendable {
 
     var output: String { child.output }
     var errors: String { child.errors }
+
+    /// The rows whose request a worker's log says it gave up on and will send again (a
+    /// transport fault or its deadline): `row=<id>` of each "request failed" warning.
+    static func rowsGivenUp(in log: String) -> [Int64] {
+        log.split(separator: "\n").filter { $0.contains("request failed; retrying") }.compactMap { line in
+            guard let field = line.split(separator: " ").first(where: { $0.hasPrefix("row=") }) else { return nil }
+            return Int64(field.dropFirst("row=".count))
+        }
+    }
 
     /// A worker still running when its test ends (one that failed early) is killed, not waited
     /// for.

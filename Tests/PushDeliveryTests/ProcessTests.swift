@@ -41,17 +41,24 @@ extension PushStackTests {
                     "SELECT count(*) FROM public.push_outbox WHERE user_id = '\(world.userID)' AND delivered_at IS NOT NULL"
                 )
                     == 3000)
-            // Duplicates only among the rows whose delivery was not yet recorded when the first
-            // worker died: those in flight, and those answered in the last completion batch
-            // (written every 20 ms), so there can be more than PUSH_MAX_IN_FLIGHT of them.
+            // Duplicates only where the worker could not know: among the rows whose delivery was
+            // not yet recorded when the first worker died (those in flight, and those answered in
+            // the last completion batch, written every 20 ms, so there can be more than
+            // PUSH_MAX_IN_FLIGHT of them), and the rows whose request a worker gave up on (its
+            // 4 s deadline passed; on a busy machine the imitation's 200 can come too late) and
+            // sent again. Any other is a row sent twice though its first answer was read.
             var answered: [String: Int] = [:]
             for request in world.imitation.requests where request.status == 200 {
                 answered[request.headers["apns-id"] ?? "", default: 0] += 1
             }
             #expect(answered.count == 3000)
             let duplicates = Set(answered.filter { $0.value > 1 }.keys)
-            #expect(duplicates.isSubset(of: unrecordedAtKill))
-            #expect(duplicates.count < pendingAtKill)
+            let givenUp = try await world.apnsIDs(ofRows: WorkerProcess.rowsGivenUp(in: first.errors + second.errors))
+            let unexplained = duplicates.subtracting(unrecordedAtKill).subtracting(givenUp)
+            #expect(
+                unexplained.isEmpty,
+                "\(unexplained.count) sent twice though not in flight at the kill: \(unexplained.sorted().prefix(5))")
+            #expect(duplicates.subtracting(givenUp).count < pendingAtKill)
             await world.close()
         }
 

@@ -87,7 +87,7 @@ install: deps
 ## The DocC documentation of every library module an app uses (swift-docc-plugin), with the
 ## articles of PostLoginSync.docc; any warning fails it. CI runs it. Archives go to
 ## .build/plugins/Swift-DocC/outputs/.
-DOC_TARGETS := PostLoginSync LocalStore RemoteContract RemoteStore EmbeddedRemote RemoteSelection SecretCrypto DeviceTrust SyncModel AgentHooks
+DOC_TARGETS := PostLoginSync LocalStore RemoteContract RemoteRules RemoteStore EmbeddedRemote RemoteSelection SecretCrypto DeviceTrust SyncModel AgentHooks
 docs: deps
 	$(SWIFT) package generate-documentation --warnings-as-errors $(foreach t,$(DOC_TARGETS),--target $(t))
 
@@ -166,6 +166,7 @@ vectors: deps
 	.build/debug/sync-vectors generate --kind trustlog -o testvectors/trust-log-v1.json
 	.build/debug/sync-vectors generate --kind choices -o testvectors/question-choices-v1.json
 	.build/debug/sync-vectors generate --kind agentsession -o testvectors/agent-session-v1.json
+	.build/debug/sync-vectors generate --kind remoterules -o testvectors/remote-rules-v1.json
 	$(RIG) $(SWIFT) build --product sync-fuzz
 	.build/debug/sync-fuzz seed testvectors fuzz/corpus
 

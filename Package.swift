@@ -41,6 +41,7 @@ let package = Package(
         .library(name: "DeviceTrust", targets: ["DeviceTrust"]),
         .library(name: "LocalStore", targets: ["LocalStore"]),
         .library(name: "RemoteContract", targets: ["RemoteContract"]),
+        .library(name: "RemoteRules", targets: ["RemoteRules"]),
         .library(name: "RemoteStore", targets: ["RemoteStore"]),
         .library(name: "EmbeddedRemote", targets: ["EmbeddedRemote"]),
         .library(name: "RemoteSelection", targets: ["RemoteSelection"]),
@@ -89,6 +90,9 @@ let package = Package(
         ),
         // The remote's contract: its protocols, records and errors, in domain words, without HTTP.
         .target(name: "RemoteContract", dependencies: ["SyncModel"]),
+        // The server's decisions as pure values: the embedded remote runs them, the SQL states
+        // them again, and testvectors/remote-rules-v1.json holds the two to the same answers.
+        .target(name: "RemoteRules", dependencies: ["RemoteContract", "SyncModel"]),
         // The PostgREST client with its transports and auth; re-exports the contract.
         .target(
             name: "RemoteStore",
@@ -102,7 +106,7 @@ let package = Package(
         .target(
             name: "EmbeddedRemote",
             dependencies: [
-                "RemoteContract", "SyncModel", "EnvelopeDigest", "DeviceTrust", "SecretCrypto",
+                "RemoteContract", "RemoteRules", "SyncModel", "EnvelopeDigest", "DeviceTrust", "SecretCrypto",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -129,7 +133,9 @@ let package = Package(
             ]
         ),
         // Loading and verifying Wycheproof-layout vector files (`sync-cli vectors verify`).
-        .target(name: "ConformanceVectors", dependencies: ["SecretCrypto", "DeviceTrust", "SyncModel"]),
+        .target(
+            name: "ConformanceVectors",
+            dependencies: ["SecretCrypto", "DeviceTrust", "SyncModel", "RemoteContract", "RemoteRules"]),
         .executableTarget(
             name: "sync-cli",
             dependencies: [
@@ -308,7 +314,10 @@ if rig {
         .executableTarget(name: "sync-fuzz", dependencies: ["FuzzTargets"], path: "Rig/sync-fuzz"),
         // The project's vector files, written reproducibly (`make vectors`).
         .target(
-            name: "VectorGeneration", dependencies: ["ConformanceVectors", "SecretCrypto", "DeviceTrust", "SyncModel"],
+            name: "VectorGeneration",
+            dependencies: [
+                "ConformanceVectors", "SecretCrypto", "DeviceTrust", "SyncModel", "RemoteContract", "RemoteRules",
+            ],
             path: "Rig/VectorGeneration"),
         .executableTarget(
             name: "sync-vectors",

@@ -158,30 +158,14 @@ ALTER FUNCTION private.acting_device(named text, trusted boolean) OWNER TO postg
 --
 
 CREATE FUNCTION private.alert_decision(device uuid, kind text, session uuid) RETURNS text
-    LANGUAGE plpgsql STABLE
+    LANGUAGE sql STABLE
     SET search_path TO ''
     AS $$
-DECLARE
-    settings public.notification_settings := private.notification_settings_of(device);
-    enabled boolean;
-    elsewhere boolean;
-BEGIN
-    enabled := CASE kind
-        WHEN 'approval' THEN settings.alert_approvals
-        WHEN 'question' THEN settings.alert_questions
-        WHEN 'task_complete' THEN settings.alert_task_complete
-        WHEN 'task_failed' THEN settings.alert_task_failed
-        WHEN 'task_paused' THEN settings.alert_task_paused
-        ELSE true END;
-    IF NOT enabled THEN RETURN 'off'; END IF;
-    elsewhere := EXISTS (SELECT 1 FROM public.session_active_clients a
-                         WHERE a.session_id = session AND a.device_id <> device
-                           AND a.last_activity_at >= now() - interval '60 seconds');
-    IF settings.quiet_while_active AND elsewhere THEN
-        RETURN CASE WHEN kind IN ('approval', 'question') THEN 'passive' ELSE 'suppressed' END;
-    END IF;
-    RETURN 'alert';
-END
+    SELECT private.rule_alert_decision(
+        kind, private.notification_settings_of(device),
+        (SELECT extract(epoch FROM now() - max(a.last_activity_at))::double precision
+         FROM public.session_active_clients a
+         WHERE a.session_id = alert_decision.session AND a.device_id <> alert_decision.device))
 $$;
 
 
@@ -1237,18 +1221,10 @@ ALTER FUNCTION private.live_activity_token_limit() OWNER TO postgres;
 --
 
 CREATE FUNCTION private.may_queue_push(device uuid, kind text) RETURNS boolean
-    LANGUAGE plpgsql STABLE
+    LANGUAGE sql STABLE
     SET search_path TO ''
     AS $$
-DECLARE
-    settings public.notification_settings := private.notification_settings_of(device);
-BEGIN
-    RETURN CASE kind
-        WHEN 'background' THEN settings.enable_background_notifications
-        WHEN 'liveactivity' THEN settings.enable_live_activities
-        ELSE true
-    END;
-END
+    SELECT private.rule_may_queue_push(kind, private.notification_settings_of(device))
 $$;
 
 
@@ -2061,6 +2037,8 @@ DECLARE
     t record;
     decision text;
     p public.push_outbox%ROWTYPE;
+    found_p boolean;
+    r record;
     v_collapse text := 'session-' || session::text;
     queued integer := 0;
     coalesced integer := 0;
@@ -2099,17 +2077,20 @@ BEGIN
         -- claimed it first, and then P no longer waits.
         SELECT * INTO p FROM public.push_outbox o WHERE o.token = t.token AND o.collapse_id = v_collapse
             ORDER BY o.not_before DESC, o.id DESC LIMIT 1 FOR UPDATE;
-        IF FOUND AND now() < p.not_before + interval '60 seconds' THEN
-            IF p.payload ->> 'type' = kind THEN coalesced := coalesced + 1; CONTINUE; END IF;
-            IF p.delivered_at IS NULL AND p.failed_at IS NULL AND p.attempts = 0
-               AND (p.lease_until IS NULL OR p.lease_until < now()) THEN
-                UPDATE public.push_outbox o SET payload = v_payload WHERE o.id = p.id;
-            ELSE
-                INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload,
-                                                not_before)
-                    VALUES (caller, t.device_id, t.token, 'alert', 10, v_collapse, v_payload,
-                            p.not_before + interval '60 seconds');
-            END IF;
+        found_p := FOUND;
+        SELECT * INTO r FROM private.rule_task_alert_coalescing(
+            kind, CASE WHEN found_p THEN p.payload ->> 'type' END,
+            CASE WHEN found_p THEN extract(epoch FROM now() - p.not_before)::double precision END,
+            found_p AND p.delivered_at IS NULL AND p.failed_at IS NULL AND p.attempts = 0
+                AND (p.lease_until IS NULL OR p.lease_until < now()));
+        IF r.action = 'coalesce' THEN coalesced := coalesced + 1; CONTINUE; END IF;
+        IF r.action = 'replace' THEN
+            UPDATE public.push_outbox o SET payload = v_payload WHERE o.id = p.id;
+        ELSIF r.action = 'queue_after' THEN
+            INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload,
+                                            not_before)
+                VALUES (caller, t.device_id, t.token, 'alert', 10, v_collapse, v_payload,
+                        p.not_before + make_interval(secs => r.due_after_newest));
         ELSE
             INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
                 VALUES (caller, t.device_id, t.token, 'alert', 10, v_collapse, v_payload);
@@ -2479,6 +2460,101 @@ $$;
 ALTER FUNCTION private.require_session_desktop(session uuid, device uuid) OWNER TO postgres;
 
 --
+-- Name: rule_alert_decision(text, public.notification_settings, double precision); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_alert_decision(kind text, settings public.notification_settings, idle_elsewhere double precision) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE
+        WHEN NOT CASE kind
+            WHEN 'approval' THEN settings.alert_approvals
+            WHEN 'question' THEN settings.alert_questions
+            WHEN 'task_complete' THEN settings.alert_task_complete
+            WHEN 'task_failed' THEN settings.alert_task_failed
+            WHEN 'task_paused' THEN settings.alert_task_paused
+            ELSE true END THEN 'off'
+        WHEN settings.quiet_while_active AND idle_elsewhere IS NOT NULL AND idle_elsewhere <= 60 THEN
+            CASE WHEN kind IN ('approval', 'question') THEN 'passive' ELSE 'suppressed' END
+        ELSE 'alert'
+    END
+$$;
+
+
+ALTER FUNCTION private.rule_alert_decision(kind text, settings public.notification_settings, idle_elsewhere double precision) OWNER TO postgres;
+
+--
+-- Name: rule_may_queue_push(text, public.notification_settings); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_may_queue_push(kind text, settings public.notification_settings) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE kind
+        WHEN 'background' THEN settings.enable_background_notifications
+        WHEN 'liveactivity' THEN settings.enable_live_activities
+        ELSE true
+    END
+$$;
+
+
+ALTER FUNCTION private.rule_may_queue_push(kind text, settings public.notification_settings) OWNER TO postgres;
+
+--
+-- Name: rule_runtime_task_kind(boolean, text, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_runtime_task_kind(had_status boolean, old_status text, new_status text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE
+        WHEN NOT had_status OR new_status IS NULL THEN NULL
+        WHEN new_status = 'idle' AND old_status IN ('running', 'waiting') THEN 'task_complete'
+        WHEN new_status = 'error' AND old_status IS DISTINCT FROM 'error' THEN 'task_failed'
+    END
+$$;
+
+
+ALTER FUNCTION private.rule_runtime_task_kind(had_status boolean, old_status text, new_status text) OWNER TO postgres;
+
+--
+-- Name: rule_status_task_kind(text, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_status_task_kind(old_status text, new_status text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE WHEN old_status = 'active' AND new_status = 'paused' THEN 'task_paused' END
+$$;
+
+
+ALTER FUNCTION private.rule_status_task_kind(old_status text, new_status text) OWNER TO postgres;
+
+--
+-- Name: rule_task_alert_coalescing(text, text, double precision, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_task_alert_coalescing(kind text, newest_kind text, newest_age double precision, newest_waits boolean, OUT action text, OUT due_after_newest double precision) RETURNS record
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT a, CASE WHEN a = 'queue_after' THEN 60::double precision END
+    FROM (SELECT CASE
+            WHEN newest_age IS NULL OR newest_age >= 60 THEN 'queue'
+            WHEN newest_kind IS NOT DISTINCT FROM kind THEN 'coalesce'
+            WHEN newest_waits THEN 'replace'
+            ELSE 'queue_after'
+        END AS a) decided
+$$;
+
+
+ALTER FUNCTION private.rule_task_alert_coalescing(kind text, newest_kind text, newest_age double precision, newest_waits boolean, OUT action text, OUT due_after_newest double precision) OWNER TO postgres;
+
+--
 -- Name: session_live_activity(); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2603,21 +2679,15 @@ CREATE FUNCTION private.session_status_alerts() RETURNS trigger
     SET search_path TO ''
     AS $$
 DECLARE
-    old_status text := OLD.runtime_status -> 'coding_session' ->> 'status';
-    new_status text := NEW.runtime_status -> 'coding_session' ->> 'status';
+    runtime_kind text := private.rule_runtime_task_kind(
+        OLD.runtime_status IS NOT NULL, OLD.runtime_status -> 'coding_session' ->> 'status',
+        NEW.runtime_status -> 'coding_session' ->> 'status');
+    status_kind text := private.rule_status_task_kind(OLD.status::text, NEW.status::text);
 BEGIN
     -- An alert over the user's push budget (54000) is dropped: the write that raised it commits.
     BEGIN
-        IF OLD.runtime_status IS NOT NULL AND NEW.runtime_status IS NOT NULL THEN
-            IF new_status = 'idle' AND old_status IN ('running', 'waiting') THEN
-                PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_complete');
-            ELSIF new_status = 'error' AND old_status IS DISTINCT FROM 'error' THEN
-                PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_failed');
-            END IF;
-        END IF;
-        IF OLD.status = 'active' AND NEW.status = 'paused' THEN
-            PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, 'task_paused');
-        END IF;
+        IF runtime_kind IS NOT NULL THEN PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, runtime_kind); END IF;
+        IF status_kind IS NOT NULL THEN PERFORM private.queue_task_alerts(NEW.user_id, NEW.id, status_kind); END IF;
     EXCEPTION WHEN program_limit_exceeded THEN
         NULL;
     END;
@@ -6622,6 +6692,41 @@ REVOKE ALL ON FUNCTION private.require_push_budget(usr uuid) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION private.require_session_desktop(session uuid, device uuid) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_alert_decision(kind text, settings public.notification_settings, idle_elsewhere double precision); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_alert_decision(kind text, settings public.notification_settings, idle_elsewhere double precision) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_may_queue_push(kind text, settings public.notification_settings); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_may_queue_push(kind text, settings public.notification_settings) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_runtime_task_kind(had_status boolean, old_status text, new_status text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_runtime_task_kind(had_status boolean, old_status text, new_status text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_status_task_kind(old_status text, new_status text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_status_task_kind(old_status text, new_status text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_task_alert_coalescing(kind text, newest_kind text, newest_age double precision, newest_waits boolean, OUT action text, OUT due_after_newest double precision); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_task_alert_coalescing(kind text, newest_kind text, newest_age double precision, newest_waits boolean, OUT action text, OUT due_after_newest double precision) FROM PUBLIC;
 
 
 --

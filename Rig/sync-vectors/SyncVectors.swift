@@ -30,18 +30,20 @@ extension SyncVectors {
                 testvectors/identity-backup-v1.json (--kind backup) and \
                 testvectors/pairing-v1.json (--kind pairing) and \
                 testvectors/trust-log-v1.json (--kind trustlog), \
-                testvectors/question-choices-v1.json (--kind choices) and \
-                testvectors/agent-session-v1.json (--kind agentsession) are this command's output.
+                testvectors/question-choices-v1.json (--kind choices), \
+                testvectors/agent-session-v1.json (--kind agentsession) and \
+                testvectors/remote-rules-v1.json (--kind remoterules) are this command's output.
                 """
         )
 
         enum Kind: String, ExpressibleByArgument, CaseIterable {
-            case envelope, certificate, approval, question, lockscreen, backup, pairing, trustlog, choices, agentsession
+            case envelope, certificate, approval, question, lockscreen, backup, pairing, trustlog
+            case choices, agentsession, remoterules
         }
 
         @Option(
             help:
-                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), question (an agent's sealed questions), lockscreen (the lock-screen sanitiser), backup (identity backups and recovery keys) pairing (revocations, pairing codes and MACs, fingerprints) trustlog (trust logs, append rules, backups, grants, witnesses), choices (multiple-choice questions and their signed answers) or agentsession (the session ids agents' sessions get)."
+                "What to generate: envelope (session-secret envelopes), certificate (device certificates), approval (approval requests and decisions), question (an agent's sealed questions), lockscreen (the lock-screen sanitiser), backup (identity backups and recovery keys) pairing (revocations, pairing codes and MACs, fingerprints) trustlog (trust logs, append rules, backups, grants, witnesses), choices (multiple-choice questions and their signed answers) agentsession (the session ids agents' sessions get) or remoterules (the server's notification rules)."
         )
         var kind: Kind = .envelope
 
@@ -67,6 +69,7 @@ extension SyncVectors {
             case .trustlog: data = try TrustLogVectorGenerator.generate()
             case .choices: data = try QuestionChoicesVectorGenerator.generate()
             case .agentsession: data = try AgentSessionVectorGenerator.generate()
+            case .remoterules: data = try RemoteRulesVectorGenerator.generate()
             case .envelope:
                 data =
                     version == 1

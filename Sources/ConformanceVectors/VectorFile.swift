@@ -301,6 +301,7 @@ public enum VectorAlgorithm: String, CaseIterable, Sendable {
     case trustLogV1 = "UNBOUND-TRUST-LOG-V1"
     case questionChoicesV1 = "UNBOUND-QUESTION-CHOICES-V1"
     case agentSessionV1 = "UNBOUND-AGENT-SESSION-V1"
+    case remoteRulesV1 = "UNBOUND-REMOTE-RULES-V1"
 }
 
 /// Loads vector files; the one loader the CLI and the tests share.

@@ -86,6 +86,10 @@ public enum VectorVerifier {
             return try run(AgentSessionGroup.self, data, algorithm, path) { group, test in
                 AgentSessionGroup.check(group.type, test)
             }
+        case .remoteRulesV1:
+            return try run(RemoteRulesGroup.self, data, algorithm, path) { group, test in
+                RemoteRulesGroup.check(group.type, test)
+            }
         case .lockScreenSanitiserV2:
             return try run(LockScreenSanitiserGroup.self, data, algorithm, path) { _, test in
                 judge(test.result, LockScreenText.sanitised(test.input) == test.output)

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RemoteContract
+import RemoteRules
 import SecretCrypto
 import SyncModel
 

@@ -1,18 +1,12 @@
 import Foundation
 import GRDB
 import RemoteContract
+import RemoteRules
 import SyncModel
 
 /// Notification settings and live activities on the embedded remote: the rules of the project's
 /// `*_notifications.sql`, run inside the transaction of the operation that queues a push.
 extension EmbeddedRemoteStore: NotificationRemote {
-    /// What a queued push is, for the settings' rules: `handoff` and `clearing` (never
-    /// suppressed), `background`, `alert`, `liveActivity` (an update) and `liveActivityEnd`
-    /// (never suppressed).
-    enum PushKind {
-        case handoff, clearing, background, alert, liveActivity, liveActivityEnd
-    }
-
     static func settings(_ db: Database, device: String) throws -> NotificationSettings {
         guard
             let row = try Row.fetchOne(
@@ -41,54 +35,25 @@ extension EmbeddedRemoteStore: NotificationRemote {
         try db.execute(sql: "ALTER TABLE push_outbox ADD COLUMN last_reason TEXT")
     }
 
-    /// How an alert is queued for a device (`private.alert_decision`).
-    enum AlertDecision {
-        /// The device's setting for the kind is off: nothing.
-        case off
-        /// A task kind while another device is active on the session: nothing.
-        case suppressed
-        /// An approval or a question then: queued without sound, priority 5.
-        case passive
-        /// As usual.
-        case alert
-    }
-
-    /// Decides, once when queueing, how an alert of `kind` about `session` goes to `device`.
+    /// Decides, once when queueing, how an alert of `kind` about `session` goes to `device`
+    /// (`private.alert_decision`): `NotificationRules` over the device's settings and the
+    /// session's latest activity by another device.
     static func alertDecision(
         _ db: Database, device: String, kind: AlertKind, session: String
-    ) throws
-        -> AlertDecision
-    {
-        let settings = try settings(db, device: device)
-        let on: Bool =
-            switch kind {
-            case .approval: settings.alertApprovals
-            case .question: settings.alertQuestions
-            case .taskComplete: settings.alertTaskComplete
-            case .taskFailed: settings.alertTaskFailed
-            case .taskPaused: settings.alertTaskPaused
-            }
-        guard on else { return .off }
-        let since = Timestamp.format(Date().addingTimeInterval(-60))
-        let elsewhere =
-            try Bool.fetchOne(
-                db,
-                sql: """
-                    SELECT EXISTS (SELECT 1 FROM session_active_clients
-                                   WHERE session_id = ? AND device_id <> ? AND last_activity_at >= ?)
-                    """, arguments: [session, device, since]) ?? false
-        guard settings.quietWhileActive, elsewhere else { return .alert }
-        return kind == .approval || kind == .question ? .passive : .suppressed
+    ) throws -> AlertDecision {
+        let latest = try String.fetchOne(
+            db,
+            sql: "SELECT max(last_activity_at) FROM session_active_clients WHERE session_id = ? AND device_id <> ?",
+            arguments: [session, device]
+        ).flatMap(Timestamp.parse)
+        return NotificationRules.alertDecision(
+            kind: kind, settings: try settings(db, device: device),
+            idleElsewhere: latest.map { Date().timeIntervalSince($0) })
     }
 
-    /// Whether a push of `kind` may be queued for `device`: the one rule every queuing
-    /// operation follows.
-    static func mayQueue(_ db: Database, device: String, kind: PushKind) throws -> Bool {
-        switch kind {
-        case .background: try settings(db, device: device).backgroundNotifications
-        case .liveActivity: try settings(db, device: device).liveActivities
-        case .handoff, .clearing, .alert, .liveActivityEnd: true
-        }
+    /// Whether a push of `kind` may be queued for `device` (`private.may_queue_push`).
+    static func mayQueue(_ db: Database, device: String, kind: QueuedPushKind) throws -> Bool {
+        NotificationRules.mayQueue(kind, settings: try settings(db, device: device))
     }
 
     /// Queues a silent push of kind `background` for one token if the device allows it.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RemoteContract
+import RemoteRules
 import SyncModel
 
 /// Task alerts on the embedded remote (`private.queue_task_alerts`, the trigger
@@ -31,9 +32,8 @@ extension EmbeddedRemoteStore {
 
     /// Queues a task alert of `kind` about `session` for every valid device token of the
     /// user's trusted devices but the session's desktop's. Per token: the device's decision
-    /// (off, suppressed: nothing); then, P being the token's newest row for the session, within
-    /// 60 s of P's due time the same kind is coalesced, another kind replaces P's payload while P
-    /// waits untried, else is queued due 60 s after P.
+    /// (off, suppressed: nothing); then `TaskAlertRules.coalescing` against the
+    /// token's newest row for the session.
     static func queueTaskAlerts(
         _ db: Database, user: String, session: String, kind: AlertKind, scheme: String
     ) throws -> SessionEventQueued {
@@ -73,32 +73,35 @@ extension EmbeddedRemoteStore {
             case .passive, .alert: break
             }
             var due = now
-            if let newest = try Row.fetchOne(
+            let newest = try Row.fetchOne(
                 db,
                 sql: """
-                    SELECT id, payload, not_before, delivered_at, failed_at, attempts FROM push_outbox
-                    WHERE token = ? AND collapse_id = ? ORDER BY not_before DESC, id DESC LIMIT 1
-                    """, arguments: [value, collapse]),
-                let since = (newest["not_before"] as String?).flatMap(Timestamp.parse),
-                now < since.addingTimeInterval(60)
-            {
-                let type = (try? JSONSerialization.jsonObject(with: Data((newest["payload"] as String).utf8)))
-                    .flatMap { ($0 as? [String: Any])?["type"] as? String }
-                if type == kind.rawValue {
-                    counts.coalesced += 1
-                    continue
+                    SELECT id, payload, not_before, delivered_at IS NULL AND failed_at IS NULL AND attempts = 0 AS waits
+                    FROM push_outbox WHERE token = ? AND collapse_id = ? ORDER BY not_before DESC, id DESC LIMIT 1
+                    """, arguments: [value, collapse])
+            let newestDue = (newest?["not_before"] as String?).flatMap(Timestamp.parse)
+            let read = newest.flatMap { row in
+                newestDue.map { due in
+                    TaskAlertRules.Newest(
+                        kind: (try? JSONSerialization.jsonObject(with: Data((row["payload"] as String).utf8)))
+                            .flatMap { ($0 as? [String: Any])?["type"] as? String },
+                        age: now.timeIntervalSince(due), waits: row["waits"])
                 }
-                let waits =
-                    (newest["delivered_at"] as String?) == nil && (newest["failed_at"] as String?) == nil
-                    && (newest["attempts"] as Int) == 0
-                if waits {
-                    try db.execute(
-                        sql: "UPDATE push_outbox SET payload = ? WHERE id = ?",
-                        arguments: [payload, newest["id"] as Int64])
-                    counts.queued += 1
-                    continue
-                }
-                due = since.addingTimeInterval(60)
+            }
+            switch TaskAlertRules.coalescing(kind: kind, newest: read) {
+            case .coalesce:
+                counts.coalesced += 1
+                continue
+            case .replace:
+                try db.execute(
+                    sql: "UPDATE push_outbox SET payload = ? WHERE id = ?",
+                    arguments: [payload, newest?["id"] as Int64?])
+                counts.queued += 1
+                continue
+            case .queueAfterNewest(let seconds):
+                due = (newestDue ?? now).addingTimeInterval(seconds)
+            case .queue:
+                break
             }
             try db.execute(
                 sql: """
@@ -111,20 +114,16 @@ extension EmbeddedRemoteStore {
         return counts
     }
 
-    /// The kind a session's runtime status change raises: idle from running or waiting is
-    /// task_complete, error from anything else task_failed; a first status (none before) nothing.
+    /// The kind a session's runtime status change raises (`TaskAlertRules.runtimeKind`
+    /// over the two statuses' `coding_session.status`).
     static func taskKind(runtimeBefore: String?, after: String?) -> AlertKind? {
-        func state(_ json: String?) -> RuntimeStatus.State? {
+        func word(_ json: String?) -> String? {
             guard let json, let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
             else { return nil }
-            return ((object["coding_session"] as? [String: Any])?["status"] as? String)
-                .flatMap(RuntimeStatus.State.init(rawValue:))
+            return (object["coding_session"] as? [String: Any])?["status"] as? String
         }
-        guard runtimeBefore != nil, let new = state(after) else { return nil }
-        let old = state(runtimeBefore)
-        if new == .idle, old == .running || old == .waiting { return .taskComplete }
-        if new == .error, old != .error { return .taskFailed }
-        return nil
+        return TaskAlertRules.runtimeKind(
+            hadStatus: runtimeBefore != nil, before: word(runtimeBefore), after: word(after))
     }
 
     public func notifySessionEvent(

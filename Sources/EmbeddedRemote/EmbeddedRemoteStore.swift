@@ -2,6 +2,7 @@ import EnvelopeDigest
 import Foundation
 import GRDB
 import RemoteContract
+import RemoteRules
 import SyncModel
 import Synchronization
 
@@ -294,9 +295,9 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
             if row.status == .ended, !wasEnded {
                 try Self.sessionEnded(db, user: self.me, session: row.id.canonical)
             }
-            if row.status == .paused, previous == SessionStatus.active.rawValue {
+            if let kind = TaskAlertRules.statusKind(before: previous, after: row.status.rawValue) {
                 _ = try Self.queueTaskAlerts(
-                    db, user: self.me, session: row.id.canonical, kind: .taskPaused, scheme: self.deepLinkScheme)
+                    db, user: self.me, session: row.id.canonical, kind: kind, scheme: self.deepLinkScheme)
             }
         }
     }

@@ -31,7 +31,7 @@ struct VectorFileTests {
                 "rfc7748-x25519.json", "rfc5869-hkdf-sha256.json", "rfc8439-chacha20-poly1305.json",
                 "rfc4231-hmac-sha256.json", "session-secret-v1.json", "session-secret-v2.json",
                 "device-certificate-v1.json", "approval-v1.json", "lockscreen-sanitiser-v2.json",
-                "identity-backup-v1.json", "question-v1.json",
+                "identity-backup-v1.json", "question-v1.json", "remote-rules-v1.json",
             ]))
     }
 
@@ -73,7 +73,8 @@ struct VectorFileTests {
         "TrustLogVerify": "headHash", "TrustLogAppend": "newHead.hash", "TrustLogBackupOpen": "expected",
         "RootSeedOpen": "expected", "TrustLogWitnessVerify": "entryHash", "RecoveryKeyAgreement": "expected",
         "AppendChain": "anchor", "ChoicesOpen": "body", "AnswerAccept": "answer", "NameBasedUuid": "uuid",
-        "AgentSessionId": "sessionId",
+        "AgentSessionId": "sessionId", "AlertDecision": "decision", "MayQueuePush": "mayQueue",
+        "RuntimeTaskKind": "raises", "StatusTaskKind": "raises", "TaskAlertCoalescing": "action",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {
@@ -237,16 +238,20 @@ struct VectorFileTests {
                 Self.expectedField[algorithm] ?? Self.groupField[groups[g]["type"] as? String ?? ""])
             var tests = try #require(groups[g]["tests"] as? [[String: Any]])
             for t in tests.indices where tests[t]["result"] as? String == "valid" {
-                let value = try #require(Self.field(field, of: tests[t]))
-                // Flip the last character: a hex digit for byte fields, a base64url one for
-                // secrets (an empty text gains one).
                 var copy = tests
-                if let last = value.last {
-                    let replacement: Character =
-                        last == "0" ? "1" : (last == "A" ? "E" : (last.isHexDigit ? "0" : "A"))
-                    Self.setField(field, of: &copy[t], to: String(value.dropLast()) + String(replacement))
+                // A yes-or-no answer is turned over; a text has its last character flipped: a hex
+                // digit for byte fields, a base64url one for secrets (an empty text gains one).
+                if let answer = tests[t][field] as? Bool {
+                    copy[t][field] = !answer
                 } else {
-                    Self.setField(field, of: &copy[t], to: "A")
+                    let value = try #require(Self.field(field, of: tests[t]))
+                    if let last = value.last {
+                        let replacement: Character =
+                            last == "0" ? "1" : (last == "A" ? "E" : (last.isHexDigit ? "0" : "A"))
+                        Self.setField(field, of: &copy[t], to: String(value.dropLast()) + String(replacement))
+                    } else {
+                        Self.setField(field, of: &copy[t], to: "A")
+                    }
                 }
                 var groupsCopy = groups
                 groupsCopy[g]["tests"] = copy

@@ -68,4 +68,10 @@ struct ReproducibleFilesTests {
     func trustLog() throws {
         #expect(try Self.committed("trust-log-v1.json") == TrustLogVectorGenerator.generate(), "run `make vectors`")
     }
+
+    @Test("remote-rules-v1.json is exactly what `sync-vectors generate --kind remoterules` writes")
+    func remoteRules() throws {
+        #expect(
+            try Self.committed("remote-rules-v1.json") == RemoteRulesVectorGenerator.generate(), "run `make vectors`")
+    }
 }

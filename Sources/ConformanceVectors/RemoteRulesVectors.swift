@@ -1,0 +1,144 @@
+import RemoteContract
+import RemoteRules
+import SyncModel
+
+/// `UNBOUND-REMOTE-RULES-V1` (docs/testvectors.md, "remote-rules-v1.json"): the server's rules as
+/// functions of their arguments, which the SQL (`private.rule_*`) and ``RemoteRules`` must both
+/// answer exactly. Groups of `type` `AlertDecision` (`kind`, `settings`, `idleElsewhere`:
+/// `decision`), `MayQueuePush` (`push`, `settings`: `mayQueue`), `RuntimeTaskKind` (`hadStatus`,
+/// `before`, `after`: `raises`), `StatusTaskKind` (`before`, `after`: `raises`) and
+/// `TaskAlertCoalescing` (`kind`, `newestKind`, `newestAge`, `newestWaits`: `action`,
+/// `dueAfterNewest`). Every test is valid: the answer is the rule's.
+public struct RemoteRulesGroup: VectorGroup {
+    /// Which rule the group's tests take.
+    public enum Kind: String, Decodable, Sendable {
+        case alertDecision = "AlertDecision"
+        case mayQueuePush = "MayQueuePush"
+        case runtimeTaskKind = "RuntimeTaskKind"
+        case statusTaskKind = "StatusTaskKind"
+        case taskAlertCoalescing = "TaskAlertCoalescing"
+    }
+
+    public let type: Kind
+    public let tests: [Test]
+
+    /// A device's notification settings under the names of `public.notification_settings`'s
+    /// columns, so that the SQL check can make a row of them as they are.
+    public struct Settings: Codable, Sendable, Hashable {
+        /// The settings these fields name.
+        public var value: NotificationSettings
+
+        /// The settings as the file writes them.
+        public init(_ value: NotificationSettings) { self.value = value }
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case liveActivities = "enable_live_activities"
+            case backgroundNotifications = "enable_background_notifications"
+            case showDetails = "show_notification_details"
+            case timeSensitive = "enable_time_sensitive"
+            case alertApprovals = "alert_approvals"
+            case alertQuestions = "alert_questions"
+            case alertTaskComplete = "alert_task_complete"
+            case alertTaskFailed = "alert_task_failed"
+            case alertTaskPaused = "alert_task_paused"
+            case quietWhileActive = "quiet_while_active"
+        }
+
+        static var fields: [(CodingKeys, WritableKeyPath<NotificationSettings, Bool>)] {
+            [
+                (.liveActivities, \.liveActivities), (.backgroundNotifications, \.backgroundNotifications),
+                (.showDetails, \.showDetails), (.timeSensitive, \.timeSensitive), (.alertApprovals, \.alertApprovals),
+                (.alertQuestions, \.alertQuestions), (.alertTaskComplete, \.alertTaskComplete),
+                (.alertTaskFailed, \.alertTaskFailed), (.alertTaskPaused, \.alertTaskPaused),
+                (.quietWhileActive, \.quietWhileActive),
+            ]
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            var value = NotificationSettings.defaults
+            // Every column is required: a file that leaves one out says nothing about it.
+            for (key, path) in Self.fields { value[keyPath: path] = try container.decode(Bool.self, forKey: key) }
+            self.value = value
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            for (key, path) in Self.fields { try container.encode(value[keyPath: path], forKey: key) }
+        }
+    }
+
+    /// One call of a rule and its answer.
+    public struct Test: VectorTest {
+        public let tcId: Int
+        public let comment: String
+        public let result: ExpectedResult
+        /// AlertDecision and MayQueuePush: the device's settings.
+        public let settings: Settings?
+        /// AlertDecision: the alert's kind (its payload's `type`), seconds since another device
+        /// was active on the session (absent: none has been), and the decision.
+        /// TaskAlertCoalescing: the new alert's kind.
+        public let kind: String?
+        public let idleElsewhere: Double?
+        public let decision: String?
+        /// MayQueuePush: the push's kind and whether it may be queued.
+        public let push: String?
+        public let mayQueue: Bool?
+        /// RuntimeTaskKind and StatusTaskKind: whether there was a runtime status before, the
+        /// status words before and after (absent: none), and the kind raised (`none`: nothing).
+        public let hadStatus: Bool?
+        public let before: String?
+        public let after: String?
+        public let raises: String?
+        /// TaskAlertCoalescing: the token's newest alert for the session (absent: none), its
+        /// age since its due time and whether it waits untried; what the new alert does, and
+        /// for `queue_after` how long after the newest it is due.
+        public let newestKind: String?
+        public let newestAge: Double?
+        public let newestWaits: Bool?
+        public let action: String?
+        public let dueAfterNewest: Double?
+    }
+
+    /// A kind raised as the file writes it.
+    public static func word(_ kind: AlertKind?) -> String { kind?.rawValue ?? "none" }
+
+    /// `nil` when the test passed, else why not.
+    static func check(_ kind: Kind, _ test: Test) -> String? {
+        let outcome: Bool?
+        switch kind {
+        case .alertDecision:
+            guard let alert = test.kind.flatMap(AlertKind.init(rawValue:)), let settings = test.settings?.value,
+                let expected = test.decision.flatMap(AlertDecision.init(rawValue:))
+            else { return "fields: missing or malformed" }
+            outcome =
+                NotificationRules.alertDecision(kind: alert, settings: settings, idleElsewhere: test.idleElsewhere)
+                == expected
+        case .mayQueuePush:
+            guard let push = test.push.flatMap(QueuedPushKind.init(rawValue:)), let settings = test.settings?.value,
+                let expected = test.mayQueue
+            else { return "fields: missing or malformed" }
+            outcome = NotificationRules.mayQueue(push, settings: settings) == expected
+        case .runtimeTaskKind:
+            guard let hadStatus = test.hadStatus, let expected = test.raises else { return "fields: missing" }
+            outcome =
+                word(TaskAlertRules.runtimeKind(hadStatus: hadStatus, before: test.before, after: test.after))
+                == expected
+        case .statusTaskKind:
+            guard let expected = test.raises else { return "fields: missing" }
+            outcome = word(TaskAlertRules.statusKind(before: test.before, after: test.after)) == expected
+        case .taskAlertCoalescing:
+            guard let alert = test.kind.flatMap(AlertKind.init(rawValue:)), let action = test.action else {
+                return "fields: missing or malformed"
+            }
+            let newest = test.newestAge.map {
+                TaskAlertRules.Newest(kind: test.newestKind, age: $0, waits: test.newestWaits ?? false)
+            }
+            let answer = TaskAlertRules.coalescing(kind: alert, newest: newest)
+            var due: Double?
+            if case .queueAfterNewest(let seconds) = answer { due = seconds }
+            outcome = answer.action == action && due == test.dueAfterNewest
+        }
+        return VectorVerifier.judge(test.result, outcome)
+    }
+}

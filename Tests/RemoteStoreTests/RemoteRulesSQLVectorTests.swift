@@ -1,0 +1,143 @@
+import Foundation
+import TestStack
+import Testing
+
+/// `testvectors/remote-rules-v1.json` run against the SQL rules themselves (`private.rule_*`):
+/// the Swift rules (`RemoteRules`, which the embedded remote runs) pass the same file in
+/// `sync-cli vectors verify` and `ConformanceVectorsTests`, so a rule changed in one language
+/// only fails here or there. The project's own schema only: the deployed variant has no
+/// notification settings and no task alerts.
+@Suite("The remote-rules vectors against the SQL rules")
+struct RemoteRulesSQLVectorTests {
+    /// The fields of a test this check reads; the settings by column name.
+    struct RuleTest: Decodable {
+        let tcId: Int
+        let comment: String
+        let settings: [String: Bool]?
+        let kind: String?
+        let idleElsewhere: Double?
+        let decision: String?
+        let push: String?
+        let mayQueue: Bool?
+        let hadStatus: Bool?
+        let before: String?
+        let after: String?
+        let raises: String?
+        let newestKind: String?
+        let newestAge: Double?
+        let newestWaits: Bool?
+        let action: String?
+        let dueAfterNewest: Double?
+    }
+
+    struct File: Decodable {
+        struct Group: Decodable {
+            let type: String
+            let tests: [RuleTest]
+        }
+        let testGroups: [Group]
+    }
+
+    static func groups() throws -> [String: [RuleTest]] {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("testvectors/remote-rules-v1.json")
+        let file = try JSONDecoder().decode(File.self, from: Data(contentsOf: url))
+        return Dictionary(file.testGroups.map { ($0.type, $0.tests) }, uniquingKeysWith: +)
+    }
+
+    /// A SQL literal: text between single quotes (doubled inside), or NULL.
+    static func literal(_ text: String?) -> String {
+        text.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" } ?? "NULL"
+    }
+
+    static func number(_ value: Double?) -> String {
+        value.map { "\($0)::double precision" } ?? "NULL::double precision"
+    }
+
+    static func flag(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "NULL::boolean" }
+
+    /// A number as the SQL prints a double: no fraction when it has none.
+    static func printed(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : "\(value)" }
+
+    /// What a test expects, in the outcome's words.
+    static func expected(_ type: String, _ test: RuleTest) -> String {
+        let answer: String
+        switch type {
+        case "AlertDecision": answer = test.decision ?? "?"
+        case "MayQueuePush": answer = test.mayQueue.map { $0 ? "true" : "false" } ?? "?"
+        case "TaskAlertCoalescing":
+            answer = (test.action ?? "?") + (test.dueAfterNewest.map { " " + printed($0) } ?? "")
+        default: answer = test.raises ?? "?"
+        }
+        return "\(test.tcId) \(answer)"
+    }
+
+    /// The test's settings as a `public.notification_settings` row.
+    static func row(_ settings: [String: Bool]?) throws -> String {
+        let json = try JSONSerialization.data(withJSONObject: settings ?? [:], options: [.sortedKeys])
+        return
+            "jsonb_populate_record(NULL::public.notification_settings, \(literal(String(decoding: json, as: UTF8.self)))::jsonb)"
+    }
+
+    /// One statement for every test of both groups: each call's answer as a line, `tcId answer`.
+    static func statement(_ groups: [String: [RuleTest]]) throws -> String {
+        var calls: [String] = []
+        for test in groups["AlertDecision"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || private.rule_alert_decision(\(literal(test.kind)), "
+                    + "\(try row(test.settings)), \(number(test.idleElsewhere)))")
+        }
+        for test in groups["MayQueuePush"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || private.rule_may_queue_push(\(literal(test.push)), "
+                    + "\(try row(test.settings)))::text")
+        }
+        for test in groups["RuntimeTaskKind"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || coalesce(private.rule_runtime_task_kind(\(flag(test.hadStatus)), "
+                    + "\(literal(test.before))::text, \(literal(test.after))::text), 'none')")
+        }
+        for test in groups["StatusTaskKind"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || coalesce(private.rule_status_task_kind(\(literal(test.before))::text, "
+                    + "\(literal(test.after))::text), 'none')")
+        }
+        for test in groups["TaskAlertCoalescing"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || r.action || coalesce(' ' || r.due_after_newest, '') "
+                    + "FROM private.rule_task_alert_coalescing(\(literal(test.kind)), \(literal(test.newestKind))::text, "
+                    + "\(number(test.newestAge)), \(flag(test.newestWaits))) r")
+        }
+        return calls.joined(separator: " UNION ALL ") + ";"
+    }
+
+    @Test("every remote-rules vector gets the answer it names from the SQL")
+    func ruleVectors() async throws {
+        let stack = try StackEnvironment.require()
+        let groups = try Self.groups()
+        // Every group, whole (a decoding slip would make this pass on nothing), every column
+        // given, every answer reached.
+        #expect(
+            groups.mapValues(\.count)
+                == [
+                    "AlertDecision": 160, "MayQueuePush": 24, "RuntimeTaskKind": 56, "StatusTaskKind": 16,
+                    "TaskAlertCoalescing": 93,
+                ])
+        let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
+        #expect(notification.allSatisfy { $0.settings?.count == 10 })
+        #expect(
+            Set((groups["AlertDecision"] ?? []).compactMap(\.decision)) == ["off", "suppressed", "passive", "alert"])
+        #expect(
+            Set((groups["TaskAlertCoalescing"] ?? []).compactMap(\.action))
+                == ["queue", "coalesce", "replace", "queue_after"])
+        let output = try await stack.sql(try Self.statement(groups))
+        let lines = Dictionary(
+            output.split(separator: "\n").map { line in (Int(line.split(separator: " ")[0]) ?? -1, String(line)) },
+            uniquingKeysWith: { first, _ in first })
+        for (type, tests) in groups {
+            for test in tests {
+                #expect(lines[test.tcId] == Self.expected(type, test), "\(type) tcId \(test.tcId) (\(test.comment))")
+            }
+        }
+    }
+}

@@ -2511,7 +2511,7 @@ CREATE FUNCTION private.rule_runtime_task_kind(had_status boolean, old_status te
     SET search_path TO ''
     AS $$
     SELECT CASE
-        WHEN NOT had_status OR new_status IS NULL THEN NULL
+        WHEN had_status IS NOT TRUE OR new_status IS NULL THEN NULL
         WHEN new_status = 'idle' AND old_status IN ('running', 'waiting') THEN 'task_complete'
         WHEN new_status = 'error' AND old_status IS DISTINCT FROM 'error' THEN 'task_failed'
     END

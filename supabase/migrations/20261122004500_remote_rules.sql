@@ -11,8 +11,8 @@
 
 -- How an alert of `kind` goes to a device with `settings`, another device having been active on
 -- the session `idle_elsewhere` seconds ago (NULL: none has): 'off' (the kind's setting is off),
--- 'suppressed' (a task kind, quiet_while_active, another device active in the last 60 seconds),
--- 'passive' (an approval or a question then) or 'alert'. A negative idle time (a clock ahead of
+-- 'suppressed' (any kind but an approval or a question, quiet_while_active, another device active
+-- in the last 60 seconds), 'passive' (an approval or a question then) or 'alert'. A negative idle time (a clock ahead of
 -- the server's) counts as active now.
 CREATE FUNCTION private.rule_alert_decision(
     kind text, settings public.notification_settings, idle_elsewhere double precision
@@ -66,7 +66,7 @@ $$;
 CREATE FUNCTION private.rule_runtime_task_kind(had_status boolean, old_status text, new_status text) RETURNS text
     LANGUAGE sql IMMUTABLE SET search_path = '' AS $$
     SELECT CASE
-        WHEN NOT had_status OR new_status IS NULL THEN NULL
+        WHEN had_status IS NOT TRUE OR new_status IS NULL THEN NULL
         WHEN new_status = 'idle' AND old_status IN ('running', 'waiting') THEN 'task_complete'
         WHEN new_status = 'error' AND old_status IS DISTINCT FROM 'error' THEN 'task_failed'
     END

@@ -260,6 +260,27 @@ public final class PushWorker: Service, Sendable {
     private func flush() async {
         let batch = await completions.take()
         guard !batch.isEmpty else { return }
+        if await record(batch) { return }
+        // One row the database refuses must not hold back the rest, nor itself for ever (a row
+        // not recorded is never claimed again by this worker): each alone. Some written and some
+        // refused: those are refused for themselves, and are given up (when their lease ends a
+        // claim sends them again, and says so). None written: the database is away; all wait.
+        var refused: [CompletionBuffer.Outcome] = []
+        if batch.count > 1 {
+            for outcome in batch where !(await record([outcome])) { refused.append(outcome) }
+        }
+        guard !refused.isEmpty, refused.count < batch.count else {
+            await completions.putBack(batch)
+            return
+        }
+        unrecorded.withLock { $0.subtract(refused.map(\.id)) }
+        logger.error(
+            "the database refused these rows' outcomes alone; given up, they are sent again when their lease ends",
+            metadata: ["rows": "\(refused.map(\.id))"])
+    }
+
+    /// Writes `batch`'s outcomes; whether it could.
+    private func record(_ batch: [CompletionBuffer.Outcome]) async -> Bool {
         do {
             let written = try await outbox.complete(batch)
             unrecorded.withLock { $0.subtract(batch.map(\.id)) }
@@ -268,9 +289,11 @@ public final class PushWorker: Service, Sendable {
                     "completions fenced off: their lease had ended and was taken",
                     metadata: ["rows": "\(batch.count - written)"])
             }
+            return true
         } catch {
-            logger.warning("writing completions failed; retrying", metadata: ["error": "\(error)"])
-            await completions.putBack(batch)
+            logger.warning(
+                "writing completions failed; retrying", metadata: ["error": "\(error)", "rows": "\(batch.count)"])
+            return false
         }
     }
 

@@ -209,6 +209,51 @@ extension PushStackTests {
             await world.close()
         }
 
+        @Test("an outcome the database refuses holds back neither the other rows' nor, after its lease, its own row")
+        func aRefusedOutcomeIsGivenUpAloneAndTheRowSentAgain() async throws {
+            let world = try await PushWorld()
+            let token = try await world.token()
+            let poisoned = try await world.enqueue(token: token)[0]
+            // The database refuses to record this one row's delivery (a stand-in for a row whose
+            // outcome cannot be written), and only while the trigger stands.
+            let name = "refuse_\(poisoned)"
+            try await world.sql(
+                """
+                CREATE FUNCTION public.\(name)() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF OLD.id = \(poisoned) AND NEW.delivered_at IS NOT NULL THEN RAISE EXCEPTION 'refused'; END IF;
+                    RETURN NEW;
+                END $$;
+                """)
+            try await world.sql(
+                """
+                CREATE TRIGGER \(name) BEFORE UPDATE ON public.push_outbox FOR EACH ROW EXECUTE FUNCTION public.\(name)();
+                """)
+            let running = try RunningWorker(
+                world.configuration {
+                    $0.requestDeadline = .seconds(2)
+                    $0.lease = .seconds(5)
+                })
+            let apnsID = try #require(try await world.apnsIDs(ofRows: [poisoned]).first)
+            func sends() -> Int { world.imitation.requests.filter { $0.headers["apns-id"] == apnsID }.count }
+            #expect(try await world.eventually { sends() >= 1 })
+            // Answered after it: their outcomes join its failing batch.
+            let later = try await world.enqueue(token: token, count: 10)
+            #expect(
+                try await world.eventually {
+                    try await world.count(
+                        "SELECT count(*) FROM public.push_outbox WHERE id = ANY('{\(later.map(String.init).joined(separator: ","))}') AND delivered_at IS NOT NULL"
+                    ) == 10
+                }, "the other rows' outcomes were held back with the refused one")
+            // Given up, not excluded for ever: its lease ends and it is sent again.
+            #expect(try await world.eventually { sends() >= 2 }, "the refused row was never sent again")
+            try await world.sql("DROP TRIGGER \(name) ON public.push_outbox")
+            try await world.sql("DROP FUNCTION public.\(name)()")
+            #expect(try await world.eventually { try await world.pending() == 0 })
+            try await running.stop()
+            await world.close()
+        }
+
         @Test("a late answer of the same worker's earlier claim is fenced off by the claim, not only the worker")
         func aCompletionOfAnEarlierClaimBySameWorkerWritesNothing() async throws {
             let world = try await PushWorld()

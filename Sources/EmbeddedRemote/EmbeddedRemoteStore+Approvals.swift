@@ -132,16 +132,6 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         return queued
     }
 
-    /// The project's `*_approval_control.sql`: the requester's control hash, and how often the
-    /// request was reopened.
-    static func approvalControlMigration(_ db: Database) throws {
-        try db.execute(
-            sql: """
-                ALTER TABLE approval_requests ADD COLUMN control_hash BLOB CHECK (control_hash IS NULL OR length(control_hash) = 32);
-                ALTER TABLE approval_requests ADD COLUMN reopened INTEGER NOT NULL DEFAULT 0;
-                """)
-    }
-
     /// Whether `control` proves the requester of a request stored with `hash` (none: anyone).
     static func controlProves(_ control: String?, hash: Data?) -> Bool {
         guard let hash else { return true }

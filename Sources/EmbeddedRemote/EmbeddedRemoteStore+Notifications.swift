@@ -21,20 +21,6 @@ extension EmbeddedRemoteStore: NotificationRemote {
             alertTaskPaused: row["alert_task_paused"], quietWhileActive: row["quiet_while_active"])
     }
 
-    /// The project's `*_notifications_2.sql`: a setting per alert kind and quiet-while-active.
-    static func notificationsRound2Migration(_ db: Database) throws {
-        for column in [
-            "alert_approvals", "alert_questions", "alert_task_complete", "alert_task_failed", "alert_task_paused",
-            "quiet_while_active",
-        ] {
-            try db.execute(sql: "ALTER TABLE notification_settings ADD COLUMN \(column) INTEGER NOT NULL DEFAULT 1")
-        }
-        // What a worker records when it gives up (no worker runs here; the columns keep the
-        // outcomes' rules one).
-        try db.execute(sql: "ALTER TABLE push_outbox ADD COLUMN failed_at TEXT")
-        try db.execute(sql: "ALTER TABLE push_outbox ADD COLUMN last_reason TEXT")
-    }
-
     /// Decides, once when queueing, how an alert of `kind` about `session` goes to `device`
     /// (`private.alert_decision`): `NotificationRules` over the device's settings and the
     /// session's latest activity by another device.

@@ -6,21 +6,6 @@ import SyncModel
 /// Answers to multiple-choice questions on the embedded remote: the rules of `answer_question` in
 /// the project's `*_agent_hooks.sql`.
 extension EmbeddedRemoteStore {
-    /// The project's `*_agent_hooks.sql`: one sealed answer per question and device.
-    static func questionAnswersMigration(_ db: Database) throws {
-        try db.execute(
-            sql: """
-                CREATE TABLE agent_question_answers (
-                    question_id TEXT NOT NULL REFERENCES agent_questions (id) ON DELETE CASCADE,
-                    user_id TEXT NOT NULL,
-                    device_id TEXT NOT NULL,
-                    answer TEXT NOT NULL,
-                    created_at TEXT NOT NULL,
-                    PRIMARY KEY (question_id, device_id)
-                );
-                """)
-    }
-
     /// The bytes a sealed answer may have: version, generation, nonce, at least one
     /// byte of plaintext, the tag; at most 1,024 bytes of plaintext.
     static let sealedAnswerBytes = (1 + 4 + 12 + 1 + 16)...(1 + 4 + 12 + 1_024 + 16)

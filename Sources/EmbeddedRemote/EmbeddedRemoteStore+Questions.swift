@@ -6,29 +6,6 @@ import SyncModel
 /// Agents' questions on the embedded remote: the rules of `ask_question`, `close_question` and
 /// the question half of `expire_approvals()` in the project's `*_notifications_2.sql`.
 extension EmbeddedRemoteStore: QuestionRemote {
-    /// The project's `*_notifications_2.sql`: agent_questions, and each question's pushes once
-    /// per token.
-    static func questionsMigration(_ db: Database) throws {
-        try db.execute(
-            sql: """
-                CREATE TABLE agent_questions (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    user_id TEXT NOT NULL,
-                    session_id TEXT NOT NULL REFERENCES agent_coding_sessions (id) ON DELETE CASCADE,
-                    requester_device_id TEXT NOT NULL,
-                    body TEXT NOT NULL,
-                    generation INTEGER NOT NULL CHECK (generation >= 1),
-                    created_at TEXT NOT NULL,
-                    expires_at INTEGER NOT NULL,
-                    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','answered','cancelled','expired')),
-                    closed_at TEXT,
-                    updated_at TEXT NOT NULL
-                );
-                CREATE INDEX agent_questions_user ON agent_questions (user_id, updated_at);
-                CREATE UNIQUE INDEX push_outbox_question_once ON push_outbox (token, collapse_id) WHERE collapse_id LIKE 'question-%';
-                """)
-    }
-
     /// A question's end for every valid device token of the user's trusted devices but the
     /// asker's (never suppressed), with each device's new badge; once per token.
     static func queueQuestionClearing(_ db: Database, user: String, question: String, reason: String) throws -> Int {

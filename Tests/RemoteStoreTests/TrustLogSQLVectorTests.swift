@@ -6,7 +6,7 @@ import Testing
 /// (`private.tl_check_at`, rules E with the server's clock as an argument), on both schema
 /// variants: the Swift rules (`TrustLogServerRules`) pass the same vectors in
 /// `ConformanceVectorsTests`, so a rule changed in one language only fails here or there.
-@Suite("The trust-log append vectors against the SQL rules")
+@Suite("The trust-log append vectors against the SQL rules", .enabled(if: !StackEnvironment.skipped))
 struct TrustLogSQLVectorTests {
     /// The fields of a `TrustLogAppend` test this check reads.
     struct AppendTest: Decodable {

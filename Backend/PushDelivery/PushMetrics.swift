@@ -74,7 +74,7 @@ extension PushMetrics {
         "UnrelatedKeyIdInToken", "BadEnvironmentKeyInToken", "BadPath", "MethodNotAllowed", "ExpiredToken",
         "Unregistered", "PayloadTooLarge", "TooManyProviderTokenUpdates", "TooManyRequests", "InternalServerError",
         "ServiceUnavailable", "Shutdown", "PayloadNotAnObject", "none", "attempts", "expired", "our fault",
-        "token invalid", "token moved", "token unknown", "token type", "environment not served",
+        "token invalid", "token moved", "token unknown", "token type", "environment not served", "outcome refused",
     ]
 
     static func label(kind: String) -> String { kinds.contains(kind) ? kind : "other" }

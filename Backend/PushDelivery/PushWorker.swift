@@ -260,27 +260,27 @@ public final class PushWorker: Service, Sendable {
     private func flush() async {
         let batch = await completions.take()
         guard !batch.isEmpty else { return }
-        if await record(batch) { return }
-        // One row the database refuses must not hold back the rest, nor itself for ever (a row
-        // not recorded is never claimed again by this worker): each alone. Some written and some
-        // refused: those are refused for themselves, and are given up (when their lease ends a
-        // claim sends them again, and says so). None written: the database is away; all wait.
-        var refused: [CompletionBuffer.Outcome] = []
-        if batch.count > 1 {
-            for outcome in batch where !(await record([outcome])) { refused.append(outcome) }
-        }
-        guard !refused.isEmpty, refused.count < batch.count else {
+        guard let error = await record(batch) else { return }
+        guard Self.isRefusal(error) else {
+            // The database is away, or the worker is stopping: every outcome waits for it.
+            logger.warning(
+                "writing completions failed; retrying", metadata: ["error": "\(error)", "rows": "\(batch.count)"])
             await completions.putBack(batch)
             return
         }
-        unrecorded.withLock { $0.subtract(refused.map(\.id)) }
-        logger.error(
-            "the database refused these rows' outcomes alone; given up, they are sent again when their lease ends",
-            metadata: ["rows": "\(refused.map(\.id))"])
+        // The database refused the statement for something in it: row by row, so that one row's
+        // outcome holds back neither the others' nor, for ever, its own row (a row not recorded is
+        // never claimed again by this worker). Only what was not written waits.
+        var waiting: [CompletionBuffer.Outcome] = []
+        for outcome in batch {
+            guard let error = await record([outcome]) else { continue }
+            if Self.isRefusal(error) { await giveUp(outcome, error) } else { waiting.append(outcome) }
+        }
+        if !waiting.isEmpty { await completions.putBack(waiting) }
     }
 
-    /// Writes `batch`'s outcomes; whether it could.
-    private func record(_ batch: [CompletionBuffer.Outcome]) async -> Bool {
+    /// Writes `batch`'s outcomes; `nil`, or why it could not.
+    private func record(_ batch: [CompletionBuffer.Outcome]) async -> (any Error)? {
         do {
             let written = try await outbox.complete(batch)
             unrecorded.withLock { $0.subtract(batch.map(\.id)) }
@@ -289,11 +289,35 @@ public final class PushWorker: Service, Sendable {
                     "completions fenced off: their lease had ended and was taken",
                     metadata: ["rows": "\(batch.count - written)"])
             }
-            return true
+            return nil
         } catch {
-            logger.warning(
-                "writing completions failed; retrying", metadata: ["error": "\(error)", "rows": "\(batch.count)"])
-            return false
+            return error
+        }
+    }
+
+    /// Whether the database refused a statement for what it holds (a data, constraint, raised or
+    /// statement error), not because it is away or the worker is stopping (no SQLSTATE, or a
+    /// connection, transaction, resource, operator or system class).
+    static func isRefusal(_ error: any Error) -> Bool {
+        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
+        return ["22", "23", "42", "44", "P0"].contains(String(state.prefix(2)))
+    }
+
+    /// An outcome the database refuses alone: the row is closed as dead (`outcome refused`), so it
+    /// is neither held nor sent again. When that is refused too, this worker keeps the row (it
+    /// never claims it again) and it waits in the backlog, where the gauges show it.
+    private func giveUp(_ outcome: CompletionBuffer.Outcome, _ error: any Error) async {
+        let state = (error as? PSQLError)?.serverInfo?[.sqlState] ?? "?"
+        let closing = (outcome.id, outcome.attempt, Completion.dead(status: nil, reason: nil, note: "outcome refused"))
+        if await record([closing]) == nil {
+            PushMetrics.closed("dead", reason: "outcome refused")
+            logger.error(
+                "the database refused a row's outcome: closed as dead (outcome refused), not sent again",
+                metadata: ["row": "\(outcome.id)", "sqlstate": "\(state)"])
+        } else {
+            logger.error(
+                "the database refused a row's outcome and its closing: this worker keeps the row; it stays pending",
+                metadata: ["row": "\(outcome.id)", "sqlstate": "\(state)"])
         }
     }
 

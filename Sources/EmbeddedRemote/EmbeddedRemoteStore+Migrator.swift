@@ -2,8 +2,8 @@ import GRDB
 
 // The embedded remote's schema: one migration per project migration that changes what the
 // embedded remote keeps, in the order the project applies them, each in its own file of
-// Migrations/ (numbered as they run, named like supabase/migrations/). Never edit one that has
-// shipped: add a new one.
+// Migrations/ (numbered as they run, as supabase/migrations/ are, and named after what each
+// adds). Never edit one that has shipped: add a new one.
 extension EmbeddedRemoteStore {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()

@@ -7,7 +7,8 @@ public enum Completion: Sendable, Equatable {
     /// 200: `delivered_at`.
     case delivered
     /// Closed for good without delivery: `failed_at`, with APNs' status and reason when it
-    /// answered, and why in `last_error` (`attempts`, `expired`, `our fault`, `token invalid`).
+    /// answered, and why in `last_error` (`attempts`, `expired`, `our fault`, `token invalid`,
+    /// `outcome refused`).
     case dead(status: Int?, reason: String?, note: String)
     /// Charged an attempt; due again after `delay`.
     case retry(status: Int?, reason: String?, delay: Duration)

@@ -260,27 +260,42 @@ public final class PushWorker: Service, Sendable {
     private func flush() async {
         let batch = await completions.take()
         guard !batch.isEmpty else { return }
-        guard let error = await record(batch) else { return }
-        guard Self.isRefusal(error) else {
-            // The database is away, or the worker is stopping: every outcome waits for it.
+        guard let error = await record(batch).error else { return }
+        // A batch the database refuses is written row by row, and a row is blamed only by
+        // contrast: refused alone while another row of the batch is written (changed, not only
+        // fenced off: a statement that changes no row runs no trigger or check). Everything else
+        // waits for the next flush: the database away, the worker stopping, or every row refused
+        // alike (a deploy half done); so does a refused outcome with no other beside it yet.
+        var waiting: [CompletionBuffer.Outcome] = []
+        var refused: [(CompletionBuffer.Outcome, any Error)] = []
+        var written = 0
+        if Self.isRefusal(error), batch.count > 1 {
+            for outcome in batch {
+                let alone = await record([outcome])
+                guard let error = alone.error else {
+                    written += alone.written
+                    continue
+                }
+                if Self.isRefusal(error) { refused.append((outcome, error)) } else { waiting.append(outcome) }
+            }
+        } else {
+            waiting = batch
+        }
+        for (outcome, error) in refused {
+            if written > 0, await close(outcome, refusedWith: error) { continue }
+            waiting.append(outcome)
+        }
+        guard !waiting.isEmpty else { return }
+        if written == 0 {
             logger.warning(
                 "writing completions failed; retrying", metadata: ["error": "\(error)", "rows": "\(batch.count)"])
-            await completions.putBack(batch)
-            return
         }
-        // The database refused the statement for something in it: row by row, so that one row's
-        // outcome holds back neither the others' nor, for ever, its own row (a row not recorded is
-        // never claimed again by this worker). Only what was not written waits.
-        var waiting: [CompletionBuffer.Outcome] = []
-        for outcome in batch {
-            guard let error = await record([outcome]) else { continue }
-            if Self.isRefusal(error) { await giveUp(outcome, error) } else { waiting.append(outcome) }
-        }
-        if !waiting.isEmpty { await completions.putBack(waiting) }
+        await completions.putBack(waiting)
     }
 
-    /// Writes `batch`'s outcomes; `nil`, or why it could not.
-    private func record(_ batch: [CompletionBuffer.Outcome]) async -> (any Error)? {
+    /// Writes `batch`'s outcomes: how many rows it changed (the rest were fenced off), or why it
+    /// could not.
+    private func record(_ batch: [CompletionBuffer.Outcome]) async -> (written: Int, error: (any Error)?) {
         do {
             let written = try await outbox.complete(batch)
             unrecorded.withLock { $0.subtract(batch.map(\.id)) }
@@ -289,36 +304,42 @@ public final class PushWorker: Service, Sendable {
                     "completions fenced off: their lease had ended and was taken",
                     metadata: ["rows": "\(batch.count - written)"])
             }
-            return nil
+            return (written, nil)
         } catch {
-            return error
+            return (0, error)
         }
     }
 
-    /// Whether the database refused a statement for what it holds (a data, constraint, raised or
-    /// statement error), not because it is away or the worker is stopping (no SQLSTATE, or a
-    /// connection, transaction, resource, operator or system class).
+    /// Whether the database refused a statement for what it holds, not because it is away, busy
+    /// or stopping, or the worker is: a server error whose SQLSTATE is not of a connection (08),
+    /// transaction state (25), rollback (40), resource (53), object state (55), operator (57) or
+    /// system (58) class. Errors without one (the connection, a cancellation) are never refusals.
     static func isRefusal(_ error: any Error) -> Bool {
         guard let state = (error as? PSQLError)?.serverInfo?[.sqlState] else { return false }
-        return ["22", "23", "42", "44", "P0"].contains(String(state.prefix(2)))
+        return !["08", "25", "40", "53", "55", "57", "58"].contains(String(state.prefix(2)))
     }
 
-    /// An outcome the database refuses alone: the row is closed as dead (`outcome refused`), so it
-    /// is neither held nor sent again. When that is refused too, this worker keeps the row (it
-    /// never claims it again) and it waits in the backlog, where the gauges show it.
-    private func giveUp(_ outcome: CompletionBuffer.Outcome, _ error: any Error) async {
+    /// An outcome the database refused alone, beside others it wrote: the row is closed as dead
+    /// (`outcome refused`), so this worker neither holds it nor sends it again. When the closing
+    /// is refused too, the worker keeps the row (it never claims it again) and it stays pending,
+    /// where the backlog gauges show it, until a restart or another worker takes it when its lease
+    /// ends. Whether it was dealt with; `false` (the closing failed otherwise) leaves it waiting.
+    private func close(_ outcome: CompletionBuffer.Outcome, refusedWith error: any Error) async -> Bool {
         let state = (error as? PSQLError)?.serverInfo?[.sqlState] ?? "?"
+        let metadata: Logger.Metadata = [
+            "row": "\(outcome.id)", "sqlstate": "\(state)", "outcome": "\(outcome.completion)",
+        ]
         let closing = (outcome.id, outcome.attempt, Completion.dead(status: nil, reason: nil, note: "outcome refused"))
-        if await record([closing]) == nil {
+        guard let failure = await record([closing]).error else {
             PushMetrics.closed("dead", reason: "outcome refused")
-            logger.error(
-                "the database refused a row's outcome: closed as dead (outcome refused), not sent again",
-                metadata: ["row": "\(outcome.id)", "sqlstate": "\(state)"])
-        } else {
-            logger.error(
-                "the database refused a row's outcome and its closing: this worker keeps the row; it stays pending",
-                metadata: ["row": "\(outcome.id)", "sqlstate": "\(state)"])
+            logger.error("the database refused a row's outcome: closed as dead (outcome refused)", metadata: metadata)
+            return true
         }
+        guard Self.isRefusal(failure) else { return false }
+        logger.error(
+            "the database refused a row's outcome and its closing: this worker keeps the row; it stays pending",
+            metadata: metadata)
+        return true
     }
 
     // MARK: - send-once

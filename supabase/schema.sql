@@ -265,9 +265,8 @@ DECLARE
     v_request uuid := answer_approval.request_id;
     v_device uuid := answer_approval.device_id;
     v_verdict text := answer_approval.verdict;
-    v_now bigint := floor(extract(epoch FROM now()))::bigint;
     request public.approval_requests%ROWTYPE;
-    v_status text;
+    outcome record;
     queued integer;
 BEGIN
     IF caller IS NULL THEN RAISE EXCEPTION 'answer_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
@@ -292,20 +291,17 @@ BEGIN
     END IF;
     -- Past its time a pending request reads as expired; the answer changes nothing (its clearing
     -- push is expire_approvals' to queue).
-    IF request.status = 'pending' AND request.expires_at <= v_now THEN
-        request.status := 'expired';
+    outcome := private.rule_approval_transition(request.status, request.expires_at <= floor(extract(epoch FROM now()))::bigint,
+        'answer', v_verdict, NULL, NULL);
+    IF outcome.action <> 'takes' THEN
+        RETURN jsonb_build_object('accepted', false, 'status', outcome.next_status, 'decidedBy', request.decided_by_device_id);
     END IF;
-    IF request.status <> 'pending' THEN
-        RETURN jsonb_build_object('accepted', false, 'status', request.status, 'decidedBy', request.decided_by_device_id);
-    END IF;
-    v_status := CASE v_verdict WHEN 'approve' THEN 'approved' ELSE 'denied' END;
     UPDATE public.approval_requests r
-        SET status = v_status, decided_by_device_id = v_device, decided_at = now(),
+        SET status = outcome.next_status, decided_by_device_id = v_device, decided_at = now(),
             decision_body = answer_approval.decision_body, decision_signature = answer_approval.decision_signature
         WHERE r.id = v_request;
-    queued := private.queue_approval_clearing(
-        caller, v_request, CASE v_verdict WHEN 'approve' THEN 'approved_on_other_device' ELSE 'denied_on_other_device' END, v_device);
-    RETURN jsonb_build_object('accepted', true, 'status', v_status, 'decidedBy', v_device, 'devicesNotified', queued);
+    queued := private.queue_approval_clearing(caller, v_request, outcome.reason, v_device);
+    RETURN jsonb_build_object('accepted', true, 'status', outcome.next_status, 'decidedBy', v_device, 'devicesNotified', queued);
 END
 $$;
 
@@ -327,6 +323,7 @@ DECLARE
     v_device uuid := answer_question.device_id;
     v_answer text := answer_question.answer;
     q public.agent_questions%ROWTYPE;
+    outcome record;
     raw bytea;
     kept text;
 BEGIN
@@ -352,19 +349,20 @@ BEGIN
     IF get_byte(raw, 0) <> 1 OR private.tl_u32(raw, 1) <> q.generation THEN
         RAISE EXCEPTION 'the answer''s version or generation is not the question''s' USING ERRCODE = '22023';
     END IF;
-    IF q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint THEN q.status := 'expired'; END IF;
-    IF q.status <> 'pending' THEN
-        RETURN jsonb_build_object('accepted', false, 'status', q.status);
+    outcome := private.rule_question_transition(q.status, q.expires_at <= floor(extract(epoch FROM now()))::bigint,
+        'answer', NULL);
+    IF outcome.action <> 'takes' THEN
+        RETURN jsonb_build_object('accepted', false, 'status', outcome.next_status);
     END IF;
     INSERT INTO public.agent_question_answers (question_id, user_id, device_id, answer)
         VALUES (v_question, caller, v_device, v_answer)
         ON CONFLICT ON CONSTRAINT agent_question_answers_pkey DO NOTHING;
     IF FOUND THEN
-        RETURN jsonb_build_object('accepted', true, 'status', 'pending');
+        RETURN jsonb_build_object('accepted', true, 'status', outcome.next_status);
     END IF;
     SELECT a.answer INTO kept FROM public.agent_question_answers a
         WHERE a.question_id = v_question AND a.device_id = v_device;
-    RETURN jsonb_build_object('accepted', kept = v_answer, 'status', 'pending');
+    RETURN jsonb_build_object('accepted', kept = v_answer, 'status', outcome.next_status);
 END
 $$;
 
@@ -612,6 +610,7 @@ DECLARE
     caller uuid := auth.uid();
     v_request uuid := cancel_approval.request_id;
     request public.approval_requests%ROWTYPE;
+    outcome record;
     queued integer := 0;
 BEGIN
     IF caller IS NULL THEN RAISE EXCEPTION 'cancel_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
@@ -622,15 +621,14 @@ BEGIN
     IF NOT private.approval_control_ok(request.control_hash, cancel_approval.control) THEN
         RAISE EXCEPTION 'only the requesting device may cancel this request' USING ERRCODE = '42501';
     END IF;
-    IF request.status = 'pending' AND request.expires_at <= floor(extract(epoch FROM now()))::bigint THEN
-        request.status := 'expired';
+    outcome := private.rule_approval_transition(request.status, request.expires_at <= floor(extract(epoch FROM now()))::bigint,
+        'cancel', NULL, NULL, NULL);
+    IF outcome.action <> 'takes' THEN
+        RETURN jsonb_build_object('cancelled', false, 'status', outcome.next_status, 'devicesNotified', 0);
     END IF;
-    IF request.status <> 'pending' THEN
-        RETURN jsonb_build_object('cancelled', false, 'status', request.status, 'devicesNotified', 0);
-    END IF;
-    UPDATE public.approval_requests r SET status = 'cancelled' WHERE r.id = v_request;
-    queued := private.queue_approval_clearing(caller, v_request, 'cancelled', request.requester_device_id);
-    RETURN jsonb_build_object('cancelled', true, 'status', 'cancelled', 'devicesNotified', queued);
+    UPDATE public.approval_requests r SET status = outcome.next_status WHERE r.id = v_request;
+    queued := private.queue_approval_clearing(caller, v_request, outcome.reason, request.requester_device_id);
+    RETURN jsonb_build_object('cancelled', true, 'status', outcome.next_status, 'devicesNotified', queued);
 END
 $$;
 
@@ -786,6 +784,7 @@ DECLARE
     v_question uuid := close_question.question_id;
     v_status text := close_question.status;
     q public.agent_questions%ROWTYPE;
+    outcome record;
     queued integer;
 BEGIN
     IF caller IS NULL THEN RAISE EXCEPTION 'close_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
@@ -796,13 +795,14 @@ BEGIN
     IF NOT FOUND OR q.user_id <> caller THEN
         RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501';
     END IF;
-    IF q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint THEN q.status := 'expired'; END IF;
-    IF q.status <> 'pending' THEN
-        RETURN jsonb_build_object('closed', false, 'status', q.status, 'devicesNotified', 0);
+    outcome := private.rule_question_transition(q.status, q.expires_at <= floor(extract(epoch FROM now()))::bigint,
+        'close', v_status);
+    IF outcome.action <> 'takes' THEN
+        RETURN jsonb_build_object('closed', false, 'status', outcome.next_status, 'devicesNotified', 0);
     END IF;
-    UPDATE public.agent_questions a SET status = v_status, closed_at = now() WHERE a.id = v_question;
-    queued := private.queue_question_clearing(caller, v_question, v_status);
-    RETURN jsonb_build_object('closed', true, 'status', v_status, 'devicesNotified', queued);
+    UPDATE public.agent_questions a SET status = outcome.next_status, closed_at = now() WHERE a.id = v_question;
+    queued := private.queue_question_clearing(caller, v_question, outcome.reason);
+    RETURN jsonb_build_object('closed', true, 'status', outcome.next_status, 'devicesNotified', queued);
 END
 $$;
 
@@ -2189,6 +2189,7 @@ DECLARE
     caller uuid := auth.uid();
     v_request uuid := reopen_approval.request_id;
     request public.approval_requests%ROWTYPE;
+    outcome record;
     queued integer;
 BEGIN
     IF caller IS NULL THEN RAISE EXCEPTION 'reopen_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
@@ -2199,25 +2200,22 @@ BEGIN
     IF request.control_hash IS NULL OR NOT private.approval_control_ok(request.control_hash, reopen_approval.control) THEN
         RAISE EXCEPTION 'only the requesting device may reopen this request' USING ERRCODE = '42501';
     END IF;
-    IF request.expires_at <= floor(extract(epoch FROM now()))::bigint AND request.status = 'pending' THEN
-        request.status := 'expired';
-    END IF;
-    -- Only the decision the desktop refused: a later one (it may be genuine) stays.
-    IF request.status NOT IN ('approved', 'denied') OR request.expires_at <= floor(extract(epoch FROM now()))::bigint
-       OR request.decision_signature IS DISTINCT FROM reopen_approval.decision_signature THEN
-        RETURN jsonb_build_object('reopened', false, 'status', request.status, 'devicesNotified', 0);
-    END IF;
-    IF request.reopened >= 20 THEN
+    outcome := private.rule_approval_transition(request.status, request.expires_at <= floor(extract(epoch FROM now()))::bigint,
+        'reopen', NULL, request.decision_signature IS NOT DISTINCT FROM reopen_approval.decision_signature, request.reopened);
+    IF outcome.action = 'over_limit' THEN
         RAISE EXCEPTION 'a request is reopened at most 20 times' USING ERRCODE = '54000';
     END IF;
+    IF outcome.action <> 'takes' THEN
+        RETURN jsonb_build_object('reopened', false, 'status', outcome.next_status, 'devicesNotified', 0);
+    END IF;
     UPDATE public.approval_requests r
-        SET status = 'pending', decided_by_device_id = NULL, decided_at = NULL, decision_body = NULL,
+        SET status = outcome.next_status, decided_by_device_id = NULL, decided_at = NULL, decision_body = NULL,
             decision_signature = NULL, reopened = r.reopened + 1
         WHERE r.id = v_request;
     DELETE FROM public.push_outbox o WHERE o.user_id = caller
         AND o.collapse_id IN ('approval-request-' || v_request::text, 'approval-' || v_request::text);
     queued := private.queue_approval_alerts(caller, v_request);
-    RETURN jsonb_build_object('reopened', true, 'status', 'pending', 'devicesNotified', queued);
+    RETURN jsonb_build_object('reopened', true, 'status', outcome.next_status, 'devicesNotified', queued);
 END
 $$;
 
@@ -2485,6 +2483,41 @@ $$;
 ALTER FUNCTION private.rule_alert_decision(kind text, settings public.notification_settings, idle_elsewhere double precision) OWNER TO postgres;
 
 --
+-- Name: rule_approval_transition(text, boolean, text, text, boolean, integer); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+DECLARE
+    reading text := CASE WHEN status = 'pending' AND expired THEN 'expired' ELSE status END;
+BEGIN
+    action := 'stays'; next_status := reading; push := 'none'; reason := NULL;
+    IF event = 'answer' AND reading = 'pending' AND verdict IN ('approve', 'deny') THEN
+        action := 'takes'; push := 'clearing';
+        next_status := CASE verdict WHEN 'approve' THEN 'approved' ELSE 'denied' END;
+        reason := next_status || '_on_other_device';
+    ELSIF event = 'cancel' AND reading = 'pending' THEN
+        action := 'takes'; next_status := 'cancelled'; push := 'clearing'; reason := 'cancelled';
+    -- Only the decision the requester refused, before its time: a later one (it may be genuine)
+    -- stays.
+    ELSIF event = 'reopen' AND status IN ('approved', 'denied') AND NOT expired AND decision_matches THEN
+        IF reopened >= 20 THEN
+            action := 'over_limit';
+        ELSE
+            action := 'takes'; next_status := 'pending'; push := 'alerts';
+        END IF;
+    ELSIF event = 'expire' AND status = 'pending' AND expired THEN
+        action := 'takes'; next_status := 'expired'; push := 'clearing'; reason := 'timeout';
+    END IF;
+END
+$$;
+
+
+ALTER FUNCTION private.rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text) OWNER TO postgres;
+
+--
 -- Name: rule_may_queue_push(text, public.notification_settings); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2501,6 +2534,31 @@ $$;
 
 
 ALTER FUNCTION private.rule_may_queue_push(kind text, settings public.notification_settings) OWNER TO postgres;
+
+--
+-- Name: rule_question_transition(text, boolean, text, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_question_transition(status text, expired boolean, event text, closed_as text, OUT action text, OUT next_status text, OUT push text, OUT reason text) RETURNS record
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+DECLARE
+    reading text := CASE WHEN status = 'pending' AND expired THEN 'expired' ELSE status END;
+BEGIN
+    action := 'stays'; next_status := reading; push := 'none'; reason := NULL;
+    IF event = 'answer' AND reading = 'pending' THEN
+        action := 'takes';
+    ELSIF event = 'close' AND reading = 'pending' AND closed_as IN ('answered', 'cancelled') THEN
+        action := 'takes'; next_status := closed_as; push := 'clearing'; reason := closed_as;
+    ELSIF event = 'expire' AND status = 'pending' AND expired THEN
+        action := 'takes'; next_status := 'expired'; push := 'clearing'; reason := 'timeout';
+    END IF;
+END
+$$;
+
+
+ALTER FUNCTION private.rule_question_transition(status text, expired boolean, event text, closed_as text, OUT action text, OUT next_status text, OUT push text, OUT reason text) OWNER TO postgres;
 
 --
 -- Name: rule_runtime_task_kind(boolean, text, text); Type: FUNCTION; Schema: private; Owner: postgres
@@ -3765,19 +3823,21 @@ DECLARE
     expired integer := 0;
 BEGIN
     FOR request IN
-        UPDATE public.approval_requests r SET status = 'expired'
-        WHERE r.status = 'pending' AND r.expires_at <= floor(extract(epoch FROM now()))::bigint
-        RETURNING r.id, r.user_id
+        UPDATE public.approval_requests r SET status = t.next_status
+        FROM private.rule_approval_transition('pending', true, 'expire', NULL, NULL, NULL) t
+        WHERE r.status = 'pending' AND r.expires_at <= floor(extract(epoch FROM now()))::bigint AND t.action = 'takes'
+        RETURNING r.id, r.user_id, t.reason
     LOOP
-        PERFORM private.queue_approval_clearing(request.user_id, request.id, 'timeout', NULL);
+        PERFORM private.queue_approval_clearing(request.user_id, request.id, request.reason, NULL);
         expired := expired + 1;
     END LOOP;
     FOR request IN
-        UPDATE public.agent_questions q SET status = 'expired', closed_at = now()
-        WHERE q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint
-        RETURNING q.id, q.user_id
+        UPDATE public.agent_questions q SET status = t.next_status, closed_at = now()
+        FROM private.rule_question_transition('pending', true, 'expire', NULL) t
+        WHERE q.status = 'pending' AND q.expires_at <= floor(extract(epoch FROM now()))::bigint AND t.action = 'takes'
+        RETURNING q.id, q.user_id, t.reason
     LOOP
-        PERFORM private.queue_question_clearing(request.user_id, request.id, 'timeout');
+        PERFORM private.queue_question_clearing(request.user_id, request.id, request.reason);
     END LOOP;
     RETURN expired;
 END
@@ -6702,10 +6762,24 @@ REVOKE ALL ON FUNCTION private.rule_alert_decision(kind text, settings public.no
 
 
 --
+-- Name: FUNCTION rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION rule_may_queue_push(kind text, settings public.notification_settings); Type: ACL; Schema: private; Owner: postgres
 --
 
 REVOKE ALL ON FUNCTION private.rule_may_queue_push(kind text, settings public.notification_settings) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_question_transition(status text, expired boolean, event text, closed_as text, OUT action text, OUT next_status text, OUT push text, OUT reason text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_question_transition(status text, expired boolean, event text, closed_as text, OUT action text, OUT next_status text, OUT push text, OUT reason text) FROM PUBLIC;
 
 
 --

@@ -8,7 +8,10 @@ import SyncModel
 /// `decision`), `MayQueuePush` (`push`, `settings`: `mayQueue`), `RuntimeTaskKind` (`hadStatus`,
 /// `before`, `after`: `raises`), `StatusTaskKind` (`before`, `after`: `raises`) and
 /// `TaskAlertCoalescing` (`kind`, `newestKind`, `newestAge`, `newestWaits`: `action`,
-/// `dueAfterNewest`). Every test is valid: the answer is the rule's.
+/// `dueAfterNewest`), `ApprovalTransition` (`from`, `expired`, `event`, `verdict`,
+/// `decisionMatches`, `reopened`: `action`, `to`, `queues`, `reason`) and `QuestionTransition`
+/// (`from`, `expired`, `event`, `closedAs`: the same). Every test is valid: the answer is the
+/// rule's.
 public struct RemoteRulesGroup: VectorGroup {
     /// Which rule the group's tests take.
     public enum Kind: String, Decodable, Sendable {
@@ -17,6 +20,8 @@ public struct RemoteRulesGroup: VectorGroup {
         case runtimeTaskKind = "RuntimeTaskKind"
         case statusTaskKind = "StatusTaskKind"
         case taskAlertCoalescing = "TaskAlertCoalescing"
+        case approvalTransition = "ApprovalTransition"
+        case questionTransition = "QuestionTransition"
     }
 
     public let type: Kind
@@ -98,6 +103,20 @@ public struct RemoteRulesGroup: VectorGroup {
         public let newestWaits: Bool?
         public let action: String?
         public let dueAfterNewest: Double?
+        /// ApprovalTransition and QuestionTransition: the row's status, whether its time has
+        /// come, the call (`answer`, `cancel`, `reopen`, `close`, `expire`) with its arguments; what
+        /// it does (`action` `takes`, `stays` or `over_limit`), the status it leaves or reads, and
+        /// what it queues (`none`, `alerts`, `clearing` with `reason`).
+        public let from: String?
+        public let expired: Bool?
+        public let event: String?
+        public let verdict: String?
+        public let closedAs: String?
+        public let decisionMatches: Bool?
+        public let reopened: Int?
+        public let to: String?
+        public let queues: String?
+        public let reason: String?
     }
 
     /// A kind raised as the file writes it.
@@ -138,7 +157,48 @@ public struct RemoteRulesGroup: VectorGroup {
             var due: Double?
             if case .queueAfterNewest(let seconds) = answer { due = seconds }
             outcome = answer.action == action && due == test.dueAfterNewest
+        case .approvalTransition:
+            guard let status = test.from.flatMap(ApprovalStatus.init(rawValue:)), let expired = test.expired,
+                let event = approvalEvent(test)
+            else { return "fields: missing or malformed" }
+            outcome = matches(RequestRules.transition(approval: status, expired: expired, on: event), test)
+        case .questionTransition:
+            guard let status = test.from.flatMap(QuestionStatus.init(rawValue:)), let expired = test.expired,
+                let event = questionEvent(test)
+            else { return "fields: missing or malformed" }
+            outcome = matches(RequestRules.transition(question: status, expired: expired, on: event), test)
         }
         return VectorVerifier.judge(test.result, outcome)
+    }
+
+    static func approvalEvent(_ test: Test) -> RequestRules.ApprovalEvent? {
+        switch test.event {
+        case "answer": test.verdict.flatMap(ApprovalVerdict.init(rawValue:)).map { .answer($0) }
+        case "cancel": .cancel
+        case "reopen":
+            test.decisionMatches.flatMap { matches in
+                test.reopened.map { .reopen(decisionMatches: matches, reopened: $0) }
+            }
+        case "expire": .expire
+        default: nil
+        }
+    }
+
+    static func questionEvent(_ test: Test) -> RequestRules.QuestionEvent? {
+        switch test.event {
+        case "answer": .answer
+        case "close": test.closedAs.flatMap(QuestionStatus.init(rawValue:)).map { .close($0) }
+        case "expire": .expire
+        default: nil
+        }
+    }
+
+    /// Whether a transition is the one the test names, word for word.
+    static func matches<Status: RawRepresentable<String>>(
+        _ transition: RequestRules.Transition<Status>, _ test: Test
+    ) -> Bool {
+        let (push, reason) = transition.push.words
+        return transition.words.action == test.action && transition.words.status.rawValue == test.to
+            && push == test.queues && reason == test.reason
     }
 }

@@ -236,11 +236,12 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             }
             // Past its time a pending request reads as expired; the answer changes nothing (its
             // clearing push is expireApprovals()'s to queue).
-            var status = ApprovalStatus(rawValue: request["status"]) ?? .pending
-            if status == .pending, UInt64(request["expires_at"] as Int64) <= Self.epochSeconds { status = .expired }
-            guard status == .pending else {
+            let transition = RequestRules.transition(
+                approval: ApprovalStatus(rawValue: request["status"]) ?? .pending,
+                expired: UInt64(request["expires_at"] as Int64) <= Self.epochSeconds, on: .answer(verdict))
+            guard case .takes(let decided, .clearing(let reason)) = transition else {
                 return ApprovalAnswered(
-                    accepted: false, status: status,
+                    accepted: false, status: transition.words.status,
                     decidedBy: try (request["decided_by_device_id"] as String?).map { try Self.uuid($0) })
             }
             // Only a device the trust log in force certifies and does not revoke decides; a
@@ -252,7 +253,6 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             guard let decision = Data(base64Encoded: decisionBody),
                 decision[140..<176].elementsEqual(deviceID.canonical.utf8)
             else { throw Self.invalid("the decision names another device than the one answering") }
-            let decided: ApprovalStatus = verdict == .approve ? .approved : .denied
             let stamp = Self.now
             try db.execute(
                 sql: """
@@ -264,9 +264,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                     requestID.canonical,
                 ])
             let queued = try Self.queueClearing(
-                db, user: me, request: requestID.canonical,
-                reason: verdict == .approve ? "approved_on_other_device" : "denied_on_other_device",
-                except: deviceID.canonical)
+                db, user: me, request: requestID.canonical, reason: reason, except: deviceID.canonical)
             return ApprovalAnswered(accepted: true, status: decided, decidedBy: deviceID, devicesNotified: queued)
         }
     }
@@ -283,18 +281,19 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             guard Self.controlProves(control, hash: request["control_hash"]) else {
                 throw Self.refused("only the requesting device may cancel this request")
             }
-            var status = ApprovalStatus(rawValue: request["status"]) ?? .pending
-            if status == .pending, UInt64(request["expires_at"] as Int64) <= Self.epochSeconds { status = .expired }
-            guard status == .pending else {
-                return ApprovalCancelled(cancelled: false, status: status, devicesNotified: 0)
+            let transition = RequestRules.transition(
+                approval: ApprovalStatus(rawValue: request["status"]) ?? .pending,
+                expired: UInt64(request["expires_at"] as Int64) <= Self.epochSeconds, on: .cancel)
+            guard case .takes(let cancelled, .clearing(let reason)) = transition else {
+                return ApprovalCancelled(cancelled: false, status: transition.words.status, devicesNotified: 0)
             }
             try db.execute(
-                sql: "UPDATE approval_requests SET status = 'cancelled', updated_at = ? WHERE id = ?",
-                arguments: [Self.now, requestID.canonical])
+                sql: "UPDATE approval_requests SET status = ?, updated_at = ? WHERE id = ?",
+                arguments: [cancelled.rawValue, Self.now, requestID.canonical])
             let queued = try Self.queueClearing(
-                db, user: me, request: requestID.canonical, reason: "cancelled",
+                db, user: me, request: requestID.canonical, reason: reason,
                 except: request["requester_device_id"] as String)
-            return ApprovalCancelled(cancelled: true, status: .cancelled, devicesNotified: queued)
+            return ApprovalCancelled(cancelled: true, status: cancelled, devicesNotified: queued)
         }
     }
 
@@ -313,18 +312,19 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             guard hash != nil, Self.controlProves(control, hash: hash) else {
                 throw Self.refused("only the requesting device may reopen this request")
             }
-            let status = ApprovalStatus(rawValue: request["status"]) ?? .pending
-            let expired = UInt64(request["expires_at"] as Int64) <= Self.epochSeconds
-            // Only the decision the desktop refused: a later one (it may be genuine) stays.
-            guard status == .approved || status == .denied, !expired,
-                (request["decision_signature"] as String?) == decisionSignature
-            else {
-                return ApprovalReopened(
-                    reopened: false, status: status == .pending && expired ? .expired : status, devicesNotified: 0)
-            }
-            guard (request["reopened"] as Int64) < 20 else {
+            let transition = RequestRules.transition(
+                approval: ApprovalStatus(rawValue: request["status"]) ?? .pending,
+                expired: UInt64(request["expires_at"] as Int64) <= Self.epochSeconds,
+                on: .reopen(
+                    decisionMatches: (request["decision_signature"] as String?) == decisionSignature,
+                    reopened: Int(request["reopened"] as Int64)))
+            switch transition {
+            case .takes(.pending, .alerts): break
+            case .overLimit:
                 throw RemoteStoreError(
-                    .limitExceeded, "a request is reopened at most 20 times", postgrestCode: .programLimitExceeded)
+                    .limitExceeded, "a request is reopened at most \(RequestRules.reopenLimit) times",
+                    postgrestCode: .programLimitExceeded)
+            default: return ApprovalReopened(reopened: false, status: transition.words.status, devicesNotified: 0)
             }
             try db.execute(
                 sql: """
@@ -347,19 +347,26 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     /// clearing pushes: what the delivery worker runs on each pass. Returns how many.
     public func expireApprovals() async throws -> Int {
         try await write("expiring approvals") { db in
+            // The pending rows past their time (the index's question); the rule says what each becomes.
             let rows = try Row.fetchAll(
                 db, sql: "SELECT id, user_id FROM approval_requests WHERE status = 'pending' AND expires_at <= ?",
                 arguments: [Int64(Self.epochSeconds)])
+            var expired = 0
             for row in rows {
+                guard
+                    case .takes(let status, .clearing(let reason)) = RequestRules.transition(
+                        approval: .pending, expired: true, on: .expire)
+                else { continue }
                 let id = try Self.uuid(row["id"])
                 try db.execute(
-                    sql: "UPDATE approval_requests SET status = 'expired', updated_at = ? WHERE id = ?",
-                    arguments: [Self.now, id.canonical])
+                    sql: "UPDATE approval_requests SET status = ?, updated_at = ? WHERE id = ?",
+                    arguments: [status.rawValue, Self.now, id.canonical])
                 _ = try Self.queueClearing(
-                    db, user: row["user_id"], request: id.canonical, reason: "timeout", except: nil)
+                    db, user: row["user_id"], request: id.canonical, reason: reason, except: nil)
+                expired += 1
             }
             try Self.expireQuestions(db)
-            return rows.count
+            return expired
         }
     }
 

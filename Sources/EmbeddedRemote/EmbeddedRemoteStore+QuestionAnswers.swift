@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RemoteContract
+import RemoteRules
 import SyncModel
 
 /// Answers to multiple-choice questions on the embedded remote: the rules of `answer_question` in
@@ -33,19 +34,22 @@ extension EmbeddedRemoteStore {
             else {
                 throw Self.invalid("answer must be canonical base64 of a sealed answer of the question's generation")
             }
-            var status = QuestionStatus(rawValue: row["status"]) ?? .pending
-            if status == .pending, UInt64(row["expires_at"] as Int64) <= Self.epochSeconds { status = .expired }
-            guard status == .pending else { return QuestionAnswered(accepted: false, status: status) }
+            let transition = RequestRules.transition(
+                question: QuestionStatus(rawValue: row["status"]) ?? .pending,
+                expired: UInt64(row["expires_at"] as Int64) <= Self.epochSeconds, on: .answer)
+            guard case .takes(let status, _) = transition else {
+                return QuestionAnswered(accepted: false, status: transition.words.status)
+            }
             try db.execute(
                 sql: """
                     INSERT INTO agent_question_answers (question_id, user_id, device_id, answer, created_at)
                     VALUES (?, ?, ?, ?, ?) ON CONFLICT (question_id, device_id) DO NOTHING
                     """, arguments: [questionID.canonical, me, deviceID.canonical, answer, Self.now])
-            if db.changesCount > 0 { return QuestionAnswered(accepted: true, status: .pending) }
+            if db.changesCount > 0 { return QuestionAnswered(accepted: true, status: status) }
             let kept = try String.fetchOne(
                 db, sql: "SELECT answer FROM agent_question_answers WHERE question_id = ? AND device_id = ?",
                 arguments: [questionID.canonical, deviceID.canonical])
-            return QuestionAnswered(accepted: kept == answer, status: .pending)
+            return QuestionAnswered(accepted: kept == answer, status: status)
         }
     }
 

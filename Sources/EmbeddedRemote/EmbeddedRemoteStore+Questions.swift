@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RemoteContract
+import RemoteRules
 import SyncModel
 
 /// Agents' questions on the embedded remote: the rules of `ask_question`, `close_question` and
@@ -114,16 +115,18 @@ extension EmbeddedRemoteStore: QuestionRemote {
                     db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
                     arguments: [questionID.canonical, me])
             else { throw Self.refused("the question is not one of yours") }
-            var current = QuestionStatus(rawValue: row["status"]) ?? .pending
-            if current == .pending, UInt64(row["expires_at"] as Int64) <= Self.epochSeconds { current = .expired }
-            guard current == .pending else { return QuestionClosed(closed: false, status: current, devicesNotified: 0) }
+            let transition = RequestRules.transition(
+                question: QuestionStatus(rawValue: row["status"]) ?? .pending,
+                expired: UInt64(row["expires_at"] as Int64) <= Self.epochSeconds, on: .close(status))
+            guard case .takes(let closed, .clearing(let reason)) = transition else {
+                return QuestionClosed(closed: false, status: transition.words.status, devicesNotified: 0)
+            }
             let now = Self.now
             try db.execute(
                 sql: "UPDATE agent_questions SET status = ?, closed_at = ?, updated_at = ? WHERE id = ?",
-                arguments: [status.rawValue, now, now, questionID.canonical])
-            let queued = try Self.queueQuestionClearing(
-                db, user: me, question: questionID.canonical, reason: status.rawValue)
-            return QuestionClosed(closed: true, status: status, devicesNotified: queued)
+                arguments: [closed.rawValue, now, now, questionID.canonical])
+            let queued = try Self.queueQuestionClearing(db, user: me, question: questionID.canonical, reason: reason)
+            return QuestionClosed(closed: true, status: closed, devicesNotified: queued)
         }
     }
 
@@ -148,19 +151,24 @@ extension EmbeddedRemoteStore: QuestionRemote {
         }
     }
 
-    /// Every pending question past its time (of every user in this file) becomes expired, with
-    /// its clearing pushes (reason `timeout`); in `expireApprovals()`'s transaction.
+    /// Every pending question past its time (of every user in this file) takes the expiry pass's
+    /// transition (``RequestRules``: expired, clearing pushes with reason `timeout`); in
+    /// `expireApprovals()`'s transaction.
     static func expireQuestions(_ db: Database) throws {
         let now = Self.now
         for row in try Row.fetchAll(
             db, sql: "SELECT id, user_id FROM agent_questions WHERE status = 'pending' AND expires_at <= ?",
             arguments: [Int64(Self.epochSeconds)])
         {
+            guard
+                case .takes(let status, .clearing(let reason)) = RequestRules.transition(
+                    question: .pending, expired: true, on: .expire)
+            else { continue }
             let id: String = row["id"]
             try db.execute(
-                sql: "UPDATE agent_questions SET status = 'expired', closed_at = ?, updated_at = ? WHERE id = ?",
-                arguments: [now, now, id])
-            _ = try queueQuestionClearing(db, user: row["user_id"], question: id, reason: "timeout")
+                sql: "UPDATE agent_questions SET status = ?, closed_at = ?, updated_at = ? WHERE id = ?",
+                arguments: [status.rawValue, now, now, id])
+            _ = try queueQuestionClearing(db, user: row["user_id"], question: id, reason: reason)
         }
     }
 

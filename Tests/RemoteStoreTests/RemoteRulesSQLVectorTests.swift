@@ -2,11 +2,11 @@ import Foundation
 import TestStack
 import Testing
 
-/// `testvectors/remote-rules-v1.json` run against the SQL rules themselves (`private.rule_*`):
-/// the Swift rules (`RemoteRules`, which the embedded remote runs) pass the same file in
-/// `sync-cli vectors verify` and `ConformanceVectorsTests`, so a rule changed in one language
-/// only fails here or there. The project's own schema only: the deployed variant has no
-/// notification settings and no task alerts.
+/// `testvectors/remote-rules-v1.json` run against the SQL rules themselves (`private.rule_*`,
+/// approvals and questions included): the Swift rules (`RemoteRules`, which the embedded remote
+/// runs) pass the same file in `sync-cli vectors verify` and `ConformanceVectorsTests`, so a rule
+/// changed in one language only fails here or there. The project's own schema only: the deployed variant has no
+/// notification settings, task alerts, approvals or questions.
 @Suite("The remote-rules vectors against the SQL rules", .enabled(if: !StackEnvironment.skipped))
 struct RemoteRulesSQLVectorTests {
     /// The fields of a test this check reads; the settings by column name.
@@ -29,6 +29,16 @@ struct RemoteRulesSQLVectorTests {
         let newestWaits: Bool?
         let action: String?
         let dueAfterNewest: Double?
+        let from: String?
+        let expired: Bool?
+        let event: String?
+        let verdict: String?
+        let closedAs: String?
+        let decisionMatches: Bool?
+        let reopened: Int?
+        let to: String?
+        let queues: String?
+        let reason: String?
     }
 
     struct File: Decodable {
@@ -68,6 +78,10 @@ struct RemoteRulesSQLVectorTests {
         case "MayQueuePush": answer = test.mayQueue.map { $0 ? "true" : "false" } ?? "?"
         case "TaskAlertCoalescing":
             answer = (test.action ?? "?") + (test.dueAfterNewest.map { " " + printed($0) } ?? "")
+        case "ApprovalTransition", "QuestionTransition":
+            answer =
+                [test.action, test.to, test.queues].map { $0 ?? "?" }.joined(separator: " ")
+                + (test.reason.map { " " + $0 } ?? "")
         default: answer = test.raises ?? "?"
         }
         return "\(test.tcId) \(answer)"
@@ -109,6 +123,19 @@ struct RemoteRulesSQLVectorTests {
                     + "FROM private.rule_task_alert_coalescing(\(literal(test.kind)), \(literal(test.newestKind))::text, "
                     + "\(number(test.newestAge)), \(flag(test.newestWaits))) r")
         }
+        let transition = "r.action || ' ' || r.next_status || ' ' || r.push || coalesce(' ' || r.reason, '')"
+        for test in groups["ApprovalTransition"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || \(transition) FROM private.rule_approval_transition("
+                    + "\(literal(test.from)), \(flag(test.expired)), \(literal(test.event)), \(literal(test.verdict))::text, "
+                    + "\(flag(test.decisionMatches)), \(test.reopened.map(String.init) ?? "NULL")::integer) r")
+        }
+        for test in groups["QuestionTransition"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || \(transition) FROM private.rule_question_transition("
+                    + "\(literal(test.from)), \(flag(test.expired)), \(literal(test.event)), \(literal(test.closedAs))::text) r"
+            )
+        }
         return calls.joined(separator: " UNION ALL ") + ";"
     }
 
@@ -122,7 +149,7 @@ struct RemoteRulesSQLVectorTests {
             groups.mapValues(\.count)
                 == [
                     "AlertDecision": 160, "MayQueuePush": 24, "RuntimeTaskKind": 56, "StatusTaskKind": 16,
-                    "TaskAlertCoalescing": 93,
+                    "TaskAlertCoalescing": 93, "ApprovalTransition": 100, "QuestionTransition": 48,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -131,6 +158,12 @@ struct RemoteRulesSQLVectorTests {
         #expect(
             Set((groups["TaskAlertCoalescing"] ?? []).compactMap(\.action))
                 == ["queue", "coalesce", "replace", "queue_after"])
+        for type in ["ApprovalTransition", "QuestionTransition"] {
+            #expect(Set((groups[type] ?? []).compactMap(\.action)).isSuperset(of: ["takes", "stays"]))
+            #expect(Set((groups[type] ?? []).compactMap(\.queues)).isSuperset(of: ["none", "clearing"]))
+        }
+        #expect((groups["ApprovalTransition"] ?? []).contains { $0.action == "over_limit" })
+        #expect((groups["ApprovalTransition"] ?? []).contains { $0.queues == "alerts" })
         // Every answer is the rule's: no test may pass by being expected to fail.
         #expect(groups.values.joined().allSatisfy { $0.result == "valid" })
         // One statement per group: all together would near the 128 KiB a psql argument may hold.

@@ -1,0 +1,126 @@
+import RemoteContract
+
+/// The life of an approval request and of an agent's question as values (docs/approvals.md,
+/// docs/notifications.md "Questions"): what an answer, a cancel, a reopen, a close or the
+/// expiry pass does to a row in a given status. Who may make the call (the requester's
+/// control, a certified device, the row's owner) is checked before; the rule decides what the
+/// call then changes. The SQL states it as `private.rule_approval_transition` and
+/// `private.rule_question_transition`; `testvectors/remote-rules-v1.json` holds the two to the
+/// same answers.
+public enum RequestRules {
+    /// How often the requester may take back a decision it refused (approvals.md, "Reopen").
+    public static let reopenLimit = 20
+
+    /// What the push queue gets when a transition takes effect.
+    public enum Push: Sendable, Hashable {
+        /// Nothing.
+        case none
+        /// The request's alerts again, to every device that may answer (a reopened request).
+        case alerts
+        /// The clearing push that takes the prompt off the other devices, with its `reason`.
+        case clearing(reason: String)
+
+        /// The words the SQL rule returns: `none`, `alerts` or `clearing`, and the reason.
+        public var words: (push: String, reason: String?) {
+            switch self {
+            case .none: ("none", nil)
+            case .alerts: ("alerts", nil)
+            case .clearing(let reason): ("clearing", reason)
+            }
+        }
+    }
+
+    /// What a call does to a row.
+    public enum Transition<Status: Sendable & Hashable>: Sendable, Hashable {
+        /// The call takes effect: the row's status becomes `status` (for an answer to a question,
+        /// it stays pending and the answer is kept), and `push` is queued.
+        case takes(Status, push: Push)
+        /// The call changes nothing; the caller reports the row's status as read (a pending row
+        /// past its time reads as expired).
+        case stays(reading: Status)
+        /// The call would take effect but the row has used its budget
+        /// (``RequestRules/reopenLimit``): a refusal, nothing written.
+        case overLimit(reading: Status)
+
+        /// The words the SQL rule returns: `takes`, `stays` or `over_limit`, and the status.
+        public var words: (action: String, status: Status) {
+            switch self {
+            case .takes(let status, _): ("takes", status)
+            case .stays(let status): ("stays", status)
+            case .overLimit(let status): ("over_limit", status)
+            }
+        }
+
+        /// What is queued when the call takes effect (``Push/none`` otherwise).
+        public var push: Push {
+            if case .takes(_, let push) = self { return push }
+            return .none
+        }
+    }
+
+    /// A call on an approval request.
+    public enum ApprovalEvent: Sendable, Hashable {
+        /// A device's verdict.
+        case answer(ApprovalVerdict)
+        /// The requester withdraws the request.
+        case cancel
+        /// The requester refuses the decision whose signature it names: `decisionMatches` says
+        /// whether that is the decision stored, `reopened` how often the request was reopened.
+        case reopen(decisionMatches: Bool, reopened: Int)
+        /// The expiry pass.
+        case expire
+    }
+
+    /// A call on an agent's question.
+    public enum QuestionEvent: Sendable, Hashable {
+        /// A device's sealed answer: kept, the question stays pending until the agent closes it.
+        case answer
+        /// The agent closes the question as `answered` or `cancelled`.
+        case close(QuestionStatus)
+        /// The expiry pass.
+        case expire
+    }
+
+    /// What `event` does to an approval request in `status`; `expired` says whether its time
+    /// (`expires_at`) has come.
+    public static func transition(
+        approval status: ApprovalStatus, expired: Bool, on event: ApprovalEvent
+    ) -> Transition<ApprovalStatus> {
+        let reading: ApprovalStatus = status == .pending && expired ? .expired : status
+        switch event {
+        case .answer(let verdict) where reading == .pending:
+            return verdict == .approve
+                ? .takes(.approved, push: .clearing(reason: "approved_on_other_device"))
+                : .takes(.denied, push: .clearing(reason: "denied_on_other_device"))
+        case .cancel where reading == .pending:
+            return .takes(.cancelled, push: .clearing(reason: "cancelled"))
+        // Only the decision the requester refused, before its time: a later one (it may be
+        // genuine) stays.
+        case .reopen(let matches, let reopened) where (status == .approved || status == .denied) && !expired && matches:
+            return reopened >= reopenLimit ? .overLimit(reading: reading) : .takes(.pending, push: .alerts)
+        case .expire where status == .pending && expired:
+            return .takes(.expired, push: .clearing(reason: "timeout"))
+        default:
+            return .stays(reading: reading)
+        }
+    }
+
+    /// What `event` does to an agent's question in `status`; `expired` says whether its time has
+    /// come. A close to anything but `answered` or `cancelled` changes nothing (the caller
+    /// refuses it as invalid before asking).
+    public static func transition(
+        question status: QuestionStatus, expired: Bool, on event: QuestionEvent
+    ) -> Transition<QuestionStatus> {
+        let reading: QuestionStatus = status == .pending && expired ? .expired : status
+        switch event {
+        case .answer where reading == .pending:
+            return .takes(.pending, push: .none)
+        case .close(let closed) where reading == .pending && (closed == .answered || closed == .cancelled):
+            return .takes(closed, push: .clearing(reason: closed.rawValue))
+        case .expire where status == .pending && expired:
+            return .takes(.expired, push: .clearing(reason: "timeout"))
+        default:
+            return .stays(reading: reading)
+        }
+    }
+}

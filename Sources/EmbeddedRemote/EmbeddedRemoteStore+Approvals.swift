@@ -41,10 +41,10 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             let device: String = token["device_id"]
             guard device != requester, trusted.contains(device), try mayQueue(db, device: device, kind: .clearing)
             else { continue }
-            let payload = payload([
-                "aps": ["content-available": 1, "badge": try approvalBadge(db, user: user, device: device)],
-                "clearApprovalId": request, "reason": reason,
-            ])
+            let payload = PushPayload(
+                aps: .silent(badge: try approvalBadge(db, user: user, device: device)), clearApprovalId: request,
+                reason: reason
+            ).json
             try db.execute(
                 sql: """
                     INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
@@ -67,28 +67,24 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         let id: String = request["id"]
         let session: String = request["session_id"]
         let question = kind == .question
-        let aps: [String: Any] = [
-            "alert": question
-                ? [
-                    "title": "Your agent has a question", "body": "An agent session is waiting for your answer",
-                    "title-loc-key": "notification.question.title",
-                    "loc-key": "notification.question.body.generic",
-                ]
-                : [
-                    "title": "Approval needed", "body": "An agent session is waiting for you",
-                    "title-loc-key": "notification.approval.title", "loc-key": "notification.approval.body.generic",
-                ],
-            "sound": "default", "category": question ? "AGENT_QUESTION" : "APPROVAL_REQUEST", "thread-id": session,
-            "interruption-level": "time-sensitive", "mutable-content": 1, "badge": 0,
-        ]
-        var object: [String: Any] = [
-            "aps": aps, "type": kind.rawValue, "requestId": id, "sessionId": session,
-            "deepLink": "\(scheme)://session/\(session)/\(question ? "question" : "approval")/\(id)",
-            "requesterDeviceId": requester, "generation": request["generation"] as Int64,
-            "expiresAt": request["expires_at"] as Int64, "sealed": request["body"] as String,
-        ]
+        let alert =
+            question
+            ? PushPayload.APS.Alert(
+                title: "Your agent has a question", body: "An agent session is waiting for your answer",
+                titleLocKey: "notification.question.title", locKey: "notification.question.body.generic")
+            : PushPayload.APS.Alert(
+                title: "Approval needed", body: "An agent session is waiting for you",
+                titleLocKey: "notification.approval.title", locKey: "notification.approval.body.generic")
+        var object = PushPayload(
+            aps: PushPayload.APS(
+                alert: alert, sound: "default", category: question ? "AGENT_QUESTION" : "APPROVAL_REQUEST",
+                threadID: session, interruptionLevel: "time-sensitive", mutableContent: 1, badge: 0),
+            type: kind.rawValue, requestId: id, sessionId: session,
+            deepLink: "\(scheme)://session/\(session)/\(question ? "question" : "approval")/\(id)",
+            requesterDeviceId: requester, generation: request["generation"] as Int64,
+            expiresAt: request["expires_at"] as Int64, sealed: request["body"] as String)
         // The badge's digits never bring a payload over the limit it was measured with.
-        if payload(object).utf8.count + 6 > 4096 { object["sealed"] = nil }
+        if object.json.utf8.count + 6 > 4096 { object.sealed = nil }
         let tokens = try Row.fetchAll(
             db,
             sql: """
@@ -105,17 +101,15 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             // on the session), no sound and priority 5.
             let decision = try alertDecision(db, device: device, kind: kind, session: session)
             guard decision != .off, decision != .suppressed else { continue }
-            var deviceAPS = aps
-            deviceAPS["badge"] = try approvalBadge(db, user: user, device: device)
+            var alert = object
+            alert.aps.badge = try approvalBadge(db, user: user, device: device)
             if decision == .passive {
-                deviceAPS["interruption-level"] = "passive"
-                deviceAPS["sound"] = nil
+                alert.aps.interruptionLevel = "passive"
+                alert.aps.sound = nil
             } else {
-                deviceAPS["interruption-level"] =
+                alert.aps.interruptionLevel =
                     try settings(db, device: device).timeSensitive ? "time-sensitive" : "active"
             }
-            var alert = object
-            alert["aps"] = deviceAPS
             try db.execute(
                 sql: """
                     INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
@@ -125,7 +119,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 arguments: [
                     user, device, token["token"] as String, decision == .passive ? 5 : 10,
                     (question ? "question-" : "approval-request-") + id,
-                    payload(alert), now, now,
+                    alert.json, now, now,
                 ])
             queued += db.changesCount
         }

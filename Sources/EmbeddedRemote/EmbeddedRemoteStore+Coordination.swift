@@ -22,13 +22,6 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         guard owner == me else { throw Self.refused("the \(what) is not one of yours") }
     }
 
-    static func payload(_ object: [String: Any]) -> String {
-        let data =
-            (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
-    }
-
     public func claimSessionActivity(
         sessionID: UUID, deviceID: UUID, clientType: ClientType
     ) async throws -> SessionClaim {
@@ -69,10 +62,10 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                     db, user: me, device: previousDevice, session: sessionID.canonical, status: nil,
                     operation: LiveActivityRules.handoffOperation)
             }
-            let payload = Self.payload([
-                "aps": ["content-available": 1], "type": "session_handoff", "sessionId": sessionID.canonical,
-                "handedOffTo": clientType.rawValue,
-            ])
+            let payload = PushPayload(
+                aps: .silent(), type: "session_handoff", sessionId: sessionID.canonical,
+                handedOffTo: clientType.rawValue
+            ).json
             // The handoff push is never suppressed (notifications.md).
             try db.execute(
                 sql: """
@@ -222,10 +215,10 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             // the answering device's, which keeps its own.
             var devicesNotified = 0
             for device in devices where trusted?.contains(device) ?? true {
-                let payload = Self.payload([
-                    "aps": ["content-available": 1, "badge": try Self.approvalBadge(db, user: me, device: device)],
-                    "clearApprovalId": requestID, "reason": "approved_on_other_device",
-                ])
+                let payload = PushPayload(
+                    aps: .silent(badge: try Self.approvalBadge(db, user: me, device: device)),
+                    clearApprovalId: requestID, reason: "approved_on_other_device"
+                ).json
                 let now = Self.now
                 try db.execute(
                     sql: """

@@ -44,7 +44,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
 
     /// Queues a silent push of kind `background` for one token if the device allows it.
     static func queueBackground(
-        _ db: Database, user: String, device: String, token: String, collapse: String?, payload: [String: Any]
+        _ db: Database, user: String, device: String, token: String, collapse: String?, payload: PushPayload
     ) throws -> Bool {
         guard try mayQueue(db, device: device, kind: .background) else { return false }
         let now = Self.now
@@ -52,7 +52,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
             sql: """
                 INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
                 VALUES (?, ?, ?, 'background', 5, ?, ?, ?, ?)
-                """, arguments: [user, device, token, collapse, Self.payload(payload), now, now])
+                """, arguments: [user, device, token, collapse, payload.json, now, now])
         return true
     }
 
@@ -74,7 +74,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
     /// A live-activity payload for `device` from `session` (a row of agent_coding_sessions).
     static func liveActivityPayload(
         _ db: Database, session: Row, device: String, event: LiveActivityEvent, status: String, operation: String?
-    ) throws -> [String: Any] {
+    ) throws -> PushPayload {
         let stamp = Int64(epochSeconds)
         let details = try settings(db, device: device).showDetails
         let sessionID = try uuid(session["id"])
@@ -82,26 +82,21 @@ extension EmbeddedRemoteStore: NotificationRemote {
             RuntimeStatus(json: $0, sessionID: sessionID, reportedAt: nil)
         }
         let started = (session["session_started_at"] as String?).flatMap(Timestamp.parse)
-        var state: [String: Any] = [
-            "status": status,
-            "currentOperation": operation
+        let state = PushPayload.APS.ContentState(
+            status: status,
+            currentOperation: operation
                 ?? (details
                     ? runtime?.currentOperation ?? LiveActivityRules.genericOperation
                     : LiveActivityRules.genericOperation),
-            "elapsedSeconds": max(0, stamp - Int64((started ?? Date()).timeIntervalSince1970.rounded(.down))),
-        ]
-        if let todo = runtime?.todoProgress {
-            state["todoProgress"] = [
-                "completed": todo.completed, "total": todo.total,
-                "currentTask": details ? todo.currentTask ?? "" : "",
-            ]
-        }
-        var aps: [String: Any] = [
-            "timestamp": stamp, "event": event.rawValue, "content-state": state,
-            "stale-date": stamp + LiveActivityRules.staleAfter,
-        ]
-        if event == .end { aps["dismissal-date"] = stamp + LiveActivityRules.dismissAfter }
-        return ["aps": aps]
+            elapsedSeconds: max(0, stamp - Int64((started ?? Date()).timeIntervalSince1970.rounded(.down))),
+            todoProgress: runtime?.todoProgress.map {
+                .init(completed: $0.completed, total: $0.total, currentTask: details ? $0.currentTask ?? "" : "")
+            })
+        return PushPayload(
+            aps: PushPayload.APS(
+                timestamp: stamp, event: event.rawValue, contentState: state,
+                staleDate: stamp + LiveActivityRules.staleAfter,
+                dismissalDate: event == .end ? stamp + LiveActivityRules.dismissAfter : nil))
     }
 
     /// Whether `token` still has an activity open (no `end` queued for it).
@@ -120,12 +115,12 @@ extension EmbeddedRemoteStore: NotificationRemote {
     /// previous one, or now. An `end` replaces a waiting update and goes at once; after an `end`
     /// nothing more. Returns whether a row was inserted or replaced.
     static func queueLiveActivity(
-        _ db: Database, user: String, device: String, token: String, event: LiveActivityEvent, payload: [String: Any],
+        _ db: Database, user: String, device: String, token: String, event: LiveActivityEvent, payload: PushPayload,
         priority: Int
     ) throws -> Bool {
         if event != .end, try !mayQueue(db, device: device, kind: .liveActivity) { return false }
         guard try liveActivityOpen(db, token: token) else { return false }
-        let text = Self.payload(payload)
+        let text = payload.json
         let now = Date()
         if let waiting = try Row.fetchOne(
             db,

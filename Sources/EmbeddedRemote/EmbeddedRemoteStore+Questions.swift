@@ -24,10 +24,10 @@ extension EmbeddedRemoteStore: QuestionRemote {
         {
             let device: String = token["device_id"]
             guard trusted.contains(device) else { continue }
-            let payload = payload([
-                "aps": ["content-available": 1, "badge": try approvalBadge(db, user: user, device: device)],
-                "clearQuestionId": question, "reason": reason,
-            ])
+            let payload = PushPayload(
+                aps: .silent(badge: try approvalBadge(db, user: user, device: device)), clearQuestionId: question,
+                reason: reason
+            ).json
             try db.execute(
                 sql: """
                     INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)

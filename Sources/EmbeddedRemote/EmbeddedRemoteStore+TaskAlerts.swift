@@ -10,23 +10,37 @@ import SyncModel
 /// trusted devices, decided per device and coalesced per token and session.
 extension EmbeddedRemoteStore {
     /// The alert text of each task kind: title, body and their string keys.
-    static func taskAlertText(_ kind: AlertKind) -> [String: String] {
+    static func taskAlertText(_ kind: AlertKind) -> PushPayload.APS.Alert {
         switch kind {
         case .taskComplete:
-            [
-                "title": "Task complete", "body": "An agent session finished working",
-                "title-loc-key": "notification.complete.title", "loc-key": "notification.complete.body.generic",
-            ]
+            PushPayload.APS.Alert(
+                title: "Task complete", body: "An agent session finished working",
+                titleLocKey: "notification.complete.title", locKey: "notification.complete.body.generic")
         case .taskFailed:
-            [
-                "title": "Task failed", "body": "An agent session stopped with an error",
-                "title-loc-key": "notification.error.title", "loc-key": "notification.error.body.generic",
-            ]
+            PushPayload.APS.Alert(
+                title: "Task failed", body: "An agent session stopped with an error",
+                titleLocKey: "notification.error.title", locKey: "notification.error.body.generic")
         default:
-            [
-                "title": "Task paused", "body": "An agent session is paused; open it to continue",
-                "title-loc-key": "notification.paused.title", "loc-key": "notification.paused.body",
-            ]
+            PushPayload.APS.Alert(
+                title: "Task paused", body: "An agent session is paused; open it to continue",
+                titleLocKey: "notification.paused.title", locKey: "notification.paused.body")
+        }
+    }
+
+    /// The fields of a queued payload the coalescing rule reads.
+    struct QueuedKind: Decodable {
+        var type: String?
+    }
+
+    /// The fields of a runtime status the task-alert rule reads.
+    struct RuntimeWord: Decodable {
+        struct Session: Decodable {
+            var status: String?
+        }
+        var codingSession: Session?
+
+        enum CodingKeys: String, CodingKey {
+            case codingSession = "coding_session"
         }
     }
 
@@ -43,13 +57,12 @@ extension EmbeddedRemoteStore {
                 db, sql: "SELECT device_id FROM agent_coding_sessions WHERE id = ? AND user_id = ?",
                 arguments: [session, user])
         else { return counts }
-        let payload = Self.payload([
-            "aps": [
-                "alert": taskAlertText(kind), "category": "SESSION_STATUS", "thread-id": session,
-                "interruption-level": "active", "sound": "default", "mutable-content": 1,
-            ] as [String: Any],
-            "type": kind.rawValue, "sessionId": session, "deepLink": "\(scheme)://session/\(session)",
-        ])
+        let payload = PushPayload(
+            aps: PushPayload.APS(
+                alert: taskAlertText(kind), sound: "default", category: "SESSION_STATUS", threadID: session,
+                interruptionLevel: "active", mutableContent: 1),
+            type: kind.rawValue, sessionId: session, deepLink: "\(scheme)://session/\(session)"
+        ).json
         let collapse = "session-" + session
         let trusted = try TrustedDevices.of(db, user: user)
         let tokens = try Row.fetchAll(
@@ -83,8 +96,8 @@ extension EmbeddedRemoteStore {
             let read = newest.flatMap { row in
                 newestDue.map { due in
                     TaskAlertRules.Newest(
-                        kind: (try? JSONSerialization.jsonObject(with: Data((row["payload"] as String).utf8)))
-                            .flatMap { ($0 as? [String: Any])?["type"] as? String },
+                        kind: (try? JSONDecoder().decode(QueuedKind.self, from: Data((row["payload"] as String).utf8)))?
+                            .type,
                         age: now.timeIntervalSince(due), waits: row["waits"])
                 }
             }
@@ -118,9 +131,7 @@ extension EmbeddedRemoteStore {
     /// over the two statuses' `coding_session.status`).
     static func taskKind(runtimeBefore: String?, after: String?) -> AlertKind? {
         func word(_ json: String?) -> String? {
-            guard let json, let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
-            else { return nil }
-            return (object["coding_session"] as? [String: Any])?["status"] as? String
+            json.flatMap { try? JSONDecoder().decode(RuntimeWord.self, from: Data($0.utf8)) }?.codingSession?.status
         }
         return TaskAlertRules.runtimeKind(
             hadStatus: runtimeBefore != nil, before: word(runtimeBefore), after: word(after))

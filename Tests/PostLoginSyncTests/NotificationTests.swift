@@ -223,7 +223,7 @@ struct NotificationTests {
             return try await remote.write("test") { db in
                 try EmbeddedRemoteStore.queueBackground(
                     db, user: user, device: device.canonical, token: token, collapse: "background-test",
-                    payload: ["aps": ["content-available": 1]])
+                    payload: PushPayload(aps: .silent()))
             }
         case .postgrest:
             let answer = try await StackEnvironment.require().sql(

@@ -511,8 +511,6 @@ DECLARE
     v_body text := ask_question.body;
     v_generation integer := ask_question.generation;
     v_expires bigint := ask_question.expires_at;
-    v_now bigint := floor(extract(epoch FROM now()))::bigint;
-    raw bytea;
     existing public.agent_questions%ROWTYPE;
     queued integer;
 BEGIN
@@ -524,19 +522,7 @@ BEGIN
         RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
     END IF;
     IF v_question IS NULL THEN RAISE EXCEPTION 'question_id is required' USING ERRCODE = '22023'; END IF;
-    IF v_generation IS NULL OR v_generation < 1 THEN
-        RAISE EXCEPTION 'generation must be 1 to 2147483647' USING ERRCODE = '22023';
-    END IF;
-    IF v_expires IS NULL OR v_expires < v_now + 60 OR v_expires > v_now + 86400 THEN
-        RAISE EXCEPTION 'expires_at must be 60 to 86,400 seconds from now' USING ERRCODE = '22023';
-    END IF;
-    IF NOT private.is_canonical_base64(v_body, 1 + 4 + 12 + 2 + 16, 1 + 4 + 12 + 4096 + 16) THEN
-        RAISE EXCEPTION 'body must be canonical base64 of a sealed question' USING ERRCODE = '22023';
-    END IF;
-    raw := decode(v_body, 'base64');
-    IF get_byte(raw, 0) <> 1 OR private.tl_u32(raw, 1) <> v_generation THEN
-        RAISE EXCEPTION 'the body''s version or generation is not the question''s' USING ERRCODE = '22023';
-    END IF;
+    PERFORM private.require_new_request('question', v_generation, v_expires, v_body);
     SELECT * INTO existing FROM public.agent_questions q WHERE q.id = v_question FOR UPDATE;
     IF FOUND THEN
         IF existing.user_id <> caller THEN RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501'; END IF;
@@ -2256,8 +2242,6 @@ DECLARE
     v_body text := request_approval.body;
     v_generation integer := request_approval.generation;
     v_expires bigint := request_approval.expires_at;
-    v_now bigint := floor(extract(epoch FROM now()))::bigint;
-    raw bytea;
     v_control bytea;
     existing public.approval_requests%ROWTYPE;
     queued integer;
@@ -2270,20 +2254,7 @@ BEGIN
         RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
     END IF;
     IF v_request IS NULL THEN RAISE EXCEPTION 'request_id is required' USING ERRCODE = '22023'; END IF;
-    IF v_generation IS NULL OR v_generation < 1 THEN
-        RAISE EXCEPTION 'generation must be 1 to 2147483647' USING ERRCODE = '22023';
-    END IF;
-    IF v_expires IS NULL OR v_expires < v_now + 5 OR v_expires > v_now + 600 THEN
-        RAISE EXCEPTION 'expires_at must be 5 to 600 seconds from now' USING ERRCODE = '22023';
-    END IF;
-    -- 0x01 || generation || nonce || at least the JSON's braces and the tag; at most 4,096 bytes of JSON.
-    IF NOT private.is_canonical_base64(v_body, 1 + 4 + 12 + 2 + 16, 1 + 4 + 12 + 4096 + 16) THEN
-        RAISE EXCEPTION 'body must be canonical base64 of a sealed request' USING ERRCODE = '22023';
-    END IF;
-    raw := decode(v_body, 'base64');
-    IF get_byte(raw, 0) <> 1 OR private.tl_u32(raw, 1) <> v_generation THEN
-        RAISE EXCEPTION 'the body''s version or generation is not the request''s' USING ERRCODE = '22023';
-    END IF;
+    PERFORM private.require_new_request('approval', v_generation, v_expires, v_body);
 
     IF request_approval.control_hash IS NOT NULL THEN
         IF NOT private.is_canonical_base64(request_approval.control_hash, 32, 32) THEN
@@ -2418,6 +2389,36 @@ $$;
 
 
 ALTER FUNCTION private.require_asker(request uuid) OWNER TO postgres;
+
+--
+-- Name: require_new_request(text, integer, bigint, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.require_new_request(kind text, generation integer, expires_at bigint, body text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+DECLARE
+    raw bytea;
+BEGIN
+    IF private.is_canonical_base64(body, 0, 2147483647) THEN raw := decode(body, 'base64'); END IF;
+    CASE private.rule_request_refusal(kind, generation, expires_at - floor(extract(epoch FROM now()))::bigint,
+            length(raw), CASE WHEN length(raw) >= 5 THEN get_byte(raw, 0) = 1 AND private.tl_u32(raw, 1) = generation END)
+        WHEN 'generation' THEN
+            RAISE EXCEPTION 'generation must be 1 to 2147483647' USING ERRCODE = '22023';
+        WHEN 'expires_at' THEN
+            RAISE EXCEPTION 'expires_at must be % seconds from now', CASE kind WHEN 'approval' THEN '5 to 600' ELSE '60 to 86,400' END
+                USING ERRCODE = '22023';
+        WHEN 'body' THEN
+            RAISE EXCEPTION 'body must be canonical base64 of a sealed % of this generation',
+                CASE kind WHEN 'approval' THEN 'request' ELSE 'question' END USING ERRCODE = '22023';
+        ELSE NULL;
+    END CASE;
+END
+$$;
+
+
+ALTER FUNCTION private.require_new_request(kind text, generation integer, expires_at bigint, body text) OWNER TO postgres;
 
 --
 -- Name: require_push_budget(uuid); Type: FUNCTION; Schema: private; Owner: postgres
@@ -2559,6 +2560,27 @@ $$;
 
 
 ALTER FUNCTION private.rule_question_transition(status text, expired boolean, event text, closed_as text, OUT action text, OUT next_status text, OUT push text, OUT reason text) OWNER TO postgres;
+
+--
+-- Name: rule_request_refusal(text, bigint, bigint, integer, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_request_refusal(kind text, generation bigint, expires_in bigint, body_bytes integer, body_header_matches boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE
+        WHEN generation IS NULL OR generation < 1 OR generation > 2147483647 THEN 'generation'
+        WHEN expires_in IS NULL
+             OR expires_in < CASE kind WHEN 'approval' THEN 5 ELSE 60 END
+             OR expires_in > CASE kind WHEN 'approval' THEN 600 ELSE 86400 END THEN 'expires_at'
+        WHEN body_bytes IS NULL OR body_bytes < 1 + 4 + 12 + 2 + 16 OR body_bytes > 1 + 4 + 12 + 4096 + 16
+             OR body_header_matches IS NOT TRUE THEN 'body'
+    END
+$$;
+
+
+ALTER FUNCTION private.rule_request_refusal(kind text, generation bigint, expires_in bigint, body_bytes integer, body_header_matches boolean) OWNER TO postgres;
 
 --
 -- Name: rule_runtime_task_kind(boolean, text, text); Type: FUNCTION; Schema: private; Owner: postgres
@@ -6741,6 +6763,13 @@ REVOKE ALL ON FUNCTION private.require_asker(request uuid) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION require_new_request(kind text, generation integer, expires_at bigint, body text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.require_new_request(kind text, generation integer, expires_at bigint, body text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION require_push_budget(usr uuid); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -6780,6 +6809,13 @@ REVOKE ALL ON FUNCTION private.rule_may_queue_push(kind text, settings public.no
 --
 
 REVOKE ALL ON FUNCTION private.rule_question_transition(status text, expired boolean, event text, closed_as text, OUT action text, OUT next_status text, OUT push text, OUT reason text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_request_refusal(kind text, generation bigint, expires_in bigint, body_bytes integer, body_header_matches boolean); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_request_refusal(kind text, generation bigint, expires_in bigint, body_bytes integer, body_header_matches boolean) FROM PUBLIC;
 
 
 --

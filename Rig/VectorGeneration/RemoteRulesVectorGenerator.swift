@@ -42,6 +42,11 @@ public enum RemoteRulesVectorGenerator {
         var to: String?
         var queues: String?
         var reason: String?
+        var generation: Int64?
+        var expiresIn: Int64?
+        var bodyBytes: Int?
+        var bodyHeaderMatches: Bool?
+        var refused: String?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -87,7 +92,8 @@ public enum RemoteRulesVectorGenerator {
         let groups = [
             ("AlertDecision", decisions), ("MayQueuePush", pushes), ("RuntimeTaskKind", runtimeTests()),
             ("StatusTaskKind", statusTests()), ("TaskAlertCoalescing", coalescingTests()),
-            ("ApprovalTransition", approvalTests()), ("QuestionTransition", questionTests()),
+            ("RequestRefusal", refusalTests()), ("ApprovalTransition", approvalTests()),
+            ("QuestionTransition", questionTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -115,6 +121,9 @@ public enum RemoteRulesVectorGenerator {
                 "StatusTaskKind: before, after (session status) -> raises. TaskAlertCoalescing: kind, and the token's newest alert",
                 "  for the session (newestKind, newestAge: seconds since it was due, newestWaits; all absent: none) -> action",
                 "  (queue, coalesce, replace, queue_after) and, for queue_after, dueAfterNewest (seconds after the newest's due time).",
+                "RequestRefusal (private.rule_request_refusal, RequestRules): kind (approval, question), generation, expiresIn (seconds",
+                "  from now), bodyBytes (the sealed body's length; absent: not canonical base64), bodyHeaderMatches -> refused",
+                "  (generation, expires_at, body, or none).",
                 "ApprovalTransition (private.rule_approval_transition, RequestRules): from (the row's status), expired (its time has",
                 "  come), event (answer with verdict, cancel, reopen with decisionMatches and reopened, expire) -> action (takes, stays,",
                 "  over_limit), to (the new status, or the status as read), queues (none, alerts, clearing) and reason (clearing's).",
@@ -220,6 +229,50 @@ public enum RemoteRulesVectorGenerator {
         test.action = answer.action
         if case .queueAfterNewest(let seconds) = answer { test.dueAfterNewest = seconds }
         return test
+    }
+
+    /// A new request of each kind, valid, then with one field at a time at and past each bound.
+    static func refusalTests() -> [OutputTest] {
+        let bytes = RequestRules.sealedBodyBytes
+        var tests: [OutputTest] = []
+        for kind in RequestRules.Kind.allCases {
+            let window = RequestRules.expiryWindow(kind)
+            let valid = (
+                generation: Int64(1), expiresIn: window.lowerBound, bodyBytes: Int?(bytes.lowerBound), header: true
+            )
+            var cases = [(valid, "valid")]
+            for generation: Int64 in [0, -1, 2, 2_147_483_647, 2_147_483_648] {
+                cases.append(((generation, valid.expiresIn, valid.bodyBytes, true), "generation \(generation)"))
+            }
+            for expiresIn in [window.lowerBound - 1, window.upperBound, window.upperBound + 1, 0, -1] {
+                cases.append(((1, expiresIn, valid.bodyBytes, true), "expires in \(expiresIn) s"))
+            }
+            for size in [nil, bytes.lowerBound - 1, bytes.upperBound, bytes.upperBound + 1] as [Int?] {
+                cases.append(
+                    (
+                        (1, valid.expiresIn, size, true),
+                        size.map { "a body of \($0) bytes" } ?? "a body that is not canonical base64"
+                    ))
+            }
+            cases.append(((1, valid.expiresIn, valid.bodyBytes, false), "a body of another version or generation"))
+            cases.append(((0, -1, nil, false), "every field wrong: the generation is named first"))
+            cases.append(((1, -1, nil, false), "expiry and body wrong: the expiry is named first"))
+            for (fields, about) in cases {
+                let refused = RequestRules.refusal(
+                    kind, generation: fields.generation, expiresIn: fields.expiresIn, bodyBytes: fields.bodyBytes,
+                    bodyHeaderMatches: fields.header)
+                var test = OutputTest(
+                    comment: "\(kind.rawValue): \(about)", flags: [refused == nil ? "Accepted" : "Refused"])
+                test.kind = kind.rawValue
+                test.generation = fields.generation
+                test.expiresIn = fields.expiresIn
+                test.bodyBytes = fields.bodyBytes
+                test.bodyHeaderMatches = fields.header
+                test.refused = refused?.rawValue ?? "none"
+                tests.append(test)
+            }
+        }
+        return tests
     }
 
     /// Every approval status on both sides of its time, under every call: both verdicts, a

@@ -8,7 +8,8 @@ import SyncModel
 /// `decision`), `MayQueuePush` (`push`, `settings`: `mayQueue`), `RuntimeTaskKind` (`hadStatus`,
 /// `before`, `after`: `raises`), `StatusTaskKind` (`before`, `after`: `raises`) and
 /// `TaskAlertCoalescing` (`kind`, `newestKind`, `newestAge`, `newestWaits`: `action`,
-/// `dueAfterNewest`), `ApprovalTransition` (`from`, `expired`, `event`, `verdict`,
+/// `dueAfterNewest`), `RequestRefusal` (`kind`, `generation`, `expiresIn`, `bodyBytes`,
+/// `bodyHeaderMatches`: `refused`), `ApprovalTransition` (`from`, `expired`, `event`, `verdict`,
 /// `decisionMatches`, `reopened`: `action`, `to`, `queues`, `reason`) and `QuestionTransition`
 /// (`from`, `expired`, `event`, `closedAs`: the same). Every test is valid: the answer is the
 /// rule's.
@@ -20,6 +21,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case runtimeTaskKind = "RuntimeTaskKind"
         case statusTaskKind = "StatusTaskKind"
         case taskAlertCoalescing = "TaskAlertCoalescing"
+        case requestRefusal = "RequestRefusal"
         case approvalTransition = "ApprovalTransition"
         case questionTransition = "QuestionTransition"
     }
@@ -117,6 +119,14 @@ public struct RemoteRulesGroup: VectorGroup {
         public let to: String?
         public let queues: String?
         public let reason: String?
+        /// RequestRefusal (and `kind`: `approval` or `question`): a new request's generation,
+        /// its expiry in seconds from now, its sealed body's length (absent: not canonical
+        /// base64) and whether its version and generation match; the field refused, or `none`.
+        public let generation: Int64?
+        public let expiresIn: Int64?
+        public let bodyBytes: Int?
+        public let bodyHeaderMatches: Bool?
+        public let refused: String?
     }
 
     /// A kind raised as the file writes it.
@@ -157,6 +167,14 @@ public struct RemoteRulesGroup: VectorGroup {
             var due: Double?
             if case .queueAfterNewest(let seconds) = answer { due = seconds }
             outcome = answer.action == action && due == test.dueAfterNewest
+        case .requestRefusal:
+            guard let kind = test.kind.flatMap(RequestRules.Kind.init(rawValue:)), let generation = test.generation,
+                let expiresIn = test.expiresIn, let header = test.bodyHeaderMatches, let expected = test.refused
+            else { return "fields: missing or malformed" }
+            let refused = RequestRules.refusal(
+                kind, generation: generation, expiresIn: expiresIn, bodyBytes: test.bodyBytes,
+                bodyHeaderMatches: header)
+            outcome = (refused?.rawValue ?? "none") == expected
         case .approvalTransition:
             guard let status = test.from.flatMap(ApprovalStatus.init(rawValue:)), let expired = test.expired,
                 let event = approvalEvent(test)

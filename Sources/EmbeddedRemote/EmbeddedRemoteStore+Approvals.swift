@@ -126,6 +126,34 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         return queued
     }
 
+    /// Refuses a new request or question whose generation, expiry or sealed body
+    /// ``RequestRules/refusal(_:generation:expiresIn:bodyBytes:bodyHeaderMatches:)`` refuses.
+    static func checkNewRequest(_ kind: RequestRules.Kind, generation: UInt32, expiresAt: UInt64, body: String) throws {
+        let raw = isCanonicalBase64(body, bytes: 0...Int.max) ? Data(base64Encoded: body) : nil
+        let header = raw.map {
+            $0.count >= 5 && $0[0] == 1 && $0[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == generation
+        }
+        let refusal = RequestRules.refusal(
+            kind, generation: Int64(generation), expiresIn: Int64(expiresAt) - Int64(epochSeconds),
+            bodyBytes: raw?.count, bodyHeaderMatches: header ?? false)
+        // The SQL's words: thousands grouped.
+        func grouped(_ n: Int64) -> String {
+            n >= 1000 ? "\(n / 1000)," + String(String(n % 1000 + 1000).dropFirst()) : "\(n)"
+        }
+        let window = RequestRules.expiryWindow(kind)
+        switch refusal {
+        case nil: return
+        case .generation: throw invalid("generation must be 1 to 2147483647")
+        case .expiresAt:
+            throw invalid(
+                "expires_at must be \(grouped(window.lowerBound)) to \(grouped(window.upperBound)) seconds from now")
+        case .body:
+            throw invalid(
+                "body must be canonical base64 of a sealed \(kind == .approval ? "request" : "question") of this generation"
+            )
+        }
+    }
+
     /// Whether `control` proves the requester of a request stored with `hash` (none: anyone).
     static func controlProves(_ control: String?, hash: Data?) -> Bool {
         guard let hash else { return true }
@@ -145,17 +173,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             try self.requireSessionDesktop(db, session: sessionID, device: device)
             try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
             try self.requireOwn(db, table: "devices", id: requesterDeviceID, what: "device")
-            let now = Self.epochSeconds
-            guard generation >= 1, generation <= UInt32(Int32.max) else {
-                throw Self.invalid("generation must be 1 to 2147483647")
-            }
-            guard expiresAt >= now + 5, expiresAt <= now + 600 else {
-                throw Self.invalid("expires_at must be 5 to 600 seconds from now")
-            }
-            guard Self.isCanonicalBase64(body, bytes: (1 + 4 + 12 + 2 + 16)...(1 + 4 + 12 + 4096 + 16)),
-                let raw = Data(base64Encoded: body), raw[0] == 1,
-                raw[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == generation
-            else { throw Self.invalid("body must be canonical base64 of a sealed request of this generation") }
+            try Self.checkNewRequest(.approval, generation: generation, expiresAt: expiresAt, body: body)
             var control: Data?
             if let controlHash {
                 guard Self.isCanonicalBase64(controlHash, bytes: 32...32) else {

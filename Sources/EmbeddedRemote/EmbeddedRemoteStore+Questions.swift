@@ -51,17 +51,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
             try self.requireSessionDesktop(db, session: sessionID, device: device)
             try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
             try self.requireOwn(db, table: "devices", id: requesterDeviceID, what: "device")
-            let now = Self.epochSeconds
-            guard generation >= 1, generation <= UInt32(Int32.max) else {
-                throw Self.invalid("generation must be 1 to 2147483647")
-            }
-            guard expiresAt >= now + 60, expiresAt <= now + 86_400 else {
-                throw Self.invalid("expires_at must be 60 to 86,400 seconds from now")
-            }
-            guard Self.isCanonicalBase64(body, bytes: (1 + 4 + 12 + 2 + 16)...(1 + 4 + 12 + 4096 + 16)),
-                let raw = Data(base64Encoded: body), raw[0] == 1,
-                raw[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == generation
-            else { throw Self.invalid("body must be canonical base64 of a sealed question of this generation") }
+            try Self.checkNewRequest(.question, generation: generation, expiresAt: expiresAt, body: body)
             let queued: Int
             if let existing = try Row.fetchOne(
                 db, sql: "SELECT * FROM agent_questions WHERE id = ?", arguments: [questionID.canonical])

@@ -1,10 +1,11 @@
 import RemoteContract
 
 /// The life of an approval request and of an agent's question as values (docs/approvals.md,
-/// docs/notifications.md "Questions"): what an answer, a cancel, a reopen, a close or the
-/// expiry pass does to a row in a given status. Who may make the call (the requester's
-/// control, a certified device, the row's owner) is checked before; the rule decides what the
-/// call then changes. The SQL states it as `private.rule_approval_transition` and
+/// docs/notifications.md "Questions"): which new request is refused, and what an answer, a
+/// cancel, a reopen, a close or the expiry pass does to a row in a given status. Who may make
+/// the call (the requester's control, a certified device, the row's owner) is checked before;
+/// the rule decides what the call then changes. The SQL states it as
+/// `private.rule_request_refusal`, `private.rule_approval_transition` and
 /// `private.rule_question_transition`; `testvectors/remote-rules-v1.json` holds the two to the
 /// same answers.
 public enum RequestRules {
@@ -56,6 +57,44 @@ public enum RequestRules {
             if case .takes(_, let push) = self { return push }
             return .none
         }
+    }
+
+    /// The two kinds of request a device raises for another to answer.
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        case approval, question
+    }
+
+    /// The field a new request is refused for.
+    public enum Refusal: String, Sendable, Hashable, CaseIterable {
+        /// Not 1 to 2,147,483,647.
+        case generation
+        /// Not within the kind's ``RequestRules/expiryWindow(_:)`` from now.
+        case expiresAt = "expires_at"
+        /// Not canonical base64 of ``RequestRules/sealedBodyBytes`` bytes, or its version byte is
+        /// not 1 or its generation not the request's.
+        case body
+    }
+
+    /// How far ahead of now a request's `expires_at` may be, in seconds: an approval 5 to 600, a
+    /// question 60 to 86,400.
+    public static func expiryWindow(_ kind: Kind) -> ClosedRange<Int64> {
+        kind == .approval ? 5...600 : 60...86_400
+    }
+
+    /// The bytes a sealed request or question may have: version, generation, nonce, at least the
+    /// JSON's braces, the tag; at most 4,096 bytes of JSON.
+    public static let sealedBodyBytes = (1 + 4 + 12 + 2 + 16)...(1 + 4 + 12 + 4_096 + 16)
+
+    /// Why a new request of `kind` is refused, or `nil`: its `generation`, its `expires_at`
+    /// `expiresIn` seconds from now, and its sealed body of `bodyBytes` bytes (`nil`: not
+    /// canonical base64) whose version and generation `bodyHeaderMatches`.
+    public static func refusal(
+        _ kind: Kind, generation: Int64, expiresIn: Int64, bodyBytes: Int?, bodyHeaderMatches: Bool
+    ) -> Refusal? {
+        guard generation >= 1, generation <= Int64(Int32.max) else { return .generation }
+        guard expiryWindow(kind).contains(expiresIn) else { return .expiresAt }
+        guard let bodyBytes, sealedBodyBytes.contains(bodyBytes), bodyHeaderMatches else { return .body }
+        return nil
     }
 
     /// A call on an approval request.

@@ -75,7 +75,7 @@ struct VectorFileTests {
         "AppendChain": "anchor", "ChoicesOpen": "body", "AnswerAccept": "answer", "NameBasedUuid": "uuid",
         "AgentSessionId": "sessionId", "AlertDecision": "decision", "MayQueuePush": "mayQueue",
         "RuntimeTaskKind": "raises", "StatusTaskKind": "raises", "TaskAlertCoalescing": "action",
-        "ApprovalTransition": "to", "QuestionTransition": "to",
+        "RequestRefusal": "refused", "ApprovalTransition": "to", "QuestionTransition": "to",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

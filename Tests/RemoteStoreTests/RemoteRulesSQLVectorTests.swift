@@ -39,6 +39,11 @@ struct RemoteRulesSQLVectorTests {
         let to: String?
         let queues: String?
         let reason: String?
+        let generation: Int64?
+        let expiresIn: Int64?
+        let bodyBytes: Int?
+        let bodyHeaderMatches: Bool?
+        let refused: String?
     }
 
     struct File: Decodable {
@@ -78,6 +83,7 @@ struct RemoteRulesSQLVectorTests {
         case "MayQueuePush": answer = test.mayQueue.map { $0 ? "true" : "false" } ?? "?"
         case "TaskAlertCoalescing":
             answer = (test.action ?? "?") + (test.dueAfterNewest.map { " " + printed($0) } ?? "")
+        case "RequestRefusal": answer = test.refused ?? "?"
         case "ApprovalTransition", "QuestionTransition":
             answer =
                 [test.action, test.to, test.queues].map { $0 ?? "?" }.joined(separator: " ")
@@ -124,6 +130,13 @@ struct RemoteRulesSQLVectorTests {
                     + "\(number(test.newestAge)), \(flag(test.newestWaits))) r")
         }
         let transition = "r.action || ' ' || r.next_status || ' ' || r.push || coalesce(' ' || r.reason, '')"
+        for test in groups["RequestRefusal"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || coalesce(private.rule_request_refusal(\(literal(test.kind)), "
+                    + "\(test.generation.map(String.init) ?? "NULL")::bigint, \(test.expiresIn.map(String.init) ?? "NULL")::bigint, "
+                    + "\(test.bodyBytes.map(String.init) ?? "NULL")::integer, \(flag(test.bodyHeaderMatches))), 'none')"
+            )
+        }
         for test in groups["ApprovalTransition"] ?? [] {
             calls.append(
                 "SELECT \(test.tcId) || ' ' || \(transition) FROM private.rule_approval_transition("
@@ -149,7 +162,8 @@ struct RemoteRulesSQLVectorTests {
             groups.mapValues(\.count)
                 == [
                     "AlertDecision": 160, "MayQueuePush": 24, "RuntimeTaskKind": 56, "StatusTaskKind": 16,
-                    "TaskAlertCoalescing": 93, "ApprovalTransition": 100, "QuestionTransition": 48,
+                    "TaskAlertCoalescing": 93, "RequestRefusal": 36, "ApprovalTransition": 100,
+                    "QuestionTransition": 48,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -162,6 +176,8 @@ struct RemoteRulesSQLVectorTests {
             #expect(Set((groups[type] ?? []).compactMap(\.action)).isSuperset(of: ["takes", "stays"]))
             #expect(Set((groups[type] ?? []).compactMap(\.queues)).isSuperset(of: ["none", "clearing"]))
         }
+        #expect(
+            Set((groups["RequestRefusal"] ?? []).compactMap(\.refused)) == ["none", "generation", "expires_at", "body"])
         #expect((groups["ApprovalTransition"] ?? []).contains { $0.action == "over_limit" })
         #expect((groups["ApprovalTransition"] ?? []).contains { $0.queues == "alerts" })
         // Every answer is the rule's: no test may pass by being expected to fail.

@@ -2,14 +2,34 @@
 -- docs/notifications.md; issue 68). Only the project's own schema has approvals and questions;
 -- the deployed variant skips this file.
 --
+-- request_approval and ask_question each decided inline which new request to refuse;
 -- answer_approval, cancel_approval, reopen_approval, answer_question, close_question and
--- expire_approvals each decided inline what a call does to a row in a given status. The decision
--- moves into two IMMUTABLE functions of their arguments alone (private.rule_approval_transition,
--- private.rule_question_transition), which testvectors/remote-rules-v1.json calls with every
+-- expire_approvals what a call does to a row in a given status. The decisions move into three
+-- IMMUTABLE functions of their arguments alone (private.rule_request_refusal,
+-- private.rule_approval_transition, private.rule_question_transition), which testvectors/remote-rules-v1.json calls with every
 -- case, expecting the answers of the Swift rules (RequestRules in the RemoteRules module, which
 -- the embedded remote runs). Who may make a call (the row's owner, a certified device, the
 -- requester's control) is still checked first, by each caller; the callers keep their names,
 -- signatures, locks and effects.
+
+-- Why a new request of `kind` ('approval' or 'question') is refused, or NULL: 'generation' (not 1
+-- to 2147483647), 'expires_at' (`expires_in`, seconds from now, outside 5 to 600 for an approval,
+-- 60 to 86,400 for a question) or 'body' (`body_bytes`, NULL when the body is not canonical
+-- base64, outside 1 + 4 + 12 + 2 + 16 to 1 + 4 + 12 + 4,096 + 16, or a version or generation in
+-- it that `body_header_matches` says is not the request's).
+CREATE FUNCTION private.rule_request_refusal(
+    kind text, generation bigint, expires_in bigint, body_bytes integer, body_header_matches boolean
+) RETURNS text
+    LANGUAGE sql IMMUTABLE SET search_path = '' AS $$
+    SELECT CASE
+        WHEN generation IS NULL OR generation < 1 OR generation > 2147483647 THEN 'generation'
+        WHEN expires_in IS NULL
+             OR expires_in < CASE kind WHEN 'approval' THEN 5 ELSE 60 END
+             OR expires_in > CASE kind WHEN 'approval' THEN 600 ELSE 86400 END THEN 'expires_at'
+        WHEN body_bytes IS NULL OR body_bytes < 1 + 4 + 12 + 2 + 16 OR body_bytes > 1 + 4 + 12 + 4096 + 16
+             OR body_header_matches IS NOT TRUE THEN 'body'
+    END
+$$;
 
 -- What `event` ('answer', 'cancel', 'reopen', 'expire') does to an approval request in `status`,
 -- `expired` saying whether its time has come. `verdict` ('approve' or 'deny') is an answer's;
@@ -69,7 +89,8 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION private.rule_approval_transition(text, boolean, text, text, boolean, integer),
+REVOKE ALL ON FUNCTION private.rule_request_refusal(text, bigint, bigint, integer, boolean),
+    private.rule_approval_transition(text, boolean, text, text, boolean, integer),
     private.rule_question_transition(text, boolean, text, text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION private.answer_approval(
@@ -295,5 +316,124 @@ BEGIN
         PERFORM private.queue_question_clearing(request.user_id, request.id, request.reason);
     END LOOP;
     RETURN expired;
+END
+$$;
+
+-- A new request's generation, expiry and sealed body: the rule's answer, in the caller's words.
+CREATE FUNCTION private.require_new_request(kind text, generation integer, expires_at bigint, body text) RETURNS void
+    LANGUAGE plpgsql STABLE SET search_path = '' AS $$
+DECLARE
+    raw bytea;
+BEGIN
+    IF private.is_canonical_base64(body, 0, 2147483647) THEN raw := decode(body, 'base64'); END IF;
+    CASE private.rule_request_refusal(kind, generation, expires_at - floor(extract(epoch FROM now()))::bigint,
+            length(raw), CASE WHEN length(raw) >= 5 THEN get_byte(raw, 0) = 1 AND private.tl_u32(raw, 1) = generation END)
+        WHEN 'generation' THEN
+            RAISE EXCEPTION 'generation must be 1 to 2147483647' USING ERRCODE = '22023';
+        WHEN 'expires_at' THEN
+            RAISE EXCEPTION 'expires_at must be % seconds from now', CASE kind WHEN 'approval' THEN '5 to 600' ELSE '60 to 86,400' END
+                USING ERRCODE = '22023';
+        WHEN 'body' THEN
+            RAISE EXCEPTION 'body must be canonical base64 of a sealed % of this generation',
+                CASE kind WHEN 'approval' THEN 'request' ELSE 'question' END USING ERRCODE = '22023';
+        ELSE NULL;
+    END CASE;
+END
+$$;
+
+REVOKE ALL ON FUNCTION private.require_new_request(text, integer, bigint, text) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION private.request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text DEFAULT NULL::text) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_session uuid := request_approval.session_id;
+    v_request uuid := request_approval.request_id;
+    v_device uuid := request_approval.requester_device_id;
+    v_body text := request_approval.body;
+    v_generation integer := request_approval.generation;
+    v_expires bigint := request_approval.expires_at;
+    v_control bytea;
+    existing public.approval_requests%ROWTYPE;
+    queued integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'request_approval needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
+        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_request IS NULL THEN RAISE EXCEPTION 'request_id is required' USING ERRCODE = '22023'; END IF;
+    PERFORM private.require_new_request('approval', v_generation, v_expires, v_body);
+
+    IF request_approval.control_hash IS NOT NULL THEN
+        IF NOT private.is_canonical_base64(request_approval.control_hash, 32, 32) THEN
+            RAISE EXCEPTION 'control_hash must be canonical base64 of 32 bytes' USING ERRCODE = '22023';
+        END IF;
+        v_control := decode(request_approval.control_hash, 'base64');
+    END IF;
+
+    SELECT * INTO existing FROM public.approval_requests r WHERE r.id = v_request FOR UPDATE;
+    IF FOUND THEN
+        IF existing.user_id <> caller THEN RAISE EXCEPTION 'the request is not one of yours' USING ERRCODE = '42501'; END IF;
+        IF existing.body <> v_body OR existing.session_id <> v_session OR existing.requester_device_id <> v_device
+           OR existing.generation <> v_generation OR existing.expires_at <> v_expires
+           OR existing.control_hash IS DISTINCT FROM v_control THEN
+            RAISE EXCEPTION 'another request has this id' USING ERRCODE = '23505';
+        END IF;
+        SELECT count(*) INTO queued FROM public.push_outbox o
+            WHERE o.user_id = caller AND o.collapse_id = 'approval-request-' || v_request::text;
+        RETURN jsonb_build_object('requestId', v_request, 'expiresAt', v_expires, 'devicesNotified', queued);
+    END IF;
+
+    INSERT INTO public.approval_requests (id, user_id, session_id, requester_device_id, body, generation, expires_at,
+                                          control_hash)
+        VALUES (v_request, caller, v_session, v_device, v_body, v_generation, v_expires, v_control);
+    queued := private.queue_approval_alerts(caller, v_request);
+    RETURN jsonb_build_object('requestId', v_request, 'expiresAt', v_expires, 'devicesNotified', queued);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION private.ask_question(session_id uuid, question_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = '' AS $$
+#variable_conflict use_column
+DECLARE
+    caller uuid := auth.uid();
+    v_session uuid := ask_question.session_id;
+    v_question uuid := ask_question.question_id;
+    v_device uuid := ask_question.requester_device_id;
+    v_body text := ask_question.body;
+    v_generation integer := ask_question.generation;
+    v_expires bigint := ask_question.expires_at;
+    existing public.agent_questions%ROWTYPE;
+    queued integer;
+BEGIN
+    IF caller IS NULL THEN RAISE EXCEPTION 'ask_question needs a signed-in user' USING ERRCODE = '42501'; END IF;
+    IF v_session IS NULL OR NOT EXISTS (SELECT 1 FROM public.agent_coding_sessions s WHERE s.id = v_session AND s.user_id = caller) THEN
+        RAISE EXCEPTION 'the session is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
+        RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
+    END IF;
+    IF v_question IS NULL THEN RAISE EXCEPTION 'question_id is required' USING ERRCODE = '22023'; END IF;
+    PERFORM private.require_new_request('question', v_generation, v_expires, v_body);
+    SELECT * INTO existing FROM public.agent_questions q WHERE q.id = v_question FOR UPDATE;
+    IF FOUND THEN
+        IF existing.user_id <> caller THEN RAISE EXCEPTION 'the question is not one of yours' USING ERRCODE = '42501'; END IF;
+        IF existing.body <> v_body OR existing.session_id <> v_session OR existing.requester_device_id <> v_device
+           OR existing.generation <> v_generation OR existing.expires_at <> v_expires THEN
+            RAISE EXCEPTION 'another question has this id' USING ERRCODE = '23505';
+        END IF;
+        SELECT count(*) INTO queued FROM public.push_outbox o
+            WHERE o.user_id = caller AND o.collapse_id = 'question-' || v_question::text;
+    ELSE
+        INSERT INTO public.agent_questions (id, user_id, session_id, requester_device_id, body, generation, expires_at)
+            VALUES (v_question, caller, v_session, v_device, v_body, v_generation, v_expires);
+        queued := private.queue_question_alerts(caller, v_question);
+    END IF;
+    RETURN jsonb_build_object('questionId', v_question, 'expiresAt', v_expires, 'devicesNotified', queued,
+                              'devices', private.alert_deliveries(v_question) -> 'devices');
 END
 $$;

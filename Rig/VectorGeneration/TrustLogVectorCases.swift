@@ -76,8 +76,8 @@ enum TrustLogVectorCases {
         test.entries = rows
         test.headSeq = state.headSeq
         test.headHash = G.hex(state.headHash)
-        test.identityPublicKey = state.identityPublicKey.base64
-        test.recoveryPublicKey = state.recoveryKey.map { G.hex($0) }
+        test.identityPublicKey = state.identityKey.base64
+        test.recoveryPublicKey = state.recoveryKey.map { G.hex($0.rawRepresentation) }
         test.roots = state.roots.map(G.id).sorted()
         test.certified = state.devices.values.filter(\.isTrusted).map { G.id($0.id) }.sorted()
         test.revoked = state.devices.values.filter(\.isRevoked).map { G.id($0.id) }.sorted()

@@ -117,8 +117,8 @@ enum TrustLogVectorCheck {
             let revoked = Set(state.devices.values.filter(\.isRevoked).map { $0.id.uuidString.lowercased() })
             let matches =
                 state.headSeq == test.headSeq && Array(state.headHash) == test.headHash?.bytes
-                && state.identityPublicKey.base64 == test.identityPublicKey
-                && state.recoveryKey.map(Array.init) == test.recoveryPublicKey?.bytes && roots == ids(test.roots)
+                && state.identityKey.base64 == test.identityPublicKey
+                && state.recoveryKey?.rawRepresentation == test.recoveryPublicKey?.bytes && roots == ids(test.roots)
                 && certified == ids(test.certified) && revoked == ids(test.revoked)
             return VectorVerifier.judge(test.result, matches)
         } catch {

@@ -12,13 +12,6 @@ public struct Ed25519PublicKey: Sendable, Hashable, CustomStringConvertible {
     /// The 32 raw bytes.
     public let rawRepresentation: [UInt8]
 
-    /// All zero: a point of small order, which verification refuses, so no signature verifies
-    /// under it. What a stored key that is not a key reads as (nothing trusts it), where a
-    /// throwing accessor cannot be had.
-    package static let verifiesNothing = Ed25519PublicKey(zeros: ())
-
-    private init(zeros: Void) { rawRepresentation = [UInt8](repeating: 0, count: Self.byteCount) }
-
     /// Wraps 32 raw bytes.
     ///
     /// - Throws: ``CryptoError/invalidKeyLength(expected:actual:)`` for any other length.

@@ -52,3 +52,44 @@ extension Ed25519PublicKey {
     /// The base point's encoding (y = 4/5).
     static let basePoint: [UInt8] = [0x58] + [UInt8](repeating: 0x66, count: 31)
 }
+
+/// A key in JSON is its standard base64, as `Data` is by default: a stored form written with
+/// `Data` reads back as keys. Decoding validates: anything but base64 of 32 bytes is a
+/// `DecodingError.dataCorrupted` whose underlying error is the ``CryptoError``, never a key.
+extension X25519PublicKey: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        do {
+            try self.init(base64: try container.decode(String.self))
+        } catch let error as CryptoError {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: container.codingPath, debugDescription: "not an X25519 public key",
+                    underlyingError: error))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(base64)
+    }
+}
+
+extension Ed25519PublicKey: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        do {
+            try self.init(base64: try container.decode(String.self))
+        } catch let error as CryptoError {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: container.codingPath, debugDescription: "not an Ed25519 public key",
+                    underlyingError: error))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(base64)
+    }
+}

@@ -40,7 +40,7 @@ struct LostAnswerTests {
     /// The root holds the key in force (no seed left beside it) and can append again.
     static func holdsKeyInForce(_ w: LogWorld) async throws -> TrustLogState {
         let state = try await w.manager(w.root).verifiedLog()
-        #expect(try await w.root.store.identityKey()?.publicKey == state.identityPublicKey)
+        #expect(try await w.root.store.identityKey()?.publicKey == state.identityKey)
         #expect(!FileManager.default.fileExists(atPath: w.root.store.nextIdentityKeyPath))
         // The key the call returned was shown to the person.
         try w.manager(w.root).recoveryKeyShown()
@@ -74,7 +74,7 @@ struct LostAnswerTests {
         let recovery = try #require(try shown.get())
         let state = try await w.manager(w.root).verifiedLog()
         #expect(
-            state.recoveryPublicKey?.rawRepresentation
+            state.recoveryKey?.rawRepresentation
                 == recovery.agreementKey(userID: w.world.user).publicKey.rawRepresentation)
         _ = try await Self.holdsKeyInForce(w)
     }
@@ -84,7 +84,7 @@ struct LostAnswerTests {
         arguments: [false, true])
     func successionUndecided(deployed: Bool) async throws {
         let w = try await LogWorld.make(.postgrest, deployed)
-        let before = try await w.manager(w.root).verifiedLog().identityPublicKey
+        let before = try await w.manager(w.root).verifiedLog().identityKey
         let proxy = try await Self.proxy(deployed: deployed)
         // The append is applied and answered 502, and so is every request after it: the reads
         // that would tell whether it took.
@@ -109,14 +109,14 @@ struct LostAnswerTests {
         #expect(try await manager.status().recoveryKeyUnshown)
         let recovery = try #require(try await manager.unshownRecoveryKey())
         let state = try await manager.verifiedLog()
-        #expect(state.identityPublicKey != before)
+        #expect(state.identityKey != before)
         // It opens the newest backup, to the key in force.
         let rows = try await w.world.remote(for: w.root).trustLogRows(epoch: state.epoch, fromSeq: 0)
         let newest = try #require(rows.last { $0.backup != nil })
         let opened = LogBackup.open(
             try #require(newest.backup), with: recovery.agreementKey(userID: w.world.user), userID: w.world.user,
             epoch: newest.epoch, seq: newest.seq)
-        #expect(opened?.identity.publicKey == state.identityPublicKey)
+        #expect(opened?.identity.publicKey == state.identityKey)
         manager.recoveryKeyShown()
         let quiet = try await w.root.engine.push()
         #expect(quiet.trust?.reports.contains { $0.code == .recoveryKeyNotShown } == false)
@@ -173,7 +173,7 @@ struct LostAnswerTests {
         let manager = DeviceTrustManager(local: desktop.store, remote: try world.remote(for: desktop))
         manager.recoveryKeyShown()
         let state = try await manager.verifiedLog()
-        #expect(try await desktop.store.identityKey()?.publicKey == state.identityPublicKey)
+        #expect(try await desktop.store.identityKey()?.publicKey == state.identityKey)
         #expect(state.isRoot(desktop.identity.id))
         _ = try await manager.newRecoveryKey()
     }
@@ -199,16 +199,16 @@ extension LostAnswerTests {
         let recovery = try #require(resumed.recoveryKey, "the kept recovery key is not returned to be shown")
         manager.recoveryKeyShown()
         let state = try await manager.verifiedLog()
-        #expect(try await desktop.store.identityKey()?.publicKey == state.identityPublicKey)
+        #expect(try await desktop.store.identityKey()?.publicKey == state.identityKey)
         #expect(!FileManager.default.fileExists(atPath: desktop.store.nextIdentityKeyPath))
         #expect(state.isRoot(desktop.identity.id))
-        #expect(resumed.fingerprint == IdentityFingerprint(state.identityPublicKey))
+        #expect(resumed.fingerprint == IdentityFingerprint(state.identityKey))
         let genesis = try #require(
             try await world.remote(for: desktop).trustLogRows(epoch: 1, fromSeq: 0).first)
         let opened = LogBackup.open(
             try #require(genesis.backup), with: recovery.agreementKey(userID: world.user), userID: world.user,
             epoch: 1, seq: 0)
-        #expect(opened?.identity.publicKey == state.identityPublicKey)
+        #expect(opened?.identity.publicKey == state.identityKey)
         // And it is the root: it appends.
         _ = try await manager.newRecoveryKey()
         // A third call is the plain refusal: the log is pinned.

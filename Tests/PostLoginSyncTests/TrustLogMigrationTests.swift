@@ -93,7 +93,7 @@ struct TrustLogMigrationTests {
         #expect(state.devices[l.tablet.identity.id]?.isRevoked == true)
         #expect(state.devices[l.other.identity.id]?.role == "trusted_executor" && state.isRoot(l.other.identity.id))
         // The root's identity.key is the new key; the legacy seed verifies nothing from seq 1.
-        #expect(try await l.root.store.identityKey()?.publicKey == state.identityPublicKey)
+        #expect(try await l.root.store.identityKey()?.publicKey == state.identityKey)
         // The phone adopts epoch 1 and keeps receiving.
         let after = try await l.phone.engine.pull()
         #expect(after.outcome == .success, "\(after.errors)")

@@ -179,7 +179,7 @@ struct TrustLogSequenceTests {
         #expect(report.identityKeyReplaced && report.recoveryKey != nil)
         let rows = try await w.rows()
         let state = try TrustLogVerifier.verify(rows.map(\.entry), userID: w.world.user, epoch: 1).state
-        #expect(state.identityPublicKey != stolen.publicKey)
+        #expect(state.identityKey != stolen.publicKey)
         // The thief on the revoked root writes a certify of its own device under the old key, with
         // every proof of the old key's chain it can compute.
         let certificate = DeviceCertificate(

@@ -194,9 +194,7 @@ public enum TrustLogWitnesses {
                 result.ignored += 1
                 continue
             }
-            guard let device = state.devices[row.deviceID], device.isTrusted, let ed = device.ed25519,
-                let key = try? Ed25519PublicKey(rawRepresentation: Array(ed))
-            else {
+            guard let device = state.devices[row.deviceID], device.isTrusted, let key = device.ed25519 else {
                 if state.devices[row.deviceID] == nil && witness.seq > state.headSeq {
                     result.possibleTruncation = true
                 }

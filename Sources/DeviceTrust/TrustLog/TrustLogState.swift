@@ -24,14 +24,17 @@ public struct RetiredKey: Sendable, Hashable, Codable {
 /// What a verified epoch of the trust log says (trust-log.md, "Verification"): the keys in force and
 /// used, every device with its certificate and revocation, what is burned, the roots, the reset
 /// answers, and the head.
+///
+/// The keys in force are key types: a stored state whose key is not a key (one byte of a pin
+/// changed, a length cut) does not decode, which the store reports as a corrupt row.
 public struct TrustLogState: Sendable, Hashable, Codable {
     /// One device the epoch names.
     public struct Device: Sendable, Hashable, Codable {
         public var id: UUID
         /// The certified X25519 key, or (never certified) the revoked one.
-        public var x25519: Data
+        public var x25519: X25519PublicKey
         /// The certified Ed25519 key.
-        public var ed25519: Data?
+        public var ed25519: Ed25519PublicKey?
         public var deviceType: String?
         public var role: String?
         public var issuedAt: UInt64?
@@ -46,12 +49,10 @@ public struct TrustLogState: Sendable, Hashable, Codable {
 
         /// Its certificate, rebuilt from the verified fields.
         public func certificate(userID: UUID) -> DeviceCertificate? {
-            guard let ed25519, let deviceType, let role, let issuedAt,
-                let x = try? X25519PublicKey(rawRepresentation: Array(x25519)),
-                let e = try? Ed25519PublicKey(rawRepresentation: Array(ed25519))
-            else { return nil }
+            guard let ed25519, let deviceType, let role, let issuedAt else { return nil }
             return DeviceCertificate(
-                userID: userID, deviceID: id, x25519PublicKey: x, ed25519PublicKey: e, deviceType: deviceType,
+                userID: userID, deviceID: id, x25519PublicKey: x25519, ed25519PublicKey: ed25519,
+                deviceType: deviceType,
                 deviceRole: role, issuedAt: issuedAt)
         }
     }
@@ -67,12 +68,12 @@ public struct TrustLogState: Sendable, Hashable, Codable {
     /// The proof the next entry's `append_proof` must hash to.
     public var lastProof: Data
     /// The identity key in force.
-    public var identityKey: Data
+    public var identityKey: Ed25519PublicKey
     /// The seq of the entry that installed it (the genesis or a succession).
     public var identityKeySince: UInt64
     public var retiredIdentityKeys: [RetiredKey] = []
     /// The recovery key in force, or `nil`.
-    public var recoveryKey: Data?
+    public var recoveryKey: X25519PublicKey?
     public var retiredRecoveryKeys: [RetiredKey] = []
     public var devices: [UUID: Device] = [:]
     public var burnedIDs: Set<UUID> = []
@@ -100,31 +101,8 @@ public struct TrustLogState: Sendable, Hashable, Codable {
     /// Whether an accept closed the epoch: nothing may follow.
     public var isClosed: Bool { accepted != nil }
 
-    /// The identity key in force. The verifier only ever stores a key it parsed; a stored state
-    /// is checked with ``keysAreWellFormed`` before use, so a malformed key reads as 32 zero bytes
-    /// here (a key that verifies nothing) rather than stopping the process.
-    public var identityPublicKey: Ed25519PublicKey {
-        (try? Ed25519PublicKey(rawRepresentation: Array(identityKey))) ?? .verifiesNothing
-    }
-
-    /// Whether every key the state holds has a key's length (a state read back from storage is
-    /// checked before it is trusted).
-    public var keysAreWellFormed: Bool {
-        identityKey.count == Ed25519PublicKey.byteCount
-            && (recoveryKey.map { $0.count == X25519PublicKey.byteCount } ?? true)
-            && devices.values.allSatisfy {
-                $0.x25519.count == X25519PublicKey.byteCount
-                    && ($0.ed25519.map { $0.count == Ed25519PublicKey.byteCount } ?? true)
-            }
-    }
-
-    /// The recovery key in force.
-    public var recoveryPublicKey: X25519PublicKey? {
-        recoveryKey.flatMap { try? X25519PublicKey(rawRepresentation: Array($0)) }
-    }
-
     /// Every identity key used in the epoch, the one in force included.
-    public var usedIdentityKeys: [Data] { retiredIdentityKeys.map(\.key) + [identityKey] }
+    public var usedIdentityKeys: [Data] { retiredIdentityKeys.map(\.key) + [Data(identityKey.rawRepresentation)] }
 
     /// Whether `device` is a root (a root is never revoked: a revocation ends it).
     public func isRoot(_ device: UUID) -> Bool { roots.contains(device) }

@@ -45,8 +45,8 @@ extension TrustLogState {
         var state = TrustLogState(
             userID: userID, epoch: epoch, priorEpoch: genesis.priorEpoch, genesisHash: Data(parsed.hash),
             genesisCreatedAt: entry.createdAt, headSeq: 0, headHash: Data(parsed.hash), headCreatedAt: entry.createdAt,
-            lastProof: Data(genesis.anchor), identityKey: Data(genesis.identityKey.rawRepresentation),
-            identityKeySince: 0, recoveryKey: genesis.recoveryKey.map { Data($0.rawRepresentation) })
+            lastProof: Data(genesis.anchor), identityKey: genesis.identityKey,
+            identityKeySince: 0, recoveryKey: genesis.recoveryKey)
         state.certify(genesis.certificate, at: 0)
         state.roots = [entry.author]
         return state
@@ -80,7 +80,7 @@ extension TrustLogState {
             throw fail(.proof, "the append proof does not extend the chain")
         }
         // (4) signatures
-        guard identityPublicKey.isValidSignature(entry.identitySignature, for: entry.signatureInput(role: .identity))
+        guard identityKey.isValidSignature(entry.identitySignature, for: entry.signatureInput(role: .identity))
         else { throw fail(.signature, "the identity signature does not verify under the key in force") }
         if case .succession(let succession) = body {
             guard
@@ -132,8 +132,8 @@ extension TrustLogState {
 
     mutating func certify(_ certificate: DeviceCertificate, at seq: UInt64) {
         devices[certificate.deviceID] = Device(
-            id: certificate.deviceID, x25519: Data(certificate.x25519PublicKey.rawRepresentation),
-            ed25519: Data(certificate.ed25519PublicKey.rawRepresentation), deviceType: certificate.deviceType,
+            id: certificate.deviceID, x25519: certificate.x25519PublicKey, ed25519: certificate.ed25519PublicKey,
+            deviceType: certificate.deviceType,
             role: certificate.deviceRole, issuedAt: certificate.issuedAt, certifiedSeq: seq)
         heldX25519.insert(Data(certificate.x25519PublicKey.rawRepresentation))
         heldEd25519.insert(Data(certificate.ed25519PublicKey.rawRepresentation))
@@ -204,7 +204,7 @@ extension TrustLogState {
         let id = revocation.deviceID
         if let device = devices[id] {
             guard !device.isRevoked else { throw DeviceTrustError(.malformedLogBytes, "the device is already revoked") }
-            if device.isCertified, device.x25519 != Data(revocation.x25519PublicKey.rawRepresentation) {
+            if device.isCertified, device.x25519 != revocation.x25519PublicKey {
                 throw DeviceTrustError(.malformedLogBytes, "the revocation names another key than the certified one")
             }
         }
@@ -218,23 +218,22 @@ extension TrustLogState {
 
     mutating func revoke(_ revocation: DeviceRevocation, at seq: UInt64) {
         let id = revocation.deviceID
-        let x = Data(revocation.x25519PublicKey.rawRepresentation)
-        var device = devices[id] ?? Device(id: id, x25519: x)
+        var device = devices[id] ?? Device(id: id, x25519: revocation.x25519PublicKey)
         device.revokedSeq = seq
         device.revokedAt = revocation.revokedAt
         devices[id] = device
         burnedIDs.insert(id)
-        burnedX25519.insert(x)
-        if let ed25519 = device.ed25519 { burnedEd25519.insert(ed25519) }
+        burnedX25519.insert(Data(revocation.x25519PublicKey.rawRepresentation))
+        if let ed25519 = device.ed25519 { burnedEd25519.insert(Data(ed25519.rawRepresentation)) }
         roots.removeAll { $0 == id }
     }
 
     mutating func succeed(_ succession: Succession, entry: TrustLogEntry) throws(DeviceTrustError) {
-        guard succession.oldKey.rawRepresentation == Array(identityKey) else {
+        guard succession.oldKey == identityKey else {
             throw DeviceTrustError(.malformedLogBytes, "the succession's old key is not the key in force")
         }
-        let new = Data(succession.newKey.rawRepresentation)
-        guard !usedIdentityKeys.contains(new) else {
+        let new = succession.newKey
+        guard !usedIdentityKeys.contains(Data(new.rawRepresentation)) else {
             throw DeviceTrustError(.malformedLogBytes, "the new identity key was used before in this epoch")
         }
         for revocation in succession.revocations {
@@ -246,20 +245,24 @@ extension TrustLogState {
             throw DeviceTrustError(
                 .malformedLogBytes, "the succession's grants do not name exactly the roots that remain")
         }
-        let recovery = succession.newRecoveryKey.map { Data($0.rawRepresentation) }
+        let recovery = succession.newRecoveryKey
         if let recovery {
-            guard recovery != recoveryKey, !retiredRecoveryKeys.contains(where: { $0.key == recovery }) else {
+            guard recovery != recoveryKey,
+                !retiredRecoveryKeys.contains(where: { $0.key == Data(recovery.rawRepresentation) })
+            else {
                 throw DeviceTrustError(.malformedLogBytes, "the new recovery key was used before")
             }
         }
         for revocation in succession.revocations { revoke(revocation, at: entry.seq) }
         if let recovery {
             if let old = recoveryKey {
-                retiredRecoveryKeys.append(RetiredKey(key: old, seq: entry.seq, retiredAt: entry.createdAt))
+                retiredRecoveryKeys.append(
+                    RetiredKey(key: Data(old.rawRepresentation), seq: entry.seq, retiredAt: entry.createdAt))
             }
             recoveryKey = recovery
         }
-        retiredIdentityKeys.append(RetiredKey(key: identityKey, seq: entry.seq, retiredAt: entry.createdAt))
+        retiredIdentityKeys.append(
+            RetiredKey(key: Data(identityKey.rawRepresentation), seq: entry.seq, retiredAt: entry.createdAt))
         identityKey = new
         identityKeySince = entry.seq
     }

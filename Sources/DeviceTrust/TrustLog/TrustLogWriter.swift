@@ -33,7 +33,7 @@ public struct TrustLogWriter: Sendable {
     ///
     /// - Throws: ``DeviceTrustError`` when `identity` is not the key in force.
     public init(state: TrustLogState, identity: Ed25519PrivateKey, author: UUID) throws(DeviceTrustError) {
-        guard identity.publicKey.rawRepresentation == Array(state.identityKey) else {
+        guard identity.publicKey == state.identityKey else {
             throw DeviceTrustError(.malformedLogBytes, "this identity key is not the one in force")
         }
         self.state = state
@@ -131,7 +131,7 @@ public struct TrustLogWriter: Sendable {
         guard let known = state.devices[device], known.isTrusted else {
             throw DeviceTrustError(.malformedLogBytes, "device \(device.canonical) is not certified")
         }
-        return try X25519PublicKey(rawRepresentation: Array(known.x25519))
+        return known.x25519
     }
 
     mutating func add(
@@ -156,7 +156,7 @@ public struct TrustLogWriter: Sendable {
 
     mutating func keep(_ parsed: ParsedLogEntry) {
         var backup: String?
-        if let recovery = state.recoveryPublicKey {
+        if let recovery = state.recoveryKey {
             backup = try? LogBackup.seal(
                 identity, entryHash: parsed.hash, to: recovery, userID: state.userID, epoch: state.epoch,
                 seq: parsed.entry.seq, ephemeral: nextEphemeral())

@@ -112,7 +112,7 @@ extension DeviceTrustManager {
                 message: "this user has no trust log yet: run `sync-cli trust init` on the first desktop (or, with "
                     + "an identity from before the log, let its trust root sync once after a fresh sign-in)")
         }
-        let key = walked.state.identityPublicKey
+        let key = walked.state.identityKey
         guard IdentityFingerprint(key) == code.fingerprint else {
             throw SyncError(
                 code: .pairingRefused,

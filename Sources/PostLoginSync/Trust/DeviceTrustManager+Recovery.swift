@@ -58,7 +58,9 @@ extension DeviceTrustManager {
         if let retired = state.retiredRecoveryKeys.first(where: { $0.key == rpk }) {
             throw Self.retired(at: retired.retiredAt)
         }
-        guard state.recoveryKey == rpk else { throw try await legacyRetired(recoveryKey, state: state, user: user) }
+        guard state.recoveryKey == agreement.publicKey else {
+            throw try await legacyRetired(recoveryKey, state: state, user: user)
+        }
         let rows = try await remote.trustLogRows(epoch: state.epoch, fromSeq: 0)
         var skipped = 0
         var found: (key: Ed25519PrivateKey, seq: UInt64)?
@@ -67,7 +69,7 @@ extension DeviceTrustManager {
             guard
                 let opened = LogBackup.open(backup, with: agreement, userID: user, epoch: state.epoch, seq: row.seq),
                 opened.entryHash == walked.entries.first(where: { $0.seq == row.seq })?.hash,
-                Data(opened.identity.publicKey.rawRepresentation) == state.identityKey
+                opened.identity.publicKey == state.identityKey
             else {
                 skipped += 1
                 continue

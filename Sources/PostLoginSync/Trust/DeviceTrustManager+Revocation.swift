@@ -44,7 +44,7 @@ extension DeviceTrustManager {
             if state.devices[id]?.isRevoked == true { continue }
             let key: X25519PublicKey
             if let certified = state.devices[id], certified.isCertified {
-                key = try X25519PublicKey(rawRepresentation: Array(certified.x25519))
+                key = certified.x25519
             } else if let text = devices[id]?.publicKey, let rowKey = try? X25519PublicKey(base64: text),
                 rowKey.isCanonicalAndNotLowOrder
             {
@@ -181,7 +181,7 @@ extension DeviceTrustManager {
         do {
             let state = try await append { writer, now in
                 // Read again after a 40001: the seed in force is this very succession, landed.
-                guard writer.state.identityPublicKey != seed.publicKey else { throw SeedInForce() }
+                guard writer.state.identityKey != seed.publicKey else { throw SeedInForce() }
                 local.removeIdentitySeed(at: next)
                 try local.writeIdentitySeed(seed, to: next)
                 try writer.succeed(

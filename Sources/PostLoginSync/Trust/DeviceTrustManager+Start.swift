@@ -235,7 +235,7 @@ extension DeviceTrustManager {
         guard let seed = try local.identitySeed(at: next) else { return nil }
         let rows = try await remote.trustLogRows(epoch: 1, fromSeq: 0).sorted { $0.seq < $1.seq }
         guard let (state, hashes) = try? TrustLogVerifier.verify(rows.map(\.entry), userID: user, epoch: 1),
-            state.identityPublicKey == seed.publicKey, state.isRoot(identity.id),
+            state.identityKey == seed.publicKey, state.isRoot(identity.id),
             rows.first.flatMap({ try? ParsedLogEntry(text: $0.entry).entry.author }) == identity.id
         else { return nil }
         try local.promoteIdentitySeed(from: next)

@@ -70,7 +70,6 @@ extension DeviceTrustManager {
     }
 
     static func binds(_ state: TrustLogState, _ recovery: RecoveryKey) -> Bool {
-        state.recoveryPublicKey?.rawRepresentation
-            == recovery.agreementKey(userID: state.userID).publicKey.rawRepresentation
+        state.recoveryKey == recovery.agreementKey(userID: state.userID).publicKey
     }
 }

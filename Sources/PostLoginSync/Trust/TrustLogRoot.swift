@@ -28,7 +28,7 @@ struct TrustLogRoot {
     }
 
     func settle(_ state: TrustLogState, selfID: UUID) async throws -> Settled {
-        let inForce = state.identityPublicKey
+        let inForce = state.identityKey
         let nextPath = DeviceKeyName.nextIdentity
         if let next = try local.identitySeed(at: nextPath) {
             if next.publicKey == inForce && state.isRoot(selfID) {

@@ -59,7 +59,7 @@ struct TrustLogSync {
         for epoch in epochs {
             let name = DeviceKeyName.resetIdentity(epoch: epoch)
             if epoch == state.epoch, let seed = try local.identitySeed(at: name),
-                seed.publicKey == state.identityPublicKey,
+                seed.publicKey == state.identityKey,
                 state.isRoot(identity.id)
             {
                 try await pin(walked)
@@ -326,10 +326,9 @@ struct TrustLogSync {
         var revocations = state.revocations
         var untrusted = Set<UUID>()
         for remembered in try await local.knownRevocations() where remembered.epoch != state.epoch {
-            let x = Data(remembered.x25519PublicKey.rawRepresentation)
-            let e = remembered.ed25519PublicKey.map { Data($0.rawRepresentation) }
+            let e = remembered.ed25519PublicKey
             let holders = state.devices.values.filter {
-                $0.isTrusted && ($0.x25519 == x || (e != nil && $0.ed25519 == e))
+                $0.isTrusted && ($0.x25519 == remembered.x25519PublicKey || (e != nil && $0.ed25519 == e))
             }
             for holder in holders {
                 untrusted.insert(holder.id)
@@ -342,7 +341,7 @@ struct TrustLogSync {
             }
             if state.devices[remembered.deviceID]?.isTrusted != true { revocations[remembered.deviceID] = remembered }
         }
-        let identityKey = state.identityPublicKey
+        let identityKey = state.identityKey
         return TrustSnapshot(
             identityKey: identityKey, certificates: certificates, revocations: revocations, problems: problems,
             roots: Set(state.roots), source: .log(state.position), log: state, untrusted: untrusted,

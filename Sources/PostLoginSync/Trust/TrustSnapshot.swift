@@ -229,11 +229,10 @@ extension TrustLogState {
     var revocations: [UUID: KnownRevocation] {
         var result: [UUID: KnownRevocation] = [:]
         for (id, device) in devices where device.isRevoked {
-            guard let key = try? X25519PublicKey(rawRepresentation: Array(device.x25519)) else { continue }
             result[id] = KnownRevocation(
-                deviceID: id, x25519PublicKey: key,
+                deviceID: id, x25519PublicKey: device.x25519,
                 revokedAt: Date(timeIntervalSince1970: TimeInterval(device.revokedAt ?? 0)), epoch: epoch,
-                ed25519PublicKey: device.ed25519.flatMap { try? Ed25519PublicKey(rawRepresentation: Array($0)) })
+                ed25519PublicKey: device.ed25519)
         }
         return result
     }
@@ -267,9 +266,11 @@ extension TrustLogState {
             } else {
                 state = try JSONDecoder().decode(TrustLogState.self, from: data)
             }
-            guard state.keysAreWellFormed else { throw LocalStoreError(.corruptRow, "a key in it is malformed") }
         } catch let error as LocalStoreError {
             throw LocalStoreError(.corruptRow, "the trust log pinned in this store is damaged: \(error.message)")
+        } catch DecodingError.dataCorrupted(let context) where context.underlyingError is CryptoError {
+            throw LocalStoreError(
+                .corruptRow, "the trust log pinned in this store is damaged: a key in it is malformed")
         } catch {
             throw LocalStoreError(.corruptRow, "the trust log pinned in this store is damaged: it does not read")
         }

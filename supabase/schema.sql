@@ -2402,7 +2402,8 @@ DECLARE
     raw bytea;
 BEGIN
     IF private.is_canonical_base64(body, 0, 2147483647) THEN raw := decode(body, 'base64'); END IF;
-    CASE private.rule_request_refusal(kind, generation, expires_at - floor(extract(epoch FROM now()))::bigint,
+    -- An expiry at or before 1970 is long past: floored at 0, the difference cannot overflow.
+    CASE private.rule_request_refusal(kind, generation, greatest(expires_at, 0) - floor(extract(epoch FROM now()))::bigint,
             length(raw), CASE WHEN length(raw) >= 5 THEN get_byte(raw, 0) = 1 AND private.tl_u32(raw, 1) = generation END)
         WHEN 'generation' THEN
             RAISE EXCEPTION 'generation must be 1 to 2147483647' USING ERRCODE = '22023';

@@ -134,7 +134,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             $0.count >= 5 && $0[0] == 1 && $0[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == generation
         }
         let refusal = RequestRules.refusal(
-            kind, generation: Int64(generation), expiresIn: Int64(expiresAt) - Int64(epochSeconds),
+            kind, generation: Int64(generation), expiresIn: Int64(clamping: expiresAt) - Int64(epochSeconds),
             bodyBytes: raw?.count, bodyHeaderMatches: header ?? false)
         // The SQL's words: thousands grouped.
         func grouped(_ n: Int64) -> String {

@@ -72,6 +72,17 @@ struct ApprovalRulesTests {
                     expiresAt: UInt64(Int64(Date().timeIntervalSince1970) + Int64(offset)))
             }
         }
+        // The ends of the range: refused as times, never a trap or an overflow (a review found
+        // UInt64.max trapping the embedded remote). Beyond Int64.max PostgREST refuses the
+        // argument itself before any rule.
+        let extremes: [UInt64] = [0, UInt64(Int64.max)] + (backend == .embedded ? [UInt64.max] : [])
+        for expiresAt in extremes {
+            await refused("expires_at \(expiresAt)", .invalidValue) {
+                _ = try await remote.requestApproval(
+                    sessionID: session, requestID: UUID(), requesterDeviceID: desktop, body: body, generation: 1,
+                    expiresAt: expiresAt)
+            }
+        }
         for (name, text) in [
             ("unpadded", String(body.dropLast())),
             ("generation 2 in the body", ByteEncoding.base64([1, 0, 0, 0, 2] + [UInt8](repeating: 3, count: 60))),

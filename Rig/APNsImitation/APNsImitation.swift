@@ -109,7 +109,7 @@ public final class APNsImitation: Sendable {
     ) async throws -> APNsImitation {
         let certificate = directory.appendingPathComponent("apns-imitation-cert.pem").path
         let key = directory.appendingPathComponent("apns-imitation-key.pem").path
-        try makeCertificate(certificate: certificate, key: key, names: options.certificateNames)
+        try await makeCertificate(certificate: certificate, key: key, names: options.certificateNames)
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
@@ -315,16 +315,22 @@ public final class APNsImitation: Sendable {
         state.withLockedValue { $0.openStreams[connection, default: 1] -= 1 }
     }
 
-    static func makeCertificate(certificate: String, key: String, names: String) throws {
+    /// Writes a new self-signed certificate and its key for `names` (a subjectAltName) with
+    /// `openssl`, waiting for it off the cooperative pool: every push test starts one, beside
+    /// tests whose deadlines need the pool's threads (one on a machine pinned to one core).
+    static func makeCertificate(certificate: String, key: String, names: String) async throws {
         // posix_spawn, not Foundation's Process (see SpawnedChild).
-        let openssl = try SpawnedChild(
-            "/usr/bin/env",
-            [
-                "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=localhost",
-                "-addext", "subjectAltName=\(names)",
-            ], environment: ProcessInfo.processInfo.environment)
-        guard try openssl.wait() == 0 else {
+        let status = try await offThePool {
+            let openssl = try SpawnedChild(
+                "/usr/bin/env",
+                [
+                    "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=\(names)",
+                ], environment: ProcessInfo.processInfo.environment)
+            return try openssl.wait()
+        }
+        guard status == 0 else {
             throw ImitationError("openssl could not make the imitation's certificate (is openssl installed?)")
         }
     }

@@ -46,7 +46,7 @@ public final class HostilePeer: Sendable {
     public static func start(_ attack: Attack, directory: URL) async throws -> HostilePeer {
         let certificate = directory.appendingPathComponent("hostile-peer-cert.pem").path
         let key = directory.appendingPathComponent("hostile-peer-key.pem").path
-        try APNsImitation.makeCertificate(certificate: certificate, key: key, names: "DNS:localhost,IP:127.0.0.1")
+        try await APNsImitation.makeCertificate(certificate: certificate, key: key, names: "DNS:localhost,IP:127.0.0.1")
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))

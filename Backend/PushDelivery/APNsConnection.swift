@@ -51,17 +51,28 @@ final class APNsConnection: Sendable {
             max(1, bound.components.seconds * 1_000_000_000 + bound.components.attoseconds / 1_000_000_000))
         let isIPLiteral = APNsTrust.ipBytes(endpoint.host) != nil
         let goingAway = Flag()
+        // One bound over the TCP connect, TLS and the first SETTINGS, fixed now and armed on the
+        // event loop as each channel is made: no wait for a thread of the cooperative pool (one,
+        // on a machine pinned to one core) stands between the bound and the close.
+        let giveUpAt = NIODeadline.now() + timeout
+        let closedAtBound = Flag()
         // The whole pipeline is built before the connection is active: the server's SETTINGS
         // arrive right after the handshake, and a handler added later would never see them.
         // Nothing is sent on a stream before the handshake's checks below have passed. The
         // bootstrap may try several addresses (Happy Eyeballs), each with its own pipeline: the
         // handshake and the multiplexer are read from the channel that won.
-        let channel = try await ClientBootstrap(group: group)
+        let connecting = ClientBootstrap(group: group)
             .connectTimeout(timeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let closer = channel.eventLoop.scheduleTask(deadline: giveUpAt) {
+                        closedAtBound.set()
+                        channel.close(promise: nil)
+                    }
+                    channel.closeFuture.whenComplete { _ in closer.cancel() }
                     let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(ConnectBound(closer))
                     try sync.addHandler(
                         NIOSSLClientHandler(context: sslContext, serverHostname: isIPLiteral ? nil : endpoint.host))
                     try sync.addHandler(HandshakeWatcher(done: channel.eventLoop.makePromise(of: String?.self)))
@@ -73,22 +84,29 @@ final class APNsConnection: Sendable {
                         ConnectionWatcher(settings: channel.eventLoop.makePromise(of: Void.self)) { goingAway.set() })
                 }
             }
-            .connect(host: endpoint.host, port: endpoint.port).get()
-        let closedAtBound = Flag()
+            .connect(host: endpoint.host, port: endpoint.port)
+        let channel: any Channel
         do {
-            // The handshake, bounded: a server that accepts the connection and never finishes
-            // TLS is closed at the bound.
-            let closer = channel.eventLoop.scheduleTask(in: timeout) {
-                closedAtBound.set()
-                channel.close(promise: nil)
-            }
-            defer { closer.cancel() }
-            let (done, settings, multiplexer) = try await channel.eventLoop.submit {
+            channel = try await connecting.get()
+        } catch ChannelError.connectTimeout(_) {
+            // The TCP connect's own timeout is the same bound.
+            throw APNsTransportError.connectTimeout(bound)
+        } catch {
+            if closedAtBound.isSet { throw APNsTransportError.connectTimeout(bound) }
+            throw error
+        }
+        do {
+            // A server that accepts the connection and never finishes TLS is closed at the bound.
+            let (done, settings, multiplexer, closer) = try await channel.eventLoop.submit {
                 let sync = channel.pipeline.syncOperations
                 let done = try sync.handler(type: HandshakeWatcher.self).done.futureResult
                 let settings = try sync.handler(type: ConnectionWatcher.self).settings.futureResult
-                return (done, settings, try sync.handler(type: NIOHTTP2Handler.self).syncMultiplexer())
+                return (
+                    done, settings, try sync.handler(type: NIOHTTP2Handler.self).syncMultiplexer(),
+                    try sync.handler(type: ConnectBound.self).closer
+                )
             }.get()
+            defer { closer.cancel() }
             guard try await done.get() == "h2" else { throw APNsTransportError.notHTTP2 }
             guard let leaf = try await channel.nioSSL_peerCertificate().get(),
                 APNsTrust.certificate(leaf, names: endpoint.host)
@@ -141,6 +159,15 @@ final class APNsConnection: Sendable {
         if (300..<400).contains(response.status) { throw APNsTransportError.redirect(response.status) }
         return response
     }
+}
+
+/// Holds the connection's bound (the close scheduled at its deadline) where the opener finds it
+/// on the channel that won, to cancel it once the connection is up.
+private final class ConnectBound: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+    let closer: Scheduled<Void>
+
+    init(_ closer: Scheduled<Void>) { self.closer = closer }
 }
 
 /// Completes `done` with the protocol ALPN chose once TLS is up, or fails it if the connection

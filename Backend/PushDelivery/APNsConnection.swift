@@ -44,17 +44,19 @@ final class APNsConnection: Sendable {
     /// all within `limit` (the transport's connect timeout, or less when the request's deadline is
     /// nearer): a server that never finishes is closed then, and the failure says so.
     static func open(
-        _ endpoint: Endpoint, sslContext: NIOSSLContext, group: any EventLoopGroup, within limit: Duration
+        _ endpoint: Endpoint, sslContext: NIOSSLContext, group: any EventLoopGroup, within limit: Duration,
+        from start: NIODeadline = .now()
     ) async throws -> APNsConnection {
         let bound = limit
         let timeout = TimeAmount.nanoseconds(
             max(1, bound.components.seconds * 1_000_000_000 + bound.components.attoseconds / 1_000_000_000))
         let isIPLiteral = APNsTrust.ipBytes(endpoint.host) != nil
         let goingAway = Flag()
-        // One bound over the TCP connect, TLS and the first SETTINGS, fixed now and armed on the
-        // event loop as each channel is made: no wait for a thread of the cooperative pool (one,
-        // on a machine pinned to one core) stands between the bound and the close.
-        let giveUpAt = NIODeadline.now() + timeout
+        // One bound over the TCP connect, TLS and the first SETTINGS, counted from `start` (when
+        // the transport decided to connect) and armed on the event loop as each channel is made:
+        // no wait for a thread of the cooperative pool (one, on a machine pinned to one core)
+        // stands between the bound and the close.
+        let giveUpAt = start + timeout
         let closedAtBound = Flag()
         // The whole pipeline is built before the connection is active: the server's SETTINGS
         // arrive right after the handshake, and a handler added later would never see them.
@@ -80,8 +82,11 @@ final class APNsConnection: Sendable {
                     _ = try sync.configureHTTP2Pipeline(
                         mode: .client, connectionConfiguration: Self.http2Bounds, streamConfiguration: .init()
                     ) { stream in stream.close() }
-                    try sync.addHandler(
-                        ConnectionWatcher(settings: channel.eventLoop.makePromise(of: Void.self)) { goingAway.set() })
+                    // The first SETTINGS ends the bound on the loop itself: a connection up in
+                    // time is not closed because its opener waited for a thread.
+                    let settings = channel.eventLoop.makePromise(of: Void.self)
+                    settings.futureResult.whenSuccess { closer.cancel() }
+                    try sync.addHandler(ConnectionWatcher(settings: settings) { goingAway.set() })
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)
@@ -117,7 +122,8 @@ final class APNsConnection: Sendable {
             return APNsConnection(channel: channel, multiplexer: multiplexer, goingAway: goingAway)
         } catch {
             try? await channel.close()
-            if closedAtBound.isSet { throw APNsTransportError.connectTimeout(bound) }
+            // The bound's close explains what failed after it, not a refusal of the transport's own.
+            if closedAtBound.isSet, !(error is APNsTransportError) { throw APNsTransportError.connectTimeout(bound) }
             throw error
         }
     }

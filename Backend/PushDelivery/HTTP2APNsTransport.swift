@@ -106,9 +106,11 @@ public final class HTTP2APNsTransport: APNsTransport {
                 guard !state.isShutDown else { throw ChannelError.ioOnClosedChannel }
                 if let task = state.connections[endpoint] { return task }
                 let remaining = end - ContinuousClock.now
+                let start = NIODeadline.now()
                 let task = Task { [sslContext, group, connectTimeout] in
                     try await APNsConnection.open(
-                        endpoint, sslContext: sslContext, group: group, within: min(remaining, connectTimeout))
+                        endpoint, sslContext: sslContext, group: group, within: min(remaining, connectTimeout),
+                        from: start)
                 }
                 state.connections[endpoint] = task
                 return task

@@ -58,7 +58,22 @@ extension SyncCLI.Session {
             if json { return try printJSON(queued) }
             output(
                 "Session \(id.canonical): \(event.kind.rawValue) queued for \(queued.queued) device token\(queued.queued == 1 ? "" : "s")"
-                    + " (coalesced \(queued.coalesced), suppressed \(queued.suppressed), off \(queued.off)).")
+                    + " (coalesced \(queued.coalesced), suppressed \(queued.suppressed), off \(queued.off))."
+                    + Self.whyNothing(queued))
+        }
+
+        /// Why a notify that queued nothing queued nothing, said beside the counts (issue 69 item 11:
+        /// "queued for 0" alone reads as a failure).
+        static func whyNothing(_ counts: SessionEventQueued) -> String {
+            guard counts.queued == 0 else { return "" }
+            if counts.coalesced > 0 {
+                return " Nothing new was queued: the same alert already went to "
+                    + "\(counted(counts.coalesced, "device token")) within the minute."
+            }
+            if counts.suppressed + counts.off > 0 { return "" }
+            return " Nothing was queued: no other trusted device of yours has a valid push token that takes alerts "
+                + "(register one on the phone with `sync-cli push-token register`; `sync-cli trust status` shows "
+                + "which devices are trusted)."
         }
     }
 }

@@ -93,12 +93,23 @@ extension NotificationCLITests {
     func sessionNotify() async throws {
         let cli = try CLI()
         let session = try await ApprovalCLITests.paired(cli)
+        // No token yet: "queued for 0" says why (issue 69 item 11).
+        let lonely = try await cli.run(["session", "notify", "--store", cli.store("d"), session, "paused"])
+        #expect(
+            lonely.status == 0 && lonely.out.contains("queued for 0 device tokens (coalesced 0, suppressed 0, off 0).")
+                && lonely.out.contains("no other trusted device of yours has a valid push token"), "\(lonely.out)")
         #expect(
             try await cli.run(["push-token", "register", "--store", cli.store("p"), String(repeating: "ef", count: 32)])
                 .status == 0)
         let first = try await cli.run(["session", "notify", "--store", cli.store("d"), session, "complete"])
         #expect(first.status == 0, "\(first.err)")
         #expect(first.out.contains("task_complete queued for 1 device token (coalesced 0, suppressed 0, off 0)."))
+        #expect(!first.out.contains("Nothing"))
+        let said = try await cli.run(["session", "notify", "--store", cli.store("d"), session, "complete"])
+        #expect(
+            said.out.contains(
+                "queued for 0 device tokens (coalesced 1, suppressed 0, off 0). Nothing new was queued: "
+                    + "the same alert already went to 1 device token within the minute."), "\(said.out)")
         let again = try await cli.run(["session", "notify", "--store", cli.store("d"), session, "complete", "--json"])
         let counts = try #require(try JSONSerialization.jsonObject(with: Data(again.out.utf8)) as? [String: Int])
         #expect(counts == ["queued": 0, "coalesced": 1, "suppressed": 0, "off": 0])

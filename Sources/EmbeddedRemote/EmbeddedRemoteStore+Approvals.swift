@@ -130,8 +130,11 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     /// ``RequestRules/refusal(_:generation:expiresIn:bodyBytes:bodyHeaderMatches:)`` refuses.
     static func checkNewRequest(_ kind: RequestRules.Kind, generation: UInt32, expiresAt: UInt64, body: String) throws {
         let raw = isCanonicalBase64(body, bytes: 0...Int.max) ? Data(base64Encoded: body) : nil
-        let header = raw.map {
-            $0.count >= 5 && $0[0] == 1 && $0[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) }) == generation
+        let header = raw.map { (bytes: Data) -> Bool in
+            guard bytes.count >= 5, bytes[bytes.startIndex] == 1 else { return false }
+            var stated: UInt32 = 0
+            for byte in bytes.dropFirst().prefix(4) { stated = stated << 8 | UInt32(byte) }
+            return stated == generation
         }
         let refusal = RequestRules.refusal(
             kind, generation: Int64(generation), expiresIn: Int64(clamping: expiresAt) - Int64(epochSeconds),

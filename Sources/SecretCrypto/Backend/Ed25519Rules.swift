@@ -83,8 +83,10 @@ struct FieldElement: Equatable {
     init(_ small: UInt64) { limbs = [small, 0, 0, 0] }
     init(limbs: [UInt64]) { self.limbs = limbs }
     init(littleEndian bytes: [UInt8]) {
-        limbs = (0..<4).map { limb in
-            (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[limb * 8 + $1]) << (8 * $1) }
+        limbs = (0..<4).map { (limb: Int) -> UInt64 in
+            var value: UInt64 = 0
+            for index in 0..<8 { value |= UInt64(bytes[limb * 8 + index]) << UInt64(8 * index) }
+            return value
         }
     }
 

@@ -89,7 +89,7 @@ install: deps
 ## .build/plugins/Swift-DocC/outputs/.
 DOC_TARGETS := PostLoginSync LocalStore RemoteContract RemoteRules RemoteStore EmbeddedRemote RemoteSelection SecretCrypto DeviceTrust SyncModel AgentHooks
 docs: deps
-	$(SWIFT) package generate-documentation --warnings-as-errors $(foreach t,$(DOC_TARGETS),--target $(t))
+	SESSION_SYNC_DOCS=1 $(SWIFT) package generate-documentation --warnings-as-errors $(foreach t,$(DOC_TARGETS),--target $(t))
 
 ## Shows the engine's main job step by step.
 demo: deps

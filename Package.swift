@@ -2,7 +2,8 @@
 import Foundation
 import PackageDescription
 
-// The product: what an app links (the libraries) and the command-line tool, with their tests.
+// The product: what an app links (the libraries) and the command-line tool; its tests come with
+// the rig (below).
 //
 // The test rig (the PostgREST-compatible server over PostgreSQL, the benchmarks and their floor,
 // the fuzz targets, the vector generator) is declared only when SESSION_SYNC_RIG=1, as
@@ -25,8 +26,27 @@ let sodiumOnLinux: [Target.Dependency] = sodium ? [.target(name: "CSodium", cond
 let swiftCryptoOnLinux =
     rig || !sodium || ProcessInfo.processInfo.environment["SESSION_SYNC_SWIFT_CRYPTO"] == "1"
 let applePlatforms: [Platform] = [.macOS, .iOS, .macCatalyst, .tvOS, .watchOS, .visionOS]
-let swiftCrypto: Target.Dependency = .product(
-    name: "Crypto", package: "swift-crypto", condition: swiftCryptoOnLinux ? nil : .when(platforms: applePlatforms))
+// A manifest is read on the machine that builds: on a Mac (an app's build, for any Apple
+// platform) swift-crypto is always a dependency; on Linux only when a build above asks for it,
+// so that a plain `make demo` does not even fetch it.
+#if os(Linux)
+let appleHost = false
+#else
+let appleHost = true
+#endif
+let declaresSwiftCrypto = swiftCryptoOnLinux || appleHost
+let swiftCrypto: [Target.Dependency] =
+    declaresSwiftCrypto
+    ? [
+        .product(
+            name: "Crypto", package: "swift-crypto",
+            condition: swiftCryptoOnLinux ? nil : .when(platforms: applePlatforms))
+    ] : []
+// The tests, and the packages only they use (SwiftNIO for the fault-injecting proxy), come with
+// the rig: `make test` sets it; an app or `make demo` resolves neither.
+let tests = rig
+// `make docs` (swift-docc-plugin, a command plugin; nothing is linked) sets this.
+let docs = rig || appleHost || ProcessInfo.processInfo.environment["SESSION_SYNC_DOCS"] == "1"
 // Said to the code by a condition of its own, not by `canImport(Crypto)`: a rig build leaves the
 // Crypto module in .build, where a later plain build would find it and not link it.
 let swiftCryptoCondition: SwiftSetting = .define(
@@ -54,12 +74,6 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // The swift-crypto backend (CryptoKit on Apple platforms, BoringSSL elsewhere).
-        .package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"),
-        // Tests only: SwiftNIO for the fault-injecting proxy.
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        // `make docs`: the DocC catalogues (a command plugin; nothing is linked).
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The C libraries, from the system (pkg-config), on Linux only: an app links none.
@@ -74,7 +88,7 @@ let package = Package(
 
         // Keys, KDF, AEAD, HPKE, Ed25519, envelopes v1 and v2, on either crypto backend. No I/O.
         .target(
-            name: "SecretCrypto", dependencies: sodiumOnLinux + [swiftCrypto], swiftSettings: [swiftCryptoCondition]),
+            name: "SecretCrypto", dependencies: sodiumOnLinux + swiftCrypto, swiftSettings: [swiftCryptoCondition]),
         // The domain records both stores and the engine speak. No I/O.
         .target(name: "SyncModel"),
         // The envelope digest (sync.md), in Swift and as the SQLite triggers that keep it.
@@ -146,7 +160,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+    ],
+    swiftLanguageModes: [.v6]
+)
 
+// The swift-crypto backend (CryptoKit on Apple platforms, BoringSSL elsewhere); the push worker
+// signs its provider tokens with it.
+if declaresSwiftCrypto || backend {
+    package.dependencies.append(.package(url: "https://github.com/apple/swift-crypto", exact: "3.12.3"))
+}
+if tests || backend {
+    package.dependencies.append(.package(url: "https://github.com/apple/swift-nio", from: "2.101.2"))
+}
+if docs {
+    // `make docs`: the DocC catalogues (a command plugin; nothing is linked).
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}
+
+// The product's tests.
+if tests {
+    package.targets += [
         // Test support: the stack's environment and tokens; a hostile loopback server and a
         // fault-injecting proxy; a child process for the local store's tests.
         .target(
@@ -214,9 +247,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-    ],
-    swiftLanguageModes: [.v6]
-)
+    ]
+}
 
 if backend {
     package.dependencies += [

@@ -108,16 +108,18 @@ struct ApprovalAlertTests {
             }
             remote = try w.world.remote(for: w.desktop)
         }
-        defer {
-            if backend == .postgrest {
-                _ = try? StackEnvironment.require().sqlBlocking(
-                    "UPDATE private.notification_config SET deep_link_scheme = 'codingbridge'")
-            }
+        let askAgain = {
+            let (second, again) = try await Self.ask(w, over: remote)
+            let links = try await Self.checkedAlerts(w, request: again, scheme: "myapp")
+            #expect(links.allSatisfy { $0.hasPrefix("myapp://") })
+            second.cancel()
         }
-        let (second, again) = try await Self.ask(w, over: remote)
-        let links = try await Self.checkedAlerts(w, request: again, scheme: "myapp")
-        #expect(links.allSatisfy { $0.hasPrefix("myapp://") })
-        second.cancel()
+        switch backend {
+        case .embedded: try await askAgain()
+        case .postgrest:
+            try await StackEnvironment.require().afterwards(
+                run: "UPDATE private.notification_config SET deep_link_scheme = 'codingbridge'", askAgain)
+        }
     }
 
     /// The newest alert of `request` for `device`.

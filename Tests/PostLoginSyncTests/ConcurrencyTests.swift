@@ -167,6 +167,7 @@ struct ConcurrencyTests {
         let push = Task {
             try await desktop.engine.push { event in
                 // Part way through the secrets, the phone's row goes (as another client would delete it).
+                // Waited for here, on the push's own thread: the push holds still until the row is gone.
                 guard event.phase == .secrets, event.completed >= 60, !deleted.withLock({ $0 }) else { return }
                 deleted.withLock { $0 = true }
                 _ = try? stack.sqlBlocking("DELETE FROM public.devices WHERE id = '\(phone.identity.id.canonical)'")

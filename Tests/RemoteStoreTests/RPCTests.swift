@@ -26,30 +26,31 @@ struct RPCTests {
             CREATE FUNCTION public.test_rpc_set_\(suffix)(n int) RETURNS SETOF int LANGUAGE sql STABLE AS $$ SELECT generate_series(1, n) $$;
             CREATE FUNCTION public.test_rpc_void_\(suffix)() RETURNS void LANGUAGE sql AS $$ SELECT $$;
             """)
-        defer {
-            _ = try? stack.sqlBlocking(
-                """
-                DROP FUNCTION public.test_rpc_object_\(suffix)(int, text, boolean); DROP FUNCTION public.test_rpc_set_\(suffix)(int);
-                DROP FUNCTION public.test_rpc_void_\(suffix)();
-                """)
+        let cleanup = """
+            DROP FUNCTION public.test_rpc_object_\(suffix)(int, text, boolean); DROP FUNCTION public.test_rpc_set_\(suffix)(int);
+            DROP FUNCTION public.test_rpc_void_\(suffix)();
+            """
+        try await stack.afterwards(run: cleanup) {
+            let user = UUID()
+            let client = Self.client(stack, user: user)
+            let scalar = try await client.rpc(
+                "is_valid_x25519_public_key", arguments: ["key": .string(X25519PrivateKey().publicKey.base64)])
+            #expect(String(decoding: scalar, as: UTF8.self) == "true")
+            let object = try await client.rpc(
+                "test_rpc_object_\(suffix)", arguments: ["a": .int(7), "flag": .bool(true)])
+            let decoded = try #require(try JSONSerialization.jsonObject(with: object) as? [String: Any])
+            #expect(
+                decoded["a"] as? Int == 7 && decoded["b"] as? String == "default" && decoded["flag"] as? Bool == true)
+            #expect(decoded["uid"] as? String == user.canonical)
+            let set = try await client.rpc("test_rpc_set_\(suffix)", arguments: ["n": .int(3)])
+            #expect(try JSONSerialization.jsonObject(with: set) as? [Int] == [1, 2, 3])
+            #expect(try await client.rpc("test_rpc_void_\(suffix)", arguments: [:]).isEmpty)
+            // GET works for a stable function.
+            let get = try await stack.request(
+                "GET", "/rest/v1/rpc/test_rpc_set_\(suffix)?n=2", token: stack.token(for: user))
+            let values = try JSONSerialization.jsonObject(with: Data(get.body.utf8)) as? [Int]
+            #expect(get.status == 200 && values == [1, 2])
         }
-        let user = UUID()
-        let client = Self.client(stack, user: user)
-        let scalar = try await client.rpc(
-            "is_valid_x25519_public_key", arguments: ["key": .string(X25519PrivateKey().publicKey.base64)])
-        #expect(String(decoding: scalar, as: UTF8.self) == "true")
-        let object = try await client.rpc("test_rpc_object_\(suffix)", arguments: ["a": .int(7), "flag": .bool(true)])
-        let decoded = try #require(try JSONSerialization.jsonObject(with: object) as? [String: Any])
-        #expect(decoded["a"] as? Int == 7 && decoded["b"] as? String == "default" && decoded["flag"] as? Bool == true)
-        #expect(decoded["uid"] as? String == user.canonical)
-        let set = try await client.rpc("test_rpc_set_\(suffix)", arguments: ["n": .int(3)])
-        #expect(try JSONSerialization.jsonObject(with: set) as? [Int] == [1, 2, 3])
-        #expect(try await client.rpc("test_rpc_void_\(suffix)", arguments: [:]).isEmpty)
-        // GET works for a stable function.
-        let get = try await stack.request(
-            "GET", "/rest/v1/rpc/test_rpc_set_\(suffix)?n=2", token: stack.token(for: user))
-        let values = try JSONSerialization.jsonObject(with: Data(get.body.utf8)) as? [Int]
-        #expect(get.status == 200 && values == [1, 2])
     }
 
     @Test("a missing function, or one called with other argument names, is 404 PGRST202")

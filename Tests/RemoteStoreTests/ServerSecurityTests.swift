@@ -122,21 +122,23 @@ struct ServerSecurityTests {
             $$;
             GRANT EXECUTE ON FUNCTION public.\(function)() TO authenticated;
             """)
-        defer { _ = try? stack.sqlBlocking("DROP FUNCTION public.\(function)()") }
-        let user = UUID()
-        let credential = try await stack.registeredCredential(for: UUID(), user: user)
-        let r = try await stack.request(
-            "POST", "/rest/v1/rpc/\(function)", token: stack.token(for: user), body: "{}", credential: credential)
-        #expect(r.status == 200 || r.status == 204, "\(r.status) \(r.body)")
-        // The connection is reset as it goes back to the pool, after the answer: wait for it. A
-        // leak keeps the count at 1 for good.
-        var leaked = ""
-        for _ in 0..<200 {
-            leaked = try await stack.sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(marker)'")
-            if leaked == "0" { break }
-            try await Task.sleep(for: .milliseconds(50))
+        try await stack.afterwards(run: "DROP FUNCTION public.\(function)()") {
+            let user = UUID()
+            let credential = try await stack.registeredCredential(for: UUID(), user: user)
+            let r = try await stack.request(
+                "POST", "/rest/v1/rpc/\(function)", token: stack.token(for: user), body: "{}", credential: credential)
+            #expect(r.status == 200 || r.status == 204, "\(r.status) \(r.body)")
+            // The connection is reset as it goes back to the pool, after the answer: wait for it. A
+            // leak keeps the count at 1 for good.
+            var leaked = ""
+            for _ in 0..<200 {
+                leaked = try await stack.sql(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(marker)'")
+                if leaked == "0" { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(leaked == "0", "a pooled connection kept the request's session setting")
         }
-        #expect(leaked == "0", "a pooled connection kept the request's session setting")
     }
 
     @Test("a statement that runs too long is cancelled with a 504, not left running")
@@ -149,19 +151,20 @@ struct ServerSecurityTests {
             CREATE FUNCTION public.\(function)() RETURNS void LANGUAGE sql AS $$ SELECT pg_sleep(60) $$;
             GRANT EXECUTE ON FUNCTION public.\(function)() TO authenticated;
             """)
-        defer { _ = try? stack.sqlBlocking("DROP FUNCTION public.\(function)()") }
-        let user = UUID()
-        let credential = try await stack.registeredCredential(for: UUID(), user: user)
-        let r = try await stack.request(
-            "POST", "/rest/v1/rpc/\(function)", token: stack.token(for: user), body: "{}", credential: credential)
-        // The function would sleep 60 s: a 504 with PostgreSQL's query_canceled (57014) is the
-        // server's statement timeout, whatever the clock says.
-        #expect(r.status == 504, "\(r.status) \(r.body)")
-        #expect(r.body.contains("57014"))
-        let running = try await stack.sql(
-            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%\(function)%' AND query NOT LIKE '%pg_stat_activity%'"
-        )
-        #expect(running == "0", "the statement was left running")
+        try await stack.afterwards(run: "DROP FUNCTION public.\(function)()") {
+            let user = UUID()
+            let credential = try await stack.registeredCredential(for: UUID(), user: user)
+            let r = try await stack.request(
+                "POST", "/rest/v1/rpc/\(function)", token: stack.token(for: user), body: "{}", credential: credential)
+            // The function would sleep 60 s: a 504 with PostgreSQL's query_canceled (57014) is the
+            // server's statement timeout, whatever the clock says.
+            #expect(r.status == 504, "\(r.status) \(r.body)")
+            #expect(r.body.contains("57014"))
+            let running = try await stack.sql(
+                "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%\(function)%' AND query NOT LIKE '%pg_stat_activity%'"
+            )
+            #expect(running == "0", "the statement was left running")
+        }
     }
 
     // MARK: 3, 4: Range overflow and nesting depth

@@ -102,9 +102,19 @@ public final class SpawnedChild: @unchecked Sendable {
         return (ends[0], ends[1])
     }
 
+    /// A child nobody waited for is reaped on a thread of its own, never on the thread that lets
+    /// it go (often one of the cooperative pool's two): its files go once it has ended.
     deinit {
-        if status == nil { _ = try? wait() }
-        try? FileManager.default.removeItem(at: directory)
+        guard status == nil else {
+            try? FileManager.default.removeItem(at: directory)
+            return
+        }
+        let (pid, directory) = (self.pid, self.directory)
+        Thread.detachNewThread {
+            var raw: Int32 = 0
+            while waitpid(pid, &raw, 0) == -1 && errno == EINTR {}
+            try? FileManager.default.removeItem(at: directory)
+        }
     }
 
     /// Why a child could not start.

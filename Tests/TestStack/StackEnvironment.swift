@@ -89,8 +89,20 @@ public struct StackEnvironment: Sendable {
         try await offThePool { try self.sqlBlocking(statement, database: database, notices: notices) }
     }
 
+    /// Runs `body`, then `cleanup` (SQL that undoes what the test set up), whether `body` returned
+    /// or threw: a `defer` that awaits, so that the cleanup's `psql` waits off the cooperative pool.
+    /// A cleanup that fails is ignored; `body`'s error, if any, is rethrown.
+    public func afterwards<Value>(
+        run cleanup: String, _ body: () async throws -> Value
+    ) async throws -> Value {
+        let result: Result<Value, any Error>
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        _ = try? await sql(cleanup)
+        return try result.get()
+    }
+
     /// ``sql(_:database:notices:)`` waiting on the calling thread: only where `await` cannot be
-    /// written (a `defer`'s cleanup, a synchronous test).
+    /// written (a synchronous callback that must hold its caller until the statement is done).
     public func sqlBlocking(_ statement: String, database: String = "sync_own", notices: Bool = false) throws -> String
     {
         guard let settings = ProcessInfo.processInfo.environment["SYNC_STACK_DB"] else { throw Missing() }

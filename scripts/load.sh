@@ -4,7 +4,7 @@
 # stopped when it ends, however it ends. The command's exit status is this script's.
 #
 #   scripts/load.sh 2 make test                 # both cores of a two-core machine kept busy
-#   scripts/load.sh 4 swift test --filter ApprovalTests
+#   scripts/load.sh 4 scripts/with-stack.sh swift test --filter ApprovalTests
 #   taskset -c 0 scripts/load.sh 1 make test    # everything, and a rival, on one core
 #
 # docs/testing.md says why: the suite must pass on a busy machine, and this is how to make one.

@@ -162,6 +162,8 @@ export SYNC_STACK_SERVICE_KEY=$service
 export SYNC_STACK_JWT_SECRET=$JWT_SECRET
 export SYNC_STACK_DB="host=127.0.0.1 port=$PG_PORT user=postgres dbname=sync_own"
 export SYNC_STACK_PUSH_DATABASE_URL=postgres://push_sender@127.0.0.1:$PG_PORT/sync_push?sslmode=disable
+# The test targets are declared only with the rig (Package.swift).
+export SESSION_SYNC_RIG=1
 ENV
   )
   log "up: API http://127.0.0.1:$API_PORT (deployed variant :$DEPLOYED_API_PORT), PostgreSQL 127.0.0.1:$PG_PORT"

@@ -67,8 +67,8 @@ extension SyncCLI.Session {
         static func whyNothing(_ counts: SessionEventQueued) -> String {
             guard counts.queued == 0 else { return "" }
             if counts.coalesced > 0 {
-                return " Nothing new was queued: the same alert already went to "
-                    + "\(counted(counts.coalesced, "device token")) within the minute."
+                return " Nothing new was queued: the same alert is already queued for "
+                    + "\(counted(counts.coalesced, "device token")) (at most one a minute per session and device)."
             }
             if counts.suppressed + counts.off > 0 { return "" }
             return " Nothing was queued: no other trusted device of yours has a valid push token that takes alerts "

@@ -109,7 +109,8 @@ extension NotificationCLITests {
         #expect(
             said.out.contains(
                 "queued for 0 device tokens (coalesced 1, suppressed 0, off 0). Nothing new was queued: "
-                    + "the same alert already went to 1 device token within the minute."), "\(said.out)")
+                    + "the same alert is already queued for 1 device token (at most one a minute per session and device)."
+            ), "\(said.out)")
         let again = try await cli.run(["session", "notify", "--store", cli.store("d"), session, "complete", "--json"])
         let counts = try #require(try JSONSerialization.jsonObject(with: Data(again.out.utf8)) as? [String: Int])
         #expect(counts == ["queued": 0, "coalesced": 1, "suppressed": 0, "off": 0])

@@ -8,7 +8,8 @@ public enum ChildProcesses {}
 /// Runs blocking work (waiting for a child process or reading its pipes to the end) on a thread
 /// of its own and awaits it.
 ///
-/// Swift's cooperative pool has one thread per core: two on this project's machine. A test that
+/// Swift's cooperative pool has one thread per core the process may run on (libdispatch counts
+/// the affinity mask): two on this project's machine, one under `taskset -c 0`. A test that
 /// blocks one of them for as long as a child runs (the crash rounds do for ten minutes) leaves
 /// every other test of the process one thread, and two such tests leave it none: timeouts that
 /// had long passed were seen 40 s late.

@@ -133,7 +133,8 @@ let package = Package(
         .target(
             name: "PostLoginSync",
             dependencies: [
-                "SecretCrypto", "SyncModel", "EnvelopeDigest", "LocalStore", "RemoteStore", "DeviceTrust",
+                "SecretCrypto", "SyncModel", "EnvelopeDigest", "LocalStore", "RemoteStore", "RemoteRules",
+                "DeviceTrust",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -107,7 +107,8 @@ extension SyncCLI.Agent {
             }
             for (name, value) in [("--away-wait", awayWait), ("--auto-wait", autoWait)] {
                 if let value, !AwayRule.waits.contains(value) {
-                    throw ValidationError("\(name) must be 5 to 600 seconds")
+                    throw ValidationError(
+                        "\(name) must be \(AwayRule.waits.lowerBound) to \(AwayRule.waits.upperBound) seconds")
                 }
             }
         }

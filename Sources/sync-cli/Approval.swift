@@ -62,7 +62,8 @@ struct ApprovalContext {
         } catch CryptoError.invalidApprovalContent {
             throw CLIError(
                 "the question is outside the limits: --tool 1-64 characters, --summary 1-200, --detail up to 2,000 "
-                    + "(no control characters but new lines and tabs in the detail), 4,096 bytes in all; --timeout 5-600 seconds"
+                    + "(no control characters but new lines and tabs in the detail), 4,096 bytes in all; --timeout "
+                    + "\(ApprovalCenter.timeoutSeconds.lowerBound)-\(ApprovalCenter.timeoutSeconds.upperBound) seconds"
             )
         }
     }
@@ -125,6 +126,8 @@ extension SyncCLI.Approval {
                 \(ApprovalExit.help)
                 """
         )
+        /// The seconds a request may stand: the server's rule.
+        static let window = ApprovalCenter.timeoutSeconds
         @OptionGroup var storeOptions: StoreOptions
         @OptionGroup var remoteOptions: RemoteOptions
         @Argument(help: "The session's id or an unambiguous prefix.") var session: String
@@ -140,11 +143,15 @@ extension SyncCLI.Approval {
         var summary: String?
         @Option(help: "Discouraged (visible in the process list): more detail (up to 2,000 characters).")
         var detail: String?
-        @Option(help: "Seconds the question stands (5-600).") var timeout = 60
+        @Option(help: "Seconds the question stands (\(Self.window.lowerBound)-\(Self.window.upperBound)).")
+        var timeout = 60
         @Flag(help: "Print the outcome as JSON.") var json = false
 
         func validate() throws {
-            guard (5...600).contains(timeout) else { throw ValidationError("--timeout must be 5 to 600 seconds") }
+            guard Self.window.contains(Int64(timeout)) else {
+                throw ValidationError(
+                    "--timeout must be \(Self.window.lowerBound) to \(Self.window.upperBound) seconds")
+            }
             if fromFile != nil {
                 guard tool == nil, summary == nil, detail == nil else {
                     throw ValidationError(

@@ -53,7 +53,8 @@ struct QuestionCommandContext {
         } catch CryptoError.invalidApprovalContent {
             throw CLIError(
                 "the question is outside the limits: 1-2,000 characters, no control characters but new lines and "
-                    + "tabs, 4,096 bytes in all; --timeout 60-86400 seconds")
+                    + "tabs, 4,096 bytes in all; --timeout \(SessionAlerts.questionTimeoutSeconds.lowerBound)-"
+                    + "\(SessionAlerts.questionTimeoutSeconds.upperBound) seconds")
         } catch CryptoError.authenticationFailure {
             throw CLIError("the question does not open with this device's copy of the session's secret")
         }
@@ -79,12 +80,17 @@ extension SyncCLI.Question {
             name: .customLong("from-file"),
             help: ArgumentHelp("Read the question's text from this file; - reads standard input.", valueName: "path"))
         var fromFile: String?
-        @Option(help: "Seconds the question stands (60-86400).") var timeout = 3_600
+        @Option(
+            help: """
+                Seconds the question stands \
+                (\(SessionAlerts.questionTimeoutSeconds.lowerBound)-\(SessionAlerts.questionTimeoutSeconds.upperBound)).
+                """) var timeout = 3_600
         @Flag(help: "Print the answer as JSON.") var json = false
 
         func validate() throws {
-            guard (60...86_400).contains(timeout) else {
-                throw ValidationError("--timeout must be 60 to 86400 seconds")
+            let window = SessionAlerts.questionTimeoutSeconds
+            guard window.contains(Int64(timeout)) else {
+                throw ValidationError("--timeout must be \(window.lowerBound) to \(window.upperBound) seconds")
             }
             guard (text == nil) != (fromFile == nil) else {
                 throw ValidationError("give the question with --text or --from-file PATH (- for standard input)")

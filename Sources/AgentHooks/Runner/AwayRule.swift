@@ -1,5 +1,6 @@
 import Foundation
 import LocalStore
+import PostLoginSync
 
 /// When the phone is asked instead of the terminal (docs/agent-hooks.md, "Away rule").
 public enum AwayMode: String, Sendable, Hashable, CaseIterable, Codable {
@@ -27,8 +28,9 @@ public struct AwayRule: Sendable, Hashable {
 
     /// The defaults: `auto`, 120 seconds, nothing truncated, 110 and 30 seconds of waiting.
     public static let defaults = AwayRule(mode: .auto, deskActive: 120, allowTruncated: false)
-    /// The waits a person may set, in seconds (an approval request stands 5 to 600 seconds).
-    public static let waits: ClosedRange<Int64> = 5...600
+    /// The waits a person may set, in seconds: as long as an approval request may stand
+    /// (``ApprovalCenter/timeoutSeconds``, 5 to 600).
+    public static let waits: ClosedRange<Int64> = ApprovalCenter.timeoutSeconds
     /// How fresh a phone's handoff claim must be to count.
     public static let claimFreshness: TimeInterval = 60
     /// How long the remote read of the claim may take before the terminal is asked instead.

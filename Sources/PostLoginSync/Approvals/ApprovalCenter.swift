@@ -2,6 +2,7 @@ import DeviceTrust
 import Foundation
 import LocalStore
 import Logging
+import RemoteRules
 import RemoteStore
 import SecretCrypto
 import SyncModel
@@ -99,8 +100,12 @@ public struct ApprovalCenter: Sendable {
     public let remote: any CompleteRemote
     let logger: Logger?
 
-    /// The shortest and longest time a request may wait (approvals.md).
-    public static let timeouts: ClosedRange<Duration> = .seconds(5) ... .seconds(600)
+    /// The shortest and longest time a request may wait, in seconds: the server's own rule
+    /// (``RequestRules/expiryWindow(_:)``), which refuses a request outside it.
+    public static let timeoutSeconds: ClosedRange<Int64> = RequestRules.expiryWindow(.approval)
+    /// ``timeoutSeconds`` as durations.
+    public static let timeouts: ClosedRange<Duration> =
+        .seconds(timeoutSeconds.lowerBound) ... .seconds(timeoutSeconds.upperBound)
 
     /// Creates the center for this device's store and the signed-in remote.
     public init(local: DeviceStore, remote: any CompleteRemote, logger: Logger? = nil) {

@@ -1,6 +1,7 @@
 import Foundation
 import LocalStore
 import Logging
+import RemoteRules
 import RemoteStore
 import SecretCrypto
 import SyncModel
@@ -65,8 +66,12 @@ public struct SessionAlerts: Sendable {
         return queued
     }
 
-    /// How long a question may stand: a minute to a day (the default an hour).
-    public static let questionTimeouts: ClosedRange<Duration> = .seconds(60) ... .seconds(86_400)
+    /// How long a question may stand, in seconds: a minute to a day (the default an hour), the
+    /// server's own rule (``RequestRules/expiryWindow(_:)``).
+    public static let questionTimeoutSeconds: ClosedRange<Int64> = RequestRules.expiryWindow(.question)
+    /// ``questionTimeoutSeconds`` as durations.
+    public static let questionTimeouts: ClosedRange<Duration> =
+        .seconds(questionTimeoutSeconds.lowerBound) ... .seconds(questionTimeoutSeconds.upperBound)
 
     /// Asks the person a question on their other devices: sealed under the session's current
     /// secret (the server stores only ciphertext), alerted to every trusted device with a push

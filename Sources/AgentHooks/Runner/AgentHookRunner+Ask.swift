@@ -66,11 +66,14 @@ extension AgentHookRunner {
             let remote = try await self.remote()
             try await pushIfNeeded(session.id, remote: remote)
             let alerts = SessionAlerts(local: store, remote: remote, logger: logger)
-            // A question stands at least a minute (the remote's rule); this call waits `wait`, then
-            // closes it.
+            // A question stands at least a minute and at most a day (the remote's rule); this call
+            // waits `wait`, then closes it.
             let outcome = try await waiting(wait) {
                 try await alerts.ask(
-                    session: session.id, choices: asked.shown, timeout: max(wait + .seconds(10), .seconds(60)),
+                    session: session.id, choices: asked.shown,
+                    timeout: min(
+                        max(wait + .seconds(10), SessionAlerts.questionTimeouts.lowerBound),
+                        SessionAlerts.questionTimeouts.upperBound),
                     pollInterval: pollInterval, onAsk: { [self] in try await record($0, kind: .question) })
             }
             guard case .answered(_, let choices) = outcome, let answers = asked.answers(choices) else {

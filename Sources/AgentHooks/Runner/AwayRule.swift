@@ -29,7 +29,7 @@ public struct AwayRule: Sendable, Hashable {
     /// The defaults: `auto`, 120 seconds, nothing truncated, 110 and 30 seconds of waiting.
     public static let defaults = AwayRule(mode: .auto, deskActive: 120, allowTruncated: false)
     /// The waits a person may set, in seconds: as long as an approval request may stand
-    /// (``ApprovalCenter/timeoutSeconds``, 5 to 600).
+    /// (`ApprovalCenter.timeoutSeconds`, 5 to 600).
     public static let waits: ClosedRange<Int64> = ApprovalCenter.timeoutSeconds
     /// How fresh a phone's handoff claim must be to count.
     public static let claimFreshness: TimeInterval = 60

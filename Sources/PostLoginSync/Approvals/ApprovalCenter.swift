@@ -101,7 +101,7 @@ public struct ApprovalCenter: Sendable {
     let logger: Logger?
 
     /// The shortest and longest time a request may wait, in seconds: the server's own rule
-    /// (``RequestRules/expiryWindow(_:)``), which refuses a request outside it.
+    /// (`RequestRules.expiryWindow(_:)` in RemoteRules), which refuses a request outside it.
     public static let timeoutSeconds: ClosedRange<Int64> = RequestRules.expiryWindow(.approval)
     /// ``timeoutSeconds`` as durations.
     public static let timeouts: ClosedRange<Duration> =
@@ -166,7 +166,7 @@ public struct ApprovalCenter: Sendable {
     ///   - tool: The tool the agent wants to run.
     ///   - summary: One line saying what it would do.
     ///   - detail: More, when there is more to say.
-    ///   - timeout: How long the question stands, 5 to 600 seconds.
+    ///   - timeout: How long the question stands, within ``timeouts`` (5 to 600 seconds).
     ///   - pollInterval: Time between reads of the request row.
     ///   - onRefused: Told of each answer whose signature or content did not verify.
     ///   - onDeliveries: Told where the alert went: with the request's answer, then on each

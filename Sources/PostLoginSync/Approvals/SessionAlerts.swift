@@ -67,7 +67,7 @@ public struct SessionAlerts: Sendable {
     }
 
     /// How long a question may stand, in seconds: a minute to a day (the default an hour), the
-    /// server's own rule (``RequestRules/expiryWindow(_:)``).
+    /// server's own rule (`RequestRules.expiryWindow(_:)` in RemoteRules).
     public static let questionTimeoutSeconds: ClosedRange<Int64> = RequestRules.expiryWindow(.question)
     /// ``questionTimeoutSeconds`` as durations.
     public static let questionTimeouts: ClosedRange<Duration> =

@@ -105,7 +105,8 @@ let package = Package(
         // The remote's contract: its protocols, records and errors, in domain words, without HTTP.
         .target(name: "RemoteContract", dependencies: ["SyncModel"]),
         // The server's decisions as pure values: the embedded remote runs them, the SQL states
-        // them again, and testvectors/remote-rules-v1.json holds the two to the same answers.
+        // them again, and testvectors/remote-rules-v1.json holds the two to the same answers; the
+        // engine reads its request windows from them.
         .target(name: "RemoteRules", dependencies: ["RemoteContract", "SyncModel"]),
         // The PostgREST client with its transports and auth; re-exports the contract.
         .target(

@@ -1,6 +1,7 @@
 import APNsImitation
 import Foundation
 import PushDelivery
+import TestStack
 import Testing
 
 /// What the worker does with each of APNs' answers, on the stack against the imitation.
@@ -15,7 +16,7 @@ extension PushStackTests {
                 token: gone, .answer(status: 410, reason: "Unregistered", timestamp: Date().addingTimeInterval(1)))
             let first = try await world.enqueue(token: gone)
             let running = try RunningWorker(world.configuration())
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             #expect(world.imitation.requests.contains { $0.token == gone }, "the gone token was never sent to")
             let invalidatedAt = try #require(
                 try await world.rows(
@@ -32,7 +33,7 @@ extension PushStackTests {
             // Queued for the invalid token later: dropped at claim, never sent.
             let later = try await world.enqueue(token: gone, count: 5)
             try await world.enqueue(token: other, count: 3)
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             #expect(world.imitation.requests.filter { $0.token == gone }.count == 1)
             #expect(world.imitation.requests.filter { $0.token == other }.count == 3)
@@ -53,9 +54,9 @@ extension PushStackTests {
                 [.answer(status: 410, reason: "Unregistered", timestamp: Date().addingTimeInterval(-3600))])
             try await world.enqueue(token: token)
             let running = try RunningWorker(world.configuration())
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await world.enqueue(token: token, count: 2)
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             #expect(
                 try await world.rows("SELECT is_valid FROM public.push_tokens WHERE token = '\(token)'").first?[
@@ -76,7 +77,7 @@ extension PushStackTests {
             let huge = #"{"aps": {"content-available": 1}, "n": 0, "pad": "\#(String(repeating: "x", count: 4100))"}"#
             let local = try await world.enqueue(token: big, payload: huge)
             let running = try RunningWorker(world.configuration())
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             let tokens = try await world.rows(
                 "SELECT token, is_valid FROM public.push_tokens WHERE user_id = '\(world.userID)'")
@@ -148,7 +149,7 @@ extension PushStackTests {
                         "SELECT count(*) FROM public.push_outbox WHERE token = '\(calm)' AND delivered_at IS NOT NULL")
                         == 20
                 })
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             let busyRequests = world.imitation.requests.filter { $0.token == busy }
             #expect(busyRequests.first?.status == 429)
@@ -167,10 +168,10 @@ extension PushStackTests {
             let token = try await world.token()
             try await world.enqueue(token: token)
             let running = try RunningWorker(world.configuration { $0.providerTokenUpdatesBackoff = .seconds(2) })
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             world.imitation.script(token: token, [.answer(status: 429, reason: "TooManyProviderTokenUpdates")])
             try await world.enqueue(token: token)
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             let requests = world.imitation.requests
             #expect(requests.count == 3)
@@ -210,7 +211,7 @@ extension PushStackTests {
                     $0.maxInFlight = 1
                     $0.lease = .seconds(30)
                 })
-            #expect(try await world.eventually(.seconds(120)) { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             let requests = world.imitation.requests
             for token in [stalled, dripping] {
@@ -253,7 +254,7 @@ extension PushStackTests {
                     $0.requestDeadline = .seconds(12)
                     $0.maxAttempts = 40
                 })
-            #expect(try await world.eventually(.seconds(300)) { try await world.pending() == 0 })
+            #expect(try await Waiting.drained(stall: .seconds(300)) { try await world.pending() })
             try await running.stop()
             let rows = try await world.rows(
                 """

@@ -121,7 +121,7 @@ extension PushStackTests {
             #expect(first.summary == "queued for phone, tablet; not reachable: laptop (token invalid)")
 
             let running = try RunningWorker(world.configuration())
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             #expect(world.imitation.requests.contains { $0.token == phoneToken })
             let answer = try await Self.asUser(world, as: desktop, "public.alert_deliveries('\(request.canonical)')")

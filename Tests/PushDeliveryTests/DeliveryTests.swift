@@ -25,7 +25,7 @@ extension PushStackTests {
                 payload:
                     #"{"aps": {"event": "update", "timestamp": 1, "content-state": {"status": "working"}}, "n": 0}"#)
             let running = try RunningWorker(world.configuration())
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             let after = Int(Date().timeIntervalSince1970) + 1
 
@@ -96,7 +96,7 @@ extension PushStackTests {
                     "SELECT count(*) FROM public.push_outbox WHERE token = '\(activity)' AND payload::text LIKE '%\(secret)%'"
                 ) == 1)
             let running = try RunningWorker(world.configuration())
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             let request = try #require(world.imitation.requests.first { $0.token == activity })
             #expect(request.status == 200)
@@ -213,13 +213,13 @@ extension PushStackTests {
             let device = try await world.token()
             try await world.enqueue(token: device)
             let running = try RunningWorker(world.configuration())
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             let firstIssuedAt = try #require(world.imitation.requests.first?.issuedAt)
             // Every token issued so far is now expired; the next mint gets a later iat.
             try await Task.sleep(for: .milliseconds(1100))
             world.imitation.expireProviderTokens(issuedAtOrBefore: firstIssuedAt)
             try await world.enqueue(token: device, count: 100)
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             let requests = world.imitation.requests
             let expired = requests.filter { $0.reason == "ExpiredProviderToken" }

@@ -211,6 +211,12 @@ final class PushWorld: Sendable {
         return try await condition()
     }
 
+    /// Whether every row of this world's user was delivered or closed, waiting while the worker
+    /// keeps making progress (``Waiting/drained(stall:every:_:)``).
+    func drained() async throws -> Bool {
+        try await Waiting.drained { try await pending() }
+    }
+
     func pending() async throws -> Int {
         try await count(
             "SELECT count(*) FROM public.push_outbox WHERE delivered_at IS NULL AND failed_at IS NULL AND user_id = '\(userID)'"

@@ -55,7 +55,7 @@ extension PushStackTests {
             world.imitation.script(token: token, [.goaway, .refuse, .goaway, .refuse])
             let ids = try await world.enqueue(token: token)
             let running = try RunningWorker(world.configuration { $0.maxAttempts = 1 })
-            #expect(try await world.eventually(Waiting.ceiling) { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             let rows = try await world.rows(
                 "SELECT delivered_at IS NOT NULL AS delivered, attempts, last_error FROM public.push_outbox WHERE id = \(ids[0])"

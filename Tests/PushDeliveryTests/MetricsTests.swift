@@ -79,7 +79,7 @@ extension PushStackTests {
 
             let port = try Self.freePort()
             let child = try WorkerProcess(["run"], environment: world.environment(["PUSH_METRICS_PORT": "\(port)"]))
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             let url = "http://127.0.0.1:\(port)/metrics"
             var text = ""
             #expect(

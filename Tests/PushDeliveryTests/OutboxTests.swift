@@ -21,7 +21,7 @@ extension PushStackTests {
             }
             let one = try RunningWorker(world.configuration(patient))
             let two = try RunningWorker(world.configuration(patient))
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await one.stop()
             try await two.stop()
             let ids = world.imitation.requests.map { $0.headers["apns-id"] ?? "" }
@@ -53,7 +53,7 @@ extension PushStackTests {
                 "UPDATE public.push_tokens SET user_id = '\(stranger)', device_id = '\(strangerDevice)' WHERE token = '\(token)'"
             )
             let running = try RunningWorker(world.configuration())
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             #expect(world.imitation.requests.isEmpty)
             let closed = try await world.rows(
@@ -71,7 +71,7 @@ extension PushStackTests {
             try await world.enqueue(token: token, collapseID: stored)
             try await world.enqueue(token: token, collapseID: "short-one")
             let running = try RunningWorker(world.configuration())
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             let requests = world.imitation.requests
             let long = requests.filter { $0.headers["apns-collapse-id"] != "short-one" }
@@ -95,7 +95,7 @@ extension PushStackTests {
                 "SELECT extract(epoch FROM not_before)::text AS due FROM public.push_outbox WHERE id = \(ids[0])")
             let notBefore = try #require(due.first?["due"].flatMap(Double.init))
             let running = try RunningWorker(world.configuration())
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             let sent = try #require(world.imitation.requests.first).time
             // Not before it is due (one machine's clock; 10 ms for the two readings' rounding).
@@ -181,7 +181,7 @@ extension PushStackTests {
                         == 0
                 })
             // expire_approvals queued the clearing push, and the worker sent it.
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             #expect(
                 world.imitation.requests.contains {
@@ -331,7 +331,7 @@ extension PushStackTests {
             let wrongForAlert = try await world.enqueue(token: activity, type: "alert", priority: 10)[0]
             let notServed = try await world.enqueue(token: development)[0]
             let running = try RunningWorker(world.configuration { $0.environment = .production })
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await running.stop()
             #expect(world.imitation.requests.isEmpty)
             let reasons = Dictionary(

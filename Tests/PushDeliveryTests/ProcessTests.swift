@@ -32,7 +32,7 @@ extension PushStackTests {
                     "SELECT apns_id::text AS a FROM public.push_outbox WHERE user_id = '\(world.userID)' AND delivered_at IS NULL"
                 ).compactMap { $0["a"] })
             let second = try WorkerProcess(["run"], environment: environment)
-            #expect(try await world.eventually(.seconds(120)) { try await world.pending() == 0 })
+            #expect(try await world.drained())
             second.signal(SIGTERM)
             #expect(try await second.wait(timeout: Waiting.ceiling) == 0)
             #expect(pendingAtKill > 0)
@@ -73,7 +73,7 @@ extension PushStackTests {
             // drain (5 s here) gives them up, and their rows are given back.
             let child = try WorkerProcess(
                 ["run"], environment: world.environment(["PUSH_DRAIN_SECONDS": "5"]))
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             try await world.enqueue(token: stalled, count: 5)
             try await world.enqueue(token: fine, count: 50)
             #expect(
@@ -117,7 +117,7 @@ extension PushStackTests {
             let child = try WorkerProcess(
                 ["run"],
                 environment: world.environment(["PUSH_LOG_LEVEL": "trace", "PUSH_TOKEN_BACKOFF_SECONDS": "0.2"]))
-            #expect(try await world.eventually { try await world.pending() == 0 })
+            #expect(try await world.drained())
             child.signal(SIGTERM)
             #expect(try await child.wait(timeout: Waiting.ceiling) == 0)
             let log = child.errors + child.output

@@ -28,6 +28,27 @@ public enum Waiting {
         return try await condition()
     }
 
+    /// Waits until `remaining` is zero (true). The ceiling counts from the last time it went
+    /// down: a long drain that keeps moving (thousands of rows on one loaded core) is never cut
+    /// short, and one that stops moving for `ceiling` is a hang (false).
+    public static func drained(
+        stall ceiling: Duration = Waiting.ceiling, every interval: Duration = .milliseconds(50),
+        _ remaining: () async throws -> Int
+    ) async throws -> Bool {
+        var lowest = try await remaining()
+        var deadline = ContinuousClock.now + ceiling
+        while lowest > 0 {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: interval)
+            let left = try await remaining()
+            if left < lowest {
+                lowest = left
+                deadline = ContinuousClock.now + ceiling
+            }
+        }
+        return true
+    }
+
     /// The value `produce` returns once it is not nil, or nil when `ceiling` passes first.
     public static func value<Value: Sendable>(
         ceiling: Duration = Waiting.ceiling, every interval: Duration = .milliseconds(25),

@@ -8,9 +8,17 @@ public struct ProviderKey: Sendable {
 
     public init(key: P256.Signing.PrivateKey) { raw = key.rawRepresentation }
 
-    /// The key again from the bytes a valid key gave (``init(key:)`` is the only way in), so the
-    /// initializer's checks pass.
-    var key: P256.Signing.PrivateKey { try! P256.Signing.PrivateKey(rawRepresentation: raw) }
+    /// ES256 over `input`: the raw 64-byte signature.
+    ///
+    /// - Throws: ``ProviderTokenError`` when swift-crypto refuses the key or the signing: a
+    ///   backend fault, since ``init(key:)`` is the only way in.
+    func sign(_ input: [UInt8]) throws(ProviderTokenError) -> Data {
+        do {
+            return try P256.Signing.PrivateKey(rawRepresentation: raw).signature(for: input).rawRepresentation
+        } catch {
+            throw ProviderTokenError()
+        }
+    }
 
     /// Loads the key at `path`: the file must be readable by its owner only (mode 0600 or
     /// 0400) and hold one PEM `PRIVATE KEY`. A symbolic link (a Kubernetes secret is mounted as
@@ -36,6 +44,12 @@ public struct ProviderKey: Sendable {
                 variable: "APNS_KEY_PATH", problem: "does not hold a PKCS#8 P-256 private key (.p8)")
         }
     }
+}
+
+/// A provider token could not be signed: swift-crypto refused the key or the signing, which a
+/// valid key never causes. The row waits for the next try; nothing is sent unsigned.
+public struct ProviderTokenError: Error, CustomStringConvertible {
+    public var description: String { "the APNs provider token could not be signed (a crypto backend fault)" }
 }
 
 /// A minted provider token. `generation` counts mints in this process; an answer names the
@@ -76,25 +90,29 @@ public actor ProviderTokens {
     }
 
     /// The token to send now: the current one unless it is older than the refresh interval.
-    public func token() -> ProviderToken {
+    ///
+    /// - Throws: ``ProviderTokenError`` when a mint is due and cannot be signed.
+    public func token() throws(ProviderTokenError) -> ProviderToken {
         let time = now()
         if let current, time.timeIntervalSince(current.issuedAt) < refresh.seconds || time < mintBlockedUntil {
             return current
         }
-        return mint(at: time)
+        return try mint(at: time)
     }
 
     /// APNs answered `ExpiredProviderToken` to a request sent with `generation`. Mints once:
     /// an answer about an older generation, or one within a minute of the last such mint,
     /// gets the current token.
-    public func expired(generation: Int) -> ProviderToken {
+    ///
+    /// - Throws: ``ProviderTokenError`` when the mint cannot be signed.
+    public func expired(generation: Int) throws(ProviderTokenError) -> ProviderToken {
         let time = now()
-        guard let current else { return mint(at: time) }
+        guard let current else { return try mint(at: time) }
         guard generation == current.generation, time >= mintBlockedUntil,
             time.timeIntervalSince(lastExpiredMint) >= Self.minimumExpiredRemint
         else { return current }
         lastExpiredMint = time
-        return mint(at: time)
+        return try mint(at: time)
     }
 
     /// APNs answered `TooManyProviderTokenUpdates`: no new token for `duration`.
@@ -102,14 +120,12 @@ public actor ProviderTokens {
         mintBlockedUntil = max(mintBlockedUntil, now().addingTimeInterval(duration.seconds))
     }
 
-    private func mint(at time: Date) -> ProviderToken {
+    private func mint(at time: Date) throws(ProviderTokenError) -> ProviderToken {
         let issued = Date(timeIntervalSince1970: time.timeIntervalSince1970.rounded(.down))
         let header = #"{"alg":"ES256","kid":"\#(keyID)"}"#
         let claims = #"{"iss":"\#(teamID)","iat":\#(Int(issued.timeIntervalSince1970))}"#
         let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
-        // ECDSA signing with a valid key has no failure of its own (swift-crypto throws only for
-        // a backend fault, which a worker cannot recover from).
-        let signature = try! key.key.signature(for: Array(input.utf8)).rawRepresentation
+        let signature = try key.sign(Array(input.utf8))
         mints += 1
         let token = ProviderToken(
             value: input + "." + Base64URL.encode(Array(signature)), generation: (current?.generation ?? 0) + 1,

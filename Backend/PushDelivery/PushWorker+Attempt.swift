@@ -14,7 +14,8 @@ extension PushWorker {
         if let hold, hold >= now {
             return .release(delay: .milliseconds(Int64(hold.timeIntervalSince(now) * 1000)))
         }
-        var providerToken = await tokens.token()
+        var providerToken: ProviderToken
+        do { providerToken = try await tokens.token() } catch { return unsigned(error) }
         for _ in 0..<2 {
             let generation = providerToken.generation
             state.withLock { $0.currentGeneration = max($0.currentGeneration, generation) }
@@ -36,7 +37,10 @@ extension PushWorker {
                 ])
             guard let completion = await act(on: response, for: row) else {
                 // The provider token expired: once more with a new one, unless none is to be had.
-                let renewed = await tokens.expired(generation: providerToken.generation)
+                let renewed: ProviderToken
+                do { renewed = try await tokens.expired(generation: providerToken.generation) } catch {
+                    return unsigned(error)
+                }
                 if renewed.generation == providerToken.generation {
                     return .release(delay: configuration.backoffBase)
                 }
@@ -45,6 +49,13 @@ extension PushWorker {
             }
             return completion
         }
+        return .release(delay: configuration.backoffBase)
+    }
+
+    /// No provider token could be signed: the row waits for a later try, as for any fault on
+    /// this side, and nothing goes out unsigned.
+    func unsigned(_ error: ProviderTokenError) -> Completion {
+        logger.error("provider token", metadata: ["error": "\(error)"])
         return .release(delay: configuration.backoffBase)
     }
 

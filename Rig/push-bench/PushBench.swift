@@ -68,7 +68,7 @@ struct PushBench {
         }
 
         let tokens = ProviderTokens(key: ProviderKey(key: key), keyID: keyID, teamID: teamID, refresh: .seconds(2400))
-        let providerToken = await tokens.token().value
+        let providerToken = try await tokens.token().value
         let benchToken = hexToken()
         let payload =
             #"{"aps": {"content-available": 1}, "clearApprovalId": "6f1c0e5a-2b1d-4c7e-9a55-0d1f2e3a4b5c", "reason": "answered"}"#

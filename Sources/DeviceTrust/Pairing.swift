@@ -106,9 +106,7 @@ public enum PairingMAC {
 
     /// `K = HKDF-SHA256(ikm: P, salt: invite_id, info: "unbound-pairing-v1", L: 32)`.
     static func key(secret: SecureBytes, inviteID: [UInt8]) -> SecureBytes {
-        // 32 bytes is far below HKDF's limit: the derivation cannot fail.
-        try! HKDFSHA256.deriveKey(
-            inputKeyMaterial: secret, salt: inviteID, info: Array("unbound-pairing-v1".utf8), outputByteCount: 32)
+        HKDFSHA256.deriveKey(inputKeyMaterial: secret, salt: inviteID, info: Array("unbound-pairing-v1".utf8))
     }
 
     /// Checks a request's MAC in constant time.

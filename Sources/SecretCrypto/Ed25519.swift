@@ -22,6 +22,12 @@ public struct Ed25519PublicKey: Sendable, Hashable, CustomStringConvertible {
         self.rawRepresentation = Array(rawRepresentation)
     }
 
+    /// Wraps bytes a primitive returned as a public key: 32 by its contract.
+    init(computed bytes: [UInt8]) {
+        assert(bytes.count == Self.byteCount)
+        rawRepresentation = bytes
+    }
+
     /// Decodes standard base64 of exactly 32 bytes.
     ///
     /// - Throws: ``CryptoError/invalidEncoding`` or ``CryptoError/invalidKeyLength(expected:actual:)``.
@@ -72,8 +78,7 @@ public struct Ed25519PrivateKey: Sendable, CustomStringConvertible, CustomReflec
 
     /// A fresh key from the OS CSPRNG.
     public init() {
-        // A seed of exactly seedByteCount bytes: the only check the initializer makes passes.
-        try! self.init(seed: SecureBytes(randomCount: Self.seedByteCount))
+        self.init(validSeed: SecureBytes(randomCount: Self.seedByteCount))
     }
 
     /// The key of a 32-byte seed.
@@ -83,9 +88,13 @@ public struct Ed25519PrivateKey: Sendable, CustomStringConvertible, CustomReflec
         guard seed.count == Self.seedByteCount else {
             throw CryptoError.invalidKeyLength(expected: Self.seedByteCount, actual: seed.count)
         }
-        let publicBytes = seed.withUnsafeBytes { Primitives.backend.ed25519PublicKey(seed: $0) }
+        self.init(validSeed: seed)
+    }
+
+    /// The key of a seed of ``seedByteCount`` bytes.
+    private init(validSeed seed: SecureBytes) {
         self.seed = seed
-        publicKey = try Ed25519PublicKey(rawRepresentation: publicBytes)
+        publicKey = Ed25519PublicKey(computed: seed.withUnsafeBytes { Primitives.backend.ed25519PublicKey(seed: $0) })
     }
 
     /// The seed, for writing the key file.

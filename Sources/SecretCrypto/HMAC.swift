@@ -109,7 +109,28 @@ public enum HKDFSHA256 {
         guard outputByteCount >= 0, outputByteCount <= maximumOutputByteCount else {
             throw CryptoError.outputLengthTooLarge(requested: outputByteCount, maximum: maximumOutputByteCount)
         }
-        return SecureBytes(count: outputByteCount) { out in
+        return derive(inputKeyMaterial: inputKeyMaterial, salt: salt, info: info, count: outputByteCount)
+    }
+
+    /// Extracts and expands one 32-byte key: the size every key in the product has, so this
+    /// form cannot fail.
+    ///
+    /// - Parameters:
+    ///   - inputKeyMaterial: The IKM.
+    ///   - salt: The salt, any length; empty means 32 zero bytes, as RFC 5869 says.
+    ///   - info: Context and application-specific information.
+    /// - Returns: 32 bytes of output key material.
+    public static func deriveKey(
+        inputKeyMaterial: SecureBytes, salt: some ContiguousBytes, info: some ContiguousBytes
+    ) -> SecureBytes {
+        derive(inputKeyMaterial: inputKeyMaterial, salt: salt, info: info, count: 32)
+    }
+
+    /// `count` bytes (at most ``maximumOutputByteCount``, which the callers check or fix).
+    private static func derive(
+        inputKeyMaterial: SecureBytes, salt: some ContiguousBytes, info: some ContiguousBytes, count: Int
+    ) -> SecureBytes {
+        SecureBytes(count: count) { out in
             inputKeyMaterial.withUnsafeBytes { ikm in
                 salt.withUnsafeBytes { salt in
                     info.withUnsafeBytes { info in

@@ -21,6 +21,12 @@ public struct X25519PublicKey: Sendable, Hashable, CustomStringConvertible {
         self.rawRepresentation = Array(rawRepresentation)
     }
 
+    /// Wraps bytes a primitive wrote into a 32-byte buffer: the length holds by construction.
+    init(computed bytes: [UInt8]) {
+        assert(bytes.count == Self.byteCount)
+        rawRepresentation = bytes
+    }
+
     /// Imports the standard base64 form (44 characters with padding).
     ///
     /// - Parameter base64: The key as stored in `devices.public_key`.
@@ -85,6 +91,17 @@ public struct X25519PrivateKey: Sendable, Equatable, CustomStringConvertible, Cu
         self.init(validated: rawRepresentation)
     }
 
+    /// The key whose 32 private bytes are `HKDF-SHA256(ikm, salt, info, L: 32)`: a key a secret
+    /// derives, which cannot fail.
+    ///
+    /// - Parameters:
+    ///   - inputKeyMaterial: The secret the key comes from.
+    ///   - salt: HKDF's salt.
+    ///   - info: HKDF's info: the key's label.
+    public init(derivingFrom inputKeyMaterial: SecureBytes, salt: [UInt8], info: [UInt8]) {
+        self.init(validated: HKDFSHA256.deriveKey(inputKeyMaterial: inputKeyMaterial, salt: salt, info: info))
+    }
+
     /// Imports the standard base64 form of the 32 raw bytes.
     ///
     /// - Parameter base64: The key's base64 text.
@@ -99,8 +116,7 @@ public struct X25519PrivateKey: Sendable, Equatable, CustomStringConvertible, Cu
         self.key = key
         var publicBytes = [UInt8](repeating: 0, count: X25519PublicKey.byteCount)
         key.withUnsafeBytes { Primitives.backend.x25519Base(into: &publicBytes, scalar: $0.baseAddress!) }
-        // Length is fixed above, so this cannot throw.
-        self.publicKey = try! X25519PublicKey(rawRepresentation: publicBytes)
+        self.publicKey = X25519PublicKey(computed: publicBytes)
     }
 
     /// The 32 raw private-key bytes, for writing the device key file.

@@ -39,7 +39,7 @@ import Testing
     @Test func oneStreamPerConnectionUntilAValidProviderToken() async throws {
         let key = P256.Signing.PrivateKey()
         let (imitation, transport, directory) = try await start(key)
-        let forged = await ProviderTokens(
+        let forged = try await ProviderTokens(
             key: ProviderKey(key: P256.Signing.PrivateKey()), keyID: Self.keyID, teamID: Self.teamID,
             refresh: .seconds(2400)
         ).token().value
@@ -55,7 +55,7 @@ import Testing
         #expect(imitation.requests.count == 20)
         #expect(imitation.requests.allSatisfy { $0.concurrentStreams == 1 })
         let valid = try request(
-            provider: await ProviderTokens(
+            provider: try await ProviderTokens(
                 key: ProviderKey(key: key), keyID: Self.keyID, teamID: Self.teamID, refresh: .seconds(2400)
             ).token().value)
         _ = try await transport.send(valid, to: imitation.baseURL, deadline: Waiting.ceiling)
@@ -77,7 +77,7 @@ import Testing
         let key = P256.Signing.PrivateKey()
         let (imitation, transport, directory) = try await start(key, certificateNames: "IP:127.0.0.1")
         let valid = try request(
-            provider: await ProviderTokens(
+            provider: try await ProviderTokens(
                 key: ProviderKey(key: key), keyID: Self.keyID, teamID: Self.teamID, refresh: .seconds(2400)
             ).token().value)
         let byName = try #require(URL(string: "https://localhost:\(imitation.port)"))
@@ -123,22 +123,26 @@ import Testing
         let (imitation, transport, directory) = try await start(key)
         func token(
             keyID: String = Self.keyID, teamID: String = Self.teamID, signer: P256.Signing.PrivateKey = key
-        ) async -> String {
-            await ProviderTokens(key: ProviderKey(key: signer), keyID: keyID, teamID: teamID, refresh: .seconds(2400))
-                .token().value
+        ) async throws -> String {
+            try await ProviderTokens(
+                key: ProviderKey(key: signer), keyID: keyID, teamID: teamID, refresh: .seconds(2400)
+            )
+            .token().value
         }
-        let good = await token()
+        let good = try await token()
         func send(_ request: APNsRequest) async throws -> APNsResponse {
             // A ceiling that only catches a hang: one request on loopback, on a loaded machine.
             try await transport.send(request, to: imitation.baseURL, deadline: .seconds(120))
         }
         #expect(try await send(try request(provider: good)).status == 200)
         #expect(
-            try await send(try request(provider: await token(keyID: "OTHER12345"))).reason == "InvalidProviderToken")
+            try await send(try request(provider: try await token(keyID: "OTHER12345"))).reason == "InvalidProviderToken"
+        )
         #expect(
-            try await send(try request(provider: await token(teamID: "OTHER12345"))).reason == "InvalidProviderToken")
+            try await send(try request(provider: try await token(teamID: "OTHER12345"))).reason
+                == "InvalidProviderToken")
         #expect(
-            try await send(try request(provider: await token(signer: P256.Signing.PrivateKey()))).reason
+            try await send(try request(provider: try await token(signer: P256.Signing.PrivateKey()))).reason
                 == "InvalidProviderToken")
         #expect(try await send(try request(provider: "")).reason == "InvalidProviderToken")
         #expect(try await send(try request(token: "abc", provider: good)).reason == "BadDeviceToken")

@@ -174,7 +174,7 @@ import Testing
         let key = P256.Signing.PrivateKey()
         let tokens = ProviderTokens(
             key: ProviderKey(key: key), keyID: "KEY1234567", teamID: "TEAM123456", refresh: .seconds(2400))
-        let token = await tokens.token()
+        let token = try await tokens.token()
         let parts = token.value.split(separator: ".").map(String.init)
         #expect(parts.count == 3)
         func decode(_ text: String) -> Data {
@@ -189,41 +189,42 @@ import Testing
         let signature = try P256.Signing.ECDSASignature(rawRepresentation: decode(parts[2]))
         #expect(key.publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)))
         // Reused until the refresh interval.
-        #expect(await tokens.token().value == token.value)
+        #expect(try await tokens.token().value == token.value)
     }
 
     @Test func aHundredExpiredAnswersMintOnce() async throws {
         let tokens = ProviderTokens(
             key: ProviderKey(key: P256.Signing.PrivateKey()), keyID: "KEY1234567", teamID: "TEAM123456",
             refresh: .seconds(2400))
-        let first = await tokens.token()
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<100 { group.addTask { _ = await tokens.expired(generation: first.generation) } }
+        let first = try await tokens.token()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<100 { group.addTask { _ = try await tokens.expired(generation: first.generation) } }
+            try await group.waitForAll()
         }
         #expect(await tokens.mints == 2)
         // A fresh token refused as expired again within a minute: no more mints (a clock problem).
-        let second = await tokens.token()
-        _ = await tokens.expired(generation: second.generation)
+        let second = try await tokens.token()
+        _ = try await tokens.expired(generation: second.generation)
         #expect(await tokens.mints == 2)
         // A late answer about the replaced token, minutes later, mints nothing either.
         let clock = Clock()
         let timed = ProviderTokens(
             key: ProviderKey(key: P256.Signing.PrivateKey()), keyID: "KEY1234567", teamID: "TEAM123456",
             refresh: .seconds(2400), now: { clock.now })
-        let old = await timed.token()
-        _ = await timed.expired(generation: old.generation)
+        let old = try await timed.token()
+        _ = try await timed.expired(generation: old.generation)
         clock.advance(120)
-        _ = await timed.expired(generation: old.generation)
+        _ = try await timed.expired(generation: old.generation)
         #expect(await timed.mints == 2)
 
         // TooManyProviderTokenUpdates: nothing new, even past the refresh interval.
         let eager = ProviderTokens(
             key: ProviderKey(key: P256.Signing.PrivateKey()), keyID: "KEY1234567", teamID: "TEAM123456", refresh: .zero)
-        _ = await eager.token()
-        _ = await eager.token()
+        _ = try await eager.token()
+        _ = try await eager.token()
         #expect(await eager.mints == 2)
         await eager.blockMinting(for: .seconds(600))
-        _ = await eager.token()
+        _ = try await eager.token()
         #expect(await eager.mints == 2)
     }
 

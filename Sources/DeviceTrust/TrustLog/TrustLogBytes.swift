@@ -99,9 +99,8 @@ struct LogReader {
 
     /// An Ed25519 public key that is canonical and not of small order.
     mutating func ed25519() throws(DeviceTrustError) -> Ed25519PublicKey {
-        // take(32) gives exactly 32 bytes or throws: the key's only check passes.
-        let key = try! Ed25519PublicKey(rawRepresentation: try take(32))
-        guard key.isCanonicalAndNotSmallOrder else {
+        let raw = try take(32)
+        guard let key = try? Ed25519PublicKey(rawRepresentation: raw), key.isCanonicalAndNotSmallOrder else {
             throw DeviceTrustError(
                 .malformedLogBytes, "an Ed25519 key of \(what) is not canonical or is of small order")
         }
@@ -110,21 +109,18 @@ struct LogReader {
 
     /// An X25519 public key that is canonical and not of small order.
     mutating func x25519() throws(DeviceTrustError) -> X25519PublicKey {
-        // take(32) gives exactly 32 bytes or throws: the key's only check passes.
-        let key = try! X25519PublicKey(rawRepresentation: try take(32))
-        guard key.isCanonicalAndNotLowOrder else {
-            throw DeviceTrustError(.malformedLogBytes, "an X25519 key of \(what) is not canonical or is of small order")
-        }
-        return key
+        try x25519Key(take(32))
     }
 
     /// An X25519 key or 32 zero bytes (none).
     mutating func optionalX25519() throws(DeviceTrustError) -> X25519PublicKey? {
         let raw = try take(32)
         if raw.allSatisfy({ $0 == 0 }) { return nil }
-        // 32 bytes from take(32): the key's only check passes.
-        let key = try! X25519PublicKey(rawRepresentation: raw)
-        guard key.isCanonicalAndNotLowOrder else {
+        return try x25519Key(raw)
+    }
+
+    private func x25519Key(_ raw: [UInt8]) throws(DeviceTrustError) -> X25519PublicKey {
+        guard let key = try? X25519PublicKey(rawRepresentation: raw), key.isCanonicalAndNotLowOrder else {
             throw DeviceTrustError(.malformedLogBytes, "an X25519 key of \(what) is not canonical or is of small order")
         }
         return key

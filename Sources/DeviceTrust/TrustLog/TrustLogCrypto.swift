@@ -17,9 +17,7 @@ public enum AppendChain {
         var info = LogWriter()
         info.raw(label)
         info.u32(epoch)
-        // 32 bytes is far below HKDF's limit: the derivation cannot fail.
-        let derived = try! HKDFSHA256.deriveKey(
-            inputKeyMaterial: seed, salt: userID.rawBytes, info: info.bytes, outputByteCount: 32)
+        let derived = HKDFSHA256.deriveKey(inputKeyMaterial: seed, salt: userID.rawBytes, info: info.bytes)
         return derived.withUnsafeBytes { Array($0) }
     }
 
@@ -137,8 +135,7 @@ public enum SealedSeed {
         guard bytes.count == byteCount else {
             throw DeviceTrustError(.malformedLogBytes, "a sealed seed is not 80 bytes")
         }
-        // 32 bytes (the length is checked above): the key's only check passes.
-        guard (try! X25519PublicKey(rawRepresentation: bytes[0..<32])).isCanonicalAndNotLowOrder else {
+        guard let enc = try? X25519PublicKey(rawRepresentation: bytes[0..<32]), enc.isCanonicalAndNotLowOrder else {
             throw DeviceTrustError(.malformedLogBytes, "a sealed seed's enc is not canonical or is of small order")
         }
         return bytes
@@ -152,10 +149,7 @@ extension RecoveryKey {
     /// `rk = HKDF-SHA256(ikm: R, salt: user_id (16 raw), info: "unbound-recovery-x25519-v1",
     /// L: 32)`; its public key (`RPK`) is what roots seal backups to.
     public func agreementKey(userID: UUID) -> X25519PrivateKey {
-        // 32 bytes is far below HKDF's limit: the derivation cannot fail.
-        let rk = try! HKDFSHA256.deriveKey(
-            inputKeyMaterial: bytes, salt: userID.rawBytes, info: Self.x25519Label, outputByteCount: 32)
-        return try! X25519PrivateKey(rawRepresentation: rk)
+        X25519PrivateKey(derivingFrom: bytes, salt: userID.rawBytes, info: Self.x25519Label)
     }
 }
 

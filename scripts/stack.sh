@@ -161,6 +161,8 @@ export SYNC_STACK_ANON_KEY=$anon
 export SYNC_STACK_SERVICE_KEY=$service
 export SYNC_STACK_JWT_SECRET=$JWT_SECRET
 export SYNC_STACK_DB="host=127.0.0.1 port=$PG_PORT user=postgres dbname=sync_own"
+# The psql binary itself: Debian's /usr/bin/psql is a Perl wrapper that costs a Perl start per call.
+export SYNC_STACK_PSQL=$BIN/psql
 export SYNC_STACK_PUSH_DATABASE_URL=postgres://push_sender@127.0.0.1:$PG_PORT/sync_push?sslmode=disable
 # The test targets are declared only with the rig (Package.swift).
 export SESSION_SYNC_RIG=1

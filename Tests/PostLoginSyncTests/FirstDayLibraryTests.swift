@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import LocalStore
 import PostLoginSync
@@ -6,6 +5,7 @@ import RemoteStore
 import SecretCrypto
 import SyncModel
 import Synchronization
+import TestStack
 import Testing
 
 /// The first day, round 2, as an app sees the library: a session started while a push runs,
@@ -24,16 +24,14 @@ struct FirstDayLibraryTests {
         let started = Shared<UUID?>(nil)
         let store = desktop.store
         // Between the session rows going up and the secrets being sealed, as `session start`
-        // in another process would. The progress handler is synchronous: it waits for the write.
+        // in another process would. The progress handler is synchronous: it waits for the write,
+        // which runs off the cooperative pool (the handler may hold one of its threads).
         let report = try await desktop.engine.push { event in
             guard event.phase == .secrets, event.completed == 0, started.value.withLock({ $0 == nil }) else { return }
-            let done = DispatchSemaphore(value: 0)
-            Task.detached {
-                let session = try? await store.startSession(repositoryID: repository.id, title: "late")
-                started.value.withLock { $0 = session?.id }
-                done.signal()
+            let session = waitingOffThePool {
+                try? await store.startSession(repositoryID: repository.id, title: "late")
             }
-            done.wait()
+            started.value.withLock { $0 = session?.id }
         }
         let late = try #require(started.value.withLock { $0 })
         #expect(report.outcome == .success, "\(report.errors)")

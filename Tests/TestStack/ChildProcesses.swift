@@ -1,5 +1,6 @@
 import Foundation
 import SyncModel
+import Synchronization
 
 /// The tests' child processes. They start with ``SpawnedChild`` (posix_spawn), never with
 /// Foundation's `Process`: see there why.
@@ -17,6 +18,37 @@ public enum ChildProcesses {}
 /// The tests' name for the product's own mechanism, `Blocking.run` (SyncModel).
 public func offThePool<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
     try await Blocking.run(body)
+}
+
+/// Runs async `body` to its end while the calling thread waits: for a synchronous callback (a
+/// push's progress handler) that must hold its caller until async work is done.
+///
+/// The caller may itself be one of the cooperative pool's threads. A task started there the
+/// usual way would need a pool thread to run, and two such waits at once (two parameterised
+/// cases) held both of this machine's threads: the suite hung with every thread idle. The
+/// body's jobs therefore run on a serial queue of their own (a task executor preference, which
+/// default actors follow too), never on the pool.
+public func waitingOffThePool<Value: Sendable>(_ body: @escaping @Sendable () async -> Value) -> Value {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<Value?>(nil)
+    Task(executorPreference: QueueExecutor()) {
+        let value = await body()
+        result.withLock { $0 = value }
+        done.signal()
+    }
+    done.wait()
+    return result.withLock { $0! }
+}
+
+/// A task executor on a serial dispatch queue: its threads are not the cooperative pool's.
+final class QueueExecutor: TaskExecutor {
+    private let queue = DispatchQueue(label: "session-sync.tests.off-the-pool")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
 }
 
 /// At most `limit` holders at once; the others wait without holding a thread.

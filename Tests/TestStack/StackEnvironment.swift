@@ -107,9 +107,11 @@ public struct StackEnvironment: Sendable {
     {
         guard let settings = ProcessInfo.processInfo.environment["SYNC_STACK_DB"] else { throw Missing() }
         let connection = settings.replacingOccurrences(of: "dbname=sync_own", with: "dbname=\(database)")
+        // The cluster's own psql when the stack names it (no Perl wrapper to start each time).
+        let psql = ProcessInfo.processInfo.environment["SYNC_STACK_PSQL"] ?? "psql"
         // posix_spawn, not Foundation's Process: see SpawnedChild.
         let child = try SpawnedChild(
-            "/usr/bin/env", ["psql", "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", connection, "-c", statement],
+            "/usr/bin/env", [psql, "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", connection, "-c", statement],
             environment: ProcessInfo.processInfo.environment)
         let status = try child.wait()
         guard status == 0 else { throw SQLFailed(status: SpawnedChild.exitCode(status)) }

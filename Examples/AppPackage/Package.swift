@@ -4,7 +4,7 @@ import PackageDescription
 // Where session-secret-sync is: the one line to change when this package is copied out of the
 // repository (Examples/AppPackage/README.md). Here it is the repository two folders up. A copy
 // names the clone's path, absolute or relative to the copy, or the published package:
-//     .package(url: "https://github.com/OWNER/session-secret-sync", from: "0.18.3")
+//     .package(url: "https://github.com/OWNER/session-secret-sync", from: "0.18.4")
 // `name:` keeps the products' `package: "session-secret-sync"` below right whatever the clone's
 // folder is called (a path dependency is otherwise named after the folder).
 let sessionSecretSync: Package.Dependency = .package(name: "session-secret-sync", path: "../..")

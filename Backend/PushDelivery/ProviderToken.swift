@@ -16,7 +16,7 @@ public struct ProviderKey: Sendable {
         do {
             return try P256.Signing.PrivateKey(rawRepresentation: raw).signature(for: input).rawRepresentation
         } catch {
-            throw ProviderTokenError()
+            throw ProviderTokenError(cause: String(describing: error))
         }
     }
 
@@ -49,7 +49,9 @@ public struct ProviderKey: Sendable {
 /// A provider token could not be signed: swift-crypto refused the key or the signing, which a
 /// valid key never causes. The row waits for the next try; nothing is sent unsigned.
 public struct ProviderTokenError: Error, CustomStringConvertible {
-    public var description: String { "the APNs provider token could not be signed (a crypto backend fault)" }
+    /// What swift-crypto said (an error case, never key material).
+    public let cause: String
+    public var description: String { "the APNs provider token could not be signed (a crypto backend fault: \(cause))" }
 }
 
 /// A minted provider token. `generation` counts mints in this process; an answer names the
@@ -111,8 +113,9 @@ public actor ProviderTokens {
         guard generation == current.generation, time >= mintBlockedUntil,
             time.timeIntervalSince(lastExpiredMint) >= Self.minimumExpiredRemint
         else { return current }
+        let token = try mint(at: time)
         lastExpiredMint = time
-        return try mint(at: time)
+        return token
     }
 
     /// APNs answered `TooManyProviderTokenUpdates`: no new token for `duration`.

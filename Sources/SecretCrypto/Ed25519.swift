@@ -24,7 +24,7 @@ public struct Ed25519PublicKey: Sendable, Hashable, CustomStringConvertible {
 
     /// Wraps bytes a primitive returned as a public key: 32 by its contract.
     init(computed bytes: [UInt8]) {
-        assert(bytes.count == Self.byteCount)
+        precondition(bytes.count == Self.byteCount, "a primitive wrote a key of another length")
         rawRepresentation = bytes
     }
 

@@ -23,7 +23,7 @@ public struct X25519PublicKey: Sendable, Hashable, CustomStringConvertible {
 
     /// Wraps bytes a primitive wrote into a 32-byte buffer: the length holds by construction.
     init(computed bytes: [UInt8]) {
-        assert(bytes.count == Self.byteCount)
+        precondition(bytes.count == Self.byteCount, "a primitive wrote a key of another length")
         rawRepresentation = bytes
     }
 

@@ -27,16 +27,21 @@ public func offThePool<Value: Sendable>(_ body: @escaping @Sendable () throws ->
 /// usual way would need a pool thread to run, and two such waits at once (two parameterised
 /// cases) held both of this machine's threads: the suite hung with every thread idle. The
 /// body's jobs therefore run on a serial queue of their own (a task executor preference, which
-/// default actors follow too), never on the pool.
+/// default actors follow too).
+///
+/// What does not follow the preference would still need the pool: `Task.sleep`, `Task.yield`,
+/// an unstructured `Task {}` started inside, the main actor or an actor with an executor of its
+/// own. The body must use none of them (swiftlang/swift#74395); a GRDB read or write is fine.
 public func waitingOffThePool<Value: Sendable>(_ body: @escaping @Sendable () async -> Value) -> Value {
     let done = DispatchSemaphore(value: 0)
     let result = Mutex<Value?>(nil)
-    Task(executorPreference: QueueExecutor()) {
+    let executor = QueueExecutor()
+    Task(executorPreference: executor) {
         let value = await body()
         result.withLock { $0 = value }
         done.signal()
     }
-    done.wait()
+    withExtendedLifetime(executor) { done.wait() }
     return result.withLock { $0! }
 }
 

@@ -108,7 +108,7 @@ public struct StackEnvironment: Sendable {
         guard let settings = ProcessInfo.processInfo.environment["SYNC_STACK_DB"] else { throw Missing() }
         let connection = settings.replacingOccurrences(of: "dbname=sync_own", with: "dbname=\(database)")
         // The cluster's own psql when the stack names it (no Perl wrapper to start each time).
-        let psql = ProcessInfo.processInfo.environment["SYNC_STACK_PSQL"] ?? "psql"
+        let psql = ProcessInfo.processInfo.environment["SYNC_STACK_PSQL"].flatMap { $0.isEmpty ? nil : $0 } ?? "psql"
         // posix_spawn, not Foundation's Process: see SpawnedChild.
         let child = try SpawnedChild(
             "/usr/bin/env", [psql, "-X", "-q", "-tA", "-v", "ON_ERROR_STOP=1", connection, "-c", statement],

@@ -9,6 +9,10 @@ SHARED_VECTORS ?= ../shared/vectors
 CLI := .build/debug/sync-cli
 # The suites run a second time on the swift-crypto backend (the one an iOS app links).
 SWIFT_CRYPTO_SUITES := SecretCryptoTests|DeviceTrustTests|ConformanceVectorsTests|PostLoginSyncTests\.(Approval(?!Alert)|EnvelopeV2|FirstDayTrust|Recovery|Trust)
+# Left out of that second pass: the trust log's reserve (9,000 entries written and verified to
+# count seats, no primitive the first pass does not already compare across backends). On the
+# swift-crypto backend its BoringSSL is a debug build, and this one test took 111 s of the pass.
+SWIFT_CRYPTO_SKIP := TrustLogVerifierTests/reserve\(\)
 # An import of a module the target does not declare fails the build.
 BUILD_FLAGS := --explicit-target-dependency-import-check error
 
@@ -28,18 +32,21 @@ build: deps
 ## the client's, and the remote only stores its bytes); runs every vector file through
 ## `sync-cli vectors verify` on both backends; checks that no library reaches a C library on
 ## Apple platforms, that each article's snippet is the compiled code, and that every version tag
-## names the commit that set its version; installs the debug build into a temporary prefix and
-## checks what it put there. With the rig on, a warning fails the build.
+## names the commit that set its version; runs the README's commands; installs the debug build
+## into a temporary prefix and checks what it put there. With the rig on, a warning fails the
+## build. Every step after the first build uses it as it is: a build with other settings (the
+## rig off, another product set) recompiles modules the next run then compiles back.
 test: deps
 	$(RIG) $(SWIFT) build $(BUILD_FLAGS) --build-tests
-	$(RIG) scripts/with-stack.sh scripts/schema.sh check -- $(SWIFT) test $(BUILD_FLAGS)
-	$(RIG) SESSION_SYNC_CRYPTO_BACKEND=swift-crypto SYNC_SKIP_STACK_TESTS=1 $(SWIFT) test $(BUILD_FLAGS) --skip-build --filter '$(SWIFT_CRYPTO_SUITES)'
+	$(RIG) scripts/with-stack.sh scripts/schema.sh check -- $(SWIFT) test $(BUILD_FLAGS) --skip-build
+	$(RIG) SESSION_SYNC_CRYPTO_BACKEND=swift-crypto SYNC_SKIP_STACK_TESTS=1 $(SWIFT) test $(BUILD_FLAGS) --skip-build \
+	  --filter '$(SWIFT_CRYPTO_SUITES)' --skip '$(SWIFT_CRYPTO_SKIP)'
 	$(CLI) vectors verify testvectors/*.json testvectors/third_party/*/*.json $$(scripts/changed-shared-vectors.sh $(SHARED_VECTORS))
 	$(CLI) vectors verify --backend swift-crypto testvectors/*.json testvectors/third_party/*/*.json
 	scripts/check-app-graph.sh
 	scripts/check-snippets.sh
 	scripts/tag-versions.sh --check
-	scripts/check-readme.sh
+	$(RIG) scripts/check-readme.sh
 	$(RIG) scripts/check-install.sh debug
 
 ## The soak tier (docs/testing.md): the kill rounds (200 on the embedded remote, 50 on the stack)

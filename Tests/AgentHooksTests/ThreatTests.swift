@@ -75,12 +75,13 @@ struct AgentThreatTests {
         #expect(try await agent.fire(input).permission == .allow(updatedInput: nil, updatedPermissions: nil))
         _ = try await phone.value
         let first = try #require(try await world.remote().approvalRequests(status: nil).first)
-        // The forged ones are waited on for a short while only: nobody genuine answers them.
-        try await world.shortenWaits()
         let genuineBody = try #require(first.decisionBody), genuineSignature = try #require(first.decisionSignature)
 
         // The same input asked again (cross-call), then in another session (cross-session): the
-        // genuine decision of the first request is planted on each; a made-up one too.
+        // genuine decision of the first request is planted on each; a made-up one too. The hook
+        // must refuse it, reopen the request and keep waiting: the phone then denies, and the
+        // hook says so. (A short wait here raced the clock: on one loaded core the hook gave up
+        // before the planter had seen its request pending.)
         for (event, forged) in [
             (input, (genuineBody, genuineSignature)),
             (Events.bash("s-b", world: world, command: "git push --force"), (genuineBody, genuineSignature)),
@@ -96,10 +97,12 @@ struct AgentThreatTests {
             let planter = Task {
                 let row = try await Self.pendingRequest(world, besides: known)
                 try await Self.plant(world, on: row.id, body: forged.0, signature: forged.1, by: world.phoneID)
+                // Phone.answer waits for a pending request: this one, once the hook reopened it.
+                _ = try await Phone.answer(.deny, world: world)
             }
             let fired = try await agent.fire(event)
             try await planter.value
-            #expect(fired.permission == nil, "a planted decision made the hook decide")
+            #expect(fired.permission == .deny(message: "Denied from your phone"), "the hook took a planted decision")
             #expect(fired.runs.allSatisfy { !$0.stdout.contains("allow") })
         }
         try await agent.settle()

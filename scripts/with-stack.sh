@@ -29,21 +29,23 @@ summarise() {
   slow=$(grep -h "slow request\|stuck request\|stopped answering" "$STACK_DIR"/*.log 2>/dev/null || true)
   waits=$(grep -h "still waiting for\|deadlock detected" "$STACK_DIR/postgres.log" 2>/dev/null || true)
   refused=$(grep -h "FATAL: \+sorry\|FATAL: \+remaining connection" "$STACK_DIR/postgres.log" 2>/dev/null || true)
+  # Here-strings, not pipes: `echo "$many" | head` can die of SIGPIPE once head has its lines,
+  # and under pipefail that made a run whose every test passed exit 141 (on one loaded core).
   if [ -n "$refused" ]; then
-    echo "with-stack: PostgreSQL refused $(echo "$refused" | wc -l) connections:" >&2
-    echo "$refused" | head -3 >&2
+    echo "with-stack: PostgreSQL refused $(wc -l <<<"$refused") connections:" >&2
+    head -3 <<<"$refused" >&2
   fi
   if [ -n "$slow" ]; then
-    echo "with-stack: $(echo "$slow" | wc -l) requests answered after more than 5 s, or stuck:" >&2
-    echo "$slow" | head -10 >&2
+    echo "with-stack: $(wc -l <<<"$slow") requests answered after more than 5 s, or stuck:" >&2
+    head -10 <<<"$slow" >&2
   fi
   if [ -n "$waits" ]; then
-    echo "with-stack: $(echo "$waits" | wc -l) lock waits over 1 s in PostgreSQL:" >&2
-    echo "$waits" | head -10 >&2
+    echo "with-stack: $(wc -l <<<"$waits") lock waits over 1 s in PostgreSQL:" >&2
+    head -10 <<<"$waits" >&2
   fi
 }
 cleanup() {
-  summarise
+  summarise || true
   "$root/scripts/stack.sh" stop || true
   rm -rf "$STACK_DIR"
 }

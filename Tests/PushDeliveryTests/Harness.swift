@@ -232,9 +232,12 @@ final class RunningWorker: Sendable {
     let task: Task<Void, any Error>
     let clientTask: Task<Void, Never>
 
-    init(_ configuration: PushWorkerConfiguration, logger: Logger = Logger(label: "push-worker-test")) throws {
+    init(
+        _ configuration: PushWorkerConfiguration, logger: Logger = Logger(label: "push-worker-test"),
+        level: Logger.Level = .error
+    ) throws {
         var logger = logger
-        logger.logLevel = .error
+        logger.logLevel = level
         client = PostgresClient(configuration: configuration.database.clientConfiguration)
         transport = try HTTP2APNsTransport(caFile: configuration.caFile)
         let tokens = ProviderTokens(
@@ -311,4 +314,32 @@ final class WorkerProcess: @unchecked Sendable {
     /// A worker still running when its test ends (one that failed early) is killed, not waited
     /// for.
     deinit { child.kill(SIGKILL) }
+}
+
+/// The rows whose request a worker in this process gave up on and sent again ("request failed;
+/// retrying on a new connection": its deadline passed, or its connection went): what an
+/// at-least-once worker may send twice (docs/push-worker.md). Other lines are dropped.
+final class GivenUpRows: LogHandler, @unchecked Sendable {
+    private let lock = NSLock()
+    private var ids: [Int64] = []
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .warning
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        guard event.message.description.hasPrefix("request failed; retrying"),
+            case .string(let row)? = event.metadata?["row"], let id = Int64(row)
+        else { return }
+        lock.withLock { ids.append(id) }
+    }
+
+    /// The rows given up so far.
+    var rows: [Int64] { lock.withLock { ids } }
+
+    /// A logger writing to this handler.
+    var logger: Logger { Logger(label: "push-worker-test") { _ in self } }
 }

@@ -170,7 +170,6 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         sessionID: UUID, requestID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32, expiresAt: UInt64,
         controlHash: String?
     ) async throws -> ApprovalRequested {
-        let me = self.me
         return try await write("requesting an approval") { db in
             let device = try self.acting(db, requesterDeviceID, trusted: true)
             try self.requireSessionDesktop(db, session: sessionID, device: device)
@@ -187,7 +186,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             if let existing = try Row.fetchOne(
                 db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
             {
-                guard (existing["user_id"] as String) == me else {
+                guard (existing["user_id"] as String) == self.me else {
                     throw Self.refused("the request is not one of yours")
                 }
                 guard (existing["body"] as String) == body, (existing["session_id"] as String) == sessionID.canonical,
@@ -201,10 +200,10 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 let queued =
                     try Int.fetchOne(
                         db, sql: "SELECT count(*) FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
-                        arguments: [me, "approval-request-" + requestID.canonical]) ?? 0
+                        arguments: [self.me, "approval-request-" + requestID.canonical]) ?? 0
                 return ApprovalRequested(
                     requestId: requestID, expiresAt: expiresAt, devicesNotified: queued,
-                    devices: try Self.deliveries(db, user: me, alertID: requestID).devices)
+                    devices: try Self.deliveries(db, user: self.me, alertID: requestID).devices)
             }
             let stamp = Self.now
             try db.execute(
@@ -213,23 +212,24 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    requestID.canonical, me, sessionID.canonical, requesterDeviceID.canonical, body, Int64(generation),
+                    requestID.canonical, self.me, sessionID.canonical, requesterDeviceID.canonical, body,
+                    Int64(generation),
                     stamp, Int64(expiresAt), stamp, control,
                 ])
             let request = try Row.fetchOne(
                 db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
             let queued =
-                try request.map { try Self.queueAlerts(db, user: me, request: $0, scheme: self.deepLinkScheme) } ?? 0
+                try request.map { try Self.queueAlerts(db, user: self.me, request: $0, scheme: self.deepLinkScheme) }
+                ?? 0
             return ApprovalRequested(
                 requestId: requestID, expiresAt: expiresAt, devicesNotified: queued,
-                devices: try Self.deliveries(db, user: me, alertID: requestID).devices)
+                devices: try Self.deliveries(db, user: self.me, alertID: requestID).devices)
         }
     }
 
     public func answerApproval(
         requestID: UUID, deviceID: UUID, verdict: ApprovalVerdict, decisionBody: String, decisionSignature: String
     ) async throws -> ApprovalAnswered {
-        let me = self.me
         return try await write("answering an approval") { db in
             _ = try self.acting(db, deviceID, trusted: true)
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
@@ -244,7 +244,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             guard
                 let request = try Row.fetchOne(
                     db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
-                (request["user_id"] as String) == me
+                (request["user_id"] as String) == self.me
             else { throw Self.refused("the request is not one of yours") }
             guard (request["requester_device_id"] as String) != deviceID.canonical else {
                 throw Self.invalid("the requesting device cannot answer its own request")
@@ -261,7 +261,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             }
             // Only a device the trust log in force certifies and does not revoke decides; a
             // refused answer writes nothing, and the question stays open for the genuine one.
-            guard try TrustedDevices.of(db, user: me).contains(deviceID.canonical) else {
+            guard try TrustedDevices.of(db, user: self.me).contains(deviceID.canonical) else {
                 throw Self.refused("the answering device is not certified in your trust log, or is revoked")
             }
             // The decision names the device that answers (its device_id at byte 140).
@@ -279,19 +279,18 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                     requestID.canonical,
                 ])
             let queued = try Self.queueClearing(
-                db, user: me, request: requestID.canonical, reason: reason, except: deviceID.canonical)
+                db, user: self.me, request: requestID.canonical, reason: reason, except: deviceID.canonical)
             return ApprovalAnswered(accepted: true, status: decided, decidedBy: deviceID, devicesNotified: queued)
         }
     }
 
     public func cancelApproval(requestID: UUID, control: String?) async throws -> ApprovalCancelled {
-        let me = self.me
         return try await write("cancelling an approval") { db in
             try self.requireAsker(db, requestID)
             guard
                 let request = try Row.fetchOne(
                     db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
-                (request["user_id"] as String) == me
+                (request["user_id"] as String) == self.me
             else { throw Self.refused("the request is not one of yours") }
             guard Self.controlProves(control, hash: request["control_hash"]) else {
                 throw Self.refused("only the requesting device may cancel this request")
@@ -306,7 +305,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 sql: "UPDATE approval_requests SET status = ?, updated_at = ? WHERE id = ?",
                 arguments: [cancelled.rawValue, Self.now, requestID.canonical])
             let queued = try Self.queueClearing(
-                db, user: me, request: requestID.canonical, reason: reason,
+                db, user: self.me, request: requestID.canonical, reason: reason,
                 except: request["requester_device_id"] as String)
             return ApprovalCancelled(cancelled: true, status: cancelled, devicesNotified: queued)
         }
@@ -315,13 +314,12 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     public func reopenApproval(
         requestID: UUID, decisionSignature: String, control: String
     ) async throws -> ApprovalReopened {
-        let me = self.me
         return try await write("reopening an approval") { db in
             try self.requireAsker(db, requestID)
             guard
                 let request = try Row.fetchOne(
                     db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
-                (request["user_id"] as String) == me
+                (request["user_id"] as String) == self.me
             else { throw Self.refused("the request is not one of yours") }
             let hash: Data? = request["control_hash"]
             guard hash != nil, Self.controlProves(control, hash: hash) else {
@@ -349,11 +347,12 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                     """, arguments: [Self.now, requestID.canonical])
             try db.execute(
                 sql: "DELETE FROM push_outbox WHERE user_id = ? AND collapse_id IN (?, ?)",
-                arguments: [me, "approval-request-" + requestID.canonical, "approval-" + requestID.canonical])
+                arguments: [self.me, "approval-request-" + requestID.canonical, "approval-" + requestID.canonical])
             let reopened = try Row.fetchOne(
                 db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
             let queued =
-                try reopened.map { try Self.queueAlerts(db, user: me, request: $0, scheme: self.deepLinkScheme) } ?? 0
+                try reopened.map { try Self.queueAlerts(db, user: self.me, request: $0, scheme: self.deepLinkScheme) }
+                ?? 0
             return ApprovalReopened(reopened: true, status: .pending, devicesNotified: queued)
         }
     }
@@ -386,25 +385,24 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     }
 
     public func approvalRequest(id: UUID) async throws -> ApprovalRequestRow? {
-        let me = self.me
         return try await read("reading an approval") { db in
             guard try self.callingDevice(db) != nil else { return nil }
             return try Row.fetchOne(
-                db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?", arguments: [id.canonical, me]
+                db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?",
+                arguments: [id.canonical, self.me]
             )
             .map { try ApprovalRequestRow(json: Self.json($0)) }
         }
     }
 
     public func approvalRequests(status: ApprovalStatus?) async throws -> [ApprovalRequestRow] {
-        let me = self.me
         return try await read("listing approvals") { db in
             guard try self.callingDevice(db) != nil else { return [] }
             return try Row.fetchAll(
                 db,
                 sql:
                     "SELECT * FROM approval_requests WHERE user_id = ? AND (? IS NULL OR status = ?) ORDER BY created_at DESC, id",
-                arguments: [me, status?.rawValue, status?.rawValue]
+                arguments: [self.me, status?.rawValue, status?.rawValue]
             ).map { try ApprovalRequestRow(json: Self.json($0)) }
         }
     }

@@ -7,10 +7,9 @@ import SyncModel
 /// request names only the user's own session and device; the feed is one read.
 extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     public func listOpenSecretRequests() async throws -> [SecretRequestRow] {
-        let me = self.me
         return try await read("listing secret requests") { db in
             guard try self.credentialDevice(db) != nil else { return [] }
-            return try Self.openRequests(db, user: me)
+            return try Self.openRequests(db, user: self.me)
         }
     }
 
@@ -44,7 +43,6 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     }
 
     public func fulfilSecretRequests(ids: Set<UUID>) async throws {
-        let me = self.me
         try await write("fulfilling secret requests") { db in
             // Only the session's own desktop marks its requests served (the policy's USING).
             guard let caller = try self.callingDevice(db) else { return }
@@ -53,24 +51,22 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
                     UPDATE session_secret_requests SET fulfilled_at = ? WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))
                     AND (? OR session_id IN (SELECT id FROM agent_coding_sessions WHERE device_id = ?))
                     """,
-                arguments: [Self.now, me, Self.jsonArray(ids), self.isServiceRole, caller])
+                arguments: [Self.now, self.me, Self.jsonArray(ids), self.isServiceRole, caller])
         }
     }
 
     public func heartbeat(deviceID: UUID) async throws {
-        let me = self.me
         try await write("refreshing the heartbeat") { db in
             // A device updates only its own row.
             guard try self.credentialDevice(db) == deviceID.canonical else { return }
             let now = Self.now
             try db.execute(
                 sql: "UPDATE devices SET last_seen_at = ?, updated_at = ? WHERE id = ? AND user_id = ?",
-                arguments: [now, now, deviceID.canonical, me])
+                arguments: [now, now, deviceID.canonical, self.me])
         }
     }
 
     public func changes(since cursor: ChangeCursor?, statements: Bool) async throws -> RemoteChanges {
-        let me = self.me
         return try await read("reading changes") { db in
             _ = try self.caller(db, trusted: false)
             let certified = try self.callingDevice(db) != nil
@@ -79,7 +75,7 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
                 db,
                 sql:
                     "SELECT * FROM devices WHERE user_id = ? AND (? IS NULL OR updated_at > ?) ORDER BY updated_at, id",
-                arguments: [me, cursor?.since, cursor?.since]
+                arguments: [self.me, cursor?.since, cursor?.since]
             ).map { try RemoteDevice(json: Self.json($0)) }
             var fingerprint: String?
             if statements, try db.tableExists("device_certificates"), try db.tableExists("device_revocations") {
@@ -88,16 +84,16 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
                     sql: """
                         SELECT 'c:' || device_id || ':' || signature FROM device_certificates WHERE user_id = ?
                         UNION ALL SELECT 'r:' || device_id || ':' || signature FROM device_revocations WHERE user_id = ?
-                        """, arguments: [me, me]
+                        """, arguments: [self.me, self.me]
                 ).sorted().joined(separator: ",")
             }
             var changes = RemoteChanges(
-                devices: devices, complete: cursor == nil, secretRequests: try Self.openRequests(db, user: me),
+                devices: devices, complete: cursor == nil, secretRequests: try Self.openRequests(db, user: self.me),
                 statements: fingerprint, cursor: ChangeCursor(since: now), method: .feed)
             // Approvals and questions only to a device the log certifies.
             if certified {
-                changes.approvals = try Self.changedApprovals(db, user: me, since: cursor?.since)
-                changes.questions = try Self.changedQuestions(db, user: me, since: cursor?.since)
+                changes.approvals = try Self.changedApprovals(db, user: self.me, since: cursor?.since)
+                changes.questions = try Self.changedQuestions(db, user: self.me, since: cursor?.since)
             }
             if statements { changes.trustLog = try self.trustLogHead(db) }
             return changes

@@ -25,7 +25,6 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     public func claimSessionActivity(
         sessionID: UUID, deviceID: UUID, clientType: ClientType
     ) async throws -> SessionClaim {
-        let me = self.me
         return try await write("claiming session activity") { db in
             _ = try self.acting(db, deviceID, trusted: true)
             try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
@@ -36,7 +35,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                 sql: """
                     SELECT token FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device' AND is_valid
                     ORDER BY updated_at DESC LIMIT 1
-                    """, arguments: [deviceID.canonical, me])
+                    """, arguments: [deviceID.canonical, self.me])
             let previous = try Row.fetchOne(
                 db, sql: "SELECT device_id, client_type FROM session_active_clients WHERE session_id = ?",
                 arguments: [sessionID.canonical])
@@ -46,7 +45,9 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                         INSERT INTO session_active_clients (session_id, user_id, client_type, device_id, push_token, last_activity_at, created_at, updated_at)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """,
-                    arguments: [sessionID.canonical, me, clientType.rawValue, deviceID.canonical, token, now, now, now])
+                    arguments: [
+                        sessionID.canonical, self.me, clientType.rawValue, deviceID.canonical, token, now, now, now,
+                    ])
                 return SessionClaim(handedOff: false)
             }
             try db.execute(
@@ -59,7 +60,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             // Leaving an iOS device: its live activities for the session end.
             if (previous["client_type"] as String) == ClientType.ios.rawValue {
                 try Self.endLiveActivities(
-                    db, user: me, device: previousDevice, session: sessionID.canonical, status: nil,
+                    db, user: self.me, device: previousDevice, session: sessionID.canonical, status: nil,
                     operation: LiveActivityRules.handoffOperation)
             }
             let payload = PushPayload(
@@ -72,7 +73,8 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                     INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
                     SELECT ?, device_id, token, 'background', 5, ?, ?, ?, ? FROM push_tokens
                     WHERE user_id = ? AND device_id = ? AND token_type = 'device' AND is_valid ORDER BY token
-                    """, arguments: [me, "handoff-" + sessionID.canonical, payload, now, now, me, previousDevice])
+                    """,
+                arguments: [self.me, "handoff-" + sessionID.canonical, payload, now, now, self.me, previousDevice])
             return SessionClaim(
                 handedOff: true, previousDeviceID: UUID.parse(previousDevice),
                 previousClientType: previous["client_type"], notified: db.changesCount)
@@ -103,7 +105,6 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         if let previous = r.previousToken, !PushTokenText.isValid(previous) {
             throw Self.invalid("previous_token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -")
         }
-        let me = self.me
         return try await write("registering a push token") { db in
             let device = try self.acting(db, r.deviceID, trusted: false).canonical
             try self.requireOwn(db, table: "devices", id: r.deviceID, what: "device")
@@ -116,7 +117,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                 try db.execute(
                     sql:
                         "UPDATE push_tokens SET is_valid = 0, updated_at = ? WHERE token = ? AND user_id = ? AND device_id = ? AND is_valid",
-                    arguments: [now, previous, me, device])
+                    arguments: [now, previous, self.me, device])
                 invalidated = db.changesCount
             }
             let existing = try Row.fetchOne(
@@ -124,7 +125,8 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                 arguments: [r.token])
             // Another user's or another device's valid token stays where it is (it moves once
             // invalidated, or the delivery worker does on APNs' word); the answer does not say so.
-            if let existing, (existing["user_id"] as String?) != me || (existing["device_id"] as String?) != device,
+            if let existing,
+                (existing["user_id"] as String?) != self.me || (existing["device_id"] as String?) != device,
                 existing["is_valid"] as Bool
             {
                 return PushTokenRegistered(previousInvalidated: invalidated > 0)
@@ -139,7 +141,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                         environment = excluded.environment, is_valid = 1, updated_at = excluded.updated_at
                     """,
                 arguments: [
-                    id.canonical, me, r.deviceID.canonical, r.token, r.type.rawValue, r.activityID,
+                    id.canonical, self.me, r.deviceID.canonical, r.token, r.type.rawValue, r.activityID,
                     r.sessionID?.canonical,
                     r.platform, r.environment.rawValue, now, now,
                 ])
@@ -148,7 +150,6 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     }
 
     public func invalidatePushToken(_ token: String) async throws -> Bool {
-        let me = self.me
         return try await write("invalidating a push token") { db in
             let device = try self.caller(db, trusted: false).canonical
             if let owner = try String.fetchOne(
@@ -158,13 +159,12 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             }
             try db.execute(
                 sql: "UPDATE push_tokens SET is_valid = 0, updated_at = ? WHERE token = ? AND user_id = ?",
-                arguments: [Self.now, token, me])
+                arguments: [Self.now, token, self.me])
             return db.changesCount > 0
         }
     }
 
     public func pushTokenStatus(deviceID: UUID) async throws -> PushTokenStatus {
-        let me = self.me
         return try await read("reading push token status") { db in
             _ = try self.acting(db, deviceID, trusted: false)
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
@@ -173,13 +173,13 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                     db,
                     sql: """
                         SELECT EXISTS (SELECT 1 FROM push_tokens WHERE user_id = ? AND device_id = ? AND token_type = 'device' AND is_valid)
-                        """, arguments: [me, deviceID.canonical]) ?? false
+                        """, arguments: [self.me, deviceID.canonical]) ?? false
             let live = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT activity_id, session_id, updated_at FROM push_tokens
                     WHERE user_id = ? AND device_id = ? AND token_type = 'live_activity' AND is_valid ORDER BY updated_at, id
-                    """, arguments: [me, deviceID.canonical]
+                    """, arguments: [self.me, deviceID.canonical]
             ).map { row in
                 PushTokenStatus.LiveActivity(
                     activityId: row["activity_id"], sessionId: try Self.uuid(row["session_id"]),
@@ -193,12 +193,11 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         guard UUID(uuidString: requestID)?.canonical == requestID else {
             throw Self.invalid("request_id must be a canonical lowercase UUID")
         }
-        let me = self.me
         return try await write("clearing an approval") { db in
             _ = try self.caller(db, trusted: true)
             // Clearings go only to devices the log vouches for, when the user has a log.
             let trusted: Set<String>? =
-                try Self.hasTrustLog(db, user: me) ? TrustedDevices.of(db, user: me) : nil
+                try Self.hasTrustLog(db, user: self.me) ? TrustedDevices.of(db, user: self.me) : nil
             // An approval request is cleared by its answer or its cancellation, never by this call.
             if let id = UUID(uuidString: requestID),
                 try Bool.fetchOne(
@@ -210,13 +209,13 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             let eligible = "user_id = ? AND token_type = 'device' AND is_valid AND token IS NOT ?"
             let devices = try String.fetchAll(
                 db, sql: "SELECT DISTINCT device_id FROM push_tokens WHERE \(eligible) ORDER BY device_id",
-                arguments: [me, excludingToken])
+                arguments: [self.me, excludingToken])
             // Each device's badge is counted as approval_requests has it; a token excluded is
             // the answering device's, which keeps its own.
             var devicesNotified = 0
             for device in devices where trusted?.contains(device) ?? true {
                 let payload = PushPayload(
-                    aps: .silent(badge: try Self.approvalBadge(db, user: me, device: device)),
+                    aps: .silent(badge: try Self.approvalBadge(db, user: self.me, device: device)),
                     clearApprovalId: requestID, reason: "approved_on_other_device"
                 ).json
                 let now = Self.now
@@ -227,18 +226,17 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                         ORDER BY token
                         ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
                         """,
-                    arguments: [me, "approval-" + requestID, payload, now, now, me, excludingToken, device])
+                    arguments: [self.me, "approval-" + requestID, payload, now, now, self.me, excludingToken, device])
                 devicesNotified +=
                     try Int.fetchOne(
                         db, sql: "SELECT count(*) FROM push_tokens WHERE \(eligible) AND device_id = ?",
-                        arguments: [me, excludingToken, device]) ?? 0
+                        arguments: [self.me, excludingToken, device]) ?? 0
             }
             return ApprovalClearing(success: true, devicesNotified: devicesNotified)
         }
     }
 
     public func setRuntimeStatus(_ status: RuntimeStatus) async throws -> RuntimeStatus {
-        let me = self.me
         let scheme = deepLinkScheme
         return try await write("setting runtime status") { db in
             // Only the session's desktop writes its status (the sessions' write policy).
@@ -246,21 +244,21 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             let now = Self.now
             let before = try String.fetchOne(
                 db, sql: "SELECT runtime_status FROM agent_coding_sessions WHERE id = ? AND user_id = ?",
-                arguments: [status.sessionID.canonical, me])
+                arguments: [status.sessionID.canonical, self.me])
             try db.execute(
                 sql: """
                     UPDATE agent_coding_sessions SET runtime_status = ?, runtime_status_updated_at = ?, updated_at = ?
                     WHERE id = ? AND user_id = ? AND device_id = ?
-                    """, arguments: [status.jsonText, now, now, status.sessionID.canonical, me, caller])
+                    """, arguments: [status.jsonText, now, now, status.sessionID.canonical, self.me, caller])
             guard db.changesCount > 0 else {
                 throw Self.refused(
                     "session \(status.sessionID.canonical) is not one of yours on the remote (push it first)")
             }
             if before != status.jsonText {
-                try Self.runtimeStatusChanged(db, user: me, session: status.sessionID.canonical)
+                try Self.runtimeStatusChanged(db, user: self.me, session: status.sessionID.canonical)
                 if let kind = Self.taskKind(runtimeBefore: before, after: status.jsonText) {
                     _ = try Self.queueTaskAlerts(
-                        db, user: me, session: status.sessionID.canonical, kind: kind, scheme: scheme)
+                        db, user: self.me, session: status.sessionID.canonical, kind: kind, scheme: scheme)
                 }
             }
             var stored = status
@@ -270,7 +268,6 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     }
 
     public func listOutbox(limit: Int) async throws -> [OutboxEntry] {
-        let me = self.me
         return try await read("listing the push outbox") { db in
             guard try self.callingDevice(db) != nil else { return [] }
             return try Row.fetchAll(
@@ -279,7 +276,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                     SELECT id, device_id, substr(token, -6) AS token_hint, push_type, priority, collapse_id, payload,
                         created_at, delivered_at, attempts, last_error, not_before
                     FROM push_outbox WHERE user_id = ? ORDER BY id DESC LIMIT ?
-                    """, arguments: [me, max(0, min(limit, 10_000))]
+                    """, arguments: [self.me, max(0, min(limit, 10_000))]
             ).map { try OutboxEntry(json: Self.json($0)) }
         }
     }

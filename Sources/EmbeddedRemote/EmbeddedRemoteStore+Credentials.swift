@@ -22,7 +22,6 @@ extension EmbeddedRemoteStore {
     func ensureRegistered() async throws {
         guard let credential, let hash = credentialHash else { return }
         guard !registered.withLock({ $0 }) else { return }
-        let me = self.me
         do {
             // Registered already (every run after the first): a read, no write transaction.
             let known = try await pool.read { db in
@@ -47,7 +46,6 @@ extension EmbeddedRemoteStore {
     func explainRefusal(_ error: Error) async -> Error {
         guard (error as? RemoteStoreError)?.code == .permissionDenied, let credential, let hash = credentialHash
         else { return error }
-        let me = self.me
         do {
             try await pool.read { db in
                 try Self.register(db, user: me, device: credential.deviceID.canonical, hash: hash)

@@ -9,7 +9,6 @@ import Synchronization
 extension EmbeddedRemoteStore {
     public func upsertOwnDevice(_ device: OwnDeviceRow) async throws {
         try checkOwner(device.userID)
-        let me = self.me
         try await write("upserting device") { db in
             try self.checkExisting(db, table: "devices", id: device.id.canonical)
             try self.checkOwnRow(db, device: device.id.canonical)
@@ -23,7 +22,8 @@ extension EmbeddedRemoteStore {
                         last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at
                     """,
                 arguments: [
-                    device.id.canonical, me, device.name, device.deviceType.rawValue, device.hostname, device.publicKey,
+                    device.id.canonical, self.me, device.name, device.deviceType.rawValue, device.hostname,
+                    device.publicKey,
                     device.isActive, Timestamp.format(device.lastSeenAt), now, now,
                 ])
             if let versions = device.envelopeVersions {
@@ -46,11 +46,11 @@ extension EmbeddedRemoteStore {
     }
 
     public func listDevices() async throws -> [RemoteDevice] {
-        let me = self.me
         return try await read("listing devices") { db in
             guard try self.credentialDevice(db) != nil else { return [] }
-            return try Row.fetchAll(db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [me]).map
-            {
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [self.me]
+            ).map {
                 row in
                 try RemoteDevice(json: Self.json(row))
             }
@@ -60,21 +60,19 @@ extension EmbeddedRemoteStore {
     /// Replaces a device's `capabilities` (JSON object text), as another client of the device
     /// would; for tests and demos.
     package func setCapabilities(deviceID: UUID, json: String) async throws {
-        let me = self.me
         try await write("setting capabilities") { db in
             try db.execute(
                 sql: "UPDATE devices SET capabilities = json(?) WHERE id = ? AND user_id = ?",
-                arguments: [json, deviceID.canonical, me])
+                arguments: [json, deviceID.canonical, self.me])
         }
     }
 
     /// A device's `capabilities`, JSON text.
     package func capabilities(deviceID: UUID) async throws -> String? {
-        let me = self.me
         return try await read("reading capabilities") { db in
             try String.fetchOne(
                 db, sql: "SELECT capabilities FROM devices WHERE id = ? AND user_id = ?",
-                arguments: [deviceID.canonical, me])
+                arguments: [deviceID.canonical, self.me])
         }
     }
 
@@ -83,27 +81,26 @@ extension EmbeddedRemoteStore {
         deviceID: UUID, isTrusted: Bool? = nil, role: DeviceTrustRole? = nil, isActive: Bool? = nil,
         publicKey: String?? = nil
     ) async throws {
-        let me = self.me
         try await write("setting trust") { db in
             if let isTrusted {
                 try db.execute(
                     sql: "UPDATE devices SET is_trusted = ? WHERE id = ? AND user_id = ?",
-                    arguments: [isTrusted, deviceID.canonical, me])
+                    arguments: [isTrusted, deviceID.canonical, self.me])
             }
             if let role {
                 try db.execute(
                     sql: "UPDATE devices SET device_role = ? WHERE id = ? AND user_id = ?",
-                    arguments: [role.rawValue, deviceID.canonical, me])
+                    arguments: [role.rawValue, deviceID.canonical, self.me])
             }
             if let isActive {
                 try db.execute(
                     sql: "UPDATE devices SET is_active = ? WHERE id = ? AND user_id = ?",
-                    arguments: [isActive, deviceID.canonical, me])
+                    arguments: [isActive, deviceID.canonical, self.me])
             }
             if let publicKey {
                 try db.execute(
                     sql: "UPDATE devices SET public_key = ? WHERE id = ? AND user_id = ?",
-                    arguments: [publicKey, deviceID.canonical, me])
+                    arguments: [publicKey, deviceID.canonical, self.me])
             }
         }
     }

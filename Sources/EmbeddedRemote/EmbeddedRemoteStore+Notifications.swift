@@ -259,7 +259,6 @@ extension EmbeddedRemoteStore: NotificationRemote {
     public func setNotificationSettings(
         deviceID: UUID, _ change: NotificationSettings.Change
     ) async throws -> NotificationSettingsUpdated {
-        let me = self.me
         return try await write("setting notification settings") { db in
             _ = try self.acting(db, deviceID, trusted: false)
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
@@ -282,21 +281,20 @@ extension EmbeddedRemoteStore: NotificationRemote {
                         updated_at = excluded.updated_at
                     """,
                 arguments: [
-                    device, me, after.liveActivities, after.backgroundNotifications, after.showDetails,
+                    device, self.me, after.liveActivities, after.backgroundNotifications, after.showDetails,
                     after.timeSensitive, after.alertApprovals, after.alertQuestions, after.alertTaskComplete,
                     after.alertTaskFailed, after.alertTaskPaused, after.quietWhileActive, Self.now,
                 ])
             var ended = 0
             if before.liveActivities, !after.liveActivities {
                 ended = try Self.endLiveActivities(
-                    db, user: me, device: device, session: nil, status: nil, operation: nil)
+                    db, user: self.me, device: device, session: nil, status: nil, operation: nil)
             }
             return NotificationSettingsUpdated(settings: after, liveActivitiesEnded: ended)
         }
     }
 
     public func touchSessionActivity(sessionID: UUID, deviceID: UUID) async throws -> Bool {
-        let me = self.me
         return try await write("touching session activity") { db in
             let device = try self.acting(db, deviceID, trusted: true)
             try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
@@ -306,13 +304,12 @@ extension EmbeddedRemoteStore: NotificationRemote {
                 sql: """
                     UPDATE session_active_clients SET last_activity_at = ?, updated_at = ?
                     WHERE session_id = ? AND device_id = ? AND user_id = ?
-                    """, arguments: [now, now, sessionID.canonical, deviceID.canonical, me])
+                    """, arguments: [now, now, sessionID.canonical, deviceID.canonical, self.me])
             return db.changesCount > 0
         }
     }
 
     public func sessionHolder(sessionID: UUID) async throws -> SessionHolder? {
-        let me = self.me
         return try await read("reading a session's holder") { db in
             guard try self.credentialDevice(db) != nil else { return nil }
             return try Row.fetchOne(
@@ -320,16 +317,15 @@ extension EmbeddedRemoteStore: NotificationRemote {
                 sql: """
                     SELECT device_id, client_type, last_activity_at FROM session_active_clients
                     WHERE session_id = ? AND user_id = ?
-                    """, arguments: [sessionID.canonical, me]
+                    """, arguments: [sessionID.canonical, self.me]
             ).map { try SessionHolder(json: Self.json($0)) }
         }
     }
 
     public func alertDeliveries(alertID: UUID) async throws -> AlertDeliveries {
-        let me = self.me
         return try await read("reading alert deliveries") { db in
             try self.requireAsker(db, alertID)
-            return try Self.deliveries(db, user: me, alertID: alertID)
+            return try Self.deliveries(db, user: self.me, alertID: alertID)
         }
     }
 

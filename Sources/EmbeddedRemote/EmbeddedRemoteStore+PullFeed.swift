@@ -17,7 +17,6 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         -> PullChanges
     {
         guard (0...5_000).contains(rowLimit) else { throw Self.invalid("row_limit must be from 0 to 5000") }
-        let me = self.me
         let device = deviceID.canonical
         return try await read("reading the pull feed") { db in
             _ = try self.acting(db, deviceID, trusted: false)
@@ -33,7 +32,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                     sql: """
                         SELECT * FROM \(table) WHERE user_id = ? AND (? IS NULL OR updated_at > ?)
                         ORDER BY updated_at, id LIMIT ?
-                        """, arguments: [me, since, since, rowLimit + 1])
+                        """, arguments: [self.me, since, since, rowLimit + 1])
                 return rows.count > rowLimit ? nil : rows
             }
             let repositories = try changed("repositories").map { rows in
@@ -53,16 +52,18 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                         FROM agent_coding_session_secrets s JOIN agent_coding_sessions c ON c.id = s.session_id
                         WHERE c.user_id = ? AND s.device_id = ? AND s.session_id IN (SELECT value FROM json_each(?))
                         ORDER BY s.session_id
-                        """, arguments: [me, device, Self.jsonArray(Set(sessions.map(\.record.id)))]
+                        """, arguments: [self.me, device, Self.jsonArray(Set(sessions.map(\.record.id)))]
                 ).map { try EnvelopeRecord(json: Self.json($0)) }
             }
             func ids(_ table: String) throws -> RowSetDigest {
                 SecretDigest.digest(
-                    ofIDs: try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ?", arguments: [me])
-                        .map(Self.uuid))
+                    ofIDs: try String.fetchAll(
+                        db, sql: "SELECT id FROM \(table) WHERE user_id = ?", arguments: [self.me]
+                    )
+                    .map(Self.uuid))
             }
-            let envelopeRows = try Self.envelopeRowsDigest(db, user: me, device: device)
-            let statements = try Self.statementsDigest(db, user: me)
+            let envelopeRows = try Self.envelopeRowsDigest(db, user: self.me, device: device)
+            let statements = try Self.statementsDigest(db, user: self.me)
             return PullChanges(
                 cursor: ChangeCursor(since: now), repositories: repositories, sessions: sessions, envelopes: envelopes,
                 repositoryIDs: try ids("repositories"), sessionIDs: try ids("agent_coding_sessions"),
@@ -71,11 +72,11 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                     db,
                     sql:
                         "SELECT * FROM devices WHERE user_id = ? AND (? IS NULL OR updated_at > ?) ORDER BY updated_at, id",
-                    arguments: [me, since, since]
+                    arguments: [self.me, since, since]
                 ).map { try RemoteDevice(json: Self.json($0)) },
                 statements: statements, trustLog: try self.trustLogHead(db),
-                secretRequests: try Self.openRequests(db, user: me).filter { $0.requesterDeviceID == deviceID },
-                approvals: certified ? try Self.changedApprovals(db, user: me, since: since) : [])
+                secretRequests: try Self.openRequests(db, user: self.me).filter { $0.requesterDeviceID == deviceID },
+                approvals: certified ? try Self.changedApprovals(db, user: self.me, since: since) : [])
         }
     }
 
@@ -123,7 +124,6 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         guard SecretDigest.isValidBucketCount(buckets) else {
             throw Self.invalid("buckets must be a power of two from 1 to 65536")
         }
-        let me = self.me
         let device = deviceID.canonical
         return try await read("computing the recipient digest") { db in
             _ = try self.acting(db, deviceID, trusted: true)
@@ -134,7 +134,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                 sql: """
                     SELECT s.session_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
                     JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ?
-                    """, arguments: [me, device])
+                    """, arguments: [self.me, device])
             while let row = try rows.next() {
                 let session = try Self.uuid(row[0]).canonical
                 let hash = SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: row[1])
@@ -149,7 +149,6 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         addressedTo deviceID: UUID, sessions: Set<UUID>?, pages page: @escaping PageHandler<EnvelopeRecord>
     ) async throws {
         if let sessions { return try await page(try await fetchEnvelopes(addressedTo: deviceID, of: sessions)) }
-        let me = self.me
         var after = ""
         while true {
             let key = after
@@ -161,7 +160,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                         SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
                         JOIN agent_coding_sessions c ON c.id = s.session_id
                         WHERE c.user_id = ? AND s.device_id = ? AND s.session_id > ? ORDER BY s.session_id LIMIT ?
-                        """, arguments: [me, deviceID.canonical, key, Self.pageRows]
+                        """, arguments: [self.me, deviceID.canonical, key, Self.pageRows]
                 ).map { try EnvelopeRecord(json: Self.json($0)) }
             }
             if !rows.isEmpty { try await page(rows) }
@@ -171,7 +170,6 @@ extension EmbeddedRemoteStore: PullFeedRemote {
     }
 
     func fetchEnvelopes(addressedTo deviceID: UUID, of sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
-        let me = self.me
         let list = Self.jsonArray(sessions)
         return try await read("reading envelopes") { db in
             guard try self.callingDevice(db) != nil else { return [] }
@@ -182,7 +180,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                     JOIN agent_coding_sessions c ON c.id = s.session_id
                     WHERE c.user_id = ? AND s.device_id = ? AND s.session_id IN (SELECT value FROM json_each(?))
                     ORDER BY s.session_id
-                    """, arguments: [me, deviceID.canonical, list]
+                    """, arguments: [self.me, deviceID.canonical, list]
             ).map { try EnvelopeRecord(json: Self.json($0)) }
         }
     }
@@ -190,7 +188,6 @@ extension EmbeddedRemoteStore: PullFeedRemote {
     public func fetchSessions(
         after cursor: PullCursor?, pages page: @escaping PageHandler<Versioned<SessionRecord>>
     ) async throws {
-        let me = self.me
         var after = cursor.map { ($0.updatedAt, $0.id.canonical) }
         while true {
             let key = after
@@ -201,7 +198,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                     sql: """
                         SELECT * FROM agent_coding_sessions WHERE user_id = ?
                         AND (? IS NULL OR updated_at > ? OR (updated_at = ? AND id > ?)) ORDER BY updated_at, id LIMIT ?
-                        """, arguments: [me, key?.0, key?.0, key?.0, key?.1, Self.pageRows]
+                        """, arguments: [self.me, key?.0, key?.0, key?.0, key?.1, Self.pageRows]
                 ).map {
                     Versioned(record: try SessionRecord(json: Self.json($0)), updatedAt: $0["updated_at"] as String)
                 }

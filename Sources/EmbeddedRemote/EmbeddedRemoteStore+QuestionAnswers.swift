@@ -12,16 +12,15 @@ extension EmbeddedRemoteStore {
     static let sealedAnswerBytes = (1 + 4 + 12 + 1 + 16)...(1 + 4 + 12 + 1_024 + 16)
 
     public func answerQuestion(questionID: UUID, deviceID: UUID, answer: String) async throws -> QuestionAnswered {
-        let me = self.me
         return try await write("answering a question") { db in
             _ = try self.acting(db, deviceID, trusted: true)
             guard
                 let row = try Row.fetchOne(
                     db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
-                    arguments: [questionID.canonical, me])
+                    arguments: [questionID.canonical, self.me])
             else { throw Self.refused("the question is not one of yours") }
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
-            guard try TrustedDevices.of(db, user: me).contains(deviceID.canonical) else {
+            guard try TrustedDevices.of(db, user: self.me).contains(deviceID.canonical) else {
                 throw Self.refused("only a device the user's trust log certifies may answer")
             }
             guard (row["requester_device_id"] as String) != deviceID.canonical else {
@@ -44,7 +43,7 @@ extension EmbeddedRemoteStore {
                 sql: """
                     INSERT INTO agent_question_answers (question_id, user_id, device_id, answer, created_at)
                     VALUES (?, ?, ?, ?, ?) ON CONFLICT (question_id, device_id) DO NOTHING
-                    """, arguments: [questionID.canonical, me, deviceID.canonical, answer, Self.now])
+                    """, arguments: [questionID.canonical, self.me, deviceID.canonical, answer, Self.now])
             if db.changesCount > 0 { return QuestionAnswered(accepted: true, status: status) }
             let kept = try String.fetchOne(
                 db, sql: "SELECT answer FROM agent_question_answers WHERE question_id = ? AND device_id = ?",
@@ -54,7 +53,6 @@ extension EmbeddedRemoteStore {
     }
 
     public func questionAnswers(questionID: UUID) async throws -> [QuestionAnswerRow] {
-        let me = self.me
         return try await read("reading a question's answers") { db in
             guard try self.callingDevice(db) != nil else { return [] }
             return try Row.fetchAll(
@@ -62,7 +60,7 @@ extension EmbeddedRemoteStore {
                 sql: """
                     SELECT * FROM agent_question_answers WHERE question_id = ? AND user_id = ?
                     ORDER BY created_at, device_id LIMIT 64
-                    """, arguments: [questionID.canonical, me]
+                    """, arguments: [questionID.canonical, self.me]
             ).map { try QuestionAnswerRow(json: Self.json($0)) }
         }
     }

@@ -44,7 +44,6 @@ extension EmbeddedRemoteStore: QuestionRemote {
         sessionID: UUID, questionID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32,
         expiresAt: UInt64
     ) async throws -> QuestionAsked {
-        let me = self.me
         let scheme = deepLinkScheme
         return try await write("asking a question") { db in
             let device = try self.acting(db, requesterDeviceID, trusted: true)
@@ -56,7 +55,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
             if let existing = try Row.fetchOne(
                 db, sql: "SELECT * FROM agent_questions WHERE id = ?", arguments: [questionID.canonical])
             {
-                guard (existing["user_id"] as String) == me else {
+                guard (existing["user_id"] as String) == self.me else {
                     throw Self.refused("the question is not one of yours")
                 }
                 guard (existing["body"] as String) == body, (existing["session_id"] as String) == sessionID.canonical,
@@ -69,7 +68,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
                 queued =
                     try Int.fetchOne(
                         db, sql: "SELECT count(*) FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
-                        arguments: [me, "question-" + questionID.canonical]) ?? 0
+                        arguments: [self.me, "question-" + questionID.canonical]) ?? 0
             } else {
                 let stamp = Self.now
                 try db.execute(
@@ -78,23 +77,24 @@ extension EmbeddedRemoteStore: QuestionRemote {
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
-                        questionID.canonical, me, sessionID.canonical, requesterDeviceID.canonical, body,
+                        questionID.canonical, self.me, sessionID.canonical, requesterDeviceID.canonical, body,
                         Int64(generation), stamp, Int64(expiresAt), stamp,
                     ])
                 let row = try Row.fetchOne(
                     db, sql: "SELECT * FROM agent_questions WHERE id = ?", arguments: [questionID.canonical])
                 queued =
-                    try row.map { try Self.queueAlerts(db, user: me, request: $0, scheme: scheme, kind: .question) }
+                    try row.map {
+                        try Self.queueAlerts(db, user: self.me, request: $0, scheme: scheme, kind: .question)
+                    }
                     ?? 0
             }
             return QuestionAsked(
                 questionId: questionID, expiresAt: expiresAt, devicesNotified: queued,
-                devices: try Self.deliveries(db, user: me, alertID: questionID).devices)
+                devices: try Self.deliveries(db, user: self.me, alertID: questionID).devices)
         }
     }
 
     public func closeQuestion(questionID: UUID, status: QuestionStatus) async throws -> QuestionClosed {
-        let me = self.me
         return try await write("closing a question") { db in
             try self.requireAsker(db, questionID)
             guard status == .answered || status == .cancelled else {
@@ -103,7 +103,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
             guard
                 let row = try Row.fetchOne(
                     db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
-                    arguments: [questionID.canonical, me])
+                    arguments: [questionID.canonical, self.me])
             else { throw Self.refused("the question is not one of yours") }
             let transition = RequestRules.transition(
                 question: QuestionStatus(rawValue: row["status"]) ?? .pending,
@@ -115,28 +115,28 @@ extension EmbeddedRemoteStore: QuestionRemote {
             try db.execute(
                 sql: "UPDATE agent_questions SET status = ?, closed_at = ?, updated_at = ? WHERE id = ?",
                 arguments: [closed.rawValue, now, now, questionID.canonical])
-            let queued = try Self.queueQuestionClearing(db, user: me, question: questionID.canonical, reason: reason)
+            let queued = try Self.queueQuestionClearing(
+                db, user: self.me, question: questionID.canonical, reason: reason)
             return QuestionClosed(closed: true, status: closed, devicesNotified: queued)
         }
     }
 
     public func agentQuestions(atMost: Int) async throws -> [AgentQuestionRow] {
-        let me = self.me
         return try await read("reading questions") { db in
             guard try self.callingDevice(db) != nil else { return [] }
             return try Row.fetchAll(
                 db, sql: "SELECT * FROM agent_questions WHERE user_id = ? ORDER BY created_at DESC, id LIMIT ?",
-                arguments: [me, max(0, atMost)]
+                arguments: [self.me, max(0, atMost)]
             ).map { try AgentQuestionRow(json: Self.json($0)) }
         }
     }
 
     public func agentQuestion(id: UUID) async throws -> AgentQuestionRow? {
-        let me = self.me
         return try await read("reading a question") { db in
             guard try self.callingDevice(db) != nil else { return nil }
             return try Row.fetchOne(
-                db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?", arguments: [id.canonical, me]
+                db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
+                arguments: [id.canonical, self.me]
             ).map { try AgentQuestionRow(json: Self.json($0)) }
         }
     }

@@ -10,7 +10,6 @@ extension EmbeddedRemoteStore {
     // MARK: - Envelope pairs and deletes
 
     public func listEnvelopePairs() async throws -> [EnvelopePair] {
-        let me = self.me
         return try await read("listing envelope pairs") { db in
             guard try self.callingDevice(db) != nil else { return [] }
             return try Row.fetchAll(
@@ -18,7 +17,7 @@ extension EmbeddedRemoteStore {
                 sql: """
                     SELECT s.session_id, s.device_id FROM agent_coding_session_secrets s
                     JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? ORDER BY s.session_id, s.device_id
-                    """, arguments: [me]
+                    """, arguments: [self.me]
             ).map { row in
                 EnvelopePair(sessionID: try Self.uuid(row["session_id"]), deviceID: try Self.uuid(row["device_id"]))
             }
@@ -30,7 +29,6 @@ extension EmbeddedRemoteStore {
             throw RemoteStoreError(
                 .invalidValue, "buckets must be a power of two from 1 to 65536", postgrestCode: .invalidParameterValue)
         }
-        let me = self.me
         return try await read("computing the envelope digest") { db in
             _ = try self.acting(db, ownerDeviceID, trusted: true)
             var result: [Int: DigestBucket] = [:]
@@ -39,7 +37,7 @@ extension EmbeddedRemoteStore {
                 sql: """
                     SELECT d.session_id, d.pairs, d.h1, d.h2 FROM session_secret_digests d
                     JOIN agent_coding_sessions c ON c.id = d.session_id WHERE c.user_id = ? AND c.device_id = ? AND d.pairs > 0
-                    """, arguments: [me, ownerDeviceID.canonical])
+                    """, arguments: [self.me, ownerDeviceID.canonical])
             while let row = try rows.next() {
                 SecretDigest.add(
                     session: (row[0] as String).lowercased(), pairs: row[1], h1: row[2], h2: row[3], buckets: buckets,
@@ -50,7 +48,6 @@ extension EmbeddedRemoteStore {
     }
 
     public func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey] {
-        let me = self.me
         let list = Self.jsonArray(sessions)
         return try await read("listing envelope keys") { db in
             guard try self.callingDevice(db) != nil else { return [] }
@@ -60,7 +57,7 @@ extension EmbeddedRemoteStore {
                     SELECT s.session_id, s.device_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
                     JOIN agent_coding_sessions c ON c.id = s.session_id
                     WHERE c.user_id = ? AND s.session_id IN (SELECT value FROM json_each(?)) ORDER BY s.session_id, s.device_id
-                    """, arguments: [me, list]
+                    """, arguments: [self.me, list]
             ).map { row in
                 EnvelopeKey(
                     pair: EnvelopePair(
@@ -79,7 +76,6 @@ extension EmbeddedRemoteStore {
     }
 
     func deleteSecrets(column: String, ids: Set<UUID>) async throws -> Int? {
-        let me = self.me
         let list = Self.jsonArray(ids)
         return try await write("deleting envelopes") { db in
             // Only the envelopes of the calling desktop's sessions (the policy's USING).
@@ -88,13 +84,12 @@ extension EmbeddedRemoteStore {
                 sql: """
                     DELETE FROM agent_coding_session_secrets WHERE \(column) IN (SELECT value FROM json_each(?))
                     AND session_id IN (SELECT id FROM agent_coding_sessions WHERE user_id = ? AND (device_id = ? OR ? = ?))
-                    """, arguments: [list, me, caller, caller, Self.serviceRoleCaller])
+                    """, arguments: [list, self.me, caller, caller, Self.serviceRoleCaller])
             return db.changesCount
         }
     }
 
     func deletePairs(_ pairs: [EnvelopePair]) async throws -> Int? {
-        let me = self.me
         return try await write("deleting envelopes") { db in
             guard let caller = try self.callingDevice(db) else { return 0 }
             let statement = try db.cachedStatement(
@@ -105,7 +100,7 @@ extension EmbeddedRemoteStore {
             var deleted = 0
             for pair in pairs {
                 try statement.execute(arguments: [
-                    pair.sessionID.canonical, pair.deviceID.canonical, me, caller, caller, Self.serviceRoleCaller,
+                    pair.sessionID.canonical, pair.deviceID.canonical, self.me, caller, caller, Self.serviceRoleCaller,
                 ])
                 deleted += db.changesCount
             }
@@ -126,7 +121,6 @@ extension EmbeddedRemoteStore {
     }
 
     func deleteOwned(_ table: String, ids: Set<UUID>) async throws -> Int? {
-        let me = self.me
         let list = Self.jsonArray(ids)
         return try await write("deleting \(table)") { db in
             // A device deletes only its own rows (the service role any of the user's).
@@ -136,7 +130,7 @@ extension EmbeddedRemoteStore {
                     DELETE FROM \(table) WHERE id IN (SELECT value FROM json_each(?)) AND user_id = ?
                     AND (device_id = ? OR ? = ?)
                     """,
-                arguments: [list, me, caller, caller, Self.serviceRoleCaller])
+                arguments: [list, self.me, caller, caller, Self.serviceRoleCaller])
             return db.changesCount
         }
     }
@@ -150,7 +144,6 @@ extension EmbeddedRemoteStore {
     func fetchVersioned<Record: Sendable & Hashable>(
         _ table: String, after cursor: PullCursor?, decode: @Sendable @escaping (ResponseRow) throws -> Record
     ) async throws -> [Versioned<Record>] {
-        let me = self.me
         return try await read("reading \(table)") { db in
             guard try self.credentialDevice(db) != nil else { return [] }
             let rows: [Row]
@@ -159,10 +152,10 @@ extension EmbeddedRemoteStore {
                     db,
                     sql: """
                         SELECT * FROM \(table) WHERE user_id = ? AND (updated_at > ? OR (updated_at = ? AND id > ?)) ORDER BY updated_at, id
-                        """, arguments: [me, cursor.updatedAt, cursor.updatedAt, cursor.id.canonical])
+                        """, arguments: [self.me, cursor.updatedAt, cursor.updatedAt, cursor.id.canonical])
             } else {
                 rows = try Row.fetchAll(
-                    db, sql: "SELECT * FROM \(table) WHERE user_id = ? ORDER BY updated_at, id", arguments: [me])
+                    db, sql: "SELECT * FROM \(table) WHERE user_id = ? ORDER BY updated_at, id", arguments: [self.me])
             }
             return try rows.map { row in Versioned(record: try decode(Self.json(row)), updatedAt: row["updated_at"]) }
         }
@@ -173,16 +166,15 @@ extension EmbeddedRemoteStore {
     }
 
     func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
-        let me = self.me
         return try await read("listing \(table)") { db in
             guard try self.credentialDevice(db) != nil else { return [] }
             let ids: [String]
             if let deviceID {
                 ids = try String.fetchAll(
                     db, sql: "SELECT id FROM \(table) WHERE user_id = ? AND device_id = ?",
-                    arguments: [me, deviceID.canonical])
+                    arguments: [self.me, deviceID.canonical])
             } else {
-                ids = try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ?", arguments: [me])
+                ids = try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE user_id = ?", arguments: [self.me])
             }
             return Set(try ids.map(Self.uuid))
         }

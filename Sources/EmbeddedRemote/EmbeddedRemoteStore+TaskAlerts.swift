@@ -142,7 +142,6 @@ extension EmbeddedRemoteStore {
     ) async throws
         -> SessionEventQueued
     {
-        let me = self.me
         let scheme = deepLinkScheme
         return try await write("raising a task alert") { db in
             _ = try self.acting(db, deviceID, trusted: true)
@@ -152,10 +151,10 @@ extension EmbeddedRemoteStore {
                     db,
                     sql:
                         "SELECT EXISTS (SELECT 1 FROM agent_coding_sessions WHERE id = ? AND user_id = ? AND device_id = ?)",
-                    arguments: [sessionID.canonical, me, deviceID.canonical]) ?? false
+                    arguments: [sessionID.canonical, self.me, deviceID.canonical]) ?? false
             guard runs else { throw Self.refused("the session is not one of yours on this device") }
             guard kind.isTaskKind else { throw Self.invalid("kind must be task_complete, task_failed or task_paused") }
-            return try Self.queueTaskAlerts(db, user: me, session: sessionID.canonical, kind: kind, scheme: scheme)
+            return try Self.queueTaskAlerts(db, user: self.me, session: sessionID.canonical, kind: kind, scheme: scheme)
         }
     }
 }

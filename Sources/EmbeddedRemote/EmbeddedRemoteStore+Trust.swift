@@ -8,11 +8,10 @@ import SyncModel
 /// an operator could make, for tests that stage a legacy user or an attack.
 extension EmbeddedRemoteStore: TrustRemote {
     public func fetchIdentityKey() async throws -> String? {
-        let me = self.me
         return try await read("reading the identity key") { db in
             guard try self.credentialDevice(db) != nil else { return nil }
             return try String.fetchOne(
-                db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
+                db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [self.me])
         }
     }
 
@@ -26,7 +25,6 @@ extension EmbeddedRemoteStore: TrustRemote {
 
     public func insertPairingRequest(_ row: PairingRequestRow) async throws {
         try checkOwner(row.userID)
-        let me = self.me
         try await write("inserting a pairing request") { db in
             // A device asks to be paired in its own name.
             guard try self.credentialDevice(db) == row.deviceID.canonical else {
@@ -39,7 +37,7 @@ extension EmbeddedRemoteStore: TrustRemote {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    row.id.canonical, me, row.inviteID, row.deviceID.canonical, row.x25519PublicKey,
+                    row.id.canonical, self.me, row.inviteID, row.deviceID.canonical, row.x25519PublicKey,
                     row.ed25519PublicKey,
                     row.mac, Self.now,
                 ])
@@ -47,7 +45,6 @@ extension EmbeddedRemoteStore: TrustRemote {
     }
 
     public func listPairingRequests() async throws -> [PairingRequestRow] {
-        let me = self.me
         return try await read("listing pairing requests") { db in
             // A device the log certifies (a root settling joiners) reads them all; any other
             // registered device reads only its own.
@@ -55,7 +52,7 @@ extension EmbeddedRemoteStore: TrustRemote {
             let all = try self.callingDevice(db) != nil
             return try Row.fetchAll(
                 db, sql: "SELECT * FROM pairing_requests WHERE user_id = ? AND (? OR device_id = ?) ORDER BY id",
-                arguments: [me, all, caller]
+                arguments: [self.me, all, caller]
             )
             .map { row in
                 PairingRequestRow(
@@ -68,14 +65,13 @@ extension EmbeddedRemoteStore: TrustRemote {
     }
 
     public func deletePairingRequest(id: UUID) async throws {
-        let me = self.me
         try await write("deleting a pairing request") { db in
             // The policy's USING: a certified device deletes any, another only its own.
             guard let caller = try self.credentialDevice(db) else { return }
             let all = try self.callingDevice(db) != nil
             try db.execute(
                 sql: "DELETE FROM pairing_requests WHERE id = ? AND user_id = ? AND (? OR device_id = ?)",
-                arguments: [id.canonical, me, all, caller])
+                arguments: [id.canonical, self.me, all, caller])
         }
     }
 
@@ -89,13 +85,12 @@ extension EmbeddedRemoteStore: TrustRemote {
     }
 
     func listStatements(_ table: String) async throws -> [SignedStatementRow] {
-        let me = self.me
         return try await read("listing \(table)") { db in
             guard try self.credentialDevice(db) != nil else { return [] }
             return try Row.fetchAll(
                 db,
                 sql: "SELECT device_id, user_id, body, signature FROM \(table) WHERE user_id = ? ORDER BY device_id",
-                arguments: [me]
+                arguments: [self.me]
             ).map { row in
                 SignedStatementRow(
                     deviceID: try Self.uuid(row["device_id"]), userID: try Self.uuid(row["user_id"]),
@@ -109,51 +104,10 @@ extension EmbeddedRemoteStore: TrustRemote {
 /// The legacy identity backup on the embedded remote: read only.
 extension EmbeddedRemoteStore: IdentityBackupRemote {
     public func fetchIdentityBackup() async throws -> String? {
-        let me = self.me
         return try await read("reading the identity backup") { db in
             guard try self.credentialDevice(db) != nil else { return nil }
             return try String.fetchOne(
-                db, sql: "SELECT body FROM identity_key_backups WHERE user_id = ?", arguments: [me])
-        }
-    }
-
-}
-
-// MARK: - Raw rows, as the operator could write them (tests only)
-
-extension EmbeddedRemoteStore {
-    /// Writes a legacy trust row as the database's owner could (no rule applies): `table` is
-    /// `user_identity_keys`, `device_certificates`, `device_revocations` or `identity_key_backups`.
-    package func rawLegacyRow(
-        _ table: String, deviceID: UUID? = nil, body: String, signature: String? = nil
-    ) async throws {
-        let me = self.me
-        try await write("writing \(table) raw") { db in
-            switch table {
-            case "user_identity_keys":
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO user_identity_keys (user_id, public_key, created_at) VALUES (?, ?, ?)",
-                    arguments: [me, body, Self.now])
-            case "identity_key_backups":
-                try db.execute(
-                    sql: """
-                        INSERT OR REPLACE INTO identity_key_backups (user_id, body, created_at, updated_at)
-                        VALUES (?, ?, ?, ?)
-                        """, arguments: [me, body, Self.now, Self.now])
-            default:
-                try db.execute(
-                    sql: """
-                        INSERT OR REPLACE INTO \(table) (device_id, user_id, body, signature, created_at)
-                        VALUES (?, ?, ?, ?, ?)
-                        """, arguments: [deviceID?.canonical, me, body, signature ?? "", Self.now])
-            }
-        }
-    }
-
-    /// Runs SQL on the file as its owner could (tests stage what an operator could do).
-    package func rawSQL(_ sql: String, arguments: [DatabaseValue] = []) async throws {
-        try await write("raw SQL") { db in
-            try db.execute(sql: sql, arguments: StatementArguments(arguments))
+                db, sql: "SELECT body FROM identity_key_backups WHERE user_id = ?", arguments: [self.me])
         }
     }
 }

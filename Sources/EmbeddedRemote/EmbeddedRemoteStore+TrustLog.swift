@@ -12,35 +12,32 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     // MARK: - Reads
 
     public func trustLogRows(epoch: UInt32, fromSeq: UInt64) async throws -> [TrustLogRow] {
-        let me = self.me
         return try await read("reading the trust log") { db in
             guard try self.credentialDevice(db) != nil else { return [] }
             return try Row.fetchAll(
                 db,
                 sql: "SELECT * FROM trust_log WHERE user_id = ? AND epoch = ? AND seq >= ? ORDER BY epoch, seq",
-                arguments: [me, Int64(epoch), Int64(fromSeq)]
+                arguments: [self.me, Int64(epoch), Int64(fromSeq)]
             ).map(Self.logRow)
         }
     }
 
     public func trustLogGeneses() async throws -> [TrustLogRow] {
-        let me = self.me
         return try await read("reading the trust log") { db in
             guard try self.credentialDevice(db) != nil else { return [] }
             return try Row.fetchAll(
-                db, sql: "SELECT * FROM trust_log WHERE user_id = ? AND seq = 0 ORDER BY epoch", arguments: [me]
+                db, sql: "SELECT * FROM trust_log WHERE user_id = ? AND seq = 0 ORDER BY epoch", arguments: [self.me]
             ).map(Self.logRow)
         }
     }
 
     public func trustLogWitnesses(epoch: UInt32) async throws -> [TrustLogWitnessRow] {
-        let me = self.me
         return try await read("reading the trust log's witnesses") { db in
             guard try self.credentialDevice(db) != nil else { return [] }
             return try Row.fetchAll(
                 db,
                 sql: "SELECT * FROM trust_log_witnesses WHERE user_id = ? AND epoch = ? ORDER BY device_id, seq",
-                arguments: [me, Int64(epoch)]
+                arguments: [self.me, Int64(epoch)]
             ).map { row in
                 TrustLogWitnessRow(
                     deviceID: try Self.uuid(row["device_id"]), epoch: UInt32(row["epoch"] as Int64),

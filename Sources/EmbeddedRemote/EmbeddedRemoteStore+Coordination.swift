@@ -12,6 +12,9 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         RemoteStoreError(.permissionDenied, message, postgrestCode: .insufficientPrivilege)
     }
 
+    /// PostgreSQL's refusal of a row a policy's `WITH CHECK` or `USING` does not admit.
+    static var rowSecurity: RemoteStoreError { refused("new row violates row-level security policy") }
+
     static func invalid(_ message: String) -> RemoteStoreError {
         RemoteStoreError(.invalidValue, message, postgrestCode: .invalidParameterValue)
     }

@@ -359,7 +359,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
                 """,
             arguments: [
                 me, requester,
-                String(decoding: try JSONSerialization.data(withJSONObject: Array(best.keys)), as: UTF8.self),
+                String(decoding: try JSONEncoder().encode(Array(best.keys)), as: UTF8.self),
             ])
         {
             let id: String = device["id"]

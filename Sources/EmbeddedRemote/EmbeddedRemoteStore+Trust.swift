@@ -27,9 +27,7 @@ extension EmbeddedRemoteStore: TrustRemote {
         try checkOwner(row.userID)
         try await write("inserting a pairing request") { db in
             // A device asks to be paired in its own name.
-            guard try self.credentialDevice(db) == row.deviceID.canonical else {
-                throw Self.refused("new row violates row-level security policy")
-            }
+            guard try self.credentialDevice(db) == row.deviceID.canonical else { throw Self.rowSecurity }
             try self.requireNotAnothers(db, device: row.deviceID)
             try db.execute(
                 sql: """
@@ -80,7 +78,7 @@ extension EmbeddedRemoteStore: TrustRemote {
         if let owner = try String.fetchOne(
             db, sql: "SELECT user_id FROM devices WHERE id = ?", arguments: [device.canonical]), owner != me
         {
-            throw Self.refused("new row violates row-level security policy")
+            throw Self.rowSecurity
         }
     }
 

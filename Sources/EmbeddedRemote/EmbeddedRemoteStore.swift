@@ -165,10 +165,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
 
     /// Refuses a row naming another user (RLS `WITH CHECK`).
     func checkOwner(_ owner: UUID) throws {
-        guard owner == userID else {
-            throw RemoteStoreError(
-                .permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
-        }
+        guard owner == userID else { throw Self.rowSecurity }
     }
 
     /// Refuses a row of a device other than the calling one, new or replacing one of another
@@ -183,10 +180,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         {
             owners.append(existing)
         }
-        guard let caller, owners.allSatisfy({ $0 == caller }) else {
-            throw RemoteStoreError(
-                .permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
-        }
+        guard let caller, owners.allSatisfy({ $0 == caller }) else { throw Self.rowSecurity }
     }
 
     /// Whether the calling (certified) device runs `session`: who writes its envelopes.
@@ -210,8 +204,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
             db.cachedStatement(sql: "SELECT user_id FROM \(table) WHERE id = ?"), arguments: [id]),
             owner != me
         {
-            throw RemoteStoreError(
-                .permissionDenied, "new row violates row-level security policy", postgrestCode: .insufficientPrivilege)
+            throw Self.rowSecurity
         }
     }
 
@@ -288,9 +281,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
                 arguments: [row.repositoryID.canonical]),
                 owner != self.me
             {
-                throw RemoteStoreError(
-                    .permissionDenied, "new row violates row-level security policy",
-                    postgrestCode: .insufficientPrivilege)
+                throw Self.rowSecurity
             }
             if row.status == .ended, !wasEnded {
                 try Self.sessionEnded(db, user: self.me, session: row.id.canonical)
@@ -319,11 +310,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
                     postgrestCode: .foreignKeyViolation)
             }
             guard owner == self.me, try self.isSessionDesktop(db, session: row.sessionID.canonical, caller: caller)
-            else {
-                throw RemoteStoreError(
-                    .permissionDenied, "new row violates row-level security policy",
-                    postgrestCode: .insufficientPrivilege)
-            }
+            else { throw Self.rowSecurity }
             let session = row.sessionID.canonical, device = row.deviceID.canonical
             let hash = SecretDigest.rowHash(
                 sessionID: session, deviceID: device, ephemeralPublicKey: row.ephemeralPublicKey)

@@ -193,14 +193,6 @@ final class AgentWorld: Sendable {
         try await Coordinator(store: phone, remote: try remote(for: phone)).setNotificationSettings(change)
     }
 
-    /// The phone has 8 seconds from now on (a request nobody genuine answers ends soon).
-    func shortenWaits() async throws {
-        var rule = try await AwayRule.load(from: desktop)
-        rule.awayWait = .seconds(8)
-        rule.autoWait = .seconds(8)
-        try await rule.save(to: desktop)
-    }
-
     /// The session an agent session id gets on the desktop.
     func session(_ agentSession: String) -> UUID {
         AgentSessionName.sessionID(desktop: desktopID, agent: .claudeCode, agentSession: agentSession)

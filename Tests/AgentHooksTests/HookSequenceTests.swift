@@ -109,9 +109,23 @@ struct HookSequenceTests {
         // Away from the desk (the prompt is older than desk-active): the phone is asked, nobody
         // answers, the hook gives up, cancels its request, and the prompt is cleared.
         try await world.desktop.setSetting(.agentDeskPromptAt, Int64(Date().timeIntervalSince1970 * 1000) - 600_000)
-        let away = try await agent.fire(Events.bash("s-desk", world: world, command: "make deploy"))
+        var away = try await agent.fire(Events.bash("s-desk", world: world, command: "make deploy"))
         Self.wellBehaved(away)
         #expect(away.permission == nil)
+        if away.runs.contains(where: { $0.stderr.contains("(no answer within") }) {
+            // Under `auto` the hook first reads who holds the session, within 300 ms. On a busy
+            // machine that read can take longer: the terminal asks and nothing is asked (as
+            // docs/agent-hooks.md says). The rest of the test then goes on under `always`. (Only
+            // the deadline: a read that fails any other way is a failure of this test.)
+            #expect(try await world.remote().approvalRequests(status: nil).isEmpty, "a late read asked the phone")
+            var rule = try await AwayRule.load(from: world.desktop)
+            rule.mode = .always
+            rule.awayWait = .seconds(5)
+            try await rule.save(to: world.desktop)
+            away = try await agent.fire(Events.bash("s-desk", world: world, command: "make deploy"))
+            Self.wellBehaved(away)
+            #expect(away.permission == nil)
+        }
         let requests = try await world.remote().approvalRequests(status: nil)
         #expect(requests.count == 1 && requests.first?.status == .cancelled)
         let clearing = try await world.remote().listOutbox(limit: 100).filter {

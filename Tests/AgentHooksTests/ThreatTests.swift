@@ -119,12 +119,15 @@ struct AgentThreatTests {
         let phone = Task { try await Phone.choose([[0], [1]], world: world) }
         #expect(try await agent.fire(Events.askUserQuestion("s-q", world: world)).preToolUse?.decision == "allow")
         let first = try await phone.value
-        try await world.shortenWaits()
         let genuine = try #require(
             try await world.remote().questionAnswers(questionID: first.question.id).first)
 
         // The same question asked again: the first answer planted on it (replay, cross-call), then
-        // bytes that are no answer.
+        // bytes that are no answer. The hook waits its whole window (no clock races the planter);
+        // once the plant is in, the hook gets two seconds (eight of its reads) to judge it, then
+        // the question is closed from the desktop, as another hook process would. A busier
+        // machine can only make a round weaker, never fail it falsely. (An 8 s wait here let the
+        // hook give up before the planter saw its question, and the round passed on nothing.)
         for forged in [genuine.answer, ByteEncoding.base64([0x01, 0, 0, 0, 1] + Array(repeating: 5, count: 120))] {
             let known = Set(try await Phone.questions(world: world))
             let planter = Task {
@@ -135,18 +138,32 @@ struct AgentThreatTests {
                     try await Task.sleep(for: .milliseconds(20))
                 }
                 let question = try #require(id)
-                let table = world.backend == .postgrest ? "public.agent_question_answers" : "agent_question_answers"
-                let created = world.backend == .postgrest ? "now()" : "'\(Timestamp.format(Date()))'"
-                try await Self.asServiceRole(
-                    world,
-                    """
-                    INSERT INTO \(table) (question_id, user_id, device_id, answer, created_at)
-                    VALUES ('\(question.canonical)', '\(world.user.canonical)', '\(world.phoneID.canonical)', '\(forged)', \(created))
-                    """)
+                let desktop = try world.remote(for: world.desktop)
+                do {
+                    let table = world.backend == .postgrest ? "public.agent_question_answers" : "agent_question_answers"
+                    let created = world.backend == .postgrest ? "now()" : "'\(Timestamp.format(Date()))'"
+                    try await Self.asServiceRole(
+                        world,
+                        """
+                        INSERT INTO \(table) (question_id, user_id, device_id, answer, created_at)
+                        VALUES ('\(question.canonical)', '\(world.user.canonical)', '\(world.phoneID.canonical)', '\(forged)', \(created))
+                        """)
+                    let open = try await world.remote().agentQuestion(id: question)?.status(at: Date())
+                    #expect(open == .pending || open == .answered, "the plant landed after the hook gave up")
+                    try await Task.sleep(for: .seconds(2))
+                } catch {
+                    // The hook would otherwise wait its whole window.
+                    _ = try? await desktop.closeQuestion(questionID: question, status: .cancelled)
+                    throw error
+                }
+                // Still open: the hook was waiting, and took no answer.
+                let closed = try await desktop.closeQuestion(questionID: question, status: .cancelled)
+                #expect(closed.closed, "the hook had ended its question before the plant was judged")
             }
             let fired = try await agent.fire(Events.askUserQuestion("s-q", world: world))
             try await planter.value
             #expect(fired.preToolUse == nil, "a planted answer made the hook answer")
+            #expect(fired.runs.allSatisfy { $0.stderr.isEmpty && !$0.timedOut }, "the hook failed rather than refused")
         }
         try await agent.settle()
     }

@@ -105,6 +105,20 @@ struct AnswerFromNotificationTests {
         if case .failure(let error) = result { #expect((error as? SyncError)?.code == .deadlineExceeded) }
         task.cancel()
     }
+
+    @Test("a deadline under a second is said in milliseconds (an agent hook's 300 ms read once said 0 s)")
+    func deadlineSaid() async throws {
+        for (limit, said) in [
+            (Duration.milliseconds(300), "no answer within 300 ms:"), (.seconds(1), "no answer within 1 s:"),
+        ] {
+            let error = await #expect(throws: SyncError.self) {
+                try await ApprovalCenter.within(limit) { try await Task.sleep(for: .seconds(600)) }
+            }
+            #expect(
+                error?.code == .deadlineExceeded && error?.message.hasPrefix(said) == true,
+                "\(String(describing: error))")
+        }
+    }
 }
 
 /// Holds SQLite's write lock on a database file until released: every writer waits.

@@ -68,7 +68,13 @@ final class PushWorld: Sendable {
         )
     }
 
+    /// Ends the world, and its pending approvals and questions with it: one left pending expires
+    /// later, and the worker of whichever test runs `expire_approvals()` then queues its clearing
+    /// push and sends it to that test's imitation (the likely source of the 8 apns-ids of no row
+    /// of its own that ProcessTests once counted; `init` closes only rows already queued).
     func close() async {
+        try? await sql("DELETE FROM public.approval_requests WHERE user_id = '\(userID)'")
+        try? await sql("DELETE FROM public.agent_questions WHERE user_id = '\(userID)'")
         try? await imitation.shutdown()
         adminTask.cancel()
         try? FileManager.default.removeItem(at: directory)
@@ -94,6 +100,15 @@ final class PushWorld: Sendable {
             rows.append(object.compactMapValues { $0 as? String })
         }
         return rows
+    }
+
+    /// The `apns_id`s of this world's outbox rows: a test counts only these (the worker serves
+    /// every due row of `sync_push`, another world's too).
+    func apnsIDs() async throws -> Set<String> {
+        Set(
+            try await rows("SELECT apns_id::text AS a FROM public.push_outbox WHERE user_id = '\(userID)'").compactMap {
+                $0["a"]
+            })
     }
 
     /// The `apns_id`s of these outbox rows.

@@ -25,11 +25,7 @@ extension PushStackTests {
             #expect(try await world.drained())
             try await one.stop()
             try await two.stop()
-            // This world's rows only (ProcessTests once saw requests for rows of no world's).
-            let mine = Set(
-                try await world.rows(
-                    "SELECT apns_id::text AS a FROM public.push_outbox WHERE user_id = '\(world.userID)'"
-                ).compactMap { $0["a"] })
+            let mine = try await world.apnsIDs()
             let ids = world.imitation.requests.compactMap { $0.headers["apns-id"] }.filter(mine.contains)
             #expect(Set(ids).count == 800)
             // A request sent again is one its worker gave up on (on one loaded core a whole window

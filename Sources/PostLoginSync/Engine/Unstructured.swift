@@ -45,10 +45,16 @@ final class DeadlineRace<T: Sendable>: Sendable {
                     SyncError(
                         code: .deadlineExceeded,
                         message:
-                            "no answer within \(limit.components.seconds) s: nothing more is sent, but an answer already on its way may have been recorded"
+                            "no answer within \(Self.spoken(limit)): nothing more is sent, but an answer already on its way may have been recorded"
                     )))
         }
         clock.withLock { $0 = sleeper }
+    }
+
+    /// A limit as a person reads it: "300 ms", "10 s" (whole seconds said as seconds).
+    static func spoken(_ limit: Duration) -> String {
+        let milliseconds = limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
     }
 
     func finish(_ result: Result<T, Error>) {

@@ -143,7 +143,7 @@ struct ApprovalAlertTests {
     static func ageClaim(_ w: ApprovalWorld, session: UUID, seconds: Int) async throws {
         switch w.world.backend {
         case .embedded:
-            let queue = try DatabaseQueue(path: w.world.directory.appendingPathComponent("remote.sqlite").path)
+            let queue = try w.world.operatorDatabase()
             try await queue.write {
                 try $0.execute(
                     sql: "UPDATE session_active_clients SET last_activity_at = ? WHERE session_id = ?",
@@ -245,7 +245,7 @@ extension ApprovalAlertTests {
         let collapse = "approval-request-" + request.canonical
         switch w.world.backend {
         case .embedded:
-            let queue = try DatabaseQueue(path: w.world.directory.appendingPathComponent("remote.sqlite").path)
+            let queue = try w.world.operatorDatabase()
             try await queue.write {
                 try $0.execute(
                     sql: "UPDATE push_outbox SET delivered_at = ?, attempts = 1 WHERE collapse_id = ?",

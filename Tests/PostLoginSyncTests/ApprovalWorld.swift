@@ -101,7 +101,7 @@ struct ApprovalWorld {
     func everything() async throws -> String {
         switch world.backend {
         case .embedded:
-            let queue = try DatabaseQueue(path: world.directory.appendingPathComponent("remote.sqlite").path)
+            let queue = try world.operatorDatabase()
             return try await queue.read { db in
                 var out = ""
                 for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") {

@@ -71,10 +71,7 @@ struct NotificationWorld {
     func deliverDue(_ token: String) async throws {
         switch world.backend {
         case .embedded:
-            var configuration = Configuration()
-            configuration.busyMode = .timeout(10)
-            let queue = try DatabaseQueue(
-                path: world.directory.appendingPathComponent("remote.sqlite").path, configuration: configuration)
+            let queue = try world.operatorDatabase()
             let now = Timestamp.format(Date())
             try await queue.write { db in
                 try db.execute(

@@ -16,7 +16,7 @@ enum TrustLogStaging {
     static func operatorSQL(_ world: World, stack: String, embedded: String? = nil) async throws {
         switch world.backend {
         case .embedded:
-            let queue = try DatabaseQueue(path: world.directory.appendingPathComponent("remote.sqlite").path)
+            let queue = try world.operatorDatabase()
             try await queue.write { try $0.execute(sql: embedded ?? stack) }
         case .postgrest:
             _ = try await StackEnvironment.require().sql(

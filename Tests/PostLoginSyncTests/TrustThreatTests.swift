@@ -54,10 +54,7 @@ struct TrustThreatTests {
         switch world.backend {
         case .embedded:
             // Waits for the remote's own writers (a desktop reopening a refused decision) as they wait for it.
-            var configuration = Configuration()
-            configuration.busyMode = .timeout(10)
-            let queue = try DatabaseQueue(
-                path: world.directory.appendingPathComponent("remote.sqlite").path, configuration: configuration)
+            let queue = try world.operatorDatabase()
             try await queue.write { try $0.execute(sql: sql) }
         case .postgrest:
             _ = try await StackEnvironment.require().sql(

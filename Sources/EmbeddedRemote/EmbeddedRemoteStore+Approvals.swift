@@ -241,11 +241,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 throw Self.invalid(
                     "decision_body and decision_signature must be canonical base64 of a decision and its signature")
             }
-            guard
-                let request = try Row.fetchOne(
-                    db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
-                (request["user_id"] as String) == self.me
-            else { throw Self.refused("the request is not one of yours") }
+            let request = try self.requireOwned(db, table: "approval_requests", id: requestID, what: "request")
             guard (request["requester_device_id"] as String) != deviceID.canonical else {
                 throw Self.invalid("the requesting device cannot answer its own request")
             }
@@ -287,11 +283,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     public func cancelApproval(requestID: UUID, control: String?) async throws -> ApprovalCancelled {
         return try await write("cancelling an approval") { db in
             try self.requireAsker(db, requestID)
-            guard
-                let request = try Row.fetchOne(
-                    db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
-                (request["user_id"] as String) == self.me
-            else { throw Self.refused("the request is not one of yours") }
+            let request = try self.requireOwned(db, table: "approval_requests", id: requestID, what: "request")
             guard Self.controlProves(control, hash: request["control_hash"]) else {
                 throw Self.refused("only the requesting device may cancel this request")
             }
@@ -316,11 +308,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     ) async throws -> ApprovalReopened {
         return try await write("reopening an approval") { db in
             try self.requireAsker(db, requestID)
-            guard
-                let request = try Row.fetchOne(
-                    db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical]),
-                (request["user_id"] as String) == self.me
-            else { throw Self.refused("the request is not one of yours") }
+            let request = try self.requireOwned(db, table: "approval_requests", id: requestID, what: "request")
             let hash: Data? = request["control_hash"]
             guard hash != nil, Self.controlProves(control, hash: hash) else {
                 throw Self.refused("only the requesting device may reopen this request")

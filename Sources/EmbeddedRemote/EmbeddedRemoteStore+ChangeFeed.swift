@@ -24,13 +24,9 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
             guard let caller, caller == row.requesterDeviceID.canonical || caller == desktop else {
                 throw Self.refused("new row violates row-level security policy for table \"session_secret_requests\"")
             }
-            for (table, id) in [("agent_coding_sessions", row.sessionID), ("devices", row.requesterDeviceID)] {
-                if let owner = try String.fetchOne(
-                    db, sql: "SELECT user_id FROM \(table) WHERE id = ?", arguments: [id.canonical]), owner != self.me
-                {
-                    throw Self.refused(
-                        "new row violates row-level security policy for table \"session_secret_requests\"")
-                }
+            for (table, id) in [("agent_coding_sessions", row.sessionID), ("devices", row.requesterDeviceID)]
+            where try self.isAnothers(db, table: table, id: id.canonical) {
+                throw Self.refused("new row violates row-level security policy for table \"session_secret_requests\"")
             }
             try db.execute(
                 sql: """

@@ -19,10 +19,31 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         RemoteStoreError(.invalidValue, message, postgrestCode: .invalidParameterValue)
     }
 
+    /// The `user_id` of the row `id` of `table` (`nil`: no such row): what every ownership check reads.
+    static func owner(_ db: Database, table: String, id: String) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT user_id FROM \(table) WHERE id = ?"), arguments: [id])
+    }
+
+    /// Whether the row `id` of `table` exists and is another user's (RLS `USING` hides it).
+    func isAnothers(_ db: Database, table: String, id: String) throws -> Bool {
+        try Self.owner(db, table: table, id: id).map { $0 != me } ?? false
+    }
+
     /// Refuses a session or device that is not the caller's (or does not exist).
     func requireOwn(_ db: Database, table: String, id: UUID, what: String) throws {
-        let owner = try String.fetchOne(db, sql: "SELECT user_id FROM \(table) WHERE id = ?", arguments: [id.canonical])
-        guard owner == me else { throw Self.refused("the \(what) is not one of yours") }
+        guard try Self.owner(db, table: table, id: id.canonical) == me else {
+            throw Self.refused("the \(what) is not one of yours")
+        }
+    }
+
+    /// The caller's row `id` of `table`, every column; refused as ``requireOwn(_:table:id:what:)``
+    /// refuses when it is another user's or does not exist.
+    func requireOwned(_ db: Database, table: String, id: UUID, what: String) throws -> Row {
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT * FROM \(table) WHERE id = ? AND user_id = ?", arguments: [id.canonical, me])
+        else { throw Self.refused("the \(what) is not one of yours") }
+        return row
     }
 
     public func claimSessionActivity(

@@ -83,9 +83,7 @@ extension EmbeddedRemoteStore {
             }
             return
         }
-        if let owner = try String.fetchOne(db, sql: "SELECT user_id FROM devices WHERE id = ?", arguments: [device]),
-            owner != user
-        {
+        if let owner = try Self.owner(db, table: "devices", id: device), owner != user {
             throw refused("the device is not one of yours")
         }
         guard

@@ -14,11 +14,7 @@ extension EmbeddedRemoteStore {
     public func answerQuestion(questionID: UUID, deviceID: UUID, answer: String) async throws -> QuestionAnswered {
         return try await write("answering a question") { db in
             _ = try self.acting(db, deviceID, trusted: true)
-            guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
-                    arguments: [questionID.canonical, self.me])
-            else { throw Self.refused("the question is not one of yours") }
+            let row = try self.requireOwned(db, table: "agent_questions", id: questionID, what: "question")
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             guard try TrustedDevices.of(db, user: self.me).contains(deviceID.canonical) else {
                 throw Self.refused("only a device the user's trust log certifies may answer")

@@ -100,11 +100,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
             guard status == .answered || status == .cancelled else {
                 throw Self.invalid("status must be answered or cancelled")
             }
-            guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
-                    arguments: [questionID.canonical, self.me])
-            else { throw Self.refused("the question is not one of yours") }
+            let row = try self.requireOwned(db, table: "agent_questions", id: questionID, what: "question")
             let transition = RequestRules.transition(
                 question: QuestionStatus(rawValue: row["status"]) ?? .pending,
                 expired: UInt64(row["expires_at"] as Int64) <= Self.epochSeconds, on: .close(status))

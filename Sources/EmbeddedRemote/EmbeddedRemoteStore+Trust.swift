@@ -28,7 +28,7 @@ extension EmbeddedRemoteStore: TrustRemote {
         try await write("inserting a pairing request") { db in
             // A device asks to be paired in its own name.
             guard try self.credentialDevice(db) == row.deviceID.canonical else { throw Self.rowSecurity }
-            try self.requireNotAnothers(db, device: row.deviceID)
+            try self.checkExisting(db, table: "devices", id: row.deviceID.canonical)
             try db.execute(
                 sql: """
                     INSERT INTO pairing_requests (id, user_id, invite_id, device_id, x25519_public_key, ed25519_public_key, mac, created_at)
@@ -70,15 +70,6 @@ extension EmbeddedRemoteStore: TrustRemote {
             try db.execute(
                 sql: "DELETE FROM pairing_requests WHERE id = ? AND user_id = ? AND (? OR device_id = ?)",
                 arguments: [id.canonical, self.me, all, caller])
-        }
-    }
-
-    /// Refuses a device id that belongs to another user (an unknown id passes).
-    func requireNotAnothers(_ db: Database, device: UUID) throws {
-        if let owner = try String.fetchOne(
-            db, sql: "SELECT user_id FROM devices WHERE id = ?", arguments: [device.canonical]), owner != me
-        {
-            throw Self.rowSecurity
         }
     }
 

@@ -200,12 +200,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
 
     /// Refuses to touch an existing row that belongs to another user (RLS `USING`).
     func checkExisting(_ db: Database, table: String, id: String) throws {
-        if let owner = try String.fetchOne(
-            db.cachedStatement(sql: "SELECT user_id FROM \(table) WHERE id = ?"), arguments: [id]),
-            owner != me
-        {
-            throw Self.rowSecurity
-        }
+        if try isAnothers(db, table: table, id: id) { throw Self.rowSecurity }
     }
 
     // MARK: - Bulk writes
@@ -276,13 +271,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
                     Timestamp.format(row.createdAt), now, row.isWorktree, row.worktreePath,
                 ])
             // A session whose repository is another user's would be refused by RLS too.
-            if let owner = try String.fetchOne(
-                db.cachedStatement(sql: "SELECT user_id FROM repositories WHERE id = ?"),
-                arguments: [row.repositoryID.canonical]),
-                owner != self.me
-            {
-                throw Self.rowSecurity
-            }
+            try self.checkExisting(db, table: "repositories", id: row.repositoryID.canonical)
             if row.status == .ended, !wasEnded {
                 try Self.sessionEnded(db, user: self.me, session: row.id.canonical)
             }
@@ -299,11 +288,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         try await bulk(
             rows, key: { $0.pair.key }, onBatchAccepted: onBatchAccepted, prepare: { db in try self.callingDevice(db) }
         ) { db, caller, row in
-            guard
-                let owner = try String.fetchOne(
-                    db.cachedStatement(sql: "SELECT user_id FROM agent_coding_sessions WHERE id = ?"),
-                    arguments: [row.sessionID.canonical])
-            else {
+            guard let owner = try Self.owner(db, table: "agent_coding_sessions", id: row.sessionID.canonical) else {
                 throw RemoteStoreError(
                     .foreignKeyViolation,
                     "insert or update on agent_coding_session_secrets violates foreign key constraint",

@@ -18,40 +18,30 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         return data.base64EncodedString() == text
     }
 
-    /// The clearing push of coordination.md for every valid device token of the user's trusted
-    /// devices (``TrustedDevices``) but the requester's and `except`'s, carrying each device's new
-    /// badge; once per token and request. Never suppressed by a device's settings.
+    /// The clearing push of coordination.md for a request (`kind` `.question`: a question) to every
+    /// valid device token of the user's trusted devices (``trustedTokens(_:user:except:)``) but the
+    /// asker's and `except`'s, carrying each device's new badge; once per token and request. Never
+    /// suppressed by a device's settings.
     static func queueClearing(
-        _ db: Database, user: String, request: String, reason: String, except: String?
-    )
-        throws -> Int
-    {
-        let tokens = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT device_id, token FROM push_tokens
-                WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id IS NOT ? ORDER BY token
-                """, arguments: [user, except])
-        let requester = try String.fetchOne(
-            db, sql: "SELECT requester_device_id FROM approval_requests WHERE id = ?", arguments: [request])
-        let trusted = try TrustedDevices.of(db, user: user)
+        _ db: Database, user: String, request: String, kind: AlertKind = .approval, reason: String,
+        except: String? = nil
+    ) throws -> Int {
+        let question = kind == .question
+        let table = question ? "agent_questions" : "approval_requests"
+        let asker = try String.fetchOne(
+            db, sql: "SELECT requester_device_id FROM \(table) WHERE id = ?", arguments: [request])
         var queued = 0
         let now = Self.now
-        for token in tokens {
-            let device: String = token["device_id"]
-            guard device != requester, trusted.contains(device), try mayQueue(db, device: device, kind: .clearing)
-            else { continue }
+        // As the SQL: an approval's clearing asks `may_queue_push('clearing')`, a question's does not.
+        for (device, token) in try trustedTokens(db, user: user, except: except)
+        where try device != asker && (question || mayQueue(db, device: device, kind: .clearing)) {
             let payload = PushPayload(
-                aps: .silent(badge: try approvalBadge(db, user: user, device: device)), clearApprovalId: request,
-                reason: reason
-            ).json
-            try db.execute(
-                sql: """
-                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
-                    VALUES (?, ?, ?, 'background', 5, ?, ?, ?, ?)
-                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
-                    """, arguments: [user, device, token["token"] as String, "approval-" + request, payload, now, now])
-            queued += db.changesCount
+                aps: .silent(badge: try approvalBadge(db, user: user, device: device)),
+                clearApprovalId: question ? nil : request, clearQuestionId: question ? request : nil, reason: reason)
+            queued += try enqueue(
+                db, user: user, device: device, token: token, type: "background", priority: 5,
+                collapse: (question ? "question-clear-" : "approval-") + request, payload: payload.json, at: now,
+                once: question ? "question" : "approval")
         }
         return queued
     }
@@ -85,18 +75,10 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             expiresAt: request["expires_at"] as Int64, sealed: request["body"] as String)
         // The badge's digits never bring a payload over the limit it was measured with.
         if object.json.utf8.count + 6 > 4096 { object.sealed = nil }
-        let tokens = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT device_id, token FROM push_tokens
-                WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id <> ? ORDER BY token
-                """, arguments: [user, requester])
-        let trusted = try TrustedDevices.of(db, user: user)
         var queued = 0
         let now = Self.now
-        for token in tokens {
-            let device: String = token["device_id"]
-            guard trusted.contains(device), try mayQueue(db, device: device, kind: .alert) else { continue }
+        for (device, token) in try trustedTokens(db, user: user, except: requester) {
+            guard try mayQueue(db, device: device, kind: .alert) else { continue }
             // Each token's device decides once: off, nothing; passive (another device is active
             // on the session), no sound and priority 5.
             let decision = try alertDecision(db, device: device, kind: kind, session: session)
@@ -110,18 +92,10 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 alert.aps.interruptionLevel =
                     try settings(db, device: device).timeSensitive ? "time-sensitive" : "active"
             }
-            try db.execute(
-                sql: """
-                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
-                    VALUES (?, ?, ?, 'alert', ?, ?, ?, ?, ?)
-                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE '\(question ? "question" : "approval")-%' DO NOTHING
-                    """,
-                arguments: [
-                    user, device, token["token"] as String, decision == .passive ? 5 : 10,
-                    (question ? "question-" : "approval-request-") + id,
-                    alert.json, now, now,
-                ])
-            queued += db.changesCount
+            queued += try enqueue(
+                db, user: user, device: device, token: token, type: "alert", priority: decision == .passive ? 5 : 10,
+                collapse: (question ? "question-" : "approval-request-") + id, payload: alert.json, at: now,
+                once: question ? "question" : "approval")
         }
         return queued
     }
@@ -363,8 +337,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 try db.execute(
                     sql: "UPDATE approval_requests SET status = ?, updated_at = ? WHERE id = ?",
                     arguments: [status.rawValue, Self.now, id.canonical])
-                _ = try Self.queueClearing(
-                    db, user: row["user_id"], request: id.canonical, reason: reason, except: nil)
+                _ = try Self.queueClearing(db, user: row["user_id"], request: id.canonical, reason: reason)
                 expired += 1
             }
             try Self.expireQuestions(db)

@@ -42,17 +42,47 @@ extension EmbeddedRemoteStore: NotificationRemote {
         NotificationRules.mayQueue(kind, settings: try settings(db, device: device))
     }
 
+    /// Writes one push for one token to `push_outbox`, due at `due` (by default when created). With
+    /// `once`, a collapse family (`approval`, `question`) whose unique index keeps a token's first
+    /// row of a collapse id. Returns the rows written: 0 when `once` kept an earlier one.
+    @discardableResult
+    static func enqueue(
+        _ db: Database, user: String, device: String, token: String, type: String, priority: Int,
+        collapse: String?, payload: String, at created: String, due: String? = nil, once family: String? = nil
+    ) throws -> Int {
+        let conflict = family.map { "ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE '\($0)-%' DO NOTHING" }
+        try db.execute(
+            sql: """
+                INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \(conflict ?? "")
+                """, arguments: [user, device, token, type, priority, collapse, payload, created, due ?? created])
+        return db.changesCount
+    }
+
+    /// The user's valid device tokens, by token, of every device the trust log in force certifies
+    /// (``TrustedDevices``) but `except`: who the pushes about requests and tasks go to.
+    static func trustedTokens(
+        _ db: Database, user: String, except: String?
+    ) throws -> [(device: String, token: String)] {
+        let trusted = try TrustedDevices.of(db, user: user)
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT device_id, token FROM push_tokens
+                WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id IS NOT ? ORDER BY token
+                """, arguments: [user, except]
+        ).map { row -> (device: String, token: String) in (row["device_id"], row["token"]) }
+            .filter { trusted.contains($0.device) }
+    }
+
     /// Queues a silent push of kind `background` for one token if the device allows it.
     static func queueBackground(
         _ db: Database, user: String, device: String, token: String, collapse: String?, payload: PushPayload
     ) throws -> Bool {
         guard try mayQueue(db, device: device, kind: .background) else { return false }
-        let now = Self.now
-        try db.execute(
-            sql: """
-                INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
-                VALUES (?, ?, ?, 'background', 5, ?, ?, ?, ?)
-                """, arguments: [user, device, token, collapse, payload.json, now, now])
+        try enqueue(
+            db, user: user, device: device, token: token, type: "background", priority: 5, collapse: collapse,
+            payload: payload.json, at: Self.now)
         return true
     }
 
@@ -144,12 +174,9 @@ extension EmbeddedRemoteStore: NotificationRemote {
         if event != .end, let previous {
             notBefore = max(now, previous.addingTimeInterval(LiveActivityRules.updateInterval))
         }
-        try db.execute(
-            sql: """
-                INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
-                VALUES (?, ?, ?, 'liveactivity', ?, NULL, ?, ?, ?)
-                """,
-            arguments: [user, device, token, priority, text, Timestamp.format(now), Timestamp.format(notBefore)])
+        try enqueue(
+            db, user: user, device: device, token: token, type: "liveactivity", priority: priority, collapse: nil,
+            payload: text, at: Timestamp.format(now), due: Timestamp.format(notBefore))
         return true
     }
 

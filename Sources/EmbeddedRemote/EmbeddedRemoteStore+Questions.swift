@@ -7,39 +7,6 @@ import SyncModel
 /// Agents' questions on the embedded remote: the rules of `ask_question`, `close_question` and
 /// the question half of `expire_approvals()` in the project's `*_notifications_2.sql`.
 extension EmbeddedRemoteStore: QuestionRemote {
-    /// A question's end for every valid device token of the user's trusted devices but the
-    /// asker's (never suppressed), with each device's new badge; once per token.
-    static func queueQuestionClearing(_ db: Database, user: String, question: String, reason: String) throws -> Int {
-        let asker = try String.fetchOne(
-            db, sql: "SELECT requester_device_id FROM agent_questions WHERE id = ?", arguments: [question])
-        let trusted = try TrustedDevices.of(db, user: user)
-        var queued = 0
-        let now = Self.now
-        for token in try Row.fetchAll(
-            db,
-            sql: """
-                SELECT device_id, token FROM push_tokens
-                WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id IS NOT ? ORDER BY token
-                """, arguments: [user, asker])
-        {
-            let device: String = token["device_id"]
-            guard trusted.contains(device) else { continue }
-            let payload = PushPayload(
-                aps: .silent(badge: try approvalBadge(db, user: user, device: device)), clearQuestionId: question,
-                reason: reason
-            ).json
-            try db.execute(
-                sql: """
-                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
-                    VALUES (?, ?, ?, 'background', 5, ?, ?, ?, ?)
-                    ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'question-%' DO NOTHING
-                    """,
-                arguments: [user, device, token["token"] as String, "question-clear-" + question, payload, now, now])
-            queued += db.changesCount
-        }
-        return queued
-    }
-
     public func askQuestion(
         sessionID: UUID, questionID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32,
         expiresAt: UInt64
@@ -111,8 +78,8 @@ extension EmbeddedRemoteStore: QuestionRemote {
             try db.execute(
                 sql: "UPDATE agent_questions SET status = ?, closed_at = ?, updated_at = ? WHERE id = ?",
                 arguments: [closed.rawValue, now, now, questionID.canonical])
-            let queued = try Self.queueQuestionClearing(
-                db, user: self.me, question: questionID.canonical, reason: reason)
+            let queued = try Self.queueClearing(
+                db, user: self.me, request: questionID.canonical, kind: .question, reason: reason)
             return QuestionClosed(closed: true, status: closed, devicesNotified: queued)
         }
     }
@@ -154,7 +121,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
             try db.execute(
                 sql: "UPDATE agent_questions SET status = ?, closed_at = ?, updated_at = ? WHERE id = ?",
                 arguments: [status.rawValue, now, now, id])
-            _ = try queueQuestionClearing(db, user: row["user_id"], question: id, reason: reason)
+            _ = try queueClearing(db, user: row["user_id"], request: id, kind: .question, reason: reason)
         }
     }
 

@@ -64,18 +64,9 @@ extension EmbeddedRemoteStore {
             type: kind.rawValue, sessionId: session, deepLink: "\(scheme)://session/\(session)"
         ).json
         let collapse = "session-" + session
-        let trusted = try TrustedDevices.of(db, user: user)
-        let tokens = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT device_id, token FROM push_tokens
-                WHERE user_id = ? AND token_type = 'device' AND is_valid AND device_id IS NOT ? ORDER BY token
-                """, arguments: [user, desktop])
         let now = Date()
-        for token in tokens {
-            let device: String = token["device_id"]
-            let value: String = token["token"]
-            guard trusted.contains(device), try mayQueue(db, device: device, kind: .alert) else { continue }
+        for (device, value) in try trustedTokens(db, user: user, except: desktop) {
+            guard try mayQueue(db, device: device, kind: .alert) else { continue }
             switch try alertDecision(db, device: device, kind: kind, session: session) {
             case .off:
                 counts.off += 1
@@ -116,12 +107,9 @@ extension EmbeddedRemoteStore {
             case .queue:
                 break
             }
-            try db.execute(
-                sql: """
-                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
-                    VALUES (?, ?, ?, 'alert', 10, ?, ?, ?, ?)
-                    """,
-                arguments: [user, device, value, collapse, payload, Timestamp.format(now), Timestamp.format(due)])
+            try enqueue(
+                db, user: user, device: device, token: value, type: "alert", priority: 10, collapse: collapse,
+                payload: payload, at: Timestamp.format(now), due: Timestamp.format(due))
             counts.queued += 1
         }
         return counts

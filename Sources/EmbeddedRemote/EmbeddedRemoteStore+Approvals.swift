@@ -346,8 +346,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     }
 
     public func approvalRequest(id: UUID) async throws -> ApprovalRequestRow? {
-        return try await read("reading an approval") { db in
-            guard try self.callingDevice(db) != nil else { return nil }
+        return try await read("reading an approval", gate: .certified, else: nil) { db in
             return try Row.fetchOne(
                 db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?",
                 arguments: [id.canonical, self.me]
@@ -357,8 +356,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     }
 
     public func approvalRequests(status: ApprovalStatus?) async throws -> [ApprovalRequestRow] {
-        return try await read("listing approvals") { db in
-            guard try self.callingDevice(db) != nil else { return [] }
+        return try await read("listing approvals", gate: .certified, else: []) { db in
             return try Row.fetchAll(
                 db,
                 sql:

@@ -7,8 +7,7 @@ import SyncModel
 /// request names only the user's own session and device; the feed is one read.
 extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
     public func listOpenSecretRequests() async throws -> [SecretRequestRow] {
-        return try await read("listing secret requests") { db in
-            guard try self.credentialDevice(db) != nil else { return [] }
+        return try await read("listing secret requests", gate: .registered, else: []) { db in
             return try Self.openRequests(db, user: self.me)
         }
     }

@@ -292,8 +292,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
     }
 
     public func listOutbox(limit: Int) async throws -> [OutboxEntry] {
-        return try await read("listing the push outbox") { db in
-            guard try self.callingDevice(db) != nil else { return [] }
+        return try await read("listing the push outbox", gate: .certified, else: []) { db in
             return try Row.fetchAll(
                 db,
                 sql: """

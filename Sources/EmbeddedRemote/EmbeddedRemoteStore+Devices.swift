@@ -46,8 +46,7 @@ extension EmbeddedRemoteStore {
     }
 
     public func listDevices() async throws -> [RemoteDevice] {
-        return try await read("listing devices") { db in
-            guard try self.credentialDevice(db) != nil else { return [] }
+        return try await read("listing devices", gate: .registered, else: []) { db in
             return try Row.fetchAll(
                 db, sql: "SELECT * FROM devices WHERE user_id = ? ORDER BY id", arguments: [self.me]
             ).map {

@@ -337,8 +337,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
     }
 
     public func sessionHolder(sessionID: UUID) async throws -> SessionHolder? {
-        return try await read("reading a session's holder") { db in
-            guard try self.credentialDevice(db) != nil else { return nil }
+        return try await read("reading a session's holder", gate: .registered, else: nil) { db in
             return try Row.fetchOne(
                 db,
                 sql: """

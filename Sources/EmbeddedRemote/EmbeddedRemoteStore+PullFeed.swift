@@ -152,8 +152,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         var after = ""
         while true {
             let key = after
-            let rows = try await read("reading envelopes") { db in
-                guard try self.callingDevice(db) != nil else { return [EnvelopeRecord]() }
+            let rows = try await read("reading envelopes", gate: .certified, else: []) { db in
                 return try Row.fetchAll(
                     db,
                     sql: """
@@ -171,8 +170,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
 
     func fetchEnvelopes(addressedTo deviceID: UUID, of sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
         let list = Self.jsonArray(sessions)
-        return try await read("reading envelopes") { db in
-            guard try self.callingDevice(db) != nil else { return [] }
+        return try await read("reading envelopes", gate: .certified, else: []) { db in
             return try Row.fetchAll(
                 db,
                 sql: """
@@ -191,8 +189,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         var after = cursor.map { ($0.updatedAt, $0.id.canonical) }
         while true {
             let key = after
-            let rows = try await read("reading agent_coding_sessions") { db in
-                guard try self.credentialDevice(db) != nil else { return [Versioned<SessionRecord>]() }
+            let rows = try await read("reading agent_coding_sessions", gate: .registered, else: []) { db in
                 return try Row.fetchAll(
                     db,
                     sql: """

@@ -49,8 +49,7 @@ extension EmbeddedRemoteStore {
     }
 
     public func questionAnswers(questionID: UUID) async throws -> [QuestionAnswerRow] {
-        return try await read("reading a question's answers") { db in
-            guard try self.callingDevice(db) != nil else { return [] }
+        return try await read("reading a question's answers", gate: .certified, else: []) { db in
             return try Row.fetchAll(
                 db,
                 sql: """

@@ -85,8 +85,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
     }
 
     public func agentQuestions(atMost: Int) async throws -> [AgentQuestionRow] {
-        return try await read("reading questions") { db in
-            guard try self.callingDevice(db) != nil else { return [] }
+        return try await read("reading questions", gate: .certified, else: []) { db in
             return try Row.fetchAll(
                 db, sql: "SELECT * FROM agent_questions WHERE user_id = ? ORDER BY created_at DESC, id LIMIT ?",
                 arguments: [self.me, max(0, atMost)]
@@ -95,8 +94,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
     }
 
     public func agentQuestion(id: UUID) async throws -> AgentQuestionRow? {
-        return try await read("reading a question") { db in
-            guard try self.callingDevice(db) != nil else { return nil }
+        return try await read("reading a question", gate: .certified, else: nil) { db in
             return try Row.fetchOne(
                 db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
                 arguments: [id.canonical, self.me]

@@ -10,8 +10,7 @@ extension EmbeddedRemoteStore {
     // MARK: - Envelope pairs and deletes
 
     public func listEnvelopePairs() async throws -> [EnvelopePair] {
-        return try await read("listing envelope pairs") { db in
-            guard try self.callingDevice(db) != nil else { return [] }
+        return try await read("listing envelope pairs", gate: .certified, else: []) { db in
             return try Row.fetchAll(
                 db,
                 sql: """
@@ -49,8 +48,7 @@ extension EmbeddedRemoteStore {
 
     public func listEnvelopeKeys(sessions: Set<UUID>, atMost: Int?) async throws -> [EnvelopeKey] {
         let list = Self.jsonArray(sessions)
-        return try await read("listing envelope keys") { db in
-            guard try self.callingDevice(db) != nil else { return [] }
+        return try await read("listing envelope keys", gate: .certified, else: []) { db in
             return try Row.fetchAll(
                 db,
                 sql: """
@@ -144,8 +142,7 @@ extension EmbeddedRemoteStore {
     func fetchVersioned<Record: Sendable & Hashable>(
         _ table: String, after cursor: PullCursor?, decode: @Sendable @escaping (ResponseRow) throws -> Record
     ) async throws -> [Versioned<Record>] {
-        return try await read("reading \(table)") { db in
-            guard try self.credentialDevice(db) != nil else { return [] }
+        return try await read("reading \(table)", gate: .registered, else: []) { db in
             let rows: [Row]
             if let cursor {
                 rows = try Row.fetchAll(
@@ -166,8 +163,7 @@ extension EmbeddedRemoteStore {
     }
 
     func listIDs(_ table: String, deviceID: UUID?) async throws -> Set<UUID> {
-        return try await read("listing \(table)") { db in
-            guard try self.credentialDevice(db) != nil else { return [] }
+        return try await read("listing \(table)", gate: .registered, else: []) { db in
             let ids: [String]
             if let deviceID {
                 ids = try String.fetchAll(

@@ -8,8 +8,7 @@ import SyncModel
 /// an operator could make, for tests that stage a legacy user or an attack.
 extension EmbeddedRemoteStore: TrustRemote {
     public func fetchIdentityKey() async throws -> String? {
-        return try await read("reading the identity key") { db in
-            guard try self.credentialDevice(db) != nil else { return nil }
+        return try await read("reading the identity key", gate: .registered, else: nil) { db in
             return try String.fetchOne(
                 db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [self.me])
         }
@@ -74,8 +73,7 @@ extension EmbeddedRemoteStore: TrustRemote {
     }
 
     func listStatements(_ table: String) async throws -> [SignedStatementRow] {
-        return try await read("listing \(table)") { db in
-            guard try self.credentialDevice(db) != nil else { return [] }
+        return try await read("listing \(table)", gate: .registered, else: []) { db in
             return try Row.fetchAll(
                 db,
                 sql: "SELECT device_id, user_id, body, signature FROM \(table) WHERE user_id = ? ORDER BY device_id",
@@ -93,8 +91,7 @@ extension EmbeddedRemoteStore: TrustRemote {
 /// The legacy identity backup on the embedded remote: read only.
 extension EmbeddedRemoteStore: IdentityBackupRemote {
     public func fetchIdentityBackup() async throws -> String? {
-        return try await read("reading the identity backup") { db in
-            guard try self.credentialDevice(db) != nil else { return nil }
+        return try await read("reading the identity backup", gate: .registered, else: nil) { db in
             return try String.fetchOne(
                 db, sql: "SELECT body FROM identity_key_backups WHERE user_id = ?", arguments: [self.me])
         }

@@ -12,8 +12,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     // MARK: - Reads
 
     public func trustLogRows(epoch: UInt32, fromSeq: UInt64) async throws -> [TrustLogRow] {
-        return try await read("reading the trust log") { db in
-            guard try self.credentialDevice(db) != nil else { return [] }
+        return try await read("reading the trust log", gate: .registered, else: []) { db in
             return try Row.fetchAll(
                 db,
                 sql: "SELECT * FROM trust_log WHERE user_id = ? AND epoch = ? AND seq >= ? ORDER BY epoch, seq",
@@ -23,8 +22,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     }
 
     public func trustLogGeneses() async throws -> [TrustLogRow] {
-        return try await read("reading the trust log") { db in
-            guard try self.credentialDevice(db) != nil else { return [] }
+        return try await read("reading the trust log", gate: .registered, else: []) { db in
             return try Row.fetchAll(
                 db, sql: "SELECT * FROM trust_log WHERE user_id = ? AND seq = 0 ORDER BY epoch", arguments: [self.me]
             ).map(Self.logRow)
@@ -32,8 +30,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     }
 
     public func trustLogWitnesses(epoch: UInt32) async throws -> [TrustLogWitnessRow] {
-        return try await read("reading the trust log's witnesses") { db in
-            guard try self.credentialDevice(db) != nil else { return [] }
+        return try await read("reading the trust log's witnesses", gate: .registered, else: []) { db in
             return try Row.fetchAll(
                 db,
                 sql: "SELECT * FROM trust_log_witnesses WHERE user_id = ? AND epoch = ? ORDER BY device_id, seq",

@@ -154,6 +154,20 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         do { return try await pool.read(body) } catch { throw await explainRefusal(Self.wrap(error, context)) }
     }
 
+    /// Whom a gated read shows rows: a registered device (``credentialDevice(_:)``), or one the
+    /// trust log in force certifies (``callingDevice(_:)``).
+    enum Gate { case registered, certified }
+
+    /// ``read(_:_:)`` as row-level security reads: a caller `gate` does not admit sees no row
+    /// (`hidden`: an empty list, or `nil`).
+    func read<T: Sendable>(
+        _ context: String, gate: Gate, else hidden: T, _ body: @Sendable @escaping (Database) throws -> T
+    ) async throws -> T {
+        try await read(context) { db in
+            try (gate == .certified ? self.callingDevice(db) : self.credentialDevice(db)) == nil ? hidden : body(db)
+        }
+    }
+
     func write<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
         count()
         try await ensureRegistered()

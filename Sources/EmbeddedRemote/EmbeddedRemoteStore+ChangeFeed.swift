@@ -66,21 +66,10 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
             _ = try self.caller(db, trusted: false)
             let certified = try self.callingDevice(db) != nil
             let now = Self.now
-            let devices = try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT * FROM devices WHERE user_id = ? AND (? IS NULL OR updated_at > ?) ORDER BY updated_at, id",
-                arguments: [self.me, cursor?.since, cursor?.since]
-            ).map { try RemoteDevice(json: Self.json($0)) }
+            let devices = try Self.changedDevices(db, user: self.me, since: cursor?.since)
             var fingerprint: String?
             if statements, try db.tableExists("device_certificates"), try db.tableExists("device_revocations") {
-                fingerprint = try String.fetchAll(
-                    db,
-                    sql: """
-                        SELECT 'c:' || device_id || ':' || signature FROM device_certificates WHERE user_id = ?
-                        UNION ALL SELECT 'r:' || device_id || ':' || signature FROM device_revocations WHERE user_id = ?
-                        """, arguments: [self.me, self.me]
-                ).sorted().joined(separator: ",")
+                fingerprint = try Self.statementLines(db, user: self.me, canonical: false).joined(separator: ",")
             }
             var changes = RemoteChanges(
                 devices: devices, complete: cursor == nil, secretRequests: try Self.openRequests(db, user: self.me),
@@ -93,6 +82,29 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
             if statements { changes.trustLog = try self.trustLogHead(db) }
             return changes
         }
+    }
+
+    /// The user's devices changed since `cursor` (every one without one): both feeds' `devices`.
+    static func changedDevices(_ db: Database, user: String, since cursor: String?) throws -> [RemoteDevice] {
+        try Row.fetchAll(
+            db,
+            sql: "SELECT * FROM devices WHERE user_id = ? AND (? IS NULL OR updated_at > ?) ORDER BY updated_at, id",
+            arguments: [user, cursor, cursor]
+        ).map { try RemoteDevice(json: json($0)) }
+    }
+
+    /// The user's legacy trust statements as `kind:device_id:signature` (`c`, a certificate; `r`, a
+    /// revocation), sorted; `canonical`: the id as a canonical UUID, a stored id of another form refused.
+    static func statementLines(_ db: Database, user: String, canonical: Bool) throws -> [String] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT 'c', device_id, signature FROM device_certificates WHERE user_id = ?
+                UNION ALL SELECT 'r', device_id, signature FROM device_revocations WHERE user_id = ?
+                """, arguments: [user, user]
+        ).map { row in
+            "\(row[0] as String):\(try canonical ? uuid(row[1]).canonical : row[1] as String):\(row[2] as String)"
+        }.sorted()
     }
 
     static func openRequests(_ db: Database, user: String) throws -> [SecretRequestRow] {

@@ -45,15 +45,9 @@ extension EmbeddedRemoteStore: PullFeedRemote {
             }
             let envelopes = try sessions.map { sessions in
                 guard certified else { return [EnvelopeRecord]() }
-                return try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret
-                        FROM agent_coding_session_secrets s JOIN agent_coding_sessions c ON c.id = s.session_id
-                        WHERE c.user_id = ? AND s.device_id = ? AND s.session_id IN (SELECT value FROM json_each(?))
-                        ORDER BY s.session_id
-                        """, arguments: [self.me, device, Self.jsonArray(Set(sessions.map(\.record.id)))]
-                ).map { try EnvelopeRecord(json: Self.json($0)) }
+                return try Self.envelopes(
+                    db, user: self.me, device: device, Self.ofSessions,
+                    [Self.jsonArray(Set(sessions.map(\.record.id)))])
             }
             func ids(_ table: String) throws -> RowSetDigest {
                 SecretDigest.digest(
@@ -62,27 +56,42 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                     )
                     .map(Self.uuid))
             }
-            let envelopeRows = try Self.envelopeRowsDigest(db, user: self.me, device: device)
+            var envelopeRows = RowSetDigest()
+            try Self.envelopeRowHashes(db, user: self.me, device: device) { _, hash in envelopeRows.add(hash) }
             let statements = try Self.statementsDigest(db, user: self.me)
             return PullChanges(
                 cursor: ChangeCursor(since: now), repositories: repositories, sessions: sessions, envelopes: envelopes,
                 repositoryIDs: try ids("repositories"), sessionIDs: try ids("agent_coding_sessions"),
                 envelopeRows: envelopeRows,
-                devices: try Row.fetchAll(
-                    db,
-                    sql:
-                        "SELECT * FROM devices WHERE user_id = ? AND (? IS NULL OR updated_at > ?) ORDER BY updated_at, id",
-                    arguments: [self.me, since, since]
-                ).map { try RemoteDevice(json: Self.json($0)) },
+                devices: try Self.changedDevices(db, user: self.me, since: since),
                 statements: statements, trustLog: try self.trustLogHead(db),
                 secretRequests: try Self.openRequests(db, user: self.me).filter { $0.requesterDeviceID == deviceID },
                 approvals: certified ? try Self.changedApprovals(db, user: self.me, since: since) : [])
         }
     }
 
-    /// The digest of every envelope row addressed to `device` (the feed's `envelope_rows`).
-    static func envelopeRowsDigest(_ db: Database, user me: String, device: String) throws -> RowSetDigest {
-        var envelopeRows = RowSetDigest()
+    /// The envelopes addressed to `device` in the user's sessions whose `tail` (the rest of the
+    /// `WHERE`, its order and limit) admits, with `arguments` for its parameters.
+    static func envelopes(
+        _ db: Database, user me: String, device: String, _ tail: String, _ arguments: StatementArguments
+    ) throws -> [EnvelopeRecord] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
+                JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ? AND \(tail)
+                """, arguments: StatementArguments([me, device]) + arguments
+        ).map { try EnvelopeRecord(json: json($0)) }
+    }
+
+    /// The ``envelopes(_:user:device:_:_:)`` tail of the sessions a JSON array of ids names.
+    static let ofSessions = "s.session_id IN (SELECT value FROM json_each(?)) ORDER BY s.session_id"
+
+    /// Each envelope row addressed to `device` in the user's sessions: its session id and its row
+    /// hash, what the feed's `envelope_rows` and the recipient digest fold.
+    static func envelopeRowHashes(
+        _ db: Database, user me: String, device: String, _ body: (String, (Int64, Int64)) throws -> Void
+    ) throws {
         let rows = try Row.fetchCursor(
             db,
             sql: """
@@ -90,34 +99,20 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                 JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ?
                 """, arguments: [me, device])
         while let row = try rows.next() {
-            envelopeRows.add(
-                SecretDigest.rowHash(
-                    sessionID: try Self.uuid(row[0]).canonical, deviceID: device, ephemeralPublicKey: row[1]))
+            let session = try uuid(row[0]).canonical
+            try body(session, SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: row[1]))
         }
-        return envelopeRows
     }
 
     /// The digest of the user's trust statements, `nil` without the trust tables.
     static func statementsDigest(_ db: Database, user me: String) throws -> String? {
         // As the migration computes it: MD5 (hex) of the identity key, "|", and every
         // certificate and revocation as kind:device_id:signature, sorted, joined by ",".
-        var statements: String?
-        if try db.tableExists("user_identity_keys") {
-            let key =
-                try String.fetchOne(
-                    db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
-                ?? ""
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT 'c', device_id, signature FROM device_certificates WHERE user_id = ?
-                    UNION ALL SELECT 'r', device_id, signature FROM device_revocations WHERE user_id = ?
-                    """, arguments: [me, me]
-            ).map { row in "\(row[0] as String):\(try Self.uuid(row[1]).canonical):\(row[2] as String)" }
-            let text = key + "|" + rows.sorted().joined(separator: ",")
-            statements = MD5.hash(Array(text.utf8)).map { String(format: "%02x", $0) }.joined()
-        }
-        return statements
+        guard try db.tableExists("user_identity_keys") else { return nil }
+        let key = try String.fetchOne(
+            db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
+        let text = (key ?? "") + "|" + (try statementLines(db, user: me, canonical: true)).joined(separator: ",")
+        return MD5.hash(Array(text.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
     public func recipientDigest(deviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
@@ -129,15 +124,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
             _ = try self.acting(db, deviceID, trusted: true)
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             var result: [Int: DigestBucket] = [:]
-            let rows = try Row.fetchCursor(
-                db,
-                sql: """
-                    SELECT s.session_id, s.ephemeral_public_key FROM agent_coding_session_secrets s
-                    JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? AND s.device_id = ?
-                    """, arguments: [self.me, device])
-            while let row = try rows.next() {
-                let session = try Self.uuid(row[0]).canonical
-                let hash = SecretDigest.rowHash(sessionID: session, deviceID: device, ephemeralPublicKey: row[1])
+            try Self.envelopeRowHashes(db, user: self.me, device: device) { session, hash in
                 SecretDigest.add(session: session, pairs: 1, h1: hash.0, h2: hash.1, buckets: buckets, to: &result)
             }
             return result.values.sorted { $0.bucket < $1.bucket }
@@ -153,14 +140,9 @@ extension EmbeddedRemoteStore: PullFeedRemote {
         while true {
             let key = after
             let rows = try await read("reading envelopes", gate: .certified, else: []) { db in
-                return try Row.fetchAll(
-                    db,
-                    sql: """
-                        SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
-                        JOIN agent_coding_sessions c ON c.id = s.session_id
-                        WHERE c.user_id = ? AND s.device_id = ? AND s.session_id > ? ORDER BY s.session_id LIMIT ?
-                        """, arguments: [self.me, deviceID.canonical, key, Self.pageRows]
-                ).map { try EnvelopeRecord(json: Self.json($0)) }
+                return try Self.envelopes(
+                    db, user: self.me, device: deviceID.canonical, "s.session_id > ? ORDER BY s.session_id LIMIT ?",
+                    [key, Self.pageRows])
             }
             if !rows.isEmpty { try await page(rows) }
             guard rows.count == Self.pageRows, let last = rows.last else { return }
@@ -171,15 +153,7 @@ extension EmbeddedRemoteStore: PullFeedRemote {
     func fetchEnvelopes(addressedTo deviceID: UUID, of sessions: Set<UUID>) async throws -> [EnvelopeRecord] {
         let list = Self.jsonArray(sessions)
         return try await read("reading envelopes", gate: .certified, else: []) { db in
-            return try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT s.session_id, s.device_id, s.ephemeral_public_key, s.encrypted_secret FROM agent_coding_session_secrets s
-                    JOIN agent_coding_sessions c ON c.id = s.session_id
-                    WHERE c.user_id = ? AND s.device_id = ? AND s.session_id IN (SELECT value FROM json_each(?))
-                    ORDER BY s.session_id
-                    """, arguments: [self.me, deviceID.canonical, list]
-            ).map { try EnvelopeRecord(json: Self.json($0)) }
+            return try Self.envelopes(db, user: self.me, device: deviceID.canonical, Self.ofSessions, [list])
         }
     }
 

@@ -198,21 +198,16 @@ BEGIN
     END IF;
     v_collapse := CASE v_kind WHEN 'approval' THEN 'approval-request-' ELSE 'question-' END || r.id::text;
     WITH rows AS (
-        SELECT o.device_id, o.attempts, o.last_reason,
-               CASE WHEN o.delivered_at IS NOT NULL THEN 'delivered'
-                    WHEN o.failed_at IS NOT NULL AND o.last_error LIKE 'dropped: %' THEN 'dropped'
-                    WHEN o.failed_at IS NOT NULL THEN 'failed'
-                    WHEN o.attempts >= 1 THEN 'sent' ELSE 'queued' END AS outcome,
-               CASE WHEN o.failed_at IS NOT NULL AND o.last_error LIKE 'dropped: %' THEN substr(o.last_error, 10)
-                    WHEN o.failed_at IS NOT NULL THEN o.last_error END AS reason,
+        SELECT o.device_id, o.attempts, o.last_reason, d.outcome, d.reason,
                coalesce(o.delivered_at, o.failed_at, o.created_at) AS updated_at
-        FROM public.push_outbox o
+        FROM public.push_outbox o,
+             LATERAL private.rule_delivery_outcome(
+                 o.delivered_at IS NOT NULL, o.failed_at IS NOT NULL, o.last_error, o.attempts) d
         WHERE o.user_id = caller AND o.collapse_id = v_collapse
     ), ranked AS (
         SELECT DISTINCT ON (x.device_id) x.*
         FROM rows x
-        ORDER BY x.device_id, CASE x.outcome WHEN 'delivered' THEN 5 WHEN 'sent' THEN 4 WHEN 'queued' THEN 3
-                                             WHEN 'failed' THEN 2 ELSE 1 END DESC, x.updated_at DESC
+        ORDER BY x.device_id, private.rule_delivery_rank(x.outcome) DESC, x.updated_at DESC
     ), devices AS (
         SELECT d.id, d.name, d.device_type FROM public.devices d
         WHERE d.user_id = caller AND d.id <> r.requester_device_id
@@ -222,23 +217,21 @@ BEGIN
     )
     SELECT coalesce(jsonb_agg(jsonb_build_object(
                'deviceId', d.id, 'deviceName', d.name, 'deviceType', d.device_type,
-               'outcome', coalesce(k.outcome, CASE
-                   WHEN private.alert_decision(d.id, v_kind, r.session_id) = 'off' THEN 'off'
-                   ELSE 'unreachable' END),
-               'reason', CASE WHEN k.device_id IS NOT NULL THEN k.reason
-                   WHEN private.alert_decision(d.id, v_kind, r.session_id) = 'off' THEN 'setting off'
-                   WHEN EXISTS (SELECT 1 FROM public.push_tokens t
-                                WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
-                                  AND t.is_valid AND t.created_at > r.created_at) THEN 'registered later'
-                   WHEN NOT EXISTS (SELECT 1 FROM public.push_tokens t
-                                    WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
-                                      AND t.is_valid) THEN 'token invalid'
-                   WHEN NOT private.is_trusted_device(caller, d.id) THEN 'not trusted'
-                   ELSE 'not queued' END,
+               'outcome', coalesce(k.outcome, u.outcome), 'reason', coalesce(k.reason, u.reason),
                'apnsReason', k.last_reason, 'attempts', k.attempts, 'updatedAt', k.updated_at)
              ORDER BY d.name COLLATE "C", d.id), '[]'::jsonb)
         INTO entries
-        FROM devices d LEFT JOIN ranked k ON k.device_id = d.id;
+        FROM devices d LEFT JOIN ranked k ON k.device_id = d.id
+        LEFT JOIN LATERAL (
+            SELECT w.outcome, w.reason FROM private.rule_unreached(
+                private.alert_decision(d.id, v_kind, r.session_id) = 'off',
+                EXISTS (SELECT 1 FROM public.push_tokens t
+                        WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device'
+                          AND t.is_valid AND t.created_at > r.created_at),
+                EXISTS (SELECT 1 FROM public.push_tokens t
+                        WHERE t.device_id = d.id AND t.user_id = caller AND t.token_type = 'device' AND t.is_valid),
+                private.is_trusted_device(caller, d.id)) w
+            WHERE k.device_id IS NULL) u ON true;
     IF r.created_at < now() - interval '7 days' THEN entries := '[]'::jsonb; END IF;
     RETURN jsonb_build_object(
         'alertId', r.id, 'kind', v_kind,
@@ -2520,6 +2513,42 @@ $$;
 ALTER FUNCTION private.rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text) OWNER TO postgres;
 
 --
+-- Name: rule_delivery_outcome(boolean, boolean, text, integer); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_delivery_outcome(delivered boolean, failed boolean, last_error text, attempts integer, OUT outcome text, OUT reason text) RETURNS record
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE WHEN delivered THEN 'delivered'
+                WHEN failed AND starts_with(last_error, 'dropped: ') THEN 'dropped'
+                WHEN failed THEN 'failed'
+                WHEN attempts >= 1 THEN 'sent'
+                ELSE 'queued' END,
+           CASE WHEN delivered THEN NULL
+                WHEN failed AND starts_with(last_error, 'dropped: ') THEN substr(last_error, 10)
+                WHEN failed THEN last_error END
+$$;
+
+
+ALTER FUNCTION private.rule_delivery_outcome(delivered boolean, failed boolean, last_error text, attempts integer, OUT outcome text, OUT reason text) OWNER TO postgres;
+
+--
+-- Name: rule_delivery_rank(text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_delivery_rank(outcome text) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE outcome WHEN 'delivered' THEN 5 WHEN 'sent' THEN 4 WHEN 'queued' THEN 3
+                        WHEN 'failed' THEN 2 WHEN 'dropped' THEN 1 ELSE 0 END
+$$;
+
+
+ALTER FUNCTION private.rule_delivery_rank(outcome text) OWNER TO postgres;
+
+--
 -- Name: rule_may_queue_push(text, public.notification_settings); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2634,6 +2663,25 @@ $$;
 
 
 ALTER FUNCTION private.rule_task_alert_coalescing(kind text, newest_kind text, newest_age double precision, newest_waits boolean, OUT action text, OUT due_after_newest double precision) OWNER TO postgres;
+
+--
+-- Name: rule_unreached(boolean, boolean, boolean, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_unreached(setting_off boolean, registered_later boolean, valid_token boolean, trusted boolean, OUT outcome text, OUT reason text) RETURNS record
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE WHEN setting_off THEN 'off' ELSE 'unreachable' END,
+           CASE WHEN setting_off THEN 'setting off'
+                WHEN registered_later THEN 'registered later'
+                WHEN NOT valid_token THEN 'token invalid'
+                WHEN NOT trusted THEN 'not trusted'
+                ELSE 'not queued' END
+$$;
+
+
+ALTER FUNCTION private.rule_unreached(setting_off boolean, registered_later boolean, valid_token boolean, trusted boolean, OUT outcome text, OUT reason text) OWNER TO postgres;
 
 --
 -- Name: session_live_activity(); Type: FUNCTION; Schema: private; Owner: postgres
@@ -6799,6 +6847,20 @@ REVOKE ALL ON FUNCTION private.rule_approval_transition(status text, expired boo
 
 
 --
+-- Name: FUNCTION rule_delivery_outcome(delivered boolean, failed boolean, last_error text, attempts integer, OUT outcome text, OUT reason text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_delivery_outcome(delivered boolean, failed boolean, last_error text, attempts integer, OUT outcome text, OUT reason text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_delivery_rank(outcome text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_delivery_rank(outcome text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION rule_may_queue_push(kind text, settings public.notification_settings); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -6838,6 +6900,13 @@ REVOKE ALL ON FUNCTION private.rule_status_task_kind(old_status text, new_status
 --
 
 REVOKE ALL ON FUNCTION private.rule_task_alert_coalescing(kind text, newest_kind text, newest_age double precision, newest_waits boolean, OUT action text, OUT due_after_newest double precision) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_unreached(setting_off boolean, registered_later boolean, valid_token boolean, trusted boolean, OUT outcome text, OUT reason text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_unreached(setting_off boolean, registered_later boolean, valid_token boolean, trusted boolean, OUT outcome text, OUT reason text) FROM PUBLIC;
 
 
 --

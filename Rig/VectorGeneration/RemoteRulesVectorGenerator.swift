@@ -9,9 +9,9 @@ import SyncModel
 /// either side of the 60-second window; every push kind under each pair of its settings; every
 /// pair of runtime and session status words; every task kind against a newest alert of each kind
 /// on either side of the coalescing window, waiting or not; every call on an approval request or
-/// a question in every status, on either side of its time. The answers are
-/// ``NotificationRules``', ``TaskAlertRules``' and ``RequestRules``'; the SQL rules must give the
-/// same.
+/// a question in every status, on either side of its time; every state of an outbox row and of a
+/// device without one. The answers are ``NotificationRules``', ``TaskAlertRules``',
+/// ``RequestRules``' and ``DeliveryRules``'; the SQL rules must give the same.
 public enum RemoteRulesVectorGenerator {
     struct OutputTest: Encodable {
         var tcId = 0
@@ -47,6 +47,16 @@ public enum RemoteRulesVectorGenerator {
         var bodyBytes: Int?
         var bodyHeaderMatches: Bool?
         var refused: String?
+        var delivered: Bool?
+        var failed: Bool?
+        var lastError: String?
+        var attempts: Int?
+        var outcome: String?
+        var rank: Int?
+        var settingOff: Bool?
+        var registeredLater: Bool?
+        var validToken: Bool?
+        var trusted: Bool?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -93,7 +103,8 @@ public enum RemoteRulesVectorGenerator {
             ("AlertDecision", decisions), ("MayQueuePush", pushes), ("RuntimeTaskKind", runtimeTests()),
             ("StatusTaskKind", statusTests()), ("TaskAlertCoalescing", coalescingTests()),
             ("RequestRefusal", refusalTests()), ("ApprovalTransition", approvalTests()),
-            ("QuestionTransition", questionTests()),
+            ("QuestionTransition", questionTests()), ("DeliveryOutcome", deliveryTests()),
+            ("Unreached", unreachedTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -110,7 +121,7 @@ public enum RemoteRulesVectorGenerator {
         return try GeneratedVectorFile.encode(
             algorithm: .remoteRulesV1,
             header: [
-                "The server's notification, task-alert, approval and question rules as functions of their arguments",
+                "The server's notification, task-alert, approval, question and delivery rules as functions of their arguments",
                 "(docs/testvectors.md): the SQL (private.rule_alert_decision, rule_may_queue_push, rule_runtime_task_kind,",
                 "rule_status_task_kind, rule_task_alert_coalescing, rule_approval_transition, rule_question_transition) and the",
                 "RemoteRules module (NotificationRules, TaskAlertRules, RequestRules) give these answers.",
@@ -128,6 +139,10 @@ public enum RemoteRulesVectorGenerator {
                 "  come), event (answer with verdict, cancel, reopen with decisionMatches and reopened, expire) -> action (takes, stays,",
                 "  over_limit), to (the new status, or the status as read), queues (none, alerts, clearing) and reason (clearing's).",
                 "QuestionTransition (private.rule_question_transition): from, expired, event (answer, close with closedAs, expire) -> the same.",
+                "DeliveryOutcome (private.rule_delivery_outcome, rule_delivery_rank; DeliveryRules): an outbox row's delivered,",
+                "  failed (it has delivered_at, failed_at), lastError (absent: NULL), attempts -> outcome (delivered, sent, queued,",
+                "  failed, dropped), reason (absent: none) and rank. Unreached (private.rule_unreached): settingOff, registeredLater,",
+                "  validToken, trusted (what holds of a device without a row) -> outcome (off, unreachable) and reason.",
             ],
             groups: numbered)
     }

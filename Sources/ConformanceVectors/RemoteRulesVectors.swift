@@ -11,8 +11,10 @@ import SyncModel
 /// `dueAfterNewest`), `RequestRefusal` (`kind`, `generation`, `expiresIn`, `bodyBytes`,
 /// `bodyHeaderMatches`: `refused`), `ApprovalTransition` (`from`, `expired`, `event`, `verdict`,
 /// `decisionMatches`, `reopened`: `action`, `to`, `queues`, `reason`) and `QuestionTransition`
-/// (`from`, `expired`, `event`, `closedAs`: the same). Every test is valid: the answer is the
-/// rule's.
+/// (`from`, `expired`, `event`, `closedAs`: the same), `DeliveryOutcome` (`delivered`, `failed`,
+/// `lastError`, `attempts`: `outcome`, `reason`, `rank`) and `Unreached` (`settingOff`,
+/// `registeredLater`, `validToken`, `trusted`: `outcome`, `reason`). Every test is valid: the
+/// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
     /// Which rule the group's tests take.
     public enum Kind: String, Decodable, Sendable {
@@ -24,6 +26,8 @@ public struct RemoteRulesGroup: VectorGroup {
         case requestRefusal = "RequestRefusal"
         case approvalTransition = "ApprovalTransition"
         case questionTransition = "QuestionTransition"
+        case deliveryOutcome = "DeliveryOutcome"
+        case unreached = "Unreached"
     }
 
     public let type: Kind
@@ -127,6 +131,19 @@ public struct RemoteRulesGroup: VectorGroup {
         public let bodyBytes: Int?
         public let bodyHeaderMatches: Bool?
         public let refused: String?
+        /// DeliveryOutcome: an outbox row (whether it has `delivered_at` and `failed_at`, its
+        /// `last_error` and `attempts`); its outcome, the reason shown (absent: none) and its
+        /// rank. Unreached: what holds of a device without a row; its outcome and reason.
+        public let delivered: Bool?
+        public let failed: Bool?
+        public let lastError: String?
+        public let attempts: Int?
+        public let outcome: String?
+        public let rank: Int?
+        public let settingOff: Bool?
+        public let registeredLater: Bool?
+        public let validToken: Bool?
+        public let trusted: Bool?
     }
 
     /// A kind raised as the file writes it.
@@ -185,6 +202,22 @@ public struct RemoteRulesGroup: VectorGroup {
                 let event = questionEvent(test)
             else { return "fields: missing or malformed" }
             outcome = matches(RequestRules.transition(question: status, expired: expired, on: event), test)
+        case .deliveryOutcome:
+            guard let delivered = test.delivered, let failed = test.failed, let attempts = test.attempts,
+                let expected = test.outcome, let rank = test.rank
+            else { return "fields: missing" }
+            let answer = DeliveryRules.outcome(
+                delivered: delivered, failed: failed, lastError: test.lastError, attempts: attempts)
+            outcome =
+                answer.outcome.rawValue == expected && answer.reason == test.reason
+                && DeliveryRules.rank(answer.outcome) == rank
+        case .unreached:
+            guard let off = test.settingOff, let later = test.registeredLater, let valid = test.validToken,
+                let trusted = test.trusted, let expected = test.outcome
+            else { return "fields: missing" }
+            let answer = DeliveryRules.unreached(
+                settingOff: off, registeredLater: later, validToken: valid, trusted: trusted)
+            outcome = answer.outcome.rawValue == expected && answer.reason == test.reason
         }
         return VectorVerifier.judge(test.result, outcome)
     }

@@ -405,62 +405,50 @@ extension EmbeddedRemoteStore: NotificationRemote {
             devices: devices)
     }
 
-    /// The best outcome of each device's rows of this alert in the outbox.
+    /// The outcome of each device's rows of this alert in the outbox: the row that went furthest,
+    /// of those the one that changed last (``DeliveryRules``).
     static func outboxOutcomes(
         _ db: Database, user me: String, kind: AlertKind, alertID: UUID
     ) throws -> [String: AlertDelivery] {
-        let rank: [DeliveryOutcome: Int] = [.delivered: 5, .sent: 4, .queued: 3, .failed: 2, .dropped: 1]
         var best: [String: AlertDelivery] = [:]
         for row in try Row.fetchAll(
             db, sql: "SELECT * FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
             arguments: [me, (kind == .question ? "question-" : "approval-request-") + alertID.canonical])
         {
             guard let device = row["device_id"] as String?, let id = UUID.parse(device) else { continue }
-            let lastError: String? = row["last_error"]
-            let failed = (row["failed_at"] as String?) != nil
-            let dropped = failed && lastError?.hasPrefix("dropped: ") == true
-            let outcome: DeliveryOutcome =
-                (row["delivered_at"] as String?) != nil
-                ? .delivered
-                : dropped ? .dropped : failed ? .failed : (row["attempts"] as Int) >= 1 ? .sent : .queued
+            let (outcome, reason) = DeliveryRules.outcome(
+                delivered: (row["delivered_at"] as String?) != nil, failed: (row["failed_at"] as String?) != nil,
+                lastError: row["last_error"], attempts: row["attempts"])
             let entry = AlertDelivery(
-                deviceID: id, deviceName: "", outcome: outcome,
-                reason: dropped ? lastError.map { String($0.dropFirst(9)) } : failed ? lastError : nil,
-                apnsReason: row["last_reason"], attempts: row["attempts"],
+                deviceID: id, deviceName: "", outcome: outcome, reason: reason, apnsReason: row["last_reason"],
+                attempts: row["attempts"],
                 updatedAt: (row["delivered_at"] ?? row["failed_at"] ?? row["created_at"] as String?).flatMap(
                     Timestamp.parse))
-            if let current = best[device], rank[current.outcome, default: 0] >= rank[outcome, default: 0] {
-                continue
+            func standing(_ entry: AlertDelivery) -> (Int, Date) {
+                (DeliveryRules.rank(entry.outcome), entry.updatedAt ?? .distantPast)
             }
+            if let current = best[device], standing(current) >= standing(entry) { continue }
             best[device] = entry
         }
         return best
     }
 
-    /// Why a device with no row of this alert in the outbox was not reached.
+    /// Why a device with no row of this alert in the outbox was not reached (``DeliveryRules``).
     static func unqueued(
         _ db: Database, device id: String, user me: String, kind: AlertKind, session: String, created: String
     ) throws -> AlertDelivery {
-        if try Self.alertDecision(db, device: id, kind: kind, session: session) == .off {
-            return AlertDelivery(deviceID: UUID.parse(id)!, deviceName: "", outcome: .off, reason: "setting off")
+        func exists(_ condition: String, _ arguments: StatementArguments) throws -> Bool {
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
+                                   AND is_valid \(condition))
+                    """, arguments: [id, me] + arguments) ?? false
         }
-        let later =
-            try Bool.fetchOne(
-                db,
-                sql: """
-                    SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
-                                   AND is_valid AND created_at > ?)
-                    """, arguments: [id, me, created]) ?? false
-        let valid =
-            try Bool.fetchOne(
-                db,
-                sql: """
-                    SELECT EXISTS (SELECT 1 FROM push_tokens WHERE device_id = ? AND user_id = ? AND token_type = 'device'
-                                   AND is_valid)
-                    """, arguments: [id, me]) ?? false
-        let trusted = try TrustedDevices.of(db, user: me).contains(id)
-        return AlertDelivery(
-            deviceID: UUID.parse(id)!, deviceName: "", outcome: .unreachable,
-            reason: later ? "registered later" : !valid ? "token invalid" : !trusted ? "not trusted" : "not queued")
+        let (outcome, reason) = DeliveryRules.unreached(
+            settingOff: try Self.alertDecision(db, device: id, kind: kind, session: session) == .off,
+            registeredLater: try exists("AND created_at > ?", [created]), validToken: try exists("", []),
+            trusted: try TrustedDevices.of(db, user: me).contains(id))
+        return AlertDelivery(deviceID: try uuid(id), deviceName: "", outcome: outcome, reason: reason)
     }
 }

@@ -44,6 +44,16 @@ struct RemoteRulesSQLVectorTests {
         let bodyBytes: Int?
         let bodyHeaderMatches: Bool?
         let refused: String?
+        let delivered: Bool?
+        let failed: Bool?
+        let lastError: String?
+        let attempts: Int?
+        let outcome: String?
+        let rank: Int?
+        let settingOff: Bool?
+        let registeredLater: Bool?
+        let validToken: Bool?
+        let trusted: Bool?
     }
 
     struct File: Decodable {
@@ -75,7 +85,8 @@ struct RemoteRulesSQLVectorTests {
     /// A number as the SQL prints a double: no fraction when it has none.
     static func printed(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : "\(value)" }
 
-    /// What a test expects, in the outcome's words.
+    /// What a test expects, in the outcome's words (a delivery's reason in angle brackets: it may
+    /// be empty, and the output's last line loses its trailing spaces).
     static func expected(_ type: String, _ test: RuleTest) -> String {
         let answer: String
         switch type {
@@ -84,6 +95,11 @@ struct RemoteRulesSQLVectorTests {
         case "TaskAlertCoalescing":
             answer = (test.action ?? "?") + (test.dueAfterNewest.map { " " + printed($0) } ?? "")
         case "RequestRefusal": answer = test.refused ?? "?"
+        case "DeliveryOutcome":
+            answer =
+                [test.outcome, test.rank.map(String.init)].map { $0 ?? "?" }.joined(separator: " ")
+                + (test.reason.map { " <\($0)>" } ?? "")
+        case "Unreached": answer = (test.outcome ?? "?") + (test.reason.map { " <\($0)>" } ?? "")
         case "ApprovalTransition", "QuestionTransition":
             answer =
                 [test.action, test.to, test.queues].map { $0 ?? "?" }.joined(separator: " ")
@@ -149,6 +165,19 @@ struct RemoteRulesSQLVectorTests {
                     + "\(literal(test.from)), \(flag(test.expired)), \(literal(test.event)), \(literal(test.closedAs))::text) r"
             )
         }
+        for test in groups["DeliveryOutcome"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || r.outcome || ' ' || private.rule_delivery_rank(r.outcome) "
+                    + "|| coalesce(' <' || r.reason || '>', '') FROM private.rule_delivery_outcome(\(flag(test.delivered)), "
+                    + "\(flag(test.failed)), \(literal(test.lastError))::text, \(test.attempts.map(String.init) ?? "NULL")::integer) r"
+            )
+        }
+        for test in groups["Unreached"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || r.outcome || coalesce(' <' || r.reason || '>', '') FROM private.rule_unreached("
+                    + "\(flag(test.settingOff)), \(flag(test.registeredLater)), \(flag(test.validToken)), \(flag(test.trusted))) r"
+            )
+        }
         return calls.joined(separator: " UNION ALL ") + ";"
     }
 
@@ -163,7 +192,7 @@ struct RemoteRulesSQLVectorTests {
                 == [
                     "AlertDecision": 160, "MayQueuePush": 24, "RuntimeTaskKind": 56, "StatusTaskKind": 16,
                     "TaskAlertCoalescing": 93, "RequestRefusal": 36, "ApprovalTransition": 100,
-                    "QuestionTransition": 48,
+                    "QuestionTransition": 48, "DeliveryOutcome": 96, "Unreached": 16,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -180,6 +209,12 @@ struct RemoteRulesSQLVectorTests {
             Set((groups["RequestRefusal"] ?? []).compactMap(\.refused)) == ["none", "generation", "expires_at", "body"])
         #expect((groups["ApprovalTransition"] ?? []).contains { $0.action == "over_limit" })
         #expect((groups["ApprovalTransition"] ?? []).contains { $0.queues == "alerts" })
+        #expect(
+            Set((groups["DeliveryOutcome"] ?? []).compactMap(\.outcome))
+                == ["delivered", "sent", "queued", "failed", "dropped"])
+        #expect(
+            Set((groups["Unreached"] ?? []).compactMap(\.reason))
+                == ["setting off", "registered later", "token invalid", "not trusted", "not queued"])
         // Every answer is the rule's: no test may pass by being expected to fail.
         #expect(groups.values.joined().allSatisfy { $0.result == "valid" })
         // One statement per group: all together would near the 128 KiB a psql argument may hold.

@@ -1,0 +1,67 @@
+import RemoteContract
+import RemoteRules
+
+extension RemoteRulesVectorGenerator {
+    /// `last_error` values: none, a dropped row's (with a reason, an empty one, one beginning
+    /// with a combining mark that a reading by characters would join to the prefix's space),
+    /// near misses of the prefix, and a failed row's.
+    static let lastErrors: [(String?, String)] = [
+        (nil, "no last error"), ("dropped: token moved", "dropped with a reason"),
+        ("dropped: ", "dropped with an empty reason"),
+        ("dropped: \u{301}token moved", "dropped, its reason beginning with a combining mark"),
+        ("dropped:token moved", "the prefix without its space"), ("DROPPED: token moved", "the prefix in capitals"),
+        (" dropped: token moved", "the prefix after a space"), ("expired", "a failed row's reason"),
+    ]
+
+    static func deliveryTests() -> [OutputTest] {
+        var tests: [OutputTest] = []
+        for delivered in [false, true] {
+            for failed in [false, true] {
+                for (lastError, described) in lastErrors {
+                    for attempts in [0, 1, 3] {
+                        let answer = DeliveryRules.outcome(
+                            delivered: delivered, failed: failed, lastError: lastError, attempts: attempts)
+                        var test = OutputTest(
+                            comment: "delivered \(delivered), failed \(failed), \(described), attempts \(attempts)",
+                            flags: [answer.outcome.rawValue.capitalized])
+                        test.delivered = delivered
+                        test.failed = failed
+                        test.lastError = lastError
+                        test.attempts = attempts
+                        test.outcome = answer.outcome.rawValue
+                        test.reason = answer.reason
+                        test.rank = DeliveryRules.rank(answer.outcome)
+                        tests.append(test)
+                    }
+                }
+            }
+        }
+        return tests
+    }
+
+    static func unreachedTests() -> [OutputTest] {
+        var tests: [OutputTest] = []
+        for off in [false, true] {
+            for later in [false, true] {
+                for valid in [false, true] {
+                    for trusted in [false, true] {
+                        let answer = DeliveryRules.unreached(
+                            settingOff: off, registeredLater: later, validToken: valid, trusted: trusted)
+                        var test = OutputTest(
+                            comment:
+                                "setting off \(off), registered later \(later), valid token \(valid), trusted \(trusted)",
+                            flags: [answer.outcome == .off ? "Off" : "Unreachable"])
+                        test.settingOff = off
+                        test.registeredLater = later
+                        test.validToken = valid
+                        test.trusted = trusted
+                        test.outcome = answer.outcome.rawValue
+                        test.reason = answer.reason
+                        tests.append(test)
+                    }
+                }
+            }
+        }
+        return tests
+    }
+}

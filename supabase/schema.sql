@@ -1886,6 +1886,7 @@ CREATE FUNCTION private.queue_live_activity(caller uuid, device uuid, token text
 DECLARE
     waiting public.push_outbox%ROWTYPE;
     previous timestamptz;
+    placed record;
 BEGIN
     IF event <> 'end' AND NOT private.may_queue_push(device, 'liveactivity') THEN RETURN false; END IF;
     -- After an end, nothing: the activity is over.
@@ -1897,19 +1898,22 @@ BEGIN
         WHERE o.token = queue_live_activity.token AND o.push_type = 'liveactivity' AND o.delivered_at IS NULL
           AND o.failed_at IS NULL AND (o.lease_until IS NULL OR o.lease_until < now())
         ORDER BY o.id DESC LIMIT 1 FOR UPDATE;
-    IF FOUND THEN
+    SELECT max(o.not_before) INTO previous FROM public.push_outbox o
+        WHERE o.token = queue_live_activity.token AND o.push_type = 'liveactivity';
+    -- (Without a waiting row, `waiting` is all NULL: its due time reads as none.)
+    SELECT r.replaces, r.due INTO placed FROM private.rule_live_activity_due(
+        event = 'end', extract(epoch FROM waiting.not_before - now())::double precision,
+        extract(epoch FROM previous - now())::double precision) r;
+    IF placed.replaces THEN
         UPDATE public.push_outbox o SET payload = queue_live_activity.payload, priority = queue_live_activity.priority,
-            not_before = CASE WHEN event = 'end' THEN least(o.not_before, now()) ELSE o.not_before END
+            not_before = CASE placed.due WHEN 'waiting' THEN o.not_before ELSE now() END
             WHERE o.id = waiting.id;
         RETURN true;
     END IF;
-    SELECT max(o.not_before) INTO previous FROM public.push_outbox o
-        WHERE o.token = queue_live_activity.token AND o.push_type = 'liveactivity';
     BEGIN
         INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, not_before)
             VALUES (caller, device, token, 'liveactivity', priority, NULL, payload,
-                    CASE WHEN event = 'end' OR previous IS NULL THEN now()
-                         ELSE greatest(now(), previous + interval '15 seconds') END);
+                    CASE placed.due WHEN 'after_previous' THEN previous + interval '15 seconds' ELSE now() END);
     EXCEPTION WHEN program_limit_exceeded THEN
         RETURN false;
     END;
@@ -2547,6 +2551,24 @@ $$;
 
 
 ALTER FUNCTION private.rule_delivery_rank(outcome text) OWNER TO postgres;
+
+--
+-- Name: rule_live_activity_due(boolean, double precision, double precision); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text) RETURNS record
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT waiting_due_in IS NOT NULL,
+           CASE WHEN waiting_due_in IS NOT NULL THEN
+                    CASE WHEN NOT is_end OR waiting_due_in <= 0 THEN 'waiting' ELSE 'now' END
+                WHEN is_end OR previous_due_in IS NULL OR previous_due_in + 15 <= 0 THEN 'now'
+                ELSE 'after_previous' END
+$$;
+
+
+ALTER FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text) OWNER TO postgres;
 
 --
 -- Name: rule_may_queue_push(text, public.notification_settings); Type: FUNCTION; Schema: private; Owner: postgres
@@ -6858,6 +6880,13 @@ REVOKE ALL ON FUNCTION private.rule_delivery_outcome(delivered boolean, failed b
 --
 
 REVOKE ALL ON FUNCTION private.rule_delivery_rank(outcome text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text) FROM PUBLIC;
 
 
 --

@@ -64,4 +64,33 @@ extension RemoteRulesVectorGenerator {
         }
         return tests
     }
+
+    /// Seconds from now until a row is due: none, long past, just past the update interval, at
+    /// its edge, just inside it, well inside it (a shorter interval must fail a test), just past,
+    /// due now, due later.
+    static let dueTimes: [Double?] = [nil, -30, -15.5, -15, -14.5, -12, -0.5, 0, 10]
+
+    static func liveActivityTests() -> [OutputTest] {
+        var tests: [OutputTest] = []
+        for event in LiveActivityEvent.allCases {
+            for waiting in dueTimes {
+                for previous in dueTimes {
+                    let answer = LiveActivityQueueing.placement(
+                        end: event == .end, waitingDueIn: waiting, previousDueIn: previous)
+                    func described(_ value: Double?) -> String { value.map { "due in \($0) s" } ?? "none" }
+                    var test = OutputTest(
+                        comment:
+                            "\(event.rawValue), waiting row \(described(waiting)), latest row \(described(previous))",
+                        flags: [answer.replaces ? "Replaces" : "Inserts"])
+                    test.event = event.rawValue
+                    test.waitingDueIn = waiting
+                    test.previousDueIn = previous
+                    test.replaces = answer.replaces
+                    test.due = answer.due.rawValue
+                    tests.append(test)
+                }
+            }
+        }
+        return tests
+    }
 }

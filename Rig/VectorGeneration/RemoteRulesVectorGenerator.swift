@@ -10,8 +10,9 @@ import SyncModel
 /// pair of runtime and session status words; every task kind against a newest alert of each kind
 /// on either side of the coalescing window, waiting or not; every call on an approval request or
 /// a question in every status, on either side of its time; every state of an outbox row and of a
-/// device without one. The answers are ``NotificationRules``', ``TaskAlertRules``',
-/// ``RequestRules``' and ``DeliveryRules``'; the SQL rules must give the same.
+/// device without one; every live-activity event against a waiting row and a latest row on either
+/// side of now and of the update interval. The answers are ``NotificationRules``', ``TaskAlertRules``',
+/// ``RequestRules``', ``DeliveryRules``' and ``LiveActivityQueueing``'s; the SQL rules must give the same.
 public enum RemoteRulesVectorGenerator {
     struct OutputTest: Encodable {
         var tcId = 0
@@ -57,6 +58,10 @@ public enum RemoteRulesVectorGenerator {
         var registeredLater: Bool?
         var validToken: Bool?
         var trusted: Bool?
+        var waitingDueIn: Double?
+        var previousDueIn: Double?
+        var replaces: Bool?
+        var due: String?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -104,7 +109,7 @@ public enum RemoteRulesVectorGenerator {
             ("StatusTaskKind", statusTests()), ("TaskAlertCoalescing", coalescingTests()),
             ("RequestRefusal", refusalTests()), ("ApprovalTransition", approvalTests()),
             ("QuestionTransition", questionTests()), ("DeliveryOutcome", deliveryTests()),
-            ("Unreached", unreachedTests()),
+            ("Unreached", unreachedTests()), ("LiveActivityDue", liveActivityTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -121,7 +126,7 @@ public enum RemoteRulesVectorGenerator {
         return try GeneratedVectorFile.encode(
             algorithm: .remoteRulesV1,
             header: [
-                "The server's notification, task-alert, approval, question and delivery rules as functions of their arguments",
+                "The server's notification, task-alert, approval, question, delivery and live-activity rules as functions of their arguments",
                 "(docs/testvectors.md): the SQL (private.rule_alert_decision, rule_may_queue_push, rule_runtime_task_kind,",
                 "rule_status_task_kind, rule_task_alert_coalescing, rule_approval_transition, rule_question_transition) and the",
                 "RemoteRules module (NotificationRules, TaskAlertRules, RequestRules) give these answers.",
@@ -143,6 +148,9 @@ public enum RemoteRulesVectorGenerator {
                 "  failed (it has delivered_at, failed_at), lastError (absent: NULL), attempts -> outcome (delivered, sent, queued,",
                 "  failed, dropped), reason (absent: none) and rank. Unreached (private.rule_unreached): settingOff, registeredLater,",
                 "  validToken, trusted (what holds of a device without a row) -> outcome (off, unreachable) and reason.",
+                "LiveActivityDue (private.rule_live_activity_due, LiveActivityQueueing): event (update, end), waitingDueIn and",
+                "  previousDueIn (seconds from now until the token's waiting row, its latest row, is due; absent: none) -> replaces",
+                "  and due (now, waiting, after_previous).",
             ],
             groups: numbered)
     }

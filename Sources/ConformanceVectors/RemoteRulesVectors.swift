@@ -13,7 +13,8 @@ import SyncModel
 /// `decisionMatches`, `reopened`: `action`, `to`, `queues`, `reason`) and `QuestionTransition`
 /// (`from`, `expired`, `event`, `closedAs`: the same), `DeliveryOutcome` (`delivered`, `failed`,
 /// `lastError`, `attempts`: `outcome`, `reason`, `rank`) and `Unreached` (`settingOff`,
-/// `registeredLater`, `validToken`, `trusted`: `outcome`, `reason`). Every test is valid: the
+/// `registeredLater`, `validToken`, `trusted`: `outcome`, `reason`) and `LiveActivityDue` (`event`,
+/// `waitingDueIn`, `previousDueIn`: `replaces`, `due`). Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
     /// Which rule the group's tests take.
@@ -28,6 +29,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case questionTransition = "QuestionTransition"
         case deliveryOutcome = "DeliveryOutcome"
         case unreached = "Unreached"
+        case liveActivityDue = "LiveActivityDue"
     }
 
     public let type: Kind
@@ -144,6 +146,13 @@ public struct RemoteRulesGroup: VectorGroup {
         public let registeredLater: Bool?
         public let validToken: Bool?
         public let trusted: Bool?
+        /// LiveActivityDue (and `event`: `update` or `end`): seconds from now until the token's
+        /// waiting row and its latest row are due (absent: none); whether the event replaces the
+        /// waiting row, and when its row is due (`now`, `waiting`, `after_previous`).
+        public let waitingDueIn: Double?
+        public let previousDueIn: Double?
+        public let replaces: Bool?
+        public let due: String?
     }
 
     /// A kind raised as the file writes it.
@@ -218,6 +227,13 @@ public struct RemoteRulesGroup: VectorGroup {
             let answer = DeliveryRules.unreached(
                 settingOff: off, registeredLater: later, validToken: valid, trusted: trusted)
             outcome = answer.outcome.rawValue == expected && answer.reason == test.reason
+        case .liveActivityDue:
+            guard let event = test.event.flatMap(LiveActivityEvent.init(rawValue:)), let replaces = test.replaces,
+                let due = test.due
+            else { return "fields: missing or malformed" }
+            let answer = LiveActivityQueueing.placement(
+                end: event == .end, waitingDueIn: test.waitingDueIn, previousDueIn: test.previousDueIn)
+            outcome = answer.replaces == replaces && answer.due.rawValue == due
         }
         return VectorVerifier.judge(test.result, outcome)
     }

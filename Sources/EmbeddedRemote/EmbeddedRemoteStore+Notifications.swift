@@ -140,43 +140,45 @@ extension EmbeddedRemoteStore: NotificationRemote {
                     """, arguments: [token, LiveActivityEvent.end.rawValue]) ?? false)
     }
 
-    /// Queues one live-activity event for one token, throttled: an update while one waits
-    /// replaces it (latest wins, its time kept); otherwise it goes 15 s after the token's
-    /// previous one, or now. An `end` replaces a waiting update and goes at once; after an `end`
-    /// nothing more. Returns whether a row was inserted or replaced.
+    /// Queues one live-activity event for one token, throttled (``LiveActivityQueueing``): an
+    /// event replaces the token's waiting row (not delivered, not failed) or is inserted; after an
+    /// `end` nothing more. Returns whether a row was inserted or replaced.
     static func queueLiveActivity(
         _ db: Database, user: String, device: String, token: String, event: LiveActivityEvent, payload: PushPayload,
         priority: Int
     ) throws -> Bool {
         if event != .end, try !mayQueue(db, device: device, kind: .liveActivity) { return false }
         guard try liveActivityOpen(db, token: token) else { return false }
-        let text = payload.json
         let now = Date()
-        if let waiting = try Row.fetchOne(
+        let waiting = try Row.fetchOne(
             db,
             sql: """
-                SELECT id, not_before FROM push_outbox WHERE token = ? AND push_type = 'liveactivity' AND delivered_at IS NULL
-                ORDER BY id DESC LIMIT 1
+                SELECT id, not_before FROM push_outbox WHERE token = ? AND push_type = 'liveactivity'
+                AND delivered_at IS NULL AND failed_at IS NULL ORDER BY id DESC LIMIT 1
                 """, arguments: [token])
-        {
-            var notBefore: String? = waiting["not_before"]
-            if event == .end { notBefore = Timestamp.format(now) }
-            try db.execute(
-                sql: "UPDATE push_outbox SET payload = ?, priority = ?, not_before = ? WHERE id = ?",
-                arguments: [text, priority, notBefore, waiting["id"] as Int64])
-            return true
-        }
-        let previous = try String.fetchOne(
+        let waitingDue = (waiting?["not_before"] as String?).flatMap(Timestamp.parse)
+        let previousDue = try String.fetchOne(
             db, sql: "SELECT max(not_before) FROM push_outbox WHERE token = ? AND push_type = 'liveactivity'",
             arguments: [token]
         ).flatMap(Timestamp.parse)
-        var notBefore = now
-        if event != .end, let previous {
-            notBefore = max(now, previous.addingTimeInterval(LiveActivityRules.updateInterval))
+        let (replaces, due) = LiveActivityQueueing.placement(
+            end: event == .end, waitingDueIn: waitingDue.map { $0.timeIntervalSince(now) },
+            previousDueIn: previousDue.map { $0.timeIntervalSince(now) })
+        let notBefore: String? =
+            switch due {
+            case .now: Timestamp.format(now)
+            case .waiting: waiting?["not_before"]
+            case .afterPrevious: previousDue.map { Timestamp.format($0 + LiveActivityQueueing.updateInterval) }
+            }
+        if replaces, let waiting {
+            try db.execute(
+                sql: "UPDATE push_outbox SET payload = ?, priority = ?, not_before = ? WHERE id = ?",
+                arguments: [payload.json, priority, notBefore, waiting["id"] as Int64])
+            return true
         }
         try enqueue(
             db, user: user, device: device, token: token, type: "liveactivity", priority: priority, collapse: nil,
-            payload: text, at: Timestamp.format(now), due: Timestamp.format(notBefore))
+            payload: payload.json, at: Timestamp.format(now), due: notBefore)
         return true
     }
 

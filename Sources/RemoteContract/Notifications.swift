@@ -227,8 +227,6 @@ public enum LiveActivityEvent: String, Sendable, Hashable, Codable, CaseIterable
 /// The live-activity rules both remotes follow (notifications.md), in one place for the
 /// embedded remote and the tests.
 public enum LiveActivityRules {
-    /// The least time between two updates to one token.
-    public static let updateInterval: TimeInterval = 15
     /// `stale-date` is this long after `timestamp`.
     public static let staleAfter: Int64 = 300
     /// An `end`'s `dismissal-date` is this long after `timestamp`.

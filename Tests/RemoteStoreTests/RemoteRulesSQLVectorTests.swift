@@ -54,6 +54,10 @@ struct RemoteRulesSQLVectorTests {
         let registeredLater: Bool?
         let validToken: Bool?
         let trusted: Bool?
+        let waitingDueIn: Double?
+        let previousDueIn: Double?
+        let replaces: Bool?
+        let due: String?
     }
 
     struct File: Decodable {
@@ -99,6 +103,7 @@ struct RemoteRulesSQLVectorTests {
             answer =
                 [test.outcome, test.rank.map(String.init)].map { $0 ?? "?" }.joined(separator: " ")
                 + (test.reason.map { " <\($0)>" } ?? "")
+        case "LiveActivityDue": answer = (test.replaces.map { $0 ? "true" : "false" } ?? "?") + " " + (test.due ?? "?")
         case "Unreached": answer = (test.outcome ?? "?") + (test.reason.map { " <\($0)>" } ?? "")
         case "ApprovalTransition", "QuestionTransition":
             answer =
@@ -178,6 +183,11 @@ struct RemoteRulesSQLVectorTests {
                     + "\(flag(test.settingOff)), \(flag(test.registeredLater)), \(flag(test.validToken)), \(flag(test.trusted))) r"
             )
         }
+        for test in groups["LiveActivityDue"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || r.replaces::text || ' ' || r.due FROM private.rule_live_activity_due("
+                    + "\(literal(test.event)) = 'end', \(number(test.waitingDueIn)), \(number(test.previousDueIn))) r")
+        }
         return calls.joined(separator: " UNION ALL ") + ";"
     }
 
@@ -192,7 +202,7 @@ struct RemoteRulesSQLVectorTests {
                 == [
                     "AlertDecision": 160, "MayQueuePush": 24, "RuntimeTaskKind": 56, "StatusTaskKind": 16,
                     "TaskAlertCoalescing": 93, "RequestRefusal": 36, "ApprovalTransition": 100,
-                    "QuestionTransition": 48, "DeliveryOutcome": 96, "Unreached": 16,
+                    "QuestionTransition": 48, "DeliveryOutcome": 96, "Unreached": 16, "LiveActivityDue": 162,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -215,6 +225,7 @@ struct RemoteRulesSQLVectorTests {
         #expect(
             Set((groups["Unreached"] ?? []).compactMap(\.reason))
                 == ["setting off", "registered later", "token invalid", "not trusted", "not queued"])
+        #expect(Set((groups["LiveActivityDue"] ?? []).compactMap(\.due)) == ["now", "waiting", "after_previous"])
         // Every answer is the rule's: no test may pass by being expected to fail.
         #expect(groups.values.joined().allSatisfy { $0.result == "valid" })
         // One statement per group: all together would near the 128 KiB a psql argument may hold.

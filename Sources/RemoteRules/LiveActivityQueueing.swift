@@ -1,0 +1,38 @@
+/// How a live-activity event for one token is queued (docs/notifications.md, "Throttle" and
+/// "End"), as a value. Pure (no storage, no clock): the embedded remote calls it inside the
+/// transaction that queues the event, with what it read of the token's rows; the SQL function
+/// `private.rule_live_activity_due` states the same rule, and `testvectors/remote-rules-v1.json`
+/// holds both to the same answers.
+public enum LiveActivityQueueing {
+    /// The least time between two updates to one token, in seconds.
+    public static let updateInterval: Double = 15
+
+    /// When the event's row is due.
+    public enum Due: String, Sendable, Hashable, CaseIterable {
+        /// Now.
+        case now
+        /// When the row it replaces was due (its time kept).
+        case waiting
+        /// ``LiveActivityQueueing/updateInterval`` after the token's latest row was due.
+        case afterPrevious = "after_previous"
+    }
+
+    /// Where an event goes and when it is due.
+    ///
+    /// - Parameters:
+    ///   - end: the event ends the activity (else it updates it).
+    ///   - waitingDueIn: seconds from now until the token's waiting row (not delivered, not
+    ///     failed, not being sent) is due, negative once due; `nil` when none waits.
+    ///   - previousDueIn: the same for the token's latest live-activity row, in any state; `nil`
+    ///     when it has none.
+    /// - Returns: whether the event replaces the waiting row (the newest state wins; else a row is
+    ///   inserted) and when its row is due: an update keeps the waiting row's time; an end is due
+    ///   at once, or at the waiting row's time when that came already; a new update is due
+    ///   ``updateInterval`` after the latest row, or now when that is past.
+    public static func placement(end: Bool, waitingDueIn: Double?, previousDueIn: Double?) -> (replaces: Bool, due: Due)
+    {
+        if let waitingDueIn { return (true, !end || waitingDueIn <= 0 ? .waiting : .now) }
+        guard !end, let previousDueIn, previousDueIn + updateInterval > 0 else { return (false, .now) }
+        return (false, .afterPrevious)
+    }
+}

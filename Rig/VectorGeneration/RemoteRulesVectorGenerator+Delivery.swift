@@ -1,5 +1,6 @@
 import RemoteContract
 import RemoteRules
+import SyncModel
 
 extension RemoteRulesVectorGenerator {
     /// `last_error` values: none, a dropped row's (with a reason, an empty one, one beginning
@@ -92,5 +93,15 @@ extension RemoteRulesVectorGenerator {
             }
         }
         return tests
+    }
+
+    static func liveActivityStatusTests() -> [OutputTest] {
+        (runtimeWords + ["Running"]).map { word in
+            let status = LiveActivityRules.status(word.flatMap(RuntimeStatus.State.init(rawValue:)))
+            var test = OutputTest(comment: "runtime status \(word ?? "without a word")", flags: [status])
+            test.runtime = word
+            test.status = status
+            return test
+        }
     }
 }

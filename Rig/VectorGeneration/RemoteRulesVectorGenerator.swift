@@ -62,6 +62,8 @@ public enum RemoteRulesVectorGenerator {
         var previousDueIn: Double?
         var replaces: Bool?
         var due: String?
+        var runtime: String?
+        var status: String?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -110,6 +112,7 @@ public enum RemoteRulesVectorGenerator {
             ("RequestRefusal", refusalTests()), ("ApprovalTransition", approvalTests()),
             ("QuestionTransition", questionTests()), ("DeliveryOutcome", deliveryTests()),
             ("Unreached", unreachedTests()), ("LiveActivityDue", liveActivityTests()),
+            ("LiveActivityStatus", liveActivityStatusTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -150,7 +153,8 @@ public enum RemoteRulesVectorGenerator {
                 "  validToken, trusted (what holds of a device without a row) -> outcome (off, unreachable) and reason.",
                 "LiveActivityDue (private.rule_live_activity_due, LiveActivityQueueing): event (update, end), waitingDueIn and",
                 "  previousDueIn (seconds from now until the token's waiting row, its latest row, is due; absent: none) -> replaces",
-                "  and due (now, waiting, after_previous).",
+                "  and due (now, waiting, after_previous). LiveActivityStatus (private.live_activity_status, LiveActivityRules):",
+                "  runtime (coding_session.status; absent: none) -> status (a live activity's: processing, waiting_approval, error, idle).",
             ],
             groups: numbered)
     }

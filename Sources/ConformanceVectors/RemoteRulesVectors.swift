@@ -14,7 +14,8 @@ import SyncModel
 /// (`from`, `expired`, `event`, `closedAs`: the same), `DeliveryOutcome` (`delivered`, `failed`,
 /// `lastError`, `attempts`: `outcome`, `reason`, `rank`) and `Unreached` (`settingOff`,
 /// `registeredLater`, `validToken`, `trusted`: `outcome`, `reason`) and `LiveActivityDue` (`event`,
-/// `waitingDueIn`, `previousDueIn`: `replaces`, `due`). Every test is valid: the
+/// `waitingDueIn`, `previousDueIn`: `replaces`, `due`) and `LiveActivityStatus` (`runtime`: `status`).
+/// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
     /// Which rule the group's tests take.
@@ -30,6 +31,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case deliveryOutcome = "DeliveryOutcome"
         case unreached = "Unreached"
         case liveActivityDue = "LiveActivityDue"
+        case liveActivityStatus = "LiveActivityStatus"
     }
 
     public let type: Kind
@@ -153,6 +155,10 @@ public struct RemoteRulesGroup: VectorGroup {
         public let previousDueIn: Double?
         public let replaces: Bool?
         public let due: String?
+        /// LiveActivityStatus: a runtime status's `coding_session.status` word (absent: none)
+        /// and the live activity's status it shows.
+        public let runtime: String?
+        public let status: String?
     }
 
     /// A kind raised as the file writes it.
@@ -234,6 +240,9 @@ public struct RemoteRulesGroup: VectorGroup {
             let answer = LiveActivityQueueing.placement(
                 end: event == .end, waitingDueIn: test.waitingDueIn, previousDueIn: test.previousDueIn)
             outcome = answer.replaces == replaces && answer.due.rawValue == due
+        case .liveActivityStatus:
+            guard let expected = test.status else { return "fields: missing" }
+            outcome = LiveActivityRules.status(test.runtime.flatMap(RuntimeStatus.State.init(rawValue:))) == expected
         }
         return VectorVerifier.judge(test.result, outcome)
     }

@@ -76,7 +76,7 @@ struct VectorFileTests {
         "AgentSessionId": "sessionId", "AlertDecision": "decision", "MayQueuePush": "mayQueue",
         "RuntimeTaskKind": "raises", "StatusTaskKind": "raises", "TaskAlertCoalescing": "action",
         "RequestRefusal": "refused", "ApprovalTransition": "to", "QuestionTransition": "to",
-        "DeliveryOutcome": "outcome", "Unreached": "reason", "LiveActivityDue": "due",
+        "DeliveryOutcome": "outcome", "Unreached": "reason", "LiveActivityDue": "due", "LiveActivityStatus": "status",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

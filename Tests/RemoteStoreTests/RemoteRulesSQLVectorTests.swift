@@ -58,6 +58,8 @@ struct RemoteRulesSQLVectorTests {
         let previousDueIn: Double?
         let replaces: Bool?
         let due: String?
+        let runtime: String?
+        let status: String?
     }
 
     struct File: Decodable {
@@ -104,6 +106,7 @@ struct RemoteRulesSQLVectorTests {
                 [test.outcome, test.rank.map(String.init)].map { $0 ?? "?" }.joined(separator: " ")
                 + (test.reason.map { " <\($0)>" } ?? "")
         case "LiveActivityDue": answer = (test.replaces.map { $0 ? "true" : "false" } ?? "?") + " " + (test.due ?? "?")
+        case "LiveActivityStatus": answer = test.status ?? "?"
         case "Unreached": answer = (test.outcome ?? "?") + (test.reason.map { " <\($0)>" } ?? "")
         case "ApprovalTransition", "QuestionTransition":
             answer =
@@ -188,6 +191,11 @@ struct RemoteRulesSQLVectorTests {
                 "SELECT \(test.tcId) || ' ' || r.replaces::text || ' ' || r.due FROM private.rule_live_activity_due("
                     + "\(literal(test.event)) = 'end', \(number(test.waitingDueIn)), \(number(test.previousDueIn))) r")
         }
+        for test in groups["LiveActivityStatus"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || private.live_activity_status(jsonb_build_object('coding_session', "
+                    + "jsonb_strip_nulls(jsonb_build_object('status', \(literal(test.runtime))::text))))")
+        }
         return calls.joined(separator: " UNION ALL ") + ";"
     }
 
@@ -203,6 +211,7 @@ struct RemoteRulesSQLVectorTests {
                     "AlertDecision": 160, "MayQueuePush": 24, "RuntimeTaskKind": 56, "StatusTaskKind": 16,
                     "TaskAlertCoalescing": 93, "RequestRefusal": 36, "ApprovalTransition": 100,
                     "QuestionTransition": 48, "DeliveryOutcome": 96, "Unreached": 16, "LiveActivityDue": 162,
+                    "LiveActivityStatus": 8,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -226,6 +235,9 @@ struct RemoteRulesSQLVectorTests {
             Set((groups["Unreached"] ?? []).compactMap(\.reason))
                 == ["setting off", "registered later", "token invalid", "not trusted", "not queued"])
         #expect(Set((groups["LiveActivityDue"] ?? []).compactMap(\.due)) == ["now", "waiting", "after_previous"])
+        #expect(
+            Set((groups["LiveActivityStatus"] ?? []).compactMap(\.status))
+                == ["processing", "waiting_approval", "error", "idle"])
         // Every answer is the rule's: no test may pass by being expected to fail.
         #expect(groups.values.joined().allSatisfy { $0.result == "valid" })
         // One statement per group: all together would near the 128 KiB a psql argument may hold.

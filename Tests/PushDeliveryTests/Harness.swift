@@ -334,15 +334,25 @@ final class WorkerProcess: @unchecked Sendable {
 /// The rows whose request a worker in this process gave up on and sent again ("request failed;
 /// retrying on a new connection": its deadline passed, or its connection went): what an
 /// at-least-once worker may send twice (docs/push-worker.md). Other lines are dropped.
+///
+/// One instance serves every copy of its logger, and PostgresNIO sets metadata on its copies from
+/// many tasks at once: so the handler keeps none of its own (a stored dictionary raced, and a run
+/// crashed in its setter), and its level is fixed. It reads only each event's own metadata.
 final class GivenUpRows: LogHandler, @unchecked Sendable {
     private let lock = NSLock()
     private var ids: [Int64] = []
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .warning
+    var metadata: Logger.Metadata {
+        get { [:] }
+        set {} // kept by no copy (see above)
+    }
+    var logLevel: Logger.Level {
+        get { .warning }
+        set {} // fixed: the handler only looks at warnings
+    }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
+        get { nil }
+        set {} // kept by no copy (see above)
     }
 
     func log(event: LogEvent) {

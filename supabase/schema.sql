@@ -908,7 +908,7 @@ BEGIN
         SELECT * INTO s FROM public.agent_coding_sessions a WHERE a.id = t.session_id;
         IF private.queue_live_activity(caller, device, t.token, 'end',
                private.live_activity_payload(s, device, 'end',
-                   coalesce(status, private.live_activity_status(s.runtime_status)), operation), 10) THEN
+                   coalesce(status, private.live_activity_status(s.runtime_status)), operation), private.rule_live_activity_priority(true, NULL)) THEN
             ended := ended + 1;
         END IF;
     END LOOP;
@@ -1801,7 +1801,7 @@ BEGIN
     -- Each token's device decides once (private.alert_decision): off, nothing; passive (another
     -- device is active on the session), no sound and priority 5; else as before.
     INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
-        SELECT caller, d.device_id, d.token, 'alert', CASE WHEN d.decision = 'passive' THEN 5 ELSE 10 END,
+        SELECT caller, d.device_id, d.token, 'alert', private.rule_alert_priority(d.decision),
                'approval-request-' || r.id::text,
                CASE WHEN d.decision = 'passive'
                     THEN jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, d.device_id))),
@@ -1952,7 +1952,7 @@ BEGIN
         'sealed', q.body);
     IF octet_length(base::text) + 6 > 4096 THEN base := base - 'sealed'; END IF;
     INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
-        SELECT caller, d.device_id, d.token, 'alert', CASE WHEN d.decision = 'passive' THEN 5 ELSE 10 END,
+        SELECT caller, d.device_id, d.token, 'alert', private.rule_alert_priority(d.decision),
                'question-' || q.id::text,
                CASE WHEN d.decision = 'passive'
                     THEN jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, d.device_id))),
@@ -2072,11 +2072,11 @@ BEGIN
         ELSIF r.action = 'queue_after' THEN
             INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload,
                                             not_before)
-                VALUES (caller, t.device_id, t.token, 'alert', 10, v_collapse, v_payload,
+                VALUES (caller, t.device_id, t.token, 'alert', private.rule_alert_priority(decision), v_collapse, v_payload,
                         p.not_before + make_interval(secs => r.due_after_newest));
         ELSE
             INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
-                VALUES (caller, t.device_id, t.token, 'alert', 10, v_collapse, v_payload);
+                VALUES (caller, t.device_id, t.token, 'alert', private.rule_alert_priority(decision), v_collapse, v_payload);
         END IF;
         queued := queued + 1;
     END LOOP;
@@ -2482,6 +2482,20 @@ $$;
 ALTER FUNCTION private.rule_alert_decision(kind text, settings public.notification_settings, idle_elsewhere double precision) OWNER TO postgres;
 
 --
+-- Name: rule_alert_priority(text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_alert_priority(decision text) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE decision WHEN 'alert' THEN 10 WHEN 'passive' THEN 5 END
+$$;
+
+
+ALTER FUNCTION private.rule_alert_priority(decision text) OWNER TO postgres;
+
+--
 -- Name: rule_approval_transition(text, boolean, text, text, boolean, integer); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2569,6 +2583,20 @@ $$;
 
 
 ALTER FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text) OWNER TO postgres;
+
+--
+-- Name: rule_live_activity_priority(boolean, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_live_activity_priority(is_end boolean, status text) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE WHEN is_end OR status = 'waiting_approval' THEN 10 ELSE 5 END
+$$;
+
+
+ALTER FUNCTION private.rule_live_activity_priority(is_end boolean, status text) OWNER TO postgres;
 
 --
 -- Name: rule_may_queue_push(text, public.notification_settings); Type: FUNCTION; Schema: private; Owner: postgres
@@ -2736,7 +2764,7 @@ BEGIN
         IF NOT private.may_queue_push(t.device_id, 'liveactivity') THEN CONTINUE; END IF;
         PERFORM private.queue_live_activity(NEW.user_id, t.device_id, t.token, 'update',
             private.live_activity_payload(NEW, t.device_id, 'update', status, NULL),
-            CASE WHEN status = 'waiting_approval' THEN 10 ELSE 5 END);
+            private.rule_live_activity_priority(false, status));
         -- One active session per device: its activities for other sessions end.
         PERFORM private.end_live_activities(NEW.user_id, t.device_id, p2.session_id, NULL, NULL)
             FROM (SELECT DISTINCT p.session_id FROM public.push_tokens p
@@ -6862,6 +6890,13 @@ REVOKE ALL ON FUNCTION private.rule_alert_decision(kind text, settings public.no
 
 
 --
+-- Name: FUNCTION rule_alert_priority(decision text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_alert_priority(decision text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -6887,6 +6922,13 @@ REVOKE ALL ON FUNCTION private.rule_delivery_rank(outcome text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_live_activity_priority(is_end boolean, status text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_live_activity_priority(is_end boolean, status text) FROM PUBLIC;
 
 
 --

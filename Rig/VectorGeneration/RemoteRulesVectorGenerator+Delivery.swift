@@ -104,4 +104,31 @@ extension RemoteRulesVectorGenerator {
             return test
         }
     }
+
+    static func alertPriorityTests() -> [OutputTest] {
+        AlertDecision.allCases.map { decision in
+            let priority = NotificationRules.priority(decision)
+            var test = OutputTest(
+                comment: "an alert decided \(decision.rawValue)", flags: [priority == nil ? "NotQueued" : "Queued"])
+            test.decision = decision.rawValue
+            test.priority = priority
+            return test
+        }
+    }
+
+    static func liveActivityPriorityTests() -> [OutputTest] {
+        var tests: [OutputTest] = []
+        for event in LiveActivityEvent.allCases {
+            for status in [nil, "processing", "waiting_approval", "error", "idle", "completed", "Waiting_approval"] {
+                let priority = LiveActivityQueueing.priority(end: event == .end, status: status)
+                var test = OutputTest(
+                    comment: "\(event.rawValue) showing \(status ?? "no status")", flags: ["Priority\(priority)"])
+                test.event = event.rawValue
+                test.status = status
+                test.priority = priority
+                tests.append(test)
+            }
+        }
+        return tests
+    }
 }

@@ -64,6 +64,7 @@ public enum RemoteRulesVectorGenerator {
         var due: String?
         var runtime: String?
         var status: String?
+        var priority: Int?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -112,7 +113,8 @@ public enum RemoteRulesVectorGenerator {
             ("RequestRefusal", refusalTests()), ("ApprovalTransition", approvalTests()),
             ("QuestionTransition", questionTests()), ("DeliveryOutcome", deliveryTests()),
             ("Unreached", unreachedTests()), ("LiveActivityDue", liveActivityTests()),
-            ("LiveActivityStatus", liveActivityStatusTests()),
+            ("LiveActivityStatus", liveActivityStatusTests()), ("AlertPriority", alertPriorityTests()),
+            ("LiveActivityPriority", liveActivityPriorityTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -155,6 +157,8 @@ public enum RemoteRulesVectorGenerator {
                 "  previousDueIn (seconds from now until the token's waiting row, its latest row, is due; absent: none) -> replaces",
                 "  and due (now, waiting, after_previous). LiveActivityStatus (private.live_activity_status, LiveActivityRules):",
                 "  runtime (coding_session.status; absent: none) -> status (a live activity's: processing, waiting_approval, error, idle).",
+                "AlertPriority (private.rule_alert_priority, NotificationRules): decision -> priority (absent: nothing is queued).",
+                "LiveActivityPriority (private.rule_live_activity_priority, LiveActivityQueueing): event, status (absent: none) -> priority.",
             ],
             groups: numbered)
     }

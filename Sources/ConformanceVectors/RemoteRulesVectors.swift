@@ -14,7 +14,8 @@ import SyncModel
 /// (`from`, `expired`, `event`, `closedAs`: the same), `DeliveryOutcome` (`delivered`, `failed`,
 /// `lastError`, `attempts`: `outcome`, `reason`, `rank`) and `Unreached` (`settingOff`,
 /// `registeredLater`, `validToken`, `trusted`: `outcome`, `reason`) and `LiveActivityDue` (`event`,
-/// `waitingDueIn`, `previousDueIn`: `replaces`, `due`) and `LiveActivityStatus` (`runtime`: `status`).
+/// `waitingDueIn`, `previousDueIn`: `replaces`, `due`), `LiveActivityStatus` (`runtime`: `status`), `AlertPriority`
+/// (`decision`: `priority`) and `LiveActivityPriority` (`event`, `status`: `priority`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -32,6 +33,8 @@ public struct RemoteRulesGroup: VectorGroup {
         case unreached = "Unreached"
         case liveActivityDue = "LiveActivityDue"
         case liveActivityStatus = "LiveActivityStatus"
+        case alertPriority = "AlertPriority"
+        case liveActivityPriority = "LiveActivityPriority"
     }
 
     public let type: Kind
@@ -159,6 +162,8 @@ public struct RemoteRulesGroup: VectorGroup {
         /// and the live activity's status it shows.
         public let runtime: String?
         public let status: String?
+        /// AlertPriority and LiveActivityPriority: the APNs priority (absent: nothing is queued).
+        public let priority: Int?
     }
 
     /// A kind raised as the file writes it.
@@ -243,6 +248,15 @@ public struct RemoteRulesGroup: VectorGroup {
         case .liveActivityStatus:
             guard let expected = test.status else { return "fields: missing" }
             outcome = LiveActivityRules.status(test.runtime.flatMap(RuntimeStatus.State.init(rawValue:))) == expected
+        case .alertPriority:
+            guard let decision = test.decision.flatMap(AlertDecision.init(rawValue:)) else {
+                return "fields: missing or malformed"
+            }
+            outcome = NotificationRules.priority(decision) == test.priority
+        case .liveActivityPriority:
+            guard let event = test.event.flatMap(LiveActivityEvent.init(rawValue:)), let expected = test.priority
+            else { return "fields: missing or malformed" }
+            outcome = LiveActivityQueueing.priority(end: event == .end, status: test.status) == expected
         }
         return VectorVerifier.judge(test.result, outcome)
     }

@@ -82,7 +82,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             // Each token's device decides once: off, nothing; passive (another device is active
             // on the session), no sound and priority 5.
             let decision = try alertDecision(db, device: device, kind: kind, session: session)
-            guard decision != .off, decision != .suppressed else { continue }
+            guard let priority = NotificationRules.priority(decision) else { continue }
             var alert = object
             alert.aps.badge = try approvalBadge(db, user: user, device: device)
             if decision == .passive {
@@ -93,7 +93,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                     try settings(db, device: device).timeSensitive ? "time-sensitive" : "active"
             }
             queued += try enqueue(
-                db, user: user, device: device, token: token, type: "alert", priority: decision == .passive ? 5 : 10,
+                db, user: user, device: device, token: token, type: "alert", priority: priority,
                 collapse: (question ? "question-" : "approval-request-") + id, payload: alert.json, at: now,
                 once: question ? "question" : "approval")
         }

@@ -209,7 +209,8 @@ extension EmbeddedRemoteStore: NotificationRemote {
             let payload = try liveActivityPayload(
                 db, session: session, device: device, event: .end, status: shown, operation: operation)
             if try queueLiveActivity(
-                db, user: user, device: device, token: tokenText, event: .end, payload: payload, priority: 10)
+                db, user: user, device: device, token: tokenText, event: .end, payload: payload,
+                priority: LiveActivityQueueing.priority(end: true, status: nil))
             {
                 ended += 1
             }
@@ -247,7 +248,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
                 db, session: session, device: device, event: .update, status: status, operation: nil)
             _ = try queueLiveActivity(
                 db, user: user, device: device, token: tokenText, event: .update, payload: payload,
-                priority: status == "waiting_approval" ? 10 : 5)
+                priority: LiveActivityQueueing.priority(end: false, status: status))
             let others = try String.fetchAll(
                 db,
                 sql: """

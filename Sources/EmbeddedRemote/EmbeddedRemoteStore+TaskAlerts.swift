@@ -67,14 +67,10 @@ extension EmbeddedRemoteStore {
         let now = Date()
         for (device, value) in try trustedTokens(db, user: user, except: desktop) {
             guard try mayQueue(db, device: device, kind: .alert) else { continue }
-            switch try alertDecision(db, device: device, kind: kind, session: session) {
-            case .off:
-                counts.off += 1
+            let decision = try alertDecision(db, device: device, kind: kind, session: session)
+            guard let priority = NotificationRules.priority(decision) else {
+                if decision == .off { counts.off += 1 } else { counts.suppressed += 1 }
                 continue
-            case .suppressed:
-                counts.suppressed += 1
-                continue
-            case .passive, .alert: break
             }
             var due = now
             let newest = try Row.fetchOne(
@@ -108,7 +104,7 @@ extension EmbeddedRemoteStore {
                 break
             }
             try enqueue(
-                db, user: user, device: device, token: value, type: "alert", priority: 10, collapse: collapse,
+                db, user: user, device: device, token: value, type: "alert", priority: priority, collapse: collapse,
                 payload: payload, at: Timestamp.format(now), due: Timestamp.format(due))
             counts.queued += 1
         }

@@ -1,7 +1,7 @@
 /// How a live-activity event for one token is queued (docs/notifications.md, "Throttle" and
 /// "End"), as a value. Pure (no storage, no clock): the embedded remote calls it inside the
 /// transaction that queues the event, with what it read of the token's rows; the SQL function
-/// `private.rule_live_activity_due` states the same rule, and `testvectors/remote-rules-v1.json`
+/// `private.rule_live_activity_due` (and `private.rule_live_activity_priority`) state the same rules, and `testvectors/remote-rules-v1.json`
 /// holds both to the same answers.
 public enum LiveActivityQueueing {
     /// The least time between two updates to one token, in seconds.
@@ -15,6 +15,13 @@ public enum LiveActivityQueueing {
         case waiting
         /// ``LiveActivityQueueing/updateInterval`` after the token's latest row was due.
         case afterPrevious = "after_previous"
+    }
+
+    /// The APNs priority of a live-activity event: 10 for an end (an activity must be able to
+    /// close) and for an update to `waiting_approval` (a person is asked), 5 for other updates.
+    /// `private.rule_live_activity_priority` in SQL.
+    public static func priority(end: Bool, status: String?) -> Int {
+        end || status == "waiting_approval" ? 10 : 5
     }
 
     /// Where an event goes and when it is due.

@@ -34,8 +34,8 @@ public enum QueuedPushKind: String, Sendable, Hashable, CaseIterable, Codable {
 
 /// The server's notification rules as values: what a device's settings allow, and how an alert
 /// goes to it. Pure (no storage, no clock): the embedded remote calls them inside its
-/// transactions; the SQL functions `private.rule_alert_decision` and `private.rule_may_queue_push`
-/// state the same rules in SQL; `testvectors/remote-rules-v1.json` holds both to the same answers.
+/// transactions; the SQL functions `private.rule_alert_decision`, `private.rule_alert_priority` and
+/// `private.rule_may_queue_push` state the same rules in SQL; `testvectors/remote-rules-v1.json` holds both to the same answers.
 public enum NotificationRules {
     /// How recently another device must have been active on a session, in seconds, to count as
     /// active there (its `session_active_clients.last_activity_at` at most this long ago).
@@ -69,6 +69,17 @@ public enum NotificationRules {
             return .alert
         }
         return kind.isTaskKind ? .suppressed : .passive
+    }
+
+    /// The APNs priority of an alert queued under `decision`: 10 (at once) for `alert`, 5 (when
+    /// the device's power allows; it comes without sound) for `passive`; `nil` for `off` and
+    /// `suppressed`, which queue nothing. `private.rule_alert_priority` in SQL.
+    public static func priority(_ decision: AlertDecision) -> Int? {
+        switch decision {
+        case .alert: 10
+        case .passive: 5
+        case .off, .suppressed: nil
+        }
     }
 
     /// Whether a push of `kind` may be queued for a device with `settings`: the one rule every

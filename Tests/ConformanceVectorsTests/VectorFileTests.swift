@@ -77,6 +77,7 @@ struct VectorFileTests {
         "RuntimeTaskKind": "raises", "StatusTaskKind": "raises", "TaskAlertCoalescing": "action",
         "RequestRefusal": "refused", "ApprovalTransition": "to", "QuestionTransition": "to",
         "DeliveryOutcome": "outcome", "Unreached": "reason", "LiveActivityDue": "due", "LiveActivityStatus": "status",
+        "AlertPriority": "priority", "LiveActivityPriority": "priority",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {
@@ -252,11 +253,15 @@ struct VectorFileTests {
             for test in try #require(group["tests"] as? [[String: Any]]) where test["result"] as? String == "valid" {
                 let tcId = try #require(test["tcId"] as? Int)
                 #expect(try failures(group: group, test: test) == [], "tcId \(tcId) alone")
-                // A yes-or-no answer is turned over; a text has its last character flipped: a hex
+                // A yes-or-no answer is turned over, a number gains one; a text has its last character flipped: a hex
                 // digit for byte fields, a base64url one for secrets (an empty text gains one).
                 var copy = test
                 if let answer = test[field] as? Bool {
                     copy[field] = !answer
+                } else if let number = test[field] as? Int {
+                    copy[field] = number + 1
+                } else if test[field] == nil, group["type"] as? String == "AlertPriority" {
+                    copy[field] = 1 // absent: nothing is queued; any number says otherwise
                 } else {
                     let value = try #require(Self.field(field, of: test))
                     if let last = value.last {

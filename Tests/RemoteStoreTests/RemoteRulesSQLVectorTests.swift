@@ -60,6 +60,7 @@ struct RemoteRulesSQLVectorTests {
         let due: String?
         let runtime: String?
         let status: String?
+        let priority: Int?
     }
 
     struct File: Decodable {
@@ -107,6 +108,7 @@ struct RemoteRulesSQLVectorTests {
                 + (test.reason.map { " <\($0)>" } ?? "")
         case "LiveActivityDue": answer = (test.replaces.map { $0 ? "true" : "false" } ?? "?") + " " + (test.due ?? "?")
         case "LiveActivityStatus": answer = test.status ?? "?"
+        case "AlertPriority", "LiveActivityPriority": answer = test.priority.map(String.init) ?? "none"
         case "Unreached": answer = (test.outcome ?? "?") + (test.reason.map { " <\($0)>" } ?? "")
         case "ApprovalTransition", "QuestionTransition":
             answer =
@@ -196,6 +198,16 @@ struct RemoteRulesSQLVectorTests {
                 "SELECT \(test.tcId) || ' ' || private.live_activity_status(jsonb_build_object('coding_session', "
                     + "jsonb_strip_nulls(jsonb_build_object('status', \(literal(test.runtime))::text))))")
         }
+        for test in groups["AlertPriority"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || coalesce(private.rule_alert_priority(\(literal(test.decision)))::text, 'none')"
+            )
+        }
+        for test in groups["LiveActivityPriority"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || private.rule_live_activity_priority(\(literal(test.event)) = 'end', "
+                    + "\(literal(test.status))::text)")
+        }
         return calls.joined(separator: " UNION ALL ") + ";"
     }
 
@@ -211,7 +223,7 @@ struct RemoteRulesSQLVectorTests {
                     "AlertDecision": 160, "MayQueuePush": 24, "RuntimeTaskKind": 56, "StatusTaskKind": 16,
                     "TaskAlertCoalescing": 93, "RequestRefusal": 36, "ApprovalTransition": 100,
                     "QuestionTransition": 48, "DeliveryOutcome": 96, "Unreached": 16, "LiveActivityDue": 162,
-                    "LiveActivityStatus": 8,
+                    "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })

@@ -198,7 +198,7 @@ BEGIN
     END IF;
     v_collapse := CASE v_kind WHEN 'approval' THEN 'approval-request-' ELSE 'question-' END || r.id::text;
     WITH rows AS (
-        SELECT o.device_id, o.attempts, o.last_reason, d.outcome, d.reason,
+        SELECT o.id, o.device_id, o.attempts, o.last_reason, d.outcome, d.reason,
                coalesce(o.delivered_at, o.failed_at, o.created_at) AS updated_at
         FROM public.push_outbox o,
              LATERAL private.rule_delivery_outcome(
@@ -207,7 +207,7 @@ BEGIN
     ), ranked AS (
         SELECT DISTINCT ON (x.device_id) x.*
         FROM rows x
-        ORDER BY x.device_id, private.rule_delivery_rank(x.outcome) DESC, x.updated_at DESC
+        ORDER BY x.device_id, private.rule_delivery_key(x.outcome, extract(epoch FROM x.updated_at), x.id) DESC
     ), devices AS (
         SELECT d.id, d.name, d.device_type FROM public.devices d
         WHERE d.user_id = caller AND d.id <> r.requester_device_id
@@ -1901,7 +1901,7 @@ BEGIN
     SELECT max(o.not_before) INTO previous FROM public.push_outbox o
         WHERE o.token = queue_live_activity.token AND o.push_type = 'liveactivity';
     -- (Without a waiting row, `waiting` is all NULL: its due time reads as none.)
-    SELECT r.replaces, r.due INTO placed FROM private.rule_live_activity_due(
+    SELECT r.replaces, r.due, r.after_previous INTO placed FROM private.rule_live_activity_due(
         event = 'end', extract(epoch FROM waiting.not_before - now())::double precision,
         extract(epoch FROM previous - now())::double precision) r;
     IF placed.replaces THEN
@@ -1913,7 +1913,8 @@ BEGIN
     BEGIN
         INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, not_before)
             VALUES (caller, device, token, 'liveactivity', priority, NULL, payload,
-                    CASE placed.due WHEN 'after_previous' THEN previous + interval '15 seconds' ELSE now() END);
+                    CASE placed.due WHEN 'after_previous' THEN previous + make_interval(secs => placed.after_previous)
+                         ELSE now() END);
     EXCEPTION WHEN program_limit_exceeded THEN
         RETURN false;
     END;
@@ -2531,6 +2532,20 @@ $$;
 ALTER FUNCTION private.rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text) OWNER TO postgres;
 
 --
+-- Name: rule_delivery_key(text, numeric, bigint); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_delivery_key(outcome text, updated_at numeric, id bigint) RETURNS numeric[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT ARRAY[private.rule_delivery_rank(outcome)::numeric, updated_at, id::numeric]
+$$;
+
+
+ALTER FUNCTION private.rule_delivery_key(outcome text, updated_at numeric, id bigint) OWNER TO postgres;
+
+--
 -- Name: rule_delivery_outcome(boolean, boolean, text, integer); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2570,19 +2585,19 @@ ALTER FUNCTION private.rule_delivery_rank(outcome text) OWNER TO postgres;
 -- Name: rule_live_activity_due(boolean, double precision, double precision); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
-CREATE FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text) RETURNS record
+CREATE FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text, OUT after_previous double precision) RETURNS record
     LANGUAGE sql IMMUTABLE
     SET search_path TO ''
     AS $$
-    SELECT waiting_due_in IS NOT NULL,
-           CASE WHEN waiting_due_in IS NOT NULL THEN
-                    CASE WHEN NOT is_end OR waiting_due_in <= 0 THEN 'waiting' ELSE 'now' END
-                WHEN is_end OR previous_due_in IS NULL OR previous_due_in + 15 <= 0 THEN 'now'
-                ELSE 'after_previous' END
+    SELECT waiting_due_in IS NOT NULL, d, CASE WHEN d = 'after_previous' THEN 15::double precision END
+    FROM (SELECT CASE WHEN waiting_due_in IS NOT NULL THEN
+                          CASE WHEN NOT is_end OR waiting_due_in <= 0 THEN 'waiting' ELSE 'now' END
+                      WHEN is_end OR previous_due_in IS NULL OR previous_due_in + 15 <= 0 THEN 'now'
+                      ELSE 'after_previous' END AS d) decided
 $$;
 
 
-ALTER FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text) OWNER TO postgres;
+ALTER FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text, OUT after_previous double precision) OWNER TO postgres;
 
 --
 -- Name: rule_live_activity_priority(boolean, text); Type: FUNCTION; Schema: private; Owner: postgres
@@ -6904,6 +6919,13 @@ REVOKE ALL ON FUNCTION private.rule_approval_transition(status text, expired boo
 
 
 --
+-- Name: FUNCTION rule_delivery_key(outcome text, updated_at numeric, id bigint); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_delivery_key(outcome text, updated_at numeric, id bigint) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION rule_delivery_outcome(delivered boolean, failed boolean, last_error text, attempts integer, OUT outcome text, OUT reason text); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -6918,10 +6940,10 @@ REVOKE ALL ON FUNCTION private.rule_delivery_rank(outcome text) FROM PUBLIC;
 
 
 --
--- Name: FUNCTION rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text); Type: ACL; Schema: private; Owner: postgres
+-- Name: FUNCTION rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text, OUT after_previous double precision); Type: ACL; Schema: private; Owner: postgres
 --
 
-REVOKE ALL ON FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text, OUT after_previous double precision) FROM PUBLIC;
 
 
 --

@@ -66,10 +66,12 @@ extension RemoteRulesVectorGenerator {
         return tests
     }
 
-    /// Seconds from now until a row is due: none, long past, just past the update interval, at
-    /// its edge, just inside it, well inside it (a shorter interval must fail a test), just past,
-    /// due now, due later.
-    static let dueTimes: [Double?] = [nil, -30, -15.5, -15, -14.5, -12, -0.5, 0, 10]
+    /// Seconds from now until a row is due: none, long past, on either side of the update
+    /// interval's edge and at it, inside it (a shorter interval must fail a test), on either side
+    /// of now and at it, later.
+    static let dueTimes: [Double?] = [
+        nil, -30, -15.5, -15.000001, -15, -14.999999, -14.5, -12, -0.5, 0, 0.000001, 0.5, 10,
+    ]
 
     static func liveActivityTests() -> [OutputTest] {
         var tests: [OutputTest] = []
@@ -88,6 +90,7 @@ extension RemoteRulesVectorGenerator {
                     test.previousDueIn = previous
                     test.replaces = answer.replaces
                     test.due = answer.due.rawValue
+                    test.afterPrevious = answer.afterPrevious
                     tests.append(test)
                 }
             }
@@ -127,6 +130,37 @@ extension RemoteRulesVectorGenerator {
                 test.status = status
                 test.priority = priority
                 tests.append(test)
+            }
+        }
+        return tests
+    }
+
+    /// Row times (seconds since 1970) and ids for ``speaksTests()``: one row against another of
+    /// each outcome, earlier, at the same time and later, older and newer.
+    static func speaksTests() -> [OutputTest] {
+        let outcomes: [DeliveryOutcome] = [.delivered, .sent, .queued, .failed, .dropped]
+        let base = 1_764_547_200.25
+        var tests: [OutputTest] = []
+        for mine in outcomes {
+            for theirs in outcomes {
+                for (otherTime, when) in [(base - 1, "earlier"), (base, "at the same time"), (base + 1, "later")] {
+                    for (otherID, age) in [(Int64(7), "older"), (Int64(9), "newer")] {
+                        let row = DeliveryRules.Candidate(outcome: mine, updatedAt: base, id: 8)
+                        let other = DeliveryRules.Candidate(outcome: theirs, updatedAt: otherTime, id: otherID)
+                        let speaks = DeliveryRules.speaks(row, over: other) ? "row" : "other"
+                        var test = OutputTest(
+                            comment: "\(mine.rawValue) against \(theirs.rawValue) changed \(when), \(age)",
+                            flags: [speaks == "row" ? "RowSpeaks" : "OtherSpeaks"])
+                        test.rowOutcome = mine.rawValue
+                        test.rowUpdatedAt = base
+                        test.rowId = 8
+                        test.otherOutcome = theirs.rawValue
+                        test.otherUpdatedAt = otherTime
+                        test.otherRowId = otherID
+                        test.speaks = speaks
+                        tests.append(test)
+                    }
+                }
             }
         }
         return tests

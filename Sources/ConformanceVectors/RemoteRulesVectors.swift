@@ -12,9 +12,10 @@ import SyncModel
 /// `bodyHeaderMatches`: `refused`), `ApprovalTransition` (`from`, `expired`, `event`, `verdict`,
 /// `decisionMatches`, `reopened`: `action`, `to`, `queues`, `reason`) and `QuestionTransition`
 /// (`from`, `expired`, `event`, `closedAs`: the same), `DeliveryOutcome` (`delivered`, `failed`,
-/// `lastError`, `attempts`: `outcome`, `reason`, `rank`) and `Unreached` (`settingOff`,
+/// `lastError`, `attempts`: `outcome`, `reason`, `rank`), `DeliverySpeaks` (`rowOutcome`,
+/// `rowUpdatedAt`, `rowId`, `otherOutcome`, `otherUpdatedAt`, `otherRowId`: `speaks`), `Unreached` (`settingOff`,
 /// `registeredLater`, `validToken`, `trusted`: `outcome`, `reason`) and `LiveActivityDue` (`event`,
-/// `waitingDueIn`, `previousDueIn`: `replaces`, `due`), `LiveActivityStatus` (`runtime`: `status`), `AlertPriority`
+/// `waitingDueIn`, `previousDueIn`: `replaces`, `due`, `afterPrevious`), `LiveActivityStatus` (`runtime`: `status`), `AlertPriority`
 /// (`decision`: `priority`) and `LiveActivityPriority` (`event`, `status`: `priority`).
 /// Every test is valid: the
 /// answer is the rule's.
@@ -30,6 +31,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case approvalTransition = "ApprovalTransition"
         case questionTransition = "QuestionTransition"
         case deliveryOutcome = "DeliveryOutcome"
+        case deliverySpeaks = "DeliverySpeaks"
         case unreached = "Unreached"
         case liveActivityDue = "LiveActivityDue"
         case liveActivityStatus = "LiveActivityStatus"
@@ -164,6 +166,17 @@ public struct RemoteRulesGroup: VectorGroup {
         public let status: String?
         /// AlertPriority and LiveActivityPriority: the APNs priority (absent: nothing is queued).
         public let priority: Int?
+        /// LiveActivityDue: for `after_previous`, how many seconds after the latest row.
+        public let afterPrevious: Double?
+        /// DeliverySpeaks: two rows of one device (outcome, when it last changed in seconds since
+        /// 1970, id) and which speaks for it, `row` or `other`.
+        public let rowOutcome: String?
+        public let rowUpdatedAt: Double?
+        public let rowId: Int64?
+        public let otherOutcome: String?
+        public let otherUpdatedAt: Double?
+        public let otherRowId: Int64?
+        public let speaks: String?
     }
 
     /// A kind raised as the file writes it.
@@ -231,6 +244,11 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome =
                 answer.outcome.rawValue == expected && answer.reason == test.reason
                 && DeliveryRules.rank(answer.outcome) == rank
+        case .deliverySpeaks:
+            guard let row = candidate(test.rowOutcome, test.rowUpdatedAt, test.rowId),
+                let other = candidate(test.otherOutcome, test.otherUpdatedAt, test.otherRowId), let speaks = test.speaks
+            else { return "fields: missing or malformed" }
+            outcome = (DeliveryRules.speaks(row, over: other) ? "row" : "other") == speaks
         case .unreached:
             guard let off = test.settingOff, let later = test.registeredLater, let valid = test.validToken,
                 let trusted = test.trusted, let expected = test.outcome
@@ -244,7 +262,8 @@ public struct RemoteRulesGroup: VectorGroup {
             else { return "fields: missing or malformed" }
             let answer = LiveActivityQueueing.placement(
                 end: event == .end, waitingDueIn: test.waitingDueIn, previousDueIn: test.previousDueIn)
-            outcome = answer.replaces == replaces && answer.due.rawValue == due
+            outcome =
+                answer.replaces == replaces && answer.due.rawValue == due && answer.afterPrevious == test.afterPrevious
         case .liveActivityStatus:
             guard let expected = test.status else { return "fields: missing" }
             outcome = LiveActivityRules.status(test.runtime.flatMap(RuntimeStatus.State.init(rawValue:))) == expected
@@ -259,6 +278,11 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = LiveActivityQueueing.priority(end: event == .end, status: test.status) == expected
         }
         return VectorVerifier.judge(test.result, outcome)
+    }
+
+    static func candidate(_ outcome: String?, _ updatedAt: Double?, _ id: Int64?) -> DeliveryRules.Candidate? {
+        guard let outcome = outcome.flatMap(DeliveryOutcome.init(rawValue:)), let updatedAt, let id else { return nil }
+        return DeliveryRules.Candidate(outcome: outcome, updatedAt: updatedAt, id: id)
     }
 
     static func approvalEvent(_ test: Test) -> RequestRules.ApprovalEvent? {

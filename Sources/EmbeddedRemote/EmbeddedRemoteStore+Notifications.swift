@@ -161,16 +161,17 @@ extension EmbeddedRemoteStore: NotificationRemote {
             db, sql: "SELECT max(not_before) FROM push_outbox WHERE token = ? AND push_type = 'liveactivity'",
             arguments: [token]
         ).flatMap(Timestamp.parse)
-        let (replaces, due) = LiveActivityQueueing.placement(
-            end: event == .end, waitingDueIn: waitingDue.map { $0.timeIntervalSince(now) },
+        // A waiting row counts by its presence (its time is never missing: enqueue writes one).
+        let placed = LiveActivityQueueing.placement(
+            end: event == .end, waitingDueIn: waiting.map { _ in (waitingDue ?? now).timeIntervalSince(now) },
             previousDueIn: previousDue.map { $0.timeIntervalSince(now) })
         let notBefore: String? =
-            switch due {
+            switch placed.due {
             case .now: Timestamp.format(now)
             case .waiting: waiting?["not_before"]
-            case .afterPrevious: previousDue.map { Timestamp.format($0 + LiveActivityQueueing.updateInterval) }
+            case .afterPrevious: previousDue.map { Timestamp.format($0 + (placed.afterPrevious ?? 0)) }
             }
-        if replaces, let waiting {
+        if placed.replaces, let waiting {
             try db.execute(
                 sql: "UPDATE push_outbox SET payload = ?, priority = ?, not_before = ? WHERE id = ?",
                 arguments: [payload.json, priority, notBefore, waiting["id"] as Int64])
@@ -408,12 +409,12 @@ extension EmbeddedRemoteStore: NotificationRemote {
             devices: devices)
     }
 
-    /// The outcome of each device's rows of this alert in the outbox: the row that went furthest,
-    /// of those the one that changed last (``DeliveryRules``).
+    /// The outcome of each device's rows of this alert in the outbox: the row that speaks for it
+    /// (``DeliveryRules/speaks(_:over:)``).
     static func outboxOutcomes(
         _ db: Database, user me: String, kind: AlertKind, alertID: UUID
     ) throws -> [String: AlertDelivery] {
-        var best: [String: AlertDelivery] = [:]
+        var best: [String: (DeliveryRules.Candidate, AlertDelivery)] = [:]
         for row in try Row.fetchAll(
             db, sql: "SELECT * FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
             arguments: [me, (kind == .question ? "question-" : "approval-request-") + alertID.canonical])
@@ -422,18 +423,19 @@ extension EmbeddedRemoteStore: NotificationRemote {
             let (outcome, reason) = DeliveryRules.outcome(
                 delivered: (row["delivered_at"] as String?) != nil, failed: (row["failed_at"] as String?) != nil,
                 lastError: row["last_error"], attempts: row["attempts"])
-            let entry = AlertDelivery(
-                deviceID: id, deviceName: "", outcome: outcome, reason: reason, apnsReason: row["last_reason"],
-                attempts: row["attempts"],
-                updatedAt: (row["delivered_at"] ?? row["failed_at"] ?? row["created_at"] as String?).flatMap(
-                    Timestamp.parse))
-            func standing(_ entry: AlertDelivery) -> (Int, Date) {
-                (DeliveryRules.rank(entry.outcome), entry.updatedAt ?? .distantPast)
-            }
-            if let current = best[device], standing(current) >= standing(entry) { continue }
-            best[device] = entry
+            let updated = (row["delivered_at"] ?? row["failed_at"] ?? row["created_at"] as String?).flatMap(
+                Timestamp.parse)
+            let candidate = DeliveryRules.Candidate(
+                outcome: outcome, updatedAt: updated?.timeIntervalSince1970 ?? 0, id: row["id"])
+            if let current = best[device], !DeliveryRules.speaks(candidate, over: current.0) { continue }
+            best[device] = (
+                candidate,
+                AlertDelivery(
+                    deviceID: id, deviceName: "", outcome: outcome, reason: reason, apnsReason: row["last_reason"],
+                    attempts: row["attempts"], updatedAt: updated)
+            )
         }
-        return best
+        return best.mapValues(\.1)
     }
 
     /// Why a device with no row of this alert in the outbox was not reached (``DeliveryRules``).

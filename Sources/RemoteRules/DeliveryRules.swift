@@ -4,8 +4,8 @@ import RemoteContract
 /// silently lost"): what one outbox row says of its device, which of a device's rows speaks for
 /// it, and why a device without a row was not reached. Pure (no storage, no clock): the embedded
 /// remote calls them while it answers `alert_deliveries`; the SQL functions
-/// `private.rule_delivery_outcome`, `private.rule_delivery_rank` and `private.rule_unreached`
-/// state the same rules in SQL; `testvectors/remote-rules-v1.json` holds both to the same answers.
+/// `private.rule_delivery_outcome`, `private.rule_delivery_key` (with `private.rule_delivery_rank`)
+/// and `private.rule_unreached` state the same rules in SQL; `testvectors/remote-rules-v1.json` holds both to the same answers.
 public enum DeliveryRules {
     /// What the outbox writes before the reason of a row it closed at claim, never sent
     /// (`dropped: token moved`, …): such a row is `dropped`, any other closed row `failed`.
@@ -35,8 +35,7 @@ public enum DeliveryRules {
     }
 
     /// How far a row's outcome went, to choose the row that speaks for a device: delivered 5,
-    /// sent 4, queued 3, failed 2, dropped 1 (a row's outcomes only; the others 0). Of rows of one
-    /// rank, the one that changed last speaks.
+    /// sent 4, queued 3, failed 2, dropped 1 (a row's outcomes only; the others 0).
     public static func rank(_ outcome: DeliveryOutcome) -> Int {
         switch outcome {
         case .delivered: 5
@@ -46,6 +45,30 @@ public enum DeliveryRules {
         case .dropped: 1
         case .unreachable, .off: 0
         }
+    }
+
+    /// One of a device's outbox rows of an alert, as ``speaks(_:over:)`` weighs it.
+    public struct Candidate: Sendable, Hashable {
+        /// The row's outcome (``outcome(delivered:failed:lastError:attempts:)``).
+        public var outcome: DeliveryOutcome
+        /// When it last changed (delivered, failed or created), in seconds since 1970.
+        public var updatedAt: Double
+        /// Its `push_outbox.id`.
+        public var id: Int64
+
+        /// Creates a candidate.
+        public init(outcome: DeliveryOutcome, updatedAt: Double, id: Int64) {
+            self.outcome = outcome
+            self.updatedAt = updatedAt
+            self.id = id
+        }
+    }
+
+    /// Whether row `a` speaks for its device rather than row `b`: the one whose outcome went
+    /// further (``rank(_:)``), of those the one that changed last, of those the newer row (the
+    /// higher id). Rows queued by one statement share their time; the id decides.
+    public static func speaks(_ a: Candidate, over b: Candidate) -> Bool {
+        (rank(a.outcome), a.updatedAt, a.id) > (rank(b.outcome), b.updatedAt, b.id)
     }
 
     /// Why a device with no row of the alert was not reached: `off` with `setting off` when its

@@ -33,13 +33,15 @@ public enum LiveActivityQueueing {
     ///   - previousDueIn: the same for the token's latest live-activity row, in any state; `nil`
     ///     when it has none.
     /// - Returns: whether the event replaces the waiting row (the newest state wins; else a row is
-    ///   inserted) and when its row is due: an update keeps the waiting row's time; an end is due
-    ///   at once, or at the waiting row's time when that came already; a new update is due
+    ///   inserted), when its row is due, and for ``Due/afterPrevious`` how long after the latest
+    ///   row (``updateInterval``): an update keeps the waiting row's time; an end is due at once,
+    ///   or at the waiting row's time when that came already; a new update is due
     ///   ``updateInterval`` after the latest row, or now when that is past.
-    public static func placement(end: Bool, waitingDueIn: Double?, previousDueIn: Double?) -> (replaces: Bool, due: Due)
-    {
-        if let waitingDueIn { return (true, !end || waitingDueIn <= 0 ? .waiting : .now) }
-        guard !end, let previousDueIn, previousDueIn + updateInterval > 0 else { return (false, .now) }
-        return (false, .afterPrevious)
+    public static func placement(
+        end: Bool, waitingDueIn: Double?, previousDueIn: Double?
+    ) -> (replaces: Bool, due: Due, afterPrevious: Double?) {
+        if let waitingDueIn { return (true, !end || waitingDueIn <= 0 ? .waiting : .now, nil) }
+        guard !end, let previousDueIn, previousDueIn + updateInterval > 0 else { return (false, .now, nil) }
+        return (false, .afterPrevious, updateInterval)
     }
 }

@@ -76,7 +76,8 @@ struct VectorFileTests {
         "AgentSessionId": "sessionId", "AlertDecision": "decision", "MayQueuePush": "mayQueue",
         "RuntimeTaskKind": "raises", "StatusTaskKind": "raises", "TaskAlertCoalescing": "action",
         "RequestRefusal": "refused", "ApprovalTransition": "to", "QuestionTransition": "to",
-        "DeliveryOutcome": "outcome", "Unreached": "reason", "LiveActivityDue": "due", "LiveActivityStatus": "status",
+        "DeliveryOutcome": "outcome", "DeliverySpeaks": "speaks", "Unreached": "reason", "LiveActivityDue": "due",
+        "LiveActivityStatus": "status",
         "AlertPriority": "priority", "LiveActivityPriority": "priority",
     ]
 

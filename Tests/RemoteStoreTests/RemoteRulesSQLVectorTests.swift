@@ -61,6 +61,14 @@ struct RemoteRulesSQLVectorTests {
         let runtime: String?
         let status: String?
         let priority: Int?
+        let afterPrevious: Double?
+        let rowOutcome: String?
+        let rowUpdatedAt: Double?
+        let rowId: Int64?
+        let otherOutcome: String?
+        let otherUpdatedAt: Double?
+        let otherRowId: Int64?
+        let speaks: String?
     }
 
     struct File: Decodable {
@@ -106,7 +114,11 @@ struct RemoteRulesSQLVectorTests {
             answer =
                 [test.outcome, test.rank.map(String.init)].map { $0 ?? "?" }.joined(separator: " ")
                 + (test.reason.map { " <\($0)>" } ?? "")
-        case "LiveActivityDue": answer = (test.replaces.map { $0 ? "true" : "false" } ?? "?") + " " + (test.due ?? "?")
+        case "LiveActivityDue":
+            answer =
+                (test.replaces.map { $0 ? "true" : "false" } ?? "?") + " " + (test.due ?? "?")
+                + (test.afterPrevious.map { " " + printed($0) } ?? "")
+        case "DeliverySpeaks": answer = test.speaks ?? "?"
         case "LiveActivityStatus": answer = test.status ?? "?"
         case "AlertPriority", "LiveActivityPriority": answer = test.priority.map(String.init) ?? "none"
         case "Unreached": answer = (test.outcome ?? "?") + (test.reason.map { " <\($0)>" } ?? "")
@@ -190,13 +202,23 @@ struct RemoteRulesSQLVectorTests {
         }
         for test in groups["LiveActivityDue"] ?? [] {
             calls.append(
-                "SELECT \(test.tcId) || ' ' || r.replaces::text || ' ' || r.due FROM private.rule_live_activity_due("
+                "SELECT \(test.tcId) || ' ' || r.replaces::text || ' ' || r.due || coalesce(' ' || r.after_previous, '') "
+                    + "FROM private.rule_live_activity_due("
                     + "\(literal(test.event)) = 'end', \(number(test.waitingDueIn)), \(number(test.previousDueIn))) r")
         }
         for test in groups["LiveActivityStatus"] ?? [] {
             calls.append(
                 "SELECT \(test.tcId) || ' ' || private.live_activity_status(jsonb_build_object('coding_session', "
                     + "jsonb_strip_nulls(jsonb_build_object('status', \(literal(test.runtime))::text))))")
+        }
+        for test in groups["DeliverySpeaks"] ?? [] {
+            func key(_ outcome: String?, _ time: Double?, _ id: Int64?) -> String {
+                "private.rule_delivery_key(\(literal(outcome)), \(time.map { "\($0)" } ?? "NULL")::numeric, "
+                    + "\(id.map(String.init) ?? "NULL")::bigint)"
+            }
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || CASE WHEN \(key(test.rowOutcome, test.rowUpdatedAt, test.rowId)) > "
+                    + "\(key(test.otherOutcome, test.otherUpdatedAt, test.otherRowId)) THEN 'row' ELSE 'other' END")
         }
         for test in groups["AlertPriority"] ?? [] {
             calls.append(
@@ -222,7 +244,8 @@ struct RemoteRulesSQLVectorTests {
                 == [
                     "AlertDecision": 160, "MayQueuePush": 24, "RuntimeTaskKind": 56, "StatusTaskKind": 16,
                     "TaskAlertCoalescing": 93, "RequestRefusal": 36, "ApprovalTransition": 100,
-                    "QuestionTransition": 48, "DeliveryOutcome": 96, "Unreached": 16, "LiveActivityDue": 162,
+                    "QuestionTransition": 48, "DeliveryOutcome": 96, "DeliverySpeaks": 150, "Unreached": 16,
+                    "LiveActivityDue": 338,
                     "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
@@ -247,6 +270,7 @@ struct RemoteRulesSQLVectorTests {
             Set((groups["Unreached"] ?? []).compactMap(\.reason))
                 == ["setting off", "registered later", "token invalid", "not trusted", "not queued"])
         #expect(Set((groups["LiveActivityDue"] ?? []).compactMap(\.due)) == ["now", "waiting", "after_previous"])
+        #expect(Set((groups["DeliverySpeaks"] ?? []).compactMap(\.speaks)) == ["row", "other"])
         #expect(
             Set((groups["LiveActivityStatus"] ?? []).compactMap(\.status))
                 == ["processing", "waiting_approval", "error", "idle"])

@@ -2,7 +2,8 @@
 -- 68). Only the project's own schema has alert deliveries; the deployed variant skips this file.
 --
 -- private.alert_deliveries (public.alert_deliveries' body since *_device_scoped_calls.sql)
--- decided inline what an outbox row says of its device, which row speaks for a device, and why
+-- decided inline what an outbox row says of its device, which row speaks for a device (a tie of
+-- rank and time was left to chance; the newer row now speaks), and why
 -- a device without a row was not reached. The decisions move into IMMUTABLE functions of their
 -- arguments alone, which testvectors/remote-rules-v1.json calls with every case, expecting the
 -- answers of DeliveryRules in the RemoteRules module (which the embedded remote runs). The
@@ -27,14 +28,23 @@ CREATE FUNCTION private.rule_delivery_outcome(
 $$;
 REVOKE ALL ON FUNCTION private.rule_delivery_outcome(boolean, boolean, text, integer) FROM PUBLIC;
 
--- How far a row's outcome went: the row of a device that went furthest speaks for it (of those,
--- the one that changed last). delivered 5, sent 4, queued 3, failed 2, dropped 1, anything else 0.
+-- How far a row's outcome went: delivered 5, sent 4, queued 3, failed 2, dropped 1, anything
+-- else 0.
 CREATE FUNCTION private.rule_delivery_rank(outcome text) RETURNS integer
     LANGUAGE sql IMMUTABLE SET search_path = '' AS $$
     SELECT CASE outcome WHEN 'delivered' THEN 5 WHEN 'sent' THEN 4 WHEN 'queued' THEN 3
                         WHEN 'failed' THEN 2 WHEN 'dropped' THEN 1 ELSE 0 END
 $$;
 REVOKE ALL ON FUNCTION private.rule_delivery_rank(text) FROM PUBLIC;
+
+-- Which of a device's rows speaks for it: the one with the greatest key, [rank, updated_at (epoch
+-- seconds), id]: the row whose outcome went furthest, of those the one that changed last, of
+-- those the newer row (rows queued by one statement share their time).
+CREATE FUNCTION private.rule_delivery_key(outcome text, updated_at numeric, id bigint) RETURNS numeric[]
+    LANGUAGE sql IMMUTABLE SET search_path = '' AS $$
+    SELECT ARRAY[private.rule_delivery_rank(outcome)::numeric, updated_at, id::numeric]
+$$;
+REVOKE ALL ON FUNCTION private.rule_delivery_key(text, numeric, bigint) FROM PUBLIC;
 
 -- Why a device with no row of the alert was not reached: 'off' with 'setting off' when its
 -- setting for the kind is off now; else 'unreachable' with the first that holds of 'registered
@@ -75,7 +85,7 @@ BEGIN
     END IF;
     v_collapse := CASE v_kind WHEN 'approval' THEN 'approval-request-' ELSE 'question-' END || r.id::text;
     WITH rows AS (
-        SELECT o.device_id, o.attempts, o.last_reason, d.outcome, d.reason,
+        SELECT o.id, o.device_id, o.attempts, o.last_reason, d.outcome, d.reason,
                coalesce(o.delivered_at, o.failed_at, o.created_at) AS updated_at
         FROM public.push_outbox o,
              LATERAL private.rule_delivery_outcome(
@@ -84,7 +94,7 @@ BEGIN
     ), ranked AS (
         SELECT DISTINCT ON (x.device_id) x.*
         FROM rows x
-        ORDER BY x.device_id, private.rule_delivery_rank(x.outcome) DESC, x.updated_at DESC
+        ORDER BY x.device_id, private.rule_delivery_key(x.outcome, extract(epoch FROM x.updated_at), x.id) DESC
     ), devices AS (
         SELECT d.id, d.name, d.device_type FROM public.devices d
         WHERE d.user_id = caller AND d.id <> r.requester_device_id

@@ -11,19 +11,19 @@
 -- Where a live-activity event goes (`is_end`: an end, else an update): `replaces` the token's
 -- waiting row when one waits (`waiting_due_in`: seconds from now until it is due, negative once
 -- due; NULL: none waits), else a row is inserted. `due`: 'waiting' (the waiting row's time kept:
--- an update, or an end whose waiting row is already due), 'now', or 'after_previous' (15 seconds
--- after the token's latest row was due, `previous_due_in` seconds from now, when that is later
--- than now; an update only).
+-- an update, or an end whose waiting row is already due), 'now', or 'after_previous'
+-- (`after_previous` seconds, 15, after the token's latest row was due, `previous_due_in` seconds
+-- from now, when that is later than now; an update only).
 CREATE FUNCTION private.rule_live_activity_due(
     is_end boolean, waiting_due_in double precision, previous_due_in double precision,
-    OUT replaces boolean, OUT due text
+    OUT replaces boolean, OUT due text, OUT after_previous double precision
 )
     LANGUAGE sql IMMUTABLE SET search_path = '' AS $$
-    SELECT waiting_due_in IS NOT NULL,
-           CASE WHEN waiting_due_in IS NOT NULL THEN
-                    CASE WHEN NOT is_end OR waiting_due_in <= 0 THEN 'waiting' ELSE 'now' END
-                WHEN is_end OR previous_due_in IS NULL OR previous_due_in + 15 <= 0 THEN 'now'
-                ELSE 'after_previous' END
+    SELECT waiting_due_in IS NOT NULL, d, CASE WHEN d = 'after_previous' THEN 15::double precision END
+    FROM (SELECT CASE WHEN waiting_due_in IS NOT NULL THEN
+                          CASE WHEN NOT is_end OR waiting_due_in <= 0 THEN 'waiting' ELSE 'now' END
+                      WHEN is_end OR previous_due_in IS NULL OR previous_due_in + 15 <= 0 THEN 'now'
+                      ELSE 'after_previous' END AS d) decided
 $$;
 REVOKE ALL ON FUNCTION private.rule_live_activity_due(boolean, double precision, double precision) FROM PUBLIC;
 
@@ -51,7 +51,7 @@ BEGIN
     SELECT max(o.not_before) INTO previous FROM public.push_outbox o
         WHERE o.token = queue_live_activity.token AND o.push_type = 'liveactivity';
     -- (Without a waiting row, `waiting` is all NULL: its due time reads as none.)
-    SELECT r.replaces, r.due INTO placed FROM private.rule_live_activity_due(
+    SELECT r.replaces, r.due, r.after_previous INTO placed FROM private.rule_live_activity_due(
         event = 'end', extract(epoch FROM waiting.not_before - now())::double precision,
         extract(epoch FROM previous - now())::double precision) r;
     IF placed.replaces THEN
@@ -63,7 +63,8 @@ BEGIN
     BEGIN
         INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, not_before)
             VALUES (caller, device, token, 'liveactivity', priority, NULL, payload,
-                    CASE placed.due WHEN 'after_previous' THEN previous + interval '15 seconds' ELSE now() END);
+                    CASE placed.due WHEN 'after_previous' THEN previous + make_interval(secs => placed.after_previous)
+                         ELSE now() END);
     EXCEPTION WHEN program_limit_exceeded THEN
         RETURN false;
     END;

@@ -135,15 +135,19 @@ extension RemoteRulesVectorGenerator {
         return tests
     }
 
-    /// Row times (seconds since 1970) and ids for ``speaksTests()``: one row against another of
-    /// each outcome, earlier, at the same time and later, older and newer.
+    /// One row against another of each outcome, changed a second or a microsecond earlier, at the
+    /// same time, a microsecond or a second later (a side that cut times to whole seconds must
+    /// fail a test), older and newer.
     static func speaksTests() -> [OutputTest] {
         let outcomes: [DeliveryOutcome] = [.delivered, .sent, .queued, .failed, .dropped]
         let base = 1_764_547_200.25
         var tests: [OutputTest] = []
         for mine in outcomes {
             for theirs in outcomes {
-                for (otherTime, when) in [(base - 1, "earlier"), (base, "at the same time"), (base + 1, "later")] {
+                for (otherTime, when) in [
+                    (base - 1, "a second earlier"), (base - 0.000001, "a microsecond earlier"),
+                    (base, "at the same time"), (base + 0.000001, "a microsecond later"), (base + 1, "a second later"),
+                ] {
                     for (otherID, age) in [(Int64(7), "older"), (Int64(9), "newer")] {
                         let row = DeliveryRules.Candidate(outcome: mine, updatedAt: base, id: 8)
                         let other = DeliveryRules.Candidate(outcome: theirs, updatedAt: otherTime, id: otherID)

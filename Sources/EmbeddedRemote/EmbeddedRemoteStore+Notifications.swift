@@ -169,7 +169,8 @@ extension EmbeddedRemoteStore: NotificationRemote {
             switch placed.due {
             case .now: Timestamp.format(now)
             case .waiting: waiting?["not_before"]
-            case .afterPrevious: previousDue.map { Timestamp.format($0 + (placed.afterPrevious ?? 0)) }
+            // (Never without both: the rule says after_previous only with a latest row and its seconds.)
+            case .afterPrevious: previousDue.flatMap { due in placed.afterPrevious.map { Timestamp.format(due + $0) } }
             }
         if placed.replaces, let waiting {
             try db.execute(

@@ -244,7 +244,7 @@ struct RemoteRulesSQLVectorTests {
                 == [
                     "AlertDecision": 160, "MayQueuePush": 24, "RuntimeTaskKind": 56, "StatusTaskKind": 16,
                     "TaskAlertCoalescing": 93, "RequestRefusal": 36, "ApprovalTransition": 100,
-                    "QuestionTransition": 48, "DeliveryOutcome": 96, "DeliverySpeaks": 150, "Unreached": 16,
+                    "QuestionTransition": 48, "DeliveryOutcome": 96, "DeliverySpeaks": 250, "Unreached": 16,
                     "LiveActivityDue": 338,
                     "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14,
                 ])

@@ -7,7 +7,8 @@
 -- a device without a row was not reached. The decisions move into IMMUTABLE functions of their
 -- arguments alone, which testvectors/remote-rules-v1.json calls with every case, expecting the
 -- answers of DeliveryRules in the RemoteRules module (which the embedded remote runs). The
--- reader keeps its name, signature, checks and answer.
+-- reader keeps its name, signature, checks and answer, but for that tie: where chance chose a
+-- row, the newer row now speaks (its reason, attempts, apnsReason and updatedAt).
 
 -- One outbox row's outcome and the reason shown with it: 'delivered'; else, once failed,
 -- 'dropped' (closed at claim, never sent: `last_error` begins 'dropped: ', the reason is the rest)

@@ -231,8 +231,8 @@ if tests {
         .testTarget(
             name: "PostLoginSyncTests",
             dependencies: [
-                "PostLoginSync", "LocalStore", "RemoteStore", "EmbeddedRemote", "EnvelopeDigest", "SyncModel",
-                "SecretCrypto", "SyncTestSupport", "TestStack",
+                "PostLoginSync", "LocalStore", "RemoteStore", "RemoteRules", "EmbeddedRemote", "EnvelopeDigest",
+                "SyncModel", "SecretCrypto", "SyncTestSupport", "TestStack",
                 "DeviceTrust",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1129,27 +1129,13 @@ CREATE FUNCTION private.live_activity_payload(session public.agent_coding_sessio
     LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
-DECLARE
-    stamp bigint := floor(extract(epoch FROM now()))::bigint;
-    details boolean := (private.notification_settings_of(device)).show_notification_details;
-    todo jsonb := session.runtime_status -> 'coding_session' -> 'todo_progress';
-    state jsonb;
-    aps jsonb;
 BEGIN
-    state := jsonb_build_object(
-        'status', status,
-        'currentOperation', CASE WHEN operation IS NOT NULL THEN operation
-                                 WHEN details THEN coalesce(session.runtime_status -> 'coding_session' ->> 'current_operation', 'Working')
-                                 ELSE 'Working' END,
-        'elapsedSeconds', greatest(0, stamp - floor(extract(epoch FROM session.session_started_at))::bigint));
-    IF todo IS NOT NULL THEN
-        state := state || jsonb_build_object('todoProgress', jsonb_build_object(
-            'completed', (todo ->> 'completed')::integer, 'total', (todo ->> 'total')::integer,
-            'currentTask', CASE WHEN details THEN coalesce(todo ->> 'current_task', '') ELSE '' END));
-    END IF;
-    aps := jsonb_build_object('timestamp', stamp, 'event', event, 'content-state', state, 'stale-date', stamp + 300);
-    IF event = 'end' THEN aps := aps || jsonb_build_object('dismissal-date', stamp + 900); END IF;
-    RETURN jsonb_build_object('aps', aps);
+    RETURN private.rule_live_activity_payload(
+        floor(extract(epoch FROM now()))::bigint, event, status, operation,
+        (private.notification_settings_of(device)).show_notification_details,
+        session.runtime_status -> 'coding_session' ->> 'current_operation',
+        session.runtime_status -> 'coding_session' -> 'todo_progress',
+        floor(extract(epoch FROM session.session_started_at))::bigint);
 END
 $$;
 
@@ -1779,43 +1765,15 @@ CREATE FUNCTION private.queue_approval_alerts(caller uuid, request uuid) RETURNS
     SET search_path TO ''
     AS $$
 DECLARE
-    r public.approval_requests%ROWTYPE;
-    base jsonb;
     queued integer;
 BEGIN
-    SELECT * INTO r FROM public.approval_requests a WHERE a.id = request;
-    base := jsonb_build_object(
-        'aps', jsonb_build_object(
-            'alert', jsonb_build_object(
-                'title', 'Approval needed', 'body', 'An agent session is waiting for you',
-                'title-loc-key', 'notification.approval.title',
-                'loc-key', 'notification.approval.body.generic'),
-            'sound', 'default', 'category', 'APPROVAL_REQUEST', 'thread-id', r.session_id::text,
-            'interruption-level', 'time-sensitive', 'mutable-content', 1, 'badge', 0),
-        'type', 'approval', 'requestId', r.id::text, 'sessionId', r.session_id::text,
-        'deepLink', private.deep_link_scheme() || '://session/' || r.session_id::text || '/approval/' || r.id::text,
-        'requesterDeviceId', r.requester_device_id::text, 'generation', r.generation, 'expiresAt', r.expires_at,
-        'sealed', r.body);
-    -- The badge's digits never bring a payload over the limit it was measured with (at most 6 more bytes).
-    IF octet_length(base::text) + 6 > 4096 THEN base := base - 'sealed'; END IF;
-    -- Each token's device decides once (private.alert_decision): off, nothing; passive (another
-    -- device is active on the session), no sound and priority 5; else as before.
     INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
-        SELECT caller, d.device_id, d.token, 'alert', private.rule_alert_priority(d.decision),
-               'approval-request-' || r.id::text,
-               CASE WHEN d.decision = 'passive'
-                    THEN jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, d.device_id))),
-                                   '{aps,interruption-level}', '"passive"') #- '{aps,sound}'
-                    ELSE jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, d.device_id))),
-                                   '{aps,interruption-level}',
-                                   to_jsonb(CASE WHEN (private.notification_settings_of(d.device_id)).enable_time_sensitive
-                                                 THEN 'time-sensitive' ELSE 'active' END)) END
-        FROM (SELECT t.device_id, t.token, private.alert_decision(t.device_id, 'approval', r.session_id) AS decision
-              FROM public.push_tokens t
-              WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id <> r.requester_device_id
-                AND private.is_trusted_device(caller, t.device_id) AND private.may_queue_push(t.device_id, 'alert')) d
-        WHERE d.decision <> 'off'
-        ORDER BY d.token
+        SELECT caller, x.device_id, x.token, 'alert', x.priority, 'approval-request-' || r.id::text, x.payload
+        FROM public.approval_requests r,
+             private.request_alert_rows(caller, 'approval', r.id, r.session_id, r.requester_device_id, r.generation,
+                                        r.expires_at, r.body) x
+        WHERE r.id = request
+        ORDER BY x.token
         ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING;
     GET DIAGNOSTICS queued = ROW_COUNT;
     RETURN queued;
@@ -1934,40 +1892,15 @@ CREATE FUNCTION private.queue_question_alerts(caller uuid, question uuid) RETURN
     SET search_path TO ''
     AS $$
 DECLARE
-    q public.agent_questions%ROWTYPE;
-    base jsonb;
     queued integer;
 BEGIN
-    SELECT * INTO q FROM public.agent_questions a WHERE a.id = question;
-    base := jsonb_build_object(
-        'aps', jsonb_build_object(
-            'alert', jsonb_build_object(
-                'title', 'Your agent has a question', 'body', 'An agent session is waiting for your answer',
-                'title-loc-key', 'notification.question.title',
-                'loc-key', 'notification.question.body.generic'),
-            'sound', 'default', 'category', 'AGENT_QUESTION', 'thread-id', q.session_id::text,
-            'interruption-level', 'time-sensitive', 'mutable-content', 1, 'badge', 0),
-        'type', 'question', 'requestId', q.id::text, 'sessionId', q.session_id::text,
-        'deepLink', private.deep_link_scheme() || '://session/' || q.session_id::text || '/question/' || q.id::text,
-        'requesterDeviceId', q.requester_device_id::text, 'generation', q.generation, 'expiresAt', q.expires_at,
-        'sealed', q.body);
-    IF octet_length(base::text) + 6 > 4096 THEN base := base - 'sealed'; END IF;
     INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
-        SELECT caller, d.device_id, d.token, 'alert', private.rule_alert_priority(d.decision),
-               'question-' || q.id::text,
-               CASE WHEN d.decision = 'passive'
-                    THEN jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, d.device_id))),
-                                   '{aps,interruption-level}', '"passive"') #- '{aps,sound}'
-                    ELSE jsonb_set(jsonb_set(base, '{aps,badge}', to_jsonb(private.approval_badge(caller, d.device_id))),
-                                   '{aps,interruption-level}',
-                                   to_jsonb(CASE WHEN (private.notification_settings_of(d.device_id)).enable_time_sensitive
-                                                 THEN 'time-sensitive' ELSE 'active' END)) END
-        FROM (SELECT t.device_id, t.token, private.alert_decision(t.device_id, 'question', q.session_id) AS decision
-              FROM public.push_tokens t
-              WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id <> q.requester_device_id
-                AND private.is_trusted_device(caller, t.device_id) AND private.may_queue_push(t.device_id, 'alert')) d
-        WHERE d.decision <> 'off'
-        ORDER BY d.token
+        SELECT caller, x.device_id, x.token, 'alert', x.priority, 'question-' || q.id::text, x.payload
+        FROM public.agent_questions q,
+             private.request_alert_rows(caller, 'question', q.id, q.session_id, q.requester_device_id, q.generation,
+                                        q.expires_at, q.body) x
+        WHERE q.id = question
+        ORDER BY x.token
         ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'question-%' DO NOTHING;
     GET DIAGNOSTICS queued = ROW_COUNT;
     RETURN queued;
@@ -2031,22 +1964,7 @@ DECLARE
 BEGIN
     SELECT * INTO s FROM public.agent_coding_sessions a WHERE a.id = session AND a.user_id = caller;
     IF NOT FOUND THEN RETURN jsonb_build_object('queued', 0, 'coalesced', 0, 'suppressed', 0, 'off', 0); END IF;
-    v_payload := jsonb_build_object(
-        'aps', jsonb_build_object(
-            'alert', CASE kind
-                WHEN 'task_complete' THEN jsonb_build_object(
-                    'title', 'Task complete', 'body', 'An agent session finished working',
-                    'title-loc-key', 'notification.complete.title', 'loc-key', 'notification.complete.body.generic')
-                WHEN 'task_failed' THEN jsonb_build_object(
-                    'title', 'Task failed', 'body', 'An agent session stopped with an error',
-                    'title-loc-key', 'notification.error.title', 'loc-key', 'notification.error.body.generic')
-                ELSE jsonb_build_object(
-                    'title', 'Task paused', 'body', 'An agent session is paused; open it to continue',
-                    'title-loc-key', 'notification.paused.title', 'loc-key', 'notification.paused.body') END,
-            'category', 'SESSION_STATUS', 'thread-id', session::text, 'interruption-level', 'active',
-            'sound', 'default', 'mutable-content', 1),
-        'type', kind, 'sessionId', session::text,
-        'deepLink', private.deep_link_scheme() || '://session/' || session::text);
+    v_payload := private.rule_alert_payload(kind, session, private.deep_link_scheme(), NULL, NULL, NULL, NULL, NULL, 'alert', false, 0);
     FOR t IN SELECT k.device_id, k.token FROM public.push_tokens k
              WHERE k.user_id = caller AND k.token_type = 'device' AND k.is_valid
                AND k.device_id IS DISTINCT FROM s.device_id
@@ -2222,6 +2140,31 @@ $$;
 
 
 ALTER FUNCTION private.reopen_budget() OWNER TO postgres;
+
+--
+-- Name: request_alert_rows(uuid, text, uuid, uuid, uuid, bigint, bigint, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.request_alert_rows(caller uuid, kind text, request uuid, session uuid, requester uuid, generation bigint, expires_at bigint, sealed text) RETURNS TABLE(device_id uuid, token text, priority integer, payload jsonb)
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$
+    SELECT d.device_id, d.token, private.rule_alert_priority(d.decision), d.payload
+    FROM (SELECT t.device_id, t.token, a.decision,
+                 private.rule_alert_payload(kind, session, private.deep_link_scheme(), request, requester, generation,
+                     expires_at, sealed, a.decision,
+                     (private.notification_settings_of(t.device_id)).enable_time_sensitive,
+                     private.approval_badge(caller, t.device_id)) AS payload
+          FROM public.push_tokens t,
+               LATERAL (SELECT private.alert_decision(t.device_id, kind, session) AS decision) a
+          WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id <> requester
+            AND private.is_trusted_device(caller, t.device_id) AND private.may_queue_push(t.device_id, 'alert')) d
+    WHERE d.payload IS NOT NULL
+    ORDER BY d.token
+$$;
+
+
+ALTER FUNCTION private.request_alert_rows(caller uuid, kind text, request uuid, session uuid, requester uuid, generation bigint, expires_at bigint, sealed text) OWNER TO postgres;
 
 --
 -- Name: request_approval(uuid, uuid, uuid, text, integer, bigint, text); Type: FUNCTION; Schema: private; Owner: postgres
@@ -2483,6 +2426,48 @@ $$;
 ALTER FUNCTION private.rule_alert_decision(kind text, settings public.notification_settings, idle_elsewhere double precision) OWNER TO postgres;
 
 --
+-- Name: rule_alert_payload(text, uuid, text, uuid, uuid, bigint, bigint, text, text, boolean, integer); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_alert_payload(kind text, session uuid, scheme text, request uuid, requester uuid, generation bigint, expires_at bigint, sealed text, decision text, time_sensitive boolean, badge integer) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+DECLARE
+    link text := scheme || '://session/' || session::text;
+    payload jsonb;
+BEGIN
+    IF private.rule_alert_priority(decision) IS NULL THEN RETURN NULL; END IF;
+    IF kind IN ('task_complete', 'task_failed', 'task_paused') THEN
+        RETURN jsonb_build_object(
+            'aps', jsonb_build_object('alert', private.rule_alert_text(kind), 'sound', 'default',
+                                      'category', 'SESSION_STATUS', 'thread-id', session::text,
+                                      'interruption-level', 'active', 'mutable-content', 1),
+            'type', kind, 'sessionId', session::text, 'deepLink', link);
+    END IF;
+    IF kind NOT IN ('approval', 'question') OR request IS NULL THEN RETURN NULL; END IF;
+    payload := jsonb_build_object(
+        'aps', jsonb_build_object('alert', private.rule_alert_text(kind), 'sound', 'default',
+                                  'category', CASE kind WHEN 'question' THEN 'AGENT_QUESTION' ELSE 'APPROVAL_REQUEST' END,
+                                  'thread-id', session::text, 'interruption-level', 'time-sensitive',
+                                  'mutable-content', 1, 'badge', 0),
+        'type', kind, 'requestId', request::text, 'sessionId', session::text,
+        'deepLink', link || '/' || kind || '/' || request::text, 'requesterDeviceId', requester::text,
+        'generation', generation, 'expiresAt', expires_at, 'sealed', sealed);
+    IF private.rule_compact_length(payload) + 6 > 4096 THEN payload := payload - 'sealed'; END IF;
+    payload := jsonb_set(payload, '{aps,badge}', to_jsonb(badge));
+    IF decision = 'passive' THEN
+        RETURN jsonb_set(payload, '{aps,interruption-level}', '"passive"') #- '{aps,sound}';
+    END IF;
+    RETURN jsonb_set(payload, '{aps,interruption-level}',
+                     to_jsonb(CASE WHEN time_sensitive THEN 'time-sensitive' ELSE 'active' END));
+END
+$$;
+
+
+ALTER FUNCTION private.rule_alert_payload(kind text, session uuid, scheme text, request uuid, requester uuid, generation bigint, expires_at bigint, sealed text, decision text, time_sensitive boolean, badge integer) OWNER TO postgres;
+
+--
 -- Name: rule_alert_priority(text); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2495,6 +2480,30 @@ $$;
 
 
 ALTER FUNCTION private.rule_alert_priority(decision text) OWNER TO postgres;
+
+--
+-- Name: rule_alert_text(text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_alert_text(kind text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT jsonb_build_object('title', t.title, 'body', t.body, 'title-loc-key', 'notification.' || t.title_key,
+                              'loc-key', 'notification.' || t.body_key)
+    FROM (VALUES
+        ('approval', 'Approval needed', 'An agent session is waiting for you', 'approval.title', 'approval.body.generic'),
+        ('question', 'Your agent has a question', 'An agent session is waiting for your answer', 'question.title',
+         'question.body.generic'),
+        ('task_complete', 'Task complete', 'An agent session finished working', 'complete.title', 'complete.body.generic'),
+        ('task_failed', 'Task failed', 'An agent session stopped with an error', 'error.title', 'error.body.generic'),
+        ('task_paused', 'Task paused', 'An agent session is paused; open it to continue', 'paused.title', 'paused.body')
+    ) AS t(kind, title, body, title_key, body_key)
+    WHERE t.kind = rule_alert_text.kind
+$$;
+
+
+ALTER FUNCTION private.rule_alert_text(kind text) OWNER TO postgres;
 
 --
 -- Name: rule_approval_transition(text, boolean, text, text, boolean, integer); Type: FUNCTION; Schema: private; Owner: postgres
@@ -2530,6 +2539,28 @@ $$;
 
 
 ALTER FUNCTION private.rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text) OWNER TO postgres;
+
+--
+-- Name: rule_compact_length(jsonb); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_compact_length(value jsonb) RETURNS integer
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+BEGIN
+    RETURN CASE jsonb_typeof(value)
+        WHEN 'object' THEN 2 + coalesce((SELECT sum(octet_length(to_jsonb(e.key)::text) + 1
+                                                    + private.rule_compact_length(e.value)) + count(*) - 1
+                                         FROM jsonb_each(value) e), 0)
+        WHEN 'array' THEN 2 + coalesce((SELECT sum(private.rule_compact_length(e.value)) + count(*) - 1
+                                        FROM jsonb_array_elements(value) e(value)), 0)
+        ELSE octet_length(value::text) END;
+END
+$$;
+
+
+ALTER FUNCTION private.rule_compact_length(value jsonb) OWNER TO postgres;
 
 --
 -- Name: rule_delivery_key(text, numeric, bigint); Type: FUNCTION; Schema: private; Owner: postgres
@@ -2598,6 +2629,37 @@ $$;
 
 
 ALTER FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text, OUT after_previous double precision) OWNER TO postgres;
+
+--
+-- Name: rule_live_activity_payload(bigint, text, text, text, boolean, text, jsonb, bigint); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_live_activity_payload(stamp bigint, event text, status text, operation text, show_details boolean, runtime_operation text, todo jsonb, started_at bigint) RETURNS jsonb
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+DECLARE
+    state jsonb := jsonb_build_object(
+        'status', status,
+        'currentOperation', CASE WHEN operation IS NOT NULL THEN operation
+                                 WHEN show_details THEN coalesce(runtime_operation, 'Working')
+                                 ELSE 'Working' END,
+        'elapsedSeconds', greatest(0, stamp - coalesce(started_at, stamp)));
+    aps jsonb;
+BEGIN
+    IF todo IS NOT NULL THEN
+        state := state || jsonb_build_object('todoProgress', jsonb_build_object(
+            'completed', (todo ->> 'completed')::integer, 'total', (todo ->> 'total')::integer,
+            'currentTask', CASE WHEN show_details THEN coalesce(todo ->> 'current_task', '') ELSE '' END));
+    END IF;
+    aps := jsonb_build_object('timestamp', stamp, 'event', event, 'content-state', state, 'stale-date', stamp + 300);
+    IF event = 'end' THEN aps := aps || jsonb_build_object('dismissal-date', stamp + 900); END IF;
+    RETURN jsonb_build_object('aps', aps);
+END
+$$;
+
+
+ALTER FUNCTION private.rule_live_activity_payload(stamp bigint, event text, status text, operation text, show_details boolean, runtime_operation text, todo jsonb, started_at bigint) OWNER TO postgres;
 
 --
 -- Name: rule_live_activity_priority(boolean, text); Type: FUNCTION; Schema: private; Owner: postgres
@@ -6849,6 +6911,13 @@ REVOKE ALL ON FUNCTION private.reopen_budget() FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION request_alert_rows(caller uuid, kind text, request uuid, session uuid, requester uuid, generation bigint, expires_at bigint, sealed text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.request_alert_rows(caller uuid, kind text, request uuid, session uuid, requester uuid, generation bigint, expires_at bigint, sealed text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION request_approval(session_id uuid, request_id uuid, requester_device_id uuid, body text, generation integer, expires_at bigint, control_hash text); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -6905,6 +6974,13 @@ REVOKE ALL ON FUNCTION private.rule_alert_decision(kind text, settings public.no
 
 
 --
+-- Name: FUNCTION rule_alert_payload(kind text, session uuid, scheme text, request uuid, requester uuid, generation bigint, expires_at bigint, sealed text, decision text, time_sensitive boolean, badge integer); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_alert_payload(kind text, session uuid, scheme text, request uuid, requester uuid, generation bigint, expires_at bigint, sealed text, decision text, time_sensitive boolean, badge integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION rule_alert_priority(decision text); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -6912,10 +6988,24 @@ REVOKE ALL ON FUNCTION private.rule_alert_priority(decision text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION rule_alert_text(kind text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_alert_text(kind text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text); Type: ACL; Schema: private; Owner: postgres
 --
 
 REVOKE ALL ON FUNCTION private.rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_compact_length(value jsonb); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_compact_length(value jsonb) FROM PUBLIC;
 
 
 --
@@ -6944,6 +7034,13 @@ REVOKE ALL ON FUNCTION private.rule_delivery_rank(outcome text) FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION private.rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text, OUT after_previous double precision) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_live_activity_payload(stamp bigint, event text, status text, operation text, show_details boolean, runtime_operation text, todo jsonb, started_at bigint); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_live_activity_payload(stamp bigint, event text, status text, operation text, show_details boolean, runtime_operation text, todo jsonb, started_at bigint) FROM PUBLIC;
 
 
 --

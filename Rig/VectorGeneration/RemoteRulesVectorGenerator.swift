@@ -11,8 +11,10 @@ import SyncModel
 /// on either side of the coalescing window, waiting or not; every call on an approval request or
 /// a question in every status, on either side of its time; every state of an outbox row and of a
 /// device without one; every live-activity event against a waiting row and a latest row on either
-/// side of now and of the update interval. The answers are ``NotificationRules``', ``TaskAlertRules``',
-/// ``RequestRules``', ``DeliveryRules``' and ``LiveActivityQueueing``'s; the SQL rules must give the same.
+/// side of now and of the update interval; every alert and live-activity payload's members, and the
+/// sealed body on either side of the payload limit. The answers are ``NotificationRules``',
+/// ``TaskAlertRules``', ``RequestRules``', ``DeliveryRules``', ``LiveActivityQueueing``'s and
+/// ``PushPayloads``'; the SQL rules must give the same.
 public enum RemoteRulesVectorGenerator {
     struct OutputTest: Encodable {
         var tcId = 0
@@ -73,6 +75,18 @@ public enum RemoteRulesVectorGenerator {
         var otherUpdatedAt: Double?
         var otherRowId: Int64?
         var speaks: String?
+        var sessionId: String?
+        var scheme: String?
+        var request: RemoteRulesGroup.PayloadRequest?
+        var timeSensitive: Bool?
+        var badge: Int?
+        var stamp: Int64?
+        var operation: String?
+        var showDetails: Bool?
+        var runtimeOperation: String?
+        var todo: RemoteRulesGroup.Todo?
+        var startedAt: Int64?
+        var payload: String?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -123,7 +137,8 @@ public enum RemoteRulesVectorGenerator {
             ("DeliverySpeaks", speaksTests()),
             ("Unreached", unreachedTests()), ("LiveActivityDue", liveActivityTests()),
             ("LiveActivityStatus", liveActivityStatusTests()), ("AlertPriority", alertPriorityTests()),
-            ("LiveActivityPriority", liveActivityPriorityTests()),
+            ("LiveActivityPriority", liveActivityPriorityTests()), ("AlertPayload", alertPayloadTests()),
+            ("LiveActivityPayload", liveActivityPayloadTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -176,6 +191,13 @@ public enum RemoteRulesVectorGenerator {
                 "  -> status (a live activity's: processing, waiting_approval, error, idle).",
                 "AlertPriority (private.rule_alert_priority, NotificationRules): decision -> priority (absent: nothing is queued).",
                 "LiveActivityPriority (private.rule_live_activity_priority, LiveActivityQueueing): event, status (absent: none) -> priority.",
+                "AlertPayload (private.rule_alert_payload, PushPayloads): kind, sessionId, scheme (the deep links'), request (an approval's",
+                "  or question's id, requesterDeviceId, generation, expiresAt, sealed; absent for task kinds), decision, timeSensitive",
+                "  (enable_time_sensitive), badge -> payload: the alert's compact JSON with sorted keys (absent: nothing is queued); the",
+                "  SQL's jsonb equals it as JSON. sealed is any text of base64 characters: the rule only measures it.",
+                "LiveActivityPayload (private.rule_live_activity_payload, PushPayloads): stamp (now, Unix seconds), event, status,",
+                "  operation (absent: none given), showDetails (show_notification_details), runtimeOperation and todo (the session's",
+                "  coding_session.current_operation and todo_progress; absent: none), startedAt (Unix seconds; absent: none) -> payload.",
             ],
             groups: numbered)
     }

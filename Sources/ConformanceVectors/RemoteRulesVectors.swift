@@ -16,7 +16,9 @@ import SyncModel
 /// `rowUpdatedAt`, `rowId`, `otherOutcome`, `otherUpdatedAt`, `otherRowId`: `speaks`), `Unreached` (`settingOff`,
 /// `registeredLater`, `validToken`, `trusted`: `outcome`, `reason`) and `LiveActivityDue` (`event`,
 /// `waitingDueIn`, `previousDueIn`: `replaces`, `due`, `afterPrevious`), `LiveActivityStatus` (`runtime`: `status`), `AlertPriority`
-/// (`decision`: `priority`) and `LiveActivityPriority` (`event`, `status`: `priority`).
+/// (`decision`: `priority`) and `LiveActivityPriority` (`event`, `status`: `priority`), `AlertPayload` (`kind`,
+/// `sessionId`, `scheme`, `request`, `decision`, `timeSensitive`, `badge`: `payload`) and `LiveActivityPayload`
+/// (`stamp`, `event`, `status`, `operation`, `showDetails`, `runtimeOperation`, `todo`, `startedAt`: `payload`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -37,6 +39,8 @@ public struct RemoteRulesGroup: VectorGroup {
         case liveActivityStatus = "LiveActivityStatus"
         case alertPriority = "AlertPriority"
         case liveActivityPriority = "LiveActivityPriority"
+        case alertPayload = "AlertPayload"
+        case liveActivityPayload = "LiveActivityPayload"
     }
 
     public let type: Kind
@@ -177,6 +181,70 @@ public struct RemoteRulesGroup: VectorGroup {
         public let otherUpdatedAt: Double?
         public let otherRowId: Int64?
         public let speaks: String?
+        /// AlertPayload (and `kind`, `decision`): the session's id, the deep-link scheme, the
+        /// request's fields (approval and question; absent for task kinds), the device's
+        /// `enable_time_sensitive` and badge. LiveActivityPayload (and `event`, `status`): the
+        /// time in Unix seconds, the operation given (absent: none), the device's
+        /// `show_notification_details`, the session's runtime `current_operation` and
+        /// `todo_progress` (absent: none) and its start in Unix seconds (absent: none). Both: the
+        /// payload's compact JSON with sorted keys, as the embedded remote writes it (absent:
+        /// nothing is queued); the SQL's `jsonb` must equal it as JSON.
+        public let sessionId: String?
+        public let scheme: String?
+        public let request: PayloadRequest?
+        public let timeSensitive: Bool?
+        public let badge: Int?
+        public let stamp: Int64?
+        public let operation: String?
+        public let showDetails: Bool?
+        public let runtimeOperation: String?
+        public let todo: Todo?
+        public let startedAt: Int64?
+        public let payload: String?
+    }
+
+    /// An AlertPayload test's request, as `approval_requests` and `agent_questions` hold it.
+    public struct PayloadRequest: Codable, Sendable, Hashable {
+        public var id: String
+        public var requesterDeviceId: String
+        public var generation: Int64
+        public var expiresAt: Int64
+        public var sealed: String
+
+        /// The request as the rule takes it.
+        public var value: PushPayloads.Request {
+            .init(
+                id: id, requesterDeviceID: requesterDeviceId, generation: generation, expiresAt: expiresAt,
+                sealed: sealed)
+        }
+
+        /// A request's fields as the file writes them.
+        public init(_ request: PushPayloads.Request) {
+            (id, requesterDeviceId, generation) = (request.id, request.requesterDeviceID, request.generation)
+            (expiresAt, sealed) = (request.expiresAt, request.sealed)
+        }
+    }
+
+    /// A LiveActivityPayload test's `todo_progress`, as a runtime status holds it.
+    public struct Todo: Codable, Sendable, Hashable {
+        public var completed: Int
+        public var total: Int
+        public var currentTask: String?
+
+        enum CodingKeys: String, CodingKey {
+            case completed, total
+            case currentTask = "current_task"
+        }
+
+        /// The progress as the rule takes it.
+        public var value: RuntimeStatus.TodoProgress {
+            .init(completed: completed, total: total, currentTask: currentTask)
+        }
+
+        /// Progress as the file writes it.
+        public init(_ todo: RuntimeStatus.TodoProgress) {
+            (completed, total, currentTask) = (todo.completed, todo.total, todo.currentTask)
+        }
     }
 
     /// A kind raised as the file writes it.
@@ -276,6 +344,24 @@ public struct RemoteRulesGroup: VectorGroup {
             guard let event = test.event.flatMap(LiveActivityEvent.init(rawValue:)), let expected = test.priority
             else { return "fields: missing or malformed" }
             outcome = LiveActivityQueueing.priority(end: event == .end, status: test.status) == expected
+        case .alertPayload:
+            guard let alert = test.kind.flatMap(AlertKind.init(rawValue:)),
+                let decision = test.decision.flatMap(AlertDecision.init(rawValue:)), let session = test.sessionId,
+                let scheme = test.scheme, let timeSensitive = test.timeSensitive, let badge = test.badge
+            else { return "fields: missing or malformed" }
+            outcome =
+                PushPayloads.alert(
+                    alert, session: session, scheme: scheme, request: test.request?.value, decision: decision,
+                    timeSensitive: timeSensitive, badge: badge)?.json == test.payload
+        case .liveActivityPayload:
+            guard let stamp = test.stamp, let event = test.event.flatMap(LiveActivityEvent.init(rawValue:)),
+                let status = test.status, let details = test.showDetails
+            else { return "fields: missing or malformed" }
+            outcome =
+                PushPayloads.liveActivity(
+                    at: stamp, event: event, status: status, operation: test.operation, showDetails: details,
+                    runtimeOperation: test.runtimeOperation, todo: test.todo?.value, startedAt: test.startedAt
+                ).json == test.payload
         }
         return VectorVerifier.judge(test.result, outcome)
     }

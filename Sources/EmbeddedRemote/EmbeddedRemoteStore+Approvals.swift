@@ -47,55 +47,33 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     }
 
     /// The alert of a new approval request (or, with `kind` `.question`, an agent's question)
-    /// for every valid device token of the user's other trusted devices (``TrustedDevices``):
-    /// generic text, the device's badge, `time-sensitive` unless the device turned that off, and
-    /// the sealed body (left out when the payload would pass 4,096 bytes). Once per token.
+    /// for every valid device token of the user's other trusted devices (``TrustedDevices``), as
+    /// ``PushPayloads/alert(_:session:scheme:request:decision:timeSensitive:badge:)`` makes it for
+    /// each device's decision, settings and badge. Once per token.
     static func queueAlerts(
-        _ db: Database, user: String, request: Row, scheme: String, kind: AlertKind = .approval
+        _ db: Database, user: String, request row: Row, scheme: String, kind: AlertKind = .approval
     ) throws -> Int {
-        let requester: String = request["requester_device_id"]
-        let id: String = request["id"]
-        let session: String = request["session_id"]
-        let question = kind == .question
-        let alert =
-            question
-            ? PushPayload.APS.Alert(
-                title: "Your agent has a question", body: "An agent session is waiting for your answer",
-                titleLocKey: "notification.question.title", locKey: "notification.question.body.generic")
-            : PushPayload.APS.Alert(
-                title: "Approval needed", body: "An agent session is waiting for you",
-                titleLocKey: "notification.approval.title", locKey: "notification.approval.body.generic")
-        var object = PushPayload(
-            aps: PushPayload.APS(
-                alert: alert, sound: "default", category: question ? "AGENT_QUESTION" : "APPROVAL_REQUEST",
-                threadID: session, interruptionLevel: "time-sensitive", mutableContent: 1, badge: 0),
-            type: kind.rawValue, requestId: id, sessionId: session,
-            deepLink: "\(scheme)://session/\(session)/\(question ? "question" : "approval")/\(id)",
-            requesterDeviceId: requester, generation: request["generation"] as Int64,
-            expiresAt: request["expires_at"] as Int64, sealed: request["body"] as String)
-        // The badge's digits never bring a payload over the limit it was measured with.
-        if object.json.utf8.count + 6 > 4096 { object.sealed = nil }
+        let request = PushPayloads.Request(
+            id: row["id"], requesterDeviceID: row["requester_device_id"], generation: row["generation"],
+            expiresAt: row["expires_at"], sealed: row["body"])
+        let session: String = row["session_id"]
         var queued = 0
         let now = Self.now
-        for (device, token) in try trustedTokens(db, user: user, except: requester) {
+        for (device, token) in try trustedTokens(db, user: user, except: request.requesterDeviceID) {
             guard try mayQueue(db, device: device, kind: .alert) else { continue }
             // Each token's device decides once: off, nothing; passive (another device is active
             // on the session), no sound and priority 5.
             let decision = try alertDecision(db, device: device, kind: kind, session: session)
-            guard let priority = NotificationRules.priority(decision) else { continue }
-            var alert = object
-            alert.aps.badge = try approvalBadge(db, user: user, device: device)
-            if decision == .passive {
-                alert.aps.interruptionLevel = "passive"
-                alert.aps.sound = nil
-            } else {
-                alert.aps.interruptionLevel =
-                    try settings(db, device: device).timeSensitive ? "time-sensitive" : "active"
-            }
+            guard let priority = NotificationRules.priority(decision),
+                let alert = PushPayloads.alert(
+                    kind, session: session, scheme: scheme, request: request, decision: decision,
+                    timeSensitive: try settings(db, device: device).timeSensitive,
+                    badge: try approvalBadge(db, user: user, device: device))
+            else { continue }
             queued += try enqueue(
                 db, user: user, device: device, token: token, type: "alert", priority: priority,
-                collapse: (question ? "question-" : "approval-request-") + id, payload: alert.json, at: now,
-                once: question ? "question" : "approval")
+                collapse: (kind == .question ? "question-" : "approval-request-") + request.id, payload: alert.json,
+                at: now, once: kind == .question ? "question" : "approval")
         }
         return queued
     }

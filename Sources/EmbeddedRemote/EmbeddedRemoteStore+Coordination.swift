@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import RemoteContract
+import RemoteRules
 import SyncModel
 
 /// Coordination on the embedded remote: the same rules as the project's database functions,

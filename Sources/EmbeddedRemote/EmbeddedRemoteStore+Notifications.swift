@@ -101,32 +101,20 @@ extension EmbeddedRemoteStore: NotificationRemote {
 
     // MARK: - Live activities
 
-    /// A live-activity payload for `device` from `session` (a row of agent_coding_sessions).
+    /// A live-activity payload for `device` from `session` (a row of agent_coding_sessions), as
+    /// ``PushPayloads/liveActivity(at:event:status:operation:showDetails:runtimeOperation:todo:startedAt:)``
+    /// makes it now.
     static func liveActivityPayload(
         _ db: Database, session: Row, device: String, event: LiveActivityEvent, status: String, operation: String?
     ) throws -> PushPayload {
-        let stamp = Int64(epochSeconds)
-        let details = try settings(db, device: device).showDetails
-        let sessionID = try uuid(session["id"])
-        let runtime = (session["runtime_status"] as String?).flatMap {
-            RuntimeStatus(json: $0, sessionID: sessionID, reportedAt: nil)
+        let runtime = try (session["runtime_status"] as String?).flatMap {
+            RuntimeStatus(json: $0, sessionID: try uuid(session["id"]), reportedAt: nil)
         }
         let started = (session["session_started_at"] as String?).flatMap(Timestamp.parse)
-        let state = PushPayload.APS.ContentState(
-            status: status,
-            currentOperation: operation
-                ?? (details
-                    ? runtime?.currentOperation ?? LiveActivityRules.genericOperation
-                    : LiveActivityRules.genericOperation),
-            elapsedSeconds: max(0, stamp - Int64((started ?? Date()).timeIntervalSince1970.rounded(.down))),
-            todoProgress: runtime?.todoProgress.map {
-                .init(completed: $0.completed, total: $0.total, currentTask: details ? $0.currentTask ?? "" : "")
-            })
-        return PushPayload(
-            aps: PushPayload.APS(
-                timestamp: stamp, event: event.rawValue, contentState: state,
-                staleDate: stamp + LiveActivityRules.staleAfter,
-                dismissalDate: event == .end ? stamp + LiveActivityRules.dismissAfter : nil))
+        return PushPayloads.liveActivity(
+            at: Int64(epochSeconds), event: event, status: status, operation: operation,
+            showDetails: try settings(db, device: device).showDetails, runtimeOperation: runtime?.currentOperation,
+            todo: runtime?.todoProgress, startedAt: started.map { Int64($0.timeIntervalSince1970.rounded(.down)) })
     }
 
     /// Whether `token` still has an activity open (no `end` queued for it).

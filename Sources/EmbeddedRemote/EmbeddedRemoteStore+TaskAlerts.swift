@@ -9,24 +9,6 @@ import SyncModel
 /// `*_notifications_2.sql`): task_complete, task_failed and task_paused for the user's other
 /// trusted devices, decided per device and coalesced per token and session.
 extension EmbeddedRemoteStore {
-    /// The alert text of each task kind: title, body and their string keys.
-    static func taskAlertText(_ kind: AlertKind) -> PushPayload.APS.Alert {
-        switch kind {
-        case .taskComplete:
-            PushPayload.APS.Alert(
-                title: "Task complete", body: "An agent session finished working",
-                titleLocKey: "notification.complete.title", locKey: "notification.complete.body.generic")
-        case .taskFailed:
-            PushPayload.APS.Alert(
-                title: "Task failed", body: "An agent session stopped with an error",
-                titleLocKey: "notification.error.title", locKey: "notification.error.body.generic")
-        default:
-            PushPayload.APS.Alert(
-                title: "Task paused", body: "An agent session is paused; open it to continue",
-                titleLocKey: "notification.paused.title", locKey: "notification.paused.body")
-        }
-    }
-
     /// The fields of a queued payload the coalescing rule reads.
     struct QueuedKind: Decodable {
         var type: String?
@@ -57,12 +39,12 @@ extension EmbeddedRemoteStore {
                 db, sql: "SELECT device_id FROM agent_coding_sessions WHERE id = ? AND user_id = ?",
                 arguments: [session, user])
         else { return counts }
-        let payload = PushPayload(
-            aps: PushPayload.APS(
-                alert: taskAlertText(kind), sound: "default", category: "SESSION_STATUS", threadID: session,
-                interruptionLevel: "active", mutableContent: 1),
-            type: kind.rawValue, sessionId: session, deepLink: "\(scheme)://session/\(session)"
-        ).json
+        // A task kind's alert is the same for every device that gets one.
+        guard
+            let payload = PushPayloads.alert(
+                kind, session: session, scheme: scheme, request: nil, decision: .alert, timeSensitive: false, badge: 0
+            )?.json
+        else { return counts }
         let collapse = "session-" + session
         let now = Date()
         for (device, value) in try trustedTokens(db, user: user, except: desktop) {

@@ -78,7 +78,8 @@ struct VectorFileTests {
         "RequestRefusal": "refused", "ApprovalTransition": "to", "QuestionTransition": "to",
         "DeliveryOutcome": "outcome", "DeliverySpeaks": "speaks", "Unreached": "reason", "LiveActivityDue": "due",
         "LiveActivityStatus": "status",
-        "AlertPriority": "priority", "LiveActivityPriority": "priority",
+        "AlertPriority": "priority", "LiveActivityPriority": "priority", "AlertPayload": "payload",
+        "LiveActivityPayload": "payload",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {
@@ -263,6 +264,8 @@ struct VectorFileTests {
                     copy[field] = number + 1
                 } else if test[field] == nil, group["type"] as? String == "AlertPriority" {
                     copy[field] = 1 // absent: nothing is queued; any number says otherwise
+                } else if test[field] == nil, group["type"] as? String == "AlertPayload" {
+                    copy[field] = "{}" // absent: nothing is queued; any payload says otherwise
                 } else {
                     let value = try #require(Self.field(field, of: test))
                     if let last = value.last {

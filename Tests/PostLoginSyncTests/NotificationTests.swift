@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import RemoteRules
 import RemoteStore
 import SecretCrypto
 import SyncModel

@@ -69,6 +69,34 @@ struct RemoteRulesSQLVectorTests {
         let otherUpdatedAt: Double?
         let otherRowId: Int64?
         let speaks: String?
+        let sessionId: String?
+        let scheme: String?
+        let request: Request?
+        let timeSensitive: Bool?
+        let badge: Int?
+        let stamp: Int64?
+        let operation: String?
+        let showDetails: Bool?
+        let runtimeOperation: String?
+        let todo: Todo?
+        let startedAt: Int64?
+        let payload: String?
+    }
+
+    /// An AlertPayload test's request.
+    struct Request: Decodable {
+        let id: String
+        let requesterDeviceId: String
+        let generation: Int64
+        let expiresAt: Int64
+        let sealed: String
+    }
+
+    /// A LiveActivityPayload test's `todo_progress`, passed to the SQL as the JSON it is.
+    struct Todo: Codable {
+        let completed: Int
+        let total: Int
+        let current_task: String?
     }
 
     struct File: Decodable {
@@ -121,6 +149,7 @@ struct RemoteRulesSQLVectorTests {
         case "DeliverySpeaks": answer = test.speaks ?? "?"
         case "LiveActivityStatus": answer = test.status ?? "?"
         case "AlertPriority", "LiveActivityPriority": answer = test.priority.map(String.init) ?? "none"
+        case "AlertPayload", "LiveActivityPayload": answer = "same"
         case "Unreached": answer = (test.outcome ?? "?") + (test.reason.map { " <\($0)>" } ?? "")
         case "ApprovalTransition", "QuestionTransition":
             answer =
@@ -230,7 +259,41 @@ struct RemoteRulesSQLVectorTests {
                 "SELECT \(test.tcId) || ' ' || private.rule_live_activity_priority(\(literal(test.event)) = 'end', "
                     + "\(literal(test.status))::text)")
         }
+        calls += try payloadCalls(groups)
         return calls.joined(separator: " UNION ALL ") + ";"
+    }
+
+    /// The payload groups' calls: `same` when the SQL's payload equals the test's as JSON, else
+    /// the SQL's (`none`: no payload).
+    static func payloadCalls(_ groups: [String: [RuleTest]]) throws -> [String] {
+        func compared(_ test: RuleTest, _ call: String) -> String {
+            "SELECT \(test.tcId) || ' ' || CASE WHEN p IS NOT DISTINCT FROM \(literal(test.payload))::jsonb THEN 'same' "
+                + "ELSE coalesce(p::text, 'none') END FROM (SELECT \(call) AS p) x"
+        }
+        func integer(_ value: Int64?) -> String { value.map(String.init) ?? "NULL" }
+        var calls: [String] = []
+        for test in groups["AlertPayload"] ?? [] {
+            let request = test.request
+            calls.append(
+                compared(
+                    test,
+                    "private.rule_alert_payload(\(literal(test.kind)), \(literal(test.sessionId))::uuid, "
+                        + "\(literal(test.scheme)), \(literal(request?.id))::uuid, \(literal(request?.requesterDeviceId))::uuid, "
+                        + "\(integer(request?.generation))::bigint, \(integer(request?.expiresAt))::bigint, "
+                        + "\(literal(request?.sealed))::text, \(literal(test.decision)), \(flag(test.timeSensitive)), "
+                        + "\(integer(test.badge.map(Int64.init)))::integer)"))
+        }
+        for test in groups["LiveActivityPayload"] ?? [] {
+            let todo = try test.todo.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+            calls.append(
+                compared(
+                    test,
+                    "private.rule_live_activity_payload(\(integer(test.stamp))::bigint, \(literal(test.event)), "
+                        + "\(literal(test.status)), \(literal(test.operation))::text, \(flag(test.showDetails)), "
+                        + "\(literal(test.runtimeOperation))::text, \(literal(todo))::jsonb, \(integer(test.startedAt))::bigint)"
+                ))
+        }
+        return calls
     }
 
     @Test("every remote-rules vector gets the answer it names from the SQL")
@@ -246,7 +309,8 @@ struct RemoteRulesSQLVectorTests {
                     "TaskAlertCoalescing": 93, "RequestRefusal": 36, "ApprovalTransition": 100,
                     "QuestionTransition": 48, "DeliveryOutcome": 96, "DeliverySpeaks": 250, "Unreached": 16,
                     "LiveActivityDue": 338,
-                    "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14,
+                    "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14, "AlertPayload": 91,
+                    "LiveActivityPayload": 48,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -276,9 +340,20 @@ struct RemoteRulesSQLVectorTests {
                 == ["processing", "waiting_approval", "error", "idle"])
         // Every answer is the rule's: no test may pass by being expected to fail.
         #expect(groups.values.joined().allSatisfy { $0.result == "valid" })
-        // One statement per group: all together would near the 128 KiB a psql argument may hold.
+        #expect(Set((groups["AlertPayload"] ?? []).map { $0.payload == nil }) == [true, false])
+        #expect(
+            (groups["AlertPayload"] ?? []).contains { $0.payload?.contains("\"sealed\"") == false && $0.request != nil }
+        )
+        // A statement per group, of at most 400 tests or 16 alert payloads: all together would pass
+        // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""
-        for (type, tests) in groups { output += try await stack.sql(try Self.statement([type: tests])) + "\n" }
+        for (type, tests) in groups {
+            let size = type == "AlertPayload" ? 16 : 400
+            for start in stride(from: 0, to: tests.count, by: size) {
+                let chunk = Array(tests[start..<min(start + size, tests.count)])
+                output += try await stack.sql(try Self.statement([type: chunk])) + "\n"
+            }
+        }
         let lines = Dictionary(
             output.split(separator: "\n").map { line in (Int(line.split(separator: " ")[0]) ?? -1, String(line)) },
             uniquingKeysWith: { first, _ in first })

@@ -2013,7 +2013,7 @@ ALTER FUNCTION private.queue_task_alerts(caller uuid, session uuid, kind text) O
 CREATE FUNCTION private.register_push_token(device_id uuid, token text, token_type text DEFAULT NULL::text, platform text DEFAULT NULL::text, environment text DEFAULT NULL::text, activity_id text DEFAULT NULL::text, session_id uuid DEFAULT NULL::uuid, previous_token text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $_$
+    AS $$
 #variable_conflict use_column
 DECLARE
     caller uuid := auth.uid();
@@ -2026,29 +2026,13 @@ DECLARE
     v_session uuid := register_push_token.session_id;
     v_previous text := register_push_token.previous_token;
     existing record;
+    refusal record;
     invalidated integer := 0;
 BEGIN
     IF caller IS NULL THEN RAISE EXCEPTION 'register_push_token needs a signed-in user' USING ERRCODE = '42501'; END IF;
-    IF v_token IS NULL OR v_token !~ '^[A-Za-z0-9._:-]+$' OR length(v_token) > 512 THEN
-        RAISE EXCEPTION 'token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -' USING ERRCODE = '22023';
-    END IF;
-    IF v_type NOT IN ('device', 'live_activity') THEN RAISE EXCEPTION 'token_type must be device or live_activity' USING ERRCODE = '22023'; END IF;
-    IF v_environment NOT IN ('development', 'production') THEN
-        RAISE EXCEPTION 'environment must be development or production' USING ERRCODE = '22023';
-    END IF;
-    IF v_platform !~ '^[a-z]{1,20}$' THEN RAISE EXCEPTION 'platform must be 1 to 20 lowercase letters' USING ERRCODE = '22023'; END IF;
-    IF v_type = 'live_activity' AND (v_activity IS NULL OR v_session IS NULL) THEN
-        RAISE EXCEPTION 'a live_activity token needs activity_id and session_id' USING ERRCODE = '22023';
-    END IF;
-    IF v_type = 'device' AND (v_activity IS NOT NULL OR v_session IS NOT NULL) THEN
-        RAISE EXCEPTION 'a device token takes no activity_id or session_id' USING ERRCODE = '22023';
-    END IF;
-    IF v_activity IS NOT NULL AND (length(v_activity) NOT BETWEEN 1 AND 200 OR v_activity ~ '[[:cntrl:]]') THEN
-        RAISE EXCEPTION 'activity_id must be 1 to 200 characters without control characters' USING ERRCODE = '22023';
-    END IF;
-    IF v_previous IS NOT NULL AND (v_previous !~ '^[A-Za-z0-9._:-]+$' OR length(v_previous) > 512) THEN
-        RAISE EXCEPTION 'previous_token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -' USING ERRCODE = '22023';
-    END IF;
+    SELECT * INTO refusal FROM private.rule_push_token_refusal(v_token, v_type, v_platform, v_environment, v_activity,
+                                                                  v_session IS NOT NULL, v_previous);
+    IF refusal.refused IS NOT NULL THEN RAISE EXCEPTION '%', refusal.message USING ERRCODE = '22023'; END IF;
     IF v_device IS NULL OR NOT EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v_device AND d.user_id = caller) THEN
         RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
     END IF;
@@ -2073,7 +2057,7 @@ BEGIN
             environment = EXCLUDED.environment, is_valid = true;
     RETURN jsonb_build_object('previousInvalidated', invalidated > 0);
 END
-$_$;
+$$;
 
 
 ALTER FUNCTION private.register_push_token(device_id uuid, token text, token_type text, platform text, environment text, activity_id text, session_id uuid, previous_token text) OWNER TO postgres;
@@ -2692,6 +2676,44 @@ $$;
 
 
 ALTER FUNCTION private.rule_may_queue_push(kind text, settings public.notification_settings) OWNER TO postgres;
+
+--
+-- Name: rule_push_token_refusal(text, text, text, text, text, boolean, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_push_token_refusal(token text, token_type text, platform text, environment text, activity_id text, has_session boolean, previous_token text, OUT refused text, OUT message text) RETURNS record
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $_$
+    SELECT c.refused, m.message
+    FROM (SELECT CASE
+        WHEN token IS NULL OR token !~ '^[A-Za-z0-9._:-]+$' OR length(token) > 512 THEN 'token'
+        WHEN coalesce(token_type, 'device') NOT IN ('device', 'live_activity') THEN 'token_type'
+        WHEN coalesce(environment, 'production') NOT IN ('development', 'production') THEN 'environment'
+        WHEN coalesce(platform, 'ios') !~ '^[a-z]{1,20}$' THEN 'platform'
+        WHEN coalesce(token_type, 'device') = 'live_activity' AND (activity_id IS NULL OR NOT has_session)
+            THEN 'live_activity_fields'
+        WHEN coalesce(token_type, 'device') = 'device' AND (activity_id IS NOT NULL OR has_session) THEN 'device_fields'
+        WHEN activity_id IS NOT NULL
+             AND (length(activity_id) NOT BETWEEN 1 AND 200 OR activity_id ~ '[\u0001-\u001f\u007f-\u009f]')
+            THEN 'activity_id'
+        WHEN previous_token IS NOT NULL AND (previous_token !~ '^[A-Za-z0-9._:-]+$' OR length(previous_token) > 512)
+            THEN 'previous_token'
+        END AS refused) c
+    LEFT JOIN (VALUES
+        ('token', 'token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -'),
+        ('token_type', 'token_type must be device or live_activity'),
+        ('environment', 'environment must be development or production'),
+        ('platform', 'platform must be 1 to 20 lowercase letters'),
+        ('live_activity_fields', 'a live_activity token needs activity_id and session_id'),
+        ('device_fields', 'a device token takes no activity_id or session_id'),
+        ('activity_id', 'activity_id must be 1 to 200 characters without control characters'),
+        ('previous_token', 'previous_token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -')
+    ) AS m(code, message) ON m.code = c.refused
+$_$;
+
+
+ALTER FUNCTION private.rule_push_token_refusal(token text, token_type text, platform text, environment text, activity_id text, has_session boolean, previous_token text, OUT refused text, OUT message text) OWNER TO postgres;
 
 --
 -- Name: rule_question_transition(text, boolean, text, text); Type: FUNCTION; Schema: private; Owner: postgres
@@ -7055,6 +7077,13 @@ REVOKE ALL ON FUNCTION private.rule_live_activity_priority(is_end boolean, statu
 --
 
 REVOKE ALL ON FUNCTION private.rule_may_queue_push(kind text, settings public.notification_settings) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_push_token_refusal(token text, token_type text, platform text, environment text, activity_id text, has_session boolean, previous_token text, OUT refused text, OUT message text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_push_token_refusal(token text, token_type text, platform text, environment text, activity_id text, has_session boolean, previous_token text, OUT refused text, OUT message text) FROM PUBLIC;
 
 
 --

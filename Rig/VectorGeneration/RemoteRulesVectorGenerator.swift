@@ -87,6 +87,14 @@ public enum RemoteRulesVectorGenerator {
         var todo: RemoteRulesGroup.Todo?
         var startedAt: Int64?
         var payload: String?
+        var token: String?
+        var tokenType: String?
+        var platform: String?
+        var environment: String?
+        var activityId: String?
+        var hasSession: Bool?
+        var previousToken: String?
+        var message: String?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -138,7 +146,7 @@ public enum RemoteRulesVectorGenerator {
             ("Unreached", unreachedTests()), ("LiveActivityDue", liveActivityTests()),
             ("LiveActivityStatus", liveActivityStatusTests()), ("AlertPriority", alertPriorityTests()),
             ("LiveActivityPriority", liveActivityPriorityTests()), ("AlertPayload", alertPayloadTests()),
-            ("LiveActivityPayload", liveActivityPayloadTests()),
+            ("LiveActivityPayload", liveActivityPayloadTests()), ("PushTokenRefusal", pushTokenTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -198,6 +206,8 @@ public enum RemoteRulesVectorGenerator {
                 "LiveActivityPayload (private.rule_live_activity_payload, PushPayloads): stamp (now, Unix seconds), event, status,",
                 "  operation (absent: none given), showDetails (show_notification_details), runtimeOperation and todo (the session's",
                 "  coding_session.current_operation and todo_progress; absent: none), startedAt (Unix seconds; absent: none) -> payload.",
+                "PushTokenRefusal (private.rule_push_token_refusal, PushTokenRules): token, tokenType, platform, environment,",
+                "  activityId, previousToken (each absent: not given), hasSession -> refused (the field, or none) and message.",
             ],
             groups: numbered)
     }

@@ -18,7 +18,9 @@ import SyncModel
 /// `waitingDueIn`, `previousDueIn`: `replaces`, `due`, `afterPrevious`), `LiveActivityStatus` (`runtime`: `status`), `AlertPriority`
 /// (`decision`: `priority`) and `LiveActivityPriority` (`event`, `status`: `priority`), `AlertPayload` (`kind`,
 /// `sessionId`, `scheme`, `request`, `decision`, `timeSensitive`, `badge`: `payload`) and `LiveActivityPayload`
-/// (`stamp`, `event`, `status`, `operation`, `showDetails`, `runtimeOperation`, `todo`, `startedAt`: `payload`).
+/// (`stamp`, `event`, `status`, `operation`, `showDetails`, `runtimeOperation`, `todo`, `startedAt`: `payload`),
+/// `PushTokenRefusal` (`token`, `tokenType`, `platform`, `environment`, `activityId`, `hasSession`,
+/// `previousToken`: `refused`, `message`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -41,6 +43,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case liveActivityPriority = "LiveActivityPriority"
         case alertPayload = "AlertPayload"
         case liveActivityPayload = "LiveActivityPayload"
+        case pushTokenRefusal = "PushTokenRefusal"
     }
 
     public let type: Kind
@@ -201,6 +204,16 @@ public struct RemoteRulesGroup: VectorGroup {
         public let todo: Todo?
         public let startedAt: Int64?
         public let payload: String?
+        /// PushTokenRefusal: a registration's arguments (absent: not given) and its refusal
+        /// (`refused`: the field, or `none`) with what it says (absent: none).
+        public let token: String?
+        public let tokenType: String?
+        public let platform: String?
+        public let environment: String?
+        public let activityId: String?
+        public let hasSession: Bool?
+        public let previousToken: String?
+        public let message: String?
     }
 
     /// An AlertPayload test's request, as `approval_requests` and `agent_questions` hold it.
@@ -353,6 +366,14 @@ public struct RemoteRulesGroup: VectorGroup {
                 PushPayloads.alert(
                     alert, session: session, scheme: scheme, request: test.request?.value, decision: decision,
                     timeSensitive: timeSensitive, badge: badge)?.json == test.payload
+        case .pushTokenRefusal:
+            guard let token = test.token, let hasSession = test.hasSession, let expected = test.refused else {
+                return "fields: missing"
+            }
+            let refusal = PushTokenRules.refusal(
+                token: token, type: test.tokenType, platform: test.platform, environment: test.environment,
+                activityID: test.activityId, hasSession: hasSession, previous: test.previousToken)
+            outcome = (refusal?.rawValue ?? "none") == expected && refusal?.message == test.message
         case .liveActivityPayload:
             guard let stamp = test.stamp, let event = test.event.flatMap(LiveActivityEvent.init(rawValue:)),
                 let status = test.status, let details = test.showDetails

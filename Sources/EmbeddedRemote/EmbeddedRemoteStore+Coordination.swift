@@ -108,27 +108,11 @@ extension EmbeddedRemoteStore: CoordinationRemote {
 
     public func registerPushToken(_ registration: PushTokenRegistration) async throws -> PushTokenRegistered {
         let r = registration
-        guard PushTokenText.isValid(r.token) else {
-            throw Self.invalid("token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -")
-        }
-        guard PushTokenText.isValidPlatform(r.platform) else {
-            throw Self.invalid("platform must be 1 to 20 lowercase letters")
-        }
-        switch r.type {
-        case .liveActivity:
-            guard r.activityID != nil, r.sessionID != nil else {
-                throw Self.invalid("a live_activity token needs activity_id and session_id")
-            }
-        case .device:
-            guard r.activityID == nil, r.sessionID == nil else {
-                throw Self.invalid("a device token takes no activity_id or session_id")
-            }
-        }
-        if let activity = r.activityID, !PushTokenText.isValidIdentifier(activity) {
-            throw Self.invalid("activity_id must be 1 to 200 characters without control characters")
-        }
-        if let previous = r.previousToken, !PushTokenText.isValid(previous) {
-            throw Self.invalid("previous_token must be 1 to 512 characters of A-Z a-z 0-9 . _ : -")
+        if let refusal = PushTokenRules.refusal(
+            token: r.token, type: r.type.rawValue, platform: r.platform, environment: r.environment.rawValue,
+            activityID: r.activityID, hasSession: r.sessionID != nil, previous: r.previousToken)
+        {
+            throw Self.invalid(refusal.message)
         }
         return try await write("registering a push token") { db in
             let device = try self.acting(db, r.deviceID, trusted: false).canonical

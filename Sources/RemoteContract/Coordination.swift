@@ -255,10 +255,11 @@ public enum PushTokenText {
             }
     }
 
-    /// Whether `text` is 1 to `limit` characters without control characters (request and
-    /// activity ids).
+    /// Whether `text` is 1 to `limit` Unicode scalars (PostgreSQL's characters) without control
+    /// characters (U+0000 to U+001F, U+007F to U+009F): activity ids.
     public static func isValidIdentifier(_ text: String, limit: Int = 200) -> Bool {
-        (1...limit).contains(text.count) && !text.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        (1...limit).contains(text.unicodeScalars.count)
+            && !text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     /// Whether `platform` is 1 to 20 lowercase ASCII letters.

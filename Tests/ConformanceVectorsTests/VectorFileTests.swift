@@ -79,7 +79,7 @@ struct VectorFileTests {
         "DeliveryOutcome": "outcome", "DeliverySpeaks": "speaks", "Unreached": "reason", "LiveActivityDue": "due",
         "LiveActivityStatus": "status",
         "AlertPriority": "priority", "LiveActivityPriority": "priority", "AlertPayload": "payload",
-        "LiveActivityPayload": "payload",
+        "LiveActivityPayload": "payload", "PushTokenRefusal": "refused",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

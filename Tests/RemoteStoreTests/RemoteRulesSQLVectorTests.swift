@@ -81,6 +81,14 @@ struct RemoteRulesSQLVectorTests {
         let todo: Todo?
         let startedAt: Int64?
         let payload: String?
+        let token: String?
+        let tokenType: String?
+        let platform: String?
+        let environment: String?
+        let activityId: String?
+        let hasSession: Bool?
+        let previousToken: String?
+        let message: String?
     }
 
     /// An AlertPayload test's request.
@@ -150,6 +158,7 @@ struct RemoteRulesSQLVectorTests {
         case "LiveActivityStatus": answer = test.status ?? "?"
         case "AlertPriority", "LiveActivityPriority": answer = test.priority.map(String.init) ?? "none"
         case "AlertPayload", "LiveActivityPayload": answer = "same"
+        case "PushTokenRefusal": answer = (test.refused ?? "?") + (test.message.map { " <\($0)>" } ?? "")
         case "Unreached": answer = (test.outcome ?? "?") + (test.reason.map { " <\($0)>" } ?? "")
         case "ApprovalTransition", "QuestionTransition":
             answer =
@@ -260,6 +269,13 @@ struct RemoteRulesSQLVectorTests {
                     + "\(literal(test.status))::text)")
         }
         calls += try payloadCalls(groups)
+        for test in groups["PushTokenRefusal"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || coalesce(r.refused, 'none') || coalesce(' <' || r.message || '>', '') "
+                    + "FROM private.rule_push_token_refusal(\(literal(test.token))::text, \(literal(test.tokenType))::text, "
+                    + "\(literal(test.platform))::text, \(literal(test.environment))::text, \(literal(test.activityId))::text, "
+                    + "\(flag(test.hasSession)), \(literal(test.previousToken))::text) r")
+        }
         return calls.joined(separator: " UNION ALL ") + ";"
     }
 
@@ -310,7 +326,7 @@ struct RemoteRulesSQLVectorTests {
                     "QuestionTransition": 48, "DeliveryOutcome": 96, "DeliverySpeaks": 250, "Unreached": 16,
                     "LiveActivityDue": 338,
                     "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14, "AlertPayload": 91,
-                    "LiveActivityPayload": 48,
+                    "LiveActivityPayload": 48, "PushTokenRefusal": 58,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })

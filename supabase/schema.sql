@@ -834,10 +834,10 @@ BEGIN
     IF NEW.ended_at IS NOT NULL THEN RETURN NEW; END IF;
     -- One new device per user at a time, so that two cannot both take the last place.
     PERFORM pg_advisory_xact_lock(hashtextextended('register_device_user:' || NEW.user_id::text, 0));
-    IF (SELECT count(*) FROM private.device_credentials c
-        WHERE c.user_id = NEW.user_id AND c.ended_at IS NULL AND c.registered_at > now() - interval '1 hour') >= 20 THEN
-        RAISE EXCEPTION 'this account registered 20 new devices in the last hour: try again later'
-            USING ERRCODE = '54000', HINT = 'device-limit';
+    IF NOT private.rule_new_device_room((SELECT count(*)::integer FROM private.device_credentials c
+                                         WHERE c.user_id = NEW.user_id AND c.ended_at IS NULL
+                                           AND c.registered_at > now() - interval '1 hour')) THEN
+        PERFORM private.raise_device_refusal('limit');
     END IF;
     RETURN NEW;
 END
@@ -2007,6 +2007,26 @@ $$;
 ALTER FUNCTION private.queue_task_alerts(caller uuid, session uuid, kind text) OWNER TO postgres;
 
 --
+-- Name: raise_device_refusal(text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.raise_device_refusal(code text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+DECLARE
+    w record;
+BEGIN
+    SELECT * INTO w FROM private.rule_device_refusal(code);
+    IF w.hint IS NULL THEN RAISE EXCEPTION '%', w.message USING ERRCODE = w.state; END IF;
+    RAISE EXCEPTION '%', w.message USING ERRCODE = w.state, HINT = w.hint;
+END
+$$;
+
+
+ALTER FUNCTION private.raise_device_refusal(code text) OWNER TO postgres;
+
+--
 -- Name: register_push_token(uuid, text, text, text, text, text, uuid, text); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2597,6 +2617,52 @@ $$;
 ALTER FUNCTION private.rule_delivery_rank(outcome text) OWNER TO postgres;
 
 --
+-- Name: rule_device_refusal(text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_device_refusal(code text, OUT message text, OUT state text, OUT hint text) RETURNS record
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT w.message, CASE WHEN w.code = 'limit' THEN '54000' ELSE '42501' END, w.hint
+    FROM (VALUES
+        ('not_yours', 'the device is not one of yours', NULL),
+        ('revoked', 'this device was revoked: the account takes nothing more from it; pair a new store '
+                    || '(`sync-cli init` in another directory, then `sync-cli trust join`)', 'device-revoked'),
+        ('credential_taken', 'another credential is registered for this device''s id, so the remote cannot tell '
+                             || 'this device from whoever registered it: revoke this device from a trusted one '
+                             || '(`sync-cli trust revoke`) and pair a new store', 'device-credential-taken'),
+        ('credential_of_another', 'this credential belongs to another device', NULL),
+        ('limit', 'this account registered too many new devices in the last hour: try again later (if you did '
+                  || 'not register them, someone holds your login: change your password)', 'device-limit')
+    ) AS w(code, message, hint)
+    WHERE w.code = rule_device_refusal.code
+$$;
+
+
+ALTER FUNCTION private.rule_device_refusal(code text, OUT message text, OUT state text, OUT hint text) OWNER TO postgres;
+
+--
+-- Name: rule_device_registration(boolean, boolean, boolean, boolean, boolean, boolean, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_device_registration(registered boolean, mine boolean, ended boolean, same_credential boolean, device_of_another boolean, revoked_in_log boolean, credential_in_use boolean, OUT answer text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE
+        WHEN registered THEN CASE WHEN NOT mine THEN 'not_yours' WHEN ended THEN 'revoked'
+                                  WHEN same_credential THEN 'known' ELSE 'credential_taken' END
+        WHEN device_of_another THEN 'not_yours'
+        WHEN revoked_in_log THEN 'revoked'
+        WHEN credential_in_use THEN 'credential_of_another'
+        ELSE 'register' END
+$$;
+
+
+ALTER FUNCTION private.rule_device_registration(registered boolean, mine boolean, ended boolean, same_credential boolean, device_of_another boolean, revoked_in_log boolean, credential_in_use boolean, OUT answer text) OWNER TO postgres;
+
+--
 -- Name: rule_live_activity_due(boolean, double precision, double precision); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2676,6 +2742,20 @@ $$;
 
 
 ALTER FUNCTION private.rule_may_queue_push(kind text, settings public.notification_settings) OWNER TO postgres;
+
+--
+-- Name: rule_new_device_room(integer); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_new_device_room(registered_in_last_hour integer) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT registered_in_last_hour < 20
+$$;
+
+
+ALTER FUNCTION private.rule_new_device_room(registered_in_last_hour integer) OWNER TO postgres;
 
 --
 -- Name: rule_push_token_refusal(text, text, text, text, text, boolean, text); Type: FUNCTION; Schema: private; Owner: postgres
@@ -4263,6 +4343,8 @@ DECLARE
     v_session uuid;
     existing private.device_credentials%ROWTYPE;
     created boolean := false;
+    found_existing boolean;
+    r record;
 BEGIN
     IF caller IS NULL THEN RAISE EXCEPTION 'register_device needs a signed-in user' USING ERRCODE = '42501'; END IF;
     IF v IS NULL THEN RAISE EXCEPTION 'device_id is required' USING ERRCODE = '22023'; END IF;
@@ -4278,28 +4360,15 @@ BEGIN
     -- One registration per device at a time: the second of two waits, then finds the first's.
     PERFORM pg_advisory_xact_lock(hashtextextended('register_device:' || v::text, 0));
     SELECT * INTO existing FROM private.device_credentials c WHERE c.device_id = v;
-    IF FOUND THEN
-        IF existing.user_id <> caller THEN RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501'; END IF;
-        IF existing.ended_at IS NOT NULL THEN
-            RAISE EXCEPTION 'this device was revoked: it can do nothing more; pair a new store'
-                USING ERRCODE = '42501', HINT = 'device-revoked';
-        END IF;
-        IF existing.hash <> h THEN
-            RAISE EXCEPTION 'another credential is registered for this device: revoke it from a trusted device and pair this store again'
-                USING ERRCODE = '42501', HINT = 'device-credential-taken';
-        END IF;
-    ELSE
-        IF EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v AND d.user_id <> caller) THEN
-            RAISE EXCEPTION 'the device is not one of yours' USING ERRCODE = '42501';
-        END IF;
-        IF EXISTS (SELECT 1 FROM private.trust_log_devices t
-                   WHERE t.user_id = caller AND t.device_id = v::text AND t.revoked_seq IS NOT NULL) THEN
-            RAISE EXCEPTION 'this device was revoked: it can do nothing more; pair a new store'
-                USING ERRCODE = '42501', HINT = 'device-revoked';
-        END IF;
-        IF EXISTS (SELECT 1 FROM private.device_credentials c WHERE c.hash = h) THEN
-            RAISE EXCEPTION 'this credential belongs to another device' USING ERRCODE = '42501';
-        END IF;
+    found_existing := FOUND;
+    SELECT * INTO r FROM private.rule_device_registration(
+        found_existing, existing.user_id = caller, existing.ended_at IS NOT NULL, existing.hash = h,
+        EXISTS (SELECT 1 FROM public.devices d WHERE d.id = v AND d.user_id <> caller),
+        EXISTS (SELECT 1 FROM private.trust_log_devices t
+                WHERE t.user_id = caller AND t.device_id = v::text AND t.revoked_seq IS NOT NULL),
+        EXISTS (SELECT 1 FROM private.device_credentials c WHERE c.hash = h));
+    IF r.answer NOT IN ('known', 'register') THEN PERFORM private.raise_device_refusal(r.answer); END IF;
+    IF r.answer = 'register' THEN
         INSERT INTO private.device_credentials (device_id, user_id, hash) VALUES (v, caller, h);
         created := true;
     END IF;
@@ -6912,6 +6981,13 @@ REVOKE ALL ON FUNCTION private.queue_task_alerts(caller uuid, session uuid, kind
 
 
 --
+-- Name: FUNCTION raise_device_refusal(code text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.raise_device_refusal(code text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION register_push_token(device_id uuid, token text, token_type text, platform text, environment text, activity_id text, session_id uuid, previous_token text); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -7052,6 +7128,20 @@ REVOKE ALL ON FUNCTION private.rule_delivery_rank(outcome text) FROM PUBLIC;
 
 
 --
+-- Name: FUNCTION rule_device_refusal(code text, OUT message text, OUT state text, OUT hint text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_device_refusal(code text, OUT message text, OUT state text, OUT hint text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_device_registration(registered boolean, mine boolean, ended boolean, same_credential boolean, device_of_another boolean, revoked_in_log boolean, credential_in_use boolean, OUT answer text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_device_registration(registered boolean, mine boolean, ended boolean, same_credential boolean, device_of_another boolean, revoked_in_log boolean, credential_in_use boolean, OUT answer text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION rule_live_activity_due(is_end boolean, waiting_due_in double precision, previous_due_in double precision, OUT replaces boolean, OUT due text, OUT after_previous double precision); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -7077,6 +7167,13 @@ REVOKE ALL ON FUNCTION private.rule_live_activity_priority(is_end boolean, statu
 --
 
 REVOKE ALL ON FUNCTION private.rule_may_queue_push(kind text, settings public.notification_settings) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_new_device_room(registered_in_last_hour integer); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_new_device_room(registered_in_last_hour integer) FROM PUBLIC;
 
 
 --

@@ -106,3 +106,71 @@ extension RemoteRulesVectorGenerator {
         return tests
     }
 }
+
+/// The DeviceRegistration and NewDeviceRoom groups: what ``CredentialRules`` answers.
+extension RemoteRulesVectorGenerator {
+    static func words(_ refusal: CredentialRules.Refusal, into test: inout OutputTest) {
+        (test.message, test.hint, test.sqlState) = (refusal.message, refusal.hint, refusal.sqlState)
+    }
+
+    /// Every combination: a registered row of each kind or none, against each of what else may
+    /// hold.
+    static func deviceRegistrationTests() -> [OutputTest] {
+        let rows: [CredentialRules.Registered?] =
+            [nil]
+            + [true, false].flatMap { mine in
+                [true, false].flatMap { ended in
+                    [true, false].map { CredentialRules.Registered(mine: mine, ended: ended, sameCredential: $0) }
+                }
+            }
+        var tests: [OutputTest] = []
+        for row in rows {
+            for other in [false, true] {
+                for revoked in [false, true] {
+                    for inUse in [false, true] {
+                        let answer = CredentialRules.registration(
+                            registered: row, deviceOfAnother: other, revokedInLog: revoked, credentialInUse: inUse)
+                        let word: String
+                        var test = OutputTest(comment: "", flags: [])
+                        switch answer {
+                        case .known: word = "known"
+                        case .register: word = "register"
+                        case .refused(let refusal):
+                            word = refusal.rawValue
+                            words(refusal, into: &test)
+                        }
+                        let held = row.map {
+                            "a row (\($0.mine ? "mine" : "another user's"), \($0.ended ? "ended" : "live"), "
+                                + "\($0.sameCredential ? "this credential" : "another credential"))"
+                        }
+                        test.comment =
+                            "\(held ?? "no row"), device row \(other ? "another user's" : "not another's"), "
+                            + "\(revoked ? "revoked in the log" : "not revoked"), credential \(inUse ? "in use" : "unused")"
+                        test.flags = [word]
+                        test.registered = row != nil
+                        (test.mine, test.ended, test.sameCredential) = (row?.mine, row?.ended, row?.sameCredential)
+                        (test.deviceOfAnother, test.revokedInLog, test.credentialInUse) = (other, revoked, inUse)
+                        test.answer = word
+                        tests.append(test)
+                    }
+                }
+            }
+        }
+        return tests
+    }
+
+    static func newDeviceRoomTests() -> [OutputTest] {
+        [
+            0, 1, CredentialRules.maxNewDevicesPerHour - 1, CredentialRules.maxNewDevicesPerHour,
+            CredentialRules.maxNewDevicesPerHour + 1, 1_000,
+        ].map { count in
+            let room = CredentialRules.roomForNewDevice(registeredInLastHour: count)
+            var test = OutputTest(
+                comment: "\(count) devices registered in the last hour", flags: [room ? "Room" : "NoRoom"])
+            test.registeredInLastHour = count
+            test.room = room
+            if !room { words(.limit, into: &test) }
+            return test
+        }
+    }
+}

@@ -95,6 +95,18 @@ public enum RemoteRulesVectorGenerator {
         var hasSession: Bool?
         var previousToken: String?
         var message: String?
+        var registered: Bool?
+        var mine: Bool?
+        var ended: Bool?
+        var sameCredential: Bool?
+        var deviceOfAnother: Bool?
+        var revokedInLog: Bool?
+        var credentialInUse: Bool?
+        var answer: String?
+        var hint: String?
+        var sqlState: String?
+        var registeredInLastHour: Int?
+        var room: Bool?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -147,6 +159,7 @@ public enum RemoteRulesVectorGenerator {
             ("LiveActivityStatus", liveActivityStatusTests()), ("AlertPriority", alertPriorityTests()),
             ("LiveActivityPriority", liveActivityPriorityTests()), ("AlertPayload", alertPayloadTests()),
             ("LiveActivityPayload", liveActivityPayloadTests()), ("PushTokenRefusal", pushTokenTests()),
+            ("DeviceRegistration", deviceRegistrationTests()), ("NewDeviceRoom", newDeviceRoomTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -208,6 +221,11 @@ public enum RemoteRulesVectorGenerator {
                 "  coding_session.current_operation and todo_progress; absent: none), startedAt (Unix seconds; absent: none) -> payload.",
                 "PushTokenRefusal (private.rule_push_token_refusal, PushTokenRules): token, tokenType, platform, environment,",
                 "  activityId, previousToken (each absent: not given), hasSession -> refused (the field, or none) and message.",
+                "DeviceRegistration (private.rule_device_registration, rule_device_refusal; CredentialRules): registered (a credential",
+                "  row holds the device's id; mine, ended, sameCredential describe it), deviceOfAnother, revokedInLog, credentialInUse",
+                "  -> answer (known, register, or the refusal) and a refusal's message, hint (absent: none) and sqlState.",
+                "NewDeviceRoom (private.rule_new_device_room, rule_device_refusal; CredentialRules): registeredInLastHour -> room, and",
+                "  without room the limit's message, hint and sqlState.",
             ],
             groups: numbered)
     }

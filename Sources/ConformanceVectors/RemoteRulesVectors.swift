@@ -20,7 +20,9 @@ import SyncModel
 /// `sessionId`, `scheme`, `request`, `decision`, `timeSensitive`, `badge`: `payload`) and `LiveActivityPayload`
 /// (`stamp`, `event`, `status`, `operation`, `showDetails`, `runtimeOperation`, `todo`, `startedAt`: `payload`),
 /// `PushTokenRefusal` (`token`, `tokenType`, `platform`, `environment`, `activityId`, `hasSession`,
-/// `previousToken`: `refused`, `message`).
+/// `previousToken`: `refused`, `message`), `DeviceRegistration` (`registered`, `mine`, `ended`, `sameCredential`,
+/// `deviceOfAnother`, `revokedInLog`, `credentialInUse`: `answer`, `message`, `hint`, `sqlState`) and
+/// `NewDeviceRoom` (`registeredInLastHour`: `room`, `message`, `hint`, `sqlState`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -44,6 +46,8 @@ public struct RemoteRulesGroup: VectorGroup {
         case alertPayload = "AlertPayload"
         case liveActivityPayload = "LiveActivityPayload"
         case pushTokenRefusal = "PushTokenRefusal"
+        case deviceRegistration = "DeviceRegistration"
+        case newDeviceRoom = "NewDeviceRoom"
     }
 
     public let type: Kind
@@ -214,6 +218,24 @@ public struct RemoteRulesGroup: VectorGroup {
         public let hasSession: Bool?
         public let previousToken: String?
         public let message: String?
+        /// DeviceRegistration: the credential row of the device's id (`registered`; `mine`,
+        /// `ended` and `sameCredential` absent without one) and what else holds; what the
+        /// registration does (`answer`: `known`, `register` or the refusal), with a refusal's
+        /// `message`, `hint` (absent: none) and `sqlState`. NewDeviceRoom: how many devices the
+        /// user registered in the last hour; whether one more has `room`, and if not the
+        /// refusal's words.
+        public let registered: Bool?
+        public let mine: Bool?
+        public let ended: Bool?
+        public let sameCredential: Bool?
+        public let deviceOfAnother: Bool?
+        public let revokedInLog: Bool?
+        public let credentialInUse: Bool?
+        public let answer: String?
+        public let hint: String?
+        public let sqlState: String?
+        public let registeredInLastHour: Int?
+        public let room: Bool?
     }
 
     /// An AlertPayload test's request, as `approval_requests` and `agent_questions` hold it.
@@ -374,6 +396,28 @@ public struct RemoteRulesGroup: VectorGroup {
                 token: token, type: test.tokenType, platform: test.platform, environment: test.environment,
                 activityID: test.activityId, hasSession: hasSession, previous: test.previousToken)
             outcome = (refusal?.rawValue ?? "none") == expected && refusal?.message == test.message
+        case .deviceRegistration:
+            guard let registered = test.registered, let other = test.deviceOfAnother, let revoked = test.revokedInLog,
+                let inUse = test.credentialInUse, let expected = test.answer
+            else { return "fields: missing" }
+            var row: CredentialRules.Registered?
+            if registered {
+                guard let mine = test.mine, let ended = test.ended, let same = test.sameCredential else {
+                    return "fields: missing"
+                }
+                row = .init(mine: mine, ended: ended, sameCredential: same)
+            }
+            let answer = CredentialRules.registration(
+                registered: row, deviceOfAnother: other, revokedInLog: revoked, credentialInUse: inUse)
+            switch answer {
+            case .known: outcome = expected == "known" && test.message == nil
+            case .register: outcome = expected == "register" && test.message == nil
+            case .refused(let refusal): outcome = expected == refusal.rawValue && words(refusal, test)
+            }
+        case .newDeviceRoom:
+            guard let count = test.registeredInLastHour, let room = test.room else { return "fields: missing" }
+            let answer = CredentialRules.roomForNewDevice(registeredInLastHour: count)
+            outcome = answer == room && (answer ? test.message == nil : words(.limit, test))
         case .liveActivityPayload:
             guard let stamp = test.stamp, let event = test.event.flatMap(LiveActivityEvent.init(rawValue:)),
                 let status = test.status, let details = test.showDetails
@@ -385,6 +429,11 @@ public struct RemoteRulesGroup: VectorGroup {
                 ).json == test.payload
         }
         return VectorVerifier.judge(test.result, outcome)
+    }
+
+    /// Whether a test names `refusal`'s words, hint and SQLSTATE.
+    static func words(_ refusal: CredentialRules.Refusal, _ test: Test) -> Bool {
+        test.message == refusal.message && test.hint == refusal.hint && test.sqlState == refusal.sqlState
     }
 
     static func candidate(_ outcome: String?, _ updatedAt: Double?, _ id: Int64?) -> DeliveryRules.Candidate? {

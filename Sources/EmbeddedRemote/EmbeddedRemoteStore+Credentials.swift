@@ -2,6 +2,7 @@ import DeviceTrust
 import Foundation
 import GRDB
 import RemoteContract
+import RemoteRules
 import SecretCrypto
 import SyncModel
 
@@ -58,52 +59,46 @@ extension EmbeddedRemoteStore {
         return error
     }
 
-    /// How many new devices a user may register an hour (`private.device_credentials_room`): a
-    /// bound on the rate, not on the total, so a stolen login leaves nothing that outlasts it.
-    static let maxNewDevicesPerHour = 20
-
+    /// Registers `device`'s credential `hash` for `user` as ``CredentialRules`` says: nothing
+    /// when it is registered already, else a new row while the hour has room.
     static func register(_ db: Database, user: String, device: String, hash: Data) throws {
-        let revoked = RemoteStoreError(
-            .permissionDenied,
-            "this device was revoked: the account takes nothing more from it; pair a new store "
-                + "(`sync-cli init` in another directory, then `sync-cli trust join`)",
-            postgrestCode: .insufficientPrivilege, hint: "device-revoked")
-        if let row = try Row.fetchOne(
+        let row = try Row.fetchOne(
             db, sql: "SELECT user_id, hash, ended_at FROM device_credentials WHERE device_id = ?", arguments: [device])
-        {
-            guard row["user_id"] as String? == user else { throw refused("the device is not one of yours") }
-            guard row["ended_at"] as String? == nil else { throw revoked }
-            guard row["hash"] as Data? == hash else {
-                throw RemoteStoreError(
-                    .permissionDenied,
-                    "another credential is registered for this device's id, so the remote cannot tell this device "
-                        + "from whoever registered it: revoke this device from a trusted one (`sync-cli trust revoke`) "
-                        + "and pair a new store",
-                    postgrestCode: .insufficientPrivilege, hint: "device-credential-taken")
+        let answer = CredentialRules.registration(
+            registered: row.map {
+                .init(
+                    mine: $0["user_id"] as String? == user, ended: $0["ended_at"] as String? != nil,
+                    sameCredential: $0["hash"] as Data? == hash)
+            },
+            deviceOfAnother: try Self.owner(db, table: "devices", id: device).map { $0 != user } ?? false,
+            revokedInLog: try TrustedDevices.revokedInAnyEpoch(db, user: user).contains(device),
+            credentialInUse: try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM device_credentials WHERE hash = ?", arguments: [hash]) != nil)
+        switch answer {
+        case .known: return
+        case .refused(let refusal): throw Self.refusal(refusal)
+        case .register:
+            let recent = try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) FROM device_credentials WHERE user_id = ? AND ended_at IS NULL AND registered_at > ?
+                    """, arguments: [user, Timestamp.format(Date(timeIntervalSinceNow: -3600))])
+            guard CredentialRules.roomForNewDevice(registeredInLastHour: recent ?? 0) else {
+                throw Self.refusal(.limit)
             }
-            return
+            try db.execute(
+                sql: "INSERT INTO device_credentials (device_id, user_id, hash, registered_at) VALUES (?, ?, ?, ?)",
+                arguments: [device, user, hash, now])
         }
-        if let owner = try Self.owner(db, table: "devices", id: device), owner != user {
-            throw refused("the device is not one of yours")
-        }
-        guard
-            try Bool.fetchOne(db, sql: "SELECT 1 FROM device_credentials WHERE hash = ?", arguments: [hash]) == nil
-        else { throw refused("this credential belongs to another device") }
-        // At most `maxNewDevicesPerHour` new devices per user an hour (`private.device_credentials_room`).
-        let recent = try Int.fetchOne(
-            db,
-            sql: "SELECT count(*) FROM device_credentials WHERE user_id = ? AND ended_at IS NULL AND registered_at > ?",
-            arguments: [user, Timestamp.format(Date(timeIntervalSinceNow: -3600))])
-        guard (recent ?? 0) < maxNewDevicesPerHour else {
-            throw RemoteStoreError(
-                .limitExceeded,
-                "this account registered too many new devices in the last hour: try again later (if you did "
-                    + "not register them, someone holds your login: change your password)",
-                postgrestCode: .programLimitExceeded, hint: "device-limit")
-        }
-        try db.execute(
-            sql: "INSERT INTO device_credentials (device_id, user_id, hash, registered_at) VALUES (?, ?, ?, ?)",
-            arguments: [device, user, hash, now])
+    }
+
+    /// A registration's refusal as the PostgreSQL remote raises it.
+    static func refusal(_ refusal: CredentialRules.Refusal) -> RemoteStoreError {
+        refusal.sqlState == "54000"
+            ? RemoteStoreError(
+                .limitExceeded, refusal.message, postgrestCode: .programLimitExceeded, hint: refusal.hint)
+            : RemoteStoreError(
+                .permissionDenied, refusal.message, postgrestCode: .insufficientPrivilege, hint: refusal.hint)
     }
 
     // MARK: - The calling device

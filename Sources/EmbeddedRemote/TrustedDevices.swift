@@ -42,4 +42,24 @@ enum TrustedDevices {
         }
         return certified.subtracting(revoked)
     }
+
+    /// Every device a revoke or a succession of any epoch revoked (`private.trust_log_devices`'
+    /// `revoked_seq`): a revocation is never undone, and a device revoked before its credential
+    /// was registered never registers one. Entries that do not parse revoke nobody here; they
+    /// trust nobody in ``of(_:user:)``.
+    static func revokedInAnyEpoch(_ db: Database, user: String) throws -> Set<String> {
+        guard let userID = UUID(uuidString: user) else { return [] }
+        var revoked: Set<String> = []
+        for text in try String.fetchAll(db, sql: "SELECT entry FROM trust_log WHERE user_id = ?", arguments: [user]) {
+            guard let data = Data(base64Encoded: text), let entry = try? TrustLogEntry.parse(Array(data)).entry,
+                let body = try? TrustLogBody.parse(entry.body, of: entry.type, userID: userID)
+            else { continue }
+            switch body {
+            case .revoke(let revocation): revoked.insert(revocation.deviceID.canonical)
+            case .succession(let succession): revoked.formUnion(succession.revocations.map(\.deviceID.canonical))
+            default: break
+            }
+        }
+        return revoked
+    }
 }

@@ -80,6 +80,7 @@ struct VectorFileTests {
         "LiveActivityStatus": "status",
         "AlertPriority": "priority", "LiveActivityPriority": "priority", "AlertPayload": "payload",
         "LiveActivityPayload": "payload", "PushTokenRefusal": "refused",
+        "DeviceRegistration": "answer", "NewDeviceRoom": "room",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

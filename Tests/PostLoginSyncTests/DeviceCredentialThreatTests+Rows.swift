@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import PostLoginSync
 import RemoteStore
 import SyncModel
@@ -91,5 +92,33 @@ extension DeviceCredentialThreatTests {
         #expect(await refusal(row.id) == unknown)
         task.cancel()
         _ = try? await task.value
+    }
+
+    @Test(
+        "12. a device the trust log revoked before its credential row existed registers none: its thief's client reads nothing",
+        arguments: remotes)
+    func revokedBeforeCredentials(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let phone = w.phone.identity.id
+        #expect(try await w.root.revoke([phone]).rotationProblem == nil)
+        // The revocation ended the phone's credential; a file or database from before device
+        // credentials has no row for it at all.
+        switch backend {
+        case .embedded:
+            let file = try DatabaseQueue(path: w.world.directory.appendingPathComponent("remote.sqlite").path)
+            try await file.write { db in
+                try db.execute(sql: "DELETE FROM device_credentials WHERE device_id = ?", arguments: [phone.canonical])
+            }
+        case .postgrest:
+            _ = try await StackEnvironment.require().sql(
+                "DELETE FROM private.device_credentials WHERE device_id = '\(phone.canonical)'")
+        }
+        let thief = try w.world.remote(credential: .some(.random(for: phone)))
+        do {
+            _ = try await thief.listDevices()
+            Issue.record("a revoked device registered a credential and read the user's devices")
+        } catch let error as RemoteStoreError {
+            #expect(error.code == .permissionDenied && error.isDeviceRevoked, "\(error)")
+        }
     }
 }

@@ -89,6 +89,18 @@ struct RemoteRulesSQLVectorTests {
         let hasSession: Bool?
         let previousToken: String?
         let message: String?
+        let registered: Bool?
+        let mine: Bool?
+        let ended: Bool?
+        let sameCredential: Bool?
+        let deviceOfAnother: Bool?
+        let revokedInLog: Bool?
+        let credentialInUse: Bool?
+        let answer: String?
+        let hint: String?
+        let sqlState: String?
+        let registeredInLastHour: Int?
+        let room: Bool?
     }
 
     /// An AlertPayload test's request.
@@ -158,6 +170,10 @@ struct RemoteRulesSQLVectorTests {
         case "LiveActivityStatus": answer = test.status ?? "?"
         case "AlertPriority", "LiveActivityPriority": answer = test.priority.map(String.init) ?? "none"
         case "AlertPayload", "LiveActivityPayload": answer = "same"
+        case "DeviceRegistration", "NewDeviceRoom":
+            answer =
+                (test.answer ?? test.room.map { $0 ? "true" : "false" } ?? "?")
+                + (test.message.map { " <\($0)> \(test.hint ?? "-") \(test.sqlState ?? "?")" } ?? "")
         case "PushTokenRefusal": answer = (test.refused ?? "?") + (test.message.map { " <\($0)>" } ?? "")
         case "Unreached": answer = (test.outcome ?? "?") + (test.reason.map { " <\($0)>" } ?? "")
         case "ApprovalTransition", "QuestionTransition":
@@ -269,6 +285,23 @@ struct RemoteRulesSQLVectorTests {
                     + "\(literal(test.status))::text)")
         }
         calls += try payloadCalls(groups)
+        let words = "coalesce(' <' || w.message || '> ' || coalesce(w.hint, '-') || ' ' || w.state, '')"
+        for test in groups["DeviceRegistration"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || r.answer || \(words) FROM private.rule_device_registration("
+                    + [
+                        test.registered, test.mine, test.ended, test.sameCredential, test.deviceOfAnother,
+                        test.revokedInLog,
+                        test.credentialInUse,
+                    ].map(flag).joined(separator: ", ")
+                    + ") r LEFT JOIN LATERAL private.rule_device_refusal(r.answer) w ON true")
+        }
+        for test in groups["NewDeviceRoom"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || x.room::text || CASE WHEN x.room THEN '' ELSE \(words) END "
+                    + "FROM (SELECT private.rule_new_device_room(\(test.registeredInLastHour.map(String.init) ?? "NULL")) AS room) x, "
+                    + "private.rule_device_refusal('limit') w")
+        }
         for test in groups["PushTokenRefusal"] ?? [] {
             calls.append(
                 "SELECT \(test.tcId) || ' ' || coalesce(r.refused, 'none') || coalesce(' <' || r.message || '>', '') "
@@ -326,7 +359,8 @@ struct RemoteRulesSQLVectorTests {
                     "QuestionTransition": 48, "DeliveryOutcome": 96, "DeliverySpeaks": 250, "Unreached": 16,
                     "LiveActivityDue": 338,
                     "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14, "AlertPayload": 91,
-                    "LiveActivityPayload": 48, "PushTokenRefusal": 58,
+                    "LiveActivityPayload": 48, "PushTokenRefusal": 58, "DeviceRegistration": 72,
+                    "NewDeviceRoom": 6,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })

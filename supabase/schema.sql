@@ -988,6 +988,20 @@ $$;
 ALTER FUNCTION private.handoff_live_activity() OWNER TO postgres;
 
 --
+-- Name: has_control_character(text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.has_control_character(value text) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT value ~ '[\u0001-\u001f\u007f-\u009f]'
+$$;
+
+
+ALTER FUNCTION private.has_control_character(value text) OWNER TO postgres;
+
+--
 -- Name: has_trust_log(uuid); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2160,9 +2174,10 @@ CREATE FUNCTION private.request_alert_rows(caller uuid, kind text, request uuid,
                      (private.notification_settings_of(t.device_id)).enable_time_sensitive,
                      private.approval_badge(caller, t.device_id)) AS payload
           FROM public.push_tokens t,
-               LATERAL (SELECT private.alert_decision(t.device_id, kind, session) AS decision) a
+               LATERAL (SELECT private.alert_decision(t.device_id, kind, session) AS decision OFFSET 0) a
           WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id <> requester
-            AND private.is_trusted_device(caller, t.device_id) AND private.may_queue_push(t.device_id, 'alert')) d
+            AND private.is_trusted_device(caller, t.device_id) AND private.may_queue_push(t.device_id, 'alert')
+          OFFSET 0) d
     WHERE d.payload IS NOT NULL
     ORDER BY d.token
 $$;
@@ -2449,7 +2464,7 @@ BEGIN
                                       'interruption-level', 'active', 'mutable-content', 1),
             'type', kind, 'sessionId', session::text, 'deepLink', link);
     END IF;
-    IF kind NOT IN ('approval', 'question') OR request IS NULL THEN RETURN NULL; END IF;
+    IF kind IS NULL OR kind NOT IN ('approval', 'question') OR request IS NULL THEN RETURN NULL; END IF;
     payload := jsonb_build_object(
         'aps', jsonb_build_object('alert', private.rule_alert_text(kind), 'sound', 'default',
                                   'category', CASE kind WHEN 'question' THEN 'AGENT_QUESTION' ELSE 'APPROVAL_REQUEST' END,
@@ -2775,7 +2790,7 @@ CREATE FUNCTION private.rule_push_token_refusal(token text, token_type text, pla
             THEN 'live_activity_fields'
         WHEN coalesce(token_type, 'device') = 'device' AND (activity_id IS NOT NULL OR has_session) THEN 'device_fields'
         WHEN activity_id IS NOT NULL
-             AND (length(activity_id) NOT BETWEEN 1 AND 200 OR activity_id ~ '[\u0001-\u001f\u007f-\u009f]')
+             AND (length(activity_id) NOT BETWEEN 1 AND 200 OR private.has_control_character(activity_id))
             THEN 'activity_id'
         WHEN previous_token IS NOT NULL AND (previous_token !~ '^[A-Za-z0-9._:-]+$' OR length(previous_token) > 512)
             THEN 'previous_token'
@@ -4367,7 +4382,10 @@ BEGIN
         EXISTS (SELECT 1 FROM private.trust_log_devices t
                 WHERE t.user_id = caller AND t.device_id = v::text AND t.revoked_seq IS NOT NULL),
         EXISTS (SELECT 1 FROM private.device_credentials c WHERE c.hash = h));
-    IF r.answer NOT IN ('known', 'register') THEN PERFORM private.raise_device_refusal(r.answer); END IF;
+    -- Fail closed: anything but these two is a refusal (a NULL answer too).
+    IF r.answer IS DISTINCT FROM 'known' AND r.answer IS DISTINCT FROM 'register' THEN
+        PERFORM private.raise_device_refusal(coalesce(r.answer, 'not_yours'));
+    END IF;
     IF r.answer = 'register' THEN
         INSERT INTO private.device_credentials (device_id, user_id, hash) VALUES (v, caller, h);
         created := true;
@@ -5116,7 +5134,7 @@ CREATE TABLE public.push_tokens (
     is_valid boolean DEFAULT true NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT push_tokens_activity_id_check CHECK (((activity_id IS NULL) OR (((length(activity_id) >= 1) AND (length(activity_id) <= 200)) AND (activity_id !~ '[[:cntrl:]]'::text)))),
+    CONSTRAINT push_tokens_activity_id_check CHECK (((activity_id IS NULL) OR (((length(activity_id) >= 1) AND (length(activity_id) <= 200)) AND (NOT private.has_control_character(activity_id))))),
     CONSTRAINT push_tokens_check CHECK (((token_type <> 'live_activity'::text) OR ((activity_id IS NOT NULL) AND (session_id IS NOT NULL)))),
     CONSTRAINT push_tokens_environment_check CHECK ((environment = ANY (ARRAY['development'::text, 'production'::text]))),
     CONSTRAINT push_tokens_platform_check CHECK ((platform ~ '^[a-z]{1,20}$'::text)),
@@ -6711,6 +6729,13 @@ REVOKE ALL ON FUNCTION private.end_revoked_device() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION private.handoff_live_activity() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION has_control_character(value text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.has_control_character(value text) FROM PUBLIC;
 
 
 --

@@ -64,16 +64,19 @@ extension EmbeddedRemoteStore {
     static func register(_ db: Database, user: String, device: String, hash: Data) throws {
         let row = try Row.fetchOne(
             db, sql: "SELECT user_id, hash, ended_at FROM device_credentials WHERE device_id = ?", arguments: [device])
-        let answer = CredentialRules.registration(
-            registered: row.map {
-                .init(
-                    mine: $0["user_id"] as String? == user, ended: $0["ended_at"] as String? != nil,
-                    sameCredential: $0["hash"] as Data? == hash)
-            },
-            deviceOfAnother: try Self.owner(db, table: "devices", id: device).map { $0 != user } ?? false,
-            revokedInLog: try TrustedDevices.revokedInAnyEpoch(db, user: user).contains(device),
-            credentialInUse: try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM device_credentials WHERE hash = ?", arguments: [hash]) != nil)
+        let registered = row.map {
+            CredentialRules.Registered(
+                mine: $0["user_id"] as String? == user, ended: $0["ended_at"] as String? != nil,
+                sameCredential: $0["hash"] as Data? == hash)
+        }
+        // With a row the rule reads nothing else: the rest is read only without one.
+        let unregistered = registered == nil
+        let answer = try CredentialRules.registration(
+            registered: registered,
+            deviceOfAnother: unregistered && Self.owner(db, table: "devices", id: device).map { $0 != user } ?? false,
+            revokedInLog: unregistered && TrustedDevices.revokedInAnyEpoch(db, user: user).contains(device),
+            credentialInUse: unregistered
+                && Bool.fetchOne(db, sql: "SELECT 1 FROM device_credentials WHERE hash = ?", arguments: [hash]) != nil)
         switch answer {
         case .known: return
         case .refused(let refusal): throw Self.refusal(refusal)

@@ -7,7 +7,8 @@
 -- testvectors/remote-rules-v1.json calls with every case, expecting the payloads of PushPayloads
 -- in the RemoteRules module (which the embedded remote runs). The callers keep their names,
 -- signatures, checks and effects; the approval's and the question's share what they select
--- (private.request_alert_rows).
+-- (private.request_alert_rows; its OFFSET 0 fences keep PostgreSQL from evaluating a token's
+-- decision and payload more than once).
 --
 -- One answer changes: an approval's or question's `sealed` was left out when the payload's jsonb
 -- text (which puts a space after every ':' and ',') passed 4,090 bytes; it is now measured
@@ -70,7 +71,7 @@ BEGIN
                                       'interruption-level', 'active', 'mutable-content', 1),
             'type', kind, 'sessionId', session::text, 'deepLink', link);
     END IF;
-    IF kind NOT IN ('approval', 'question') OR request IS NULL THEN RETURN NULL; END IF;
+    IF kind IS NULL OR kind NOT IN ('approval', 'question') OR request IS NULL THEN RETURN NULL; END IF;
     payload := jsonb_build_object(
         'aps', jsonb_build_object('alert', private.rule_alert_text(kind), 'sound', 'default',
                                   'category', CASE kind WHEN 'question' THEN 'AGENT_QUESTION' ELSE 'APPROVAL_REQUEST' END,
@@ -152,9 +153,10 @@ CREATE FUNCTION private.request_alert_rows(
                      (private.notification_settings_of(t.device_id)).enable_time_sensitive,
                      private.approval_badge(caller, t.device_id)) AS payload
           FROM public.push_tokens t,
-               LATERAL (SELECT private.alert_decision(t.device_id, kind, session) AS decision) a
+               LATERAL (SELECT private.alert_decision(t.device_id, kind, session) AS decision OFFSET 0) a
           WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id <> requester
-            AND private.is_trusted_device(caller, t.device_id) AND private.may_queue_push(t.device_id, 'alert')) d
+            AND private.is_trusted_device(caller, t.device_id) AND private.may_queue_push(t.device_id, 'alert')
+          OFFSET 0) d
     WHERE d.payload IS NOT NULL
     ORDER BY d.token
 $$;
@@ -197,7 +199,9 @@ END
 $$;
 
 -- queue_task_alerts builds its payload once (a task kind's is the same for every device that gets
--- one); the rest of its text stays as it is.
+-- one); the rest of its text stays as it is. A kind that is not a task kind (no caller passes one:
+-- notify_session_event checks it, the triggers take it from the rules) once got the paused text;
+-- now it has no payload, and its insert fails on push_outbox.payload's NOT NULL.
 DO $$
 DECLARE
     fn text := 'private.queue_task_alerts(uuid, uuid, text)';

@@ -123,7 +123,10 @@ BEGIN
         EXISTS (SELECT 1 FROM private.trust_log_devices t
                 WHERE t.user_id = caller AND t.device_id = v::text AND t.revoked_seq IS NOT NULL),
         EXISTS (SELECT 1 FROM private.device_credentials c WHERE c.hash = h));
-    IF r.answer NOT IN ('known', 'register') THEN PERFORM private.raise_device_refusal(r.answer); END IF;
+    -- Fail closed: anything but these two is a refusal (a NULL answer too).
+    IF r.answer IS DISTINCT FROM 'known' AND r.answer IS DISTINCT FROM 'register' THEN
+        PERFORM private.raise_device_refusal(coalesce(r.answer, 'not_yours'));
+    END IF;
     IF r.answer = 'register' THEN
         INSERT INTO private.device_credentials (device_id, user_id, hash) VALUES (v, caller, h);
         created := true;

@@ -97,9 +97,9 @@ public enum PushPayloads {
 
     /// A live-activity event at `stamp` (Unix seconds) for a session started at `startedAt`
     /// (`nil`: now), showing `status` and `operation` (`nil`: the session's `runtimeOperation`
-    /// with details on, else ``LiveActivityRules/genericOperation``) and the session's `todo`
-    /// (its current task only with details on). It goes stale ``LiveActivityRules/staleAfter``
-    /// seconds later; an `end` is dismissed ``LiveActivityRules/dismissAfter`` seconds later.
+    /// with details on, else `LiveActivityRules.genericOperation`) and the session's `todo`
+    /// (its current task only with details on). It goes stale `LiveActivityRules.staleAfter`
+    /// seconds later; an `end` is dismissed `LiveActivityRules.dismissAfter` seconds later.
     public static func liveActivity(
         at stamp: Int64, event: LiveActivityEvent, status: String, operation: String?, showDetails: Bool,
         runtimeOperation: String?, todo: RuntimeStatus.TodoProgress?, startedAt: Int64?

@@ -988,20 +988,6 @@ $$;
 ALTER FUNCTION private.handoff_live_activity() OWNER TO postgres;
 
 --
--- Name: has_control_character(text); Type: FUNCTION; Schema: private; Owner: postgres
---
-
-CREATE FUNCTION private.has_control_character(value text) RETURNS boolean
-    LANGUAGE sql IMMUTABLE
-    SET search_path TO ''
-    AS $$
-    SELECT value ~ '[\u0001-\u001f\u007f-\u009f]'
-$$;
-
-
-ALTER FUNCTION private.has_control_character(value text) OWNER TO postgres;
-
---
 -- Name: has_trust_log(uuid); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2790,7 +2776,7 @@ CREATE FUNCTION private.rule_push_token_refusal(token text, token_type text, pla
             THEN 'live_activity_fields'
         WHEN coalesce(token_type, 'device') = 'device' AND (activity_id IS NOT NULL OR has_session) THEN 'device_fields'
         WHEN activity_id IS NOT NULL
-             AND (length(activity_id) NOT BETWEEN 1 AND 200 OR private.has_control_character(activity_id))
+             AND (length(activity_id) NOT BETWEEN 1 AND 200 OR activity_id ~ '[\u0001-\u001f\u007f-\u009f]')
             THEN 'activity_id'
         WHEN previous_token IS NOT NULL AND (previous_token !~ '^[A-Za-z0-9._:-]+$' OR length(previous_token) > 512)
             THEN 'previous_token'
@@ -5134,7 +5120,7 @@ CREATE TABLE public.push_tokens (
     is_valid boolean DEFAULT true NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT push_tokens_activity_id_check CHECK (((activity_id IS NULL) OR (((length(activity_id) >= 1) AND (length(activity_id) <= 200)) AND (NOT private.has_control_character(activity_id))))),
+    CONSTRAINT push_tokens_activity_id_check CHECK (((activity_id IS NULL) OR (((length(activity_id) >= 1) AND (length(activity_id) <= 200)) AND (activity_id !~ '[\u0001-\u001f\u007f-\u009f]'::text)))),
     CONSTRAINT push_tokens_check CHECK (((token_type <> 'live_activity'::text) OR ((activity_id IS NOT NULL) AND (session_id IS NOT NULL)))),
     CONSTRAINT push_tokens_environment_check CHECK ((environment = ANY (ARRAY['development'::text, 'production'::text]))),
     CONSTRAINT push_tokens_platform_check CHECK ((platform ~ '^[a-z]{1,20}$'::text)),
@@ -6729,13 +6715,6 @@ REVOKE ALL ON FUNCTION private.end_revoked_device() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION private.handoff_live_activity() FROM PUBLIC;
-
-
---
--- Name: FUNCTION has_control_character(value text); Type: ACL; Schema: private; Owner: postgres
---
-
-REVOKE ALL ON FUNCTION private.has_control_character(value text) FROM PUBLIC;
 
 
 --

@@ -46,9 +46,9 @@ enum TrustedDevices {
     /// Every device a revoke or a succession of any epoch revoked (`private.trust_log_devices`'
     /// `revoked_seq`): a revocation is never undone, and a device revoked before its credential
     /// was registered never registers one. Entries that do not parse revoke nobody here; they
-    /// trust nobody in ``of(_:user:)``.
+    /// trust nobody in ``of(_:user:)``. A file without the trust log's table has revoked nobody.
     static func revokedInAnyEpoch(_ db: Database, user: String) throws -> Set<String> {
-        guard let userID = UUID(uuidString: user) else { return [] }
+        guard let userID = UUID(uuidString: user), try db.tableExists("trust_log") else { return [] }
         var revoked: Set<String> = []
         for text in try String.fetchAll(db, sql: "SELECT entry FROM trust_log WHERE user_id = ?", arguments: [user]) {
             guard let data = Data(base64Encoded: text), let entry = try? TrustLogEntry.parse(Array(data)).entry,

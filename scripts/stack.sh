@@ -98,7 +98,7 @@ create_database() {  # name, variant (own | deployed)
         *_approval_recipients.sql)
           sed -n '/^-- deployed variant: begin/,/^-- deployed variant: end/p' "$file" >"$STACK_DIR/deployed-$name"
           file="$STACK_DIR/deployed-$name" ;;
-        *_updated_at_triggers.sql|*_column_limits.sql|*_capabilities_merge.sql|*_coordination.sql|*_push_token_ownership.sql|*_approvals.sql|*_notifications.sql|*_push_delivery.sql|*_secret_digest.sql|*_secret_digest_kept.sql|*_change_feed.sql|*_pull_feed.sql|*_session_id_index.sql|*_trust_log_feeds.sql|*_approval_decision_v2.sql|*_delivery_limits.sql|*_fair_claim.sql|*_approval_control.sql|*_notifications_2.sql|*_agent_hooks.sql|*_device_scoped_calls.sql|*_device_scoped_calls_2.sql|*_outbox_token_hidden.sql|*_delivery_round_5.sql|*_remote_rules.sql|*_request_rules.sql|*_delivery_rules.sql|*_live_activity_rules.sql|*_push_priority_rules.sql|*_push_payload_rules.sql|*_push_token_rules.sql) continue ;;
+        *_updated_at_triggers.sql|*_column_limits.sql|*_capabilities_merge.sql|*_coordination.sql|*_push_token_ownership.sql|*_approvals.sql|*_notifications.sql|*_push_delivery.sql|*_secret_digest.sql|*_secret_digest_kept.sql|*_change_feed.sql|*_pull_feed.sql|*_session_id_index.sql|*_trust_log_feeds.sql|*_approval_decision_v2.sql|*_delivery_limits.sql|*_fair_claim.sql|*_approval_control.sql|*_notifications_2.sql|*_agent_hooks.sql|*_device_scoped_calls.sql|*_device_scoped_calls_2.sql|*_outbox_token_hidden.sql|*_delivery_round_5.sql|*_remote_rules.sql|*_request_rules.sql|*_delivery_rules.sql|*_live_activity_rules.sql|*_push_priority_rules.sql|*_push_payload_rules.sql|*_push_token_rules.sql|*_silent_push_rules.sql) continue ;;
       esac
     fi
     psql_as "$db" -f "$file"

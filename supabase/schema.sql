@@ -433,11 +433,13 @@ CREATE FUNCTION private.approval_badge(caller uuid, device uuid) RETURNS integer
     SET search_path TO ''
     AS $$
     SELECT (SELECT count(*)::integer FROM public.approval_requests a
-            WHERE a.user_id = caller AND a.status = 'pending' AND a.requester_device_id <> device
-              AND a.expires_at > floor(extract(epoch FROM now()))::bigint)
+            WHERE a.user_id = caller
+              AND private.rule_badge_counts(a.status, a.requester_device_id = device,
+                                            a.expires_at - floor(extract(epoch FROM now()))::bigint))
          + (SELECT count(*)::integer FROM public.agent_questions q
-            WHERE q.user_id = caller AND q.status = 'pending' AND q.requester_device_id <> device
-              AND q.expires_at > floor(extract(epoch FROM now()))::bigint)
+            WHERE q.user_id = caller
+              AND private.rule_badge_counts(q.status, q.requester_device_id = device,
+                                            q.expires_at - floor(extract(epoch FROM now()))::bigint))
 $$;
 
 
@@ -665,8 +667,7 @@ BEGIN
 
     INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
         SELECT caller, t.device_id, t.token, 'background', 5, 'handoff-' || v_session::text,
-               jsonb_build_object('aps', jsonb_build_object('content-available', 1), 'type', 'session_handoff',
-                                  'sessionId', v_session::text, 'handedOffTo', v_client)
+               private.rule_handoff_payload(v_session::text, v_client)
         FROM public.push_tokens t
         WHERE t.user_id = caller AND t.device_id = previous.device_id AND t.token_type = 'device' AND t.is_valid
         ORDER BY t.token;
@@ -711,9 +712,8 @@ BEGIN
     END IF;
     INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
         SELECT caller, t.device_id, t.token, 'background', 5, 'approval-' || v_request,
-               jsonb_build_object('aps', jsonb_build_object('content-available', 1,
-                                                            'badge', private.approval_badge(caller, t.device_id)),
-                                  'clearApprovalId', v_request, 'reason', 'approved_on_other_device')
+               private.rule_clearing_payload('approval', v_request, 'approved_on_other_device',
+                                             private.approval_badge(caller, t.device_id))
         FROM public.push_tokens t
         WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude
           AND private.may_queue_push(t.device_id, 'clearing')
@@ -1797,9 +1797,7 @@ DECLARE
 BEGIN
     INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
         SELECT caller, t.device_id, t.token, 'background', 5, 'approval-' || request::text,
-               jsonb_build_object('aps', jsonb_build_object('content-available', 1,
-                                                            'badge', private.approval_badge(caller, t.device_id)),
-                                  'clearApprovalId', request::text, 'reason', reason)
+               private.rule_clearing_payload('approval', request::text, reason, private.approval_badge(caller, t.device_id))
         FROM public.push_tokens t
         WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id IS DISTINCT FROM except_device
           AND t.device_id IS DISTINCT FROM requester AND private.is_trusted_device(caller, t.device_id)
@@ -1924,9 +1922,7 @@ DECLARE
 BEGIN
     INSERT INTO public.push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload)
         SELECT caller, t.device_id, t.token, 'background', 5, 'question-clear-' || question::text,
-               jsonb_build_object('aps', jsonb_build_object('content-available', 1,
-                                                            'badge', private.approval_badge(caller, t.device_id)),
-                                  'clearQuestionId', question::text, 'reason', reason)
+               private.rule_clearing_payload('question', question::text, reason, private.approval_badge(caller, t.device_id))
         FROM public.push_tokens t
         WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.device_id IS DISTINCT FROM asker
           AND private.is_trusted_device(caller, t.device_id)
@@ -2546,6 +2542,36 @@ $$;
 ALTER FUNCTION private.rule_approval_transition(status text, expired boolean, event text, verdict text, decision_matches boolean, reopened integer, OUT action text, OUT next_status text, OUT push text, OUT reason text) OWNER TO postgres;
 
 --
+-- Name: rule_badge_counts(text, boolean, bigint); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_badge_counts(status text, asked_by_device boolean, expires_in bigint) RETURNS boolean
+    LANGUAGE sql IMMUTABLE
+    AS $$
+    SELECT status = 'pending' AND NOT asked_by_device AND expires_in > 0
+$$;
+
+
+ALTER FUNCTION private.rule_badge_counts(status text, asked_by_device boolean, expires_in bigint) OWNER TO postgres;
+
+--
+-- Name: rule_clearing_payload(text, text, text, integer); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_clearing_payload(kind text, request text, reason text, badge integer) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT jsonb_build_object('aps', jsonb_build_object('content-available', 1, 'badge', badge),
+                              CASE kind WHEN 'approval' THEN 'clearApprovalId' ELSE 'clearQuestionId' END, request,
+                              'reason', reason)
+    WHERE kind IN ('approval', 'question')
+$$;
+
+
+ALTER FUNCTION private.rule_clearing_payload(kind text, request text, reason text, badge integer) OWNER TO postgres;
+
+--
 -- Name: rule_compact_length(jsonb); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -2662,6 +2688,21 @@ $$;
 
 
 ALTER FUNCTION private.rule_device_registration(registered boolean, mine boolean, ended boolean, same_credential boolean, device_of_another boolean, revoked_in_log boolean, credential_in_use boolean, OUT answer text) OWNER TO postgres;
+
+--
+-- Name: rule_handoff_payload(text, text); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_handoff_payload(session text, handed_off_to text) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT jsonb_build_object('aps', jsonb_build_object('content-available', 1), 'type', 'session_handoff',
+                              'sessionId', session, 'handedOffTo', handed_off_to)
+$$;
+
+
+ALTER FUNCTION private.rule_handoff_payload(session text, handed_off_to text) OWNER TO postgres;
 
 --
 -- Name: rule_live_activity_due(boolean, double precision, double precision); Type: FUNCTION; Schema: private; Owner: postgres
@@ -7104,6 +7145,20 @@ REVOKE ALL ON FUNCTION private.rule_approval_transition(status text, expired boo
 
 
 --
+-- Name: FUNCTION rule_badge_counts(status text, asked_by_device boolean, expires_in bigint); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_badge_counts(status text, asked_by_device boolean, expires_in bigint) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_clearing_payload(kind text, request text, reason text, badge integer); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_clearing_payload(kind text, request text, reason text, badge integer) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION rule_compact_length(value jsonb); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -7143,6 +7198,13 @@ REVOKE ALL ON FUNCTION private.rule_device_refusal(code text, OUT message text, 
 --
 
 REVOKE ALL ON FUNCTION private.rule_device_registration(registered boolean, mine boolean, ended boolean, same_credential boolean, device_of_another boolean, revoked_in_log boolean, credential_in_use boolean, OUT answer text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_handoff_payload(session text, handed_off_to text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_handoff_payload(session text, handed_off_to text) FROM PUBLIC;
 
 
 --

@@ -150,4 +150,64 @@ extension RemoteRulesVectorGenerator {
         }
         return tests
     }
+
+    /// A clearing of every kind (the task kinds have none) with every reason a transition or
+    /// `clear_approval` gives and badges of one to seven digits, and a handoff to every client
+    /// type; ids as the callers pass them, and one `clear_approval` id that is not a UUID.
+    static func silentPayloadTests() -> [OutputTest] {
+        var tests: [OutputTest] = []
+        let reasons = [
+            "approved_on_other_device", "denied_on_other_device", "cancelled", "answered", "timeout",
+        ]
+        for kind in AlertKind.allCases {
+            for (reason, badge) in zip(reasons, [0, 1, 12, 1_234_567, 3]) {
+                let id = request(kind, sealed: "").id
+                var test = OutputTest(
+                    comment: "\(kind.rawValue) cleared (\(reason)), badge \(badge)",
+                    flags: [kind.isTaskKind ? "NotQueued" : "Queued"])
+                (test.push, test.kind, test.requestId, test.reason, test.badge) = (
+                    "clearing", kind.rawValue, id, reason, badge
+                )
+                test.payload = PushPayloads.clearing(kind, request: id, reason: reason, badge: badge)?.json
+                tests.append(test)
+            }
+        }
+        var other = OutputTest(comment: "approval cleared by an id that is not a UUID", flags: ["Queued"])
+        (other.push, other.kind, other.requestId, other.reason, other.badge) = (
+            "clearing", "approval", "tool-call/7 \"quoted\"", "approved_on_other_device", 2
+        )
+        other.payload =
+            PushPayloads.clearing(
+                .approval, request: "tool-call/7 \"quoted\"", reason: "approved_on_other_device", badge: 2)?.json
+        tests.append(other)
+        for client in ClientType.allCases {
+            var test = OutputTest(comment: "session handed off to \(client.rawValue)", flags: ["Queued"])
+            (test.push, test.sessionId, test.handedOffTo) = ("handoff", payloadSession, client.rawValue)
+            test.payload = PushPayloads.handoff(session: payloadSession, to: client.rawValue).json
+            tests.append(test)
+        }
+        return tests
+    }
+
+    /// Every status of an approval request and of a question, asked by the device or another,
+    /// with its time long past, just come, one second away and far off.
+    static func badgeCountsTests() -> [OutputTest] {
+        let statuses = Array(Set(ApprovalStatus.allCases.map(\.rawValue) + QuestionStatus.allCases.map(\.rawValue)))
+            .sorted()
+        var tests: [OutputTest] = []
+        for status in statuses {
+            for asked in [false, true] {
+                for expiresIn: Int64 in [-86_400, -1, 0, 1, 600] {
+                    let counts = NotificationRules.countsTowardBadge(
+                        status: status, askedByDevice: asked, expiresIn: expiresIn)
+                    var test = OutputTest(
+                        comment: "\(status), asked by \(asked ? "this" : "another") device, expires in \(expiresIn) s",
+                        flags: [counts ? "Counts" : "DoesNotCount"])
+                    (test.status, test.askedByDevice, test.expiresIn, test.counts) = (status, asked, expiresIn, counts)
+                    tests.append(test)
+                }
+            }
+        }
+        return tests
+    }
 }

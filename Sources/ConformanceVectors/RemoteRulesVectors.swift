@@ -22,7 +22,9 @@ import SyncModel
 /// `PushTokenRefusal` (`token`, `tokenType`, `platform`, `environment`, `activityId`, `hasSession`,
 /// `previousToken`: `refused`, `message`), `DeviceRegistration` (`registered`, `mine`, `ended`, `sameCredential`,
 /// `deviceOfAnother`, `revokedInLog`, `credentialInUse`: `answer`, `message`, `hint`, `sqlState`) and
-/// `NewDeviceRoom` (`registeredInLastHour`: `room`, `message`, `hint`, `sqlState`).
+/// `NewDeviceRoom` (`registeredInLastHour`: `room`, `message`, `hint`, `sqlState`), `SilentPayload` (`push`;
+/// `kind`, `requestId`, `reason`, `badge` or `sessionId`, `handedOffTo`: `payload`) and `BadgeCounts` (`status`,
+/// `askedByDevice`, `expiresIn`: `counts`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -48,6 +50,8 @@ public struct RemoteRulesGroup: VectorGroup {
         case pushTokenRefusal = "PushTokenRefusal"
         case deviceRegistration = "DeviceRegistration"
         case newDeviceRoom = "NewDeviceRoom"
+        case silentPayload = "SilentPayload"
+        case badgeCounts = "BadgeCounts"
     }
 
     public let type: Kind
@@ -236,50 +240,14 @@ public struct RemoteRulesGroup: VectorGroup {
         public let sqlState: String?
         public let registeredInLastHour: Int?
         public let room: Bool?
-    }
-
-    /// An AlertPayload test's request, as `approval_requests` and `agent_questions` hold it.
-    public struct PayloadRequest: Codable, Sendable, Hashable {
-        public var id: String
-        public var requesterDeviceId: String
-        public var generation: Int64
-        public var expiresAt: Int64
-        public var sealed: String
-
-        /// The request as the rule takes it.
-        public var value: PushPayloads.Request {
-            .init(
-                id: id, requesterDeviceID: requesterDeviceId, generation: generation, expiresAt: expiresAt,
-                sealed: sealed)
-        }
-
-        /// A request's fields as the file writes them.
-        public init(_ request: PushPayloads.Request) {
-            (id, requesterDeviceId, generation) = (request.id, request.requesterDeviceID, request.generation)
-            (expiresAt, sealed) = (request.expiresAt, request.sealed)
-        }
-    }
-
-    /// A LiveActivityPayload test's `todo_progress`, as a runtime status holds it.
-    public struct Todo: Codable, Sendable, Hashable {
-        public var completed: Int
-        public var total: Int
-        public var currentTask: String?
-
-        enum CodingKeys: String, CodingKey {
-            case completed, total
-            case currentTask = "current_task"
-        }
-
-        /// The progress as the rule takes it.
-        public var value: RuntimeStatus.TodoProgress {
-            .init(completed: completed, total: total, currentTask: currentTask)
-        }
-
-        /// Progress as the file writes it.
-        public init(_ todo: RuntimeStatus.TodoProgress) {
-            (completed, total, currentTask) = (todo.completed, todo.total, todo.currentTask)
-        }
+        /// SilentPayload (and `push`: `clearing` or `handoff`; `payload`): a clearing's `kind`,
+        /// `requestId`, `reason` and `badge`; a handoff's `sessionId` and the client it went to.
+        public let requestId: String?
+        public let handedOffTo: String?
+        /// BadgeCounts (and `status`, `expiresIn`): whether the device asked the request, and
+        /// whether it `counts` toward the device's badge.
+        public let askedByDevice: Bool?
+        public let counts: Bool?
     }
 
     /// A kind raised as the file writes it.
@@ -379,15 +347,16 @@ public struct RemoteRulesGroup: VectorGroup {
             guard let event = test.event.flatMap(LiveActivityEvent.init(rawValue:)), let expected = test.priority
             else { return "fields: missing or malformed" }
             outcome = LiveActivityQueueing.priority(end: event == .end, status: test.status) == expected
-        case .alertPayload:
-            guard let alert = test.kind.flatMap(AlertKind.init(rawValue:)),
-                let decision = test.decision.flatMap(AlertDecision.init(rawValue:)), let session = test.sessionId,
-                let scheme = test.scheme, let timeSensitive = test.timeSensitive, let badge = test.badge
-            else { return "fields: missing or malformed" }
+        case .alertPayload, .liveActivityPayload, .silentPayload:
+            guard let answer = payloadMatches(kind, test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .badgeCounts:
+            guard let status = test.status, let asked = test.askedByDevice, let expiresIn = test.expiresIn,
+                let counts = test.counts
+            else { return "fields: missing" }
             outcome =
-                PushPayloads.alert(
-                    alert, session: session, scheme: scheme, request: test.request?.value, decision: decision,
-                    timeSensitive: timeSensitive, badge: badge)?.json == test.payload
+                NotificationRules.countsTowardBadge(status: status, askedByDevice: asked, expiresIn: expiresIn)
+                == counts
         case .pushTokenRefusal:
             guard let token = test.token, let hasSession = test.hasSession, let expected = test.refused else {
                 return "fields: missing"
@@ -418,15 +387,6 @@ public struct RemoteRulesGroup: VectorGroup {
             guard let count = test.registeredInLastHour, let room = test.room else { return "fields: missing" }
             let answer = CredentialRules.roomForNewDevice(registeredInLastHour: count)
             outcome = answer == room && (answer ? test.message == nil : words(.limit, test))
-        case .liveActivityPayload:
-            guard let stamp = test.stamp, let event = test.event.flatMap(LiveActivityEvent.init(rawValue:)),
-                let status = test.status, let details = test.showDetails
-            else { return "fields: missing or malformed" }
-            outcome =
-                PushPayloads.liveActivity(
-                    at: stamp, event: event, status: status, operation: test.operation, showDetails: details,
-                    runtimeOperation: test.runtimeOperation, todo: test.todo?.value, startedAt: test.startedAt
-                ).json == test.payload
         }
         return VectorVerifier.judge(test.result, outcome)
     }

@@ -35,9 +35,10 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         // As the SQL: an approval's clearing asks `may_queue_push('clearing')`, a question's does not.
         for (device, token) in try trustedTokens(db, user: user, except: except)
         where try device != asker && (question || mayQueue(db, device: device, kind: .clearing)) {
-            let payload = PushPayload(
-                aps: .silent(badge: try approvalBadge(db, user: user, device: device)),
-                clearApprovalId: question ? nil : request, clearQuestionId: question ? request : nil, reason: reason)
+            guard
+                let payload = PushPayloads.clearing(
+                    kind, request: request, reason: reason, badge: try approvalBadge(db, user: user, device: device))
+            else { continue }
             queued += try enqueue(
                 db, user: user, device: device, token: token, type: "background", priority: 5,
                 collapse: (question ? "question-clear-" : "approval-") + request, payload: payload.json, at: now,

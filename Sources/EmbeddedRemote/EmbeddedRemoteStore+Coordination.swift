@@ -88,10 +88,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                     db, user: self.me, device: previousDevice, session: sessionID.canonical, status: nil,
                     operation: LiveActivityRules.handoffOperation)
             }
-            let payload = PushPayload(
-                aps: .silent(), type: "session_handoff", sessionId: sessionID.canonical,
-                handedOffTo: clientType.rawValue
-            ).json
+            let payload = PushPayloads.handoff(session: sessionID.canonical, to: clientType.rawValue).json
             // The handoff push is never suppressed (notifications.md).
             try db.execute(
                 sql: """
@@ -223,10 +220,9 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             // the answering device's, which keeps its own.
             var devicesNotified = 0
             for device in devices where trusted?.contains(device) ?? true {
-                let payload = PushPayload(
-                    aps: .silent(badge: try Self.approvalBadge(db, user: self.me, device: device)),
-                    clearApprovalId: requestID, reason: "approved_on_other_device"
-                ).json
+                let badge = try Self.approvalBadge(db, user: self.me, device: device)
+                let payload = PushPayloads.clearing(
+                    .approval, request: requestID, reason: "approved_on_other_device", badge: badge)?.json
                 let now = Self.now
                 try db.execute(
                     sql: """

@@ -86,16 +86,25 @@ extension EmbeddedRemoteStore: NotificationRemote {
         return true
     }
 
-    /// The device's pending, unexpired approval requests and questions that another device
-    /// asked: its badge.
+    /// `rule_badge_counts(status, asked_by_device, expires_in)` in this file's SQL, as in the
+    /// project's: ``NotificationRules/countsTowardBadge(status:askedByDevice:expiresIn:)``.
+    static let badgeCounts = DatabaseFunction("rule_badge_counts", argumentCount: 3, pure: true) { values in
+        guard let status = String.fromDatabaseValue(values[0]), let asked = Bool.fromDatabaseValue(values[1]),
+            let expiresIn = Int64.fromDatabaseValue(values[2])
+        else { return false }
+        return NotificationRules.countsTowardBadge(status: status, askedByDevice: asked, expiresIn: expiresIn)
+    }
+
+    /// The device's badge: how many of the user's approval requests and questions count toward
+    /// it (``badgeCounts``).
     static func approvalBadge(_ db: Database, user: String, device: String) throws -> Int {
         try Int.fetchOne(
             db,
             sql: """
                 SELECT (SELECT count(*) FROM approval_requests
-                        WHERE user_id = ?1 AND status = 'pending' AND requester_device_id <> ?2 AND expires_at > ?3)
+                        WHERE user_id = ?1 AND rule_badge_counts(status, requester_device_id = ?2, expires_at - ?3))
                      + (SELECT count(*) FROM agent_questions
-                        WHERE user_id = ?1 AND status = 'pending' AND requester_device_id <> ?2 AND expires_at > ?3)
+                        WHERE user_id = ?1 AND rule_badge_counts(status, requester_device_id = ?2, expires_at - ?3))
                 """, arguments: [user, device, Int64(epochSeconds)]) ?? 0
     }
 

@@ -106,6 +106,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "EmbeddedRemoteStore"
+        configuration.prepareDatabase { db in db.add(function: Self.badgeCounts) }
         do {
             try FileManager.default.createDirectory(
                 atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)

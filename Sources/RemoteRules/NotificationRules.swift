@@ -91,4 +91,12 @@ public enum NotificationRules {
         case .handoff, .clearing, .alert, .liveActivityEnd: true
         }
     }
+
+    /// Whether a request (an approval request or a question) counts toward a device's badge: it
+    /// is `pending`, another device asked it (not `askedByDevice`), and its time has not come
+    /// (`expiresIn`, its expiry less now in whole seconds, is more than 0).
+    /// `private.rule_badge_counts` in SQL.
+    public static func countsTowardBadge(status: String, askedByDevice: Bool, expiresIn: Int64) -> Bool {
+        status == "pending" && !askedByDevice && expiresIn > 0
+    }
 }

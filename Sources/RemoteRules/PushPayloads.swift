@@ -1,11 +1,13 @@
 import RemoteContract
 import SyncModel
 
-/// What the server writes in a visible alert and in a live-activity event (notifications-2.md,
-/// "Payloads"; docs/notifications.md), as functions of what it read: the SQL's
-/// `private.rule_alert_payload` and `private.rule_live_activity_payload` answer the same for the
-/// same arguments (`testvectors/remote-rules-v1.json`, groups AlertPayload and
-/// LiveActivityPayload).
+/// What the server writes in a push (notifications-2.md, "Payloads"; coordination.md;
+/// docs/notifications.md), as functions of what it read: a visible alert, a live-activity event,
+/// and the silent pushes that clear a request's prompt or tell a device its session moved. The
+/// SQL's `private.rule_alert_payload`, `private.rule_live_activity_payload`,
+/// `private.rule_clearing_payload` and `private.rule_handoff_payload` answer the same for the same
+/// arguments (`testvectors/remote-rules-v1.json`, groups AlertPayload, LiveActivityPayload and
+/// SilentPayload).
 public enum PushPayloads {
     /// The largest payload APNs takes, measured compactly (as the worker sends it).
     public static let maximumBytes = 4_096
@@ -117,5 +119,23 @@ public enum PushPayloads {
                 timestamp: stamp, event: event.rawValue, contentState: state,
                 staleDate: stamp + LiveActivityRules.staleAfter,
                 dismissalDate: event == .end ? stamp + LiveActivityRules.dismissAfter : nil))
+    }
+
+    /// The silent push that takes a request's prompt off a device: `content-available`, the
+    /// device's new `badge`, the request's id (`clearApprovalId` for an approval,
+    /// `clearQuestionId` for a question) and the `reason` it closed. `nil` for a kind that is not
+    /// a request.
+    public static func clearing(_ kind: AlertKind, request: String, reason: String, badge: Int) -> PushPayload? {
+        switch kind {
+        case .approval: PushPayload(aps: .silent(badge: badge), clearApprovalId: request, reason: reason)
+        case .question: PushPayload(aps: .silent(badge: badge), clearQuestionId: request, reason: reason)
+        case .taskComplete, .taskFailed, .taskPaused: nil
+        }
+    }
+
+    /// The silent push that tells a device another client (`clientType`: `ios`, `desktop`, `web`)
+    /// took `session` from it.
+    public static func handoff(session: String, to clientType: String) -> PushPayload {
+        PushPayload(aps: .silent(), type: "session_handoff", sessionId: session, handedOffTo: clientType)
     }
 }

@@ -80,7 +80,7 @@ struct VectorFileTests {
         "LiveActivityStatus": "status",
         "AlertPriority": "priority", "LiveActivityPriority": "priority", "AlertPayload": "payload",
         "LiveActivityPayload": "payload", "PushTokenRefusal": "refused",
-        "DeviceRegistration": "answer", "NewDeviceRoom": "room",
+        "DeviceRegistration": "answer", "NewDeviceRoom": "room", "SilentPayload": "payload", "BadgeCounts": "counts",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {
@@ -265,7 +265,7 @@ struct VectorFileTests {
                     copy[field] = number + 1
                 } else if test[field] == nil, group["type"] as? String == "AlertPriority" {
                     copy[field] = 1 // absent: nothing is queued; any number says otherwise
-                } else if test[field] == nil, group["type"] as? String == "AlertPayload" {
+                } else if test[field] == nil, ["AlertPayload", "SilentPayload"].contains(group["type"] as? String) {
                     copy[field] = "{}" // absent: nothing is queued; any payload says otherwise
                 } else {
                     let value = try #require(Self.field(field, of: test))

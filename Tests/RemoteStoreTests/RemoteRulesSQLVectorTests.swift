@@ -101,6 +101,10 @@ struct RemoteRulesSQLVectorTests {
         let sqlState: String?
         let registeredInLastHour: Int?
         let room: Bool?
+        let requestId: String?
+        let handedOffTo: String?
+        let askedByDevice: Bool?
+        let counts: Bool?
     }
 
     /// An AlertPayload test's request.
@@ -169,7 +173,8 @@ struct RemoteRulesSQLVectorTests {
         case "DeliverySpeaks": answer = test.speaks ?? "?"
         case "LiveActivityStatus": answer = test.status ?? "?"
         case "AlertPriority", "LiveActivityPriority": answer = test.priority.map(String.init) ?? "none"
-        case "AlertPayload", "LiveActivityPayload": answer = "same"
+        case "AlertPayload", "LiveActivityPayload", "SilentPayload": answer = "same"
+        case "BadgeCounts": answer = test.counts.map { $0 ? "true" : "false" } ?? "?"
         case "DeviceRegistration", "NewDeviceRoom":
             answer =
                 (test.answer ?? test.room.map { $0 ? "true" : "false" } ?? "?")
@@ -309,6 +314,11 @@ struct RemoteRulesSQLVectorTests {
                     + "\(literal(test.platform))::text, \(literal(test.environment))::text, \(literal(test.activityId))::text, "
                     + "\(flag(test.hasSession)), \(literal(test.previousToken))::text) r")
         }
+        for test in groups["BadgeCounts"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || private.rule_badge_counts(\(literal(test.status)), "
+                    + "\(flag(test.askedByDevice)), \(test.expiresIn.map(String.init) ?? "NULL")::bigint)::text")
+        }
         return calls.joined(separator: " UNION ALL ") + ";"
     }
 
@@ -342,6 +352,15 @@ struct RemoteRulesSQLVectorTests {
                         + "\(literal(test.runtimeOperation))::text, \(literal(todo))::jsonb, \(integer(test.startedAt))::bigint)"
                 ))
         }
+        for test in groups["SilentPayload"] ?? [] {
+            calls.append(
+                compared(
+                    test,
+                    test.push == "handoff"
+                        ? "private.rule_handoff_payload(\(literal(test.sessionId)), \(literal(test.handedOffTo)))"
+                        : "private.rule_clearing_payload(\(literal(test.kind)), \(literal(test.requestId)), "
+                            + "\(literal(test.reason)), \(integer(test.badge.map(Int64.init)))::integer)"))
+        }
         return calls
     }
 
@@ -360,7 +379,7 @@ struct RemoteRulesSQLVectorTests {
                     "LiveActivityDue": 338,
                     "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14, "AlertPayload": 91,
                     "LiveActivityPayload": 48, "PushTokenRefusal": 58, "DeviceRegistration": 72,
-                    "NewDeviceRoom": 6,
+                    "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -394,6 +413,8 @@ struct RemoteRulesSQLVectorTests {
         #expect(
             (groups["AlertPayload"] ?? []).contains { $0.payload?.contains("\"sealed\"") == false && $0.request != nil }
         )
+        #expect(Set((groups["SilentPayload"] ?? []).map { $0.payload == nil }) == [true, false])
+        #expect(Set((groups["BadgeCounts"] ?? []).compactMap(\.counts)) == [true, false])
         // A statement per group, of at most 400 tests or 16 alert payloads: all together would pass
         // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""

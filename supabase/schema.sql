@@ -2057,12 +2057,15 @@ BEGIN
     END IF;
 
     IF v_previous IS NOT NULL AND v_previous <> v_token THEN
-        UPDATE public.push_tokens t SET is_valid = false WHERE t.token = v_previous AND t.user_id = caller AND t.is_valid;
+        UPDATE public.push_tokens t SET is_valid = false WHERE t.token = v_previous AND t.user_id = caller AND t.device_id = v_device AND t.is_valid;
         GET DIAGNOSTICS invalidated = ROW_COUNT;
     END IF;
-    SELECT t.user_id, t.is_valid INTO existing FROM public.push_tokens t WHERE t.token = v_token FOR UPDATE;
-    -- Another user's valid token stays theirs; the answer does not say so.
-    IF existing.user_id IS NOT NULL AND existing.user_id <> caller AND existing.is_valid THEN
+    SELECT t.user_id, t.device_id, t.is_valid INTO existing FROM public.push_tokens t WHERE t.token = v_token FOR UPDATE;
+    -- Another device's valid token (another user's included) stays where it is; the answer does not say so.
+    IF private.rule_push_token_placement(
+           CASE WHEN existing.device_id IS NULL THEN 'none' WHEN existing.device_id = v_device THEN 'this_device'
+                WHEN existing.user_id = caller THEN 'another_device' ELSE 'another_user' END,
+           existing.is_valid) <> 'register' THEN
         RETURN jsonb_build_object('previousInvalidated', invalidated > 0);
     END IF;
     INSERT INTO public.push_tokens AS t (user_id, device_id, token, token_type, activity_id, session_id, platform, environment, is_valid)
@@ -2798,6 +2801,22 @@ $$;
 
 
 ALTER FUNCTION private.rule_new_device_room(registered_in_last_hour integer) OWNER TO postgres;
+
+--
+-- Name: rule_push_token_placement(text, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_push_token_placement(held_by text, is_valid boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE WHEN held_by IN ('none', 'this_device') THEN 'register'
+                WHEN held_by IN ('another_device', 'another_user') AND NOT is_valid THEN 'register'
+                ELSE 'stays' END
+$$;
+
+
+ALTER FUNCTION private.rule_push_token_placement(held_by text, is_valid boolean) OWNER TO postgres;
 
 --
 -- Name: rule_push_token_refusal(text, text, text, text, text, boolean, text); Type: FUNCTION; Schema: private; Owner: postgres
@@ -4438,26 +4457,10 @@ CREATE FUNCTION public.register_push_token(device_id text, token text, token_typ
     AS $$
 DECLARE
     v_device uuid := private.acting_device(register_push_token.device_id, false);
-    v_previous text;
 BEGIN
-
-    -- Only the device's own previous token is invalidated; another's is passed over, and the
-    -- answer is the one an unknown token gets (it does not say whose it is).
-    IF EXISTS (SELECT 1 FROM public.push_tokens t
-               WHERE t.token = register_push_token.previous_token AND t.device_id = v_device) THEN
-        v_previous := register_push_token.previous_token;
-    END IF;
-    -- Another device's valid token stays where it is (it moves once invalidated): only the
-    -- caller's previous token is invalidated, and the answer is the one a fresh registration gets.
-    IF EXISTS (SELECT 1 FROM public.push_tokens t
-               WHERE t.token = register_push_token.token AND t.device_id <> v_device AND t.is_valid) THEN
-        UPDATE public.push_tokens t SET is_valid = false, updated_at = now()
-            WHERE t.token = v_previous AND v_previous <> register_push_token.token AND t.device_id = v_device AND t.is_valid;
-        RETURN jsonb_build_object('previousInvalidated', FOUND);
-    END IF;
     RETURN private.register_push_token(v_device, register_push_token.token, register_push_token.token_type,
         register_push_token.platform, register_push_token.environment, register_push_token.activity_id,
-        private.uuid_arg(register_push_token.session_id, 'session_id'), v_previous);
+        private.uuid_arg(register_push_token.session_id, 'session_id'), register_push_token.previous_token);
 END
 $$;
 
@@ -7240,6 +7243,13 @@ REVOKE ALL ON FUNCTION private.rule_may_queue_push(kind text, settings public.no
 --
 
 REVOKE ALL ON FUNCTION private.rule_new_device_room(registered_in_last_hour integer) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_push_token_placement(held_by text, is_valid boolean); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_push_token_placement(held_by text, is_valid boolean) FROM PUBLIC;
 
 
 --

@@ -173,4 +173,19 @@ extension RemoteRulesVectorGenerator {
             return test
         }
     }
+
+    /// Every holder of a token, its row valid or not.
+    static func pushTokenPlacementTests() -> [OutputTest] {
+        PushTokenRules.Holder.allCases.flatMap { holder in
+            [true, false].map { valid in
+                let placement = PushTokenRules.placement(heldBy: holder, valid: valid)
+                var test = OutputTest(
+                    comment: "token held by \(holder.rawValue.replacingOccurrences(of: "_", with: " ")), "
+                        + (valid ? "valid" : "invalid"),
+                    flags: [placement == .stays ? "Stays" : "Registered"])
+                (test.heldBy, test.holderValid, test.placement) = (holder.rawValue, valid, placement.rawValue)
+                return test
+            }
+        }
+    }
 }

@@ -112,6 +112,9 @@ public enum RemoteRulesVectorGenerator {
         var handedOffTo: String?
         var askedByDevice: Bool?
         var counts: Bool?
+        var heldBy: String?
+        var holderValid: Bool?
+        var placement: String?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -166,6 +169,7 @@ public enum RemoteRulesVectorGenerator {
             ("LiveActivityPayload", liveActivityPayloadTests()), ("PushTokenRefusal", pushTokenTests()),
             ("DeviceRegistration", deviceRegistrationTests()), ("NewDeviceRoom", newDeviceRoomTests()),
             ("SilentPayload", silentPayloadTests()), ("BadgeCounts", badgeCountsTests()),
+            ("PushTokenPlacement", pushTokenPlacementTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -236,6 +240,8 @@ public enum RemoteRulesVectorGenerator {
                 "  reason, badge; handoff: sessionId, handedOffTo) -> payload (absent: none for that kind).",
                 "BadgeCounts (private.rule_badge_counts, NotificationRules): status, askedByDevice, expiresIn (its expiry less now,",
                 "  whole seconds) -> counts (toward the device's badge).",
+                "PushTokenPlacement (private.rule_push_token_placement, PushTokenRules): heldBy (none, this_device, another_device,",
+                "  another_user), holderValid (the holding row is valid) -> placement (register, stays).",
             ],
             groups: numbered)
     }

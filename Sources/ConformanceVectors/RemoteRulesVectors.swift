@@ -24,7 +24,7 @@ import SyncModel
 /// `deviceOfAnother`, `revokedInLog`, `credentialInUse`: `answer`, `message`, `hint`, `sqlState`) and
 /// `NewDeviceRoom` (`registeredInLastHour`: `room`, `message`, `hint`, `sqlState`), `SilentPayload` (`push`;
 /// `kind`, `requestId`, `reason`, `badge` or `sessionId`, `handedOffTo`: `payload`) and `BadgeCounts` (`status`,
-/// `askedByDevice`, `expiresIn`: `counts`).
+/// `askedByDevice`, `expiresIn`: `counts`), `PushTokenPlacement` (`heldBy`, `holderValid`: `placement`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -52,6 +52,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case newDeviceRoom = "NewDeviceRoom"
         case silentPayload = "SilentPayload"
         case badgeCounts = "BadgeCounts"
+        case pushTokenPlacement = "PushTokenPlacement"
     }
 
     public let type: Kind
@@ -248,6 +249,12 @@ public struct RemoteRulesGroup: VectorGroup {
         /// whether it `counts` toward the device's badge.
         public let askedByDevice: Bool?
         public let counts: Bool?
+        /// PushTokenPlacement: who holds the token a device registers (`none`, `this_device`,
+        /// `another_device`, `another_user`), whether that row is valid, and where the token goes
+        /// (`register` or `stays`).
+        public let heldBy: String?
+        public let holderValid: Bool?
+        public let placement: String?
     }
 
     /// A kind raised as the file writes it.
@@ -357,6 +364,11 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome =
                 NotificationRules.countsTowardBadge(status: status, askedByDevice: asked, expiresIn: expiresIn)
                 == counts
+        case .pushTokenPlacement:
+            guard let holder = test.heldBy.flatMap(PushTokenRules.Holder.init(rawValue:)), let valid = test.holderValid,
+                let expected = test.placement
+            else { return "fields: missing or malformed" }
+            outcome = PushTokenRules.placement(heldBy: holder, valid: valid).rawValue == expected
         case .pushTokenRefusal:
             guard let token = test.token, let hasSession = test.hasSession, let expected = test.refused else {
                 return "fields: missing"

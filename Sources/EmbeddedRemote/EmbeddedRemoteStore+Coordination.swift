@@ -129,12 +129,14 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             let existing = try Row.fetchOne(
                 db, sql: "SELECT id, user_id, device_id, is_valid FROM push_tokens WHERE token = ?",
                 arguments: [r.token])
-            // Another user's or another device's valid token stays where it is (it moves once
-            // invalidated, or the delivery worker does on APNs' word); the answer does not say so.
-            if let existing,
-                (existing["user_id"] as String?) != self.me || (existing["device_id"] as String?) != device,
-                existing["is_valid"] as Bool
-            {
+            let holder: PushTokenRules.Holder =
+                switch (existing?["user_id"] as String?, existing?["device_id"] as String?) {
+                case (nil, _): .none
+                case (_, device): .thisDevice
+                case (self.me, _): .anotherDevice
+                default: .anotherUser
+                }
+            guard PushTokenRules.placement(heldBy: holder, valid: existing?["is_valid"] ?? false) == .register else {
                 return PushTokenRegistered(previousInvalidated: invalidated > 0)
             }
             let id = try existing.map { try Self.uuid($0["id"]) } ?? UUID()

@@ -2,8 +2,10 @@ import RemoteContract
 import SyncModel
 
 /// Which push-token registration the server refuses, before it reads a row
-/// (`private.rule_push_token_refusal`; docs/coordination.md, "Push tokens"): the same answer and
-/// words for the same arguments (`testvectors/remote-rules-v1.json`, group PushTokenRefusal).
+/// (`private.rule_push_token_refusal`), and where a registered token goes
+/// (`private.rule_push_token_placement`; docs/coordination.md, "Push tokens"): the same answers
+/// and words for the same arguments (`testvectors/remote-rules-v1.json`, groups PushTokenRefusal
+/// and PushTokenPlacement).
 public enum PushTokenRules {
     /// The first field a registration gets wrong, in the order the server checks them.
     public enum Refusal: String, Sendable, Hashable, CaseIterable {
@@ -50,5 +52,35 @@ public enum PushTokenRules {
         if let activityID, !PushTokenText.isValidIdentifier(activityID) { return .activityID }
         if let previous, !PushTokenText.isValid(previous) { return .previousToken }
         return nil
+    }
+
+    /// Who holds a token a device registers, as the server reads its row.
+    public enum Holder: String, Sendable, Hashable, CaseIterable {
+        /// No row holds it.
+        case none
+        case thisDevice = "this_device"
+        /// Another device of the same user.
+        case anotherDevice = "another_device"
+        case anotherUser = "another_user"
+    }
+
+    /// Where a registration's token goes, once every argument passed
+    /// (``refusal(token:type:platform:environment:activityID:hasSession:previous:)``).
+    public enum Placement: String, Sendable, Hashable, CaseIterable {
+        /// The registration writes the token for its device.
+        case register
+        /// The token stays where it is, and the registration answers as if it had written it:
+        /// the answer never says whether a token string is registered.
+        case stays
+    }
+
+    /// Where a token held by `holder` goes (`valid`: whether that row is valid): a valid token
+    /// another device holds, another user's included, stays there until its owner or the
+    /// delivery worker invalidates it; otherwise the registration writes it.
+    public static func placement(heldBy holder: Holder, valid: Bool) -> Placement {
+        switch holder {
+        case .none, .thisDevice: .register
+        case .anotherDevice, .anotherUser: valid ? .stays : .register
+        }
     }
 }

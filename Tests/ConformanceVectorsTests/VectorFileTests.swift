@@ -81,6 +81,7 @@ struct VectorFileTests {
         "AlertPriority": "priority", "LiveActivityPriority": "priority", "AlertPayload": "payload",
         "LiveActivityPayload": "payload", "PushTokenRefusal": "refused",
         "DeviceRegistration": "answer", "NewDeviceRoom": "room", "SilentPayload": "payload", "BadgeCounts": "counts",
+        "PushTokenPlacement": "placement",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

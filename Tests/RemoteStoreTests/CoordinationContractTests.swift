@@ -189,6 +189,40 @@ struct CoordinationContractTests {
         #expect(try await me.phoneStore.invalidatePushToken(new) == false, "the first user no longer owns it")
     }
 
+    @Test(
+        "a registration is refused for a wrong argument whether or not another device holds its token",
+        arguments: kinds)
+    func refusalWhateverTheHolder(kind: RemoteKind) async throws {
+        let harness = try kind.harness()
+        let me = try await CoordinationActor(harness)
+        let other = try await CoordinationActor(harness)
+        let mine = CoordinationActor.token(), theirs = CoordinationActor.token()
+        try await me.store.registerPushToken(PushTokenRegistration(deviceID: me.desktop, token: mine))
+        try await other.phoneStore.registerPushToken(PushTokenRegistration(deviceID: other.phone, token: theirs))
+        // Held by my desktop, by another user's phone, by nobody: one answer each time, or the
+        // answer would tell anyone signed in whether a token string is registered.
+        for token in [mine, theirs, CoordinationActor.token()] {
+            for (registration, code) in [
+                (PushTokenRegistration(deviceID: me.phone, token: token, platform: "iOS"), .invalidValue),
+                (PushTokenRegistration(deviceID: me.phone, token: token, previousToken: "not a token"), .invalidValue),
+                (PushTokenRegistration(deviceID: me.phone, token: token, activityID: "a"), .invalidValue),
+                (
+                    PushTokenRegistration(
+                        deviceID: me.phone, token: token, type: .liveActivity, activityID: "a",
+                        sessionID: other.session.id), .permissionDenied
+                ),
+            ] as [(PushTokenRegistration, RemoteStoreError.Code)] {
+                await #expect("\(code) for a token held or not") {
+                    try await me.phoneStore.registerPushToken(registration)
+                } throws: { isRemote($0, code) }
+            }
+        }
+        // Both held tokens stayed where they were.
+        #expect(try await me.store.pushTokenStatus(deviceID: me.desktop).deviceTokenRegistered)
+        #expect(try await other.phoneStore.pushTokenStatus(deviceID: other.phone).deviceTokenRegistered)
+        #expect(try await me.phoneStore.pushTokenStatus(deviceID: me.phone).deviceTokenRegistered == false)
+    }
+
     @Test("approval clearing: each token once however often, never the excluded or an invalid one", arguments: kinds)
     func approvals(kind: RemoteKind) async throws {
         let harness = try kind.harness()

@@ -105,6 +105,9 @@ struct RemoteRulesSQLVectorTests {
         let handedOffTo: String?
         let askedByDevice: Bool?
         let counts: Bool?
+        let heldBy: String?
+        let holderValid: Bool?
+        let placement: String?
     }
 
     /// An AlertPayload test's request.
@@ -175,6 +178,7 @@ struct RemoteRulesSQLVectorTests {
         case "AlertPriority", "LiveActivityPriority": answer = test.priority.map(String.init) ?? "none"
         case "AlertPayload", "LiveActivityPayload", "SilentPayload": answer = "same"
         case "BadgeCounts": answer = test.counts.map { $0 ? "true" : "false" } ?? "?"
+        case "PushTokenPlacement": answer = test.placement ?? "?"
         case "DeviceRegistration", "NewDeviceRoom":
             answer =
                 (test.answer ?? test.room.map { $0 ? "true" : "false" } ?? "?")
@@ -319,6 +323,11 @@ struct RemoteRulesSQLVectorTests {
                 "SELECT \(test.tcId) || ' ' || private.rule_badge_counts(\(literal(test.status)), "
                     + "\(flag(test.askedByDevice)), \(test.expiresIn.map(String.init) ?? "NULL")::bigint)::text")
         }
+        for test in groups["PushTokenPlacement"] ?? [] {
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || private.rule_push_token_placement(\(literal(test.heldBy)), "
+                    + "\(flag(test.holderValid)))")
+        }
         return calls.joined(separator: " UNION ALL ") + ";"
     }
 
@@ -380,6 +389,7 @@ struct RemoteRulesSQLVectorTests {
                     "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14, "AlertPayload": 91,
                     "LiveActivityPayload": 48, "PushTokenRefusal": 58, "DeviceRegistration": 72,
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
+                    "PushTokenPlacement": 8,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -415,6 +425,7 @@ struct RemoteRulesSQLVectorTests {
         )
         #expect(Set((groups["SilentPayload"] ?? []).map { $0.payload == nil }) == [true, false])
         #expect(Set((groups["BadgeCounts"] ?? []).compactMap(\.counts)) == [true, false])
+        #expect(Set((groups["PushTokenPlacement"] ?? []).compactMap(\.placement)) == ["register", "stays"])
         // A statement per group, of at most 400 tests or 16 alert payloads: all together would pass
         // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""

@@ -715,12 +715,12 @@ BEGIN
                private.rule_clearing_payload('approval', v_request, 'approved_on_other_device',
                                              private.approval_badge(caller, t.device_id))
         FROM public.push_tokens t
-        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude
+        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude AND (NOT private.has_trust_log(caller) OR private.is_trusted_device(caller, t.device_id))
           AND private.may_queue_push(t.device_id, 'clearing')
         ORDER BY t.token
         ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING;
     SELECT count(*) INTO notified FROM public.push_tokens t
-        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude;
+        WHERE t.user_id = caller AND t.token_type = 'device' AND t.is_valid AND t.token IS DISTINCT FROM v_exclude AND (NOT private.has_trust_log(caller) OR private.is_trusted_device(caller, t.device_id));
     RETURN jsonb_build_object('success', true, 'devicesNotified', notified);
 END
 $$;
@@ -4130,22 +4130,13 @@ CREATE FUNCTION public.clear_approval(request_id text, exclude_device_token text
     SET search_path TO ''
     AS $$
 DECLARE
-    caller uuid := auth.uid();
     v_request uuid;
-    result jsonb;
 BEGIN
     -- The id's spelling first (22023), as the embedded remote checks it, then the caller.
     v_request := private.uuid_arg(clear_approval.request_id, 'request_id');
     IF v_request IS NULL THEN RAISE EXCEPTION 'request_id is required' USING ERRCODE = '22023'; END IF;
     PERFORM private.caller_device(true);
-    result := private.clear_approval(v_request::text, clear_approval.exclude_device_token);
-    -- What was queued for a device the log does not vouch for (a revoked or never-paired one) goes.
-    IF private.has_trust_log(caller) THEN
-        DELETE FROM public.push_outbox o
-            WHERE o.user_id = caller AND o.collapse_id = 'approval-' || v_request::text AND o.delivered_at IS NULL
-              AND NOT private.is_trusted_device(caller, o.device_id);
-    END IF;
-    RETURN result;
+    RETURN private.clear_approval(v_request::text, clear_approval.exclude_device_token);
 END
 $$;
 

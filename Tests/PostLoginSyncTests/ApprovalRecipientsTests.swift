@@ -49,6 +49,11 @@ struct ApprovalRecipientsTests {
         #expect(try await w.root.revoke([w.tablet.identity.id]).sessionsRotated > 0)
         #expect(try await w.phone.engine.pull().outcome == .success)
         let phone = try #require(w.tokens[w.phone.identity.id])
+        // clear_approval counts what it queued: the desktop's and the phone's tokens, not the
+        // revoked tablet's (the stack once counted it, then dropped its row).
+        let cleared = try await w.world.remote(for: w.desktop).clearApproval(
+            requestID: UUID().uuidString.lowercased(), excludingToken: nil)
+        #expect(cleared.devicesNotified == 2)
 
         // Cancelled: the alert and the clearing reach the phone only.
         let (cancelled, first) = try await w.ask()

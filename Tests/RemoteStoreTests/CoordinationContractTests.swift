@@ -413,6 +413,25 @@ struct CoordinationStackTests {
             // The engine's reader drops the same values.
             #expect(RuntimeStatus(json: body, sessionID: me.session.id, reportedAt: nil) == nil, "\(body)")
         }
+        // What a live activity may show: whole counts, no control character (Unicode's Cc,
+        // whatever the server's locale). The reader keeps the status and drops what it may not show.
+        let live = [
+            #""todo_progress":{"completed":2.5,"total":4}"#, #""todo_progress":{"completed":1,"total":4.5}"#,
+            #""current_operation":"run\u0085tests""#,
+            #""todo_progress":{"completed":1,"total":2,"current_task":"a\u009fb"}"#,
+        ]
+        for member in live {
+            let body =
+                #"{"schema_version":"1","coding_session":{"status":"running",\#(member)},"device_id":"d","session_id":"\#(id)","updated_at_ms":1}"#
+            let response = try await stack.request(
+                "PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token,
+                headers: me.actor.credential.headers,
+                body: #"{"runtime_status":\#(body),"runtime_status_updated_at":"2026-11-22T00:00:00Z"}"#)
+            #expect(response.status == 400 && response.body.contains("23514"), "\(member): \(response.status)")
+            let read = RuntimeStatus(json: body, sessionID: me.session.id, reportedAt: nil)
+            #expect(read?.state == .running && read?.currentOperation == nil, "\(member)")
+            #expect(read?.todoProgress == nil || read?.todoProgress?.currentTask == nil, "\(member)")
+        }
         let untimed = try await stack.request(
             "PATCH", "/rest/v1/agent_coding_sessions?id=eq.\(id)", token: token, headers: me.actor.credential.headers,
             body: #"{"runtime_status":\#(good)}"#)

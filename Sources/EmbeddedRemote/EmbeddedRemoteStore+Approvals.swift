@@ -9,107 +9,6 @@ import SyncModel
 /// one SQLite transaction (SQLite's single writer is the row lock: two answers at once end with
 /// one decision).
 extension EmbeddedRemoteStore: ApprovalRemote {
-    /// Unix seconds now.
-    static var epochSeconds: UInt64 { UInt64(Date().timeIntervalSince1970) }
-
-    /// Whether text is padded, canonical standard base64 of `bytes` (a range of lengths).
-    static func isCanonicalBase64(_ text: String, bytes: ClosedRange<Int>) -> Bool {
-        guard let data = Data(base64Encoded: text), bytes.contains(data.count) else { return false }
-        return data.base64EncodedString() == text
-    }
-
-    /// The clearing push of coordination.md for a request (`kind` `.question`: a question) to every
-    /// valid device token of the user's trusted devices (``trustedTokens(_:user:except:)``) but the
-    /// asker's and `except`'s, carrying each device's new badge; once per token and request. Never
-    /// suppressed by a device's settings.
-    static func queueClearing(
-        _ db: Database, user: String, request: String, kind: AlertKind = .approval, reason: String,
-        except: String? = nil
-    ) throws -> Int {
-        let question = kind == .question
-        let table = question ? "agent_questions" : "approval_requests"
-        let asker = try String.fetchOne(
-            db, sql: "SELECT requester_device_id FROM \(table) WHERE id = ?", arguments: [request])
-        var queued = 0
-        let now = Self.now
-        // As the SQL: an approval's clearing asks `may_queue_push('clearing')`, a question's does not.
-        for (device, token) in try trustedTokens(db, user: user, except: except)
-        where try device != asker && (question || mayQueue(db, device: device, kind: .clearing)) {
-            guard
-                let payload = PushPayloads.clearing(
-                    kind, request: request, reason: reason, badge: try approvalBadge(db, user: user, device: device))
-            else { continue }
-            queued += try enqueue(
-                db, user: user, device: device, token: token, type: "background", priority: 5,
-                collapse: (question ? "question-clear-" : "approval-") + request, payload: payload.json, at: now,
-                once: question ? "question" : "approval")
-        }
-        return queued
-    }
-
-    /// The alert of a new approval request (or, with `kind` `.question`, an agent's question)
-    /// for every valid device token of the user's other trusted devices (``TrustedDevices``), as
-    /// ``PushPayloads/alert(_:session:scheme:request:decision:timeSensitive:badge:)`` makes it for
-    /// each device's decision, settings and badge. Once per token.
-    static func queueAlerts(
-        _ db: Database, user: String, request row: Row, scheme: String, kind: AlertKind = .approval
-    ) throws -> Int {
-        let request = PushPayloads.Request(
-            id: row["id"], requesterDeviceID: row["requester_device_id"], generation: row["generation"],
-            expiresAt: row["expires_at"], sealed: row["body"])
-        let session: String = row["session_id"]
-        var queued = 0
-        let now = Self.now
-        for (device, token) in try trustedTokens(db, user: user, except: request.requesterDeviceID) {
-            guard try mayQueue(db, device: device, kind: .alert) else { continue }
-            // Each token's device decides once: off, nothing; passive (another device is active
-            // on the session), no sound and priority 5.
-            let decision = try alertDecision(db, device: device, kind: kind, session: session)
-            guard let priority = NotificationRules.priority(decision),
-                let alert = PushPayloads.alert(
-                    kind, session: session, scheme: scheme, request: request, decision: decision,
-                    timeSensitive: try settings(db, device: device).timeSensitive,
-                    badge: try approvalBadge(db, user: user, device: device))
-            else { continue }
-            queued += try enqueue(
-                db, user: user, device: device, token: token, type: "alert", priority: priority,
-                collapse: (kind == .question ? "question-" : "approval-request-") + request.id, payload: alert.json,
-                at: now, once: kind == .question ? "question" : "approval")
-        }
-        return queued
-    }
-
-    /// Refuses a new request or question whose generation, expiry or sealed body
-    /// ``RequestRules/refusal(_:generation:expiresIn:bodyBytes:bodyHeaderMatches:)`` refuses.
-    static func checkNewRequest(_ kind: RequestRules.Kind, generation: UInt32, expiresAt: UInt64, body: String) throws {
-        let raw = isCanonicalBase64(body, bytes: 0...Int.max) ? Data(base64Encoded: body) : nil
-        let header = raw.map { (bytes: Data) -> Bool in
-            guard bytes.count >= 5, bytes[bytes.startIndex] == 1 else { return false }
-            var stated: UInt32 = 0
-            for byte in bytes.dropFirst().prefix(4) { stated = stated << 8 | UInt32(byte) }
-            return stated == generation
-        }
-        let refusal = RequestRules.refusal(
-            kind, generation: Int64(generation), expiresIn: Int64(clamping: expiresAt) - Int64(epochSeconds),
-            bodyBytes: raw?.count, bodyHeaderMatches: header ?? false)
-        // The SQL's words: thousands grouped.
-        func grouped(_ n: Int64) -> String {
-            n >= 1000 ? "\(n / 1000)," + String(String(n % 1000 + 1000).dropFirst()) : "\(n)"
-        }
-        let window = RequestRules.expiryWindow(kind)
-        switch refusal {
-        case nil: return
-        case .generation: throw invalid("generation must be 1 to 2147483647")
-        case .expiresAt:
-            throw invalid(
-                "expires_at must be \(grouped(window.lowerBound)) to \(grouped(window.upperBound)) seconds from now")
-        case .body:
-            throw invalid(
-                "body must be canonical base64 of a sealed \(kind == .approval ? "request" : "question") of this generation"
-            )
-        }
-    }
-
     /// Whether `control` proves the requester of a request stored with `hash` (none: anyone).
     static func controlProves(_ control: String?, hash: Data?) -> Bool {
         guard let hash else { return true }
@@ -124,59 +23,11 @@ extension EmbeddedRemoteStore: ApprovalRemote {
         controlHash: String?
     ) async throws -> ApprovalRequested {
         return try await write("requesting an approval") { db in
-            let device = try self.acting(db, requesterDeviceID, trusted: true)
-            try self.requireSessionDesktop(db, session: sessionID, device: device)
-            try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
-            try self.requireOwn(db, table: "devices", id: requesterDeviceID, what: "device")
-            try Self.checkNewRequest(.approval, generation: generation, expiresAt: expiresAt, body: body)
-            var control: Data?
-            if let controlHash {
-                guard Self.isCanonicalBase64(controlHash, bytes: 32...32) else {
-                    throw Self.invalid("control_hash must be canonical base64 of 32 bytes")
-                }
-                control = Data(base64Encoded: controlHash)
-            }
-            if let existing = try Row.fetchOne(
-                db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
-            {
-                guard (existing["user_id"] as String) == self.me else {
-                    throw Self.refused("the request is not one of yours")
-                }
-                guard (existing["body"] as String) == body, (existing["session_id"] as String) == sessionID.canonical,
-                    (existing["requester_device_id"] as String) == requesterDeviceID.canonical,
-                    (existing["generation"] as Int64) == Int64(generation),
-                    (existing["expires_at"] as Int64) == Int64(expiresAt),
-                    (existing["control_hash"] as Data?) == control
-                else {
-                    throw RemoteStoreError(.conflict, "another request has this id", postgrestCode: .uniqueViolation)
-                }
-                let queued =
-                    try Int.fetchOne(
-                        db, sql: "SELECT count(*) FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
-                        arguments: [self.me, "approval-request-" + requestID.canonical]) ?? 0
-                return ApprovalRequested(
-                    requestId: requestID, expiresAt: expiresAt, devicesNotified: queued,
-                    devices: try Self.deliveries(db, user: self.me, alertID: requestID).devices)
-            }
-            let stamp = Self.now
-            try db.execute(
-                sql: """
-                    INSERT INTO approval_requests (id, user_id, session_id, requester_device_id, body, generation, created_at, expires_at, updated_at, control_hash)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    requestID.canonical, self.me, sessionID.canonical, requesterDeviceID.canonical, body,
-                    Int64(generation),
-                    stamp, Int64(expiresAt), stamp, control,
-                ])
-            let request = try Row.fetchOne(
-                db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
-            let queued =
-                try request.map { try Self.queueAlerts(db, user: self.me, request: $0, scheme: self.deepLinkScheme) }
-                ?? 0
+            let opened = try self.raiseRequest(
+                db, .approval, id: requestID, session: sessionID, requester: requesterDeviceID, body: body,
+                generation: generation, expiresAt: expiresAt, controlHash: controlHash)
             return ApprovalRequested(
-                requestId: requestID, expiresAt: expiresAt, devicesNotified: queued,
-                devices: try Self.deliveries(db, user: self.me, alertID: requestID).devices)
+                requestId: requestID, expiresAt: expiresAt, devicesNotified: opened.queued, devices: opened.devices)
         }
     }
 
@@ -202,7 +53,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             // clearing push is expireApprovals()'s to queue).
             let transition = RequestRules.transition(
                 approval: ApprovalStatus(rawValue: request["status"]) ?? .pending,
-                expired: UInt64(request["expires_at"] as Int64) <= Self.epochSeconds, on: .answer(verdict))
+                expired: Self.pastDue(request), on: .answer(verdict))
             guard case .takes(let decided, .clearing(let reason)) = transition else {
                 return ApprovalAnswered(
                     accepted: false, status: transition.words.status,
@@ -242,7 +93,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             }
             let transition = RequestRules.transition(
                 approval: ApprovalStatus(rawValue: request["status"]) ?? .pending,
-                expired: UInt64(request["expires_at"] as Int64) <= Self.epochSeconds, on: .cancel)
+                expired: Self.pastDue(request), on: .cancel)
             guard case .takes(let cancelled, .clearing(let reason)) = transition else {
                 return ApprovalCancelled(cancelled: false, status: transition.words.status, devicesNotified: 0)
             }
@@ -268,7 +119,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
             }
             let transition = RequestRules.transition(
                 approval: ApprovalStatus(rawValue: request["status"]) ?? .pending,
-                expired: UInt64(request["expires_at"] as Int64) <= Self.epochSeconds,
+                expired: Self.pastDue(request),
                 on: .reopen(
                     decisionMatches: (request["decision_signature"] as String?) == decisionSignature,
                     reopened: Int(request["reopened"] as Int64)))
@@ -288,7 +139,10 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                     """, arguments: [Self.now, requestID.canonical])
             try db.execute(
                 sql: "DELETE FROM push_outbox WHERE user_id = ? AND collapse_id IN (?, ?)",
-                arguments: [self.me, "approval-request-" + requestID.canonical, "approval-" + requestID.canonical])
+                arguments: [
+                    self.me, Self.alertCollapse(.approval, requestID.canonical),
+                    Self.clearingCollapse(.approval, requestID.canonical),
+                ])
             let reopened = try Row.fetchOne(
                 db, sql: "SELECT * FROM approval_requests WHERE id = ?", arguments: [requestID.canonical])
             let queued =
@@ -343,16 +197,5 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 arguments: [self.me, status?.rawValue, status?.rawValue]
             ).map { try ApprovalRequestRow(json: Self.json($0)) }
         }
-    }
-
-    /// The user's approval requests changed since `cursor` (every pending one without one).
-    static func changedApprovals(_ db: Database, user: String, since cursor: String?) throws -> [ApprovalRequestRow] {
-        try Row.fetchAll(
-            db,
-            sql: """
-                SELECT * FROM approval_requests WHERE user_id = ?
-                AND (CASE WHEN ? IS NULL THEN status = 'pending' ELSE updated_at > ? END) ORDER BY updated_at, id
-                """, arguments: [user, cursor, cursor]
-        ).map { try ApprovalRequestRow(json: Self.json($0)) }
     }
 }

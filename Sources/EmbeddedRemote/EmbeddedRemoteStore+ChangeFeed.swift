@@ -76,8 +76,12 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
                 statements: fingerprint, cursor: ChangeCursor(since: now), method: .feed)
             // Approvals and questions only to a device the log certifies.
             if certified {
-                changes.approvals = try Self.changedApprovals(db, user: self.me, since: cursor?.since)
-                changes.questions = try Self.changedQuestions(db, user: self.me, since: cursor?.since)
+                changes.approvals = try Self.changed(db, .approval, user: self.me, since: cursor?.since) {
+                    try ApprovalRequestRow(json: $0)
+                }
+                changes.questions = try Self.changed(db, .question, user: self.me, since: cursor?.since) {
+                    try AgentQuestionRow(json: $0)
+                }
             }
             if statements { changes.trustLog = try self.trustLogHead(db) }
             return changes

@@ -185,16 +185,8 @@ extension EmbeddedRemoteStore {
     /// credential (a placeholder ended at once when none was registered), the row's activity,
     /// the envelopes addressed to them.
     static func endRevokedDevices(_ db: Database, user: String, entry: String) throws {
-        guard let userID = UUID(uuidString: user), let data = Data(base64Encoded: entry),
-            let parsed = try? TrustLogEntry.parse(Array(data)).entry,
-            let body = try? TrustLogBody.parse(parsed.body, of: parsed.type, userID: userID)
-        else { return }
-        let revoked: [UUID]
-        switch body {
-        case .revoke(let revocation): revoked = [revocation.deviceID]
-        case .succession(let succession): revoked = succession.revocations.map(\.deviceID)
-        default: return
-        }
+        guard let userID = UUID(uuidString: user), let body = TrustedDevices.body(entry, user: userID) else { return }
+        let revoked = TrustedDevices.revocations(body)
         let stamp = now
         for id in revoked.map(\.canonical) {
             try db.execute(

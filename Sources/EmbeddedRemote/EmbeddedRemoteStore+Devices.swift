@@ -81,25 +81,15 @@ extension EmbeddedRemoteStore {
         publicKey: String?? = nil
     ) async throws {
         try await write("setting trust") { db in
-            if let isTrusted {
+            let changes: [(column: String, value: (any DatabaseValueConvertible)??)] = [
+                ("is_trusted", isTrusted), ("device_role", role?.rawValue), ("is_active", isActive),
+                ("public_key", publicKey),
+            ]
+            for change in changes {
+                guard let value = change.value else { continue } // not given: left as it is
                 try db.execute(
-                    sql: "UPDATE devices SET is_trusted = ? WHERE id = ? AND user_id = ?",
-                    arguments: [isTrusted, deviceID.canonical, self.me])
-            }
-            if let role {
-                try db.execute(
-                    sql: "UPDATE devices SET device_role = ? WHERE id = ? AND user_id = ?",
-                    arguments: [role.rawValue, deviceID.canonical, self.me])
-            }
-            if let isActive {
-                try db.execute(
-                    sql: "UPDATE devices SET is_active = ? WHERE id = ? AND user_id = ?",
-                    arguments: [isActive, deviceID.canonical, self.me])
-            }
-            if let publicKey {
-                try db.execute(
-                    sql: "UPDATE devices SET public_key = ? WHERE id = ? AND user_id = ?",
-                    arguments: [publicKey, deviceID.canonical, self.me])
+                    sql: "UPDATE devices SET \(change.column) = ? WHERE id = ? AND user_id = ?",
+                    arguments: [value, deviceID.canonical, self.me])
             }
         }
     }

@@ -66,7 +66,9 @@ extension EmbeddedRemoteStore: PullFeedRemote {
                 devices: try Self.changedDevices(db, user: self.me, since: since),
                 statements: statements, trustLog: try self.trustLogHead(db),
                 secretRequests: try Self.openRequests(db, user: self.me).filter { $0.requesterDeviceID == deviceID },
-                approvals: certified ? try Self.changedApprovals(db, user: self.me, since: since) : [])
+                approvals: certified
+                    ? try Self.changed(db, .approval, user: self.me, since: since) { try ApprovalRequestRow(json: $0) }
+                    : [])
         }
     }
 

@@ -11,53 +11,12 @@ extension EmbeddedRemoteStore: QuestionRemote {
         sessionID: UUID, questionID: UUID, requesterDeviceID: UUID, body: String, generation: UInt32,
         expiresAt: UInt64
     ) async throws -> QuestionAsked {
-        let scheme = deepLinkScheme
         return try await write("asking a question") { db in
-            let device = try self.acting(db, requesterDeviceID, trusted: true)
-            try self.requireSessionDesktop(db, session: sessionID, device: device)
-            try self.requireOwn(db, table: "agent_coding_sessions", id: sessionID, what: "session")
-            try self.requireOwn(db, table: "devices", id: requesterDeviceID, what: "device")
-            try Self.checkNewRequest(.question, generation: generation, expiresAt: expiresAt, body: body)
-            let queued: Int
-            if let existing = try Row.fetchOne(
-                db, sql: "SELECT * FROM agent_questions WHERE id = ?", arguments: [questionID.canonical])
-            {
-                guard (existing["user_id"] as String) == self.me else {
-                    throw Self.refused("the question is not one of yours")
-                }
-                guard (existing["body"] as String) == body, (existing["session_id"] as String) == sessionID.canonical,
-                    (existing["requester_device_id"] as String) == requesterDeviceID.canonical,
-                    (existing["generation"] as Int64) == Int64(generation),
-                    (existing["expires_at"] as Int64) == Int64(expiresAt)
-                else {
-                    throw RemoteStoreError(.conflict, "another question has this id", postgrestCode: .uniqueViolation)
-                }
-                queued =
-                    try Int.fetchOne(
-                        db, sql: "SELECT count(*) FROM push_outbox WHERE user_id = ? AND collapse_id = ?",
-                        arguments: [self.me, "question-" + questionID.canonical]) ?? 0
-            } else {
-                let stamp = Self.now
-                try db.execute(
-                    sql: """
-                        INSERT INTO agent_questions (id, user_id, session_id, requester_device_id, body, generation, created_at, expires_at, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        questionID.canonical, self.me, sessionID.canonical, requesterDeviceID.canonical, body,
-                        Int64(generation), stamp, Int64(expiresAt), stamp,
-                    ])
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT * FROM agent_questions WHERE id = ?", arguments: [questionID.canonical])
-                queued =
-                    try row.map {
-                        try Self.queueAlerts(db, user: self.me, request: $0, scheme: scheme, kind: .question)
-                    }
-                    ?? 0
-            }
+            let opened = try self.raiseRequest(
+                db, .question, id: questionID, session: sessionID, requester: requesterDeviceID, body: body,
+                generation: generation, expiresAt: expiresAt)
             return QuestionAsked(
-                questionId: questionID, expiresAt: expiresAt, devicesNotified: queued,
-                devices: try Self.deliveries(db, user: self.me, alertID: questionID).devices)
+                questionId: questionID, expiresAt: expiresAt, devicesNotified: opened.queued, devices: opened.devices)
         }
     }
 
@@ -70,7 +29,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
             let row = try self.requireOwned(db, table: "agent_questions", id: questionID, what: "question")
             let transition = RequestRules.transition(
                 question: QuestionStatus(rawValue: row["status"]) ?? .pending,
-                expired: UInt64(row["expires_at"] as Int64) <= Self.epochSeconds, on: .close(status))
+                expired: Self.pastDue(row), on: .close(status))
             guard case .takes(let closed, .clearing(let reason)) = transition else {
                 return QuestionClosed(closed: false, status: transition.words.status, devicesNotified: 0)
             }
@@ -121,15 +80,5 @@ extension EmbeddedRemoteStore: QuestionRemote {
                 arguments: [status.rawValue, now, now, id])
             _ = try queueClearing(db, user: row["user_id"], request: id, kind: .question, reason: reason)
         }
-    }
-
-    static func changedQuestions(_ db: Database, user: String, since cursor: String?) throws -> [AgentQuestionRow] {
-        try Row.fetchAll(
-            db,
-            sql: """
-                SELECT * FROM agent_questions WHERE user_id = ?
-                AND (CASE WHEN ? IS NULL THEN status = 'pending' ELSE updated_at > ? END) ORDER BY updated_at, id
-                """, arguments: [user, cursor, cursor]
-        ).map { try AgentQuestionRow(json: Self.json($0)) }
     }
 }

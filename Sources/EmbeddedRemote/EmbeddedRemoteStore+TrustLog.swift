@@ -54,7 +54,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         guard let state = try TrustLogServerState.fetch(db, user: me), state.highestEpoch > 0 else { return nil }
         let head = try state.current.flatMap { try TrustLogServerState.head(db, user: me, epoch: $0) }
         let pending = state.pending.flatMap {
-            $0.createdAt + TrustLogEpochs.resetDelay > Self.clockSeconds ? $0.epoch : nil
+            $0.createdAt + TrustLogEpochs.resetDelay > Self.epochSeconds ? $0.epoch : nil
         }
         return TrustLogHead(
             epoch: state.current, seq: head?.seq,
@@ -120,7 +120,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 throw Self.refusal(.refused("55000", "this user has no identity to reset"))
             }
             guard state.pending == nil else { throw Self.refusal(.refused("55000", "a reset is already pending")) }
-            if accept == nil, let last = state.lastResetRequest, last > Self.clockSeconds - 86_400 {
+            if accept == nil, let last = state.lastResetRequest, last > Self.epochSeconds - 86_400 {
                 throw Self.refusal(.refused("55000", "a reset was asked for in the last 24 hours"))
             }
             let epoch = max(2, state.highestEpoch + 1)
@@ -143,7 +143,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 state.pending = .init(epoch: epoch, hash: checked.hash, createdAt: checked.createdAt)
             }
             state.highestEpoch = epoch
-            state.lastResetRequest = Self.clockSeconds
+            state.lastResetRequest = Self.epochSeconds
             try state.save(db)
         }
     }
@@ -164,7 +164,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 db,
                 sql: "SELECT max(seq) FROM trust_log_witnesses WHERE user_id = ? AND device_id = ? AND epoch = ?",
                 arguments: [me, deviceID.canonical, Int64(witness.epoch)])
-            let now = Self.clockSeconds
+            let now = Self.epochSeconds
             guard let head, witness.epoch == state.current, witness.seq <= head.seq,
                 Int64(witness.seq) >= (last ?? -1), witness.seenAt >= now - min(now, 600), witness.seenAt <= now + 600
             else {
@@ -204,9 +204,6 @@ extension EmbeddedRemoteStore: TrustLogRemote {
 
     // MARK: - The rules
 
-    /// Seconds since 1970 by this remote's clock.
-    static var clockSeconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970)) }
-
     static func refusal(_ refusal: DeviceTrustError) -> RemoteStoreError {
         let code: RemoteStoreError.Code
         switch refusal.sqlState ?? "" {
@@ -227,7 +224,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         do {
             return try TrustLogServerRules.check(
                 item.entry, backup: item.backup, userID: user, epoch: epoch, epochStatus: status, head: head,
-                now: clockSeconds)
+                now: epochSeconds)
         } catch {
             throw refusal(error)
         }

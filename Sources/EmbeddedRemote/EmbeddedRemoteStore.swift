@@ -177,6 +177,8 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
 
     var me: String { userID.canonical }
     static var now: String { Timestamp.format(Date()) }
+    /// Unix seconds now, in whole seconds (the SQL's `floor(extract(epoch FROM now()))`).
+    static var epochSeconds: UInt64 { UInt64(max(0, Date().timeIntervalSince1970)) }
 
     /// Refuses a row naming another user (RLS `WITH CHECK`).
     func checkOwner(_ owner: UUID) throws {
@@ -198,13 +200,9 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         guard let caller, owners.allSatisfy({ $0 == caller }) else { throw Self.rowSecurity }
     }
 
-    /// Whether the calling (certified) device runs `session`: who writes its envelopes.
-    func isSessionDesktop(_ db: Database, session: String) throws -> Bool {
-        try isSessionDesktop(db, session: session, caller: try callingDevice(db))
-    }
-
-    /// ``isSessionDesktop(_:session:)`` with the calling device already read (once per batch of
-    /// rows, as PostgreSQL evaluates `private.calling_device()` once per statement).
+    /// Whether the calling (certified) device, `caller` (read once per batch of rows, as
+    /// PostgreSQL evaluates `private.calling_device()` once per statement), runs `session`: who
+    /// writes its envelopes.
     func isSessionDesktop(_ db: Database, session: String, caller: String?) throws -> Bool {
         if isServiceRole { return true }
         guard let caller else { return false }

@@ -38,7 +38,7 @@ struct TrustLogServerState: Sendable {
     static func settled(_ db: Database, user: String) throws -> TrustLogServerState {
         var state = try fetch(db, user: user) ?? TrustLogServerState(user: user, highestEpoch: 0)
         if let pending = state.pending,
-            pending.createdAt + TrustLogEpochs.resetDelay <= EmbeddedRemoteStore.clockSeconds
+            pending.createdAt + TrustLogEpochs.resetDelay <= EmbeddedRemoteStore.epochSeconds
         {
             state.current = pending.epoch
             state.pending = nil

@@ -14,7 +14,7 @@ enum TrustedDevices {
         guard let state = try TrustLogServerState.fetch(db, user: user) else { return [] }
         var epoch = state.current
         if let pending = state.pending,
-            pending.createdAt + TrustLogEpochs.resetDelay <= EmbeddedRemoteStore.clockSeconds
+            pending.createdAt + TrustLogEpochs.resetDelay <= EmbeddedRemoteStore.epochSeconds
         {
             epoch = pending.epoch
         }
@@ -25,19 +25,14 @@ enum TrustedDevices {
         var certified: Set<String> = []
         var revoked: Set<String> = []
         for text in entries {
-            guard let data = Data(base64Encoded: text),
-                let entry = try? TrustLogEntry.parse(Array(data)).entry,
-                let body = try? TrustLogBody.parse(entry.body, of: entry.type, userID: userID)
-            else { return [] }
+            guard let body = body(text, user: userID) else { return [] }
             switch body {
             case .genesis(let genesis): certified.insert(genesis.certificate.deviceID.canonical)
             case .certify(let certificate):
                 if !revoked.contains(certificate.deviceID.canonical) {
                     certified.insert(certificate.deviceID.canonical)
                 }
-            case .revoke(let revocation): revoked.insert(revocation.deviceID.canonical)
-            case .succession(let succession): revoked.formUnion(succession.revocations.map(\.deviceID.canonical))
-            case .rootGrant, .resetAnswer: break
+            default: revoked.formUnion(revocations(body).map(\.canonical))
             }
         }
         return certified.subtracting(revoked)
@@ -51,15 +46,26 @@ enum TrustedDevices {
         guard let userID = UUID(uuidString: user), try db.tableExists("trust_log") else { return [] }
         var revoked: Set<String> = []
         for text in try String.fetchAll(db, sql: "SELECT entry FROM trust_log WHERE user_id = ?", arguments: [user]) {
-            guard let data = Data(base64Encoded: text), let entry = try? TrustLogEntry.parse(Array(data)).entry,
-                let body = try? TrustLogBody.parse(entry.body, of: entry.type, userID: userID)
-            else { continue }
-            switch body {
-            case .revoke(let revocation): revoked.insert(revocation.deviceID.canonical)
-            case .succession(let succession): revoked.formUnion(succession.revocations.map(\.deviceID.canonical))
-            default: break
-            }
+            revoked.formUnion(body(text, user: userID).map(revocations)?.map(\.canonical) ?? [])
         }
         return revoked
+    }
+
+    /// A stored entry's body (base64 of the entry as the log holds it); `nil` when it does not
+    /// parse.
+    static func body(_ entry: String, user: UUID) -> TrustLogBody? {
+        guard let data = Data(base64Encoded: entry), let parsed = try? TrustLogEntry.parse(Array(data)).entry else {
+            return nil
+        }
+        return try? TrustLogBody.parse(parsed.body, of: parsed.type, userID: user)
+    }
+
+    /// The devices an entry revokes: a revoke's, a succession's; none for the rest.
+    static func revocations(_ body: TrustLogBody) -> [UUID] {
+        switch body {
+        case .revoke(let revocation): [revocation.deviceID]
+        case .succession(let succession): succession.revocations.map(\.deviceID)
+        default: []
+        }
     }
 }

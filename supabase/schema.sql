@@ -1110,6 +1110,7 @@ CREATE TABLE public.agent_coding_sessions (
     runtime_status jsonb,
     runtime_status_updated_at timestamp with time zone,
     CONSTRAINT agent_coding_sessions_current_branch_length CHECK ((length(current_branch) <= 255)),
+    CONSTRAINT agent_coding_sessions_runtime_status_live CHECK (((runtime_status IS NULL) OR (((NOT ((runtime_status -> 'coding_session'::text) ? 'current_operation'::text)) OR ((jsonb_typeof(((runtime_status -> 'coding_session'::text) -> 'current_operation'::text)) = 'string'::text) AND (char_length(((runtime_status -> 'coding_session'::text) ->> 'current_operation'::text)) <= 200) AND (((runtime_status -> 'coding_session'::text) ->> 'current_operation'::text) !~ '[[:cntrl:]]'::text))) AND ((NOT ((runtime_status -> 'coding_session'::text) ? 'todo_progress'::text)) OR ((jsonb_typeof(((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text)) = 'object'::text) AND (jsonb_typeof((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) -> 'completed'::text)) = 'number'::text) AND (jsonb_typeof((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) -> 'total'::text)) = 'number'::text) AND ((((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'completed'::text))::numeric >= (0)::numeric) AND (((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'completed'::text))::numeric <= (100000)::numeric)) AND ((((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'total'::text))::numeric >= (0)::numeric) AND (((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'total'::text))::numeric <= (100000)::numeric)) AND ((NOT (((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ? 'current_task'::text)) OR ((jsonb_typeof((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) -> 'current_task'::text)) = 'string'::text) AND (char_length((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'current_task'::text)) <= 200) AND ((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'current_task'::text) !~ '[[:cntrl:]]'::text)))))))),
     CONSTRAINT agent_coding_sessions_runtime_status_shape CHECK (((runtime_status IS NULL) OR ((jsonb_typeof(runtime_status) = 'object'::text) AND ((runtime_status -> 'schema_version'::text) = '"1"'::jsonb) AND (jsonb_typeof((runtime_status -> 'coding_session'::text)) = 'object'::text) AND (jsonb_typeof(((runtime_status -> 'coding_session'::text) -> 'status'::text)) = 'string'::text) AND (((runtime_status -> 'coding_session'::text) ->> 'status'::text) = ANY (ARRAY['running'::text, 'idle'::text, 'waiting'::text, 'not-available'::text, 'error'::text])) AND (jsonb_typeof((runtime_status -> 'device_id'::text)) = 'string'::text) AND (jsonb_typeof((runtime_status -> 'session_id'::text)) = 'string'::text) AND ((runtime_status ->> 'session_id'::text) = (id)::text) AND (jsonb_typeof((runtime_status -> 'updated_at_ms'::text)) = 'number'::text) AND ((NOT (runtime_status ? 'error_message'::text)) OR (jsonb_typeof((runtime_status -> 'error_message'::text)) = 'string'::text))))),
     CONSTRAINT agent_coding_sessions_runtime_status_time CHECK (((runtime_status IS NULL) OR (runtime_status_updated_at IS NOT NULL))),
     CONSTRAINT agent_coding_sessions_title_length CHECK ((length(title) <= 1024)),
@@ -2743,7 +2744,8 @@ DECLARE
 BEGIN
     IF todo IS NOT NULL THEN
         state := state || jsonb_build_object('todoProgress', jsonb_build_object(
-            'completed', (todo ->> 'completed')::integer, 'total', (todo ->> 'total')::integer,
+            'completed', trunc((todo ->> 'completed')::numeric)::integer,
+            'total', trunc((todo ->> 'total')::numeric)::integer,
             'currentTask', CASE WHEN show_details THEN coalesce(todo ->> 'current_task', '') ELSE '' END));
     END IF;
     aps := jsonb_build_object('timestamp', stamp, 'event', event, 'content-state', state, 'stale-date', stamp + 300);
@@ -4129,13 +4131,22 @@ CREATE FUNCTION public.clear_approval(request_id text, exclude_device_token text
     SET search_path TO ''
     AS $$
 DECLARE
+    caller uuid := auth.uid();
     v_request uuid;
+    result jsonb;
 BEGIN
     -- The id's spelling first (22023), as the embedded remote checks it, then the caller.
     v_request := private.uuid_arg(clear_approval.request_id, 'request_id');
     IF v_request IS NULL THEN RAISE EXCEPTION 'request_id is required' USING ERRCODE = '22023'; END IF;
     PERFORM private.caller_device(true);
-    RETURN private.clear_approval(v_request::text, clear_approval.exclude_device_token);
+    result := private.clear_approval(v_request::text, clear_approval.exclude_device_token);
+    -- What was queued for a device the log does not vouch for (a revoked or never-paired one) goes.
+    IF private.has_trust_log(caller) THEN
+        DELETE FROM public.push_outbox o
+            WHERE o.user_id = caller AND o.collapse_id = 'approval-' || v_request::text AND o.delivered_at IS NULL
+              AND NOT private.is_trusted_device(caller, o.device_id);
+    END IF;
+    RETURN result;
 END
 $$;
 
@@ -5380,14 +5391,6 @@ ALTER TABLE ONLY public.agent_coding_session_secrets
 
 ALTER TABLE ONLY public.agent_coding_sessions
     ADD CONSTRAINT agent_coding_sessions_pkey PRIMARY KEY (id);
-
-
---
--- Name: agent_coding_sessions agent_coding_sessions_runtime_status_live; Type: CHECK CONSTRAINT; Schema: public; Owner: postgres
---
-
-ALTER TABLE public.agent_coding_sessions
-    ADD CONSTRAINT agent_coding_sessions_runtime_status_live CHECK (((runtime_status IS NULL) OR (((NOT ((runtime_status -> 'coding_session'::text) ? 'current_operation'::text)) OR ((jsonb_typeof(((runtime_status -> 'coding_session'::text) -> 'current_operation'::text)) = 'string'::text) AND (char_length(((runtime_status -> 'coding_session'::text) ->> 'current_operation'::text)) <= 200) AND (((runtime_status -> 'coding_session'::text) ->> 'current_operation'::text) !~ '[\u0001-\u001f\u007f-\u009f]'::text))) AND ((NOT ((runtime_status -> 'coding_session'::text) ? 'todo_progress'::text)) OR ((jsonb_typeof(((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text)) = 'object'::text) AND (jsonb_typeof((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) -> 'completed'::text)) = 'number'::text) AND (jsonb_typeof((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) -> 'total'::text)) = 'number'::text) AND ((((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'completed'::text))::numeric >= (0)::numeric) AND (((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'completed'::text))::numeric <= (100000)::numeric)) AND ((((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'total'::text))::numeric >= (0)::numeric) AND (((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'total'::text))::numeric <= (100000)::numeric)) AND (((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'completed'::text))::numeric = trunc(((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'completed'::text))::numeric)) AND (((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'total'::text))::numeric = trunc(((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'total'::text))::numeric)) AND ((NOT (((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ? 'current_task'::text)) OR ((jsonb_typeof((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) -> 'current_task'::text)) = 'string'::text) AND (char_length((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'current_task'::text)) <= 200) AND ((((runtime_status -> 'coding_session'::text) -> 'todo_progress'::text) ->> 'current_task'::text) !~ '[\u0001-\u001f\u007f-\u009f]'::text)))))))) NOT VALID;
 
 
 --

@@ -122,16 +122,12 @@ public struct RuntimeStatus: Sendable, Hashable, Codable {
         return text
     }
 
-    /// A count the project's CHECK takes: a whole number from 0 to ``TodoProgress/maxCount``.
-    static func isWholeCount(_ value: Double) -> Bool {
-        (0...Double(TodoProgress.maxCount)).contains(value) && value == value.rounded(.towardZero)
-    }
-
     static func todo(_ value: Any?) -> TodoProgress? {
         guard let object = value as? [String: Any],
             let completed = object["completed"] as? NSNumber, !isBoolean(completed),
             let total = object["total"] as? NSNumber, !isBoolean(total),
-            isWholeCount(completed.doubleValue), isWholeCount(total.doubleValue)
+            (0...Double(TodoProgress.maxCount)).contains(completed.doubleValue),
+            (0...Double(TodoProgress.maxCount)).contains(total.doubleValue)
         else { return nil }
         return TodoProgress(
             completed: completed.intValue, total: total.intValue, currentTask: liveText(object["current_task"]))

@@ -34,7 +34,8 @@ REVOKE ALL ON FUNCTION private.rule_handoff_payload(text, text) FROM PUBLIC;
 -- Whether a request (an approval request or a question) counts toward a device's badge: it is
 -- 'pending', the device did not ask it, and its time has not come (`expires_in`, its expiry less
 -- now in whole seconds, is more than 0). Without a SET clause, so that PostgreSQL inlines it into
--- the count and the partial index on pending rows still serves it; it names no object, only
+-- the count as a plain expression (no call per row; the partial index on pending rows still
+-- matches its status test, though no longer as a range on expires_at); it names no object, only
 -- built-in operators, which resolve in pg_catalog first.
 CREATE FUNCTION private.rule_badge_counts(status text, asked_by_device boolean, expires_in bigint) RETURNS boolean
     LANGUAGE sql IMMUTABLE AS $$

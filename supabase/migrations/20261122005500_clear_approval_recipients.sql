@@ -8,8 +8,8 @@
 -- device holding a valid token, `devicesNotified` said one more than went out, where the embedded
 -- remote counted only the devices it queued for. Now the private function selects the same
 -- recipients the embedded remote does (every device when the user has no log, else the devices
--- the log vouches for), in its insert and in its count, and the wrapper's delete, which nothing
--- reaches any more, goes.
+-- the log vouches for), in its insert and in its count. The wrapper keeps its delete: it still
+-- takes back what an earlier call queued, undelivered, for a device revoked since.
 DO $$
 DECLARE
     fn text := 'private.clear_approval(text, text)';
@@ -21,18 +21,5 @@ BEGIN
         RAISE EXCEPTION '% no longer selects its recipients as this migration expects: update it', fn;
     END IF;
     EXECUTE replace(src, old, old || ' AND (NOT private.has_trust_log(caller) OR private.is_trusted_device(caller, t.device_id))');
-END
-$$;
-
-CREATE OR REPLACE FUNCTION public.clear_approval(request_id text, exclude_device_token text DEFAULT NULL) RETURNS jsonb
-    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = '' AS $$
-DECLARE
-    v_request uuid;
-BEGIN
-    -- The id's spelling first (22023), as the embedded remote checks it, then the caller.
-    v_request := private.uuid_arg(clear_approval.request_id, 'request_id');
-    IF v_request IS NULL THEN RAISE EXCEPTION 'request_id is required' USING ERRCODE = '22023'; END IF;
-    PERFORM private.caller_device(true);
-    RETURN private.clear_approval(v_request::text, clear_approval.exclude_device_token);
 END
 $$;

@@ -971,6 +971,27 @@ $$;
 ALTER FUNCTION private.end_revoked_device() OWNER TO postgres;
 
 --
+-- Name: end_revoked_device_pushes(); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.end_revoked_device_pushes() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+BEGIN
+    IF NEW.revoked_seq IS NULL OR NEW.device_id = '*' THEN RETURN NULL; END IF;
+    IF TG_OP = 'UPDATE' AND OLD.revoked_seq IS NOT NULL THEN RETURN NULL; END IF;
+    -- Scoped to the log's user: a log naming another user's device ends none of its tokens.
+    UPDATE public.push_tokens t SET is_valid = false
+        WHERE t.user_id = NEW.user_id AND t.device_id = NEW.device_id::uuid AND t.is_valid;
+    RETURN NULL;
+END
+$$;
+
+
+ALTER FUNCTION private.end_revoked_device_pushes() OWNER TO postgres;
+
+--
 -- Name: handoff_live_activity(); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -1845,6 +1866,7 @@ DECLARE
     placed record;
 BEGIN
     IF event <> 'end' AND NOT private.may_queue_push(device, 'liveactivity') THEN RETURN false; END IF;
+    IF private.has_trust_log(caller) AND NOT private.is_trusted_device(caller, device) THEN RETURN false; END IF;
     -- After an end, nothing: the activity is over.
     IF EXISTS (SELECT 1 FROM public.push_outbox o WHERE o.token = queue_live_activity.token
                AND o.push_type = 'liveactivity' AND o.payload -> 'aps' ->> 'event' = 'end') THEN
@@ -2966,8 +2988,8 @@ CREATE FUNCTION private.rule_unreached(setting_off boolean, registered_later boo
     SELECT CASE WHEN setting_off THEN 'off' ELSE 'unreachable' END,
            CASE WHEN setting_off THEN 'setting off'
                 WHEN registered_later THEN 'registered later'
-                WHEN NOT valid_token THEN 'token invalid'
                 WHEN NOT trusted THEN 'not trusted'
+                WHEN NOT valid_token THEN 'token invalid'
                 ELSE 'not queued' END
 $$;
 
@@ -4459,6 +4481,8 @@ CREATE FUNCTION public.register_push_token(device_id text, token text, token_typ
 DECLARE
     v_device uuid := private.acting_device(register_push_token.device_id, false);
 BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('register_device:' || v_device::text, 0));
+    PERFORM private.acting_device(register_push_token.device_id, false);
     RETURN private.register_push_token(v_device, register_push_token.token, register_push_token.token_type,
         register_push_token.platform, register_push_token.environment, register_push_token.activity_id,
         private.uuid_arg(register_push_token.session_id, 'session_id'), register_push_token.previous_token);
@@ -5777,6 +5801,13 @@ CREATE TRIGGER trust_log_devices_revoked AFTER INSERT OR UPDATE OF revoked_seq O
 
 
 --
+-- Name: trust_log_devices trust_log_devices_revoked_pushes; Type: TRIGGER; Schema: private; Owner: postgres
+--
+
+CREATE CONSTRAINT TRIGGER trust_log_devices_revoked_pushes AFTER INSERT OR UPDATE OF revoked_seq ON private.trust_log_devices DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION private.end_revoked_device_pushes();
+
+
+--
 -- Name: agent_coding_session_secrets agent_coding_session_secrets_digest_delete; Type: TRIGGER; Schema: public; Owner: postgres
 --
 
@@ -6753,6 +6784,13 @@ REVOKE ALL ON FUNCTION private.end_live_activities(caller uuid, device uuid, onl
 --
 
 REVOKE ALL ON FUNCTION private.end_revoked_device() FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION end_revoked_device_pushes(); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.end_revoked_device_pushes() FROM PUBLIC;
 
 
 --

@@ -86,7 +86,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             if (previous["client_type"] as String) == ClientType.ios.rawValue {
                 try Self.endLiveActivities(
                     db, user: self.me, device: previousDevice, session: sessionID.canonical, status: nil,
-                    operation: LiveActivityRules.handoffOperation)
+                    operation: LiveActivityRules.handoffOperation, vouched: Self.vouchedDevices(db, user: self.me))
             }
             let payload = PushPayloads.handoff(session: sessionID.canonical, to: clientType.rawValue).json
             // The handoff push is never suppressed (notifications.md).
@@ -204,8 +204,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         return try await write("clearing an approval") { db in
             _ = try self.caller(db, trusted: true)
             // Clearings go only to devices the log vouches for, when the user has a log.
-            let trusted: Set<String>? =
-                try Self.hasTrustLog(db, user: self.me) ? TrustedDevices.of(db, user: self.me) : nil
+            let trusted = try Self.vouchedDevices(db, user: self.me)
             // An approval request is cleared by its answer or its cancellation, never by this call.
             if let id = UUID(uuidString: requestID),
                 try Bool.fetchOne(

@@ -125,12 +125,18 @@ extension EmbeddedRemoteStore {
     func callingDevice(_ db: Database) throws -> String? {
         guard let device = try credentialDevice(db) else { return nil }
         if isServiceRole { return device }
-        guard try Self.hasTrustLog(db, user: me) else { return device }
-        return try TrustedDevices.of(db, user: me).contains(device) ? device : nil
+        guard let vouched = try Self.vouchedDevices(db, user: me) else { return device }
+        return vouched.contains(device) ? device : nil
     }
 
     static func hasTrustLog(_ db: Database, user: String) throws -> Bool {
         (try TrustLogServerState.fetch(db, user: user)?.highestEpoch ?? 0) > 0
+    }
+
+    /// The devices the trust log in force vouches for, or nil before the user has a log (when
+    /// any of the user's devices is): who clearings and live activities go to.
+    static func vouchedDevices(_ db: Database, user: String) throws -> Set<String>? {
+        try hasTrustLog(db, user: user) ? TrustedDevices.of(db, user: user) : nil
     }
 
     /// The device a call acts for: `named`, which must be the calling device (`trusted`:
@@ -183,7 +189,7 @@ extension EmbeddedRemoteStore {
 
     /// A stored entry that revokes devices ends them (`private.end_revoked_device`): the
     /// credential (a placeholder ended at once when none was registered), the row's activity,
-    /// the envelopes addressed to them.
+    /// their push tokens (`private.end_revoked_device_pushes`), the envelopes addressed to them.
     static func endRevokedDevices(_ db: Database, user: String, entry: String) throws {
         guard let userID = UUID(uuidString: user), let body = TrustedDevices.body(entry, user: userID) else { return }
         let revoked = TrustedDevices.revocations(body)
@@ -201,6 +207,12 @@ extension EmbeddedRemoteStore {
                 arguments: [id, user, Data(SHA256.hash(Array((UUID().canonical + id).utf8))), stamp, stamp])
             try db.execute(
                 sql: "UPDATE devices SET is_active = 0, updated_at = ? WHERE id = ? AND user_id = ? AND is_active",
+                arguments: [stamp, id, user])
+            // Its pushes end with it: what was queued for its tokens is not sent, nothing new is queued.
+            try db.execute(
+                sql: """
+                    UPDATE push_tokens SET is_valid = 0, updated_at = ? WHERE device_id = ? AND user_id = ? AND is_valid
+                    """,
                 arguments: [stamp, id, user])
             try db.execute(
                 sql: """

@@ -21,6 +21,7 @@ extension EmbeddedRemoteStore {
         migrator.registerMigration("v12: agents' questions", migrate: migration12)
         migrator.registerMigration("v13: answers to questions with choices", migrate: migration13)
         migrator.registerMigration("v14: device credentials", migrate: migration14)
+        migrator.registerMigration("v15: a revoked device's pushes", migrate: migration15)
         return migrator
     }
 }

@@ -137,14 +137,17 @@ extension EmbeddedRemoteStore: NotificationRemote {
                     """, arguments: [token, LiveActivityEvent.end.rawValue]) ?? false)
     }
 
-    /// Queues one live-activity event for one token, throttled (``LiveActivityQueueing``): an
-    /// event replaces the token's waiting row (not delivered, not failed) or is inserted; after an
-    /// `end` nothing more. Returns whether a row was inserted or replaced.
+    /// Queues one live-activity event for one token of a device in `vouched` (the devices the
+    /// trust log vouches for, ``vouchedDevices(_:user:)``; nil before the user has a log: any),
+    /// throttled (``LiveActivityQueueing``): an event replaces the token's waiting row (not
+    /// delivered, not failed) or is inserted; after an `end` nothing more. Returns whether a row
+    /// was inserted or replaced.
     static func queueLiveActivity(
         _ db: Database, user: String, device: String, token: String, event: LiveActivityEvent, payload: PushPayload,
-        priority: Int
+        priority: Int, vouched: Set<String>?
     ) throws -> Bool {
         if event != .end, try !mayQueue(db, device: device, kind: .liveActivity) { return false }
+        if let vouched, !vouched.contains(device) { return false }
         guard try liveActivityOpen(db, token: token) else { return false }
         let now = Date()
         let waiting = try Row.fetchOne(
@@ -182,11 +185,11 @@ extension EmbeddedRemoteStore: NotificationRemote {
     }
 
     /// Ends every open live activity of `device` (for one session, or all), showing `status`
-    /// (by default the session's) and `operation`.
+    /// (by default the session's) and `operation`; none when `vouched` leaves the device out.
     @discardableResult
     static func endLiveActivities(
         _ db: Database, user: String, device: String, session onlySession: String?, status: String?,
-        operation: String?
+        operation: String?, vouched: Set<String>?
     ) throws -> Int {
         let tokens = try Row.fetchAll(
             db,
@@ -209,7 +212,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
                 db, session: session, device: device, event: .end, status: shown, operation: operation)
             if try queueLiveActivity(
                 db, user: user, device: device, token: tokenText, event: .end, payload: payload,
-                priority: LiveActivityQueueing.priority(end: true, status: nil))
+                priority: LiveActivityQueueing.priority(end: true, status: nil), vouched: vouched)
             {
                 ended += 1
             }
@@ -232,6 +235,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
                 db, sql: "SELECT * FROM agent_coding_sessions WHERE id = ?", arguments: [sessionID])
         else { return }
         let status = LiveActivityRules.status(try runtimeState(session))
+        let vouched = try vouchedDevices(db, user: user)
         let tokens = try Row.fetchAll(
             db,
             sql: """
@@ -247,7 +251,7 @@ extension EmbeddedRemoteStore: NotificationRemote {
                 db, session: session, device: device, event: .update, status: status, operation: nil)
             _ = try queueLiveActivity(
                 db, user: user, device: device, token: tokenText, event: .update, payload: payload,
-                priority: LiveActivityQueueing.priority(end: false, status: status))
+                priority: LiveActivityQueueing.priority(end: false, status: status), vouched: vouched)
             let others = try String.fetchAll(
                 db,
                 sql: """
@@ -256,7 +260,8 @@ extension EmbeddedRemoteStore: NotificationRemote {
                     ORDER BY session_id
                     """, arguments: [user, device, sessionID])
             for other in others {
-                try endLiveActivities(db, user: user, device: device, session: other, status: nil, operation: nil)
+                try endLiveActivities(
+                    db, user: user, device: device, session: other, status: nil, operation: nil, vouched: vouched)
             }
         }
     }
@@ -269,9 +274,11 @@ extension EmbeddedRemoteStore: NotificationRemote {
                 SELECT DISTINCT device_id FROM push_tokens
                 WHERE session_id = ? AND user_id = ? AND token_type = 'live_activity' AND is_valid ORDER BY device_id
                 """, arguments: [sessionID, user])
+        let vouched = try vouchedDevices(db, user: user)
         for device in devices {
             try endLiveActivities(
-                db, user: user, device: device, session: sessionID, status: "completed", operation: nil)
+                db, user: user, device: device, session: sessionID, status: "completed", operation: nil,
+                vouched: vouched)
         }
     }
 
@@ -317,7 +324,8 @@ extension EmbeddedRemoteStore: NotificationRemote {
             var ended = 0
             if before.liveActivities, !after.liveActivities {
                 ended = try Self.endLiveActivities(
-                    db, user: self.me, device: device, session: nil, status: nil, operation: nil)
+                    db, user: self.me, device: device, session: nil, status: nil, operation: nil,
+                    vouched: Self.vouchedDevices(db, user: self.me))
             }
             return NotificationSettingsUpdated(settings: after, liveActivitiesEnded: ended)
         }

@@ -73,16 +73,16 @@ public enum DeliveryRules {
 
     /// Why a device with no row of the alert was not reached: `off` with `setting off` when its
     /// setting for the kind is off now; else `unreachable`, with the first that holds of
-    /// `registered later` (a valid token newer than the alert), `token invalid` (no valid token),
-    /// `not trusted` (the trust log in force does not certify it), else `not queued` (a setting or
-    /// a limit at the time).
+    /// `registered later` (a valid token newer than the alert), `not trusted` (the trust log in
+    /// force does not certify it: a revoked device, whose tokens its revocation ended, reads so),
+    /// `token invalid` (no valid token), else `not queued` (a setting or a limit at the time).
     public static func unreached(
         settingOff: Bool, registeredLater: Bool, validToken: Bool, trusted: Bool
     ) -> (outcome: DeliveryOutcome, reason: String) {
         if settingOff { return (.off, "setting off") }
         let reason =
             registeredLater
-            ? "registered later" : !validToken ? "token invalid" : !trusted ? "not trusted" : "not queued"
+            ? "registered later" : !trusted ? "not trusted" : !validToken ? "token invalid" : "not queued"
         return (.unreachable, reason)
     }
 }

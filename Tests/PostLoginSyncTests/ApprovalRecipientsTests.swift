@@ -75,16 +75,195 @@ struct ApprovalRecipientsTests {
     }
 
     @Test(
-        "a device row the trust log never certified gets no alert and cannot answer; the question stays open",
+        "a revoked device's push tokens end with it: what was queued for them is not sent, no live activity reaches it",
+        arguments: Backend.available)
+    func revokedDevicePushes(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let session = try await w.session
+        let live = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
+        try await w.world.remote(for: w.tablet).registerPushToken(
+            PushTokenRegistration(
+                deviceID: w.tablet.identity.id, token: live, type: .liveActivity, activityID: "activity-1",
+                sessionID: session))
+        let desktop = Coordinator(store: w.desktop.store, remote: try w.world.remote(for: w.desktop))
+        func livePayloads() async throws -> [String] {
+            try await w.world.remote().listOutbox(limit: 1_000).filter { $0.tokenHint == PushTokenText.hint(live) }
+                .map(\.payload)
+        }
+        _ = try await desktop.reportRuntimeStatus(sessionID: session, state: .running)
+        let before = try await livePayloads()
+        #expect(before.count == 1)
+        #expect(try await w.validTokens(of: w.tablet.identity.id) == 2)
+
+        _ = try await w.root.revoke([w.tablet.identity.id])
+        // Both tokens are invalid: the worker closes the rows queued for them at claim
+        // (token_invalid) and sends none; the phone's token is untouched.
+        #expect(try await w.validTokens(of: w.tablet.identity.id) == 0)
+        #expect(try await w.validTokens(of: w.phone.identity.id) == 1)
+        // A status change queues nothing for the revoked tablet: its waiting update is not
+        // replaced by one that says what the session does now.
+        _ = try await desktop.reportRuntimeStatus(sessionID: session, state: .error, errorMessage: "failed")
+        #expect(try await livePayloads() == before)
+        // The desktop's delivery report says why the tablet is not reached: it is not trusted
+        // (that its token is invalid too is the consequence).
+        let (asking, row) = try await w.ask()
+        let report = try await w.world.remote(for: w.desktop).alertDeliveries(alertID: row.id)
+        let tablet = try #require(report.devices.first { $0.deviceID == w.tablet.identity.id })
+        #expect(tablet.outcome == .unreachable && tablet.reason == "not trusted")
+        asking.cancel()
+        _ = try? await asking.value
+    }
+
+    @Test("an embedded file from before v15: the tokens of a device revoked then end when it is opened")
+    func revokedBeforeMigration() async throws {
+        let w = try await ApprovalWorld.make(.embedded)
+        let tablet = w.tablet.identity.id.uuidString.lowercased()
+        // The file as v14 left a revocation: the credential ended, the tokens valid.
+        let queue = try w.world.operatorDatabase()
+        try await queue.write { db in
+            try db.execute(
+                sql: "UPDATE device_credentials SET ended_at = '2026-11-01T00:00:00Z' WHERE device_id = ?",
+                arguments: [tablet])
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier LIKE 'v15:%'")
+        }
+        #expect(try await w.validTokens(of: w.tablet.identity.id) == 1)
+        _ = try await w.world.remote(for: w.desktop).listOutbox(limit: 1)
+        #expect(try await w.validTokens(of: w.tablet.identity.id) == 0)
+        #expect(try await w.validTokens(of: w.phone.identity.id) == 1)
+    }
+
+    @Test(
+        "a push token registered while its device is being revoked waits for the revocation and is refused",
+        .enabled(if: !StackEnvironment.skipped))
+    func registrationRacingRevocation() async throws {
+        let w = try await ApprovalWorld.make(.postgrest)
+        let stack = try StackEnvironment.require()
+        let tablet = w.tablet.identity.id.uuidString.lowercased()
+        let lock = "hashtextextended('register_device:\(tablet)', 0)"
+        // The tablet's client has registered its credential already (its first call does).
+        let remote = try w.world.remote(for: w.tablet)
+        #expect(try await remote.pushTokenStatus(deviceID: w.tablet.identity.id).deviceTokenRegistered)
+        // A revocation in flight, as private.end_revoked_device runs it: its lock, then the
+        // credential ended, committed once a call waits for the lock (or after 30 s without one).
+        let key = "classid = ((\(lock) >> 32) & 4294967295)::oid AND objid = (\(lock) & 4294967295)::oid"
+        let revocation = Task {
+            try await stack.sql(
+                """
+                BEGIN; SELECT pg_advisory_xact_lock(\(lock));
+                UPDATE private.device_credentials SET ended_at = now() WHERE device_id = '\(tablet)';
+                DO $$ BEGIN
+                    FOR i IN 1..600 LOOP
+                        IF EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND \(key)) THEN
+                            RAISE NOTICE 'a call waits for the revocation';
+                            RETURN;
+                        END IF;
+                        PERFORM pg_sleep(0.05);
+                    END LOOP;
+                END $$;
+                COMMIT;
+                """, notices: true)
+        }
+        let held = try await Waiting.until(every: .milliseconds(20)) {
+            let count = try? await stack.sql(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND \(key)")
+            return count == "1"
+        }
+        #expect(held)
+        // The tablet's client registers a token meanwhile: it checked a live credential before;
+        // now it waits for the lock, reads the credential again and is refused.
+        let token = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
+        await #expect {
+            _ = try await remote.registerPushToken(PushTokenRegistration(deviceID: w.tablet.identity.id, token: token))
+        } throws: { ($0 as? RemoteStoreError)?.code == .permissionDenied }
+        // The call did wait for the lock: the race was run, not skipped by a late call.
+        #expect(try await revocation.value.contains("a call waits for the revocation"))
+        #expect(
+            try await stack.sql("SELECT count(*) FROM public.push_tokens WHERE token = '\(token)' AND is_valid") == "0")
+    }
+
+    @Test(
+        "a revocation of two devices, one's token registered by the other meanwhile: no deadlock, both end",
+        .enabled(if: !StackEnvironment.skipped))
+    func revocationOfTwoDevicesBesideARegistration() async throws {
+        let w = try await ApprovalWorld.make(.postgrest)
+        let stack = try StackEnvironment.require()
+        let phone = w.phone.identity.id.uuidString.lowercased()
+        let tablet = w.tablet.identity.id.uuidString.lowercased()
+        // A token the phone holds, which the tablet's client then registers (a token moving).
+        let token = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
+        try await w.world.remote(for: w.phone).registerPushToken(
+            PushTokenRegistration(deviceID: w.phone.identity.id, token: token))
+        let tabletRemote = try w.world.remote(for: w.tablet)
+        _ = try await tabletRemote.pushTokenStatus(deviceID: w.tablet.identity.id)
+        // One entry revoking both, as the trust log's reading records it: the phone, then the
+        // tablet once the registration below is done or waits for a row (at most 30 s later).
+        let phoneLock = "hashtextextended('register_device:\(phone)', 0)"
+        let done = "hashtextextended('registration done', 0)"
+        func revoke(_ device: String) -> String {
+            """
+            UPDATE private.trust_log_devices SET revoked_seq = coalesce(certified_seq, 0) + 1000
+            WHERE device_id = '\(device)' AND revoked_seq IS NULL;
+            """
+        }
+        let revocation = Task {
+            try await stack.sql(
+                """
+                BEGIN; \(revoke(phone))
+                DO $$ BEGIN
+                    FOR i IN 1..600 LOOP
+                        EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+                                          AND classid = ((\(done) >> 32) & 4294967295)::oid
+                                          AND objid = (\(done) & 4294967295)::oid)
+                            OR EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple'));
+                        PERFORM pg_sleep(0.05);
+                    END LOOP;
+                END $$;
+                \(revoke(tablet)) COMMIT;
+                """)
+        }
+        let started = try await Waiting.until(every: .milliseconds(20)) {
+            let count = try? await stack.sql(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                    + "AND classid = ((\(phoneLock) >> 32) & 4294967295)::oid "
+                    + "AND objid = (\(phoneLock) & 4294967295)::oid")
+            return count == "1"
+        }
+        #expect(started)
+        // Before the tablet's own lock is taken by the revocation: the call goes through (the
+        // phone's token stays the phone's) or, when late, is refused; it never deadlocks.
+        do {
+            _ = try await tabletRemote.registerPushToken(
+                PushTokenRegistration(deviceID: w.tablet.identity.id, token: token))
+        } catch let error as RemoteStoreError where error.code == .permissionDenied {}
+        _ = try await stack.sql("SELECT pg_advisory_lock(\(done)); SELECT pg_sleep(1)")
+        // The revocation committed (a deadlock fails it), and its commit ended both devices' tokens.
+        _ = try await revocation.value
+        #expect(try await w.validTokens(of: w.phone.identity.id) == 0)
+        #expect(try await w.validTokens(of: w.tablet.identity.id) == 0)
+    }
+
+    @Test(
+        "a device row the trust log never certified gets no alert, no live activity and cannot answer; the question stays open",
         arguments: Backend.available)
     func uncertifiedDevice(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
-        // A token holder adds a device row of the user and registers a token for it.
+        // A token holder adds a device row of the user and registers a token for it, and a
+        // live-activity token for a session.
         let intruder = try await w.world.device("intruder", role: .mobile)
         _ = try? await intruder.engine.pull() // writes its device row
         let token = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
         try await w.world.remote(for: intruder).registerPushToken(
             PushTokenRegistration(deviceID: intruder.identity.id, token: token))
+        let live = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
+        try await w.world.remote(for: intruder).registerPushToken(
+            PushTokenRegistration(
+                deviceID: intruder.identity.id, token: live, type: .liveActivity, activityID: "activity-1",
+                sessionID: try await w.session))
+        _ = try await Coordinator(store: w.desktop.store, remote: try w.world.remote(for: w.desktop))
+            .reportRuntimeStatus(sessionID: try await w.session, state: .running)
+        #expect(
+            !(try await w.world.remote().listOutbox(limit: 1_000).contains { $0.tokenHint == PushTokenText.hint(live) })
+        )
 
         let (task, row) = try await w.ask()
         let (alerts, _) = try await w.outbox(row.id)

@@ -126,6 +126,17 @@ struct ApprovalWorld {
         }
     }
 
+    /// How many of `device`'s push tokens are valid, read with the service role's powers.
+    func validTokens(of device: UUID) async throws -> Int {
+        let sql = "SELECT count(*) FROM push_tokens WHERE device_id = '\(device.canonical)' AND is_valid"
+        switch world.backend {
+        case .embedded:
+            return try await world.operatorDatabase().read { try Int.fetchOne($0, sql: sql) } ?? -1
+        case .postgrest:
+            return Int(try await StackEnvironment.require().sql(sql)) ?? -1
+        }
+    }
+
     /// The outbox rows of one request: alerts and clearings.
     func outbox(_ request: UUID) async throws -> (alerts: [OutboxEntry], clearings: [OutboxEntry]) {
         let rows = try await world.remote().listOutbox(limit: 1_000)

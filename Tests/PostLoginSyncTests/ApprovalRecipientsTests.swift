@@ -211,15 +211,22 @@ struct ApprovalRecipientsTests {
                 BEGIN; \(revoke(phone))
                 DO $$ BEGIN
                     FOR i IN 1..600 LOOP
-                        EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
-                                          AND classid = ((\(done) >> 32) & 4294967295)::oid
-                                          AND objid = (\(done) & 4294967295)::oid)
-                            OR EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple'));
+                        IF EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+                                   AND classid = ((\(done) >> 32) & 4294967295)::oid
+                                   AND objid = (\(done) & 4294967295)::oid) THEN
+                            RAISE NOTICE 'the registration was done first';
+                            RETURN;
+                        END IF;
+                        IF EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted
+                                   AND pg_backend_pid() = ANY (pg_blocking_pids(pid))) THEN
+                            RAISE NOTICE 'the registration waits for the revocation';
+                            RETURN;
+                        END IF;
                         PERFORM pg_sleep(0.05);
                     END LOOP;
                 END $$;
                 \(revoke(tablet)) COMMIT;
-                """)
+                """, notices: true)
         }
         let started = try await Waiting.until(every: .milliseconds(20)) {
             let count = try? await stack.sql(
@@ -229,15 +236,14 @@ struct ApprovalRecipientsTests {
             return count == "1"
         }
         #expect(started)
-        // Before the tablet's own lock is taken by the revocation: the call goes through (the
-        // phone's token stays the phone's) or, when late, is refused; it never deadlocks.
-        do {
-            _ = try await tabletRemote.registerPushToken(
-                PushTokenRegistration(deviceID: w.tablet.identity.id, token: token))
-        } catch let error as RemoteStoreError where error.code == .permissionDenied {}
+        // Before the revocation takes the tablet's own lock: the call goes through (the phone's
+        // token stays the phone's) without waiting on the phone's token row.
+        _ = try await tabletRemote.registerPushToken(
+            PushTokenRegistration(deviceID: w.tablet.identity.id, token: token))
         _ = try await stack.sql("SELECT pg_advisory_lock(\(done)); SELECT pg_sleep(1)")
-        // The revocation committed (a deadlock fails it), and its commit ended both devices' tokens.
-        _ = try await revocation.value
+        // The revocation committed (a deadlock fails it) after the registration was done, never
+        // waiting on a row the revocation had locked; its commit ended both devices' tokens.
+        #expect(try await revocation.value.contains("the registration was done first"))
         #expect(try await w.validTokens(of: w.phone.identity.id) == 0)
         #expect(try await w.validTokens(of: w.tablet.identity.id) == 0)
     }

@@ -61,6 +61,7 @@ DECLARE
     PERFORM private.acting_device(register_push_token.device_id, false);
     RETURN private.register_push_token($new$;
 BEGIN
+    IF position(new IN src) > 0 THEN RETURN; END IF;
     IF position(old IN src) = 0 THEN
         RAISE EXCEPTION '% no longer reads as this migration expects: update it', fn;
     END IF;
@@ -103,6 +104,7 @@ $old$;
                 WHEN NOT valid_token THEN 'token invalid'
 $new$;
 BEGIN
+    IF position(new IN src) > 0 THEN RETURN; END IF;
     IF position(old IN src) = 0 THEN
         RAISE EXCEPTION '% no longer reads as this migration expects: update it', fn;
     END IF;

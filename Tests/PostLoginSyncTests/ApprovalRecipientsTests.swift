@@ -132,6 +132,18 @@ struct ApprovalRecipientsTests {
         #expect(try await w.validTokens(of: w.phone.identity.id) == 1)
     }
 
+    /// The `pg_locks` condition of the advisory lock `key` (a bigint SQL expression) names.
+    static func advisory(_ key: String) -> String {
+        "locktype = 'advisory' AND classid = ((\(key) >> 32) & 4294967295)::oid AND objid = (\(key) & 4294967295)::oid"
+    }
+
+    /// Whether some session comes to hold the advisory lock `key` (within the waiting ceiling).
+    static func held(_ key: String, on stack: StackEnvironment) async throws -> Bool {
+        try await Waiting.until(every: .milliseconds(20)) {
+            (try? await stack.sql("SELECT count(*) FROM pg_locks WHERE granted AND \(advisory(key))")) == "1"
+        }
+    }
+
     @Test(
         "a push token registered while its device is being revoked waits for the revocation and is refused",
         .enabled(if: !StackEnvironment.skipped))
@@ -145,7 +157,6 @@ struct ApprovalRecipientsTests {
         #expect(try await remote.pushTokenStatus(deviceID: w.tablet.identity.id).deviceTokenRegistered)
         // A revocation in flight, as private.end_revoked_device runs it: its lock, then the
         // credential ended, committed once a call waits for the lock (or after 30 s without one).
-        let key = "classid = ((\(lock) >> 32) & 4294967295)::oid AND objid = (\(lock) & 4294967295)::oid"
         let revocation = Task {
             try await stack.sql(
                 """
@@ -153,7 +164,7 @@ struct ApprovalRecipientsTests {
                 UPDATE private.device_credentials SET ended_at = now() WHERE device_id = '\(tablet)';
                 DO $$ BEGIN
                     FOR i IN 1..600 LOOP
-                        IF EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND \(key)) THEN
+                        IF EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND \(Self.advisory(lock))) THEN
                             RAISE NOTICE 'a call waits for the revocation';
                             RETURN;
                         END IF;
@@ -163,12 +174,7 @@ struct ApprovalRecipientsTests {
                 COMMIT;
                 """, notices: true)
         }
-        let held = try await Waiting.until(every: .milliseconds(20)) {
-            let count = try? await stack.sql(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND \(key)")
-            return count == "1"
-        }
-        #expect(held)
+        #expect(try await Self.held(lock, on: stack))
         // The tablet's client registers a token meanwhile: it checked a live credential before;
         // now it waits for the lock, reads the credential again and is refused.
         let token = SecureBytes(randomCount: 32).withUnsafeBytes { ByteEncoding.hex($0) }
@@ -211,9 +217,7 @@ struct ApprovalRecipientsTests {
                 BEGIN; \(revoke(phone))
                 DO $$ BEGIN
                     FOR i IN 1..600 LOOP
-                        IF EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
-                                   AND classid = ((\(done) >> 32) & 4294967295)::oid
-                                   AND objid = (\(done) & 4294967295)::oid) THEN
+                        IF EXISTS (SELECT 1 FROM pg_locks WHERE granted AND \(Self.advisory(done))) THEN
                             RAISE NOTICE 'the registration was done first';
                             RETURN;
                         END IF;
@@ -228,14 +232,7 @@ struct ApprovalRecipientsTests {
                 \(revoke(tablet)) COMMIT;
                 """, notices: true)
         }
-        let started = try await Waiting.until(every: .milliseconds(20)) {
-            let count = try? await stack.sql(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
-                    + "AND classid = ((\(phoneLock) >> 32) & 4294967295)::oid "
-                    + "AND objid = (\(phoneLock) & 4294967295)::oid")
-            return count == "1"
-        }
-        #expect(started)
+        #expect(try await Self.held(phoneLock, on: stack))
         // Before the revocation takes the tablet's own lock: the call goes through (the phone's
         // token stays the phone's) without waiting on the phone's token row.
         _ = try await tabletRemote.registerPushToken(

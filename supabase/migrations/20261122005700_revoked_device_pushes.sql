@@ -45,69 +45,56 @@ UPDATE public.push_tokens t SET is_valid = false
     FROM private.device_credentials c
     WHERE c.device_id = t.device_id AND c.user_id = t.user_id AND c.ended_at IS NOT NULL AND t.is_valid;
 
--- 3. A registration racing the revocation: public.register_push_token checked the credential
---    before the revocation committed and wrote its token after the revocation's update, which
---    left a revoked device with a valid token. It now takes the revocation's lock first, then
---    asks again whether the credential is live: a revocation in flight is waited for and then
---    refuses the call, and a revocation that comes later finds the token and ends it.
+-- 3-5 rewrite three functions in place, each a text edit that must find the text it expects
+-- (it refuses to run otherwise) and is skipped when already applied.
 DO $$
 DECLARE
-    fn text := 'public.register_push_token(text, text, text, text, text, text, text, text)';
-    src text := pg_get_functiondef(fn::regprocedure);
-    old text := $old$BEGIN
-    RETURN private.register_push_token($old$;
-    new text := $new$BEGIN
+    e record;
+    src text;
+BEGIN
+    FOR e IN SELECT * FROM (VALUES
+        -- 3. A registration racing the revocation: public.register_push_token checked the
+        --    credential before the revocation committed and wrote its token after the
+        --    revocation's update, which left a revoked device with a valid token. It now takes
+        --    the revocation's lock first, then asks again whether the credential is live: a
+        --    revocation in flight is waited for and then refuses the call, and a revocation that
+        --    comes later finds the token and ends it.
+        ('public.register_push_token(text, text, text, text, text, text, text, text)',
+         $was$BEGIN
+    RETURN private.register_push_token($was$,
+         $is$BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended('register_device:' || v_device::text, 0));
     PERFORM private.acting_device(register_push_token.device_id, false);
-    RETURN private.register_push_token($new$;
-BEGIN
-    IF position(new IN src) > 0 THEN RETURN; END IF;
-    IF position(old IN src) = 0 THEN
-        RAISE EXCEPTION '% no longer reads as this migration expects: update it', fn;
-    END IF;
-    EXECUTE replace(src, old, new);
-END
-$$;
-
--- 4. Live activities go only to a device the trust log vouches for, once the user has a log (to
---    any of the user's devices before), as clearings do: a device registered with a login alone
---    (never certified) could register a live-activity token and follow every session's status.
-DO $$
-DECLARE
-    fn text := 'private.queue_live_activity(uuid, uuid, text, text, jsonb, integer)';
-    src text := pg_get_functiondef(fn::regprocedure);
-    old text := $old$    IF event <> 'end' AND NOT private.may_queue_push(device, 'liveactivity') THEN RETURN false; END IF;
-$old$;
-    new text := $new$    IF event <> 'end' AND NOT private.may_queue_push(device, 'liveactivity') THEN RETURN false; END IF;
+    RETURN private.register_push_token($is$),
+        -- 4. Live activities go only to a device the trust log vouches for, once the user has a
+        --    log (to any of the user's devices before), as clearings do: a device registered
+        --    with a login alone (never certified) could register a live-activity token and
+        --    follow every session's status.
+        ('private.queue_live_activity(uuid, uuid, text, text, jsonb, integer)',
+         $was$    IF event <> 'end' AND NOT private.may_queue_push(device, 'liveactivity') THEN RETURN false; END IF;
+$was$,
+         $is$    IF event <> 'end' AND NOT private.may_queue_push(device, 'liveactivity') THEN RETURN false; END IF;
     IF private.has_trust_log(caller) AND NOT private.is_trusted_device(caller, device) THEN RETURN false; END IF;
-$new$;
-BEGIN
-    IF position(new IN src) > 0 THEN RETURN; END IF;
-    IF position(old IN src) = 0 THEN
-        RAISE EXCEPTION '% no longer reads as this migration expects: update it', fn;
-    END IF;
-    EXECUTE replace(src, old, new);
-END
-$$;
-
--- 5. Why a device without a row of an alert was not reached: `not trusted` now comes before
---    `token invalid` (DeliveryRules.unreached; remote-rules-v1.json, Unreached). A revoked device
---    is both, since its revocation ends its tokens, and `not trusted` is what the user can act on.
-DO $$
-DECLARE
-    fn text := 'private.rule_unreached(boolean, boolean, boolean, boolean)';
-    src text := pg_get_functiondef(fn::regprocedure);
-    old text := $old$                WHEN NOT valid_token THEN 'token invalid'
+$is$),
+        -- 5. Why a device without a row of an alert was not reached: `not trusted` now comes
+        --    before `token invalid` (DeliveryRules.unreached; remote-rules-v1.json, Unreached). A
+        --    revoked device is both, since its revocation ends its tokens, and `not trusted` is
+        --    what the user can act on.
+        ('private.rule_unreached(boolean, boolean, boolean, boolean)',
+         $was$                WHEN NOT valid_token THEN 'token invalid'
                 WHEN NOT trusted THEN 'not trusted'
-$old$;
-    new text := $new$                WHEN NOT trusted THEN 'not trusted'
+$was$,
+         $is$                WHEN NOT trusted THEN 'not trusted'
                 WHEN NOT valid_token THEN 'token invalid'
-$new$;
-BEGIN
-    IF position(new IN src) > 0 THEN RETURN; END IF;
-    IF position(old IN src) = 0 THEN
-        RAISE EXCEPTION '% no longer reads as this migration expects: update it', fn;
-    END IF;
-    EXECUTE replace(src, old, new);
+$is$)
+    ) AS edit(fn, was, becomes)
+    LOOP
+        src := pg_get_functiondef(e.fn::regprocedure);
+        CONTINUE WHEN position(e.becomes IN src) > 0;
+        IF position(e.was IN src) = 0 THEN
+            RAISE EXCEPTION '% no longer reads as this migration expects: update it', e.fn;
+        END IF;
+        EXECUTE replace(src, e.was, e.becomes);
+    END LOOP;
 END
 $$;

@@ -1368,7 +1368,9 @@ BEGIN
     IF caller IS NULL THEN RAISE EXCEPTION 'publish_witness needs a signed-in user' USING ERRCODE = '42501'; END IF;
     IF b IS NULL OR length(b) <> 155 OR substring(b FROM 1 FOR 29) <> convert_to('unbound-trust-log-witness-v1', 'UTF8') || '\x00'::bytea
        OR get_byte(b, 65) <> 0 OR get_byte(b, 102) <> 0 OR private.tl_decode(publish_witness.signature, 64) IS NULL
-       OR length(private.tl_decode(publish_witness.signature, 64)) <> 64 THEN
+       OR length(private.tl_decode(publish_witness.signature, 64)) <> 64
+       OR NOT private.tl_canonical_uuid(substring(b FROM 30 FOR 36))
+       OR NOT private.tl_canonical_uuid(substring(b FROM 67 FOR 36)) THEN
         RAISE EXCEPTION 'the witness is not 155 bytes and a 64-byte signature, in base64' USING ERRCODE = '22023';
     END IF;
     IF substring(b FROM 30 FOR 36) <> convert_to(caller::text, 'UTF8')

@@ -105,14 +105,15 @@ extension EmbeddedRemoteStore: CoordinationRemote {
 
     public func registerPushToken(_ registration: PushTokenRegistration) async throws -> PushTokenRegistered {
         let r = registration
-        if let refusal = PushTokenRules.refusal(
-            token: r.token, type: r.type.rawValue, platform: r.platform, environment: r.environment.rawValue,
-            activityID: r.activityID, hasSession: r.sessionID != nil, previous: r.previousToken)
-        {
-            throw Self.invalid(refusal.message)
-        }
         return try await write("registering a push token") { db in
+            // The device's proof first, then the arguments, as `public.register_push_token` has them.
             let device = try self.acting(db, r.deviceID, trusted: false).canonical
+            if let refusal = PushTokenRules.refusal(
+                token: r.token, type: r.type.rawValue, platform: r.platform, environment: r.environment.rawValue,
+                activityID: r.activityID, hasSession: r.sessionID != nil, previous: r.previousToken)
+            {
+                throw Self.invalid(refusal.message)
+            }
             try self.requireOwn(db, table: "devices", id: r.deviceID, what: "device")
             if let session = r.sessionID {
                 try self.requireOwn(db, table: "agent_coding_sessions", id: session, what: "session")
@@ -237,6 +238,17 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                     try Int.fetchOne(
                         db, sql: "SELECT count(*) FROM push_tokens WHERE \(eligible) AND device_id = ?",
                         arguments: [self.me, excludingToken, device]) ?? 0
+            }
+            // What was queued for a device the log does not vouch for (a revoked or never-paired one) goes.
+            if let trusted {
+                let waiting = try Row.fetchAll(
+                    db,
+                    sql:
+                        "SELECT id, device_id FROM push_outbox WHERE user_id = ? AND collapse_id = ? AND delivered_at IS NULL",
+                    arguments: [self.me, "approval-" + requestID])
+                for row in waiting where !trusted.contains(row["device_id"] as String? ?? "") {
+                    try db.execute(sql: "DELETE FROM push_outbox WHERE id = ?", arguments: [row["id"] as Int64])
+                }
             }
             return ApprovalClearing(success: true, devicesNotified: devicesNotified)
         }

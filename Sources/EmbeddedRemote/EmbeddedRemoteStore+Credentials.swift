@@ -190,11 +190,21 @@ extension EmbeddedRemoteStore {
     /// A stored entry that revokes devices ends them (`private.end_revoked_device`): the
     /// credential (a placeholder ended at once when none was registered), the row's activity,
     /// their push tokens (`private.end_revoked_device_pushes`), the envelopes addressed to them.
+    /// A log may name any id: another user's device (its row or its credential) is not this
+    /// user's to end, and nothing of it changes.
     static func endRevokedDevices(_ db: Database, user: String, entry: String) throws {
         guard let userID = UUID(uuidString: user), let body = TrustedDevices.body(entry, user: userID) else { return }
         let revoked = TrustedDevices.revocations(body)
         let stamp = now
         for id in revoked.map(\.canonical) {
+            let foreign = try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (SELECT 1 FROM devices WHERE id = ? AND user_id <> ?)
+                        OR EXISTS (SELECT 1 FROM device_credentials WHERE device_id = ? AND user_id <> ?)
+                    """,
+                arguments: [id, user, id, user])
+            guard foreign == false else { continue }
             try db.execute(
                 sql:
                     "UPDATE device_credentials SET ended_at = coalesce(ended_at, ?) WHERE device_id = ? AND user_id = ?",

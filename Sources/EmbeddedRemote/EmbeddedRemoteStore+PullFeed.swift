@@ -16,10 +16,10 @@ extension EmbeddedRemoteStore: PullFeedRemote {
     ) async throws
         -> PullChanges
     {
-        guard (0...5_000).contains(rowLimit) else { throw Self.invalid("row_limit must be from 0 to 5000") }
         let device = deviceID.canonical
         return try await read("reading the pull feed") { db in
             _ = try self.acting(db, deviceID, trusted: false)
+            guard (0...5_000).contains(rowLimit) else { throw Self.invalid("row_limit must be from 0 to 5000") }
             // A device the log does not certify (one being paired) gets no envelopes or approvals.
             let certified = try self.callingDevice(db) != nil
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
@@ -118,12 +118,12 @@ extension EmbeddedRemoteStore: PullFeedRemote {
     }
 
     public func recipientDigest(deviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
-        guard SecretDigest.isValidBucketCount(buckets) else {
-            throw Self.invalid("buckets must be a power of two from 1 to 65536")
-        }
         let device = deviceID.canonical
         return try await read("computing the recipient digest") { db in
             _ = try self.acting(db, deviceID, trusted: true)
+            guard SecretDigest.isValidBucketCount(buckets) else {
+                throw Self.invalid("buckets must be a power of two from 1 to 65536")
+            }
             try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             var result: [Int: DigestBucket] = [:]
             try Self.envelopeRowHashes(db, user: self.me, device: device) { session, hash in

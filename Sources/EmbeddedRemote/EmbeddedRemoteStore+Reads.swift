@@ -24,12 +24,11 @@ extension EmbeddedRemoteStore {
     }
 
     public func secretDigest(ownerDeviceID: UUID, buckets: Int) async throws -> [DigestBucket] {
-        guard SecretDigest.isValidBucketCount(buckets) else {
-            throw RemoteStoreError(
-                .invalidValue, "buckets must be a power of two from 1 to 65536", postgrestCode: .invalidParameterValue)
-        }
         return try await read("computing the envelope digest") { db in
             _ = try self.acting(db, ownerDeviceID, trusted: true)
+            guard SecretDigest.isValidBucketCount(buckets) else {
+                throw Self.invalid("buckets must be a power of two from 1 to 65536")
+            }
             var result: [Int: DigestBucket] = [:]
             let rows = try Row.fetchCursor(
                 db,

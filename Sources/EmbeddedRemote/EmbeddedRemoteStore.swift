@@ -40,8 +40,10 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
     /// Acting as the project's service role (``serviceRole(path:userID:)``): no device rules.
     let isServiceRole: Bool
 
-    /// Whether the sign-in is fresh enough to start a trust log or ask for a reset.
-    var isFreshSignIn: Bool { signedInAt.map { abs(Date().timeIntervalSince($0)) <= 600 } ?? false }
+    /// Whether the sign-in is fresh enough to start a trust log or ask for a reset: at most 600 s
+    /// old, as `private.tl_fresh_sign_in` reads the token's sign-in time (a time ahead of this
+    /// clock is not refused).
+    var isFreshSignIn: Bool { signedInAt.map { Date().timeIntervalSince($0) <= 600 } ?? false }
 
     /// Opens (creating if needed) the embedded remote at `path`, scoped to `userID`.
     ///

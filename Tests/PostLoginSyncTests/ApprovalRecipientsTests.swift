@@ -45,15 +45,26 @@ struct ApprovalRecipientsTests {
         arguments: Backend.available)
     func revokedDevice(backend: Backend) async throws {
         let w = try await ApprovalWorld.make(backend)
+        // A clearing queued for the tablet before its revocation, still waiting.
+        let early = UUID()
+        let queued = try await w.world.remote(for: w.desktop).clearApproval(
+            requestID: early.uuidString.lowercased(), excludingToken: nil)
+        #expect(queued.devicesNotified == 3)
         // The revocation rotates the desktop's sessions at once: the phone takes generation 2.
         #expect(try await w.root.revoke([w.tablet.identity.id]).sessionsRotated > 0)
         #expect(try await w.phone.engine.pull().outcome == .success)
         let phone = try #require(w.tokens[w.phone.identity.id])
+        let tablet = try #require(w.tokens[w.tablet.identity.id])
         // clear_approval counts what it queued: the desktop's and the phone's tokens, not the
         // revoked tablet's (the stack once counted it, then dropped its row).
         let cleared = try await w.world.remote(for: w.desktop).clearApproval(
             requestID: UUID().uuidString.lowercased(), excludingToken: nil)
         #expect(cleared.devicesNotified == 2)
+        // Clearing the early id again takes away what still waited for the tablet.
+        _ = try await w.world.remote(for: w.desktop).clearApproval(
+            requestID: early.uuidString.lowercased(), excludingToken: nil)
+        let left = try await w.outbox(early).clearings.map(\.tokenHint)
+        #expect(left.count == 2 && !left.contains(PushTokenText.hint(tablet)), "\(left)")
 
         // Cancelled: the alert and the clearing reach the phone only.
         let (cancelled, first) = try await w.ask()

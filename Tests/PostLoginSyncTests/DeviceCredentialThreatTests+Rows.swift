@@ -1,10 +1,13 @@
+import DeviceTrust
 import Foundation
 import GRDB
-import PostLoginSync
 import RemoteStore
+import SecretCrypto
 import SyncModel
 import SyncTestSupport
 import Testing
+
+@testable import PostLoginSync
 
 /// What the review of the device credentials found still open to a token holder with a device of
 /// its own (`*_device_scoped_rows.sql`), on both remotes.
@@ -103,22 +106,72 @@ extension DeviceCredentialThreatTests {
         #expect(try await w.root.revoke([phone]).rotationProblem == nil)
         // The revocation ended the phone's credential; a file or database from before device
         // credentials has no row for it at all.
-        switch backend {
-        case .embedded:
-            let file = try DatabaseQueue(path: w.world.directory.appendingPathComponent("remote.sqlite").path)
-            try await file.write { db in
-                try db.execute(sql: "DELETE FROM device_credentials WHERE device_id = ?", arguments: [phone.canonical])
-            }
-        case .postgrest:
-            _ = try await StackEnvironment.require().sql(
-                "DELETE FROM private.device_credentials WHERE device_id = '\(phone.canonical)'")
-        }
+        try await Self.forgetCredential(of: phone, in: w.world)
         let thief = try w.world.remote(credential: .some(.random(for: phone)))
         do {
             _ = try await thief.listDevices()
             Issue.record("a revoked device registered a credential and read the user's devices")
         } catch let error as RemoteStoreError {
             #expect(error.code == .permissionDenied && error.isDeviceRevoked, "\(error)")
+        }
+    }
+
+    @Test(
+        "13. a trust log naming another user's device ends nothing of it: that user's device, with a row from before credentials, still registers one",
+        arguments: remotes)
+    func foreignRevocation(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let other = UUID(), device = UUID()
+        let key = X25519PrivateKey().publicKey
+        try await w.world.remote(as: other, credential: .some(.random(for: device))).upsertOwnDevice(
+            OwnDeviceRow(
+                id: device, userID: other, name: "theirs", deviceType: .iosPhone, hostname: nil, publicKey: key.base64))
+        try await Self.forgetCredential(of: device, in: w.world)
+        // This user's root revokes the other user's device by its id, as any log may name any id.
+        let revocation = DeviceRevocation(userID: w.world.user, deviceID: device, x25519PublicKey: key, revokedAt: 5)
+        try await w.root.append { writer, now in try writer.append(.revoke(revocation), createdAt: now) }
+        let theirs = try w.world.remote(as: other, credential: .some(.random(for: device)))
+        let rows = try await theirs.listDevices()
+        #expect(rows.first { $0.id == device }?.isActive == true, "the other user's device is still theirs and active")
+    }
+
+    @Test(
+        "14. a token holder's call with a bad argument is refused for the missing device proof (42501) before its argument is read",
+        arguments: remotes)
+    func proofBeforeArguments(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let phone = w.phone.identity.id, desktop = w.desktop.identity.id
+        func codes(_ remote: any CompleteRemote) async -> [RemoteStoreError.Code?] {
+            [
+                await Self.code {
+                    _ = try await remote.registerPushToken(PushTokenRegistration(deviceID: phone, token: ""))
+                },
+                await Self.code { _ = try await remote.pullChanges(for: phone, since: nil, rowLimit: 9_999) },
+                await Self.code { _ = try await remote.recipientDigest(deviceID: phone, buckets: 3) },
+                await Self.code { _ = try await remote.secretDigest(ownerDeviceID: desktop, buckets: 3) },
+            ]
+        }
+        for holder in try Self.tokenHolders(w) {
+            #expect(await codes(holder) == Array(repeating: .permissionDenied, count: 4))
+        }
+        // The devices' own calls: the same arguments are refused as arguments.
+        let phoneCodes = await codes(try w.world.remote(for: w.phone))
+        #expect(phoneCodes.prefix(3) == [.invalidValue, .invalidValue, .invalidValue])
+        let desktopCodes = await codes(try w.world.remote(for: w.desktop))
+        #expect(desktopCodes.last == .invalidValue)
+    }
+
+    /// Deletes `device`'s credential row, as a file or database from before device credentials has none.
+    static func forgetCredential(of device: UUID, in world: World) async throws {
+        switch world.backend {
+        case .embedded:
+            let file = try DatabaseQueue(path: world.directory.appendingPathComponent("remote.sqlite").path)
+            try await file.write { db in
+                try db.execute(sql: "DELETE FROM device_credentials WHERE device_id = ?", arguments: [device.canonical])
+            }
+        case .postgrest:
+            _ = try await StackEnvironment.require().sql(
+                "DELETE FROM private.device_credentials WHERE device_id = '\(device.canonical)'")
         }
     }
 }

@@ -235,7 +235,12 @@ struct TrustLogRemoteTests {
         let genesis = reset.unsent()[0]
         let stale = try Self.remote(kind, harness, user: user, signedIn: nil)
         #expect(await Self.code { try await stale.requestIdentityReset(genesis, accept: nil) } == "28000")
-        try await remote.requestIdentityReset(genesis, accept: nil)
+        // Fresh is at most 600 s old: 700 s is not; a sign-in time ahead of the server's clock
+        // is not refused (a skewed clock locks nobody out), on both backends alike.
+        let old = try Self.remote(kind, harness, user: user, signedIn: Date().addingTimeInterval(-700))
+        #expect(await Self.code { try await old.requestIdentityReset(genesis, accept: nil) } == "28000")
+        let ahead = try Self.remote(kind, harness, user: user, signedIn: Date().addingTimeInterval(3_600))
+        try await ahead.requestIdentityReset(genesis, accept: nil)
         #expect(await Self.code { try await remote.requestIdentityReset(genesis, accept: nil) } == "55000")
         // Appends to the pending epoch: 55000.
         _ = try reset.certifyPhone()
@@ -289,11 +294,11 @@ struct TrustLogRemoteTests {
     }
 
     @Test(
-        "witnesses: published for the head in the caller's own name; an older one 22023, one beyond the head 22023, another device's or user's 42501",
+        "witnesses: published for the head in the caller's own name; an older one 22023, one beyond the head 22023, another device's or user's 42501, its own ids in uppercase 22023",
         arguments: RemoteKind.available)
     func witnesses(kind: RemoteKind) async throws {
         let harness = try kind.harness()
-        let user = UUID()
+        let user = Self.lettered()
         var log = try RemoteLogWriter(user: user)
         let remote = try Self.remote(kind, harness, user: user) as! any CompleteRemote
         try await remote.startTrustLog(log.unsent())
@@ -322,6 +327,21 @@ struct TrustLogRemoteTests {
         #expect(await publish(seq: 1, seen: RemoteLogWriter.now + 1) == nil)
         #expect(await publish(seq: 2) == "22023")
         #expect(await publish(seq: 1, device: UUID()) == "42501")
+        // The caller's own ids in uppercase are a malformed witness (22023), never another
+        // user's or device's (42501), as for an entry. Body bytes 29..<65: user_id; 66..<102: device_id.
+        let fresh = TrustLogWitness(
+            userID: user, deviceID: device, epoch: 1, seq: 1, entryHash: log.writer.written[1].hash,
+            seenAt: RemoteLogWriter.now + 3
+        ).signed(by: key)
+        let ranges = device.canonical.contains(where: { ("a"..."f").contains($0) }) ? [29..<65, 66..<102] : [29..<65]
+        for range in ranges {
+            let upper = try Self.uppercased(fresh.body, range)
+            #expect(
+                await Self.code {
+                    try await phone.publishWitness(deviceID: device, body: upper, signature: fresh.signature)
+                }
+                    == "22023", "bytes \(range)")
+        }
         // The root's login without the phone's credential cannot witness in the phone's name.
         let witness = TrustLogWitness(
             userID: user, deviceID: device, epoch: 1, seq: 1, entryHash: log.writer.written[1].hash,

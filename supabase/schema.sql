@@ -1370,7 +1370,9 @@ BEGIN
        OR get_byte(b, 65) <> 0 OR get_byte(b, 102) <> 0 OR private.tl_decode(publish_witness.signature, 64) IS NULL
        OR length(private.tl_decode(publish_witness.signature, 64)) <> 64
        OR NOT private.tl_canonical_uuid(substring(b FROM 30 FOR 36))
-       OR NOT private.tl_canonical_uuid(substring(b FROM 67 FOR 36)) THEN
+       OR NOT private.tl_canonical_uuid(substring(b FROM 67 FOR 36))
+       OR private.tl_u32(b, 103) < 1 OR private.tl_u64(b, 107) >= 10000
+       OR private.tl_u64(b, 147) >= 9223372036854775808 THEN
         RAISE EXCEPTION 'the witness is not 155 bytes and a 64-byte signature, in base64' USING ERRCODE = '22023';
     END IF;
     IF substring(b FROM 30 FOR 36) <> convert_to(caller::text, 'UTF8')

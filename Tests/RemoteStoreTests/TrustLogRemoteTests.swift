@@ -294,7 +294,7 @@ struct TrustLogRemoteTests {
     }
 
     @Test(
-        "witnesses: published for the head in the caller's own name; an older one 22023, one beyond the head 22023, another device's or user's 42501, its own ids in uppercase 22023",
+        "witnesses: published for the head in the caller's own name; an older one 22023, one beyond the head 22023, another device's or user's 42501, its own ids in uppercase or a witness out of range 22023",
         arguments: RemoteKind.available)
     func witnesses(kind: RemoteKind) async throws {
         let harness = try kind.harness()
@@ -341,6 +341,18 @@ struct TrustLogRemoteTests {
                     try await phone.publishWitness(deviceID: device, body: upper, signature: fresh.signature)
                 }
                     == "22023", "bytes \(range)")
+        }
+        // Out of range is malformed too, before whom it names: epoch 0, seq 10,000, seen_at 2^63.
+        for (epoch, seq, seen) in [
+            (UInt32(0), UInt64(1), RemoteLogWriter.now), (1, 10_000, RemoteLogWriter.now), (1, 1, 1 << 63),
+        ] {
+            let (body, signature) = TrustLogWitness(
+                userID: user, deviceID: UUID(), epoch: epoch, seq: seq, entryHash: log.writer.written[1].hash,
+                seenAt: seen
+            ).signed(by: key)
+            #expect(
+                await Self.code { try await phone.publishWitness(deviceID: device, body: body, signature: signature) }
+                    == "22023", "epoch \(epoch), seq \(seq), seen_at \(seen)")
         }
         // The root's login without the phone's credential cannot witness in the phone's name.
         let witness = TrustLogWitness(

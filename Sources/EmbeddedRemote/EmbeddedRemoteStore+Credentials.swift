@@ -204,7 +204,8 @@ extension EmbeddedRemoteStore {
                         OR EXISTS (SELECT 1 FROM device_credentials WHERE device_id = ? AND user_id <> ?)
                     """,
                 arguments: [id, user, id, user])
-            guard foreign == false else { continue }
+            // Unknown (no answer) ends the device: a revocation fails closed.
+            if foreign == true { continue }
             try db.execute(
                 sql:
                     "UPDATE device_credentials SET ended_at = coalesce(ended_at, ?) WHERE device_id = ? AND user_id = ?",

@@ -24,7 +24,9 @@ import SyncModel
 /// `deviceOfAnother`, `revokedInLog`, `credentialInUse`: `answer`, `message`, `hint`, `sqlState`) and
 /// `NewDeviceRoom` (`registeredInLastHour`: `room`, `message`, `hint`, `sqlState`), `SilentPayload` (`push`;
 /// `kind`, `requestId`, `reason`, `badge` or `sessionId`, `handedOffTo`: `payload`) and `BadgeCounts` (`status`,
-/// `askedByDevice`, `expiresIn`: `counts`), `PushTokenPlacement` (`heldBy`, `holderValid`: `placement`).
+/// `askedByDevice`, `expiresIn`: `counts`), `PushTokenPlacement` (`heldBy`, `holderValid`: `placement`),
+/// `EpochInForce` (`currentEpoch`, `pendingEpoch`, `pendingAge`: `inForce`) and `TrustedDevice` (`inForce`,
+/// `marks`, `device`: `trusted`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -53,6 +55,8 @@ public struct RemoteRulesGroup: VectorGroup {
         case silentPayload = "SilentPayload"
         case badgeCounts = "BadgeCounts"
         case pushTokenPlacement = "PushTokenPlacement"
+        case epochInForce = "EpochInForce"
+        case trustedDevice = "TrustedDevice"
     }
 
     public let type: Kind
@@ -255,6 +259,16 @@ public struct RemoteRulesGroup: VectorGroup {
         public let heldBy: String?
         public let holderValid: Bool?
         public let placement: String?
+        /// EpochInForce: the current epoch and a pending reset's epoch (each absent: none), how
+        /// many seconds ago the pending reset was written (absent without one), and the epoch in
+        /// force (absent: none). TrustedDevice (and `trusted`): the epoch in force (absent: no
+        /// log), the stored entries' marks in order, and the device asked about.
+        public let currentEpoch: UInt32?
+        public let pendingEpoch: UInt32?
+        public let pendingAge: Int64?
+        public let inForce: UInt32?
+        public let marks: [TrustMark]?
+        public let device: String?
     }
 
     /// A kind raised as the file writes it.
@@ -356,6 +370,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = LiveActivityQueueing.priority(end: event == .end, status: test.status) == expected
         case .alertPayload, .liveActivityPayload, .silentPayload:
             guard let answer = payloadMatches(kind, test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .epochInForce, .trustedDevice:
+            guard let answer = trustGateMatches(kind, test) else { return "fields: missing or malformed" }
             outcome = answer
         case .badgeCounts:
             guard let status = test.status, let asked = test.askedByDevice, let expiresIn = test.expiresIn,

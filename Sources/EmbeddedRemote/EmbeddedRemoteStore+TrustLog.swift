@@ -2,6 +2,7 @@ import DeviceTrust
 import Foundation
 import GRDB
 import RemoteContract
+import RemoteRules
 import SecretCrypto
 import SyncModel
 
@@ -53,9 +54,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     func trustLogHead(_ db: Database) throws -> TrustLogHead? {
         guard let state = try TrustLogServerState.fetch(db, user: me), state.highestEpoch > 0 else { return nil }
         let head = try state.current.flatMap { try TrustLogServerState.head(db, user: me, epoch: $0) }
-        let pending = state.pending.flatMap {
-            $0.createdAt + TrustLogEpochs.resetDelay > Self.epochSeconds ? $0.epoch : nil
-        }
+        let pending = state.pendingReset.flatMap { $0.tookEffect ? nil : $0.epoch }
         return TrustLogHead(
             epoch: state.current, seq: head?.seq,
             hash: head.map { $0.hash.map { String(format: "%02x", $0) }.joined() },

@@ -1,6 +1,7 @@
 import DeviceTrust
 import Foundation
 import GRDB
+import RemoteRules
 
 /// The embedded remote's private trust-log state of one user (trust-log.md, "The remote"): the
 /// current epoch, the highest used, the pending reset and the last reset request.
@@ -33,14 +34,23 @@ struct TrustLogServerState: Sendable {
             lastResetRequest: (row["last_reset_request"] as Double?).map { UInt64(max(0, $0)) })
     }
 
+    /// The pending reset as ``TrustGateRules`` reads it: its age now.
+    var pendingReset: TrustGateRules.PendingReset? {
+        pending.map {
+            .init(
+                epoch: $0.epoch, age: Int64(clamping: EmbeddedRemoteStore.epochSeconds) - Int64(clamping: $0.createdAt))
+        }
+    }
+
+    /// The epoch whose entries say who is trusted (``TrustGateRules/epochInForce(current:pending:)``).
+    var inForce: UInt32? { TrustGateRules.epochInForce(current: current, pending: pendingReset) }
+
     /// The state, a pending reset whose 72 hours passed made current first (its prior epoch is
     /// then closed: only the current epoch takes appends).
     static func settled(_ db: Database, user: String) throws -> TrustLogServerState {
         var state = try fetch(db, user: user) ?? TrustLogServerState(user: user, highestEpoch: 0)
-        if let pending = state.pending,
-            pending.createdAt + TrustLogEpochs.resetDelay <= EmbeddedRemoteStore.epochSeconds
-        {
-            state.current = pending.epoch
+        if let reset = state.pendingReset, reset.tookEffect {
+            state.current = reset.epoch
             state.pending = nil
             try state.save(db)
         }

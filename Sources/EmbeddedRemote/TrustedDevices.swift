@@ -1,41 +1,36 @@
 import DeviceTrust
 import Foundation
 import GRDB
+import RemoteRules
 import SyncModel
 
 /// The devices approvals reach and accept answers from, read from the trust log as the
-/// PostgreSQL remote reads it (`*_approval_recipients.sql`): in the epoch in force (the current
-/// one, or a pending reset whose 72 hours passed), every device a genesis or a certify
-/// certifies, less every device a revoke or a succession revokes. A revocation is never undone.
-/// An entry that does not parse leaves nobody trusted, and a user without a log trusts nobody
-/// (fail closed).
+/// PostgreSQL remote reads it (`private.is_trusted_device`): each entry of the epoch in force
+/// becomes marks, and ``TrustGateRules`` says whom they certify (a revocation is never undone; an
+/// entry that does not parse leaves nobody trusted; a user without a log trusts nobody).
 enum TrustedDevices {
     static func of(_ db: Database, user: String) throws -> Set<String> {
-        guard let state = try TrustLogServerState.fetch(db, user: user) else { return [] }
-        var epoch = state.current
-        if let pending = state.pending,
-            pending.createdAt + TrustLogEpochs.resetDelay <= EmbeddedRemoteStore.epochSeconds
-        {
-            epoch = pending.epoch
-        }
-        guard let epoch, let userID = UUID(uuidString: user) else { return [] }
+        guard let epoch = try TrustLogServerState.fetch(db, user: user)?.inForce, let userID = UUID(uuidString: user)
+        else { return [] }
         let entries = try String.fetchAll(
             db, sql: "SELECT entry FROM trust_log WHERE user_id = ? AND epoch = ? ORDER BY seq",
             arguments: [user, Int64(epoch)])
-        var certified: Set<String> = []
-        var revoked: Set<String> = []
-        for text in entries {
-            guard let body = body(text, user: userID) else { return [] }
-            switch body {
-            case .genesis(let genesis): certified.insert(genesis.certificate.deviceID.canonical)
-            case .certify(let certificate):
-                if !revoked.contains(certificate.deviceID.canonical) {
-                    certified.insert(certificate.deviceID.canonical)
-                }
-            default: revoked.formUnion(revocations(body).map(\.canonical))
-            }
+        return TrustGateRules.trustedDevices(
+            marks: entries.flatMap { Self.marks(of: $0, epoch: epoch, user: userID) }, inForce: epoch)
+    }
+
+    /// What a stored entry says of the devices it names (`private.tl_record_devices`): a
+    /// genesis's or a certify's device certified, a revoke's or a succession's revoked; an entry
+    /// that does not parse, a mark without a device.
+    static func marks(of entry: String, epoch: UInt32, user: UUID) -> [TrustGateRules.Mark] {
+        guard let body = body(entry, user: user) else { return [.init(epoch: epoch, device: nil, revokes: true)] }
+        switch body {
+        case .genesis(let genesis):
+            return [.init(epoch: epoch, device: genesis.certificate.deviceID.canonical, revokes: false)]
+        case .certify(let certificate):
+            return [.init(epoch: epoch, device: certificate.deviceID.canonical, revokes: false)]
+        default: return revocations(body).map { .init(epoch: epoch, device: $0.canonical, revokes: true) }
         }
-        return certified.subtracting(revoked)
     }
 
     /// Every device a revoke or a succession of any epoch revoked (`private.trust_log_devices`'

@@ -81,7 +81,7 @@ struct VectorFileTests {
         "AlertPriority": "priority", "LiveActivityPriority": "priority", "AlertPayload": "payload",
         "LiveActivityPayload": "payload", "PushTokenRefusal": "refused",
         "DeviceRegistration": "answer", "NewDeviceRoom": "room", "SilentPayload": "payload", "BadgeCounts": "counts",
-        "PushTokenPlacement": "placement",
+        "PushTokenPlacement": "placement", "EpochInForce": "inForce", "TrustedDevice": "trusted",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {
@@ -260,7 +260,10 @@ struct VectorFileTests {
                 // A yes-or-no answer is turned over, a number gains one; a text has its last character flipped: a hex
                 // digit for byte fields, a base64url one for secrets (an empty text gains one).
                 var copy = test
-                if let answer = test[field] as? Bool {
+                if group["type"] as? String == "EpochInForce" {
+                    // An epoch, or absent for none (an epoch of 1 would read as a yes-or-no answer).
+                    copy[field] = (test[field] as? Int ?? 0) + 1
+                } else if let answer = test[field] as? Bool {
                     copy[field] = !answer
                 } else if let number = test[field] as? Int {
                     copy[field] = number + 1

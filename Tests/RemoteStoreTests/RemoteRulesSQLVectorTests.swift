@@ -3,7 +3,7 @@ import TestStack
 import Testing
 
 /// `testvectors/remote-rules-v1.json` run against the SQL rules themselves (`private.rule_*`,
-/// approvals and questions included): the Swift rules (`RemoteRules`, which the embedded remote
+/// approvals and questions included, and the trust gate's functions): the Swift rules (`RemoteRules`, which the embedded remote
 /// runs) pass the same file in `sync-cli vectors verify` and `ConformanceVectorsTests`, so a rule
 /// changed in one language only fails here or there. The project's own schema only: the deployed variant has no
 /// notification settings, task alerts, approvals or questions.
@@ -108,6 +108,19 @@ struct RemoteRulesSQLVectorTests {
         let heldBy: String?
         let holderValid: Bool?
         let placement: String?
+        let currentEpoch: Int?
+        let pendingEpoch: Int?
+        let pendingAge: Int64?
+        let inForce: Int?
+        let marks: [Mark]?
+        let device: String?
+    }
+
+    /// A TrustedDevice test's mark.
+    struct Mark: Decodable {
+        let epoch: Int
+        let device: String?
+        let revokes: Bool
     }
 
     /// An AlertPayload test's request.
@@ -179,6 +192,8 @@ struct RemoteRulesSQLVectorTests {
         case "AlertPayload", "LiveActivityPayload", "SilentPayload": answer = "same"
         case "BadgeCounts": answer = test.counts.map { $0 ? "true" : "false" } ?? "?"
         case "PushTokenPlacement": answer = test.placement ?? "?"
+        case "EpochInForce": answer = test.inForce.map(String.init) ?? "none"
+        case "TrustedDevice": answer = test.trusted.map { $0 ? "true" : "false" } ?? "?"
         case "DeviceRegistration", "NewDeviceRoom":
             answer =
                 (test.answer ?? test.room.map { $0 ? "true" : "false" } ?? "?")
@@ -389,7 +404,7 @@ struct RemoteRulesSQLVectorTests {
                     "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14, "AlertPayload": 91,
                     "LiveActivityPayload": 48, "PushTokenRefusal": 58, "DeviceRegistration": 72,
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
-                    "PushTokenPlacement": 8,
+                    "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -426,14 +441,22 @@ struct RemoteRulesSQLVectorTests {
         #expect(Set((groups["SilentPayload"] ?? []).map { $0.payload == nil }) == [true, false])
         #expect(Set((groups["BadgeCounts"] ?? []).compactMap(\.counts)) == [true, false])
         #expect(Set((groups["PushTokenPlacement"] ?? []).compactMap(\.placement)) == ["register", "stays"])
+        #expect(
+            Set((groups["EpochInForce"] ?? []).map { $0.inForce.map(String.init) ?? "none" }) == [
+                "none", "1", "2", "3", "4",
+            ])
+        #expect(Set((groups["TrustedDevice"] ?? []).compactMap(\.trusted)) == [true, false])
         // A statement per group, of at most 400 tests or 16 alert payloads: all together would pass
         // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""
+        let gate = ["EpochInForce", "TrustedDevice"]
         for (type, tests) in groups {
-            let size = type == "AlertPayload" ? 16 : 400
+            let size = type == "AlertPayload" ? 16 : (gate.contains(type) ? 100 : 400)
             for start in stride(from: 0, to: tests.count, by: size) {
                 let chunk = Array(tests[start..<min(start + size, tests.count)])
-                output += try await stack.sql(try Self.statement([type: chunk])) + "\n"
+                let statement =
+                    gate.contains(type) ? Self.trustGateStatement(type, chunk) : try Self.statement([type: chunk])
+                output += try await stack.sql(statement) + "\n"
             }
         }
         let lines = Dictionary(

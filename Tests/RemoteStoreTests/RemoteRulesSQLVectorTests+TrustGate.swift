@@ -1,0 +1,42 @@
+import Foundation
+
+extension RemoteRulesSQLVectorTests {
+    /// The trust gate's tests (EpochInForce, TrustedDevice) through the functions the gate runs on,
+    /// not on rules of their own: each test writes a fresh user's `trust_log_state` row and marks
+    /// (`private.tl_mark_device`, with its triggers), and asks `private.trust_epoch` or
+    /// `private.is_trusted_device`. One transaction, rolled back: its `now()` is fixed, so a reset's
+    /// age is exact, and nothing it wrote stays. The answers go to a temporary table read last.
+    static func trustGateStatement(_ type: String, _ tests: [RuleTest]) -> String {
+        func integer(_ value: Int?) -> String { value.map(String.init) ?? "NULL" }
+        var parts = ["BEGIN", "CREATE TEMP TABLE gate_answers (n serial, line text)"]
+        for test in tests {
+            let user = literal(UUID().uuidString.lowercased()) + "::uuid"
+            if type == "EpochInForce" {
+                let created = test.pendingAge.map { "floor(extract(epoch FROM now()))::bigint - \($0)" } ?? "NULL"
+                parts.append(
+                    "INSERT INTO private.trust_log_state (user_id, current_epoch, highest_epoch, pending_epoch, "
+                        + "pending_hash, pending_created_at) VALUES (\(user), \(integer(test.currentEpoch)), 9, "
+                        + "\(integer(test.pendingEpoch)), \(test.pendingEpoch == nil ? "NULL" : "'\\x00'::bytea"), \(created))"
+                )
+                parts.append(
+                    "INSERT INTO gate_answers (line) SELECT '\(test.tcId) ' || coalesce(private.trust_epoch(\(user))::text, 'none')"
+                )
+                continue
+            }
+            if let epoch = test.inForce {
+                parts.append(
+                    "INSERT INTO private.trust_log_state (user_id, current_epoch, highest_epoch) VALUES (\(user), \(epoch), \(epoch))"
+                )
+            }
+            for (seq, mark) in (test.marks ?? []).enumerated() {
+                parts.append(
+                    "SELECT private.tl_mark_device(\(user), \(mark.epoch), \(literal(mark.device))::text, \(seq), \(mark.revokes))"
+                )
+            }
+            parts.append(
+                "INSERT INTO gate_answers (line) SELECT '\(test.tcId) ' || private.is_trusted_device(\(user), "
+                    + "\(literal(test.device))::uuid)::text")
+        }
+        return (parts + ["SELECT line FROM gate_answers ORDER BY n", "ROLLBACK"]).joined(separator: ";\n") + ";"
+    }
+}

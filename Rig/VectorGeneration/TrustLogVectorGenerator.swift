@@ -5,7 +5,8 @@ import SecretCrypto
 
 /// Produces `testvectors/trust-log-v1.json` reproducibly (trust-log.md): logs that verify and
 /// logs that fail at a known position and step, the server's append rules with their SQLSTATEs,
-/// backups, sealed root seeds, witnesses, the recovery key's agreement key and the append chain.
+/// backups, sealed root seeds, witnesses, the recovery key's agreement key, the append chain and
+/// what each kind of entry says to the server's trust gate.
 ///
 /// Every key, id and ephemeral key is HKDF-SHA256 of a fixed seed and a label; Ed25519 is
 /// deterministic, so the same file comes out on every run.
@@ -129,6 +130,7 @@ public enum TrustLogVectorGenerator {
         try TrustLogVectorCases.append(&builder)
         try TrustLogVectorCases.secrets(&builder)
         try TrustLogVectorCases.decisions(&builder)
+        try TrustLogVectorCases.marks(&builder)
         return try GeneratedVectorFile.encode(
             algorithm: .trustLogV1,
             header: [
@@ -145,6 +147,9 @@ public enum TrustLogVectorGenerator {
                 "TrustLogWitnessVerify: parse `body`, verify `signature` under publicKey; valid: deviceId, epoch, seq and entryHash match.",
                 "RecoveryKeyAgreement: X25519(HKDF(R, user_id, \"unbound-recovery-x25519-v1\"), 9) is `expected`.",
                 "AppendChain: for `seed`, userId and epoch: `anchor` = H^10000(c), proofs = [H^9999(c), H^9998(c)].",
+                "TrustLogMarks: what the stored `entry` says to the server's trust gate for userId (private.tl_record_devices,",
+                "  TrustLogMarks); valid: the devices it certifies (`certified`) and revokes (`revoked`), exactly; invalid: it does",
+                "  not parse, or names another user, and the gate trusts nobody in its epoch.",
             ],
             groups: builder.groups.map { ($0.0, $0.1) })
     }

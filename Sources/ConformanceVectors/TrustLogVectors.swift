@@ -19,6 +19,9 @@ import SecretCrypto
 ///   fields match; invalid: refused.
 /// - `RecoveryKeyAgreement`: the recovery key's X25519 public key for `userId` is `expected`.
 /// - `AppendChain`: for `seed`, `userId` and `epoch`, the `anchor` and the first two proofs.
+/// - `TrustLogMarks`: what the stored `entry` says to the server's trust gate for `userId`
+///   (`TrustLogMarks`); valid: the devices it certifies and revokes are exactly `certified` and
+///   `revoked`; invalid: it does not parse, or names another user.
 public struct TrustLogGroup: VectorGroup {
     public enum Kind: String, Decodable, Sendable {
         case verify = "TrustLogVerify"
@@ -28,6 +31,7 @@ public struct TrustLogGroup: VectorGroup {
         case witness = "TrustLogWitnessVerify"
         case recoveryKey = "RecoveryKeyAgreement"
         case chain = "AppendChain"
+        case marks = "TrustLogMarks"
     }
 
     /// A server head: `{seq, hash, createdAt, lastProof}`.
@@ -89,6 +93,7 @@ enum TrustLogVectorCheck {
         case .backup: return backup(test, user: user)
         case .rootSeed: return rootSeed(test, user: user)
         case .witness: return witness(test, user: user)
+        case .marks: return marks(test, user: user)
         case .recoveryKey:
             guard let text = test.recoveryKey, let key = try? RecoveryKey(text: text) else {
                 return VectorVerifier.judge(test.result, nil)
@@ -201,5 +206,15 @@ enum TrustLogVectorCheck {
             witness.deviceID.uuidString.lowercased() == test.deviceId && witness.epoch == test.epoch
             && witness.seq == test.seq && witness.entryHash == test.entryHash?.bytes
         return VectorVerifier.judge(test.result, matches)
+    }
+
+    static func marks(_ test: TrustLogGroup.Test, user: UUID) -> String? {
+        guard let entry = test.entry else { return "the test has no entry" }
+        guard let named = TrustLogMarks.of(entry, userID: user) else { return VectorVerifier.judge(test.result, nil) }
+        // An entry the gate reads, whatever it names, fails a test that expects it unreadable.
+        guard test.result == .valid else { return "read, expected an entry the gate cannot read" }
+        let certified = Set(named.filter { !$0.revokes }.map { $0.deviceID.uuidString.lowercased() })
+        let revoked = Set(named.filter(\.revokes).map { $0.deviceID.uuidString.lowercased() })
+        return VectorVerifier.judge(test.result, certified == ids(test.certified) && revoked == ids(test.revoked))
     }
 }

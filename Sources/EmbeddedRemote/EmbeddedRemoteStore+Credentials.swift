@@ -193,8 +193,8 @@ extension EmbeddedRemoteStore {
     /// A log may name any id: another user's device (its row or its credential) is not this
     /// user's to end, and nothing of it changes.
     static func endRevokedDevices(_ db: Database, user: String, entry: String) throws {
-        guard let userID = UUID(uuidString: user), let body = TrustedDevices.body(entry, user: userID) else { return }
-        let revoked = TrustedDevices.revocations(body)
+        guard let userID = UUID(uuidString: user) else { return }
+        let revoked = TrustedDevices.revoked(by: entry, user: userID)
         let stamp = now
         for id in revoked.map(\.canonical) {
             let foreign = try Bool.fetchOne(

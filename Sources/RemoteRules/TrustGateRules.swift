@@ -3,9 +3,8 @@
 /// `private.trust_epoch`, `private.tl_mark_device` and `private.is_trusted_device` answer the same
 /// (`testvectors/remote-rules-v1.json`, groups EpochInForce and TrustedDevice, run against those
 /// functions on rows written in a transaction that is rolled back). How an entry's bytes become
-/// marks is not in those vectors: the SQL reads them at fixed offsets (`private.tl_record_devices`),
-/// the embedded remote through the trust log's parser, and the remotes' contract suites hold the two
-/// to the same devices.
+/// marks is DeviceTrust's `TrustLogMarks`, which the `TrustLogMarks` vectors of `trust-log-v1.json`
+/// hold to `private.tl_record_devices` (it reads them at fixed offsets).
 public enum TrustGateRules {
     /// Seconds a pending reset waits before it takes effect: 72 hours, the client's
     /// `TrustLogEpochs.resetDelay`.

@@ -1,4 +1,5 @@
 import ConformanceVectors
+import DeviceTrust
 import Foundation
 import Testing
 
@@ -35,5 +36,22 @@ struct TrustGateVectorTests {
         let report = try VectorVerifier.verify(data: JSONSerialization.data(withJSONObject: json), path: path)
         #expect(report.failures.map(\.tcId) == [tcId])
         #expect(report.failures.first?.reason.contains("malformed") == true)
+    }
+
+    @Test("an entry of a type no reader knows names nothing to the gate: it trusts nobody in its epoch")
+    func unknownType() throws {
+        let path = VectorPaths.projectDirectory.appendingPathComponent("trust-log-v1.json")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: path)) as? [String: Any])
+        let groups = try #require(json["testGroups"] as? [[String: Any]])
+        let marks = try #require(
+            groups.first { $0["type"] as? String == "TrustLogMarks" }?["tests"] as? [[String: Any]])
+        let certify = try #require(marks.first { $0["comment"] as? String == "a certify of a phone" })
+        let user = try #require((certify["userId"] as? String).flatMap(UUID.init(uuidString:)))
+        var bytes = Array(try #require((certify["entry"] as? String).flatMap { Data(base64Encoded: $0) }))
+        #expect(TrustLogMarks.of(Data(bytes).base64EncodedString(), userID: user)?.count == 1)
+        // The type byte (0x02, a certify) becomes 0x07: the entry still parses, with one signature.
+        #expect(bytes[102] == 2)
+        bytes[102] = 7
+        #expect(TrustLogMarks.of(Data(bytes).base64EncodedString(), userID: user) == nil)
     }
 }

@@ -82,6 +82,7 @@ struct VectorFileTests {
         "LiveActivityPayload": "payload", "PushTokenRefusal": "refused",
         "DeviceRegistration": "answer", "NewDeviceRoom": "room", "SilentPayload": "payload", "BadgeCounts": "counts",
         "PushTokenPlacement": "placement", "EpochInForce": "inForce", "TrustedDevice": "trusted",
+        "TrustLogMarks": "certified",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {
@@ -257,6 +258,9 @@ struct VectorFileTests {
             for test in try #require(group["tests"] as? [[String: Any]]) where test["result"] as? String == "valid" {
                 let tcId = try #require(test["tcId"] as? Int)
                 #expect(try failures(group: group, test: test) == [], "tcId \(tcId) alone")
+                // An entry that only revokes has its revoked list changed, not its empty certified one.
+                let revokes = !(test["revoked"] as? [String] ?? []).isEmpty
+                let field = group["type"] as? String == "TrustLogMarks" && revokes ? "revoked" : field
                 // A yes-or-no answer is turned over, a number gains one; a text has its last character flipped: a hex
                 // digit for byte fields, a base64url one for secrets (an empty text gains one).
                 var copy = test
@@ -271,6 +275,14 @@ struct VectorFileTests {
                     copy[field] = 1 // absent: nothing is queued; any number says otherwise
                 } else if test[field] == nil, ["AlertPayload", "SilentPayload"].contains(group["type"] as? String) {
                     copy[field] = "{}" // absent: nothing is queued; any payload says otherwise
+                } else if var ids = test[field] as? [String] {
+                    // A list of ids: the first has its last digit changed; an empty one gains an id.
+                    if let first = ids.first {
+                        ids[0] = String(first.dropLast()) + (first.last == "0" ? "1" : "0")
+                    } else {
+                        ids = ["00000000-0000-4000-8000-000000000000"]
+                    }
+                    copy[field] = ids
                 } else {
                     let value = try #require(Self.field(field, of: test))
                     if let last = value.last {

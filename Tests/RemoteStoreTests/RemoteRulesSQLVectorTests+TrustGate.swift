@@ -1,4 +1,6 @@
 import Foundation
+import TestStack
+import Testing
 
 extension RemoteRulesSQLVectorTests {
     /// The trust gate's tests (EpochInForce, TrustedDevice) through the functions the gate runs on,
@@ -38,5 +40,24 @@ extension RemoteRulesSQLVectorTests {
                     + "\(literal(test.device))::uuid)::text")
         }
         return (parts + ["SELECT line FROM gate_answers ORDER BY n", "ROLLBACK"]).joined(separator: ";\n") + ";"
+    }
+}
+
+extension RemoteRulesSQLVectorTests {
+    @Test("the trust gate's vectors get their answers from the deployed variant's functions too")
+    func trustGateDeployed() async throws {
+        let stack = try StackEnvironment.require()
+        let groups = try Self.groups()
+        for type in ["EpochInForce", "TrustedDevice"] {
+            let tests = groups[type] ?? []
+            #expect(tests.count > 30, "\(type): \(tests.count) tests")
+            var output = ""
+            for start in stride(from: 0, to: tests.count, by: 100) {
+                let chunk = Array(tests[start..<min(start + 100, tests.count)])
+                output += try await stack.sql(Self.trustGateStatement(type, chunk), database: "sync_deployed") + "\n"
+            }
+            let lines = output.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+            #expect(lines == tests.map { Self.expected(type, $0) }, "\(type)")
+        }
     }
 }

@@ -5,8 +5,9 @@ import Testing
 /// `testvectors/remote-rules-v1.json` run against the SQL rules themselves (`private.rule_*`,
 /// approvals and questions included, and the trust gate's functions): the Swift rules (`RemoteRules`, which the embedded remote
 /// runs) pass the same file in `sync-cli vectors verify` and `ConformanceVectorsTests`, so a rule
-/// changed in one language only fails here or there. The project's own schema only: the deployed variant has no
-/// notification settings, task alerts, approvals or questions.
+/// changed in one language only fails here or there. The project's own schema only (the deployed
+/// variant has no notification settings, task alerts, approvals or questions), but for the trust
+/// gate's groups, which also run on the deployed variant.
 @Suite("The remote-rules vectors against the SQL rules", .enabled(if: !StackEnvironment.skipped))
 struct RemoteRulesSQLVectorTests {
     /// The fields of a test this check reads; the settings by column name.

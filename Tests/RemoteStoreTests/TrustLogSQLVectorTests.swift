@@ -5,7 +5,9 @@ import Testing
 /// The `TrustLogAppend` vectors of `testvectors/trust-log-v1.json` run against the SQL itself
 /// (`private.tl_check_at`, rules E with the server's clock as an argument), on both schema
 /// variants: the Swift rules (`TrustLogServerRules`) pass the same vectors in
-/// `ConformanceVectorsTests`, so a rule changed in one language only fails here or there.
+/// `ConformanceVectorsTests`, so a rule changed in one language only fails here or there. The
+/// `TrustLogMarks` vectors likewise run against `private.tl_record_devices`, which reads an entry's
+/// devices at fixed offsets where the embedded remote runs the trust log's parser.
 @Suite("The trust-log append vectors against the SQL rules", .enabled(if: !StackEnvironment.skipped))
 struct TrustLogSQLVectorTests {
     /// The fields of a `TrustLogAppend` test this check reads.
@@ -28,6 +30,8 @@ struct TrustLogSQLVectorTests {
         let newHead: Head?
         let now: UInt64?
         let sqlState: String?
+        let certified: [String]?
+        let revoked: [String]?
     }
 
     struct File: Decodable {
@@ -38,11 +42,14 @@ struct TrustLogSQLVectorTests {
         let testGroups: [Group]
     }
 
-    static func appendTests() throws -> [AppendTest] {
+    static func appendTests() throws -> [AppendTest] { try tests(of: "TrustLogAppend") }
+
+    /// The tests of one group of the file.
+    static func tests(of type: String) throws -> [AppendTest] {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("testvectors/trust-log-v1.json")
         let file = try JSONDecoder().decode(File.self, from: Data(contentsOf: url))
-        return file.testGroups.filter { $0.type == "TrustLogAppend" }.flatMap(\.tests)
+        return file.testGroups.filter { $0.type == type }.flatMap(\.tests)
     }
 
     /// A SQL literal: text between single quotes (doubled inside), or NULL.
@@ -107,5 +114,43 @@ struct TrustLogSQLVectorTests {
         for test in tests {
             #expect(lines[test.tcId] == Self.expected(test), "tcId \(test.tcId) (\(test.comment))")
         }
+    }
+
+    /// What a `TrustLogMarks` test expects `private.trust_log_devices` to hold for its epoch: each
+    /// device with what the entry did to it, in byte order, or for an entry the gate cannot read
+    /// the mark that leaves nobody trusted (`*`, whether the entry would have certified or revoked).
+    /// The file's unreadable entries name no device the SQL could read either: a succession whose
+    /// second revocation named another user would leave `*` beside the first, and is not in it.
+    static func expectedMarks(_ test: AppendTest) -> String {
+        guard test.result == "valid" else { return "\(test.tcId) * unreadable" }
+        let rows = (test.certified ?? []).map { "\($0) certified" } + (test.revoked ?? []).map { "\($0) revoked" }
+        return "\(test.tcId) " + (rows.isEmpty ? "none" : rows.sorted().joined(separator: ", "))
+    }
+
+    @Test(
+        "every stored entry leaves in private.trust_log_devices the marks its vector names", arguments: [false, true])
+    func markVectors(deployed: Bool) async throws {
+        let stack = try StackEnvironment.require()
+        let tests = try Self.tests(of: "TrustLogMarks")
+        // Every kind of entry, a succession revoking two, and entries the gate cannot read.
+        #expect(tests.count == 16, "\(tests.count) mark tests")
+        #expect(tests.contains { $0.result == "invalid" } && tests.contains { ($0.revoked ?? []).count == 2 })
+        // Each entry in an epoch of its own (its test's id), in one transaction rolled back.
+        var parts = ["BEGIN", "CREATE TEMP TABLE mark_answers (n serial, line text)"]
+        for test in tests {
+            let user = Self.literal(test.userId) + "::uuid"
+            parts.append("SELECT private.tl_record_devices(\(user), \(test.tcId), 0, \(Self.literal(test.entry)))")
+            parts.append(
+                "INSERT INTO mark_answers (line) SELECT '\(test.tcId) ' || coalesce(string_agg(d.device_id || "
+                    + "CASE WHEN d.device_id = '*' THEN ' unreadable' WHEN d.revoked_seq IS NULL THEN ' certified' "
+                    + "ELSE ' revoked' END, ', ' "
+                    + "ORDER BY d.device_id COLLATE \"C\"), 'none') FROM private.trust_log_devices d "
+                    + "WHERE d.user_id = \(user) AND d.epoch = \(test.tcId)")
+        }
+        parts += ["SELECT line FROM mark_answers ORDER BY n", "ROLLBACK"]
+        let output = try await stack.sql(
+            parts.joined(separator: ";\n") + ";", database: deployed ? "sync_deployed" : "sync_own")
+        let lines = output.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+        #expect(lines == tests.map(Self.expectedMarks))
     }
 }

@@ -162,6 +162,10 @@ public struct Genesis: Sendable, Hashable {
         let recovery = try reader.optionalX25519()
         let certificate = try TrustLogBody.parseCertificate(try reader.len16())
         try reader.end()
+        // Every body names one user: the certificate of the genesis's author too.
+        guard certificate.userID == user else {
+            throw DeviceTrustError(.malformedLogBytes, "the genesis's certificate names another user")
+        }
         return Genesis(
             userID: user, identityKey: identity, anchor: anchor, priorEpoch: prior, recoveryKey: recovery,
             certificate: certificate)

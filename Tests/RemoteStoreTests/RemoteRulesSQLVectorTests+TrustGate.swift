@@ -6,8 +6,11 @@ extension RemoteRulesSQLVectorTests {
     /// The trust gate's tests (EpochInForce, TrustedDevice) through the functions the gate runs on,
     /// not on rules of their own: each test writes a fresh user's `trust_log_state` row and marks
     /// (`private.tl_mark_device`, with its triggers), and asks `private.trust_epoch` or
-    /// `private.is_trusted_device`. One transaction, rolled back: its `now()` is fixed, so a reset's
-    /// age is exact, and nothing it wrote stays. The answers go to a temporary table read last.
+    /// `private.is_trusted_device`. An EpochInForce test also asks the two other places that
+    /// judge a reset's 72 hours: the head the feeds carry (`private.trust_log_head_of`, which shows
+    /// a reset still pending) and the writers' lock (`private.tl_lock`, which makes one that took
+    /// effect current). One transaction, rolled back: its `now()` is fixed, so a reset's age is
+    /// exact, and nothing it wrote stays. The answers go to a temporary table read last.
     static func trustGateStatement(_ type: String, _ tests: [RuleTest]) -> String {
         func integer(_ value: Int?) -> String { value.map(String.init) ?? "NULL" }
         var parts = ["BEGIN", "CREATE TEMP TABLE gate_answers (n serial, line text)"]
@@ -21,8 +24,11 @@ extension RemoteRulesSQLVectorTests {
                         + "\(integer(test.pendingEpoch)), \(test.pendingEpoch == nil ? "NULL" : "'\\x00'::bytea"), \(created))"
                 )
                 parts.append(
-                    "INSERT INTO gate_answers (line) SELECT '\(test.tcId) ' || coalesce(private.trust_epoch(\(user))::text, 'none')"
-                )
+                    "INSERT INTO gate_answers (line) SELECT '\(test.tcId) ' || coalesce(private.trust_epoch(\(user))::text, 'none') "
+                        + "|| ' ' || coalesce(private.trust_log_head_of(\(user)) ->> 'pendingEpoch', 'none')")
+                parts.append(
+                    "UPDATE gate_answers SET line = line || ' ' || coalesce((SELECT (private.tl_lock(\(user))).current_epoch)::text, "
+                        + "'none') WHERE line LIKE '\(test.tcId) %'")
                 continue
             }
             if let epoch = test.inForce {
@@ -40,6 +46,15 @@ extension RemoteRulesSQLVectorTests {
                     + "\(literal(test.device))::uuid)::text")
         }
         return (parts + ["SELECT line FROM gate_answers ORDER BY n", "ROLLBACK"]).joined(separator: ";\n") + ";"
+    }
+
+    /// What an EpochInForce test expects: the epoch in force, the pending epoch the head shows (a
+    /// reset that has not taken effect), and the current epoch once a writer's lock has settled the
+    /// state, which is the epoch in force again.
+    static func epochAnswer(_ test: RuleTest) -> String {
+        let inForce = test.inForce.map(String.init) ?? "none"
+        let shown = test.pendingEpoch.flatMap { $0 == test.inForce ? nil : String($0) } ?? "none"
+        return [inForce, shown, inForce].joined(separator: " ")
     }
 }
 

@@ -193,7 +193,7 @@ struct RemoteRulesSQLVectorTests {
         case "AlertPayload", "LiveActivityPayload", "SilentPayload": answer = "same"
         case "BadgeCounts": answer = test.counts.map { $0 ? "true" : "false" } ?? "?"
         case "PushTokenPlacement": answer = test.placement ?? "?"
-        case "EpochInForce": answer = test.inForce.map(String.init) ?? "none"
+        case "EpochInForce": answer = epochAnswer(test)
         case "TrustedDevice": answer = test.trusted.map { $0 ? "true" : "false" } ?? "?"
         case "DeviceRegistration", "NewDeviceRoom":
             answer =

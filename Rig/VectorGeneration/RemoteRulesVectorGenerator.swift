@@ -14,9 +14,10 @@ import SyncModel
 /// side of now and of the update interval; every alert and live-activity payload's members, and the
 /// sealed body on either side of the payload limit; every silent push's members; every request
 /// status against the badge's tests; every current epoch against a pending reset either side of its
-/// 72 hours, and every short sequence of certifying, revoking and unreadable entries. The answers are ``NotificationRules``',
-/// ``TaskAlertRules``', ``RequestRules``', ``DeliveryRules``', ``LiveActivityQueueing``'s and
-/// ``PushPayloads``' and ``TrustGateRules``'; the SQL rules must give the same.
+/// 72 hours, and every short sequence of certifying, revoking and unreadable entries. The answers
+/// are ``NotificationRules``', ``TaskAlertRules``', ``RequestRules``', ``DeliveryRules``',
+/// ``LiveActivityQueueing``'s, ``PushPayloads``' and ``TrustGateRules``'; the SQL rules must give
+/// the same.
 public enum RemoteRulesVectorGenerator {
     struct OutputTest: Encodable {
         var tcId = 0

@@ -29,9 +29,10 @@ extension RemoteRulesGroup {
         case .epochInForce:
             // A pending reset has an age, and only a pending reset has one.
             guard (test.pendingEpoch == nil) == (test.pendingAge == nil) else { return nil }
-            let pending = test.pendingEpoch.flatMap { epoch in test.pendingAge.map { (epoch, $0) } }
-            return TrustGateRules.epochInForce(
-                current: test.currentEpoch, pending: pending.map { .init(epoch: $0.0, age: $0.1) }) == test.inForce
+            let pending = test.pendingEpoch.flatMap { epoch in
+                test.pendingAge.map { TrustGateRules.PendingReset(epoch: epoch, age: $0) }
+            }
+            return TrustGateRules.epochInForce(current: test.currentEpoch, pending: pending) == test.inForce
         case .trustedDevice:
             // Ids as the gate compares them (the SQL as text): anything else is malformed, not an answer.
             guard let marks = test.marks, let device = test.device, let trusted = test.trusted else { return nil }

@@ -38,7 +38,7 @@ struct TrustGateVectorTests {
         #expect(report.failures.first?.reason.contains("malformed") == true)
     }
 
-    @Test("an entry of a type no reader knows names nothing to the gate: it trusts nobody in its epoch")
+    @Test("an entry of a type no reader knows is one the gate cannot read: it trusts nobody in its epoch")
     func unknownType() throws {
         let path = VectorPaths.projectDirectory.appendingPathComponent("trust-log-v1.json")
         let json = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: path)) as? [String: Any])

@@ -25,7 +25,7 @@ public enum TrustLogMarks {
     /// epoch.
     public static func of(_ stored: String, userID: UUID) -> [Named]? {
         // An unknown type parses (as a certify, so that a reader refuses it at its position): here
-        // it names nothing the gate may read.
+        // it is an entry the gate cannot read.
         guard let data = Data(base64Encoded: stored), let parsed = try? TrustLogEntry.parse(Array(data)),
             TrustLogEntryType(rawValue: parsed.knownType) != nil,
             let body = try? TrustLogBody.parse(parsed.entry.body, of: parsed.entry.type, userID: userID)

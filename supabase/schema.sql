@@ -1403,7 +1403,7 @@ BEGIN
     WHERE (w.user_id, w.device_id, w.epoch, w.seq, w.signature) IN (
         SELECT x.user_id, x.device_id, x.epoch, x.seq, x.signature FROM public.trust_log_witnesses x
         WHERE x.user_id = caller AND x.device_id = publish_witness.device_id AND x.epoch = v_epoch AND x.seq = v_seq
-        ORDER BY x.created_at DESC, x.signature OFFSET 3);
+        ORDER BY x.created_at DESC, x.signature COLLATE "C" OFFSET 3);
     INSERT INTO public.trust_log_witnesses (user_id, device_id, epoch, seq, body, signature)
     VALUES (caller, publish_witness.device_id, v_epoch, v_seq, publish_witness.body, publish_witness.signature)
     ON CONFLICT DO NOTHING;

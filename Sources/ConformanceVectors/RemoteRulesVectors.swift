@@ -26,7 +26,8 @@ import SyncModel
 /// `kind`, `requestId`, `reason`, `badge` or `sessionId`, `handedOffTo`: `payload`) and `BadgeCounts` (`status`,
 /// `askedByDevice`, `expiresIn`: `counts`), `PushTokenPlacement` (`heldBy`, `holderValid`: `placement`),
 /// `EpochInForce` (`currentEpoch`, `pendingEpoch`, `pendingAge`: `inForce`) and `TrustedDevice` (`inForce`,
-/// `marks`, `device`: `trusted`).
+/// `marks`, `device`: `trusted`), `WitnessAdmission` (`caller`, `device`, `body`, `signature`, `now`,
+/// `currentEpoch`, `headSeq`, `held`: `admission`, `kept`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -57,6 +58,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case pushTokenPlacement = "PushTokenPlacement"
         case epochInForce = "EpochInForce"
         case trustedDevice = "TrustedDevice"
+        case witnessAdmission = "WitnessAdmission"
     }
 
     public let type: Kind
@@ -269,6 +271,18 @@ public struct RemoteRulesGroup: VectorGroup {
         public let inForce: UInt32?
         public let marks: [TrustMark]?
         public let device: String?
+        /// WitnessAdmission (and `device`, `currentEpoch`): the caller's user id, the call's
+        /// witness body and signature (stored text), the server's clock in Unix seconds, the
+        /// current epoch's head seq (absent: no log), the device's witnesses of that epoch; what
+        /// the remote answers and the device's signatures after the call, in byte order.
+        public let caller: String?
+        public let body: String?
+        public let signature: String?
+        public let now: Int64?
+        public let headSeq: UInt64?
+        public let held: [HeldWitness]?
+        public let admission: String?
+        public let kept: [String]?
     }
 
     /// A kind raised as the file writes it.
@@ -373,6 +387,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = answer
         case .epochInForce, .trustedDevice:
             guard let answer = trustGateMatches(kind, test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .witnessAdmission:
+            guard let answer = witnessMatches(test) else { return "fields: missing or malformed" }
             outcome = answer
         case .badgeCounts:
             guard let status = test.status, let asked = test.askedByDevice, let expiresIn = test.expiresIn,

@@ -154,50 +154,60 @@ extension EmbeddedRemoteStore: TrustLogRemote {
             guard let witness = try? TrustLogWitness.parse(body),
                 (try? ByteEncoding.bytes(base64: signature))?.count == 64
             else { throw Self.invalid("the witness is not 155 bytes and a 64-byte signature, in base64") }
-            guard witness.userID == user, witness.deviceID == deviceID else {
-                throw Self.refused("the witness names another user or another device than the caller")
-            }
             let state = try TrustLogServerState.settled(db, user: me)
             let head = try state.current.flatMap { try TrustLogServerState.head(db, user: me, epoch: $0) }
-            let last = try Int64.fetchOne(
-                db,
-                sql: "SELECT max(seq) FROM trust_log_witnesses WHERE user_id = ? AND device_id = ? AND epoch = ?",
-                arguments: [me, deviceID.canonical, Int64(witness.epoch)])
-            let now = Self.epochSeconds
-            guard let head, witness.epoch == state.current, witness.seq <= head.seq,
-                Int64(witness.seq) >= (last ?? -1), witness.seenAt >= now - min(now, 600), witness.seenAt <= now + 600
-            else {
+            let claim = WitnessRules.Claim(
+                user: witness.userID.canonical, device: witness.deviceID.canonical, epoch: witness.epoch,
+                seq: witness.seq, seenAt: witness.seenAt)
+            let verdict = WitnessRules.verdict(
+                on: claim, signature: signature, caller: user.canonical, device: deviceID.canonical,
+                currentEpoch: state.current, headSeq: head?.seq,
+                held: try Self.heldWitnesses(db, user: me, device: deviceID.canonical, epoch: state.current),
+                now: Int64(Self.epochSeconds))
+            switch verdict {
+            case .foreign: throw Self.refused("the witness names another user or another device than the caller")
+            case .outOfRange:
                 throw Self.invalid(
                     "a witness names the current epoch, a seq up to its head and at least the device's last, and now")
+            case .held: return
+            case .store(let evicting):
+                for old in evicting {
+                    try db.execute(
+                        sql: """
+                            DELETE FROM trust_log_witnesses
+                            WHERE user_id = ? AND device_id = ? AND epoch = ? AND seq = ? AND signature = ?
+                            """,
+                        arguments: [me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq), old])
+                }
+                try db.execute(
+                    sql: """
+                        INSERT INTO trust_log_witnesses (user_id, device_id, epoch, seq, body, signature, created_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq), body, signature, Self.now,
+                    ])
             }
-            // The same witness again (the same second, the same signature) changes nothing.
-            let known = try Bool.fetchOne(
-                db,
-                sql: """
-                    SELECT EXISTS (SELECT 1 FROM trust_log_witnesses
-                        WHERE user_id = ? AND device_id = ? AND epoch = ? AND seq = ? AND signature = ?)
-                    """,
-                arguments: [me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq), signature])
-            if known == true { return }
-            // Beside the rows already there for the seq (one that got there first cannot shut the
-            // device's genuine witness out), at most 4 a seq: the oldest gives way to the newest,
-            // so a root witnesses an unchanged head again every hour.
-            try db.execute(
-                sql: """
-                    DELETE FROM trust_log_witnesses WHERE rowid IN (
-                        SELECT rowid FROM trust_log_witnesses
-                        WHERE user_id = ? AND device_id = ? AND epoch = ? AND seq = ?
-                        ORDER BY created_at DESC, signature LIMIT -1 OFFSET 3)
-                    """,
-                arguments: [me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq)])
-            try db.execute(
-                sql: """
-                    INSERT INTO trust_log_witnesses (user_id, device_id, epoch, seq, body, signature, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
-                    """,
-                arguments: [
-                    me, deviceID.canonical, Int64(witness.epoch), Int64(witness.seq), body, signature, Self.now,
-                ])
+        }
+    }
+
+    /// The device's witnesses in the epoch (none without one), with their ages as the rule takes them.
+    static func heldWitnesses(
+        _ db: Database, user: String, device: String, epoch: UInt32?
+    ) throws -> [WitnessRules.Held] {
+        guard let epoch else { return [] }
+        let now = Date()
+        return try Row.fetchAll(
+            db,
+            sql:
+                "SELECT seq, signature, created_at FROM trust_log_witnesses WHERE user_id = ? AND device_id = ? AND epoch = ?",
+            arguments: [user, device, Int64(epoch)]
+        ).map { row in
+            // A stored time that does not parse is the oldest: it gives way first.
+            let stored = Timestamp.parse(row["created_at"] as String) ?? .distantPast
+            return WitnessRules.Held(
+                seq: UInt64(row["seq"] as Int64), signature: row["signature"],
+                age: now.timeIntervalSince(stored))
         }
     }
 

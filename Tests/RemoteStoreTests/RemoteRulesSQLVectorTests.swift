@@ -3,11 +3,11 @@ import TestStack
 import Testing
 
 /// `testvectors/remote-rules-v1.json` run against the SQL rules themselves (`private.rule_*`,
-/// approvals and questions included, and the trust gate's functions): the Swift rules (`RemoteRules`, which the embedded remote
-/// runs) pass the same file in `sync-cli vectors verify` and `ConformanceVectorsTests`, so a rule
+/// approvals and questions included, the trust gate's functions and `private.publish_witness`):
+/// the Swift rules (`RemoteRules`, which the embedded remote runs) pass the same file in `sync-cli vectors verify` and `ConformanceVectorsTests`, so a rule
 /// changed in one language only fails here or there. The project's own schema only (the deployed
 /// variant has no notification settings, task alerts, approvals or questions), but for the trust
-/// gate's groups, which also run on the deployed variant.
+/// gate's and the witness groups, which also run on the deployed variant.
 @Suite("The remote-rules vectors against the SQL rules", .enabled(if: !StackEnvironment.skipped))
 struct RemoteRulesSQLVectorTests {
     /// The fields of a test this check reads; the settings by column name.
@@ -115,6 +115,14 @@ struct RemoteRulesSQLVectorTests {
         let inForce: Int?
         let marks: [Mark]?
         let device: String?
+        let caller: String?
+        let body: String?
+        let signature: String?
+        let now: Int64?
+        let headSeq: Int64?
+        let held: [HeldWitness]?
+        let admission: String?
+        let kept: [String]?
     }
 
     /// A TrustedDevice test's mark.
@@ -195,6 +203,7 @@ struct RemoteRulesSQLVectorTests {
         case "PushTokenPlacement": answer = test.placement ?? "?"
         case "EpochInForce": answer = epochAnswer(test)
         case "TrustedDevice": answer = test.trusted.map { $0 ? "true" : "false" } ?? "?"
+        case "WitnessAdmission": answer = witnessAnswer(test)
         case "DeviceRegistration", "NewDeviceRoom":
             answer =
                 (test.answer ?? test.room.map { $0 ? "true" : "false" } ?? "?")
@@ -405,7 +414,7 @@ struct RemoteRulesSQLVectorTests {
                     "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14, "AlertPayload": 91,
                     "LiveActivityPayload": 48, "PushTokenRefusal": 58, "DeviceRegistration": 72,
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
-                    "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206,
+                    "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 58,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -447,16 +456,21 @@ struct RemoteRulesSQLVectorTests {
                 "none", "1", "2", "3", "4",
             ])
         #expect(Set((groups["TrustedDevice"] ?? []).compactMap(\.trusted)) == [true, false])
+        #expect(
+            Set((groups["WitnessAdmission"] ?? []).compactMap(\.admission))
+                == ["malformed", "foreign", "out_of_range", "held", "stored"])
         // A statement per group, of at most 400 tests or 16 alert payloads: all together would pass
         // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""
-        let gate = ["EpochInForce", "TrustedDevice"]
+        let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission"]
         for (type, tests) in groups {
             let size = type == "AlertPayload" ? 16 : (gate.contains(type) ? 100 : 400)
             for start in stride(from: 0, to: tests.count, by: size) {
                 let chunk = Array(tests[start..<min(start + size, tests.count)])
                 let statement =
-                    gate.contains(type) ? Self.trustGateStatement(type, chunk) : try Self.statement([type: chunk])
+                    type == "WitnessAdmission"
+                    ? Self.witnessStatement(chunk)
+                    : gate.contains(type) ? Self.trustGateStatement(type, chunk) : try Self.statement([type: chunk])
                 output += try await stack.sql(statement) + "\n"
             }
         }

@@ -362,7 +362,20 @@ struct TrustLogRemoteTests {
         #expect(
             await Self.code { try await remote.publishWitness(deviceID: device, body: body, signature: signature) }
                 == "42501")
-        let rows = try await remote.trustLogWitnesses(epoch: 1)
-        #expect(rows.map(\.seq) == [0, 1, 1])
+        // Five witnesses of one seq: the first published gives way, the newest four stay.
+        func seen() async throws -> Set<UInt64> {
+            Set(
+                try await remote.trustLogWitnesses(epoch: 1).filter { $0.seq == 1 }.map {
+                    try TrustLogWitness.parse($0.body).seenAt
+                })
+        }
+        let held = try await seen()
+        let base = RemoteLogWriter.now
+        for offset: UInt64 in [4, 5, 6] {
+            #expect(await publish(seq: 1, seen: base + offset) == nil, "seen_at now + \(offset)")
+        }
+        #expect(try await remote.trustLogWitnesses(epoch: 1).map(\.seq) == [0, 1, 1, 1, 1])
+        #expect(held.count == 2)
+        #expect(try await seen() == [held.max() ?? 0, base + 4, base + 5, base + 6])
     }
 }

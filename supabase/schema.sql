@@ -1384,7 +1384,7 @@ BEGIN
     v_seq := private.tl_u64(b, 107);
     v_seen := private.tl_u64(b, 147);
     SELECT * INTO h FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = s.current_epoch;
-    IF s.current_epoch IS NULL OR v_epoch <> s.current_epoch OR v_seq > h.seq
+    IF s.current_epoch IS NULL OR v_epoch <> s.current_epoch OR h.seq IS NULL OR v_seq > h.seq
        OR v_seq < coalesce((SELECT max(w.seq) FROM public.trust_log_witnesses w WHERE w.user_id = caller
                               AND w.device_id = publish_witness.device_id AND w.epoch = s.current_epoch), -1)
        OR v_seen < v_now - 600 OR v_seen > v_now + 600 THEN

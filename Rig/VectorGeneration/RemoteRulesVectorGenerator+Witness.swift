@@ -113,6 +113,7 @@ extension RemoteRulesVectorGenerator {
             },
             make("another device's, past the head", ["Foreign"]) { ($0.device, $0.seq) = (otherWitnessDevice, 9) },
             make("no log", ["Range"]) { ($0.currentEpoch, $0.headSeq) = (nil, nil) },
+            make("a current epoch without its head (a restore could leave one)", ["Range"]) { $0.headSeq = nil },
             make("an earlier epoch", ["Range"]) { $0.epoch = 1 },
             make("a later epoch", ["Range"]) { $0.epoch = 3 },
             make("the head's seq", ["Kept"]) { $0.seq = 7 },

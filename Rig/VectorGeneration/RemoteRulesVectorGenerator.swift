@@ -266,8 +266,8 @@ public enum RemoteRulesVectorGenerator {
                 "TrustedDevice (private.tl_mark_device, private.is_trusted_device; TrustGateRules): inForce (absent: no log), marks",
                 "  (what each stored entry says, in order: epoch, device (absent: the entry does not parse), revokes), device -> trusted.",
                 "WitnessAdmission (private.publish_witness; TrustLogWitness.parse, WitnessRules): caller (the user) and device (the",
-                "  device it proved), body and signature (the call's), now (the server's clock), currentEpoch and headSeq (absent: no",
-                "  log), held (the device's witnesses: epoch, absent for the current, seq, signature, age in seconds) -> admission (malformed, foreign,",
+                "  device it proved), body and signature (the call's), now (the server's clock), currentEpoch and headSeq (each absent:",
+                "  none), held (the device's witnesses: epoch, absent for the current, seq, signature, age in seconds) -> admission (malformed, foreign,",
                 "  out_of_range, held, stored) and kept (the device's signatures after the call, in byte order).",
             ],
             groups: numbered)

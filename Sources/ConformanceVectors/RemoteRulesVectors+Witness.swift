@@ -53,10 +53,9 @@ extension RemoteRulesGroup {
 
     /// What the remote answers (`malformed`, `foreign`, `out_of_range`, `held`, `stored`) and the
     /// device's signatures held after the call, sorted byte by byte; `nil` when the fields are
-    /// not a test (ids not canonical, a log without a head or a head without a log).
+    /// not a test (ids not canonical lowercase UUIDs).
     public static func witnessAdmission(_ fields: WitnessFields?) -> (admission: String, kept: [String])? {
-        guard let fields, [fields.caller, fields.device].allSatisfy({ UUID(uuidString: $0)?.canonical == $0 }),
-            (fields.currentEpoch == nil) == (fields.headSeq == nil)
+        guard let fields, [fields.caller, fields.device].allSatisfy({ UUID(uuidString: $0)?.canonical == $0 })
         else { return nil }
         let before = fields.held.map(\.signature)
         guard let witness = try? TrustLogWitness.parse(fields.body),

@@ -31,10 +31,12 @@ extension RemoteRulesSQLVectorTests {
             let device = literal(test.device) + "::uuid"
             parts.append(
                 "SET LOCAL request.jwt.claims = '{\"sub\": \"\(fresh)\", \"role\": \"authenticated\"}'")
-            if let epoch = test.currentEpoch, let head = test.headSeq {
+            if let epoch = test.currentEpoch {
                 parts.append(
                     "INSERT INTO private.trust_log_state (user_id, current_epoch, highest_epoch) VALUES (\(user), \(epoch), \(epoch))"
                 )
+            }
+            if let epoch = test.currentEpoch, let head = test.headSeq {
                 parts.append(
                     "INSERT INTO private.trust_log_heads (user_id, epoch, seq, hash, created_at, last_proof) "
                         + "VALUES (\(user), \(epoch), \(head), '\\x00', 0, '\\x00')")

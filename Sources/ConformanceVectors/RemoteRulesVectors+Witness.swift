@@ -28,7 +28,7 @@ extension RemoteRulesGroup {
     }
 
     /// What a WitnessAdmission test gives: the caller (user and device), the call's body and
-    /// signature, the server's clock, the log's current epoch and head (each absent: no log), and
+    /// signature, the server's clock, the log's current epoch and head seq (each absent: none), and
     /// the device's witnesses (of that epoch, unless one names another).
     public struct WitnessFields: Sendable, Hashable {
         public var caller: String

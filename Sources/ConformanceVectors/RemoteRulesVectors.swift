@@ -273,8 +273,9 @@ public struct RemoteRulesGroup: VectorGroup {
         public let device: String?
         /// WitnessAdmission (and `device`, `currentEpoch`): the caller's user id, the call's
         /// witness body and signature (stored text), the server's clock in Unix seconds, the
-        /// current epoch's head seq (absent: no log), the device's witnesses of that epoch; what
-        /// the remote answers and the device's signatures after the call, in byte order.
+        /// current epoch's head seq (absent: none), the device's witnesses (`epoch` absent: the
+        /// current one); what the remote answers and the device's signatures after the call, in
+        /// byte order.
         public let caller: String?
         public let body: String?
         public let signature: String?

@@ -211,7 +211,8 @@ if tests {
         .testTarget(
             name: "ConformanceVectorsTests",
             dependencies: [
-                "ConformanceVectors", "DeviceTrust", "SecretCrypto", .product(name: "Crypto", package: "swift-crypto"),
+                "ConformanceVectors", "DeviceTrust", "RemoteRules", "SecretCrypto",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(

@@ -27,7 +27,8 @@ import SyncModel
 /// `askedByDevice`, `expiresIn`: `counts`), `PushTokenPlacement` (`heldBy`, `holderValid`: `placement`),
 /// `EpochInForce` (`currentEpoch`, `pendingEpoch`, `pendingAge`: `inForce`) and `TrustedDevice` (`inForce`,
 /// `marks`, `device`: `trusted`), `WitnessAdmission` (`caller`, `device`, `body`, `signature`, `now`,
-/// `currentEpoch`, `headSeq`, `held`: `admission`, `kept`).
+/// `currentEpoch`, `headSeq`, `held`: `admission`, `kept`), `CallerGate` (`signedIn`, `credential`, `device`,
+/// `named`, `trusted`, `trustLog`: `answer`, `message`, `hint`, `sqlState`, `itself`, `calling`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -59,6 +60,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case epochInForce = "EpochInForce"
         case trustedDevice = "TrustedDevice"
         case witnessAdmission = "WitnessAdmission"
+        case callerGate = "CallerGate"
     }
 
     public let type: Kind
@@ -284,6 +286,16 @@ public struct RemoteRulesGroup: VectorGroup {
         public let held: [HeldWitness]?
         public let admission: String?
         public let kept: [String]?
+        /// CallerGate (and `device`, `trusted`: the call needs a certified device; `answer`,
+        /// `message`, `hint`, `sqlState`): who signed in, the request's credential, the id the
+        /// call names (absent: none), what the trust log says; the answer to the call naming the
+        /// credential's device itself; whether the device is the calling one.
+        public let signedIn: Bool?
+        public let credential: String?
+        public let named: String?
+        public let trustLog: String?
+        public let itself: String?
+        public let calling: Bool?
     }
 
     /// A kind raised as the file writes it.
@@ -391,6 +403,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = answer
         case .witnessAdmission:
             guard let answer = witnessMatches(test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .callerGate:
+            guard let answer = callerGateMatches(test) else { return "fields: missing or malformed" }
             outcome = answer
         case .badgeCounts:
             guard let status = test.status, let asked = test.askedByDevice, let expiresIn = test.expiresIn,

@@ -97,11 +97,17 @@ extension EmbeddedRemoteStore {
 
     /// A registration's refusal as the PostgreSQL remote raises it.
     static func refusal(_ refusal: CredentialRules.Refusal) -> RemoteStoreError {
-        refusal.sqlState == "54000"
-            ? RemoteStoreError(
-                .limitExceeded, refusal.message, postgrestCode: .programLimitExceeded, hint: refusal.hint)
-            : RemoteStoreError(
-                .permissionDenied, refusal.message, postgrestCode: .insufficientPrivilege, hint: refusal.hint)
+        raised(refusal.sqlState, refusal.message, hint: refusal.hint)
+    }
+
+    /// What PostgreSQL raises with `sqlState` (`nil`: none), as the PostgREST client reads it.
+    static func raised(_ sqlState: String?, _ message: String, hint: String? = nil) -> RemoteStoreError {
+        let codes: [String: RemoteStoreError.Code] = [
+            "42501": .permissionDenied, "22023": .invalidValue, "23505": .conflict, "54000": .limitExceeded,
+        ]
+        return RemoteStoreError(
+            sqlState.flatMap { codes[$0] } ?? .http, message,
+            postgrestCode: sqlState.map { PostgRESTErrorCode(rawValue: $0) }, hint: hint)
     }
 
     // MARK: - The calling device
@@ -110,23 +116,32 @@ extension EmbeddedRemoteStore {
     /// acts for a device refuses it.
     static let serviceRoleCaller = "service_role"
 
-    /// The user's registered device whose credential this store holds, unless revoked.
+    /// The user's registered device whose credential this store holds, unless revoked
+    /// (``CallerRules/credentialDevice(_:caller:)``).
     func credentialDevice(_ db: Database) throws -> String? {
         if isServiceRole { return Self.serviceRoleCaller }
         guard let hash = credentialHash else { return nil }
-        return try String.fetchOne(
-            db.cachedStatement(
-                sql: "SELECT device_id FROM device_credentials WHERE hash = ? AND user_id = ? AND ended_at IS NULL"),
-            arguments: [hash, me])
+        let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT device_id, user_id, ended_at FROM device_credentials WHERE hash = ?"),
+            arguments: [hash])
+        let credential = row.map {
+            CallerRules.Credential(
+                device: $0["device_id"], user: $0["user_id"], ended: $0["ended_at"] as String? != nil)
+        }
+        return CallerRules.credentialDevice(credential, caller: me)
     }
 
     /// The calling device: ``credentialDevice(_:)``, certified by the log in force when the user
-    /// has a log.
+    /// has a log (``CallerRules/callingDevice(credentialDevice:certified:)``).
     func callingDevice(_ db: Database) throws -> String? {
         guard let device = try credentialDevice(db) else { return nil }
         if isServiceRole { return device }
-        guard let vouched = try Self.vouchedDevices(db, user: me) else { return device }
-        return vouched.contains(device) ? device : nil
+        return try CallerRules.callingDevice(credentialDevice: device, certified: certified(db, device))
+    }
+
+    /// Whether the trust log in force certifies `device` (`nil`: the user has no log).
+    func certified(_ db: Database, _ device: String) throws -> Bool? {
+        try Self.vouchedDevices(db, user: me).map { $0.contains(device) }
     }
 
     static func hasTrustLog(_ db: Database, user: String) throws -> Bool {
@@ -140,23 +155,31 @@ extension EmbeddedRemoteStore {
     }
 
     /// The device a call acts for: `named`, which must be the calling device (`trusted`:
-    /// certified too, when the user has a log). `private.acting_device`.
+    /// certified too, when the user has a log), as ``CallerRules/acting(named:trusted:caller:credentialDevice:certified:)``
+    /// says. `private.acting_device`. The service role is no signed-in user: it acts for no device.
     func acting(_ db: Database, _ named: UUID?, trusted: Bool) throws -> UUID {
-        guard let device = try credentialDevice(db), let id = UUID(uuidString: device) else {
-            throw RemoteStoreError(
-                .permissionDenied, "this call needs the credential of one of your devices that is not revoked",
-                postgrestCode: .insufficientPrivilege, hint: "device-credential-missing")
+        let signedIn = isServiceRole ? nil : me
+        let device = try signedIn == nil ? nil : credentialDevice(db)
+        let verdict = try CallerRules.acting(
+            named: named?.canonical, trusted: trusted, caller: signedIn, credentialDevice: device,
+            certified: { try device.flatMap { try self.certified(db, $0) } })
+        switch verdict {
+        case .acts(let acting):
+            // The device acted for is the name the call gave, a UUID: this never refuses.
+            guard let id = UUID(uuidString: acting) else { throw Self.refusal(CallerRules.Refusal.noCredential) }
+            return id
+        case .refused(let refusal): throw Self.refusal(refusal)
         }
-        guard named == id else { throw Self.refused("a device acts only in its own name") }
-        if trusted, try callingDevice(db) == nil {
-            throw Self.refused("only a device your trust log certifies may make this call")
-        }
-        return id
+    }
+
+    /// A caller gate's refusal as the PostgreSQL remote raises it.
+    static func refusal(_ refusal: CallerRules.Refusal) -> RemoteStoreError {
+        raised(refusal.sqlState, refusal.message, hint: refusal.hint)
     }
 
     /// The calling device for a call that names none (`private.caller_device`).
     func caller(_ db: Database, trusted: Bool) throws -> UUID {
-        let device = try credentialDevice(db).flatMap(UUID.init(uuidString:))
+        let device = isServiceRole ? nil : try credentialDevice(db).flatMap(UUID.init(uuidString:))
         return try acting(db, device, trusted: trusted)
     }
 

@@ -214,15 +214,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
     // MARK: - The rules
 
     static func refusal(_ refusal: DeviceTrustError) -> RemoteStoreError {
-        let code: RemoteStoreError.Code
-        switch refusal.sqlState ?? "" {
-        case "42501": code = .permissionDenied
-        case "22023": code = .invalidValue
-        case "23505": code = .conflict
-        default: code = .http
-        }
-        return RemoteStoreError(
-            code, refusal.message, postgrestCode: refusal.sqlState.map { PostgRESTErrorCode(rawValue: $0) })
+        raised(refusal.sqlState, refusal.message)
     }
 
     /// Rules **E** for one entry of `epoch`.

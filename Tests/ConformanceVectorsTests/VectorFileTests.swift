@@ -82,7 +82,7 @@ struct VectorFileTests {
         "LiveActivityPayload": "payload", "PushTokenRefusal": "refused",
         "DeviceRegistration": "answer", "NewDeviceRoom": "room", "SilentPayload": "payload", "BadgeCounts": "counts",
         "PushTokenPlacement": "placement", "EpochInForce": "inForce", "TrustedDevice": "trusted",
-        "TrustLogMarks": "certified", "WitnessAdmission": "admission",
+        "TrustLogMarks": "certified", "WitnessAdmission": "admission", "CallerGate": "answer",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

@@ -117,6 +117,22 @@ extension DeviceCredentialThreatTests {
     }
 
     @Test(
+        "14. the operator's service role acts for no device: a call in a device's name is refused as one with nobody signed in",
+        arguments: remotes)
+    func serviceRoleActsForNoDevice(backend: Backend) async throws {
+        let w = try await ApprovalWorld.make(backend)
+        let operatorRemote = try w.world.operatorRemote()
+        do {
+            try await operatorRemote.publishWitness(deviceID: w.phone.identity.id, body: "AAAA", signature: "AAAA")
+            Issue.record("the service role witnessed in the phone's name")
+        } catch let error as RemoteStoreError {
+            // `private.acting_device`'s words: the service role is no signed-in user.
+            #expect(error.code == .permissionDenied, "\(error)")
+            #expect((error.serverMessage ?? error.message) == "this call needs a signed-in user", "\(error)")
+        }
+    }
+
+    @Test(
         "13. a trust log naming another user's device ends nothing of it: that user's device, with a row from before credentials, still registers one",
         arguments: remotes)
     func foreignRevocation(backend: Backend) async throws {

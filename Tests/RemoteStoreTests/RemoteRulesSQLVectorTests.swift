@@ -123,6 +123,12 @@ struct RemoteRulesSQLVectorTests {
         let held: [HeldWitness]?
         let admission: String?
         let kept: [String]?
+        let signedIn: Bool?
+        let credential: String?
+        let named: String?
+        let trustLog: String?
+        let itself: String?
+        let calling: Bool?
     }
 
     /// A TrustedDevice test's mark.
@@ -204,6 +210,7 @@ struct RemoteRulesSQLVectorTests {
         case "EpochInForce": answer = epochAnswer(test)
         case "TrustedDevice": answer = test.trusted.map { $0 ? "true" : "false" } ?? "?"
         case "WitnessAdmission": answer = witnessAnswer(test)
+        case "CallerGate": answer = callerGateAnswer(test)
         case "DeviceRegistration", "NewDeviceRoom":
             answer =
                 (test.answer ?? test.room.map { $0 ? "true" : "false" } ?? "?")
@@ -415,6 +422,7 @@ struct RemoteRulesSQLVectorTests {
                     "LiveActivityPayload": 48, "PushTokenRefusal": 58, "DeviceRegistration": 72,
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
                     "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 59,
+                    "CallerGate": 256,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -462,15 +470,19 @@ struct RemoteRulesSQLVectorTests {
         // A statement per group, of at most 400 tests or 16 alert payloads: all together would pass
         // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""
-        let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission"]
+        let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission", "CallerGate"]
         for (type, tests) in groups {
-            let size = type == "AlertPayload" ? 16 : (gate.contains(type) ? 100 : 400)
+            let size =
+                type == "AlertPayload"
+                ? 16 : type == "CallerGate" ? Self.callerChunk : (gate.contains(type) ? 100 : 400)
             for start in stride(from: 0, to: tests.count, by: size) {
                 let chunk = Array(tests[start..<min(start + size, tests.count)])
                 let statement =
                     type == "WitnessAdmission"
                     ? Self.witnessStatement(chunk)
-                    : gate.contains(type) ? Self.trustGateStatement(type, chunk) : try Self.statement([type: chunk])
+                    : type == "CallerGate"
+                        ? Self.callerGateStatement(chunk)
+                        : gate.contains(type) ? Self.trustGateStatement(type, chunk) : try Self.statement([type: chunk])
                 output += try await stack.sql(statement) + "\n"
             }
         }

@@ -138,6 +138,9 @@ public enum RemoteRulesVectorGenerator {
         var trustLog: String?
         var itself: String?
         var calling: Bool?
+        var runBy: String?
+        var approvalBy: String?
+        var questionBy: String?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -194,7 +197,7 @@ public enum RemoteRulesVectorGenerator {
             ("SilentPayload", silentPayloadTests()), ("BadgeCounts", badgeCountsTests()),
             ("PushTokenPlacement", pushTokenPlacementTests()), ("EpochInForce", epochInForceTests()),
             ("TrustedDevice", trustedDeviceTests()), ("WitnessAdmission", witnessAdmissionTests()),
-            ("CallerGate", callerGateTests()),
+            ("CallerGate", callerGateTests()), ("SessionDesktop", sessionDesktopTests()), ("Asker", askerTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -282,6 +285,11 @@ public enum RemoteRulesVectorGenerator {
                 "  certifies, revokes, silent: what the log in force says of the device) -> answer (acts, or the refusal) with a",
                 "  refusal's message, hint (absent: none) and sqlState; itself (the answer to the same call naming the credential's",
                 "  device: private.caller_device); calling (the credential's device is the calling device).",
+                "SessionDesktop (private.require_session_desktop; CallerRules): runBy (the session row of the call's id: none, device:",
+                "  the caller's, run by the calling device, other_device: the caller's, run by another device, another_user: another",
+                "  user's, run by the calling device) -> answer (allowed, or the refusal) with a refusal's message and sqlState.",
+                "Asker (private.require_asker; CallerRules): approvalBy and questionBy (the approval request and the question of the",
+                "  call's id, as runBy names a session, by their requesting device) -> the same.",
             ],
             groups: numbered)
     }

@@ -183,13 +183,15 @@ extension EmbeddedRemoteStore {
         return try acting(db, device, trusted: trusted)
     }
 
-    /// Refuses unless `device` runs `session` (`private.require_session_desktop`).
+    /// Refuses unless `device` runs `session` (`private.require_session_desktop`,
+    /// ``CallerRules/sessionDesktop(runBy:device:)``).
     func requireSessionDesktop(_ db: Database, session: UUID, device: UUID) throws {
-        guard
-            try String.fetchOne(
-                db, sql: "SELECT device_id FROM agent_coding_sessions WHERE id = ? AND user_id = ?",
-                arguments: [session.canonical, me]) == device.canonical
-        else { throw Self.refused("only the session's own desktop may make this call") }
+        let runBy = try String.fetchOne(
+            db, sql: "SELECT device_id FROM agent_coding_sessions WHERE id = ? AND user_id = ?",
+            arguments: [session.canonical, me])
+        if let refusal = CallerRules.sessionDesktop(runBy: runBy, device: device.canonical) {
+            throw Self.refusal(refusal)
+        }
     }
 
     /// Refuses unless the calling (certified) device asked `request`, an approval or a question
@@ -197,15 +199,13 @@ extension EmbeddedRemoteStore {
     /// which refuses it as it refuses an unknown id.
     func requireAsker(_ db: Database, _ request: UUID) throws {
         let device = try caller(db, trusted: true).canonical
-        var asker: String?
+        var askers: [String] = []
         for table in ["approval_requests", "agent_questions"] where try db.tableExists(table) {
-            asker =
-                try asker
-                ?? String.fetchOne(
-                    db, sql: "SELECT requester_device_id FROM \(table) WHERE id = ? AND user_id = ?",
-                    arguments: [request.canonical, me])
+            askers += try String.fetchAll(
+                db, sql: "SELECT requester_device_id FROM \(table) WHERE id = ? AND user_id = ?",
+                arguments: [request.canonical, me])
         }
-        if let asker, asker != device { throw Self.refused("only the desktop that asked may make this call") }
+        if let refusal = CallerRules.asker(askers: askers, device: device) { throw Self.refusal(refusal) }
     }
 
     // MARK: - Revocation ends access

@@ -30,6 +30,10 @@ public enum CallerRules {
         case notItsName = "not_its_name"
         /// The call needs a certified device, and the trust log in force does not certify this one.
         case notCertified = "not_certified"
+        /// The call's session is not run by the calling device (`private.require_session_desktop`).
+        case notSessionDesktop = "not_session_desktop"
+        /// Another device asked the call's request (`private.require_asker`).
+        case notAsker = "not_asker"
 
         /// What the refusal says, as the SQL raises it.
         public var message: String {
@@ -39,6 +43,8 @@ public enum CallerRules {
             case .noCredential: "this call needs the credential of one of your devices that is not revoked"
             case .notItsName: "a device acts only in its own name"
             case .notCertified: "only a device your trust log certifies may make this call"
+            case .notSessionDesktop: "only the session's own desktop may make this call"
+            case .notAsker: "only the desktop that asked may make this call"
             }
         }
 
@@ -97,5 +103,20 @@ public enum CallerRules {
             return .refused(.notCertified)
         }
         return .acts(device)
+    }
+
+    /// Whether `device` may make a call on a session that `runBy` runs (the desktop of the
+    /// caller's session of that id; `nil`: the caller has none): only the session's own desktop
+    /// may (`private.require_session_desktop`).
+    public static func sessionDesktop(runBy: String?, device: String) -> Refusal? {
+        runBy == device ? nil : .notSessionDesktop
+    }
+
+    /// Whether `device` (the calling device, certified) may make a call on a request that
+    /// `askers` asked (the requesting devices of the caller's approval request and question of
+    /// that id; none: the caller has no such request, which the call itself refuses as unknown):
+    /// only the desktop that asked may (`private.require_asker`).
+    public static func asker(askers: [String], device: String) -> Refusal? {
+        askers.allSatisfy { $0 == device } ? nil : .notAsker
     }
 }

@@ -3,157 +3,14 @@ import TestStack
 import Testing
 
 /// `testvectors/remote-rules-v1.json` run against the SQL rules themselves (`private.rule_*`,
-/// approvals and questions included, the trust gate's functions and `private.publish_witness`):
+/// approvals and questions included, the trust gate's functions, `private.publish_witness` and the
+/// caller gate's functions):
 /// the Swift rules (`RemoteRules`, which the embedded remote runs) pass the same file in `sync-cli vectors verify` and `ConformanceVectorsTests`, so a rule
 /// changed in one language only fails here or there. The project's own schema only (the deployed
 /// variant has no notification settings, task alerts, approvals or questions), but for the trust
 /// gate's and the witness groups, which also run on the deployed variant.
 @Suite("The remote-rules vectors against the SQL rules", .enabled(if: !StackEnvironment.skipped))
 struct RemoteRulesSQLVectorTests {
-    /// The fields of a test this check reads; the settings by column name.
-    struct RuleTest: Decodable {
-        let tcId: Int
-        let comment: String
-        let result: String
-        let settings: [String: Bool]?
-        let kind: String?
-        let idleElsewhere: Double?
-        let decision: String?
-        let push: String?
-        let mayQueue: Bool?
-        let hadStatus: Bool?
-        let before: String?
-        let after: String?
-        let raises: String?
-        let newestKind: String?
-        let newestAge: Double?
-        let newestWaits: Bool?
-        let action: String?
-        let dueAfterNewest: Double?
-        let from: String?
-        let expired: Bool?
-        let event: String?
-        let verdict: String?
-        let closedAs: String?
-        let decisionMatches: Bool?
-        let reopened: Int?
-        let to: String?
-        let queues: String?
-        let reason: String?
-        let generation: Int64?
-        let expiresIn: Int64?
-        let bodyBytes: Int?
-        let bodyHeaderMatches: Bool?
-        let refused: String?
-        let delivered: Bool?
-        let failed: Bool?
-        let lastError: String?
-        let attempts: Int?
-        let outcome: String?
-        let rank: Int?
-        let settingOff: Bool?
-        let registeredLater: Bool?
-        let validToken: Bool?
-        let trusted: Bool?
-        let waitingDueIn: Double?
-        let previousDueIn: Double?
-        let replaces: Bool?
-        let due: String?
-        let runtime: String?
-        let status: String?
-        let priority: Int?
-        let afterPrevious: Double?
-        let rowOutcome: String?
-        let rowUpdatedAt: Double?
-        let rowId: Int64?
-        let otherOutcome: String?
-        let otherUpdatedAt: Double?
-        let otherRowId: Int64?
-        let speaks: String?
-        let sessionId: String?
-        let scheme: String?
-        let request: Request?
-        let timeSensitive: Bool?
-        let badge: Int?
-        let stamp: Int64?
-        let operation: String?
-        let showDetails: Bool?
-        let runtimeOperation: String?
-        let todo: Todo?
-        let startedAt: Int64?
-        let payload: String?
-        let token: String?
-        let tokenType: String?
-        let platform: String?
-        let environment: String?
-        let activityId: String?
-        let hasSession: Bool?
-        let previousToken: String?
-        let message: String?
-        let registered: Bool?
-        let mine: Bool?
-        let ended: Bool?
-        let sameCredential: Bool?
-        let deviceOfAnother: Bool?
-        let revokedInLog: Bool?
-        let credentialInUse: Bool?
-        let answer: String?
-        let hint: String?
-        let sqlState: String?
-        let registeredInLastHour: Int?
-        let room: Bool?
-        let requestId: String?
-        let handedOffTo: String?
-        let askedByDevice: Bool?
-        let counts: Bool?
-        let heldBy: String?
-        let holderValid: Bool?
-        let placement: String?
-        let currentEpoch: Int?
-        let pendingEpoch: Int?
-        let pendingAge: Int64?
-        let inForce: Int?
-        let marks: [Mark]?
-        let device: String?
-        let caller: String?
-        let body: String?
-        let signature: String?
-        let now: Int64?
-        let headSeq: Int64?
-        let held: [HeldWitness]?
-        let admission: String?
-        let kept: [String]?
-        let signedIn: Bool?
-        let credential: String?
-        let named: String?
-        let trustLog: String?
-        let itself: String?
-        let calling: Bool?
-    }
-
-    /// A TrustedDevice test's mark.
-    struct Mark: Decodable {
-        let epoch: Int
-        let device: String?
-        let revokes: Bool
-    }
-
-    /// An AlertPayload test's request.
-    struct Request: Decodable {
-        let id: String
-        let requesterDeviceId: String
-        let generation: Int64
-        let expiresAt: Int64
-        let sealed: String
-    }
-
-    /// A LiveActivityPayload test's `todo_progress`, passed to the SQL as the JSON it is.
-    struct Todo: Codable {
-        let completed: Int
-        let total: Int
-        let current_task: String?
-    }
-
     struct File: Decodable {
         struct Group: Decodable {
             let type: String
@@ -211,6 +68,7 @@ struct RemoteRulesSQLVectorTests {
         case "TrustedDevice": answer = test.trusted.map { $0 ? "true" : "false" } ?? "?"
         case "WitnessAdmission": answer = witnessAnswer(test)
         case "CallerGate": answer = callerGateAnswer(test)
+        case "SessionDesktop", "Asker": answer = requestCallerAnswer(test)
         case "DeviceRegistration", "NewDeviceRoom":
             answer =
                 (test.answer ?? test.room.map { $0 ? "true" : "false" } ?? "?")
@@ -405,6 +263,17 @@ struct RemoteRulesSQLVectorTests {
         return calls
     }
 
+    /// The statement that asks the SQL a chunk of one group's tests.
+    static func groupStatement(_ type: String, _ chunk: [RuleTest]) throws -> String {
+        switch type {
+        case "WitnessAdmission": witnessStatement(chunk)
+        case "CallerGate": callerGateStatement(chunk)
+        case "SessionDesktop", "Asker": requestCallerStatement(type, chunk)
+        case "EpochInForce", "TrustedDevice": trustGateStatement(type, chunk)
+        default: try statement([type: chunk])
+        }
+    }
+
     @Test("every remote-rules vector gets the answer it names from the SQL")
     func ruleVectors() async throws {
         let stack = try StackEnvironment.require()
@@ -422,7 +291,7 @@ struct RemoteRulesSQLVectorTests {
                     "LiveActivityPayload": 48, "PushTokenRefusal": 58, "DeviceRegistration": 72,
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
                     "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 59,
-                    "CallerGate": 256,
+                    "CallerGate": 256, "SessionDesktop": 4, "Asker": 16,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -467,23 +336,17 @@ struct RemoteRulesSQLVectorTests {
         #expect(
             Set((groups["WitnessAdmission"] ?? []).compactMap(\.admission))
                 == ["malformed", "foreign", "out_of_range", "held", "stored"])
-        // A statement per group, of at most 400 tests or 16 alert payloads: all together would pass
+        // A statement per group, of at most 400 tests, 40 caller-gate tests or 16 alert payloads: all together would pass
         // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""
-        let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission", "CallerGate"]
+        let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission", "CallerGate", "SessionDesktop", "Asker"]
         for (type, tests) in groups {
             let size =
                 type == "AlertPayload"
                 ? 16 : type == "CallerGate" ? Self.callerChunk : (gate.contains(type) ? 100 : 400)
             for start in stride(from: 0, to: tests.count, by: size) {
                 let chunk = Array(tests[start..<min(start + size, tests.count)])
-                let statement =
-                    type == "WitnessAdmission"
-                    ? Self.witnessStatement(chunk)
-                    : type == "CallerGate"
-                        ? Self.callerGateStatement(chunk)
-                        : gate.contains(type) ? Self.trustGateStatement(type, chunk) : try Self.statement([type: chunk])
-                output += try await stack.sql(statement) + "\n"
+                output += try await stack.sql(Self.groupStatement(type, chunk)) + "\n"
             }
         }
         let lines = Dictionary(

@@ -186,6 +186,9 @@ extension RemoteRulesGroup {
         public let calling: Bool?
         /// SessionDesktop (and `answer`, `message`, `sqlState`): the session row of the call's id
         /// (a ``RowHolder`` word). Asker (the same): the approval request's and the question's.
+        /// QuestionAnswer (and `questionBy`, `mine`: the answering device is the caller's,
+        /// `trusted`: the trust log certifies it, `bodyBytes` and `bodyHeaderMatches`: the sealed
+        /// answer's, with `answer`, `message`, `sqlState`).
         public let runBy: String?
         public let approvalBy: String?
         public let questionBy: String?

@@ -29,7 +29,8 @@ import SyncModel
 /// `marks`, `device`: `trusted`), `WitnessAdmission` (`caller`, `device`, `body`, `signature`, `now`,
 /// `currentEpoch`, `headSeq`, `held`: `admission`, `kept`), `CallerGate` (`signedIn`, `credential`, `device`,
 /// `named`, `trusted`, `trustLog`: `answer`, `message`, `hint`, `sqlState`, `itself`, `calling`), `SessionDesktop`
-/// (`runBy`: `answer`, `message`, `sqlState`) and `Asker` (`approvalBy`, `questionBy`: the same).
+/// (`runBy`: `answer`, `message`, `sqlState`) and `Asker` (`approvalBy`, `questionBy`: the same), and
+/// `QuestionAnswer` (`questionBy`, `mine`, `trusted`, `bodyBytes`, `bodyHeaderMatches`: the same).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -64,6 +65,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case callerGate = "CallerGate"
         case sessionDesktop = "SessionDesktop"
         case asker = "Asker"
+        case questionAnswer = "QuestionAnswer"
     }
 
     public let type: Kind
@@ -226,6 +228,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = answer
         case .sessionDesktop, .asker:
             guard let answer = requestCallerMatches(kind, test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .questionAnswer:
+            guard let answer = questionAnswerMatches(test) else { return "fields: missing or malformed" }
             outcome = answer
         case .badgeCounts:
             guard let status = test.status, let asked = test.askedByDevice, let expiresIn = test.expiresIn,

@@ -4,30 +4,32 @@ import RemoteContract
 import RemoteRules
 import SyncModel
 
-/// Answers to multiple-choice questions on the embedded remote: the rules of `answer_question` in
-/// the project's `*_agent_hooks.sql`.
+/// Answers to multiple-choice questions on the embedded remote: `answer_question` in the
+/// project's `*_request_rules.sql`, its checks asked of ``AnswerRules`` and its transition of
+/// ``RequestRules``.
 extension EmbeddedRemoteStore {
-    /// The bytes a sealed answer may have: version, generation, nonce, at least one
-    /// byte of plaintext, the tag; at most 1,024 bytes of plaintext.
-    static let sealedAnswerBytes = (1 + 4 + 12 + 1 + 16)...(1 + 4 + 12 + 1_024 + 16)
-
     public func answerQuestion(questionID: UUID, deviceID: UUID, answer: String) async throws -> QuestionAnswered {
         return try await write("answering a question") { db in
             _ = try self.acting(db, deviceID, trusted: true)
-            let row = try self.requireOwned(db, table: "agent_questions", id: questionID, what: "question")
-            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
-            guard try TrustedDevices.of(db, user: self.me).contains(deviceID.canonical) else {
-                throw Self.refused("only a device the user's trust log certifies may answer")
+            let row = try Row.fetchOne(
+                db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
+                arguments: [questionID.canonical, self.me])
+            // The answer's length and header, for the rule (nil: not canonical base64).
+            let raw = Self.isCanonicalBase64(answer, bytes: 0...Int.max) ? Data(base64Encoded: answer) : nil
+            let generation: Int64? = row?["generation"]
+            let headerMatches = raw.map {
+                $0.count >= 5 && $0[0] == 1
+                    && Int64($0[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) })) == generation
             }
-            guard (row["requester_device_id"] as String) != deviceID.canonical else {
-                throw Self.refused("the asking device cannot answer its own question")
-            }
-            let generation = row["generation"] as Int64
-            guard Self.isCanonicalBase64(answer, bytes: Self.sealedAnswerBytes),
-                let raw = Data(base64Encoded: answer), raw[0] == 1,
-                Int64(raw[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) })) == generation
-            else {
-                throw Self.invalid("answer must be canonical base64 of a sealed answer of the question's generation")
+            let refusal = AnswerRules.questionAnswer(
+                askedBy: row?["requester_device_id"], device: deviceID.canonical,
+                mine: try Self.owner(db, table: "devices", id: deviceID.canonical) == self.me,
+                certified: try TrustedDevices.of(db, user: self.me).contains(deviceID.canonical),
+                answerBytes: raw?.count, headerMatches: headerMatches ?? false)
+            // The rule refuses when the caller has no question of that id: past here there is a row.
+            guard let row, refusal == nil else {
+                let refused = refusal ?? .notYourQuestion
+                throw Self.raised(refused.sqlState, refused.message)
             }
             let transition = RequestRules.transition(
                 question: QuestionStatus(rawValue: row["status"]) ?? .pending,

@@ -1,5 +1,3 @@
-import ConformanceVectors
-import Foundation
 import RemoteRules
 import Testing
 
@@ -7,18 +5,9 @@ import Testing
 /// trust log is read only when a call needs it.
 @Suite("remote-rules-v1.json: which device a call acts for")
 struct CallerGateVectorTests {
-    static let path = VectorPaths.projectDirectory.appendingPathComponent("remote-rules-v1.json").path
-
-    static func group() throws -> (json: [String: Any], group: [String: Any]) {
-        let json = try #require(
-            JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
-        let groups = try #require(json["testGroups"] as? [[String: Any]])
-        return (json, try #require(groups.first { $0["type"] as? String == "CallerGate" }))
-    }
-
     @Test("the group reaches every refusal and both calling answers")
     func everyAnswer() throws {
-        let tests = try #require(try Self.group().group["tests"] as? [[String: Any]])
+        let tests = try RemoteRulesFile.tests("CallerGate")
         let answers = Set(tests.compactMap { $0["answer"] as? String })
         let scoped: [CallerRules.Refusal] = [.notSessionDesktop, .notAsker]
         #expect(answers == Set(["acts"] + CallerRules.Refusal.allCases.filter { !scoped.contains($0) }.map(\.rawValue)))
@@ -27,8 +16,6 @@ struct CallerGateVectorTests {
 
     @Test("a test whose answer, hint or calling device is changed fails")
     func changedWordsFail() throws {
-        let (json, group) = try Self.group()
-        let tests = try #require(group["tests"] as? [[String: Any]])
         // Each change on a test where it is wrong: an acting call refused, a refusal hinted
         // otherwise, a calling device said not to be.
         let changes: [(String, Any, ([String: Any]) -> Bool)] = [
@@ -37,15 +24,8 @@ struct CallerGateVectorTests {
             ("calling", false, { $0["calling"] as? Bool == true }),
         ]
         for (field, value, pick) in changes {
-            var test = try #require(tests.first(where: pick))
-            test[field] = value
-            var changed = json
-            var one = group
-            one["tests"] = [test]
-            changed["testGroups"] = [one]
-            let report = try VectorVerifier.verify(
-                data: JSONSerialization.data(withJSONObject: changed), path: Self.path)
-            #expect(report.failures.map(\.tcId) == [test["tcId"] as? Int ?? -1], "\(field)")
+            let (failed, tcId) = try RemoteRulesFile.failures("CallerGate", changing: field, to: value, where: pick)
+            #expect(failed == [tcId], "\(field)")
         }
     }
 

@@ -58,7 +58,7 @@ extension RemoteRulesSQLVectorTests {
         return (parts + ["SELECT line FROM scope_calls ORDER BY n", "ROLLBACK"]).joined(separator: ";\n") + ";"
     }
 
-    /// What a SessionDesktop or Asker test expects: `allowed`, or the refusal's SQLSTATE and words.
+    /// What a SessionDesktop, Asker or QuestionAnswer test expects: `allowed`, or the refusal's SQLSTATE and words.
     static func requestCallerAnswer(_ test: RuleTest) -> String {
         test.answer == "allowed" ? "allowed" : "\(test.sqlState ?? "?") <\(test.message ?? "?")>"
     }

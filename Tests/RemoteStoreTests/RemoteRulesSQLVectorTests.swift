@@ -68,7 +68,7 @@ struct RemoteRulesSQLVectorTests {
         case "TrustedDevice": answer = test.trusted.map { $0 ? "true" : "false" } ?? "?"
         case "WitnessAdmission": answer = witnessAnswer(test)
         case "CallerGate": answer = callerGateAnswer(test)
-        case "SessionDesktop", "Asker": answer = requestCallerAnswer(test)
+        case "SessionDesktop", "Asker", "QuestionAnswer": answer = requestCallerAnswer(test)
         case "DeviceRegistration", "NewDeviceRoom":
             answer =
                 (test.answer ?? test.room.map { $0 ? "true" : "false" } ?? "?")
@@ -269,6 +269,7 @@ struct RemoteRulesSQLVectorTests {
         case "WitnessAdmission": witnessStatement(chunk)
         case "CallerGate": callerGateStatement(chunk)
         case "SessionDesktop", "Asker": requestCallerStatement(type, chunk)
+        case "QuestionAnswer": questionAnswerStatement(chunk)
         case "EpochInForce", "TrustedDevice": trustGateStatement(type, chunk)
         default: try statement([type: chunk])
         }
@@ -291,7 +292,7 @@ struct RemoteRulesSQLVectorTests {
                     "LiveActivityPayload": 48, "PushTokenRefusal": 58, "DeviceRegistration": 72,
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
                     "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 59,
-                    "CallerGate": 256, "SessionDesktop": 4, "Asker": 16,
+                    "CallerGate": 256, "SessionDesktop": 4, "Asker": 16, "QuestionAnswer": 160,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -336,14 +337,15 @@ struct RemoteRulesSQLVectorTests {
         #expect(
             Set((groups["WitnessAdmission"] ?? []).compactMap(\.admission))
                 == ["malformed", "foreign", "out_of_range", "held", "stored"])
-        // A statement per group, of at most 400 tests, 40 caller-gate tests or 16 alert payloads: all together would pass
+        // A statement per group, of at most 400 tests, 40 caller-gate or answer tests or 16 alert payloads: all together would pass
         // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""
-        let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission", "CallerGate", "SessionDesktop", "Asker"]
+        let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission", "SessionDesktop", "Asker"]
+        let rows = ["CallerGate", "QuestionAnswer"]
         for (type, tests) in groups {
             let size =
                 type == "AlertPayload"
-                ? 16 : type == "CallerGate" ? Self.callerChunk : (gate.contains(type) ? 100 : 400)
+                ? 16 : rows.contains(type) ? Self.callerChunk : (gate.contains(type) ? 100 : 400)
             for start in stride(from: 0, to: tests.count, by: size) {
                 let chunk = Array(tests[start..<min(start + size, tests.count)])
                 output += try await stack.sql(Self.groupStatement(type, chunk)) + "\n"

@@ -14,18 +14,12 @@ extension EmbeddedRemoteStore {
             let row = try Row.fetchOne(
                 db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
                 arguments: [questionID.canonical, self.me])
-            // The answer's length and header, for the rule (nil: not canonical base64).
-            let raw = Self.isCanonicalBase64(answer, bytes: 0...Int.max) ? Data(base64Encoded: answer) : nil
-            let generation: Int64? = row?["generation"]
-            let headerMatches = raw.map {
-                $0.count >= 5 && $0[0] == 1
-                    && Int64($0[1..<5].reduce(UInt32(0), { $0 << 8 | UInt32($1) })) == generation
-            }
+            let sealed = Self.sealedShape(answer, generation: row?["generation"])
             let refusal = AnswerRules.questionAnswer(
                 askedBy: row?["requester_device_id"], device: deviceID.canonical,
                 mine: try Self.owner(db, table: "devices", id: deviceID.canonical) == self.me,
                 certified: try TrustedDevices.of(db, user: self.me).contains(deviceID.canonical),
-                answerBytes: raw?.count, headerMatches: headerMatches ?? false)
+                answerBytes: sealed.bytes, headerMatches: sealed.headerMatches)
             // The rule refuses when the caller has no question of that id: past here there is a row.
             guard let row, refusal == nil else {
                 let refused = refusal ?? .notYourQuestion

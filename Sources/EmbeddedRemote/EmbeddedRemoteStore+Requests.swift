@@ -89,19 +89,25 @@ extension EmbeddedRemoteStore {
         return queued
     }
 
+    /// What the rules read of sealed text (a request's body, a question's answer): its length
+    /// (`nil`: not canonical base64) and whether its version byte is 1 and its generation
+    /// (bytes 1-4, big-endian) is `generation` (`nil`: none to match).
+    static func sealedShape(_ text: String, generation: Int64?) -> (bytes: Int?, headerMatches: Bool) {
+        guard isCanonicalBase64(text, bytes: 0...Int.max), let raw = Data(base64Encoded: text) else {
+            return (nil, false)
+        }
+        guard raw.count >= 5, raw[raw.startIndex] == 1 else { return (raw.count, false) }
+        let stated = raw.dropFirst().prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return (raw.count, Int64(stated) == generation)
+    }
+
     /// Refuses a new request or question whose generation, expiry or sealed body
     /// ``RequestRules/refusal(_:generation:expiresIn:bodyBytes:bodyHeaderMatches:)`` refuses.
     static func checkNewRequest(_ kind: RequestRules.Kind, generation: UInt32, expiresAt: UInt64, body: String) throws {
-        let raw = isCanonicalBase64(body, bytes: 0...Int.max) ? Data(base64Encoded: body) : nil
-        let header = raw.map { (bytes: Data) -> Bool in
-            guard bytes.count >= 5, bytes[bytes.startIndex] == 1 else { return false }
-            var stated: UInt32 = 0
-            for byte in bytes.dropFirst().prefix(4) { stated = stated << 8 | UInt32(byte) }
-            return stated == generation
-        }
+        let sealed = sealedShape(body, generation: Int64(generation))
         let refusal = RequestRules.refusal(
             kind, generation: Int64(generation), expiresIn: Int64(clamping: expiresAt) - Int64(epochSeconds),
-            bodyBytes: raw?.count, bodyHeaderMatches: header ?? false)
+            bodyBytes: sealed.bytes, bodyHeaderMatches: sealed.headerMatches)
         // The SQL's words: thousands grouped.
         func grouped(_ n: Int64) -> String {
             n >= 1000 ? "\(n / 1000)," + String(String(n % 1000 + 1000).dropFirst()) : "\(n)"

@@ -141,6 +141,8 @@ public enum RemoteRulesVectorGenerator {
         var runBy: String?
         var approvalBy: String?
         var questionBy: String?
+        var signatureBytes: Int?
+        var namesDevice: Bool?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -198,7 +200,7 @@ public enum RemoteRulesVectorGenerator {
             ("PushTokenPlacement", pushTokenPlacementTests()), ("EpochInForce", epochInForceTests()),
             ("TrustedDevice", trustedDeviceTests()), ("WitnessAdmission", witnessAdmissionTests()),
             ("CallerGate", callerGateTests()), ("SessionDesktop", sessionDesktopTests()), ("Asker", askerTests()),
-            ("QuestionAnswer", questionAnswerTests()),
+            ("QuestionAnswer", questionAnswerTests()), ("ApprovalAnswer", approvalAnswerTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -296,6 +298,12 @@ public enum RemoteRulesVectorGenerator {
                 "  sealed answer's length; absent: not canonical base64), bodyHeaderMatches (its version is 1 and its generation the",
                 "  question's) -> answer (allowed: the question's transition decides, or the refusal) with a refusal's message and",
                 "  sqlState.",
+                "ApprovalAnswer (private.answer_approval with the trigger private.approval_answer_device_trusted; AnswerRules):",
+                "  approvalBy (the approval request of the call's id, as for Asker), from (its status, not past its time), mine and",
+                "  trusted (of the answering device, as for QuestionAnswer), verdict (the call's word), bodyBytes and signatureBytes",
+                "  (the decision's and its signature's lengths; absent: not canonical base64), namesDevice (the decision's device_id",
+                "  is the answering device's) -> answer (allowed: the request's transition decides, or the refusal) with a refusal's",
+                "  message and sqlState. The device's trust and the decision's device count only when the transition takes the answer.",
             ],
             groups: numbered)
     }

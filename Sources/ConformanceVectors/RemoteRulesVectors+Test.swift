@@ -192,5 +192,11 @@ extension RemoteRulesGroup {
         public let runBy: String?
         public let approvalBy: String?
         public let questionBy: String?
+        /// ApprovalAnswer (and `approvalBy`, `mine`, `verdict`, `bodyBytes`: the decision's
+        /// length, absent when not canonical base64, `from`: the request's status, `trusted`,
+        /// with `answer`, `message`, `sqlState`): the signature's length (absent: not canonical
+        /// base64) and whether the decision names the answering device.
+        public let signatureBytes: Int?
+        public let namesDevice: Bool?
     }
 }

@@ -30,7 +30,9 @@ import SyncModel
 /// `currentEpoch`, `headSeq`, `held`: `admission`, `kept`), `CallerGate` (`signedIn`, `credential`, `device`,
 /// `named`, `trusted`, `trustLog`: `answer`, `message`, `hint`, `sqlState`, `itself`, `calling`), `SessionDesktop`
 /// (`runBy`: `answer`, `message`, `sqlState`) and `Asker` (`approvalBy`, `questionBy`: the same), and
-/// `QuestionAnswer` (`questionBy`, `mine`, `trusted`, `bodyBytes`, `bodyHeaderMatches`: the same).
+/// `QuestionAnswer` (`questionBy`, `mine`, `trusted`, `bodyBytes`, `bodyHeaderMatches`: the same), and
+/// `ApprovalAnswer` (`approvalBy`, `mine`, `verdict`, `bodyBytes`, `signatureBytes`, `from`, `trusted`,
+/// `namesDevice`: the same).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -66,6 +68,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case sessionDesktop = "SessionDesktop"
         case asker = "Asker"
         case questionAnswer = "QuestionAnswer"
+        case approvalAnswer = "ApprovalAnswer"
     }
 
     public let type: Kind
@@ -231,6 +234,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = answer
         case .questionAnswer:
             guard let answer = questionAnswerMatches(test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .approvalAnswer:
+            guard let answer = approvalAnswerMatches(test) else { return "fields: missing or malformed" }
             outcome = answer
         case .badgeCounts:
             guard let status = test.status, let asked = test.askedByDevice, let expiresIn = test.expiresIn,

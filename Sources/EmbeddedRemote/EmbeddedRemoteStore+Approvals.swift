@@ -36,38 +36,38 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     ) async throws -> ApprovalAnswered {
         return try await write("answering an approval") { db in
             _ = try self.acting(db, deviceID, trusted: true)
-            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
-            // A version-2 decision (with the answering device's trust-log head): the only one taken.
-            let decisionBytes = 29 + 4 * 37 + 1 + 32 + 32 + 8 + 44
-            guard Self.isCanonicalBase64(decisionBody, bytes: decisionBytes...decisionBytes),
-                Self.isCanonicalBase64(decisionSignature, bytes: 64...64)
-            else {
-                throw Self.invalid(
-                    "decision_body and decision_signature must be canonical base64 of a decision and its signature")
-            }
-            let request = try self.requireOwned(db, table: "approval_requests", id: requestID, what: "request")
-            guard (request["requester_device_id"] as String) != deviceID.canonical else {
-                throw Self.invalid("the requesting device cannot answer its own request")
-            }
+            let device = deviceID.canonical
+            let request = try Row.fetchOne(
+                db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?",
+                arguments: [requestID.canonical, self.me])
             // Past its time a pending request reads as expired; the answer changes nothing (its
             // clearing push is expireApprovals()'s to queue).
-            let transition = RequestRules.transition(
-                approval: ApprovalStatus(rawValue: request["status"]) ?? .pending,
-                expired: Self.pastDue(request), on: .answer(verdict))
+            let transition = request.map {
+                RequestRules.transition(
+                    approval: ApprovalStatus(rawValue: $0["status"]) ?? .pending, expired: Self.pastDue($0),
+                    on: .answer(verdict))
+            }
+            let decision = Self.base64Bytes(decisionBody)
+            let refusal = AnswerRules.approvalAnswer(
+                requestedBy: request?["requester_device_id"], device: device,
+                mine: try Self.owner(db, table: "devices", id: device) == self.me, verdict: verdict.rawValue,
+                decisionBytes: decision?.count, signatureBytes: Self.base64Bytes(decisionSignature)?.count,
+                decides: transition?.takes ?? false,
+                certified: try TrustedDevices.of(db, user: self.me).contains(device),
+                namesDevice: decision.map {
+                    $0.count == AnswerRules.decisionBytes
+                        && $0[AnswerRules.decisionDevice].elementsEqual(device.utf8)
+                } ?? false)
+            // The rule refuses when the caller has no request of that id: past here there is a row.
+            guard let request, let transition, refusal == nil else {
+                let refused = refusal ?? .notYourRequest
+                throw Self.raised(refused.sqlState, refused.message)
+            }
             guard case .takes(let decided, .clearing(let reason)) = transition else {
                 return ApprovalAnswered(
                     accepted: false, status: transition.words.status,
                     decidedBy: try (request["decided_by_device_id"] as String?).map { try Self.uuid($0) })
             }
-            // Only a device the trust log in force certifies and does not revoke decides; a
-            // refused answer writes nothing, and the question stays open for the genuine one.
-            guard try TrustedDevices.of(db, user: self.me).contains(deviceID.canonical) else {
-                throw Self.refused("the answering device is not certified in your trust log, or is revoked")
-            }
-            // The decision names the device that answers (its device_id at byte 140).
-            guard let decision = Data(base64Encoded: decisionBody),
-                decision[140..<176].elementsEqual(deviceID.canonical.utf8)
-            else { throw Self.invalid("the decision names another device than the one answering") }
             let stamp = Self.now
             try db.execute(
                 sql: """

@@ -23,10 +23,15 @@ extension EmbeddedRemoteStore {
     /// Whether a stored request's time has come (it reads as expired while still pending).
     static func pastDue(_ row: Row) -> Bool { UInt64(row["expires_at"] as Int64) <= epochSeconds }
 
+    /// The bytes of padded, canonical standard base64 text; `nil` when the text is not that.
+    static func base64Bytes(_ text: String) -> Data? {
+        guard let data = Data(base64Encoded: text), data.base64EncodedString() == text else { return nil }
+        return data
+    }
+
     /// Whether text is padded, canonical standard base64 of `bytes` (a range of lengths).
     static func isCanonicalBase64(_ text: String, bytes: ClosedRange<Int>) -> Bool {
-        guard let data = Data(base64Encoded: text), bytes.contains(data.count) else { return false }
-        return data.base64EncodedString() == text
+        base64Bytes(text).map { bytes.contains($0.count) } ?? false
     }
 
     /// The clearing push of coordination.md for a request (`kind` `.question`: a question) to every
@@ -93,9 +98,7 @@ extension EmbeddedRemoteStore {
     /// (`nil`: not canonical base64) and whether its version byte is 1 and its generation
     /// (bytes 1-4, big-endian) is `generation` (`nil`: none to match).
     static func sealedShape(_ text: String, generation: Int64?) -> (bytes: Int?, headerMatches: Bool) {
-        guard isCanonicalBase64(text, bytes: 0...Int.max), let raw = Data(base64Encoded: text) else {
-            return (nil, false)
-        }
+        guard let raw = base64Bytes(text) else { return (nil, false) }
         guard raw.count >= 5, raw[raw.startIndex] == 1 else { return (raw.count, false) }
         let stated = raw.dropFirst().prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         return (raw.count, Int64(stated) == generation)

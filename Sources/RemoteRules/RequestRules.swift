@@ -52,6 +52,12 @@ public enum RequestRules {
             }
         }
 
+        /// Whether the call takes effect.
+        public var takes: Bool {
+            if case .takes = self { return true }
+            return false
+        }
+
         /// What is queued when the call takes effect (``Push/none`` otherwise).
         public var push: Push {
             if case .takes(_, let push) = self { return push }

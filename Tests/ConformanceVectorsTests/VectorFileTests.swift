@@ -83,7 +83,7 @@ struct VectorFileTests {
         "DeviceRegistration": "answer", "NewDeviceRoom": "room", "SilentPayload": "payload", "BadgeCounts": "counts",
         "PushTokenPlacement": "placement", "EpochInForce": "inForce", "TrustedDevice": "trusted",
         "TrustLogMarks": "certified", "WitnessAdmission": "admission", "CallerGate": "answer",
-        "SessionDesktop": "answer", "Asker": "answer", "QuestionAnswer": "answer",
+        "SessionDesktop": "answer", "Asker": "answer", "QuestionAnswer": "answer", "ApprovalAnswer": "answer",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

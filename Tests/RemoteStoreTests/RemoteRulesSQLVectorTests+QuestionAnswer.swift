@@ -20,24 +20,8 @@ extension RemoteRulesSQLVectorTests {
         func fresh() -> String { literal(UUID().uuidString.lowercased()) + "::uuid" }
         for test in tests {
             let (user, stranger, device, other, id) = (fresh(), fresh(), fresh(), fresh(), fresh())
-            parts += [
-                "SELECT set_config('request.jwt.claims', json_build_object('sub', \(user), 'role', 'authenticated')::text, true)",
-                "INSERT INTO public.devices (id, user_id, name, device_type) VALUES (\(device), "
-                    + "\(test.mine == true ? user : stranger), 'answering', 'ios-phone')",
-            ]
-            if test.trusted == true {
-                parts += [
-                    "INSERT INTO private.trust_log_state (user_id, current_epoch, highest_epoch) VALUES (\(user), 1, 1)",
-                    "SELECT private.tl_mark_device(\(user), 1, \(device)::text, 0, false)",
-                ]
-            }
-            let row: (owner: String, asker: String)? =
-                switch test.questionBy {
-                case "device": (user, device)
-                case "other_device": (user, other)
-                case "another_user": (stranger, device)
-                default: nil
-                }
+            parts += answeringDevice(test, user: user, stranger: stranger, device: device)
+            let row = heldRow(test.questionBy, user: user, stranger: stranger, device: device, other: other)
             if let (owner, asker) = row {
                 parts.append(
                     "INSERT INTO public.agent_questions (id, user_id, session_id, requester_device_id, body, generation, "
@@ -60,5 +44,37 @@ extension RemoteRulesSQLVectorTests {
                     + "VALUES ('\(test.tcId) ' || SQLSTATE || ' <' || SQLERRM || '>'); END $a$")
         }
         return (parts + ["SELECT line FROM answer_calls ORDER BY n", "ROLLBACK"]).joined(separator: ";\n") + ";"
+    }
+
+    /// The statements that sign in `user` and write the answering `device`: the caller's when the
+    /// test says `mine`, else `stranger`'s, certified by a mark of the trust log's epoch 1 when the
+    /// test says `trusted`.
+    static func answeringDevice(_ test: RuleTest, user: String, stranger: String, device: String) -> [String] {
+        var parts = [
+            "SELECT set_config('request.jwt.claims', json_build_object('sub', \(user), 'role', 'authenticated')::text, true)",
+            "INSERT INTO public.devices (id, user_id, name, device_type) VALUES (\(device), "
+                + "\(test.mine == true ? user : stranger), 'answering', 'ios-phone')",
+        ]
+        if test.trusted == true {
+            parts += [
+                "INSERT INTO private.trust_log_state (user_id, current_epoch, highest_epoch) VALUES (\(user), 1, 1)",
+                "SELECT private.tl_mark_device(\(user), 1, \(device)::text, 0, false)",
+            ]
+        }
+        return parts
+    }
+
+    /// The owner and the requesting device of the row a holder word (`RemoteRulesGroup.RowHolder`)
+    /// names (`device`: the caller's, of the calling device; `other_device`: the caller's, of
+    /// another; `another_user`: another user's, naming the calling device); `nil`: no row.
+    static func heldRow(
+        _ word: String?, user: String, stranger: String, device: String, other: String
+    ) -> (owner: String, asker: String)? {
+        switch word {
+        case "device": (user, device)
+        case "other_device": (user, other)
+        case "another_user": (stranger, device)
+        default: nil
+        }
     }
 }

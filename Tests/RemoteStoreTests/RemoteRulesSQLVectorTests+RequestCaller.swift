@@ -24,14 +24,8 @@ extension RemoteRulesSQLVectorTests {
                 "INSERT INTO private.device_credentials (device_id, user_id, hash) VALUES (\(device), \(user), "
                     + "sha256(decode('\(credential)', 'hex')))",
             ]
-            // The row a holder word names: its owner and the device it names (nil: no row).
-            func row(_ word: String?) -> (owner: String, device: String)? {
-                switch word {
-                case "device": (user, device)
-                case "other_device": (user, other)
-                case "another_user": (stranger, device)
-                default: nil
-                }
+            func row(_ word: String?) -> (owner: String, asker: String)? {
+                heldRow(word, user: user, stranger: stranger, device: device, other: other)
             }
             let call: String
             if type == "SessionDesktop" {

@@ -121,6 +121,8 @@ extension RemoteRulesSQLVectorTests {
         let runBy: String?
         let approvalBy: String?
         let questionBy: String?
+        let signatureBytes: Int?
+        let namesDevice: Bool?
     }
 
     /// A TrustedDevice test's mark.

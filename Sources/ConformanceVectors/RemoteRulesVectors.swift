@@ -83,40 +83,29 @@ public struct RemoteRulesGroup: VectorGroup {
         /// The settings as the file writes them.
         public init(_ value: NotificationSettings) { self.value = value }
 
-        enum CodingKeys: String, CodingKey, CaseIterable {
-            case liveActivities = "enable_live_activities"
-            case backgroundNotifications = "enable_background_notifications"
-            case showDetails = "show_notification_details"
-            case timeSensitive = "enable_time_sensitive"
-            case alertApprovals = "alert_approvals"
-            case alertQuestions = "alert_questions"
-            case alertTaskComplete = "alert_task_complete"
-            case alertTaskFailed = "alert_task_failed"
-            case alertTaskPaused = "alert_task_paused"
-            case quietWhileActive = "quiet_while_active"
-        }
-
-        static var fields: [(CodingKeys, WritableKeyPath<NotificationSettings, Bool>)] {
-            [
-                (.liveActivities, \.liveActivities), (.backgroundNotifications, \.backgroundNotifications),
-                (.showDetails, \.showDetails), (.timeSensitive, \.timeSensitive), (.alertApprovals, \.alertApprovals),
-                (.alertQuestions, \.alertQuestions), (.alertTaskComplete, \.alertTaskComplete),
-                (.alertTaskFailed, \.alertTaskFailed), (.alertTaskPaused, \.alertTaskPaused),
-                (.quietWhileActive, \.quietWhileActive),
-            ]
+        /// A column's name as a key.
+        struct Column: CodingKey {
+            let stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
         }
 
         public init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let container = try decoder.container(keyedBy: Column.self)
             var value = NotificationSettings.defaults
             // Every column is required: a file that leaves one out says nothing about it.
-            for (key, path) in Self.fields { value[keyPath: path] = try container.decode(Bool.self, forKey: key) }
+            for key in NotificationSettings.Key.allCases {
+                value[key] = try container.decode(Bool.self, forKey: Column(stringValue: key.column))
+            }
             self.value = value
         }
 
         public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            for (key, path) in Self.fields { try container.encode(value[keyPath: path], forKey: key) }
+            var container = encoder.container(keyedBy: Column.self)
+            for key in NotificationSettings.Key.allCases {
+                try container.encode(value[key], forKey: Column(stringValue: key.column))
+            }
         }
     }
 

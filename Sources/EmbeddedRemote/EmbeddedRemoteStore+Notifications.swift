@@ -8,17 +8,8 @@ import SyncModel
 /// `*_notifications.sql`, run inside the transaction of the operation that queues a push.
 extension EmbeddedRemoteStore: NotificationRemote {
     static func settings(_ db: Database, device: String) throws -> NotificationSettings {
-        guard
-            let row = try Row.fetchOne(
-                db, sql: "SELECT * FROM notification_settings WHERE device_id = ?", arguments: [device])
-        else { return .defaults }
-        return NotificationSettings(
-            liveActivities: row["enable_live_activities"],
-            backgroundNotifications: row["enable_background_notifications"],
-            showDetails: row["show_notification_details"], timeSensitive: row["enable_time_sensitive"],
-            alertApprovals: row["alert_approvals"], alertQuestions: row["alert_questions"],
-            alertTaskComplete: row["alert_task_complete"], alertTaskFailed: row["alert_task_failed"],
-            alertTaskPaused: row["alert_task_paused"], quietWhileActive: row["quiet_while_active"])
+        try Row.fetchOne(db, sql: "SELECT * FROM notification_settings WHERE device_id = ?", arguments: [device])
+            .map { try NotificationSettings(json: json($0)) } ?? .defaults
     }
 
     /// Decides, once when queueing, how an alert of `kind` about `session` goes to `device`
@@ -301,26 +292,17 @@ extension EmbeddedRemoteStore: NotificationRemote {
             let device = deviceID.canonical
             let before = try Self.settings(db, device: device)
             let after = change.applied(to: before)
+            let columns = NotificationSettings.Key.allCases.map(\.column)
             try db.execute(
                 sql: """
-                    INSERT INTO notification_settings (device_id, user_id, enable_live_activities, enable_background_notifications,
-                        show_notification_details, enable_time_sensitive, alert_approvals, alert_questions,
-                        alert_task_complete, alert_task_failed, alert_task_paused, quiet_while_active, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (device_id) DO UPDATE SET enable_live_activities = excluded.enable_live_activities,
-                        enable_background_notifications = excluded.enable_background_notifications,
-                        show_notification_details = excluded.show_notification_details,
-                        enable_time_sensitive = excluded.enable_time_sensitive,
-                        alert_approvals = excluded.alert_approvals, alert_questions = excluded.alert_questions,
-                        alert_task_complete = excluded.alert_task_complete, alert_task_failed = excluded.alert_task_failed,
-                        alert_task_paused = excluded.alert_task_paused, quiet_while_active = excluded.quiet_while_active,
-                        updated_at = excluded.updated_at
+                    INSERT INTO notification_settings (device_id, user_id, \(columns.joined(separator: ", ")), updated_at)
+                    VALUES (?, ?, \(columns.map { _ in "?" }.joined(separator: ", ")), ?)
+                    ON CONFLICT (device_id) DO UPDATE SET
+                        \((columns + ["updated_at"]).map { "\($0) = excluded.\($0)" }.joined(separator: ", "))
                     """,
-                arguments: [
-                    device, self.me, after.liveActivities, after.backgroundNotifications, after.showDetails,
-                    after.timeSensitive, after.alertApprovals, after.alertQuestions, after.alertTaskComplete,
-                    after.alertTaskFailed, after.alertTaskPaused, after.quietWhileActive, Self.now,
-                ])
+                arguments: StatementArguments(
+                    [device, self.me] as [any DatabaseValueConvertible]
+                        + NotificationSettings.Key.allCases.map { after[$0] } + [Self.now]))
             var ended = 0
             if before.liveActivities, !after.liveActivities {
                 ended = try Self.endLiveActivities(

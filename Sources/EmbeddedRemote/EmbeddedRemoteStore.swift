@@ -397,10 +397,11 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         return object
     }
 
-    static let booleanColumns: Set<String> = [
-        "is_active", "is_primary_trust_root", "is_trusted", "has_seen_trust_prompt", "push_enabled", "is_worktree",
-        "is_valid",
-    ]
+    static let booleanColumns = Set(
+        [
+            "is_active", "is_primary_trust_root", "is_trusted", "has_seen_trust_prompt", "push_enabled", "is_worktree",
+            "is_valid",
+        ] + NotificationSettings.Key.allCases.map(\.column))
 
     static func uuid(_ text: String?) throws -> UUID {
         guard let text, let uuid = UUID.parse(text) else {

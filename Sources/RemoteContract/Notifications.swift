@@ -133,6 +133,14 @@ public struct NotificationSettings: Sendable, Hashable, Codable {
         }
     }
 
+    /// Settings from a `notification_settings` row as PostgREST returns it: each ``Key``'s
+    /// ``Key/column``, a missing or null one at its ``defaults``.
+    package init(json row: ResponseRow) throws {
+        let r = RowReader(row, table: "notification_settings")
+        self = .defaults
+        for key in Key.allCases { self[key] = try r.bool(key.column, default: Self.defaults[key]) }
+    }
+
     /// The setting `key`.
     public subscript(key: Key) -> Bool {
         get {

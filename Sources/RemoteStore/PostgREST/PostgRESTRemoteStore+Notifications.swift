@@ -9,21 +9,7 @@ extension PostgRESTRemoteStore: NotificationRemote {
         let rows = try await fetchAll(
             "notification_settings",
             query: [("select", "*"), ("device_id", "eq.\(deviceID.canonical)")],
-            order: "device_id.asc", atMost: 1
-        ) { row in
-            let r = RowReader(row, table: "notification_settings")
-            return NotificationSettings(
-                liveActivities: try r.bool("enable_live_activities", default: true),
-                backgroundNotifications: try r.bool("enable_background_notifications", default: true),
-                showDetails: try r.bool("show_notification_details", default: false),
-                timeSensitive: try r.bool("enable_time_sensitive", default: true),
-                alertApprovals: try r.bool("alert_approvals", default: true),
-                alertQuestions: try r.bool("alert_questions", default: true),
-                alertTaskComplete: try r.bool("alert_task_complete", default: true),
-                alertTaskFailed: try r.bool("alert_task_failed", default: true),
-                alertTaskPaused: try r.bool("alert_task_paused", default: true),
-                quietWhileActive: try r.bool("quiet_while_active", default: true))
-        }
+            order: "device_id.asc", atMost: 1, decode: NotificationSettings.init(json:))
         if let settings = rows.first { return settings }
         // No row: the defaults, once the device is known to be the user's.
         let owned = try await fetchAll(

@@ -60,8 +60,7 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 } ?? false)
             // The rule refuses when the caller has no request of that id: past here there is a row.
             guard let request, let transition, refusal == nil else {
-                let refused = refusal ?? .notYourRequest
-                throw Self.raised(refused.sqlState, refused.message)
+                throw Self.refusal(refusal ?? .notYourRequest)
             }
             guard case .takes(let decided, .clearing(let reason)) = transition else {
                 return ApprovalAnswered(

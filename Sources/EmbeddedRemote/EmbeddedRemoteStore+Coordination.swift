@@ -112,7 +112,7 @@ extension EmbeddedRemoteStore: CoordinationRemote {
                 token: r.token, type: r.type.rawValue, platform: r.platform, environment: r.environment.rawValue,
                 activityID: r.activityID, hasSession: r.sessionID != nil, previous: r.previousToken)
             {
-                throw Self.invalid(refusal.message)
+                throw Self.refusal(refusal)
             }
             try self.requireOwn(db, table: "devices", id: r.deviceID, what: "device")
             if let session = r.sessionID {

@@ -87,7 +87,7 @@ extension EmbeddedRemoteStore {
                     SELECT count(*) FROM device_credentials WHERE user_id = ? AND ended_at IS NULL AND registered_at > ?
                     """, arguments: [user, Timestamp.format(Date(timeIntervalSinceNow: -3600))])
             guard CredentialRules.roomForNewDevice(registeredInLastHour: recent ?? 0) else {
-                throw Self.refusal(.limit)
+                throw Self.refusal(CredentialRules.Refusal.limit)
             }
             try db.execute(
                 sql: "INSERT INTO device_credentials (device_id, user_id, hash, registered_at) VALUES (?, ?, ?, ?)",
@@ -95,8 +95,8 @@ extension EmbeddedRemoteStore {
         }
     }
 
-    /// A registration's refusal as the PostgreSQL remote raises it.
-    static func refusal(_ refusal: CredentialRules.Refusal) -> RemoteStoreError {
+    /// A rule's refusal as the PostgreSQL remote raises it.
+    static func refusal(_ refusal: some RuleRefusal) -> RemoteStoreError {
         raised(refusal.sqlState, refusal.message, hint: refusal.hint)
     }
 
@@ -170,11 +170,6 @@ extension EmbeddedRemoteStore {
             return id
         case .refused(let refusal): throw Self.refusal(refusal)
         }
-    }
-
-    /// A caller gate's refusal as the PostgreSQL remote raises it.
-    static func refusal(_ refusal: CallerRules.Refusal) -> RemoteStoreError {
-        raised(refusal.sqlState, refusal.message, hint: refusal.hint)
     }
 
     /// The calling device for a call that names none (`private.caller_device`).

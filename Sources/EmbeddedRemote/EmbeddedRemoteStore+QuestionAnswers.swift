@@ -22,8 +22,7 @@ extension EmbeddedRemoteStore {
                 answerBytes: sealed.bytes, headerMatches: sealed.headerMatches)
             // The rule refuses when the caller has no question of that id: past here there is a row.
             guard let row, refusal == nil else {
-                let refused = refusal ?? .notYourQuestion
-                throw Self.raised(refused.sqlState, refused.message)
+                throw Self.refusal(refusal ?? .notYourQuestion)
             }
             let transition = RequestRules.transition(
                 question: QuestionStatus(rawValue: row["status"]) ?? .pending,

@@ -51,15 +51,11 @@ extension RemoteRulesVectorGenerator {
         let words =
             "\(call.verdict), a decision of \(bytes(call.decision)) naming "
             + (names ? "the answering device" : "another device") + ", a signature of \(bytes(call.signature))"
-        var test = OutputTest(
-            comment: "\(phrase(holder, "request")) (\(from.rawValue)), answered by \(device): \(words)",
-            flags: [refusal == nil ? "Allowed" : "Refused"])
+        var test = refusalTest(
+            "\(phrase(holder, "request")) (\(from.rawValue)), answered by \(device): \(words)", refusal)
         (test.approvalBy, test.from, test.mine, test.trusted) = (holder.rawValue, from.rawValue, mine, certified)
         (test.verdict, test.bodyBytes, test.signatureBytes, test.namesDevice) = (
             call.verdict, call.decision, call.signature, names
-        )
-        (test.answer, test.message, test.sqlState) = (
-            refusal?.rawValue ?? "allowed", refusal?.message, refusal?.sqlState
         )
         return test
     }

@@ -36,14 +36,9 @@ extension RemoteRulesVectorGenerator {
         let answer =
             bytes.map { "\($0) bytes" + (header ? "" : " under another version or generation") }
             ?? "text that is not canonical base64"
-        var test = OutputTest(
-            comment: "\(phrase(holder, "question")), answered by \(device) with \(answer)",
-            flags: [refusal == nil ? "Allowed" : "Refused"])
+        var test = refusalTest("\(phrase(holder, "question")), answered by \(device) with \(answer)", refusal)
         (test.questionBy, test.mine, test.trusted) = (holder.rawValue, mine, certified)
         (test.bodyBytes, test.bodyHeaderMatches) = (bytes, header)
-        (test.answer, test.message, test.sqlState) = (
-            refusal?.rawValue ?? "allowed", refusal?.message, refusal?.sqlState
-        )
         return test
     }
 }

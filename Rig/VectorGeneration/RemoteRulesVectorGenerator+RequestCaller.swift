@@ -14,7 +14,10 @@ extension RemoteRulesVectorGenerator {
         }
     }
 
-    static func requestCallerTest(_ comment: String, _ refusal: CallerRules.Refusal?) -> OutputTest {
+    /// A test answered by `refusal` (`nil`: `allowed`) with its words and SQLSTATE.
+    static func refusalTest<Refusal: RuleRefusal & RawRepresentable<String>>(
+        _ comment: String, _ refusal: Refusal?
+    ) -> OutputTest {
         var test = OutputTest(comment: comment, flags: [refusal == nil ? "Allowed" : "Refused"])
         (test.answer, test.message, test.sqlState) = (
             refusal?.rawValue ?? "allowed", refusal?.message, refusal?.sqlState
@@ -25,7 +28,7 @@ extension RemoteRulesVectorGenerator {
     /// A call on a session: each row its id can have.
     static func sessionDesktopTests() -> [OutputTest] {
         RemoteRulesGroup.RowHolder.allCases.map { holder in
-            var test = requestCallerTest(
+            var test = refusalTest(
                 "a call on \(phrase(holder, "session"))", RemoteRulesGroup.sessionDesktop(runBy: holder))
             test.runBy = holder.rawValue
             return test
@@ -36,7 +39,7 @@ extension RemoteRulesVectorGenerator {
     static func askerTests() -> [OutputTest] {
         RemoteRulesGroup.RowHolder.allCases.flatMap { approval in
             RemoteRulesGroup.RowHolder.allCases.map { question in
-                var test = requestCallerTest(
+                var test = refusalTest(
                     "a call on a request id with \(phrase(approval, "approval request")) and \(phrase(question, "question"))",
                     RemoteRulesGroup.asker(approvalBy: approval, questionBy: question))
                 (test.approvalBy, test.questionBy) = (approval.rawValue, question.rawValue)

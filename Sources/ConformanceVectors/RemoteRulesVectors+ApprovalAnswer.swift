@@ -28,12 +28,11 @@ extension RemoteRulesGroup {
         guard let holder = test.approvalBy.flatMap(RowHolder.init(rawValue:)),
             let from = test.from.flatMap(ApprovalStatus.init(rawValue:)), let mine = test.mine,
             let certified = test.trusted, let verdict = test.verdict, let names = test.namesDevice,
-            let answer = test.answer
+            test.answer != nil
         else { return nil }
         let refusal = approvalAnswer(
             approvalBy: holder, from: from, mine: mine, certified: certified, verdict: verdict,
             decisionBytes: test.bodyBytes, signatureBytes: test.signatureBytes, namesDevice: names)
-        return answer == (refusal?.rawValue ?? "allowed") && test.message == refusal?.message
-            && test.hint == nil && test.sqlState == refusal?.sqlState
+        return answers(test, refusal)
     }
 }

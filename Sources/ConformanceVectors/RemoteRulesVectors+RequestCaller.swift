@@ -52,8 +52,7 @@ extension RemoteRulesGroup {
             else { return nil }
             refusal = asker(approvalBy: approval, questionBy: question)
         }
-        guard let answer = test.answer else { return nil }
-        return answer == (refusal?.rawValue ?? "allowed") && test.message == refusal?.message
-            && test.hint == nil && test.sqlState == refusal?.sqlState
+        guard test.answer != nil else { return nil }
+        return answers(test, refusal)
     }
 }

@@ -268,14 +268,25 @@ public struct RemoteRulesGroup: VectorGroup {
         case .newDeviceRoom:
             guard let count = test.registeredInLastHour, let room = test.room else { return "fields: missing" }
             let answer = CredentialRules.roomForNewDevice(registeredInLastHour: count)
-            outcome = answer == room && (answer ? test.message == nil : words(.limit, test))
+            outcome = answer == room && (answer ? test.message == nil : words(CredentialRules.Refusal.limit, test))
         }
         return VectorVerifier.judge(test.result, outcome)
     }
 
     /// Whether a test names `refusal`'s words, hint and SQLSTATE.
-    static func words(_ refusal: CredentialRules.Refusal, _ test: Test) -> Bool {
+    static func words(_ refusal: some RuleRefusal, _ test: Test) -> Bool {
         test.message == refusal.message && test.hint == refusal.hint && test.sqlState == refusal.sqlState
+    }
+
+    /// Whether a test's `answer` is `refusal` with its words, hint and SQLSTATE, or, for none,
+    /// `allowed` with none of them.
+    static func answers<Refusal: RuleRefusal & RawRepresentable<String>>(
+        _ test: Test, _ refusal: Refusal?, allowed: String = "allowed"
+    ) -> Bool {
+        guard let refusal else {
+            return test.answer == allowed && test.message == nil && test.hint == nil && test.sqlState == nil
+        }
+        return test.answer == refusal.rawValue && words(refusal, test)
     }
 
     static func candidate(_ outcome: String?, _ updatedAt: Double?, _ id: Int64?) -> DeliveryRules.Candidate? {

@@ -43,6 +43,8 @@ extension RemoteRulesVectorGenerator {
                 test.bodyBytes = fields.bodyBytes
                 test.bodyHeaderMatches = fields.header
                 test.refused = refused?.rawValue ?? "none"
+                let words = refused.map { RequestRules.NewRequestRefusal(kind, $0) }
+                (test.message, test.sqlState) = (words?.message, words?.sqlState)
                 tests.append(test)
             }
         }

@@ -46,7 +46,8 @@ extension RemoteRulesGroup {
         public let reason: String?
         /// RequestRefusal (and `kind`: `approval` or `question`): a new request's generation,
         /// its expiry in seconds from now, its sealed body's length (absent: not canonical
-        /// base64) and whether its version and generation match; the field refused, or `none`.
+        /// base64) and whether its version and generation match; the field refused, or `none`,
+        /// with a refusal's `message` and `sqlState`.
         public let generation: Int64?
         public let expiresIn: Int64?
         public let bodyBytes: Int?

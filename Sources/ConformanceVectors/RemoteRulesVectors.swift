@@ -154,7 +154,11 @@ public struct RemoteRulesGroup: VectorGroup {
             let refused = RequestRules.refusal(
                 kind, generation: generation, expiresIn: expiresIn, bodyBytes: test.bodyBytes,
                 bodyHeaderMatches: header)
-            outcome = (refused?.rawValue ?? "none") == expected
+            let words = refused.map { RequestRules.NewRequestRefusal(kind, $0) }
+            outcome =
+                (refused?.rawValue ?? "none") == expected
+                && (words.map { Self.words($0, test) }
+                    ?? (test.message == nil && test.hint == nil && test.sqlState == nil))
         case .approvalTransition:
             guard let status = test.from.flatMap(ApprovalStatus.init(rawValue:)), let expired = test.expired,
                 let event = approvalEvent(test)

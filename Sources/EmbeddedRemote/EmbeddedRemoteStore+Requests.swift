@@ -105,27 +105,15 @@ extension EmbeddedRemoteStore {
     }
 
     /// Refuses a new request or question whose generation, expiry or sealed body
-    /// ``RequestRules/refusal(_:generation:expiresIn:bodyBytes:bodyHeaderMatches:)`` refuses.
+    /// ``RequestRules/refusal(_:generation:expiresIn:bodyBytes:bodyHeaderMatches:)`` refuses, in
+    /// the rule's words.
     static func checkNewRequest(_ kind: RequestRules.Kind, generation: UInt32, expiresAt: UInt64, body: String) throws {
         let sealed = sealedShape(body, generation: Int64(generation))
-        let refusal = RequestRules.refusal(
+        if let field = RequestRules.refusal(
             kind, generation: Int64(generation), expiresIn: Int64(clamping: expiresAt) - Int64(epochSeconds),
             bodyBytes: sealed.bytes, bodyHeaderMatches: sealed.headerMatches)
-        // The SQL's words: thousands grouped.
-        func grouped(_ n: Int64) -> String {
-            n >= 1000 ? "\(n / 1000)," + String(String(n % 1000 + 1000).dropFirst()) : "\(n)"
-        }
-        let window = RequestRules.expiryWindow(kind)
-        switch refusal {
-        case nil: return
-        case .generation: throw invalid("generation must be 1 to 2147483647")
-        case .expiresAt:
-            throw invalid(
-                "expires_at must be \(grouped(window.lowerBound)) to \(grouped(window.upperBound)) seconds from now")
-        case .body:
-            throw invalid(
-                "body must be canonical base64 of a sealed \(kind == .approval ? "request" : "question") of this generation"
-            )
+        {
+            throw refusal(RequestRules.NewRequestRefusal(kind, field))
         }
     }
 

@@ -81,6 +81,39 @@ public enum RequestRules {
         case body
     }
 
+    /// A new request refused for one field, in the words `private.require_new_request` raises
+    /// it with (SQLSTATE 22023).
+    public struct NewRequestRefusal: RuleRefusal, Hashable {
+        /// The kind of request refused.
+        public let kind: Kind
+        /// The field it is refused for.
+        public let field: Refusal
+
+        /// The refusal of a new request of `kind` for `field`.
+        public init(_ kind: Kind, _ field: Refusal) {
+            self.kind = kind
+            self.field = field
+        }
+
+        /// What the refusal says: the field's bounds, the expiry's in grouped thousands.
+        public var message: String {
+            func grouped(_ n: Int64) -> String {
+                n >= 1000 ? "\(n / 1000)," + String(String(n % 1000 + 1000).dropFirst()) : "\(n)"
+            }
+            let window = expiryWindow(kind)
+            return switch field {
+            case .generation: "generation must be 1 to 2147483647"
+            case .expiresAt:
+                "expires_at must be \(grouped(window.lowerBound)) to \(grouped(window.upperBound)) seconds from now"
+            case .body:
+                "body must be canonical base64 of a sealed \(kind == .approval ? "request" : "question") of this generation"
+            }
+        }
+
+        /// 22023 (invalid parameter value), for every field.
+        public var sqlState: String { "22023" }
+    }
+
     /// How far ahead of now a request's `expires_at` may be, in seconds: an approval 5 to 600, a
     /// question 60 to 86,400.
     public static func expiryWindow(_ kind: Kind) -> ClosedRange<Int64> {

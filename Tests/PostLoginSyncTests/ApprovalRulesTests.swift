@@ -2,6 +2,7 @@ import DeviceTrust
 import Foundation
 import GRDB
 import Logging
+import RemoteRules
 import RemoteStore
 import SecretCrypto
 import SyncModel
@@ -53,12 +54,21 @@ struct ApprovalRulesTests {
         let now = UInt64(Date().timeIntervalSince1970)
         let body = ByteEncoding.base64([1, 0, 0, 0, 1] + [UInt8](repeating: 3, count: 60))
         let desktop = w.desktop.identity.id
-        func refused(_ name: String, _ code: RemoteStoreError.Code, _ call: () async throws -> Void) async {
+        /// Refused with `code`; for a new request's field, in the rule's words on both remotes.
+        func refused(
+            _ name: String, _ code: RemoteStoreError.Code, field: RequestRules.Refusal? = nil,
+            _ call: () async throws -> Void
+        ) async {
             do {
                 try await call()
                 Issue.record("\(name): accepted")
             } catch let error as RemoteStoreError {
                 #expect(error.code == code, "\(name): \(error)")
+                if let field {
+                    let words = RequestRules.NewRequestRefusal(.approval, field)
+                    #expect((error.serverMessage ?? error.message) == words.message, "\(name): \(error)")
+                    #expect(error.postgrestCode?.rawValue == words.sqlState, "\(name): \(error)")
+                }
             } catch {
                 Issue.record("\(name): \(error)")
             }
@@ -66,7 +76,7 @@ struct ApprovalRulesTests {
         // The times are taken at each call: one taken once went stale under load, and "601 s"
         // arrived as 599. "610 s" keeps a margin for a slow request.
         for (name, offset) in [("4 s", 3), ("610 s", 610), ("past", -10)] {
-            await refused(name, .invalidValue) {
+            await refused(name, .invalidValue, field: .expiresAt) {
                 _ = try await remote.requestApproval(
                     sessionID: session, requestID: UUID(), requesterDeviceID: desktop, body: body, generation: 1,
                     expiresAt: UInt64(Int64(Date().timeIntervalSince1970) + Int64(offset)))
@@ -77,7 +87,9 @@ struct ApprovalRulesTests {
         // argument itself before any rule.
         let extremes: [UInt64] = [0, UInt64(Int64.max)] + (backend == .embedded ? [UInt64.max] : [])
         for expiresAt in extremes {
-            await refused("expires_at \(expiresAt)", .invalidValue) {
+            await refused(
+                "expires_at \(expiresAt)", .invalidValue, field: expiresAt > UInt64(Int64.max) ? nil : .expiresAt
+            ) {
                 _ = try await remote.requestApproval(
                     sessionID: session, requestID: UUID(), requesterDeviceID: desktop, body: body, generation: 1,
                     expiresAt: expiresAt)
@@ -90,11 +102,16 @@ struct ApprovalRulesTests {
             ("short", ByteEncoding.base64([1, 0, 0, 0, 1, 0])),
             ("line break", String(body.prefix(8)) + "\n" + String(body.dropFirst(8))),
         ] {
-            await refused(name, .invalidValue) {
+            await refused(name, .invalidValue, field: .body) {
                 _ = try await remote.requestApproval(
                     sessionID: session, requestID: UUID(), requesterDeviceID: desktop, body: text, generation: 1,
                     expiresAt: now + 60)
             }
+        }
+        await refused("generation 0", .invalidValue, field: .generation) {
+            _ = try await remote.requestApproval(
+                sessionID: session, requestID: UUID(), requesterDeviceID: desktop, body: body, generation: 0,
+                expiresAt: now + 60)
         }
         let id = UUID()
         let first = try await remote.requestApproval(

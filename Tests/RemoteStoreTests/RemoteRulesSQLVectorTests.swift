@@ -49,7 +49,7 @@ struct RemoteRulesSQLVectorTests {
         case "MayQueuePush": answer = test.mayQueue.map { $0 ? "true" : "false" } ?? "?"
         case "TaskAlertCoalescing":
             answer = (test.action ?? "?") + (test.dueAfterNewest.map { " " + printed($0) } ?? "")
-        case "RequestRefusal": answer = test.refused ?? "?"
+        case "RequestRefusal": answer = requestRefusalAnswer(test)
         case "DeliveryOutcome":
             answer =
                 [test.outcome, test.rank.map(String.init)].map { $0 ?? "?" }.joined(separator: " ")
@@ -121,13 +121,6 @@ struct RemoteRulesSQLVectorTests {
                     + "\(number(test.newestAge)), \(flag(test.newestWaits))) r")
         }
         let transition = "r.action || ' ' || r.next_status || ' ' || r.push || coalesce(' ' || r.reason, '')"
-        for test in groups["RequestRefusal"] ?? [] {
-            calls.append(
-                "SELECT \(test.tcId) || ' ' || coalesce(private.rule_request_refusal(\(literal(test.kind)), "
-                    + "\(test.generation.map(String.init) ?? "NULL")::bigint, \(test.expiresIn.map(String.init) ?? "NULL")::bigint, "
-                    + "\(test.bodyBytes.map(String.init) ?? "NULL")::integer, \(flag(test.bodyHeaderMatches))), 'none')"
-            )
-        }
         for test in groups["ApprovalTransition"] ?? [] {
             calls.append(
                 "SELECT \(test.tcId) || ' ' || \(transition) FROM private.rule_approval_transition("
@@ -269,6 +262,7 @@ struct RemoteRulesSQLVectorTests {
         case "WitnessAdmission": witnessStatement(chunk)
         case "CallerGate": callerGateStatement(chunk)
         case "SessionDesktop", "Asker": requestCallerStatement(type, chunk)
+        case "RequestRefusal": requestRefusalStatement(chunk)
         case "QuestionAnswer": questionAnswerStatement(chunk)
         case "ApprovalAnswer": approvalAnswerStatement(chunk)
         case "EpochInForce", "TrustedDevice": trustGateStatement(type, chunk)

@@ -12,35 +12,13 @@ extension EmbeddedRemoteStore {
         try await write("upserting device") { db in
             try self.checkExisting(db, table: "devices", id: device.id.canonical)
             try self.checkOwnRow(db, device: device.id.canonical)
-            let now = Self.now
-            try db.execute(
-                sql: """
-                    INSERT INTO devices (id, user_id, name, device_type, hostname, public_key, is_active, last_seen_at, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, name = excluded.name, device_type = excluded.device_type,
-                        hostname = excluded.hostname, public_key = excluded.public_key, is_active = excluded.is_active,
-                        last_seen_at = excluded.last_seen_at, updated_at = excluded.updated_at
-                    """,
-                arguments: [
-                    device.id.canonical, self.me, device.name, device.deviceType.rawValue, device.hostname,
-                    device.publicKey,
-                    device.isActive, Timestamp.format(device.lastSeenAt), now, now,
-                ])
+            // The APNs columns only when the row names them (a device registered for pushes).
+            try Self.upsert(db, "devices", device.jsonRow)
             if let versions = device.envelopeVersions {
                 // Set this device's key, keep every other key (json_patch merges objects).
                 try db.execute(
                     sql: "UPDATE devices SET capabilities = json_patch(coalesce(capabilities, '{}'), ?) WHERE id = ?",
                     arguments: [EnvelopeCapability.merged(nil, versions: versions), device.id.canonical])
-            }
-            if let apns = device.apns {
-                try db.execute(
-                    sql: """
-                        UPDATE devices SET apns_token = ?, apns_environment = ?, push_enabled = ?, apns_token_updated_at = ? WHERE id = ?
-                        """,
-                    arguments: [
-                        apns.token, apns.environment.deviceColumnValue, apns.pushEnabled,
-                        Timestamp.format(apns.updatedAt), device.id.canonical,
-                    ])
             }
         }
     }

@@ -227,25 +227,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
             try self.checkOwner(row.userID)
             try self.checkExisting(db, table: "repositories", id: row.id.canonical)
             try self.checkOwnRow(db, device: row.deviceID.canonical, table: "repositories", id: row.id.canonical)
-            let now = Self.now
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO repositories (id, user_id, device_id, name, local_path, remote_url, default_branch, parent_repository_id,
-                        is_worktree, worktree_branch, status, last_synced_at, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (id) DO UPDATE SET device_id = excluded.device_id, name = excluded.name, local_path = excluded.local_path,
-                        remote_url = excluded.remote_url, default_branch = excluded.default_branch,
-                        parent_repository_id = excluded.parent_repository_id, is_worktree = excluded.is_worktree,
-                        worktree_branch = excluded.worktree_branch, status = excluded.status,
-                        last_synced_at = excluded.last_synced_at, updated_at = excluded.updated_at
-                    """
-            ).execute(
-                arguments: [
-                    row.id.canonical, row.userID.canonical, row.deviceID.canonical, row.name, row.localPath,
-                    row.remoteURL,
-                    row.defaultBranch, row.parentRepositoryID?.canonical, row.isWorktree, row.worktreeBranch,
-                    row.status.rawValue, row.lastSyncedAt.map(Timestamp.format), Timestamp.format(row.createdAt), now,
-                ])
+            try Self.upsert(db, "repositories", row.jsonRow)
         }
     }
 
@@ -257,34 +239,12 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
             try self.checkExisting(db, table: "agent_coding_sessions", id: row.id.canonical)
             try self.checkOwnRow(
                 db, device: row.deviceID.canonical, table: "agent_coding_sessions", id: row.id.canonical)
-            let now = Self.now
             let previous = try String.fetchOne(
                 db.cachedStatement(sql: "SELECT status FROM agent_coding_sessions WHERE id = ?"),
                 arguments: [row.id.canonical])
             let wasEnded = previous == SessionStatus.ended.rawValue
-            // `title` is kept when a row has none, as the PostgREST client omits the key then.
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO agent_coding_sessions (id, user_id, device_id, repository_id, title, session_pid, session_started_at,
-                        session_ended_at, status, current_branch, working_directory, last_heartbeat_at, created_at, updated_at,
-                        is_worktree, worktree_path)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (id) DO UPDATE SET device_id = excluded.device_id, repository_id = excluded.repository_id,
-                        title = coalesce(excluded.title, title), session_pid = excluded.session_pid,
-                        session_started_at = excluded.session_started_at, session_ended_at = excluded.session_ended_at,
-                        status = excluded.status, current_branch = excluded.current_branch,
-                        working_directory = excluded.working_directory, last_heartbeat_at = excluded.last_heartbeat_at,
-                        updated_at = excluded.updated_at, is_worktree = excluded.is_worktree, worktree_path = excluded.worktree_path
-                    """
-            ).execute(
-                arguments: [
-                    row.id.canonical, row.userID.canonical, row.deviceID.canonical, row.repositoryID.canonical,
-                    row.title,
-                    row.sessionPID, Timestamp.format(row.sessionStartedAt), row.sessionEndedAt.map(Timestamp.format),
-                    row.status.rawValue, row.currentBranch, row.workingDirectory,
-                    row.lastHeartbeatAt.map(Timestamp.format),
-                    Timestamp.format(row.createdAt), now, row.isWorktree, row.worktreePath,
-                ])
+            // `title` is kept when a row has none: the row leaves the key out then.
+            try Self.upsert(db, "agent_coding_sessions", row.jsonRow)
             // A session whose repository is another user's would be refused by RLS too.
             try self.checkExisting(db, table: "repositories", id: row.repositoryID.canonical)
             if row.status == .ended, !wasEnded {
@@ -311,18 +271,12 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
             }
             guard owner == self.me, try self.isSessionDesktop(db, session: row.sessionID.canonical, caller: caller)
             else { throw Self.rowSecurity }
-            let session = row.sessionID.canonical, device = row.deviceID.canonical
             let hash = SecretDigest.rowHash(
-                sessionID: session, deviceID: device, ephemeralPublicKey: row.ephemeralPublicKey)
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO agent_coding_session_secrets (session_id, device_id, ephemeral_public_key, encrypted_secret, created_at, row_h1, row_h2)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (session_id, device_id) DO UPDATE SET ephemeral_public_key = excluded.ephemeral_public_key,
-                        encrypted_secret = excluded.encrypted_secret, row_h1 = excluded.row_h1, row_h2 = excluded.row_h2
-                    """
-            ).execute(
-                arguments: [session, device, row.ephemeralPublicKey, row.encryptedSecret, Self.now, hash.0, hash.1])
+                sessionID: row.sessionID.canonical, deviceID: row.deviceID.canonical,
+                ephemeralPublicKey: row.ephemeralPublicKey)
+            try Self.upsert(
+                db, "agent_coding_session_secrets", row.jsonRow, key: ["session_id", "device_id"], stamped: false,
+                computed: [("row_h1", hash.0.databaseValue), ("row_h2", hash.1.databaseValue)])
         }
     }
 
@@ -378,6 +332,39 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         return result
     }
 
+    /// The text of ``upsert(_:_:_:key:stamped:computed:)``'s statements, by table, key and
+    /// columns (a few per table: the columns a record names).
+    static let upsertStatements = Mutex<[[String]: String]>([:])
+
+    /// Writes `row`, the JSON the PostgREST client sends for it, into `table` as PostgREST's
+    /// upsert and the project's triggers do: the columns the row names are inserted or, on a
+    /// conflict of `key`, updated (a column the row leaves out keeps its value, and so does
+    /// `created_at`); `created_at` is now unless the row names one, and `updated_at` is now
+    /// (`stamped`). `computed`: columns the remote adds.
+    static func upsert(
+        _ db: Database, _ table: String, _ row: JSONRow, key: [String] = ["id"], stamped: Bool = true,
+        computed: [(String, DatabaseValue)] = []
+    ) throws {
+        let now = Self.now.databaseValue
+        var columns = row.fields.filter { $0.0 != "updated_at" }.map { ($0.0, $0.1.databaseValue) } + computed
+        if !columns.contains(where: { $0.0 == "created_at" }) { columns.append(("created_at", now)) }
+        if stamped { columns.append(("updated_at", now)) }
+        let names = columns.map(\.0)
+        // Built once per table and column list, not once per row of a bulk write.
+        let sql = upsertStatements.withLock { cache in
+            let signature = [table] + key + names
+            if let sql = cache[signature] { return sql }
+            let updated = names.filter { !key.contains($0) && $0 != "created_at" }.map { "\($0) = excluded.\($0)" }
+            let sql = """
+                INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))
+                ON CONFLICT (\(key.joined(separator: ", "))) DO UPDATE SET \(updated.joined(separator: ", "))
+                """
+            cache[signature] = sql
+            return sql
+        }
+        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(columns.map(\.1)))
+    }
+
     // MARK: - Helpers
 
     /// A SQLite row as the JSON object PostgREST would return (booleans as booleans).
@@ -412,5 +399,17 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
 
     static func jsonArray(_ ids: some Sequence<UUID>) -> String {
         "[" + ids.map { "\"\($0.canonical)\"" }.joined(separator: ",") + "]"
+    }
+}
+
+extension RowValue {
+    /// The value as the embedded remote's columns hold it (a boolean as 1 or 0).
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .string(let text), .json(let text): text.databaseValue
+        case .int(let number): number.databaseValue
+        case .bool(let flag): flag.databaseValue
+        case .null: .null
+        }
     }
 }

@@ -49,25 +49,9 @@ enum PostgREST {
     }
 }
 
-/// A JSON value for request bodies, written by hand so that key order, `null` versus an absent
-/// key, and number formatting are exactly what is meant.
-enum JSONValue: Sendable, Hashable {
-    case string(String)
-    case int(Int)
-    case bool(Bool)
-    case null
-    /// JSON text produced by JSONSerialization (an object or array), written as it is.
-    case json(String)
-
-    static func string(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
-    static func int(_ value: Int?) -> JSONValue { value.map(JSONValue.int) ?? .null }
-    static func uuid(_ value: UUID?) -> JSONValue { value.map { .string($0.canonical) } ?? .null }
-    static func timestamp(_ value: Date?) -> JSONValue { value.map { .string(Timestamp.format($0)) } ?? .null }
-}
-
 /// One named argument of an RPC call.
 public struct RPCArgument: Sendable, Hashable {
-    let value: JSONValue
+    let value: RowValue
 
     /// A string (UUIDs, timestamps and text go as strings).
     public static func string(_ text: String?) -> RPCArgument { RPCArgument(value: .string(text)) }
@@ -82,69 +66,9 @@ public struct RPCArgument: Sendable, Hashable {
         var out = "["
         for (index, item) in items.enumerated() {
             if index > 0 { out.append(",") }
-            if let item { JSONWriter.string(item, into: &out) } else { out.append("null") }
+            if let item { RowJSONWriter.string(item, into: &out) } else { out.append("null") }
         }
         out.append("]")
         return RPCArgument(value: .json(out))
-    }
-}
-
-/// One row to send: its fields in order. A field that is absent is not a key at all (the
-/// column keeps its value); a field set to `.null` clears the column.
-struct JSONRow: Sendable {
-    var fields: [(String, JSONValue)]
-
-    /// The key names, which decide which rows may share a request.
-    var signature: String { fields.map(\.0).joined(separator: ",") }
-
-    /// The row as JSON text.
-    func write(into out: inout String) {
-        out.append("{")
-        for (index, (name, value)) in fields.enumerated() {
-            if index > 0 { out.append(",") }
-            JSONWriter.string(name, into: &out)
-            out.append(":")
-            switch value {
-            case let .string(text): JSONWriter.string(text, into: &out)
-            case let .int(number): out.append(String(number))
-            case let .bool(flag): out.append(flag ? "true" : "false")
-            case .null: out.append("null")
-            case let .json(text): out.append(text)
-            }
-        }
-        out.append("}")
-    }
-
-    var json: String {
-        var out = ""
-        write(into: &out)
-        return out
-    }
-}
-
-enum JSONWriter {
-    /// Writes `text` as a JSON string (RFC 8259 escapes).
-    static func string(_ text: String, into out: inout String) {
-        out.append("\"")
-        // Most values (ids, base64, timestamps) need no escape: appended whole, not scalar by
-        // scalar (the per-scalar path was 8% of a first push's client time).
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(text)
-            out.append("\"")
-            return
-        }
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out.append("\\\"")
-            case "\\": out.append("\\\\")
-            case "\n": out.append("\\n")
-            case "\r": out.append("\\r")
-            case "\t": out.append("\\t")
-            case _ where scalar.value < 0x20:
-                out.append(String(format: "\\u%04x", scalar.value))
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out.append("\"")
     }
 }

@@ -90,16 +90,21 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             }
             let payload = PushPayloads.handoff(session: sessionID.canonical, to: clientType.rawValue).json
             // The handoff push is never suppressed (notifications.md).
-            try db.execute(
+            var notified = 0
+            for token in try String.fetchAll(
+                db,
                 sql: """
-                    INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
-                    SELECT ?, device_id, token, 'background', 5, ?, ?, ?, ? FROM push_tokens
-                    WHERE user_id = ? AND device_id = ? AND token_type = 'device' AND is_valid ORDER BY token
-                    """,
-                arguments: [self.me, "handoff-" + sessionID.canonical, payload, now, now, self.me, previousDevice])
+                    SELECT token FROM push_tokens WHERE user_id = ? AND device_id = ? AND token_type = 'device' AND is_valid
+                    ORDER BY token
+                    """, arguments: [self.me, previousDevice])
+            {
+                notified += try Self.enqueue(
+                    db, user: self.me, device: previousDevice, token: token, type: "background", priority: 5,
+                    collapse: "handoff-" + sessionID.canonical, payload: payload, at: now)
+            }
             return SessionClaim(
                 handedOff: true, previousDeviceID: UUID.parse(previousDevice),
-                previousClientType: previous["client_type"], notified: db.changesCount)
+                previousClientType: previous["client_type"], notified: notified)
         }
     }
 
@@ -214,30 +219,27 @@ extension EmbeddedRemoteStore: CoordinationRemote {
             {
                 throw Self.refused("an approval request is cleared by its answer or its cancellation")
             }
-            let eligible = "user_id = ? AND token_type = 'device' AND is_valid AND token IS NOT ?"
-            let devices = try String.fetchAll(
-                db, sql: "SELECT DISTINCT device_id FROM push_tokens WHERE \(eligible) ORDER BY device_id",
-                arguments: [self.me, excludingToken])
+            let tokens = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT device_id, token FROM push_tokens
+                    WHERE user_id = ? AND token_type = 'device' AND is_valid AND token IS NOT ? ORDER BY device_id, token
+                    """, arguments: [self.me, excludingToken])
             // Each device's badge is counted as approval_requests has it; a token excluded is
             // the answering device's, which keeps its own.
             var devicesNotified = 0
-            for device in devices where trusted?.contains(device) ?? true {
-                let badge = try Self.approvalBadge(db, user: self.me, device: device)
-                let payload = PushPayloads.clearing(
-                    .approval, request: requestID, reason: "approved_on_other_device", badge: badge)?.json
-                let now = Self.now
-                try db.execute(
-                    sql: """
-                        INSERT INTO push_outbox (user_id, device_id, token, push_type, priority, collapse_id, payload, created_at, not_before)
-                        SELECT ?, device_id, token, 'background', 5, ?, ?, ?, ? FROM push_tokens WHERE \(eligible) AND device_id = ?
-                        ORDER BY token
-                        ON CONFLICT (token, collapse_id) WHERE collapse_id LIKE 'approval-%' DO NOTHING
-                        """,
-                    arguments: [self.me, "approval-" + requestID, payload, now, now, self.me, excludingToken, device])
-                devicesNotified +=
-                    try Int.fetchOne(
-                        db, sql: "SELECT count(*) FROM push_tokens WHERE \(eligible) AND device_id = ?",
-                        arguments: [self.me, excludingToken, device]) ?? 0
+            for row in tokens where trusted?.contains(row["device_id"]) ?? true {
+                let device: String = row["device_id"]
+                guard
+                    let payload = PushPayloads.clearing(
+                        .approval, request: requestID, reason: "approved_on_other_device",
+                        badge: try Self.approvalBadge(db, user: self.me, device: device))
+                else { continue }
+                try Self.enqueue(
+                    db, user: self.me, device: device, token: row["token"], type: "background", priority: 5,
+                    collapse: Self.clearingCollapse(.approval, requestID), payload: payload.json, at: Self.now,
+                    once: "approval")
+                devicesNotified += 1
             }
             // What was queued for a device the log does not vouch for (a revoked or never-paired one) goes.
             if let trusted {

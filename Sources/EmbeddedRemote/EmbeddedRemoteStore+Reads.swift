@@ -17,9 +17,7 @@ extension EmbeddedRemoteStore {
                     SELECT s.session_id, s.device_id FROM agent_coding_session_secrets s
                     JOIN agent_coding_sessions c ON c.id = s.session_id WHERE c.user_id = ? ORDER BY s.session_id, s.device_id
                     """, arguments: [self.me]
-            ).map { row in
-                EnvelopePair(sessionID: try Self.uuid(row["session_id"]), deviceID: try Self.uuid(row["device_id"]))
-            }
+            ).map { try EnvelopePair(json: Self.json($0)) }
         }
     }
 
@@ -55,12 +53,7 @@ extension EmbeddedRemoteStore {
                     JOIN agent_coding_sessions c ON c.id = s.session_id
                     WHERE c.user_id = ? AND s.session_id IN (SELECT value FROM json_each(?)) ORDER BY s.session_id, s.device_id
                     """, arguments: [self.me, list]
-            ).map { row in
-                EnvelopeKey(
-                    pair: EnvelopePair(
-                        sessionID: try Self.uuid(row["session_id"]), deviceID: try Self.uuid(row["device_id"])),
-                    ephemeralPublicKey: row["ephemeral_public_key"])
-            }
+            ).map { try EnvelopeKey(json: Self.json($0)) }
         }
     }
 

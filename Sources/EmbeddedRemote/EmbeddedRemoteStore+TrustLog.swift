@@ -18,7 +18,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 db,
                 sql: "SELECT * FROM trust_log WHERE user_id = ? AND epoch = ? AND seq >= ? ORDER BY epoch, seq",
                 arguments: [self.me, Int64(epoch), Int64(fromSeq)]
-            ).map(Self.logRow)
+            ).map { try TrustLogRow(json: Self.json($0)) }
         }
     }
 
@@ -26,7 +26,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         return try await read("reading the trust log", gate: .registered, else: []) { db in
             return try Row.fetchAll(
                 db, sql: "SELECT * FROM trust_log WHERE user_id = ? AND seq = 0 ORDER BY epoch", arguments: [self.me]
-            ).map(Self.logRow)
+            ).map { try TrustLogRow(json: Self.json($0)) }
         }
     }
 
@@ -36,18 +36,8 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 db,
                 sql: "SELECT * FROM trust_log_witnesses WHERE user_id = ? AND epoch = ? ORDER BY device_id, seq",
                 arguments: [self.me, Int64(epoch)]
-            ).map { row in
-                TrustLogWitnessRow(
-                    deviceID: try Self.uuid(row["device_id"]), epoch: UInt32(row["epoch"] as Int64),
-                    seq: UInt64(row["seq"] as Int64), body: row["body"], signature: row["signature"])
-            }
+            ).map { try TrustLogWitnessRow(json: Self.json($0)) }
         }
-    }
-
-    static func logRow(_ row: Row) -> TrustLogRow {
-        TrustLogRow(
-            epoch: UInt32(row["epoch"] as Int64), seq: UInt64(row["seq"] as Int64), entry: row["entry"],
-            backup: row["backup"], createdAt: (row["created_at"] as String?).flatMap(Timestamp.parse))
     }
 
     /// The head the feeds carry (`nil` before any genesis).

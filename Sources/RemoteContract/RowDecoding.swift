@@ -110,6 +110,45 @@ extension OutboxEntry {
     }
 }
 
+extension EnvelopePair {
+    /// The pair of a row of the secrets table (its `session_id` and `device_id`).
+    package init(json row: ResponseRow) throws {
+        let r = RowReader(row, table: RemoteTable.secrets)
+        self.init(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id"))
+    }
+}
+
+extension EnvelopeKey {
+    /// The pair and ephemeral key of a row of the secrets table.
+    package init(json row: ResponseRow) throws {
+        self.init(
+            pair: try EnvelopePair(json: row),
+            ephemeralPublicKey: try RowReader(row, table: RemoteTable.secrets).optionalString("ephemeral_public_key")
+                ?? "")
+    }
+}
+
+extension TrustLogRow {
+    /// A row of `trust_log`.
+    package init(json row: ResponseRow) throws {
+        let r = RowReader(row, table: "trust_log")
+        self.init(
+            epoch: UInt32(clamping: try r.int("epoch")), seq: UInt64(clamping: try r.int("seq")),
+            entry: try r.string("entry"), backup: try r.optionalString("backup"),
+            createdAt: try r.optionalDate("created_at"))
+    }
+}
+
+extension TrustLogWitnessRow {
+    /// A row of `trust_log_witnesses`.
+    package init(json row: ResponseRow) throws {
+        let r = RowReader(row, table: "trust_log_witnesses")
+        self.init(
+            deviceID: try r.uuid("device_id"), epoch: UInt32(clamping: try r.int("epoch")),
+            seq: UInt64(clamping: try r.int("seq")), body: try r.string("body"), signature: try r.string("signature"))
+    }
+}
+
 /// Reads one row of a response, failing with a clear error naming the column (never its value).
 package struct RowReader {
     let row: ResponseRow

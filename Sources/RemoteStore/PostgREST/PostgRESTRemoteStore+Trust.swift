@@ -101,7 +101,7 @@ extension PostgRESTRemoteStore: TrustLogRemote {
             query: [
                 ("select", "epoch,seq,entry,backup,created_at"), ("user_id", "eq.\(userID.canonical)"),
                 ("epoch", "eq.\(epoch)"), ("seq", "gte.\(fromSeq)"),
-            ], order: "epoch.asc,seq.asc", keyset: ["epoch", "seq"], decode: Self.logRow)
+            ], order: "epoch.asc,seq.asc", keyset: ["epoch", "seq"], decode: TrustLogRow.init(json:))
     }
 
     public func trustLogGeneses() async throws -> [TrustLogRow] {
@@ -110,7 +110,7 @@ extension PostgRESTRemoteStore: TrustLogRemote {
             query: [
                 ("select", "epoch,seq,entry,backup,created_at"), ("user_id", "eq.\(userID.canonical)"),
                 ("seq", "eq.0"),
-            ], order: "epoch.asc,seq.asc", keyset: ["epoch", "seq"], decode: Self.logRow)
+            ], order: "epoch.asc,seq.asc", keyset: ["epoch", "seq"], decode: TrustLogRow.init(json:))
     }
 
     public func trustLogWitnesses(epoch: UInt32) async throws -> [TrustLogWitnessRow] {
@@ -119,22 +119,7 @@ extension PostgRESTRemoteStore: TrustLogRemote {
             query: [
                 ("select", "device_id,epoch,seq,body,signature"), ("user_id", "eq.\(userID.canonical)"),
                 ("epoch", "eq.\(epoch)"),
-            ], order: "device_id.asc,seq.asc", keyset: ["device_id", "seq"]
-        ) { row in
-            let r = RowReader(row, table: "trust_log_witnesses")
-            return TrustLogWitnessRow(
-                deviceID: try r.uuid("device_id"), epoch: UInt32(clamping: try r.int("epoch")),
-                seq: UInt64(clamping: try r.int("seq")), body: try r.string("body"),
-                signature: try r.string("signature"))
-        }
-    }
-
-    static func logRow(_ row: ResponseRow) throws -> TrustLogRow {
-        let r = RowReader(row, table: "trust_log")
-        return TrustLogRow(
-            epoch: UInt32(clamping: try r.int("epoch")), seq: UInt64(clamping: try r.int("seq")),
-            entry: try r.string("entry"), backup: try r.optionalString("backup"),
-            createdAt: try r.optionalDate("created_at"))
+            ], order: "device_id.asc,seq.asc", keyset: ["device_id", "seq"], decode: TrustLogWitnessRow.init(json:))
     }
 
     public func appendTrustEntries(epoch: UInt32, firstSeq: UInt64, _ entries: [TrustLogAppend]) async throws {

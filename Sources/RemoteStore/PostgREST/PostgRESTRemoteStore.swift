@@ -255,13 +255,8 @@ public final class PostgRESTRemoteStore: EnvelopeDigestRemote {
                 RemoteTable.secrets,
                 query: [
                     ("select", "id,session_id,device_id,ephemeral_public_key"), ("session_id", PostgREST.inList(chunk)),
-                ], order: "id.asc", keyset: ["id"], atMost: atMost.map { max(0, $0 - keys.count) }
-            ) { row in
-                let r = RowReader(row, table: RemoteTable.secrets)
-                return EnvelopeKey(
-                    pair: EnvelopePair(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id")),
-                    ephemeralPublicKey: try r.optionalString("ephemeral_public_key") ?? "")
-            }
+                ], order: "id.asc", keyset: ["id"], atMost: atMost.map { max(0, $0 - keys.count) },
+                decode: EnvelopeKey.init(json:))
         }
         return keys
     }
@@ -408,11 +403,8 @@ public final class PostgRESTRemoteStore: EnvelopeDigestRemote {
     public func listEnvelopePairs() async throws -> [EnvelopePair] {
         // Keyset on the table's bigint identity: one index range per page, however deep.
         try await fetchAll(
-            RemoteTable.secrets, query: [("select", "id,session_id,device_id")], order: "id.asc", keyset: ["id"]
-        ) { row in
-            let r = RowReader(row, table: RemoteTable.secrets)
-            return EnvelopePair(sessionID: try r.uuid("session_id"), deviceID: try r.uuid("device_id"))
-        }
+            RemoteTable.secrets, query: [("select", "id,session_id,device_id")], order: "id.asc", keyset: ["id"],
+            decode: EnvelopePair.init(json:))
     }
 
     public func deleteEnvelopes(_ scope: EnvelopeScope) async throws -> Int? {

@@ -13,7 +13,7 @@ extension EmbeddedRemoteStore {
             try self.checkExisting(db, table: "devices", id: device.id.canonical)
             try self.checkOwnRow(db, device: device.id.canonical)
             // The APNs columns only when the row names them (a device registered for pushes).
-            try Self.upsert(db, "devices", device.jsonRow)
+            try Self.insert(db, "devices", device.jsonRow)
             if let versions = device.envelopeVersions {
                 // Set this device's key, keep every other key (json_patch merges objects).
                 try db.execute(

@@ -28,16 +28,7 @@ extension EmbeddedRemoteStore: TrustRemote {
             // A device asks to be paired in its own name.
             guard try self.credentialDevice(db) == row.deviceID.canonical else { throw Self.rowSecurity }
             try self.checkExisting(db, table: "devices", id: row.deviceID.canonical)
-            try db.execute(
-                sql: """
-                    INSERT INTO pairing_requests (id, user_id, invite_id, device_id, x25519_public_key, ed25519_public_key, mac, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    row.id.canonical, self.me, row.inviteID, row.deviceID.canonical, row.x25519PublicKey,
-                    row.ed25519PublicKey,
-                    row.mac, Self.now,
-                ])
+            try Self.insert(db, "pairing_requests", row.jsonRow, onConflict: nil, stamped: false)
         }
     }
 
@@ -51,13 +42,7 @@ extension EmbeddedRemoteStore: TrustRemote {
                 db, sql: "SELECT * FROM pairing_requests WHERE user_id = ? AND (? OR device_id = ?) ORDER BY id",
                 arguments: [self.me, all, caller]
             )
-            .map { row in
-                PairingRequestRow(
-                    id: try Self.uuid(row["id"]), userID: try Self.uuid(row["user_id"]), inviteID: row["invite_id"],
-                    deviceID: try Self.uuid(row["device_id"]), x25519PublicKey: row["x25519_public_key"],
-                    ed25519PublicKey: row["ed25519_public_key"], mac: row["mac"],
-                    createdAt: (row["created_at"] as String?).flatMap(Timestamp.parse))
-            }
+            .map { try PairingRequestRow(json: Self.json($0)) }
         }
     }
 
@@ -78,11 +63,7 @@ extension EmbeddedRemoteStore: TrustRemote {
                 db,
                 sql: "SELECT device_id, user_id, body, signature FROM \(table) WHERE user_id = ? ORDER BY device_id",
                 arguments: [self.me]
-            ).map { row in
-                SignedStatementRow(
-                    deviceID: try Self.uuid(row["device_id"]), userID: try Self.uuid(row["user_id"]),
-                    body: row["body"], signature: row["signature"])
-            }
+            ).map { try SignedStatementRow(json: Self.json($0), table: table) }
         }
     }
 

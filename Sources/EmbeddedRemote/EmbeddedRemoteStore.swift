@@ -227,7 +227,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
             try self.checkOwner(row.userID)
             try self.checkExisting(db, table: "repositories", id: row.id.canonical)
             try self.checkOwnRow(db, device: row.deviceID.canonical, table: "repositories", id: row.id.canonical)
-            try Self.upsert(db, "repositories", row.jsonRow)
+            try Self.insert(db, "repositories", row.jsonRow)
         }
     }
 
@@ -244,7 +244,7 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
                 arguments: [row.id.canonical])
             let wasEnded = previous == SessionStatus.ended.rawValue
             // `title` is kept when a row has none: the row leaves the key out then.
-            try Self.upsert(db, "agent_coding_sessions", row.jsonRow)
+            try Self.insert(db, "agent_coding_sessions", row.jsonRow)
             // A session whose repository is another user's would be refused by RLS too.
             try self.checkExisting(db, table: "repositories", id: row.repositoryID.canonical)
             if row.status == .ended, !wasEnded {
@@ -274,8 +274,9 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
             let hash = SecretDigest.rowHash(
                 sessionID: row.sessionID.canonical, deviceID: row.deviceID.canonical,
                 ephemeralPublicKey: row.ephemeralPublicKey)
-            try Self.upsert(
-                db, "agent_coding_session_secrets", row.jsonRow, key: ["session_id", "device_id"], stamped: false,
+            try Self.insert(
+                db, "agent_coding_session_secrets", row.jsonRow, onConflict: ["session_id", "device_id"],
+                stamped: false,
                 computed: [("row_h1", hash.0.databaseValue), ("row_h2", hash.1.databaseValue)])
         }
     }
@@ -332,17 +333,17 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         return result
     }
 
-    /// The text of ``upsert(_:_:_:key:stamped:computed:)``'s statements, by table, key and
-    /// columns (a few per table: the columns a record names).
-    static let upsertStatements = Mutex<[[String]: String]>([:])
+    /// The text of ``insert(_:_:_:onConflict:stamped:computed:)``'s statements, by table, key
+    /// and columns (a few per table: the columns a record names).
+    static let insertStatements = Mutex<[[String]: String]>([:])
 
-    /// Writes `row`, the JSON the PostgREST client sends for it, into `table` as PostgREST's
-    /// upsert and the project's triggers do: the columns the row names are inserted or, on a
-    /// conflict of `key`, updated (a column the row leaves out keeps its value, and so does
-    /// `created_at`); `created_at` is now unless the row names one, and `updated_at` is now
-    /// (`stamped`). `computed`: columns the remote adds.
-    static func upsert(
-        _ db: Database, _ table: String, _ row: JSONRow, key: [String] = ["id"], stamped: Bool = true,
+    /// Writes `row`, the JSON the PostgREST client sends for it, into `table` as PostgREST and
+    /// the project's triggers do: the columns the row names are inserted or, on a conflict of
+    /// `onConflict` (`nil`: none, a conflict is refused), updated (a column the row leaves out keeps
+    /// its value, and so does `created_at`); `created_at` is now unless the row names one, and
+    /// `updated_at` is now (`stamped`). `computed`: columns the remote adds.
+    static func insert(
+        _ db: Database, _ table: String, _ row: JSONRow, onConflict key: [String]? = ["id"], stamped: Bool = true,
         computed: [(String, DatabaseValue)] = []
     ) throws {
         let now = Self.now.databaseValue
@@ -351,14 +352,16 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         if stamped { columns.append(("updated_at", now)) }
         let names = columns.map(\.0)
         // Built once per table and column list, not once per row of a bulk write.
-        let sql = upsertStatements.withLock { cache in
-            let signature = [table] + key + names
+        let sql = insertStatements.withLock { cache in
+            let signature = [table, key?.joined(separator: ",") ?? ""] + names
             if let sql = cache[signature] { return sql }
-            let updated = names.filter { !key.contains($0) && $0 != "created_at" }.map { "\($0) = excluded.\($0)" }
-            let sql = """
+            var sql = """
                 INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))
-                ON CONFLICT (\(key.joined(separator: ", "))) DO UPDATE SET \(updated.joined(separator: ", "))
                 """
+            if let key {
+                let updated = names.filter { !key.contains($0) && $0 != "created_at" }.map { "\($0) = excluded.\($0)" }
+                sql += " ON CONFLICT (\(key.joined(separator: ", "))) DO UPDATE SET \(updated.joined(separator: ", "))"
+            }
             cache[signature] = sql
             return sql
         }

@@ -149,6 +149,28 @@ extension TrustLogWitnessRow {
     }
 }
 
+extension PairingRequestRow {
+    /// A row of `pairing_requests`.
+    package init(json row: ResponseRow) throws {
+        let r = RowReader(row, table: "pairing_requests")
+        self.init(
+            id: try r.uuid("id"), userID: try r.uuid("user_id"), inviteID: try r.string("invite_id"),
+            deviceID: try r.uuid("device_id"), x25519PublicKey: try r.string("x25519_public_key"),
+            ed25519PublicKey: try r.string("ed25519_public_key"), mac: try r.string("mac"),
+            createdAt: try r.optionalDate("created_at"))
+    }
+}
+
+extension SignedStatementRow {
+    /// A row of `table`, `device_certificates` or `device_revocations`.
+    package init(json row: ResponseRow, table: String) throws {
+        let r = RowReader(row, table: table)
+        self.init(
+            deviceID: try r.uuid("device_id"), userID: try r.uuid("user_id"), body: try r.string("body"),
+            signature: try r.string("signature"))
+    }
+}
+
 /// Reads one row of a response, failing with a clear error naming the column (never its value).
 package struct RowReader {
     let row: ResponseRow

@@ -146,3 +146,14 @@ extension EnvelopeRecord {
         ])
     }
 }
+
+extension PairingRequestRow {
+    /// The columns a device writes; the remote stamps `created_at`.
+    package var jsonRow: JSONRow {
+        JSONRow(fields: [
+            ("id", .uuid(id)), ("user_id", .uuid(userID)), ("invite_id", .string(inviteID)),
+            ("device_id", .uuid(deviceID)), ("x25519_public_key", .string(x25519PublicKey)),
+            ("ed25519_public_key", .string(ed25519PublicKey)), ("mac", .string(mac)),
+        ])
+    }
+}

@@ -27,13 +27,8 @@ extension PostgRESTRemoteStore: TrustRemote {
     }
 
     public func insertPairingRequest(_ row: PairingRequestRow) async throws {
-        let body = JSONRow(fields: [
-            ("id", .uuid(row.id)), ("user_id", .uuid(row.userID)), ("invite_id", .string(row.inviteID)),
-            ("device_id", .uuid(row.deviceID)),
-            ("x25519_public_key", .string(row.x25519PublicKey)), ("ed25519_public_key", .string(row.ed25519PublicKey)),
-            ("mac", .string(row.mac)),
-        ])
-        _ = try await send(.post, "pairing_requests", query: [], prefer: "return=minimal", body: Data(body.json.utf8))
+        _ = try await send(
+            .post, "pairing_requests", query: [], prefer: "return=minimal", body: Data(row.jsonRow.json.utf8))
     }
 
     public func listPairingRequests() async throws -> [PairingRequestRow] {
@@ -42,15 +37,7 @@ extension PostgRESTRemoteStore: TrustRemote {
             query: [
                 ("select", "id,user_id,invite_id,device_id,x25519_public_key,ed25519_public_key,mac,created_at"),
                 ("user_id", "eq.\(userID.canonical)"),
-            ], order: "id.asc", keyset: ["id"]
-        ) { row in
-            let r = RowReader(row, table: "pairing_requests")
-            return PairingRequestRow(
-                id: try r.uuid("id"), userID: try r.uuid("user_id"), inviteID: try r.string("invite_id"),
-                deviceID: try r.uuid("device_id"), x25519PublicKey: try r.string("x25519_public_key"),
-                ed25519PublicKey: try r.string("ed25519_public_key"), mac: try r.string("mac"),
-                createdAt: try r.optionalDate("created_at"))
-        }
+            ], order: "id.asc", keyset: ["id"], decode: PairingRequestRow.init(json:))
     }
 
     public func deletePairingRequest(id: UUID) async throws {
@@ -62,17 +49,7 @@ extension PostgRESTRemoteStore: TrustRemote {
         try await fetchAll(
             table, query: [("select", "device_id,user_id,body,signature"), ("user_id", "eq.\(userID.canonical)")],
             order: "device_id.asc", keyset: ["device_id"], atMost: configuration.maxDeviceRows
-        ) { row in
-            try Self.statementRow(row, table: table)
-        }
-    }
-
-    /// One row of `device_certificates` or `device_revocations`.
-    static func statementRow(_ row: ResponseRow, table: String) throws -> SignedStatementRow {
-        let r = RowReader(row, table: table)
-        return SignedStatementRow(
-            deviceID: try r.uuid("device_id"), userID: try r.uuid("user_id"),
-            body: try r.string("body"), signature: try r.string("signature"))
+        ) { try SignedStatementRow(json: $0, table: table) }
     }
 
 }

@@ -28,7 +28,8 @@ extension PostgRESTRemoteStore {
         case .secrets: return try rows(RemoteTable.secrets, EnvelopeRecord.init(json:))
         case .secretRequests: return try rows("session_secret_requests", SecretRequestRow.init(json:))
         case .outbox: return try rows("push_outbox", OutboxEntry.init(json:))
-        case .statements: return try rows("device_certificates") { try statementRow($0, table: "device_certificates") }
+        case .statements:
+            return try rows("device_certificates") { try SignedStatementRow(json: $0, table: "device_certificates") }
         case .identityKeys:
             return try rows("user_identity_keys") {
                 try RowReader($0, table: "user_identity_keys").string("public_key")

@@ -27,13 +27,7 @@ extension EmbeddedRemoteStore: SecretRequestRemote, ChangeFeedRemote {
             where try self.isAnothers(db, table: table, id: id.canonical) {
                 throw Self.refused("new row violates row-level security policy for table \"session_secret_requests\"")
             }
-            try db.execute(
-                sql: """
-                    INSERT INTO session_secret_requests (id, user_id, session_id, requester_device_id, created_at) VALUES (?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    row.id.canonical, self.me, row.sessionID.canonical, row.requesterDeviceID.canonical, Self.now,
-                ])
+            try Self.insert(db, "session_secret_requests", row.jsonRow, onConflict: nil, stamped: false)
         }
     }
 

@@ -157,3 +157,13 @@ extension PairingRequestRow {
         ])
     }
 }
+
+extension SecretRequestRow {
+    /// The columns a device writes; the remote stamps `created_at`.
+    package var jsonRow: JSONRow {
+        JSONRow(fields: [
+            ("id", .uuid(id)), ("user_id", .uuid(userID)), ("session_id", .uuid(sessionID)),
+            ("requester_device_id", .uuid(requesterDeviceID)),
+        ])
+    }
+}

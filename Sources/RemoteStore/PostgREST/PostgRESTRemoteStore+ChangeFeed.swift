@@ -16,13 +16,8 @@ extension PostgRESTRemoteStore: SecretRequestRemote, ChangeFeedRemote {
 
     public func insertSecretRequests(_ rows: [SecretRequestRow]) async throws -> BulkWriteResult {
         try await upsert(
-            Self.requestsTable, rows, conflict: nil, key: { $0.id.canonical },
-            encode: { row in
-                JSONRow(fields: [
-                    ("id", .uuid(row.id)), ("user_id", .uuid(row.userID)), ("session_id", .uuid(row.sessionID)),
-                    ("requester_device_id", .uuid(row.requesterDeviceID)),
-                ])
-            }, onBatchAccepted: nil)
+            Self.requestsTable, rows, conflict: nil, key: { $0.id.canonical }, encode: { $0.jsonRow },
+            onBatchAccepted: nil)
     }
 
     public func fulfilSecretRequests(ids: Set<UUID>) async throws {

@@ -143,6 +143,8 @@ public enum RemoteRulesVectorGenerator {
         var questionBy: String?
         var signatureBytes: Int?
         var namesDevice: Bool?
+        var controlHash: Bool?
+        var control: String?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -201,6 +203,7 @@ public enum RemoteRulesVectorGenerator {
             ("TrustedDevice", trustedDeviceTests()), ("WitnessAdmission", witnessAdmissionTests()),
             ("CallerGate", callerGateTests()), ("SessionDesktop", sessionDesktopTests()), ("Asker", askerTests()),
             ("QuestionAnswer", questionAnswerTests()), ("ApprovalAnswer", approvalAnswerTests()),
+            ("RequestControl", requestControlTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -304,6 +307,11 @@ public enum RemoteRulesVectorGenerator {
                 "  (the decision's and its signature's lengths; absent: not canonical base64), namesDevice (the decision's device_id",
                 "  is the answering device's) -> answer (allowed: the request's transition decides, or the refusal) with a refusal's",
                 "  message and sqlState. The device's trust and the decision's device count only when the transition takes the answer.",
+                "RequestControl (private.cancel_approval and private.reopen_approval; RequestRules): event (cancel: of a pending",
+                "  request; reopen: of an approved one, naming its decision), approvalBy (the approval request of the call's id, as for",
+                "  Asker), controlHash (the request keeps one), control (right: its preimage, wrong: 32 other bytes, short: 31 bytes,",
+                "  malformed: not base64, none), reopened (how often it was reopened) -> answer (allowed: the request's transition",
+                "  decides, or the refusal) with a refusal's message and sqlState.",
             ],
             groups: numbered)
     }

@@ -199,5 +199,10 @@ extension RemoteRulesGroup {
         /// base64) and whether the decision names the answering device.
         public let signatureBytes: Int?
         public let namesDevice: Bool?
+        /// RequestControl (and `event`: `cancel` or `reopen`, `approvalBy`, `reopened`, with
+        /// `answer`, `message`, `sqlState`): whether the request keeps a control hash, and the
+        /// call's control (a ``RemoteRulesGroup/ControlWord``).
+        public let controlHash: Bool?
+        public let control: String?
     }
 }

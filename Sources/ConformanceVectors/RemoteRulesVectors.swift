@@ -32,7 +32,8 @@ import SyncModel
 /// (`runBy`: `answer`, `message`, `sqlState`) and `Asker` (`approvalBy`, `questionBy`: the same), and
 /// `QuestionAnswer` (`questionBy`, `mine`, `trusted`, `bodyBytes`, `bodyHeaderMatches`: the same), and
 /// `ApprovalAnswer` (`approvalBy`, `mine`, `verdict`, `bodyBytes`, `signatureBytes`, `from`, `trusted`,
-/// `namesDevice`: the same).
+/// `namesDevice`: the same), and `RequestControl` (`event`, `approvalBy`, `controlHash`, `control`,
+/// `reopened`: the same).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -69,6 +70,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case asker = "Asker"
         case questionAnswer = "QuestionAnswer"
         case approvalAnswer = "ApprovalAnswer"
+        case requestControl = "RequestControl"
     }
 
     public let type: Kind
@@ -227,6 +229,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = answer
         case .questionAnswer:
             guard let answer = questionAnswerMatches(test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .requestControl:
+            guard let answer = requestControlMatches(test) else { return "fields: missing or malformed" }
             outcome = answer
         case .approvalAnswer:
             guard let answer = approvalAnswerMatches(test) else { return "fields: missing or malformed" }

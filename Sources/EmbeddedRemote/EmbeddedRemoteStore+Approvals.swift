@@ -9,13 +9,28 @@ import SyncModel
 /// one SQLite transaction (SQLite's single writer is the row lock: two answers at once end with
 /// one decision).
 extension EmbeddedRemoteStore: ApprovalRemote {
-    /// Whether `control` proves the requester of a request stored with `hash` (none: anyone).
-    static func controlProves(_ control: String?, hash: Data?) -> Bool {
-        guard let hash else { return true }
-        guard let control, isCanonicalBase64(control, bytes: 32...32), let bytes = Data(base64Encoded: control) else {
-            return false
+    /// What ``RequestRules/control(_:transition:hashKept:proves:)`` decides a `call` with
+    /// `control` on the caller's request `id` (every column; `nil`: none of the caller's), whose
+    /// transition the call's `event` makes: the request, or the refusal thrown.
+    func controlled(
+        _ db: Database, _ call: RequestRules.ControlCall, id: UUID, control: String?,
+        event: (Row) -> RequestRules.ApprovalEvent
+    ) throws -> (request: Row, transition: RequestRules.Transition<ApprovalStatus>) {
+        let request = try Row.fetchOne(
+            db, sql: "SELECT * FROM approval_requests WHERE id = ? AND user_id = ?", arguments: [id.canonical, me])
+        let transition = request.map {
+            RequestRules.transition(
+                approval: ApprovalStatus(rawValue: $0["status"]) ?? .pending, expired: Self.pastDue($0), on: event($0))
         }
-        return Data(SHA256.hash(bytes)) == hash
+        let hash: Data? = request?["control_hash"]
+        let proves =
+            hash.map { hash in
+                control.flatMap { Self.base64Bytes($0) }.map { $0.count == 32 && Data(SHA256.hash($0)) == hash }
+                    ?? false
+            } ?? false
+        let refusal = RequestRules.control(call, transition: transition, hashKept: hash != nil, proves: proves)
+        guard let request, let transition, refusal == nil else { throw Self.refusal(refusal ?? .notYourRequest) }
+        return (request, transition)
     }
 
     public func requestApproval(
@@ -86,13 +101,8 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     public func cancelApproval(requestID: UUID, control: String?) async throws -> ApprovalCancelled {
         return try await write("cancelling an approval") { db in
             try self.requireAsker(db, requestID)
-            let request = try self.requireOwned(db, table: "approval_requests", id: requestID, what: "request")
-            guard Self.controlProves(control, hash: request["control_hash"]) else {
-                throw Self.refused("only the requesting device may cancel this request")
+            let (request, transition) = try self.controlled(db, .cancel, id: requestID, control: control) { _ in .cancel
             }
-            let transition = RequestRules.transition(
-                approval: ApprovalStatus(rawValue: request["status"]) ?? .pending,
-                expired: Self.pastDue(request), on: .cancel)
             guard case .takes(let cancelled, .clearing(let reason)) = transition else {
                 return ApprovalCancelled(cancelled: false, status: transition.words.status, devicesNotified: 0)
             }
@@ -111,23 +121,13 @@ extension EmbeddedRemoteStore: ApprovalRemote {
     ) async throws -> ApprovalReopened {
         return try await write("reopening an approval") { db in
             try self.requireAsker(db, requestID)
-            let request = try self.requireOwned(db, table: "approval_requests", id: requestID, what: "request")
-            let hash: Data? = request["control_hash"]
-            guard hash != nil, Self.controlProves(control, hash: hash) else {
-                throw Self.refused("only the requesting device may reopen this request")
-            }
-            let transition = RequestRules.transition(
-                approval: ApprovalStatus(rawValue: request["status"]) ?? .pending,
-                expired: Self.pastDue(request),
-                on: .reopen(
-                    decisionMatches: (request["decision_signature"] as String?) == decisionSignature,
-                    reopened: Int(request["reopened"] as Int64)))
+            let transition = try self.controlled(db, .reopen, id: requestID, control: control) {
+                .reopen(
+                    decisionMatches: ($0["decision_signature"] as String?) == decisionSignature,
+                    reopened: Int($0["reopened"] as Int64))
+            }.transition
             switch transition {
             case .takes(.pending, .alerts): break
-            case .overLimit:
-                throw RemoteStoreError(
-                    .limitExceeded, "a request is reopened at most \(RequestRules.reopenLimit) times",
-                    postgrestCode: .programLimitExceeded)
             default: return ApprovalReopened(reopened: false, status: transition.words.status, devicesNotified: 0)
             }
             try db.execute(

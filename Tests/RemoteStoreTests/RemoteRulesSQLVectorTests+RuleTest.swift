@@ -123,6 +123,8 @@ extension RemoteRulesSQLVectorTests {
         let questionBy: String?
         let signatureBytes: Int?
         let namesDevice: Bool?
+        let controlHash: Bool?
+        let control: String?
     }
 
     /// A TrustedDevice test's mark.

@@ -68,7 +68,8 @@ struct RemoteRulesSQLVectorTests {
         case "TrustedDevice": answer = test.trusted.map { $0 ? "true" : "false" } ?? "?"
         case "WitnessAdmission": answer = witnessAnswer(test)
         case "CallerGate": answer = callerGateAnswer(test)
-        case "SessionDesktop", "Asker", "QuestionAnswer", "ApprovalAnswer": answer = requestCallerAnswer(test)
+        case "SessionDesktop", "Asker", "QuestionAnswer", "ApprovalAnswer", "RequestControl":
+            answer = requestCallerAnswer(test)
         case "DeviceRegistration", "NewDeviceRoom":
             answer =
                 (test.answer ?? test.room.map { $0 ? "true" : "false" } ?? "?")
@@ -265,6 +266,7 @@ struct RemoteRulesSQLVectorTests {
         case "RequestRefusal": requestRefusalStatement(chunk)
         case "QuestionAnswer": questionAnswerStatement(chunk)
         case "ApprovalAnswer": approvalAnswerStatement(chunk)
+        case "RequestControl": requestControlStatement(chunk)
         case "EpochInForce", "TrustedDevice": trustGateStatement(type, chunk)
         default: try statement([type: chunk])
         }
@@ -288,6 +290,7 @@ struct RemoteRulesSQLVectorTests {
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
                     "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 59,
                     "CallerGate": 256, "SessionDesktop": 4, "Asker": 16, "QuestionAnswer": 160, "ApprovalAnswer": 512,
+                    "RequestControl": 160,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -336,7 +339,7 @@ struct RemoteRulesSQLVectorTests {
         // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""
         let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission", "SessionDesktop", "Asker"]
-        let rows = ["CallerGate", "QuestionAnswer", "ApprovalAnswer"]
+        let rows = ["CallerGate", "QuestionAnswer", "ApprovalAnswer", "RequestControl"]
         for (type, tests) in groups {
             let size =
                 type == "AlertPayload"

@@ -1,0 +1,58 @@
+import Foundation
+import TestStack
+import Testing
+
+extension RemoteRulesSQLVectorTests {
+    /// The RequestControl tests through `private.cancel_approval` and `private.reopen_approval`
+    /// (the project's own schema: the deployed variant has no approvals): each test signs in a
+    /// fresh user and writes the request row of a fresh id the test names (pending for a cancel;
+    /// approved with the decision signature the reopen names; due in an hour; reopened as often
+    /// as the test says; keeping the SHA-256 of 32 bytes of 0x01 when the test keeps a hash), then
+    /// makes the call with the test's control: those 32 bytes, 32 bytes of 0x02, 31 bytes of 0x01,
+    /// text that is not base64, or none. Triggers are off, so a row needs no parents. One
+    /// transaction, rolled back; a refusal is caught in its own block.
+    static func requestControlStatement(_ tests: [RuleTest]) -> String {
+        var parts = [
+            "BEGIN", "SET LOCAL session_replication_role = replica",
+            "CREATE TEMP TABLE control_calls (n serial, line text)",
+        ]
+        func fresh() -> String { literal(UUID().uuidString.lowercased()) + "::uuid" }
+        func bytes(_ hex: String, _ count: Int) -> String { "decode(repeat('\(hex)', \(count)), 'hex')" }
+        for test in tests {
+            let (user, stranger, device, other, id) = (fresh(), fresh(), fresh(), fresh(), fresh())
+            let cancel = test.event == "cancel"
+            parts.append(
+                "SELECT set_config('request.jwt.claims', json_build_object('sub', \(user), 'role', 'authenticated')::text, true)"
+            )
+            if let (owner, asker) = heldRow(
+                test.approvalBy, user: user, stranger: stranger, device: device, other: other)
+            {
+                parts.append(
+                    "INSERT INTO public.approval_requests (id, user_id, session_id, requester_device_id, body, generation, "
+                        + "expires_at, status, decision_signature, reopened, control_hash) VALUES (\(id), \(owner), "
+                        + "gen_random_uuid(), \(asker), 'x', 1, floor(extract(epoch FROM now()))::bigint + 3600, "
+                        + "\(cancel ? "'pending', NULL" : "'approved', 'sig'"), \(test.reopened ?? 0), "
+                        + "\(test.controlHash == true ? "sha256(\(bytes("01", 32)))" : "NULL"))")
+            }
+            let control =
+                switch test.control {
+                case "right": bytes("01", 32)
+                case "wrong": bytes("02", 32)
+                case "short": bytes("01", 31)
+                default: ""
+                }
+            let argument =
+                control.isEmpty
+                ? (test.control == "malformed" ? "'not base64!'" : "NULL")
+                : "translate(encode(\(control), 'base64'), E'\\n', '')"
+            let call =
+                cancel
+                ? "private.cancel_approval(\(id), \(argument))" : "private.reopen_approval(\(id), 'sig', \(argument))"
+            parts.append(
+                "DO $a$ BEGIN PERFORM \(call); INSERT INTO control_calls (line) VALUES ('\(test.tcId) allowed'); "
+                    + "EXCEPTION WHEN others THEN INSERT INTO control_calls (line) "
+                    + "VALUES ('\(test.tcId) ' || SQLSTATE || ' <' || SQLERRM || '>'); END $a$")
+        }
+        return (parts + ["SELECT line FROM control_calls ORDER BY n", "ROLLBACK"]).joined(separator: ";\n") + ";"
+    }
+}

@@ -333,9 +333,16 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         return result
     }
 
-    /// The text of ``insert(_:_:_:onConflict:stamped:computed:)``'s statements, by table, key
-    /// and columns (a few per table: the columns a record names).
-    static let insertStatements = Mutex<[[String]: String]>([:])
+    /// What an insert's statement text depends on: the table, the conflict key and the columns.
+    struct InsertShape: Hashable, Sendable {
+        let table: String
+        let key: [String]?
+        let names: [String]
+    }
+
+    /// The text of ``insert(_:_:_:onConflict:stamped:computed:)``'s statements by shape (a few
+    /// per table: the columns a record names).
+    static let insertStatements = Mutex<[InsertShape: String]>([:])
 
     /// Writes `row`, the JSON the PostgREST client sends for it, into `table` as PostgREST and
     /// the project's triggers do: the columns the row names are inserted or, on a conflict of
@@ -347,25 +354,45 @@ public final class EmbeddedRemoteStore: EnvelopeDigestRemote {
         computed: [(String, DatabaseValue)] = []
     ) throws {
         let now = Self.now.databaseValue
-        var columns = row.fields.filter { $0.0 != "updated_at" }.map { ($0.0, $0.1.databaseValue) } + computed
-        if !columns.contains(where: { $0.0 == "created_at" }) { columns.append(("created_at", now)) }
-        if stamped { columns.append(("updated_at", now)) }
-        let names = columns.map(\.0)
-        // Built once per table and column list, not once per row of a bulk write.
-        let sql = insertStatements.withLock { cache in
-            let signature = [table, key?.joined(separator: ",") ?? ""] + names
-            if let sql = cache[signature] { return sql }
+        var names: [String] = []
+        var values: [DatabaseValue] = []
+        names.reserveCapacity(row.fields.count + computed.count + 2)
+        values.reserveCapacity(names.capacity)
+        for (name, value) in row.fields where name != "updated_at" {
+            names.append(name)
+            values.append(value.databaseValue)
+        }
+        for (name, value) in computed {
+            names.append(name)
+            values.append(value)
+        }
+        if !names.contains("created_at") {
+            names.append("created_at")
+            values.append(now)
+        }
+        if stamped {
+            names.append("updated_at")
+            values.append(now)
+        }
+        let shape = InsertShape(table: table, key: key, names: names)
+        try db.cachedStatement(sql: statement(shape)).execute(arguments: StatementArguments(values))
+    }
+
+    /// The statement text of `shape`, built once (not once per row of a bulk write).
+    static func statement(_ shape: InsertShape) -> String {
+        insertStatements.withLock { cache in
+            if let sql = cache[shape] { return sql }
+            let names = shape.names
             var sql = """
-                INSERT INTO \(table) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))
+                INSERT INTO \(shape.table) (\(names.joined(separator: ", "))) VALUES (\(names.map { _ in "?" }.joined(separator: ", ")))
                 """
-            if let key {
+            if let key = shape.key {
                 let updated = names.filter { !key.contains($0) && $0 != "created_at" }.map { "\($0) = excluded.\($0)" }
                 sql += " ON CONFLICT (\(key.joined(separator: ", "))) DO UPDATE SET \(updated.joined(separator: ", "))"
             }
-            cache[signature] = sql
+            cache[shape] = sql
             return sql
         }
-        try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(columns.map(\.1)))
     }
 
     // MARK: - Helpers

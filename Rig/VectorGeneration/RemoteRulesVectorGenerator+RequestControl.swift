@@ -3,7 +3,7 @@ import RemoteContract
 import RemoteRules
 
 /// The RequestControl group: who may cancel or reopen an approval request
-/// (``RequestRules/control(_:transition:hashKept:proves:)``).
+/// (``RequestRules/control(_:transition:hashKept:controlBytes:digestMatches:)``).
 extension RemoteRulesVectorGenerator {
     /// Each call on each row an id can have, with and without a control hash, under each control,
     /// before the reopen budget is spent and once it is.
@@ -25,8 +25,10 @@ extension RemoteRulesVectorGenerator {
         _ call: RequestRules.ControlCall, _ holder: RemoteRulesGroup.RowHolder, hash: Bool,
         control: RemoteRulesGroup.ControlWord, reopened: Int
     ) -> OutputTest {
+        let shape = control.shape
         let refusal = RemoteRulesGroup.requestControl(
-            call, approvalBy: holder, controlHash: hash, control: control, reopened: reopened)
+            call, approvalBy: holder, controlHash: hash, controlBytes: shape.bytes, digestMatches: shape.digestMatches,
+            reopened: reopened)
         let row =
             "\(phrase(holder, call == .cancel ? "pending request" : "approved request")) "
             + "(\(hash ? "a control hash kept" : "no control hash"), reopened \(reopened) times)"
@@ -34,6 +36,7 @@ extension RemoteRulesVectorGenerator {
         (test.event, test.approvalBy, test.controlHash, test.control, test.reopened) = (
             call.rawValue, holder.rawValue, hash, control.rawValue, reopened
         )
+        (test.controlBytes, test.digestMatches) = (shape.bytes, shape.digestMatches)
         return test
     }
 }

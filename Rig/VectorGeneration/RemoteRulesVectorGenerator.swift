@@ -145,6 +145,8 @@ public enum RemoteRulesVectorGenerator {
         var namesDevice: Bool?
         var controlHash: Bool?
         var control: String?
+        var controlBytes: Int?
+        var digestMatches: Bool?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -309,9 +311,11 @@ public enum RemoteRulesVectorGenerator {
                 "  message and sqlState. The device's trust and the decision's device count only when the transition takes the answer.",
                 "RequestControl (private.cancel_approval and private.reopen_approval; RequestRules): event (cancel: of a pending",
                 "  request; reopen: of an approved one, naming its decision), approvalBy (the approval request of the call's id, as for",
-                "  Asker), controlHash (the request keeps one), control (right: its preimage, wrong: 32 other bytes, short: 31 bytes,",
-                "  malformed: not base64, none), reopened (how often it was reopened) -> answer (allowed: the request's transition",
-                "  decides, or the refusal) with a refusal's message and sqlState.",
+                "  Asker), controlHash (the request keeps one), control (right: its preimage, wrong: 32 other bytes, short: 31 bytes",
+                "  whose digest is the one kept, noncanonical: the right bytes in base64 with a line break, malformed: not base64,",
+                "  none), controlBytes (its length; absent: none, or not canonical base64), digestMatches (its SHA-256 is the one",
+                "  kept), reopened (how often it was reopened) -> answer (allowed: the request's transition decides, or the refusal)",
+                "  with a refusal's message and sqlState.",
             ],
             groups: numbered)
     }

@@ -200,9 +200,12 @@ extension RemoteRulesGroup {
         public let signatureBytes: Int?
         public let namesDevice: Bool?
         /// RequestControl (and `event`: `cancel` or `reopen`, `approvalBy`, `reopened`, with
-        /// `answer`, `message`, `sqlState`): whether the request keeps a control hash, and the
-        /// call's control (a ``RemoteRulesGroup/ControlWord``).
+        /// `answer`, `message`, `sqlState`): whether the request keeps a control hash, the call's
+        /// control (a ``RemoteRulesGroup/ControlWord``), its length (absent: none, or not
+        /// canonical base64) and whether its SHA-256 is the one the request would keep.
         public let controlHash: Bool?
         public let control: String?
+        public let controlBytes: Int?
+        public let digestMatches: Bool?
     }
 }

@@ -33,7 +33,7 @@ import SyncModel
 /// `QuestionAnswer` (`questionBy`, `mine`, `trusted`, `bodyBytes`, `bodyHeaderMatches`: the same), and
 /// `ApprovalAnswer` (`approvalBy`, `mine`, `verdict`, `bodyBytes`, `signatureBytes`, `from`, `trusted`,
 /// `namesDevice`: the same), and `RequestControl` (`event`, `approvalBy`, `controlHash`, `control`,
-/// `reopened`: the same).
+/// `controlBytes`, `digestMatches`, `reopened`: the same).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {

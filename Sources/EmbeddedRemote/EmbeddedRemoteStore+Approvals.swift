@@ -9,7 +9,7 @@ import SyncModel
 /// one SQLite transaction (SQLite's single writer is the row lock: two answers at once end with
 /// one decision).
 extension EmbeddedRemoteStore: ApprovalRemote {
-    /// What ``RequestRules/control(_:transition:hashKept:proves:)`` decides a `call` with
+    /// What ``RequestRules/control(_:transition:hashKept:controlBytes:digestMatches:)`` decides a `call` with
     /// `control` on the caller's request `id` (every column; `nil`: none of the caller's), whose
     /// transition the call's `event` makes: the request, or the refusal thrown.
     func controlled(
@@ -23,12 +23,10 @@ extension EmbeddedRemoteStore: ApprovalRemote {
                 approval: ApprovalStatus(rawValue: $0["status"]) ?? .pending, expired: Self.pastDue($0), on: event($0))
         }
         let hash: Data? = request?["control_hash"]
-        let proves =
-            hash.map { hash in
-                control.flatMap { Self.base64Bytes($0) }.map { $0.count == 32 && Data(SHA256.hash($0)) == hash }
-                    ?? false
-            } ?? false
-        let refusal = RequestRules.control(call, transition: transition, hashKept: hash != nil, proves: proves)
+        let bytes = control.flatMap(Self.base64Bytes)
+        let refusal = RequestRules.control(
+            call, transition: transition, hashKept: hash != nil, controlBytes: bytes?.count,
+            digestMatches: bytes.map { Data(SHA256.hash($0)) == hash } ?? false)
         guard let request, let transition, refusal == nil else { throw Self.refusal(refusal ?? .notYourRequest) }
         return (request, transition)
     }

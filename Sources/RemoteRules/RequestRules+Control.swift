@@ -33,15 +33,22 @@ extension RequestRules {
         public var sqlState: String { self == .overLimit ? "54000" : "42501" }
     }
 
+    /// The bytes a control has: the requester's secret, whose SHA-256 the request keeps.
+    public static let controlBytes = 32
+
     /// Why a cancel or a reopen is refused, or `nil`: the request's transition decides what it
     /// changes. `transition` is what the call does to the caller's request of its id (`nil`: the
-    /// caller has none); `hashKept`, whether the request keeps a control hash; `proves`, whether
-    /// the call's control is canonical base64 of 32 bytes whose SHA-256 is that hash. A request
-    /// without a hash is anyone's to cancel and no one's to reopen.
+    /// caller has none); `hashKept`, whether the request keeps a control hash; `controlBytes`, the
+    /// length of the call's control (`nil`: none, or not canonical base64); `digestMatches`,
+    /// whether its SHA-256 is the kept hash. The control proves the requester when it is
+    /// ``controlBytes`` long and its digest matches. A request without a hash is anyone's to cancel
+    /// and no one's to reopen.
     public static func control(
-        _ call: ControlCall, transition: Transition<ApprovalStatus>?, hashKept: Bool, proves: Bool
+        _ call: ControlCall, transition: Transition<ApprovalStatus>?, hashKept: Bool, controlBytes: Int?,
+        digestMatches: Bool
     ) -> ControlRefusal? {
         guard let transition else { return .notYourRequest }
+        let proves = hashKept && controlBytes == Self.controlBytes && digestMatches
         switch call {
         case .cancel where hashKept && !proves: return .cancelNotRequester
         case .reopen where !hashKept || !proves: return .reopenNotRequester

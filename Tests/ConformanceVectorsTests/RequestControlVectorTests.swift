@@ -19,7 +19,7 @@ struct RequestControlVectorTests {
         let unkept = try RemoteRulesFile.tests("RequestControl").filter {
             $0["controlHash"] as? Bool == false && $0["approvalBy"] as? String == "device"
         }
-        #expect(unkept.count == 20)
+        #expect(unkept.count == 24)
         for test in unkept {
             let cancel = test["event"] as? String == "cancel"
             #expect(test["answer"] as? String == (cancel ? "allowed" : "reopen_not_requester"), "\(test)")
@@ -43,5 +43,18 @@ struct RequestControlVectorTests {
                 "RequestControl", changing: field, to: value, where: pick)
             #expect(failed == [tcId], "\(field)")
         }
+    }
+}
+
+extension RequestControlVectorTests {
+    @Test("a control of the wrong length proves nothing, even when its digest is the one kept")
+    func lengthCounts() throws {
+        let short = try RemoteRulesFile.tests("RequestControl").filter {
+            $0["control"] as? String == "short" && $0["controlHash"] as? Bool == true
+                && $0["approvalBy"] as? String == "device" && $0["reopened"] as? Int == 0
+        }
+        #expect(short.count == 2)
+        #expect(short.allSatisfy { $0["digestMatches"] as? Bool == true && $0["controlBytes"] as? Int == 31 })
+        #expect(Set(short.compactMap { $0["answer"] as? String }) == ["cancel_not_requester", "reopen_not_requester"])
     }
 }

@@ -7,10 +7,11 @@ extension RemoteRulesSQLVectorTests {
     /// (the project's own schema: the deployed variant has no approvals): each test signs in a
     /// fresh user and writes the request row of a fresh id the test names (pending for a cancel;
     /// approved with the decision signature the reopen names; due in an hour; reopened as often
-    /// as the test says; keeping the SHA-256 of 32 bytes of 0x01 when the test keeps a hash), then
-    /// makes the call with the test's control: those 32 bytes, 32 bytes of 0x02, 31 bytes of 0x01,
-    /// text that is not base64, or none. Triggers are off, so a row needs no parents. One
-    /// transaction, rolled back; a refusal is caught in its own block.
+    /// as the test says; keeping, when the test keeps a hash, the SHA-256 of 32 bytes of 0x01, or
+    /// of 31 for a `short` control), then makes the call with the test's control: those bytes
+    /// (`right` and `short`), 32 bytes of 0x02, the right ones in base64 with a line break after
+    /// eight characters, text that is not base64, or none. Triggers are off, so a row needs no
+    /// parents. One transaction, rolled back; a refusal is caught in its own block.
     static func requestControlStatement(_ tests: [RuleTest]) -> String {
         var parts = [
             "BEGIN", "SET LOCAL session_replication_role = replica",
@@ -20,7 +21,7 @@ extension RemoteRulesSQLVectorTests {
         func bytes(_ hex: String, _ count: Int) -> String { "decode(repeat('\(hex)', \(count)), 'hex')" }
         for test in tests {
             let (user, stranger, device, other, id) = (fresh(), fresh(), fresh(), fresh(), fresh())
-            let cancel = test.event == "cancel"
+            let (cancel, short) = (test.event == "cancel", test.control == "short")
             parts.append(
                 "SELECT set_config('request.jwt.claims', json_build_object('sub', \(user), 'role', 'authenticated')::text, true)"
             )
@@ -32,19 +33,19 @@ extension RemoteRulesSQLVectorTests {
                         + "expires_at, status, decision_signature, reopened, control_hash) VALUES (\(id), \(owner), "
                         + "gen_random_uuid(), \(asker), 'x', 1, floor(extract(epoch FROM now()))::bigint + 3600, "
                         + "\(cancel ? "'pending', NULL" : "'approved', 'sig'"), \(test.reopened ?? 0), "
-                        + "\(test.controlHash == true ? "sha256(\(bytes("01", 32)))" : "NULL"))")
+                        + "\(test.controlHash == true ? "sha256(\(bytes("01", short ? 31 : 32)))" : "NULL"))")
             }
-            let control =
-                switch test.control {
-                case "right": bytes("01", 32)
-                case "wrong": bytes("02", 32)
-                case "short": bytes("01", 31)
-                default: ""
-                }
+            func base64(_ bytes: String) -> String { "translate(encode(\(bytes), 'base64'), E'\\n', '')" }
+            let right = base64(bytes("01", 32))
             let argument =
-                control.isEmpty
-                ? (test.control == "malformed" ? "'not base64!'" : "NULL")
-                : "translate(encode(\(control), 'base64'), E'\\n', '')"
+                switch test.control {
+                case "right": right
+                case "wrong": base64(bytes("02", 32))
+                case "short": base64(bytes("01", 31))
+                case "noncanonical": "substr(\(right), 1, 8) || E'\\n' || substr(\(right), 9)"
+                case "malformed": "'not base64!'"
+                default: "NULL"
+                }
             let call =
                 cancel
                 ? "private.cancel_approval(\(id), \(argument))" : "private.reopen_approval(\(id), 'sig', \(argument))"

@@ -125,6 +125,8 @@ extension RemoteRulesSQLVectorTests {
         let namesDevice: Bool?
         let controlHash: Bool?
         let control: String?
+        let controlBytes: Int?
+        let digestMatches: Bool?
     }
 
     /// A TrustedDevice test's mark.

@@ -29,11 +29,6 @@ extension EmbeddedRemoteStore {
         return data
     }
 
-    /// Whether text is padded, canonical standard base64 of `bytes` (a range of lengths).
-    static func isCanonicalBase64(_ text: String, bytes: ClosedRange<Int>) -> Bool {
-        base64Bytes(text).map { bytes.contains($0.count) } ?? false
-    }
-
     /// The clearing push of coordination.md for a request (`kind` `.question`: a question) to every
     /// valid device token of the user's trusted devices (``trustedTokens(_:user:except:)``) but the
     /// asker's and `except`'s, carrying each device's new badge; once per token and request. Never
@@ -135,10 +130,11 @@ extension EmbeddedRemoteStore {
             question ? .question : .approval, generation: generation, expiresAt: expiresAt, body: body)
         var control: Data?
         if let controlHash {
-            guard Self.isCanonicalBase64(controlHash, bytes: 32...32) else {
+            // The SHA-256 of the requester's control.
+            guard let hash = Self.base64Bytes(controlHash), hash.count == 32 else {
                 throw Self.invalid("control_hash must be canonical base64 of 32 bytes")
             }
-            control = Data(base64Encoded: controlHash)
+            control = hash
         }
         let noun = question ? "question" : "request", table = Self.table(kind)
         let queued: Int

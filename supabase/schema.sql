@@ -1869,11 +1869,10 @@ DECLARE
     previous timestamptz;
     placed record;
 BEGIN
-    IF event <> 'end' AND NOT private.may_queue_push(device, 'liveactivity') THEN RETURN false; END IF;
-    IF private.has_trust_log(caller) AND NOT private.is_trusted_device(caller, device) THEN RETURN false; END IF;
-    -- After an end, nothing: the activity is over.
-    IF EXISTS (SELECT 1 FROM public.push_outbox o WHERE o.token = queue_live_activity.token
-               AND o.push_type = 'liveactivity' AND o.payload -> 'aps' ->> 'event' = 'end') THEN
+    IF private.rule_live_activity_refusal(event = 'end', NOT private.may_queue_push(device, 'liveactivity'),
+           CASE WHEN private.has_trust_log(caller) THEN private.is_trusted_device(caller, device) END,
+           EXISTS (SELECT 1 FROM public.push_outbox o WHERE o.token = queue_live_activity.token
+                   AND o.push_type = 'liveactivity' AND o.payload -> 'aps' ->> 'event' = 'end')) IS NOT NULL THEN
         RETURN false;
     END IF;
     SELECT * INTO waiting FROM public.push_outbox o
@@ -2796,6 +2795,22 @@ $$;
 
 
 ALTER FUNCTION private.rule_live_activity_priority(is_end boolean, status text) OWNER TO postgres;
+
+--
+-- Name: rule_live_activity_refusal(boolean, boolean, boolean, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_live_activity_refusal(is_end boolean, setting_off boolean, vouched boolean, ended boolean) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE WHEN NOT is_end AND setting_off THEN 'setting_off'
+                WHEN vouched IS NOT NULL AND NOT vouched THEN 'not_vouched'
+                WHEN ended THEN 'ended' END
+$$;
+
+
+ALTER FUNCTION private.rule_live_activity_refusal(is_end boolean, setting_off boolean, vouched boolean, ended boolean) OWNER TO postgres;
 
 --
 -- Name: rule_may_queue_push(text, public.notification_settings); Type: FUNCTION; Schema: private; Owner: postgres
@@ -7272,6 +7287,13 @@ REVOKE ALL ON FUNCTION private.rule_live_activity_payload(stamp bigint, event te
 --
 
 REVOKE ALL ON FUNCTION private.rule_live_activity_priority(is_end boolean, status text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_live_activity_refusal(is_end boolean, setting_off boolean, vouched boolean, ended boolean); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_live_activity_refusal(is_end boolean, setting_off boolean, vouched boolean, ended boolean) FROM PUBLIC;
 
 
 --

@@ -1,3 +1,4 @@
+import ConformanceVectors
 import RemoteContract
 import RemoteRules
 import SyncModel
@@ -96,6 +97,30 @@ extension RemoteRulesVectorGenerator {
             }
         }
         return tests
+    }
+
+    /// Each event, with the setting on and off, under each trust log, before and after an end.
+    static func liveActivityRefusalTests() -> [OutputTest] {
+        LiveActivityEvent.allCases.flatMap { event in
+            [false, true].flatMap { settingOff in
+                RemoteRulesGroup.CallerTrustLog.allCases.flatMap { log in
+                    [false, true].map { ended in
+                        let refusal = LiveActivityQueueing.refusal(
+                            end: event == .end, settingOff: settingOff, vouched: log.certified, ended: ended)
+                        var test = OutputTest(
+                            comment:
+                                "\(event.rawValue), live activities \(settingOff ? "off" : "on"), trust log "
+                                + "\(log.rawValue), \(ended ? "an end queued already" : "no end queued")",
+                            flags: [refusal == nil ? "Queued" : "NotQueued"])
+                        (test.event, test.settingOff, test.trustLog, test.ended) = (
+                            event.rawValue, settingOff, log.rawValue, ended
+                        )
+                        test.refused = refusal?.rawValue ?? "none"
+                        return test
+                    }
+                }
+            }
+        }
     }
 
     static func liveActivityStatusTests() -> [OutputTest] {

@@ -196,6 +196,7 @@ public enum RemoteRulesVectorGenerator {
             ("QuestionTransition", questionTests()), ("DeliveryOutcome", deliveryTests()),
             ("DeliverySpeaks", speaksTests()),
             ("Unreached", unreachedTests()), ("LiveActivityDue", liveActivityTests()),
+            ("LiveActivityRefusal", liveActivityRefusalTests()),
             ("LiveActivityStatus", liveActivityStatusTests()), ("AlertPriority", alertPriorityTests()),
             ("LiveActivityPriority", liveActivityPriorityTests()), ("AlertPayload", alertPayloadTests()),
             ("LiveActivityPayload", liveActivityPayloadTests()), ("PushTokenRefusal", pushTokenTests()),
@@ -205,7 +206,7 @@ public enum RemoteRulesVectorGenerator {
             ("TrustedDevice", trustedDeviceTests()), ("WitnessAdmission", witnessAdmissionTests()),
             ("CallerGate", callerGateTests()), ("SessionDesktop", sessionDesktopTests()), ("Asker", askerTests()),
             ("QuestionAnswer", questionAnswerTests()), ("ApprovalAnswer", approvalAnswerTests()),
-            ("RequestControl", requestControlTests()),
+            ("RequestControl", requestControlTests()), ("QuestionClose", questionCloseTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -255,6 +256,10 @@ public enum RemoteRulesVectorGenerator {
                 "LiveActivityDue (private.rule_live_activity_due, LiveActivityQueueing): event (update, end), waitingDueIn and",
                 "  previousDueIn (seconds from now until the token's waiting row, its latest row, is due; absent: none) -> replaces,",
                 "  due (now, waiting, after_previous) and, for after_previous, afterPrevious (seconds after the latest row).",
+                "LiveActivityRefusal (private.rule_live_activity_refusal, LiveActivityQueueing): event (update, end), settingOff",
+                "  (the device turned live activities off), trustLog (as CallerGate's: none and no_epoch, no log; certifies; revokes",
+                "  and silent, the log does not vouch for the device), ended (an end is queued for the token already) -> refused",
+                "  (setting_off, not_vouched, ended; none: the event is queued).",
                 "LiveActivityStatus (private.live_activity_status, LiveActivityRules): runtime (coding_session.status; absent: none)",
                 "  -> status (a live activity's: processing, waiting_approval, error, idle).",
                 "AlertPriority (private.rule_alert_priority, NotificationRules): decision -> priority (absent: nothing is queued).",
@@ -316,6 +321,9 @@ public enum RemoteRulesVectorGenerator {
                 "  none), controlBytes (its length; absent: none, or not canonical base64), digestMatches (its SHA-256 is the one",
                 "  kept), reopened (how often it was reopened) -> answer (allowed: the request's transition decides, or the refusal)",
                 "  with a refusal's message and sqlState.",
+                "QuestionClose (private.close_question; RequestRules): closedAs (the status the close asks for; absent: none),",
+                "  questionBy (the question of the call's id, as for Asker) -> answer (allowed: the question's transition decides,",
+                "  or status: not answered or cancelled, then not_your_question) with a refusal's message and sqlState.",
             ],
             groups: numbered)
     }

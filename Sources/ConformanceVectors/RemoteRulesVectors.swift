@@ -15,7 +15,8 @@ import SyncModel
 /// `lastError`, `attempts`: `outcome`, `reason`, `rank`), `DeliverySpeaks` (`rowOutcome`,
 /// `rowUpdatedAt`, `rowId`, `otherOutcome`, `otherUpdatedAt`, `otherRowId`: `speaks`), `Unreached` (`settingOff`,
 /// `registeredLater`, `validToken`, `trusted`: `outcome`, `reason`) and `LiveActivityDue` (`event`,
-/// `waitingDueIn`, `previousDueIn`: `replaces`, `due`, `afterPrevious`), `LiveActivityStatus` (`runtime`: `status`), `AlertPriority`
+/// `waitingDueIn`, `previousDueIn`: `replaces`, `due`, `afterPrevious`), `LiveActivityRefusal` (`event`,
+/// `settingOff`, `trustLog`, `ended`: `refused`), `LiveActivityStatus` (`runtime`: `status`), `AlertPriority`
 /// (`decision`: `priority`) and `LiveActivityPriority` (`event`, `status`: `priority`), `AlertPayload` (`kind`,
 /// `sessionId`, `scheme`, `request`, `decision`, `timeSensitive`, `badge`: `payload`) and `LiveActivityPayload`
 /// (`stamp`, `event`, `status`, `operation`, `showDetails`, `runtimeOperation`, `todo`, `startedAt`: `payload`),
@@ -33,7 +34,8 @@ import SyncModel
 /// `QuestionAnswer` (`questionBy`, `mine`, `trusted`, `bodyBytes`, `bodyHeaderMatches`: the same), and
 /// `ApprovalAnswer` (`approvalBy`, `mine`, `verdict`, `bodyBytes`, `signatureBytes`, `from`, `trusted`,
 /// `namesDevice`: the same), and `RequestControl` (`event`, `approvalBy`, `controlHash`, `control`,
-/// `controlBytes`, `digestMatches`, `reopened`: the same).
+/// `controlBytes`, `digestMatches`, `reopened`: the same), and `QuestionClose` (`closedAs`, `questionBy`: the
+/// same).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -51,6 +53,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case deliverySpeaks = "DeliverySpeaks"
         case unreached = "Unreached"
         case liveActivityDue = "LiveActivityDue"
+        case liveActivityRefusal = "LiveActivityRefusal"
         case liveActivityStatus = "LiveActivityStatus"
         case alertPriority = "AlertPriority"
         case liveActivityPriority = "LiveActivityPriority"
@@ -71,6 +74,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case questionAnswer = "QuestionAnswer"
         case approvalAnswer = "ApprovalAnswer"
         case requestControl = "RequestControl"
+        case questionClose = "QuestionClose"
     }
 
     public let type: Kind
@@ -200,6 +204,14 @@ public struct RemoteRulesGroup: VectorGroup {
                 end: event == .end, waitingDueIn: test.waitingDueIn, previousDueIn: test.previousDueIn)
             outcome =
                 answer.replaces == replaces && answer.due.rawValue == due && answer.afterPrevious == test.afterPrevious
+        case .liveActivityRefusal:
+            guard let event = test.event.flatMap(LiveActivityEvent.init(rawValue:)), let settingOff = test.settingOff,
+                let log = test.trustLog.flatMap(CallerTrustLog.init(rawValue:)), let ended = test.ended,
+                let expected = test.refused
+            else { return "fields: missing or malformed" }
+            let refusal = LiveActivityQueueing.refusal(
+                end: event == .end, settingOff: settingOff, vouched: log.certified, ended: ended)
+            outcome = (refusal?.rawValue ?? "none") == expected
         case .liveActivityStatus:
             guard let expected = test.status else { return "fields: missing" }
             outcome = LiveActivityRules.status(test.runtime.flatMap(RuntimeStatus.State.init(rawValue:))) == expected
@@ -232,6 +244,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = answer
         case .requestControl:
             guard let answer = requestControlMatches(test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .questionClose:
+            guard let answer = questionCloseMatches(test) else { return "fields: missing or malformed" }
             outcome = answer
         case .approvalAnswer:
             guard let answer = approvalAnswerMatches(test) else { return "fields: missing or malformed" }

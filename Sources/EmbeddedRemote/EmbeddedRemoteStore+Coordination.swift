@@ -37,16 +37,6 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         }
     }
 
-    /// The caller's row `id` of `table`, every column; refused as ``requireOwn(_:table:id:what:)``
-    /// refuses when it is another user's or does not exist.
-    func requireOwned(_ db: Database, table: String, id: UUID, what: String) throws -> Row {
-        guard
-            let row = try Row.fetchOne(
-                db, sql: "SELECT * FROM \(table) WHERE id = ? AND user_id = ?", arguments: [id.canonical, me])
-        else { throw Self.refused("the \(what) is not one of yours") }
-        return row
-    }
-
     public func claimSessionActivity(
         sessionID: UUID, deviceID: UUID, clientType: ClientType
     ) async throws -> SessionClaim {

@@ -128,18 +128,19 @@ extension EmbeddedRemoteStore: NotificationRemote {
                     """, arguments: [token, LiveActivityEvent.end.rawValue]) ?? false)
     }
 
-    /// Queues one live-activity event for one token of a device in `vouched` (the devices the
-    /// trust log vouches for, ``vouchedDevices(_:user:)``; nil before the user has a log: any),
-    /// throttled (``LiveActivityQueueing``): an event replaces the token's waiting row (not
-    /// delivered, not failed) or is inserted; after an `end` nothing more. Returns whether a row
-    /// was inserted or replaced.
+    /// Queues one live-activity event for one token of a device unless
+    /// ``LiveActivityQueueing/refusal(end:settingOff:vouched:ended:)`` refuses it (`vouched`: the
+    /// devices the trust log vouches for, ``vouchedDevices(_:user:)``; nil before the user has a
+    /// log), throttled (``LiveActivityQueueing``): an event replaces the token's waiting row (not
+    /// delivered, not failed) or is inserted. Returns whether a row was inserted or replaced.
     static func queueLiveActivity(
         _ db: Database, user: String, device: String, token: String, event: LiveActivityEvent, payload: PushPayload,
         priority: Int, vouched: Set<String>?
     ) throws -> Bool {
-        if event != .end, try !mayQueue(db, device: device, kind: .liveActivity) { return false }
-        if let vouched, !vouched.contains(device) { return false }
-        guard try liveActivityOpen(db, token: token) else { return false }
+        let refusal = LiveActivityQueueing.refusal(
+            end: event == .end, settingOff: try !mayQueue(db, device: device, kind: .liveActivity),
+            vouched: vouched.map { $0.contains(device) }, ended: try !liveActivityOpen(db, token: token))
+        guard refusal == nil else { return false }
         let now = Date()
         let waiting = try Row.fetchOne(
             db,

@@ -23,10 +23,13 @@ extension EmbeddedRemoteStore: QuestionRemote {
     public func closeQuestion(questionID: UUID, status: QuestionStatus) async throws -> QuestionClosed {
         return try await write("closing a question") { db in
             try self.requireAsker(db, questionID)
-            guard status == .answered || status == .cancelled else {
-                throw Self.invalid("status must be answered or cancelled")
+            let held = try Row.fetchOne(
+                db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
+                arguments: [questionID.canonical, self.me])
+            if let refusal = RequestRules.closeRefusal(as: status.rawValue, held: held != nil) {
+                throw Self.refusal(refusal)
             }
-            let row = try self.requireOwned(db, table: "agent_questions", id: questionID, what: "question")
+            guard let row = held else { throw Self.refusal(RequestRules.CloseRefusal.notYourQuestion) }
             let transition = RequestRules.transition(
                 question: QuestionStatus(rawValue: row["status"]) ?? .pending,
                 expired: Self.pastDue(row), on: .close(status))

@@ -77,6 +77,7 @@ struct VectorFileTests {
         "RuntimeTaskKind": "raises", "StatusTaskKind": "raises", "TaskAlertCoalescing": "action",
         "RequestRefusal": "refused", "ApprovalTransition": "to", "QuestionTransition": "to",
         "DeliveryOutcome": "outcome", "DeliverySpeaks": "speaks", "Unreached": "reason", "LiveActivityDue": "due",
+        "LiveActivityRefusal": "refused",
         "LiveActivityStatus": "status",
         "AlertPriority": "priority", "LiveActivityPriority": "priority", "AlertPayload": "payload",
         "LiveActivityPayload": "payload", "PushTokenRefusal": "refused",
@@ -84,7 +85,7 @@ struct VectorFileTests {
         "PushTokenPlacement": "placement", "EpochInForce": "inForce", "TrustedDevice": "trusted",
         "TrustLogMarks": "certified", "WitnessAdmission": "admission", "CallerGate": "answer",
         "SessionDesktop": "answer", "Asker": "answer", "QuestionAnswer": "answer", "ApprovalAnswer": "answer",
-        "RequestControl": "answer",
+        "RequestControl": "answer", "QuestionClose": "answer",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

@@ -58,6 +58,7 @@ struct RemoteRulesSQLVectorTests {
             answer =
                 (test.replaces.map { $0 ? "true" : "false" } ?? "?") + " " + (test.due ?? "?")
                 + (test.afterPrevious.map { " " + printed($0) } ?? "")
+        case "LiveActivityRefusal": answer = test.refused ?? "?"
         case "DeliverySpeaks": answer = test.speaks ?? "?"
         case "LiveActivityStatus": answer = test.status ?? "?"
         case "AlertPriority", "LiveActivityPriority": answer = test.priority.map(String.init) ?? "none"
@@ -68,7 +69,7 @@ struct RemoteRulesSQLVectorTests {
         case "TrustedDevice": answer = test.trusted.map { $0 ? "true" : "false" } ?? "?"
         case "WitnessAdmission": answer = witnessAnswer(test)
         case "CallerGate": answer = callerGateAnswer(test)
-        case "SessionDesktop", "Asker", "QuestionAnswer", "ApprovalAnswer", "RequestControl":
+        case "SessionDesktop", "Asker", "QuestionAnswer", "ApprovalAnswer", "RequestControl", "QuestionClose":
             answer = requestCallerAnswer(test)
         case "DeviceRegistration", "NewDeviceRoom":
             answer =
@@ -152,6 +153,20 @@ struct RemoteRulesSQLVectorTests {
                 "SELECT \(test.tcId) || ' ' || r.replaces::text || ' ' || r.due || coalesce(' ' || r.after_previous, '') "
                     + "FROM private.rule_live_activity_due("
                     + "\(literal(test.event)) = 'end', \(number(test.waitingDueIn)), \(number(test.previousDueIn))) r")
+        }
+        for test in groups["LiveActivityRefusal"] ?? [] {
+            // The trust log as the rule reads it: none without a log, else whether it vouches.
+            let vouched: String =
+                switch test.trustLog {
+                case "none", "no_epoch": "NULL::boolean"
+                case "certifies": "true"
+                case "revokes", "silent": "false"
+                default: "'a trust log word this test does not know'::boolean" // fails the call
+                }
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || coalesce(private.rule_live_activity_refusal("
+                    + "\(literal(test.event)) = 'end', \(flag(test.settingOff)), \(vouched), \(flag(test.ended))), 'none')"
+            )
         }
         for test in groups["LiveActivityStatus"] ?? [] {
             calls.append(
@@ -267,6 +282,7 @@ struct RemoteRulesSQLVectorTests {
         case "QuestionAnswer": questionAnswerStatement(chunk)
         case "ApprovalAnswer": approvalAnswerStatement(chunk)
         case "RequestControl": requestControlStatement(chunk)
+        case "QuestionClose": questionCloseStatement(chunk)
         case "EpochInForce", "TrustedDevice": trustGateStatement(type, chunk)
         default: try statement([type: chunk])
         }
@@ -284,13 +300,13 @@ struct RemoteRulesSQLVectorTests {
                     "AlertDecision": 160, "MayQueuePush": 24, "RuntimeTaskKind": 56, "StatusTaskKind": 16,
                     "TaskAlertCoalescing": 93, "RequestRefusal": 36, "ApprovalTransition": 100,
                     "QuestionTransition": 48, "DeliveryOutcome": 96, "DeliverySpeaks": 250, "Unreached": 16,
-                    "LiveActivityDue": 338,
+                    "LiveActivityDue": 338, "LiveActivityRefusal": 40,
                     "LiveActivityStatus": 8, "AlertPriority": 4, "LiveActivityPriority": 14, "AlertPayload": 91,
                     "LiveActivityPayload": 48, "PushTokenRefusal": 58, "DeviceRegistration": 72,
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
                     "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 59,
                     "CallerGate": 256, "SessionDesktop": 4, "Asker": 16, "QuestionAnswer": 160, "ApprovalAnswer": 512,
-                    "RequestControl": 192,
+                    "RequestControl": 192, "QuestionClose": 28,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -314,6 +330,9 @@ struct RemoteRulesSQLVectorTests {
             Set((groups["Unreached"] ?? []).compactMap(\.reason))
                 == ["setting off", "registered later", "token invalid", "not trusted", "not queued"])
         #expect(Set((groups["LiveActivityDue"] ?? []).compactMap(\.due)) == ["now", "waiting", "after_previous"])
+        #expect(
+            Set((groups["LiveActivityRefusal"] ?? []).compactMap(\.refused))
+                == ["none", "setting_off", "not_vouched", "ended"])
         #expect(Set((groups["DeliverySpeaks"] ?? []).compactMap(\.speaks)) == ["row", "other"])
         #expect(
             Set((groups["LiveActivityStatus"] ?? []).compactMap(\.status))
@@ -339,7 +358,7 @@ struct RemoteRulesSQLVectorTests {
         // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""
         let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission", "SessionDesktop", "Asker"]
-        let rows = ["CallerGate", "QuestionAnswer", "ApprovalAnswer", "RequestControl"]
+        let rows = ["CallerGate", "QuestionAnswer", "ApprovalAnswer", "RequestControl", "QuestionClose"]
         for (type, tests) in groups {
             let size =
                 type == "AlertPayload"

@@ -147,6 +147,16 @@ public enum RemoteRulesVectorGenerator {
         var control: String?
         var controlBytes: Int?
         var digestMatches: Bool?
+        var call: String?
+        var freshSignIn: Bool?
+        var highestEpoch: UInt32?
+        var pending: Bool?
+        var legacyIdentity: Bool?
+        var lastResetAge: Int64?
+        var entryCount: Int?
+        var backupCount: Int?
+        var epoch: UInt32?
+        var firstSeq: UInt64?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -207,6 +217,7 @@ public enum RemoteRulesVectorGenerator {
             ("CallerGate", callerGateTests()), ("SessionDesktop", sessionDesktopTests()), ("Asker", askerTests()),
             ("QuestionAnswer", questionAnswerTests()), ("ApprovalAnswer", approvalAnswerTests()),
             ("RequestControl", requestControlTests()), ("QuestionClose", questionCloseTests()),
+            ("TrustLogCall", trustLogCallTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -324,6 +335,12 @@ public enum RemoteRulesVectorGenerator {
                 "QuestionClose (private.close_question; RequestRules): closedAs (the status the close asks for; absent: none),",
                 "  questionBy (the question of the call's id, as for Asker) -> answer (allowed: the question's transition decides,",
                 "  or status: not answered or cancelled, then not_your_question) with a refusal's message and sqlState.",
+                "TrustLogCall (private.start_trust_log, private.append_trust_entries, private.request_identity_reset;",
+                "  TrustLogCallRules): call (start, append, reset, reset_accept: a reset with an accept), freshSignIn, the user's",
+                "  log state as the call's lock leaves it (currentEpoch and headSeq, each absent: none; highestEpoch; pending: a",
+                "  reset waits; legacyIdentity; lastResetAge: seconds since a reset was asked for, absent: never), entryCount,",
+                "  backupCount (absent: none given), an append's epoch and firstSeq -> answer (allowed: the call reads its entries,",
+                "  or the refusal) with a refusal's message and sqlState.",
             ],
             groups: numbered)
     }

@@ -207,5 +207,20 @@ extension RemoteRulesGroup {
         public let control: String?
         public let controlBytes: Int?
         public let digestMatches: Bool?
+        /// TrustLogCall (and `currentEpoch`, `headSeq`: the current epoch's head, with `answer`,
+        /// `message`, `sqlState`): the call (a ``TrustLogCallRules/Call``), whether the sign-in is
+        /// fresh, the highest epoch, whether a reset waits, whether the user has a legacy
+        /// identity, seconds since the last reset request (absent: never), how many entries and
+        /// backups the call carries (backups absent: none given), an append's epoch and first seq.
+        public let call: String?
+        public let freshSignIn: Bool?
+        public let highestEpoch: UInt32?
+        public let pending: Bool?
+        public let legacyIdentity: Bool?
+        public let lastResetAge: Int64?
+        public let entryCount: Int?
+        public let backupCount: Int?
+        public let epoch: UInt32?
+        public let firstSeq: UInt64?
     }
 }

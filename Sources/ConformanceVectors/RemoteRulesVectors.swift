@@ -35,7 +35,8 @@ import SyncModel
 /// `ApprovalAnswer` (`approvalBy`, `mine`, `verdict`, `bodyBytes`, `signatureBytes`, `from`, `trusted`,
 /// `namesDevice`: the same), and `RequestControl` (`event`, `approvalBy`, `controlHash`, `control`,
 /// `controlBytes`, `digestMatches`, `reopened`: the same), and `QuestionClose` (`closedAs`, `questionBy`: the
-/// same).
+/// same), and `TrustLogCall` (`call`, `freshSignIn`, `currentEpoch`, `highestEpoch`, `pending`, `legacyIdentity`,
+/// `lastResetAge`, `headSeq`, `entryCount`, `backupCount`, `epoch`, `firstSeq`: the same).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -75,6 +76,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case approvalAnswer = "ApprovalAnswer"
         case requestControl = "RequestControl"
         case questionClose = "QuestionClose"
+        case trustLogCall = "TrustLogCall"
     }
 
     public let type: Kind
@@ -247,6 +249,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = answer
         case .questionClose:
             guard let answer = questionCloseMatches(test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .trustLogCall:
+            guard let answer = trustLogCallMatches(test) else { return "fields: missing or malformed" }
             outcome = answer
         case .approvalAnswer:
             guard let answer = approvalAnswerMatches(test) else { return "fields: missing or malformed" }

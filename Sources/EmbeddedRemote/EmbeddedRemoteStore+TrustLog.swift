@@ -57,13 +57,12 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         let me = self.me, user = userID
         try await write("appending to the trust log") { db in
             _ = try self.caller(db, trusted: false)
-            guard (1...8).contains(entries.count) else { throw Self.invalid("append 1 to 8 entries") }
             var state = try TrustLogServerState.settled(db, user: me)
-            if epoch == state.current {
-                let head = try TrustLogServerState.head(db, user: me, epoch: epoch)
-                guard firstSeq == (head?.seq ?? 0) + 1 else {
-                    throw Self.refusal(.refused("40001", "first_seq is not the head's next: read again and rebuild"))
-                }
+            if let refusal = TrustLogCallRules.refusal(
+                .append, freshSignIn: false, state: try state.callState(db), entries: entries.count, epoch: epoch,
+                firstSeq: firstSeq)
+            {
+                throw Self.refusal(refusal)
             }
             try Self.append(db, user: user, state: &state, epoch: epoch, entries[...])
         }
@@ -73,16 +72,11 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         let me = self.me, user = userID, fresh = isFreshSignIn
         try await write("starting the trust log") { db in
             _ = try self.caller(db, trusted: false)
-            guard fresh else {
-                throw Self.refusal(
-                    .refused("28000", "sign in again, then retry (starting a trust log needs a recent sign-in)"))
-            }
             var state = try TrustLogServerState.settled(db, user: me)
-            guard state.current == nil else {
-                throw Self.refusal(.refused("23505", "this user already has a trust log (identityExists)"))
-            }
-            guard (1...9).contains(entries.count) else {
-                throw Self.invalid("start with a genesis and up to 8 entries")
+            if let refusal = TrustLogCallRules.refusal(
+                .start, freshSignIn: fresh, state: try state.callState(db), entries: entries.count)
+            {
+                throw Self.refusal(refusal)
             }
             let genesis = try Self.check(db, user: user, epoch: 1, entries[0], head: nil)
             guard genesis.priorEpoch == 0 else { throw Self.invalid("epoch 1's genesis names prior epoch 0") }
@@ -99,18 +93,11 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         let me = self.me, user = userID, fresh = isFreshSignIn
         try await write("requesting an identity reset") { db in
             _ = try self.caller(db, trusted: false)
-            guard fresh else {
-                throw Self.refusal(.refused("28000", "sign in again, then retry (a reset needs a recent sign-in)"))
-            }
             var state = try TrustLogServerState.settled(db, user: me)
-            let legacy = try String.fetchOne(
-                db, sql: "SELECT public_key FROM user_identity_keys WHERE user_id = ?", arguments: [me])
-            guard state.current != nil || state.highestEpoch > 0 || legacy != nil else {
-                throw Self.refusal(.refused("55000", "this user has no identity to reset"))
-            }
-            guard state.pending == nil else { throw Self.refusal(.refused("55000", "a reset is already pending")) }
-            if accept == nil, let last = state.lastResetRequest, last > Self.epochSeconds - 86_400 {
-                throw Self.refusal(.refused("55000", "a reset was asked for in the last 24 hours"))
+            if let refusal = TrustLogCallRules.refusal(
+                accept == nil ? .reset : .resetAccept, freshSignIn: fresh, state: try state.callState(db))
+            {
+                throw Self.refusal(refusal)
             }
             let epoch = max(2, state.highestEpoch + 1)
             let checked = try Self.check(db, user: user, epoch: epoch, genesis, head: nil)
@@ -118,7 +105,9 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 throw Self.invalid("a reset names the current epoch as its prior")
             }
             if let accept {
-                guard let current = state.current else { throw Self.refusal(.refused("55000", "no epoch is current")) }
+                guard let current = state.current else {
+                    throw Self.refusal(.refused("55000", "no epoch is current to accept a reset"))
+                }
                 let head = try TrustLogServerState.head(db, user: me, epoch: current)
                 let answer = try Self.check(db, user: user, epoch: current, accept, head: head)
                 guard let named = answer.answer, named.verdict == .accept, named.resetEpoch == epoch,

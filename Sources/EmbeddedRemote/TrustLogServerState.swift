@@ -73,6 +73,20 @@ struct TrustLogServerState: Sendable {
             ])
     }
 
+    /// The state as ``TrustLogCallRules`` reads it: with whether the user has a legacy identity
+    /// key, the seconds since the last reset request and the current epoch's head seq.
+    func callState(_ db: Database) throws -> TrustLogCallRules.State {
+        let legacy =
+            try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM user_identity_keys WHERE user_id = ?)", arguments: [user])
+            ?? false
+        let head = try current.flatMap { try Self.head(db, user: user, epoch: $0) }
+        return TrustLogCallRules.State(
+            current: current, highestEpoch: highestEpoch, pending: pending != nil, legacyIdentity: legacy,
+            lastResetAge: lastResetRequest.map { Int64(EmbeddedRemoteStore.epochSeconds) - Int64($0) },
+            headSeq: head?.seq)
+    }
+
     /// An epoch's head, or `nil` when it has no rows.
     static func head(_ db: Database, user: String, epoch: UInt32) throws -> TrustLogServerRules.Head? {
         guard

@@ -127,6 +127,16 @@ extension RemoteRulesSQLVectorTests {
         let control: String?
         let controlBytes: Int?
         let digestMatches: Bool?
+        let call: String?
+        let freshSignIn: Bool?
+        let highestEpoch: Int?
+        let pending: Bool?
+        let legacyIdentity: Bool?
+        let lastResetAge: Int64?
+        let entryCount: Int?
+        let backupCount: Int?
+        let epoch: Int?
+        let firstSeq: Int64?
     }
 
     /// A TrustedDevice test's mark.

@@ -69,6 +69,7 @@ struct RemoteRulesSQLVectorTests {
         case "TrustedDevice": answer = test.trusted.map { $0 ? "true" : "false" } ?? "?"
         case "WitnessAdmission": answer = witnessAnswer(test)
         case "CallerGate": answer = callerGateAnswer(test)
+        case "TrustLogCall": answer = trustLogCallAnswer(test)
         case "SessionDesktop", "Asker", "QuestionAnswer", "ApprovalAnswer", "RequestControl", "QuestionClose":
             answer = requestCallerAnswer(test)
         case "DeviceRegistration", "NewDeviceRoom":
@@ -283,6 +284,7 @@ struct RemoteRulesSQLVectorTests {
         case "ApprovalAnswer": approvalAnswerStatement(chunk)
         case "RequestControl": requestControlStatement(chunk)
         case "QuestionClose": questionCloseStatement(chunk)
+        case "TrustLogCall": trustLogCallStatement(chunk)
         case "EpochInForce", "TrustedDevice": trustGateStatement(type, chunk)
         default: try statement([type: chunk])
         }
@@ -306,7 +308,7 @@ struct RemoteRulesSQLVectorTests {
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
                     "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 59,
                     "CallerGate": 256, "SessionDesktop": 4, "Asker": 16, "QuestionAnswer": 160, "ApprovalAnswer": 512,
-                    "RequestControl": 192, "QuestionClose": 28,
+                    "RequestControl": 192, "QuestionClose": 28, "TrustLogCall": 92,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -358,7 +360,9 @@ struct RemoteRulesSQLVectorTests {
         // the 128 KiB a psql argument may hold (an alert payload at the limit is some 4 KiB).
         var output = ""
         let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission", "SessionDesktop", "Asker"]
-        let rows = ["CallerGate", "QuestionAnswer", "ApprovalAnswer", "RequestControl", "QuestionClose"]
+        let rows = [
+            "CallerGate", "QuestionAnswer", "ApprovalAnswer", "RequestControl", "QuestionClose", "TrustLogCall",
+        ]
         for (type, tests) in groups {
             let size =
                 type == "AlertPayload"

@@ -1,0 +1,99 @@
+import ConformanceVectors
+import RemoteRules
+
+/// The TrustLogCall group: what the trust log's writing calls refuse before they read an entry
+/// (``TrustLogCallRules``).
+extension RemoteRulesVectorGenerator {
+    /// A user's trust-log state, as the call's lock leaves it, with what it is.
+    typealias LogState = (words: String, state: TrustLogCallRules.State)
+
+    static let logStates: [LogState] = [
+        (
+            "no log",
+            .init(current: nil, highestEpoch: 0, pending: false, legacyIdentity: false, lastResetAge: nil, headSeq: nil)
+        ),
+        (
+            "a legacy identity, no log",
+            .init(current: nil, highestEpoch: 0, pending: false, legacyIdentity: true, lastResetAge: nil, headSeq: nil)
+        ),
+        (
+            "epoch 1 with head 4",
+            .init(current: 1, highestEpoch: 1, pending: false, legacyIdentity: false, lastResetAge: nil, headSeq: 4)
+        ),
+        (
+            "epoch 1 with head 4, a reset asked 3,600 s ago pending",
+            .init(current: 1, highestEpoch: 2, pending: true, legacyIdentity: false, lastResetAge: 3_600, headSeq: 4)
+        ),
+        (
+            "epoch 1 with head 4, a reset asked 86,399 s ago vetoed",
+            .init(current: 1, highestEpoch: 2, pending: false, legacyIdentity: false, lastResetAge: 86_399, headSeq: 4)
+        ),
+        (
+            "epoch 1 with head 4, a reset asked 86,400 s ago vetoed",
+            .init(current: 1, highestEpoch: 2, pending: false, legacyIdentity: false, lastResetAge: 86_400, headSeq: 4)
+        ),
+        (
+            "a legacy identity, a reset asked 60 s ago pending",
+            .init(current: nil, highestEpoch: 2, pending: true, legacyIdentity: true, lastResetAge: 60, headSeq: nil)
+        ),
+        (
+            "epoch 2 with head 0, in force after a reset",
+            .init(current: 2, highestEpoch: 2, pending: false, legacyIdentity: false, lastResetAge: 300_000, headSeq: 0)
+        ),
+    ]
+
+    /// Starts, appends and resets (with and without an accept), fresh and not, on each state;
+    /// the entries' and backups' counts at and past their bounds.
+    static func trustLogCallTests() -> [OutputTest] {
+        var tests: [OutputTest] = []
+        for (words, state) in logStates {
+            for fresh in [true, false] {
+                tests.append(trustLogCallTest(.start, fresh: fresh, words, state))
+                tests.append(trustLogCallTest(.reset, fresh: fresh, words, state))
+                tests.append(trustLogCallTest(.resetAccept, fresh: fresh, words, state))
+            }
+            let epoch = state.current ?? 1
+            let next = (state.headSeq ?? 0) + 1
+            for (named, first) in [(epoch, next), (epoch, next - 1), (epoch, next + 1), (5, 1)] as [(UInt32, UInt64)] {
+                tests.append(trustLogCallTest(.append, fresh: false, words, state, epoch: named, firstSeq: first))
+            }
+        }
+        let (none, log) = (logStates[0], logStates[2])
+        for (entries, backups) in [(0, nil), (9, nil), (10, nil), (9, 9), (2, 1), (1, 2)] as [(Int, Int?)] {
+            tests.append(
+                trustLogCallTest(.start, fresh: true, none.words, none.state, entries: entries, backups: backups))
+        }
+        for (entries, backups) in [(0, nil), (8, nil), (9, nil), (8, 8), (8, 7), (1, 0)] as [(Int, Int?)] {
+            tests.append(
+                trustLogCallTest(
+                    .append, fresh: false, log.words, log.state, entries: entries, backups: backups, epoch: 1,
+                    firstSeq: 5))
+        }
+        return tests
+    }
+
+    static func trustLogCallTest(
+        _ call: TrustLogCallRules.Call, fresh: Bool, _ words: String, _ state: TrustLogCallRules.State,
+        entries: Int = 1, backups: Int? = nil, epoch: UInt32? = nil, firstSeq: UInt64? = nil
+    ) -> OutputTest {
+        let refusal = TrustLogCallRules.refusal(
+            call, freshSignIn: fresh, state: state, entries: entries, backups: backups, epoch: epoch, firstSeq: firstSeq
+        )
+        let carried = "\(entries) entries, \(backups.map { "\($0) backups" } ?? "no backups")"
+        let named = epoch.map { ", epoch \($0) from seq \(firstSeq ?? 0)" } ?? ""
+        var test = OutputTest(
+            comment: "\(call.rawValue) (\(carried)\(named)), \(fresh ? "a fresh" : "a stale") sign-in, \(words)",
+            flags: [refusal == nil ? "Allowed" : "Refused"])
+        (test.call, test.freshSignIn, test.entryCount, test.backupCount, test.epoch, test.firstSeq) = (
+            call.rawValue, fresh, entries, backups, epoch, firstSeq
+        )
+        (test.currentEpoch, test.highestEpoch, test.pending, test.legacyIdentity) = (
+            state.current, state.highestEpoch, state.pending, state.legacyIdentity
+        )
+        (test.lastResetAge, test.headSeq) = (state.lastResetAge, state.headSeq)
+        (test.answer, test.message, test.sqlState) = (
+            refusal?.reason.rawValue ?? "allowed", refusal?.message, refusal?.sqlState
+        )
+        return test
+    }
+}

@@ -1,0 +1,26 @@
+import RemoteRules
+
+/// The TrustLogCall group of `UNBOUND-REMOTE-RULES-V1`: what the trust log's writing calls refuse
+/// before they read an entry, answered by
+/// ``TrustLogCallRules/refusal(_:freshSignIn:state:entries:backups:epoch:firstSeq:)`` as the
+/// embedded remote asks it.
+extension RemoteRulesGroup {
+    /// Whether a TrustLogCall test gets its answer (`allowed`: the call reads its entries, or the
+    /// refusal with its words); `nil` when a field it needs is missing or malformed.
+    static func trustLogCallMatches(_ test: Test) -> Bool? {
+        guard let call = test.call.flatMap(TrustLogCallRules.Call.init(rawValue:)), let fresh = test.freshSignIn,
+            let highest = test.highestEpoch, let pending = test.pending, let legacy = test.legacyIdentity,
+            let entries = test.entryCount, let answer = test.answer
+        else { return nil }
+        let state = TrustLogCallRules.State(
+            current: test.currentEpoch, highestEpoch: highest, pending: pending, legacyIdentity: legacy,
+            lastResetAge: test.lastResetAge, headSeq: test.headSeq)
+        guard
+            let refusal = TrustLogCallRules.refusal(
+                call, freshSignIn: fresh, state: state, entries: entries, backups: test.backupCount, epoch: test.epoch,
+                firstSeq: test.firstSeq)
+        else { return answer == "allowed" && test.message == nil && test.sqlState == nil }
+        return answer == refusal.reason.rawValue && test.message == refusal.message
+            && test.sqlState == refusal.sqlState && test.hint == nil
+    }
+}

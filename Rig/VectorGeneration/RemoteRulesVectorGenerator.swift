@@ -217,7 +217,7 @@ public enum RemoteRulesVectorGenerator {
             ("CallerGate", callerGateTests()), ("SessionDesktop", sessionDesktopTests()), ("Asker", askerTests()),
             ("QuestionAnswer", questionAnswerTests()), ("ApprovalAnswer", approvalAnswerTests()),
             ("RequestControl", requestControlTests()), ("QuestionClose", questionCloseTests()),
-            ("TrustLogCall", trustLogCallTests()),
+            ("TrustLogCall", trustLogCallTests()), ("SessionEvent", sessionEventTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -341,6 +341,9 @@ public enum RemoteRulesVectorGenerator {
                 "  reset waits; legacyIdentity; lastResetAge: seconds since a reset was asked for, absent: never), entryCount,",
                 "  backupCount (absent: none given), an append's epoch and firstSeq -> answer (allowed: the call reads its entries,",
                 "  or the refusal) with a refusal's message and sqlState.",
+                "SessionEvent (private.notify_session_event; TaskAlertRules): mine (the reporting device is the caller's), runBy",
+                "  (the session of the call's id, as for SessionDesktop), kind (absent: none) -> answer (allowed: its task alerts are",
+                "  queued, or the refusal) with a refusal's message and sqlState.",
             ],
             groups: numbered)
     }

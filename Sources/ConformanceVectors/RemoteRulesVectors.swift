@@ -36,7 +36,8 @@ import SyncModel
 /// `namesDevice`: the same), and `RequestControl` (`event`, `approvalBy`, `controlHash`, `control`,
 /// `controlBytes`, `digestMatches`, `reopened`: the same), and `QuestionClose` (`closedAs`, `questionBy`: the
 /// same), and `TrustLogCall` (`call`, `freshSignIn`, `currentEpoch`, `highestEpoch`, `pending`, `legacyIdentity`,
-/// `lastResetAge`, `headSeq`, `entryCount`, `backupCount`, `epoch`, `firstSeq`: the same).
+/// `lastResetAge`, `headSeq`, `entryCount`, `backupCount`, `epoch`, `firstSeq`: the same), and `SessionEvent` (`mine`,
+/// `runBy`, `kind`: the same).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -77,6 +78,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case requestControl = "RequestControl"
         case questionClose = "QuestionClose"
         case trustLogCall = "TrustLogCall"
+        case sessionEvent = "SessionEvent"
     }
 
     public let type: Kind
@@ -252,6 +254,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = answer
         case .trustLogCall:
             guard let answer = trustLogCallMatches(test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .sessionEvent:
+            guard let answer = sessionEventMatches(test) else { return "fields: missing or malformed" }
             outcome = answer
         case .approvalAnswer:
             guard let answer = approvalAnswerMatches(test) else { return "fields: missing or malformed" }

@@ -111,15 +111,18 @@ extension EmbeddedRemoteStore {
         let scheme = deepLinkScheme
         return try await write("raising a task alert") { db in
             _ = try self.acting(db, deviceID, trusted: true)
-            try self.requireOwn(db, table: "devices", id: deviceID, what: "device")
             let runs =
                 try Bool.fetchOne(
                     db,
                     sql:
                         "SELECT EXISTS (SELECT 1 FROM agent_coding_sessions WHERE id = ? AND user_id = ? AND device_id = ?)",
                     arguments: [sessionID.canonical, self.me, deviceID.canonical]) ?? false
-            guard runs else { throw Self.refused("the session is not one of yours on this device") }
-            guard kind.isTaskKind else { throw Self.invalid("kind must be task_complete, task_failed or task_paused") }
+            if let refusal = TaskAlertRules.eventRefusal(
+                deviceMine: try Self.owner(db, table: "devices", id: deviceID.canonical) == self.me,
+                sessionOnDevice: runs, kind: kind.rawValue)
+            {
+                throw Self.refusal(refusal)
+            }
             return try Self.queueTaskAlerts(db, user: self.me, session: sessionID.canonical, kind: kind, scheme: scheme)
         }
     }

@@ -85,7 +85,7 @@ struct VectorFileTests {
         "PushTokenPlacement": "placement", "EpochInForce": "inForce", "TrustedDevice": "trusted",
         "TrustLogMarks": "certified", "WitnessAdmission": "admission", "CallerGate": "answer",
         "SessionDesktop": "answer", "Asker": "answer", "QuestionAnswer": "answer", "ApprovalAnswer": "answer",
-        "RequestControl": "answer", "QuestionClose": "answer", "TrustLogCall": "answer",
+        "RequestControl": "answer", "QuestionClose": "answer", "TrustLogCall": "answer", "SessionEvent": "answer",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

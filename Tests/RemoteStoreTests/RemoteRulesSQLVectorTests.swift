@@ -70,7 +70,8 @@ struct RemoteRulesSQLVectorTests {
         case "WitnessAdmission": answer = witnessAnswer(test)
         case "CallerGate": answer = callerGateAnswer(test)
         case "TrustLogCall": answer = trustLogCallAnswer(test)
-        case "SessionDesktop", "Asker", "QuestionAnswer", "ApprovalAnswer", "RequestControl", "QuestionClose":
+        case "SessionDesktop", "Asker", "QuestionAnswer", "ApprovalAnswer", "RequestControl", "QuestionClose",
+            "SessionEvent":
             answer = requestCallerAnswer(test)
         case "DeviceRegistration", "NewDeviceRoom":
             answer =
@@ -285,6 +286,7 @@ struct RemoteRulesSQLVectorTests {
         case "RequestControl": requestControlStatement(chunk)
         case "QuestionClose": questionCloseStatement(chunk)
         case "TrustLogCall": trustLogCallStatement(chunk)
+        case "SessionEvent": sessionEventStatement(chunk)
         case "EpochInForce", "TrustedDevice": trustGateStatement(type, chunk)
         default: try statement([type: chunk])
         }
@@ -308,7 +310,7 @@ struct RemoteRulesSQLVectorTests {
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
                     "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 59,
                     "CallerGate": 256, "SessionDesktop": 4, "Asker": 16, "QuestionAnswer": 160, "ApprovalAnswer": 512,
-                    "RequestControl": 192, "QuestionClose": 28, "TrustLogCall": 92,
+                    "RequestControl": 192, "QuestionClose": 28, "TrustLogCall": 92, "SessionEvent": 64,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -362,6 +364,7 @@ struct RemoteRulesSQLVectorTests {
         let gate = ["EpochInForce", "TrustedDevice", "WitnessAdmission", "SessionDesktop", "Asker"]
         let rows = [
             "CallerGate", "QuestionAnswer", "ApprovalAnswer", "RequestControl", "QuestionClose", "TrustLogCall",
+            "SessionEvent",
         ]
         for (type, tests) in groups {
             let size =

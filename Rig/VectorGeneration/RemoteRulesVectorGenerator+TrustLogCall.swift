@@ -40,6 +40,10 @@ extension RemoteRulesVectorGenerator {
             "epoch 2 with head 0, in force after a reset",
             .init(current: 2, highestEpoch: 2, pending: false, legacyIdentity: false, lastResetAge: 300_000, headSeq: 0)
         ),
+        (
+            "epoch 1 without a head row (no writer leaves it; a restore could)",
+            .init(current: 1, highestEpoch: 1, pending: false, legacyIdentity: false, lastResetAge: nil, headSeq: nil)
+        ),
     ]
 
     /// Starts, appends and resets (with and without an accept), fresh and not, on each state;

@@ -4,7 +4,7 @@
 /// asks it inside the call's transaction with the user's log state as the call's lock leaves it
 /// (a pending reset past its 72 hours has taken effect); `testvectors/remote-rules-v1.json`
 /// (TrustLogCall) holds it and the SQL functions themselves to the same answers. What follows,
-/// each entry's checks, is ``TrustLogServerRules``.
+/// each entry's checks, is `TrustLogServerRules` (DeviceTrust).
 public enum TrustLogCallRules {
     /// The most entries one append carries; a start carries a genesis and as many more.
     public static let entriesPerAppend = 8
@@ -86,10 +86,13 @@ public enum TrustLogCallRules {
     /// Why `call` is refused before its entries are read, in the order the SQL checks, or `nil`.
     ///
     /// - Parameters:
+    ///   - call: the call.
     ///   - freshSignIn: the caller signed in within the last 10 minutes (start and reset ask).
+    ///   - state: the user's log state as the call's lock leaves it.
     ///   - entries: how many entries the call carries (a reset: one, not counted here).
     ///   - backups: how many backups it carries (`nil`: none given).
-    ///   - epoch, firstSeq: an append's epoch and first seq.
+    ///   - epoch: an append's epoch.
+    ///   - firstSeq: an append's first seq.
     public static func refusal(
         _ call: Call, freshSignIn: Bool, state: State, entries: Int = 1, backups: Int? = nil, epoch: UInt32? = nil,
         firstSeq: UInt64? = nil

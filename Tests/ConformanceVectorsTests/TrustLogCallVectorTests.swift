@@ -8,7 +8,7 @@ struct TrustLogCallVectorTests {
     @Test("the group reaches every refusal and the allowed answer")
     func everyAnswer() throws {
         let tests = try RemoteRulesFile.tests("TrustLogCall")
-        #expect(tests.count == 92)
+        #expect(tests.count == 102)
         #expect(
             Set(tests.compactMap { $0["answer"] as? String })
                 == Set(["allowed"] + TrustLogCallRules.Reason.allCases.map(\.rawValue)))

@@ -310,7 +310,7 @@ struct RemoteRulesSQLVectorTests {
                     "NewDeviceRoom": 6, "SilentPayload": 29, "BadgeCounts": 60,
                     "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 59,
                     "CallerGate": 256, "SessionDesktop": 4, "Asker": 16, "QuestionAnswer": 160, "ApprovalAnswer": 512,
-                    "RequestControl": 192, "QuestionClose": 28, "TrustLogCall": 92, "SessionEvent": 64,
+                    "RequestControl": 192, "QuestionClose": 28, "TrustLogCall": 102, "SessionEvent": 64,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })

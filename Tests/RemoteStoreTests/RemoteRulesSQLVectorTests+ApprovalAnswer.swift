@@ -11,22 +11,20 @@ extension RemoteRulesSQLVectorTests {
     /// in the test's status, due in an hour), then answers it with the test's verdict, a decision of its length
     /// (zeros, but the answering device's id or another at bytes 140-175) and a signature of its
     /// length, or text that is not base64. Triggers are off while the rows are written, so a row
-    /// needs no other parents, and on for the call, so that the trigger holds the answer that decides.
-    /// One transaction, rolled back; a refusal is caught in its own block.
+    /// needs no other parents, and on for the call, so that the trigger holds the answer that decides
+    /// (``callsStatement(_:_:)``).
     static func approvalAnswerStatement(_ tests: [RuleTest]) -> String {
-        var parts = ["BEGIN", "CREATE TEMP TABLE answer_calls (n serial, line text)"]
-        func fresh() -> String { literal(UUID().uuidString.lowercased()) + "::uuid" }
         func zeros(_ count: Int) -> String { "decode(repeat('00', \(count)), 'hex')" }
         func base64(_ bytes: String) -> String { "translate(encode(\(bytes), 'base64'), E'\\n', '')" }
-        for test in tests {
-            let (user, stranger, device, other, id) = (fresh(), fresh(), fresh(), fresh(), fresh())
-            parts.append("SET LOCAL session_replication_role = replica")
-            parts += answeringDevice(test, user: user, stranger: stranger, device: device)
+        return callsStatement(tests) { test in
+            let (user, stranger, device, other, id) = (freshID(), freshID(), freshID(), freshID(), freshID())
+            var setup = ["SET LOCAL session_replication_role = replica"]
+            setup += answeringDevice(test, user: user, stranger: stranger, device: device)
             let row = heldRow(test.approvalBy, user: user, stranger: stranger, device: device, other: other)
             if let (owner, asker) = row {
                 // The session too: an update of a row written in this transaction checks its key.
-                let session = fresh()
-                parts += [
+                let session = freshID()
+                setup += [
                     "INSERT INTO public.agent_coding_sessions (id, user_id, device_id, repository_id) "
                         + "VALUES (\(session), \(owner), \(asker), gen_random_uuid())",
                     "INSERT INTO public.approval_requests (id, user_id, session_id, requester_device_id, body, generation, "
@@ -41,14 +39,9 @@ extension RemoteRulesSQLVectorTests {
                 }
                 ?? "'not base64!'"
             let signature = test.signatureBytes.map { base64(zeros($0)) } ?? "'not base64!'"
-            parts += [
-                "SET LOCAL session_replication_role = origin",
-                "DO $a$ BEGIN PERFORM private.answer_approval(\(id), \(device), \(literal(test.verdict)), \(decision), "
-                    + "\(signature)); INSERT INTO answer_calls (line) VALUES ('\(test.tcId) allowed'); "
-                    + "EXCEPTION WHEN others THEN INSERT INTO answer_calls (line) "
-                    + "VALUES ('\(test.tcId) ' || SQLSTATE || ' <' || SQLERRM || '>'); END $a$",
-            ]
+            return RowCall(
+                setup: setup + ["SET LOCAL session_replication_role = origin"],
+                call: "private.answer_approval(\(id), \(device), \(literal(test.verdict)), \(decision), \(signature))")
         }
-        return (parts + ["SELECT line FROM answer_calls ORDER BY n", "ROLLBACK"]).joined(separator: ";\n") + ";"
     }
 }

@@ -9,21 +9,16 @@ extension RemoteRulesSQLVectorTests {
     /// mark certifying it when the test says so, and the question row of a fresh id the test
     /// names (generation 1, pending for an hour), then answers it with text of the test's length
     /// and header (`0x01`, generation 1; version 2 or generation 2 when the header must not
-    /// match) or text that is not base64. Triggers are off in the transaction, so a row needs no parents. One
-    /// transaction, rolled back; a refusal is caught in its own block. Tests a statement holds:
-    /// some 1.2 KB of SQL each.
+    /// match) or text that is not base64 (``callsStatement(_:_:)``; an answer the function
+    /// returns as not accepted is recorded as its JSON). Tests a statement holds: some 1.2 KB of
+    /// SQL each.
     static func questionAnswerStatement(_ tests: [RuleTest]) -> String {
-        var parts = [
-            "BEGIN", "SET LOCAL session_replication_role = replica",
-            "CREATE TEMP TABLE answer_calls (n serial, line text)",
-        ]
-        func fresh() -> String { literal(UUID().uuidString.lowercased()) + "::uuid" }
-        for test in tests {
-            let (user, stranger, device, other, id) = (fresh(), fresh(), fresh(), fresh(), fresh())
-            parts += answeringDevice(test, user: user, stranger: stranger, device: device)
+        callsStatement(tests) { test in
+            let (user, stranger, device, other, id) = (freshID(), freshID(), freshID(), freshID(), freshID())
+            var setup = answeringDevice(test, user: user, stranger: stranger, device: device)
             let row = heldRow(test.questionBy, user: user, stranger: stranger, device: device, other: other)
             if let (owner, asker) = row {
-                parts.append(
+                setup.append(
                     "INSERT INTO public.agent_questions (id, user_id, session_id, requester_device_id, body, generation, "
                         + "expires_at) VALUES (\(id), \(owner), gen_random_uuid(), \(asker), 'x', 1, "
                         + "floor(extract(epoch FROM now()))::bigint + 3600)")
@@ -37,13 +32,10 @@ extension RemoteRulesSQLVectorTests {
                     return
                         "translate(encode(decode('\(header)' || repeat('00', \(bytes - 5)), 'hex'), 'base64'), E'\\n', '')"
                 } ?? "'not base64!'"
-            parts.append(
-                "DO $a$ DECLARE r jsonb; BEGIN r := private.answer_question(\(id), \(device), \(answer)); "
-                    + "INSERT INTO answer_calls (line) VALUES ('\(test.tcId) ' || CASE WHEN r->>'accepted' = 'true' "
-                    + "THEN 'allowed' ELSE r::text END); EXCEPTION WHEN others THEN INSERT INTO answer_calls (line) "
-                    + "VALUES ('\(test.tcId) ' || SQLSTATE || ' <' || SQLERRM || '>'); END $a$")
+            return RowCall(
+                setup: setup, call: "private.answer_question(\(id), \(device), \(answer))",
+                returned: "CASE WHEN r->>'accepted' = 'true' THEN 'allowed' ELSE r::text END")
         }
-        return (parts + ["SELECT line FROM answer_calls ORDER BY n", "ROLLBACK"]).joined(separator: ";\n") + ";"
     }
 
     /// The statements that sign in `user` and write the answering `device`: the caller's when the

@@ -10,25 +10,19 @@ extension RemoteRulesSQLVectorTests {
     /// as the test says; keeping, when the test keeps a hash, the SHA-256 of 32 bytes of 0x01, or
     /// of 31 for a `short` control), then makes the call with the test's control: those bytes
     /// (`right` and `short`), 32 bytes of 0x02, the right ones in base64 with a line break after
-    /// eight characters, text that is not base64, or none. Triggers are off, so a row needs no
-    /// parents. One transaction, rolled back; a refusal is caught in its own block.
+    /// eight characters, text that is not base64, or none (``callsStatement(_:_:)``).
     static func requestControlStatement(_ tests: [RuleTest]) -> String {
-        var parts = [
-            "BEGIN", "SET LOCAL session_replication_role = replica",
-            "CREATE TEMP TABLE control_calls (n serial, line text)",
-        ]
-        func fresh() -> String { literal(UUID().uuidString.lowercased()) + "::uuid" }
         func bytes(_ hex: String, _ count: Int) -> String { "decode(repeat('\(hex)', \(count)), 'hex')" }
-        for test in tests {
-            let (user, stranger, device, other, id) = (fresh(), fresh(), fresh(), fresh(), fresh())
+        return callsStatement(tests) { test in
+            let (user, stranger, device, other, id) = (freshID(), freshID(), freshID(), freshID(), freshID())
             let (cancel, short) = (test.event == "cancel", test.control == "short")
-            parts.append(
+            var setup = [
                 "SELECT set_config('request.jwt.claims', json_build_object('sub', \(user), 'role', 'authenticated')::text, true)"
-            )
+            ]
             if let (owner, asker) = heldRow(
                 test.approvalBy, user: user, stranger: stranger, device: device, other: other)
             {
-                parts.append(
+                setup.append(
                     "INSERT INTO public.approval_requests (id, user_id, session_id, requester_device_id, body, generation, "
                         + "expires_at, status, decision_signature, reopened, control_hash) VALUES (\(id), \(owner), "
                         + "gen_random_uuid(), \(asker), 'x', 1, floor(extract(epoch FROM now()))::bigint + 3600, "
@@ -49,11 +43,7 @@ extension RemoteRulesSQLVectorTests {
             let call =
                 cancel
                 ? "private.cancel_approval(\(id), \(argument))" : "private.reopen_approval(\(id), 'sig', \(argument))"
-            parts.append(
-                "DO $a$ BEGIN PERFORM \(call); INSERT INTO control_calls (line) VALUES ('\(test.tcId) allowed'); "
-                    + "EXCEPTION WHEN others THEN INSERT INTO control_calls (line) "
-                    + "VALUES ('\(test.tcId) ' || SQLSTATE || ' <' || SQLERRM || '>'); END $a$")
+            return RowCall(setup: setup, call: call)
         }
-        return (parts + ["SELECT line FROM control_calls ORDER BY n", "ROLLBACK"]).joined(separator: ";\n") + ";"
     }
 }

@@ -13,26 +13,21 @@ extension RemoteRulesSQLVectorTests {
     /// password sign-in now (fresh) or an hour ago (stale), writes the user's log state (a
     /// pending reset asked now, so that the lock does not settle it; the last reset request its
     /// age ago), the current epoch's head and a legacy identity key as the test says, then makes
-    /// the call with entries and backups that are not base64 (`x`). Triggers are off, so a row
-    /// needs no parents. One transaction, rolled back; each call in its own block.
+    /// the call with entries and backups that are not base64 (`x`) (``callsStatement(_:_:)``).
     static func trustLogCallStatement(_ tests: [RuleTest]) -> String {
-        var parts = [
-            "BEGIN", "SET LOCAL session_replication_role = replica",
-            "CREATE TEMP TABLE log_calls (n serial, line text)",
-        ]
         func array(_ count: Int?) -> String {
             count.map { "array_fill('x'::text, ARRAY[\($0)])" } ?? "NULL::text[]"
         }
         func value(_ number: Int?) -> String { number.map(String.init) ?? "NULL" }
-        for test in tests {
-            let user = literal(UUID().uuidString.lowercased()) + "::uuid"
+        return callsStatement(tests) { test in
+            let user = freshID()
             let signedIn = "floor(extract(epoch FROM now()))::bigint - \(test.freshSignIn == true ? 0 : 3_600)"
-            parts.append(
+            var setup = [
                 "SELECT set_config('request.jwt.claims', json_build_object('sub', \(user), 'role', 'authenticated', "
                     + "'amr', json_build_array(json_build_object('method', 'password', 'timestamp', \(signedIn))))::text, true)"
-            )
+            ]
             let pending = test.pending == true
-            parts.append(
+            setup.append(
                 "INSERT INTO private.trust_log_state (user_id, current_epoch, highest_epoch, pending_epoch, pending_hash, "
                     + "pending_created_at, last_reset_request) VALUES (\(user), \(value(test.currentEpoch)), "
                     + "\(test.highestEpoch ?? 0), \(pending ? value(test.highestEpoch) : "NULL"), "
@@ -40,12 +35,12 @@ extension RemoteRulesSQLVectorTests {
                     + "\(pending ? "floor(extract(epoch FROM now()))::bigint" : "NULL"), "
                     + "\(test.lastResetAge.map { "now() - interval '\($0) seconds'" } ?? "NULL"))")
             if let current = test.currentEpoch, let head = test.headSeq {
-                parts.append(
+                setup.append(
                     "INSERT INTO private.trust_log_heads (user_id, epoch, seq, hash, created_at, last_proof) "
                         + "VALUES (\(user), \(current), \(head), '\\x00'::bytea, 0, '\\x00'::bytea)")
             }
             if test.legacyIdentity == true {
-                parts.append("INSERT INTO public.user_identity_keys (user_id, public_key) VALUES (\(user), 'legacy')")
+                setup.append("INSERT INTO public.user_identity_keys (user_id, public_key) VALUES (\(user), 'legacy')")
             }
             let call: String =
                 switch test.call {
@@ -56,12 +51,8 @@ extension RemoteRulesSQLVectorTests {
                 case "reset": "private.request_identity_reset('x', NULL, NULL, NULL)"
                 default: "private.request_identity_reset('x', NULL, 'x', NULL)"
                 }
-            parts.append(
-                "DO $a$ BEGIN PERFORM \(call); INSERT INTO log_calls (line) VALUES ('\(test.tcId) returned'); "
-                    + "EXCEPTION WHEN others THEN INSERT INTO log_calls (line) "
-                    + "VALUES ('\(test.tcId) ' || SQLSTATE || ' <' || SQLERRM || '>'); END $a$")
+            return RowCall(setup: setup, call: call)
         }
-        return (parts + ["SELECT line FROM log_calls ORDER BY n", "ROLLBACK"]).joined(separator: ";\n") + ";"
     }
 
     /// A TrustLogCall test's answer as the SQL prints it.

@@ -57,9 +57,11 @@ enum Mounts {
     }
 
     /// Fills the file system holding `directory` to its last block; returns the filler's path.
+    /// Calling it again tops the same filler up: blocks freed since (a process that exits deletes
+    /// its store's write-ahead log) are taken again.
     static func fill(_ directory: URL) throws -> URL {
         let filler = directory.appendingPathComponent("filler")
-        let descriptor = open(filler.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let descriptor = open(filler.path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         guard descriptor >= 0 else { throw MountFailed(point: directory.path) }
         defer { close(descriptor) }
         let block = [UInt8](repeating: 0xAA, count: 4096)

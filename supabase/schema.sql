@@ -2997,6 +2997,22 @@ $$;
 ALTER FUNCTION private.rule_task_alert_coalescing(kind text, newest_kind text, newest_age double precision, newest_waits boolean, OUT action text, OUT due_after_newest double precision) OWNER TO postgres;
 
 --
+-- Name: rule_trust_epoch_status(integer, integer, integer, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_trust_epoch_status(named integer, current_epoch integer, pending_epoch integer, has_head boolean) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT CASE WHEN named = current_epoch THEN 0
+                WHEN named = pending_epoch OR named < current_epoch OR has_head THEN 1
+                ELSE 2 END
+$$;
+
+
+ALTER FUNCTION private.rule_trust_epoch_status(named integer, current_epoch integer, pending_epoch integer, has_head boolean) OWNER TO postgres;
+
+--
 -- Name: rule_unreached(boolean, boolean, boolean, boolean); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -3488,11 +3504,8 @@ CREATE FUNCTION private.tl_append(caller uuid, s private.trust_log_state, named 
 DECLARE
     h private.trust_log_heads;
     c private.tl_checked;
-    v_status integer := CASE
-        WHEN named = s.current_epoch THEN 0
-        WHEN named = s.pending_epoch OR named < s.current_epoch
-             OR EXISTS (SELECT 1 FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = named) THEN 1
-        ELSE 2 END;
+    v_status integer := private.rule_trust_epoch_status(named, s.current_epoch, s.pending_epoch,
+        EXISTS (SELECT 1 FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = named));
 BEGIN
     FOR i IN first_index .. coalesce(array_length(entries, 1), 0) LOOP
         SELECT * INTO h FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = named;
@@ -7357,6 +7370,13 @@ REVOKE ALL ON FUNCTION private.rule_status_task_kind(old_status text, new_status
 --
 
 REVOKE ALL ON FUNCTION private.rule_task_alert_coalescing(kind text, newest_kind text, newest_age double precision, newest_waits boolean, OUT action text, OUT due_after_newest double precision) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION rule_trust_epoch_status(named integer, current_epoch integer, pending_epoch integer, has_head boolean); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_trust_epoch_status(named integer, current_epoch integer, pending_epoch integer, has_head boolean) FROM PUBLIC;
 
 
 --

@@ -1,4 +1,5 @@
 import ConformanceVectors
+import DeviceTrust
 import RemoteRules
 
 /// The TrustLogCall group: what the trust log's writing calls refuse before they read an entry
@@ -99,5 +100,35 @@ extension RemoteRulesVectorGenerator {
             refusal?.reason.rawValue ?? "allowed", refusal?.message, refusal?.sqlState
         )
         return test
+    }
+}
+
+extension RemoteRulesVectorGenerator {
+    /// Every epoch an append may name (below, at, between and above the current and pending ones)
+    /// against no current epoch, one and three, no pending reset, one to 2 and one to 4, with and
+    /// without rows.
+    static func trustEpochStatusTests() -> [OutputTest] {
+        var tests: [OutputTest] = []
+        for current in [nil, 1, 3] as [UInt32?] {
+            for pending in [nil, 2, 4] as [UInt32?] {
+                for named in 1...5 as ClosedRange<UInt32> {
+                    for hasHead in [false, true] {
+                        let status = TrustLogServerRules.epochStatus(
+                            named: named, current: current, pending: pending, hasHead: hasHead)
+                        let word = RemoteRulesGroup.word(status)
+                        var test = OutputTest(
+                            comment:
+                                "an append to epoch \(named) \(hasHead ? "with" : "without") rows; current epoch "
+                                + "\(current.map(String.init) ?? "none"), pending \(pending.map(String.init) ?? "none")",
+                            flags: [word.split(separator: "_").map(\.capitalized).joined()])
+                        (test.epoch, test.currentEpoch, test.pendingEpoch, test.hasHead, test.epochStatus) = (
+                            named, current, pending, hasHead, word
+                        )
+                        tests.append(test)
+                    }
+                }
+            }
+        }
+        return tests
     }
 }

@@ -157,6 +157,8 @@ public enum RemoteRulesVectorGenerator {
         var backupCount: Int?
         var epoch: UInt32?
         var firstSeq: UInt64?
+        var hasHead: Bool?
+        var epochStatus: String?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -218,6 +220,7 @@ public enum RemoteRulesVectorGenerator {
             ("QuestionAnswer", questionAnswerTests()), ("ApprovalAnswer", approvalAnswerTests()),
             ("RequestControl", requestControlTests()), ("QuestionClose", questionCloseTests()),
             ("TrustLogCall", trustLogCallTests()), ("SessionEvent", sessionEventTests()),
+            ("TrustEpochStatus", trustEpochStatusTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -344,6 +347,9 @@ public enum RemoteRulesVectorGenerator {
                 "SessionEvent (private.notify_session_event; TaskAlertRules): mine (the reporting device is the caller's), runBy",
                 "  (the session of the call's id, as for SessionDesktop), kind (absent: none) -> answer (allowed: its task alerts are",
                 "  queued, or the refusal) with a refusal's message and sqlState.",
+                "TrustEpochStatus (private.rule_trust_epoch_status, asked by private.tl_append; TrustLogServerRules): epoch (the",
+                "  one an append names), currentEpoch and pendingEpoch (each absent: none), hasHead (the named epoch has rows) ->",
+                "  epochStatus (open: the one to write; pending_or_closed: refused 55000; not_current: refused 22023).",
             ],
             groups: numbered)
     }

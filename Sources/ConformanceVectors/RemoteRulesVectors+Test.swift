@@ -222,5 +222,10 @@ extension RemoteRulesGroup {
         public let backupCount: Int?
         public let epoch: UInt32?
         public let firstSeq: UInt64?
+        /// TrustEpochStatus (and `epoch`: the one an append names, `currentEpoch`, `pendingEpoch`:
+        /// each absent: none): whether the named epoch has rows, and what it is (`open`,
+        /// `pending_or_closed`, `not_current`).
+        public let hasHead: Bool?
+        public let epochStatus: String?
     }
 }

@@ -1,3 +1,4 @@
+import DeviceTrust
 import RemoteRules
 
 /// The TrustLogCall group of `UNBOUND-REMOTE-RULES-V1`: what the trust log's writing calls refuse
@@ -22,5 +23,26 @@ extension RemoteRulesGroup {
         else { return answer == "allowed" && test.message == nil && test.sqlState == nil }
         return answer == refusal.reason.rawValue && test.message == refusal.message
             && test.sqlState == refusal.sqlState && test.hint == nil
+    }
+}
+
+extension RemoteRulesGroup {
+    /// A TrustEpochStatus answer's word.
+    public static func word(_ status: TrustLogServerRules.EpochStatus) -> String {
+        switch status {
+        case .open: "open"
+        case .pendingOrClosed: "pending_or_closed"
+        case .notCurrent: "not_current"
+        }
+    }
+
+    /// Whether a TrustEpochStatus test gets its answer from
+    /// ``TrustLogServerRules/epochStatus(named:current:pending:hasHead:)``; `nil` when a field it
+    /// needs is missing.
+    static func trustEpochStatusMatches(_ test: Test) -> Bool? {
+        guard let named = test.epoch, let hasHead = test.hasHead, let expected = test.epochStatus else { return nil }
+        let status = TrustLogServerRules.epochStatus(
+            named: named, current: test.currentEpoch, pending: test.pendingEpoch, hasHead: hasHead)
+        return word(status) == expected
     }
 }

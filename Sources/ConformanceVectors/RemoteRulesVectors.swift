@@ -37,7 +37,8 @@ import SyncModel
 /// `controlBytes`, `digestMatches`, `reopened`: the same), and `QuestionClose` (`closedAs`, `questionBy`: the
 /// same), and `TrustLogCall` (`call`, `freshSignIn`, `currentEpoch`, `highestEpoch`, `pending`, `legacyIdentity`,
 /// `lastResetAge`, `headSeq`, `entryCount`, `backupCount`, `epoch`, `firstSeq`: the same), and `SessionEvent` (`mine`,
-/// `runBy`, `kind`: the same).
+/// `runBy`, `kind`: the same), and `TrustEpochStatus` (`epoch`, `currentEpoch`, `pendingEpoch`, `hasHead`:
+/// `epochStatus`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -78,6 +79,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case requestControl = "RequestControl"
         case questionClose = "QuestionClose"
         case trustLogCall = "TrustLogCall"
+        case trustEpochStatus = "TrustEpochStatus"
         case sessionEvent = "SessionEvent"
     }
 
@@ -254,6 +256,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = answer
         case .trustLogCall:
             guard let answer = trustLogCallMatches(test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .trustEpochStatus:
+            guard let answer = trustEpochStatusMatches(test) else { return "fields: missing or malformed" }
             outcome = answer
         case .sessionEvent:
             guard let answer = sessionEventMatches(test) else { return "fields: missing or malformed" }

@@ -215,15 +215,9 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         _ db: Database, user: UUID, state: inout TrustLogServerState, epoch: UInt32, _ items: ArraySlice<TrustLogAppend>
     ) throws {
         let me = user.canonical
-        let status: TrustLogServerRules.EpochStatus
-        let hasRows = try TrustLogServerState.head(db, user: me, epoch: epoch) != nil
-        if epoch == state.current {
-            status = .open
-        } else if epoch == state.pending?.epoch || (state.current.map { epoch < $0 } ?? false) || hasRows {
-            status = .pendingOrClosed
-        } else {
-            status = .notCurrent
-        }
+        let status = TrustLogServerRules.epochStatus(
+            named: epoch, current: state.current, pending: state.pending?.epoch,
+            hasHead: try TrustLogServerState.head(db, user: me, epoch: epoch) != nil)
         for item in items {
             let head = try TrustLogServerState.head(db, user: me, epoch: epoch)
             let checked = try check(db, user: user, epoch: epoch, status: status, item, head: head)

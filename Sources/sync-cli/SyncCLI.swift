@@ -12,7 +12,7 @@ import Glibc
 struct SyncCLI: AsyncParsableCommand {
     /// `sync-cli --version`: the newest version heading of CHANGELOG.md, which says what each
     /// holds (a test keeps the two equal).
-    static let version = "0.18.17"
+    static let version = "0.18.18"
 
     static let configuration = CommandConfiguration(
         commandName: "sync-cli",

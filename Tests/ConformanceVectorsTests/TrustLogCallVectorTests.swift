@@ -45,3 +45,28 @@ struct TrustLogCallVectorTests {
         }
     }
 }
+
+/// The TrustEpochStatus vectors: every status is reached, an epoch with rows is never written
+/// again unless current, and a test whose status is changed fails.
+@Suite("remote-rules-v1.json: what an append's named epoch is")
+struct TrustEpochStatusVectorTests {
+    @Test("the group reaches every status; an epoch with rows that is not current is pending or closed")
+    func everyStatus() throws {
+        let tests = try RemoteRulesFile.tests("TrustEpochStatus")
+        #expect(tests.count == 90)
+        #expect(Set(tests.compactMap { $0["epochStatus"] as? String }) == ["open", "pending_or_closed", "not_current"])
+        let written = tests.filter {
+            $0["hasHead"] as? Bool == true && $0["epoch"] as? Int != $0["currentEpoch"] as? Int
+        }
+        #expect(written.count == 39)
+        #expect(written.allSatisfy { $0["epochStatus"] as? String == "pending_or_closed" })
+    }
+
+    @Test("a test whose status is changed fails")
+    func changedStatusFails() throws {
+        let (failed, tcId) = try RemoteRulesFile.failures(
+            "TrustEpochStatus", changing: "epochStatus", to: "open",
+            where: { $0["epochStatus"] as? String == "not_current" })
+        #expect(failed == [tcId])
+    }
+}

@@ -86,6 +86,7 @@ struct VectorFileTests {
         "TrustLogMarks": "certified", "WitnessAdmission": "admission", "CallerGate": "answer",
         "SessionDesktop": "answer", "Asker": "answer", "QuestionAnswer": "answer", "ApprovalAnswer": "answer",
         "RequestControl": "answer", "QuestionClose": "answer", "TrustLogCall": "answer", "SessionEvent": "answer",
+        "TrustEpochStatus": "epochStatus",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

@@ -137,6 +137,8 @@ extension RemoteRulesSQLVectorTests {
         let backupCount: Int?
         let epoch: Int?
         let firstSeq: Int64?
+        let hasHead: Bool?
+        let epochStatus: String?
     }
 
     /// A TrustedDevice test's mark.

@@ -8,7 +8,7 @@ import Testing
 /// the Swift rules (`RemoteRules`, which the embedded remote runs) pass the same file in `sync-cli vectors verify` and `ConformanceVectorsTests`, so a rule
 /// changed in one language only fails here or there. The project's own schema only (the deployed
 /// variant has no notification settings, task alerts, approvals or questions), but for the trust
-/// gate's and the witness groups, which also run on the deployed variant.
+/// gate's, the witness and the append's epoch groups, which also run on the deployed variant.
 @Suite("The remote-rules vectors against the SQL rules", .enabled(if: !StackEnvironment.skipped))
 struct RemoteRulesSQLVectorTests {
     struct File: Decodable {
@@ -59,6 +59,7 @@ struct RemoteRulesSQLVectorTests {
                 (test.replaces.map { $0 ? "true" : "false" } ?? "?") + " " + (test.due ?? "?")
                 + (test.afterPrevious.map { " " + printed($0) } ?? "")
         case "LiveActivityRefusal": answer = test.refused ?? "?"
+        case "TrustEpochStatus": answer = test.epochStatus ?? "?"
         case "DeliverySpeaks": answer = test.speaks ?? "?"
         case "LiveActivityStatus": answer = test.status ?? "?"
         case "AlertPriority", "LiveActivityPriority": answer = test.priority.map(String.init) ?? "none"
@@ -169,6 +170,14 @@ struct RemoteRulesSQLVectorTests {
                 "SELECT \(test.tcId) || ' ' || coalesce(private.rule_live_activity_refusal("
                     + "\(literal(test.event)) = 'end', \(flag(test.settingOff)), \(vouched), \(flag(test.ended))), 'none')"
             )
+        }
+        for test in groups["TrustEpochStatus"] ?? [] {
+            // The SQL's epoch_status as the file's word (an unknown number prints nothing: a failure).
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || (ARRAY['open', 'pending_or_closed', 'not_current'])[1 + "
+                    + "private.rule_trust_epoch_status(\(test.epoch.map(String.init) ?? "NULL"), "
+                    + "\(test.currentEpoch.map(String.init) ?? "NULL"), \(test.pendingEpoch.map(String.init) ?? "NULL"), "
+                    + "\(flag(test.hasHead)))]")
         }
         for test in groups["LiveActivityStatus"] ?? [] {
             calls.append(
@@ -311,6 +320,7 @@ struct RemoteRulesSQLVectorTests {
                     "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 59,
                     "CallerGate": 256, "SessionDesktop": 4, "Asker": 16, "QuestionAnswer": 160, "ApprovalAnswer": 512,
                     "RequestControl": 192, "QuestionClose": 28, "TrustLogCall": 102, "SessionEvent": 64,
+                    "TrustEpochStatus": 90,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })
@@ -338,6 +348,9 @@ struct RemoteRulesSQLVectorTests {
             Set((groups["LiveActivityRefusal"] ?? []).compactMap(\.refused))
                 == ["none", "setting_off", "not_vouched", "ended"])
         #expect(Set((groups["DeliverySpeaks"] ?? []).compactMap(\.speaks)) == ["row", "other"])
+        #expect(
+            Set((groups["TrustEpochStatus"] ?? []).compactMap(\.epochStatus))
+                == ["open", "pending_or_closed", "not_current"])
         #expect(
             Set((groups["LiveActivityStatus"] ?? []).compactMap(\.status))
                 == ["processing", "waiting_approval", "error", "idle"])

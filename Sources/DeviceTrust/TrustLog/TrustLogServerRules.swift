@@ -6,14 +6,29 @@ import SecretCrypto
 /// runs exactly this; the SQL migration runs the same steps; a client runs it (without the
 /// clock window) to count a reset's answers "by the chain" in an epoch that does not verify.
 public enum TrustLogServerRules {
-    /// What the epoch a call names is, for step (c).
-    public enum EpochStatus: Sendable, Hashable {
+    /// What the epoch a call names is, for step (c); the raw value is the SQL's `epoch_status`.
+    public enum EpochStatus: Int, Sendable, Hashable {
         /// The epoch the call may write.
-        case open
+        case open = 0
         /// Pending or closed: 55000.
-        case pendingOrClosed
+        case pendingOrClosed = 1
         /// Neither current nor pending nor closed: 22023.
-        case notCurrent
+        case notCurrent = 2
+    }
+
+    /// What an append's named epoch is (`private.rule_trust_epoch_status`): open when it is the
+    /// current one; pending or closed when it is the pending reset's, before the current one, or
+    /// has rows; otherwise not current.
+    ///
+    /// - Parameters:
+    ///   - named: The epoch the append names.
+    ///   - current: The current epoch (`nil` before a log, or while none is current).
+    ///   - pending: The pending reset's epoch, if one waits.
+    ///   - hasHead: Whether the named epoch has rows (a head).
+    public static func epochStatus(named: UInt32, current: UInt32?, pending: UInt32?, hasHead: Bool) -> EpochStatus {
+        if named == current { return .open }
+        if named == pending || current.map({ named < $0 }) == true || hasHead { return .pendingOrClosed }
+        return .notCurrent
     }
 
     /// An epoch's head as the server keeps it.

@@ -2307,17 +2307,15 @@ BEGIN
     v_epoch := greatest(2, s.highest_epoch + 1);
     c := private.tl_check(caller, v_epoch, 0, request_identity_reset.entry, request_identity_reset.backup,
                           NULL, NULL, NULL, NULL, true);
-    IF c.prior_epoch <> coalesce(s.current_epoch, 1) THEN
-        RAISE EXCEPTION 'a reset names the current epoch as its prior' USING ERRCODE = '22023';
-    END IF;
+    PERFORM private.tl_refuse_placement('reset', c.prior_epoch, s.current_epoch,
+                                        request_identity_reset.accept IS NOT NULL, NULL, NULL);
     IF request_identity_reset.accept IS NOT NULL THEN
-        IF s.current_epoch IS NULL THEN RAISE EXCEPTION 'no epoch is current to accept a reset' USING ERRCODE = '55000'; END IF;
         SELECT * INTO h FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = s.current_epoch;
         a := private.tl_check(caller, s.current_epoch, 0, request_identity_reset.accept,
                               request_identity_reset.accept_backup, h.seq, h.hash, h.created_at, h.last_proof, true);
-        IF a.type <> 6 OR a.answer_verdict <> 2 OR a.answer_epoch <> v_epoch OR a.answer_hash <> c.hash THEN
-            RAISE EXCEPTION 'the accept must name this reset' USING ERRCODE = '22023';
-        END IF;
+        PERFORM private.tl_refuse_placement('accept', NULL, NULL, false,
+                                            CASE WHEN a.type = 6 THEN a.answer_verdict END,
+                                            a.answer_epoch = v_epoch AND a.answer_hash = c.hash);
         PERFORM private.tl_store(caller, a, request_identity_reset.accept, request_identity_reset.accept_backup);
         PERFORM private.tl_store(caller, c, request_identity_reset.entry, request_identity_reset.backup);
         UPDATE private.trust_log_state SET current_epoch = v_epoch, highest_epoch = v_epoch, last_reset_request = now()
@@ -3013,6 +3011,38 @@ $$;
 ALTER FUNCTION private.rule_trust_epoch_status(named integer, current_epoch integer, pending_epoch integer, has_head boolean) OWNER TO postgres;
 
 --
+-- Name: rule_trust_placement_refusal(text, integer, integer, boolean, integer, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.rule_trust_placement_refusal(placement text, prior_epoch integer, current_epoch integer, with_accept boolean, verdict integer, names_reset boolean, OUT reason text, OUT sql_state text, OUT message text) RETURNS record
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+    SELECT r.reason, w.sql_state, w.message
+    FROM (SELECT CASE placement
+        WHEN 'start' THEN CASE WHEN prior_epoch IS DISTINCT FROM 0 THEN 'genesis_prior' END
+        WHEN 'reset' THEN CASE WHEN prior_epoch IS DISTINCT FROM coalesce(current_epoch, 1) THEN 'reset_prior'
+                               WHEN with_accept AND current_epoch IS NULL THEN 'no_current_epoch' END
+        WHEN 'accept' THEN CASE WHEN verdict IS DISTINCT FROM 2 OR NOT coalesce(names_reset, false)
+                                THEN 'accept_unnamed' END
+        WHEN 'append' THEN CASE WHEN verdict = 2 THEN 'accept_appended'
+                                WHEN verdict IS NOT NULL AND NOT coalesce(names_reset, false) THEN 'veto_unnamed' END
+        ELSE 'unknown_placement' END AS reason) r
+    LEFT JOIN (VALUES
+        ('genesis_prior', '22023', 'epoch 1''s genesis names prior epoch 0'),
+        ('reset_prior', '22023', 'a reset names the current epoch as its prior'),
+        ('no_current_epoch', '55000', 'no epoch is current to accept a reset'),
+        ('accept_unnamed', '22023', 'the accept must name this reset'),
+        ('accept_appended', '22023', 'an accept is appended only with request_identity_reset'),
+        ('veto_unnamed', '55000', 'the veto names no pending reset'),
+        ('unknown_placement', '22023', 'an entry goes at the start, in a reset, as its accept or in an append')
+    ) AS w(reason, sql_state, message) ON w.reason = r.reason
+$$;
+
+
+ALTER FUNCTION private.rule_trust_placement_refusal(placement text, prior_epoch integer, current_epoch integer, with_accept boolean, verdict integer, names_reset boolean, OUT reason text, OUT sql_state text, OUT message text) OWNER TO postgres;
+
+--
 -- Name: rule_unreached(boolean, boolean, boolean, boolean); Type: FUNCTION; Schema: private; Owner: postgres
 --
 
@@ -3294,7 +3324,7 @@ BEGIN
     END IF;
     v_backups := coalesce(start_trust_log.backups, array_fill(NULL::text, ARRAY[v_count]));
     c := private.tl_check(caller, 1, 0, start_trust_log.entries[1], v_backups[1], NULL, NULL, NULL, NULL, true);
-    IF c.prior_epoch <> 0 THEN RAISE EXCEPTION 'epoch 1''s genesis names prior epoch 0' USING ERRCODE = '22023'; END IF;
+    PERFORM private.tl_refuse_placement('start', c.prior_epoch, NULL, false, NULL, NULL);
     SELECT k.public_key INTO v_legacy FROM public.user_identity_keys k WHERE k.user_id = caller;
     IF v_legacy IS NOT NULL THEN
         -- A user with a legacy identity migrates with it: the legacy key, a root that the legacy
@@ -3512,12 +3542,8 @@ BEGIN
         c := private.tl_check(caller, named, v_status, entries[i], backups[i], h.seq, h.hash, h.created_at,
                               h.last_proof, true);
         IF c.type = 6 THEN
-            IF c.answer_verdict = 2 THEN
-                RAISE EXCEPTION 'an accept is appended only with request_identity_reset' USING ERRCODE = '22023';
-            END IF;
-            IF s.pending_epoch IS NULL OR c.answer_epoch <> s.pending_epoch OR c.answer_hash <> s.pending_hash THEN
-                RAISE EXCEPTION 'the veto names no pending reset' USING ERRCODE = '55000';
-            END IF;
+            PERFORM private.tl_refuse_placement('append', NULL, NULL, false, c.answer_verdict,
+                                                c.answer_epoch = s.pending_epoch AND c.answer_hash = s.pending_hash);
             UPDATE private.trust_log_state SET pending_epoch = NULL, pending_hash = NULL, pending_created_at = NULL
                 WHERE user_id = caller RETURNING * INTO s;
             DELETE FROM private.trust_log_heads x WHERE x.user_id = caller AND x.epoch = c.answer_epoch;
@@ -3857,6 +3883,26 @@ $$;
 
 
 ALTER FUNCTION private.tl_record_devices(caller uuid, epoch integer, seq bigint, entry text) OWNER TO postgres;
+
+--
+-- Name: tl_refuse_placement(text, integer, integer, boolean, integer, boolean); Type: FUNCTION; Schema: private; Owner: postgres
+--
+
+CREATE FUNCTION private.tl_refuse_placement(placement text, prior_epoch integer, current_epoch integer, with_accept boolean, verdict integer, names_reset boolean) RETURNS void
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+DECLARE
+    r record;
+BEGIN
+    SELECT * INTO r FROM private.rule_trust_placement_refusal(placement, prior_epoch, current_epoch, with_accept,
+                                                                verdict, names_reset);
+    IF r.sql_state IS NOT NULL THEN RAISE EXCEPTION '%', r.message USING ERRCODE = r.sql_state; END IF;
+END
+$$;
+
+
+ALTER FUNCTION private.tl_refuse_placement(placement text, prior_epoch integer, current_epoch integer, with_accept boolean, verdict integer, names_reset boolean) OWNER TO postgres;
 
 --
 -- Name: tl_result(private.tl_checked); Type: FUNCTION; Schema: private; Owner: postgres
@@ -7380,6 +7426,13 @@ REVOKE ALL ON FUNCTION private.rule_trust_epoch_status(named integer, current_ep
 
 
 --
+-- Name: FUNCTION rule_trust_placement_refusal(placement text, prior_epoch integer, current_epoch integer, with_accept boolean, verdict integer, names_reset boolean, OUT reason text, OUT sql_state text, OUT message text); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.rule_trust_placement_refusal(placement text, prior_epoch integer, current_epoch integer, with_accept boolean, verdict integer, names_reset boolean, OUT reason text, OUT sql_state text, OUT message text) FROM PUBLIC;
+
+
+--
 -- Name: FUNCTION rule_unreached(setting_off boolean, registered_later boolean, valid_token boolean, trusted boolean, OUT outcome text, OUT reason text); Type: ACL; Schema: private; Owner: postgres
 --
 
@@ -7517,6 +7570,13 @@ REVOKE ALL ON FUNCTION private.tl_mark_device(caller uuid, epoch integer, device
 --
 
 REVOKE ALL ON FUNCTION private.tl_record_devices(caller uuid, epoch integer, seq bigint, entry text) FROM PUBLIC;
+
+
+--
+-- Name: FUNCTION tl_refuse_placement(placement text, prior_epoch integer, current_epoch integer, with_accept boolean, verdict integer, names_reset boolean); Type: ACL; Schema: private; Owner: postgres
+--
+
+REVOKE ALL ON FUNCTION private.tl_refuse_placement(placement text, prior_epoch integer, current_epoch integer, with_accept boolean, verdict integer, names_reset boolean) FROM PUBLIC;
 
 
 --

@@ -132,3 +132,57 @@ extension RemoteRulesVectorGenerator {
         return tests
     }
 }
+
+extension RemoteRulesVectorGenerator {
+    /// Each placement with the facts it reads: a start's genesis naming prior 0, 1 and 2; a
+    /// reset's naming 0 to 3 against no current epoch, 1 and 2, with and without an accept; an
+    /// accept and an appended entry of each type and verdict, naming the reset and not.
+    static func trustPlacementTests() -> [OutputTest] {
+        var tests: [OutputTest] = []
+        for prior in 0...2 as ClosedRange<UInt32> {
+            tests.append(trustPlacementTest(.start, prior: prior))
+        }
+        for current in [nil, 1, 2] as [UInt32?] {
+            for prior in 0...3 as ClosedRange<UInt32> {
+                for withAccept in [false, true] {
+                    tests.append(trustPlacementTest(.reset, prior: prior, current: current, withAccept: withAccept))
+                }
+            }
+        }
+        for placement in [TrustLogCallRules.Placement.accept, .append] {
+            for verdict in [nil] + TrustLogCallRules.Verdict.allCases.map(Optional.some) {
+                for names in [false, true] {
+                    tests.append(trustPlacementTest(placement, verdict: verdict, names: names))
+                }
+            }
+        }
+        return tests
+    }
+
+    static func trustPlacementTest(
+        _ placement: TrustLogCallRules.Placement, prior: UInt32? = nil, current: UInt32? = nil,
+        withAccept: Bool = false, verdict: TrustLogCallRules.Verdict? = nil, names: Bool = false
+    ) -> OutputTest {
+        let refusal = TrustLogCallRules.placementRefusal(
+            placement, prior: prior, current: current, withAccept: withAccept, verdict: verdict, namesReset: names)
+        let facts =
+            switch placement {
+            case .start: "naming prior epoch \(prior ?? 0)"
+            case .reset:
+                "naming prior epoch \(prior ?? 0), current epoch \(current.map(String.init) ?? "none"), "
+                    + (withAccept ? "with an accept" : "without an accept")
+            case .accept, .append:
+                (verdict.map { "a \($0.rawValue)" } ?? "not a reset answer") + (names ? ", naming the reset" : "")
+            }
+        var test = OutputTest(
+            comment: "\(placement.rawValue): \(facts)", flags: [refusal == nil ? "Allowed" : "Refused"])
+        (test.placement, test.priorEpoch, test.currentEpoch, test.withAccept) = (
+            placement.rawValue, prior, current, withAccept
+        )
+        (test.answerVerdict, test.namesReset) = (verdict?.rawValue, names)
+        (test.answer, test.message, test.sqlState) = (
+            refusal?.reason.rawValue ?? "allowed", refusal?.message, refusal?.sqlState
+        )
+        return test
+    }
+}

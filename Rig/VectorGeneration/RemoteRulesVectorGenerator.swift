@@ -159,6 +159,10 @@ public enum RemoteRulesVectorGenerator {
         var firstSeq: UInt64?
         var hasHead: Bool?
         var epochStatus: String?
+        var priorEpoch: UInt32?
+        var withAccept: Bool?
+        var answerVerdict: String?
+        var namesReset: Bool?
         var result = "valid"
 
         init(comment: String, flags: [String], settings: NotificationSettings? = nil) {
@@ -220,7 +224,7 @@ public enum RemoteRulesVectorGenerator {
             ("QuestionAnswer", questionAnswerTests()), ("ApprovalAnswer", approvalAnswerTests()),
             ("RequestControl", requestControlTests()), ("QuestionClose", questionCloseTests()),
             ("TrustLogCall", trustLogCallTests()), ("SessionEvent", sessionEventTests()),
-            ("TrustEpochStatus", trustEpochStatusTests()),
+            ("TrustEpochStatus", trustEpochStatusTests()), ("TrustPlacement", trustPlacementTests()),
         ]
         var next = 1
         let numbered = groups.map { type, tests in
@@ -350,6 +354,12 @@ public enum RemoteRulesVectorGenerator {
                 "TrustEpochStatus (private.rule_trust_epoch_status, asked by private.tl_append; TrustLogServerRules): epoch (the",
                 "  one an append names), currentEpoch and pendingEpoch (each absent: none), hasHead (the named epoch has rows) ->",
                 "  epochStatus (open: the one to write; pending_or_closed: refused 55000; not_current: refused 22023).",
+                "TrustPlacement (private.rule_trust_placement_refusal, asked by private.start_trust_log,",
+                "  private.request_identity_reset and private.tl_append; TrustLogCallRules): placement (start: epoch 1's genesis;",
+                "  reset: a reset's genesis; accept: the accept that comes with it; append: an entry after a genesis), priorEpoch",
+                "  (a genesis's), currentEpoch (absent: none), withAccept, answerVerdict (veto, accept; absent: not a reset",
+                "  answer), namesReset (the answer names the reset it answers: this one, or the pending one) -> answer (allowed, or",
+                "  the refusal) with a refusal's message and sqlState.",
             ],
             groups: numbered)
     }

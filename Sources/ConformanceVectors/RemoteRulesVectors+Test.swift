@@ -227,5 +227,14 @@ extension RemoteRulesGroup {
         /// `pending_or_closed`, `not_current`).
         public let hasHead: Bool?
         public let epochStatus: String?
+        /// TrustPlacement (and `placement`: where a checked entry goes, a
+        /// ``TrustLogCallRules/Placement``; `currentEpoch`, with `answer`, `message`, `sqlState`):
+        /// a genesis's prior epoch, whether
+        /// a reset comes with an accept, a reset answer's verdict (absent: another type) and
+        /// whether it names the reset it answers.
+        public let priorEpoch: UInt32?
+        public let withAccept: Bool?
+        public let answerVerdict: String?
+        public let namesReset: Bool?
     }
 }

@@ -46,3 +46,26 @@ extension RemoteRulesGroup {
         return word(status) == expected
     }
 }
+
+extension RemoteRulesGroup {
+    /// Whether a TrustPlacement test gets its answer (`allowed`, or the refusal with its words)
+    /// from ``TrustLogCallRules/placementRefusal(_:prior:current:withAccept:verdict:namesReset:)``;
+    /// `nil` when a field it needs is missing or malformed.
+    static func trustPlacementMatches(_ test: Test) -> Bool? {
+        guard let placement = test.placement.flatMap(TrustLogCallRules.Placement.init(rawValue:)),
+            let withAccept = test.withAccept, let names = test.namesReset, let answer = test.answer
+        else { return nil }
+        var verdict: TrustLogCallRules.Verdict?
+        if let word = test.answerVerdict {
+            guard let known = TrustLogCallRules.Verdict(rawValue: word) else { return nil }
+            verdict = known
+        }
+        guard
+            let refusal = TrustLogCallRules.placementRefusal(
+                placement, prior: test.priorEpoch, current: test.currentEpoch, withAccept: withAccept,
+                verdict: verdict, namesReset: names)
+        else { return answer == "allowed" && test.message == nil && test.sqlState == nil }
+        return answer == refusal.reason.rawValue && test.message == refusal.message
+            && test.sqlState == refusal.sqlState && test.hint == nil
+    }
+}

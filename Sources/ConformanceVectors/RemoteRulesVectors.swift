@@ -38,7 +38,8 @@ import SyncModel
 /// same), and `TrustLogCall` (`call`, `freshSignIn`, `currentEpoch`, `highestEpoch`, `pending`, `legacyIdentity`,
 /// `lastResetAge`, `headSeq`, `entryCount`, `backupCount`, `epoch`, `firstSeq`: the same), and `SessionEvent` (`mine`,
 /// `runBy`, `kind`: the same), and `TrustEpochStatus` (`epoch`, `currentEpoch`, `pendingEpoch`, `hasHead`:
-/// `epochStatus`).
+/// `epochStatus`) and `TrustPlacement` (`placement`, `priorEpoch`, `currentEpoch`, `withAccept`,
+/// `answerVerdict`, `namesReset`: `answer`, `message`, `sqlState`).
 /// Every test is valid: the
 /// answer is the rule's.
 public struct RemoteRulesGroup: VectorGroup {
@@ -80,6 +81,7 @@ public struct RemoteRulesGroup: VectorGroup {
         case questionClose = "QuestionClose"
         case trustLogCall = "TrustLogCall"
         case trustEpochStatus = "TrustEpochStatus"
+        case trustPlacement = "TrustPlacement"
         case sessionEvent = "SessionEvent"
     }
 
@@ -259,6 +261,9 @@ public struct RemoteRulesGroup: VectorGroup {
             outcome = answer
         case .trustEpochStatus:
             guard let answer = trustEpochStatusMatches(test) else { return "fields: missing or malformed" }
+            outcome = answer
+        case .trustPlacement:
+            guard let answer = trustPlacementMatches(test) else { return "fields: missing or malformed" }
             outcome = answer
         case .sessionEvent:
             guard let answer = sessionEventMatches(test) else { return "fields: missing or malformed" }

@@ -79,7 +79,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
                 throw Self.refusal(refusal)
             }
             let genesis = try Self.check(db, user: user, epoch: 1, entries[0], head: nil)
-            guard genesis.priorEpoch == 0 else { throw Self.invalid("epoch 1's genesis names prior epoch 0") }
+            try Self.place(.start, prior: genesis.priorEpoch)
             try Self.checkLegacy(db, user: user, genesis: genesis, entries: entries)
             try Self.store(db, user: me, genesis, entries[0])
             state.current = 1
@@ -101,18 +101,12 @@ extension EmbeddedRemoteStore: TrustLogRemote {
             }
             let epoch = max(2, state.highestEpoch + 1)
             let checked = try Self.check(db, user: user, epoch: epoch, genesis, head: nil)
-            guard checked.priorEpoch == (state.current ?? 1) else {
-                throw Self.invalid("a reset names the current epoch as its prior")
-            }
-            if let accept {
-                guard let current = state.current else {
-                    throw Self.refusal(.refused("55000", "no epoch is current to accept a reset"))
-                }
+            try Self.place(.reset, prior: checked.priorEpoch, current: state.current, withAccept: accept != nil)
+            // (An accept while no epoch is current was refused above.)
+            if let accept, let current = state.current {
                 let head = try TrustLogServerState.head(db, user: me, epoch: current)
                 let answer = try Self.check(db, user: user, epoch: current, accept, head: head)
-                guard let named = answer.answer, named.verdict == .accept, named.resetEpoch == epoch,
-                    named.resetGenesisHash == checked.hash
-                else { throw Self.invalid("the accept must name this reset") }
+                try Self.place(.accept, answer.answer, naming: (epoch, checked.hash))
                 try Self.store(db, user: me, answer, accept)
                 try Self.store(db, user: me, checked, genesis)
                 state.current = epoch
@@ -192,6 +186,33 @@ extension EmbeddedRemoteStore: TrustLogRemote {
 
     // MARK: - The rules
 
+    /// Refuses a checked entry where it goes (``TrustLogCallRules/placementRefusal(_:prior:current:withAccept:verdict:namesReset:)``).
+    static func place(
+        _ placement: TrustLogCallRules.Placement, prior: UInt32? = nil, current: UInt32? = nil, withAccept: Bool = false
+    ) throws {
+        if let refusal = TrustLogCallRules.placementRefusal(
+            placement, prior: prior, current: current, withAccept: withAccept)
+        {
+            throw Self.refusal(refusal)
+        }
+    }
+
+    /// Refuses a reset answer, or another entry (`answer` nil), where it goes; `reset`: the one it
+    /// must name (this reset for an accept, the pending one for an append; `nil`: none).
+    static func place(
+        _ placement: TrustLogCallRules.Placement, _ answer: ResetAnswer?, naming reset: (epoch: UInt32, hash: [UInt8])?
+    ) throws {
+        let verdict: TrustLogCallRules.Verdict? = answer.map { $0.verdict == .accept ? .accept : .veto }
+        let names = answer.map { answer in
+            reset.map { $0.epoch == answer.resetEpoch && $0.hash == answer.resetGenesisHash } ?? false
+        }
+        if let refusal = TrustLogCallRules.placementRefusal(
+            placement, verdict: verdict, namesReset: names ?? false)
+        {
+            throw Self.refusal(refusal)
+        }
+    }
+
     static func refusal(_ refusal: DeviceTrustError) -> RemoteStoreError {
         raised(refusal.sqlState, refusal.message)
     }
@@ -221,13 +242,8 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         for item in items {
             let head = try TrustLogServerState.head(db, user: me, epoch: epoch)
             let checked = try check(db, user: user, epoch: epoch, status: status, item, head: head)
-            if let answer = checked.answer {
-                guard answer.verdict == .veto else {
-                    throw invalid("an accept is appended only with request_identity_reset")
-                }
-                guard let pending = state.pending, pending.epoch == answer.resetEpoch,
-                    pending.hash == answer.resetGenesisHash
-                else { throw refusal(.refused("55000", "the veto names no pending reset")) }
+            try place(.append, checked.answer, naming: state.pending.map { ($0.epoch, $0.hash) })
+            if checked.answer != nil, let pending = state.pending {
                 state.pending = nil
                 try state.save(db)
                 try db.execute(

@@ -70,3 +70,35 @@ struct TrustEpochStatusVectorTests {
         #expect(failed == [tcId])
     }
 }
+
+/// The TrustPlacement vectors: every refusal and the allowed answer are reached, an accept goes
+/// only with its reset, and a test whose answer, message or SQLSTATE is changed fails.
+@Suite("remote-rules-v1.json: what the trust log's writing calls refuse of an entry where it goes")
+struct TrustPlacementVectorTests {
+    @Test("the group reaches every refusal and the allowed answer; an appended accept is always refused")
+    func everyAnswer() throws {
+        let tests = try RemoteRulesFile.tests("TrustPlacement")
+        #expect(tests.count == 39)
+        #expect(
+            Set(tests.compactMap { $0["answer"] as? String })
+                == Set(["allowed"] + TrustLogCallRules.PlacementReason.allCases.map(\.rawValue)))
+        let appendedAccepts = tests.filter {
+            $0["placement"] as? String == "append" && $0["answerVerdict"] as? String == "accept"
+        }
+        #expect(appendedAccepts.count == 2)
+        #expect(appendedAccepts.allSatisfy { $0["answer"] as? String == "accept_appended" })
+    }
+
+    @Test("a test whose answer, message or SQLSTATE is changed fails")
+    func changedWordsFail() throws {
+        let changes: [(String, Any, ([String: Any]) -> Bool)] = [
+            ("answer", "allowed", { $0["answer"] as? String == "veto_unnamed" }),
+            ("message", "the accept must name the reset", { $0["answer"] as? String == "accept_unnamed" }),
+            ("sqlState", "22023", { $0["answer"] as? String == "no_current_epoch" }),
+        ]
+        for (field, value, pick) in changes {
+            let (failed, tcId) = try RemoteRulesFile.failures("TrustPlacement", changing: field, to: value, where: pick)
+            #expect(failed == [tcId], "\(field)")
+        }
+    }
+}

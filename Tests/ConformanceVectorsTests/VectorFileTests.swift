@@ -86,7 +86,7 @@ struct VectorFileTests {
         "TrustLogMarks": "certified", "WitnessAdmission": "admission", "CallerGate": "answer",
         "SessionDesktop": "answer", "Asker": "answer", "QuestionAnswer": "answer", "ApprovalAnswer": "answer",
         "RequestControl": "answer", "QuestionClose": "answer", "TrustLogCall": "answer", "SessionEvent": "answer",
-        "TrustEpochStatus": "epochStatus",
+        "TrustEpochStatus": "epochStatus", "TrustPlacement": "answer",
     ]
 
     static func field(_ path: String, of test: [String: Any]) -> String? {

@@ -139,6 +139,10 @@ extension RemoteRulesSQLVectorTests {
         let firstSeq: Int64?
         let hasHead: Bool?
         let epochStatus: String?
+        let priorEpoch: Int?
+        let withAccept: Bool?
+        let answerVerdict: String?
+        let namesReset: Bool?
     }
 
     /// A TrustedDevice test's mark.

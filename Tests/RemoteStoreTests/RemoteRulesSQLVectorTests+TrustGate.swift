@@ -59,11 +59,13 @@ extension RemoteRulesSQLVectorTests {
 }
 
 extension RemoteRulesSQLVectorTests {
-    @Test("the trust gate's and the append's epoch vectors get their answers from the deployed variant's functions too")
+    @Test(
+        "the trust gate's, the append's epoch and the entries' placement vectors get their answers from the deployed variant's functions too"
+    )
     func trustGateDeployed() async throws {
         let stack = try StackEnvironment.require()
         let groups = try Self.groups()
-        for type in ["EpochInForce", "TrustedDevice", "TrustEpochStatus"] {
+        for type in ["EpochInForce", "TrustedDevice", "TrustEpochStatus", "TrustPlacement"] {
             let tests = groups[type] ?? []
             #expect(tests.count > 30, "\(type): \(tests.count) tests")
             var output = ""

@@ -8,7 +8,8 @@ import Testing
 /// the Swift rules (`RemoteRules`, which the embedded remote runs) pass the same file in `sync-cli vectors verify` and `ConformanceVectorsTests`, so a rule
 /// changed in one language only fails here or there. The project's own schema only (the deployed
 /// variant has no notification settings, task alerts, approvals or questions), but for the trust
-/// gate's, the witness and the append's epoch groups, which also run on the deployed variant.
+/// gate's, the witness, the append's epoch and the entries' placement groups, which also run on the
+/// deployed variant.
 @Suite("The remote-rules vectors against the SQL rules", .enabled(if: !StackEnvironment.skipped))
 struct RemoteRulesSQLVectorTests {
     struct File: Decodable {
@@ -60,6 +61,10 @@ struct RemoteRulesSQLVectorTests {
                 + (test.afterPrevious.map { " " + printed($0) } ?? "")
         case "LiveActivityRefusal": answer = test.refused ?? "?"
         case "TrustEpochStatus": answer = test.epochStatus ?? "?"
+        case "TrustPlacement":
+            answer =
+                test.answer == "allowed"
+                ? "allowed" : "\(test.answer ?? "?") \(test.sqlState ?? "?") <\(test.message ?? "?")>"
         case "DeliverySpeaks": answer = test.speaks ?? "?"
         case "LiveActivityStatus": answer = test.status ?? "?"
         case "AlertPriority", "LiveActivityPriority": answer = test.priority.map(String.init) ?? "none"
@@ -178,6 +183,20 @@ struct RemoteRulesSQLVectorTests {
                     + "private.rule_trust_epoch_status(\(test.epoch.map(String.init) ?? "NULL"), "
                     + "\(test.currentEpoch.map(String.init) ?? "NULL"), \(test.pendingEpoch.map(String.init) ?? "NULL"), "
                     + "\(flag(test.hasHead)))]")
+        }
+        for test in groups["TrustPlacement"] ?? [] {
+            let verdict: String =
+                switch test.answerVerdict {
+                case nil: "NULL"
+                case "veto": "1"
+                case "accept": "2"
+                default: "'a verdict this test does not know'::integer" // fails the call
+                }
+            calls.append(
+                "SELECT \(test.tcId) || ' ' || coalesce(r.reason || ' ' || r.sql_state || ' <' || r.message || '>', "
+                    + "'allowed') FROM private.rule_trust_placement_refusal(\(literal(test.placement)), "
+                    + "\(test.priorEpoch.map(String.init) ?? "NULL"), \(test.currentEpoch.map(String.init) ?? "NULL"), "
+                    + "\(flag(test.withAccept)), \(verdict), \(flag(test.namesReset))) r")
         }
         for test in groups["LiveActivityStatus"] ?? [] {
             calls.append(
@@ -320,7 +339,7 @@ struct RemoteRulesSQLVectorTests {
                     "PushTokenPlacement": 8, "EpochInForce": 39, "TrustedDevice": 206, "WitnessAdmission": 59,
                     "CallerGate": 256, "SessionDesktop": 4, "Asker": 16, "QuestionAnswer": 160, "ApprovalAnswer": 512,
                     "RequestControl": 192, "QuestionClose": 28, "TrustLogCall": 102, "SessionEvent": 64,
-                    "TrustEpochStatus": 90,
+                    "TrustEpochStatus": 90, "TrustPlacement": 39,
                 ])
         let notification = (groups["AlertDecision"] ?? []) + (groups["MayQueuePush"] ?? [])
         #expect(notification.allSatisfy { $0.settings?.count == 10 })

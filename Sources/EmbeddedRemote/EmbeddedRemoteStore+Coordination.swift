@@ -103,12 +103,10 @@ extension EmbeddedRemoteStore: CoordinationRemote {
         return try await write("registering a push token") { db in
             // The device's proof first, then the arguments, as `public.register_push_token` has them.
             let device = try self.acting(db, r.deviceID, trusted: false).canonical
-            if let refusal = PushTokenRules.refusal(
-                token: r.token, type: r.type.rawValue, platform: r.platform, environment: r.environment.rawValue,
-                activityID: r.activityID, hasSession: r.sessionID != nil, previous: r.previousToken)
-            {
-                throw Self.refusal(refusal)
-            }
+            try Self.refuse(
+                PushTokenRules.refusal(
+                    token: r.token, type: r.type.rawValue, platform: r.platform, environment: r.environment.rawValue,
+                    activityID: r.activityID, hasSession: r.sessionID != nil, previous: r.previousToken))
             try self.requireOwn(db, table: "devices", id: r.deviceID, what: "device")
             if let session = r.sessionID {
                 try self.requireOwn(db, table: "agent_coding_sessions", id: session, what: "session")

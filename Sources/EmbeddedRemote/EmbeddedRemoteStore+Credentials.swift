@@ -100,6 +100,11 @@ extension EmbeddedRemoteStore {
         raised(refusal.sqlState, refusal.message, hint: refusal.hint)
     }
 
+    /// Raises a rule's refusal (``refusal(_:)``) when the rule made one.
+    static func refuse(_ refusal: (some RuleRefusal)?) throws {
+        if let refusal { throw Self.refusal(refusal) }
+    }
+
     /// What PostgreSQL raises with `sqlState` (`nil`: none), as the PostgREST client reads it.
     static func raised(_ sqlState: String?, _ message: String, hint: String? = nil) -> RemoteStoreError {
         let codes: [String: RemoteStoreError.Code] = [
@@ -184,9 +189,7 @@ extension EmbeddedRemoteStore {
         let runBy = try String.fetchOne(
             db, sql: "SELECT device_id FROM agent_coding_sessions WHERE id = ? AND user_id = ?",
             arguments: [session.canonical, me])
-        if let refusal = CallerRules.sessionDesktop(runBy: runBy, device: device.canonical) {
-            throw Self.refusal(refusal)
-        }
+        try Self.refuse(CallerRules.sessionDesktop(runBy: runBy, device: device.canonical))
     }
 
     /// Refuses unless the calling (certified) device asked `request`, an approval or a question
@@ -200,7 +203,7 @@ extension EmbeddedRemoteStore {
                 db, sql: "SELECT requester_device_id FROM \(table) WHERE id = ? AND user_id = ?",
                 arguments: [request.canonical, me])
         }
-        if let refusal = CallerRules.asker(askers: askers, device: device) { throw Self.refusal(refusal) }
+        try Self.refuse(CallerRules.asker(askers: askers, device: device))
     }
 
     // MARK: - Revocation ends access

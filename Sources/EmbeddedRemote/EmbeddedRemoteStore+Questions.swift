@@ -26,9 +26,7 @@ extension EmbeddedRemoteStore: QuestionRemote {
             let held = try Row.fetchOne(
                 db, sql: "SELECT * FROM agent_questions WHERE id = ? AND user_id = ?",
                 arguments: [questionID.canonical, self.me])
-            if let refusal = RequestRules.closeRefusal(as: status.rawValue, held: held != nil) {
-                throw Self.refusal(refusal)
-            }
+            try Self.refuse(RequestRules.closeRefusal(as: status.rawValue, held: held != nil))
             guard let row = held else { throw Self.refusal(RequestRules.CloseRefusal.notYourQuestion) }
             let transition = RequestRules.transition(
                 question: QuestionStatus(rawValue: row["status"]) ?? .pending,

@@ -117,12 +117,10 @@ extension EmbeddedRemoteStore {
                     sql:
                         "SELECT EXISTS (SELECT 1 FROM agent_coding_sessions WHERE id = ? AND user_id = ? AND device_id = ?)",
                     arguments: [sessionID.canonical, self.me, deviceID.canonical]) ?? false
-            if let refusal = TaskAlertRules.eventRefusal(
-                deviceMine: try Self.owner(db, table: "devices", id: deviceID.canonical) == self.me,
-                sessionOnDevice: runs, kind: kind.rawValue)
-            {
-                throw Self.refusal(refusal)
-            }
+            try Self.refuse(
+                TaskAlertRules.eventRefusal(
+                    deviceMine: try Self.owner(db, table: "devices", id: deviceID.canonical) == self.me,
+                    sessionOnDevice: runs, kind: kind.rawValue))
             return try Self.queueTaskAlerts(db, user: self.me, session: sessionID.canonical, kind: kind, scheme: scheme)
         }
     }

@@ -58,12 +58,10 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         try await write("appending to the trust log") { db in
             _ = try self.caller(db, trusted: false)
             var state = try TrustLogServerState.settled(db, user: me)
-            if let refusal = TrustLogCallRules.refusal(
-                .append, freshSignIn: false, state: try state.callState(db), entries: entries.count, epoch: epoch,
-                firstSeq: firstSeq)
-            {
-                throw Self.refusal(refusal)
-            }
+            try Self.refuse(
+                TrustLogCallRules.refusal(
+                    .append, freshSignIn: false, state: try state.callState(db), entries: entries.count, epoch: epoch,
+                    firstSeq: firstSeq))
             try Self.append(db, user: user, state: &state, epoch: epoch, entries[...])
         }
     }
@@ -73,13 +71,11 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         try await write("starting the trust log") { db in
             _ = try self.caller(db, trusted: false)
             var state = try TrustLogServerState.settled(db, user: me)
-            if let refusal = TrustLogCallRules.refusal(
-                .start, freshSignIn: fresh, state: try state.callState(db), entries: entries.count)
-            {
-                throw Self.refusal(refusal)
-            }
+            try Self.refuse(
+                TrustLogCallRules.refusal(
+                    .start, freshSignIn: fresh, state: try state.callState(db), entries: entries.count))
             let genesis = try Self.check(db, user: user, epoch: 1, entries[0], head: nil)
-            try Self.place(.start, prior: genesis.priorEpoch)
+            try Self.refuse(TrustLogCallRules.placementRefusal(.start, prior: genesis.priorEpoch))
             try Self.checkLegacy(db, user: user, genesis: genesis, entries: entries)
             try Self.store(db, user: me, genesis, entries[0])
             state.current = 1
@@ -94,19 +90,19 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         try await write("requesting an identity reset") { db in
             _ = try self.caller(db, trusted: false)
             var state = try TrustLogServerState.settled(db, user: me)
-            if let refusal = TrustLogCallRules.refusal(
-                accept == nil ? .reset : .resetAccept, freshSignIn: fresh, state: try state.callState(db))
-            {
-                throw Self.refusal(refusal)
-            }
+            try Self.refuse(
+                TrustLogCallRules.refusal(
+                    accept == nil ? .reset : .resetAccept, freshSignIn: fresh, state: try state.callState(db)))
             let epoch = max(2, state.highestEpoch + 1)
             let checked = try Self.check(db, user: user, epoch: epoch, genesis, head: nil)
-            try Self.place(.reset, prior: checked.priorEpoch, current: state.current, withAccept: accept != nil)
+            try Self.refuse(
+                TrustLogCallRules.placementRefusal(
+                    .reset, prior: checked.priorEpoch, current: state.current, withAccept: accept != nil))
             // (An accept while no epoch is current was refused above.)
             if let accept, let current = state.current {
                 let head = try TrustLogServerState.head(db, user: me, epoch: current)
                 let answer = try Self.check(db, user: user, epoch: current, accept, head: head)
-                try Self.place(.accept, answer.answer, naming: (epoch, checked.hash))
+                try Self.refuse(Self.placement(.accept, answer.answer, naming: (epoch, checked.hash)))
                 try Self.store(db, user: me, answer, accept)
                 try Self.store(db, user: me, checked, genesis)
                 state.current = epoch
@@ -186,31 +182,17 @@ extension EmbeddedRemoteStore: TrustLogRemote {
 
     // MARK: - The rules
 
-    /// Refuses a checked entry where it goes (``TrustLogCallRules/placementRefusal(_:prior:current:withAccept:verdict:namesReset:)``).
-    static func place(
-        _ placement: TrustLogCallRules.Placement, prior: UInt32? = nil, current: UInt32? = nil, withAccept: Bool = false
-    ) throws {
-        if let refusal = TrustLogCallRules.placementRefusal(
-            placement, prior: prior, current: current, withAccept: withAccept)
-        {
-            throw Self.refusal(refusal)
-        }
-    }
-
-    /// Refuses a reset answer, or another entry (`answer` nil), where it goes; `reset`: the one it
+    /// What ``TrustLogCallRules/placementRefusal(_:prior:current:withAccept:verdict:namesReset:)``
+    /// says of a reset answer, or another entry (`answer` nil), where it goes; `reset`: the one it
     /// must name (this reset for an accept, the pending one for an append; `nil`: none).
-    static func place(
+    static func placement(
         _ placement: TrustLogCallRules.Placement, _ answer: ResetAnswer?, naming reset: (epoch: UInt32, hash: [UInt8])?
-    ) throws {
-        let verdict: TrustLogCallRules.Verdict? = answer.map { $0.verdict == .accept ? .accept : .veto }
+    ) -> TrustLogCallRules.PlacementRefusal? {
         let names = answer.map { answer in
             reset.map { $0.epoch == answer.resetEpoch && $0.hash == answer.resetGenesisHash } ?? false
         }
-        if let refusal = TrustLogCallRules.placementRefusal(
-            placement, verdict: verdict, namesReset: names ?? false)
-        {
-            throw Self.refusal(refusal)
-        }
+        return TrustLogCallRules.placementRefusal(
+            placement, verdict: answer.map { $0.verdict == .accept ? .accept : .veto }, namesReset: names ?? false)
     }
 
     static func refusal(_ refusal: DeviceTrustError) -> RemoteStoreError {
@@ -242,7 +224,7 @@ extension EmbeddedRemoteStore: TrustLogRemote {
         for item in items {
             let head = try TrustLogServerState.head(db, user: me, epoch: epoch)
             let checked = try check(db, user: user, epoch: epoch, status: status, item, head: head)
-            try place(.append, checked.answer, naming: state.pending.map { ($0.epoch, $0.hash) })
+            try refuse(placement(.append, checked.answer, naming: state.pending.map { ($0.epoch, $0.hash) }))
             if checked.answer != nil, let pending = state.pending {
                 state.pending = nil
                 try state.save(db)
